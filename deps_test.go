@@ -1,0 +1,114 @@
+package brainstem
+
+import (
+	"encoding/json"
+	"go/parser"
+	"go/token"
+	"io"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const module = "github.com/brainstem/brainstem"
+
+type listedPackage struct {
+	ImportPath string
+	Dir        string
+	Imports    []string
+	Deps       []string
+	GoFiles    []string
+}
+
+func listPackages(t *testing.T) []listedPackage {
+	t.Helper()
+	out, err := exec.Command("go", "list", "-json", "./...").Output()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	var pkgs []listedPackage
+	dec := json.NewDecoder(strings.NewReader(string(out)))
+	for {
+		var p listedPackage
+		if err := dec.Decode(&p); err == io.EOF {
+			break
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		pkgs = append(pkgs, p)
+	}
+	if len(pkgs) < 5 {
+		t.Fatalf("go list found only %d packages", len(pkgs))
+	}
+	return pkgs
+}
+
+// under reports whether pkg is dir or below it (dir relative to the module).
+func under(pkg, dir string) bool {
+	p := module + "/" + dir
+	return pkg == p || strings.HasPrefix(pkg, p+"/")
+}
+
+// TestDependencyRules enforces the "must not" column of the design brief's
+// package table over every package's transitive imports.
+func TestDependencyRules(t *testing.T) {
+	rules := []struct {
+		from      string   // a directory of the module (and everything below it)
+		forbidden []string // module directories or import-path prefixes it must not reach
+		why       string
+	}{
+		{"auth", []string{"proto", "shard", "gateway", "github.com/mark3labs/mcp-go", "github.com/quic-go/quic-go"}, "auth must not know about MCP or QUIC"},
+		{"proto", []string{"auth", "shard", "gateway", "github.com/mark3labs/mcp-go"}, "proto must not know about notes or MCP"},
+		{"shard", []string{"gateway", "auth/sso", "auth/devidp", "github.com/coreos/go-oidc"}, "shard must not know about SSO or HTTP"},
+		{"gateway", []string{"shard"}, "gateway must not import the shard (its store, index or tools)"},
+	}
+	for _, p := range listPackages(t) {
+		for _, r := range rules {
+			if !under(p.ImportPath, r.from) {
+				continue
+			}
+			for _, dep := range p.Deps {
+				for _, f := range r.forbidden {
+					if under(dep, f) || strings.HasPrefix(dep, f) {
+						t.Errorf("%s imports %s: %s", p.ImportPath, dep, r.why)
+					}
+				}
+			}
+		}
+	}
+}
+
+// TestShardDoesNotServeHTTP checks shard packages never import net/http
+// directly (mcp-go's stdio server may use it internally).
+func TestShardDoesNotServeHTTP(t *testing.T) {
+	for _, p := range listPackages(t) {
+		if !under(p.ImportPath, "shard") {
+			continue
+		}
+		for _, imp := range p.Imports {
+			if imp == "net/http" {
+				t.Errorf("%s imports net/http: shards speak brainstem/1 and stdio only", p.ImportPath)
+			}
+		}
+	}
+}
+
+// TestPackageDocs requires exactly one package doc comment per package.
+func TestPackageDocs(t *testing.T) {
+	for _, p := range listPackages(t) {
+		docs := 0
+		for _, f := range p.GoFiles {
+			file, err := parser.ParseFile(token.NewFileSet(), filepath.Join(p.Dir, f), nil, parser.PackageClauseOnly|parser.ParseComments)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if file.Doc != nil && strings.TrimSpace(file.Doc.Text()) != "" {
+				docs++
+			}
+		}
+		if docs != 1 {
+			t.Errorf("%s has %d package doc comments, want exactly 1", p.ImportPath, docs)
+		}
+	}
+}

@@ -1,0 +1,76 @@
+package proto
+
+import (
+	"errors"
+	"fmt"
+)
+
+// Code is a protocol error code. Codes are stable: new ones may be added,
+// existing ones never change meaning (see docs/protocol.md).
+type Code uint16
+
+// The error codes.
+const (
+	CodeInternal        Code = 1  // the shard failed; retrying may help
+	CodeBadRequest      Code = 2  // malformed message or arguments
+	CodeUnauthenticated Code = 3  // shard token missing, invalid, expired or signed by an old key: re-mint
+	CodeForbidden       Code = 4  // the token lacks the capability, the wing differs, or a non-gateway asked to mint
+	CodeTooLarge        Code = 5  // a message exceeded the size limit
+	CodeUnknownMethod   Code = 6  // the request type is not known to this shard
+	CodeUnknownTool     Code = 7  // no tool of that name
+	CodeUnavailable     Code = 8  // the shard is draining or not ready
+	CodeDeadline        Code = 9  // the request's deadline passed
+	CodeCanceled        Code = 10 // the caller cancelled
+	CodeVersion         Code = 11 // unsupported protocol version
+)
+
+var codeNames = map[Code]string{
+	CodeInternal:        "internal",
+	CodeBadRequest:      "bad_request",
+	CodeUnauthenticated: "unauthenticated",
+	CodeForbidden:       "forbidden",
+	CodeTooLarge:        "too_large",
+	CodeUnknownMethod:   "unknown_method",
+	CodeUnknownTool:     "unknown_tool",
+	CodeUnavailable:     "unavailable",
+	CodeDeadline:        "deadline_exceeded",
+	CodeCanceled:        "canceled",
+	CodeVersion:         "unsupported_version",
+}
+
+func (c Code) String() string {
+	if n, ok := codeNames[c]; ok {
+		return n
+	}
+	return fmt.Sprintf("code_%d", uint16(c))
+}
+
+// Error is an error the peer answered with.
+type Error struct {
+	Code    Code
+	Message string
+}
+
+func (e *Error) Error() string { return "proto: " + e.Code.String() + ": " + e.Message }
+
+// Is makes errors.Is(err, &Error{Code: c}) match on the code alone.
+func (e *Error) Is(target error) bool {
+	t, ok := target.(*Error)
+	return ok && t.Code == e.Code && (t.Message == "" || t.Message == e.Message)
+}
+
+// ErrUnavailable wraps every failure to reach a shard (dial, handshake,
+// connection lost before an answer), as opposed to an *Error the shard sent.
+var ErrUnavailable = errors.New("proto: shard unreachable")
+
+// ErrTooLarge is returned when a message to send or receive exceeds the limit.
+var ErrTooLarge = errors.New("proto: message too large")
+
+// CodeOf returns the code of an *Error in err's chain, or 0.
+func CodeOf(err error) Code {
+	var pe *Error
+	if errors.As(err, &pe) {
+		return pe.Code
+	}
+	return 0
+}
