@@ -1,0 +1,150 @@
+package auth
+
+import (
+	"crypto/ed25519"
+	"crypto/x509"
+	"encoding/pem"
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+)
+
+// maxKeyFileBytes bounds the size of a key file LoadOrCreateKey reads.
+const maxKeyFileBytes = 64 << 10
+
+// ErrBadKeyFile reports a key file that is not one PEM "PRIVATE KEY" block
+// holding a PKCS#8 Ed25519 key.
+var ErrBadKeyFile = errors.New("auth: bad key file")
+
+// LoadOrCreateKey loads the shard's Ed25519 signing key from a PEM PKCS#8
+// file, or creates one if the file does not exist: the parent directory is
+// created 0700 if missing, the key is written 0600 to a temporary file,
+// synced, and linked into place without ever replacing an existing file (two
+// processes racing both end up with the same key); the directory is synced.
+// An empty path returns GenerateKey's ephemeral key: tokens then stop
+// verifying when the process restarts, which the gateway handles by
+// re-minting.
+func LoadOrCreateKey(path string) (KeyPair, error) {
+	if path == "" {
+		return GenerateKey()
+	}
+	k, err := loadKey(path)
+	if err == nil || !errors.Is(err, fs.ErrNotExist) {
+		return k, err
+	}
+	return createKey(path)
+}
+
+func loadKey(path string) (KeyPair, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return KeyPair{}, fmt.Errorf("auth: load key: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
+	if err != nil {
+		return KeyPair{}, fmt.Errorf("auth: load key %s: %w", path, err)
+	}
+	if len(data) > maxKeyFileBytes {
+		return KeyPair{}, fmt.Errorf("auth: load key %s: %w: over %d bytes", path, ErrBadKeyFile, maxKeyFileBytes)
+	}
+	k, err := ParsePrivateKeyPEM(data)
+	if err != nil {
+		return KeyPair{}, fmt.Errorf("auth: load key %s: %w", path, err)
+	}
+	return k, nil
+}
+
+// ParsePrivateKeyPEM parses one PEM "PRIVATE KEY" block holding a PKCS#8
+// Ed25519 key (as written by LoadOrCreateKey or `openssl genpkey -algorithm
+// ed25519`).
+func ParsePrivateKeyPEM(data []byte) (KeyPair, error) {
+	block, rest := pem.Decode(data)
+	if block == nil {
+		return KeyPair{}, fmt.Errorf("%w: no PEM block (want -----BEGIN PRIVATE KEY-----)", ErrBadKeyFile)
+	}
+	if block.Type != "PRIVATE KEY" {
+		return KeyPair{}, fmt.Errorf("%w: PEM block %q, want \"PRIVATE KEY\" (PKCS#8)", ErrBadKeyFile, block.Type)
+	}
+	if next, _ := pem.Decode(rest); next != nil {
+		return KeyPair{}, fmt.Errorf("%w: more than one PEM block", ErrBadKeyFile)
+	}
+	key, err := x509.ParsePKCS8PrivateKey(block.Bytes)
+	if err != nil {
+		return KeyPair{}, fmt.Errorf("%w: %w", ErrBadKeyFile, err)
+	}
+	priv, ok := key.(ed25519.PrivateKey)
+	if !ok {
+		return KeyPair{}, fmt.Errorf("%w: key is %T, want Ed25519", ErrBadKeyFile, key)
+	}
+	return KeyPair{ID: KeyID(priv.Public().(ed25519.PublicKey)), Private: priv}, nil
+}
+
+// MarshalPrivateKeyPEM encodes a key as a PEM PKCS#8 "PRIVATE KEY" block.
+func MarshalPrivateKeyPEM(k KeyPair) ([]byte, error) {
+	der, err := x509.MarshalPKCS8PrivateKey(k.Private)
+	if err != nil {
+		return nil, fmt.Errorf("auth: marshal key: %w", err)
+	}
+	return pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der}), nil
+}
+
+func createKey(path string) (KeyPair, error) {
+	k, err := GenerateKey()
+	if err != nil {
+		return KeyPair{}, err
+	}
+	data, err := MarshalPrivateKeyPEM(k)
+	if err != nil {
+		return KeyPair{}, err
+	}
+	dir := filepath.Dir(path)
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return KeyPair{}, fmt.Errorf("auth: create key: %w", err)
+	}
+	tmp, err := os.CreateTemp(dir, ".brainstem-key-*")
+	if err != nil {
+		return KeyPair{}, fmt.Errorf("auth: create key: %w", err)
+	}
+	tmpName := tmp.Name()
+	defer os.Remove(tmpName) // after the link, or on any failure
+	if err := tmp.Chmod(0o600); err != nil {
+		tmp.Close()
+		return KeyPair{}, fmt.Errorf("auth: create key: %w", err)
+	}
+	if _, err := tmp.Write(data); err != nil {
+		tmp.Close()
+		return KeyPair{}, fmt.Errorf("auth: create key: %w", err)
+	}
+	if err := tmp.Sync(); err != nil {
+		tmp.Close()
+		return KeyPair{}, fmt.Errorf("auth: create key: %w", err)
+	}
+	if err := tmp.Close(); err != nil {
+		return KeyPair{}, fmt.Errorf("auth: create key: %w", err)
+	}
+	if err := os.Link(tmpName, path); err != nil {
+		if errors.Is(err, fs.ErrExist) {
+			// Someone else created it first: use theirs.
+			return loadKey(path)
+		}
+		return KeyPair{}, fmt.Errorf("auth: create key: %w", err)
+	}
+	_ = os.Remove(tmpName)
+	if err := syncDir(dir); err != nil {
+		return KeyPair{}, fmt.Errorf("auth: create key: %w", err)
+	}
+	return k, nil
+}
+
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return err
+	}
+	defer d.Close()
+	return d.Sync()
+}

@@ -1,0 +1,261 @@
+package auth
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// Policy limits.
+const (
+	// MaxPolicyFileBytes bounds the size of a policy file read by LoadPolicy.
+	MaxPolicyFileBytes = 1 << 20
+	// MaxPrincipals bounds the number of principals across the three lists.
+	MaxPrincipals = 10000
+	// MaxPrincipalBytes bounds the length of one principal string.
+	MaxPrincipalBytes = 512
+)
+
+// Policy errors.
+var (
+	// ErrBadPrincipal reports a principal string that is not one of "*",
+	// "email:<address>", "domain:<name>" or "group:<name>".
+	ErrBadPrincipal = errors.New("auth: bad principal")
+	// ErrPolicyTooLarge reports a policy file or list over the limits above.
+	ErrPolicyTooLarge = errors.New("auth: policy too large")
+)
+
+// Policy says who may read, write and curate one wing. Each list holds
+// principals:
+//
+//	"*"              everyone with a verified email
+//	"email:a@b.c"    one person (compared after CanonicalEmail)
+//	"domain:b.c"     everyone whose email's part after the last '@' is exactly b.c
+//	"group:name"     members of an IdP group (exact, case-sensitive)
+//
+// Capabilities imply each other: a curator can also write and read, a writer
+// can also read.
+type Policy struct {
+	Readers  []string `yaml:"readers" json:"readers"`
+	Writers  []string `yaml:"writers" json:"writers"`
+	Curators []string `yaml:"curators" json:"curators"`
+}
+
+// PrincipalKind is the kind of a parsed principal.
+type PrincipalKind uint8
+
+// The principal kinds.
+const (
+	PrincipalAnyone PrincipalKind = iota + 1 // "*"
+	PrincipalEmail                           // "email:"
+	PrincipalDomain                          // "domain:"
+	PrincipalGroup                           // "group:"
+)
+
+// Principal is one parsed policy entry.
+type Principal struct {
+	Kind  PrincipalKind
+	Value string // canonical email, lowercased domain or group name; "" for anyone
+}
+
+// ParsePrincipal parses one policy entry. Emails and domains are canonicalised
+// (trimmed, lowercased); group names are kept exactly as written (trimmed).
+func ParsePrincipal(s string) (Principal, error) {
+	if len(s) > MaxPrincipalBytes {
+		return Principal{}, fmt.Errorf("%w: %d bytes, the limit is %d", ErrPolicyTooLarge, len(s), MaxPrincipalBytes)
+	}
+	t := strings.TrimSpace(s)
+	if t == "*" {
+		return Principal{Kind: PrincipalAnyone}, nil
+	}
+	kind, value, ok := strings.Cut(t, ":")
+	if !ok {
+		return Principal{}, fmt.Errorf("%w %q: want \"*\", \"email:<address>\", \"domain:<name>\" or \"group:<name>\"", ErrBadPrincipal, s)
+	}
+	value = strings.TrimSpace(value)
+	switch strings.ToLower(strings.TrimSpace(kind)) {
+	case "email":
+		e := CanonicalEmail(value)
+		at := strings.LastIndexByte(e, '@')
+		if at <= 0 || at == len(e)-1 || hasSpaceOrControl(e) {
+			return Principal{}, fmt.Errorf("%w %q: not an email address (want email:name@example.com)", ErrBadPrincipal, s)
+		}
+		return Principal{Kind: PrincipalEmail, Value: e}, nil
+	case "domain":
+		d := strings.ToLower(value)
+		if d == "" || strings.ContainsRune(d, '@') || hasSpaceOrControl(d) || strings.HasPrefix(d, ".") || strings.HasSuffix(d, ".") {
+			return Principal{}, fmt.Errorf("%w %q: not a domain name (want domain:example.com, without '@')", ErrBadPrincipal, s)
+		}
+		return Principal{Kind: PrincipalDomain, Value: d}, nil
+	case "group":
+		if value == "" || hasControl(value) {
+			return Principal{}, fmt.Errorf("%w %q: empty or unprintable group name (want group:<name>)", ErrBadPrincipal, s)
+		}
+		return Principal{Kind: PrincipalGroup, Value: value}, nil
+	default:
+		return Principal{}, fmt.Errorf("%w %q: unknown kind %q (want \"*\", email:, domain: or group:)", ErrBadPrincipal, s, kind)
+	}
+}
+
+func hasSpaceOrControl(s string) bool {
+	for _, r := range s {
+		if r <= ' ' || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+func hasControl(s string) bool {
+	for _, r := range s {
+		if r < ' ' || r == 0x7f {
+			return true
+		}
+	}
+	return false
+}
+
+// matches reports whether the principal admits a caller with a canonical
+// email, its domain and groups.
+func (p Principal) matches(email, domain string, groups []string) bool {
+	switch p.Kind {
+	case PrincipalAnyone:
+		return true
+	case PrincipalEmail:
+		return p.Value == email
+	case PrincipalDomain:
+		return p.Value == domain
+	case PrincipalGroup:
+		for _, g := range groups {
+			if g == p.Value {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// Validate checks every principal of every list and reports all problems at
+// once (errors.Join), each naming its list and index, e.g.
+// "auth: policy: writers[2]: auth: bad principal ...".
+func (p Policy) Validate() error {
+	var errs []error
+	if n := len(p.Readers) + len(p.Writers) + len(p.Curators); n > MaxPrincipals {
+		errs = append(errs, fmt.Errorf("auth: policy: %w: %d principals, the limit is %d", ErrPolicyTooLarge, n, MaxPrincipals))
+	}
+	for _, l := range p.lists() {
+		for i, s := range l.entries {
+			if _, err := ParsePrincipal(s); err != nil {
+				errs = append(errs, fmt.Errorf("auth: policy: %s[%d]: %w", l.name, i, err))
+			}
+		}
+	}
+	return errors.Join(errs...)
+}
+
+type namedList struct {
+	name    string
+	entries []string
+	caps    Caps
+}
+
+func (p Policy) lists() [3]namedList {
+	return [3]namedList{
+		{"readers", p.Readers, CapRead},
+		{"writers", p.Writers, CapRead | CapWrite},
+		{"curators", p.Curators, CapRead | CapWrite | CapCurate},
+	}
+}
+
+// Caps returns the capabilities the policy grants to a caller. The email is
+// canonicalised here; an empty email gets no capabilities, not even through
+// "*". Entries that do not parse grant nothing (Validate reports them).
+func (p Policy) Caps(email string, groups []string) Caps {
+	email = CanonicalEmail(email)
+	if email == "" {
+		return 0
+	}
+	domain := ""
+	if at := strings.LastIndexByte(email, '@'); at >= 0 {
+		domain = email[at+1:]
+	}
+	var c Caps
+	for _, l := range p.lists() {
+		if c.Has(l.caps) {
+			continue
+		}
+		for _, s := range l.entries {
+			pr, err := ParsePrincipal(s)
+			if err == nil && pr.matches(email, domain, groups) {
+				c |= l.caps
+				break
+			}
+		}
+	}
+	return c
+}
+
+// LoadPolicy reads a YAML policy file with the keys readers, writers and
+// curators. Unknown keys, a second YAML document and invalid principals are
+// errors; nothing is returned unless the whole policy is valid.
+func LoadPolicy(path string) (Policy, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Policy{}, fmt.Errorf("auth: load policy: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, MaxPolicyFileBytes+1))
+	if err != nil {
+		return Policy{}, fmt.Errorf("auth: load policy %s: %w", path, err)
+	}
+	if len(data) > MaxPolicyFileBytes {
+		return Policy{}, fmt.Errorf("auth: load policy %s: %w: file is over %d bytes", path, ErrPolicyTooLarge, MaxPolicyFileBytes)
+	}
+	p, err := ParsePolicy(data)
+	if err != nil {
+		return Policy{}, fmt.Errorf("auth: load policy %s: %w", path, err)
+	}
+	return p, nil
+}
+
+// ParsePolicy decodes and validates a YAML policy document (see LoadPolicy).
+func ParsePolicy(data []byte) (Policy, error) {
+	if len(data) > MaxPolicyFileBytes {
+		return Policy{}, fmt.Errorf("%w: over %d bytes", ErrPolicyTooLarge, MaxPolicyFileBytes)
+	}
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	var p Policy
+	if err := dec.Decode(&p); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Policy{}, errors.New("auth: policy: empty document (want readers, writers and curators lists)")
+		}
+		return Policy{}, fmt.Errorf("auth: policy: %w%s", err, yamlHint(err))
+	}
+	var extra any
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return Policy{}, errors.New("auth: policy: more than one YAML document in the file")
+	}
+	if err := p.Validate(); err != nil {
+		return Policy{}, err
+	}
+	return p, nil
+}
+
+// yamlHint adds advice for the two YAML mistakes policies invite: an unquoted
+// "*" (an alias in YAML) and "email: x" with a space (a map, not a string).
+func yamlHint(err error) string {
+	msg := err.Error()
+	switch {
+	case strings.Contains(msg, "alphabetic or numeric character"), strings.Contains(msg, "unknown anchor"):
+		return ` (quote the wildcard in YAML: - "*")`
+	case strings.Contains(msg, "!!map into string"):
+		return ` (write principals without a space after the colon, e.g. - email:ann@example.com, or quote them)`
+	}
+	return ""
+}
