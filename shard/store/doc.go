@@ -1,0 +1,43 @@
+// Package store keeps one wing of a brain directory: the markdown notes under
+// wiki/<wing>/<hall>/, the unreviewed notes under inbox/<wing>/ and the
+// append-only session logs under sessions/<wing>/.
+//
+// # Source of truth
+//
+// The files are the truth. The store derives from them, at Open and on every
+// change, an in-memory BM25 index (package index), the outbound links and
+// backlinks of every note, and the generated table of contents
+// wiki/<wing>/_index.md. Files edited behind the store's back (an editor, a
+// git pull) are picked up by a background rescanner that polls size, mtime
+// and inode every Options.RescanInterval, or at once by Rescan. Get always
+// reads the file from disk, so a returned content hash is the hash of the
+// file's current bytes even before a rescan.
+//
+// # Durability
+//
+// Every write goes to a temporary file named ".tmp-*" in the destination
+// directory, which is written, fsynced, then linked (create: never replaces)
+// or renamed (update: atomic replace) into place, and the directory is
+// fsynced. A crash therefore leaves either the old or the new file, never a
+// torn one; leftover ".tmp-*" files are ignored by scans and removed by Open.
+// Session log lines are appended with O_APPEND and fsynced before the call
+// returns. Writers of one note are serialised by a per-note lock, and creation
+// uses link(2), which fails when the target exists, so two creators of one
+// slug get one success and one ErrExists.
+//
+// # Links and tunnels
+//
+// Bodies may link notes with wikilinks: [[wing/hall/slug]], or [[hall/slug]]
+// for a note of the same wing; an optional "|alias" or "#anchor" suffix is
+// ignored. A link into another wing is a tunnel. Links reports a note's
+// outbound links (all of them, in order of first appearance), its backlinks
+// from notes of this wing, and its tunnels. One store serves one wing, so
+// tunnels coming IN from other wings are not knowable here: finding them
+// needs a query across shards.
+//
+// # Errors
+//
+// Failures wrap one of the sentinels ErrNotFound, ErrExists, ErrConflict,
+// ErrInvalid, ErrTooLarge, ErrForbidden and ErrClosed, so callers (the brain
+// tools) can map them to stable codes with errors.Is.
+package store

@@ -1,0 +1,316 @@
+package store
+
+import (
+	"context"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+	"time"
+
+	"github.com/brainstem/brainstem/shard/index"
+	"github.com/brainstem/brainstem/shard/layout"
+)
+
+// Get reads a note from disk: ref is a note id ("wing/hall/slug"), a wiki
+// path ("wiki/wing/hall/slug.md") or an inbox path ("inbox/wing/name.md").
+// The returned hash is always that of the file's current bytes. If the file
+// differs from the indexed version (edited behind the store's back), the
+// index is refreshed for that note before Get returns.
+func (s *Store) Get(ctx context.Context, ref string) (*Note, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	if rest, ok := strings.CutPrefix(ref, layout.TopInbox+"/"); ok {
+		return s.getInbox(rest, ref)
+	}
+	id, abs, err := s.wikiRef(ref)
+	if err != nil {
+		return nil, err
+	}
+	raw, sig, err := readFileLimit(abs, s.maxNote)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			s.refresh(id)
+			return nil, fmt.Errorf("store: no note %s in wing %q; brain_query or brain_list find existing ids: %w", id, s.wing, ErrNotFound)
+		}
+		return nil, s.readErr(id.String(), err)
+	}
+	if old, ok := s.sigOfNote(id.String()); !ok || old != sig {
+		s.refresh(id)
+	}
+	return s.noteOf(id.String(), "", id.Path(), raw, id.Slug), nil
+}
+
+func (s *Store) getInbox(rest, ref string) (*Note, error) {
+	wing, file, ok := strings.Cut(rest, "/")
+	name, isMD := strings.CutSuffix(file, layout.NoteExt)
+	if !ok || !isMD {
+		return nil, fmt.Errorf("store: inbox path %q must be inbox/<wing>/<name>.md: %w", ref, ErrInvalid)
+	}
+	if err := layout.ValidWing(wing); err != nil {
+		return nil, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+	}
+	if wing != s.wing {
+		return nil, fmt.Errorf("store: %s belongs to wing %q but this shard serves wing %q: %w", ref, wing, s.wing, ErrForbidden)
+	}
+	if err := layout.ValidInboxName(name); err != nil {
+		return nil, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+	}
+	rel := layout.InboxPath(s.wing, name)
+	abs, err := s.abs(rel)
+	if err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	raw, _, err := readFileLimit(abs, s.maxNote)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, fmt.Errorf("store: no inbox note %s (it may have been promoted); brain_pending lists the inbox: %w", rel, ErrNotFound)
+		}
+		return nil, s.readErr(rel, err)
+	}
+	return s.noteOf("", name, rel, raw, name), nil
+}
+
+// Hit is a search result, read from the file's current bytes.
+type Hit struct {
+	ID, Hall, Title, Path, Hash, Snippet string
+	Score                                float64
+}
+
+// SearchOptions tunes Search.
+type SearchOptions struct {
+	Hall  string       // only notes of this hall ("" = all)
+	Limit int          // max hits (<= 0 → 10)
+	Stats *index.Stats // global BM25 statistics, nil → this wing's
+	// SnippetRunes bounds the snippet (<= 0 → 200).
+	SnippetRunes int
+}
+
+// Search runs a BM25 query over the wing's wiki notes. Each hit's title,
+// hash and snippet come from the file as it is now; a hit whose file has
+// vanished is dropped (and the index repaired).
+func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]Hit, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	iopt := index.Options{Limit: opt.Limit, Stats: opt.Stats}
+	if opt.Hall != "" {
+		if err := layout.ValidHall(opt.Hall); err != nil {
+			return nil, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+		}
+		prefix := s.wing + "/" + opt.Hall + "/"
+		iopt.Filter = func(id string) bool { return strings.HasPrefix(id, prefix) }
+	}
+	runes := opt.SnippetRunes
+	if runes <= 0 {
+		runes = 200
+	}
+	hits := s.ix.Search(query, iopt)
+	out := make([]Hit, 0, len(hits))
+	for _, h := range hits {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		id, err := layout.ParseID(h.ID)
+		if err != nil {
+			continue
+		}
+		abs, err := s.abs(id.Path())
+		if err != nil {
+			continue
+		}
+		raw, sig, err := readFileLimit(abs, s.maxNote)
+		if err != nil {
+			s.refresh(id)
+			continue
+		}
+		if old, ok := s.sigOfNote(h.ID); !ok || old != sig {
+			s.refresh(id)
+		}
+		p := parseNote(raw, id.Slug)
+		out = append(out, Hit{
+			ID: h.ID, Hall: id.Hall, Title: p.title, Path: id.Path(), Hash: HashOf(raw),
+			Snippet: index.Snippet(p.body, h.Terms, runes), Score: h.Score,
+		})
+	}
+	return out, nil
+}
+
+// Stats returns this wing's BM25 statistics for query, to be summed across
+// wings and passed back as SearchOptions.Stats.
+func (s *Store) Stats(query string) index.Stats { return s.ix.Stats(query) }
+
+// Entry is one note of a listing.
+type Entry struct {
+	ID, Hall, Title, Path, UpdatedAt string
+}
+
+// List returns up to limit notes ordered by id, of one hall or all (""),
+// starting after the cursor returned by a previous call ("" = from the
+// start). next is "" when there are no more notes.
+func (s *Store) List(hall, cursor string, limit int) (entries []Entry, next string, err error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, "", err
+	}
+	if hall != "" {
+		if err := layout.ValidHall(hall); err != nil {
+			return nil, "", fmt.Errorf("store: %w: %w", ErrInvalid, err)
+		}
+	}
+	after := ""
+	if cursor != "" {
+		b, err := base64.RawURLEncoding.DecodeString(cursor)
+		if err != nil || !strings.HasPrefix(string(b), s.wing+"/") {
+			return nil, "", fmt.Errorf("store: cursor %q is not one brain_list returned for wing %q; start again without a cursor: %w", cursor, s.wing, ErrInvalid)
+		}
+		after = string(b)
+	}
+	if limit <= 0 {
+		limit = 50
+	}
+	prefix := s.wing + "/"
+	if hall != "" {
+		prefix += hall + "/"
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	start := max(after, prefix)
+	i := sort.SearchStrings(s.ids, start)
+	if i < len(s.ids) && s.ids[i] == after {
+		i++
+	}
+	entries = []Entry{}
+	for ; i < len(s.ids) && strings.HasPrefix(s.ids[i], prefix); i++ {
+		if len(entries) == limit {
+			next = base64.RawURLEncoding.EncodeToString([]byte(entries[len(entries)-1].ID))
+			break
+		}
+		id := s.ids[i]
+		m := s.notes[id]
+		entries = append(entries, Entry{ID: id, Hall: m.hall, Title: m.title, Path: "wiki/" + id + ".md", UpdatedAt: m.updatedAt})
+	}
+	return entries, next, nil
+}
+
+// Links of a note.
+type Links struct {
+	ID        string
+	Outbound  []string // every link, first appearance order
+	Backlinks []string // notes of this wing linking here, sorted
+	Tunnels   []string // outbound links into other wings
+}
+
+// Links returns a note's outbound links, backlinks and tunnels. Tunnels
+// coming in from other wings are not known to one wing's store.
+func (s *Store) Links(id string) (Links, error) {
+	if err := s.checkOpen(); err != nil {
+		return Links{}, err
+	}
+	pid, abs, err := s.wikiRef(id)
+	if err != nil {
+		return Links{}, err
+	}
+	key := pid.String()
+	// Never answer from a stale view: if the file changed (or appeared, or
+	// vanished) since it was indexed, refresh the note first.
+	fi, statErr := os.Lstat(abs)
+	old, known := s.sigOfNote(key)
+	if (statErr == nil) != known || (statErr == nil && sigOf(fi) != old) {
+		s.refresh(pid)
+	}
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	m := s.notes[key]
+	if m == nil {
+		return Links{}, fmt.Errorf("store: no note %s in wing %q: %w", key, s.wing, ErrNotFound)
+	}
+	l := Links{ID: key, Outbound: append([]string{}, m.links...), Backlinks: []string{}, Tunnels: s.tunnelsOf(m.links)}
+	for src := range s.backlinks[key] {
+		l.Backlinks = append(l.Backlinks, src)
+	}
+	sort.Strings(l.Backlinks)
+	return l, nil
+}
+
+// Pending is an inbox note waiting for a curator.
+type Pending struct {
+	Name, Path, Title, Hall, CreatedBy, CreatedAt, Excerpt string
+	modTime                                                time.Time
+	at                                                     time.Time
+}
+
+// PendingExcerptRunes is the length of Pending.Excerpt.
+const PendingExcerptRunes = 200
+
+// Pending lists the wing's inbox, oldest first (created_at, then file
+// mtime, then name), at most limit entries (<= 0 → all). A note without a
+// parseable created_at counts as created at its mtime.
+func (s *Store) Pending(ctx context.Context, limit int) ([]Pending, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	dir, err := s.dirOf(layout.WingDir(layout.TopInbox, s.wing))
+	if err != nil {
+		return nil, fmt.Errorf("store: list inbox: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, fmt.Errorf("store: list inbox: %w", err)
+	}
+	out := []Pending{}
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), layout.NoteExt)
+		if !ok || strings.HasPrefix(name, ".") || !e.Type().IsRegular() || layout.ValidInboxName(name) != nil {
+			continue
+		}
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("store: %w", err)
+		}
+		rel := layout.InboxPath(s.wing, name)
+		raw, sig, err := readFileLimit(filepath.Join(dir, e.Name()), s.maxNote)
+		if err != nil {
+			if !errors.Is(err, fs.ErrNotExist) {
+				s.log.Warn("store: skipping inbox note", "path", rel, "err", err)
+			}
+			continue
+		}
+		p := parseNote(raw, name)
+		get := func(k string) string {
+			for _, f := range p.fields {
+				if f.Key == k && !f.IsList {
+					return f.Value
+				}
+			}
+			return ""
+		}
+		pn := Pending{Name: name, Path: rel, Title: p.title, Hall: get(KeyHall), CreatedBy: get(KeyCreatedBy),
+			CreatedAt: get(KeyCreatedAt), Excerpt: excerpt(p.body, PendingExcerptRunes), modTime: time.Unix(0, sig.mtime)}
+		pn.at = pn.modTime
+		if t, err := time.Parse(time.RFC3339, pn.CreatedAt); err == nil {
+			pn.at = t
+		}
+		out = append(out, pn)
+	}
+	sort.Slice(out, func(i, j int) bool {
+		a, b := out[i], out[j]
+		if !a.at.Equal(b.at) {
+			return a.at.Before(b.at)
+		}
+		if !a.modTime.Equal(b.modTime) {
+			return a.modTime.Before(b.modTime)
+		}
+		return a.Name < b.Name
+	})
+	if limit > 0 && len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}

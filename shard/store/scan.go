@@ -1,0 +1,116 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/brainstem/brainstem/shard/layout"
+)
+
+// Rescan compares every note file with the version the store indexed (size,
+// mtime, inode) and re-reads the ones that changed, indexes new ones and
+// forgets deleted ones, then rewrites _index.md if its content changed or
+// the file itself was edited or removed. The background rescanner calls it
+// every RescanInterval; tests call it to make a pass deterministic.
+func (s *Store) Rescan(ctx context.Context) error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	s.scanMu.Lock()
+	defer s.scanMu.Unlock()
+	files, err := s.scanFiles()
+	if err != nil {
+		return err
+	}
+	seen := make(map[string]bool, len(files))
+	var changed []layout.ID
+	s.mu.RLock()
+	for _, f := range files {
+		key := f.id.String()
+		seen[key] = true
+		if m := s.notes[key]; m == nil || m.sig != f.sig {
+			changed = append(changed, f.id)
+		}
+	}
+	for key := range s.notes {
+		if !seen[key] {
+			id, err := layout.ParseID(key)
+			if err == nil {
+				changed = append(changed, id)
+			}
+		}
+	}
+	s.mu.RUnlock()
+	for i, id := range changed {
+		if i%64 == 0 {
+			if err := ctx.Err(); err != nil {
+				return fmt.Errorf("store: rescan: %w", err)
+			}
+		}
+		s.refresh(id)
+	}
+	if len(changed) > 0 {
+		s.log.Debug("store: rescan applied changes made outside the store", "notes", len(changed))
+	}
+	return s.syncTOC(s.tocTouched())
+}
+
+// refresh re-reads note id from disk under its lock and brings the memory
+// state and the index in line with it (or forgets it if it is gone or
+// unreadable).
+func (s *Store) refresh(id layout.ID) {
+	unlock := s.locks.lock("w:" + id.String())
+	defer unlock()
+	abs, err := s.abs(id.Path())
+	if err != nil {
+		s.log.Warn("store: forgetting note", "id", id.String(), "err", err)
+		s.forget(id)
+		return
+	}
+	raw, sig, err := readFileLimit(abs, s.maxNote)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("store: forgetting unreadable note", "id", id.String(), "err", err)
+		}
+		s.forget(id)
+		return
+	}
+	if old, ok := s.sigOfNote(id.String()); ok && old == sig {
+		return
+	}
+	s.apply(id, raw, sig)
+}
+
+// tocTouched reports whether _index.md was changed or removed by someone
+// else since the store last wrote it.
+func (s *Store) tocTouched() bool {
+	p, err := s.abs(layout.IndexPath(s.wing))
+	if err != nil {
+		return true
+	}
+	fi, err := os.Lstat(p)
+	s.tocMu.Lock()
+	defer s.tocMu.Unlock()
+	return err != nil || sigOf(fi) != s.tocSig
+}
+
+// rescanLoop runs Rescan every interval until ctx is cancelled.
+func (s *Store) rescanLoop(ctx context.Context, interval time.Duration) {
+	defer close(s.done)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := s.Rescan(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
+				s.log.Warn("store: rescan failed", "err", err)
+			}
+		}
+	}
+}

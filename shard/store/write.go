@@ -1,0 +1,392 @@
+package store
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+
+	"github.com/brainstem/brainstem/shard/frontmatter"
+	"github.com/brainstem/brainstem/shard/layout"
+)
+
+// NewNote describes a note to create with Create.
+type NewNote struct {
+	Title string
+	Body  string
+	// Hall is required for a wiki note; for an inbox note it is optional
+	// and stored as the suggested hall.
+	Hall string
+	// Slug names the file (the inbox name for an inbox note); "" means
+	// layout.Slugify(Title).
+	Slug string
+	Tags []string
+	// Inbox creates inbox/<wing>/<slug>.md instead of a wiki note.
+	Inbox bool
+	// By is the verified email of the author (created_by).
+	By string
+}
+
+// Target is where a NewNote goes.
+type Target struct {
+	ID   string // "wing/hall/slug" for a wiki note, "" for an inbox note
+	Name string // inbox name, "" for a wiki note
+	Path string // brain-relative slash path
+	abs  string
+}
+
+// Plan validates n and returns where it would be written, without touching
+// the filesystem except to check that no file is there (ErrExists).
+func (s *Store) Plan(n NewNote) (Target, error) {
+	t, err := s.target(n)
+	if err != nil {
+		return Target{}, err
+	}
+	if _, err := os.Lstat(t.abs); err == nil {
+		return t, fmt.Errorf("store: %s: %w", t.Path, ErrExists)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return t, fmt.Errorf("store: %s: %w", t.Path, err)
+	}
+	return t, nil
+}
+
+func (s *Store) target(n NewNote) (Target, error) {
+	if strings.TrimSpace(n.Title) == "" {
+		return Target{}, fmt.Errorf("store: a note needs a non-empty title: %w", ErrInvalid)
+	}
+	if n.By == "" {
+		return Target{}, fmt.Errorf("store: a note needs its author's email: %w", ErrInvalid)
+	}
+	slug := n.Slug
+	if slug == "" {
+		slug = layout.Slugify(n.Title)
+		if slug == "" {
+			return Target{}, fmt.Errorf("store: cannot derive a slug from title %q (no letters or digits): pass a slug: %w", n.Title, ErrInvalid)
+		}
+	}
+	var t Target
+	if n.Inbox {
+		if n.Hall != "" {
+			if err := layout.ValidHall(n.Hall); err != nil {
+				return Target{}, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+			}
+		}
+		if err := layout.ValidInboxName(slug); err != nil {
+			return Target{}, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+		}
+		t = Target{Name: slug, Path: layout.InboxPath(s.wing, slug)}
+	} else {
+		if n.Hall == "" {
+			return Target{}, fmt.Errorf("store: a wiki note needs a hall (one of %s): %w", strings.Join(layout.Halls(), ", "), ErrInvalid)
+		}
+		id := layout.ID{Wing: s.wing, Hall: n.Hall, Slug: slug}
+		if err := id.Validate(); err != nil {
+			return Target{}, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+		}
+		t = Target{ID: id.String(), Path: id.Path()}
+	}
+	abs, err := s.abs(t.Path)
+	if err != nil {
+		return Target{}, fmt.Errorf("store: %w", err)
+	}
+	t.abs = abs
+	return t, nil
+}
+
+// Create writes a new note durably and indexes it. It never replaces a
+// file: if the note exists the error wraps ErrExists.
+func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	t, err := s.target(n)
+	if err != nil {
+		return nil, err
+	}
+	doc := frontmatter.New(nil, n.Body)
+	doc.Set(KeyTitle, n.Title)
+	doc.Set(KeyWing, s.wing)
+	if n.Hall != "" {
+		doc.Set(KeyHall, n.Hall)
+	}
+	if len(n.Tags) > 0 {
+		doc.SetStrings(KeyTags, n.Tags)
+	}
+	doc.Set(KeyCreatedBy, n.By)
+	doc.Set(KeyCreatedAt, rfc3339(s.now()))
+	if err := doc.Err(); err != nil {
+		return nil, fmt.Errorf("store: cannot write the frontmatter: %v: %w", err, ErrInvalid)
+	}
+	raw := doc.Bytes()
+	if len(raw) > s.maxNote {
+		return nil, fmt.Errorf("store: note would be %d bytes, over the %d-byte limit: %w", len(raw), s.maxNote, ErrTooLarge)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+
+	if n.Inbox {
+		unlock := s.locks.lock("i:" + t.Name)
+		defer unlock()
+		if err := createFile(t.abs, raw); err != nil {
+			return nil, s.createErr(t.Path, err)
+		}
+		return s.noteOf(t.ID, t.Name, t.Path, raw, t.Name), nil
+	}
+
+	id, _ := layout.ParseID(t.ID)
+	unlock := s.locks.lock("w:" + t.ID)
+	if err := createFile(t.abs, raw); err != nil {
+		unlock()
+		return nil, s.createErr(t.Path, err)
+	}
+	if err := s.applyFile(id, t.abs, raw); err != nil {
+		unlock()
+		return nil, err
+	}
+	unlock()
+	if err := s.syncTOC(false); err != nil {
+		return nil, err
+	}
+	return s.noteOf(t.ID, "", t.Path, raw, id.Slug), nil
+}
+
+func (s *Store) createErr(path string, err error) error {
+	if errors.Is(err, fs.ErrExist) {
+		return fmt.Errorf("store: %s already exists (notes are never overwritten: choose another slug, or use update): %w", path, ErrExists)
+	}
+	return fmt.Errorf("store: write %s: %w", path, err)
+}
+
+// applyFile stats the file just written and applies raw to the memory state.
+func (s *Store) applyFile(id layout.ID, abs string, raw []byte) error {
+	fi, err := os.Lstat(abs)
+	if err != nil {
+		return fmt.Errorf("store: stat %s: %w", id.Path(), err)
+	}
+	s.apply(id, raw, sigOf(fi))
+	return nil
+}
+
+// noteOf builds the Note for bytes the store just wrote.
+func (s *Store) noteOf(id, name, path string, raw []byte, fallback string) *Note {
+	p := parseNote(raw, fallback)
+	return &Note{ID: id, Name: name, Path: path, Hash: HashOf(raw), Title: p.title, Fields: p.fields, Body: p.body, FrontmatterErr: p.err, Raw: raw}
+}
+
+// Change describes an update of an existing wiki note.
+type Change struct {
+	ID   string // note id or wiki path
+	Body string // the new body
+	// Reason is recorded as supersede_reason; required.
+	Reason string
+	// ExpectedHash, if set, must equal the note's current content hash,
+	// else the update fails with ErrConflict and changes nothing.
+	ExpectedHash string
+	// Title, if set, replaces the title.
+	Title string
+	// By is the verified email of the author (updated_by).
+	By string
+}
+
+// Update supersedes the body of an existing wiki note. It stamps
+// updated_by, updated_at, supersedes (the prior content hash) and
+// supersede_reason, and keeps every other frontmatter line as it was.
+// It never creates a note (ErrNotFound).
+func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	id, abs, err := s.wikiRef(c.ID)
+	if err != nil {
+		return nil, err
+	}
+	if strings.TrimSpace(c.Reason) == "" {
+		return nil, fmt.Errorf("store: an update needs a reason (recorded as supersede_reason): %w", ErrInvalid)
+	}
+	if c.By == "" {
+		return nil, fmt.Errorf("store: an update needs its author's email: %w", ErrInvalid)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, fmt.Errorf("store: %w", err)
+	}
+	unlock := s.locks.lock("w:" + id.String())
+	old, _, err := readFileLimit(abs, s.maxNote)
+	if err != nil {
+		unlock()
+		return nil, s.readErr(id.String(), err)
+	}
+	cur := HashOf(old)
+	if c.ExpectedHash != "" && c.ExpectedHash != cur {
+		unlock()
+		return nil, fmt.Errorf("store: %s changed: expected_hash is %s but the current content_hash is %s; get the note again, merge your change and retry with expected_hash %s: %w",
+			id, c.ExpectedHash, cur, cur, ErrConflict)
+	}
+	doc, err := frontmatter.Parse(old)
+	if err != nil {
+		unlock()
+		return nil, fmt.Errorf("store: %s has a frontmatter the store cannot edit safely (%v); fix the file by hand first: %w", id, err, ErrInvalid)
+	}
+	doc.SetBody(c.Body)
+	if c.Title != "" {
+		doc.Set(KeyTitle, c.Title)
+	}
+	doc.Set(KeyUpdatedBy, c.By)
+	doc.Set(KeyUpdatedAt, rfc3339(s.now()))
+	doc.Set(KeySupersedes, cur)
+	doc.Set(KeySupersedeReason, c.Reason)
+	if err := doc.Err(); err != nil {
+		unlock()
+		return nil, fmt.Errorf("store: cannot edit the frontmatter of %s: %v: %w", id, err, ErrInvalid)
+	}
+	raw := doc.Bytes()
+	if len(raw) > s.maxNote {
+		unlock()
+		return nil, fmt.Errorf("store: note would be %d bytes, over the %d-byte limit: %w", len(raw), s.maxNote, ErrTooLarge)
+	}
+	if err := replaceFile(abs, raw); err != nil {
+		unlock()
+		return nil, fmt.Errorf("store: write %s: %w", id.Path(), err)
+	}
+	err = s.applyFile(id, abs, raw)
+	unlock()
+	if err != nil {
+		return nil, err
+	}
+	if err := s.syncTOC(false); err != nil {
+		return nil, err
+	}
+	return s.noteOf(id.String(), "", id.Path(), raw, id.Slug), nil
+}
+
+// Promote moves inbox note name into the wiki as wiki/<wing>/<hall>/<slug>.md
+// (slug "" → name). It validates the hall before touching the filesystem,
+// refuses an existing target (ErrExists) leaving the inbox file untouched,
+// writes the wiki note (stamping wing, hall, promoted_by and promoted_at,
+// keeping every other frontmatter line), then deletes the inbox file and
+// rewrites _index.md. It returns the new note and its tunnels.
+func (s *Store) Promote(ctx context.Context, name, hall, slug, by string) (*Note, []string, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, nil, err
+	}
+	if err := layout.ValidHall(hall); err != nil {
+		return nil, nil, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+	}
+	if err := layout.ValidInboxName(name); err != nil {
+		return nil, nil, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+	}
+	if slug == "" {
+		slug = name
+	}
+	id := layout.ID{Wing: s.wing, Hall: hall, Slug: slug}
+	if err := id.Validate(); err != nil {
+		return nil, nil, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+	}
+	if by == "" {
+		return nil, nil, fmt.Errorf("store: a promotion needs the curator's email: %w", ErrInvalid)
+	}
+	inRel := layout.InboxPath(s.wing, name)
+	inAbs, err := s.abs(inRel)
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: %w", err)
+	}
+	wikiAbs, err := s.abs(id.Path())
+	if err != nil {
+		return nil, nil, fmt.Errorf("store: %w", err)
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, nil, fmt.Errorf("store: %w", err)
+	}
+
+	// Lock order: inbox name, then note. Nothing locks them the other way.
+	unlockIn := s.locks.lock("i:" + name)
+	defer unlockIn()
+	unlock := s.locks.lock("w:" + id.String())
+	old, _, err := readFileLimit(inAbs, s.maxNote)
+	if err != nil {
+		unlock()
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, fmt.Errorf("store: no inbox note %q (%s); brain_pending lists the inbox: %w", name, inRel, ErrNotFound)
+		}
+		return nil, nil, s.readErr(inRel, err)
+	}
+	if _, err := os.Lstat(wikiAbs); err == nil {
+		unlock()
+		return nil, nil, fmt.Errorf("store: %s already exists; the inbox note was left untouched: promote it with another slug: %w", id, ErrExists)
+	}
+	doc, err := frontmatter.Parse(old)
+	if err != nil {
+		unlock()
+		return nil, nil, fmt.Errorf("store: inbox note %s has a frontmatter the store cannot edit safely (%v); fix the file first: %w", inRel, err, ErrInvalid)
+	}
+	if _, ok := doc.Get(KeyTitle); !ok {
+		doc.Set(KeyTitle, parseNote(old, name).title)
+	}
+	doc.Set(KeyWing, s.wing)
+	doc.Set(KeyHall, hall)
+	doc.Set(KeyPromotedBy, by)
+	doc.Set(KeyPromotedAt, rfc3339(s.now()))
+	if err := doc.Err(); err != nil {
+		unlock()
+		return nil, nil, fmt.Errorf("store: cannot edit the frontmatter of %s: %v: %w", inRel, err, ErrInvalid)
+	}
+	raw := doc.Bytes()
+	if len(raw) > s.maxNote {
+		unlock()
+		return nil, nil, fmt.Errorf("store: note would be %d bytes, over the %d-byte limit: %w", len(raw), s.maxNote, ErrTooLarge)
+	}
+	if err := createFile(wikiAbs, raw); err != nil {
+		unlock()
+		if errors.Is(err, fs.ErrExist) {
+			return nil, nil, fmt.Errorf("store: %s already exists; the inbox note was left untouched: promote it with another slug: %w", id, ErrExists)
+		}
+		return nil, nil, fmt.Errorf("store: write %s: %w", id.Path(), err)
+	}
+	err = s.applyFile(id, wikiAbs, raw)
+	unlock()
+	if err != nil {
+		return nil, nil, err
+	}
+	if err := os.Remove(inAbs); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return nil, nil, fmt.Errorf("store: %s was written but the inbox file %s could not be removed (remove it by hand): %w", id, inRel, err)
+	}
+	if err := syncDir(filepath.Dir(inAbs)); err != nil {
+		return nil, nil, fmt.Errorf("store: sync inbox: %w", err)
+	}
+	if err := s.syncTOC(false); err != nil {
+		return nil, nil, err
+	}
+	n := s.noteOf(id.String(), "", id.Path(), raw, id.Slug)
+	return n, s.tunnelsOf(s.parseLinks(n.Body)), nil
+}
+
+// readErr maps a read failure of path to the store's sentinels.
+func (s *Store) readErr(what string, err error) error {
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("store: %s does not exist: %w", what, ErrNotFound)
+	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrInvalid):
+		return fmt.Errorf("store: %s: %w", what, err)
+	default:
+		return fmt.Errorf("store: read %s: %w", what, err)
+	}
+}
+
+// wikiRef parses a note id or wiki path of this wing and resolves it.
+func (s *Store) wikiRef(ref string) (layout.ID, string, error) {
+	id, err := layout.ParseID(ref)
+	if err != nil {
+		return layout.ID{}, "", fmt.Errorf("store: %w: %w", ErrInvalid, err)
+	}
+	if id.Wing != s.wing {
+		return layout.ID{}, "", fmt.Errorf("store: note %s belongs to wing %q but this shard serves wing %q: %w", id, id.Wing, s.wing, ErrForbidden)
+	}
+	abs, err := s.abs(id.Path())
+	if err != nil {
+		return layout.ID{}, "", fmt.Errorf("store: %w", err)
+	}
+	return id, abs, nil
+}
