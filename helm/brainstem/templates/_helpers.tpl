@@ -1,0 +1,230 @@
+{{/*
+Naming. Kubernetes names are DNS labels (≤ 63 characters); StatefulSet names
+must leave room for the controller-revision-hash label, so shard names stay ≤ 52.
+*/}}
+
+{{- define "brainstem.name" -}}
+{{- default .Chart.Name .Values.nameOverride | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{- define "brainstem.fullname" -}}
+{{- if .Values.fullnameOverride -}}
+{{- .Values.fullnameOverride | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- $name := default .Chart.Name .Values.nameOverride -}}
+{{- if contains $name .Release.Name -}}
+{{- .Release.Name | trunc 63 | trimSuffix "-" -}}
+{{- else -}}
+{{- printf "%s-%s" .Release.Name $name | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "brainstem.chart" -}}
+{{- printf "%s-%s" .Chart.Name .Chart.Version | replace "+" "_" | trunc 63 | trimSuffix "-" -}}
+{{- end -}}
+
+{{/* The gateway's resource name. */}}
+{{- define "brainstem.gateway.fullname" -}}
+{{- printf "%s-gateway" (include "brainstem.fullname" . | trunc 55 | trimSuffix "-") -}}
+{{- end -}}
+
+{{/*
+A wing's shard name (StatefulSet, headless Service, ConfigMap, Secret prefix).
+Call with (dict "root" $ "wing" $wingName). Long names keep a readable prefix
+and end with 8 hex digits of the wing name's sha256, so two long wings never
+collide.
+*/}}
+{{- define "brainstem.shard.fullname" -}}
+{{- $name := printf "%s-%s" (include "brainstem.fullname" .root) .wing -}}
+{{- if le (len $name) 52 -}}
+{{- $name -}}
+{{- else -}}
+{{- printf "%s-%s" ($name | trunc 43 | trimSuffix "-") (sha256sum .wing | trunc 8) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The logical TLS server name of a wing's shard; its certificate carries it. */}}
+{{- define "brainstem.shard.serverName" -}}
+{{- printf "%s.shard.brainstem" . -}}
+{{- end -}}
+
+{{/* DNS names of a wing's shard: (dict "root" $ "wing" $wingName). */}}
+{{- define "brainstem.shard.dnsNames" -}}
+{{- $svc := include "brainstem.shard.fullname" . -}}
+{{- $ns := .root.Release.Namespace -}}
+{{- $cd := .root.Values.clusterDomain -}}
+{{- list (include "brainstem.shard.serverName" .wing) (printf "%s-0.%s.%s.svc.%s" $svc $svc $ns $cd) (printf "%s-0.%s.%s.svc" $svc $svc $ns) (printf "%s.%s.svc.%s" $svc $ns $cd) (printf "%s.%s.svc" $svc $ns) | toJson -}}
+{{- end -}}
+
+{{/* The address the gateway dials for a wing. */}}
+{{- define "brainstem.shard.address" -}}
+{{- $svc := include "brainstem.shard.fullname" . -}}
+{{- printf "%s-0.%s.%s.svc.%s:%d" $svc $svc .root.Release.Namespace .root.Values.clusterDomain (int .root.Values.shard.ports.quic) -}}
+{{- end -}}
+
+{{/* Labels on every object, besides the selector labels. */}}
+{{- define "brainstem.metaLabels" -}}
+helm.sh/chart: {{ include "brainstem.chart" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+app.kubernetes.io/part-of: brainstem
+{{- end -}}
+
+{{/* Labels of objects that belong to no single component. */}}
+{{- define "brainstem.labels" -}}
+{{ include "brainstem.metaLabels" . }}
+app.kubernetes.io/name: {{ include "brainstem.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{/* Labels of gateway objects. */}}
+{{- define "brainstem.gateway.labels" -}}
+{{ include "brainstem.metaLabels" . }}
+{{ include "brainstem.gateway.selectorLabels" . }}
+{{- end -}}
+
+{{/* Labels of one wing's objects: (dict "root" $ "wing" $wingName). */}}
+{{- define "brainstem.shard.labels" -}}
+{{ include "brainstem.metaLabels" .root }}
+{{ include "brainstem.shard.selectorLabels" . }}
+{{- end -}}
+
+{{/* Selector labels of the gateway pods (the shard NetworkPolicy matches exactly these). */}}
+{{- define "brainstem.gateway.selectorLabels" -}}
+app.kubernetes.io/name: {{ include "brainstem.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: gateway
+{{- end -}}
+
+{{/* Selector labels of every shard pod of this release. */}}
+{{- define "brainstem.shard.commonSelectorLabels" -}}
+app.kubernetes.io/name: {{ include "brainstem.name" . }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+app.kubernetes.io/component: shard
+{{- end -}}
+
+{{/* Selector labels of one wing's shard pod: (dict "root" $ "wing" $wingName). */}}
+{{- define "brainstem.shard.selectorLabels" -}}
+{{ include "brainstem.shard.commonSelectorLabels" .root }}
+brainstem.dev/wing: {{ .wing }}
+{{- end -}}
+
+{{- define "brainstem.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}
+{{- default (include "brainstem.fullname" .) .Values.serviceAccount.name -}}
+{{- else -}}
+{{- default "default" .Values.serviceAccount.name -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "brainstem.image" -}}
+{{- if .Values.image.digest -}}
+{{- printf "%s@%s" .Values.image.repository .Values.image.digest -}}
+{{- else -}}
+{{- printf "%s:%s" .Values.image.repository (default .Chart.AppVersion .Values.image.tag) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* The public URL, without /mcp. */}}
+{{- define "brainstem.publicURL" -}}
+{{- if .Values.publicURL -}}
+{{- .Values.publicURL | trimSuffix "/" -}}
+{{- else if and .Values.ingress.enabled .Values.ingress.host -}}
+{{- printf "https://%s" .Values.ingress.host -}}
+{{- else -}}
+{{- fail "brainstem: set ingress.host (with ingress.enabled) or publicURL: the gateway needs its public URL" -}}
+{{- end -}}
+{{- end -}}
+
+{{/* Secret names of the mTLS material. */}}
+{{- define "brainstem.ca.secretName" -}}
+{{- printf "%s-ca" (include "brainstem.fullname" .) -}}
+{{- end -}}
+
+{{- define "brainstem.gateway.mtlsSecretName" -}}
+{{- if eq .Values.mtls.mode "existingSecrets" -}}
+{{- .Values.mtls.existingSecrets.gateway -}}
+{{- else -}}
+{{- printf "%s-mtls" (include "brainstem.gateway.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{/* (dict "root" $ "wing" $wingName) */}}
+{{- define "brainstem.shard.mtlsSecretName" -}}
+{{- if eq .root.Values.mtls.mode "existingSecrets" -}}
+{{- index .root.Values.mtls.existingSecrets.shards .wing -}}
+{{- else -}}
+{{- printf "%s-mtls" (include "brainstem.shard.fullname" .) -}}
+{{- end -}}
+{{- end -}}
+
+{{- define "brainstem.gateway.tlsSecretName" -}}
+{{- default (printf "%s-tls" (include "brainstem.gateway.fullname" .)) .Values.gateway.tls.existingSecret -}}
+{{- end -}}
+
+{{/*
+The pod and container security context shared by every brainstem container:
+non-root uid 65532 (distroless "nonroot"), read-only root, no privilege
+escalation, no capabilities, RuntimeDefault seccomp.
+*/}}
+{{- define "brainstem.podSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+fsGroup: 65532
+fsGroupChangePolicy: OnRootMismatch
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{- define "brainstem.containerSecurityContext" -}}
+runAsNonRoot: true
+runAsUser: 65532
+runAsGroup: 65532
+readOnlyRootFilesystem: true
+allowPrivilegeEscalation: false
+privileged: false
+capabilities:
+  drop: ["ALL"]
+seccompProfile:
+  type: RuntimeDefault
+{{- end -}}
+
+{{/*
+Checks that JSON schema cannot express; included by the templates that
+depend on them so a bad values file fails before anything renders.
+*/}}
+{{- define "brainstem.validate" -}}
+{{- $seen := dict -}}
+{{- range .Values.wings -}}
+{{- if hasKey $seen .name -}}
+{{- fail (printf "brainstem: wings: duplicate wing name %q: each wing needs a unique name" .name) -}}
+{{- end -}}
+{{- $_ := set $seen .name true -}}
+{{- end -}}
+{{- if eq .Values.mtls.mode "existingSecrets" -}}
+{{- if not .Values.mtls.existingSecrets.gateway -}}
+{{- fail "brainstem: mtls.existingSecrets.gateway: required when mtls.mode is existingSecrets" -}}
+{{- end -}}
+{{- range .Values.wings -}}
+{{- if not (index $.Values.mtls.existingSecrets.shards .name) -}}
+{{- fail (printf "brainstem: mtls.existingSecrets.shards.%s: required when mtls.mode is existingSecrets (a Secret with ca.crt, tls.crt, tls.key for wing %q)" .name .name) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if eq .Values.mtls.mode "certManager" -}}
+{{- if and (not .Values.mtls.certManager.createIssuer) (not .Values.mtls.certManager.issuerRef.name) -}}
+{{- fail "brainstem: mtls.certManager.issuerRef.name: required when mtls.certManager.createIssuer is false" -}}
+{{- end -}}
+{{- range .Values.wings -}}
+{{- if gt (len .name) 58 -}}
+{{- fail (printf "brainstem: wings: name %q is longer than 58 characters: with mtls.mode certManager the certificate common name shard:<wing> must fit 64 characters" .name) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- if and .Values.ingress.tls.certManager.enabled (not .Values.ingress.tls.certManager.issuer) -}}
+{{- fail "brainstem: ingress.tls.certManager.issuer: required when ingress.tls.certManager.enabled is true" -}}
+{{- end -}}
+{{- $_ := include "brainstem.publicURL" . -}}
+{{- end -}}
