@@ -1,0 +1,637 @@
+package proto
+
+import (
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"runtime/debug"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/brainstem/brainstem/proto/pki"
+	"github.com/quic-go/quic-go"
+)
+
+// Application error codes on QUIC streams and connections (not to be
+// confused with Code, which travels inside error frames).
+const (
+	streamCodeCanceled quic.StreamErrorCode      = 0x10 // the client gave up (ctx done)
+	streamCodeRefused  quic.StreamErrorCode      = 0x11 // the server stopped reading (bad/over-limit request)
+	connCodeNoError    quic.ApplicationErrorCode = 0x00 // normal close (client idle close, drained)
+	connCodeShutdown   quic.ApplicationErrorCode = 0x01 // the server stopped
+	connCodeClosed     quic.ApplicationErrorCode = 0x02 // the client was closed
+)
+
+// Defaults of ServerConfig and ClientConfig.
+const (
+	DefaultMaxStreams     = 1024
+	DefaultMaxInFlight    = 256
+	DefaultDialTimeout    = 5 * time.Second
+	DefaultIdleTimeout    = 60 * time.Second
+	DefaultKeepAlive      = 15 * time.Second
+	DefaultRequestTimeout = 30 * time.Second // to receive a whole request frame
+	DefaultCloseGrace     = 5 * time.Second
+)
+
+// Peer is the authenticated client of a connection.
+type Peer struct {
+	Role       string // pki.RoleOf the verified client certificate: "gateway", "shard" or ""
+	CommonName string // the client certificate's subject common name
+}
+
+// Handler serves brainstem/1 requests. A handler returns *Error to send a
+// coded error; any other error is sent as CodeInternal with a generic message
+// (the detail is logged), except context.DeadlineExceeded and
+// context.Canceled, sent as CodeDeadline and CodeCanceled. Handlers run
+// concurrently. ctx carries the caller's deadline and request id
+// (RequestIDFrom) and is cancelled when the caller resets the stream or the
+// server stops.
+type Handler interface {
+	ListTools(ctx context.Context) (*ListToolsResponse, error)
+	Call(ctx context.Context, req *CallRequest) (*CallResponse, error)
+	Mint(ctx context.Context, peer Peer, req *MintRequest) (*MintResponse, error)
+	Stats(ctx context.Context, req *StatsRequest) (*CorpusStats, error)
+	Health(ctx context.Context) (*HealthResponse, error)
+}
+
+// ServerConfig configures a Server.
+type ServerConfig struct {
+	// TLS is the server's TLS configuration, typically pki.ServerTLS. Its
+	// NextProtos is forced to [ALPN]. Client certificates should be required
+	// (pki.ServerTLS does): without one a peer has Role "" and cannot mint.
+	TLS *tls.Config
+	// MaxMessageBytes bounds the payload of a request and of a response;
+	// 0 means DefaultMaxMessageBytes.
+	MaxMessageBytes int
+	// MaxStreams is the number of concurrent requests per connection
+	// (QUIC MaxIncomingStreams); 0 means DefaultMaxStreams.
+	MaxStreams int
+	// RequestTimeout bounds the time to receive a request frame; 0 means
+	// DefaultRequestTimeout.
+	RequestTimeout time.Duration
+	// CloseGrace is how long Shutdown lets clients close drained
+	// connections themselves before closing them; 0 means DefaultCloseGrace.
+	CloseGrace time.Duration
+	// Logger receives one line per failed request and connection events;
+	// nil discards.
+	Logger *slog.Logger
+	// QUIC overrides the QUIC configuration; nil uses defaults (idle
+	// timeout DefaultIdleTimeout, keep-alive DefaultKeepAlive). Its
+	// MaxIncomingStreams is set from MaxStreams when zero.
+	QUIC *quic.Config
+}
+
+// Server serves one Handler over QUIC. Create it with NewServer, run it with
+// Serve or ListenAndServe, stop it with Shutdown (graceful) or by cancelling
+// Serve's context (immediate).
+type Server struct {
+	h        Handler
+	tls      *tls.Config
+	quic     *quic.Config
+	max      int
+	reqTO    time.Duration
+	grace    time.Duration
+	log      *slog.Logger
+	ready    chan struct{}
+	stopped  chan struct{} // closed when Serve returns
+	draining atomic.Bool
+	handlers *counter // in-flight streams
+	bufs     bufferPool
+
+	mu         sync.Mutex
+	started    bool
+	ln         *quic.Listener
+	tr         *quic.Transport
+	addr       net.Addr
+	conns      map[*quic.Conn]struct{}
+	baseCancel context.CancelCauseFunc // cancels every handler ctx
+	stopServe  context.CancelFunc      // ends the accept loop
+	shutdown   chan struct{}           // closed when Shutdown starts
+	shutOnce   sync.Once
+}
+
+// ErrServerStarted is returned when Serve is called twice.
+var ErrServerStarted = errors.New("proto: server already started")
+
+// errServerStopping is the cause of handler contexts cancelled by a stop.
+var errServerStopping = errors.New("proto: server stopping")
+
+// errStreamReset is the cause of a handler context cancelled by the caller.
+var errStreamReset = errors.New("proto: caller reset the stream")
+
+// NewServer returns a server for h. Nothing listens until Serve.
+func NewServer(h Handler, cfg ServerConfig) *Server {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	max := cfg.MaxMessageBytes
+	if max <= 0 {
+		max = DefaultMaxMessageBytes
+	}
+	streams := cfg.MaxStreams
+	if streams <= 0 {
+		streams = DefaultMaxStreams
+	}
+	var tc *tls.Config
+	if cfg.TLS != nil {
+		tc = cfg.TLS.Clone()
+		tc.NextProtos = []string{ALPN}
+		if tc.MinVersion < tls.VersionTLS13 {
+			tc.MinVersion = tls.VersionTLS13
+		}
+	}
+	qc := &quic.Config{}
+	if cfg.QUIC != nil {
+		qc = cfg.QUIC.Clone()
+	}
+	if qc.MaxIncomingStreams == 0 {
+		qc.MaxIncomingStreams = int64(streams)
+	}
+	if qc.MaxIncomingUniStreams == 0 {
+		qc.MaxIncomingUniStreams = -1 // clients never open unidirectional streams
+	}
+	if qc.MaxIdleTimeout == 0 {
+		qc.MaxIdleTimeout = DefaultIdleTimeout
+	}
+	if qc.KeepAlivePeriod == 0 {
+		qc.KeepAlivePeriod = DefaultKeepAlive
+	}
+	reqTO := cfg.RequestTimeout
+	if reqTO <= 0 {
+		reqTO = DefaultRequestTimeout
+	}
+	grace := cfg.CloseGrace
+	if grace <= 0 {
+		grace = DefaultCloseGrace
+	}
+	return &Server{
+		h: h, tls: tc, quic: qc, max: max, reqTO: reqTO, grace: grace, log: log,
+		ready:    make(chan struct{}),
+		stopped:  make(chan struct{}),
+		conns:    make(map[*quic.Conn]struct{}),
+		shutdown: make(chan struct{}),
+		handlers: newCounter(),
+	}
+}
+
+// ListenAndServe listens on the UDP address addr and serves until ctx is
+// cancelled or Shutdown completes. The socket is closed when it returns.
+func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
+	ua, err := net.ResolveUDPAddr("udp", addr)
+	if err != nil {
+		return fmt.Errorf("proto: listen %s: %w", addr, err)
+	}
+	pc, err := net.ListenUDP("udp", ua)
+	if err != nil {
+		return fmt.Errorf("proto: listen %s: %w", addr, err)
+	}
+	defer pc.Close()
+	return s.Serve(ctx, pc)
+}
+
+// Serve serves on pc until ctx is cancelled (immediate stop: handler
+// contexts are cancelled and connections closed) or Shutdown completes
+// (graceful). It returns nil after either, or the error that prevented
+// serving. pc is not closed by Serve.
+func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
+	if s.tls == nil {
+		return errors.New("proto: ServerConfig.TLS is required")
+	}
+	s.mu.Lock()
+	if s.started {
+		s.mu.Unlock()
+		return ErrServerStarted
+	}
+	s.started = true
+	tr := &quic.Transport{Conn: pc}
+	ln, err := tr.Listen(s.tls, s.quic)
+	if err != nil {
+		s.mu.Unlock()
+		close(s.stopped)
+		return fmt.Errorf("proto: listen: %w", err)
+	}
+	base, baseCancel := context.WithCancelCause(context.Background())
+	acceptCtx, stopServe := context.WithCancel(ctx)
+	s.ln, s.tr, s.addr = ln, tr, ln.Addr()
+	s.baseCancel, s.stopServe = baseCancel, stopServe
+	s.mu.Unlock()
+	close(s.ready)
+	s.log.Info("proto: serving", "addr", s.addr.String())
+
+	defer close(s.stopped)
+	var connWG sync.WaitGroup
+	for {
+		conn, err := ln.Accept(acceptCtx)
+		if err != nil {
+			break
+		}
+		if !s.track(conn) {
+			conn.CloseWithError(connCodeShutdown, "server shutting down")
+			continue
+		}
+		connWG.Add(1)
+		go func() {
+			defer connWG.Done()
+			s.serveConn(base, conn)
+		}()
+	}
+	ln.Close()
+	select {
+	case <-s.shutdown:
+		// Graceful: Shutdown drains handlers and closes connections; wait
+		// for it to finish with them.
+	default:
+		// Immediate: ctx was cancelled.
+		baseCancel(errServerStopping)
+		s.closeAll(connCodeShutdown, "server stopped")
+	}
+	connWG.Wait()
+	<-s.handlers.zero()
+	baseCancel(errServerStopping)
+	tr.Close()
+	s.log.Info("proto: stopped", "addr", s.addr.String())
+	return nil
+}
+
+// Ready is closed once the server listens (Addr is then valid).
+func (s *Server) Ready() <-chan struct{} { return s.ready }
+
+// Addr returns the listening address, or nil before Ready.
+func (s *Server) Addr() net.Addr {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.addr
+}
+
+// Shutdown stops accepting connections and requests (new requests on open
+// connections are answered CodeUnavailable and clients are told to go away),
+// waits for in-flight handlers, gives clients CloseGrace to close their
+// connections, closes the rest and returns once Serve has returned. If ctx
+// ends first, in-flight handlers are cancelled and connections closed at
+// once; Shutdown then returns ctx's error.
+func (s *Server) Shutdown(ctx context.Context) error {
+	s.mu.Lock()
+	started := s.started && s.ln != nil
+	s.mu.Unlock()
+	if !started {
+		return nil
+	}
+	s.shutOnce.Do(func() { close(s.shutdown) })
+	s.draining.Store(true)
+	s.mu.Lock()
+	s.stopServe()
+	conns := make([]*quic.Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		sendGoAway(c)
+	}
+
+	var ctxErr error
+	select {
+	case <-s.handlers.zero():
+	case <-ctx.Done():
+		ctxErr = ctx.Err()
+		s.baseCancel(errServerStopping)
+	}
+	if ctxErr == nil {
+		grace := time.NewTimer(s.grace)
+		defer grace.Stop()
+		for _, c := range conns {
+			select {
+			case <-c.Context().Done():
+			case <-grace.C:
+			case <-ctx.Done():
+				ctxErr = ctx.Err()
+			}
+			if ctxErr != nil {
+				break
+			}
+		}
+	}
+	s.closeAll(connCodeShutdown, "server shut down")
+	select {
+	case <-s.stopped:
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+	return ctxErr
+}
+
+func sendGoAway(c *quic.Conn) {
+	st, err := c.OpenUniStream()
+	if err != nil {
+		return
+	}
+	st.Write(finishFrame(beginFrame(nil, MsgGoAway), 0))
+	st.Close()
+}
+
+func (s *Server) track(c *quic.Conn) bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.draining.Load() {
+		return false
+	}
+	s.conns[c] = struct{}{}
+	return true
+}
+
+func (s *Server) untrack(c *quic.Conn) {
+	s.mu.Lock()
+	delete(s.conns, c)
+	s.mu.Unlock()
+}
+
+func (s *Server) closeAll(code quic.ApplicationErrorCode, msg string) {
+	s.mu.Lock()
+	conns := make([]*quic.Conn, 0, len(s.conns))
+	for c := range s.conns {
+		conns = append(conns, c)
+	}
+	s.mu.Unlock()
+	for _, c := range conns {
+		c.CloseWithError(code, msg)
+	}
+}
+
+// peerOf returns the authenticated peer of a connection.
+func peerOf(c *quic.Conn) Peer {
+	certs := c.ConnectionState().TLS.PeerCertificates
+	if len(certs) == 0 {
+		return Peer{}
+	}
+	// The handshake verified the chain when the TLS config requires and
+	// verifies client certificates; only then is a role trusted.
+	if len(c.ConnectionState().TLS.VerifiedChains) == 0 {
+		return Peer{CommonName: certs[0].Subject.CommonName}
+	}
+	return Peer{Role: string(pki.RoleOf(certs[0])), CommonName: certs[0].Subject.CommonName}
+}
+
+func (s *Server) serveConn(base context.Context, c *quic.Conn) {
+	defer s.untrack(c)
+	peer := peerOf(c)
+	remote := c.RemoteAddr().String()
+	s.log.Debug("proto: connection", "remote", remote, "role", peer.Role, "cn", peer.CommonName)
+	if s.draining.Load() {
+		sendGoAway(c)
+	}
+	for {
+		st, err := c.AcceptStream(c.Context())
+		if err != nil {
+			s.log.Debug("proto: connection closed", "remote", remote, "cause", context.Cause(c.Context()))
+			return
+		}
+		s.handlers.add()
+		go func() {
+			defer s.handlers.done()
+			s.serveStream(base, peer, st)
+		}()
+	}
+}
+
+// serveStream reads one request, runs the handler and writes one response.
+func (s *Server) serveStream(base context.Context, peer Peer, st *quic.Stream) {
+	st.SetReadDeadline(time.Now().Add(s.reqTO))
+	h, payload, err := readFrame(st, s.max)
+	if err == nil {
+		// The client FINs after its one frame: read the FIN (so the stream's
+		// receive side completes and its slot is freed) and refuse trailing
+		// bytes.
+		var one [1]byte
+		n, rerr := st.Read(one[:])
+		switch {
+		case n > 0:
+			err = fmt.Errorf("%w: bytes after the request frame", ErrMalformed)
+		case rerr != nil && !errors.Is(rerr, io.EOF):
+			err = rerr
+		}
+	}
+	if err != nil {
+		var code Code
+		switch {
+		case errors.Is(err, ErrTooLarge):
+			code = CodeTooLarge
+		case errors.Is(err, ErrVersion):
+			code = CodeVersion
+		case errors.Is(err, ErrMalformed):
+			code = CodeBadRequest
+		default: // the stream died (reset, deadline, connection closed): nobody to answer
+			s.log.Debug("proto: reading request", "err", err)
+			st.CancelRead(streamCodeRefused)
+			st.CancelWrite(streamCodeRefused)
+			return
+		}
+		st.CancelRead(streamCodeRefused)
+		s.log.Warn("proto: refused request", "type", h.typ.String(), "code", code.String(), "err", err)
+		s.writeError(st, &Error{Code: code, Message: trimPrefix(err.Error())})
+		return
+	}
+	st.SetReadDeadline(time.Time{})
+	if s.draining.Load() {
+		s.writeErrorFlags(st, &Error{Code: CodeUnavailable, Message: "shard is shutting down"}, flagRefused)
+		return
+	}
+
+	resp, rh, err := s.dispatch(base, peer, st, h.typ, payload)
+	if err != nil {
+		s.writeError(st, s.toError(rh, h.typ, err))
+		return
+	}
+	buf := s.bufs.get()
+	defer s.bufs.put(buf)
+	out, err := encodeResponse((*buf)[:0], resp)
+	*buf = out[:0]
+	if err != nil {
+		s.log.Error("proto: encoding response", "request_id", rh.RequestID, "type", h.typ.String(), "err", err)
+		s.writeError(st, &Error{Code: CodeInternal, Message: "internal error: response not encodable"})
+		return
+	}
+	if len(out)-HeaderSize > s.max {
+		s.log.Warn("proto: response too large", "request_id", rh.RequestID, "type", h.typ.String(), "bytes", len(out)-HeaderSize, "limit", s.max)
+		s.writeError(st, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("response of %d bytes exceeds the shard's limit of %d", len(out)-HeaderSize, s.max)})
+		return
+	}
+	if _, err := st.Write(out); err != nil {
+		st.CancelWrite(streamCodeRefused)
+		return
+	}
+	st.Close()
+}
+
+// dispatch decodes the payload and calls the handler with a context carrying
+// the caller's deadline and request id, cancelled when the caller resets
+// the stream or the server stops. Handler panics become errors.
+func (s *Server) dispatch(base context.Context, peer Peer, st *quic.Stream, t MsgType, p []byte) (resp any, rh reqHeader, err error) {
+	var (
+		call  *CallRequest
+		mint  *MintRequest
+		stats *StatsRequest
+	)
+	switch t {
+	case MsgListTools, MsgHealth:
+		rh, err = decodeEmptyRequest(p)
+	case MsgCall:
+		rh, call, err = decodeCallRequest(p)
+	case MsgMint:
+		rh, mint, err = decodeMintRequest(p)
+	case MsgStats:
+		rh, stats, err = decodeStatsRequest(p)
+	default:
+		return nil, rh, &Error{Code: CodeUnknownMethod, Message: fmt.Sprintf("unknown request type 0x%02x", byte(t))}
+	}
+	if err != nil {
+		return nil, rh, &Error{Code: CodeBadRequest, Message: trimPrefix(err.Error())}
+	}
+	if t == MsgMint && peer.Role != string(pki.RoleGateway) {
+		return nil, rh, &Error{Code: CodeForbidden, Message: fmt.Sprintf("only gateways may mint; this client's certificate has role %q", peer.Role)}
+	}
+
+	ctx, cancel := context.WithCancelCause(base)
+	defer cancel(nil)
+	stop := context.AfterFunc(st.Context(), func() { cancel(errStreamReset) })
+	defer stop()
+	if rh.Timeout > 0 {
+		var c2 context.CancelFunc
+		ctx, c2 = context.WithTimeout(ctx, rh.Timeout)
+		defer c2()
+	}
+	ctx = WithRequestID(ctx, rh.RequestID)
+
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("proto: handler panic", "request_id", rh.RequestID, "type", t.String(), "panic", fmt.Sprint(r), "stack", string(debug.Stack()))
+			resp, err = nil, &Error{Code: CodeInternal, Message: "internal error"}
+		}
+	}()
+	switch t {
+	case MsgListTools:
+		resp, err = nilIfErr(s.h.ListTools(ctx))
+	case MsgHealth:
+		resp, err = nilIfErr(s.h.Health(ctx))
+	case MsgCall:
+		resp, err = nilIfErr(s.h.Call(ctx, call))
+	case MsgMint:
+		resp, err = nilIfErr(s.h.Mint(ctx, peer, mint))
+	case MsgStats:
+		resp, err = nilIfErr(s.h.Stats(ctx, stats))
+	}
+	if err == nil && resp == nil {
+		err = fmt.Errorf("proto: handler returned neither a response nor an error for %s", t)
+	}
+	return resp, rh, err
+}
+
+// nilIfErr turns a typed nil pointer into an untyped nil so a handler
+// returning (nil, nil) is detected.
+func nilIfErr[T any](v *T, err error) (any, error) {
+	if v == nil {
+		return nil, err
+	}
+	return v, err
+}
+
+// toError maps a handler error to the error frame sent to the client.
+func (s *Server) toError(rh reqHeader, t MsgType, err error) *Error {
+	var pe *Error
+	switch {
+	case errors.As(err, &pe):
+		return pe
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Code: CodeDeadline, Message: "deadline exceeded"}
+	case errors.Is(err, context.Canceled):
+		return &Error{Code: CodeCanceled, Message: "canceled"}
+	}
+	s.log.Error("proto: handler failed", "request_id", rh.RequestID, "type", t.String(), "err", err)
+	return &Error{Code: CodeInternal, Message: "internal error"}
+}
+
+func (s *Server) writeError(st *quic.Stream, e *Error) { s.writeErrorFlags(st, e, 0) }
+
+func (s *Server) writeErrorFlags(st *quic.Stream, e *Error, flags byte) {
+	var b [HeaderSize + 2 + 4 + 256]byte
+	out, _ := encodeResponse(b[:0], e)
+	out[3] = flags
+	if _, err := st.Write(out); err != nil {
+		st.CancelWrite(streamCodeRefused)
+		return
+	}
+	st.Close()
+}
+
+// trimPrefix drops the "proto: " prefix of an error text sent to the peer
+// (the peer's *Error adds its own).
+func trimPrefix(s string) string {
+	const p = "proto: "
+	for len(s) >= len(p) && s[:len(p)] == p {
+		s = s[len(p):]
+	}
+	return s
+}
+
+// bufferPool recycles frame buffers to keep the hot path allocation-light.
+type bufferPool struct{ p sync.Pool }
+
+func (bp *bufferPool) get() *[]byte {
+	if b, ok := bp.p.Get().(*[]byte); ok {
+		return b
+	}
+	b := make([]byte, 0, 4096)
+	return &b
+}
+
+func (bp *bufferPool) put(b *[]byte) {
+	if cap(*b) > 64<<10 {
+		return // do not keep big buffers alive
+	}
+	*b = (*b)[:0]
+	bp.p.Put(b)
+}
+
+// counter counts in-flight work and tells when it reaches zero. Unlike
+// sync.WaitGroup it allows adding while someone waits.
+type counter struct {
+	mu   sync.Mutex
+	n    int
+	idle chan struct{} // closed while n == 0
+}
+
+func newCounter() *counter {
+	c := &counter{idle: make(chan struct{})}
+	close(c.idle)
+	return c
+}
+
+func (c *counter) add() {
+	c.mu.Lock()
+	if c.n == 0 {
+		c.idle = make(chan struct{})
+	}
+	c.n++
+	c.mu.Unlock()
+}
+
+func (c *counter) done() {
+	c.mu.Lock()
+	c.n--
+	if c.n == 0 {
+		close(c.idle)
+	}
+	c.mu.Unlock()
+}
+
+// zero returns a channel closed once the count is (or drops to) zero.
+func (c *counter) zero() <-chan struct{} {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.idle
+}
