@@ -1,0 +1,190 @@
+package corpus_test
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+	"math"
+	"slices"
+	"strings"
+	"testing"
+
+	"github.com/brainstem/brainstem/shard/corpus"
+	"github.com/brainstem/brainstem/shard/index"
+)
+
+// hashNotes is a digest of every field of every note.
+func hashNotes(notes []corpus.Note) string {
+	h := sha256.New()
+	for _, n := range notes {
+		fmt.Fprintf(h, "%q %q %q %q\n", n.Hall, n.Slug, n.Title, n.Body)
+	}
+	return hex.EncodeToString(h.Sum(nil))
+}
+
+func hashStrings(ss []string) string {
+	h := sha256.Sum256([]byte(strings.Join(ss, "\n")))
+	return hex.EncodeToString(h[:])
+}
+
+func TestDeterministic(t *testing.T) {
+	a, b := corpus.Notes(42, 300), corpus.Notes(42, 300)
+	if hashNotes(a) != hashNotes(b) {
+		t.Fatal("same seed produced different notes")
+	}
+	if hashNotes(a) == hashNotes(corpus.Notes(43, 300)) {
+		t.Fatal("different seeds produced identical notes")
+	}
+	if hashNotes(corpus.Notes(42, 100)) != hashNotes(a[:100]) {
+		t.Fatal("Notes(seed, 100) is not a prefix of Notes(seed, 300)")
+	}
+	for _, terms := range []int{1, 2, 4} {
+		if hashStrings(corpus.Queries(42, terms, 50)) != hashStrings(corpus.Queries(42, terms, 50)) {
+			t.Fatalf("same seed produced different %d-term queries", terms)
+		}
+	}
+	if hashStrings(corpus.Vocabulary(42)) != hashStrings(corpus.Vocabulary(42)) {
+		t.Fatal("same seed produced a different vocabulary")
+	}
+}
+
+// TestGolden pins the output of seed 1 so that an accidental change of the
+// generator (which would silently change every published benchmark figure)
+// fails. If the model is changed on purpose, update the hashes and rerun the
+// benchmarks.
+func TestGolden(t *testing.T) {
+	const (
+		wantNotes   = "0f2d657d068faa3a4d120cfd0ed3d8a9d0f74d967f3688c1d93d15141d311191"
+		wantQueries = "e5f039a2d9afd112a256e27c7933e3ad82140747ddc4eeaeffdcd923f5511e60"
+	)
+	if got := hashNotes(corpus.Notes(1, 200)); got != wantNotes {
+		t.Errorf("Notes(1, 200) hash %s, want %s", got, wantNotes)
+	}
+	if got := hashStrings(corpus.Queries(1, 2, 100)); got != wantQueries {
+		t.Errorf("Queries(1, 2, 100) hash %s, want %s", got, wantQueries)
+	}
+}
+
+func TestNotesShape(t *testing.T) {
+	const n = 2000
+	notes := corpus.Notes(9, n)
+	halls := map[string]int{}
+	slugs := map[string]bool{}
+	var words []int
+	for _, note := range notes {
+		halls[note.Hall]++
+		if slugs[note.Slug] {
+			t.Fatalf("duplicate slug %q", note.Slug)
+		}
+		slugs[note.Slug] = true
+		if note.Slug != strings.ToLower(note.Slug) || strings.ContainsAny(note.Slug, " /.") {
+			t.Fatalf("slug %q is not a lower-case file name", note.Slug)
+		}
+		if tw := len(strings.Fields(note.Title)); tw < 3 || tw > 10 {
+			t.Fatalf("title %q has %d words", note.Title, tw)
+		}
+		words = append(words, len(strings.Fields(note.Body)))
+	}
+	if !slices.Equal(slices.Sorted(func(yield func(string) bool) {
+		for h := range halls {
+			if !yield(h) {
+				return
+			}
+		}
+	}), slices.Sorted(slices.Values(corpus.Halls()))) {
+		t.Fatalf("halls used %v, want all of %v", halls, corpus.Halls())
+	}
+	for _, h := range corpus.Halls() {
+		if halls[h] < n/20 {
+			t.Errorf("hall %s has only %d of %d notes", h, halls[h], n)
+		}
+	}
+	slices.Sort(words)
+	median, longest := words[n/2], words[n-1]
+	// Body word counts include list and heading markers; allow some slack.
+	if median < 150 || median > 400 {
+		t.Errorf("median body length %d words, want 150–400", median)
+	}
+	if longest < 800 || longest > 3300 {
+		t.Errorf("longest body %d words, want a tail to about 3,000", longest)
+	}
+}
+
+// TestZipfian checks word frequencies fall off like a power law: the top
+// words dominate and rank × frequency stays within an order of magnitude.
+func TestZipfian(t *testing.T) {
+	counts := map[string]int{}
+	total := 0
+	for _, d := range corpus.Generate(5, 1000) {
+		for _, w := range strings.FieldsFunc(strings.ToLower(d.Body), func(r rune) bool { return r < 'a' || r > 'z' }) {
+			counts[w]++
+			total++
+		}
+	}
+	freqs := make([]int, 0, len(counts))
+	for _, c := range counts {
+		freqs = append(freqs, c)
+	}
+	slices.Sort(freqs)
+	slices.Reverse(freqs)
+	if len(freqs) < 5000 {
+		t.Fatalf("only %d distinct words in 1000 notes", len(freqs))
+	}
+	// Zipf: f(r) ∝ 1/r^s, so log f falls roughly linearly in log r.
+	slope := (math.Log(float64(freqs[999])) - math.Log(float64(freqs[9]))) / (math.Log(1000) - math.Log(10))
+	if slope > -0.7 || slope < -1.5 {
+		t.Errorf("log-log slope between ranks 10 and 1000 is %.2f, want about -1", slope)
+	}
+}
+
+func TestQueries(t *testing.T) {
+	vocab := corpus.Vocabulary(4)
+	rank := map[string]int{}
+	for i, w := range vocab {
+		rank[w] = i
+	}
+	for _, terms := range []int{1, 2, 4} {
+		qs := corpus.Queries(4, terms, 400)
+		if len(qs) != 400 {
+			t.Fatalf("got %d queries", len(qs))
+		}
+		top, tail := 0, 0
+		for _, q := range qs {
+			ws := strings.Fields(q)
+			if len(ws) != terms {
+				t.Fatalf("query %q has %d words, want %d", q, len(ws), terms)
+			}
+			if got := index.Tokenize(q); len(got) != terms {
+				t.Fatalf("query %q tokenizes to %q: stop words or duplicates", q, got)
+			}
+			for _, w := range ws {
+				r, ok := rank[w]
+				if !ok {
+					t.Fatalf("query word %q is not in the vocabulary", w)
+				}
+				if r < 1000 {
+					top++
+				} else if r > 5000 {
+					tail++
+				}
+			}
+		}
+		if n := 400 * terms; top < n/5 || tail < n/10 {
+			t.Errorf("%d-term queries: %d of %d words in the top 1000 ranks, %d beyond rank 5000; want a mix", terms, top, n, tail)
+		}
+	}
+}
+
+func TestDocs(t *testing.T) {
+	notes := corpus.Notes(2, 3)
+	docs := corpus.Docs("payments", notes)
+	for i, d := range docs {
+		want := "payments/" + notes[i].Hall + "/" + notes[i].Slug
+		if d.ID != want || d.Title != notes[i].Title || d.Body != notes[i].Body {
+			t.Fatalf("doc %d = %+v, want id %s", i, d, want)
+		}
+	}
+	if got := corpus.TextBytes(docs); got != int64(len(docs[0].Title+docs[0].Body+docs[1].Title+docs[1].Body+docs[2].Title+docs[2].Body)) {
+		t.Fatalf("TextBytes = %d", got)
+	}
+}

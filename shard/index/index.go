@@ -1,0 +1,328 @@
+package index
+
+import (
+	"encoding/binary"
+	"math"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// BM25 parameters.
+const (
+	K1 = 1.2
+	B  = 0.75
+)
+
+// DefaultTitleBoost is the title weight used by [New].
+const DefaultTitleBoost = 2
+
+// maxTF is the largest per-field term frequency a posting stores; higher
+// counts saturate (BM25 barely distinguishes them anyway).
+const maxTF = math.MaxUint16
+
+// deadLen marks a tombstoned ordinal in Index.lens.
+const deadLen = math.MaxUint32
+
+// minCompact is the number of tombstones below which no compaction runs.
+const minCompact = 64
+
+// Doc is a document to index. ID is the note id (e.g.
+// "payments/decisions/idempotency"); the index keeps neither Title nor Body.
+type Doc struct {
+	ID, Title, Body string
+}
+
+// Hit is one search result: the document's ID, its BM25 score, and the
+// distinct query terms found in it, in query order.
+type Hit struct {
+	ID    string
+	Score float64
+	Terms []string
+}
+
+// Stats are BM25 corpus statistics: the number of live documents, the sum of
+// their weighted lengths, and document frequencies of some terms. Stats of
+// several indexes add up field by field (see [Stats.Add]).
+type Stats struct {
+	Docs, TotalLength int64
+	DocFreq           map[string]int64
+}
+
+// Add adds o to s field by field (allocating s.DocFreq when needed), so that
+// summing the Stats of every wing gives the Stats of their union.
+func (s *Stats) Add(o Stats) {
+	s.Docs += o.Docs
+	s.TotalLength += o.TotalLength
+	if s.DocFreq == nil {
+		s.DocFreq = make(map[string]int64, len(o.DocFreq))
+	}
+	for t, n := range o.DocFreq {
+		s.DocFreq[t] += n
+	}
+}
+
+// Options tune a [Index.Search].
+type Options struct {
+	// Limit is the maximum number of hits (<= 0 means 10).
+	Limit int
+	// Filter, when set, admits only documents for which it returns true
+	// (e.g. a hall filter on the id prefix). It is called only for
+	// documents that would enter the top Limit, under the index's read lock:
+	// it must not call back into the index.
+	Filter func(id string) bool
+	// Stats, when set, are the global statistics to score with (see the
+	// package documentation). nil, or Docs <= 0, means this index's own.
+	// A query term missing from Stats.DocFreq uses this index's df; a df
+	// above Docs is clamped to Docs.
+	Stats *Stats
+}
+
+// Config configures an [Index].
+type Config struct {
+	// TitleBoost weighs title term frequencies and lengths against the
+	// body's. 0 means DefaultTitleBoost; 1 weighs the title like the body.
+	// Negative values are treated as 0. Indexes whose statistics are summed
+	// must share the same TitleBoost.
+	TitleBoost int
+}
+
+// posting is one (term, document) pair: 8 bytes.
+type posting struct {
+	doc   uint32 // document ordinal
+	body  uint16 // term frequency in the body, saturated at maxTF
+	title uint16 // term frequency in the title, saturated at maxTF
+}
+
+// term is the index entry of one dictionary term.
+type term struct {
+	postings []posting // by insertion; may contain tombstoned ordinals
+	df       int64     // live documents containing the term
+}
+
+// docInfo is what the index keeps of a document besides its postings.
+type docInfo struct {
+	id    string
+	terms []byte // sorted term ids, varint delta-encoded; nil once dead
+}
+
+// Index is an in-memory BM25 index. The zero value is not usable; call
+// [New] or [NewWithConfig].
+type Index struct {
+	boost int
+
+	mu       sync.RWMutex // guards the fields below
+	dict     map[string]uint32
+	terms    []term
+	docs     []docInfo // by ordinal
+	lens     []uint32  // weighted length by ordinal; deadLen if tombstoned
+	byID     map[string]uint32
+	live     int64
+	totalLen int64
+	dead     int // tombstoned ordinals awaiting compaction
+
+	scratch sync.Pool // *scratch for Search
+	counts  sync.Pool // *map[string][2]uint32 for Put
+}
+
+// New returns an empty index with the default title boost.
+func New() *Index { return NewWithConfig(Config{}) }
+
+// NewWithConfig returns an empty index configured by cfg.
+func NewWithConfig(cfg Config) *Index {
+	boost := cfg.TitleBoost
+	if boost <= 0 {
+		boost = DefaultTitleBoost
+	}
+	return &Index{
+		boost: boost,
+		dict:  make(map[string]uint32),
+		byID:  make(map[string]uint32),
+	}
+}
+
+// TitleBoost reports the index's title weight.
+func (ix *Index) TitleBoost() int { return ix.boost }
+
+// Put adds d, replacing any document with the same ID. The document is
+// searchable when Put returns.
+func (ix *Index) Put(d Doc) {
+	cp, _ := ix.counts.Get().(*map[string][2]uint32)
+	if cp == nil {
+		m := make(map[string][2]uint32, 256)
+		cp = &m
+	}
+	counts := *cp
+	var bodyLen, titleLen int64
+	forEachToken(d.Body, func(tok string, _, _ int) {
+		c := counts[tok]
+		c[0]++
+		counts[tok] = c
+		bodyLen++
+	})
+	forEachToken(d.Title, func(tok string, _, _ int) {
+		c := counts[tok]
+		c[1]++
+		counts[tok] = c
+		titleLen++
+	})
+	length := bodyLen + int64(ix.boost)*titleLen
+	if length >= deadLen {
+		length = deadLen - 1
+	}
+
+	ix.mu.Lock()
+	if old, ok := ix.byID[d.ID]; ok {
+		ix.removeLocked(old)
+	}
+	ord := uint32(len(ix.docs))
+	ids := make([]uint32, 0, len(counts))
+	for tok, c := range counts {
+		id, ok := ix.dict[tok]
+		if !ok {
+			id = uint32(len(ix.terms))
+			// Clone: a token sliced out of the document must not keep the
+			// whole document alive.
+			ix.dict[strings.Clone(tok)] = id
+			ix.terms = append(ix.terms, term{})
+		}
+		t := &ix.terms[id]
+		t.postings = append(t.postings, posting{doc: ord, body: sat(c[0]), title: sat(c[1])})
+		t.df++
+		ids = append(ids, id)
+	}
+	slices.Sort(ids)
+	id := strings.Clone(d.ID)
+	ix.docs = append(ix.docs, docInfo{id: id, terms: encodeIDs(ids)})
+	ix.lens = append(ix.lens, uint32(length))
+	ix.byID[id] = ord
+	ix.live++
+	ix.totalLen += length
+	ix.maybeCompactLocked()
+	ix.mu.Unlock()
+
+	clear(counts)
+	ix.counts.Put(cp)
+}
+
+// Delete removes the document with the given ID, if present.
+func (ix *Index) Delete(id string) {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ord, ok := ix.byID[id]; ok {
+		ix.removeLocked(ord)
+		ix.maybeCompactLocked()
+	}
+}
+
+// Len reports the number of documents in the index.
+func (ix *Index) Len() int {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return int(ix.live)
+}
+
+// Stats returns this index's statistics for query: its document count,
+// total weighted length, and the document frequency of each of the query's
+// terms (0 for terms it does not contain).
+func (ix *Index) Stats(query string) Stats {
+	terms := queryTerms(query)
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	st := Stats{Docs: ix.live, TotalLength: ix.totalLen, DocFreq: make(map[string]int64, len(terms))}
+	for _, t := range terms {
+		var df int64
+		if id, ok := ix.dict[t]; ok {
+			df = ix.terms[id].df
+		}
+		st.DocFreq[t] = df
+	}
+	return st
+}
+
+// removeLocked tombstones ordinal ord, keeping the statistics exact.
+func (ix *Index) removeLocked(ord uint32) {
+	d := &ix.docs[ord]
+	decodeIDs(d.terms, func(id uint32) { ix.terms[id].df-- })
+	delete(ix.byID, d.id)
+	ix.live--
+	ix.totalLen -= int64(ix.lens[ord])
+	ix.lens[ord] = deadLen
+	*d = docInfo{}
+	ix.dead++
+}
+
+// maybeCompactLocked drops tombstoned postings and renumbers ordinals once
+// tombstones reach a quarter of all ordinals, so the work is amortised over
+// the deletes that caused it.
+func (ix *Index) maybeCompactLocked() {
+	if ix.dead < minCompact || ix.dead*4 < len(ix.docs) {
+		return
+	}
+	ix.compactLocked()
+}
+
+func (ix *Index) compactLocked() {
+	remap := make([]uint32, len(ix.docs))
+	n := uint32(0)
+	for ord := range ix.docs {
+		if ix.lens[ord] == deadLen {
+			remap[ord] = deadLen
+			continue
+		}
+		remap[ord] = n
+		ix.docs[n] = ix.docs[ord]
+		ix.lens[n] = ix.lens[ord]
+		ix.byID[ix.docs[n].id] = n
+		n++
+	}
+	clear(ix.docs[n:])
+	ix.docs = slices.Clip(ix.docs[:n])
+	ix.lens = slices.Clip(ix.lens[:n])
+	for i := range ix.terms {
+		t := &ix.terms[i]
+		ps := t.postings[:0]
+		for _, p := range t.postings {
+			if nd := remap[p.doc]; nd != deadLen {
+				p.doc = nd
+				ps = append(ps, p)
+			}
+		}
+		if len(ps) == 0 {
+			ps = nil
+		} else if cap(ps) > 2*len(ps) {
+			ps = slices.Clone(ps)
+		}
+		t.postings = ps
+	}
+	ix.dead = 0
+}
+
+func sat(n uint32) uint16 {
+	if n > maxTF {
+		return maxTF
+	}
+	return uint16(n)
+}
+
+// encodeIDs varint-encodes sorted ids as deltas.
+func encodeIDs(ids []uint32) []byte {
+	buf := make([]byte, 0, len(ids)*2)
+	prev := uint32(0)
+	for _, id := range ids {
+		buf = binary.AppendUvarint(buf, uint64(id-prev))
+		prev = id
+	}
+	return slices.Clip(buf)
+}
+
+// decodeIDs calls fn with each id encoded by encodeIDs.
+func decodeIDs(buf []byte, fn func(uint32)) {
+	prev := uint32(0)
+	for len(buf) > 0 {
+		d, n := binary.Uvarint(buf)
+		buf = buf[n:]
+		prev += uint32(d)
+		fn(prev)
+	}
+}
