@@ -1,0 +1,75 @@
+package gateway
+
+import (
+	"encoding/json"
+	"io"
+	"sync"
+	"time"
+)
+
+// auditRecord is one tool call, written as one JSON line.
+type auditRecord struct {
+	Time      time.Time
+	RequestID string
+	Email     string
+	Wing      string // "*" for cross-wing calls and brain_wings
+	Tool      string
+	Outcome   string // ok, tool_error, or a gateway error code
+	Latency   time.Duration
+	BytesIn   int
+	BytesOut  int
+	Args      []byte // only written when audit.log_arguments is set
+	err       *Error
+}
+
+// AuditLine is the JSON shape of one audit line (documented in
+// docs/operating.md). Arguments is present only with audit.log_arguments.
+type AuditLine struct {
+	Time      time.Time       `json:"time"`
+	RequestID string          `json:"request_id"`
+	Email     string          `json:"email"`
+	Wing      string          `json:"wing"`
+	Tool      string          `json:"tool"`
+	Outcome   string          `json:"outcome"`
+	LatencyMS float64         `json:"latency_ms"`
+	BytesIn   int             `json:"bytes_in"`
+	BytesOut  int             `json:"bytes_out"`
+	Arguments json.RawMessage `json:"arguments,omitempty"`
+}
+
+// auditLog writes one line per tool call; lines never interleave.
+type auditLog struct {
+	mu      sync.Mutex
+	w       io.Writer
+	logArgs bool
+	onError func(error)
+}
+
+func (a *auditLog) write(r *auditRecord) {
+	line := AuditLine{
+		Time:      r.Time.UTC(),
+		RequestID: r.RequestID,
+		Email:     r.Email,
+		Wing:      r.Wing,
+		Tool:      r.Tool,
+		Outcome:   r.Outcome,
+		LatencyMS: float64(r.Latency.Microseconds()) / 1000,
+		BytesIn:   r.BytesIn,
+		BytesOut:  r.BytesOut,
+	}
+	if a.logArgs && json.Valid(r.Args) {
+		line.Arguments = r.Args
+	}
+	b, err := marshalNoEscape(line)
+	if err != nil {
+		a.onError(err)
+		return
+	}
+	b = append(b, '\n')
+	a.mu.Lock()
+	_, err = a.w.Write(b)
+	a.mu.Unlock()
+	if err != nil {
+		a.onError(err)
+	}
+}

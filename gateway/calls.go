@@ -1,0 +1,252 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/proto"
+)
+
+// maxFreshTries is how many freshly minted tokens a wing may reject before
+// the call fails (with exponential backoff from shards.retry_base between).
+const maxFreshTries = 3
+
+// callWing sends one tool call to a wing with the caller's shard token:
+// minting on a miss, and on CodeUnauthenticated dropping the token and
+// re-minting (once for a cached token, then with bounded backoff for fresh
+// ones). The shard's answer is returned unchanged.
+func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *proto.CallRequest) (*proto.CallResponse, error) {
+	ctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
+	defer cancel()
+	gr, fresh, err := g.sessions.get(ctx, ci.id, w, ci.requestID)
+	if err != nil {
+		return nil, err
+	}
+	freshRejected := 0
+	for {
+		req.Token = gr.token
+		resp, err := w.client.Call(ctx, req)
+		if err == nil {
+			w.markReached()
+			return resp, nil
+		}
+		if proto.CodeOf(err) == 0 {
+			return nil, classify(err, w.name) // unreachable, timeout, cancelled
+		}
+		w.markReached()
+		if proto.CodeOf(err) != proto.CodeUnauthenticated {
+			return nil, classify(err, w.name)
+		}
+		g.sessions.invalidate(ci.id.Email, w, gr.token)
+		if fresh {
+			freshRejected++
+			g.metrics.tokenRejected(w.name, "fresh")
+			if freshRejected >= maxFreshTries {
+				ci.log.Warn("wing keeps rejecting freshly minted tokens", "wing", w.name, "tries", freshRejected, "err", err)
+				return nil, &Error{Code: CodeUnavailable, Err: errors.Join(ErrTokenRejected, err),
+					Message: fmt.Sprintf("wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.name, freshRejected)}
+			}
+			if err := sleepCtx(ctx, g.cfg.Shards.RetryBase<<(freshRejected-1)); err != nil {
+				return nil, classify(err, w.name)
+			}
+		} else {
+			g.metrics.tokenRejected(w.name, "cached")
+			ci.log.Info("wing rejected a cached token; re-minting", "wing", w.name, "err", err)
+		}
+		gr, _, err = g.sessions.get(ctx, ci.id, w, ci.requestID)
+		if err != nil {
+			return nil, err
+		}
+		fresh = true
+	}
+}
+
+func sleepCtx(ctx context.Context, d time.Duration) error {
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+// shardToolHandler returns the mcp-go handler of a shard tool: route, call,
+// return the shard's bytes unchanged.
+func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		ci := callInfoFrom(ctx)
+		if ci == nil {
+			return toolErrorResult(newError(CodeInternal, ErrNoIdentity, "the request reached the tool without an identity")), nil
+		}
+		start := time.Now()
+		args := []byte(req.Params.RawArguments)
+		if len(args) == 0 {
+			args = []byte("{}")
+		}
+		rec := auditRecord{Tool: name, BytesIn: len(args), Args: args}
+		res := g.runShardTool(ctx, ci, name, args, &rec)
+		g.finish(ci, &rec, res, start)
+		return res, nil
+	}
+}
+
+func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, args []byte, rec *auditRecord) *mcp.CallToolResult {
+	if name == queryToolName {
+		has, err := hasWingArg(args)
+		if err != nil {
+			return g.fail(rec, classify(err, ""))
+		}
+		if !has {
+			rec.Wing = "*"
+			return g.fanoutQuery(ctx, ci, args, rec)
+		}
+	}
+	wingName, ok, err := routeWing(args)
+	if err != nil {
+		return g.fail(rec, classify(err, ""))
+	}
+	if !ok {
+		return g.fail(rec, newError(CodeInvalidArgument, ErrInvalidArgument,
+			"no wing: pass \"wing\" or a note \"id\" (<wing>/<hall>/<slug>) or a \"path\" (wiki/<wing>/… or inbox/<wing>/…); brain_wings lists your wings"))
+	}
+	rec.Wing = wingName
+	w, ok := g.byName[wingName]
+	if !ok {
+		return g.fail(rec, g.unknownWing(ctx, ci, wingName))
+	}
+	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: name, Args: args})
+	if err != nil {
+		e := classify(err, w.name)
+		if e.Code == CodeUnknownTool {
+			g.refresh.trigger()
+		}
+		return g.fail(rec, e)
+	}
+	rec.Outcome = "ok"
+	if resp.IsError {
+		rec.Outcome = "tool_error"
+	}
+	return shardResult(resp)
+}
+
+// unknownWing builds the unknown_wing error listing the wings the caller can
+// reach.
+func (g *Gateway) unknownWing(ctx context.Context, ci *callInfo, name string) *Error {
+	caps, _ := g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
+	var reach []string
+	for i, c := range caps {
+		if c != 0 {
+			reach = append(reach, g.wings[i].name)
+		}
+	}
+	list := "none"
+	if len(reach) > 0 {
+		list = strings.Join(reach, ", ")
+	}
+	return newError(CodeUnknownWing, ErrUnknownWing, "there is no wing %q; wings you can reach: %s", name, list)
+}
+
+// fail records a gateway error and renders it as a tool error.
+func (g *Gateway) fail(rec *auditRecord, e *Error) *mcp.CallToolResult {
+	rec.Outcome = e.Code
+	rec.err = e
+	return toolErrorResult(e)
+}
+
+// finish writes the audit line and the metrics of one tool call.
+func (g *Gateway) finish(ci *callInfo, rec *auditRecord, res *mcp.CallToolResult, start time.Time) {
+	lat := time.Since(start)
+	rec.Time = g.now()
+	rec.RequestID = ci.requestID
+	rec.Email = ci.id.Email
+	rec.Latency = lat
+	for _, c := range res.Content {
+		if t, ok := c.(mcp.TextContent); ok {
+			rec.BytesOut += len(t.Text)
+		}
+	}
+	if rec.Outcome == "" {
+		rec.Outcome = "ok"
+	}
+	g.metrics.call(rec.Tool, g.wingLabel(rec.Wing), rec.Outcome, lat)
+	g.audit.write(rec)
+	if rec.err != nil && (rec.err.Code == CodeInternal) {
+		ci.log.Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "err", rec.err.Err)
+	} else if rec.err != nil {
+		ci.log.Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "msg", rec.err.Message)
+	}
+}
+
+// wingsTool answers brain_wings: the wings the caller can reach and the
+// capabilities they hold there.
+func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+	ci := callInfoFrom(ctx)
+	if ci == nil {
+		return toolErrorResult(newError(CodeInternal, ErrNoIdentity, "the request reached the tool without an identity")), nil
+	}
+	start := time.Now()
+	rec := auditRecord{Tool: wingsToolName, Wing: "*", BytesIn: len(req.Params.RawArguments), Args: req.Params.RawArguments}
+	caps, errs := g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
+	type wingCaps struct {
+		Wing         string   `json:"wing"`
+		Capabilities []string `json:"capabilities"`
+	}
+	out := struct {
+		Wings       []wingCaps        `json:"wings"`
+		Unavailable []unavailableWing `json:"unavailable,omitempty"`
+	}{Wings: []wingCaps{}}
+	for i, c := range caps {
+		if c != 0 {
+			out.Wings = append(out.Wings, wingCaps{g.wings[i].name, c.Strings()})
+			continue
+		}
+		if e := classify(errs[i], g.wings[i].name); e != nil && e.Code != CodeForbidden {
+			out.Unavailable = append(out.Unavailable, unavailableWing{Wing: g.wings[i].name, Code: e.Code, Error: e.Message})
+		}
+	}
+	body, err := marshalNoEscape(out)
+	if err != nil {
+		return g.fail(&rec, classify(err, "")), nil
+	}
+	res := mcp.NewToolResultText(string(body))
+	rec.Outcome = "ok"
+	g.finish(ci, &rec, res, start)
+	return res, nil
+}
+
+// readableWings returns the wings the caller may read and the reachable
+// failures among the others.
+func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) (readable []*wing, failed []unavailableWing) {
+	caps, errs := g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
+	for i, c := range caps {
+		switch {
+		case c.Has(auth.CapRead):
+			readable = append(readable, g.wings[i])
+		case errs[i] != nil:
+			e := classify(errs[i], g.wings[i].name)
+			if e.Code != CodeForbidden {
+				failed = append(failed, unavailableWing{Wing: g.wings[i].name, Code: e.Code, Error: e.Message})
+			}
+		}
+	}
+	return readable, failed
+}
+
+// wingLabel bounds the metrics' wing label to configured wings.
+func (g *Gateway) wingLabel(name string) string {
+	if name == "*" || name == "" {
+		return name
+	}
+	if _, ok := g.byName[name]; ok {
+		return name
+	}
+	return "unknown"
+}

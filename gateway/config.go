@@ -1,0 +1,422 @@
+package gateway
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"os"
+	"regexp"
+	"strconv"
+	"strings"
+	"time"
+
+	"gopkg.in/yaml.v3"
+
+	"github.com/brainstem/brainstem/auth/sso"
+)
+
+// Config is the gateway's configuration, read from YAML (the Helm chart
+// renders exactly these keys). Start from DefaultConfig; LoadConfig does.
+type Config struct {
+	// PublicURL is the externally visible base URL; the MCP endpoint is
+	// PublicURL + "/mcp" and it is the OAuth protected resource identifier.
+	PublicURL string `yaml:"public_url"`
+	// Listen is the public HTTPS listen address.
+	Listen string `yaml:"listen"`
+	// AdminListen serves /metrics, /healthz and /readyz (plain HTTP, keep it private).
+	AdminListen string `yaml:"admin_listen"`
+	// TLS is the public listener's certificate; required unless Listen is loopback.
+	TLS TLSFiles `yaml:"tls"`
+	// AllowedOrigins are browser origins allowed besides PublicURL's own origin.
+	// A request with an Origin header not in this set is refused with 403.
+	AllowedOrigins []string `yaml:"allowed_origins"`
+	// OIDC configures SSO token verification (see auth/sso).
+	OIDC sso.Config `yaml:"oidc"`
+	// Shards configures the QUIC connections to the wings' shards.
+	Shards ShardsConfig `yaml:"shards"`
+	// Wings lists every wing and where its shard listens.
+	Wings []WingConfig `yaml:"wings"`
+	// Limits bounds what one caller or one address can make the gateway do.
+	Limits LimitsConfig `yaml:"limits"`
+	// Sessions bounds the email-keyed cache of shard tokens.
+	Sessions SessionsConfig `yaml:"sessions"`
+	// Log selects the log format and level.
+	Log LogConfig `yaml:"log"`
+	// Audit configures the per-call audit log.
+	Audit AuditConfig `yaml:"audit"`
+	// DrainTimeout bounds the graceful shutdown: in-flight calls get this
+	// long to finish once the gateway is told to stop.
+	DrainTimeout time.Duration `yaml:"drain_timeout"`
+}
+
+// TLSFiles names a PEM certificate and key (and, for mTLS, a CA bundle).
+type TLSFiles struct {
+	CAFile   string `yaml:"ca_file,omitempty"`
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+// ShardsConfig configures the gateway's shard clients.
+type ShardsConfig struct {
+	// TLS is the gateway's mTLS client identity and the internal CA.
+	TLS TLSFiles `yaml:"tls"`
+	// CallTimeout bounds every request to a shard (mint, stats, call).
+	CallTimeout time.Duration `yaml:"call_timeout"`
+	// MaxInFlight bounds concurrent requests per shard.
+	MaxInFlight int `yaml:"max_in_flight"`
+	// RefreshInterval is how often tool descriptors are re-fetched.
+	RefreshInterval time.Duration `yaml:"refresh_interval"`
+	// RetryBase is the first backoff delay when a shard rejects a freshly
+	// minted token (then doubled; 3 tries in all).
+	RetryBase time.Duration `yaml:"retry_base"`
+}
+
+// WingConfig names one wing and its shard.
+type WingConfig struct {
+	Name       string `yaml:"name"`
+	Address    string `yaml:"address"`     // host:port of the shard's QUIC listener
+	ServerName string `yaml:"server_name"` // TLS server name to verify; default: the host of Address
+}
+
+// LimitsConfig holds the abuse limits.
+type LimitsConfig struct {
+	MaxBodyBytes        int64   `yaml:"max_body_bytes"`
+	CallsPerSecond      float64 `yaml:"calls_per_second"`       // per email, token bucket refill rate
+	Burst               int     `yaml:"burst"`                  // per email, token bucket size
+	FailedAuthPerMinute int     `yaml:"failed_auth_per_minute"` // per client IP
+	FanoutConcurrency   int     `yaml:"fanout_concurrency"`     // wings queried at once by one cross-wing search
+	// ClientIPHeader, when set (e.g. "X-Forwarded-For"), names a header set
+	// by a trusted proxy; its right-most address is the client IP for the
+	// failed-authentication limit. Empty: the TCP peer address.
+	ClientIPHeader string `yaml:"client_ip_header"`
+}
+
+// SessionsConfig bounds the session cache.
+type SessionsConfig struct {
+	MaxEntries int           `yaml:"max_entries"` // distinct emails cached
+	IdleTTL    time.Duration `yaml:"idle_ttl"`    // an email's entry is dropped after this long unused
+	// DenyTTL is how long a wing's "no access" answer is remembered.
+	DenyTTL time.Duration `yaml:"deny_ttl"`
+}
+
+// LogConfig selects the log format.
+type LogConfig struct {
+	Format string `yaml:"format"` // json | text
+	Level  string `yaml:"level"`  // debug | info | warn | error
+}
+
+// AuditConfig configures the audit log.
+type AuditConfig struct {
+	// LogArguments adds each call's raw arguments to its audit line. Off by
+	// default: arguments carry note bodies.
+	LogArguments bool `yaml:"log_arguments"`
+}
+
+// DefaultConfig returns the defaults every key starts from.
+func DefaultConfig() Config {
+	return Config{
+		Listen:      ":8443",
+		AdminListen: ":9090",
+		OIDC: sso.Config{
+			GroupsClaim: "groups",
+			ClockSkew:   30 * time.Second,
+		},
+		Shards: ShardsConfig{
+			CallTimeout:     30 * time.Second,
+			MaxInFlight:     256,
+			RefreshInterval: time.Minute,
+			RetryBase:       100 * time.Millisecond,
+		},
+		Limits: LimitsConfig{
+			MaxBodyBytes:        1 << 20,
+			CallsPerSecond:      20,
+			Burst:               40,
+			FailedAuthPerMinute: 30,
+			FanoutConcurrency:   8,
+		},
+		Sessions: SessionsConfig{
+			MaxEntries: 100000,
+			IdleTTL:    30 * time.Minute,
+			DenyTTL:    time.Minute,
+		},
+		Log:          LogConfig{Format: "json", Level: "info"},
+		DrainTimeout: 30 * time.Second,
+	}
+}
+
+// maxConfigBytes bounds the config file.
+const maxConfigBytes = 1 << 20
+
+// ErrConfig wraps every configuration problem.
+var ErrConfig = errors.New("gateway: invalid config")
+
+// envOverrides are the environment variables LoadConfig honours (secrets and
+// paths, so a Kubernetes Secret or mount can change them without editing the
+// rendered config).
+var envOverrides = []struct {
+	name string
+	set  func(*Config, string)
+}{
+	{"BRAINSTEM_PUBLIC_URL", func(c *Config, v string) { c.PublicURL = v }},
+	{"BRAINSTEM_TLS_CERT_FILE", func(c *Config, v string) { c.TLS.CertFile = v }},
+	{"BRAINSTEM_TLS_KEY_FILE", func(c *Config, v string) { c.TLS.KeyFile = v }},
+	{"BRAINSTEM_SHARDS_TLS_CA_FILE", func(c *Config, v string) { c.Shards.TLS.CAFile = v }},
+	{"BRAINSTEM_SHARDS_TLS_CERT_FILE", func(c *Config, v string) { c.Shards.TLS.CertFile = v }},
+	{"BRAINSTEM_SHARDS_TLS_KEY_FILE", func(c *Config, v string) { c.Shards.TLS.KeyFile = v }},
+}
+
+// EnvOverrides lists the environment variables LoadConfig applies over the
+// file (non-empty values win).
+func EnvOverrides() []string {
+	out := make([]string, len(envOverrides))
+	for i, e := range envOverrides {
+		out[i] = e.name
+	}
+	return out
+}
+
+// LoadConfig reads a YAML config file over DefaultConfig, rejecting unknown
+// keys, then applies the BRAINSTEM_* environment overrides (see
+// EnvOverrides). It does not validate; call Validate.
+func LoadConfig(path string) (Config, error) {
+	return loadConfig(path, os.Getenv)
+}
+
+func loadConfig(path string, getenv func(string) string) (Config, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return Config{}, fmt.Errorf("gateway: config: %w", err)
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxConfigBytes+1))
+	if err != nil {
+		return Config{}, fmt.Errorf("gateway: config %s: %w", path, err)
+	}
+	if len(data) > maxConfigBytes {
+		return Config{}, fmt.Errorf("%w: %s is larger than %d bytes", ErrConfig, path, maxConfigBytes)
+	}
+	cfg, err := ParseConfig(data)
+	if err != nil {
+		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	for _, e := range envOverrides {
+		if v := getenv(e.name); v != "" {
+			e.set(&cfg, v)
+		}
+	}
+	return cfg, nil
+}
+
+// ParseConfig decodes YAML config bytes over DefaultConfig, rejecting unknown
+// keys and trailing documents.
+func ParseConfig(data []byte) (Config, error) {
+	cfg := DefaultConfig()
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&cfg); err != nil {
+		if errors.Is(err, io.EOF) {
+			return Config{}, fmt.Errorf("%w: the file is empty", ErrConfig)
+		}
+		return Config{}, fmt.Errorf("%w: %w", ErrConfig, err)
+	}
+	var extra yaml.Node
+	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
+		return Config{}, fmt.Errorf("%w: more than one YAML document", ErrConfig)
+	}
+	return cfg, nil
+}
+
+// CheckConfig loads and validates a config file: what
+// `brainstem gateway --check-config` runs.
+func CheckConfig(path string) error {
+	cfg, err := LoadConfig(path)
+	if err != nil {
+		return err
+	}
+	return cfg.Validate()
+}
+
+// Validate reports every problem at once (errors.Join), each naming its key.
+func (c Config) Validate() error { return c.validate(true) }
+
+var wingNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
+
+func (c Config) validate(requireShardTLS bool) error {
+	var errs []error
+	bad := func(key, format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrConfig, key, fmt.Sprintf(format, args...)))
+	}
+
+	if c.PublicURL == "" {
+		bad("public_url", "required (the URL agents connect to, e.g. https://brain.acme.com)")
+	} else if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
+		bad("public_url", "%q is not an absolute http(s) URL", c.PublicURL)
+	} else {
+		if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+			bad("public_url", "%q must use https unless its host is loopback", c.PublicURL)
+		}
+		if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+			bad("public_url", "%q must not carry a query, fragment or user info", c.PublicURL)
+		}
+		if strings.HasSuffix(u.Path, "/mcp") {
+			bad("public_url", "%q should be the base URL; the gateway appends /mcp itself", c.PublicURL)
+		}
+	}
+
+	listenOK := true
+	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
+		bad("listen", "%q is not host:port: %v", c.Listen, err)
+		listenOK = false
+	}
+	if _, _, err := net.SplitHostPort(c.AdminListen); err != nil {
+		bad("admin_listen", "%q is not host:port: %v", c.AdminListen, err)
+	} else if c.AdminListen == c.Listen {
+		bad("admin_listen", "must differ from listen (%q)", c.Listen)
+	}
+	switch {
+	case (c.TLS.CertFile == "") != (c.TLS.KeyFile == ""):
+		bad("tls", "cert_file and key_file must both be set or both be empty")
+	case c.TLS.CertFile == "" && listenOK && !listenIsLoopback(c.Listen):
+		bad("tls", "cert_file and key_file are required unless listen is a loopback address (listen is %q)", c.Listen)
+	}
+	if c.TLS.CAFile != "" {
+		bad("tls.ca_file", "not used by the public listener; remove it")
+	}
+	for i, o := range c.AllowedOrigins {
+		if _, err := parseOrigin(o); err != nil {
+			bad(fmt.Sprintf("allowed_origins[%d]", i), "%v", err)
+		}
+	}
+
+	if err := c.OIDC.Validate(); err != nil {
+		errs = append(errs, fmt.Errorf("%w: oidc: %w", ErrConfig, err))
+	}
+
+	if requireShardTLS {
+		if c.Shards.TLS.CAFile == "" {
+			bad("shards.tls.ca_file", "required (the internal CA that signed the shards' certificates)")
+		}
+		if c.Shards.TLS.CertFile == "" {
+			bad("shards.tls.cert_file", "required (the gateway's client certificate, role gateway)")
+		}
+		if c.Shards.TLS.KeyFile == "" {
+			bad("shards.tls.key_file", "required")
+		}
+	}
+	if c.Shards.CallTimeout <= 0 {
+		bad("shards.call_timeout", "must be positive (got %s)", c.Shards.CallTimeout)
+	}
+	if c.Shards.MaxInFlight < 1 {
+		bad("shards.max_in_flight", "must be at least 1 (got %d)", c.Shards.MaxInFlight)
+	}
+	if c.Shards.RefreshInterval < time.Second {
+		bad("shards.refresh_interval", "must be at least 1s (got %s)", c.Shards.RefreshInterval)
+	}
+	if c.Shards.RetryBase <= 0 || c.Shards.RetryBase > 10*time.Second {
+		bad("shards.retry_base", "must be in (0, 10s] (got %s)", c.Shards.RetryBase)
+	}
+
+	if len(c.Wings) == 0 {
+		bad("wings", "at least one wing is required")
+	}
+	seen := map[string]int{}
+	for i, w := range c.Wings {
+		key := fmt.Sprintf("wings[%d]", i)
+		if !wingNameRE.MatchString(w.Name) {
+			bad(key+".name", "%q must be 1-63 characters of a-z, 0-9, '-' or '_', starting with a letter or digit", w.Name)
+		} else if j, dup := seen[w.Name]; dup {
+			bad(key+".name", "%q duplicates wings[%d]", w.Name, j)
+		} else {
+			seen[w.Name] = i
+		}
+		if host, port, err := net.SplitHostPort(w.Address); err != nil || host == "" {
+			bad(key+".address", "%q is not host:port", w.Address)
+		} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
+			bad(key+".address", "%q has no valid port", w.Address)
+		}
+	}
+
+	if c.Limits.MaxBodyBytes < 1024 || c.Limits.MaxBodyBytes > 64<<20 {
+		bad("limits.max_body_bytes", "must be between 1024 and %d (got %d)", 64<<20, c.Limits.MaxBodyBytes)
+	}
+	if c.Limits.CallsPerSecond <= 0 {
+		bad("limits.calls_per_second", "must be positive (got %v)", c.Limits.CallsPerSecond)
+	}
+	if c.Limits.Burst < 1 {
+		bad("limits.burst", "must be at least 1 (got %d)", c.Limits.Burst)
+	}
+	if c.Limits.FailedAuthPerMinute < 1 {
+		bad("limits.failed_auth_per_minute", "must be at least 1 (got %d)", c.Limits.FailedAuthPerMinute)
+	}
+	if c.Limits.FanoutConcurrency < 1 {
+		bad("limits.fanout_concurrency", "must be at least 1 (got %d)", c.Limits.FanoutConcurrency)
+	}
+
+	if c.Sessions.MaxEntries < 1 {
+		bad("sessions.max_entries", "must be at least 1 (got %d)", c.Sessions.MaxEntries)
+	}
+	if c.Sessions.IdleTTL < time.Second {
+		bad("sessions.idle_ttl", "must be at least 1s (got %s)", c.Sessions.IdleTTL)
+	}
+	if c.Sessions.DenyTTL <= 0 {
+		bad("sessions.deny_ttl", "must be positive (got %s)", c.Sessions.DenyTTL)
+	}
+
+	switch c.Log.Format {
+	case "json", "text":
+	default:
+		bad("log.format", "%q must be json or text", c.Log.Format)
+	}
+	if _, err := parseLevel(c.Log.Level); err != nil {
+		bad("log.level", "%v", err)
+	}
+	if c.DrainTimeout <= 0 {
+		bad("drain_timeout", "must be positive (got %s)", c.DrainTimeout)
+	}
+	return errors.Join(errs...)
+}
+
+// mcpURL returns PublicURL + "/mcp".
+func (c Config) mcpURL() string { return strings.TrimRight(c.PublicURL, "/") + "/mcp" }
+
+// serverName returns the TLS name to verify for a wing's shard.
+func (w WingConfig) serverName() string {
+	if w.ServerName != "" {
+		return w.ServerName
+	}
+	host, _, err := net.SplitHostPort(w.Address)
+	if err != nil {
+		return w.Address
+	}
+	return host
+}
+
+func isLoopbackHost(host string) bool {
+	host = strings.Trim(host, "[]")
+	if strings.EqualFold(host, "localhost") {
+		return true
+	}
+	ip := net.ParseIP(host)
+	return ip != nil && ip.IsLoopback()
+}
+
+func listenIsLoopback(addr string) bool {
+	host, _, err := net.SplitHostPort(addr)
+	return err == nil && host != "" && isLoopbackHost(host)
+}
+
+// parseOrigin checks an origin is scheme://host[:port] and returns it in
+// canonical (lowercase) form.
+func parseOrigin(s string) (string, error) {
+	u, err := url.Parse(s)
+	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
+		return "", fmt.Errorf("%q is not an origin (scheme://host[:port])", s)
+	}
+	if (u.Path != "" && u.Path != "/") || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
+		return "", fmt.Errorf("%q is not an origin: it has a path, query or user info", s)
+	}
+	return strings.ToLower(u.Scheme + "://" + u.Host), nil
+}

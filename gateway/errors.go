@@ -1,0 +1,227 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/proto"
+)
+
+// This file is the ONE place where failures are mapped: proto codes, SSO
+// verification errors and the gateway's own sentinels become either an HTTP
+// status (for requests refused before mcp-go sees them) or a tool error code
+// (for tool calls). Nothing else in the package decides a status or a code.
+
+// Tool error codes the gateway itself answers with. They have the same shape
+// as a shard's tool errors: {"error":{"code":"…","message":"…"}} with isError.
+const (
+	CodeUnknownWing     = "unknown_wing"     // the wing argument names no configured wing
+	CodeForbidden       = "forbidden"        // the wing's policy does not admit the caller, or the token lacks the capability
+	CodeUnavailable     = "unavailable"      // the shard cannot be reached, is draining, or keeps rejecting fresh tokens
+	CodeTimeout         = "timeout"          // the shard did not answer within shards.call_timeout
+	CodeInvalidArgument = "invalid_argument" // no wing given and none derivable, or malformed arguments
+	CodeRateLimited     = "rate_limited"     // the caller exceeded limits.calls_per_second
+	CodeUnknownTool     = "unknown_tool"     // the shard does not know the tool (descriptors are stale)
+	CodeTooLarge        = "too_large"        // a message exceeded a size limit
+	CodeCanceled        = "canceled"         // the client went away
+	CodeInternal        = "internal"         // anything else; details are in the gateway log
+)
+
+// Sentinel errors. Every *Error wraps one of them, so callers can use
+// errors.Is without caring about the message.
+var (
+	ErrUnknownWing       = errors.New("gateway: unknown wing")
+	ErrForbidden         = errors.New("gateway: forbidden")
+	ErrUnavailable       = errors.New("gateway: wing unavailable")
+	ErrTimeout           = errors.New("gateway: shard timeout")
+	ErrInvalidArgument   = errors.New("gateway: invalid argument")
+	ErrRateLimited       = errors.New("gateway: rate limited")
+	ErrTokenRejected     = errors.New("gateway: shard rejected freshly minted tokens")
+	ErrBodyTooLarge      = errors.New("gateway: request body too large")
+	ErrOriginNotAllowed  = errors.New("gateway: origin not allowed")
+	ErrProtocolVersion   = errors.New("gateway: unsupported MCP protocol version")
+	ErrNoIdentity        = errors.New("gateway: no verified identity in request context")
+	ErrTooManyAuthFailed = errors.New("gateway: too many failed authentications from this address")
+)
+
+// Error is a gateway failure with a stable tool error code and a message a
+// person can act on.
+type Error struct {
+	Code    string // one of the Code* constants
+	Message string
+	Err     error // the sentinel or cause; may be nil
+}
+
+func (e *Error) Error() string { return "gateway: " + e.Code + ": " + e.Message }
+
+// Unwrap returns the sentinel or cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+func newError(code string, sentinel error, format string, args ...any) *Error {
+	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: sentinel}
+}
+
+// classify maps any failure of a call to one wing to an *Error. wing names
+// the wing for the message ("" when not wing specific).
+func classify(err error, wing string) *Error {
+	if err == nil {
+		return nil
+	}
+	var ge *Error
+	if errors.As(err, &ge) {
+		return ge
+	}
+	where := "the shard"
+	if wing != "" {
+		where = "wing " + quote(wing)
+	}
+	if pe := (*proto.Error)(nil); errors.As(err, &pe) {
+		switch pe.Code {
+		case proto.CodeForbidden:
+			return &Error{Code: CodeForbidden, Message: where + " refused: " + pe.Message, Err: errors.Join(ErrForbidden, err)}
+		case proto.CodeBadRequest:
+			return &Error{Code: CodeInvalidArgument, Message: where + " rejected the request: " + pe.Message, Err: errors.Join(ErrInvalidArgument, err)}
+		case proto.CodeTooLarge:
+			return &Error{Code: CodeTooLarge, Message: where + ": " + pe.Message, Err: err}
+		case proto.CodeUnknownTool, proto.CodeUnknownMethod:
+			return &Error{Code: CodeUnknownTool, Message: where + " does not know this tool (" + pe.Message + "); list the tools again", Err: err}
+		case proto.CodeUnavailable:
+			return &Error{Code: CodeUnavailable, Message: where + " is not ready or is draining (" + pe.Message + "); retry shortly", Err: errors.Join(ErrUnavailable, err)}
+		case proto.CodeDeadline:
+			return &Error{Code: CodeTimeout, Message: where + " did not finish in time: " + pe.Message, Err: errors.Join(ErrTimeout, err)}
+		case proto.CodeCanceled:
+			return &Error{Code: CodeCanceled, Message: "the call was cancelled", Err: err}
+		case proto.CodeUnauthenticated:
+			return &Error{Code: CodeUnavailable, Message: where + " rejected the gateway's token: " + pe.Message, Err: errors.Join(ErrTokenRejected, err)}
+		case proto.CodeVersion:
+			return &Error{Code: CodeUnavailable, Message: where + " speaks another protocol version; upgrade the gateway or the shard", Err: errors.Join(ErrUnavailable, err)}
+		default:
+			return &Error{Code: CodeInternal, Message: where + " failed: " + pe.Message, Err: err}
+		}
+	}
+	switch {
+	case errors.Is(err, context.DeadlineExceeded):
+		return &Error{Code: CodeTimeout, Message: where + " did not answer within shards.call_timeout", Err: errors.Join(ErrTimeout, err)}
+	case errors.Is(err, context.Canceled):
+		return &Error{Code: CodeCanceled, Message: "the call was cancelled", Err: err}
+	case errors.Is(err, proto.ErrUnavailable):
+		return &Error{Code: CodeUnavailable, Message: where + " is unreachable; retry later or ask an operator to check the shard", Err: errors.Join(ErrUnavailable, err)}
+	case errors.Is(err, proto.ErrTooLarge):
+		return &Error{Code: CodeTooLarge, Message: where + ": message exceeds the protocol size limit", Err: err}
+	}
+	return &Error{Code: CodeInternal, Message: where + ": internal error", Err: err}
+}
+
+// toolErrorBody renders the {"error":{"code","message"}} document.
+func toolErrorBody(code, message string) []byte {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{Error: struct {
+		Code    string `json:"code"`
+		Message string `json:"message"`
+	}{code, message}})
+	return bytes.TrimRight(b.Bytes(), "\n")
+}
+
+// toolErrorResult turns an *Error into an MCP tool error result.
+func toolErrorResult(e *Error) *mcp.CallToolResult {
+	return mcp.NewToolResultError(string(toolErrorBody(e.Code, e.Message)))
+}
+
+// shardResult wraps a shard's result bytes, unchanged, as the text content.
+func shardResult(resp *proto.CallResponse) *mcp.CallToolResult {
+	res := mcp.NewToolResultText(string(resp.Result))
+	res.IsError = resp.IsError
+	return res
+}
+
+// authFailure is how an SSO verification error is answered over HTTP.
+type authFailure struct {
+	Status      int    // 400, 401, 403 or 503
+	OAuthCode   string // RFC 6750 error code; "" for a missing token
+	Description string // error_description
+	Kind        string // metrics label
+}
+
+// mapAuthError maps an error from the identity verifier (an *sso.Error, or
+// a context error when the client went away).
+func mapAuthError(err error) authFailure {
+	var se *sso.Error
+	if errors.As(err, &se) {
+		f := authFailure{Status: se.HTTPStatus(), OAuthCode: se.OAuthCode(), Description: se.Description, Kind: se.Kind.String()}
+		if f.Status == http.StatusServiceUnavailable {
+			f.OAuthCode = ""
+			f.Description = "the identity provider cannot be reached to verify the token; retry shortly"
+		}
+		if f.Description == "" {
+			f.Description = "the token was refused"
+		}
+		return f
+	}
+	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+		return authFailure{Status: http.StatusServiceUnavailable, Description: "token verification did not finish in time; retry shortly", Kind: "timeout"}
+	}
+	return authFailure{Status: http.StatusUnauthorized, OAuthCode: "invalid_token", Description: "the token could not be verified", Kind: "other"}
+}
+
+// jsonRPCErrorBody renders an id-less (or id-carrying) JSON-RPC error used
+// for HTTP-level refusals (413, 429, 403, 400): MCP clients parse it.
+func jsonRPCErrorBody(id json.RawMessage, code int, message, toolCode string) []byte {
+	type data struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	var d *data
+	if toolCode != "" {
+		d = &data{}
+		d.Error.Code = toolCode
+		d.Error.Message = message
+	}
+	if len(id) == 0 {
+		id = json.RawMessage("null")
+	}
+	body, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+			Data    *data  `json:"data,omitempty"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+		Data    *data  `json:"data,omitempty"`
+	}{code, message, d}})
+	return body
+}
+
+// JSON-RPC error codes used in HTTP-level refusals.
+const (
+	rpcInvalidRequest = -32600
+	rpcServerError    = -32000 // implementation-defined server error
+)
+
+// httpRefusal writes a JSON-RPC error body with an HTTP status.
+func httpRefusal(w http.ResponseWriter, status int, id json.RawMessage, rpcCode int, message, toolCode string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_, _ = w.Write(jsonRPCErrorBody(id, rpcCode, message, toolCode))
+}
+
+func quote(s string) string { return fmt.Sprintf("%q", s) }

@@ -1,0 +1,268 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"sort"
+	"strconv"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/sync/errgroup"
+
+	"github.com/brainstem/brainstem/proto"
+)
+
+// Tool names the gateway treats specially.
+const (
+	queryToolName = "brain_query"
+	wingsToolName = "brain_wings"
+)
+
+// defaultQueryLimit is brain_query's limit when the caller gives none.
+const defaultQueryLimit = 10
+
+// maxQueryLimit bounds the merged hit list.
+const maxQueryLimit = 1000
+
+// unavailableWing reports a wing left out of a cross-wing answer.
+type unavailableWing struct {
+	Wing  string `json:"wing"`
+	Code  string `json:"code"`
+	Error string `json:"error"`
+}
+
+// queryArgs are the brain_query fields fan-out reads (arguments are still
+// forwarded unchanged).
+type queryArgs struct {
+	Query *string          `json:"query"`
+	Limit *json.RawMessage `json:"limit"`
+}
+
+func parseQueryArgs(args []byte) (query string, limit int, err error) {
+	var qa queryArgs
+	if err := json.Unmarshal(args, &qa); err != nil {
+		return "", 0, newError(CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
+	}
+	if qa.Query == nil {
+		return "", 0, newError(CodeInvalidArgument, ErrInvalidArgument, "brain_query needs a \"query\" string")
+	}
+	limit = defaultQueryLimit
+	if qa.Limit != nil && string(*qa.Limit) != "null" {
+		var f float64
+		if err := json.Unmarshal(*qa.Limit, &f); err != nil || f != float64(int(f)) || f < 1 || f > maxQueryLimit {
+			return "", 0, newError(CodeInvalidArgument, ErrInvalidArgument, "\"limit\" must be an integer from 1 to %d", maxQueryLimit)
+		}
+		limit = int(f)
+	}
+	return *qa.Query, limit, nil
+}
+
+// shardHits is a shard's brain_query result; each hit is kept as raw bytes.
+type shardHits struct {
+	Hits  []json.RawMessage `json:"hits"`
+	Total int64             `json:"total"`
+}
+
+// hitKey is what merging reads from each hit.
+type hitKey struct {
+	Score float64 `json:"score"`
+	ID    string  `json:"id"`
+}
+
+type mergedHit struct {
+	key hitKey
+	raw json.RawMessage
+}
+
+// fanoutQuery runs brain_query over every wing the caller may read: first
+// each wing's corpus statistics for the query, summed into global
+// statistics, then the query itself on each wing scored with the global
+// statistics, so scores are comparable; hits are merged by score (desc) and
+// id (asc), cut to the limit, each hit's bytes unchanged. A failing wing is
+// listed under "unavailable" and never fails the query.
+func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, rec *auditRecord) *mcp.CallToolResult {
+	query, limit, err := parseQueryArgs(args)
+	if err != nil {
+		return g.fail(rec, classify(err, ""))
+	}
+	readable, failed := g.readableWings(ctx, ci)
+	if len(readable) == 0 {
+		if len(failed) > 0 {
+			return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing you can read is reachable right now: %s", failed[0].Error))
+		}
+		return g.fail(rec, newError(CodeForbidden, ErrForbidden, "you cannot read any wing; ask a wing's curators for access"))
+	}
+
+	// Phase 1: corpus statistics.
+	stats := make([]*proto.CorpusStats, len(readable))
+	errs := make([]error, len(readable))
+	eg := errgroup.Group{}
+	eg.SetLimit(g.cfg.Limits.FanoutConcurrency)
+	for i, w := range readable {
+		eg.Go(func() error {
+			sctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
+			defer cancel()
+			st, err := w.client.Stats(sctx, &proto.StatsRequest{RequestID: ci.requestID, Query: query})
+			if err != nil {
+				errs[i] = classify(err, w.name)
+				return nil
+			}
+			w.markReached()
+			stats[i] = st
+			return nil
+		})
+	}
+	_ = eg.Wait()
+	global := &proto.CorpusStats{DocFreq: map[string]int64{}}
+	for _, st := range stats {
+		if st == nil {
+			continue
+		}
+		global.Docs += st.Docs
+		global.TotalLength += st.TotalLength
+		for term, n := range st.DocFreq {
+			global.DocFreq[term] += n
+		}
+	}
+
+	// Phase 2: the query, scored with the global statistics.
+	results := make([]*proto.CallResponse, len(readable))
+	eg2 := errgroup.Group{}
+	eg2.SetLimit(g.cfg.Limits.FanoutConcurrency)
+	for i, w := range readable {
+		if errs[i] != nil {
+			continue
+		}
+		eg2.Go(func() error {
+			resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: queryToolName, Args: args, Stats: global})
+			if err != nil {
+				errs[i] = err
+				return nil
+			}
+			results[i] = resp
+			return nil
+		})
+	}
+	_ = eg2.Wait()
+
+	var (
+		hits       []mergedHit
+		total      int64
+		answered   []string
+		firstError *proto.CallResponse
+	)
+	for i, w := range readable {
+		if errs[i] != nil {
+			e := classify(errs[i], w.name)
+			failed = append(failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
+			continue
+		}
+		resp := results[i]
+		if resp.IsError {
+			if firstError == nil {
+				firstError = resp
+			}
+			code, msg := parseToolError(resp.Result)
+			failed = append(failed, unavailableWing{Wing: w.name, Code: code, Error: msg})
+			continue
+		}
+		var sh shardHits
+		if err := json.Unmarshal(resp.Result, &sh); err != nil {
+			failed = append(failed, unavailableWing{Wing: w.name, Code: CodeInternal, Error: "the wing answered a result that is not a brain_query result"})
+			continue
+		}
+		ok := true
+		part := make([]mergedHit, 0, len(sh.Hits))
+		for _, h := range sh.Hits {
+			var k hitKey
+			if err := json.Unmarshal(h, &k); err != nil {
+				ok = false
+				break
+			}
+			part = append(part, mergedHit{key: k, raw: h})
+		}
+		if !ok {
+			failed = append(failed, unavailableWing{Wing: w.name, Code: CodeInternal, Error: "the wing answered hits without a numeric score and string id"})
+			continue
+		}
+		hits = append(hits, part...)
+		total += sh.Total
+		answered = append(answered, w.name)
+	}
+	if len(answered) == 0 && firstError != nil {
+		// Every wing refused the same arguments: pass the first refusal on
+		// unchanged, as a wing-scoped call would.
+		rec.Outcome = "tool_error"
+		return shardResult(firstError)
+	}
+	if len(answered) == 0 {
+		return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing answered: %s", failed[0].Error))
+	}
+	sort.SliceStable(hits, func(i, j int) bool {
+		if hits[i].key.Score != hits[j].key.Score {
+			return hits[i].key.Score > hits[j].key.Score
+		}
+		return hits[i].key.ID < hits[j].key.ID
+	})
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	rec.Outcome = "ok"
+	return mcp.NewToolResultText(string(encodeMerged(hits, total, answered, failed)))
+}
+
+// encodeMerged writes the cross-wing envelope by hand so each hit's bytes
+// stay exactly as the shard produced them.
+func encodeMerged(hits []mergedHit, total int64, answered []string, failed []unavailableWing) []byte {
+	var b bytes.Buffer
+	b.WriteString(`{"hits":[`)
+	for i, h := range hits {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(h.raw)
+	}
+	b.WriteString(`],"total":`)
+	b.WriteString(strconv.FormatInt(total, 10))
+	b.WriteString(`,"wings":`)
+	if answered == nil {
+		answered = []string{}
+	}
+	wj, _ := marshalNoEscape(answered)
+	b.Write(wj)
+	b.WriteString(`,"unavailable":`)
+	if failed == nil {
+		failed = []unavailableWing{}
+	}
+	fj, _ := marshalNoEscape(failed)
+	b.Write(fj)
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// parseToolError reads {"error":{"code","message"}} from a tool error.
+func parseToolError(result []byte) (code, message string) {
+	var te struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(result, &te) != nil || te.Error.Code == "" {
+		return CodeInternal, "the wing answered an error without a code"
+	}
+	return te.Error.Code, te.Error.Message
+}
+
+// marshalNoEscape is json.Marshal without HTML escaping and trailing newline.
+func marshalNoEscape(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, errors.Join(ErrInvalidArgument, err)
+	}
+	return bytes.TrimRight(b.Bytes(), "\n"), nil
+}

@@ -1,0 +1,473 @@
+package gateway
+
+import (
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"golang.org/x/time/rate"
+
+	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/proto"
+	"github.com/brainstem/brainstem/proto/pki"
+)
+
+// Version is reported in the MCP server info.
+const Version = "0.1.0"
+
+// identityVerifier verifies an SSO bearer token; *sso.Verifier satisfies it.
+type identityVerifier interface {
+	Verify(ctx context.Context, raw string) (auth.Identity, error)
+}
+
+// Options are the gateway's runtime dependencies.
+type Options struct {
+	// Logger receives operational logs; nil discards them.
+	Logger *slog.Logger
+	// AuditLog receives one JSON line per tool call; nil means os.Stdout
+	// (the container log), so the audit trail is never silently dropped.
+	AuditLog io.Writer
+	// Now is the clock for token expiry and rate limits; nil means time.Now.
+	Now func() time.Time
+	// ShardTLS, when set, is the mTLS client configuration for every shard
+	// (ServerName is set per wing) and overrides cfg.Shards.TLS files.
+	ShardTLS *tls.Config
+	// Registry receives the metrics; nil means a new private registry.
+	Registry *prometheus.Registry
+	// HTTPClient, when set, is used by the SSO verifier (discovery, JWKS).
+	HTTPClient *http.Client
+}
+
+// Gateway is the public MCP endpoint in front of every wing.
+type Gateway struct {
+	cfg      Config
+	log      *slog.Logger
+	now      func() time.Time
+	verifier identityVerifier
+	wings    []*wing
+	byName   map[string]*wing
+	sessions *sessionCache
+	cat      atomic.Pointer[catalog]
+	refresh  *refresher
+	mcp      *server.MCPServer
+	mcpHTTP  *server.StreamableHTTPServer
+	metrics  *metrics
+	registry *prometheus.Registry
+	audit    *auditLog
+
+	emailLimits *lru.Cache[string, *rate.Limiter]
+	ipLimits    *lru.Cache[string, *rate.Limiter]
+	origins     map[string]bool
+
+	mcpPath      string
+	metadataURL  string
+	metadataJSON []byte
+	public       http.Handler
+	admin        http.Handler
+	publicSrv    *http.Server
+
+	stopRefresh context.CancelFunc
+	refreshDone chan struct{}
+	closeOnce   sync.Once
+	closeErr    error
+	served      atomic.Bool
+}
+
+// New builds a gateway: it verifies SSO tokens with cfg.OIDC, connects
+// (lazily) to every wing's shard, fetches their tool descriptors (a shard
+// that cannot be reached yet does not fail New; it is retried in the
+// background and /readyz reports it), and registers the tools.
+func New(ctx context.Context, cfg Config, opt Options) (*Gateway, error) {
+	if err := cfg.validate(opt.ShardTLS == nil); err != nil {
+		return nil, err
+	}
+	oidc := cfg.OIDC
+	oidc.Now = opt.Now
+	oidc.Logger = opt.Logger
+	if opt.HTTPClient != nil {
+		oidc.HTTPClient = opt.HTTPClient
+	}
+	v, err := sso.NewVerifier(ctx, oidc)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: oidc: %w", err)
+	}
+	clients, err := dialShards(cfg, opt)
+	if err != nil {
+		return nil, err
+	}
+	g, err := newGateway(cfg, opt, v, clients)
+	if err != nil {
+		for _, c := range clients {
+			_ = c.Close()
+		}
+		return nil, err
+	}
+	g.start(ctx)
+	return g, nil
+}
+
+// dialShards creates one (lazy) proto client per wing.
+func dialShards(cfg Config, opt Options) (map[string]shardClient, error) {
+	base := opt.ShardTLS
+	if base == nil {
+		ca, err := os.ReadFile(cfg.Shards.TLS.CAFile)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: shards.tls.ca_file: %w", err)
+		}
+		cert, err := os.ReadFile(cfg.Shards.TLS.CertFile)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: shards.tls.cert_file: %w", err)
+		}
+		key, err := os.ReadFile(cfg.Shards.TLS.KeyFile)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: shards.tls.key_file: %w", err)
+		}
+		base, err = pki.ClientTLS(ca, cert, key, "")
+		if err != nil {
+			return nil, fmt.Errorf("gateway: shards.tls: %w", err)
+		}
+	}
+	clients := map[string]shardClient{}
+	for _, w := range cfg.Wings {
+		tc := base.Clone()
+		tc.ServerName = w.serverName()
+		clients[w.Name] = proto.NewClient(w.Address, proto.ClientConfig{
+			TLS:         tc,
+			MaxInFlight: cfg.Shards.MaxInFlight,
+			DialTimeout: min(cfg.Shards.CallTimeout, 10*time.Second),
+			Logger:      loggerOrDiscard(opt.Logger).With("wing", w.Name),
+		})
+	}
+	return clients, nil
+}
+
+func loggerOrDiscard(l *slog.Logger) *slog.Logger {
+	if l == nil {
+		return slog.New(slog.DiscardHandler)
+	}
+	return l
+}
+
+// newGateway wires a gateway from already-built dependencies (New builds the
+// real ones). It starts nothing.
+func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]shardClient) (*Gateway, error) {
+	g := &Gateway{
+		cfg:      cfg,
+		log:      loggerOrDiscard(opt.Logger),
+		now:      opt.Now,
+		verifier: v,
+		byName:   map[string]*wing{},
+		registry: opt.Registry,
+		origins:  map[string]bool{},
+	}
+	if g.now == nil {
+		g.now = time.Now
+	}
+	if g.registry == nil {
+		g.registry = prometheus.NewRegistry()
+	}
+	for i, wc := range cfg.Wings {
+		c, ok := clients[wc.Name]
+		if !ok {
+			return nil, fmt.Errorf("gateway: no shard client for wing %q", wc.Name)
+		}
+		w := &wing{idx: i, name: wc.Name, client: c}
+		g.wings = append(g.wings, w)
+		g.byName[wc.Name] = w
+	}
+	u, err := url.Parse(cfg.PublicURL)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: public_url: %w", err)
+	}
+	g.mcpPath = strings.TrimRight(u.Path, "/") + "/mcp"
+	g.metadataURL = u.Scheme + "://" + u.Host + wellKnownPRM + g.mcpPath
+	self, err := parseOrigin(u.Scheme + "://" + u.Host)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: public_url: %w", err)
+	}
+	g.origins[self] = true
+	for _, o := range cfg.AllowedOrigins {
+		po, err := parseOrigin(o)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: allowed_origins: %w", err)
+		}
+		g.origins[po] = true
+	}
+	issuers := make([]string, 0, len(cfg.OIDC.Issuers))
+	for _, is := range cfg.OIDC.Issuers {
+		issuers = append(issuers, is.URL)
+	}
+	g.metadataJSON, _ = marshalNoEscape(protectedResourceMetadata{
+		Resource:               cfg.mcpURL(),
+		AuthorizationServers:   issuers,
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           "Brainstem",
+	})
+
+	g.emailLimits, err = lru.New[string, *rate.Limiter](cfg.Sessions.MaxEntries)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	g.ipLimits, err = lru.New[string, *rate.Limiter](max(cfg.Sessions.MaxEntries/10, 1024))
+	if err != nil {
+		return nil, fmt.Errorf("gateway: %w", err)
+	}
+	auditW := opt.AuditLog
+	if auditW == nil {
+		auditW = os.Stdout
+	}
+	g.audit = &auditLog{w: auditW, logArgs: cfg.Audit.LogArguments,
+		onError: func(err error) { g.log.Error("cannot write the audit log", "err", err) }}
+
+	// The cache needs metrics and metrics read the cache: build the cache
+	// with a forwarding sink first.
+	sink := &metricsSink{}
+	g.sessions = newSessionCache(g.wings, cfg.Sessions.MaxEntries, cfg.Sessions.IdleTTL, cfg.Sessions.DenyTTL,
+		cfg.Shards.CallTimeout, g.now, sink, g.log)
+	g.metrics, err = newMetrics(g.registry, g)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: metrics: %w", err)
+	}
+	sink.m = g.metrics
+
+	g.mcp = server.NewMCPServer("brainstem", Version,
+		server.WithToolCapabilities(true),
+		server.WithToolFilter(g.filterTools),
+		server.WithRecovery(),
+		server.WithInstructions("Brainstem is the team brain: curated notes (wiki) and unreviewed notes (inbox) per wing. "+
+			"Call brain_wings to see the wings you can reach, brain_query to search them all."),
+	)
+	g.publicSrv = &http.Server{
+		ReadHeaderTimeout: 10 * time.Second,
+		IdleTimeout:       2 * time.Minute,
+		ErrorLog:          log.New(slogWriter{g.log}, "", 0),
+	}
+	g.mcpHTTP = server.NewStreamableHTTPServer(g.mcp,
+		server.WithStreamableHTTPServer(g.publicSrv),
+		server.WithStreamableHTTPProtocolVersions(supportedProtocolVersions...),
+		server.WithStreamableHTTPLogger(g.log),
+		server.WithSessionIdleTTL(cfg.Sessions.IdleTTL),
+		server.WithHeartbeatInterval(25*time.Second),
+		// The gateway validates Origin itself and authenticates every
+		// request, which is what the DNS-rebinding check guards; the check
+		// would refuse a reverse proxy on the same host.
+		server.WithDisableLocalhostProtection(true),
+	)
+	g.refresh = newRefresher(g)
+	g.refresh.register() // brain_wings, before any shard answers
+	g.public = g.buildPublicHandler()
+	g.publicSrv.Handler = g.public
+	g.admin = g.buildAdminHandler()
+	return g, nil
+}
+
+// metricsSink forwards session-cache events to the metrics once built.
+type metricsSink struct{ m *metrics }
+
+func (s *metricsSink) cacheHit()                   { s.m.cacheHit() }
+func (s *metricsSink) cacheMiss()                  { s.m.cacheMiss() }
+func (s *metricsSink) minted(wing, outcome string) { s.m.minted(wing, outcome) }
+
+// start fetches the tools once (bounded by shards.call_timeout) and starts
+// the background refresh.
+func (g *Gateway) start(ctx context.Context) {
+	rctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
+	g.refresh.refresh(rctx)
+	cancel()
+	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	g.stopRefresh = stop
+	g.refreshDone = make(chan struct{})
+	go func() {
+		defer close(g.refreshDone)
+		g.refresh.loop(lctx)
+	}()
+}
+
+// RefreshTools fetches every wing's tool descriptors now and re-registers
+// the union if it changed.
+func (g *Gateway) RefreshTools(ctx context.Context) {
+	g.refresh.refresh(ctx)
+}
+
+// Handler serves the public endpoints: the MCP endpoint (public_url path +
+// "/mcp") and the RFC 9728 metadata at
+// /.well-known/oauth-protected-resource[/<path>/mcp].
+func (g *Gateway) Handler() http.Handler { return g.public }
+
+// AdminHandler serves /metrics, /healthz and /readyz.
+func (g *Gateway) AdminHandler() http.Handler { return g.admin }
+
+// MCPURL is the MCP endpoint URL (public_url + "/mcp").
+func (g *Gateway) MCPURL() string { return g.cfg.mcpURL() }
+
+func (g *Gateway) allReached() bool {
+	for _, w := range g.wings {
+		if !w.reached.Load() {
+			return false
+		}
+	}
+	return true
+}
+
+func (g *Gateway) buildAdminHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/metrics", promhttp.HandlerFor(g.registry, promhttp.HandlerOpts{Registry: g.registry}))
+	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+		_, _ = io.WriteString(w, "ok\n")
+	})
+	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
+		var unreached []string
+		for _, wg := range g.wings {
+			if !wg.reached.Load() {
+				unreached = append(unreached, wg.name)
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		body := struct {
+			Ready     bool     `json:"ready"`
+			Unreached []string `json:"unreached_wings"`
+		}{len(unreached) == 0, unreached}
+		if body.Unreached == nil {
+			body.Unreached = []string{}
+		}
+		if !body.Ready {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+		_ = json.NewEncoder(w).Encode(body)
+	})
+	return mux
+}
+
+// Serve serves the public endpoint on public (with TLS from cfg.tls when
+// configured) and the admin endpoint on admin (may be nil) until ctx ends,
+// then stops accepting, drains in-flight calls (at most drain_timeout) and
+// returns. It may be called once.
+func (g *Gateway) Serve(ctx context.Context, public, admin net.Listener) error {
+	if !g.served.CompareAndSwap(false, true) {
+		return errors.New("gateway: Serve called twice")
+	}
+	if public == nil {
+		return errors.New("gateway: Serve needs a public listener")
+	}
+	if g.cfg.TLS.CertFile != "" {
+		cert, err := tls.LoadX509KeyPair(g.cfg.TLS.CertFile, g.cfg.TLS.KeyFile)
+		if err != nil {
+			return fmt.Errorf("gateway: tls: %w", err)
+		}
+		public = tls.NewListener(public, &tls.Config{
+			MinVersion:   tls.VersionTLS12,
+			Certificates: []tls.Certificate{cert},
+			NextProtos:   []string{"h2", "http/1.1"},
+		})
+	}
+	errc := make(chan error, 2)
+	go func() { errc <- g.publicSrv.Serve(public) }()
+	var adminSrv *http.Server
+	if admin != nil {
+		adminSrv = &http.Server{Handler: g.admin, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(slogWriter{g.log}, "", 0)}
+		go func() { errc <- adminSrv.Serve(admin) }()
+	}
+	g.log.Info("gateway serving", "mcp", g.cfg.mcpURL(), "listen", public.Addr().String(), "wings", len(g.wings))
+	var serveErr error
+	select {
+	case <-ctx.Done():
+	case serveErr = <-errc:
+	}
+	dctx, cancel := context.WithTimeout(context.Background(), g.cfg.DrainTimeout)
+	defer cancel()
+	err := g.mcpHTTP.Shutdown(dctx) // stops accepting, ends SSE streams, waits for in-flight calls
+	if adminSrv != nil {
+		_ = adminSrv.Shutdown(dctx)
+	}
+	if serveErr != nil && !errors.Is(serveErr, http.ErrServerClosed) {
+		return fmt.Errorf("gateway: serve: %w", serveErr)
+	}
+	if err != nil {
+		return fmt.Errorf("gateway: drain: %w", err)
+	}
+	g.log.Info("gateway drained")
+	return nil
+}
+
+// Close stops the background refresh and closes the shard connections.
+// Call it after Serve returned.
+func (g *Gateway) Close() error {
+	g.closeOnce.Do(func() {
+		if g.stopRefresh != nil {
+			g.stopRefresh()
+			<-g.refreshDone
+		}
+		if !g.served.Load() {
+			ctx, cancel := context.WithTimeout(context.Background(), time.Second)
+			_ = g.mcpHTTP.Shutdown(ctx) // stops mcp-go's session sweeper
+			cancel()
+		}
+		var errs []error
+		for _, w := range g.wings {
+			if err := w.client.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("wing %s: %w", w.name, err))
+			}
+		}
+		if len(errs) > 0 {
+			g.closeErr = fmt.Errorf("gateway: close: %w", errors.Join(errs...))
+		}
+	})
+	return g.closeErr
+}
+
+// slogWriter adapts net/http's error log to slog.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.l.Warn(strings.TrimSpace(string(p)), "component", "http")
+	return len(p), nil
+}
+
+// NewLogger builds the process logger from the log section (for cmd).
+func NewLogger(w io.Writer, lc LogConfig) (*slog.Logger, error) {
+	lvl, err := parseLevel(lc.Level)
+	if err != nil {
+		return nil, fmt.Errorf("gateway: log.level: %w", err)
+	}
+	opts := &slog.HandlerOptions{Level: lvl}
+	switch lc.Format {
+	case "json", "":
+		return slog.New(slog.NewJSONHandler(w, opts)), nil
+	case "text":
+		return slog.New(slog.NewTextHandler(w, opts)), nil
+	}
+	return nil, fmt.Errorf("gateway: log.format: %q must be json or text", lc.Format)
+}
+
+func parseLevel(s string) (slog.Level, error) {
+	switch strings.ToLower(s) {
+	case "debug":
+		return slog.LevelDebug, nil
+	case "info", "":
+		return slog.LevelInfo, nil
+	case "warn", "warning":
+		return slog.LevelWarn, nil
+	case "error":
+		return slog.LevelError, nil
+	}
+	return 0, fmt.Errorf("%q must be debug, info, warn or error", s)
+}

@@ -1,0 +1,395 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"golang.org/x/time/rate"
+
+	"github.com/brainstem/brainstem/auth"
+)
+
+// supportedProtocolVersions are the MCP revisions the endpoint serves.
+var supportedProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"}
+
+// callInfo is what the HTTP layer learns about a request and hands to the
+// tool handlers through the request context.
+type callInfo struct {
+	id        auth.Identity
+	requestID string
+	method    string // JSON-RPC method of a POST ("" otherwise)
+	log       *slog.Logger
+}
+
+type callInfoKey struct{}
+
+func callInfoFrom(ctx context.Context) *callInfo {
+	ci, _ := ctx.Value(callInfoKey{}).(*callInfo)
+	return ci
+}
+
+// IdentityFrom returns the verified identity the gateway put in a request
+// context, if any.
+func IdentityFrom(ctx context.Context) (auth.Identity, bool) {
+	ci := callInfoFrom(ctx)
+	if ci == nil {
+		return auth.Identity{}, false
+	}
+	return ci.id, true
+}
+
+// maxRequestIDLen bounds an accepted X-Request-Id.
+const maxRequestIDLen = 128
+
+// requestID returns a sane client-supplied X-Request-Id or a new random one.
+func requestID(h string) string {
+	if h != "" && len(h) <= maxRequestIDLen {
+		ok := true
+		for i := 0; i < len(h); i++ {
+			c := h[i]
+			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
+				ok = false
+				break
+			}
+		}
+		if ok {
+			return h
+		}
+	}
+	var b [12]byte
+	_, _ = rand.Read(b[:])
+	return hex.EncodeToString(b[:])
+}
+
+// statusRecorder remembers the status for the http_requests_total metric.
+type statusRecorder struct {
+	http.ResponseWriter
+	status int
+}
+
+func (s *statusRecorder) WriteHeader(code int) {
+	if s.status == 0 {
+		s.status = code
+	}
+	s.ResponseWriter.WriteHeader(code)
+}
+
+func (s *statusRecorder) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	return s.ResponseWriter.Write(b)
+}
+
+func (s *statusRecorder) Flush() {
+	if f, ok := s.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// Unwrap lets http.ResponseController reach the real writer.
+func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
+
+// serveMCP is the middleware in front of mcp-go: request id, Origin,
+// protocol version, failed-auth limit per IP, authentication, body limit,
+// per-email rate limit. Only then does mcp-go see the request.
+func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
+	w := &statusRecorder{ResponseWriter: rw}
+	defer func() {
+		st := w.status
+		if st == 0 {
+			st = http.StatusOK
+		}
+		g.metrics.httpRequests.WithLabelValues(methodLabel(r.Method), strconv.Itoa(st)).Inc()
+	}()
+	rid := requestID(r.Header.Get("X-Request-Id"))
+	w.Header().Set("X-Request-Id", rid)
+
+	if origin := r.Header.Get("Origin"); origin != "" {
+		if !g.originAllowed(origin) {
+			httpRefusal(w, http.StatusForbidden, nil, rpcInvalidRequest,
+				fmt.Sprintf("origin %q is not allowed; add it to allowed_origins", origin), "")
+			return
+		}
+		w.Header().Set("Access-Control-Allow-Origin", origin)
+		w.Header().Add("Vary", "Origin")
+		w.Header().Set("Access-Control-Expose-Headers", "WWW-Authenticate, Mcp-Session-Id, X-Request-Id, Retry-After")
+		if r.Method == http.MethodOptions {
+			w.Header().Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
+			w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID, X-Request-Id")
+			w.Header().Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+	}
+	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(supportedProtocolVersions, v) {
+		httpRefusal(w, http.StatusBadRequest, nil, rpcInvalidRequest,
+			fmt.Sprintf("unsupported MCP-Protocol-Version %q; supported: %s", v, strings.Join(supportedProtocolVersions, ", ")), "")
+		return
+	}
+
+	now := g.now()
+	ip := g.clientIP(r)
+	ipLim := g.ipLimiter(ip)
+	if ipLim.TokensAt(now) < 1 {
+		g.metrics.rateLimited.WithLabelValues("failed_auth_ip").Inc()
+		retry := retryAfter(ipLim, now)
+		w.Header().Set("Retry-After", strconv.Itoa(retry))
+		httpRefusal(w, http.StatusTooManyRequests, nil, rpcServerError,
+			fmt.Sprintf("too many failed authentications from %s; retry in %ds with a valid token", ip, retry), CodeRateLimited)
+		return
+	}
+
+	raw, present, malformed := bearerToken(r.Header.Values("Authorization"))
+	if !present {
+		g.metrics.authFailures.WithLabelValues("no_token").Inc()
+		w.Header().Set("WWW-Authenticate", g.challenge("", ""))
+		writeOAuthError(w, http.StatusUnauthorized, "", "a bearer token from the company's SSO is required")
+		return
+	}
+	if malformed != "" {
+		ipLim.AllowN(now, 1)
+		g.metrics.authFailures.WithLabelValues("malformed").Inc()
+		w.Header().Set("WWW-Authenticate", g.challenge("invalid_request", malformed))
+		writeOAuthError(w, http.StatusBadRequest, "invalid_request", malformed)
+		return
+	}
+	id, err := g.verifier.Verify(r.Context(), raw)
+	if err == nil && id.Email == "" {
+		err = errors.New("gateway: the verifier returned an identity without an email")
+	}
+	if err != nil {
+		f := mapAuthError(err)
+		g.metrics.authFailures.WithLabelValues(f.Kind).Inc()
+		if f.Status == http.StatusServiceUnavailable {
+			g.log.Warn("token verification unavailable", "request_id", rid, "err", err)
+			w.Header().Set("Retry-After", "5")
+			writeOAuthError(w, f.Status, "temporarily_unavailable", f.Description)
+			return
+		}
+		ipLim.AllowN(now, 1)
+		w.Header().Set("WWW-Authenticate", g.challenge(f.OAuthCode, f.Description))
+		writeOAuthError(w, f.Status, f.OAuthCode, f.Description)
+		return
+	}
+	id.Email = auth.CanonicalEmail(id.Email)
+
+	ci := &callInfo{id: id, requestID: rid, log: g.log.With("email", id.Email, "request_id", rid)}
+	var rpcID json.RawMessage
+	if r.Method == http.MethodPost {
+		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.Limits.MaxBodyBytes))
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				httpRefusal(w, http.StatusRequestEntityTooLarge, nil, rpcInvalidRequest,
+					fmt.Sprintf("request body exceeds %d bytes (limits.max_body_bytes)", g.cfg.Limits.MaxBodyBytes), CodeTooLarge)
+				return
+			}
+			httpRefusal(w, http.StatusBadRequest, nil, rpcInvalidRequest, "could not read the request body: "+err.Error(), "")
+			return
+		}
+		var peek struct {
+			ID     json.RawMessage `json:"id"`
+			Method string          `json:"method"`
+		}
+		if json.Unmarshal(body, &peek) == nil {
+			ci.method = peek.Method
+			rpcID = peek.ID
+		}
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+	}
+
+	if lim := g.emailLimiter(id.Email); !lim.AllowN(now, 1) {
+		g.metrics.rateLimited.WithLabelValues("email").Inc()
+		retry := retryAfter(lim, now)
+		w.Header().Set("Retry-After", strconv.Itoa(retry))
+		httpRefusal(w, http.StatusTooManyRequests, rpcID, rpcServerError,
+			fmt.Sprintf("rate limit of %v calls per second exceeded for %s; retry in %ds", g.cfg.Limits.CallsPerSecond, id.Email, retry), CodeRateLimited)
+		return
+	}
+	if ci.method == "tools/list" {
+		g.refresh.ensure(r.Context())
+	}
+	g.mcpHTTP.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callInfoKey{}, ci)))
+}
+
+func methodLabel(m string) string {
+	switch m {
+	case http.MethodGet, http.MethodPost, http.MethodDelete, http.MethodOptions, http.MethodHead:
+		return m
+	}
+	return "other"
+}
+
+// retryAfter is the whole seconds until lim grants one token.
+func retryAfter(lim *rate.Limiter, now time.Time) int {
+	missing := 1 - lim.TokensAt(now)
+	if missing <= 0 || lim.Limit() <= 0 {
+		return 1
+	}
+	return max(1, int(math.Ceil(missing/float64(lim.Limit()))))
+}
+
+// bearerToken extracts the token of an "Authorization: Bearer" header.
+// present is false when no Authorization header (or another scheme) is
+// sent; malformed describes a Bearer header that cannot be used.
+func bearerToken(values []string) (token string, present bool, malformed string) {
+	if len(values) == 0 {
+		return "", false, ""
+	}
+	if len(values) > 1 {
+		return "", true, "send exactly one Authorization header"
+	}
+	scheme, rest, _ := strings.Cut(values[0], " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", false, ""
+	}
+	rest = strings.TrimSpace(rest)
+	if rest == "" || strings.ContainsAny(rest, " \t,") {
+		return "", true, "the Authorization header must be \"Bearer <token>\""
+	}
+	return rest, true, ""
+}
+
+// challenge renders WWW-Authenticate (RFC 6750 §3, RFC 9728 §5.1).
+func (g *Gateway) challenge(code, description string) string {
+	var b strings.Builder
+	b.WriteString("Bearer ")
+	if code != "" {
+		fmt.Fprintf(&b, "error=%s, ", quoteParam(code))
+		if description != "" {
+			fmt.Fprintf(&b, "error_description=%s, ", quoteParam(description))
+		}
+	}
+	fmt.Fprintf(&b, "resource_metadata=%s", quoteParam(g.metadataURL))
+	return b.String()
+}
+
+// quoteParam quotes an auth-param value; RFC 6750 limits error_description
+// to %x20-21 / %x23-5B / %x5D-7E, so others are replaced.
+func quoteParam(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\'')
+		case r < 0x20 || r > 0x7e:
+			b.WriteByte('?')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func writeOAuthError(w http.ResponseWriter, status int, code, description string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	body := struct {
+		Error       string `json:"error,omitempty"`
+		Description string `json:"error_description"`
+	}{code, description}
+	b, _ := marshalNoEscape(body)
+	_, _ = w.Write(b)
+}
+
+// originAllowed reports whether a browser Origin may use the endpoint.
+func (g *Gateway) originAllowed(origin string) bool {
+	o, err := parseOrigin(origin)
+	return err == nil && g.origins[o]
+}
+
+// clientIP is the TCP peer, or the right-most address of the configured
+// trusted-proxy header.
+func (g *Gateway) clientIP(r *http.Request) string {
+	if h := g.cfg.Limits.ClientIPHeader; h != "" {
+		if v := r.Header.Values(h); len(v) > 0 {
+			parts := strings.Split(v[len(v)-1], ",")
+			if ip := net.ParseIP(strings.TrimSpace(parts[len(parts)-1])); ip != nil {
+				return ip.String()
+			}
+		}
+	}
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}
+
+func (g *Gateway) ipLimiter(ip string) *rate.Limiter {
+	if l, ok := g.ipLimits.Get(ip); ok {
+		return l
+	}
+	n := g.cfg.Limits.FailedAuthPerMinute
+	l := rate.NewLimiter(rate.Limit(float64(n)/60), n)
+	if prev, ok, _ := g.ipLimits.PeekOrAdd(ip, l); ok {
+		return prev
+	}
+	return l
+}
+
+func (g *Gateway) emailLimiter(email string) *rate.Limiter {
+	if l, ok := g.emailLimits.Get(email); ok {
+		return l
+	}
+	l := rate.NewLimiter(rate.Limit(g.cfg.Limits.CallsPerSecond), g.cfg.Limits.Burst)
+	if prev, ok, _ := g.emailLimits.PeekOrAdd(email, l); ok {
+		return prev
+	}
+	return l
+}
+
+// protectedResourceMetadata is the RFC 9728 document.
+type protectedResourceMetadata struct {
+	Resource               string   `json:"resource"`
+	AuthorizationServers   []string `json:"authorization_servers"`
+	BearerMethodsSupported []string `json:"bearer_methods_supported"`
+	ResourceName           string   `json:"resource_name"`
+}
+
+func (g *Gateway) serveMetadata(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodGet && r.Method != http.MethodHead {
+		w.Header().Set("Allow", "GET, HEAD")
+		http.Error(w, "method not allowed", http.StatusMethodNotAllowed)
+		return
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(g.metadataJSON)
+}
+
+func (g *Gateway) buildPublicHandler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc(g.mcpPath, g.serveMCP)
+	mux.HandleFunc(wellKnownPRM+g.mcpPath, g.serveMetadata)
+	mux.HandleFunc(wellKnownPRM, g.serveMetadata)
+	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusNotFound)
+		b, _ := marshalNoEscape(map[string]string{"error": "not_found", "error_description": "the MCP endpoint is " + g.cfg.mcpURL()})
+		_, _ = w.Write(b)
+	})
+	return mux
+}
+
+const wellKnownPRM = "/.well-known/oauth-protected-resource"

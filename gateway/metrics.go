@@ -1,0 +1,90 @@
+package gateway
+
+import (
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics are the gateway's Prometheus series, on a private registry.
+type metrics struct {
+	calls        *prometheus.CounterVec
+	latency      *prometheus.HistogramVec
+	cacheHits    prometheus.Counter
+	cacheMisses  prometheus.Counter
+	mints        *prometheus.CounterVec
+	rejected     *prometheus.CounterVec
+	rateLimited  *prometheus.CounterVec
+	authFailures *prometheus.CounterVec
+	httpRequests *prometheus.CounterVec
+}
+
+const ns = "brainstem_gateway"
+
+func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
+	m := &metrics{
+		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tool_calls_total",
+			Help: "Tool calls by tool, wing (\"*\" for cross-wing) and outcome (ok, tool_error, or a gateway error code)."},
+			[]string{"tool", "wing", "outcome"}),
+		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "tool_call_duration_seconds",
+			Help:    "Tool call latency through the gateway, by tool and wing.",
+			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}},
+			[]string{"tool", "wing"}),
+		cacheHits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "session_cache_hits_total",
+			Help: "Shard-token lookups answered from the session cache."}),
+		cacheMisses: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "session_cache_misses_total",
+			Help: "Shard-token lookups that needed a mint."}),
+		mints: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "mints_total",
+			Help: "Mint requests sent to shards, by wing and outcome (ok, forbidden, or an error code)."},
+			[]string{"wing", "outcome"}),
+		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "shard_token_rejections_total",
+			Help: "Shard tokens a shard answered unauthenticated to, by wing and kind (cached, fresh)."},
+			[]string{"wing", "kind"}),
+		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rate_limited_total",
+			Help: "Requests refused with 429, by limit (email, failed_auth_ip)."},
+			[]string{"limit"}),
+		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "auth_failures_total",
+			Help: "Requests refused by authentication, by kind (no_token, or the SSO error kind)."},
+			[]string{"kind"}),
+		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "http_requests_total",
+			Help: "Requests to the MCP endpoint by HTTP method and status code."},
+			[]string{"method", "code"}),
+	}
+	sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "sessions",
+		Help: "Emails currently in the session cache."}, func() float64 { return float64(g.sessions.Len()) })
+	collectors := []prometheus.Collector{m.calls, m.latency, m.cacheHits, m.cacheMisses, m.mints, m.rejected,
+		m.rateLimited, m.authFailures, m.httpRequests, sessions}
+	for _, w := range g.wings {
+		collectors = append(collectors,
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "shard_connected",
+				Help: "1 while the gateway holds a live QUIC connection to the wing's shard.", ConstLabels: prometheus.Labels{"wing": w.name}},
+				func() float64 { return b2f(w.client.Connected()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "shard_reached",
+				Help: "1 once the wing's shard has answered at least once.", ConstLabels: prometheus.Labels{"wing": w.name}},
+				func() float64 { return b2f(w.reached.Load()) }))
+	}
+	for _, c := range collectors {
+		if err := reg.Register(c); err != nil {
+			return nil, err
+		}
+	}
+	return m, nil
+}
+
+func b2f(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
+}
+
+func (m *metrics) cacheHit()                   { m.cacheHits.Inc() }
+func (m *metrics) cacheMiss()                  { m.cacheMisses.Inc() }
+func (m *metrics) minted(wing, outcome string) { m.mints.WithLabelValues(wing, outcome).Inc() }
+func (m *metrics) tokenRejected(wing, kind string) {
+	m.rejected.WithLabelValues(wing, kind).Inc()
+}
+func (m *metrics) call(tool, wing, outcome string, d time.Duration) {
+	m.calls.WithLabelValues(tool, wing, outcome).Inc()
+	m.latency.WithLabelValues(tool, wing).Observe(d.Seconds())
+}

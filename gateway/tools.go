@@ -1,0 +1,203 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"golang.org/x/sync/errgroup"
+	"golang.org/x/sync/singleflight"
+)
+
+// wingsToolSchema is brain_wings' input schema: no arguments.
+const wingsToolSchema = `{"type":"object","properties":{},"additionalProperties":false}`
+
+func wingsTool() mcp.Tool {
+	t := mcp.NewToolWithRawSchema(wingsToolName,
+		"List the wings (areas of the team brain) you can reach and your capabilities in each (read, write, curate).",
+		json.RawMessage(wingsToolSchema))
+	ro := true
+	t.Annotations = mcp.ToolAnnotation{Title: "Wings", ReadOnlyHint: &ro}
+	return t
+}
+
+// refresher fetches the wings' tool descriptors and registers their union
+// with mcp-go: at start, every shards.refresh_interval (faster while a wing
+// has never answered), and on demand (a tools/list while a wing's tools are
+// unknown; a shard answering unknown_tool).
+type refresher struct {
+	g       *Gateway
+	flight  singleflight.Group
+	kick    chan struct{}
+	mu      sync.Mutex
+	lastSig string
+}
+
+func newRefresher(g *Gateway) *refresher {
+	return &refresher{g: g, kick: make(chan struct{}, 1)}
+}
+
+// trigger asks the background loop for a refresh soon.
+func (r *refresher) trigger() {
+	select {
+	case r.kick <- struct{}{}:
+	default:
+	}
+}
+
+// ensure refreshes now (sharing a running refresh) if a wing's tools are
+// still unknown, waiting at most a short while.
+func (r *refresher) ensure(ctx context.Context) {
+	missing := false
+	for _, w := range r.g.wings {
+		if w.tools.Load() == nil {
+			missing = true
+			break
+		}
+	}
+	if !missing {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, min(r.g.cfg.Shards.CallTimeout, 5*time.Second))
+	defer cancel()
+	ch := r.flight.DoChan("refresh", func() (any, error) {
+		rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), r.g.cfg.Shards.CallTimeout)
+		defer cancel()
+		r.refresh(rctx)
+		return nil, nil
+	})
+	select {
+	case <-ch:
+	case <-ctx.Done():
+	}
+}
+
+// refresh fetches every wing's tools (concurrently) and re-registers the
+// catalog if it changed. A wing that fails keeps its previous tools.
+func (r *refresher) refresh(ctx context.Context) {
+	g := r.g
+	var eg errgroup.Group
+	eg.SetLimit(g.cfg.Limits.FanoutConcurrency)
+	for _, w := range g.wings {
+		eg.Go(func() error {
+			resp, err := w.client.ListTools(ctx)
+			if err != nil {
+				g.log.Warn("cannot list a wing's tools", "wing", w.name, "err", err)
+				return nil
+			}
+			w.markReached()
+			tools, err := parseToolDescriptors(resp.Tools)
+			if err != nil {
+				g.log.Error("a wing advertised unusable tool descriptors; keeping the previous ones", "wing", w.name, "err", err)
+				return nil
+			}
+			w.tools.Store(&tools)
+			return nil
+		})
+	}
+	_ = eg.Wait()
+	r.register()
+}
+
+// register builds the catalog and hands it to mcp-go when it changed.
+func (r *refresher) register() {
+	g := r.g
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cat := buildCatalog(g.wings, g.log)
+	sig, _ := json.Marshal(catalogSignature(cat))
+	if string(sig) == r.lastSig && g.cat.Load() != nil {
+		return
+	}
+	tools := []server.ServerTool{{Tool: wingsTool(), Handler: g.wingsTool}}
+	for _, t := range cat.tools {
+		tools = append(tools, server.ServerTool{Tool: t.mcpTool(), Handler: g.shardToolHandler(t.Name)})
+	}
+	g.cat.Store(cat)
+	g.mcp.SetTools(tools...)
+	r.lastSig = string(sig)
+	g.log.Info("tools registered", "count", len(tools), "names", cat.names())
+}
+
+func catalogSignature(c *catalog) any {
+	type entry struct {
+		Tool  mcp.Tool
+		Need  uint8
+		Wings []int
+	}
+	out := make([]entry, 0, len(c.tools))
+	for _, t := range c.tools {
+		e := c.by[t.Name]
+		out = append(out, entry{t.mcpTool(), uint8(e.desc.need), e.wings})
+	}
+	return out
+}
+
+// loop refreshes periodically until ctx ends; while a wing has never
+// answered it retries sooner (1s, doubling up to refresh_interval).
+func (r *refresher) loop(ctx context.Context) {
+	backoff := time.Second
+	for {
+		wait := r.g.cfg.Shards.RefreshInterval
+		if !r.g.allReached() {
+			wait = min(backoff, wait)
+			backoff = min(backoff*2, r.g.cfg.Shards.RefreshInterval)
+		}
+		t := time.NewTimer(wait)
+		select {
+		case <-ctx.Done():
+			t.Stop()
+			return
+		case <-t.C:
+		case <-r.kick:
+			t.Stop()
+		}
+		rctx, cancel := context.WithTimeout(ctx, r.g.cfg.Shards.CallTimeout)
+		_, _, _ = r.flight.Do("refresh", func() (any, error) {
+			r.refresh(rctx)
+			return nil, nil
+		})
+		cancel()
+	}
+}
+
+// filterTools is mcp-go's tool filter. For tools/list it keeps the tools the
+// caller can use in at least one wing that offers them (plus brain_wings);
+// at call time it keeps everything, so a call the caller may not make is
+// answered by the shard (or the gateway) with a forbidden tool error rather
+// than "tool not found".
+func (g *Gateway) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool {
+	ci := callInfoFrom(ctx)
+	if ci == nil {
+		return nil
+	}
+	if ci.method != "tools/list" {
+		return tools
+	}
+	cat := g.cat.Load()
+	caps, _ := g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
+	out := tools[:0:0]
+	for _, t := range tools {
+		if t.Name == wingsToolName {
+			out = append(out, t)
+			continue
+		}
+		if cat == nil {
+			continue
+		}
+		e, ok := cat.by[t.Name]
+		if !ok {
+			continue
+		}
+		for _, wi := range e.wings {
+			if caps[wi].Has(e.desc.need) {
+				out = append(out, t)
+				break
+			}
+		}
+	}
+	return out
+}
