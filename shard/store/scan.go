@@ -99,7 +99,8 @@ func (s *Store) tocTouched() bool {
 }
 
 // rescanLoop runs Rescan every interval until ctx is cancelled.
-func (s *Store) rescanLoop(ctx context.Context, interval time.Duration) {
+// afterPass, if set, is called after each pass (a test hook).
+func (s *Store) rescanLoop(ctx context.Context, interval time.Duration, afterPass func()) {
 	defer close(s.done)
 	t := time.NewTicker(interval)
 	defer t.Stop()
@@ -110,6 +111,9 @@ func (s *Store) rescanLoop(ctx context.Context, interval time.Duration) {
 		case <-t.C:
 			if err := s.Rescan(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
 				s.log.Warn("store: rescan failed", "err", err)
+			}
+			if afterPass != nil {
+				afterPass()
 			}
 		}
 	}

@@ -56,6 +56,8 @@ type Options struct {
 	RescanInterval time.Duration
 	// Progress, if set, is called while Open loads the notes.
 	Progress func(done, total int)
+
+	afterPass func() // test hook: called after each background rescan pass
 }
 
 // Store is one wing of a brain directory. It is safe for concurrent use.
@@ -152,7 +154,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	s.cancel = cancel
 	s.done = make(chan struct{})
 	if interval > 0 {
-		go s.rescanLoop(rctx, interval)
+		go s.rescanLoop(rctx, interval, opt.afterPass)
 	} else {
 		close(s.done)
 	}

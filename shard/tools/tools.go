@@ -1,0 +1,373 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+
+	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/shard/index"
+	"github.com/brainstem/brainstem/shard/store"
+)
+
+// Caller is who makes a call, as the transport established it.
+type Caller struct {
+	Email string    // canonical verified email, recorded as the author of writes
+	Caps  auth.Caps // capabilities in this wing
+}
+
+// Tool describes one tool.
+type Tool struct {
+	Name, Description string
+	Schema            json.RawMessage // JSON Schema of the arguments
+	Needs             auth.Caps       // capability a caller must hold
+}
+
+// Options configures New.
+type Options struct {
+	Logger *slog.Logger // internal errors are logged here; nil discards
+	Limits Limits       // zero fields take DefaultLimits
+}
+
+// Error codes of tool error results.
+const (
+	CodeInvalidArgument = "invalid_argument"
+	CodeNotFound        = "not_found"
+	CodeAlreadyExists   = "already_exists"
+	CodeConflict        = "conflict"
+	CodeForbidden       = "forbidden"
+	CodeTooLarge        = "too_large"
+	CodeInternal        = "internal"
+	CodeUnknownTool     = "unknown_tool"
+)
+
+// CapabilityMetaKey is the _meta key of a descriptor naming the capability
+// the tool needs ("read", "write" or "curate"); the gateway filters the
+// tools it lists per user with it.
+const CapabilityMetaKey = "brainstem/capability"
+
+// Set is the brain tools of one wing. It is safe for concurrent use.
+type Set struct {
+	st     *store.Store
+	log    *slog.Logger
+	lim    Limits
+	specs  []*spec
+	byName map[string]*spec
+	desc   json.RawMessage
+}
+
+// spec is one tool: its descriptor parts and its handler.
+type spec struct {
+	name, title, desc                string
+	props                            []prop
+	needs                            auth.Caps
+	readOnly, destructive, idempotent bool
+	run                              func(ctx context.Context, c Caller, args []byte, stats *index.Stats) (any, error)
+	schema                           json.RawMessage
+}
+
+// New returns the tool set over st.
+func New(st *store.Store, opt Options) *Set {
+	s := &Set{st: st, log: opt.Logger, lim: opt.Limits.withDefaults(), byName: map[string]*spec{}}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	s.specs = s.define()
+	for _, sp := range s.specs {
+		sp.schema = schema(sp.props)
+		s.byName[sp.name] = sp
+	}
+	s.desc = s.descriptors()
+	return s
+}
+
+// Wing returns the wing the set serves.
+func (s *Set) Wing() string { return s.st.Wing() }
+
+// Limits returns the limits in force (defaults filled in).
+func (s *Set) Limits() Limits { return s.lim }
+
+// descriptor is one entry of Descriptors, in field order.
+type descriptor struct {
+	Name        string          `json:"name"`
+	Description string          `json:"description"`
+	InputSchema json.RawMessage `json:"inputSchema"`
+	Annotations annotations     `json:"annotations"`
+	Meta        descriptorMeta  `json:"_meta"`
+}
+
+type annotations struct {
+	Title           string `json:"title"`
+	ReadOnlyHint    bool   `json:"readOnlyHint"`
+	DestructiveHint bool   `json:"destructiveHint"`
+	IdempotentHint  bool   `json:"idempotentHint"`
+	OpenWorldHint   bool   `json:"openWorldHint"`
+}
+
+type descriptorMeta struct {
+	Capability string `json:"brainstem/capability"`
+}
+
+func (s *Set) descriptors() json.RawMessage {
+	out := make([]descriptor, len(s.specs))
+	for i, sp := range s.specs {
+		out[i] = descriptor{
+			Name: sp.name, Description: sp.desc, InputSchema: sp.schema,
+			Annotations: annotations{Title: sp.title, ReadOnlyHint: sp.readOnly, DestructiveHint: sp.destructive, IdempotentHint: sp.idempotent},
+			Meta:        descriptorMeta{Capability: capName(sp.needs)},
+		}
+	}
+	b, err := marshal(out)
+	if err != nil {
+		panic("tools: descriptors: " + err.Error()) // built from constants: a programming error
+	}
+	return b
+}
+
+// capName names the single capability a tool needs.
+func capName(c auth.Caps) string {
+	if n := c.Strings(); len(n) > 0 {
+		return n[len(n)-1]
+	}
+	return "none"
+}
+
+// Descriptors returns the JSON array tools/list shows, in a fixed order:
+// per tool {"name","description","inputSchema","annotations":{"title",
+// "readOnlyHint","destructiveHint","idempotentHint","openWorldHint"},
+// "_meta":{"brainstem/capability":"read|write|curate"}}. The caller must
+// not modify the returned bytes.
+func (s *Set) Descriptors() json.RawMessage { return s.desc }
+
+// Tools returns the tools in descriptor order.
+func (s *Set) Tools() []Tool {
+	out := make([]Tool, len(s.specs))
+	for i, sp := range s.specs {
+		out[i] = Tool{Name: sp.name, Description: sp.desc, Schema: sp.schema, Needs: sp.needs}
+	}
+	return out
+}
+
+// Needs returns the capability the named tool requires.
+func (s *Set) Needs(name string) (auth.Caps, bool) {
+	sp, ok := s.byName[name]
+	if !ok {
+		return 0, false
+	}
+	return sp.needs, true
+}
+
+// QueryStats returns this wing's BM25 statistics for a query, for the
+// gateway to sum across wings and send back with brain_query.
+func (s *Set) QueryStats(q string) index.Stats { return s.st.Stats(q) }
+
+// Call runs the named tool for c with the raw JSON arguments args. stats,
+// when non-nil, are the global BM25 statistics brain_query scores with.
+// The result is compact JSON; isError marks an error result
+// {"error":{"code","message"}}.
+func (s *Set) Call(ctx context.Context, c Caller, name string, args []byte, stats *index.Stats) (result []byte, isError bool) {
+	sp, ok := s.byName[name]
+	if !ok {
+		return errorResult(CodeUnknownTool, fmt.Sprintf("there is no tool %q in wing %q; the tools are: %s", name, s.Wing(), strings.Join(s.names(), ", "))), true
+	}
+	if !c.Caps.Has(sp.needs) {
+		return errorResult(CodeForbidden, fmt.Sprintf("%s needs the %s capability in wing %q; you have: %s; ask a curator of the wing to grant it", name, capName(sp.needs), s.Wing(), c.Caps)), true
+	}
+	if sp.needs.Has(auth.CapWrite) && c.Email == "" {
+		return errorResult(CodeForbidden, name+" records its author, but the caller has no verified email"), true
+	}
+	if len(args) > s.lim.MaxArgsBytes {
+		return errorResult(CodeTooLarge, fmt.Sprintf("the arguments are %d bytes, over the %d-byte limit", len(args), s.lim.MaxArgsBytes)), true
+	}
+	if err := ctx.Err(); err != nil {
+		return errorResult(CodeInternal, "the call was cancelled or timed out before it ran: "+err.Error()), true
+	}
+	v, err := s.run(ctx, sp, c, args, stats)
+	if err != nil {
+		return s.errorOf(name, err), true
+	}
+	b, err := marshal(v)
+	if err != nil {
+		s.log.Error("tools: encode result", "tool", name, "err", err)
+		return errorResult(CodeInternal, "the shard could not encode the result; the failure is logged on the shard"), true
+	}
+	return b, false
+}
+
+func (s *Set) run(ctx context.Context, sp *spec, c Caller, args []byte, stats *index.Stats) (v any, err error) {
+	defer func() {
+		if r := recover(); r != nil {
+			s.log.Error("tools: panic in tool", "tool", sp.name, "panic", r, "stack", string(debug.Stack()))
+			v, err = nil, errors.New("tools: panic in tool")
+		}
+	}()
+	return sp.run(ctx, c, args, stats)
+}
+
+func (s *Set) names() []string {
+	out := make([]string, len(s.specs))
+	for i, sp := range s.specs {
+		out[i] = sp.name
+	}
+	return out
+}
+
+// toolError is an error the tool layer answers with a given code.
+type toolError struct {
+	code, msg string
+}
+
+func (e *toolError) Error() string { return "tools: " + e.code + ": " + e.msg }
+
+func invalid(format string, args ...any) error {
+	return &toolError{CodeInvalidArgument, fmt.Sprintf(format, args...)}
+}
+
+func tooLarge(format string, args ...any) error {
+	return &toolError{CodeTooLarge, fmt.Sprintf(format, args...)}
+}
+
+// storeCodes maps the store's sentinels to codes.
+var storeCodes = []struct {
+	err  error
+	code string
+}{
+	{store.ErrNotFound, CodeNotFound},
+	{store.ErrExists, CodeAlreadyExists},
+	{store.ErrConflict, CodeConflict},
+	{store.ErrInvalid, CodeInvalidArgument},
+	{store.ErrTooLarge, CodeTooLarge},
+	{store.ErrForbidden, CodeForbidden},
+}
+
+// errorOf turns an error into an error result.
+func (s *Set) errorOf(tool string, err error) []byte {
+	var te *toolError
+	if errors.As(err, &te) {
+		return errorResult(te.code, te.msg)
+	}
+	for _, m := range storeCodes {
+		if errors.Is(err, m.err) {
+			return errorResult(m.code, userMessage(err))
+		}
+	}
+	switch {
+	case errors.Is(err, store.ErrClosed):
+		return errorResult(CodeInternal, "the shard is shutting down; retry in a moment")
+	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
+		return errorResult(CodeInternal, "the call was cancelled or timed out: "+err.Error())
+	}
+	s.log.Error("tools: internal error", "tool", tool, "err", err)
+	return errorResult(CodeInternal, "the shard failed to run "+tool+"; the error is logged on the shard, retrying may help")
+}
+
+// userMessage strips package prefixes and sentinel texts from a store
+// error, leaving the sentence a person can act on.
+func userMessage(err error) string {
+	msg := err.Error()
+	for _, m := range storeCodes {
+		msg = strings.ReplaceAll(msg, ": "+m.err.Error(), "")
+		msg = strings.ReplaceAll(msg, m.err.Error()+": ", "")
+	}
+	for _, p := range []string{"store: ", "layout: ", "frontmatter: "} {
+		msg = strings.ReplaceAll(msg, p, "")
+	}
+	return msg
+}
+
+type errorBody struct {
+	Error errorDetail `json:"error"`
+}
+
+type errorDetail struct {
+	Code    string `json:"code"`
+	Message string `json:"message"`
+}
+
+func errorResult(code, msg string) []byte {
+	b, err := marshal(errorBody{errorDetail{code, msg}})
+	if err != nil {
+		return []byte(`{"error":{"code":"internal","message":"unencodable error"}}`)
+	}
+	return b
+}
+
+// marshal encodes v as compact JSON without HTML escaping.
+func marshal(v any) ([]byte, error) {
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+}
+
+// decode decodes args strictly into v: unknown fields, trailing data and
+// type mismatches are invalid_argument errors naming the argument.
+func decode(args []byte, v any, known []prop) error {
+	trimmed := bytes.TrimSpace(args)
+	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
+		trimmed = []byte("{}")
+	}
+	if trimmed[0] != '{' {
+		return invalid("the arguments must be a JSON object")
+	}
+	dec := json.NewDecoder(bytes.NewReader(trimmed))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		var te *json.UnmarshalTypeError
+		var se *json.SyntaxError
+		switch {
+		case errors.As(err, &te):
+			field := te.Field
+			if field == "" {
+				field = "arguments"
+			}
+			return invalid("argument %q must be %s, not %s", field, jsonType(te.Type.Kind().String()), te.Value)
+		case errors.As(err, &se):
+			return invalid("the arguments are not valid JSON: %v (at byte %d)", err, se.Offset)
+		case strings.HasPrefix(err.Error(), "json: unknown field "):
+			name := strings.TrimPrefix(err.Error(), "json: unknown field ")
+			return invalid("unknown argument %s; this tool accepts: %s", name, propNames(known))
+		default:
+			return invalid("the arguments cannot be decoded: %v", err)
+		}
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return invalid("the arguments must be one JSON object, with nothing after it")
+	}
+	return nil
+}
+
+func propNames(ps []prop) string {
+	n := make([]string, len(ps))
+	for i, p := range ps {
+		n[i] = p.name
+	}
+	return strings.Join(n, ", ")
+}
+
+func jsonType(kind string) string {
+	switch kind {
+	case "string":
+		return "a string"
+	case "int", "int64", "int32":
+		return "an integer"
+	case "bool":
+		return "a boolean"
+	case "slice":
+		return "an array"
+	case "struct", "map":
+		return "an object"
+	case "float64":
+		return "a number"
+	}
+	return "a " + kind
+}
