@@ -1,0 +1,211 @@
+package sso
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strings"
+	"time"
+)
+
+// flexBool decodes true, "true", false, "false" and null. Some IdPs send
+// email_verified as a string; anything else is an error.
+type flexBool bool
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (b *flexBool) UnmarshalJSON(data []byte) error {
+	switch string(bytes.TrimSpace(data)) {
+	case "true", `"true"`:
+		*b = true
+	case "false", `"false"`, "null":
+		*b = false
+	default:
+		return fmt.Errorf("want true or false, got %.40s", data)
+	}
+	return nil
+}
+
+// audience decodes the aud claim: one string or a list of strings.
+type audience []string
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (a *audience) UnmarshalJSON(data []byte) error {
+	var s string
+	if err := json.Unmarshal(data, &s); err == nil {
+		*a = audience{s}
+		return nil
+	}
+	var l []string
+	if err := json.Unmarshal(data, &l); err != nil {
+		return errors.New("aud must be a string or a list of strings")
+	}
+	*a = l
+	return nil
+}
+
+// numericDate decodes a JWT NumericDate (seconds since the epoch, integer or
+// fraction).
+type numericDate struct{ time.Time }
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (d *numericDate) UnmarshalJSON(data []byte) error {
+	var n json.Number
+	if err := json.Unmarshal(data, &n); err != nil {
+		return errors.New("want a number of seconds since 1970")
+	}
+	f, err := n.Float64()
+	// Bound to years 0..9999 so time arithmetic cannot overflow.
+	if err != nil || math.IsNaN(f) || f < -62135596800 || f > 253402300799 {
+		return fmt.Errorf("date %s out of range", n)
+	}
+	sec, frac := math.Modf(f)
+	d.Time = time.Unix(int64(sec), int64(frac*1e9)).UTC()
+	return nil
+}
+
+// claims are the parts of an ID token's claims set the verifier uses.
+type claims struct {
+	Issuer        string
+	Subject       string
+	Audience      []string
+	Expiry        *time.Time // nil when absent
+	NotBefore     *time.Time
+	IssuedAt      *time.Time
+	Email         string // as sent (not canonicalised)
+	HasEmail      bool
+	EmailVerified bool
+	Groups        []string
+}
+
+// parseClaims decodes a JWT claims set and extracts the groups at
+// groupsClaim (a literal claim name, else a dotted path). It checks types
+// only; the verifier decides what is acceptable.
+func parseClaims(payload []byte, groupsClaim string) (claims, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &raw); err != nil {
+		return claims{}, fmt.Errorf("claims are not a JSON object: %w", err)
+	}
+	var c claims
+	str := func(name string, dst *string) error {
+		v, ok := raw[name]
+		if !ok || string(v) == "null" {
+			return nil
+		}
+		if err := json.Unmarshal(v, dst); err != nil {
+			return fmt.Errorf("claim %q must be a string", name)
+		}
+		return nil
+	}
+	date := func(name string) (*time.Time, error) {
+		v, ok := raw[name]
+		if !ok || string(v) == "null" {
+			return nil, nil
+		}
+		var d numericDate
+		if err := d.UnmarshalJSON(v); err != nil {
+			return nil, fmt.Errorf("claim %q: %w", name, err)
+		}
+		return &d.Time, nil
+	}
+	var err error
+	if err = str("iss", &c.Issuer); err != nil {
+		return claims{}, err
+	}
+	if err = str("sub", &c.Subject); err != nil {
+		return claims{}, err
+	}
+	if v, ok := raw["aud"]; ok && string(v) != "null" {
+		var a audience
+		if err := a.UnmarshalJSON(v); err != nil {
+			return claims{}, err
+		}
+		c.Audience = a
+	}
+	if c.Expiry, err = date("exp"); err != nil {
+		return claims{}, err
+	}
+	if c.NotBefore, err = date("nbf"); err != nil {
+		return claims{}, err
+	}
+	if c.IssuedAt, err = date("iat"); err != nil {
+		return claims{}, err
+	}
+	if v, ok := raw["email"]; ok && string(v) != "null" {
+		if err := json.Unmarshal(v, &c.Email); err != nil {
+			return claims{}, errors.New(`claim "email" must be a string`)
+		}
+		c.HasEmail = strings.TrimSpace(c.Email) != ""
+	}
+	if v, ok := raw["email_verified"]; ok {
+		var b flexBool
+		if err := b.UnmarshalJSON(v); err != nil {
+			return claims{}, fmt.Errorf(`claim "email_verified": %w`, err)
+		}
+		c.EmailVerified = bool(b)
+	}
+	groups, err := extractGroups(raw, groupsClaim)
+	if err != nil {
+		return claims{}, err
+	}
+	c.Groups = groups
+	return c, nil
+}
+
+// extractGroups finds the groups claim: first as a literal top-level name,
+// then as a dotted path through nested objects. A list of strings or a single
+// string is taken; other values give no groups.
+func extractGroups(raw map[string]json.RawMessage, name string) ([]string, error) {
+	if name == "" {
+		return nil, nil
+	}
+	v, ok := raw[name]
+	if !ok && strings.Contains(name, ".") {
+		segs := strings.Split(name, ".")
+		cur := raw
+		for i, seg := range segs {
+			next, found := cur[seg]
+			if !found {
+				return nil, nil
+			}
+			if i == len(segs)-1 {
+				v, ok = next, true
+				break
+			}
+			var obj map[string]json.RawMessage
+			if json.Unmarshal(next, &obj) != nil {
+				return nil, nil // not an object: no groups at that path
+			}
+			cur = obj
+		}
+	}
+	if !ok {
+		return nil, nil
+	}
+	var one string
+	if json.Unmarshal(v, &one) == nil {
+		if one == "" {
+			return nil, nil
+		}
+		return []string{one}, nil
+	}
+	var list []json.RawMessage
+	if json.Unmarshal(v, &list) != nil {
+		return nil, nil
+	}
+	if len(list) > MaxGroups {
+		return nil, fmt.Errorf("claim %q holds %d groups, the limit is %d", name, len(list), MaxGroups)
+	}
+	out := make([]string, 0, len(list))
+	for _, e := range list {
+		var s string
+		if json.Unmarshal(e, &s) == nil && s != "" {
+			out = append(out, s)
+		}
+	}
+	if len(out) == 0 {
+		return nil, nil
+	}
+	return out, nil
+}

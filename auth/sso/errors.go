@@ -1,0 +1,178 @@
+package sso
+
+import (
+	"errors"
+	"net/http"
+)
+
+// Kind classifies why a bearer token was refused. Each kind maps to exactly
+// one RFC 6750 error code and one HTTP status (see Error.OAuthCode and
+// Error.HTTPStatus).
+type Kind uint8
+
+// The kinds of verification failure.
+const (
+	// NoToken: no bearer token at all. 401 with no error code (RFC 6750 §3.1:
+	// a request without credentials gets a bare challenge).
+	NoToken Kind = iota + 1
+	// Malformed: the Authorization header is not "Bearer <token>" (another
+	// scheme, several headers, bad characters). 400 invalid_request.
+	Malformed
+	// MalformedToken: the token is not a well-formed signed JWT, its claims
+	// do not decode, it has no exp, or it is over MaxTokenBytes.
+	// 401 invalid_token.
+	MalformedToken
+	// BadSignature: the signature does not verify, the algorithm is not one
+	// the issuer is pinned to (alg none, HS256, ...), or the key id is
+	// unknown to the issuer's JWKS. 401 invalid_token.
+	BadSignature
+	// WrongIssuer: iss is not a configured issuer. 401 invalid_token.
+	WrongIssuer
+	// WrongAudience: aud holds none of the issuer's accepted audiences.
+	// 401 invalid_token.
+	WrongAudience
+	// Expired: exp (plus ClockSkew) has passed. 401 invalid_token.
+	Expired
+	// NotYetValid: nbf or iat is later than now plus ClockSkew.
+	// 401 invalid_token.
+	NotYetValid
+	// EmailMissing: no email claim (the client must ask for the email scope).
+	// 401 invalid_token.
+	EmailMissing
+	// EmailUnverified: email_verified is absent, false or "false".
+	// 403 insufficient_scope: signing in again with the same account cannot
+	// help; the person must verify the address at their identity provider.
+	EmailUnverified
+	// DomainNotAllowed: the email's domain is not in AllowedDomains.
+	// 403 insufficient_scope.
+	DomainNotAllowed
+	// IssuerUnavailable: the issuer's discovery document or JWKS could not
+	// be fetched. 503 with no OAuth error code: the token may well be good;
+	// the client should retry later rather than sign in again.
+	IssuerUnavailable
+)
+
+var kindNames = [...]string{
+	NoToken: "no_token", Malformed: "malformed", MalformedToken: "malformed_token",
+	BadSignature: "bad_signature", WrongIssuer: "wrong_issuer", WrongAudience: "wrong_audience",
+	Expired: "expired", NotYetValid: "not_yet_valid", EmailMissing: "email_missing",
+	EmailUnverified: "email_unverified", DomainNotAllowed: "domain_not_allowed",
+	IssuerUnavailable: "issuer_unavailable",
+}
+
+// String returns a short snake_case name, suitable for a metric label.
+func (k Kind) String() string {
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
+	}
+	return "unknown"
+}
+
+// Sentinels, one per kind, so callers can write errors.Is(err, sso.ErrExpired).
+// A *Error matches the sentinel of its Kind.
+var (
+	ErrNoToken           = errors.New("sso: no bearer token")
+	ErrMalformed         = errors.New("sso: malformed authorization header")
+	ErrMalformedToken    = errors.New("sso: malformed token")
+	ErrBadSignature      = errors.New("sso: bad token signature")
+	ErrWrongIssuer       = errors.New("sso: token from an unknown issuer")
+	ErrWrongAudience     = errors.New("sso: token for another audience")
+	ErrExpired           = errors.New("sso: token expired")
+	ErrNotYetValid       = errors.New("sso: token not yet valid")
+	ErrEmailMissing      = errors.New("sso: token has no email")
+	ErrEmailUnverified   = errors.New("sso: email not verified")
+	ErrDomainNotAllowed  = errors.New("sso: email domain not allowed")
+	ErrIssuerUnavailable = errors.New("sso: issuer unavailable")
+)
+
+func (k Kind) sentinel() error {
+	switch k {
+	case NoToken:
+		return ErrNoToken
+	case Malformed:
+		return ErrMalformed
+	case MalformedToken:
+		return ErrMalformedToken
+	case BadSignature:
+		return ErrBadSignature
+	case WrongIssuer:
+		return ErrWrongIssuer
+	case WrongAudience:
+		return ErrWrongAudience
+	case Expired:
+		return ErrExpired
+	case NotYetValid:
+		return ErrNotYetValid
+	case EmailMissing:
+		return ErrEmailMissing
+	case EmailUnverified:
+		return ErrEmailUnverified
+	case DomainNotAllowed:
+		return ErrDomainNotAllowed
+	case IssuerUnavailable:
+		return ErrIssuerUnavailable
+	}
+	return nil
+}
+
+// Error is why a token was refused. Description is a sentence a person can
+// act on and is safe to send to the client (it goes into the
+// error_description of the WWW-Authenticate challenge); Err is the
+// underlying cause, for logs.
+type Error struct {
+	Kind        Kind
+	Description string
+	Err         error
+}
+
+func newError(k Kind, desc string, err error) *Error {
+	return &Error{Kind: k, Description: desc, Err: err}
+}
+
+// Error returns "sso: <description>: <cause>".
+func (e *Error) Error() string {
+	s := "sso: " + e.Description
+	if e.Err != nil {
+		s += ": " + e.Err.Error()
+	}
+	return s
+}
+
+// Unwrap returns the underlying cause.
+func (e *Error) Unwrap() error { return e.Err }
+
+// Is matches the sentinel of the error's Kind (ErrExpired for Expired, ...).
+func (e *Error) Is(target error) bool {
+	s := e.Kind.sentinel()
+	return s != nil && target == s
+}
+
+// OAuthCode returns the RFC 6750 error code for the WWW-Authenticate
+// challenge: "" for NoToken and IssuerUnavailable (no error attribute),
+// "invalid_request" for Malformed, "insufficient_scope" for EmailUnverified
+// and DomainNotAllowed, and "invalid_token" for every other kind.
+func (e *Error) OAuthCode() string {
+	switch e.Kind {
+	case NoToken, IssuerUnavailable:
+		return ""
+	case Malformed:
+		return "invalid_request"
+	case EmailUnverified, DomainNotAllowed:
+		return "insufficient_scope"
+	}
+	return "invalid_token"
+}
+
+// HTTPStatus returns 400 for Malformed, 403 for EmailUnverified and
+// DomainNotAllowed, 503 for IssuerUnavailable and 401 for every other kind.
+func (e *Error) HTTPStatus() int {
+	switch e.Kind {
+	case Malformed:
+		return http.StatusBadRequest
+	case EmailUnverified, DomainNotAllowed:
+		return http.StatusForbidden
+	case IssuerUnavailable:
+		return http.StatusServiceUnavailable
+	}
+	return http.StatusUnauthorized
+}

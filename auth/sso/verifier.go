@@ -1,0 +1,383 @@
+package sso
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/brainstem/brainstem/auth"
+	"github.com/coreos/go-oidc/v3/oidc"
+	jose "github.com/go-jose/go-jose/v4"
+	lru "github.com/hashicorp/golang-lru/v2"
+)
+
+// Discovery retry backoff: 1s, 2s, 4s, ... capped.
+const (
+	discoveryBackoffMin = time.Second
+	discoveryBackoffMax = time.Minute
+)
+
+// Verifier verifies SSO bearer tokens from the configured issuers and turns
+// them into an auth.Identity. It is safe for concurrent use and meant to live
+// as long as the gateway.
+type Verifier struct {
+	cfg      Config
+	lifetime context.Context
+	issuers  map[string]*issuer // by exact iss
+	domains  map[string]bool    // AllowedDomains, lowercased; nil = any
+	cache    *lru.Cache[[sha256.Size]byte, cacheEntry]
+}
+
+type cacheEntry struct {
+	id    auth.Identity
+	until time.Time // min(token exp, insertion + CacheTTL)
+}
+
+// issuer is one configured issuer and its lazily discovered verifier.
+type issuer struct {
+	cfg     IssuerConfig
+	algs    []jose.SignatureAlgorithm
+	parent  *Verifier
+	sem     chan struct{} // held while discovering
+	mu      sync.Mutex
+	oidcV   *oidc.IDTokenVerifier // nil until discovery succeeds
+	keys    *keySet
+	fails   int
+	nextTry time.Time
+	lastErr error
+}
+
+// NewVerifier validates cfg and returns a Verifier. It makes no network
+// call: each issuer is discovered on the first Verify of one of its tokens,
+// and a failed discovery is retried with exponential backoff (1s doubling to
+// 1m), Verify meanwhile failing with IssuerUnavailable. ctx bounds the
+// Verifier's lifetime: cancelling it aborts discovery and JWKS fetches.
+func NewVerifier(ctx context.Context, cfg Config) (*Verifier, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.withDefaults()
+	v := &Verifier{cfg: cfg, lifetime: ctx, issuers: make(map[string]*issuer, len(cfg.Issuers))}
+	for _, ic := range cfg.Issuers {
+		algs := make([]jose.SignatureAlgorithm, len(ic.Algorithms))
+		for i, a := range ic.Algorithms {
+			algs[i] = jose.SignatureAlgorithm(a)
+		}
+		v.issuers[ic.URL] = &issuer{cfg: ic, algs: algs, parent: v, sem: make(chan struct{}, 1)}
+	}
+	if len(cfg.AllowedDomains) > 0 {
+		v.domains = make(map[string]bool, len(cfg.AllowedDomains))
+		for _, d := range cfg.AllowedDomains {
+			v.domains[strings.ToLower(d)] = true
+		}
+	}
+	if cfg.CacheSize > 0 {
+		c, err := lru.New[[sha256.Size]byte, cacheEntry](cfg.CacheSize)
+		if err != nil {
+			return nil, fmt.Errorf("sso: cache: %w", err)
+		}
+		v.cache = c
+	}
+	return v, nil
+}
+
+// BearerToken extracts the token from an Authorization header: NoToken when
+// there is none, Malformed when there are several or it is not
+// "Bearer <token68>" (RFC 6750 §2.1; the scheme is case-insensitive).
+func BearerToken(h http.Header) (string, error) {
+	vals := h.Values("Authorization")
+	switch len(vals) {
+	case 0:
+		return "", newError(NoToken, "no bearer token; send Authorization: Bearer <token>", nil)
+	case 1:
+	default:
+		return "", newError(Malformed, "more than one Authorization header", nil)
+	}
+	scheme, tok, ok := strings.Cut(strings.TrimSpace(vals[0]), " ")
+	if !strings.EqualFold(scheme, "Bearer") {
+		return "", newError(Malformed, fmt.Sprintf("the Authorization scheme must be Bearer, not %.20q", scheme), nil)
+	}
+	tok = strings.TrimLeft(tok, " ")
+	if !ok || tok == "" {
+		return "", newError(Malformed, "the Authorization header has no token after Bearer", nil)
+	}
+	for i := 0; i < len(tok); i++ {
+		c := tok[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/=", c) >= 0) {
+			return "", newError(Malformed, "the bearer token contains characters a token cannot hold (RFC 6750 token68)", nil)
+		}
+	}
+	return tok, nil
+}
+
+// Verify checks an SSO token and returns the verified identity with a
+// canonical email. Failures are *Error; see Kind for what each means and how
+// it maps to an HTTP answer.
+func (v *Verifier) Verify(ctx context.Context, raw string) (auth.Identity, error) {
+	if raw == "" {
+		return auth.Identity{}, newError(NoToken, "no bearer token; send Authorization: Bearer <token>", nil)
+	}
+	if len(raw) > MaxTokenBytes {
+		return auth.Identity{}, newError(MalformedToken, fmt.Sprintf("the token is %d bytes, over the %d-byte limit", len(raw), MaxTokenBytes), nil)
+	}
+	now := v.cfg.Now()
+	var key [sha256.Size]byte
+	if v.cache != nil {
+		key = sha256.Sum256([]byte(raw))
+		if e, ok := v.cache.Get(key); ok {
+			if now.Before(e.until) {
+				id := e.id
+				id.Groups = slices.Clone(id.Groups)
+				return id, nil
+			}
+			v.cache.Remove(key)
+		}
+	}
+	id, exp, err := v.verify(ctx, raw, now)
+	if err != nil {
+		return auth.Identity{}, err
+	}
+	if v.cache != nil {
+		until := now.Add(v.cfg.CacheTTL)
+		if exp.Before(until) {
+			until = exp
+		}
+		stored := id
+		stored.Groups = slices.Clone(id.Groups)
+		v.cache.Add(key, cacheEntry{id: stored, until: until})
+	}
+	return id, nil
+}
+
+// jwtHeader is the part of a JOSE header looked at before verification.
+type jwtHeader struct {
+	Alg string `json:"alg"`
+	Kid string `json:"kid"`
+}
+
+// verify is the uncached path. It returns the identity and the token's exp.
+func (v *Verifier) verify(ctx context.Context, raw string, now time.Time) (auth.Identity, time.Time, error) {
+	// Look at the unverified header and iss only to pick the issuer and
+	// refuse a disallowed algorithm with a clear message; nothing from them
+	// is trusted.
+	parts := strings.Split(raw, ".")
+	if len(parts) != 3 {
+		return auth.Identity{}, time.Time{}, newError(MalformedToken, "the token is not a JWT (want three base64url parts separated by dots)", nil)
+	}
+	var hdr jwtHeader
+	if err := decodeSegment(parts[0], &hdr); err != nil {
+		return auth.Identity{}, time.Time{}, newError(MalformedToken, "the token header does not decode", err)
+	}
+	var unverified struct {
+		Issuer string `json:"iss"`
+	}
+	if err := decodeSegment(parts[1], &unverified); err != nil {
+		return auth.Identity{}, time.Time{}, newError(MalformedToken, "the token claims do not decode", err)
+	}
+	is, ok := v.issuers[unverified.Issuer]
+	if !ok {
+		return auth.Identity{}, time.Time{}, newError(WrongIssuer,
+			fmt.Sprintf("the token was issued by %.200q, which this gateway does not trust; sign in with the configured identity provider", unverified.Issuer), nil)
+	}
+	if !slices.Contains(is.cfg.Algorithms, hdr.Alg) {
+		return auth.Identity{}, time.Time{}, newError(BadSignature,
+			fmt.Sprintf("the token is signed with algorithm %.20q; issuer %s is pinned to %v", hdr.Alg, is.cfg.URL, is.cfg.Algorithms), nil)
+	}
+	oidcV, e := is.ensure(ctx)
+	if e != nil {
+		return auth.Identity{}, time.Time{}, e
+	}
+	slot := &errSlot{}
+	idt, err := oidcV.Verify(withErrSlot(ctx, slot), raw)
+	if err != nil {
+		if slot.err != nil {
+			return auth.Identity{}, time.Time{}, slot.err
+		}
+		if strings.Contains(err.Error(), "different provider") {
+			return auth.Identity{}, time.Time{}, newError(WrongIssuer, "the token's issuer does not match", err)
+		}
+		return auth.Identity{}, time.Time{}, newError(MalformedToken, "the token could not be verified", err)
+	}
+	var payload json.RawMessage
+	if err := idt.Claims(&payload); err != nil {
+		return auth.Identity{}, time.Time{}, newError(MalformedToken, "the token claims do not decode", err)
+	}
+	c, err := parseClaims(payload, v.cfg.GroupsClaim)
+	if err != nil {
+		return auth.Identity{}, time.Time{}, newError(MalformedToken, "the token claims are malformed", err)
+	}
+	if !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(is.cfg.Audiences, a) }) {
+		return auth.Identity{}, time.Time{}, newError(WrongAudience,
+			fmt.Sprintf("the token is for audience %.200q, not for this gateway (%v); sign in through the gateway's client", c.Audience, is.cfg.Audiences), nil)
+	}
+	skew := v.cfg.ClockSkew
+	if c.Expiry == nil {
+		return auth.Identity{}, time.Time{}, newError(MalformedToken, "the token has no exp (expiry) claim", nil)
+	}
+	if !now.Before(c.Expiry.Add(skew)) {
+		return auth.Identity{}, time.Time{}, newError(Expired,
+			fmt.Sprintf("the token expired at %s; sign in again", c.Expiry.UTC().Format(time.RFC3339)), nil)
+	}
+	if c.NotBefore != nil && c.NotBefore.After(now.Add(skew)) {
+		return auth.Identity{}, time.Time{}, newError(NotYetValid,
+			fmt.Sprintf("the token is not valid before %s; check the clocks", c.NotBefore.UTC().Format(time.RFC3339)), nil)
+	}
+	if c.IssuedAt != nil && c.IssuedAt.After(now.Add(skew)) {
+		return auth.Identity{}, time.Time{}, newError(NotYetValid,
+			fmt.Sprintf("the token was issued in the future (%s); check the clocks", c.IssuedAt.UTC().Format(time.RFC3339)), nil)
+	}
+	email := auth.CanonicalEmail(c.Email)
+	if !c.HasEmail {
+		return auth.Identity{}, time.Time{}, newError(EmailMissing,
+			"the token has no email claim; sign in again granting the email scope", nil)
+	}
+	at := strings.LastIndexByte(email, '@')
+	if at <= 0 || at == len(email)-1 {
+		return auth.Identity{}, time.Time{}, newError(EmailMissing, fmt.Sprintf("the email claim %.100q is not an email address", c.Email), nil)
+	}
+	if !c.EmailVerified {
+		return auth.Identity{}, time.Time{}, newError(EmailUnverified,
+			fmt.Sprintf("the email address %s is not verified by your identity provider; verify it there, then sign in again", email), nil)
+	}
+	if v.domains != nil && !v.domains[email[at+1:]] {
+		return auth.Identity{}, time.Time{}, newError(DomainNotAllowed,
+			fmt.Sprintf("accounts at %s are not allowed here; sign in with your company account", email[at+1:]), nil)
+	}
+	return auth.Identity{
+		Email:   email,
+		Groups:  c.Groups,
+		Issuer:  c.Issuer,
+		Subject: c.Subject,
+		Expiry:  *c.Expiry,
+	}, *c.Expiry, nil
+}
+
+func decodeSegment(seg string, dst any) error {
+	b, err := base64.RawURLEncoding.DecodeString(seg)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, dst)
+}
+
+// ensure returns the issuer's go-oidc verifier, discovering the issuer first
+// if needed. Concurrent callers share one discovery; after a failure the next
+// attempt waits for the backoff, and callers meanwhile get IssuerUnavailable.
+func (is *issuer) ensure(ctx context.Context) (*oidc.IDTokenVerifier, *Error) {
+	is.mu.Lock()
+	if is.oidcV != nil {
+		defer is.mu.Unlock()
+		return is.oidcV, nil
+	}
+	if now := is.parent.cfg.Now(); now.Before(is.nextTry) {
+		err := is.lastErr
+		wait := is.nextTry.Sub(now)
+		is.mu.Unlock()
+		return nil, newError(IssuerUnavailable,
+			fmt.Sprintf("identity provider %s is unreachable; retrying in %s", is.cfg.URL, wait.Round(time.Second)), err)
+	}
+	is.mu.Unlock()
+
+	select {
+	case is.sem <- struct{}{}:
+	case <-ctx.Done():
+		return nil, newError(IssuerUnavailable, "gave up waiting for identity provider discovery", context.Cause(ctx))
+	}
+	defer func() { <-is.sem }()
+	is.mu.Lock()
+	if is.oidcV != nil {
+		defer is.mu.Unlock()
+		return is.oidcV, nil
+	}
+	if now := is.parent.cfg.Now(); now.Before(is.nextTry) {
+		defer is.mu.Unlock()
+		return nil, newError(IssuerUnavailable, fmt.Sprintf("identity provider %s is unreachable", is.cfg.URL), is.lastErr)
+	}
+	is.mu.Unlock()
+
+	oidcV, keys, err := is.discover() // no lock held: the semaphore keeps it single
+	is.mu.Lock()
+	defer is.mu.Unlock()
+	if err != nil {
+		backoff := min(discoveryBackoffMin<<min(is.fails, 6), discoveryBackoffMax)
+		is.fails++
+		is.nextTry = is.parent.cfg.Now().Add(backoff)
+		is.lastErr = err
+		is.parent.cfg.Logger.Warn("sso: issuer discovery failed", "issuer", is.cfg.URL, "retry_in", backoff, "err", err)
+		return nil, newError(IssuerUnavailable,
+			fmt.Sprintf("identity provider %s is unreachable; try again shortly", is.cfg.URL), err)
+	}
+	is.oidcV, is.keys, is.fails, is.lastErr = oidcV, keys, 0, nil
+	return oidcV, nil
+}
+
+// discover fetches the issuer's discovery document and builds the go-oidc
+// verifier on top of a rate-limited JWKS cache.
+func (is *issuer) discover() (*oidc.IDTokenVerifier, *keySet, error) {
+	v := is.parent
+	ctx, cancel := context.WithTimeout(v.lifetime, DefaultHTTPTimeout)
+	defer cancel()
+	p, err := oidc.NewProvider(oidc.ClientContext(ctx, v.cfg.HTTPClient), is.cfg.URL)
+	if err != nil {
+		return nil, nil, fmt.Errorf("sso: discovery: %w", err)
+	}
+	var meta struct {
+		JWKSURL string   `json:"jwks_uri"`
+		Algs    []string `json:"id_token_signing_alg_values_supported"`
+	}
+	if err := p.Claims(&meta); err != nil {
+		return nil, nil, fmt.Errorf("sso: discovery: %w", err)
+	}
+	if meta.JWKSURL == "" {
+		return nil, nil, errors.New("sso: discovery: no jwks_uri in the discovery document")
+	}
+	if len(meta.Algs) > 0 && !slices.ContainsFunc(is.cfg.Algorithms, func(a string) bool { return slices.Contains(meta.Algs, a) }) {
+		v.cfg.Logger.Warn("sso: none of the pinned algorithms is advertised by the issuer; its tokens will be refused",
+			"issuer", is.cfg.URL, "pinned", is.cfg.Algorithms, "advertised", meta.Algs)
+	}
+	keys := &keySet{
+		issuer: is.cfg.URL, jwksURL: meta.JWKSURL, client: v.cfg.HTTPClient, now: v.cfg.Now,
+		minInterval: v.cfg.JWKSRefetchInterval, algs: is.algs, lifetime: v.lifetime,
+		log: v.cfg.Logger.With(slog.String("issuer", is.cfg.URL)), sem: make(chan struct{}, 1),
+	}
+	return oidc.NewVerifier(is.cfg.URL, keys, &oidc.Config{
+		SkipClientIDCheck:    true, // audiences are checked against the list
+		SkipExpiryCheck:      true, // exp/nbf/iat are checked with ClockSkew
+		SupportedSigningAlgs: is.cfg.Algorithms,
+		Now:                  v.cfg.Now,
+	}), keys, nil
+}
+
+// Stats are counters for tests and metrics.
+type Stats struct {
+	// JWKSFetches counts JWKS requests per issuer URL.
+	JWKSFetches map[string]int64
+	// CacheEntries is the number of verified tokens cached.
+	CacheEntries int
+}
+
+// Stats returns the current counters.
+func (v *Verifier) Stats() Stats {
+	s := Stats{JWKSFetches: make(map[string]int64, len(v.issuers))}
+	for url, is := range v.issuers {
+		is.mu.Lock()
+		ks := is.keys
+		is.mu.Unlock()
+		if ks != nil {
+			s.JWKSFetches[url] = ks.fetches.Load()
+		}
+	}
+	if v.cache != nil {
+		s.CacheEntries = v.cache.Len()
+	}
+	return s
+}
