@@ -1,0 +1,377 @@
+package devidp
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"html/template"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+)
+
+// Handler serves discovery, JWKS, /authorize (a minimal HTML login form:
+// email and groups) and /token, below the issuer's path, and nothing else.
+func (p *Provider) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET "+p.path+"/.well-known/openid-configuration", p.discovery)
+	mux.HandleFunc("GET "+p.path+"/keys", p.jwks)
+	mux.HandleFunc("GET "+p.path+"/authorize", p.authorizeForm)
+	mux.HandleFunc("POST "+p.path+"/authorize", p.authorizeSubmit)
+	mux.HandleFunc("POST "+p.path+"/token", p.token)
+	return mux
+}
+
+func (p *Provider) discovery(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, map[string]any{
+		"issuer":                                p.cfg.Issuer,
+		"authorization_endpoint":                p.base + "/authorize",
+		"token_endpoint":                        p.base + "/token",
+		"jwks_uri":                              p.base + "/keys",
+		"response_types_supported":              []string{"code"},
+		"subject_types_supported":               []string{"public"},
+		"id_token_signing_alg_values_supported": []string{"RS256"},
+		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
+		"code_challenge_methods_supported":      []string{"S256"},
+		"token_endpoint_auth_methods_supported": []string{"none"},
+		"scopes_supported":                      []string{"openid", "email", "profile", "groups", "offline_access"},
+		"claims_supported":                      []string{"iss", "aud", "sub", "email", "email_verified", "groups", "iat", "exp", "nonce"},
+	})
+}
+
+func (p *Provider) jwks(w http.ResponseWriter, _ *http.Request) {
+	writeJSON(w, http.StatusOK, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{
+		Key: &p.key.PublicKey, KeyID: p.kid, Algorithm: string(jose.RS256), Use: "sig",
+	}}})
+}
+
+// authRequest is a validated authorization request.
+type authRequest struct {
+	ClientID, RedirectURI, State, Challenge, Nonce, Scope string
+}
+
+// oauthError is an OAuth error answer (RFC 6749 §4.1.2.1, §5.2).
+type oauthError struct {
+	Code        string `json:"error"`
+	Description string `json:"error_description"`
+}
+
+// parseAuthRequest validates the parameters of an authorization request.
+// A bad client_id or redirect_uri cannot be redirected to (fatal); other
+// problems are sent back to the client's redirect_uri.
+func (p *Provider) parseAuthRequest(q url.Values) (ar authRequest, fatal error, redirectErr *oauthError) {
+	ar = authRequest{
+		ClientID: q.Get("client_id"), RedirectURI: q.Get("redirect_uri"), State: q.Get("state"),
+		Challenge: q.Get("code_challenge"), Nonce: q.Get("nonce"), Scope: q.Get("scope"),
+	}
+	if ar.ClientID != p.cfg.ClientID {
+		return ar, fmt.Errorf("unknown client_id %q: this development IdP serves only %q", ar.ClientID, p.cfg.ClientID), nil
+	}
+	if err := checkRedirectURI(ar.RedirectURI); err != nil {
+		return ar, err, nil
+	}
+	switch {
+	case q.Get("response_type") != "code":
+		return ar, nil, &oauthError{"unsupported_response_type", "response_type must be code"}
+	case q.Get("code_challenge_method") != "S256" || !validPKCE(ar.Challenge):
+		return ar, nil, &oauthError{"invalid_request", "PKCE is required: send code_challenge (43 base64url characters) with code_challenge_method=S256"}
+	case len(ar.State) > 512 || len(ar.Nonce) > 512 || len(ar.Scope) > 512:
+		return ar, nil, &oauthError{"invalid_request", "state, nonce and scope are limited to 512 bytes"}
+	}
+	return ar, nil, nil
+}
+
+// checkRedirectURI accepts only http URLs on a loopback host (any port, any
+// path), as native apps and CLIs use (RFC 8252 §7.3).
+func checkRedirectURI(s string) error {
+	u, err := url.Parse(s)
+	if err != nil || s == "" {
+		return fmt.Errorf("redirect_uri %q is not a URL", s)
+	}
+	if u.Scheme != "http" || !isLoopbackHost(u.Hostname()) || u.Fragment != "" || u.User != nil {
+		return fmt.Errorf("redirect_uri %q is not allowed: this development IdP redirects only to http://127.0.0.1:<port>/..., http://[::1]:<port>/... or http://localhost:<port>/...", s)
+	}
+	return nil
+}
+
+func validPKCE(s string) bool {
+	if len(s) < 43 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return false
+		}
+	}
+	return true
+}
+
+var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
+<html><head><meta charset="utf-8"><title>Brainstem development sign-in</title></head>
+<body style="font-family: sans-serif; max-width: 32em; margin: 3em auto">
+<h1>Brainstem development sign-in</h1>
+<p style="color: #a00"><strong>Development only.</strong> This identity provider signs in anyone as any email. Never use it in production.</p>
+{{if .Error}}<p style="color: #a00">{{.Error}}</p>{{end}}
+<form method="post" action="{{.Action}}">
+<input type="hidden" name="response_type" value="code">
+<input type="hidden" name="client_id" value="{{.Req.ClientID}}">
+<input type="hidden" name="redirect_uri" value="{{.Req.RedirectURI}}">
+<input type="hidden" name="state" value="{{.Req.State}}">
+<input type="hidden" name="code_challenge" value="{{.Req.Challenge}}">
+<input type="hidden" name="code_challenge_method" value="S256">
+<input type="hidden" name="nonce" value="{{.Req.Nonce}}">
+<input type="hidden" name="scope" value="{{.Req.Scope}}">
+<p><label>Email <input type="email" name="email" required autofocus value="{{.Email}}"></label></p>
+<p><label>Groups (comma separated) <input type="text" name="groups" value="{{.Groups}}"></label></p>
+<p><button type="submit">Sign in</button></p>
+</form></body></html>
+`))
+
+type loginData struct {
+	Action, Error, Email, Groups string
+	Req                          authRequest
+}
+
+func (p *Provider) authorizeForm(w http.ResponseWriter, r *http.Request) {
+	ar, fatal, rerr := p.parseAuthRequest(r.URL.Query())
+	if fatal != nil {
+		httpErrorPage(w, http.StatusBadRequest, fatal.Error())
+		return
+	}
+	if rerr != nil {
+		redirectError(w, r, ar, rerr)
+		return
+	}
+	p.renderLogin(w, http.StatusOK, loginData{Action: p.base + "/authorize", Req: ar})
+}
+
+func (p *Provider) renderLogin(w http.ResponseWriter, status int, d loginData) {
+	secureHeaders(w)
+	w.Header().Set("Content-Type", "text/html; charset=utf-8")
+	w.WriteHeader(status)
+	if err := loginPage.Execute(w, d); err != nil {
+		p.log.Warn("devidp: render login page", "err", err)
+	}
+}
+
+func (p *Provider) authorizeSubmit(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		httpErrorPage(w, http.StatusBadRequest, "the form could not be read: "+err.Error())
+		return
+	}
+	ar, fatal, rerr := p.parseAuthRequest(r.PostForm)
+	if fatal != nil {
+		httpErrorPage(w, http.StatusBadRequest, fatal.Error())
+		return
+	}
+	if rerr != nil {
+		redirectError(w, r, ar, rerr)
+		return
+	}
+	email, err := checkEmail(r.PostForm.Get("email"))
+	groups, gerr := parseGroups(r.PostForm.Get("groups"))
+	if err == nil {
+		err = gerr
+	}
+	if err != nil {
+		p.renderLogin(w, http.StatusBadRequest, loginData{Action: p.base + "/authorize", Req: ar, Error: err.Error(),
+			Email: r.PostForm.Get("email"), Groups: r.PostForm.Get("groups")})
+		return
+	}
+	code := randomToken()
+	p.mu.Lock()
+	p.codes.Add(code, authCode{
+		grant:       grant{email: email, groups: groups, scope: ar.Scope, expires: p.cfg.Now().Add(CodeTTL)},
+		redirectURI: ar.RedirectURI, challenge: ar.Challenge, nonce: ar.Nonce,
+	})
+	p.mu.Unlock()
+	p.log.Info("devidp: signed in", "email", email, "groups", groups)
+	q := url.Values{"code": {code}, "iss": {p.cfg.Issuer}}
+	if ar.State != "" {
+		q.Set("state", ar.State)
+	}
+	http.Redirect(w, r, withQuery(ar.RedirectURI, q), http.StatusFound)
+}
+
+// parseGroups splits the groups field on commas, trimming spaces and
+// dropping empty names.
+func parseGroups(s string) ([]string, error) {
+	var out []string
+	for g := range strings.SplitSeq(s, ",") {
+		g = strings.TrimSpace(g)
+		if g == "" || slices.Contains(out, g) {
+			continue
+		}
+		if strings.ContainsFunc(g, func(r rune) bool { return r < ' ' || r == 0x7f }) || len(g) > 256 {
+			return nil, fmt.Errorf("devidp: group %.40q is unprintable or over 256 bytes", g)
+		}
+		out = append(out, g)
+	}
+	if len(out) > MaxGroups {
+		return nil, fmt.Errorf("devidp: %d groups, the limit is %d", len(out), MaxGroups)
+	}
+	return out, nil
+}
+
+func withQuery(base string, q url.Values) string {
+	u, _ := url.Parse(base) // validated by checkRedirectURI
+	vals := u.Query()
+	for k, v := range q {
+		vals[k] = v
+	}
+	u.RawQuery = vals.Encode()
+	return u.String()
+}
+
+func redirectError(w http.ResponseWriter, r *http.Request, ar authRequest, e *oauthError) {
+	q := url.Values{"error": {e.Code}, "error_description": {e.Description}}
+	if ar.State != "" {
+		q.Set("state", ar.State)
+	}
+	http.Redirect(w, r, withQuery(ar.RedirectURI, q), http.StatusFound)
+}
+
+func randomToken() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return base64.RawURLEncoding.EncodeToString(b[:])
+}
+
+// tokenResponse is the token endpoint's success answer.
+type tokenResponse struct {
+	AccessToken  string `json:"access_token"`
+	IDToken      string `json:"id_token"`
+	RefreshToken string `json:"refresh_token"`
+	TokenType    string `json:"token_type"`
+	ExpiresIn    int64  `json:"expires_in"`
+	Scope        string `json:"scope,omitempty"`
+}
+
+func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request", "the form could not be read: " + err.Error()})
+		return
+	}
+	f := r.PostForm
+	clientID := f.Get("client_id")
+	if id, _, ok := r.BasicAuth(); ok {
+		id, _ = url.QueryUnescape(id) // RFC 6749 §2.3.1: form-encoded before Basic
+		if clientID != "" && clientID != id {
+			writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request", "client_id in the form and in Basic auth differ"})
+			return
+		}
+		clientID = id
+	}
+	if clientID != p.cfg.ClientID {
+		writeJSON(w, http.StatusUnauthorized, oauthError{"invalid_client", fmt.Sprintf("unknown client_id %q", clientID)})
+		return
+	}
+	switch f.Get("grant_type") {
+	case "authorization_code":
+		p.exchangeCode(w, f)
+	case "refresh_token":
+		p.exchangeRefresh(w, f)
+	default:
+		writeJSON(w, http.StatusBadRequest, oauthError{"unsupported_grant_type", "grant_type must be authorization_code or refresh_token"})
+	}
+}
+
+func (p *Provider) exchangeCode(w http.ResponseWriter, f url.Values) {
+	code := f.Get("code")
+	p.mu.Lock()
+	ac, ok := p.codes.Peek(code)
+	if ok {
+		p.codes.Remove(code) // single use, whatever happens next
+	}
+	p.mu.Unlock()
+	now := p.cfg.Now()
+	switch {
+	case !ok:
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "unknown or already used authorization code"})
+		return
+	case !now.Before(ac.expires):
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "the authorization code expired; sign in again"})
+		return
+	case f.Get("redirect_uri") != ac.redirectURI:
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "redirect_uri does not match the authorization request"})
+		return
+	}
+	verifier := f.Get("code_verifier")
+	sum := sha256.Sum256([]byte(verifier))
+	if !validPKCE(verifier) || subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(ac.challenge)) != 1 {
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "code_verifier does not match the code_challenge (PKCE S256)"})
+		return
+	}
+	p.issue(w, ac.grant, ac.nonce)
+}
+
+func (p *Provider) exchangeRefresh(w http.ResponseWriter, f url.Values) {
+	rt := f.Get("refresh_token")
+	p.mu.Lock()
+	g, ok := p.refresh.Peek(rt)
+	if ok {
+		p.refresh.Remove(rt) // rotated: the old token is dead from now on
+	}
+	p.mu.Unlock()
+	if !ok {
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "unknown, expired or already used refresh token; sign in again"})
+		return
+	}
+	if !p.cfg.Now().Before(g.expires) {
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "the refresh token expired; sign in again"})
+		return
+	}
+	p.issue(w, g, "")
+}
+
+// issue answers a token request with a fresh JWT (as both id_token and
+// access_token) and a new refresh token.
+func (p *Provider) issue(w http.ResponseWriter, g grant, nonce string) {
+	tok, exp, err := p.mint(g.email, g.groups, 0, nonce)
+	if err != nil {
+		writeJSON(w, http.StatusInternalServerError, oauthError{"server_error", err.Error()})
+		return
+	}
+	rt := randomToken()
+	now := p.cfg.Now()
+	p.mu.Lock()
+	p.refresh.Add(rt, grant{email: g.email, groups: g.groups, scope: g.scope, expires: now.Add(RefreshTTL)})
+	p.mu.Unlock()
+	writeJSON(w, http.StatusOK, tokenResponse{
+		AccessToken: tok, IDToken: tok, RefreshToken: rt, TokenType: "Bearer",
+		ExpiresIn: int64(exp.Sub(now.Truncate(time.Second)) / time.Second), Scope: g.scope,
+	})
+}
+
+func secureHeaders(w http.ResponseWriter) {
+	h := w.Header()
+	h.Set("Cache-Control", "no-store")
+	h.Set("Pragma", "no-cache")
+	h.Set("X-Frame-Options", "DENY")
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; form-action 'self' http://127.0.0.1:* http://localhost:* http://[::1]:*; frame-ancestors 'none'")
+	h.Set("X-Content-Type-Options", "nosniff")
+}
+
+func writeJSON(w http.ResponseWriter, status int, v any) {
+	secureHeaders(w)
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(status)
+	_ = json.NewEncoder(w).Encode(v)
+}
+
+func httpErrorPage(w http.ResponseWriter, status int, msg string) {
+	secureHeaders(w)
+	w.Header().Set("Content-Type", "text/plain; charset=utf-8")
+	w.WriteHeader(status)
+	_, _ = fmt.Fprintf(w, "devidp: %s\n", msg)
+}
