@@ -8,7 +8,8 @@ import (
 )
 
 // encodeNode renders n with yaml.v3 and returns it without the final line
-// ending.
+// ending. A block scalar ("|", ">") is never one line, even when yaml.v3
+// writes its header alone.
 func encodeNode(n *yaml.Node) (string, error) {
 	b, err := yaml.Marshal(n)
 	if err != nil {
@@ -34,7 +35,7 @@ func scalarText(v string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if oneLine(out) {
+	if oneLine(out) && !strings.HasPrefix(out, "|") && !strings.HasPrefix(out, ">") {
 		if out != v && isPlainTimestamp(v) {
 			return v, nil
 		}

@@ -416,6 +416,13 @@ func (nd *Doc) commitCheck(old []entry, key string, ok func(*Doc) bool) error {
 	}
 	keys, err := index(nd.lines)
 	if err != nil {
+		for _, e := range old {
+			if e.name == key {
+				if a := anchorIn(e.val, 0); a != "" {
+					return fmt.Errorf("the value of %q defines the anchor &%s that another key uses; edit the file by hand: %w", key, a, err)
+				}
+			}
+		}
 		return fmt.Errorf("the edited header would not parse: %w", err)
 	}
 	nd.keys = keys
@@ -433,36 +440,67 @@ func verifyOthers(old []entry, nd *Doc, key string) error {
 			continue
 		}
 		ne := nd.find(e.name)
-		if ne == nil || canonical(e.val, 0) != canonical(ne.val, 0) {
+		if ne == nil {
+			return fmt.Errorf("%w: the edit would remove the key %q", ErrInvalidYAML, e.name)
+		}
+		budget := canonicalBudget
+		was := canonical(e.val, &budget)
+		budget = canonicalBudget
+		now := canonical(ne.val, &budget)
+		if was != now || strings.Contains(was, overBudget) {
 			return fmt.Errorf("%w: the edit would change the value of %q (an anchor or alias spans both keys)", ErrInvalidYAML, e.name)
 		}
 	}
 	return nil
 }
 
-// canonical renders a value's structure (kind, tag, scalar values) without
-// comments, styles or positions; aliases are rendered by name, not expanded.
-func canonical(n *yaml.Node, depth int) string {
+// canonicalBudget bounds the nodes canonical visits per value, so that
+// alias bombs cannot blow up an edit; a value over budget never compares
+// equal, and the edit is refused.
+const canonicalBudget = 1 << 14
+
+const overBudget = "\x00over-budget"
+
+// canonical renders a value's structure (kind, tag, scalar values, aliases
+// expanded) without comments, styles or positions.
+func canonical(n *yaml.Node, budget *int) string {
+	*budget--
+	if *budget < 0 {
+		return overBudget
+	}
 	if n == nil {
 		return "~nil"
 	}
-	if depth > 100 {
-		return "~deep"
-	}
 	switch n.Kind {
 	case yaml.AliasNode:
-		return "*" + n.Value
+		return canonical(n.Alias, budget)
 	case yaml.ScalarNode:
 		return n.ShortTag() + " " + strconv.Quote(n.Value)
 	}
 	var b strings.Builder
 	fmt.Fprintf(&b, "%d%s[", n.Kind, n.ShortTag())
 	for _, c := range n.Content {
-		b.WriteString(canonical(c, depth+1))
+		b.WriteString(canonical(c, budget))
 		b.WriteByte(',')
 	}
 	b.WriteByte(']')
 	return b.String()
+}
+
+// anchorIn returns the first anchor defined in n or below it, or "".
+func anchorIn(n *yaml.Node, depth int) string {
+	if n == nil || depth > 100 {
+		return ""
+	}
+	if n.Anchor != "" {
+		return n.Anchor
+	}
+	for _, c := range n.Content {
+		if a := anchorIn(c, depth+1); a != "" {
+			return a
+		}
+	}
+	return ""
 }
 
 // trailingComment returns the whitespace and comment that end a one-line
