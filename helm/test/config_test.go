@@ -1,0 +1,102 @@
+package helmtest
+
+import (
+	"bytes"
+	"testing"
+
+	"gopkg.in/yaml.v3"
+)
+
+// gatewayConfig mirrors the gateway config format of the design
+// (/work/briefs/gateway.md "Config", docs/operating.md), plus the optional keys
+// the gateway also reads (drain_timeout, shards.retry_base,
+// limits.client_ip_header, sessions.deny_ttl). Decoding the rendered file with
+// KnownFields proves the chart emits no other key.
+type gatewayConfig struct {
+	PublicURL      string    `yaml:"public_url"`
+	Listen         string    `yaml:"listen"`
+	AdminListen    string    `yaml:"admin_listen"`
+	TLS            tlsFiles  `yaml:"tls"`
+	AllowedOrigins []string  `yaml:"allowed_origins"`
+	DrainTimeout   string    `yaml:"drain_timeout"`
+	OIDC           oidcConf  `yaml:"oidc"`
+	Shards         shardsCfg `yaml:"shards"`
+	Wings          []wingCfg `yaml:"wings"`
+	Limits         struct {
+		MaxBodyBytes        int64   `yaml:"max_body_bytes"`
+		CallsPerSecond      float64 `yaml:"calls_per_second"`
+		Burst               int     `yaml:"burst"`
+		FailedAuthPerMinute int     `yaml:"failed_auth_per_minute"`
+		FanoutConcurrency   int     `yaml:"fanout_concurrency"`
+		ClientIPHeader      string  `yaml:"client_ip_header"`
+	} `yaml:"limits"`
+	Sessions struct {
+		MaxEntries int    `yaml:"max_entries"`
+		IdleTTL    string `yaml:"idle_ttl"`
+		DenyTTL    string `yaml:"deny_ttl"`
+	} `yaml:"sessions"`
+	Log struct {
+		Format string `yaml:"format"`
+		Level  string `yaml:"level"`
+	} `yaml:"log"`
+	Audit struct {
+		LogArguments bool `yaml:"log_arguments"`
+	} `yaml:"audit"`
+}
+
+type tlsFiles struct {
+	CAFile   string `yaml:"ca_file"`
+	CertFile string `yaml:"cert_file"`
+	KeyFile  string `yaml:"key_file"`
+}
+
+type oidcConf struct {
+	Issuers []struct {
+		URL        string   `yaml:"url"`
+		Audiences  []string `yaml:"audiences"`
+		Algorithms []string `yaml:"algorithms"`
+	} `yaml:"issuers"`
+	GroupsClaim    string   `yaml:"groups_claim"`
+	AllowedDomains []string `yaml:"allowed_domains"`
+	ClockSkew      string   `yaml:"clock_skew"`
+}
+
+type shardsCfg struct {
+	TLS             tlsFiles `yaml:"tls"`
+	CallTimeout     string   `yaml:"call_timeout"`
+	MaxInFlight     int      `yaml:"max_in_flight"`
+	RefreshInterval string   `yaml:"refresh_interval"`
+	RetryBase       string   `yaml:"retry_base"`
+}
+
+type wingCfg struct {
+	Name       string `yaml:"name"`
+	Address    string `yaml:"address"`
+	ServerName string `yaml:"server_name"`
+}
+
+// gatewayYAML returns the gateway.yaml text of the rendered gateway ConfigMap.
+func gatewayYAML(t *testing.T, r release) string {
+	t.Helper()
+	cm := r.get(t, "ConfigMap", releaseName+"-brainstem-gateway")
+	return digString(t, cm, "data", "gateway.yaml")
+}
+
+// parseGatewayConfig decodes gateway.yaml strictly.
+func parseGatewayConfig(t *testing.T, text string) gatewayConfig {
+	t.Helper()
+	var c gatewayConfig
+	dec := yaml.NewDecoder(bytes.NewReader([]byte(text)))
+	dec.KnownFields(true)
+	if err := dec.Decode(&c); err != nil {
+		t.Fatalf("gateway.yaml does not match the gateway config format: %v\n%s", err, text)
+	}
+	return c
+}
+
+// policy is a wing policy file.
+type policy struct {
+	Readers  []string `yaml:"readers"`
+	Writers  []string `yaml:"writers"`
+	Curators []string `yaml:"curators"`
+}

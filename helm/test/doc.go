@@ -1,0 +1,13 @@
+// Package helmtest holds the tests of the brainstem Helm chart
+// (helm/brainstem). It is a separate module so that helm, which the tests
+// build from the version pinned in go.mod, never enters the product's module
+// graph.
+//
+// The tests render the chart with the real helm CLI (built once by
+// build-helm.sh, or named by $HELM_BIN), decode every manifest and check what
+// an operator relies on: UDP ports on the shard Services, NetworkPolicy
+// selectors that match the gateway pods exactly, security contexts, probes,
+// resources, one StatefulSet per wing, the config checksum, the generated
+// certificates (with a real mTLS handshake), the values schema's rejections,
+// and that `brainstem gateway --check-config` accepts the rendered gateway.yaml.
+package helmtest
