@@ -247,9 +247,12 @@ func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
 		// Graceful: Shutdown drains handlers and closes connections; wait
 		// for it to finish with them.
 	default:
-		// Immediate: ctx was cancelled.
-		baseCancel(errServerStopping)
+		// Immediate: ctx was cancelled. Close connections first so that
+		// handlers cancelled next cannot answer: clients see the
+		// connection loss (ErrUnavailable), not a cancellation.
+		s.draining.Store(true)
 		s.closeAll(connCodeShutdown, "server stopped")
+		baseCancel(errServerStopping)
 	}
 	connWG.Wait()
 	<-s.handlers.zero()
@@ -282,8 +285,8 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	if !started {
 		return nil
 	}
-	s.shutOnce.Do(func() { close(s.shutdown) })
 	s.draining.Store(true)
+	s.shutOnce.Do(func() { close(s.shutdown) })
 	s.mu.Lock()
 	s.stopServe()
 	conns := make([]*quic.Conn, 0, len(s.conns))

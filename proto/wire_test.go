@@ -1,0 +1,317 @@
+package proto
+
+import (
+	"bytes"
+	"encoding/hex"
+	"errors"
+	"flag"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+)
+
+var update = flag.Bool("update", false, "rewrite testdata golden files")
+
+func mustEncodeRequest(t testing.TB, typ MsgType, h reqHeader, req any) []byte {
+	t.Helper()
+	b, err := encodeRequest(nil, typ, h, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func mustEncodeResponse(t testing.TB, resp any) []byte {
+	t.Helper()
+	b, err := encodeResponse(nil, resp)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// splitFrame checks the header of a whole frame and returns its payload.
+func splitFrame(t testing.TB, b []byte, want MsgType) []byte {
+	t.Helper()
+	h, err := decodeHeader(b)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if h.typ != want || int(h.length) != len(b)-HeaderSize {
+		t.Fatalf("header %+v for %d bytes, want type %s", h, len(b), want)
+	}
+	return b[HeaderSize:]
+}
+
+var (
+	sampleStats = &CorpusStats{Docs: 42, TotalLength: 4200, DocFreq: map[string]int64{"idempotency": 3, "keys": 9, "ünïcode": 1}}
+	sampleTime  = time.Date(2026, 11, 30, 6, 0, 0, 123, time.UTC)
+)
+
+func TestRequestRoundTrip(t *testing.T) {
+	h := reqHeader{Timeout: 1500 * time.Millisecond, RequestID: "req-1"}
+	tests := []struct {
+		name string
+		typ  MsgType
+		req  any
+	}{
+		{"call", MsgCall, &CallRequest{RequestID: "req-1", Token: "tok", Tool: "brain_get", Args: []byte(`{"id":"payments/facts/x"}`)}},
+		{"call with stats", MsgCall, &CallRequest{RequestID: "req-1", Token: "tok", Tool: "brain_query", Args: []byte(`{}`), Stats: sampleStats}},
+		{"call empty stats", MsgCall, &CallRequest{RequestID: "req-1", Tool: "t", Args: []byte{}, Stats: &CorpusStats{DocFreq: map[string]int64{}}}},
+		{"mint", MsgMint, &MintRequest{RequestID: "req-1", Email: "ada@acme.com", Groups: []string{"eng", "payments"}, NotAfter: sampleTime}},
+		{"mint no groups zero time", MsgMint, &MintRequest{RequestID: "req-1", Email: "ada@acme.com"}},
+		{"stats", MsgStats, &StatsRequest{RequestID: "req-1", Query: "idempotency keys"}},
+		{"list tools", MsgListTools, nil},
+		{"health", MsgHealth, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := splitFrame(t, mustEncodeRequest(t, tt.typ, h, tt.req), tt.typ)
+			var gotH reqHeader
+			var got any
+			var err error
+			switch tt.typ {
+			case MsgCall:
+				gotH, got, err = decodeCallRequest(p)
+			case MsgMint:
+				gotH, got, err = decodeMintRequest(p)
+			case MsgStats:
+				gotH, got, err = decodeStatsRequest(p)
+			default:
+				gotH, err = decodeEmptyRequest(p)
+				got = tt.req
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if gotH != h {
+				t.Errorf("header = %+v, want %+v", gotH, h)
+			}
+			if !reflect.DeepEqual(got, tt.req) {
+				t.Errorf("decoded %#v\nwant    %#v", got, tt.req)
+			}
+		})
+	}
+}
+
+func TestResponseRoundTrip(t *testing.T) {
+	tests := []struct {
+		name   string
+		typ    MsgType
+		resp   any
+		decode func([]byte) (any, error)
+	}{
+		{"list tools", MsgListToolsResponse, &ListToolsResponse{Tools: []byte(`[{"name":"brain_get"}]`)}, func(p []byte) (any, error) { return decodeListToolsResponse(p) }},
+		{"call", MsgCallResponse, &CallResponse{Result: []byte(`{"id":"x"}`)}, func(p []byte) (any, error) { return decodeCallResponse(p) }},
+		{"call tool error", MsgCallResponse, &CallResponse{Result: []byte(`{"error":{}}`), IsError: true}, func(p []byte) (any, error) { return decodeCallResponse(p) }},
+		{"mint", MsgMintResponse, &MintResponse{Token: "tok", Caps: []string{"read", "write"}, Expiry: sampleTime}, func(p []byte) (any, error) { return decodeMintResponse(p) }},
+		{"stats", MsgStatsResponse, sampleStats, func(p []byte) (any, error) { return decodeStatsResponse(p) }},
+		{"health", MsgHealthResponse, &HealthResponse{Wing: "payments", Ready: true, Notes: -1, Version: "v1.2.3"}, func(p []byte) (any, error) { return decodeHealthResponse(p) }},
+		{"error", MsgError, &Error{Code: CodeForbidden, Message: "no"}, func(p []byte) (any, error) { return decodeError(p) }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := splitFrame(t, mustEncodeResponse(t, tt.resp), tt.typ)
+			got, err := tt.decode(p)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !reflect.DeepEqual(got, tt.resp) {
+				t.Errorf("decoded %#v\nwant    %#v", got, tt.resp)
+			}
+			// Compatibility rule: a newer peer may append fields; an
+			// older decoder ignores them.
+			got2, err := tt.decode(append(bytes.Clone(p), 0x01, 0x02, 0x03))
+			if err != nil {
+				t.Fatalf("with trailing fields: %v", err)
+			}
+			if !reflect.DeepEqual(got2, tt.resp) {
+				t.Errorf("with trailing fields decoded %#v", got2)
+			}
+			// Every strict prefix of a payload whose last field is
+			// required is malformed, never a panic.
+			for i := range len(p) {
+				if _, err := tt.decode(p[:i]); err == nil {
+					t.Fatalf("prefix of %d/%d bytes decoded without error", i, len(p))
+				}
+			}
+		})
+	}
+}
+
+// TestGoldenFrames pins the wire format: a change that alters these bytes
+// breaks compatibility with deployed peers (see docs/protocol.md).
+func TestGoldenFrames(t *testing.T) {
+	frames := map[string][]byte{
+		"call_request": mustEncodeRequest(t, MsgCall, reqHeader{Timeout: 2 * time.Second, RequestID: "r1"},
+			&CallRequest{Token: "tok", Tool: "brain_get", Args: []byte(`{"id":"a"}`), Stats: &CorpusStats{Docs: 2, TotalLength: 10, DocFreq: map[string]int64{"a": 1}}}),
+		"mint_request":  mustEncodeRequest(t, MsgMint, reqHeader{RequestID: "r2"}, &MintRequest{Email: "ada@acme.com", Groups: []string{"eng"}, NotAfter: time.Unix(1800000000, 0)}),
+		"call_response": mustEncodeResponse(t, &CallResponse{Result: []byte(`"ok"`)}),
+		"error":         mustEncodeResponse(t, &Error{Code: CodeUnauthenticated, Message: "re-mint"}),
+	}
+	for name, b := range frames {
+		path := filepath.Join("testdata", name+".hex")
+		got := hex.Dump(b)
+		if *update {
+			if err := os.WriteFile(path, []byte(got), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			continue
+		}
+		want, err := os.ReadFile(path)
+		if err != nil {
+			t.Fatalf("%v (run with -update to create)", err)
+		}
+		if got != string(want) {
+			t.Errorf("%s frame changed:\n%s\nwant:\n%s", name, got, want)
+		}
+	}
+}
+
+func TestDecodeHeader(t *testing.T) {
+	good := beginFrame(nil, MsgCall)
+	tests := []struct {
+		name string
+		b    []byte
+		want error
+	}{
+		{"ok", good, nil},
+		{"short", good[:7], ErrMalformed},
+		{"bad magic", append([]byte{0x00}, good[1:]...), ErrMalformed},
+		{"version 2", []byte{frameMagic, 2, byte(MsgCall), 0, 0, 0, 0, 0}, ErrVersion},
+		{"version 0", []byte{frameMagic, 0, byte(MsgCall), 0, 0, 0, 0, 0}, ErrVersion},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			_, err := decodeHeader(tt.b)
+			if !errors.Is(err, tt.want) || (tt.want == nil) != (err == nil) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+		})
+	}
+}
+
+func TestReadFrameLimit(t *testing.T) {
+	frame := mustEncodeResponse(t, &CallResponse{Result: bytes.Repeat([]byte("x"), 100)})
+	if _, _, err := readFrame(bytes.NewReader(frame), 50); !errors.Is(err, ErrTooLarge) {
+		t.Fatalf("over limit: err = %v, want ErrTooLarge", err)
+	}
+	if _, p, err := readFrame(bytes.NewReader(frame), 200); err != nil || len(p) != len(frame)-HeaderSize {
+		t.Fatalf("within limit: %d bytes, err %v", len(p), err)
+	}
+	if _, _, err := readFrame(bytes.NewReader(frame[:len(frame)-1]), 200); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("truncated payload: err = %v, want ErrMalformed", err)
+	}
+	if _, _, err := readFrame(bytes.NewReader(frame[:3]), 200); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("truncated header: err = %v, want ErrMalformed", err)
+	}
+}
+
+func TestEncodeFieldLimits(t *testing.T) {
+	long := func(n int) string { return strings.Repeat("x", n) }
+	h := reqHeader{RequestID: "r"}
+	tests := []struct {
+		name string
+		typ  MsgType
+		h    reqHeader
+		req  any
+	}{
+		{"request id", MsgHealth, reqHeader{RequestID: long(MaxRequestIDBytes + 1)}, nil},
+		{"token", MsgCall, h, &CallRequest{Token: long(MaxTokenBytes + 1), Tool: "t"}},
+		{"tool", MsgCall, h, &CallRequest{Tool: long(MaxToolNameBytes + 1)}},
+		{"stats term", MsgCall, h, &CallRequest{Tool: "t", Stats: &CorpusStats{DocFreq: map[string]int64{long(MaxTermBytes + 1): 1}}}},
+		{"email", MsgMint, h, &MintRequest{Email: long(MaxEmailBytes + 1)}},
+		{"groups", MsgMint, h, &MintRequest{Email: "a", Groups: make([]string, MaxGroups+1)}},
+		{"group", MsgMint, h, &MintRequest{Email: "a", Groups: []string{long(MaxGroupBytes + 1)}}},
+		{"query", MsgStats, h, &StatsRequest{Query: long(MaxQueryBytes + 1)}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dst := []byte("keep")
+			out, err := encodeRequest(dst, tt.typ, tt.h, tt.req)
+			if !errors.Is(err, ErrFieldTooLong) {
+				t.Fatalf("err = %v, want ErrFieldTooLong", err)
+			}
+			if string(out) != "keep" {
+				t.Fatalf("dst changed to %q", out)
+			}
+		})
+	}
+	// At the limit is fine.
+	if _, err := encodeRequest(nil, MsgCall, reqHeader{RequestID: long(MaxRequestIDBytes)}, &CallRequest{Token: long(MaxTokenBytes), Tool: long(MaxToolNameBytes)}); err != nil {
+		t.Fatalf("at the limits: %v", err)
+	}
+	for _, resp := range []any{
+		&MintResponse{Token: long(MaxTokenBytes + 1)},
+		&MintResponse{Caps: make([]string, MaxCaps+1)},
+		&HealthResponse{Wing: long(MaxWingBytes + 1)},
+		&HealthResponse{Version: long(MaxVersionBytes + 1)},
+	} {
+		if _, err := encodeResponse(nil, resp); !errors.Is(err, ErrFieldTooLong) {
+			t.Errorf("%#v: err = %v, want ErrFieldTooLong", resp, err)
+		}
+	}
+	// Long error messages are truncated, not refused.
+	b := mustEncodeResponse(t, &Error{Code: CodeInternal, Message: long(MaxErrorMessageBytes * 2)})
+	e, err := decodeError(b[HeaderSize:])
+	if err != nil || len(e.Message) != MaxErrorMessageBytes {
+		t.Fatalf("truncated error: %d bytes, %v", len(e.Message), err)
+	}
+}
+
+func TestDecodeHostileCounts(t *testing.T) {
+	// A count far beyond the bytes present must fail before allocating.
+	p := appendReqHeader2(t, reqHeader{RequestID: "r"})
+	p = appendStr(p, "ada@acme.com")
+	p = appendUvarint(p, MaxGroups) // claims 1024 groups, carries none
+	if _, _, err := decodeMintRequest(p); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("err = %v, want ErrMalformed", err)
+	}
+	p = appendReqHeader2(t, reqHeader{RequestID: "r"})
+	p = appendStr(p, "ada@acme.com")
+	p = appendUvarint(p, MaxGroups+1)
+	if _, _, err := decodeMintRequest(p); !errors.Is(err, ErrFieldTooLong) {
+		t.Fatalf("err = %v, want ErrFieldTooLong", err)
+	}
+	var s []byte
+	s = appendVarint(s, 1)
+	s = appendVarint(s, 1)
+	s = appendUvarint(s, 1<<40)
+	if _, err := decodeStatsResponse(s); err == nil {
+		t.Fatal("huge term count accepted")
+	}
+	// A string length beyond its limit is refused even if bytes follow.
+	p = appendReqHeader2(t, reqHeader{RequestID: "r"})
+	p = appendStr(p, strings.Repeat("t", MaxTokenBytes+1))
+	if _, _, err := decodeCallRequest(p); !errors.Is(err, ErrFieldTooLong) {
+		t.Fatalf("long token: err = %v, want ErrFieldTooLong", err)
+	}
+	// A bool byte other than 0 or 1 is malformed.
+	if _, err := decodeCallResponse([]byte{2, 0}); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("bool 2: err = %v", err)
+	}
+	// A timeout beyond int64 is malformed.
+	p = appendUvarint(nil, 1<<63)
+	p = appendStr(p, "r")
+	if _, err := decodeEmptyRequest(p); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("huge timeout: err = %v", err)
+	}
+}
+
+func appendReqHeader2(t *testing.T, h reqHeader) []byte {
+	t.Helper()
+	b, err := appendReqHeader(nil, h)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+func TestMsgTypeString(t *testing.T) {
+	if MsgCall.String() != "call" || MsgType(0x42).String() != "type_0x42" {
+		t.Fatalf("got %q, %q", MsgCall.String(), MsgType(0x42).String())
+	}
+}
