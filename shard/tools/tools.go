@@ -64,12 +64,12 @@ type Set struct {
 
 // spec is one tool: its descriptor parts and its handler.
 type spec struct {
-	name, title, desc                string
-	props                            []prop
-	needs                            auth.Caps
+	name, title, desc                 string
+	props                             []prop
+	needs                             auth.Caps
 	readOnly, destructive, idempotent bool
-	run                              func(ctx context.Context, c Caller, args []byte, stats *index.Stats) (any, error)
-	schema                           json.RawMessage
+	run                               func(ctx context.Context, c Caller, args []byte, stats *index.Stats) (any, error)
+	schema                            json.RawMessage
 }
 
 // New returns the tool set over st.
@@ -333,6 +333,8 @@ func decode(args []byte, v any, known []prop) error {
 			return invalid("argument %q must be %s, not %s", field, jsonType(te.Type.Kind().String()), te.Value)
 		case errors.As(err, &se):
 			return invalid("the arguments are not valid JSON: %v (at byte %d)", err, se.Offset)
+		case errors.Is(err, io.ErrUnexpectedEOF):
+			return invalid("the arguments are not valid JSON: they end too early")
 		case strings.HasPrefix(err.Error(), "json: unknown field "):
 			name := strings.TrimPrefix(err.Error(), "json: unknown field ")
 			return invalid("unknown argument %s; this tool accepts: %s", name, propNames(known))
