@@ -75,9 +75,8 @@ func (ks *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, erro
 		if e := ks.refresh(ctx); e != nil && len(keys) == 0 {
 			return ks.fail(ctx, e)
 		}
-		if fresh, _ := ks.lookup(kid); len(fresh) > 0 {
-			keys = fresh
-		}
+		// After a failed refresh the keys fetched before are still there.
+		keys, _ = ks.lookup(kid)
 		if len(keys) == 0 {
 			if !ks.hasKeys() {
 				return ks.fail(ctx, newError(IssuerUnavailable,
@@ -128,11 +127,9 @@ func (ks *keySet) lastError() error {
 // the caller's context ends while waiting.
 func (ks *keySet) refresh(ctx context.Context) *Error {
 	ks.mu.Lock()
-	gen, last := ks.gen, ks.lastAttempt
+	gen := ks.gen
 	ks.mu.Unlock()
-	if !last.IsZero() && ks.now().Sub(last) < ks.minInterval {
-		return nil // rate limited
-	}
+	// Wait for a fetch in flight rather than report its keys as missing.
 	select {
 	case ks.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -143,6 +140,10 @@ func (ks *keySet) refresh(ctx context.Context) *Error {
 	if ks.gen != gen {
 		ks.mu.Unlock()
 		return nil // someone fetched while we waited
+	}
+	if !ks.lastAttempt.IsZero() && ks.now().Sub(ks.lastAttempt) < ks.minInterval {
+		ks.mu.Unlock()
+		return nil // rate limited
 	}
 	ks.gen++
 	ks.lastAttempt = ks.now()

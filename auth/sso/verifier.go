@@ -12,6 +12,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/brainstem/brainstem/auth"
@@ -35,6 +36,8 @@ type Verifier struct {
 	issuers  map[string]*issuer // by exact iss
 	domains  map[string]bool    // AllowedDomains, lowercased; nil = any
 	cache    *lru.Cache[[sha256.Size]byte, cacheEntry]
+
+	cacheHits, cacheMisses atomic.Int64
 }
 
 type cacheEntry struct {
@@ -135,12 +138,14 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (auth.Identity, error
 		key = sha256.Sum256([]byte(raw))
 		if e, ok := v.cache.Get(key); ok {
 			if now.Before(e.until) {
+				v.cacheHits.Add(1)
 				id := e.id
 				id.Groups = slices.Clone(id.Groups)
 				return id, nil
 			}
 			v.cache.Remove(key)
 		}
+		v.cacheMisses.Add(1)
 	}
 	id, exp, err := v.verify(ctx, raw, now)
 	if err != nil {
@@ -363,6 +368,9 @@ type Stats struct {
 	JWKSFetches map[string]int64
 	// CacheEntries is the number of verified tokens cached.
 	CacheEntries int
+	// CacheHits and CacheMisses count Verify calls answered from the cache
+	// and those that were not (misses include tokens that then failed).
+	CacheHits, CacheMisses int64
 }
 
 // Stats returns the current counters.
@@ -379,5 +387,6 @@ func (v *Verifier) Stats() Stats {
 	if v.cache != nil {
 		s.CacheEntries = v.cache.Len()
 	}
+	s.CacheHits, s.CacheMisses = v.cacheHits.Load(), v.cacheMisses.Load()
 	return s
 }
