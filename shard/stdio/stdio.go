@@ -1,0 +1,132 @@
+package stdio
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"os/exec"
+	"runtime/debug"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/shard/tools"
+)
+
+// ErrNoEmail is returned by DefaultEmail when git has no usable user.email.
+var ErrNoEmail = errors.New("stdio: no email: pass --email or run `git config --global user.email you@example.com`")
+
+// AllCaps is what the stdio caller holds: the local user owns the brain
+// directory anyway.
+const AllCaps = auth.CapRead | auth.CapWrite | auth.CapCurate
+
+// descriptor is the part of a tools descriptor mcp-go's Tool carries besides
+// name, description and schema.
+type descriptor struct {
+	Name        string `json:"name"`
+	Annotations struct {
+		Title           string `json:"title"`
+		ReadOnlyHint    bool   `json:"readOnlyHint"`
+		DestructiveHint bool   `json:"destructiveHint"`
+		IdempotentHint  bool   `json:"idempotentHint"`
+		OpenWorldHint   bool   `json:"openWorldHint"`
+	} `json:"annotations"`
+	Meta map[string]any `json:"_meta"`
+}
+
+// NewServer returns an MCP server exposing every tool of set for caller.
+func NewServer(set *tools.Set, caller tools.Caller, logger *slog.Logger) (*server.MCPServer, error) {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	var ds []descriptor
+	if err := json.Unmarshal(set.Descriptors(), &ds); err != nil {
+		return nil, fmt.Errorf("stdio: decode descriptors: %w", err)
+	}
+	byName := make(map[string]descriptor, len(ds))
+	for _, d := range ds {
+		byName[d.Name] = d
+	}
+	s := server.NewMCPServer("brainstem-"+set.Wing(), version(), server.WithToolCapabilities(false), server.WithRecovery())
+	for _, t := range set.Tools() {
+		tool := mcp.NewToolWithRawSchema(t.Name, t.Description, t.Schema)
+		if d, ok := byName[t.Name]; ok {
+			a := d.Annotations
+			tool.Annotations = mcp.ToolAnnotation{Title: a.Title, ReadOnlyHint: &a.ReadOnlyHint,
+				DestructiveHint: &a.DestructiveHint, IdempotentHint: &a.IdempotentHint, OpenWorldHint: &a.OpenWorldHint}
+			if len(d.Meta) > 0 {
+				tool.Meta = mcp.NewMetaFromMap(d.Meta)
+			}
+		}
+		name := t.Name
+		s.AddTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, isErr := set.Call(ctx, caller, name, req.Params.RawArguments, nil)
+			if isErr {
+				logger.Debug("stdio: tool error", "tool", name, "result", string(res))
+			}
+			r := mcp.NewToolResultText(string(res))
+			r.IsError = isErr
+			return r, nil
+		})
+	}
+	return s, nil
+}
+
+// Serve answers MCP requests read from in with responses written to out
+// until in ends or ctx is cancelled. Logs go to logger, never to out.
+func Serve(ctx context.Context, set *tools.Set, caller tools.Caller, in io.Reader, out io.Writer, logger *slog.Logger) error {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	s, err := NewServer(set, caller, logger)
+	if err != nil {
+		return err
+	}
+	ss := server.NewStdioServer(s)
+	ss.SetErrorLogger(slog.NewLogLogger(logger.Handler(), slog.LevelWarn))
+	logger.Info("stdio: serving brain tools", "wing", set.Wing(), "email", caller.Email)
+	err = ss.Listen(ctx, in, out)
+	if err == nil || errors.Is(err, io.EOF) || errors.Is(err, context.Canceled) {
+		return nil
+	}
+	return fmt.Errorf("stdio: %w", err)
+}
+
+// DefaultEmail returns the canonical `git config user.email`, the stdio
+// caller's identity when no --email is given.
+func DefaultEmail(ctx context.Context) (string, error) {
+	out, err := exec.CommandContext(ctx, "git", "config", "user.email").Output()
+	if err != nil {
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			return "", ErrNoEmail // git config exits 1 when the key is unset
+		}
+		return "", fmt.Errorf("stdio: run git config user.email: %w", err)
+	}
+	return checkEmail(string(out))
+}
+
+// checkEmail canonicalises an email and checks it looks like one.
+func checkEmail(s string) (string, error) {
+	e := auth.CanonicalEmail(s)
+	at := strings.IndexByte(e, '@')
+	if e == "" || at <= 0 || at == len(e)-1 || strings.ContainsAny(e, " \t\r\n") {
+		if e == "" {
+			return "", ErrNoEmail
+		}
+		return "", fmt.Errorf("stdio: git user.email %q is not an email address: %w", e, ErrNoEmail)
+	}
+	return e, nil
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
