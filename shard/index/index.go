@@ -122,7 +122,7 @@ type Index struct {
 	dead     int // tombstoned ordinals awaiting compaction
 
 	scratch sync.Pool // *scratch for Search
-	counts  sync.Pool // *map[string][2]uint32 for Put
+	counts  sync.Pool // *termCounts for Put
 }
 
 // New returns an empty index with the default title boost.
@@ -147,23 +147,17 @@ func (ix *Index) TitleBoost() int { return ix.boost }
 // Put adds d, replacing any document with the same ID. The document is
 // searchable when Put returns.
 func (ix *Index) Put(d Doc) {
-	cp, _ := ix.counts.Get().(*map[string][2]uint32)
-	if cp == nil {
-		m := make(map[string][2]uint32, 256)
-		cp = &m
+	tc, _ := ix.counts.Get().(*termCounts)
+	if tc == nil {
+		tc = &termCounts{slot: make(map[string]int32, 256)}
 	}
-	counts := *cp
 	var bodyLen, titleLen int64
 	forEachToken(d.Body, func(tok string, _, _ int) {
-		c := counts[tok]
-		c[0]++
-		counts[tok] = c
+		tc.add(tok, 0)
 		bodyLen++
 	})
 	forEachToken(d.Title, func(tok string, _, _ int) {
-		c := counts[tok]
-		c[1]++
-		counts[tok] = c
+		tc.add(tok, 1)
 		titleLen++
 	})
 	length := bodyLen + int64(ix.boost)*titleLen
@@ -176,8 +170,9 @@ func (ix *Index) Put(d Doc) {
 		ix.removeLocked(old)
 	}
 	ord := uint32(len(ix.docs))
-	ids := make([]uint32, 0, len(counts))
-	for tok, c := range counts {
+	ids := make([]uint32, 0, len(tc.toks))
+	for _, c := range tc.toks {
+		tok := c.tok
 		id, ok := ix.dict[tok]
 		if !ok {
 			id = uint32(len(ix.terms))
@@ -187,7 +182,7 @@ func (ix *Index) Put(d Doc) {
 			ix.terms = append(ix.terms, term{})
 		}
 		t := &ix.terms[id]
-		t.postings = append(t.postings, posting{doc: ord, body: sat(c[0]), title: sat(c[1])})
+		t.postings = append(t.postings, posting{doc: ord, body: sat(c.n[0]), title: sat(c.n[1])})
 		t.df++
 		ids = append(ids, id)
 	}
@@ -201,8 +196,38 @@ func (ix *Index) Put(d Doc) {
 	ix.maybeCompactLocked()
 	ix.mu.Unlock()
 
-	clear(counts)
-	ix.counts.Put(cp)
+	tc.reset()
+	ix.counts.Put(tc)
+}
+
+// termCounts counts a document's terms per field, in order of first
+// appearance (so term ids are assigned deterministically).
+type termCounts struct {
+	slot map[string]int32 // index into toks
+	toks []tokCount
+}
+
+type tokCount struct {
+	tok string
+	n   [2]uint32 // body, title
+}
+
+func (tc *termCounts) add(tok string, field int) {
+	if i, ok := tc.slot[tok]; ok {
+		tc.toks[i].n[field]++
+		return
+	}
+	tc.slot[tok] = int32(len(tc.toks))
+	c := tokCount{tok: tok}
+	c.n[field] = 1
+	tc.toks = append(tc.toks, c)
+}
+
+// reset empties tc, dropping its references to the document's text.
+func (tc *termCounts) reset() {
+	clear(tc.slot)
+	clear(tc.toks)
+	tc.toks = tc.toks[:0]
 }
 
 // Delete removes the document with the given ID, if present.
