@@ -37,7 +37,11 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 			return resp, nil
 		}
 		if proto.CodeOf(err) == 0 {
-			return nil, classify(err, w.name) // unreachable, timeout, cancelled
+			e := classifyShard(err, w) // unreachable, timeout, cancelled
+			if e.Code == CodeUnavailable {
+				w.markDown(g.now())
+			}
+			return nil, e
 		}
 		w.markReached()
 		if proto.CodeOf(err) != proto.CodeUnauthenticated {

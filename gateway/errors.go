@@ -119,6 +119,17 @@ func classify(err error, wing string) *Error {
 	return &Error{Code: CodeInternal, Message: where + ": internal error", Err: err}
 }
 
+// classifyShard is classify for a failure talking to one wing's shard: a
+// deadline that passed while no connection to the shard existed means the
+// shard could not be reached (unavailable), not that it was slow (timeout).
+func classifyShard(err error, w *wing) *Error {
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && !w.client.Connected() && proto.CodeOf(err) == 0 {
+		return &Error{Code: CodeUnavailable, Message: "wing " + quote(w.name) + " is unreachable (no connection within shards.call_timeout); retry later or ask an operator to check the shard",
+			Err: errors.Join(ErrUnavailable, err)}
+	}
+	return classify(err, w.name)
+}
+
 // toolErrorBody renders the {"error":{"code","message"}} document.
 func toolErrorBody(code, message string) []byte {
 	var b bytes.Buffer

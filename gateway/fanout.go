@@ -104,9 +104,17 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 		eg.Go(func() error {
 			sctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
 			defer cancel()
+			if w.recentlyDown(g.now()) {
+				errs[i] = newError(CodeUnavailable, ErrUnavailable, "wing %q was unreachable moments ago; it is skipped for a few seconds", w.name)
+				return nil
+			}
 			st, err := w.client.Stats(sctx, &proto.StatsRequest{RequestID: ci.requestID, Query: query})
 			if err != nil {
-				errs[i] = classify(err, w.name)
+				e := classifyShard(err, w)
+				if e.Code == CodeUnavailable {
+					w.markDown(g.now())
+				}
+				errs[i] = e
 				return nil
 			}
 			w.markReached()

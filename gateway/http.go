@@ -21,6 +21,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/auth/sso"
 )
 
 // supportedProtocolVersions are the MCP revisions the endpoint serves.
@@ -154,36 +155,32 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	raw, present, malformed := bearerToken(r.Header.Values("Authorization"))
-	if !present {
-		g.metrics.authFailures.WithLabelValues("no_token").Inc()
-		w.Header().Set("WWW-Authenticate", g.challenge("", ""))
-		writeOAuthError(w, http.StatusUnauthorized, "", "a bearer token from the company's SSO is required")
-		return
-	}
-	if malformed != "" {
-		ipLim.AllowN(now, 1)
-		g.metrics.authFailures.WithLabelValues("malformed").Inc()
-		w.Header().Set("WWW-Authenticate", g.challenge("invalid_request", malformed))
-		writeOAuthError(w, http.StatusBadRequest, "invalid_request", malformed)
-		return
-	}
-	id, err := g.verifier.Verify(r.Context(), raw)
-	if err == nil && id.Email == "" {
-		err = errors.New("gateway: the verifier returned an identity without an email")
+	raw, err := sso.BearerToken(r.Header)
+	var id auth.Identity
+	if err == nil {
+		id, err = g.verifier.Verify(r.Context(), raw)
+		if err == nil && id.Email == "" {
+			err = errors.New("gateway: the verifier returned an identity without an email")
+		}
 	}
 	if err != nil {
 		f := mapAuthError(err)
 		g.metrics.authFailures.WithLabelValues(f.Kind).Inc()
-		if f.Status == http.StatusServiceUnavailable {
+		switch {
+		case f.Status == http.StatusServiceUnavailable:
 			g.log.Warn("token verification unavailable", "request_id", rid, "err", err)
 			w.Header().Set("Retry-After", "5")
 			writeOAuthError(w, f.Status, "temporarily_unavailable", f.Description)
-			return
+		case f.Kind == sso.NoToken.String():
+			// RFC 6750 §3.1: no credentials, no error code. Not counted as a
+			// failed authentication: every client's first request looks so.
+			w.Header().Set("WWW-Authenticate", g.challenge("", ""))
+			writeOAuthError(w, http.StatusUnauthorized, "", "a bearer token from the company's SSO is required: "+f.Description)
+		default:
+			ipLim.AllowN(now, 1)
+			w.Header().Set("WWW-Authenticate", g.challenge(f.OAuthCode, f.Description))
+			writeOAuthError(w, f.Status, f.OAuthCode, f.Description)
 		}
-		ipLim.AllowN(now, 1)
-		w.Header().Set("WWW-Authenticate", g.challenge(f.OAuthCode, f.Description))
-		writeOAuthError(w, f.Status, f.OAuthCode, f.Description)
 		return
 	}
 	id.Email = auth.CanonicalEmail(id.Email)
@@ -243,27 +240,6 @@ func retryAfter(lim *rate.Limiter, now time.Time) int {
 		return 1
 	}
 	return max(1, int(math.Ceil(missing/float64(lim.Limit()))))
-}
-
-// bearerToken extracts the token of an "Authorization: Bearer" header.
-// present is false when no Authorization header (or another scheme) is
-// sent; malformed describes a Bearer header that cannot be used.
-func bearerToken(values []string) (token string, present bool, malformed string) {
-	if len(values) == 0 {
-		return "", false, ""
-	}
-	if len(values) > 1 {
-		return "", true, "send exactly one Authorization header"
-	}
-	scheme, rest, _ := strings.Cut(values[0], " ")
-	if !strings.EqualFold(scheme, "Bearer") {
-		return "", false, ""
-	}
-	rest = strings.TrimSpace(rest)
-	if rest == "" || strings.ContainsAny(rest, " \t,") {
-		return "", true, "the Authorization header must be \"Bearer <token>\""
-	}
-	return rest, true, ""
 }
 
 // challenge renders WWW-Authenticate (RFC 6750 §3, RFC 9728 §5.1).

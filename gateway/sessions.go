@@ -192,7 +192,10 @@ func (c *sessionCache) mint(ctx context.Context, id auth.Identity, w *wing, requ
 				c.store(id.Email, w, grant{denied: true, expiry: now.Add(c.denyTTL)})
 				return mintResult{err: deniedError(w.name)}, nil
 			}
-			e := classify(err, w.name)
+			e := classifyShard(err, w)
+			if e.Code == CodeUnavailable {
+				w.markDown(now)
+			}
 			c.metrics.minted(w.name, e.Code)
 			c.log.Warn("mint failed", "wing", w.name, "email", id.Email, "request_id", requestID, "err", err)
 			return mintResult{err: e}, nil
@@ -222,7 +225,7 @@ func (c *sessionCache) mint(ctx context.Context, id auth.Identity, w *wing, requ
 		mr := r.Val.(mintResult)
 		return mr.g, mr.err
 	case <-ctx.Done():
-		return grant{}, classify(ctx.Err(), w.name)
+		return grant{}, classifyShard(ctx.Err(), w)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"slices"
 	"sort"
 	"sync/atomic"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -31,11 +32,27 @@ type wing struct {
 	idx     int
 	name    string
 	client  shardClient
-	reached atomic.Bool // answered at least once (any message)
+	reached atomic.Bool  // answered at least once (any message)
+	downAt  atomic.Int64 // unix nanos when last found unreachable; 0 when reachable
 	tools   atomic.Pointer[[]toolDescriptor]
 }
 
-func (w *wing) markReached() { w.reached.Store(true) }
+func (w *wing) markReached() {
+	w.reached.Store(true)
+	w.downAt.Store(0)
+}
+
+// downGrace is how long a cross-wing search skips a wing that was just found
+// unreachable, so one dead shard does not cost every search a full
+// shards.call_timeout. Wing-scoped calls always try.
+const downGrace = 10 * time.Second
+
+func (w *wing) markDown(now time.Time) { w.downAt.Store(now.UnixNano()) }
+
+func (w *wing) recentlyDown(now time.Time) bool {
+	at := w.downAt.Load()
+	return at != 0 && now.Sub(time.Unix(0, at)) < downGrace
+}
 
 // capabilityMetaKey is the _meta key carrying the capability a tool needs.
 const capabilityMetaKey = "brainstem/capability"
@@ -113,7 +130,7 @@ func (t toolDescriptor) mcpTool() mcp.Tool {
 // catalog is the union of the wings' tools: by name, first wing (in config
 // order) wins when two disagree.
 type catalog struct {
-	tools []toolDescriptor      // sorted by name
+	tools []toolDescriptor         // sorted by name
 	by    map[string]*catalogEntry // name → entry
 }
 

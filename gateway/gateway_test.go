@@ -1,0 +1,274 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/brainstem/brainstem/auth"
+)
+
+// TestRoutingAndBytes: calls routed by wing argument, by id and by path
+// reach the right wing, and the shard's result bytes arrive unchanged, over
+// both the stateless (2026-07-28) and the session (2025-06-18) protocol.
+func TestRoutingAndBytes(t *testing.T) {
+	e := newEnv(t, []string{"payments", "search"}, map[string]auth.Policy{"payments": policyOpen, "search": policyOpen})
+	e.wings["payments"].addNote("payments/decisions/idem", "use idempotency keys", "a@acme.com")
+	e.wings["search"].addNote("search/facts/bm25", "bm25 is fine", "b@acme.com")
+	tok := e.idp.token(t, "Alice@Acme.com")
+
+	for _, legacy := range []bool{false, true} {
+		c := e.client(t, tok, legacy)
+		tests := []struct {
+			name, args, wantWing, wantID string
+		}{
+			{"by wing", `{"wing":"payments","id":"payments/decisions/idem"}`, "payments", "payments/decisions/idem"},
+			{"by id", `{"id":"search/facts/bm25"}`, "search", "search/facts/bm25"},
+			{"by wiki path", `{"path":"wiki/payments/decisions/idem.md","id":"payments/decisions/idem"}`, "payments", "payments/decisions/idem"},
+			{"by inbox path", `{"path":"inbox/search/x.md","id":"search/facts/bm25"}`, "search", "search/facts/bm25"},
+		}
+		for _, tc := range tests {
+			text, isErr := call(t, c, "brain_get", tc.args)
+			if isErr {
+				t.Fatalf("%s (legacy=%v): tool error %s", tc.name, legacy, text)
+			}
+			// The exact bytes the test wing produced.
+			wantBody := map[string]string{"payments": `"use idempotency keys"`, "search": `"bm25 is fine"`}[tc.wantWing]
+			author := map[string]string{"payments": "a@acme.com", "search": "b@acme.com"}[tc.wantWing]
+			want := `{"id": "` + tc.wantID + `",  "author":"` + author + `", "body":` + wantBody + `, "wing":"` + tc.wantWing + `", "html":"<&>"}`
+			if text != want {
+				t.Errorf("%s (legacy=%v):\n got %s\nwant %s", tc.name, legacy, text, want)
+			}
+		}
+	}
+	// A tool error from the shard is passed on unchanged with isError.
+	c := e.client(t, tok, false)
+	text, isErr := call(t, c, "brain_get", `{"id":"payments/nope"}`)
+	if !isErr || text != string(toolErrorBody("not_found", "no note payments/nope")) {
+		t.Fatalf("shard tool error: %v %s", isErr, text)
+	}
+}
+
+// TestRoutingErrors: the gateway's own tool errors.
+func TestRoutingErrors(t *testing.T) {
+	e := newEnv(t, []string{"payments", "search", "secret"}, map[string]auth.Policy{
+		"payments": policyOpen,
+		"search":   {Readers: []string{"*"}},
+		"secret":   {Readers: []string{"email:boss@acme.com"}},
+	})
+	c := e.client(t, e.idp.token(t, "alice@acme.com"), false)
+	tests := []struct {
+		name, tool, args, code, msgHas string
+	}{
+		{"unknown wing lists reachable", "brain_get", `{"wing":"nope","id":"x"}`, CodeUnknownWing, "payments, search"},
+		{"no wing", "brain_get", `{"id":""}`, CodeInvalidArgument, "no wing"},
+		{"wing not a string", "brain_get", `{"wing":7}`, CodeInvalidArgument, "must be a string"},
+		{"forbidden by policy", "brain_get", `{"wing":"secret","id":"secret/x"}`, CodeForbidden, "secret"},
+		{"query no query", "brain_query", `{"limit":3}`, CodeInvalidArgument, "query"},
+		{"query bad limit", "brain_query", `{"query":"x","limit":0}`, CodeInvalidArgument, "limit"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			text, isErr := call(t, c, tc.tool, tc.args)
+			if !isErr {
+				t.Fatalf("want error, got %s", text)
+			}
+			if got := errCode(t, text); got != tc.code {
+				t.Fatalf("code %s, want %s (%s)", got, tc.code, text)
+			}
+			if !strings.Contains(text, tc.msgHas) {
+				t.Fatalf("message %s lacks %q", text, tc.msgHas)
+			}
+		})
+	}
+	// The shard decides capabilities: a reader calling a write tool gets the
+	// shard's forbidden tool error, not "tool not found".
+	text, isErr := call(t, c, "brain_write", `{"wing":"search","id":"search/x","body":"b"}`)
+	if !isErr || errCode(t, text) != "forbidden" {
+		t.Fatalf("write without capability: %v %s", isErr, text)
+	}
+	// The refusal is remembered: no second mint for the secret wing.
+	before := e.wings["secret"].mints.Load()
+	call(t, c, "brain_get", `{"wing":"secret","id":"secret/x"}`)
+	if after := e.wings["secret"].mints.Load(); after != before {
+		t.Fatalf("denied mint repeated: %d → %d", before, after)
+	}
+}
+
+// TestUnavailableAndTimeout: a stopped shard answers unavailable; a shard
+// slower than call_timeout answers timeout.
+func TestUnavailableAndTimeout(t *testing.T) {
+	e := newEnv(t, []string{"payments", "search"}, map[string]auth.Policy{"payments": policyOpen, "search": policyOpen},
+		func(c *Config) { c.Shards.CallTimeout = 1500 * time.Millisecond })
+	c := e.client(t, e.idp.token(t, "alice@acme.com"), false)
+
+	// Timeout: brain_slow never finishes by itself.
+	text, isErr := call(t, c, "brain_slow", `{"wing":"search"}`)
+	if !isErr || errCode(t, text) != CodeTimeout {
+		t.Fatalf("slow call: %v %s", isErr, text)
+	}
+
+	e.shards["payments"].stop()
+	text, isErr = call(t, c, "brain_get", `{"wing":"payments","id":"payments/x"}`)
+	if !isErr || errCode(t, text) != CodeUnavailable {
+		t.Fatalf("stopped shard: %v %s", isErr, text)
+	}
+}
+
+// TestFanout: brain_query without a wing merges every readable wing's hits
+// by globally consistent scores, keeps each hit's bytes, and a wing that is
+// down is listed as unavailable without failing the query.
+func TestFanout(t *testing.T) {
+	e := newEnv(t, []string{"a", "b", "c", "hidden"}, map[string]auth.Policy{
+		"a": policyOpen, "b": policyOpen, "c": policyOpen,
+		"hidden": {Readers: []string{"email:other@acme.com"}},
+	}, func(c *Config) { c.Shards.CallTimeout = 2 * time.Second })
+	e.wings["a"].addNote("a/f/1", "rust rust go", "x@acme.com")
+	e.wings["a"].addNote("a/f/2", "python", "x@acme.com")
+	e.wings["a"].addNote("a/f/3", "python java", "x@acme.com")
+	e.wings["b"].addNote("b/f/1", "rust", "x@acme.com")
+	e.wings["b"].addNote("b/f/2", "go go go", "x@acme.com")
+	e.wings["c"].addNote("c/f/1", "rust everywhere", "x@acme.com")
+	e.wings["hidden"].addNote("hidden/f/1", "rust secret", "x@acme.com")
+	c := e.client(t, e.idp.token(t, "alice@acme.com"), false)
+
+	text, isErr := call(t, c, "brain_query", `{"query":"rust go","limit":4}`)
+	if isErr {
+		t.Fatal(text)
+	}
+	var got struct {
+		Hits        []json.RawMessage `json:"hits"`
+		Total       int64             `json:"total"`
+		Wings       []string          `json:"wings"`
+		Unavailable []unavailableWing `json:"unavailable"`
+	}
+	if err := json.Unmarshal([]byte(text), &got); err != nil {
+		t.Fatal(err)
+	}
+	// Expected ranking: one index over the union of a, b, c (hidden is not
+	// readable) — scored with global statistics.
+	union := newTestWing(t, "union", policyOpen)
+	for _, n := range []string{"a", "b", "c"} {
+		for _, note := range e.wings[n].notes {
+			union.addNote(note.ID, note.Body, note.Author)
+		}
+	}
+	var want shardHits
+	if err := json.Unmarshal(union.query("rust go", 4, nil).Result, &want); err != nil {
+		t.Fatal(err)
+	}
+	if len(got.Hits) != 4 || got.Total != want.Total {
+		t.Fatalf("hits %d total %d, want 4 and %d: %s", len(got.Hits), got.Total, want.Total, text)
+	}
+	for i := range got.Hits {
+		var g, w hitKey
+		_ = json.Unmarshal(got.Hits[i], &g)
+		_ = json.Unmarshal(want.Hits[i], &w)
+		if g.ID != w.ID || g.Score != w.Score {
+			t.Errorf("hit %d: got %s, want %s", i, got.Hits[i], want.Hits[i])
+		}
+		if !strings.HasPrefix(string(got.Hits[i]), `{ "id":`) {
+			t.Errorf("hit bytes rewritten: %s", got.Hits[i])
+		}
+	}
+	if !slices.Equal(got.Wings, []string{"a", "b", "c"}) || len(got.Unavailable) != 0 {
+		t.Fatalf("wings %v unavailable %v", got.Wings, got.Unavailable)
+	}
+	if strings.Contains(text, "hidden") {
+		t.Fatalf("a wing the caller cannot read leaked into the answer: %s", text)
+	}
+
+	// One wing down: the query still answers, listing it.
+	e.shards["b"].stop()
+	text, isErr = call(t, c, "brain_query", `{"query":"rust"}`)
+	if isErr {
+		t.Fatal(text)
+	}
+	got.Unavailable = nil
+	if err := json.Unmarshal([]byte(text), &got); err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(got.Wings, []string{"a", "c"}) || len(got.Unavailable) != 1 || got.Unavailable[0].Wing != "b" || got.Unavailable[0].Code != CodeUnavailable {
+		t.Fatalf("with b down: wings %v unavailable %+v", got.Wings, got.Unavailable)
+	}
+	if len(got.Hits) != 2 {
+		t.Fatalf("with b down: %d hits: %s", len(got.Hits), text)
+	}
+
+	// A wing given explicitly is a plain routed call.
+	text, isErr = call(t, c, "brain_query", `{"query":"python","wing":"a"}`)
+	if isErr || !strings.HasPrefix(text, `{"hits":[{ "id":"a/f/`) || strings.Contains(text, `"wings"`) {
+		t.Fatalf("wing-scoped query: %v %s", isErr, text)
+	}
+}
+
+// TestBrainWingsAndToolFilter: brain_wings lists reachable wings with
+// capabilities; tools/list shows only tools usable in some wing.
+func TestBrainWingsAndToolFilter(t *testing.T) {
+	e := newEnv(t, []string{"payments", "search", "secret"}, map[string]auth.Policy{
+		"payments": {Readers: []string{"*"}, Writers: []string{"domain:acme.com"}, Curators: []string{"group:curators"}},
+		"search":   {Readers: []string{"*"}},
+		"secret":   {Readers: []string{"email:boss@acme.com"}},
+	})
+	tests := []struct {
+		email  string
+		groups []string
+		wings  string
+		tools  []string
+	}{
+		{"alice@acme.com", nil, `{"wings":[{"wing":"payments","capabilities":["read","write"]},{"wing":"search","capabilities":["read"]}]}`,
+			[]string{"brain_get", "brain_query", "brain_slow", "brain_wings", "brain_write"}},
+		{"eve@other.org", nil, `{"wings":[{"wing":"payments","capabilities":["read"]},{"wing":"search","capabilities":["read"]}]}`,
+			[]string{"brain_get", "brain_query", "brain_slow", "brain_wings"}},
+		{"carol@acme.com", []string{"curators"}, `{"wings":[{"wing":"payments","capabilities":["read","write","curate"]},{"wing":"search","capabilities":["read"]}]}`,
+			[]string{"brain_get", "brain_promote", "brain_query", "brain_slow", "brain_wings", "brain_write"}},
+		{"boss@acme.com", nil, `{"wings":[{"wing":"payments","capabilities":["read","write"]},{"wing":"search","capabilities":["read"]},{"wing":"secret","capabilities":["read"]}]}`,
+			[]string{"brain_get", "brain_query", "brain_slow", "brain_wings", "brain_write"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.email, func(t *testing.T) {
+			for _, legacy := range []bool{false, true} {
+				c := e.client(t, e.idp.token(t, tc.email, tc.groups...), legacy)
+				text, isErr := call(t, c, "brain_wings", `{}`)
+				if isErr || text != tc.wings {
+					t.Fatalf("brain_wings: %v\n got %s\nwant %s", isErr, text, tc.wings)
+				}
+				res, err := c.ListTools(context.Background(), mcp.ListToolsRequest{})
+				if err != nil {
+					t.Fatal(err)
+				}
+				var names []string
+				for _, tl := range res.Tools {
+					names = append(names, tl.Name)
+				}
+				slices.Sort(names)
+				if !slices.Equal(names, tc.tools) {
+					t.Fatalf("tools/list (legacy=%v) = %v, want %v", legacy, names, tc.tools)
+				}
+			}
+		})
+	}
+}
+
+// TestToolDescriptorsKept: annotations and _meta of shard tools reach the
+// client.
+func TestToolDescriptorsKept(t *testing.T) {
+	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen})
+	resp, body := rawPost(t, e.url, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`, map[string]string{
+		"Authorization": "Bearer " + e.idp.token(t, "alice@acme.com"), "Mcp-Session-Id": "mcp-session-0f8fad5b-d9cb-469f-a165-70867728950e",
+		"Mcp-Protocol-Version": "2025-06-18"})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("%d %s", resp.StatusCode, body)
+	}
+	for _, want := range []string{`"readOnlyHint":true`, `"brainstem/capability":"read"`, `"anyOf":[{"required":["id"]}`} {
+		if !strings.Contains(string(body), want) {
+			t.Errorf("tools/list lacks %s: %s", want, body)
+		}
+	}
+}

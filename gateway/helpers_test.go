@@ -1,0 +1,666 @@
+package gateway
+
+// Test harness: a real development IdP (auth/devidp) on loopback HTTP, real
+// brainstem/1 servers (proto) on loopback QUIC with mTLS from a real test CA
+// (proto/pki), and a gateway served on a loopback listener, driven by
+// mcp-go's real Streamable HTTP client.
+//
+// The wings behind the proto servers are small in-test handlers
+// (testWing), honest about what they are: a map of notes, real shard tokens
+// (auth.Minter / auth.TokenVerifier) and a real auth.Policy. They are not
+// the shard; the lead's e2e tests run real shards.
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"math"
+	"net"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/auth/devidp"
+	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/proto"
+	"github.com/brainstem/brainstem/proto/pki"
+)
+
+// ---------- PKI ----------
+
+type testPKI struct {
+	ca       *pki.CA
+	shardTLS *tls.Config // server side of every test shard
+	gwTLS    *tls.Config // gateway client side (ServerName set per wing)
+}
+
+func newTestPKI(t testing.TB) *testPKI {
+	t.Helper()
+	ca, err := pki.NewCA("brainstem test CA", time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	scert, skey, err := ca.Issue(pki.RoleShard, []string{"localhost", "127.0.0.1"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gcert, gkey, err := ca.Issue(pki.RoleGateway, []string{"gateway.test"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	stls, err := pki.ServerTLS(ca.CertPEM(), scert, skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gtls, err := pki.ClientTLS(ca.CertPEM(), gcert, gkey, "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testPKI{ca: ca, shardTLS: stls, gwTLS: gtls}
+}
+
+// ---------- in-test wing ----------
+
+type testNote struct {
+	ID     string
+	Body   string
+	Author string
+}
+
+// testWing is a small proto.Handler standing in for a shard.
+type testWing struct {
+	name     string
+	policy   auth.Policy
+	minter   *auth.Minter
+	verifier *auth.TokenVerifier
+
+	mu    sync.Mutex
+	notes map[string]testNote
+
+	mints     atomic.Int64
+	calls     atomic.Int64
+	listTools atomic.Int64
+	mintGate  chan struct{} // when non-nil, Mint waits for it to close
+	slowGate  chan struct{} // brain_slow waits on it (or its ctx)
+	slowIn    chan struct{} // brain_slow signals arrival
+	toolsJSON atomic.Pointer[string]
+	failCalls atomic.Bool // Call answers CodeUnauthenticated always
+}
+
+const testToolsJSON = `[
+ {"name":"brain_get","description":"get a note","inputSchema":{"type":"object","properties":{"id":{"type":"string"},"wing":{"type":"string"}},"anyOf":[{"required":["id"]},{"required":["path"]}]},"annotations":{"readOnlyHint":true},"_meta":{"brainstem/capability":"read"}},
+ {"name":"brain_write","description":"write a note","inputSchema":{"type":"object","properties":{"wing":{"type":"string"},"id":{"type":"string"},"body":{"type":"string"}}},"_meta":{"brainstem/capability":"write"}},
+ {"name":"brain_query","description":"search","inputSchema":{"type":"object","properties":{"query":{"type":"string"},"wing":{"type":"string"},"limit":{"type":"integer"}}},"_meta":{"brainstem/capability":"read"}},
+ {"name":"brain_promote","description":"promote","inputSchema":{"type":"object","properties":{"wing":{"type":"string"}}},"_meta":{"brainstem/capability":"curate"}},
+ {"name":"brain_slow","description":"waits","inputSchema":{"type":"object","properties":{"wing":{"type":"string"}}},"_meta":{"brainstem/capability":"read"}}
+]`
+
+func newTestWing(t testing.TB, name string, policy auth.Policy) *testWing {
+	t.Helper()
+	w := &testWing{name: name, policy: policy, notes: map[string]testNote{},
+		slowGate: make(chan struct{}), slowIn: make(chan struct{}, 16)}
+	w.rotateKey(t)
+	s := testToolsJSON
+	w.toolsJSON.Store(&s)
+	return w
+}
+
+// rotateKey gives the wing a new signing key; tokens signed with the old
+// one are refused from now on (a shard restarted with a new key).
+func (w *testWing) rotateKey(t testing.TB) {
+	t.Helper()
+	key, err := auth.GenerateKey()
+	if err != nil {
+		t.Fatal(err)
+	}
+	w.mu.Lock()
+	w.minter = auth.NewMinter(w.name, key, 0, nil)
+	w.verifier = auth.NewTokenVerifier(w.name, nil, key.Public())
+	w.mu.Unlock()
+}
+
+func (w *testWing) addNote(id, body, author string) {
+	w.mu.Lock()
+	w.notes[id] = testNote{ID: id, Body: body, Author: author}
+	w.mu.Unlock()
+}
+
+func (w *testWing) ListTools(ctx context.Context) (*proto.ListToolsResponse, error) {
+	w.listTools.Add(1)
+	return &proto.ListToolsResponse{Tools: json.RawMessage(*w.toolsJSON.Load())}, nil
+}
+
+func (w *testWing) Health(ctx context.Context) (*proto.HealthResponse, error) {
+	return &proto.HealthResponse{Wing: w.name, Ready: true}, nil
+}
+
+func (w *testWing) Mint(ctx context.Context, peer proto.Peer, req *proto.MintRequest) (*proto.MintResponse, error) {
+	w.mints.Add(1)
+	if w.mintGate != nil {
+		select {
+		case <-w.mintGate:
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+	caps := w.policy.Caps(req.Email, req.Groups)
+	if caps == 0 {
+		return nil, &proto.Error{Code: proto.CodeForbidden, Message: "the policy of wing " + w.name + " does not admit " + req.Email}
+	}
+	w.mu.Lock()
+	m := w.minter
+	w.mu.Unlock()
+	tok, exp, err := m.Mint(req.Email, caps, req.NotAfter)
+	if err != nil {
+		return nil, &proto.Error{Code: proto.CodeBadRequest, Message: err.Error()}
+	}
+	return &proto.MintResponse{Token: tok, Caps: caps.Strings(), Expiry: exp}, nil
+}
+
+func (w *testWing) toolNeed(tool string) (auth.Caps, bool) {
+	switch tool {
+	case "brain_get", "brain_query", "brain_slow":
+		return auth.CapRead, true
+	case "brain_write":
+		return auth.CapWrite, true
+	case "brain_promote":
+		return auth.CapCurate, true
+	}
+	return 0, false
+}
+
+func toolErr(code, msg string) *proto.CallResponse {
+	return &proto.CallResponse{Result: toolErrorBody(code, msg), IsError: true}
+}
+
+func (w *testWing) Call(ctx context.Context, req *proto.CallRequest) (*proto.CallResponse, error) {
+	w.calls.Add(1)
+	if w.failCalls.Load() {
+		return nil, &proto.Error{Code: proto.CodeUnauthenticated, Message: "token refused (test)"}
+	}
+	w.mu.Lock()
+	v := w.verifier
+	w.mu.Unlock()
+	claims, err := v.Verify(req.Token)
+	if err != nil {
+		return nil, &proto.Error{Code: proto.CodeUnauthenticated, Message: err.Error()}
+	}
+	need, ok := w.toolNeed(req.Tool)
+	if !ok {
+		return nil, &proto.Error{Code: proto.CodeUnknownTool, Message: req.Tool}
+	}
+	if !claims.Caps.Has(need) {
+		return toolErr("forbidden", fmt.Sprintf("%s needs %s in wing %s", req.Tool, need, w.name)), nil
+	}
+	var args struct {
+		ID    string `json:"id"`
+		Body  string `json:"body"`
+		Query string `json:"query"`
+		Limit int    `json:"limit"`
+	}
+	if err := json.Unmarshal(req.Args, &args); err != nil {
+		return toolErr("invalid_argument", err.Error()), nil
+	}
+	switch req.Tool {
+	case "brain_get":
+		w.mu.Lock()
+		n, ok := w.notes[args.ID]
+		w.mu.Unlock()
+		if !ok {
+			return toolErr("not_found", "no note "+args.ID), nil
+		}
+		// Odd spacing and HTML characters: the gateway must pass these
+		// bytes through unchanged.
+		b, _ := json.Marshal(n.Body)
+		return &proto.CallResponse{Result: fmt.Appendf(nil, `{"id": %q,  "author":%q, "body":%s, "wing":"%s", "html":"<&>"}`, n.ID, n.Author, b, w.name)}, nil
+	case "brain_write":
+		if args.ID == "" || !strings.HasPrefix(args.ID, w.name+"/") {
+			return toolErr("invalid_argument", "id must start with "+w.name+"/"), nil
+		}
+		w.addNote(args.ID, args.Body, claims.Email)
+		return &proto.CallResponse{Result: fmt.Appendf(nil, `{"id":%q,"author":%q}`, args.ID, claims.Email)}, nil
+	case "brain_promote":
+		return &proto.CallResponse{Result: []byte(`{"promoted":true}`)}, nil
+	case "brain_slow":
+		select {
+		case w.slowIn <- struct{}{}:
+		default:
+		}
+		select {
+		case <-w.slowGate:
+			return &proto.CallResponse{Result: []byte(`{"slow":"done"}`)}, nil
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	case "brain_query":
+		if args.Query == "" {
+			return toolErr("invalid_argument", "query is required"), nil
+		}
+		return w.query(args.Query, args.Limit, req.Stats), nil
+	}
+	return nil, &proto.Error{Code: proto.CodeUnknownTool, Message: req.Tool}
+}
+
+// query scores notes by a toy tf·idf over whole words, using the given
+// corpus statistics when present, so merged cross-wing scores are
+// comparable only if the gateway summed the statistics right.
+func (w *testWing) query(q string, limit int, st *proto.CorpusStats) *proto.CallResponse {
+	if limit <= 0 {
+		limit = 10
+	}
+	local := w.stats(q)
+	if st == nil {
+		st = local
+	}
+	terms := strings.Fields(strings.ToLower(q))
+	type hit struct {
+		id    string
+		score float64
+	}
+	var hits []hit
+	w.mu.Lock()
+	for _, n := range w.notes {
+		var score float64
+		words := strings.Fields(strings.ToLower(n.Body))
+		for _, term := range terms {
+			tf := 0
+			for _, wd := range words {
+				if wd == term {
+					tf++
+				}
+			}
+			if tf > 0 && st.DocFreq[term] > 0 {
+				score += float64(tf) * math.Log(1+float64(st.Docs)/float64(st.DocFreq[term]))
+			}
+		}
+		if score > 0 {
+			hits = append(hits, hit{n.ID, score})
+		}
+	}
+	w.mu.Unlock()
+	sort.Slice(hits, func(i, j int) bool {
+		if hits[i].score != hits[j].score {
+			return hits[i].score > hits[j].score
+		}
+		return hits[i].id < hits[j].id
+	})
+	total := len(hits)
+	if len(hits) > limit {
+		hits = hits[:limit]
+	}
+	var b bytes.Buffer
+	b.WriteString(`{"hits":[`)
+	for i, h := range hits {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		fmt.Fprintf(&b, `{ "id":%q, "score":%s, "wing":%q }`, h.id, strconvF(h.score), w.name)
+	}
+	fmt.Fprintf(&b, `],"total":%d}`, total)
+	return &proto.CallResponse{Result: b.Bytes()}
+}
+
+func strconvF(f float64) string { b, _ := json.Marshal(f); return string(b) }
+
+func (w *testWing) stats(q string) *proto.CorpusStats {
+	st := &proto.CorpusStats{DocFreq: map[string]int64{}}
+	terms := strings.Fields(strings.ToLower(q))
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	for _, n := range w.notes {
+		st.Docs++
+		words := strings.Fields(strings.ToLower(n.Body))
+		st.TotalLength += int64(len(words))
+		for _, term := range terms {
+			for _, wd := range words {
+				if wd == term {
+					st.DocFreq[term]++
+					break
+				}
+			}
+		}
+	}
+	return st
+}
+
+func (w *testWing) Stats(ctx context.Context, req *proto.StatsRequest) (*proto.CorpusStats, error) {
+	return w.stats(req.Query), nil
+}
+
+// ---------- proto servers ----------
+
+// shardServer runs a testWing behind a real proto.Server on loopback QUIC.
+type shardServer struct {
+	t    testing.TB
+	pki  *testPKI
+	wing *testWing
+	addr string
+
+	mu     sync.Mutex
+	srv    *proto.Server
+	cancel context.CancelFunc
+	done   chan struct{}
+}
+
+func startShard(t testing.TB, p *testPKI, w *testWing, addr string) *shardServer {
+	t.Helper()
+	s := &shardServer{t: t, pki: p, wing: w}
+	s.start(addr)
+	t.Cleanup(s.stop)
+	return s
+}
+
+func (s *shardServer) start(addr string) {
+	s.t.Helper()
+	if addr == "" {
+		addr = "127.0.0.1:0"
+	}
+	pc, err := net.ListenPacket("udp", addr)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	srv := proto.NewServer(s.wing, proto.ServerConfig{TLS: s.pki.shardTLS})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ctx, pc)
+	}()
+	select {
+	case <-srv.Ready():
+	case <-done:
+		s.t.Fatal("proto server stopped before it was ready")
+	}
+	s.mu.Lock()
+	s.srv, s.cancel, s.done = srv, cancel, done
+	s.addr = srv.Addr().String()
+	s.mu.Unlock()
+}
+
+func (s *shardServer) stop() {
+	s.mu.Lock()
+	srv, cancel, done := s.srv, s.cancel, s.done
+	s.srv = nil
+	s.mu.Unlock()
+	if srv == nil {
+		return
+	}
+	ctx, c := context.WithTimeout(context.Background(), 5*time.Second)
+	_ = srv.Shutdown(ctx)
+	c()
+	cancel()
+	<-done
+}
+
+// restart stops the server and starts a new one on the same address.
+func (s *shardServer) restart() {
+	addr := s.addr
+	s.stop()
+	s.start(addr)
+}
+
+// ---------- identity provider ----------
+
+type testIdP struct {
+	p      *devidp.Provider
+	offset atomic.Int64 // added to the IdP's clock (to mint expired tokens)
+}
+
+func startIdP(t testing.TB) *testIdP {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	t.Cleanup(cancel)
+	idp := &testIdP{}
+	p, err := devidp.Serve(ctx, ln, devidp.Config{Now: func() time.Time { return time.Now().Add(time.Duration(idp.offset.Load())) }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	idp.p = p
+	return idp
+}
+
+func (i *testIdP) token(t testing.TB, email string, groups ...string) string {
+	t.Helper()
+	tok, _, err := i.p.Mint(email, groups, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return tok
+}
+
+// ---------- gateway ----------
+
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// auditLines parses every audit line written so far.
+func (s *syncBuffer) auditLines(t testing.TB) []AuditLine {
+	t.Helper()
+	var out []AuditLine
+	for _, l := range strings.Split(strings.TrimSpace(s.String()), "\n") {
+		if l == "" {
+			continue
+		}
+		var a AuditLine
+		dec := json.NewDecoder(strings.NewReader(l))
+		dec.DisallowUnknownFields()
+		if err := dec.Decode(&a); err != nil {
+			t.Fatalf("audit line %q: %v", l, err)
+		}
+		out = append(out, a)
+	}
+	return out
+}
+
+type testEnv struct {
+	t      testing.TB
+	pki    *testPKI
+	idp    *testIdP
+	wings  map[string]*testWing
+	shards map[string]*shardServer
+	gw     *Gateway
+	url    string // MCP endpoint
+	base   string // http://host:port
+	audit  *syncBuffer
+	logs   *syncBuffer
+}
+
+type envOpt func(*Config)
+
+// newEnv starts an IdP, one proto server per wing and a gateway serving on
+// loopback. wings maps a wing name to its policy; order follows names.
+func newEnv(t testing.TB, names []string, policies map[string]auth.Policy, opts ...envOpt) *testEnv {
+	t.Helper()
+	e := &testEnv{t: t, pki: newTestPKI(t), idp: startIdP(t), wings: map[string]*testWing{},
+		shards: map[string]*shardServer{}, audit: &syncBuffer{}, logs: &syncBuffer{}}
+	var wcs []WingConfig
+	for _, n := range names {
+		w := newTestWing(t, n, policies[n])
+		e.wings[n] = w
+		e.shards[n] = startShard(t, e.pki, w, "")
+		wcs = append(wcs, WingConfig{Name: n, Address: e.shards[n].addr, ServerName: "localhost"})
+	}
+	e.startGateway(wcs, opts...)
+	return e
+}
+
+func (e *testEnv) config(wcs []WingConfig, base string) Config {
+	cfg := DefaultConfig()
+	cfg.PublicURL = base
+	cfg.Listen = "127.0.0.1:0"
+	cfg.AdminListen = "127.0.0.1:1"
+	cfg.OIDC.Issuers = []sso.IssuerConfig{{URL: e.idp.p.Issuer(), Audiences: []string{e.idp.p.ClientID()}}}
+	cfg.Wings = wcs
+	cfg.Shards.RetryBase = time.Millisecond
+	cfg.Shards.CallTimeout = 10 * time.Second
+	cfg.Limits.CallsPerSecond = 100000
+	cfg.Limits.Burst = 100000
+	cfg.Limits.FailedAuthPerMinute = 10000
+	return cfg
+}
+
+// startGatewayOn builds and serves a gateway on ln; it returns the gateway.
+func (e *testEnv) startGatewayOn(ln net.Listener, cfg Config) *Gateway {
+	t := e.t
+	t.Helper()
+	logger := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	gw, err := New(context.Background(), cfg, Options{Logger: logger, AuditLog: e.audit, ShardTLS: e.pki.gwTLS})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- gw.Serve(ctx, ln, nil) }()
+	t.Cleanup(func() {
+		cancel()
+		if err := <-done; err != nil {
+			t.Errorf("Serve: %v", err)
+		}
+		_ = gw.Close()
+	})
+	return gw
+}
+
+func (e *testEnv) startGateway(wcs []WingConfig, opts ...envOpt) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.base = "http://" + ln.Addr().String()
+	cfg := e.config(wcs, e.base)
+	for _, o := range opts {
+		o(&cfg)
+	}
+	e.gw = e.startGatewayOn(ln, cfg)
+	e.url = e.base + "/mcp"
+}
+
+// client returns an initialized mcp-go Streamable HTTP client for token.
+// legacy pins the session-based protocol (2025-06-18); otherwise the
+// client's default negotiation (2026-07-28, stateless) is used.
+func (e *testEnv) client(t testing.TB, token string, legacy bool) *client.Client {
+	t.Helper()
+	return newMCPClient(t, e.url, token, legacy)
+}
+
+func newMCPClient(t testing.TB, url, token string, legacy bool) *client.Client {
+	t.Helper()
+	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var opts []client.ClientOption
+	if legacy {
+		opts = append(opts, client.WithProtocolVersion(mcp.ProtocolVersion20250618))
+	}
+	c := client.NewClient(tr, opts...)
+	ctx := context.Background()
+	if err := c.Start(ctx); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = c.Close() })
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ProtocolVersion: protocolFor(legacy),
+		ClientInfo:      mcp.Implementation{Name: "gateway-test", Version: "0"}}}); err != nil {
+		t.Fatalf("initialize: %v", err)
+	}
+	return c
+}
+
+func protocolFor(legacy bool) string {
+	if legacy {
+		return mcp.ProtocolVersion20250618
+	}
+	return ""
+}
+
+// call runs a tool and returns its text and isError.
+func call(t testing.TB, c *client.Client, tool string, args string) (string, bool) {
+	t.Helper()
+	res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)}})
+	if err != nil {
+		t.Fatalf("CallTool %s %s: %v", tool, args, err)
+	}
+	if len(res.Content) != 1 {
+		t.Fatalf("CallTool %s: %d contents", tool, len(res.Content))
+	}
+	tc, ok := res.Content[0].(mcp.TextContent)
+	if !ok {
+		t.Fatalf("CallTool %s: content %T", tool, res.Content[0])
+	}
+	return tc.Text, res.IsError
+}
+
+// errCode returns the code of a {"error":{"code"}} tool error.
+func errCode(t testing.TB, text string) string {
+	t.Helper()
+	var te struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if err := json.Unmarshal([]byte(text), &te); err != nil || te.Error.Code == "" {
+		t.Fatalf("not a tool error: %q", text)
+	}
+	if te.Error.Message == "" {
+		t.Fatalf("tool error without message: %q", text)
+	}
+	return te.Error.Code
+}
+
+// rawPost sends one JSON-RPC body to the MCP endpoint with headers.
+func rawPost(t testing.TB, url string, body string, hdr map[string]string) (*http.Response, []byte) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return resp, b
+}
+
+const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
+
+var policyOpen = auth.Policy{Readers: []string{"*"}, Writers: []string{"*"}}
