@@ -435,38 +435,41 @@ func (nd *Doc) commitCheck(old []entry, key string, ok func(*Doc) bool) error {
 // verifyOthers reports the first key of old, other than key, whose value
 // differs in nd.
 func verifyOthers(old []entry, nd *Doc, key string) error {
+	now := make(map[string]*yaml.Node, len(nd.keys))
+	for _, e := range nd.keys {
+		now[e.name] = e.val
+	}
+	budget := canonicalBudget
 	for _, e := range old {
 		if e.name == key {
 			continue
 		}
-		ne := nd.find(e.name)
-		if ne == nil {
+		nv, ok := now[e.name]
+		if !ok {
 			return fmt.Errorf("%w: the edit would remove the key %q", ErrInvalidYAML, e.name)
 		}
-		budget := canonicalBudget
-		was := canonical(e.val, &budget)
-		budget = canonicalBudget
-		now := canonical(ne.val, &budget)
-		if was != now || strings.Contains(was, overBudget) {
+		was, is := canonical(e.val, &budget), canonical(nv, &budget)
+		if budget < 0 {
+			return fmt.Errorf("%w: the header's aliases expand to too many values to check the edit safely", ErrInvalidYAML)
+		}
+		if was != is {
 			return fmt.Errorf("%w: the edit would change the value of %q (an anchor or alias spans both keys)", ErrInvalidYAML, e.name)
 		}
 	}
 	return nil
 }
 
-// canonicalBudget bounds the nodes canonical visits per value, so that
-// alias bombs cannot blow up an edit; a value over budget never compares
-// equal, and the edit is refused.
-const canonicalBudget = 1 << 14
-
-const overBudget = "\x00over-budget"
+// canonicalBudget bounds the nodes canonical visits while checking one
+// edit, so that alias bombs cannot blow it up: a header over budget refuses
+// the edit. A 64 KiB header without aliases has far fewer nodes.
+const canonicalBudget = 1 << 18
 
 // canonical renders a value's structure (kind, tag, scalar values, aliases
 // expanded) without comments, styles or positions.
 func canonical(n *yaml.Node, budget *int) string {
 	*budget--
 	if *budget < 0 {
-		return overBudget
+		return ""
 	}
 	if n == nil {
 		return "~nil"
