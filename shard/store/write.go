@@ -156,7 +156,7 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 
 func (s *Store) createErr(path string, err error) error {
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("store: %s already exists (notes are never overwritten: choose another slug, or use update): %w", path, ErrExists)
+		return fmt.Errorf("store: %s already exists (notes are never overwritten: choose another slug, or change the existing note with brain_update): %w", path, ErrExists)
 	}
 	return fmt.Errorf("store: write %s: %w", path, err)
 }

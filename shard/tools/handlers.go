@@ -36,7 +36,7 @@ func (s *Set) define() []*spec {
 				"answering or writing. Returns {hits:[{id, wing, hall, title, score, snippet, path, content_hash}], total}, " +
 				"best first; fetch a hit's full text with brain_get. Without wing, the gateway searches every wing you can read.",
 			props: []prop{
-				{name: "query", typ: "string", required: true, min: ip(1), desc: fmt.Sprintf("Words to search for (at most %d bytes and %d searchable words; case, accents of the search words and common English stop words are ignored).", l.MaxQueryBytes, l.MaxQueryTerms)},
+				{name: "query", typ: "string", required: true, min: ip(1), desc: fmt.Sprintf("Words to search for (at most %d bytes and %d searchable words; case and common English stop words are ignored).", l.MaxQueryBytes, l.MaxQueryTerms)},
 				s.wingProp(),
 				{name: "hall", typ: "string", enum: halls, desc: "Only search notes of this hall."},
 				{name: "limit", typ: "integer", min: ip(1), max: ip(QueryMaxLimit), def: QueryDefaultLimit, desc: "Maximum number of hits."},

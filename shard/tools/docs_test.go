@@ -1,0 +1,199 @@
+package tools
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"os"
+	"regexp"
+	"strings"
+	"testing"
+)
+
+var update = flag.Bool("update", false, "rewrite the generated blocks of docs/tools.md")
+
+const docsPath = "../../docs/tools.md"
+
+// example is one documented call, run for real against a fixture brain.
+type example struct {
+	tool, args string
+	c          Caller
+}
+
+// docExamples run in this order (the docs show them per tool). {{hash ID}}
+// in args is replaced by the note's current content hash.
+var docExamples = []example{
+	{"brain_write", `{"title":"Card network timeouts","body":"Visa timed out for 40 minutes; our retries kept within [[facts/retry-budget]].\n","hall":"failures","tags":["incident","cards"]}`, writer},
+	{"brain_query", `{"query":"retry budget","limit":2}`, reader},
+	{"brain_get", `{"id":"payments/facts/retry-budget"}`, reader},
+	{"brain_list", `{"limit":2}`, reader},
+	{"brain_links", `{"id":"payments/facts/retry-budget"}`, reader},
+	{"brain_pending", `{}`, reader},
+	{"brain_update", `{"id":"payments/facts/retry-budget","body":"Clients retry a charge at most twice.\n","reason":"lowered after the card network incident","expected_hash":"{{hash payments/facts/retry-budget}}"}`, writer},
+	{"brain_ingest_raw", `{"pages":[{"hall":"sources","title":"PSP contract","body":"Section 4: timeouts."},{"hall":"facts","title":"Retry budget","body":"duplicate"}]}`, writer},
+	{"session_log", `{"session":"2026-11-30-incident","entry":{"did":"wrote the incident note","note":"payments/failures/card-network-timeouts"}}`, writer},
+	{"brain_promote", `{"name":"retry-storms","hall":"hypotheses"}`, curator},
+}
+
+// docErrorExamples illustrate error results (run after docExamples).
+var docErrorExamples = []example{
+	{"brain_write", `{"title":"Retry budget","body":"again","hall":"facts"}`, writer},
+	{"brain_update", `{"id":"payments/facts/retry-budget","body":"x","reason":"stale","expected_hash":"{{hash payments/decisions/use-idempotency-keys}}"}`, writer},
+	{"brain_query", `{"query":"retry","colour":"blue"}`, reader},
+}
+
+// docFixture is the brain the examples run against.
+func docFixture(t *testing.T) *Set {
+	s, _, _ := newSet(t)
+	mustCall(t, s, writer, "brain_write", `{"title":"Use idempotency keys","body":"Every charge carries an idempotency key, so a retry within the [[facts/retry-budget]] never charges twice. The ledger side is [[billing/decisions/ledger-entries]].\n","hall":"decisions","tags":["api"]}`, nil)
+	mustCall(t, s, writer, "brain_write", `{"title":"Retry budget","body":"Clients retry a charge at most three times, with jittered backoff.\n","hall":"facts"}`, nil)
+	mustCall(t, s, writer, "brain_write", `{"title":"Retry storms after deploys","body":"Several incidents began minutes after a deploy; maybe clients reconnect all at once and retry together.\n","hall":"hypotheses","slug":"retry-storms","inbox":true}`, nil)
+	return s
+}
+
+var hashRef = regexp.MustCompile(`\{\{hash ([^}]+)\}\}`)
+
+func runExample(t *testing.T, s *Set, ex example) (args, result string, isErr bool) {
+	args = hashRef.ReplaceAllStringFunc(ex.args, func(m string) string {
+		n, err := s.st.Get(context.Background(), hashRef.FindStringSubmatch(m)[1])
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n.Hash
+	})
+	res, isErr := s.Call(context.Background(), ex.c, ex.tool, []byte(args), nil)
+	return args, string(res), isErr
+}
+
+func indentJSON(t *testing.T, s string) string {
+	var b bytes.Buffer
+	if err := json.Indent(&b, []byte(s), "", "  "); err != nil {
+		t.Fatalf("indent %s: %v", s, err)
+	}
+	return b.String()
+}
+
+// generatedBlocks renders every generated block of docs/tools.md by name.
+func generatedBlocks(t *testing.T) map[string]string {
+	s := docFixture(t)
+	blocks := map[string]string{}
+	byTool := map[string]string{}
+	for _, ex := range docExamples {
+		args, res, isErr := runExample(t, s, ex)
+		if isErr {
+			t.Fatalf("doc example %s(%s) failed: %s", ex.tool, args, res)
+		}
+		byTool[ex.tool] = fmt.Sprintf("Example arguments:\n\n```json\n%s\n```\n\nResult:\n\n```json\n%s\n```\n", indentJSON(t, args), indentJSON(t, res))
+	}
+	var errs strings.Builder
+	for _, ex := range docErrorExamples {
+		args, res, isErr := runExample(t, s, ex)
+		if !isErr {
+			t.Fatalf("doc error example %s(%s) succeeded: %s", ex.tool, args, res)
+		}
+		fmt.Fprintf(&errs, "`%s` with\n\n```json\n%s\n```\n\nreturns (isError: true)\n\n```json\n%s\n```\n\n", ex.tool, indentJSON(t, args), res)
+	}
+	blocks["errors"] = errs.String()
+	yes := map[bool]string{true: "yes", false: "no"}
+	for _, sp := range s.specs {
+		var b strings.Builder
+		fmt.Fprintf(&b, "**Capability:** `%s` · read-only: %s · destructive: %s · idempotent: %s\n\n", capName(sp.needs), yes[sp.readOnly], yes[sp.destructive], yes[sp.idempotent])
+		fmt.Fprintf(&b, "%s\n\n", sp.desc)
+		b.WriteString(argsTable(sp.props))
+		b.WriteString("\n")
+		ex, ok := byTool[sp.name]
+		if !ok {
+			t.Fatalf("no doc example for %s", sp.name)
+		}
+		b.WriteString(ex)
+		blocks[sp.name] = b.String()
+	}
+	var lim strings.Builder
+	lim.WriteString("| limit | default | error |\n|---|---|---|\n")
+	d := DefaultLimits()
+	for _, r := range []struct {
+		what string
+		v    int
+		code string
+	}{
+		{"arguments of one call (bytes)", d.MaxArgsBytes, CodeTooLarge},
+		{"note body (bytes)", d.MaxBodyBytes, CodeTooLarge},
+		{"title (bytes)", d.MaxTitleBytes, CodeTooLarge},
+		{"tags per note", d.MaxTags, CodeTooLarge},
+		{"tag (bytes)", d.MaxTagBytes, CodeTooLarge},
+		{"update reason (bytes)", d.MaxReasonBytes, CodeTooLarge},
+		{"query (bytes)", d.MaxQueryBytes, CodeTooLarge},
+		{"searchable words per query", d.MaxQueryTerms, CodeTooLarge},
+		{"pages per brain_ingest_raw", d.MaxPages, CodeTooLarge},
+		{"session_log entry (compact JSON bytes)", d.MaxEntryBytes, CodeTooLarge},
+		{"brain_query limit", QueryMaxLimit, CodeInvalidArgument},
+		{"brain_list limit", ListMaxLimit, CodeInvalidArgument},
+		{"brain_pending limit", PendingMaxLimit, CodeInvalidArgument},
+	} {
+		fmt.Fprintf(&lim, "| %s | %d | `%s` |\n", r.what, r.v, r.code)
+	}
+	blocks["limits"] = lim.String()
+	return blocks
+}
+
+var blockRE = regexp.MustCompile(`(?s)<!-- generated:([a-z_]+) -->\n(.*?)<!-- /generated:([a-z_]+) -->`)
+
+// TestDocsInSync fails when docs/tools.md drifts from the tools: every
+// tool has a "## `name`" section whose generated block (capability,
+// description, the argument table built from the schema, and an example
+// whose result is the real output of the call) matches. Run
+// `go test ./shard/tools -run TestDocsInSync -update` to regenerate.
+func TestDocsInSync(t *testing.T) {
+	doc, err := os.ReadFile(docsPath)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := generatedBlocks(t)
+	found := map[string]bool{}
+	var drift []string
+	out := blockRE.ReplaceAllStringFunc(string(doc), func(m string) string {
+		sub := blockRE.FindStringSubmatch(m)
+		name, body, end := sub[1], sub[2], sub[3]
+		if name != end {
+			t.Errorf("block %s closed as %s", name, end)
+			return m
+		}
+		found[name] = true
+		w, ok := want[name]
+		if !ok {
+			t.Errorf("docs/tools.md has a generated block %q that nothing generates", name)
+			return m
+		}
+		if body != w {
+			drift = append(drift, name)
+		}
+		return "<!-- generated:" + name + " -->\n" + w + "<!-- /generated:" + name + " -->"
+	})
+	for name := range want {
+		if !found[name] {
+			t.Errorf("docs/tools.md lacks the generated block %q (add <!-- generated:%s --><!-- /generated:%s -->)", name, name, name)
+		}
+	}
+	s, _, _ := newSet(t)
+	headings := regexp.MustCompile("(?m)^## `([a-z_]+)`$").FindAllStringSubmatch(string(doc), -1)
+	var names []string
+	for _, h := range headings {
+		names = append(names, h[1])
+	}
+	if got, wantNames := strings.Join(names, ","), strings.Join(s.names(), ","); got != wantNames {
+		t.Errorf("tool sections of docs/tools.md = %s, want %s (descriptor order)", got, wantNames)
+	}
+	if len(drift) == 0 {
+		return
+	}
+	if *update {
+		if err := os.WriteFile(docsPath, []byte(out), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		t.Logf("rewrote %v in %s", drift, docsPath)
+		return
+	}
+	t.Errorf("docs/tools.md is out of date for %v: run go test ./shard/tools -run TestDocsInSync -update and review the diff", drift)
+}
