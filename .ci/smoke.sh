@@ -9,6 +9,12 @@ if [ ! -x "$npmdir/node_modules/.bin/mcp-inspector" ]; then
   npm install --prefix "$npmdir" --no-audit --no-fund --loglevel=error @modelcontextprotocol/inspector@2.12.0 >/dev/null
 fi
 inspector=$(pwd)/$npmdir/node_modules/.bin/mcp-inspector
+sdkdir=.ci/node_modules-sdk
+if [ ! -d "$sdkdir/node_modules/@modelcontextprotocol/sdk" ]; then
+  mkdir -p "$sdkdir"
+  npm install --prefix "$sdkdir" --no-audit --no-fund --loglevel=error @modelcontextprotocol/sdk@1.32.2 >/dev/null
+fi
+cp .ci/sdk-e2e.mjs "$sdkdir/sdk-e2e.mjs"
 
 bin=$(mktemp -d)/brainstem
 go build -o "$bin" ./cmd/brainstem
@@ -42,3 +48,5 @@ if "$inspector" --cli "$url" --transport http --method tools/list >/dev/null 2>&
   echo "tools/list without a token succeeded"; exit 1
 fi
 echo "unauthenticated call refused: ok"
+
+node "$sdkdir/sdk-e2e.mjs" "$url" "$token"

@@ -1,0 +1,186 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/brainstem/brainstem/devenv"
+)
+
+const devUsage = `Usage: brainstem dev [flags]
+       brainstem dev token --email E [--groups a,b] [--idp URL]
+
+Runs the development identity provider, one shard per wing and a gateway on
+loopback over a fresh copy of the sample brain, then prints the MCP URL, a
+bearer token and the lines that connect Claude Code, Cursor, VS Code and the
+MCP Inspector. Ctrl-C stops everything.
+
+Flags:
+`
+
+func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	if len(args) > 0 && args[0] == "token" {
+		return runDevToken(ctx, args[1:], stdout, stderr)
+	}
+	fs := newFlagSet("dev", stderr, devUsage)
+	brain := fs.String("brain", "", "serve this existing brain directory in place (default: a copy of the sample brain)")
+	data := fs.String("data", "", "keep state (brain copy, shard keys, policies, logs) in this directory between runs (default: a temporary directory removed on exit)")
+	host := fs.String("host", "127.0.0.1", "loopback address to listen on")
+	port := fs.Int("port", 8080, "gateway port (the MCP URL)")
+	adminPort := fs.Int("admin-port", 9090, "gateway admin port (/metrics, /healthz, /readyz)")
+	idpPort := fs.Int("idp-port", 5556, "development identity provider port")
+	shardPort := fs.Int("shard-port", 7401, "first shard UDP port; wing i uses shard-port+i")
+	user := fs.String("email", "alice@example.com", "the demo user whose token is printed")
+	logLevel := fs.String("log-level", "info", "log level of the log file: debug, info, warn, error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	logDir := *data
+	if logDir == "" {
+		d, err := os.MkdirTemp("", "brainstem-dev-logs-")
+		if err != nil {
+			return err
+		}
+		logDir = d
+	} else if err := os.MkdirAll(logDir, 0o700); err != nil {
+		return err
+	}
+	logPath := filepath.Join(logDir, "brainstem.log")
+	logFile, err := os.OpenFile(logPath, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		return err
+	}
+	defer logFile.Close()
+	logger, err := newLogger(logFile, "json", *logLevel)
+	if err != nil {
+		return err
+	}
+
+	fmt.Fprintln(stdout, "Starting Brainstem dev: identity provider, shards and gateway on", *host)
+	var mu sync.Mutex
+	lastPct := map[string]int{}
+	start := time.Now()
+	env, err := devenv.Start(ctx, devenv.Config{
+		Brain: *brain, Data: *data, Host: *host,
+		GatewayPort: *port, AdminPort: *adminPort, IdPPort: *idpPort, ShardBasePort: *shardPort,
+		Version: version, Logger: logger, AuditLog: logFile,
+		Progress: func(wing string, done, total int) {
+			mu.Lock()
+			defer mu.Unlock()
+			pct := 100
+			if total > 0 {
+				pct = done * 100 / total
+			}
+			if pct/25 != lastPct[wing]/25 || done == total {
+				lastPct[wing] = pct
+				fmt.Fprintf(stdout, "  indexing %-12s %5d/%d notes\n", wing, done, total)
+			}
+		},
+	})
+	if err != nil {
+		return err
+	}
+	defer env.Close()
+	tok, exp, err := env.Token(*user, nil)
+	if err != nil {
+		return err
+	}
+	printDevBanner(stdout, env, *user, tok, exp, time.Since(start), logPath)
+	select {
+	case <-ctx.Done():
+		fmt.Fprintln(stdout, "\nStopping…")
+	case err := <-env.Err():
+		return err
+	}
+	return env.Close()
+}
+
+func printDevBanner(w io.Writer, env *devenv.Env, user, tok string, exp time.Time, took time.Duration, logPath string) {
+	var notes int64
+	for _, n := range env.Notes {
+		notes += n
+	}
+	idp := env.IssuerURL
+	header := "Authorization: Bearer " + tok
+	vscode, _ := json.MarshalIndent(map[string]any{"servers": map[string]any{"brainstem": map[string]any{
+		"type": "http", "url": env.MCPURL, "headers": map[string]string{"Authorization": "Bearer " + tok}}}}, "    ", "  ")
+	cursor, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"brainstem": map[string]any{
+		"url": env.MCPURL, "headers": map[string]string{"Authorization": "Bearer " + tok}}}}, "    ", "  ")
+	fmt.Fprintf(w, `
+Brainstem dev is ready: %d wings (%s), %d notes, in %s.
+
+  MCP URL:  %s
+  User:     %s
+  Token:    %s
+  Expires:  %s
+  Other users (bob@example.com reads payments only; carol@example.com curates people-ops):
+            go run ./cmd/brainstem dev token --email bob@example.com --idp %s
+
+Connect Claude Code:
+  claude mcp add --transport http brainstem %s --header "%s"
+
+Cursor (.cursor/mcp.json):
+    %s
+
+VS Code (.vscode/mcp.json):
+    %s
+
+List the tools with the MCP Inspector:
+  npx @modelcontextprotocol/inspector --cli %s --transport http --method tools/list --header "%s"
+
+Identity provider: %s   Metrics and probes: %s/metrics  %s/readyz
+Brain:  %s
+Logs:   %s
+Press Ctrl-C to stop.
+`, len(env.Wings), strings.Join(env.Wings, ", "), notes, took.Round(time.Millisecond),
+		env.MCPURL, user, tok, exp.UTC().Format(time.RFC3339), idp,
+		env.MCPURL, header, cursor, vscode, env.MCPURL, header,
+		idp, env.AdminURL, env.AdminURL, env.BrainDir, logPath)
+}
+
+func runDevToken(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("dev token", stderr, "Usage: brainstem dev token --email E [--groups a,b] [--idp URL]\n\nPrints a token from a running `brainstem dev`.\n\nFlags:\n")
+	email := fs.String("email", "", "the user's email (required)")
+	groups := fs.String("groups", "", "comma-separated groups, e.g. people-team")
+	idp := fs.String("idp", "http://127.0.0.1:5556", "the identity provider URL `brainstem dev` printed")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *email == "" {
+		return usageError{"dev token: --email is required"}
+	}
+	form := url.Values{"email": {*email}, "groups": {*groups}}
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimSuffix(*idp, "/")+"/dev/token", strings.NewReader(form.Encode()))
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return fmt.Errorf("dev token: is `brainstem dev` running? %w", err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
+	if resp.StatusCode != http.StatusOK {
+		return fmt.Errorf("dev token: %s: %s", resp.Status, strings.TrimSpace(string(body)))
+	}
+	var out struct {
+		Token     string `json:"token"`
+		ExpiresAt string `json:"expires_at"`
+	}
+	if err := json.Unmarshal(body, &out); err != nil {
+		return fmt.Errorf("dev token: %w", err)
+	}
+	fmt.Fprintln(stdout, out.Token)
+	fmt.Fprintln(stderr, "expires", out.ExpiresAt)
+	return nil
+}

@@ -1,0 +1,62 @@
+package main
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"net"
+	"os"
+
+	"github.com/brainstem/brainstem/gateway"
+)
+
+const gatewayUsage = `Usage: brainstem gateway --config FILE [--check-config]
+
+Runs the public MCP gateway described by FILE (see docs/operating.md). With
+--check-config it only loads and validates FILE, reports every problem at
+once, and exits 0 (valid) or 2 (invalid).
+
+Flags:
+`
+
+func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("gateway", stderr, gatewayUsage)
+	configPath := fs.String("config", "/etc/brainstem/gateway.yaml", "the gateway configuration file (YAML)")
+	check := fs.Bool("check-config", false, "validate the configuration and exit")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	if *check {
+		if err := gateway.CheckConfig(*configPath); err != nil {
+			return usageError{fmt.Sprintf("%s is invalid:\n%v", *configPath, err)}
+		}
+		fmt.Fprintf(stdout, "%s is valid\n", *configPath)
+		return nil
+	}
+	cfg, err := gateway.LoadConfig(*configPath)
+	if err != nil {
+		return usageError{err.Error()}
+	}
+	if err := cfg.Validate(); err != nil {
+		return usageError{fmt.Sprintf("%s is invalid:\n%v", *configPath, err)}
+	}
+	logger, err := newLogger(stderr, cfg.Log.Format, cfg.Log.Level)
+	if err != nil {
+		return err
+	}
+	gw, err := gateway.New(ctx, cfg, gateway.Options{Logger: logger, AuditLog: os.Stdout})
+	if err != nil {
+		return err
+	}
+	defer gw.Close()
+	pub, err := net.Listen("tcp", cfg.Listen)
+	if err != nil {
+		return fmt.Errorf("gateway: listen %s: %w (change listen in %s)", cfg.Listen, err, *configPath)
+	}
+	admin, err := net.Listen("tcp", cfg.AdminListen)
+	if err != nil {
+		return fmt.Errorf("gateway: listen %s: %w (change admin_listen in %s)", cfg.AdminListen, err, *configPath)
+	}
+	logger.Info("gateway serving", "public_url", cfg.PublicURL, "listen", pub.Addr().String(), "admin", admin.Addr().String(), "version", version)
+	return gw.Serve(ctx, pub, admin)
+}
