@@ -1,0 +1,236 @@
+package tools
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"testing"
+
+	fm "github.com/brainstem/brainstem/shard/frontmatter"
+	"github.com/brainstem/brainstem/shard/store"
+)
+
+// TestConcurrentWritersUpdatersPromoters runs writers, optimistic updaters
+// (expected_hash, retry on conflict), promoters and readers at once in one
+// wing under -race, then checks: no acknowledged update is lost (conflicts
+// were reported, never silent), contended creates and promotions had one
+// winner each, no file is torn, and the index and _index.md match what a
+// fresh scan of the disk gives.
+func TestConcurrentWritersUpdatersPromoters(t *testing.T) {
+	s, _, root := newSet(t)
+	ctx := context.Background()
+	const (
+		writers, notesPerWriter = 4, 6
+		updaters, updatesEach   = 5, 4
+		promoters, inboxNotes   = 3, 6
+	)
+	mustCall(t, s, writer, "brain_write", `{"title":"Counter","body":"start\n","hall":"facts"}`, nil)
+	for i := range inboxNotes {
+		mustCall(t, s, writer, "brain_write", fmt.Sprintf(`{"title":"Inbox %d","body":"inbox body %d","inbox":true}`, i, i), nil)
+	}
+
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	var failures []string
+	fail := func(format string, args ...any) {
+		mu.Lock()
+		failures = append(failures, fmt.Sprintf(format, args...))
+		mu.Unlock()
+	}
+	created := map[string]int{} // contended slug → wins
+	acked := map[string]bool{}  // update markers acknowledged
+	promoted := map[string]int{}
+	conflicts := 0
+
+	for w := range writers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range notesPerWriter {
+				// Own note, plus one slug every writer races for.
+				res, isErr := s.Call(ctx, writer, "brain_write", []byte(fmt.Sprintf(`{"title":"W%d note %d","body":"uniqueword%dx%d","hall":"sources"}`, w, i, w, i)), nil)
+				if isErr {
+					fail("write own: %s", res)
+				}
+				res, isErr = s.Call(ctx, writer, "brain_write", []byte(fmt.Sprintf(`{"title":"Contended %d","body":"by writer %d","hall":"decisions"}`, i, w)), nil)
+				switch {
+				case !isErr:
+					mu.Lock()
+					created[fmt.Sprint(i)]++
+					mu.Unlock()
+				case !strings.Contains(string(res), `"already_exists"`):
+					fail("contended write: %s", res)
+				}
+			}
+		}()
+	}
+	for u := range updaters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for k := 0; k < updatesEach; {
+				var g struct {
+					ContentHash string `json:"content_hash"`
+					Body        string `json:"body"`
+				}
+				res, isErr := s.Call(ctx, reader, "brain_get", []byte(`{"id":"payments/facts/counter"}`), nil)
+				if isErr || json.Unmarshal(res, &g) != nil {
+					fail("get counter: %s", res)
+					return
+				}
+				marker := fmt.Sprintf("u%d-%d", u, k)
+				args, _ := json.Marshal(map[string]string{"id": "payments/facts/counter", "body": g.Body + marker + "\n", "reason": marker, "expected_hash": g.ContentHash})
+				res, isErr = s.Call(ctx, writer, "brain_update", args, nil)
+				switch {
+				case !isErr:
+					mu.Lock()
+					acked[marker] = true
+					mu.Unlock()
+					k++
+				case strings.Contains(string(res), `"conflict"`):
+					mu.Lock()
+					conflicts++
+					mu.Unlock()
+				default:
+					fail("update: %s", res)
+					return
+				}
+			}
+		}()
+	}
+	for range promoters {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range inboxNotes {
+				res, isErr := s.Call(ctx, curator, "brain_promote", []byte(fmt.Sprintf(`{"name":"inbox-%d","hall":"hypotheses"}`, i)), nil)
+				switch {
+				case !isErr:
+					mu.Lock()
+					promoted[fmt.Sprint(i)]++
+					mu.Unlock()
+				case strings.Contains(string(res), `"not_found"`), strings.Contains(string(res), `"already_exists"`):
+				default:
+					fail("promote: %s", res)
+				}
+			}
+		}()
+	}
+	wg.Add(1)
+	go func() { // a reader hammering the index meanwhile
+		defer wg.Done()
+		for range 30 {
+			for _, c := range []struct{ tool, args string }{{"brain_query", `{"query":"contended inbox note"}`}, {"brain_list", `{"limit":200}`}, {"brain_pending", `{}`}} {
+				if res, isErr := s.Call(ctx, reader, c.tool, []byte(c.args), nil); isErr {
+					fail("%s: %s", c.tool, res)
+				}
+			}
+		}
+	}()
+	wg.Wait()
+	for _, f := range failures {
+		t.Error(f)
+	}
+
+	// No lost update: every acknowledged marker is in the final body, once.
+	var g struct{ Body string }
+	mustCall(t, s, reader, "brain_get", `{"id":"payments/facts/counter"}`, &g)
+	if len(acked) != updaters*updatesEach {
+		t.Errorf("%d updates acknowledged, want %d", len(acked), updaters*updatesEach)
+	}
+	for m := range acked {
+		if strings.Count(g.Body, m+"\n") != 1 {
+			t.Errorf("acknowledged update %s lost or duplicated", m)
+		}
+	}
+	if lines := strings.Count(g.Body, "\n"); lines != 1+len(acked) {
+		t.Errorf("counter has %d lines, want %d", lines, 1+len(acked))
+	}
+	t.Logf("%d conflicts reported and retried", conflicts)
+	for i := range notesPerWriter {
+		if created[fmt.Sprint(i)] != 1 {
+			t.Errorf("contended slug %d created %d times", i, created[fmt.Sprint(i)])
+		}
+	}
+	for i := range inboxNotes {
+		if promoted[fmt.Sprint(i)] != 1 {
+			t.Errorf("inbox-%d promoted %d times", i, promoted[fmt.Sprint(i)])
+		}
+	}
+	if res := mustCall(t, s, reader, "brain_pending", `{}`, nil); res != `{"pending":[]}` {
+		t.Errorf("inbox after promotions: %s", res)
+	}
+
+	// No torn file, no temporary file.
+	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		if strings.HasPrefix(d.Name(), ".tmp-") {
+			t.Errorf("temporary file left: %s", p)
+		}
+		if strings.HasSuffix(p, ".md") && d.Name() != "_index.md" {
+			raw, _ := os.ReadFile(p)
+			doc, err := fm.Parse(raw)
+			if err != nil {
+				t.Errorf("torn note %s: %v", p, err)
+			} else if v, _ := doc.Get("created_by"); v == "" {
+				t.Errorf("note %s lost its frontmatter", p)
+			}
+		}
+		return nil
+	})
+
+	// The index agrees with the disk: a fresh store over the same files
+	// lists the same notes, and the live _index.md is what it generates.
+	live := listAll(t, s)
+	toc, _ := os.ReadFile(filepath.Join(root, "wiki/payments/_index.md"))
+	fresh, err := store.Open(ctx, store.Options{Root: root, Wing: wing, RescanInterval: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.Close()
+	if again := listAll(t, New(fresh, Options{})); again != live {
+		t.Errorf("live listing differs from a fresh scan:\n%s\n---\n%s", live, again)
+	}
+	if toc2, _ := os.ReadFile(filepath.Join(root, "wiki/payments/_index.md")); string(toc2) != string(toc) {
+		t.Errorf("_index.md differs from a fresh scan's")
+	}
+	wantNotes := 1 + writers*notesPerWriter + notesPerWriter + inboxNotes
+	if n := strings.Count(live, "\n"); n != wantNotes {
+		t.Errorf("%d notes listed, want %d", n, wantNotes)
+	}
+	for w := range writers {
+		for i := range notesPerWriter {
+			var r queryResult
+			mustCall(t, s, reader, "brain_query", fmt.Sprintf(`{"query":"uniqueword%dx%d"}`, w, i), &r)
+			if len(r.Hits) != 1 {
+				t.Errorf("note of writer %d #%d not found by its unique word", w, i)
+			}
+		}
+	}
+}
+
+// listAll lists every note (id, title, hash) through the tools.
+func listAll(t *testing.T, s *Set) string {
+	var b strings.Builder
+	cursor := ""
+	for {
+		var l listResult
+		mustCall(t, s, reader, "brain_list", `{"limit":200,"cursor":"`+cursor+`"}`, &l)
+		for _, n := range l.Notes {
+			var g struct {
+				ContentHash string `json:"content_hash"`
+			}
+			mustCall(t, s, reader, "brain_get", `{"id":"`+n.ID+`"}`, &g)
+			fmt.Fprintf(&b, "%s %s %s\n", n.ID, n.Title, g.ContentHash)
+		}
+		if cursor = l.NextCursor; cursor == "" {
+			return b.String()
+		}
+	}
+}
