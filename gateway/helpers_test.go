@@ -351,6 +351,7 @@ type shardServer struct {
 
 	mu     sync.Mutex
 	srv    *proto.Server
+	pc     net.PacketConn
 	cancel context.CancelFunc
 	done   chan struct{}
 }
@@ -385,14 +386,14 @@ func (s *shardServer) start(addr string) {
 		s.t.Fatal("proto server stopped before it was ready")
 	}
 	s.mu.Lock()
-	s.srv, s.cancel, s.done = srv, cancel, done
+	s.srv, s.cancel, s.done, s.pc = srv, cancel, done, pc
 	s.addr = srv.Addr().String()
 	s.mu.Unlock()
 }
 
 func (s *shardServer) stop() {
 	s.mu.Lock()
-	srv, cancel, done := s.srv, s.cancel, s.done
+	srv, cancel, done, pc := s.srv, s.cancel, s.done, s.pc
 	s.srv = nil
 	s.mu.Unlock()
 	if srv == nil {
@@ -403,6 +404,7 @@ func (s *shardServer) stop() {
 	c()
 	cancel()
 	<-done
+	_ = pc.Close()
 }
 
 // restart stops the server and starts a new one on the same address.
@@ -496,7 +498,7 @@ type testEnv struct {
 	logs   *syncBuffer
 }
 
-type envOpt func(*Config)
+type envOpt func(*Config, *Options)
 
 // newEnv starts an IdP, one proto server per wing and a gateway serving on
 // loopback. wings maps a wing name to its policy; order follows names.
@@ -531,11 +533,13 @@ func (e *testEnv) config(wcs []WingConfig, base string) Config {
 }
 
 // startGatewayOn builds and serves a gateway on ln; it returns the gateway.
-func (e *testEnv) startGatewayOn(ln net.Listener, cfg Config) *Gateway {
+func (e *testEnv) startGatewayOn(ln net.Listener, cfg Config, opt Options) *Gateway {
 	t := e.t
 	t.Helper()
-	logger := slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
-	gw, err := New(context.Background(), cfg, Options{Logger: logger, AuditLog: e.audit, ShardTLS: e.pki.gwTLS})
+	opt.Logger = slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	opt.AuditLog = e.audit
+	opt.ShardTLS = e.pki.gwTLS
+	gw, err := New(context.Background(), cfg, opt)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -559,10 +563,11 @@ func (e *testEnv) startGateway(wcs []WingConfig, opts ...envOpt) {
 	}
 	e.base = "http://" + ln.Addr().String()
 	cfg := e.config(wcs, e.base)
+	var opt Options
 	for _, o := range opts {
-		o(&cfg)
+		o(&cfg, &opt)
 	}
-	e.gw = e.startGatewayOn(ln, cfg)
+	e.gw = e.startGatewayOn(ln, cfg, opt)
 	e.url = e.base + "/mcp"
 }
 

@@ -56,6 +56,7 @@ type sessionCache struct {
 	mintTimeout time.Duration
 	metrics     sessionMetrics
 	log         *slog.Logger
+	misses      atomic.Int64 // lookups that joined a mint
 }
 
 // expiryMargin: a grant that expires sooner than this is re-minted rather
@@ -139,7 +140,6 @@ func (c *sessionCache) get(ctx context.Context, id auth.Identity, w *wing, reque
 		}
 		return g, false, nil
 	}
-	c.metrics.cacheMiss()
 	g, err = c.mint(ctx, id, w, requestID)
 	if err != nil {
 		return grant{}, true, err
@@ -220,6 +220,10 @@ func (c *sessionCache) mint(ctx context.Context, id auth.Identity, w *wing, requ
 		c.store(id.Email, w, g)
 		return mintResult{g: g}, nil
 	})
+	// Counted once the caller has joined the flight (DoChan registers it
+	// synchronously), so misses == callers waiting on or served by a mint.
+	c.misses.Add(1)
+	c.metrics.cacheMiss()
 	select {
 	case r := <-ch:
 		mr := r.Val.(mintResult)
