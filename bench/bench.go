@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"context"
 	"fmt"
 	"os"
 	"strconv"
@@ -9,6 +10,7 @@ import (
 	"github.com/blevesearch/bleve/v2/analysis/analyzer/standard"
 	"github.com/blevesearch/bleve/v2/index/scorch"
 	"github.com/blevesearch/bleve/v2/mapping"
+	"github.com/blevesearch/bleve/v2/search"
 	bleveindex "github.com/blevesearch/bleve_index_api"
 
 	"github.com/brainstem/brainstem/shard/index"
@@ -109,9 +111,32 @@ func BleveRequest(q string, boost float64) *bleve.SearchRequest {
 	return req
 }
 
-// SearchBleve runs q on bx and returns the ids of the top 10.
-func SearchBleve(bx bleve.Index, q string, boost float64) ([]string, error) {
-	res, err := bx.Search(BleveRequest(q, boost))
+// TrueFieldLengths returns BM25 statistics for bleve whose "field
+// cardinality" is the fields' total token count, so that bleve's average
+// field length is the real one. (bleve 2.6 derives it from the number of
+// distinct terms in the field, which at 100,000 notes makes the average body
+// length 1 token.) The counts come from index.Tokenize, which yields the
+// same tokens as bleve's standard analyzer on the synthetic corpus.
+func TrueFieldLengths(docs []index.Doc) *search.BM25Stats {
+	var title, body int
+	for _, d := range docs {
+		title += len(index.Tokenize(d.Title))
+		body += len(index.Tokenize(d.Body))
+	}
+	return &search.BM25Stats{
+		DocCount:         float64(len(docs)),
+		FieldCardinality: map[string]int{"title": title, "body": body},
+	}
+}
+
+// SearchBleve runs q on bx and returns the ids of the top 10. Non-nil stats
+// replace bleve's own BM25 statistics (see TrueFieldLengths).
+func SearchBleve(bx bleve.Index, q string, boost float64, stats *search.BM25Stats) ([]string, error) {
+	ctx := context.Background()
+	if stats != nil {
+		ctx = context.WithValue(ctx, search.BM25StatsKey, stats)
+	}
+	res, err := bx.SearchInContext(ctx, BleveRequest(q, boost))
 	if err != nil {
 		return nil, fmt.Errorf("bench: bleve search %q: %w", q, err)
 	}

@@ -40,6 +40,7 @@ func TestCompare(t *testing.T) {
 		t.Fatalf("bleve holds %d docs (%v), ours %d", got, err, ours.Len())
 	}
 
+	trueLengths := TrueFieldLengths(docs)
 	t.Logf("corpus: %d notes, %.1f MB text, GOMAXPROCS %d, %s", n, float64(text)/1e6, runtime.GOMAXPROCS(0), runtime.Version())
 	t.Logf("| measure | ours | bleve | ours ÷ bleve |")
 	t.Logf("|---|---:|---:|---:|")
@@ -52,13 +53,13 @@ func TestCompare(t *testing.T) {
 		// Warm up both (bleve builds per-field caches on first use).
 		for _, q := range qs[:50] {
 			ours.Search(q, index.Options{})
-			if _, err := SearchBleve(bx, q, index.DefaultTitleBoost); err != nil {
+			if _, err := SearchBleve(bx, q, index.DefaultTitleBoost, nil); err != nil {
 				t.Fatal(err)
 			}
 		}
 		oursLat := make([]time.Duration, 0, len(qs))
 		bleveLat := make([]time.Duration, 0, len(qs))
-		var overlap float64
+		var overlap, overlapTrue float64
 		compared := 0
 		for _, q := range qs {
 			start := time.Now()
@@ -66,7 +67,7 @@ func TestCompare(t *testing.T) {
 			oursLat = append(oursLat, time.Since(start))
 
 			start = time.Now()
-			bids, err := SearchBleve(bx, q, index.DefaultTitleBoost)
+			bids, err := SearchBleve(bx, q, index.DefaultTitleBoost, nil)
 			bleveLat = append(bleveLat, time.Since(start))
 			if err != nil {
 				t.Fatal(err)
@@ -79,13 +80,20 @@ func TestCompare(t *testing.T) {
 			}
 			overlap += topOverlap(hits, bids)
 			compared++
+			tids, err := SearchBleve(bx, q, index.DefaultTitleBoost, trueLengths)
+			if err != nil {
+				t.Fatal(err)
+			}
+			overlapTrue += topOverlap(hits, tids)
 		}
 		o, b := summarize(oursLat), summarize(bleveLat)
 		mean := overlap / float64(max(compared, 1))
+		meanTrue := overlapTrue / float64(max(compared, 1))
 		t.Logf("| query %d term(s) p50 | %v | %v | %.3f |", terms, o.p50, b.p50, float64(o.p50)/float64(b.p50))
 		t.Logf("| query %d term(s) p99 | %v | %v | %.3f |", terms, o.p99, b.p99, float64(o.p99)/float64(b.p99))
 		t.Logf("| query %d term(s) mean | %v | %v | %.3f |", terms, o.mean, b.mean, float64(o.mean)/float64(b.mean))
 		t.Logf("| top-10 overlap, %d term(s) | %.3f (%d queries with hits) | | |", terms, mean, compared)
+		t.Logf("| top-10 overlap, %d term(s), bleve given true field lengths | %.3f | | |", terms, meanTrue)
 		if compared > 0 && mean < 0.2 {
 			t.Errorf("%d-term queries: mean top-10 overlap %.3f; the bleve setup is not comparable", terms, mean)
 		}
