@@ -94,6 +94,7 @@ const (
 func TestScenarios(t *testing.T) {
 	for _, file := range scenarios(t) {
 		t.Run(strings.TrimSuffix(filepath.Base(file), "-values.yaml"), func(t *testing.T) {
+			t.Parallel()
 			v := loadScenario(t, file)
 			r := render(t, []string{file})
 			checkNames(t, r)
@@ -671,5 +672,18 @@ func checkServiceMonitors(t *testing.T, r release, v scenarioValues) {
 		if !scraped[svc.name()] {
 			t.Errorf("Service %s is scraped by no ServiceMonitor", svc.name())
 		}
+	}
+}
+
+// TestLint: `helm lint --strict` passes for every scenario.
+func TestLint(t *testing.T) {
+	for _, file := range scenarios(t) {
+		t.Run(filepath.Base(file), func(t *testing.T) {
+			t.Parallel()
+			out, err := runHelm("lint", "--strict", chartDir, "-f", file)
+			if err != nil {
+				t.Fatalf("%v\n%s", err, out)
+			}
+		})
 	}
 }

@@ -78,8 +78,16 @@ type wingCfg struct {
 // gatewayYAML returns the gateway.yaml text of the rendered gateway ConfigMap.
 func gatewayYAML(t *testing.T, r release) string {
 	t.Helper()
-	cm := r.get(t, "ConfigMap", releaseName+"-brainstem-gateway")
-	return digString(t, cm, "data", "gateway.yaml")
+	var found []string
+	for _, cm := range r.all("ConfigMap") {
+		if s, ok := dig(cm, "data", "gateway.yaml").(string); ok {
+			found = append(found, s)
+		}
+	}
+	if len(found) != 1 {
+		t.Fatalf("want one ConfigMap holding gateway.yaml, got %d", len(found))
+	}
+	return found[0]
 }
 
 // parseGatewayConfig decodes gateway.yaml strictly.

@@ -72,7 +72,13 @@ var defaultValues = filepath.Join(chartDir, "ci", "default-values.yaml")
 // valuesFile writes a YAML values overlay into a temp dir and returns its path.
 func valuesFile(t *testing.T, yamlText string) string {
 	t.Helper()
-	p := filepath.Join(t.TempDir(), "values.yaml")
+	// Not t.TempDir(): its path holds the test name, and helm splits -f on commas.
+	dir, err := os.MkdirTemp("", "helmtest")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { os.RemoveAll(dir) })
+	p := filepath.Join(dir, "values.yaml")
 	if err := os.WriteFile(p, []byte(yamlText), 0o600); err != nil {
 		t.Fatal(err)
 	}
