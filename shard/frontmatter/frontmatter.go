@@ -267,8 +267,14 @@ func (d *Doc) Delete(key string) {
 // header).
 func (d *Doc) Body() string { return d.body }
 
-// SetBody replaces the body.
-func (d *Doc) SetBody(body string) { d.body = body }
+// SetBody replaces the body. When the closing "---" ended the input without
+// a line ending, one is added so that the body starts on its own line.
+func (d *Doc) SetBody(body string) {
+	if body != "" && d.open != "" && !strings.HasSuffix(d.close, "\n") {
+		d.close += d.eol
+	}
+	d.body = body
+}
 
 // Bytes serialises the document: lines no edit touched are byte-identical
 // to the input. When there is no header but the body itself starts with a
@@ -460,34 +466,51 @@ func verifyOthers(old []entry, nd *Doc, key string) error {
 }
 
 // canonicalBudget bounds the nodes canonical visits while checking one
-// edit, so that alias bombs cannot blow it up: a header over budget refuses
-// the edit. A 64 KiB header without aliases has far fewer nodes.
+// edit, so that alias bombs and self-referencing aliases cannot blow it up: a
+// header over budget refuses the edit. A 64 KiB header without aliases has
+// far fewer nodes.
 const canonicalBudget = 1 << 18
 
+// maxCanonicalDepth bounds nesting (aliases included) the same way.
+const maxCanonicalDepth = 64
+
 // canonical renders a value's structure (kind, tag, scalar values, aliases
-// expanded) without comments, styles or positions.
+// expanded) without comments, styles or positions. It sets *budget below
+// zero when the value is too large or too deep to render.
 func canonical(n *yaml.Node, budget *int) string {
+	var b strings.Builder
+	writeCanonical(&b, n, budget, 0)
+	return b.String()
+}
+
+func writeCanonical(b *strings.Builder, n *yaml.Node, budget *int, depth int) {
 	*budget--
+	if depth > maxCanonicalDepth {
+		*budget = -1
+	}
 	if *budget < 0 {
-		return ""
+		return
 	}
 	if n == nil {
-		return "~nil"
+		b.WriteString("~nil")
+		return
 	}
 	switch n.Kind {
 	case yaml.AliasNode:
-		return canonical(n.Alias, budget)
+		writeCanonical(b, n.Alias, budget, depth+1)
+		return
 	case yaml.ScalarNode:
-		return n.ShortTag() + " " + strconv.Quote(n.Value)
+		b.WriteString(n.ShortTag())
+		b.WriteByte(' ')
+		b.WriteString(strconv.Quote(n.Value))
+		return
 	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "%d%s[", n.Kind, n.ShortTag())
+	fmt.Fprintf(b, "%d%s[", n.Kind, n.ShortTag())
 	for _, c := range n.Content {
-		b.WriteString(canonical(c, budget))
+		writeCanonical(b, c, budget, depth+1)
 		b.WriteByte(',')
 	}
 	b.WriteByte(']')
-	return b.String()
 }
 
 // anchorIn returns the first anchor defined in n or below it, or "".

@@ -476,3 +476,22 @@ func TestDecode(t *testing.T) {
 		t.Errorf("Decode into a mismatched struct: %v", err)
 	}
 }
+
+func TestSetBodyAfterFenceAtEOF(t *testing.T) {
+	d, err := Parse([]byte("---\r\na: 1\r\n---"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	d.SetBody("")
+	if got := string(d.Bytes()); got != "---\r\na: 1\r\n---" {
+		t.Fatalf("empty body changed the note: %q", got)
+	}
+	d.SetBody("text\r\n")
+	if got := string(d.Bytes()); got != "---\r\na: 1\r\n---\r\ntext\r\n" {
+		t.Fatalf("got %q", got)
+	}
+	d2, err := Parse(d.Bytes())
+	if err != nil || d2.Body() != "text\r\n" {
+		t.Fatalf("re-parse: %v, %q", err, d2.Body())
+	}
+}

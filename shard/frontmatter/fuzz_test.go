@@ -157,12 +157,14 @@ func FuzzSet(f *testing.F) {
 	})
 }
 
-// FuzzEdit covers SetStrings (op even) and Delete (op odd).
+// FuzzEdit covers SetStrings (op%3 == 0), Delete (1) and SetBody (2, the
+// body being list): the note always reads back as edited.
 func FuzzEdit(f *testing.F) {
 	addSeeds(f, func(raw string) {
 		f.Add([]byte(raw), "tags", "a,b c", uint8(0))
 		f.Add([]byte(raw), "title", "", uint8(1))
 		f.Add([]byte(raw), "a", "", uint8(1))
+		f.Add([]byte(raw), "", "---\nx: 1\n---\n", uint8(2))
 	})
 	f.Fuzz(func(t *testing.T, raw []byte, key, list string, op uint8) {
 		d, err := Parse(raw)
@@ -176,10 +178,21 @@ func FuzzEdit(f *testing.F) {
 			vals = strings.Split(list, ",")
 		}
 		existed := d.find(key) != nil
-		if op%2 == 0 {
+		switch op % 3 {
+		case 0:
 			d.SetStrings(key, vals)
-		} else {
+		case 1:
 			d.Delete(key)
+		case 2:
+			d.SetBody(list)
+			d2, err := Parse(d.Bytes())
+			if err != nil {
+				t.Fatalf("SetBody(%q) made the note unparseable: %v", list, err)
+			}
+			if d2.Body() != list || !slices.Equal(d2.Keys(), before.Keys()) {
+				t.Fatalf("SetBody(%q): body %q, keys %q", list, d2.Body(), d2.Keys())
+			}
+			return
 		}
 		if err := d.Err(); err != nil {
 			if !isSentinel(err) {
@@ -190,7 +203,7 @@ func FuzzEdit(f *testing.F) {
 			}
 			return
 		}
-		if op%2 == 1 {
+		if op%3 == 1 {
 			if !existed {
 				if !bytes.Equal(d.Bytes(), raw) {
 					t.Fatalf("Delete of a missing key changed the note")

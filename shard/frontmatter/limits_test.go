@@ -64,3 +64,23 @@ func TestDecodeRefusesAliasBomb(t *testing.T) {
 		t.Fatalf("Err() = %v", d.Err())
 	}
 }
+
+// A key aliasing the mapping that contains it (found by FuzzEdit): edits
+// must finish quickly, refusing rather than expanding forever.
+func TestSelfReferencingAlias(t *testing.T) {
+	raw := "---\n&x \nb: *x\n---"
+	d, err := Parse([]byte(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, ok := d.Get("b"); ok {
+		t.Error("Get of a mapping alias reported a scalar")
+	}
+	d.SetStrings("a", nil)
+	if !errors.Is(d.Err(), ErrInvalidYAML) {
+		t.Fatalf("Err() = %v", d.Err())
+	}
+	if string(d.Bytes()) != raw {
+		t.Fatal("refused edit changed the note")
+	}
+}

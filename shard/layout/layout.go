@@ -3,6 +3,7 @@ package layout
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -227,13 +228,13 @@ func ParseID(s string) (ID, error) {
 		}
 	}
 	parts := strings.Split(s, "/")
+	if strings.HasPrefix(s, "/") || strings.Contains(s, `\`) || slices.Contains(parts, "..") || slices.Contains(parts, ".") {
+		return ID{}, reject(ErrEscape, "note id %s is not a plain id (no leading '/', '\\', '.' or '..'): use wing/hall/slug or wiki/wing/hall/slug.md", preview(s))
+	}
 	if len(parts) == 4 && parts[0] == TopWiki {
 		parts = parts[1:]
 	}
 	if len(parts) != 3 {
-		if strings.Contains(s, "..") || strings.HasPrefix(s, "/") || strings.Contains(s, `\`) {
-			return ID{}, reject(ErrEscape, "note id %s is not a plain id: use wing/hall/slug or wiki/wing/hall/slug.md", preview(s))
-		}
 		return ID{}, reject(ErrInvalidName, "note id %s must be wing/hall/slug (or the path wiki/wing/hall/slug.md)", preview(s))
 	}
 	id := ID{Wing: parts[0], Hall: parts[1], Slug: strings.TrimSuffix(parts[2], NoteExt)}
