@@ -43,7 +43,7 @@ type testIdP struct {
 	failDiscovery, failJWKS atomic.Bool
 }
 
-func newTestIdP(t *testing.T) *testIdP {
+func newTestIdP(t testing.TB) *testIdP {
 	t.Helper()
 	idp := &testIdP{keys: map[string]*rsa.PrivateKey{}}
 	mux := http.NewServeMux()
@@ -176,7 +176,7 @@ func without(m map[string]any, key string) map[string]any {
 
 // newTestVerifier builds a Verifier for idp with the fake clock; mutate
 // adjusts the config.
-func newTestVerifier(t *testing.T, idp *testIdP, clk *fakeClock, mutate func(*Config)) *Verifier {
+func newTestVerifier(t testing.TB, idp *testIdP, clk *fakeClock, mutate func(*Config)) *Verifier {
 	t.Helper()
 	cfg := Config{
 		Issuers:    []IssuerConfig{{URL: idp.URL, Audiences: []string{"brainstem", "other-client"}}},
