@@ -21,7 +21,8 @@
 //     "{a: 1}" or a list), repeats a top-level key, has a non-scalar or
 //     explicit ("? key") top-level key, holds several YAML documents, or uses
 //     a line break other than "\n" or "\r\n" (a lone "\r", U+0085, U+2028,
-//     U+2029) is ErrInvalidYAML; the message gives the file line.
+//     U+2029) or a document end line "..." is ErrInvalidYAML; the message
+//     gives the file line whenever yaml.v3 reports one.
 //
 // # Editing
 //

@@ -369,7 +369,7 @@ func (d *Doc) edit(key, text string, put bool, ok func(*Doc) bool) error {
 		eol := lineEnding(d.lines[e.start])
 		if c := trailingComment(d.lines[e.start], e); c != "" && e.end-e.start == 1 {
 			withComment := d.clone(spliced(d.lines, e.start, e.end, line+c+eol))
-			if withComment.commitCheck(d.keys, key, ok) == nil {
+			if verify(withComment, d.keys, key, ok) == nil {
 				d.adopt(withComment)
 				return nil
 			}
@@ -403,16 +403,16 @@ func (d *Doc) adopt(nd *Doc) {
 
 func (d *Doc) commit(lines []string, key string, ok func(*Doc) bool) error {
 	nd := d.clone(lines)
-	if err := nd.commitCheck(d.keys, key, ok); err != nil {
+	if err := verify(nd, d.keys, key, ok); err != nil {
 		return err
 	}
 	d.adopt(nd)
 	return nil
 }
 
-// commitCheck indexes nd's lines and verifies the edit of key against the
-// keys before the edit.
-func (nd *Doc) commitCheck(old []entry, key string, ok func(*Doc) bool) error {
+// verify indexes the lines of nd, an edited copy, and checks the edit of key
+// against old, the keys before the edit.
+func verify(nd *Doc, old []entry, key string, ok func(*Doc) bool) error {
 	size := 0
 	for _, l := range nd.lines {
 		size += len(l)

@@ -10,7 +10,8 @@
 //	sessions/<wing>/<session>.jsonl  append-only session logs
 //
 // A note id is "<wing>/<hall>/<slug>": the brain-relative path of the note
-// without the "wiki/" prefix and the ".md" suffix.
+// without the "wiki/" prefix and the ".md" suffix. ParseID also accepts the
+// note's path "wiki/<wing>/<hall>/<slug>.md" (and "<wing>/<hall>/<slug>.md").
 //
 // # Naming rules
 //

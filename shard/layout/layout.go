@@ -7,8 +7,10 @@ import (
 	"strings"
 )
 
-// Sentinel errors. Every error returned by this package wraps at least one of
-// them; name length violations wrap both ErrInvalidName and ErrTooLong.
+// Sentinel errors. Every rejection by this package wraps at least one of
+// them; name and segment length violations wrap both ErrInvalidName and
+// ErrTooLong. (Resolve also returns unexpected I/O errors from lstat, wrapped
+// as they are.)
 var (
 	// ErrInvalidName reports a wing, slug, inbox name, session or path
 	// segment that breaks the naming rules.
