@@ -1,0 +1,141 @@
+package proto
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"io"
+	"slices"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brainstem/brainstem/proto/pki"
+	"github.com/quic-go/quic-go"
+)
+
+// latencies collects per-call round-trip times from concurrent workers and
+// reports p50-ns, p99-ns and calls/s.
+func reportLatencies(b *testing.B, lat [][]time.Duration, elapsed time.Duration) {
+	var all []time.Duration
+	for _, l := range lat {
+		all = append(all, l...)
+	}
+	if len(all) == 0 {
+		return
+	}
+	slices.Sort(all)
+	b.ReportMetric(float64(all[len(all)/2].Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(all[len(all)*99/100].Nanoseconds()), "p99-ns")
+	b.ReportMetric(float64(len(all))/elapsed.Seconds(), "calls/s")
+}
+
+// runConcurrent runs b.N calls of fn over g workers.
+func runConcurrent(b *testing.B, g int, fn func() error) {
+	lat := make([][]time.Duration, g)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	b.ResetTimer()
+	start := time.Now()
+	for w := range g {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for next.Add(1) <= int64(b.N) {
+				t0 := time.Now()
+				if err := fn(); err != nil {
+					b.Error(err)
+					return
+				}
+				lat[w] = append(lat[w], time.Since(t0))
+			}
+		}()
+	}
+	wg.Wait()
+	elapsed := time.Since(start)
+	b.StopTimer()
+	reportLatencies(b, lat, elapsed)
+}
+
+// BenchmarkCall measures a 1 KiB Call round trip (request and response of
+// 1 KiB) over one connection at 1 and 64 concurrent streams.
+func BenchmarkCall(b *testing.B) {
+	f := newFixture(b)
+	srv := startServer(b, f, &handler{}, ServerConfig{}, "127.0.0.1:0")
+	c := newClient(b, f, srv.Addr().String(), ClientConfig{})
+	req := &CallRequest{RequestID: "bench", Token: string(bytes.Repeat([]byte("t"), 200)), Tool: "brain_get", Args: bytes.Repeat([]byte("a"), 1024)}
+	if _, err := c.Call(context.Background(), req); err != nil {
+		b.Fatal(err)
+	}
+	for _, g := range []int{1, 64} {
+		b.Run(map[int]string{1: "streams=1", 64: "streams=64"}[g], func(b *testing.B) {
+			b.ReportAllocs()
+			runConcurrent(b, g, func() error {
+				_, err := c.Call(context.Background(), req)
+				return err
+			})
+		})
+	}
+}
+
+// BenchmarkRawQUICEcho is the baseline: the same 1 KiB round trip with bare
+// quic-go (one stream per request, server echoes and FINs), same TLS, same
+// machine, no framing or handler.
+func BenchmarkRawQUICEcho(b *testing.B) {
+	f := newFixture(b)
+	stls := f.serverTLS(b)
+	ln, err := quic.ListenAddr("127.0.0.1:0", stls, &quic.Config{MaxIncomingStreams: DefaultMaxStreams})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ln.Close() })
+	go func() {
+		for {
+			conn, err := ln.Accept(context.Background())
+			if err != nil {
+				return
+			}
+			go func() {
+				for {
+					st, err := conn.AcceptStream(context.Background())
+					if err != nil {
+						return
+					}
+					go func() {
+						buf, _ := io.ReadAll(st)
+						st.Write(buf)
+						st.Close()
+					}()
+				}
+			}()
+		}
+	}()
+	ctls := f.clientTLS(b, pki.RoleGateway)
+	conn, err := quic.DialAddr(context.Background(), ln.Addr().String(), ctls, &quic.Config{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { conn.CloseWithError(0, "") })
+	msg := bytes.Repeat([]byte("a"), 1024+200)
+	echo := func() error {
+		st, err := conn.OpenStreamSync(context.Background())
+		if err != nil {
+			return err
+		}
+		if _, err := st.Write(msg); err != nil {
+			return err
+		}
+		st.Close()
+		_, err = io.ReadAll(st)
+		return err
+	}
+	for _, g := range []int{1, 64} {
+		b.Run(map[int]string{1: "streams=1", 64: "streams=64"}[g], func(b *testing.B) {
+			b.ReportAllocs()
+			runConcurrent(b, g, echo)
+		})
+	}
+}
+
+var _ = tls.VersionTLS13

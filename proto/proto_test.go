@@ -1,0 +1,703 @@
+package proto
+
+import (
+	"bytes"
+	"context"
+	"crypto/tls"
+	"errors"
+	"fmt"
+	"io"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brainstem/brainstem/proto/pki"
+	"github.com/quic-go/quic-go"
+)
+
+func TestALPNMatchesPKI(t *testing.T) {
+	if ALPN != pki.ALPN {
+		t.Fatalf("proto.ALPN %q != pki.ALPN %q", ALPN, pki.ALPN)
+	}
+}
+
+func TestAllMessages(t *testing.T) {
+	f := newFixture(t)
+	type seen struct {
+		id   string
+		peer Peer
+	}
+	got := make(chan seen, 10)
+	h := &handler{
+		call: func(ctx context.Context, req *CallRequest) (*CallResponse, error) {
+			got <- seen{id: RequestIDFrom(ctx)}
+			return &CallResponse{Result: append([]byte("echo:"), req.Args...), IsError: req.Tool == "fails"}, nil
+		},
+		mint: func(ctx context.Context, peer Peer, req *MintRequest) (*MintResponse, error) {
+			got <- seen{id: RequestIDFrom(ctx), peer: peer}
+			return &MintResponse{Token: "tok:" + req.Email + ":" + strings.Join(req.Groups, ","), Caps: []string{"read", "write"}, Expiry: req.NotAfter}, nil
+		},
+		listTools: func(ctx context.Context) (*ListToolsResponse, error) {
+			got <- seen{id: RequestIDFrom(ctx)}
+			return &ListToolsResponse{Tools: []byte(`[{"name":"brain_get"}]`)}, nil
+		},
+	}
+	srv := startServer(t, f, h, ServerConfig{}, "127.0.0.1:0")
+	c := newClient(t, f, srv.Addr().String(), ClientConfig{})
+	ctx := context.Background()
+
+	cr, err := c.Call(ctx, &CallRequest{RequestID: "call-1", Token: "t", Tool: "fails", Args: []byte(`{"a":1}`)})
+	if err != nil || string(cr.Result) != `echo:{"a":1}` || !cr.IsError {
+		t.Fatalf("Call = %+v, %v", cr, err)
+	}
+	if s := <-got; s.id != "call-1" {
+		t.Errorf("handler saw request id %q, want call-1", s.id)
+	}
+
+	notAfter := time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC)
+	mr, err := c.Mint(ctx, &MintRequest{RequestID: "mint-1", Email: "ada@acme.com", Groups: []string{"eng", "ops"}, NotAfter: notAfter})
+	if err != nil || mr.Token != "tok:ada@acme.com:eng,ops" || !mr.Expiry.Equal(notAfter) || len(mr.Caps) != 2 {
+		t.Fatalf("Mint = %+v, %v", mr, err)
+	}
+	if s := <-got; s.id != "mint-1" || s.peer != (Peer{Role: "gateway", CommonName: "gateway-test"}) {
+		t.Errorf("Mint handler saw %+v", s)
+	}
+
+	lt, err := c.ListTools(WithRequestID(ctx, "lt-1"))
+	if err != nil || string(lt.Tools) != `[{"name":"brain_get"}]` {
+		t.Fatalf("ListTools = %+v, %v", lt, err)
+	}
+	if s := <-got; s.id != "lt-1" {
+		t.Errorf("ListTools handler saw request id %q", s.id)
+	}
+	// Without an id the client generates one.
+	if _, err := c.ListTools(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if s := <-got; s.id == "" {
+		t.Error("no generated request id")
+	}
+
+	st, err := c.Stats(ctx, &StatsRequest{Query: "keys"})
+	if err != nil || st.Docs != 3 || st.DocFreq["keys"] != 2 {
+		t.Fatalf("Stats = %+v, %v", st, err)
+	}
+	hr, err := c.Health(ctx)
+	if err != nil || *hr != (HealthResponse{Wing: "payments", Ready: true, Notes: 7, Version: "test"}) {
+		t.Fatalf("Health = %+v, %v", hr, err)
+	}
+	if !c.Connected() {
+		t.Error("Connected() = false after successful calls")
+	}
+}
+
+func TestMutualTLS(t *testing.T) {
+	f := newFixture(t)
+	other := newFixture(t) // another CA
+	srv := startServer(t, f, &handler{}, ServerConfig{}, "127.0.0.1:0")
+	addr := srv.Addr().String()
+
+	noCert, err := pki.ClientTLS(f.ca.CertPEM(), f.gwCert, f.gwKey, "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	noCert.Certificates = nil
+
+	tests := []struct {
+		name       string
+		tls        *tls.Config
+		connect    bool
+		mintCode   Code
+		mintWorked bool
+	}{
+		{"no client certificate", noCert, false, 0, false},
+		{"certificate from another CA", other.clientTLS(t, pki.RoleGateway), false, 0, false},
+		{"shard certificate", f.clientTLS(t, pki.RoleShard), true, CodeForbidden, false},
+		{"gateway certificate", f.clientTLS(t, pki.RoleGateway), true, 0, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := newClient(t, f, addr, ClientConfig{TLS: tt.tls, DialTimeout: 2 * time.Second})
+			ctx := context.Background()
+			_, herr := c.Health(ctx)
+			mr, merr := c.Mint(ctx, &MintRequest{Email: "ada@acme.com"})
+			if !tt.connect {
+				if !isUnavailable(herr) || !isUnavailable(merr) {
+					t.Fatalf("Health err = %v, Mint err = %v; want ErrUnavailable", herr, merr)
+				}
+				return
+			}
+			if herr != nil {
+				t.Fatalf("Health: %v", herr)
+			}
+			if tt.mintWorked {
+				if merr != nil || mr.Token != "token-for-ada@acme.com" {
+					t.Fatalf("Mint = %+v, %v", mr, merr)
+				}
+				return
+			}
+			if CodeOf(merr) != tt.mintCode {
+				t.Fatalf("Mint err = %v, want code %s", merr, tt.mintCode)
+			}
+		})
+	}
+
+	// The client refuses a server that is not a shard (a gateway cert
+	// cannot serve: it lacks server auth; and the role is checked too).
+	t.Run("client refuses a server of another CA", func(t *testing.T) {
+		srv2 := startServer(t, other, &handler{}, ServerConfig{}, "127.0.0.1:0")
+		c := newClient(t, f, srv2.Addr().String(), ClientConfig{DialTimeout: 2 * time.Second})
+		if _, err := c.Health(context.Background()); !isUnavailable(err) {
+			t.Fatalf("err = %v, want ErrUnavailable", err)
+		}
+	})
+}
+
+func TestConcurrentCallsShareOneConnection(t *testing.T) {
+	f := newFixture(t)
+	srv := startServer(t, f, &handler{}, ServerConfig{}, "127.0.0.1:0")
+	c := newClient(t, f, srv.Addr().String(), ClientConfig{})
+	const n = 200
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := fmt.Appendf(nil, `{"i":%d}`, i)
+			r, err := c.Call(context.Background(), &CallRequest{Tool: "t", Args: args})
+			if err != nil {
+				errs <- err
+				return
+			}
+			if !bytes.Equal(r.Result, args) {
+				errs <- fmt.Errorf("call %d got %q", i, r.Result)
+			}
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	srv.mu.Lock()
+	conns := len(srv.conns)
+	srv.mu.Unlock()
+	if conns != 1 {
+		t.Fatalf("server has %d connections, want 1 (one shared dial)", conns)
+	}
+}
+
+func TestCancelResetsStreamAndFreesHandler(t *testing.T) {
+	f := newFixture(t)
+	entered := make(chan struct{})
+	observed := make(chan error, 1)
+	h := &handler{call: func(ctx context.Context, req *CallRequest) (*CallResponse, error) {
+		close(entered)
+		<-ctx.Done()
+		observed <- context.Cause(ctx)
+		return nil, ctx.Err()
+	}}
+	srv := startServer(t, f, h, ServerConfig{}, "127.0.0.1:0")
+	c := newClient(t, f, srv.Addr().String(), ClientConfig{})
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() {
+		_, err := c.Call(ctx, &CallRequest{Tool: "slow"})
+		done <- err
+	}()
+	<-entered
+	cancel()
+	if err := <-done; !errors.Is(err, context.Canceled) {
+		t.Fatalf("Call err = %v, want context.Canceled", err)
+	}
+	if cause := <-observed; !errors.Is(cause, errStreamReset) {
+		t.Fatalf("handler ctx cause = %v, want the stream reset", cause)
+	}
+	// The connection survives a cancelled stream.
+	if _, err := c.Health(context.Background()); err != nil {
+		t.Fatalf("Health after cancel: %v", err)
+	}
+}
+
+func TestDeadlinePropagation(t *testing.T) {
+	f := newFixture(t)
+	type result struct {
+		dl  time.Time
+		ok  bool
+		err error
+	}
+	seen := make(chan result, 1)
+	h := &handler{call: func(ctx context.Context, req *CallRequest) (*CallResponse, error) {
+		dl, ok := ctx.Deadline()
+		if req.Tool == "wait" {
+			<-ctx.Done()
+			seen <- result{dl, ok, ctx.Err()}
+			return nil, ctx.Err()
+		}
+		seen <- result{dl, ok, nil}
+		return &CallResponse{}, nil
+	}}
+	srv := startServer(t, f, h, ServerConfig{}, "127.0.0.1:0")
+	c := newClient(t, f, srv.Addr().String(), ClientConfig{})
+
+	t.Run("no deadline", func(t *testing.T) {
+		if _, err := c.Call(context.Background(), &CallRequest{Tool: "t"}); err != nil {
+			t.Fatal(err)
+		}
+		if r := <-seen; r.ok {
+			t.Fatalf("handler has deadline %v; the caller had none", r.dl)
+		}
+	})
+	t.Run("deadline travels", func(t *testing.T) {
+		want := time.Now().Add(time.Hour)
+		ctx, cancel := context.WithDeadline(context.Background(), want)
+		defer cancel()
+		if _, err := c.Call(ctx, &CallRequest{Tool: "t"}); err != nil {
+			t.Fatal(err)
+		}
+		r := <-seen
+		// Sent as the remaining duration: the handler's deadline is the
+		// caller's shifted by the transit time (same clock here).
+		if !r.ok || r.dl.Before(want.Add(-time.Minute)) || r.dl.After(want.Add(time.Minute)) {
+			t.Fatalf("handler deadline %v (ok=%v), caller's %v", r.dl, r.ok, want)
+		}
+	})
+	t.Run("deadline expires", func(t *testing.T) {
+		ctx, cancel := context.WithTimeout(context.Background(), 200*time.Millisecond)
+		defer cancel()
+		_, err := c.Call(ctx, &CallRequest{Tool: "wait"})
+		if !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("Call err = %v, want context.DeadlineExceeded", err)
+		}
+		if r := <-seen; !errors.Is(r.err, context.DeadlineExceeded) && !errors.Is(r.err, context.Canceled) {
+			t.Fatalf("handler ctx err = %v", r.err)
+		}
+	})
+	t.Run("already expired", func(t *testing.T) {
+		ctx, cancel := context.WithDeadline(context.Background(), time.Now().Add(-time.Second))
+		defer cancel()
+		if _, err := c.Call(ctx, &CallRequest{Tool: "t"}); !errors.Is(err, context.DeadlineExceeded) {
+			t.Fatalf("err = %v", err)
+		}
+	})
+}
+
+func TestTooLarge(t *testing.T) {
+	f := newFixture(t)
+	var calls atomic.Int32
+	h := &handler{call: func(ctx context.Context, req *CallRequest) (*CallResponse, error) {
+		calls.Add(1)
+		switch req.Tool {
+		case "big": // over the server's limit
+			return &CallResponse{Result: bytes.Repeat([]byte("r"), 8<<10)}, nil
+		case "3k": // within the server's limit, over the small client's
+			return &CallResponse{Result: bytes.Repeat([]byte("r"), 3<<10)}, nil
+		}
+		return &CallResponse{Result: req.Args}, nil
+	}}
+	srv := startServer(t, f, h, ServerConfig{MaxMessageBytes: 4 << 10}, "127.0.0.1:0")
+	addr := srv.Addr().String()
+	big := bytes.Repeat([]byte("a"), 6<<10)
+
+	t.Run("client refuses before sending", func(t *testing.T) {
+		c := newClient(t, f, addr, ClientConfig{MaxMessageBytes: 1 << 10})
+		before := calls.Load()
+		if _, err := c.Call(context.Background(), &CallRequest{Tool: "t", Args: big}); !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("err = %v, want ErrTooLarge", err)
+		}
+		if c.Connected() || calls.Load() != before {
+			t.Fatal("an over-limit request was sent")
+		}
+	})
+	t.Run("server refuses a large request", func(t *testing.T) {
+		c := newClient(t, f, addr, ClientConfig{})
+		before := calls.Load()
+		_, err := c.Call(context.Background(), &CallRequest{Tool: "t", Args: big})
+		if CodeOf(err) != CodeTooLarge {
+			t.Fatalf("err = %v, want CodeTooLarge", err)
+		}
+		if calls.Load() != before {
+			t.Fatal("the handler ran for an over-limit request")
+		}
+		if _, err := c.Health(context.Background()); err != nil {
+			t.Fatalf("connection unusable after refusal: %v", err)
+		}
+	})
+	t.Run("server refuses to send a large response", func(t *testing.T) {
+		c := newClient(t, f, addr, ClientConfig{})
+		if _, err := c.Call(context.Background(), &CallRequest{Tool: "big"}); CodeOf(err) != CodeTooLarge {
+			t.Fatalf("err = %v, want CodeTooLarge", err)
+		}
+	})
+	t.Run("client refuses a large response", func(t *testing.T) {
+		c := newClient(t, f, addr, ClientConfig{MaxMessageBytes: 2 << 10})
+		if _, err := c.Call(context.Background(), &CallRequest{Tool: "t", Args: bytes.Repeat([]byte("a"), 1<<10)}); err != nil {
+			t.Fatalf("within limits: %v", err)
+		}
+		if _, err := c.Call(context.Background(), &CallRequest{Tool: "3k"}); !errors.Is(err, ErrTooLarge) {
+			t.Fatalf("err = %v, want ErrTooLarge", err)
+		}
+		if _, err := c.Health(context.Background()); err != nil {
+			t.Fatalf("connection unusable after refusing a response: %v", err)
+		}
+	})
+}
+
+func TestHandlerErrorsAndPanics(t *testing.T) {
+	f := newFixture(t)
+	h := &handler{call: func(ctx context.Context, req *CallRequest) (*CallResponse, error) {
+		switch req.Tool {
+		case "panic":
+			panic("boom")
+		case "coded":
+			return nil, &Error{Code: CodeUnknownTool, Message: "no tool x"}
+		case "wrapped":
+			return nil, fmt.Errorf("tools: %w", &Error{Code: CodeUnauthenticated, Message: "expired"})
+		case "secret":
+			return nil, errors.New("disk /var/secret/key unreadable")
+		case "deadline":
+			return nil, fmt.Errorf("store: %w", context.DeadlineExceeded)
+		case "nil":
+			return nil, nil
+		}
+		return &CallResponse{Result: []byte("ok")}, nil
+	}}
+	srv := startServer(t, f, h, ServerConfig{}, "127.0.0.1:0")
+	c := newClient(t, f, srv.Addr().String(), ClientConfig{})
+	tests := []struct {
+		tool string
+		want *Error
+	}{
+		{"panic", &Error{Code: CodeInternal, Message: "internal error"}},
+		{"coded", &Error{Code: CodeUnknownTool, Message: "no tool x"}},
+		{"wrapped", &Error{Code: CodeUnauthenticated, Message: "expired"}},
+		{"secret", &Error{Code: CodeInternal, Message: "internal error"}},
+		{"deadline", &Error{Code: CodeDeadline}},
+		{"nil", &Error{Code: CodeInternal}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.tool, func(t *testing.T) {
+			_, err := c.Call(context.Background(), &CallRequest{Tool: tt.tool})
+			if !errors.Is(err, tt.want) {
+				t.Fatalf("err = %v, want %v", err, tt.want)
+			}
+			var pe *Error
+			if !errors.As(err, &pe) || strings.Contains(pe.Message, "secret") {
+				t.Fatalf("err = %#v leaks detail or is not *Error", err)
+			}
+		})
+	}
+	// The server survived the panic.
+	if r, err := c.Call(context.Background(), &CallRequest{Tool: "fine"}); err != nil || string(r.Result) != "ok" {
+		t.Fatalf("after panic: %v, %v", r, err)
+	}
+}
+
+func TestServerRestartAndReconnect(t *testing.T) {
+	f := newFixture(t)
+	entered := make(chan struct{}, 2)
+	gen := func(name string) *handler {
+		return &handler{
+			call: func(ctx context.Context, req *CallRequest) (*CallResponse, error) {
+				if req.Tool == "block" {
+					entered <- struct{}{}
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return &CallResponse{Result: []byte(name)}, nil
+			},
+			health: func(ctx context.Context) (*HealthResponse, error) {
+				if name == "first" {
+					entered <- struct{}{}
+					<-ctx.Done()
+					return nil, ctx.Err()
+				}
+				return &HealthResponse{Wing: name, Ready: true}, nil
+			},
+		}
+	}
+	srv1 := startServer(t, f, gen("first"), ServerConfig{}, "127.0.0.1:0")
+	addr := srv1.Addr().String()
+	c := newClient(t, f, addr, ClientConfig{DialTimeout: 10 * time.Second})
+	if r, err := c.Call(context.Background(), &CallRequest{Tool: "t"}); err != nil || string(r.Result) != "first" {
+		t.Fatalf("first call: %v %v", r, err)
+	}
+
+	// Two requests are in flight when the server stops: a Call (never
+	// retried: fails with ErrUnavailable) and a Health (idempotent:
+	// retried once on a fresh connection, which reaches the restarted
+	// server).
+	callErr := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), &CallRequest{Tool: "block"})
+		callErr <- err
+	}()
+	healthRes := make(chan string, 1)
+	go func() {
+		h, err := c.Health(context.Background())
+		if err != nil {
+			healthRes <- "error: " + err.Error()
+			return
+		}
+		healthRes <- h.Wing
+	}()
+	<-entered
+	<-entered
+	srv1.stop(t)
+	if err := <-callErr; !isUnavailable(err) {
+		t.Fatalf("in-flight Call err = %v, want ErrUnavailable", err)
+	}
+	srv2 := startServer(t, f, gen("second"), ServerConfig{}, addr)
+	if got := <-healthRes; got != "second" {
+		t.Fatalf("in-flight Health = %q, want a retried answer from the restarted server", got)
+	}
+	if r, err := c.Call(context.Background(), &CallRequest{Tool: "t"}); err != nil || string(r.Result) != "second" {
+		t.Fatalf("after restart: %v %v", r, err)
+	}
+	if !c.Connected() {
+		t.Fatal("not connected after restart")
+	}
+
+	// During a gap, calls fail with ErrUnavailable; afterwards the same
+	// client succeeds again.
+	srv2.stop(t)
+	gap := newClient(t, f, addr, ClientConfig{DialTimeout: 300 * time.Millisecond})
+	if _, err := gap.Health(context.Background()); !isUnavailable(err) {
+		t.Fatalf("Health during the gap: %v, want ErrUnavailable", err)
+	}
+	if _, err := c.Call(context.Background(), &CallRequest{Tool: "t"}); !isUnavailable(err) {
+		t.Fatalf("Call during the gap: %v, want ErrUnavailable", err)
+	}
+	startServer(t, f, gen("third"), ServerConfig{}, addr)
+	if r, err := c.Call(context.Background(), &CallRequest{Tool: "t"}); err != nil || string(r.Result) != "third" {
+		t.Fatalf("after the gap: %v %v", r, err)
+	}
+	if r, err := gap.Health(context.Background()); err != nil || r.Wing != "third" {
+		t.Fatalf("gap client after the gap: %v %v", r, err)
+	}
+}
+
+func TestGracefulShutdownDrains(t *testing.T) {
+	f := newFixture(t)
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	h := &handler{call: func(ctx context.Context, req *CallRequest) (*CallResponse, error) {
+		close(entered)
+		<-release
+		return &CallResponse{Result: []byte("finished")}, nil
+	}}
+	srv := startServer(t, f, h, ServerConfig{}, "127.0.0.1:0")
+	c := newClient(t, f, srv.Addr().String(), ClientConfig{DialTimeout: 300 * time.Millisecond})
+	res := make(chan string, 1)
+	go func() {
+		r, err := c.Call(context.Background(), &CallRequest{Tool: "slow"})
+		if err != nil {
+			res <- "error: " + err.Error()
+			return
+		}
+		res <- string(r.Result)
+	}()
+	<-entered
+	shutdownDone := make(chan error, 1)
+	go func() { shutdownDone <- srv.Shutdown(context.Background()) }()
+	<-srv.shutdown // draining has begun
+
+	// New requests are refused while draining: on the old connection
+	// (CodeUnavailable, flagged unprocessed) or, once the client heard
+	// GOAWAY, by failing to reach a new one (ErrUnavailable).
+	if _, err := c.Call(context.Background(), &CallRequest{Tool: "new"}); CodeOf(err) != CodeUnavailable && !isUnavailable(err) {
+		t.Fatalf("Call while draining: %v", err)
+	}
+	select {
+	case err := <-shutdownDone:
+		t.Fatalf("Shutdown returned (%v) with a handler in flight", err)
+	default:
+	}
+	close(release)
+	if got := <-res; got != "finished" {
+		t.Fatalf("in-flight call = %q, want it to finish", got)
+	}
+	if err := <-shutdownDone; err != nil {
+		t.Fatalf("Shutdown: %v", err)
+	}
+	if err := srv.wait(); err != nil {
+		t.Fatalf("Serve: %v", err)
+	}
+}
+
+func TestShutdownContextExpiresCancelsHandlers(t *testing.T) {
+	f := newFixture(t)
+	entered := make(chan struct{})
+	observed := make(chan error, 1)
+	h := &handler{call: func(ctx context.Context, req *CallRequest) (*CallResponse, error) {
+		close(entered)
+		<-ctx.Done()
+		observed <- context.Cause(ctx)
+		return nil, ctx.Err()
+	}}
+	srv := startServer(t, f, h, ServerConfig{}, "127.0.0.1:0")
+	c := newClient(t, f, srv.Addr().String(), ClientConfig{})
+	callErr := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), &CallRequest{Tool: "stuck"})
+		callErr <- err
+	}()
+	<-entered
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if err := srv.Shutdown(ctx); !errors.Is(err, context.Canceled) {
+		t.Fatalf("Shutdown = %v, want context.Canceled", err)
+	}
+	if cause := <-observed; !errors.Is(cause, errServerStopping) {
+		t.Fatalf("handler cause = %v", cause)
+	}
+	if err := <-callErr; err == nil {
+		t.Fatal("stuck call succeeded")
+	}
+}
+
+func TestMaxInFlight(t *testing.T) {
+	f := newFixture(t)
+	var calls atomic.Int32
+	entered := make(chan struct{})
+	release := make(chan struct{})
+	h := &handler{call: func(ctx context.Context, req *CallRequest) (*CallResponse, error) {
+		calls.Add(1)
+		if req.Tool == "hold" {
+			close(entered)
+			<-release
+		}
+		return &CallResponse{}, nil
+	}}
+	srv := startServer(t, f, h, ServerConfig{}, "127.0.0.1:0")
+	c := newClient(t, f, srv.Addr().String(), ClientConfig{MaxInFlight: 1})
+	held := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), &CallRequest{Tool: "hold"})
+		held <- err
+	}()
+	<-entered
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.Call(ctx, &CallRequest{Tool: "queued"}); !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("queued call err = %v, want DeadlineExceeded while waiting for a slot", err)
+	}
+	if n := calls.Load(); n != 1 {
+		t.Fatalf("handler ran %d times, want 1 (slot bound)", n)
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.Call(context.Background(), &CallRequest{Tool: "next"}); err != nil {
+		t.Fatalf("after the slot freed: %v", err)
+	}
+}
+
+func TestUnreachableAndClosed(t *testing.T) {
+	f := newFixture(t)
+	c := newClient(t, f, closedUDPAddr(t), ClientConfig{DialTimeout: 200 * time.Millisecond})
+	_, err := c.Health(context.Background())
+	if !isUnavailable(err) {
+		t.Fatalf("err = %v, want ErrUnavailable", err)
+	}
+	if c.Connected() {
+		t.Fatal("Connected() = true")
+	}
+	srv := startServer(t, f, &handler{}, ServerConfig{}, "127.0.0.1:0")
+	c2 := newClient(t, f, srv.Addr().String(), ClientConfig{})
+	if _, err := c2.Health(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	c2.Close()
+	_, err = c2.Health(context.Background())
+	if !errors.Is(err, ErrClientClosed) || !isUnavailable(err) {
+		t.Fatalf("after Close: %v", err)
+	}
+	if c2.Close() != nil {
+		t.Fatal("second Close failed")
+	}
+	// No TLS configured: a clear error, no panic.
+	c3 := NewClient(srv.Addr().String(), ClientConfig{})
+	defer c3.Close()
+	if _, err := c3.Health(context.Background()); !isUnavailable(err) || !strings.Contains(err.Error(), "TLS") {
+		t.Fatalf("no TLS: %v", err)
+	}
+}
+
+// rawExchange sends raw bytes on one stream and returns the answer frame.
+func rawExchange(t *testing.T, f *fixture, addr string, raw []byte) (header, []byte) {
+	t.Helper()
+	conn, err := quic.DialAddr(context.Background(), addr, f.clientTLS(t, pki.RoleGateway), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.CloseWithError(0, "")
+	st, err := conn.OpenStreamSync(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	st.Write(raw)
+	st.Close()
+	h, p, err := readFrame(st, 1<<20)
+	if err != nil {
+		t.Fatal(err)
+	}
+	io.Copy(io.Discard, st)
+	return h, p
+}
+
+func TestServerRefusesBadFrames(t *testing.T) {
+	f := newFixture(t)
+	var calls atomic.Int32
+	h := &handler{call: func(ctx context.Context, req *CallRequest) (*CallResponse, error) {
+		calls.Add(1)
+		return &CallResponse{}, nil
+	}}
+	srv := startServer(t, f, h, ServerConfig{}, "127.0.0.1:0")
+	addr := srv.Addr().String()
+	good := mustEncodeRequest(t, MsgCall, reqHeader{RequestID: "r"}, &CallRequest{Tool: "t"})
+	withVersion := bytes.Clone(good)
+	withVersion[1] = 2
+	unknown := bytes.Clone(good)
+	unknown[2] = 0x33
+	badMagic := bytes.Clone(good)
+	badMagic[0] = 'G'
+	hugeLen := bytes.Clone(good[:HeaderSize])
+	hugeLen[4], hugeLen[5], hugeLen[6], hugeLen[7] = 0xff, 0xff, 0xff, 0xff
+	badPayload := finishFrame(append(beginFrame(nil, MsgCall), 0x00, 0x05, 'r'), 0)
+	tests := []struct {
+		name string
+		raw  []byte
+		want Code
+	}{
+		{"unknown version", withVersion, CodeVersion},
+		{"unknown message type", unknown, CodeUnknownMethod},
+		{"bad magic", badMagic, CodeBadRequest},
+		{"length over limit", hugeLen, CodeTooLarge},
+		{"truncated payload", good[:len(good)-1], CodeBadRequest},
+		{"trailing bytes after the frame", append(bytes.Clone(good), 0), CodeBadRequest},
+		{"malformed payload", badPayload, CodeBadRequest},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			h, p := rawExchange(t, f, addr, tt.raw)
+			if h.typ != MsgError {
+				t.Fatalf("answer type %s, want error", h.typ)
+			}
+			e, err := decodeError(p)
+			if err != nil || e.Code != tt.want {
+				t.Fatalf("answer %v (%v), want code %s", e, err, tt.want)
+			}
+		})
+	}
+	if n := calls.Load(); n != 0 {
+		t.Fatalf("handler ran %d times for bad frames", n)
+	}
+	if h, _ := rawExchange(t, f, addr, good); h.typ != MsgCallResponse {
+		t.Fatalf("good frame answered with %s", h.typ)
+	}
+}
