@@ -31,10 +31,15 @@
 // in place, they usually introduce the next key). Set, SetStrings and Delete
 // replace or remove exactly those lines; a new key is appended at the end of
 // the header. Values are written on one line, quoted by yaml.v3 only when
-// YAML needs it (double-quoted with escapes when they hold line breaks), and
-// a trailing comment on a one-line value is kept. Every edit is checked by
-// re-parsing the header: an edit that would make the header invalid, change
-// the value of any other key (for example by removing an anchor that another
-// key aliases) or grow it over the limit is not applied, and the error is
-// reported by Doc.Err. Keys must satisfy ValidKey.
+// YAML needs it (double-quoted with escapes when they hold line breaks; RFC
+// 3339 timestamps stay plain, as hand-written notes have them), and a
+// trailing comment on a one-line value is kept. New lines take the line
+// ending of the opening fence (of the body's first line when a header is
+// created).
+//
+// Every edit is checked by re-parsing the header: an edit that would make the
+// header invalid, change the value of any other key (for example by removing
+// an anchor that another key aliases) or grow it over the limit is not
+// applied, and the error is reported by Doc.Err. Callers that write the
+// result must check Err first. Keys must satisfy ValidKey.
 package frontmatter
