@@ -116,9 +116,10 @@ func (k Kind) sentinel() error {
 }
 
 // Error is why a token was refused. Description is a sentence a person can
-// act on and is safe to send to the client (it goes into the
-// error_description of the WWW-Authenticate challenge); Err is the
-// underlying cause, for logs.
+// act on and is safe to send to the client: it holds only the characters an
+// RFC 6750 error_description allows (printable ASCII without '"' and '\\'),
+// so it can go into a WWW-Authenticate challenge as is. Err is the underlying
+// cause, for logs.
 type Error struct {
 	Kind        Kind
 	Description string
@@ -126,7 +127,23 @@ type Error struct {
 }
 
 func newError(k Kind, desc string, err error) *Error {
-	return &Error{Kind: k, Description: desc, Err: err}
+	return &Error{Kind: k, Description: headerSafe(desc), Err: err}
+}
+
+// headerSafe makes a description fit an RFC 6750 error_description
+// (%x20-21 / %x23-5B / %x5D-7E): descriptions quote claims an attacker
+// controls, and the gateway puts them in a WWW-Authenticate header.
+func headerSafe(s string) string {
+	b := []byte(s)
+	for i, c := range b {
+		switch {
+		case c == '"':
+			b[i] = '\''
+		case c == '\\' || c < 0x20 || c > 0x7e:
+			b[i] = '?'
+		}
+	}
+	return string(b)
 }
 
 // Error returns "sso: <description>: <cause>".

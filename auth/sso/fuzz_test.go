@@ -97,6 +97,11 @@ func FuzzVerify(f *testing.F) {
 		default:
 			t.Fatalf("status %d", e.HTTPStatus())
 		}
+		for i := 0; i < len(e.Description); i++ {
+			if c := e.Description[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' {
+				t.Fatalf("description %q holds %q, not allowed in an error_description", e.Description, c)
+			}
+		}
 	})
 }
 

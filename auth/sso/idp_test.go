@@ -10,6 +10,7 @@ import (
 	"encoding/pem"
 	"net/http"
 	"net/http/httptest"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -39,8 +40,8 @@ type testIdP struct {
 	mu   sync.Mutex
 	keys map[string]*rsa.PrivateKey // kid → key published in the JWKS
 
-	discoveryHits, jwksHits atomic.Int64
-	failDiscovery, failJWKS atomic.Bool
+	discoveryHits, jwksHits           atomic.Int64
+	failDiscovery, failJWKS, hugeJWKS atomic.Bool
 }
 
 func newTestIdP(t testing.TB) *testIdP {
@@ -63,6 +64,12 @@ func newTestIdP(t testing.TB) *testIdP {
 		idp.jwksHits.Add(1)
 		if idp.failJWKS.Load() {
 			http.Error(w, "down", http.StatusBadGateway)
+			return
+		}
+		if idp.hugeJWKS.Load() {
+			// Valid JSON, but over MaxResponseBytes.
+			_, _ = w.Write([]byte(strings.Repeat(" ", MaxResponseBytes)))
+			_, _ = w.Write([]byte(`{"keys":[]}`))
 			return
 		}
 		idp.mu.Lock()

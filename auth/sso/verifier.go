@@ -21,6 +21,12 @@ import (
 	lru "github.com/hashicorp/golang-lru/v2"
 )
 
+// Google issues tokens with either form of its issuer.
+const (
+	googleIssuer         = "https://accounts.google.com"
+	googleIssuerNoScheme = "accounts.google.com"
+)
+
 // Discovery retry backoff: 1s, 2s, 4s, ... capped.
 const (
 	discoveryBackoffMin = time.Second
@@ -189,6 +195,11 @@ func (v *Verifier) verify(ctx context.Context, raw string, now time.Time) (auth.
 		return auth.Identity{}, time.Time{}, newError(MalformedToken, "the token claims do not decode", err)
 	}
 	is, ok := v.issuers[unverified.Issuer]
+	if !ok && unverified.Issuer == googleIssuerNoScheme {
+		// Google's tokens may say "accounts.google.com"; go-oidc accepts that
+		// for the https issuer, and so do we.
+		is, ok = v.issuers[googleIssuer]
+	}
 	if !ok {
 		return auth.Identity{}, time.Time{}, newError(WrongIssuer,
 			fmt.Sprintf("the token was issued by %.200q, which this gateway does not trust; sign in with the configured identity provider", unverified.Issuer), nil)
