@@ -93,7 +93,7 @@ type testWing struct {
 	mints     atomic.Int64
 	calls     atomic.Int64
 	listTools atomic.Int64
-	mintGate  chan struct{} // when non-nil, Mint waits for it to close
+	mintGate  atomic.Pointer[chan struct{}] // when set, Mint waits for it to close
 	slowGate  chan struct{} // brain_slow waits on it (or its ctx)
 	slowIn    chan struct{} // brain_slow signals arrival
 	toolsJSON atomic.Pointer[string]
@@ -149,9 +149,9 @@ func (w *testWing) Health(ctx context.Context) (*proto.HealthResponse, error) {
 
 func (w *testWing) Mint(ctx context.Context, peer proto.Peer, req *proto.MintRequest) (*proto.MintResponse, error) {
 	w.mints.Add(1)
-	if w.mintGate != nil {
+	if gate := w.mintGate.Load(); gate != nil {
 		select {
-		case <-w.mintGate:
+		case <-*gate:
 		case <-ctx.Done():
 			return nil, ctx.Err()
 		}

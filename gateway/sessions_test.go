@@ -46,7 +46,7 @@ func TestSingleflightMint(t *testing.T) {
 	c := e.client(t, tok, false)
 
 	gate := make(chan struct{})
-	w.mintGate = gate
+	w.mintGate.Store(&gate)
 	const n = 100
 	var wg sync.WaitGroup
 	var failures atomic.Int64
@@ -64,7 +64,7 @@ func TestSingleflightMint(t *testing.T) {
 	waitFor(t, "100 callers waiting on the mint", func() bool { return e.gw.sessions.misses.Load() == n })
 	close(gate)
 	wg.Wait()
-	w.mintGate = nil
+	w.mintGate.Store(nil)
 	if f := failures.Load(); f != 0 {
 		t.Fatalf("%d calls failed", f)
 	}
