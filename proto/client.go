@@ -306,7 +306,7 @@ func (c *Client) acquire(ctx context.Context) (*clientConn, error) {
 		select {
 		case <-d.done:
 		case <-ctx.Done():
-			return nil, ctx.Err()
+			return nil, fmt.Errorf("%w: waiting for a connection to %s: %w", ErrUnavailable, c.addr, ctx.Err())
 		}
 		if d.err != nil {
 			return nil, d.err

@@ -468,8 +468,15 @@ func TestServerRestartAndReconnect(t *testing.T) {
 	if _, err := gap.Health(context.Background()); !isUnavailable(err) {
 		t.Fatalf("Health during the gap: %v, want ErrUnavailable", err)
 	}
-	if _, err := c.Call(context.Background(), &CallRequest{Tool: "t"}); !isUnavailable(err) {
+	if _, err := gap.Call(context.Background(), &CallRequest{Tool: "t"}); !isUnavailable(err) {
 		t.Fatalf("Call during the gap: %v, want ErrUnavailable", err)
+	}
+	// A caller whose deadline passes while the shard is unreachable sees
+	// both facts.
+	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
+	defer cancel()
+	if _, err := c.Call(ctx, &CallRequest{Tool: "t"}); !isUnavailable(err) || !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("Call with deadline during the gap: %v, want ErrUnavailable and DeadlineExceeded", err)
 	}
 	startServer(t, f, gen("third"), ServerConfig{}, addr)
 	if r, err := c.Call(context.Background(), &CallRequest{Tool: "t"}); err != nil || string(r.Result) != "third" {
