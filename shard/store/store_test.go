@@ -706,3 +706,39 @@ func FuzzParseLinks(f *testing.F) {
 		}
 	})
 }
+
+// Notes written by hand (no frontmatter, or a broken one) are indexed,
+// can be promoted and updated (the store adds a header), or are refused
+// for editing when the header cannot be edited safely.
+func TestHandWrittenNotes(t *testing.T) {
+	s, root := newStore(t)
+	ctx := context.Background()
+	writeFile(t, root, "inbox/payments/plain.md", "# Plain idea\nNo frontmatter at all.\n")
+	n, _, err := s.Promote(ctx, "plain", "facts", "", "cur@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	g, _ := s.Get(ctx, n.ID)
+	if g.Title != "Plain idea" || g.Get(KeyTitle) != "Plain idea" || g.Get(KeyPromotedBy) != "cur@example.com" || g.Body != "# Plain idea\nNo frontmatter at all.\n" {
+		t.Errorf("promoted plain note = %q", g.Raw)
+	}
+	writeFile(t, root, "wiki/payments/facts/bare.md", "just text\n")
+	writeFile(t, root, "wiki/payments/facts/broken.md", "---\ntitle: [unclosed\n---\nbody\n")
+	if err := s.Rescan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := s.Update(ctx, Change{ID: "payments/facts/bare", Body: "more text\n", Reason: "r", By: "ann@example.com"}); err != nil {
+		t.Errorf("update of a note without frontmatter: %v", err)
+	}
+	before := string(readFile(t, root, "wiki/payments/facts/broken.md"))
+	if _, err := s.Update(ctx, Change{ID: "payments/facts/broken", Body: "x", Reason: "r", By: "ann@example.com"}); !errors.Is(err, ErrInvalid) {
+		t.Errorf("update of a broken header: %v", err)
+	}
+	if string(readFile(t, root, "wiki/payments/facts/broken.md")) != before {
+		t.Error("refused update changed the file")
+	}
+	b, err := s.Get(ctx, "payments/facts/broken")
+	if err != nil || b.FrontmatterErr == nil || len(b.Fields) != 0 || b.Body != before || b.Title != "broken" {
+		t.Errorf("Get broken = %+v %v", b, err)
+	}
+}

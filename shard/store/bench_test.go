@@ -1,0 +1,247 @@
+package store
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/brainstem/brainstem/shard/corpus"
+	"github.com/brainstem/brainstem/shard/frontmatter"
+)
+
+// benchBrain is a brain directory holding one wing ("bench") generated with
+// shard/corpus, written once per process. Its size comes from
+// BRAINSTEM_BENCH_DOCS (default 100000).
+//
+// BRAINSTEM_BENCH_BRAIN names a directory to keep the brain in across runs
+// (generated there once, marked complete, never removed); otherwise it goes
+// to a temporary directory removed at exit.
+type benchBrain struct {
+	once  sync.Once
+	root  string
+	keep  bool
+	ids   []string
+	bytes int64
+	err   error
+}
+
+var bench benchBrain // test-only; removed by TestMain
+
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if bench.root != "" && !bench.keep {
+		os.RemoveAll(bench.root)
+	}
+	os.Exit(code)
+}
+
+func benchDocs() int {
+	if v, err := strconv.Atoi(os.Getenv("BRAINSTEM_BENCH_DOCS")); err == nil && v > 0 {
+		return v
+	}
+	return 100000
+}
+
+// get writes the corpus on first use.
+func (bb *benchBrain) get(b *testing.B) (string, []string) {
+	b.Helper()
+	bb.once.Do(func() {
+		notes := corpus.Notes(1, benchDocs())
+		marker := ""
+		if dir := os.Getenv("BRAINSTEM_BENCH_BRAIN"); dir != "" {
+			bb.root, bb.keep = dir, true
+			marker = filepath.Join(dir, fmt.Sprintf(".bench-complete-%d", len(notes)))
+			if _, err := os.Stat(marker); err == nil {
+				for _, n := range notes {
+					bb.ids = append(bb.ids, n.ID("bench"))
+					bb.bytes += int64(len(n.Title) + len(n.Body) + 120)
+				}
+				return
+			}
+			bb.err = os.MkdirAll(dir, 0o755)
+		} else {
+			bb.root, bb.err = os.MkdirTemp("", "brainstem-bench-")
+		}
+		if bb.err != nil {
+			return
+		}
+		start := time.Now()
+		for _, n := range notes {
+			dir := filepath.Join(bb.root, "wiki", "bench", n.Hall)
+			if bb.err = os.MkdirAll(dir, 0o755); bb.err != nil {
+				return
+			}
+			raw := frontmatter.New([][2]string{{"title", n.Title}, {"wing", "bench"}, {"hall", n.Hall},
+				{"created_by", "bench@example.com"}, {"created_at", "2026-01-01T00:00:00Z"}}, n.Body).Bytes()
+			if bb.err = os.WriteFile(filepath.Join(dir, n.Slug+".md"), raw, 0o644); bb.err != nil {
+				return
+			}
+			bb.ids = append(bb.ids, n.ID("bench"))
+			bb.bytes += int64(len(raw))
+		}
+		fmt.Fprintf(os.Stderr, "bench brain: %d notes, %d MiB written in %v\n", len(bb.ids), bb.bytes>>20, time.Since(start).Round(time.Millisecond))
+		if marker != "" {
+			bb.err = os.WriteFile(marker, nil, 0o644)
+		}
+	})
+	if bb.err != nil {
+		b.Fatal(bb.err)
+	}
+	return bb.root, bb.ids
+}
+
+func openBench(b *testing.B, root string) *Store {
+	b.Helper()
+	s, err := Open(context.Background(), Options{Root: root, Wing: "bench", RescanInterval: -1})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { s.Close() })
+	return s
+}
+
+// report adds p50-ns and p99-ns of the recorded latencies, and their ratio
+// to a baseline's p50 when one is given.
+func report(b *testing.B, lat []time.Duration, baseline []time.Duration, name string) {
+	if len(lat) == 0 {
+		return
+	}
+	slices.Sort(lat)
+	p50 := lat[len(lat)/2]
+	b.ReportMetric(float64(p50.Nanoseconds()), "p50-ns")
+	b.ReportMetric(float64(lat[len(lat)*99/100].Nanoseconds()), "p99-ns")
+	if len(baseline) > 0 {
+		slices.Sort(baseline)
+		base := baseline[len(baseline)/2]
+		b.ReportMetric(float64(base.Nanoseconds()), name+"-p50-ns")
+		b.ReportMetric(float64(p50)/float64(base), "p50/"+name)
+	}
+}
+
+// BenchmarkOpen loads and indexes the whole corpus wing.
+func BenchmarkOpen(b *testing.B) {
+	root, ids := bench.get(b)
+	var before, after runtime.MemStats
+	var total time.Duration
+	for b.Loop() {
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		t0 := time.Now()
+		s, err := Open(context.Background(), Options{Root: root, Wing: "bench", RescanInterval: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		total += time.Since(t0)
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		b.ReportMetric(float64(after.HeapAlloc)-float64(before.HeapAlloc), "heap-bytes")
+		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/float64(bench.bytes), "heap/files")
+		s.Close()
+	}
+	b.ReportMetric(float64(len(ids)*b.N)/total.Seconds(), "notes/s")
+}
+
+// BenchmarkGet reads random notes by id (brain_get's store path: resolve,
+// read, hash, parse), against a baseline of os.ReadFile of the same files
+// in the same run.
+func BenchmarkGet(b *testing.B) {
+	root, ids := bench.get(b)
+	s := openBench(b, root)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(1, 2))
+	base := make([]time.Duration, 0, 1000)
+	for range 1000 {
+		id := ids[rng.IntN(len(ids))]
+		t0 := time.Now()
+		if _, err := os.ReadFile(filepath.Join(root, "wiki", id+".md")); err != nil {
+			b.Fatal(err)
+		}
+		base = append(base, time.Since(t0))
+	}
+	lat := make([]time.Duration, 0, 1<<16)
+	b.ResetTimer()
+	for b.Loop() {
+		id := ids[rng.IntN(len(ids))]
+		t0 := time.Now()
+		if _, err := s.Get(ctx, id); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	report(b, lat, base, "readfile")
+}
+
+// BenchmarkWrite creates new wiki notes (brain_write's store path: durable
+// create, index update, _index.md rewrite), against a baseline of a bare
+// durable file create (temp file, fsync, link, fsync dir) in the same run.
+func BenchmarkWrite(b *testing.B) {
+	root, _ := bench.get(b)
+	s := openBench(b, root)
+	ctx := context.Background()
+	body := corpus.Notes(7, 1)[0].Body
+	dir := filepath.Join(root, "wiki", "bench", "sources")
+	base := make([]time.Duration, 0, 200)
+	for i := range 200 {
+		p := filepath.Join(dir, fmt.Sprintf("zz-baseline-%d-%d.md", time.Now().UnixNano(), i))
+		t0 := time.Now()
+		if err := createFile(p, []byte(body)); err != nil {
+			b.Fatal(err)
+		}
+		base = append(base, time.Since(t0))
+		os.Remove(p)
+	}
+	run := time.Now().UnixNano()
+	lat := make([]time.Duration, 0, 1024)
+	i := 0
+	b.ResetTimer()
+	for b.Loop() {
+		i++
+		t0 := time.Now()
+		n, err := s.Create(ctx, NewNote{Title: fmt.Sprintf("Bench write %d %d", run, i), Body: body, Hall: "sources", By: "bench@example.com"})
+		if err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+		b.StopTimer()
+		// Keep the corpus the same size for the next benchmark.
+		os.Remove(filepath.Join(root, n.Path))
+		b.StartTimer()
+	}
+	b.StopTimer()
+	if err := s.Rescan(ctx); err != nil {
+		b.Fatal(err)
+	}
+	report(b, lat, base, "bare-create")
+}
+
+// BenchmarkUpdate supersedes random notes with expected_hash.
+func BenchmarkUpdate(b *testing.B) {
+	root, ids := bench.get(b)
+	s := openBench(b, root)
+	ctx := context.Background()
+	rng := rand.New(rand.NewPCG(3, 4))
+	lat := make([]time.Duration, 0, 1024)
+	for b.Loop() {
+		b.StopTimer()
+		id := ids[rng.IntN(len(ids))]
+		n, err := s.Get(ctx, id)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		t0 := time.Now()
+		if _, err := s.Update(ctx, Change{ID: id, Body: n.Body + "\nupdated", Reason: "bench", ExpectedHash: n.Hash, By: "bench@example.com"}); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	report(b, lat, nil, "")
+}
