@@ -2,6 +2,7 @@ package auth
 
 import (
 	"crypto/ed25519"
+	"math"
 	"slices"
 	"testing"
 	"time"
@@ -21,8 +22,9 @@ func (l latencies) report(b *testing.B) {
 }
 
 // ratio compares f with a baseline on a busy machine: it alternates rounds
-// of n runs of each (so both see the same background load) and returns the
-// median over rounds of f's mean time divided by the baseline's.
+// of n runs of each (so both see the same background load) and divides f's
+// fastest round by the baseline's fastest round, the least disturbed
+// estimate of each.
 func ratio(rounds, n int, f, baseline func()) float64 {
 	mean := func(g func()) float64 {
 		start := time.Now()
@@ -31,13 +33,12 @@ func ratio(rounds, n int, f, baseline func()) float64 {
 		}
 		return float64(time.Since(start).Nanoseconds()) / float64(n)
 	}
-	rs := make([]float64, rounds)
-	for i := range rs {
-		base := mean(baseline)
-		rs[i] = mean(f) / base
+	bestF, bestBase := math.Inf(1), math.Inf(1)
+	for range rounds {
+		bestBase = min(bestBase, mean(baseline))
+		bestF = min(bestF, mean(f))
 	}
-	slices.Sort(rs)
-	return rs[len(rs)/2]
+	return bestF / bestBase
 }
 
 func benchMinter(b *testing.B) (*Minter, KeyPair) {
