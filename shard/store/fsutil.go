@@ -77,7 +77,11 @@ func syncDir(dir string) error {
 // createFile durably creates path with data and fails with an error wrapping
 // fs.ErrExist when path already exists. It never replaces a file: the
 // temporary file is hard-linked to path, and link(2) refuses an existing
-// target atomically, even against writers outside this process.
+// target atomically, even against writers outside this process. On a
+// filesystem without hard links it falls back to an existence check and a
+// rename, which is atomic against this store's writers (they hold the
+// note's lock) but not against another process creating the same file in
+// between.
 func createFile(path string, data []byte) error {
 	dir := filepath.Dir(path)
 	tmp, err := writeTemp(dir, data)
@@ -90,7 +94,18 @@ func createFile(path string, data []byte) error {
 		if errors.As(err, &le) && errors.Is(le.Err, fs.ErrExist) {
 			return fmt.Errorf("%s: %w", filepath.Base(path), fs.ErrExist)
 		}
-		return err
+		if !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, fs.ErrPermission) {
+			return err
+		}
+		if _, serr := os.Lstat(path); serr == nil {
+			return fmt.Errorf("%s: %w", filepath.Base(path), fs.ErrExist)
+		} else if !errors.Is(serr, fs.ErrNotExist) {
+			return serr
+		}
+		if err := os.Rename(tmp, path); err != nil {
+			return err
+		}
+		return syncDir(dir)
 	}
 	if err := os.Remove(tmp); err != nil {
 		return err
