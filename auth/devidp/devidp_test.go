@@ -507,3 +507,39 @@ func TestMint(t *testing.T) {
 		t.Fatalf("expired devidp token: err = %v, want Expired", err)
 	}
 }
+
+// TestCodeSingleUseUnderRace: eight concurrent exchanges of one code, and
+// eight of one refresh token, each yield exactly one success.
+func TestCodeSingleUseUnderRace(t *testing.T) {
+	clk := newClock()
+	p := serve(t, clk)
+	conf := oauthConfig(p)
+	ctx := context.Background()
+	ver := oauth2.GenerateVerifier()
+	code := login(t, conf.AuthCodeURL("s", oauth2.S256ChallengeOption(ver)), "a@b.c", "").Query().Get("code")
+
+	race := func(do func() (*oauth2.Token, error)) (wins int, tok *oauth2.Token) {
+		var mu sync.Mutex
+		var wg sync.WaitGroup
+		for range 8 {
+			wg.Go(func() {
+				if got, err := do(); err == nil {
+					mu.Lock()
+					wins++
+					tok = got
+					mu.Unlock()
+				}
+			})
+		}
+		wg.Wait()
+		return wins, tok
+	}
+	wins, tok := race(func() (*oauth2.Token, error) { return conf.Exchange(ctx, code, oauth2.VerifierOption(ver)) })
+	if wins != 1 {
+		t.Fatalf("one code exchanged %d times", wins)
+	}
+	stale := &oauth2.Token{RefreshToken: tok.RefreshToken, Expiry: time.Now().Add(-time.Hour)}
+	if wins, _ := race(func() (*oauth2.Token, error) { return conf.TokenSource(ctx, stale).Token() }); wins != 1 {
+		t.Fatalf("one refresh token used %d times", wins)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -116,5 +117,62 @@ jwks_refetch_interval: 1m
 	if c.ClockSkew != 45*time.Second || c.CacheTTL != 2*time.Minute || c.JWKSRefetchInterval != time.Minute ||
 		c.CacheSize != 500 || c.GroupsClaim != "realm_access.roles" || c.Issuers[0].Algorithms[1] != "ES256" {
 		t.Fatalf("decoded %+v", c)
+	}
+}
+
+// TestConcurrentFirstUse: many first verifications at once share one
+// discovery and one JWKS fetch.
+func TestConcurrentFirstUse(t *testing.T) {
+	clk := newClock()
+	idp := newTestIdP(t)
+	idp.publish("k1", rsaKey(t, 0))
+	v := newTestVerifier(t, idp, clk, func(c *Config) { c.CacheSize = -1 })
+	tok := signJWT(t, jose.RS256, rsaKey(t, 0), "k1", claimsFor(idp.URL, clk.Now()))
+	var wg sync.WaitGroup
+	for range 16 {
+		wg.Go(func() {
+			if _, err := v.Verify(context.Background(), tok); err != nil {
+				t.Error(err)
+			}
+		})
+	}
+	wg.Wait()
+	if d, j := idp.discoveryHits.Load(), idp.jwksHits.Load(); d != 1 || j != 1 {
+		t.Fatalf("16 concurrent first verifications: %d discovery and %d JWKS requests, want 1 and 1", d, j)
+	}
+}
+
+// TestWaitingForDiscoveryHonoursContext: a caller waiting behind a slow
+// discovery gives up when its context ends, with IssuerUnavailable, while
+// the discovery itself completes for the others.
+func TestWaitingForDiscoveryHonoursContext(t *testing.T) {
+	clk := newClock()
+	idp := newTestIdP(t)
+	idp.publish("k1", rsaKey(t, 0))
+	gate, entered := make(chan struct{}), make(chan struct{}, 1)
+	idp.mu.Lock()
+	idp.gate, idp.entered = gate, entered
+	idp.mu.Unlock()
+	v := newTestVerifier(t, idp, clk, nil)
+	tok := signJWT(t, jose.RS256, rsaKey(t, 0), "k1", claimsFor(idp.URL, clk.Now()))
+
+	first := make(chan error, 1)
+	go func() {
+		_, err := v.Verify(context.Background(), tok)
+		first <- err
+	}()
+	<-entered // the first caller is inside discovery, holding the slot
+
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := v.Verify(ctx, tok); !errors.Is(err, ErrIssuerUnavailable) || !errors.Is(err, context.Canceled) {
+		t.Fatalf("waiting caller: err = %v, want IssuerUnavailable caused by context.Canceled", err)
+	}
+	close(gate)
+	if err := <-first; err != nil {
+		t.Fatalf("first caller: %v", err)
+	}
+	if _, err := v.Verify(context.Background(), tok); err != nil {
+		t.Fatal(err)
 	}
 }

@@ -40,6 +40,9 @@ type testIdP struct {
 	mu   sync.Mutex
 	keys map[string]*rsa.PrivateKey // kid → key published in the JWKS
 
+	gate    chan struct{} // when set (under mu), discovery waits for it to close
+	entered chan struct{} // receives once per gated discovery request
+
 	discoveryHits, jwksHits           atomic.Int64
 	failDiscovery, failJWKS, hugeJWKS atomic.Bool
 }
@@ -50,6 +53,13 @@ func newTestIdP(t testing.TB) *testIdP {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /.well-known/openid-configuration", func(w http.ResponseWriter, r *http.Request) {
 		idp.discoveryHits.Add(1)
+		idp.mu.Lock()
+		gate, entered := idp.gate, idp.entered
+		idp.mu.Unlock()
+		if gate != nil {
+			entered <- struct{}{}
+			<-gate
+		}
 		if idp.failDiscovery.Load() {
 			http.Error(w, "down", http.StatusInternalServerError)
 			return
