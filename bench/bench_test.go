@@ -54,10 +54,20 @@ func benchDocs(tb testing.TB) int {
 	return n
 }
 
+// heapAlloc returns HeapAlloc after a full GC. It collects up to five times
+// until two readings agree within 1 MB, so that memory freed by finalizers or
+// the pools' victim caches does not blur a delta.
 func heapAlloc() uint64 {
-	runtime.GC()
 	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
+	prev := uint64(0)
+	for range 5 {
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		if d := int64(m.HeapAlloc) - int64(prev); d > -1<<20 && d < 1<<20 {
+			break
+		}
+		prev = m.HeapAlloc
+	}
 	return m.HeapAlloc
 }
 
