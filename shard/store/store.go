@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -315,7 +316,9 @@ func (s *Store) scanFiles() ([]noteFile, error) {
 	return out, nil
 }
 
-// load reads and indexes every note at Open.
+// load reads and indexes every note at Open: GOMAXPROCS workers read and
+// parse files while this goroutine feeds the index; ids are sorted once at
+// the end.
 func (s *Store) load(ctx context.Context, progress func(done, total int)) error {
 	files, err := s.scanFiles()
 	if err != nil {
@@ -325,26 +328,82 @@ func (s *Store) load(ctx context.Context, progress func(done, total int)) error 
 	if progress != nil {
 		progress(0, total)
 	}
-	for i, f := range files {
-		if i%256 == 0 {
-			if err := ctx.Err(); err != nil {
-				return fmt.Errorf("store: open: %w", err)
+	type loaded struct {
+		f     noteFile
+		p     parsed
+		links []string
+		sig   fileSig
+		err   error
+	}
+	ctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	jobs := make(chan noteFile)
+	results := make(chan loaded, 256)
+	var wg sync.WaitGroup
+	for range max(1, runtime.GOMAXPROCS(0)) {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for f := range jobs {
+				raw, sig, err := readFileLimit(f.path, s.maxNote)
+				l := loaded{f: f, sig: sig, err: err}
+				if err == nil {
+					l.p = parseNote(raw, f.id.Slug)
+					l.links = s.parseLinks(l.p.body)
+				}
+				select {
+				case results <- l:
+				case <-ctx.Done():
+					return
+				}
+			}
+		}()
+	}
+	go func() {
+		defer close(jobs)
+		for _, f := range files {
+			select {
+			case jobs <- f:
+			case <-ctx.Done():
+				return
 			}
 		}
-		raw, sig, err := readFileLimit(f.path, s.maxNote)
-		switch {
-		case err == nil:
-			s.apply(f.id, raw, sig)
-		case errors.Is(err, fs.ErrNotExist):
-		case errors.Is(err, ErrTooLarge), errors.Is(err, ErrInvalid):
-			s.log.Warn("store: skipping note", "id", f.id.String(), "err", err)
-		default:
-			return fmt.Errorf("store: open: read %s: %w", f.id.Path(), err)
+	}()
+	go func() {
+		wg.Wait()
+		close(results)
+	}()
+	done := 0
+	var firstErr error
+	for l := range results {
+		if firstErr != nil {
+			continue // draining after a failure
 		}
-		if progress != nil && ((i+1)%1000 == 0 || i+1 == total) {
-			progress(i+1, total)
+		switch {
+		case l.err == nil:
+			s.applyParsed(l.f.id, l.p, l.links, l.sig, true)
+		case errors.Is(l.err, fs.ErrNotExist):
+		case errors.Is(l.err, ErrTooLarge), errors.Is(l.err, ErrInvalid):
+			s.log.Warn("store: skipping note", "id", l.f.id.String(), "err", l.err)
+		default:
+			firstErr = fmt.Errorf("store: open: read %s: %w", l.f.id.Path(), l.err)
+			cancel()
+			continue
+		}
+		done++
+		if progress != nil && (done%1000 == 0 || done == total) {
+			progress(done, total)
 		}
 	}
+	if firstErr != nil {
+		return firstErr
+	}
+	if err := ctx.Err(); err != nil {
+		return fmt.Errorf("store: open: %w", err)
+	}
+	s.mu.Lock()
+	sort.Strings(s.ids)
+	s.mu.Unlock()
 	return nil
 }
 
@@ -352,7 +411,13 @@ func (s *Store) load(ctx context.Context, progress func(done, total int)) error 
 // the memory state and the search index. Callers hold the note's lock.
 func (s *Store) apply(id layout.ID, raw []byte, sig fileSig) {
 	p := parseNote(raw, id.Slug)
-	m := &meta{hall: id.Hall, title: p.title, sig: sig, links: s.parseLinks(p.body)}
+	s.applyParsed(id, p, s.parseLinks(p.body), sig, false)
+}
+
+// applyParsed is apply after parsing. In bulk mode (Open) ids are appended
+// unsorted; load sorts them once at the end.
+func (s *Store) applyParsed(id layout.ID, p parsed, links []string, sig fileSig, bulk bool) {
+	m := &meta{hall: id.Hall, title: p.title, sig: sig, links: links}
 	m.updatedAt = p.updatedAt
 	if m.updatedAt == "" {
 		m.updatedAt = rfc3339(time.Unix(0, sig.mtime))
@@ -363,13 +428,17 @@ func (s *Store) apply(id layout.ID, raw []byte, sig fileSig) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	old := s.notes[key]
-	if old == nil {
+	switch {
+	case old == nil && bulk:
+		s.ids = append(s.ids, key)
+		s.tocGen++
+	case old == nil:
 		i := sort.SearchStrings(s.ids, key)
 		s.ids = append(s.ids, "")
 		copy(s.ids[i+1:], s.ids[i:])
 		s.ids[i] = key
 		s.tocGen++
-	} else {
+	default:
 		if old.title != m.title {
 			s.tocGen++
 		}
