@@ -231,6 +231,14 @@ func TestShardTokenMatrix(t *testing.T) {
 		{"alg RS256", signRaw(t, jose.RS256, rsaKey, k.ID, gc), ErrTokenInvalid},
 		{"alg HS256 keyed with the public key", signRaw(t, jose.HS256, []byte(k.Public()), k.ID, gc), ErrTokenInvalid},
 		{"alg none", noneToken, ErrTokenInvalid},
+		{"typ not JWT", func() string {
+			sg, _ := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: k.Private},
+				(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", k.ID))
+			payload, _ := json.Marshal(gc)
+			jws, _ := sg.Sign(payload)
+			out, _ := jws.CompactSerialize()
+			return out
+		}(), ErrTokenInvalid},
 		{"tampered payload", tamperedPayload, ErrTokenInvalid},
 		{"truncated", good[:len(good)-4], ErrTokenInvalid},
 		{"empty", "", ErrTokenInvalid},

@@ -2,6 +2,7 @@ package sso
 
 import (
 	"context"
+	"encoding/json"
 	"encoding/base64"
 	"errors"
 	"fmt"
@@ -53,6 +54,16 @@ func TestTokenMatrix(t *testing.T) {
 		{"RS256 when pinned to ES256", valid, func(c *Config) { c.Issuers[0].Algorithms = []string{"ES256"} }, BadSignature, "invalid_token", 401},
 		{"signed by another key under a known kid", signJWT(t, jose.RS256, attacker, "k1", c), nil, BadSignature, "invalid_token", 401},
 		{"unknown kid", signJWT(t, jose.RS256, attacker, "forged", c), nil, BadSignature, "invalid_token", 401},
+		{"attacker key embedded as jwk", func() string {
+			s, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: attacker}, (&jose.SignerOptions{EmbedJWK: true}).WithType("JWT"))
+			if err != nil {
+				t.Fatal(err)
+			}
+			payload, _ := json.Marshal(c)
+			jws, _ := s.Sign(payload)
+			out, _ := jws.CompactSerialize()
+			return out
+		}(), nil, BadSignature, "invalid_token", 401},
 		{"tampered payload", tampered, nil, BadSignature, "invalid_token", 401},
 		{"wrong issuer", sign(with(c, "iss", "https://evil.example")), nil, WrongIssuer, "invalid_token", 401},
 		{"issuer with trailing slash", sign(with(c, "iss", idp.URL+"/")), nil, WrongIssuer, "invalid_token", 401},
