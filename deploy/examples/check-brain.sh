@@ -24,7 +24,7 @@
 #   sessions/<wing>/ present for every wing; >= 10 cross-wing links (tunnels); no _index.md.
 #
 # Exit status: 0 when every check passes, 1 when any fails, 2 on bad usage.
-# Needs only bash (4+), find, grep, sed, sort and wc.
+# Needs only bash (4+), find, sort and sed.
 set -uo pipefail
 export LC_ALL=C
 
@@ -272,7 +272,15 @@ for entry in "${notes[@]}"; do
 	fi
 
 	# Links: [[wing/hall/slug]], optionally [[wing/hall/slug|label]] or [[...#heading]].
-	while IFS= read -r link; do
+	links=()
+	link_re='\[\[([^]]*)\]\](.*)'
+	for line in "${lines[@]}"; do
+		while [[ "$line" =~ $link_re ]]; do
+			links+=("[[${BASH_REMATCH[1]}]]")
+			line="${BASH_REMATCH[2]}"
+		done
+	done
+	for link in "${links[@]}"; do
 		target="${link#[[}"
 		target="${target%]]}"
 		target="${target%%|*}"
@@ -292,7 +300,7 @@ for entry in "${notes[@]}"; do
 			link_count[tunnel]=$((${link_count[tunnel]:-0} + 1))
 			tunnel_pairs["$wing -> ${lp[0]}"]=$((${tunnel_pairs["$wing -> ${lp[0]}"]:-0} + 1))
 		fi
-	done < <(printf '%s\n' "${lines[@]}" | grep -o '\[\[[^]]*\]\]')
+	done
 done
 
 # 3. Summary.

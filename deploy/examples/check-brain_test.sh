@@ -7,6 +7,7 @@ here="$(cd "$(dirname "$0")" && pwd)"
 check="$here/check-brain.sh"
 tmp="$(mktemp -d)"
 trap 'rm -rf "$tmp"' EXIT
+trap 'exit 130' INT TERM
 pass=0 fail=0
 
 # run NAME WANT_STATUS WANT_MESSAGE FLAGS MUTATION: copy the sample, apply MUTATION inside it
