@@ -435,3 +435,26 @@ func TestMintVerifyConcurrent(t *testing.T) {
 		seen[id] = true
 	}
 }
+
+// TestShardTokenCapabilities: a token carries exactly the minted
+// capabilities, so the caller's Has check refuses what is missing.
+func TestShardTokenCapabilities(t *testing.T) {
+	k := mustKey(t)
+	m := NewMinter("w", k, 0, nil)
+	v := NewTokenVerifier("w", nil, k.Public())
+	for _, minted := range []Caps{0, CapRead, CapRead | CapWrite, CapRead | CapWrite | CapCurate, CapCurate} {
+		tok, _, err := m.Mint("a@b.c", minted, time.Time{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		c, err := v.Verify(tok)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, want := range []Caps{CapRead, CapWrite, CapCurate} {
+			if c.Caps.Has(want) != minted.Has(want) {
+				t.Errorf("minted %v: Has(%v) = %v", minted, want, c.Caps.Has(want))
+			}
+		}
+	}
+}
