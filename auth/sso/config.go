@@ -226,6 +226,7 @@ func (c Config) withDefaults() Config {
 // discovery documents with an unbounded io.ReadAll.
 type limitTransport struct{ next http.RoundTripper }
 
+// RoundTrip implements http.RoundTripper.
 func (t limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
 	next := t.next
 	if next == nil {
@@ -247,6 +248,7 @@ type limitedBody struct {
 	left int64
 }
 
+// Read implements io.Reader, failing once the body passes the limit.
 func (b *limitedBody) Read(p []byte) (int, error) {
 	if b.left <= 0 {
 		// Distinguish "exactly at the limit" from "over it".
@@ -268,4 +270,5 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 	return n, err
 }
 
+// Close implements io.Closer.
 func (b *limitedBody) Close() error { return b.rc.Close() }
