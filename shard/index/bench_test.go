@@ -47,10 +47,19 @@ func (d *benchData) load(b *testing.B) {
 	})
 }
 
+// heapAlloc returns HeapAlloc after a full GC, collecting up to five times
+// until two readings agree within 1 MB.
 func heapAlloc() uint64 {
-	runtime.GC()
 	var m runtime.MemStats
-	runtime.ReadMemStats(&m)
+	prev := uint64(0)
+	for range 5 {
+		runtime.GC()
+		runtime.ReadMemStats(&m)
+		if d := int64(m.HeapAlloc) - int64(prev); d > -1<<20 && d < 1<<20 {
+			break
+		}
+		prev = m.HeapAlloc
+	}
 	return m.HeapAlloc
 }
 
