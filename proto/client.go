@@ -366,6 +366,16 @@ func (c *Client) watch(cc *clientConn) {
 	c.mu.Unlock()
 }
 
+// drop removes a failed connection from the pool so the next request
+// dials (its context may be cancelled only a moment later).
+func (c *Client) drop(cc *clientConn) {
+	c.mu.Lock()
+	if c.cur == cc {
+		c.cur = nil
+	}
+	c.mu.Unlock()
+}
+
 // goAway marks cc as draining and closes it once idle.
 func (c *Client) goAway(cc *clientConn) {
 	c.mu.Lock()
@@ -413,6 +423,7 @@ func (c *Client) exchange(ctx context.Context, cc *clientConn, t MsgType, frame 
 		if ctx.Err() != nil {
 			return nil, false, true, fmt.Errorf("proto: %s: %w", t, ctx.Err())
 		}
+		c.drop(cc)
 		return nil, true, true, fmt.Errorf("%w: %s: open stream: %w", ErrUnavailable, t, err)
 	}
 	stop := context.AfterFunc(ctx, func() {
@@ -447,8 +458,9 @@ func (c *Client) exchange(ctx context.Context, cc *clientConn, t MsgType, frame 
 		case errors.Is(rerr, ErrTooLarge), errors.Is(rerr, ErrMalformed), errors.Is(rerr, ErrVersion):
 			return nil, false, sent, fmt.Errorf("proto: %s response: %w", t, rerr)
 		}
-		connDead := cc.qc.Context().Err() != nil
+		connDead := isConnError(rerr) || cc.qc.Context().Err() != nil
 		if connDead {
+			c.drop(cc)
 			if cause := context.Cause(cc.qc.Context()); cause != nil {
 				rerr = cause
 			}
@@ -469,6 +481,11 @@ func (c *Client) exchange(ctx context.Context, cc *clientConn, t MsgType, frame 
 		refused := h.flags&flagRefused != 0
 		if refused && e.Code == CodeUnavailable {
 			c.goAway(cc)
+		}
+		if (e.Code == CodeDeadline || e.Code == CodeCanceled) && ctx.Err() != nil {
+			// The shard's copy of our deadline fired before ours was
+			// noticed here: report the caller's ctx error (and the answer).
+			return nil, false, sent, fmt.Errorf("proto: %s: %w (%w)", t, ctx.Err(), e)
 		}
 		return nil, refused, sent, e
 	default:
@@ -491,4 +508,19 @@ func WithRequestID(ctx context.Context, id string) context.Context {
 func RequestIDFrom(ctx context.Context) string {
 	id, _ := ctx.Value(requestIDKey{}).(string)
 	return id
+}
+
+// isConnError reports whether err means the whole connection is gone (as
+// opposed to one stream): streams fail with the connection's error before
+// its context is cancelled.
+func isConnError(err error) bool {
+	var (
+		app   *quic.ApplicationError
+		trans *quic.TransportError
+		idle  *quic.IdleTimeoutError
+		reset *quic.StatelessResetError
+		hs    *quic.HandshakeTimeoutError
+	)
+	return errors.As(err, &app) || errors.As(err, &trans) || errors.As(err, &idle) ||
+		errors.As(err, &reset) || errors.As(err, &hs) || errors.Is(err, quic.ErrTransportClosed)
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -706,5 +707,44 @@ func TestServerRefusesBadFrames(t *testing.T) {
 	}
 	if h, _ := rawExchange(t, f, addr, good); h.typ != MsgCallResponse {
 		t.Fatalf("good frame answered with %s", h.typ)
+	}
+}
+
+func TestCrashRestartWithStatelessReset(t *testing.T) {
+	f := newFixture(t)
+	var key quic.StatelessResetKey
+	copy(key[:], "a secret that survives restarts")
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := pc.LocalAddr().String()
+	srv1 := NewServer(&handler{}, ServerConfig{TLS: f.serverTLS(t), StatelessResetKey: &key})
+	served := make(chan error, 1)
+	go func() { served <- srv1.Serve(context.Background(), pc) }()
+	<-srv1.Ready()
+
+	// Long idle timeout: without a stateless reset the client would not
+	// notice the crash before the test's deadline.
+	c := newClient(t, f, addr, ClientConfig{QUIC: &quic.Config{MaxIdleTimeout: 5 * time.Minute, KeepAlivePeriod: time.Minute}})
+	if _, err := c.Health(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	// Crash: the socket disappears, no CONNECTION_CLOSE is sent.
+	pc.Close()
+	if err := <-served; err != nil {
+		t.Fatalf("Serve after the crash: %v", err)
+	}
+	startServer(t, f, &handler{health: func(context.Context) (*HealthResponse, error) {
+		return &HealthResponse{Wing: "restarted"}, nil
+	}}, ServerConfig{StatelessResetKey: &key}, addr)
+
+	// The stale connection is reset by the new server; Health is retried
+	// on a fresh connection.
+	ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+	defer cancel()
+	h, err := c.Health(ctx)
+	if err != nil || h.Wing != "restarted" {
+		t.Fatalf("Health after crash+restart = %+v, %v", h, err)
 	}
 }

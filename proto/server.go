@@ -32,8 +32,8 @@ const (
 	DefaultMaxStreams     = 1024
 	DefaultMaxInFlight    = 256
 	DefaultDialTimeout    = 5 * time.Second
-	DefaultIdleTimeout    = 60 * time.Second
-	DefaultKeepAlive      = 15 * time.Second
+	DefaultIdleTimeout    = 20 * time.Second // a silent (crashed) peer is given up after this
+	DefaultKeepAlive      = 5 * time.Second  // keeps idle pooled connections up and proves liveness
 	DefaultRequestTimeout = 30 * time.Second // to receive a whole request frame
 	DefaultCloseGrace     = 5 * time.Second
 )
@@ -84,6 +84,13 @@ type ServerConfig struct {
 	// timeout DefaultIdleTimeout, keep-alive DefaultKeepAlive). Its
 	// MaxIncomingStreams is set from MaxStreams when zero.
 	QUIC *quic.Config
+	// StatelessResetKey, if set, lets the server answer packets of
+	// connections it does not know with a stateless reset, so clients of a
+	// crashed and restarted shard (same address) fail over at once instead
+	// of after the idle timeout. Derive it from a secret that survives
+	// restarts (e.g. an HKDF of the shard's private key); never share it
+	// between shards.
+	StatelessResetKey *quic.StatelessResetKey
 }
 
 // Server serves one Handler over QUIC. Create it with NewServer, run it with
@@ -91,6 +98,7 @@ type ServerConfig struct {
 // Serve's context (immediate).
 type Server struct {
 	h        Handler
+	resetKey *quic.StatelessResetKey
 	tls      *tls.Config
 	quic     *quic.Config
 	max      int
@@ -171,7 +179,7 @@ func NewServer(h Handler, cfg ServerConfig) *Server {
 		grace = DefaultCloseGrace
 	}
 	return &Server{
-		h: h, tls: tc, quic: qc, max: max, reqTO: reqTO, grace: grace, log: log,
+		h: h, resetKey: cfg.StatelessResetKey, tls: tc, quic: qc, max: max, reqTO: reqTO, grace: grace, log: log,
 		ready:    make(chan struct{}),
 		stopped:  make(chan struct{}),
 		conns:    make(map[*quic.Conn]struct{}),
@@ -209,7 +217,7 @@ func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
 		return ErrServerStarted
 	}
 	s.started = true
-	tr := &quic.Transport{Conn: pc}
+	tr := &quic.Transport{Conn: pc, StatelessResetKey: s.resetKey}
 	ln, err := tr.Listen(s.tls, s.quic)
 	if err != nil {
 		s.mu.Unlock()
