@@ -94,8 +94,8 @@ type testWing struct {
 	calls     atomic.Int64
 	listTools atomic.Int64
 	mintGate  atomic.Pointer[chan struct{}] // when set, Mint waits for it to close
-	slowGate  chan struct{} // brain_slow waits on it (or its ctx)
-	slowIn    chan struct{} // brain_slow signals arrival
+	slowGate  chan struct{}                 // brain_slow waits on it (or its ctx)
+	slowIn    chan struct{}                 // brain_slow signals arrival
 	toolsJSON atomic.Pointer[string]
 	failCalls atomic.Bool // Call answers CodeUnauthenticated always
 }

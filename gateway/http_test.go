@@ -313,7 +313,10 @@ func TestRateLimits(t *testing.T) {
 	}
 	// Missing tokens are not failures (every client's first request has none).
 	e2 := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen},
-		func(c *Config, o *Options) { c.Limits.FailedAuthPerMinute = 1; o.Now = func() time.Time { return frozen } })
+		func(c *Config, o *Options) {
+			c.Limits.FailedAuthPerMinute = 1
+			o.Now = func() time.Time { return frozen }
+		})
 	for range 3 {
 		if resp, _ := rawPost(t, e2.url, initBody, nil); resp.StatusCode != 401 {
 			t.Fatalf("no token: %d", resp.StatusCode)

@@ -1,0 +1,292 @@
+package gateway
+
+import (
+	"encoding/json"
+	"errors"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brainstem/brainstem/auth/sso"
+)
+
+// TestLoadConfigExample: the brief's example (what the Helm chart renders)
+// loads to exactly these values and validates.
+func TestLoadConfigExample(t *testing.T) {
+	cfg, err := loadConfig("testdata/gateway.yaml", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig()
+	want.PublicURL = "https://brain.acme.com"
+	want.TLS = TLSFiles{CertFile: "/etc/brainstem/tls/tls.crt", KeyFile: "/etc/brainstem/tls/tls.key"}
+	want.AllowedOrigins = []string{}
+	want.OIDC = sso.Config{
+		Issuers:        []sso.IssuerConfig{{URL: "https://login.acme.com", Audiences: []string{"brainstem"}, Algorithms: []string{"RS256"}}},
+		GroupsClaim:    "groups",
+		AllowedDomains: []string{"acme.com"},
+		ClockSkew:      30 * time.Second,
+	}
+	want.Shards.TLS = TLSFiles{CAFile: "/etc/brainstem/mtls/ca.crt", CertFile: "/etc/brainstem/mtls/tls.crt", KeyFile: "/etc/brainstem/mtls/tls.key"}
+	want.Wings = []WingConfig{{Name: "payments", Address: "payments-0.payments.brainstem.svc:7443", ServerName: "payments.shard.brainstem"}}
+	if !reflect.DeepEqual(cfg, want) {
+		t.Fatalf("loaded\n%+v\nwant\n%+v", cfg, want)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if err := CheckConfig("testdata/gateway.yaml"); err != nil {
+		t.Fatal(err)
+	}
+	if cfg.mcpURL() != "https://brain.acme.com/mcp" || cfg.Wings[0].serverName() != "payments.shard.brainstem" {
+		t.Fatal(cfg.mcpURL(), cfg.Wings[0].serverName())
+	}
+}
+
+// TestEnvOverrides: BRAINSTEM_* variables replace secrets and paths.
+func TestEnvOverrides(t *testing.T) {
+	env := map[string]string{
+		"BRAINSTEM_TLS_CERT_FILE":        "/run/tls.crt",
+		"BRAINSTEM_SHARDS_TLS_KEY_FILE":  "/run/mtls.key",
+		"BRAINSTEM_PUBLIC_URL":           "https://other.acme.com",
+		"BRAINSTEM_SHARDS_TLS_CA_FILE":   "",
+		"BRAINSTEM_UNRELATED_IS_IGNORED": "x",
+	}
+	cfg, err := loadConfig("testdata/gateway.yaml", func(k string) string { return env[k] })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.TLS.CertFile != "/run/tls.crt" || cfg.Shards.TLS.KeyFile != "/run/mtls.key" || cfg.PublicURL != "https://other.acme.com" ||
+		cfg.Shards.TLS.CAFile != "/etc/brainstem/mtls/ca.crt" {
+		t.Fatalf("%+v", cfg)
+	}
+	if len(EnvOverrides()) != 6 {
+		t.Fatal(EnvOverrides())
+	}
+}
+
+// TestConfigRejects: unknown keys, several documents, empty and oversized
+// files are refused with the key or reason named.
+func TestConfigRejects(t *testing.T) {
+	tests := []struct {
+		name, yaml, has string
+	}{
+		{"unknown top key", "public_url: https://a\nlisten_addr: x\n", "listen_addr"},
+		{"unknown nested key", "limits: {burst: 1, brust: 2}\n", "brust"},
+		{"unknown oidc key", "oidc: {issuer: x}\n", "issuer"},
+		{"wrong type", "limits: {burst: many}\n", "many"},
+		{"bad duration", "shards: {call_timeout: soon}\n", "soon"},
+		{"two documents", "listen: ':1'\n---\nlisten: ':2'\n", "more than one"},
+		{"empty", "", "empty"},
+	}
+	dir := t.TempDir()
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			p := filepath.Join(dir, strings.ReplaceAll(tc.name, " ", "_")+".yaml")
+			if err := os.WriteFile(p, []byte(tc.yaml), 0o600); err != nil {
+				t.Fatal(err)
+			}
+			_, err := LoadConfig(p)
+			if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), tc.has) {
+				t.Fatalf("err %v, want ErrConfig naming %q", err, tc.has)
+			}
+		})
+	}
+	big := filepath.Join(dir, "big.yaml")
+	if err := os.WriteFile(big, []byte("# "+strings.Repeat("x", maxConfigBytes)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := LoadConfig(big); !errors.Is(err, ErrConfig) {
+		t.Fatalf("oversized config: %v", err)
+	}
+	if _, err := LoadConfig(filepath.Join(dir, "missing.yaml")); err == nil || !strings.HasPrefix(err.Error(), "gateway: config") {
+		t.Fatalf("missing file: %v", err)
+	}
+}
+
+// TestValidateReportsEverything: one Validate call names every bad key.
+func TestValidateReportsEverything(t *testing.T) {
+	cfg, err := loadConfig("testdata/bad.yaml", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = cfg.Validate()
+	if err == nil {
+		t.Fatal("bad config validated")
+	}
+	msg := err.Error()
+	for _, key := range []string{
+		"public_url:", "listen:", "tls:", "oidc:", "shards.tls.ca_file", "shards.tls.cert_file", "shards.tls.key_file",
+		"shards.call_timeout", "shards.max_in_flight", "wings[0].name", "wings[0].address", "wings[2].name", "duplicates wings[1]",
+		"limits.max_body_bytes", "limits.calls_per_second", "limits.burst", "limits.failed_auth_per_minute",
+		"limits.fanout_concurrency", "sessions.max_entries", "sessions.idle_ttl", "log.format", "log.level",
+	} {
+		if !strings.Contains(msg, key) {
+			t.Errorf("Validate does not mention %s:\n%s", key, msg)
+		}
+	}
+	if !errors.Is(err, ErrConfig) {
+		t.Fatal("not ErrConfig")
+	}
+
+	// Validate is pure and table-driven cases of single problems.
+	good, err := loadConfig("testdata/gateway.yaml", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	cases := []struct {
+		name string
+		mut  func(*Config)
+		has  string // "" = valid
+	}{
+		{"valid", func(*Config) {}, ""},
+		{"loopback http without tls", func(c *Config) {
+			c.PublicURL, c.Listen, c.TLS = "http://127.0.0.1:8080", "127.0.0.1:8080", TLSFiles{}
+		}, ""},
+		{"http public url", func(c *Config) { c.PublicURL = "http://brain.acme.com" }, "must use https"},
+		{"public url with /mcp", func(c *Config) { c.PublicURL = "https://brain.acme.com/mcp" }, "appends /mcp"},
+		{"no tls on all interfaces", func(c *Config) { c.TLS = TLSFiles{} }, "required unless listen is a loopback"},
+		{"half tls", func(c *Config) { c.TLS.KeyFile = "" }, "both be set"},
+		{"bad origin", func(c *Config) { c.AllowedOrigins = []string{"https://x.example/path"} }, "allowed_origins[0]"},
+		{"same admin", func(c *Config) { c.AdminListen = c.Listen }, "admin_listen"},
+		{"no wings", func(c *Config) { c.Wings = nil }, "wings: at least one"},
+		{"bad port", func(c *Config) { c.Wings[0].Address = "h:99999" }, "wings[0].address"},
+		{"retry base", func(c *Config) { c.Shards.RetryBase = time.Minute }, "shards.retry_base"},
+		{"deny ttl", func(c *Config) { c.Sessions.DenyTTL = 0 }, "sessions.deny_ttl"},
+		{"drain", func(c *Config) { c.DrainTimeout = 0 }, "drain_timeout"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			c := good
+			c.Wings = append([]WingConfig(nil), good.Wings...)
+			tc.mut(&c)
+			err := c.Validate()
+			switch {
+			case tc.has == "" && err != nil:
+				t.Fatalf("unexpected: %v", err)
+			case tc.has != "" && (err == nil || !strings.Contains(err.Error(), tc.has)):
+				t.Fatalf("err %v, want one naming %q", err, tc.has)
+			}
+		})
+	}
+	// Without file-based shard TLS (dev / tests pass Options.ShardTLS).
+	c := good
+	c.Shards.TLS = TLSFiles{}
+	if err := c.validate(false); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// FuzzParseConfig: arbitrary bytes never panic and a parsed config's
+// Validate never panics either.
+func FuzzParseConfig(f *testing.F) {
+	for _, p := range []string{"testdata/gateway.yaml", "testdata/bad.yaml"} {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(b)
+	}
+	f.Add([]byte("wings: [{name: a, address: 'h:1'}]\n"))
+	f.Add([]byte("{"))
+	f.Fuzz(func(t *testing.T, data []byte) {
+		cfg, err := ParseConfig(data)
+		if err != nil {
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("error not wrapping ErrConfig: %v", err)
+			}
+			return
+		}
+		_ = cfg.Validate()
+	})
+}
+
+// FuzzRouteWing: routing never panics; a derived wing is never empty and
+// never contains a slash.
+func FuzzRouteWing(f *testing.F) {
+	for _, s := range []string{`{"wing":"payments"}`, `{"id":"payments/decisions/x"}`, `{"path":"wiki/payments/f/x.md"}`,
+		`{"path":"inbox/a/b.md"}`, `{"id":"/x"}`, `{"wing":1}`, `[]`, ``, `{"id":null,"path":"wiki//x"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, args []byte) {
+		w, ok, err := routeWing(args)
+		if err != nil {
+			var ge *Error
+			if !errors.As(err, &ge) || ge.Code != CodeInvalidArgument {
+				t.Fatalf("routing error %v is not invalid_argument", err)
+			}
+			return
+		}
+		if ok && (w == "" || strings.Contains(w, "/")) {
+			t.Fatalf("routed %q to %q", args, w)
+		}
+		if _, err := hasWingArg(args); err != nil && !json.Valid(args) {
+			return
+		}
+	})
+}
+
+// FuzzParseToolDescriptors: a shard's ListTools answer never panics the
+// parser, and accepted descriptors always register with mcp-go.
+func FuzzParseToolDescriptors(f *testing.F) {
+	f.Add([]byte(testToolsJSON))
+	f.Add([]byte(`[{"name":"x","inputSchema":{}}]`))
+	f.Add([]byte(`[{"name":"brain_wings","inputSchema":{}}]`))
+	f.Add([]byte(`[{"name":"x","inputSchema":{},"_meta":{"brainstem/capability":"admin"}}]`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		tools, err := parseToolDescriptors(raw)
+		if err != nil {
+			return
+		}
+		for _, td := range tools {
+			if td.Name == "" || td.need == 0 {
+				t.Fatalf("accepted %+v", td)
+			}
+			if _, err := json.Marshal(td.mcpTool()); err != nil {
+				t.Fatalf("accepted descriptor does not marshal: %v", err)
+			}
+		}
+	})
+}
+
+// FuzzFanoutMerge: parsing brain_query arguments and merging shard results
+// never panics, and the merged envelope is valid JSON keeping hit bytes.
+func FuzzFanoutMerge(f *testing.F) {
+	f.Add([]byte(`{"query":"x","limit":2}`), []byte(`{"hits":[{"id":"a/1","score":2},{ "id":"a/2", "score":1 }],"total":2}`))
+	f.Add([]byte(`{"query":"x","limit":1.5}`), []byte(`{"hits":[],"total":0}`))
+	f.Add([]byte(`{}`), []byte(`{"hits":[1],"total":1}`))
+	f.Fuzz(func(t *testing.T, args, result []byte) {
+		_, limit, err := parseQueryArgs(args)
+		if err != nil {
+			return
+		}
+		var sh shardHits
+		if json.Unmarshal(result, &sh) != nil {
+			return
+		}
+		var hits []mergedHit
+		for _, h := range sh.Hits {
+			var k hitKey
+			if json.Unmarshal(h, &k) != nil {
+				return
+			}
+			hits = append(hits, mergedHit{key: k, raw: h})
+		}
+		if len(hits) > limit {
+			hits = hits[:limit]
+		}
+		out := encodeMerged(hits, sh.Total, []string{"a"}, nil)
+		if !json.Valid(out) {
+			t.Fatalf("invalid envelope %s", out)
+		}
+		for _, h := range hits {
+			if !strings.Contains(string(out), string(h.raw)) {
+				t.Fatalf("hit bytes %s not kept in %s", h.raw, out)
+			}
+		}
+	})
+}
