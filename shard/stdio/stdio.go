@@ -10,6 +10,8 @@ import (
 	"os/exec"
 	"runtime/debug"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -115,7 +117,8 @@ func DefaultEmail(ctx context.Context) (string, error) {
 func checkEmail(s string) (string, error) {
 	e := auth.CanonicalEmail(s)
 	at := strings.IndexByte(e, '@')
-	if e == "" || at <= 0 || at == len(e)-1 || strings.ContainsAny(e, " \t\r\n") {
+	bad := strings.IndexFunc(e, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError }) >= 0
+	if e == "" || at <= 0 || at == len(e)-1 || strings.Count(e, "@") != 1 || bad {
 		if e == "" {
 			return "", ErrNoEmail
 		}

@@ -230,3 +230,21 @@ func TestDefaultEmail(t *testing.T) {
 		t.Errorf("DefaultEmail = %q, %v", got, err)
 	}
 }
+
+func FuzzCheckEmail(f *testing.F) {
+	for _, s := range []string{"a@b.c", " A@B.C\n", "", "@", "a@", "a b@c", "\xff@x"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e, err := checkEmail(s)
+		if err != nil {
+			if !errors.Is(err, ErrNoEmail) {
+				t.Fatalf("error %v does not wrap ErrNoEmail", err)
+			}
+			return
+		}
+		if e != strings.ToLower(e) || strings.TrimSpace(e) != e || !strings.Contains(e, "@") || strings.HasPrefix(e, "@") || strings.HasSuffix(e, "@") {
+			t.Fatalf("checkEmail(%q) accepted %q", s, e)
+		}
+	})
+}
