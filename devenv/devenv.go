@@ -51,6 +51,9 @@ type Config struct {
 	Version  string
 	Logger   *slog.Logger // everything the servers log
 	AuditLog io.Writer    // the gateway's audit lines; nil → Logger's destination is not used, audit goes to io.Discard
+	// Gateway, when set, adjusts the gateway's configuration before it
+	// starts (benchmarks raise the per-user rate limit with it).
+	Gateway func(*gateway.Config)
 	// Progress is called while a wing's index builds.
 	Progress func(wing string, done, total int)
 }
@@ -79,6 +82,8 @@ type Env struct {
 	Notes     map[string]int64
 
 	idp      *devidp.Provider
+	shardTLS *tls.Config       // the gateway's mTLS client identity
+	addrs    map[string]string // wing → shard address
 	cfg      Config
 	tempData bool
 	cancel   context.CancelFunc
@@ -185,12 +190,14 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	}
 
 	// Shards.
+	e.shardTLS, e.addrs = gwTLS, map[string]string{}
 	var gwWings []gateway.WingConfig
 	for i, w := range wings {
 		addr, err := e.startShard(runCtx, w, shardConns[i], shardTLS)
 		if err != nil {
 			return nil, err
 		}
+		e.addrs[w] = addr
 		gwWings = append(gwWings, gateway.WingConfig{Name: w, Address: addr, ServerName: "localhost"})
 	}
 
@@ -203,6 +210,9 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	gcfg.AdminListen = adminLn.Addr().String()
 	gcfg.OIDC.Issuers = []sso.IssuerConfig{{URL: e.IssuerURL, Audiences: []string{ClientID}, Algorithms: []string{"RS256"}}}
 	gcfg.Wings = gwWings
+	if cfg.Gateway != nil {
+		cfg.Gateway(&gcfg)
+	}
 	gw, err := gateway.New(runCtx, gcfg, gateway.Options{Logger: cfg.Logger.With("component", "gateway"), AuditLog: cfg.AuditLog, ShardTLS: gwTLS})
 	if err != nil {
 		return nil, fmt.Errorf("devenv: gateway: %w", err)
@@ -256,6 +266,17 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, tl
 		return srv.Shutdown(sctx)
 	})
 	return pc.LocalAddr().String(), nil
+}
+
+// DialShard returns a brainstem/1 client for wing's shard holding the
+// gateway's certificate, for diagnostics and for benchmarks that compare the
+// gateway with a direct call. Close it when done.
+func (e *Env) DialShard(wing string) (*proto.Client, error) {
+	addr, ok := e.addrs[wing]
+	if !ok {
+		return nil, fmt.Errorf("devenv: no wing %q (have %v)", wing, e.Wings)
+	}
+	return proto.NewClient(addr, proto.ClientConfig{TLS: e.shardTLS.Clone(), Logger: e.cfg.Logger}), nil
 }
 
 // Token mints a development SSO token for email (groups optional).
