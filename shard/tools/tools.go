@@ -130,6 +130,18 @@ func (s *Set) descriptors() json.RawMessage {
 	return b
 }
 
+// implied adds the capabilities c implies (auth.Caps: curate implies write,
+// write implies read).
+func implied(c auth.Caps) auth.Caps {
+	if c.Has(auth.CapCurate) {
+		c |= auth.CapWrite
+	}
+	if c.Has(auth.CapWrite) {
+		c |= auth.CapRead
+	}
+	return c
+}
+
 // capName names the single capability a tool needs.
 func capName(c auth.Caps) string {
 	if n := c.Strings(); len(n) > 0 {
@@ -176,7 +188,7 @@ func (s *Set) Call(ctx context.Context, c Caller, name string, args []byte, stat
 	if !ok {
 		return errorResult(CodeUnknownTool, fmt.Sprintf("there is no tool %q in wing %q; the tools are: %s", name, s.Wing(), strings.Join(s.names(), ", "))), true
 	}
-	if !c.Caps.Has(sp.needs) {
+	if !implied(c.Caps).Has(sp.needs) {
 		return errorResult(CodeForbidden, fmt.Sprintf("%s needs the %s capability in wing %q; you have: %s; ask a curator of the wing to grant it", name, capName(sp.needs), s.Wing(), c.Caps)), true
 	}
 	if sp.needs.Has(auth.CapWrite) && c.Email == "" {

@@ -203,6 +203,10 @@ func TestCallGuards(t *testing.T) {
 			}
 		})
 	}
+	// Capabilities imply each other: curate alone may read and write.
+	if res, isErr := s.Call(context.Background(), Caller{Email: "c@example.com", Caps: auth.CapCurate}, "brain_list", []byte(`{}`), nil); isErr {
+		t.Errorf("curate-only caller cannot read: %s", res)
+	}
 	// Empty and null arguments are an empty object.
 	for _, args := range []string{"", "null", " {} "} {
 		if res, isErr := s.Call(context.Background(), reader, "brain_list", []byte(args), nil); isErr {
