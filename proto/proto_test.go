@@ -497,7 +497,9 @@ func TestGracefulShutdownDrains(t *testing.T) {
 		<-release
 		return &CallResponse{Result: []byte("finished")}, nil
 	}}
-	srv := startServer(t, f, h, ServerConfig{}, "127.0.0.1:0")
+	// CloseGrace is huge: Shutdown can only finish in time if the client
+	// closes its drained connection itself after GOAWAY.
+	srv := startServer(t, f, h, ServerConfig{CloseGrace: time.Hour}, "127.0.0.1:0")
 	c := newClient(t, f, srv.Addr().String(), ClientConfig{DialTimeout: 300 * time.Millisecond})
 	res := make(chan string, 1)
 	go func() {
@@ -510,7 +512,9 @@ func TestGracefulShutdownDrains(t *testing.T) {
 	}()
 	<-entered
 	shutdownDone := make(chan error, 1)
-	go func() { shutdownDone <- srv.Shutdown(context.Background()) }()
+	sctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	go func() { shutdownDone <- srv.Shutdown(sctx) }()
 	<-srv.shutdown // draining has begun
 
 	// New requests are refused while draining: on the old connection
@@ -746,5 +750,52 @@ func TestCrashRestartWithStatelessReset(t *testing.T) {
 	h, err := c.Health(ctx)
 	if err != nil || h.Wing != "restarted" {
 		t.Fatalf("Health after crash+restart = %+v, %v", h, err)
+	}
+}
+
+func TestShutdownIdleClientLeavesOnGoAway(t *testing.T) {
+	f := newFixture(t)
+	srv := startServer(t, f, &handler{}, ServerConfig{CloseGrace: time.Hour}, "127.0.0.1:0")
+	clients := []*Client{
+		newClient(t, f, srv.Addr().String(), ClientConfig{}),
+		newClient(t, f, srv.Addr().String(), ClientConfig{}),
+	}
+	for _, c := range clients {
+		if _, err := c.Health(context.Background()); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Only the clients closing their idle connections on GOAWAY let
+	// Shutdown finish before its deadline (CloseGrace is an hour).
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(ctx); err != nil {
+		t.Fatalf("Shutdown = %v; idle clients did not leave on GOAWAY", err)
+	}
+	for i, c := range clients {
+		if c.Connected() {
+			t.Errorf("client %d still connected after Shutdown", i)
+		}
+	}
+	if err := srv.wait(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestServeMisuse(t *testing.T) {
+	f := newFixture(t)
+	srv := startServer(t, f, &handler{}, ServerConfig{}, "127.0.0.1:0")
+	if err := srv.ListenAndServe(context.Background(), "127.0.0.1:0"); !errors.Is(err, ErrServerStarted) {
+		t.Fatalf("second Serve = %v, want ErrServerStarted", err)
+	}
+	noTLS := NewServer(&handler{}, ServerConfig{})
+	if err := noTLS.ListenAndServe(context.Background(), "127.0.0.1:0"); err == nil || !strings.Contains(err.Error(), "TLS") {
+		t.Fatalf("Serve without TLS = %v", err)
+	}
+	if err := NewServer(&handler{}, ServerConfig{TLS: f.serverTLS(t)}).Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown of a server never started = %v", err)
+	}
+	if err := NewServer(&handler{}, ServerConfig{TLS: f.serverTLS(t)}).ListenAndServe(context.Background(), "not an address"); err == nil {
+		t.Fatal("bad address accepted")
 	}
 }

@@ -270,7 +270,8 @@ func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
 	return nil
 }
 
-// Ready is closed once the server listens (Addr is then valid).
+// Ready is closed once the server listens (Addr is then valid). If Serve
+// fails before listening it is never closed: wait for Serve's return too.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
 // Addr returns the listening address, or nil before Ready.
