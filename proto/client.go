@@ -146,6 +146,9 @@ func (c *Client) ListTools(ctx context.Context) (*ListToolsResponse, error) {
 
 // Call runs one tool on the shard. Never retried by the client.
 func (c *Client) Call(ctx context.Context, req *CallRequest) (*CallResponse, error) {
+	if req == nil {
+		return nil, fmt.Errorf("proto: call: %w: nil request", ErrMalformed)
+	}
 	p, err := c.do(ctx, MsgCall, req.RequestID, req, false)
 	if err != nil {
 		return nil, err
@@ -156,6 +159,9 @@ func (c *Client) Call(ctx context.Context, req *CallRequest) (*CallResponse, err
 // Mint asks the shard for a shard token. Only a client with a gateway
 // certificate is allowed (else *Error CodeForbidden). Never retried.
 func (c *Client) Mint(ctx context.Context, req *MintRequest) (*MintResponse, error) {
+	if req == nil {
+		return nil, fmt.Errorf("proto: mint: %w: nil request", ErrMalformed)
+	}
 	p, err := c.do(ctx, MsgMint, req.RequestID, req, false)
 	if err != nil {
 		return nil, err
@@ -166,6 +172,9 @@ func (c *Client) Mint(ctx context.Context, req *MintRequest) (*MintResponse, err
 // Stats asks for the corpus statistics of a query's terms. Retried once on a
 // fresh connection if the connection dies before an answer.
 func (c *Client) Stats(ctx context.Context, req *StatsRequest) (*CorpusStats, error) {
+	if req == nil {
+		return nil, fmt.Errorf("proto: stats: %w: nil request", ErrMalformed)
+	}
 	p, err := c.do(ctx, MsgStats, req.RequestID, req, true)
 	if err != nil {
 		return nil, err

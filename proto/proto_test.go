@@ -799,3 +799,18 @@ func TestServeMisuse(t *testing.T) {
 		t.Fatal("bad address accepted")
 	}
 }
+
+func TestNilRequests(t *testing.T) {
+	c := NewClient("127.0.0.1:1", ClientConfig{})
+	defer c.Close()
+	ctx := context.Background()
+	if _, err := c.Call(ctx, nil); !errors.Is(err, ErrMalformed) {
+		t.Errorf("Call(nil) = %v", err)
+	}
+	if _, err := c.Mint(ctx, nil); !errors.Is(err, ErrMalformed) {
+		t.Errorf("Mint(nil) = %v", err)
+	}
+	if _, err := c.Stats(ctx, nil); !errors.Is(err, ErrMalformed) {
+		t.Errorf("Stats(nil) = %v", err)
+	}
+}
