@@ -245,3 +245,20 @@ func BenchmarkUpdate(b *testing.B) {
 	}
 	report(b, lat, nil, "")
 }
+
+// BenchmarkRescan is one rescanner pass over the unchanged corpus wing: the
+// background cost paid every RescanInterval (the loop throttles itself to
+// about a tenth of a core).
+func BenchmarkRescan(b *testing.B) {
+	root, _ := bench.get(b)
+	s := openBench(b, root)
+	lat := make([]time.Duration, 0, 64)
+	for b.Loop() {
+		t0 := time.Now()
+		if err := s.Rescan(context.Background()); err != nil {
+			b.Fatal(err)
+		}
+		lat = append(lat, time.Since(t0))
+	}
+	report(b, lat, nil, "")
+}

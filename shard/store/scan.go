@@ -98,23 +98,31 @@ func (s *Store) tocTouched() bool {
 	return err != nil || sigOf(fi) != s.tocSig
 }
 
-// rescanLoop runs Rescan every interval until ctx is cancelled.
+// rescanLoop runs Rescan every interval until ctx is cancelled. A pass over
+// a large wing costs one lstat per note, so the loop throttles itself: the
+// wait before the next pass is at least maxRescanDuty times the last pass's
+// duration, which bounds the rescanner to about 1/maxRescanDuty of a core.
 // afterPass, if set, is called after each pass (a test hook).
 func (s *Store) rescanLoop(ctx context.Context, interval time.Duration, afterPass func()) {
 	defer close(s.done)
-	t := time.NewTicker(interval)
+	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
+			start := time.Now()
 			if err := s.Rescan(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
 				s.log.Warn("store: rescan failed", "err", err)
 			}
+			t.Reset(max(interval, maxRescanDuty*time.Since(start)))
 			if afterPass != nil {
 				afterPass()
 			}
 		}
 	}
 }
+
+// maxRescanDuty is the minimum ratio of idle time to rescanning time.
+const maxRescanDuty = 10
