@@ -8,6 +8,12 @@
 // an operator relies on: UDP ports on the shard Services, NetworkPolicy
 // selectors that match the gateway pods exactly, security contexts, probes,
 // resources, one StatefulSet per wing, the config checksum, the generated
-// certificates (with a real mTLS handshake), the values schema's rejections,
-// and that `brainstem gateway --check-config` accepts the rendered gateway.yaml.
+// certificates (with a real mTLS handshake, also through proto/pki's own TLS
+// configurations), the values schema's rejections, that
+// `brainstem gateway --check-config` accepts the rendered gateway.yaml, and
+// that the rendered shards and gateway, run from this repository's binary on
+// loopback, become ready together.
+//
+// The module replaces github.com/brainstem/brainstem with ../.. and imports
+// only proto/pki (standard library only) from it.
 package helmtest

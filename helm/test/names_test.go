@@ -47,7 +47,9 @@ func checkWingRender(t *testing.T, names []string, extra ...string) {
 func TestLongWingNames(t *testing.T) {
 	t.Parallel()
 	prefix := strings.Repeat("a", 60)
-	checkWingRender(t, []string{prefix + "-x1", prefix + "-x2", strings.Repeat("b", 63), "short"})
+	// 45 characters: "rel-brainstem-" + 45 = 59, a valid Service name but
+	// too long for a StatefulSet.
+	checkWingRender(t, []string{prefix + "-x1", prefix + "-x2", strings.Repeat("b", 63), strings.Repeat("d", 45), "short"})
 	// A long release name too.
 	checkWingRender(t, []string{strings.Repeat("c", 63)}, "--set", "fullnameOverride="+strings.Repeat("r", 63))
 }
