@@ -814,3 +814,74 @@ func TestNilRequests(t *testing.T) {
 		t.Errorf("Stats(nil) = %v", err)
 	}
 }
+
+// TestRestartUnderTraffic stops a server while 16 callers hammer it and
+// starts a new one on the same address: every failure is ErrUnavailable
+// (never a stray cancellation or a hang), and every caller gets through
+// again on the same Client.
+func TestRestartUnderTraffic(t *testing.T) {
+	f := newFixture(t)
+	srv := startServer(t, f, &handler{}, ServerConfig{}, "127.0.0.1:0")
+	addr := srv.Addr().String()
+	c := newClient(t, f, addr, ClientConfig{DialTimeout: 10 * time.Second})
+	const callers = 16
+	restarted := make(chan struct{})
+	var wg sync.WaitGroup
+	var failures atomic.Int32
+	errs := make(chan error, callers)
+	warm := make(chan struct{}, callers)
+	for i := range callers {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			args := fmt.Appendf(nil, `{"caller":%d}`, i)
+			warmed := false
+			for {
+				select {
+				case <-restarted:
+					// One success after the restart ends this caller.
+					ctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
+					r, err := c.Call(ctx, &CallRequest{Tool: "t", Args: args})
+					cancel()
+					if err == nil && bytes.Equal(r.Result, args) {
+						return
+					}
+					if err != nil && !isUnavailable(err) {
+						errs <- fmt.Errorf("after restart: %w", err)
+						return
+					}
+					failures.Add(1)
+					continue
+				default:
+				}
+				r, err := c.Call(context.Background(), &CallRequest{Tool: "t", Args: args})
+				switch {
+				case err == nil && !bytes.Equal(r.Result, args):
+					errs <- fmt.Errorf("caller %d got %q", i, r.Result)
+					return
+				case err != nil && !isUnavailable(err):
+					errs <- fmt.Errorf("during restart: %w", err)
+					return
+				case err != nil:
+					failures.Add(1)
+				}
+				if !warmed {
+					warmed = true
+					warm <- struct{}{}
+				}
+			}
+		}()
+	}
+	for range callers {
+		<-warm // everyone is in the loop
+	}
+	srv.stop(t)
+	startServer(t, f, &handler{}, ServerConfig{}, addr)
+	close(restarted)
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		t.Error(err)
+	}
+	t.Logf("%d calls failed with ErrUnavailable around the restart", failures.Load())
+}
