@@ -491,10 +491,11 @@ func (c *Client) exchange(ctx context.Context, cc *clientConn, t MsgType, frame 
 		if refused && e.Code == CodeUnavailable {
 			c.goAway(cc)
 		}
-		if (e.Code == CodeDeadline || e.Code == CodeCanceled) && ctx.Err() != nil {
-			// The shard's copy of our deadline fired before ours was
-			// noticed here: report the caller's ctx error (and the answer).
-			return nil, false, sent, fmt.Errorf("proto: %s: %w (%w)", t, ctx.Err(), e)
+		if cerr := ctxErr(ctx); (e.Code == CodeDeadline || e.Code == CodeCanceled) && cerr != nil {
+			// The shard's copy of our deadline fired before our own timer
+			// was noticed here: report the caller's ctx error (and the
+			// answer).
+			return nil, false, sent, fmt.Errorf("proto: %s: %w (%w)", t, cerr, e)
 		}
 		return nil, refused, sent, e
 	default:
@@ -532,4 +533,16 @@ func isConnError(err error) bool {
 	)
 	return errors.As(err, &app) || errors.As(err, &trans) || errors.As(err, &idle) ||
 		errors.As(err, &reset) || errors.As(err, &hs) || errors.Is(err, quic.ErrTransportClosed)
+}
+
+// ctxErr is ctx.Err(), or context.DeadlineExceeded once ctx's deadline has
+// passed even if its timer has not fired yet (it can lag on a busy machine).
+func ctxErr(ctx context.Context) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if dl, ok := ctx.Deadline(); ok && !time.Now().Before(dl) {
+		return context.DeadlineExceeded
+	}
+	return nil
 }
