@@ -180,12 +180,11 @@ func BenchmarkGet(b *testing.B) {
 }
 
 // BenchmarkWrite creates new wiki notes (brain_write's store path: durable
-// create, index update, _index.md rewrite), against a baseline of a bare
-// durable file create (temp file, fsync, link, fsync dir) in the same run.
+// create, index update, _index.md), against a baseline of a bare durable
+// file create (temp file, fsync, link, fsync dir) in the same run; with
+// _index.md written through (the default) and behind (IndexDelay 1s).
 func BenchmarkWrite(b *testing.B) {
 	root, _ := bench.get(b)
-	s := openBench(b, root)
-	ctx := context.Background()
 	body := corpus.Notes(7, 1)[0].Body
 	dir := filepath.Join(root, "wiki", "bench", "sources")
 	base := make([]time.Duration, 0, 200)
@@ -198,28 +197,44 @@ func BenchmarkWrite(b *testing.B) {
 		base = append(base, time.Since(t0))
 		os.Remove(p)
 	}
-	run := time.Now().UnixNano()
-	lat := make([]time.Duration, 0, 1024)
-	i := 0
-	b.ResetTimer()
-	for b.Loop() {
-		i++
-		t0 := time.Now()
-		n, err := s.Create(ctx, NewNote{Title: fmt.Sprintf("Bench write %d %d", run, i), Body: body, Hall: "sources", By: "bench@example.com"})
-		if err != nil {
-			b.Fatal(err)
-		}
-		lat = append(lat, time.Since(t0))
-		b.StopTimer()
-		// Keep the corpus the same size for the next benchmark.
-		os.Remove(filepath.Join(root, n.Path))
-		b.StartTimer()
+	for _, mode := range []struct {
+		name  string
+		delay time.Duration
+	}{{"index=write-through", 0}, {"index=write-behind", time.Second}} {
+		b.Run(mode.name, func(b *testing.B) {
+			s, err := Open(context.Background(), Options{Root: root, Wing: "bench", RescanInterval: -1, IndexDelay: mode.delay})
+			if err != nil {
+				b.Fatal(err)
+			}
+			ctx := context.Background()
+			run := time.Now().UnixNano()
+			lat := make([]time.Duration, 0, 1024)
+			var created []string
+			i := 0
+			for b.Loop() {
+				i++
+				t0 := time.Now()
+				n, err := s.Create(ctx, NewNote{Title: fmt.Sprintf("Bench write %d %d", run, i), Body: body, Hall: "sources", By: "bench@example.com"})
+				if err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+				created = append(created, n.Path)
+			}
+			b.StopTimer()
+			report(b, lat, base, "bare-create")
+			// Keep the corpus the same size for the next benchmark.
+			for _, p := range created {
+				os.Remove(filepath.Join(root, p))
+			}
+			if err := s.Rescan(ctx); err != nil {
+				b.Fatal(err)
+			}
+			if err := s.Close(); err != nil {
+				b.Fatal(err)
+			}
+		})
 	}
-	b.StopTimer()
-	if err := s.Rescan(ctx); err != nil {
-		b.Fatal(err)
-	}
-	report(b, lat, base, "bare-create")
 }
 
 // BenchmarkUpdate supersedes random notes with expected_hash.

@@ -104,7 +104,7 @@ func (s *Store) tocTouched() bool {
 // duration, which bounds the rescanner to about 1/maxRescanDuty of a core.
 // afterPass, if set, is called after each pass (a test hook).
 func (s *Store) rescanLoop(ctx context.Context, interval time.Duration, afterPass func()) {
-	defer close(s.done)
+	defer s.wg.Done()
 	t := time.NewTimer(interval)
 	defer t.Stop()
 	for {

@@ -742,3 +742,38 @@ func TestHandWrittenNotes(t *testing.T) {
 		t.Errorf("Get broken = %+v %v", b, err)
 	}
 }
+
+// With IndexDelay, _index.md is written behind: Rescan and Close bring it
+// up to date, and the notes are durable and searchable at once.
+func TestIndexWriteBehind(t *testing.T) {
+	root := t.TempDir()
+	s, err := Open(context.Background(), Options{Root: root, Wing: testWing, RescanInterval: -1, IndexDelay: time.Hour})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	ctx := context.Background()
+	toc := func() string { return string(readFile(t, root, "wiki/payments/_index.md")) }
+	for _, title := range []string{"First", "Second"} {
+		n := mustCreate(t, s, NewNote{Title: title, Body: "fig", Hall: "facts"})
+		if hits, _ := s.Search(ctx, "fig", SearchOptions{}); len(hits) == 0 || string(readFile(t, root, n.Path)) == "" {
+			t.Fatal("note not durable and searchable on return")
+		}
+	}
+	if err := s.Rescan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if got := toc(); !strings.Contains(got, "[[payments/facts/first]]") || !strings.Contains(got, "[[payments/facts/second]]") {
+		t.Errorf("_index.md after Rescan:\n%s", got)
+	}
+	mustCreate(t, s, NewNote{Title: "Third", Body: "b", Hall: "facts"})
+	if _, _, err := s.Promote(ctx, mustCreate(t, s, NewNote{Title: "Fourth", Body: "b", Inbox: true}).Name, "decisions", "", "cur@example.com"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got := toc(); !strings.Contains(got, "[[payments/facts/third]]") || !strings.Contains(got, "[[payments/decisions/fourth]]") {
+		t.Errorf("_index.md after Close:\n%s", got)
+	}
+}

@@ -148,7 +148,7 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 		return nil, err
 	}
 	unlock()
-	if err := s.syncTOC(false); err != nil {
+	if err := s.tocChanged(); err != nil {
 		return nil, err
 	}
 	return s.noteOf(t.ID, "", t.Path, raw, id.Slug), nil
@@ -256,7 +256,7 @@ func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
 	if err != nil {
 		return nil, err
 	}
-	if err := s.syncTOC(false); err != nil {
+	if err := s.tocChanged(); err != nil {
 		return nil, err
 	}
 	return s.noteOf(id.String(), "", id.Path(), raw, id.Slug), nil
@@ -356,7 +356,7 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string) (*Note
 	if err := syncDir(filepath.Dir(inAbs)); err != nil {
 		return nil, nil, fmt.Errorf("store: sync inbox: %w", err)
 	}
-	if err := s.syncTOC(false); err != nil {
+	if err := s.tocChanged(); err != nil {
 		return nil, nil, err
 	}
 	n := s.noteOf(id.String(), "", id.Path(), raw, id.Slug)
