@@ -233,12 +233,16 @@ func (c *Client) do(ctx context.Context, t MsgType, id string, req any, idempote
 	if id == "" {
 		id = c.newRequestID()
 	}
+	dl, hasDeadline := ctx.Deadline()
 	var timeout time.Duration
-	if dl, ok := ctx.Deadline(); ok {
+	if hasDeadline {
 		if timeout = time.Until(dl); timeout <= 0 {
 			return nil, fmt.Errorf("proto: %s: %w", t, context.DeadlineExceeded)
 		}
 	}
+	// Encode now to refuse invalid or over-limit requests before waiting
+	// or dialing; with a deadline the frame is encoded again just before
+	// sending so the shard gets the time actually left.
 	buf := c.bufs.get()
 	frame, err := encodeRequest((*buf)[:0], t, reqHeader{Timeout: timeout, RequestID: id}, req)
 	if err != nil {
@@ -265,6 +269,20 @@ func (c *Client) do(ctx context.Context, t MsgType, id string, req any, idempote
 			c.bufs.put(buf)
 			return nil, fmt.Errorf("proto: %s: %w", t, err)
 		}
+		if hasDeadline {
+			left := time.Until(dl)
+			if left <= 0 {
+				c.release(cc)
+				c.bufs.put(buf)
+				return nil, fmt.Errorf("proto: %s: %w", t, context.DeadlineExceeded)
+			}
+			if frame, err = encodeRequest(frame[:0], t, reqHeader{Timeout: left, RequestID: id}, req); err != nil {
+				c.release(cc)
+				c.bufs.put(buf)
+				return nil, fmt.Errorf("proto: %s: %w", t, err)
+			}
+			*buf = frame[:0]
+		}
 		p, retry, sent, err := c.exchange(ctx, cc, t, frame)
 		c.release(cc)
 		if err == nil {
@@ -273,6 +291,15 @@ func (c *Client) do(ctx context.Context, t MsgType, id string, req any, idempote
 		}
 		if retry && idempotent && attempt == 0 && ctx.Err() == nil {
 			c.log.Debug("proto: retrying on a fresh connection", "addr", c.addr, "type", t.String(), "request_id", id, "err", err)
+			if !sent {
+				// quic-go may still reference the old buffer: leave it
+				// to the GC and encode into a fresh one.
+				buf = c.bufs.get()
+				if frame, err = encodeRequest((*buf)[:0], t, reqHeader{Timeout: timeout, RequestID: id}, req); err != nil {
+					return nil, fmt.Errorf("proto: %s: %w", t, err)
+				}
+				*buf = frame[:0]
+			}
 			continue
 		}
 		if sent {
