@@ -97,8 +97,16 @@ func helmTemplate(valuesFiles []string, extra ...string) (string, error) {
 }
 
 func runHelm(args ...string) (string, error) {
+	return runHelmEnv(nil, args...)
+}
+
+// runHelmEnv runs helm with extra environment variables (KEY=value).
+func runHelmEnv(env []string, args ...string) (string, error) {
 	var stdout, stderr bytes.Buffer
 	cmd := exec.Command(helmBin, args...)
+	if env != nil {
+		cmd.Env = append(os.Environ(), env...)
+	}
 	cmd.Stdout, cmd.Stderr = &stdout, &stderr
 	if err := cmd.Run(); err != nil {
 		return stdout.String(), fmt.Errorf("helm %s: %w: %s", strings.Join(args, " "), err, stderr.String())
