@@ -192,6 +192,9 @@ func (c *Client) Health(ctx context.Context) (*HealthResponse, error) {
 	return decodeHealthResponse(p)
 }
 
+// Addr returns the shard address the client dials.
+func (c *Client) Addr() string { return c.addr }
+
 // Connected reports whether the client holds a live connection that is not
 // draining.
 func (c *Client) Connected() bool {

@@ -363,6 +363,8 @@ func TestHandlerErrorsAndPanics(t *testing.T) {
 			return nil, fmt.Errorf("store: %w", context.DeadlineExceeded)
 		case "nil":
 			return nil, nil
+		case "zero code":
+			return nil, &Error{Message: "forgot the code"}
 		}
 		return &CallResponse{Result: []byte("ok")}, nil
 	}}
@@ -378,6 +380,7 @@ func TestHandlerErrorsAndPanics(t *testing.T) {
 		{"secret", &Error{Code: CodeInternal, Message: "internal error"}},
 		{"deadline", &Error{Code: CodeDeadline}},
 		{"nil", &Error{Code: CodeInternal}},
+		{"zero code", &Error{Code: CodeInternal, Message: "forgot the code"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool, func(t *testing.T) {

@@ -557,6 +557,10 @@ func (s *Server) toError(rh reqHeader, t MsgType, err error) *Error {
 	var pe *Error
 	switch {
 	case errors.As(err, &pe):
+		if pe.Code == 0 {
+			s.log.Error("proto: handler returned an *Error without a code", "request_id", rh.RequestID, "type", t.String(), "err", err)
+			return &Error{Code: CodeInternal, Message: pe.Message}
+		}
 		return pe
 	case errors.Is(err, context.DeadlineExceeded):
 		return &Error{Code: CodeDeadline, Message: "deadline exceeded"}
