@@ -73,9 +73,10 @@ func Snippet(body string, terms []string, maxRunes int) string {
 		if start > 0 {
 			avail-- // the leading "…"
 		}
-		end = start + avail
+		// Snapping the start forward may have brought the end into reach.
+		end = min(start+avail, n)
 		// Prefer to cut between words, if that keeps the match.
-		if runes[end] != ' ' && runes[end-1] != ' ' {
+		if end < n && runes[end] != ' ' && runes[end-1] != ' ' {
 			for i := end - 1; i > me && i > start; i-- {
 				if runes[i] == ' ' {
 					end = i

@@ -30,6 +30,7 @@ func TestSnippet(t *testing.T) {
 		{"first of several terms", long + "beta x alpha " + long, []string{"alpha", "beta"}, 30, "…amet beta x alpha lorem…"},
 		{"terms are tokenized", long + "Café " + long, []string{"CAFÉ!"}, 30, "…amet Café lorem ipsum dolor…"},
 		{"multibyte runes", strings.Repeat("日本語 ", 30) + "目標 " + strings.Repeat("中文 ", 30), []string{"目標"}, 16, "…日本語 目標 中文 中文…"},
+		{"snapped start reaches the end", "00 0 000000", []string{"0"}, 10, "…0 000000"},
 		{"no spaces: cut on runes", strings.Repeat("語", 50), nil, 10, strings.Repeat("語", 9) + "…"},
 		{"invalid utf8 replaced", "ab\xffcd", nil, 10, "ab\uFFFDcd"},
 	}
