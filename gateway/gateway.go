@@ -222,11 +222,11 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 		ResourceName:           "Brainstem",
 	})
 
-	g.emailLimits, err = lru.New[string, *rate.Limiter](cfg.Sessions.MaxEntries)
+	g.emailLimits, err = newLimiterCache(cfg.Sessions.MaxEntries)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	g.ipLimits, err = lru.New[string, *rate.Limiter](max(cfg.Sessions.MaxEntries/10, 1024))
+	g.ipLimits, err = newLimiterCache(max(cfg.Sessions.MaxEntries/10, 1024))
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}

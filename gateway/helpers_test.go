@@ -579,9 +579,10 @@ func (e *testEnv) client(t testing.TB, token string, legacy bool) *client.Client
 	return newMCPClient(t, e.url, token, legacy)
 }
 
-func newMCPClient(t testing.TB, url, token string, legacy bool) *client.Client {
+func newMCPClient(t testing.TB, url, token string, legacy bool, topts ...transport.StreamableHTTPCOption) *client.Client {
 	t.Helper()
-	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	topts = append([]transport.StreamableHTTPCOption{transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token})}, topts...)
+	tr, err := transport.NewStreamableHTTP(url, topts...)
 	if err != nil {
 		t.Fatal(err)
 	}

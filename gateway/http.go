@@ -18,6 +18,7 @@ import (
 	"strings"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 
 	"github.com/brainstem/brainstem/auth"
@@ -327,11 +328,20 @@ func (g *Gateway) emailLimiter(email string) *rate.Limiter {
 	if l, ok := g.emailLimits.Get(email); ok {
 		return l
 	}
-	l := rate.NewLimiter(rate.Limit(g.cfg.Limits.CallsPerSecond), g.cfg.Limits.Burst)
+	l := newEmailLimiter(g.cfg.Limits.CallsPerSecond, g.cfg.Limits.Burst)
 	if prev, ok, _ := g.emailLimits.PeekOrAdd(email, l); ok {
 		return prev
 	}
 	return l
+}
+
+// newLimiterCache is a bounded LRU of per-key token buckets.
+func newLimiterCache(size int) (*lru.Cache[string, *rate.Limiter], error) {
+	return lru.New[string, *rate.Limiter](size)
+}
+
+func newEmailLimiter(perSecond float64, burst int) *rate.Limiter {
+	return rate.NewLimiter(rate.Limit(perSecond), burst)
 }
 
 // protectedResourceMetadata is the RFC 9728 document.

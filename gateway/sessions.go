@@ -177,6 +177,14 @@ type mintResult struct {
 func (c *sessionCache) mint(ctx context.Context, id auth.Identity, w *wing, requestID string) (grant, error) {
 	key := w.name + "\x00" + id.Email
 	ch := c.flight.DoChan(key, func() (any, error) {
+		// A flight that just finished may have stored a grant between this
+		// caller's cache miss and its joining: use it rather than mint again.
+		if g, ok := c.cached(id.Email, w); ok {
+			if g.denied {
+				return mintResult{err: deniedError(w.name)}, nil
+			}
+			return mintResult{g: g}, nil
+		}
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.mintTimeout)
 		defer cancel()
 		resp, err := w.client.Mint(mctx, &proto.MintRequest{

@@ -1,0 +1,324 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"runtime"
+	"slices"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"syscall"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/proto"
+)
+
+// benchEnv is newEnv without debug logging or a retained audit buffer.
+func benchEnv(b *testing.B, names []string) *testEnv {
+	b.Helper()
+	e := &testEnv{t: b, pki: newTestPKI(b), idp: startIdP(b), wings: map[string]*testWing{},
+		shards: map[string]*shardServer{}, audit: &syncBuffer{}, logs: &syncBuffer{}}
+	var wcs []WingConfig
+	for _, n := range names {
+		w := newTestWing(b, n, policyOpen)
+		e.wings[n] = w
+		e.shards[n] = startShard(b, e.pki, w, "")
+		wcs = append(wcs, WingConfig{Name: n, Address: e.shards[n].addr, ServerName: "localhost"})
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		b.Fatal(err)
+	}
+	e.base = "http://" + ln.Addr().String()
+	e.url = e.base + "/mcp"
+	cfg := e.config(wcs, e.base)
+	cfg.Sessions.MaxEntries = 200000
+	gw, err := New(context.Background(), cfg, Options{Logger: slog.New(slog.DiscardHandler), AuditLog: io.Discard, ShardTLS: e.pki.gwTLS})
+	if err != nil {
+		b.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan error, 1)
+	go func() { done <- gw.Serve(ctx, ln, nil) }()
+	b.Cleanup(func() { cancel(); <-done; _ = gw.Close() })
+	e.gw = gw
+	return e
+}
+
+// runConcurrent runs n calls of fn over c workers and returns each call's
+// latency.
+func runConcurrent(b *testing.B, n, c int, fn func(worker int) error) []time.Duration {
+	lat := make([]time.Duration, n)
+	var next atomic.Int64
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for wk := range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n {
+					return
+				}
+				start := time.Now()
+				if err := fn(wk); err != nil {
+					failed.Store(err)
+					return
+				}
+				lat[i] = time.Since(start)
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	return lat
+}
+
+func percentile(lat []time.Duration, p float64) time.Duration {
+	if len(lat) == 0 {
+		return 0
+	}
+	s := slices.Clone(lat)
+	slices.Sort(s)
+	i := int(p * float64(len(s)-1))
+	return s[i]
+}
+
+// BenchmarkBrainGet measures brain_get through the gateway (mcp-go client →
+// HTTP → gateway → QUIC → shard) against the same call straight over proto
+// (proto.Client → QUIC → shard) in the same run, at 1 and 64 concurrent
+// clients. Reported: p50/p99 of both, the latency the gateway adds, and
+// calls/s through the gateway.
+func BenchmarkBrainGet(b *testing.B) {
+	for _, conc := range []int{1, 64} {
+		b.Run("clients="+strconv.Itoa(conc), func(b *testing.B) {
+			e := benchEnv(b, []string{"payments"})
+			w := e.wings["payments"]
+			w.addNote("payments/decisions/idem", "use idempotency keys for every payment write", "a@acme.com")
+			args := []byte(`{"id":"payments/decisions/idem"}`)
+
+			// Direct proto baseline: one pooled client, a real token.
+			tc := e.pki.gwTLS.Clone()
+			pc := proto.NewClient(e.shards["payments"].addr, proto.ClientConfig{TLS: tc})
+			b.Cleanup(func() { _ = pc.Close() })
+			tokens := make([]string, conc)
+			for i := range conc {
+				mr, err := pc.Mint(context.Background(), &proto.MintRequest{Email: fmt.Sprintf("u%d@acme.com", i), NotAfter: time.Now().Add(time.Hour)})
+				if err != nil {
+					b.Fatal(err)
+				}
+				tokens[i] = mr.Token
+			}
+			// Gateway clients: one per worker, distinct emails, warmed up.
+			clients := make([]*client.Client, conc)
+			// One keep-alive pool big enough for every worker (the default
+			// transport keeps 2 idle connections per host, which would make
+			// the benchmark measure TCP handshakes).
+			hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}}
+			b.Cleanup(hc.CloseIdleConnections)
+			for i := range conc {
+				clients[i] = newMCPClient(b, e.url, e.idp.token(b, fmt.Sprintf("u%d@acme.com", i)), false, transport.WithHTTPBasicClient(hc))
+				call(b, clients[i], "brain_get", string(args))
+			}
+			req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "brain_get", Arguments: json.RawMessage(args)}}
+			b.ResetTimer()
+
+			cpu0 := cpuTime()
+			t0 := time.Now()
+			direct := runConcurrent(b, b.N, conc, func(wk int) error {
+				_, err := pc.Call(context.Background(), &proto.CallRequest{Token: tokens[wk], Tool: "brain_get", Args: args})
+				return err
+			})
+			directDur := time.Since(t0)
+			cpu1 := cpuTime()
+			t0 = time.Now()
+			via := runConcurrent(b, b.N, conc, func(wk int) error {
+				res, err := clients[wk].CallTool(context.Background(), req)
+				if err == nil && res.IsError {
+					err = fmt.Errorf("tool error %v", res.Content)
+				}
+				return err
+			})
+			viaDur := time.Since(t0)
+			cpu2 := cpuTime()
+			b.StopTimer()
+			// CPU time of the whole process (client, gateway, shard) per
+			// call: robust when other processes compete for the cores.
+			b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "proto-cpu-us/op")
+			b.ReportMetric(float64((cpu2-cpu1).Microseconds())/float64(b.N), "gw-cpu-us/op")
+
+			dp50, dp99 := percentile(direct, .5), percentile(direct, .99)
+			gp50, gp99 := percentile(via, .5), percentile(via, .99)
+			b.ReportMetric(float64(dp50.Nanoseconds()), "proto-p50-ns")
+			b.ReportMetric(float64(dp99.Nanoseconds()), "proto-p99-ns")
+			b.ReportMetric(float64(gp50.Nanoseconds()), "gw-p50-ns")
+			b.ReportMetric(float64(gp99.Nanoseconds()), "gw-p99-ns")
+			b.ReportMetric(float64((gp50 - dp50).Nanoseconds()), "added-p50-ns")
+			b.ReportMetric(float64((gp99 - dp99).Nanoseconds()), "added-p99-ns")
+			b.ReportMetric(float64(b.N)/viaDur.Seconds(), "gw-calls/s")
+			b.ReportMetric(float64(b.N)/directDur.Seconds(), "proto-calls/s")
+			b.ReportMetric(float64(gp50)/float64(dp50), "p50-ratio")
+		})
+	}
+}
+
+// BenchmarkMintStorm: E emails × 3 wings × 8 concurrent first calls each
+// must cause exactly 3E mints (one per (email, wing)) and no error. E is
+// BRAINSTEM_BENCH_STORM_EMAILS (default 100; the figure in
+// docs/performance-gateway.md uses 10000). It drives the session cache with
+// real proto clients and real shards; SSO verification is not part of it.
+func BenchmarkMintStorm(b *testing.B) {
+	emails := 100
+	if v := os.Getenv("BRAINSTEM_BENCH_STORM_EMAILS"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 {
+			b.Fatalf("BRAINSTEM_BENCH_STORM_EMAILS=%q", v)
+		}
+		emails = n
+	}
+	names := []string{"a", "b", "c"}
+	for range b.N {
+		b.StopTimer()
+		e := benchEnv(b, names)
+		before := int64(0)
+		for _, n := range names {
+			before += e.wings[n].mints.Load()
+		}
+		exp := time.Now().Add(time.Hour)
+		b.StartTimer()
+		start := time.Now()
+		var errs atomic.Int64
+		sem := make(chan struct{}, 32) // emails in flight
+		var wg sync.WaitGroup
+		for i := range emails {
+			sem <- struct{}{}
+			wg.Add(1)
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				id := auth.Identity{Email: fmt.Sprintf("storm%06d@acme.com", i), Expiry: exp}
+				var inner sync.WaitGroup
+				for _, w := range e.gw.wings {
+					for range 8 {
+						inner.Add(1)
+						go func() {
+							defer inner.Done()
+							if _, _, err := e.gw.sessions.get(context.Background(), id, w, ""); err != nil {
+								errs.Add(1)
+							}
+						}()
+					}
+				}
+				inner.Wait()
+			}()
+		}
+		wg.Wait()
+		elapsed := time.Since(start)
+		b.StopTimer()
+		var mints int64
+		for _, n := range names {
+			mints += e.wings[n].mints.Load()
+		}
+		mints -= before
+		if errs.Load() != 0 || mints != int64(3*emails) {
+			b.Fatalf("%d errors, %d mints for %d emails × 3 wings", errs.Load(), mints, emails)
+		}
+		b.ReportMetric(float64(mints), "mints")
+		b.ReportMetric(elapsed.Seconds(), "storm-s")
+		b.ReportMetric(float64(mints)/elapsed.Seconds(), "mints/s")
+	}
+}
+
+// BenchmarkSessionHeap measures the heap held per cached session with three
+// wing tokens (real Ed25519 shard tokens), including the LRU entry and the
+// email key; and separately with the per-email rate limiter.
+func BenchmarkSessionHeap(b *testing.B) {
+	const n = 2000
+	names := []string{"payments", "search", "platform"}
+	var wings []*wing
+	minters := map[string]*auth.Minter{}
+	for i, name := range names {
+		wings = append(wings, &wing{idx: i, name: name})
+		key, err := auth.GenerateKey()
+		if err != nil {
+			b.Fatal(err)
+		}
+		minters[name] = auth.NewMinter(name, key, 0, nil)
+	}
+	// Tokens minted up front (their bytes are what a session holds).
+	type tok struct {
+		s   string
+		exp time.Time
+	}
+	toks := make([][]tok, n)
+	for i := range n {
+		for _, w := range wings {
+			s, exp, err := minters[w.name].Mint(fmt.Sprintf("person%05d@acme.com", i), auth.CapRead|auth.CapWrite, time.Time{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			toks[i] = append(toks[i], tok{s, exp})
+		}
+	}
+	var tokenBytes int
+	for _, t := range toks[0] {
+		tokenBytes += len(t.s)
+	}
+	for range b.N {
+		sc := newSessionCache(wings, n*2, time.Hour, time.Minute, time.Second, time.Now, nopMetrics{}, loggerOrDiscard(nil))
+		emails := make([]string, n)
+		for i := range n {
+			emails[i] = fmt.Sprintf("person%05d@acme.com", i)
+		}
+		var before, after runtime.MemStats
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for i, email := range emails {
+			for j, w := range wings {
+				// Clone so the session owns its token bytes, as after a mint.
+				sc.store(email, w, grant{token: string([]byte(toks[i][j].s)), caps: auth.CapRead | auth.CapWrite, expiry: toks[i][j].exp})
+			}
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perSession := float64(after.HeapAlloc-before.HeapAlloc) / n
+		lim, _ := newLimiterCache(n * 2)
+		runtime.GC()
+		runtime.ReadMemStats(&before)
+		for _, email := range emails {
+			lim.Add(email, newEmailLimiter(20, 40))
+		}
+		runtime.GC()
+		runtime.ReadMemStats(&after)
+		perLimiter := float64(after.HeapAlloc-before.HeapAlloc) / n
+		runtime.KeepAlive(sc)
+		runtime.KeepAlive(lim)
+		b.ReportMetric(perSession, "heap-bytes/session")
+		b.ReportMetric(float64(tokenBytes), "token-bytes/session")
+		b.ReportMetric(perLimiter, "heap-bytes/limiter")
+	}
+}
+
+// cpuTime is the process's user+system CPU time.
+func cpuTime() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
