@@ -152,3 +152,29 @@ func BenchmarkRawQUICEcho(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCodecCall measures encoding and decoding a 1 KiB Call request
+// and its 1 KiB response, without any network: the protocol's own share of
+// a round trip.
+func BenchmarkCodecCall(b *testing.B) {
+	req := &CallRequest{RequestID: "bench", Token: string(bytes.Repeat([]byte("t"), 200)), Tool: "brain_get", Args: bytes.Repeat([]byte("a"), 1024)}
+	resp := &CallResponse{Result: bytes.Repeat([]byte("r"), 1024)}
+	buf := make([]byte, 0, 4096)
+	b.ReportAllocs()
+	for b.Loop() {
+		f, err := encodeRequest(buf[:0], MsgCall, reqHeader{Timeout: time.Second, RequestID: req.RequestID}, req)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, _, err := decodeCallRequest(f[HeaderSize:]); err != nil {
+			b.Fatal(err)
+		}
+		f, err = encodeResponse(buf[:0], resp)
+		if err != nil {
+			b.Fatal(err)
+		}
+		if _, err := decodeCallResponse(f[HeaderSize:]); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
