@@ -369,14 +369,14 @@ func (g *Gateway) Serve(ctx context.Context, public, admin net.Listener) error {
 		return errors.New("gateway: Serve needs a public listener")
 	}
 	if g.cfg.TLS.CertFile != "" {
-		cert, err := tls.LoadX509KeyPair(g.cfg.TLS.CertFile, g.cfg.TLS.KeyFile)
+		cr, err := newCertReloader(g.cfg.TLS.CertFile, g.cfg.TLS.KeyFile, g.log)
 		if err != nil {
-			return fmt.Errorf("gateway: tls: %w", err)
+			return err
 		}
 		public = tls.NewListener(public, &tls.Config{
-			MinVersion:   tls.VersionTLS12,
-			Certificates: []tls.Certificate{cert},
-			NextProtos:   []string{"h2", "http/1.1"},
+			MinVersion:     tls.VersionTLS12,
+			GetCertificate: cr.get,
+			NextProtos:     []string{"h2", "http/1.1"},
 		})
 	}
 	errc := make(chan error, 2)
@@ -470,4 +470,54 @@ func parseLevel(s string) (slog.Level, error) {
 		return slog.LevelError, nil
 	}
 	return 0, fmt.Errorf("%q must be debug, info, warn or error", s)
+}
+
+// certReloader serves the public certificate and re-reads the files when
+// they change (checked at most every certCheckInterval), so a rotated
+// Kubernetes secret is picked up without a restart.
+type certReloader struct {
+	certFile, keyFile string
+	log               *slog.Logger
+	mu                sync.Mutex
+	cert              *tls.Certificate
+	modTime           time.Time
+	checked           time.Time
+}
+
+const certCheckInterval = 30 * time.Second
+
+func newCertReloader(certFile, keyFile string, log *slog.Logger) (*certReloader, error) {
+	cr := &certReloader{certFile: certFile, keyFile: keyFile, log: log}
+	if err := cr.load(time.Now()); err != nil {
+		return nil, err
+	}
+	return cr, nil
+}
+
+func (cr *certReloader) load(now time.Time) error {
+	st, err := os.Stat(cr.certFile)
+	if err != nil {
+		return fmt.Errorf("gateway: tls.cert_file: %w", err)
+	}
+	cr.checked = now
+	if cr.cert != nil && st.ModTime().Equal(cr.modTime) {
+		return nil
+	}
+	cert, err := tls.LoadX509KeyPair(cr.certFile, cr.keyFile)
+	if err != nil {
+		return fmt.Errorf("gateway: tls: %w", err)
+	}
+	cr.cert, cr.modTime = &cert, st.ModTime()
+	return nil
+}
+
+func (cr *certReloader) get(*tls.ClientHelloInfo) (*tls.Certificate, error) {
+	cr.mu.Lock()
+	defer cr.mu.Unlock()
+	if now := time.Now(); now.Sub(cr.checked) >= certCheckInterval {
+		if err := cr.load(now); err != nil {
+			cr.log.Error("cannot reload the TLS certificate; serving the previous one", "err", err)
+		}
+	}
+	return cr.cert, nil
 }

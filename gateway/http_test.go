@@ -3,10 +3,13 @@ package gateway
 import (
 	"crypto/rand"
 	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -14,9 +17,11 @@ import (
 	"time"
 
 	"github.com/go-jose/go-jose/v4"
+	"github.com/mark3labs/mcp-go/client/transport"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/proto/pki"
 )
 
 // rawIssuer is a minimal OIDC issuer (discovery + JWKS) on loopback whose
@@ -321,5 +326,47 @@ func TestRateLimits(t *testing.T) {
 		if resp, _ := rawPost(t, e2.url, initBody, nil); resp.StatusCode != 401 {
 			t.Fatalf("no token: %d", resp.StatusCode)
 		}
+	}
+}
+
+// TestServeTLS: with tls.cert_file/key_file the public listener speaks
+// HTTPS with that certificate.
+func TestServeTLS(t *testing.T) {
+	e := &testEnv{t: t, pki: newTestPKI(t), idp: startIdP(t), wings: map[string]*testWing{}, shards: map[string]*shardServer{}, audit: &syncBuffer{}, logs: &syncBuffer{}}
+	w := newTestWing(t, "payments", policyOpen)
+	sh := startShard(t, e.pki, w, "")
+	cert, key, err := e.pki.ca.Issue(pki.RoleShard, []string{"127.0.0.1", "localhost"}, time.Hour)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := pki.WriteFiles(dir, map[string][]byte{"tls.crt": cert, "tls.key": key}); err != nil {
+		t.Fatal(err)
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "https://" + ln.Addr().String()
+	cfg := e.config([]WingConfig{{Name: "payments", Address: sh.addr, ServerName: "localhost"}}, base)
+	cfg.TLS = TLSFiles{CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key")}
+	e.startGatewayOn(ln, cfg, Options{})
+
+	pool := x509.NewCertPool()
+	pool.AppendCertsFromPEM(e.pki.ca.CertPEM())
+	hc := &http.Client{Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: pool}}}
+	resp, err := hc.Get(base + "/.well-known/oauth-protected-resource/mcp")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var doc protectedResourceMetadata
+	err = json.NewDecoder(resp.Body).Decode(&doc)
+	resp.Body.Close()
+	if err != nil || doc.Resource != base+"/mcp" || resp.TLS == nil {
+		t.Fatalf("%v %+v", err, doc)
+	}
+	c := newMCPClient(t, base+"/mcp", e.idp.token(t, "alice@acme.com"), false, transport.WithHTTPBasicClient(hc))
+	if text, isErr := call(t, c, "brain_wings", `{}`); isErr || !strings.Contains(text, "payments") {
+		t.Fatalf("over TLS: %s", text)
 	}
 }
