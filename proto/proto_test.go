@@ -214,8 +214,10 @@ func TestCancelResetsStreamAndFreesHandler(t *testing.T) {
 	if err := <-done; !errors.Is(err, context.Canceled) {
 		t.Fatalf("Call err = %v, want context.Canceled", err)
 	}
-	if cause := <-observed; !errors.Is(cause, errStreamReset) {
-		t.Fatalf("handler ctx cause = %v, want the stream reset", cause)
+	cause := <-observed
+	var se *quic.StreamError
+	if !errors.Is(cause, errStreamEnded) || !errors.As(cause, &se) || se.ErrorCode != streamCodeCanceled || !se.Remote {
+		t.Fatalf("handler ctx cause = %v, want the caller's stream reset", cause)
 	}
 	// The connection survives a cancelled stream.
 	if _, err := c.Health(context.Background()); err != nil {
@@ -566,7 +568,9 @@ func TestShutdownContextExpiresCancelsHandlers(t *testing.T) {
 	if err := srv.Shutdown(ctx); !errors.Is(err, context.Canceled) {
 		t.Fatalf("Shutdown = %v, want context.Canceled", err)
 	}
-	if cause := <-observed; !errors.Is(cause, errServerStopping) {
+	// Connections are closed before handlers are cancelled, so the
+	// handler sees its stream end (or the stop, whichever lands first).
+	if cause := <-observed; !errors.Is(cause, errStreamEnded) && !errors.Is(cause, errServerStopping) {
 		t.Fatalf("handler cause = %v", cause)
 	}
 	if err := <-callErr; err == nil {
@@ -887,4 +891,39 @@ func TestRestartUnderTraffic(t *testing.T) {
 		t.Error(err)
 	}
 	t.Logf("%d calls failed with ErrUnavailable around the restart", failures.Load())
+}
+
+func TestShutdownCloseGraceExpires(t *testing.T) {
+	f := newFixture(t)
+	// Clients that ignore GOAWAY (raw QUIC connections) keep their
+	// connections open: Shutdown closes them once CloseGrace is over.
+	srv := startServer(t, f, &handler{}, ServerConfig{CloseGrace: 50 * time.Millisecond}, "127.0.0.1:0")
+	var conns []*quic.Conn
+	for range 3 {
+		conn, err := quic.DialAddr(context.Background(), srv.Addr().String(), f.clientTLS(t, pki.RoleGateway), nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		// One request makes sure the server accepted the connection.
+		st, err := conn.OpenStreamSync(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		st.Write(mustEncodeRequest(t, MsgHealth, reqHeader{RequestID: "raw"}, nil))
+		st.Close()
+		if h, _, err := readFrame(st, 1<<20); err != nil || h.typ != MsgHealthResponse {
+			t.Fatalf("raw health: %v %v", h.typ, err)
+		}
+		conns = append(conns, conn)
+	}
+	if err := srv.Shutdown(context.Background()); err != nil {
+		t.Fatalf("Shutdown = %v", err)
+	}
+	for i, c := range conns {
+		<-c.Context().Done()
+		var app *quic.ApplicationError
+		if !errors.As(context.Cause(c.Context()), &app) || app.ErrorCode != connCodeShutdown || !app.Remote {
+			t.Errorf("conn %d closed with %v, want the server's shutdown code", i, context.Cause(c.Context()))
+		}
+	}
 }

@@ -129,8 +129,10 @@ var ErrServerStarted = errors.New("proto: server already started")
 // errServerStopping is the cause of handler contexts cancelled by a stop.
 var errServerStopping = errors.New("proto: server stopping")
 
-// errStreamReset is the cause of a handler context cancelled by the caller.
-var errStreamReset = errors.New("proto: caller reset the stream")
+// errStreamEnded is the cause of a handler context cancelled because its
+// stream ended: the caller gave up (STOP_SENDING) or the connection closed.
+// The stream's own cause is wrapped too.
+var errStreamEnded = errors.New("proto: the request's stream ended")
 
 // NewServer returns a server for h. Nothing listens until Serve.
 func NewServer(h Handler, cfg ServerConfig) *Server {
@@ -310,26 +312,29 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	var ctxErr error
 	select {
 	case <-s.handlers.zero():
-	case <-ctx.Done():
-		ctxErr = ctx.Err()
-		s.baseCancel(errServerStopping)
-	}
-	if ctxErr == nil {
+		// Let clients close their drained connections themselves (they
+		// do once their last response is read), within CloseGrace.
 		grace := time.NewTimer(s.grace)
 		defer grace.Stop()
+	wait:
 		for _, c := range conns {
 			select {
 			case <-c.Context().Done():
 			case <-grace.C:
+				break wait
 			case <-ctx.Done():
 				ctxErr = ctx.Err()
-			}
-			if ctxErr != nil {
-				break
+				break wait
 			}
 		}
+		s.closeAll(connCodeShutdown, "server shut down")
+	case <-ctx.Done():
+		// Out of time: close connections first so that the handlers
+		// cancelled next cannot answer (callers see ErrUnavailable).
+		ctxErr = ctx.Err()
+		s.closeAll(connCodeShutdown, "server shut down")
+		s.baseCancel(errServerStopping)
 	}
-	s.closeAll(connCodeShutdown, "server shut down")
 	select {
 	case <-s.stopped:
 	case <-ctx.Done():
@@ -510,7 +515,9 @@ func (s *Server) dispatch(base context.Context, peer Peer, st *quic.Stream, t Ms
 
 	ctx, cancel := context.WithCancelCause(base)
 	defer cancel(nil)
-	stop := context.AfterFunc(st.Context(), func() { cancel(errStreamReset) })
+	stop := context.AfterFunc(st.Context(), func() {
+		cancel(fmt.Errorf("%w: %w", errStreamEnded, context.Cause(st.Context())))
+	})
 	defer stop()
 	if rh.Timeout > 0 {
 		var c2 context.CancelFunc
