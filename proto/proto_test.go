@@ -719,6 +719,17 @@ func TestServerRefusesBadFrames(t *testing.T) {
 	if h, _ := rawExchange(t, f, addr, good); h.typ != MsgCallResponse {
 		t.Fatalf("good frame answered with %s", h.typ)
 	}
+	// Versioning rule: unknown flag bits and trailing payload fields from
+	// a newer peer are ignored.
+	newer := append(bytes.Clone(good), 0x07, 0x08)
+	newer[3] = 0xF0
+	newer = finishFrame(newer, 0)
+	if h, _ := rawExchange(t, f, addr, newer); h.typ != MsgCallResponse {
+		t.Fatalf("frame with new flags and fields answered with %s", h.typ)
+	}
+	if n := calls.Load(); n != 2 {
+		t.Fatalf("handler ran %d times, want 2", n)
+	}
 }
 
 func TestCrashRestartWithStatelessReset(t *testing.T) {
