@@ -26,21 +26,31 @@ func (s *Store) Rescan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	seen := make(map[string]bool, len(files))
 	var changed []layout.ID
+	key := make([]byte, 0, 256)
+	matched := 0
 	s.mu.RLock()
 	for _, f := range files {
-		key := f.id.String()
-		seen[key] = true
-		if m := s.notes[key]; m == nil || m.sig != f.sig {
+		key = append(append(append(append(append(key[:0], f.id.Wing...), '/'), f.id.Hall...), '/'), f.id.Slug...)
+		m := s.notes[string(key)] // no allocation for the lookup
+		if m != nil {
+			matched++
+		}
+		if m == nil || m.sig != f.sig {
 			changed = append(changed, f.id)
 		}
 	}
-	for key := range s.notes {
-		if !seen[key] {
-			id, err := layout.ParseID(key)
-			if err == nil {
-				changed = append(changed, id)
+	if matched != len(s.notes) {
+		// Some indexed notes were not seen: find the deleted ones.
+		seen := make(map[string]bool, len(files))
+		for _, f := range files {
+			seen[f.id.String()] = true
+		}
+		for k := range s.notes {
+			if !seen[k] {
+				if id, err := layout.ParseID(k); err == nil {
+					changed = append(changed, id)
+				}
 			}
 		}
 	}

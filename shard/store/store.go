@@ -281,10 +281,13 @@ func (s *Store) dirOf(rel string) (string, error) {
 
 // noteFile is a note file found by a directory scan.
 type noteFile struct {
-	id   layout.ID
-	path string
-	sig  fileSig
+	id  layout.ID
+	dir string // absolute hall directory (shared by the hall's files)
+	sig fileSig
 }
+
+// path returns the file's absolute path.
+func (f noteFile) path() string { return filepath.Join(f.dir, f.id.Slug+layout.NoteExt) }
 
 // scanFiles lists the note files of every hall with their signatures.
 // Temporary files, non-regular files (symlinks included) and names that
@@ -328,9 +331,9 @@ func (s *Store) scanFiles() ([]noteFile, error) {
 				return nil, fmt.Errorf("store: scan %s: %w", hall, err)
 			}
 			out = append(out, noteFile{
-				id:   layout.ID{Wing: s.wing, Hall: hall, Slug: slug},
-				path: filepath.Join(dir, name),
-				sig:  sigOf(fi),
+				id:  layout.ID{Wing: s.wing, Hall: hall, Slug: slug},
+				dir: dir,
+				sig: sigOf(fi),
 			})
 		}
 	}
@@ -366,7 +369,7 @@ func (s *Store) load(ctx context.Context, progress func(done, total int)) error 
 		go func() {
 			defer wg.Done()
 			for f := range jobs {
-				raw, sig, err := readFileLimit(f.path, s.maxNote)
+				raw, sig, err := readFileLimit(f.path(), s.maxNote)
 				l := loaded{f: f, sig: sig, err: err}
 				if err == nil {
 					l.p = parseNote(raw, f.id.Slug)
