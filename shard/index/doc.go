@@ -47,9 +47,11 @@
 // # Memory and concurrency
 //
 // The index keeps no document text: a term dictionary, one compact posting
-// list per term (document ordinal plus body and title term frequency, 8 bytes
-// a posting), and per document its ID, weighted length and the varint-encoded
-// list of its term ids (so deletes keep document frequencies exact).
+// list per term (a uint32 document ordinal plus body and title term
+// frequencies packed into a uint16, 6 bytes a posting; per-document counts
+// saturate at [MaxBodyTF] and [MaxTitleTF]), and per document its ID,
+// weighted length and the varint-encoded list of its term ids (so deletes
+// keep document frequencies exact).
 // Deleted and replaced documents are tombstoned and their postings are
 // compacted away once tombstones reach a quarter of the ordinals.
 //

@@ -17,9 +17,15 @@ const (
 // DefaultTitleBoost is the title weight used by [New].
 const DefaultTitleBoost = 2
 
-// maxTF is the largest per-field term frequency a posting stores; higher
-// counts saturate (BM25 barely distinguishes them anyway).
-const maxTF = math.MaxUint16
+// A posting packs its term frequencies into 16 bits: the body's in the low
+// 12 bits, the title's in the high 4. Higher counts saturate at MaxBodyTF and
+// MaxTitleTF (BM25 barely tells such counts apart anyway); lengths are not
+// affected.
+const (
+	MaxBodyTF  = 1<<12 - 1
+	MaxTitleTF = 1<<4 - 1
+	titleShift = 12
+)
 
 // deadLen marks a tombstoned ordinal in Index.lens.
 const deadLen = math.MaxUint32
@@ -87,17 +93,12 @@ type Config struct {
 	TitleBoost int
 }
 
-// posting is one (term, document) pair: 8 bytes.
-type posting struct {
-	doc   uint32 // document ordinal
-	body  uint16 // term frequency in the body, saturated at maxTF
-	title uint16 // term frequency in the title, saturated at maxTF
-}
-
-// term is the index entry of one dictionary term.
+// term is the index entry of one dictionary term: its postings, one
+// (document, term frequencies) pair per document, 6 bytes each.
 type term struct {
-	postings []posting // by insertion; may contain tombstoned ordinals
-	df       int64     // live documents containing the term
+	docs []uint32 // document ordinals, by insertion; may include tombstones
+	tfs  []uint16 // packed term frequencies (see packTF), parallel to docs
+	df   int64    // live documents containing the term
 }
 
 // docInfo is what the index keeps of a document besides its postings.
@@ -182,7 +183,8 @@ func (ix *Index) Put(d Doc) {
 			ix.terms = append(ix.terms, term{})
 		}
 		t := &ix.terms[id]
-		t.postings = append(t.postings, posting{doc: ord, body: sat(c.n[0]), title: sat(c.n[1])})
+		t.docs = append(t.docs, ord)
+		t.tfs = append(t.tfs, packTF(c.n[0], c.n[1]))
 		t.df++
 		ids = append(ids, id)
 	}
@@ -306,28 +308,27 @@ func (ix *Index) compactLocked() {
 	ix.lens = slices.Clip(ix.lens[:n])
 	for i := range ix.terms {
 		t := &ix.terms[i]
-		ps := t.postings[:0]
-		for _, p := range t.postings {
-			if nd := remap[p.doc]; nd != deadLen {
-				p.doc = nd
-				ps = append(ps, p)
+		docs, tfs := t.docs[:0], t.tfs[:0]
+		for j, d := range t.docs {
+			if nd := remap[d]; nd != deadLen {
+				docs = append(docs, nd)
+				tfs = append(tfs, t.tfs[j])
 			}
 		}
-		if len(ps) == 0 {
-			ps = nil
-		} else if cap(ps) > 2*len(ps) {
-			ps = slices.Clone(ps)
+		switch {
+		case len(docs) == 0:
+			docs, tfs = nil, nil
+		case cap(docs) > 2*len(docs):
+			docs, tfs = slices.Clone(docs), slices.Clone(tfs)
 		}
-		t.postings = ps
+		t.docs, t.tfs = docs, tfs
 	}
 	ix.dead = 0
 }
 
-func sat(n uint32) uint16 {
-	if n > maxTF {
-		return maxTF
-	}
-	return uint16(n)
+// packTF packs body and title term frequencies, saturating each.
+func packTF(body, title uint32) uint16 {
+	return uint16(min(body, MaxBodyTF)) | uint16(min(title, MaxTitleTF))<<titleShift
 }
 
 // encodeIDs varint-encodes sorted ids as deltas.

@@ -374,3 +374,26 @@ func TestConcurrentUse(t *testing.T) {
 		t.Errorf("Len = %d, want %d", got, want)
 	}
 }
+
+// TestTermFrequencySaturates checks per-field term frequencies saturate at
+// MaxBodyTF and MaxTitleTF while lengths keep counting every token.
+func TestTermFrequencySaturates(t *testing.T) {
+	body := strings.Repeat("kiwi ", index.MaxBodyTF+100)
+	title := strings.Repeat("kiwi ", index.MaxTitleTF+5)
+	ix := build([]index.Doc{
+		{ID: "w/facts/a", Title: title, Body: body},
+		{ID: "w/facts/b", Title: "plum", Body: "plum"},
+	})
+	dl := float64(index.MaxBodyTF+100) + 2*float64(index.MaxTitleTF+5)
+	st := ix.Stats("kiwi")
+	if want := int64(dl) + 1 + 2; st.TotalLength != want {
+		t.Fatalf("TotalLength %d, want %d: lengths must not saturate", st.TotalLength, want)
+	}
+	avgdl := float64(st.TotalLength) / 2
+	tf := float64(index.MaxBodyTF) + 2*float64(index.MaxTitleTF)
+	want := math.Log(1+1.5/1.5) * tf * 2.2 / (tf + 1.2*(0.25+0.75*dl/avgdl))
+	hits := ix.Search("kiwi", index.Options{})
+	if len(hits) != 1 || math.Abs(hits[0].Score-want) > 1e-12 {
+		t.Fatalf("hits %+v, want one with score %v", hits, want)
+	}
+}

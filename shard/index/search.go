@@ -102,18 +102,20 @@ func (ix *Index) Search(query string, opt Options) []Hit {
 		df = min(max(df, 0), n)
 		idf := math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
 		bit := uint64(1) << i
-		for _, p := range tm.postings {
-			dl := lens[p.doc]
+		tfs := tm.tfs[:len(tm.docs)]
+		for j, d := range tm.docs {
+			dl := lens[d]
 			if dl == deadLen {
 				continue
 			}
-			tf := float64(p.body) + boost*float64(p.title)
+			p := tfs[j]
+			tf := float64(p&MaxBodyTF) + boost*float64(p>>titleShift)
 			sc := idf * tf * (K1 + 1) / (tf + kb + kl*float64(dl))
-			if masks[p.doc] == 0 {
-				touched = append(touched, p.doc)
+			if masks[d] == 0 {
+				touched = append(touched, d)
 			}
-			scores[p.doc] += sc
-			masks[p.doc] |= bit
+			scores[d] += sc
+			masks[d] |= bit
 		}
 	}
 
