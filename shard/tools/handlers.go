@@ -251,7 +251,11 @@ func checkSlug(what, v string) error {
 		return nil
 	}
 	if err := layout.ValidSlug(v); err != nil {
-		return invalid("%s: %s", what, strings.TrimPrefix(err.Error(), "layout: "))
+		msg := strings.TrimPrefix(err.Error(), "layout: ")
+		if what != "slug" {
+			msg = what + ": " + msg
+		}
+		return invalid("%s", msg)
 	}
 	return nil
 }
