@@ -1,0 +1,107 @@
+package loadgen
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// startServer runs a real mcp-go Streamable HTTP server with an echo tool
+// that records which bearer token each call carried.
+func startServer(t *testing.T) (url string, seen func() map[string]int) {
+	t.Helper()
+	var mu sync.Mutex
+	tokens := map[string]int{}
+	s := server.NewMCPServer("loadgen-test", "0")
+	s.AddTool(mcp.NewToolWithRawSchema("echo", "echo", json.RawMessage(`{"type":"object"}`)),
+		func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			tokens[req.Header.Get("Authorization")]++
+			mu.Unlock()
+			if strings.Contains(string(req.Params.RawArguments), "fail") {
+				return mcp.NewToolResultError("asked to fail"), nil
+			}
+			return mcp.NewToolResultText(string(req.Params.RawArguments)), nil
+		})
+	srv := httptest.NewServer(server.NewStreamableHTTPServer(s))
+	t.Cleanup(srv.Close)
+	return srv.URL + "/mcp", func() map[string]int {
+		mu.Lock()
+		defer mu.Unlock()
+		out := map[string]int{}
+		for k, v := range tokens {
+			out[k] = v
+		}
+		return out
+	}
+}
+
+func TestRun(t *testing.T) {
+	url, seen := startServer(t)
+	for _, legacy := range []bool{false, true} {
+		r, err := Run(context.Background(), Config{URL: url, Tokens: []string{"t1", "t2"}, Clients: 4,
+			Duration: 300 * time.Millisecond, Tool: "echo", Arguments: json.RawMessage(`{"a":1}`), Legacy: legacy})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if r.Calls == 0 || r.Errors != 0 || r.ToolErrors != 0 || r.P50 <= 0 || r.P50 > r.P99 || r.P99 > r.Max || r.CallsPerSecond <= 0 {
+			t.Fatalf("legacy=%v: %+v", legacy, r)
+		}
+		if !strings.Contains(r.String(), "calls/s") {
+			t.Fatal(r.String())
+		}
+	}
+	got := seen()
+	if got["Bearer t1"] == 0 || got["Bearer t2"] == 0 || len(got) != 2 {
+		t.Fatalf("tokens seen by the server: %v", got)
+	}
+	r, err := Run(context.Background(), Config{URL: url, Tokens: []string{"t"}, Duration: 100 * time.Millisecond, Tool: "echo", Arguments: json.RawMessage(`{"fail":true}`)})
+	if err != nil || r.ToolErrors == 0 || r.ToolErrors != r.Calls {
+		t.Fatalf("tool errors: %v %+v", err, r)
+	}
+	r, err = Run(context.Background(), Config{URL: url, Tokens: []string{"t"}, Duration: 100 * time.Millisecond, Tool: "nope"})
+	if err != nil || r.Errors == 0 || r.FirstError == "" {
+		t.Fatalf("unknown tool: %v %+v", err, r)
+	}
+}
+
+func TestConfigErrors(t *testing.T) {
+	tests := []struct {
+		name string
+		cfg  Config
+		has  []string
+	}{
+		{"empty", Config{}, []string{"URL", "token", "tool"}},
+		{"too many clients", Config{URL: "http://x/mcp", Tokens: []string{"t"}, Tool: "x", Clients: MaxClients + 1}, []string{"clients"}},
+		{"negative duration", Config{URL: "http://x/mcp", Tokens: []string{"t"}, Tool: "x", Duration: -time.Second}, []string{"duration"}},
+		{"args not an object", Config{URL: "http://x/mcp", Tokens: []string{"t"}, Tool: "x", Arguments: json.RawMessage(`[1]`)}, []string{"JSON object"}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			_, err := Run(context.Background(), tc.cfg)
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("err %v", err)
+			}
+			for _, h := range tc.has {
+				if !strings.Contains(err.Error(), h) {
+					t.Errorf("%v lacks %q", err, h)
+				}
+			}
+		})
+	}
+	// An unreachable endpoint fails at connect, naming the client.
+	srv := httptest.NewServer(http.NotFoundHandler())
+	srv.Close()
+	if _, err := Run(context.Background(), Config{URL: srv.URL + "/mcp", Tokens: []string{"t"}, Tool: "x", Duration: time.Second}); err == nil || !strings.Contains(err.Error(), "client 0") {
+		t.Fatalf("unreachable: %v", err)
+	}
+}
