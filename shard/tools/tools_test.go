@@ -557,3 +557,36 @@ func FuzzCall(f *testing.F) {
 
 // keep the index import used when only Stats are referenced.
 var _ = index.Stats{}
+
+// Titles, tags and bodies that YAML would misread unquoted come back from
+// brain_get exactly as written.
+func TestWriteGetRoundTripsSpecialValues(t *testing.T) {
+	s, _, _ := newSet(t)
+	tests := []struct {
+		title string
+		tags  []string
+		body  string
+		id    string
+	}{
+		{"Use: colons # and 'quotes' \"dq\" [brackets] {braces} - dash", []string{"a, b", "x: y", "- z", "#tag", "[t]"}, "---\nnot: header\n---\nbody", "payments/facts/use-colons-and-quotes-dq-brackets-braces-dash"},
+		{"yes", []string{"null", "true", "123", "2026-01-01"}, "b", "payments/facts/yes"},
+		{"Ünïcödé tïtle ✓", nil, "emoji 🧠 body\r\nwith CRLF", "payments/facts/unicode-title"},
+	}
+	for _, tt := range tests {
+		args, _ := json.Marshal(map[string]any{"title": tt.title, "tags": tt.tags, "body": tt.body, "hall": "facts"})
+		mustCall(t, s, writer, "brain_write", string(args), nil)
+		var g struct {
+			Frontmatter map[string]any `json:"frontmatter"`
+			Body        string         `json:"body"`
+		}
+		mustCall(t, s, reader, "brain_get", `{"id":"`+tt.id+`"}`, &g)
+		if g.Frontmatter["title"] != tt.title || g.Body != tt.body {
+			t.Errorf("%s: title %q body %q", tt.id, g.Frontmatter["title"], g.Body)
+		}
+		got, _ := json.Marshal(g.Frontmatter["tags"])
+		want, _ := json.Marshal(tt.tags)
+		if tt.tags != nil && string(got) != string(want) {
+			t.Errorf("%s: tags %s, want %s", tt.id, got, want)
+		}
+	}
+}
