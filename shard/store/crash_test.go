@@ -26,7 +26,7 @@ func crashChild(root string) {
 		os.Exit(2)
 	}
 	ctx := context.Background()
-	for i := 0; ; i++ {
+	for i := 0; i < 10000; i++ { // bounded in case the parent is gone
 		id := fmt.Sprintf("payments/facts/note-%d", i)
 		fmt.Printf("begin create %s\n", id)
 		n, err := s.Create(ctx, NewNote{Title: fmt.Sprintf("Note %d", i), Body: strings.Repeat(fmt.Sprintf("body of note %d. ", i), 200), Hall: "facts", By: "crash@example.com"})
@@ -43,6 +43,7 @@ func crashChild(root string) {
 		}
 		fmt.Printf("ack %s %s\n", n.ID, n.Hash)
 	}
+	os.Exit(3)
 }
 
 // TestCrashDurability SIGKILLs a process in the middle of a write loop and
@@ -75,6 +76,7 @@ func crashAndReopen(t *testing.T, killAfter int) {
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(func() { cmd.Process.Kill() }) // never leave the child running
 	acked := map[string]string{} // id → last acknowledged hash
 	inflight, op := "", ""
 	sc := bufio.NewScanner(out)
