@@ -938,3 +938,47 @@ func TestShutdownCloseGraceExpires(t *testing.T) {
 		}
 	}
 }
+
+func TestMaxInFlightBytes(t *testing.T) {
+	f := newFixture(t)
+	entered := make(chan string, 3)
+	release := make(chan struct{})
+	h := &handler{call: func(ctx context.Context, req *CallRequest) (*CallResponse, error) {
+		entered <- req.Tool
+		if req.Tool == "hold" {
+			<-release
+		}
+		return &CallResponse{Result: []byte(req.Tool)}, nil
+	}}
+	// Room for one 3 KiB request at a time; a request waits at most
+	// RequestTimeout for room.
+	srv := startServer(t, f, h, ServerConfig{MaxMessageBytes: 4 << 10, MaxInFlightBytes: 4 << 10, RequestTimeout: 300 * time.Millisecond}, "127.0.0.1:0")
+	c := newClient(t, f, srv.Addr().String(), ClientConfig{})
+	big := bytes.Repeat([]byte("a"), 3<<10)
+	held := make(chan error, 1)
+	go func() {
+		_, err := c.Call(context.Background(), &CallRequest{Tool: "hold", Args: big})
+		held <- err
+	}()
+	if got := <-entered; got != "hold" {
+		t.Fatalf("entered %q", got)
+	}
+	_, err := c.Call(context.Background(), &CallRequest{Tool: "waits", Args: big})
+	if CodeOf(err) != CodeUnavailable {
+		t.Fatalf("second big request = %v, want CodeUnavailable (busy)", err)
+	}
+	// Small requests still fit next to the held one.
+	if r, err := c.Call(context.Background(), &CallRequest{Tool: "small"}); err != nil || string(r.Result) != "small" {
+		t.Fatalf("small request: %v %v", r, err)
+	}
+	if got := <-entered; got != "small" {
+		t.Fatalf("entered %q, want small (the refused request must not run)", got)
+	}
+	close(release)
+	if err := <-held; err != nil {
+		t.Fatal(err)
+	}
+	if r, err := c.Call(context.Background(), &CallRequest{Tool: "after", Args: big}); err != nil || string(r.Result) != "after" {
+		t.Fatalf("big request after release: %v %v", r, err)
+	}
+}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/quic-go/quic-go"
+	"golang.org/x/sync/semaphore"
 )
 
 // Application error codes on QUIC streams and connections (not to be
@@ -36,6 +37,8 @@ const (
 	DefaultKeepAlive      = 5 * time.Second  // keeps idle pooled connections up and proves liveness
 	DefaultRequestTimeout = 30 * time.Second // to receive a whole request frame
 	DefaultCloseGrace     = 5 * time.Second
+	// DefaultMaxInFlightBytes bounds the request payloads a server holds.
+	DefaultMaxInFlightBytes = 256 << 20
 )
 
 // Peer is the authenticated client of a connection.
@@ -74,6 +77,12 @@ type ServerConfig struct {
 	// RequestTimeout bounds the time to receive a request frame; 0 means
 	// DefaultRequestTimeout.
 	RequestTimeout time.Duration
+	// MaxInFlightBytes bounds the request payload bytes held at once by
+	// all requests being read or handled, over all connections; a request
+	// waits (within RequestTimeout) for room before its payload is read.
+	// 0 means DefaultMaxInFlightBytes; it is raised to MaxMessageBytes if
+	// lower.
+	MaxInFlightBytes int64
 	// CloseGrace is how long Shutdown lets clients close drained
 	// connections themselves before closing them; 0 means DefaultCloseGrace.
 	CloseGrace time.Duration
@@ -98,6 +107,7 @@ type ServerConfig struct {
 // Serve's context (immediate).
 type Server struct {
 	h        Handler
+	mem      *semaphore.Weighted // request payload bytes in flight
 	resetKey *quic.StatelessResetKey
 	tls      *tls.Config
 	quic     *quic.Config
@@ -140,9 +150,9 @@ func NewServer(h Handler, cfg ServerConfig) *Server {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	max := cfg.MaxMessageBytes
-	if max <= 0 {
-		max = DefaultMaxMessageBytes
+	maxMsg := cfg.MaxMessageBytes
+	if maxMsg <= 0 {
+		maxMsg = DefaultMaxMessageBytes
 	}
 	streams := cfg.MaxStreams
 	if streams <= 0 {
@@ -180,8 +190,15 @@ func NewServer(h Handler, cfg ServerConfig) *Server {
 	if grace <= 0 {
 		grace = DefaultCloseGrace
 	}
+	memLimit := cfg.MaxInFlightBytes
+	if memLimit <= 0 {
+		memLimit = DefaultMaxInFlightBytes
+	}
+	if memLimit < int64(maxMsg) {
+		memLimit = int64(maxMsg)
+	}
 	return &Server{
-		h: h, resetKey: cfg.StatelessResetKey, tls: tc, quic: qc, max: max, reqTO: reqTO, grace: grace, log: log,
+		h: h, mem: semaphore.NewWeighted(memLimit), resetKey: cfg.StatelessResetKey, tls: tc, quic: qc, max: maxMsg, reqTO: reqTO, grace: grace, log: log,
 		ready:    make(chan struct{}),
 		stopped:  make(chan struct{}),
 		conns:    make(map[*quic.Conn]struct{}),
@@ -418,8 +435,14 @@ func (s *Server) serveConn(base context.Context, c *quic.Conn) {
 
 // serveStream reads one request, runs the handler and writes one response.
 func (s *Server) serveStream(base context.Context, peer Peer, st *quic.Stream) {
-	st.SetReadDeadline(time.Now().Add(s.reqTO))
-	h, payload, err := readFrame(st, s.max)
+	deadline := time.Now().Add(s.reqTO)
+	st.SetReadDeadline(deadline)
+	var h header
+	var payload []byte
+	err := s.readRequest(st, deadline, &h, &payload)
+	if payload != nil {
+		defer s.mem.Release(int64(len(payload)))
+	}
 	if err == nil {
 		// The client FINs after its one frame: read the FIN (so the stream's
 		// receive side completes and its slot is freed) and refuse trailing
@@ -436,6 +459,8 @@ func (s *Server) serveStream(base context.Context, peer Peer, st *quic.Stream) {
 	if err != nil {
 		var code Code
 		switch {
+		case errors.Is(err, errBusy):
+			code = CodeUnavailable
 		case errors.Is(err, ErrTooLarge):
 			code = CodeTooLarge
 		case errors.Is(err, ErrVersion):
@@ -483,6 +508,49 @@ func (s *Server) serveStream(base context.Context, peer Peer, st *quic.Stream) {
 		return
 	}
 	st.Close()
+}
+
+// errBusy is returned when a request's payload cannot be admitted under
+// MaxInFlightBytes in time.
+var errBusy = errors.New("proto: shard busy: too many request bytes in flight")
+
+// readRequest reads a request frame like readFrame, but reserves the
+// payload's size under MaxInFlightBytes (waiting until deadline) before
+// allocating it. On return *payload is non-nil exactly when its bytes are
+// reserved; the caller releases them.
+func (s *Server) readRequest(st *quic.Stream, deadline time.Time, h *header, payload *[]byte) error {
+	var hb [HeaderSize]byte
+	if _, err := io.ReadFull(st, hb[:]); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("%w: truncated header", ErrMalformed)
+		}
+		return err
+	}
+	var err error
+	if *h, err = decodeHeader(hb[:]); err != nil {
+		return err
+	}
+	if int64(h.length) > int64(s.max) {
+		return fmt.Errorf("%w: %s of %d bytes, limit %d", ErrTooLarge, h.typ, h.length, s.max)
+	}
+	n := int64(h.length)
+	if !s.mem.TryAcquire(n) {
+		ctx, cancel := context.WithDeadline(st.Context(), deadline)
+		err := s.mem.Acquire(ctx, n)
+		cancel()
+		if err != nil {
+			return fmt.Errorf("%w (%d bytes wanted)", errBusy, n)
+		}
+	}
+	p := make([]byte, n)
+	*payload = p
+	if _, err := io.ReadFull(st, p); err != nil {
+		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
+			err = fmt.Errorf("%w: payload truncated (want %d bytes)", ErrMalformed, h.length)
+		}
+		return err
+	}
+	return nil
 }
 
 // dispatch decodes the payload and calls the handler with a context carrying
