@@ -4,12 +4,15 @@
 // graph.
 //
 // The tests render the chart with the real helm CLI (built once by
-// build-helm.sh, or named by $HELM_BIN), decode every manifest and check what
-// an operator relies on: UDP ports on the shard Services, NetworkPolicy
+// build-helm.sh, or named by $HELM_BIN), decode every manifest (strictly into
+// the Kubernetes API types for built-in kinds) and check what an operator
+// relies on: UDP ports on the shard Services, NetworkPolicy
 // selectors that match the gateway pods exactly, security contexts, probes,
 // resources, one StatefulSet per wing, the config checksum, the generated
 // certificates (with a real mTLS handshake, also through proto/pki's own TLS
-// configurations), the values schema's rejections, that
+// configurations), that generated certificates survive upgrades (helm's
+// `lookup` against a minimal in-test Secret API), the values schema's
+// rejections, that
 // `brainstem gateway --check-config` accepts the rendered gateway.yaml, and
 // that the rendered shards and gateway, run from this repository's binary on
 // loopback, become ready together.

@@ -5,6 +5,8 @@ go 1.26.0
 require (
 	github.com/brainstem/brainstem v0.0.0-00010101000000-000000000000
 	gopkg.in/yaml.v3 v3.0.1
+	k8s.io/api v0.37.0
+	sigs.k8s.io/yaml v1.6.0
 )
 
 require (
@@ -102,7 +104,6 @@ require (
 	gopkg.in/evanphx/json-patch.v4 v4.13.0 // indirect
 	gopkg.in/inf.v0 v0.9.1 // indirect
 	helm.sh/helm/v3 v3.22.0 // indirect
-	k8s.io/api v0.37.0 // indirect
 	k8s.io/apiextensions-apiserver v0.37.0 // indirect
 	k8s.io/apimachinery v0.37.0 // indirect
 	k8s.io/apiserver v0.37.0 // indirect
@@ -119,7 +120,6 @@ require (
 	sigs.k8s.io/kustomize/kyaml v0.21.1 // indirect
 	sigs.k8s.io/randfill v1.0.0 // indirect
 	sigs.k8s.io/structured-merge-diff/v6 v6.4.2 // indirect
-	sigs.k8s.io/yaml v1.6.0 // indirect
 )
 
 tool helm.sh/helm/v3/cmd/helm
