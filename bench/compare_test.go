@@ -65,26 +65,34 @@ func TestCompare(t *testing.T) {
 		}
 		// Time each engine in its own phase, after a GC, so that each pays
 		// for its own garbage only (bleve allocates far more per query).
-		oursLat := make([]time.Duration, 0, len(qs))
-		oursHits := make([][]index.Hit, 0, len(qs))
-		runtime.GC()
-		for _, q := range qs {
-			start := time.Now()
-			hits := ours.Search(q, index.Options{})
-			oursLat = append(oursLat, time.Since(start))
-			oursHits = append(oursHits, hits)
-		}
-		bleveLat := make([]time.Duration, 0, len(qs))
-		bleveIDs := make([][]string, 0, len(qs))
-		runtime.GC()
-		for _, q := range qs {
-			start := time.Now()
-			bids, err := SearchBleve(bx, q, index.DefaultTitleBoost, nil)
-			bleveLat = append(bleveLat, time.Since(start))
-			if err != nil {
-				t.Fatal(err)
+		// Each phase runs three passes and keeps every query's fastest
+		// time: on a shared machine a single pass's tail is mostly
+		// preemption, not the query's cost.
+		const passes = 3
+		oursLat := make([]time.Duration, len(qs))
+		oursHits := make([][]index.Hit, len(qs))
+		for range passes {
+			runtime.GC()
+			for i, q := range qs {
+				start := time.Now()
+				hits := ours.Search(q, index.Options{})
+				oursLat[i] = fastest(oursLat[i], time.Since(start))
+				oursHits[i] = hits
 			}
-			bleveIDs = append(bleveIDs, bids)
+		}
+		bleveLat := make([]time.Duration, len(qs))
+		bleveIDs := make([][]string, len(qs))
+		for range passes {
+			runtime.GC()
+			for i, q := range qs {
+				start := time.Now()
+				bids, err := SearchBleve(bx, q, index.DefaultTitleBoost, nil)
+				bleveLat[i] = fastest(bleveLat[i], time.Since(start))
+				if err != nil {
+					t.Fatal(err)
+				}
+				bleveIDs[i] = bids
+			}
 		}
 
 		var overlap, overlapTrue float64
@@ -117,6 +125,14 @@ func TestCompare(t *testing.T) {
 			t.Errorf("%d-term queries: mean top-10 overlap %.3f; the bleve setup is not comparable", terms, mean)
 		}
 	}
+}
+
+// fastest returns the smaller of two latencies, treating 0 as unset.
+func fastest(prev, d time.Duration) time.Duration {
+	if prev == 0 || d < prev {
+		return d
+	}
+	return prev
 }
 
 // topOverlap is |ours ∩ bleve| divided by the larger result size (10 unless
