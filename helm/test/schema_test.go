@@ -61,6 +61,7 @@ func TestValuesRejected(t *testing.T) {
 		{"ingress without host", `ingress: {host: ""}`, []string{"ingress.host"}},
 		{"no public url at all", `ingress: {enabled: false, host: ""}`, []string{"publicURL"}},
 		{"public url over http", `publicURL: "http://brain.acme.com"`, []string{"/publicURL"}},
+		{"public url on another host than the ingress", `publicURL: "https://knowledge.acme.com"`, []string{"publicURL host", "ingress.host"}},
 		{"ingress cert-manager without issuer", `ingress: {tls: {certManager: {enabled: true}}}`, []string{"ingress.tls.certManager.issuer"}},
 	}
 	for _, tc := range cases {

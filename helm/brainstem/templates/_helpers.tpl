@@ -227,4 +227,10 @@ depend on them so a bad values file fails before anything renders.
 {{- fail "brainstem: ingress.tls.certManager.issuer: required when ingress.tls.certManager.enabled is true" -}}
 {{- end -}}
 {{- $_ := include "brainstem.publicURL" . -}}
+{{- if and .Values.publicURL .Values.ingress.enabled .Values.ingress.host -}}
+{{- $host := (urlParse .Values.publicURL).host -}}
+{{- if ne $host .Values.ingress.host -}}
+{{- fail (printf "brainstem: publicURL host %q differs from ingress.host %q: agents would call a host the Ingress does not serve" $host .Values.ingress.host) -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
