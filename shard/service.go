@@ -28,6 +28,10 @@ type Config struct {
 	Logger   *slog.Logger
 	Now      func() time.Time
 	Progress func(done, total int) // optional: called while the index builds
+	// IndexDelay batches rewrites of the wing's _index.md: 0 rewrites it on
+	// every write; a positive delay rewrites it at most that often (large
+	// wings), and Close brings it up to date. Notes are durable either way.
+	IndexDelay time.Duration
 }
 
 // Service is one wing served over brainstem/1. It implements proto.Handler:
@@ -59,11 +63,12 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, errors.New("shard: no signing key")
 	}
 	st, err := store.Open(ctx, store.Options{
-		Root:     cfg.Brain,
-		Wing:     cfg.Wing,
-		Logger:   cfg.Logger,
-		Now:      cfg.Now,
-		Progress: cfg.Progress,
+		Root:       cfg.Brain,
+		Wing:       cfg.Wing,
+		Logger:     cfg.Logger,
+		Now:        cfg.Now,
+		Progress:   cfg.Progress,
+		IndexDelay: cfg.IndexDelay,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shard: %w", err)

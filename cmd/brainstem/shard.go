@@ -41,6 +41,7 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	tlsKey := fs.String("tls-key", "", "PEM file of this shard's private key")
 	policyFile := fs.String("policy", "", "YAML file with the wing policy (readers, writers, curators)")
 	keyFile := fs.String("key-file", "", "PEM file of the shard-token signing key, created if missing (default: a new key each start, which makes the gateway re-mint)")
+	indexDelay := fs.Duration("index-delay", 0, "rewrite the wing's _index.md at most this often instead of on every write (e.g. 1s for wings past ~10,000 notes)")
 	tokenTTL := fs.Duration("token-ttl", 10*time.Minute, "lifetime of the shard tokens this shard mints")
 	admin := fs.String("admin-listen", ":9091", "HTTP address for /healthz, /readyz and /metrics (empty: off)")
 	logFormat := fs.String("log-format", "json", "log format: json or text")
@@ -63,7 +64,7 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 				return usageError{"shard --stdio: no --email and " + err.Error()}
 			}
 		}
-		svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Key: mustKey(), Logger: logger, Version: version})
+		svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Key: mustKey(), IndexDelay: *indexDelay, Logger: logger, Version: version})
 		if err != nil {
 			return err
 		}
@@ -93,7 +94,7 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Policy: policy, Key: key, TokenTTL: *tokenTTL, Logger: logger, Version: version})
+	svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Policy: policy, Key: key, TokenTTL: *tokenTTL, IndexDelay: *indexDelay, Logger: logger, Version: version})
 	if err != nil {
 		return err
 	}
