@@ -250,12 +250,14 @@ func (c *sessionCache) store(email string, w *wing, g grant) {
 
 // capsAll returns the caller's capabilities in every wing, minting where
 // needed (concurrently, at most limit at once). A wing that cannot be
-// reached or refuses the caller has zero caps; errs records why.
+// reached (or was found unreachable in the last downGrace) or refuses the
+// caller has zero caps; errs records why.
 func (c *sessionCache) capsAll(ctx context.Context, id auth.Identity, requestID string, limit int) (caps []auth.Caps, errs []error) {
 	caps = make([]auth.Caps, len(c.wings))
 	errs = make([]error, len(c.wings))
 	sem := make(chan struct{}, max(limit, 1))
 	var wg sync.WaitGroup
+	now := c.now()
 	for i, w := range c.wings {
 		if g, ok := c.cached(id.Email, w); ok {
 			c.metrics.cacheHit()
@@ -264,6 +266,12 @@ func (c *sessionCache) capsAll(ctx context.Context, id auth.Identity, requestID 
 			} else {
 				caps[i] = g.caps
 			}
+			continue
+		}
+		if w.recentlyDown(now) {
+			// Listing tools, brain_wings and cross-wing search do not wait
+			// a call timeout for a wing just found unreachable.
+			errs[i] = newError(CodeUnavailable, ErrUnavailable, "wing %q was unreachable moments ago; retry shortly", w.name)
 			continue
 		}
 		wg.Add(1)

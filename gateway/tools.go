@@ -48,17 +48,27 @@ func (r *refresher) trigger() {
 	}
 }
 
-// ensure refreshes now (sharing a running refresh) if a wing's tools are
-// still unknown, waiting at most a short while.
+// ensure makes sure tools/list has descriptors to filter. When no wing's
+// tools are known yet (a cold start) it refreshes now, sharing a running
+// refresh and waiting at most a short while; when only some are missing it
+// asks the background loop and does not wait. Wings found unreachable in
+// the last few seconds do not count as missing.
 func (r *refresher) ensure(ctx context.Context) {
-	missing := false
+	now := r.g.now()
+	missing, haveAny := false, false
 	for _, w := range r.g.wings {
-		if w.tools.Load() == nil {
+		switch {
+		case w.tools.Load() != nil:
+			haveAny = true
+		case !w.recentlyDown(now):
 			missing = true
-			break
 		}
 	}
 	if !missing {
+		return
+	}
+	if haveAny {
+		r.trigger()
 		return
 	}
 	ctx, cancel := context.WithTimeout(ctx, min(r.g.cfg.Shards.CallTimeout, 5*time.Second))
@@ -85,6 +95,9 @@ func (r *refresher) refresh(ctx context.Context) {
 		eg.Go(func() error {
 			resp, err := w.client.ListTools(ctx)
 			if err != nil {
+				if classifyShard(err, w).Code == CodeUnavailable {
+					w.markDown(g.now())
+				}
 				g.log.Warn("cannot list a wing's tools", "wing", w.name, "err", err)
 				return nil
 			}
