@@ -239,6 +239,8 @@ func TestRequestGuards(t *testing.T) {
 		{"allowed origin", initBody, map[string]string{"Origin": "https://inspector.example:6274", "Authorization": tok}, 200, `"result"`},
 		{"unknown version", initBody, map[string]string{"Mcp-Protocol-Version": "1999-01-01", "Authorization": tok}, 400, "unsupported"},
 		{"old unsupported version", initBody, map[string]string{"Mcp-Protocol-Version": "2024-11-05", "Authorization": tok}, 400, "2025-06-18"},
+		{"2025-03-26 without a version header", strings.Replace(initBody, "2025-06-18", "2025-03-26", 1), map[string]string{"Authorization": tok}, 200, `"protocolVersion":"2025-03-26"`},
+		{"2025-11-25", strings.Replace(initBody, "2025-06-18", "2025-11-25", 1), map[string]string{"Authorization": tok, "Mcp-Protocol-Version": "2025-11-25"}, 200, `"protocolVersion":"2025-11-25"`},
 		{"body too large", big, map[string]string{"Authorization": tok}, 413, `"too_large"`},
 		{"body at the limit is fine", initBody, map[string]string{"Authorization": tok}, 200, `"result"`},
 	}
