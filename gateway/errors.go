@@ -228,11 +228,42 @@ const (
 	rpcServerError    = -32000 // implementation-defined server error
 )
 
-// httpRefusal writes a JSON-RPC error body with an HTTP status.
-func httpRefusal(w http.ResponseWriter, status int, id json.RawMessage, rpcCode int, message, toolCode string) {
+// ErrBadBody reports a request body that could not be read.
+var ErrBadBody = errors.New("gateway: unreadable request body")
+
+// refusal is how a request refused before mcp-go is answered: the HTTP
+// status, the JSON-RPC error code and, where there is one, the tool error
+// code put in the error's data.
+type refusal struct {
+	status   int
+	rpcCode  int
+	toolCode string
+}
+
+// refusalOf maps the gateway's HTTP-level sentinels (the one table).
+func refusalOf(err error) refusal {
+	switch {
+	case errors.Is(err, ErrOriginNotAllowed):
+		return refusal{http.StatusForbidden, rpcInvalidRequest, ""}
+	case errors.Is(err, ErrProtocolVersion):
+		return refusal{http.StatusBadRequest, rpcInvalidRequest, ""}
+	case errors.Is(err, ErrBodyTooLarge):
+		return refusal{http.StatusRequestEntityTooLarge, rpcInvalidRequest, CodeTooLarge}
+	case errors.Is(err, ErrBadBody):
+		return refusal{http.StatusBadRequest, rpcInvalidRequest, ""}
+	case errors.Is(err, ErrRateLimited), errors.Is(err, ErrTooManyAuthFailed):
+		return refusal{http.StatusTooManyRequests, rpcServerError, CodeRateLimited}
+	}
+	return refusal{http.StatusInternalServerError, rpcServerError, CodeInternal}
+}
+
+// refuse answers a request refused before mcp-go with a JSON-RPC error
+// body (MCP clients parse it); message is what a person reads.
+func refuse(w http.ResponseWriter, err error, id json.RawMessage, message string) {
+	r := refusalOf(err)
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(status)
-	_, _ = w.Write(jsonRPCErrorBody(id, rpcCode, message, toolCode))
+	w.WriteHeader(r.status)
+	_, _ = w.Write(jsonRPCErrorBody(id, r.rpcCode, message, r.toolCode))
 }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }

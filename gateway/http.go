@@ -123,8 +123,7 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 
 	if origin := r.Header.Get("Origin"); origin != "" {
 		if !g.originAllowed(origin) {
-			httpRefusal(w, http.StatusForbidden, nil, rpcInvalidRequest,
-				fmt.Sprintf("origin %q is not allowed; add it to allowed_origins", origin), "")
+			refuse(w, ErrOriginNotAllowed, nil, fmt.Sprintf("origin %q is not allowed; add it to allowed_origins", origin))
 			return
 		}
 		w.Header().Set("Access-Control-Allow-Origin", origin)
@@ -139,8 +138,7 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(supportedProtocolVersions, v) {
-		httpRefusal(w, http.StatusBadRequest, nil, rpcInvalidRequest,
-			fmt.Sprintf("unsupported MCP-Protocol-Version %q; supported: %s", v, strings.Join(supportedProtocolVersions, ", ")), "")
+		refuse(w, ErrProtocolVersion, nil, fmt.Sprintf("unsupported MCP-Protocol-Version %q; supported: %s", v, strings.Join(supportedProtocolVersions, ", ")))
 		return
 	}
 
@@ -151,8 +149,7 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 		g.metrics.rateLimited.WithLabelValues("failed_auth_ip").Inc()
 		retry := retryAfter(ipLim, now)
 		w.Header().Set("Retry-After", strconv.Itoa(retry))
-		httpRefusal(w, http.StatusTooManyRequests, nil, rpcServerError,
-			fmt.Sprintf("too many failed authentications from %s; retry in %ds with a valid token", ip, retry), CodeRateLimited)
+		refuse(w, ErrTooManyAuthFailed, nil, fmt.Sprintf("too many failed authentications from %s; retry in %ds with a valid token", ip, retry))
 		return
 	}
 
@@ -193,11 +190,10 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 		if err != nil {
 			var mbe *http.MaxBytesError
 			if errors.As(err, &mbe) {
-				httpRefusal(w, http.StatusRequestEntityTooLarge, nil, rpcInvalidRequest,
-					fmt.Sprintf("request body exceeds %d bytes (limits.max_body_bytes)", g.cfg.Limits.MaxBodyBytes), CodeTooLarge)
+				refuse(w, ErrBodyTooLarge, nil, fmt.Sprintf("request body exceeds %d bytes (limits.max_body_bytes)", g.cfg.Limits.MaxBodyBytes))
 				return
 			}
-			httpRefusal(w, http.StatusBadRequest, nil, rpcInvalidRequest, "could not read the request body: "+err.Error(), "")
+			refuse(w, ErrBadBody, nil, "could not read the request body: "+err.Error())
 			return
 		}
 		var peek struct {
@@ -216,8 +212,7 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 		g.metrics.rateLimited.WithLabelValues("email").Inc()
 		retry := retryAfter(lim, now)
 		w.Header().Set("Retry-After", strconv.Itoa(retry))
-		httpRefusal(w, http.StatusTooManyRequests, rpcID, rpcServerError,
-			fmt.Sprintf("rate limit of %v calls per second exceeded for %s; retry in %ds", g.cfg.Limits.CallsPerSecond, id.Email, retry), CodeRateLimited)
+		refuse(w, ErrRateLimited, rpcID, fmt.Sprintf("rate limit of %v calls per second exceeded for %s; retry in %ds", g.cfg.Limits.CallsPerSecond, id.Email, retry))
 		return
 	}
 	if ci.method == "tools/list" {

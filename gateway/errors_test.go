@@ -1,0 +1,94 @@
+package gateway
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/http"
+	"testing"
+
+	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/proto"
+)
+
+// TestClassify: the one mapping from proto codes, proto sentinels and
+// context errors to tool error codes and sentinels.
+func TestClassify(t *testing.T) {
+	tests := []struct {
+		err      error
+		code     string
+		sentinel error
+	}{
+		{&proto.Error{Code: proto.CodeForbidden, Message: "m"}, CodeForbidden, ErrForbidden},
+		{&proto.Error{Code: proto.CodeBadRequest}, CodeInvalidArgument, ErrInvalidArgument},
+		{&proto.Error{Code: proto.CodeTooLarge}, CodeTooLarge, nil},
+		{&proto.Error{Code: proto.CodeUnknownTool}, CodeUnknownTool, nil},
+		{&proto.Error{Code: proto.CodeUnavailable}, CodeUnavailable, ErrUnavailable},
+		{&proto.Error{Code: proto.CodeDeadline}, CodeTimeout, ErrTimeout},
+		{&proto.Error{Code: proto.CodeCanceled}, CodeCanceled, nil},
+		{&proto.Error{Code: proto.CodeUnauthenticated}, CodeUnavailable, ErrTokenRejected},
+		{&proto.Error{Code: proto.CodeVersion}, CodeUnavailable, ErrUnavailable},
+		{&proto.Error{Code: proto.CodeInternal}, CodeInternal, nil},
+		{fmt.Errorf("proto: call: %w", context.DeadlineExceeded), CodeTimeout, ErrTimeout},
+		{fmt.Errorf("x: %w", context.Canceled), CodeCanceled, nil},
+		{fmt.Errorf("%w: dial: refused", proto.ErrUnavailable), CodeUnavailable, ErrUnavailable},
+		{proto.ErrTooLarge, CodeTooLarge, nil},
+		{errors.New("boom"), CodeInternal, nil},
+		{newError(CodeUnknownWing, ErrUnknownWing, "x"), CodeUnknownWing, ErrUnknownWing},
+	}
+	for _, tc := range tests {
+		e := classify(tc.err, "payments")
+		if e.Code != tc.code || e.Message == "" {
+			t.Errorf("%v → %+v, want %s", tc.err, e, tc.code)
+		}
+		if tc.sentinel != nil && !errors.Is(e, tc.sentinel) {
+			t.Errorf("%v → %v does not wrap %v", tc.err, e, tc.sentinel)
+		}
+	}
+	if classify(nil, "") != nil {
+		t.Fatal("nil error classified")
+	}
+	// A deadline with no connection is an unreachable shard.
+	if e := classifyShard(context.DeadlineExceeded, &wing{name: "w", client: disconnected{}}); e.Code != CodeUnavailable {
+		t.Fatalf("deadline while disconnected: %+v", e)
+	}
+	if e := classifyShard(context.DeadlineExceeded, &wing{name: "w", client: &fakeMintClient{}}); e.Code != CodeTimeout {
+		t.Fatalf("deadline while connected: %+v", e)
+	}
+}
+
+type disconnected struct{ shardClient }
+
+func (disconnected) Connected() bool { return false }
+
+// TestRefusalAndAuthMapping: HTTP statuses for refusals and SSO errors.
+func TestRefusalAndAuthMapping(t *testing.T) {
+	for err, st := range map[error]int{
+		ErrOriginNotAllowed: 403, ErrProtocolVersion: 400, ErrBodyTooLarge: 413, ErrBadBody: 400,
+		ErrRateLimited: 429, ErrTooManyAuthFailed: 429, errors.New("x"): 500,
+	} {
+		if got := refusalOf(err).status; got != st {
+			t.Errorf("%v → %d, want %d", err, got, st)
+		}
+	}
+	tests := []struct {
+		err    error
+		status int
+		code   string
+	}{
+		{&sso.Error{Kind: sso.NoToken, Description: "d"}, http.StatusUnauthorized, ""},
+		{&sso.Error{Kind: sso.Malformed, Description: "d"}, http.StatusBadRequest, "invalid_request"},
+		{&sso.Error{Kind: sso.Expired, Description: "d"}, http.StatusUnauthorized, "invalid_token"},
+		{&sso.Error{Kind: sso.EmailUnverified, Description: "d"}, http.StatusForbidden, "insufficient_scope"},
+		{&sso.Error{Kind: sso.IssuerUnavailable, Description: "d"}, http.StatusServiceUnavailable, ""},
+		{fmt.Errorf("wrapped: %w", &sso.Error{Kind: sso.BadSignature}), http.StatusUnauthorized, "invalid_token"},
+		{context.DeadlineExceeded, http.StatusServiceUnavailable, ""},
+		{errors.New("odd"), http.StatusUnauthorized, "invalid_token"},
+	}
+	for _, tc := range tests {
+		f := mapAuthError(tc.err)
+		if f.Status != tc.status || f.OAuthCode != tc.code || f.Description == "" || f.Kind == "" {
+			t.Errorf("%v → %+v, want %d %q", tc.err, f, tc.status, tc.code)
+		}
+	}
+}
