@@ -59,6 +59,7 @@ type Error struct {
 	Err     error // the sentinel or cause; may be nil
 }
 
+// Error returns "gateway: <code>: <message>".
 func (e *Error) Error() string { return "gateway: " + e.Code + ": " + e.Message }
 
 // Unwrap returns the sentinel or cause.
