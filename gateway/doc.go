@@ -3,4 +3,24 @@
 // cache of shard tokens, routing by wing, cross-wing search fan-out, rate
 // limits, the audit log and metrics. It never parses or rewrites a shard's
 // result for a wing-scoped call.
+//
+// # Use
+//
+//	cfg, err := gateway.LoadConfig("/etc/brainstem/gateway.yaml")
+//	if err == nil {
+//		err = cfg.Validate()
+//	}
+//	logger, _ := gateway.NewLogger(os.Stderr, cfg.Log)
+//	gw, err := gateway.New(ctx, cfg, gateway.Options{Logger: logger, AuditLog: os.Stdout})
+//	public, _ := net.Listen("tcp", cfg.Listen)
+//	admin, _ := net.Listen("tcp", cfg.AdminListen)
+//	err = gw.Serve(ctx, public, admin) // returns after ctx ends and in-flight calls drained
+//	gw.Close()
+//
+// New does not fail when a shard is unreachable: the wing is retried in the
+// background and /readyz reports it until it answers.
+//
+// See docs/architecture.md (request path, session cache, singleflight,
+// fan-out, error mapping) and docs/operating.md (every config key, metrics,
+// probes, audit log format).
 package gateway
