@@ -77,7 +77,7 @@ func crashAndReopen(t *testing.T, killAfter int) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { cmd.Process.Kill() }) // never leave the child running
-	acked := map[string]string{} // id → last acknowledged hash
+	acked := map[string]string{}             // id → last acknowledged hash
 	inflight, op := "", ""
 	sc := bufio.NewScanner(out)
 	acks, killed := 0, false
