@@ -31,7 +31,7 @@ func TestReleaseRunsOnLoopback(t *testing.T) {
 	r := render(t, []string{defaultValues, valuesFile(t, `wings:
   - {name: payments, policy: {readers: ["domain:acme.com"], writers: ["group:payments"]}}
   - {name: platform, policy: {readers: ["*"]}}`)})
-	skipUntilRoles(t, loadChartCerts(t, r))
+	requireRoles(t, loadChartCerts(t, r))
 	cfgText := gatewayYAML(t, r)
 	cfg := parseGatewayConfig(t, cfgText)
 	root := t.TempDir()

@@ -8,13 +8,6 @@ import (
 	"github.com/brainstem/brainstem/proto/pki"
 )
 
-// pendingRoles is the skip message while proto/pki cannot read the role from
-// the chart's generated certificates at all (Sprig cannot write the URI SAN
-// brainstem://role/<role>, so the chart puts the role in the CommonName).
-const pendingRoles = "PENDING (lead): pki.RoleOf returns no role for the chart's generated certificates; " +
-	`it must accept CommonName "gateway" as RoleGateway and "shard:<wing>" as RoleShard (from the configured CA). ` +
-	"This test un-skips itself as soon as RoleOf recognises either CommonName, and then requires both."
-
 // chartRoles returns the roles pki.RoleOf reads from the rendered gateway
 // certificate and each wing's shard certificate (generate mode), and the
 // PEM material.
@@ -45,17 +38,10 @@ func loadChartCerts(t *testing.T, r release) chartCerts {
 	return c
 }
 
-// skipUntilRoles skips while RoleOf recognises none of the chart's
-// certificates, and fails when it recognises only some.
-func skipUntilRoles(t *testing.T, c chartCerts) {
+// requireRoles fails unless pki.RoleOf gives every chart certificate its
+// role (the chart's generated certificates carry it in the CommonName).
+func requireRoles(t *testing.T, c chartCerts) {
 	t.Helper()
-	any := c.gwRole != ""
-	for _, r := range c.shardRole {
-		any = any || r != ""
-	}
-	if !any {
-		t.Skip(pendingRoles)
-	}
 	if c.gwRole != pki.RoleGateway {
 		t.Errorf(`pki.RoleOf(chart gateway certificate, CN "gateway") = %q, want %q`, c.gwRole, pki.RoleGateway)
 	}
@@ -78,7 +64,7 @@ func TestChartCertsWithPKI(t *testing.T) {
   - {name: payments, policy: {readers: ["*"]}}
   - {name: platform, policy: {readers: ["*"]}}`)})
 	c := loadChartCerts(t, r)
-	skipUntilRoles(t, c)
+	requireRoles(t, c)
 	cfg := parseGatewayConfig(t, gatewayYAML(t, r))
 	for _, w := range cfg.Wings {
 		sd := c.shards[w.Name]

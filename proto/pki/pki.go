@@ -233,27 +233,42 @@ func (ca *CA) Issue(role Role, names []string, validity time.Duration) (certPEM,
 	return encodeCert(der), keyPEM, nil
 }
 
-// RoleOf returns the role a certificate carries in its
-// "brainstem://role/<role>" URI SAN, or "" when it carries none, an unknown
-// one, or more than one. It does not verify the certificate: call it on a
-// verified leaf only.
+// RoleOf returns the role a certificate carries: its
+// "brainstem://role/<role>" URI SAN, or — only when it has no such URI SAN —
+// the CommonName forms "gateway" and "shard:<wing>" that the Helm chart's
+// generated certificates use (Helm's genSignedCert cannot write URI SANs).
+// It returns "" for none, an unknown role, more than one, or a CA
+// certificate. It does not verify the certificate: call it on a verified
+// leaf only, from the internal CA.
 func RoleOf(cert *x509.Certificate) Role {
-	if cert == nil {
+	if cert == nil || cert.IsCA {
 		return ""
 	}
 	var found Role
+	sawURI := false
 	for _, u := range cert.URIs {
 		s := u.String()
 		if !strings.HasPrefix(s, roleURIPrefix) {
 			continue
 		}
+		sawURI = true
 		r := Role(strings.TrimPrefix(s, roleURIPrefix))
 		if !r.Valid() || (found != "" && found != r) {
 			return ""
 		}
 		found = r
 	}
-	return found
+	if sawURI {
+		return found
+	}
+	cn := cert.Subject.CommonName
+	switch {
+	case cn == string(RoleGateway):
+		return RoleGateway
+	case strings.HasPrefix(cn, string(RoleShard)+":") && len(cn) > len(RoleShard)+1:
+		return RoleShard
+	}
+	return ""
 }
 
 // ServerTLS returns a server configuration for a shard: TLS 1.3 only, the

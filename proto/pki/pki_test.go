@@ -133,6 +133,33 @@ func TestRoleOf(t *testing.T) {
 	if RoleOf(&unknown) != "" {
 		t.Fatal("an unknown role must give no role")
 	}
+
+	// Certificates without a role URI SAN (the Helm chart's) carry the role
+	// in the CommonName; a role URI SAN, when present, always wins.
+	cnTests := []struct {
+		cn   string
+		uris []*neturl.URL
+		isCA bool
+		want Role
+	}{
+		{"gateway", nil, false, RoleGateway},
+		{"shard:payments", nil, false, RoleShard},
+		{"shard:", nil, false, ""},
+		{"shard", nil, false, ""},
+		{"Gateway", nil, false, ""},
+		{"admin", nil, false, ""},
+		{"gateway", nil, true, ""},
+		{"gateway", []*neturl.URL{mustURL(t, "brainstem://role/shard")}, false, RoleShard},
+		{"shard:x", []*neturl.URL{mustURL(t, "brainstem://role/admin")}, false, ""},
+		{"gateway", []*neturl.URL{mustURL(t, "https://example.com/")}, false, RoleGateway},
+	}
+	for _, tt := range cnTests {
+		cert := *c
+		cert.Subject.CommonName, cert.URIs, cert.IsCA = tt.cn, tt.uris, tt.isCA
+		if got := RoleOf(&cert); got != tt.want {
+			t.Errorf("RoleOf(CN=%q, URIs=%v, CA=%v) = %q, want %q", tt.cn, tt.uris, tt.isCA, got, tt.want)
+		}
+	}
 }
 
 func TestParseRole(t *testing.T) {
