@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/devenv"
+	"github.com/brainstem/brainstem/gateway"
 )
 
 const devUsage = `Usage: brainstem dev [flags]
@@ -40,6 +41,7 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 	idpPort := fs.Int("idp-port", 5556, "development identity provider port")
 	shardPort := fs.Int("shard-port", 7401, "first shard UDP port; wing i uses shard-port+i")
 	user := fs.String("email", "alice@example.com", "the demo user whose token is printed")
+	rate := fs.Float64("calls-per-second", 0, "per-user rate limit of the gateway (0: the gateway default); raise it to load-test with `brainstem load`")
 	logLevel := fs.String("log-level", "info", "log level of the log file: debug, info, warn, error")
 	if err := parseFlags(fs, args); err != nil {
 		return err
@@ -73,6 +75,11 @@ func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error 
 		Brain: *brain, Data: *data, Host: *host,
 		GatewayPort: *port, AdminPort: *adminPort, IdPPort: *idpPort, ShardBasePort: *shardPort,
 		Version: version, Logger: logger, AuditLog: logFile,
+		Gateway: func(c *gateway.Config) {
+			if *rate > 0 {
+				c.Limits.CallsPerSecond, c.Limits.Burst = *rate, int(*rate)*2
+			}
+		},
 		Progress: func(wing string, done, total int) {
 			mu.Lock()
 			defer mu.Unlock()

@@ -35,6 +35,7 @@ Usage:
   brainstem shard [flags]          serve one wing over QUIC (or --stdio for one local developer)
   brainstem ca init|issue [flags]  create the internal CA and gateway/shard certificates
   brainstem join URL               connect Claude Code (and print Cursor/VS Code settings)
+  brainstem load --url U --token T drive an MCP endpoint with concurrent clients (benchmark)
   brainstem version                print the version
 
 Every flag can also be set from the environment as BRAINSTEM_<FLAG>, e.g.
@@ -69,6 +70,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runCA(args[1:], stdout, stderr)
 	case "join":
 		err = runJoin(ctx, args[1:], stdout, stderr)
+	case "load":
+		err = runLoad(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":
 		fmt.Fprintln(stdout, "brainstem", version)
 		return 0
