@@ -56,7 +56,9 @@ type sessionCache struct {
 	mintTimeout time.Duration
 	metrics     sessionMetrics
 	log         *slog.Logger
-	misses      atomic.Int64 // lookups that joined a mint
+	// onJoin, when set (tests only), is called each time a lookup has joined
+	// a mint flight, so a test can wait until every racing caller is in.
+	onJoin func()
 }
 
 // expiryMargin: a grant that expires sooner than this is re-minted rather
@@ -228,9 +230,10 @@ func (c *sessionCache) mint(ctx context.Context, id auth.Identity, w *wing, requ
 		c.store(id.Email, w, g)
 		return mintResult{g: g}, nil
 	})
-	// Counted once the caller has joined the flight (DoChan registers it
-	// synchronously), so misses == callers waiting on or served by a mint.
-	c.misses.Add(1)
+	// The caller has joined the flight here (DoChan registers it synchronously).
+	if c.onJoin != nil {
+		c.onJoin()
+	}
 	c.metrics.cacheMiss()
 	select {
 	case r := <-ch:

@@ -8,7 +8,6 @@ import (
 	"net/http/httptest"
 	"net/http/httputil"
 	"net/url"
-	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,18 +20,16 @@ import (
 	"github.com/brainstem/brainstem/proto"
 )
 
-// waitFor polls cond with a bounded loop (used only where no event can be
-// observed directly).
-func waitFor(t testing.TB, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(20 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		runtime.Gosched()
-		time.Sleep(time.Millisecond)
-	}
+// closeNotifyListener reports when the gateway closes its listener.
+type closeNotifyListener struct {
+	net.Listener
+	once   sync.Once
+	closed chan struct{}
+}
+
+func (l *closeNotifyListener) Close() error {
+	l.once.Do(func() { close(l.closed) })
+	return l.Listener.Close()
 }
 
 // TestSingleflightMint: 100 concurrent first calls for one (email, wing)
@@ -48,6 +45,8 @@ func TestSingleflightMint(t *testing.T) {
 	gate := make(chan struct{})
 	w.mintGate.Store(&gate)
 	const n = 100
+	joined := make(chan struct{}, n)
+	e.gw.sessions.onJoin = func() { joined <- struct{}{} }
 	var wg sync.WaitGroup
 	var failures atomic.Int64
 	for range n {
@@ -61,7 +60,9 @@ func TestSingleflightMint(t *testing.T) {
 		}()
 	}
 	// Every caller has joined the one in-flight mint before it is let go.
-	waitFor(t, "100 callers waiting on the mint", func() bool { return e.gw.sessions.misses.Load() == n })
+	for range n {
+		<-joined
+	}
 	close(gate)
 	wg.Wait()
 	w.mintGate.Store(nil)
@@ -253,10 +254,11 @@ func TestGracefulDrain(t *testing.T) {
 	e := &testEnv{t: t, pki: newTestPKI(t), idp: startIdP(t), wings: map[string]*testWing{}, shards: map[string]*shardServer{}, audit: &syncBuffer{}, logs: &syncBuffer{}}
 	w := newTestWing(t, "payments", policyOpen)
 	sh := startShard(t, e.pki, w, "")
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	tcp, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
+	ln := &closeNotifyListener{Listener: tcp, closed: make(chan struct{})}
 	base := "http://" + ln.Addr().String()
 	cfg := e.config([]WingConfig{{Name: "payments", Address: sh.addr, ServerName: "localhost"}}, base)
 	gw, err := New(context.Background(), cfg, Options{AuditLog: e.audit, ShardTLS: e.pki.gwTLS})
@@ -282,13 +284,11 @@ func TestGracefulDrain(t *testing.T) {
 	cancel()
 	// The listener closes first: new connections are refused while the
 	// call is still in flight.
-	waitFor(t, "the listener to close", func() bool {
-		conn, err := net.Dial("tcp", ln.Addr().String())
-		if err == nil {
-			conn.Close()
-		}
-		return err != nil
-	})
+	<-ln.closed
+	if conn, err := net.Dial("tcp", ln.Addr().String()); err == nil {
+		conn.Close()
+		t.Fatal("the listener still accepts connections after Serve began draining")
+	}
 	select {
 	case err := <-served:
 		t.Fatalf("Serve returned (%v) with a call in flight", err)
