@@ -98,14 +98,7 @@ func NewClient(addr string, cfg ClientConfig) *Client {
 	if dialTO <= 0 {
 		dialTO = DefaultDialTimeout
 	}
-	var tc *tls.Config
-	if cfg.TLS != nil {
-		tc = cfg.TLS.Clone()
-		tc.NextProtos = []string{ALPN}
-		if tc.MinVersion < tls.VersionTLS13 {
-			tc.MinVersion = tls.VersionTLS13
-		}
-	}
+	tc := protocolTLS(cfg.TLS)
 	qc := &quic.Config{}
 	if cfg.QUIC != nil {
 		qc = cfg.QUIC.Clone()

@@ -144,6 +144,20 @@ var errServerStopping = errors.New("proto: server stopping")
 // The stream's own cause is wrapped too.
 var errStreamEnded = errors.New("proto: the request's stream ended")
 
+// protocolTLS returns a copy of c that negotiates brainstem/1 over TLS 1.3
+// or later (nil stays nil).
+func protocolTLS(c *tls.Config) *tls.Config {
+	if c == nil {
+		return nil
+	}
+	tc := c.Clone()
+	tc.NextProtos = []string{ALPN}
+	if tc.MinVersion < tls.VersionTLS13 {
+		tc.MinVersion = tls.VersionTLS13
+	}
+	return tc
+}
+
 // NewServer returns a server for h. Nothing listens until Serve.
 func NewServer(h Handler, cfg ServerConfig) *Server {
 	log := cfg.Logger
@@ -158,14 +172,7 @@ func NewServer(h Handler, cfg ServerConfig) *Server {
 	if streams <= 0 {
 		streams = DefaultMaxStreams
 	}
-	var tc *tls.Config
-	if cfg.TLS != nil {
-		tc = cfg.TLS.Clone()
-		tc.NextProtos = []string{ALPN}
-		if tc.MinVersion < tls.VersionTLS13 {
-			tc.MinVersion = tls.VersionTLS13
-		}
-	}
+	tc := protocolTLS(cfg.TLS)
 	qc := &quic.Config{}
 	if cfg.QUIC != nil {
 		qc = cfg.QUIC.Clone()
