@@ -20,7 +20,7 @@ bin=$(mktemp -d)/brainstem
 go build -o "$bin" ./cmd/brainstem
 out=$(mktemp)
 port=$((20000 + RANDOM % 20000))
-"$bin" dev --port "$port" --admin-port $((port + 1)) --idp-port $((port + 2)) --shard-port $((port + 3)) >"$out" 2>&1 &
+"$bin" dev --calls-per-second 1000 --port "$port" --admin-port $((port + 1)) --idp-port $((port + 2)) --shard-port $((port + 3)) >"$out" 2>&1 &
 pid=$!
 trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true' EXIT
 for _ in $(seq 1 300); do

@@ -13,8 +13,6 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/brainstem/brainstem/devenv"
-	"github.com/brainstem/brainstem/gateway"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -25,13 +23,7 @@ import (
 // Reported per mode and concurrency: p50/p99 latency and calls/s; the
 // difference of the two p50s is the gateway's added latency.
 func BenchmarkGatewayOverhead(b *testing.B) {
-	env, err := devenv.Start(context.Background(), devenv.Config{Data: b.TempDir(), Gateway: func(c *gateway.Config) {
-		c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 // measure the path, not the limiter
-	}})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { env.Close() })
+	env := startEnv(b) // the rate limit is lifted: measure the path, not the limiter
 	tok, exp, err := env.Token("alice@example.com", nil)
 	if err != nil {
 		b.Fatal(err)
