@@ -98,6 +98,7 @@ type testWing struct {
 	slowIn    chan struct{}                 // brain_slow signals arrival
 	toolsJSON atomic.Pointer[string]
 	failCalls atomic.Bool // Call answers CodeUnauthenticated always
+	tokens    sync.Map    // every token a Call carried
 }
 
 const testToolsJSON = `[
@@ -188,6 +189,7 @@ func toolErr(code, msg string) *proto.CallResponse {
 
 func (w *testWing) Call(ctx context.Context, req *proto.CallRequest) (*proto.CallResponse, error) {
 	w.calls.Add(1)
+	w.tokens.Store(req.Token, true)
 	if w.failCalls.Load() {
 		return nil, &proto.Error{Code: proto.CodeUnauthenticated, Message: "token refused (test)"}
 	}

@@ -302,3 +302,33 @@ func TestGracefulDrain(t *testing.T) {
 		t.Fatalf("Serve: %v", err)
 	}
 }
+
+// TestSSOTokenNeverReachesShard: the user's SSO token is never sent to a
+// shard; every call carries a shard token the wing itself minted.
+func TestSSOTokenNeverReachesShard(t *testing.T) {
+	e := newEnv(t, []string{"payments", "platform"}, map[string]auth.Policy{"payments": policyOpen, "platform": policyOpen})
+	e.wings["payments"].addNote("payments/f/x", "hello", "a@acme.com")
+	sso := e.idp.token(t, "alice@acme.com")
+	c := e.client(t, sso, false)
+	for _, args := range []string{`{"id":"payments/f/x"}`, `{"wing":"platform","id":"platform/f/none"}`} {
+		call(t, c, "brain_get", args)
+	}
+	call(t, c, "brain_query", `{"query":"hello"}`)
+	seen := 0
+	for name, w := range e.wings {
+		w.tokens.Range(func(k, _ any) bool {
+			seen++
+			tok := k.(string)
+			if tok == sso || strings.Contains(tok, sso) {
+				t.Errorf("wing %s received the SSO token", name)
+			}
+			if _, err := w.verifier.Verify(tok); err != nil {
+				t.Errorf("wing %s received a token it did not mint: %v", name, err)
+			}
+			return true
+		})
+	}
+	if seen < 2 {
+		t.Fatalf("the wings saw %d distinct tokens, want one per wing", seen)
+	}
+}
