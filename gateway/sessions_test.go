@@ -28,8 +28,9 @@ type closeNotifyListener struct {
 }
 
 func (l *closeNotifyListener) Close() error {
+	err := l.Listener.Close() // closed before anyone hears of it
 	l.once.Do(func() { close(l.closed) })
-	return l.Listener.Close()
+	return err
 }
 
 // TestSingleflightMint: 100 concurrent first calls for one (email, wing)
