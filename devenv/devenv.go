@@ -50,7 +50,7 @@ type Config struct {
 	TokenTTL time.Duration // lifetime of the demo tokens; default 8h
 	Version  string
 	Logger   *slog.Logger // everything the servers log
-	AuditLog io.Writer    // the gateway's audit lines; nil → Logger's destination is not used, audit goes to io.Discard
+	AuditLog io.Writer    // the gateway's audit lines; nil discards them
 	// Gateway, when set, adjusts the gateway's configuration before it
 	// starts (benchmarks raise the per-user rate limit with it).
 	Gateway func(*gateway.Config)
@@ -380,14 +380,14 @@ func (e *Env) prepareDirs() error {
 	} else {
 		e.BrainDir = filepath.Join(e.DataDir, "brain")
 		if _, err := os.Stat(e.BrainDir); errors.Is(err, fs.ErrNotExist) {
-			if err := copyFS(e.BrainDir, examples.Brain()); err != nil {
+			if err := os.CopyFS(e.BrainDir, examples.Brain()); err != nil {
 				return fmt.Errorf("devenv: copying the sample brain: %w", err)
 			}
 		}
 	}
 	pol := filepath.Join(e.DataDir, "policies")
 	if _, err := os.Stat(pol); errors.Is(err, fs.ErrNotExist) {
-		if err := copyFS(pol, examples.Policies()); err != nil {
+		if err := os.CopyFS(pol, examples.Policies()); err != nil {
 			return fmt.Errorf("devenv: copying the dev policies: %w", err)
 		}
 	}
@@ -424,8 +424,4 @@ func listWings(brain string) ([]string, error) {
 	}
 	sort.Strings(wings)
 	return wings, nil
-}
-
-func copyFS(dst string, src fs.FS) error {
-	return os.CopyFS(dst, src)
 }
