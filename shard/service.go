@@ -2,7 +2,6 @@ package shard
 
 import (
 	"context"
-	"crypto/ed25519"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -20,13 +19,12 @@ import (
 // Config describes one shard: the wing it serves and how it decides who may
 // do what there.
 type Config struct {
-	Brain    string         // the brain directory (holds wiki/, inbox/, sessions/)
-	Wing     string         // the wing this shard owns
-	Policy   auth.Policy    // readers, writers, curators of the wing
-	Key      auth.KeyPair   // the shard-token signing key (ephemeral unless loaded from a file)
-	OldKeys  []auth.KeyPair // previous keys still accepted during a rotation
-	TokenTTL time.Duration  // shard-token lifetime; 0 → 10 minutes
-	Version  string         // reported by Health
+	Brain    string        // the brain directory (holds wiki/, inbox/, sessions/)
+	Wing     string        // the wing this shard owns
+	Policy   auth.Policy   // readers, writers, curators of the wing
+	Key      auth.KeyPair  // the shard-token signing key (ephemeral unless loaded from a file)
+	TokenTTL time.Duration // shard-token lifetime; 0 → 10 minutes
+	Version  string        // reported by Health
 	Logger   *slog.Logger
 	Now      func() time.Time
 	Progress func(done, total int) // optional: called while the index builds
@@ -80,12 +78,6 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shard: %w", err)
 	}
-	keys := []auth.KeyPair{cfg.Key}
-	keys = append(keys, cfg.OldKeys...)
-	pubs := make([]ed25519.PublicKey, 0, len(keys))
-	for _, k := range keys {
-		pubs = append(pubs, k.Public())
-	}
 	verified, err := lru.New[string, auth.ShardClaims](verifiedTokens)
 	if err != nil {
 		return nil, fmt.Errorf("shard: %w", err)
@@ -96,7 +88,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		store:    st,
 		tools:    tools.New(st, tools.Options{Logger: cfg.Logger}),
 		minter:   auth.NewMinter(cfg.Wing, cfg.Key, cfg.TokenTTL, cfg.Now),
-		verifier: auth.NewTokenVerifier(cfg.Wing, cfg.Now, pubs...),
+		verifier: auth.NewTokenVerifier(cfg.Wing, cfg.Now, cfg.Key.Public()),
 		log:      cfg.Logger.With("wing", cfg.Wing),
 	}, nil
 }
