@@ -7,8 +7,6 @@ import (
 	"log/slog"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
-
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/shard/index"
@@ -42,8 +40,7 @@ type Service struct {
 	store    *store.Store
 	tools    *tools.Set
 	minter   *auth.Minter
-	verifier *auth.TokenVerifier
-	verified *lru.Cache[string, auth.ShardClaims] // tokens this process already verified
+	verifier *auth.CachingVerifier
 	log      *slog.Logger
 }
 
@@ -78,17 +75,17 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if err != nil {
 		return nil, fmt.Errorf("shard: %w", err)
 	}
-	verified, err := lru.New[string, auth.ShardClaims](verifiedTokens)
+	verifier, err := auth.NewCachingVerifier(auth.NewTokenVerifier(cfg.Wing, cfg.Now, cfg.Key.Public()), verifiedTokens)
 	if err != nil {
+		_ = st.Close()
 		return nil, fmt.Errorf("shard: %w", err)
 	}
 	return &Service{
-		verified: verified,
+		verifier: verifier,
 		cfg:      cfg,
 		store:    st,
 		tools:    tools.New(st, tools.Options{Logger: cfg.Logger}),
 		minter:   auth.NewMinter(cfg.Wing, cfg.Key, cfg.TokenTTL, cfg.Now),
-		verifier: auth.NewTokenVerifier(cfg.Wing, cfg.Now, cfg.Key.Public()),
 		log:      cfg.Logger.With("wing", cfg.Wing),
 	}, nil
 }
@@ -107,7 +104,7 @@ func (s *Service) ListTools(context.Context) (*proto.ListToolsResponse, error) {
 // Call verifies the shard token, checks the capability the tool needs, and
 // runs the tool as the token's email.
 func (s *Service) Call(ctx context.Context, req *proto.CallRequest) (*proto.CallResponse, error) {
-	claims, err := s.verify(req.Token)
+	claims, err := s.verifier.Verify(req.Token)
 	switch {
 	case errors.Is(err, auth.ErrWrongWing):
 		return nil, &proto.Error{Code: proto.CodeForbidden, Message: fmt.Sprintf("this shard serves wing %q; the token is for another wing", s.cfg.Wing)}
@@ -127,24 +124,6 @@ func (s *Service) Call(ctx context.Context, req *proto.CallRequest) (*proto.Call
 	}
 	result, isErr := s.tools.Call(ctx, tools.Caller{Email: claims.Email, Caps: claims.Caps}, req.Tool, req.Args, stats)
 	return &proto.CallResponse{Result: result, IsError: isErr}, nil
-}
-
-// verify checks a shard token, remembering tokens it already verified so a
-// hot path pays the Ed25519 check once per token. A remembered token is
-// still refused once its exp (plus the verifier's leeway) has passed; the
-// keys never change while the process lives, so nothing else can invalidate it.
-func (s *Service) verify(token string) (auth.ShardClaims, error) {
-	if c, ok := s.verified.Get(token); ok {
-		if s.cfg.Now().Before(c.Expiry.Add(auth.ShardTokenLeeway)) {
-			return c, nil
-		}
-		s.verified.Remove(token)
-	}
-	c, err := s.verifier.Verify(token)
-	if err == nil {
-		s.verified.Add(token, c)
-	}
-	return c, err
 }
 
 // Mint evaluates the wing policy for the identity the gateway vouches for and
