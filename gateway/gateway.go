@@ -33,6 +33,9 @@ import (
 // Version is reported in the MCP server info.
 const Version = "0.1.0"
 
+// serverName is the MCP server name.
+const serverName = "brainstem"
+
 // identityVerifier verifies an SSO bearer token; *sso.Verifier satisfies it.
 type identityVerifier interface {
 	Verify(ctx context.Context, raw string) (auth.Identity, error)
@@ -83,6 +86,10 @@ type Gateway struct {
 	public       http.Handler
 	admin        http.Handler
 	publicSrv    *http.Server
+
+	// disableLeanPath sends every request through mcp-go (tests compare
+	// the two paths).
+	disableLeanPath bool
 
 	stopRefresh context.CancelFunc
 	refreshDone chan struct{}
@@ -248,7 +255,7 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 	}
 	sink.m = g.metrics
 
-	g.mcp = server.NewMCPServer("brainstem", Version,
+	g.mcp = server.NewMCPServer(serverName, Version,
 		server.WithToolCapabilities(true),
 		server.WithToolFilter(g.filterTools),
 		server.WithRecovery(),

@@ -184,7 +184,7 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 	id.Email = auth.CanonicalEmail(id.Email)
 
 	ci := &callInfo{id: id, requestID: rid, log: g.log.With("email", id.Email, "request_id", rid)}
-	var rpcID json.RawMessage
+	var msg rpcMessage
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.Limits.MaxBodyBytes))
 		if err != nil {
@@ -196,13 +196,10 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 			refuse(w, ErrBadBody, nil, "could not read the request body: "+err.Error())
 			return
 		}
-		var peek struct {
-			ID     json.RawMessage `json:"id"`
-			Method string          `json:"method"`
-		}
-		if json.Unmarshal(body, &peek) == nil {
-			ci.method = peek.Method
-			rpcID = peek.ID
+		if json.Unmarshal(body, &msg) == nil {
+			ci.method = msg.Method
+		} else {
+			msg = rpcMessage{}
 		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
@@ -212,13 +209,19 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 		g.metrics.rateLimited.WithLabelValues("email").Inc()
 		retry := retryAfter(lim, now)
 		w.Header().Set("Retry-After", strconv.Itoa(retry))
-		refuse(w, ErrRateLimited, rpcID, fmt.Sprintf("rate limit of %v calls per second exceeded for %s; retry in %ds", g.cfg.Limits.CallsPerSecond, id.Email, retry))
+		refuse(w, ErrRateLimited, msg.ID, fmt.Sprintf("rate limit of %v calls per second exceeded for %s; retry in %ds", g.cfg.Limits.CallsPerSecond, id.Email, retry))
 		return
 	}
-	if ci.method == "tools/list" {
+	ctx := context.WithValue(r.Context(), callInfoKey{}, ci)
+	switch ci.method {
+	case "tools/list":
 		g.refresh.ensure(r.Context())
+	case "tools/call":
+		if g.serveStatelessCall(ctx, w, r, &msg) {
+			return
+		}
 	}
-	g.mcpHTTP.ServeHTTP(w, r.WithContext(context.WithValue(r.Context(), callInfoKey{}, ci)))
+	g.mcpHTTP.ServeHTTP(w, r.WithContext(ctx))
 }
 
 func methodLabel(m string) string {

@@ -17,6 +17,7 @@ type metrics struct {
 	rateLimited  *prometheus.CounterVec
 	authFailures *prometheus.CounterVec
 	httpRequests *prometheus.CounterVec
+	leanCalls    prometheus.Counter
 }
 
 const ns = "brainstem_gateway"
@@ -49,11 +50,13 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "http_requests_total",
 			Help: "Requests to the MCP endpoint by HTTP method and status code."},
 			[]string{"method", "code"}),
+		leanCalls: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lean_tool_calls_total",
+			Help: "Stateless (2026-07-28) tools/call requests answered without mcp-go's transport; every other request goes through mcp-go."}),
 	}
 	sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "sessions",
 		Help: "Emails currently in the session cache."}, func() float64 { return float64(g.sessions.Len()) })
 	collectors := []prometheus.Collector{m.calls, m.latency, m.cacheHits, m.cacheMisses, m.mints, m.rejected,
-		m.rateLimited, m.authFailures, m.httpRequests, sessions}
+		m.rateLimited, m.authFailures, m.httpRequests, m.leanCalls, sessions}
 	for _, w := range g.wings {
 		collectors = append(collectors,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "shard_connected",
