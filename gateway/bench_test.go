@@ -9,10 +9,12 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"os"
 	"runtime"
 	"slices"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -104,7 +106,8 @@ func percentile(lat []time.Duration, p float64) time.Duration {
 // BenchmarkBrainGet measures brain_get through the gateway (mcp-go client →
 // HTTP → gateway → QUIC → shard) against the same call straight over proto
 // (proto.Client → QUIC → shard) in the same run, at 1 and 64 concurrent
-// clients, for both MCP eras: rev=stateless (2026-07-28, the mcp-go
+// clients in a closed loop (each client calls again as soon as it has its
+// answer), for both MCP eras: rev=stateless (2026-07-28, the mcp-go
 // client's default; served by the lean path) and rev=session (2025-06-18
 // with Mcp-Session-Id; served by mcp-go's transport). Reported: p50/p99 of
 // both, the latency the gateway adds, and calls/s through the gateway.
@@ -117,13 +120,88 @@ func BenchmarkBrainGet(b *testing.B) {
 	for _, mode := range []struct{ client, rev string }{{"mcp-go", "stateless"}, {"mcp-go", "session"}, {"http", "stateless"}} {
 		for _, conc := range []int{1, 64} {
 			b.Run("client="+mode.client+"/rev="+mode.rev+"/clients="+strconv.Itoa(conc), func(b *testing.B) {
-				benchBrainGet(b, mode.client == "http", mode.rev == "session", conc)
+				gb := newGetBench(b, mode.rev == "session", conc)
+				via := gb.viaMCP
+				if mode.client == "http" {
+					via = gb.viaHTTP
+				}
+				b.ResetTimer()
+				cpu0 := cpuTime()
+				t0 := time.Now()
+				direct := runConcurrent(b, b.N, conc, gb.direct)
+				directDur := time.Since(t0)
+				cpu1 := cpuTime()
+				t0 = time.Now()
+				through := runConcurrent(b, b.N, conc, via)
+				viaDur := time.Since(t0)
+				cpu2 := cpuTime()
+				b.StopTimer()
+				// CPU time of the whole process (client, gateway, shard) per
+				// call: robust when other processes compete for the cores.
+				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "proto-cpu-us/op")
+				b.ReportMetric(float64((cpu2-cpu1).Microseconds())/float64(b.N), "gw-cpu-us/op")
+				b.ReportMetric(float64(b.N)/viaDur.Seconds(), "gw-calls/s")
+				b.ReportMetric(float64(b.N)/directDur.Seconds(), "proto-calls/s")
+				reportAdded(b, direct, through)
 			})
 		}
 	}
 }
 
-func benchBrainGet(b *testing.B, rawHTTP, legacy bool, conc int) {
+// BenchmarkBrainGetPaced is the latency at 64 concurrent clients without
+// saturating the machine: the clients together send
+// BRAINSTEM_BENCH_RATE calls/s (default 1000), each on its own fixed
+// schedule (open loop), first straight over proto, then through the
+// gateway. In a closed loop at 64 clients the
+// latency is only the queue (Little's law: 64 ÷ calls/s), which
+// BenchmarkBrainGet reports separately.
+func BenchmarkBrainGetPaced(b *testing.B) {
+	rate := 1000.0
+	if v := os.Getenv("BRAINSTEM_BENCH_RATE"); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || r <= 0 {
+			b.Fatalf("BRAINSTEM_BENCH_RATE=%q", v)
+		}
+		rate = r
+	}
+	const conc = 64
+	for _, mode := range []struct{ client, rev string }{{"mcp-go", "stateless"}, {"mcp-go", "session"}, {"http", "stateless"}} {
+		b.Run("client="+mode.client+"/rev="+mode.rev+"/clients=64", func(b *testing.B) {
+			gb := newGetBench(b, mode.rev == "session", conc)
+			via := gb.viaMCP
+			if mode.client == "http" {
+				via = gb.viaHTTP
+			}
+			b.ResetTimer()
+			direct := runPaced(b, b.N, conc, rate, gb.direct)
+			through := runPaced(b, b.N, conc, rate, via)
+			b.StopTimer()
+			b.ReportMetric(rate, "calls/s")
+			reportAdded(b, direct, through)
+		})
+	}
+}
+
+func reportAdded(b *testing.B, direct, through []time.Duration) {
+	dp50, dp99 := percentile(direct, .5), percentile(direct, .99)
+	gp50, gp99 := percentile(through, .5), percentile(through, .99)
+	b.ReportMetric(float64(dp50.Nanoseconds()), "proto-p50-ns")
+	b.ReportMetric(float64(dp99.Nanoseconds()), "proto-p99-ns")
+	b.ReportMetric(float64(gp50.Nanoseconds()), "gw-p50-ns")
+	b.ReportMetric(float64(gp99.Nanoseconds()), "gw-p99-ns")
+	b.ReportMetric(float64((gp50 - dp50).Nanoseconds()), "added-p50-ns")
+	b.ReportMetric(float64((gp99 - dp99).Nanoseconds()), "added-p99-ns")
+	b.ReportMetric(float64(gp50)/float64(dp50), "p50-ratio")
+}
+
+// getBench is one wing with a note, a direct proto client with a token per
+// worker, and per worker an mcp-go client and a prepared raw request, each
+// for its own email and warmed up.
+type getBench struct {
+	direct, viaMCP, viaHTTP func(wk int) error
+}
+
+func newGetBench(b *testing.B, legacy bool, conc int) *getBench {
 	e := benchEnv(b, []string{"payments"})
 	w := e.wings["payments"]
 	w.addNote("payments/decisions/idem", "use idempotency keys for every payment write", "a@acme.com")
@@ -141,7 +219,6 @@ func benchBrainGet(b *testing.B, rawHTTP, legacy bool, conc int) {
 		}
 		tokens[i] = mr.Token
 	}
-	// Gateway clients: one per worker, distinct emails, warmed up.
 	clients := make([]*client.Client, conc)
 	// One keep-alive pool big enough for every worker (the default
 	// transport keeps 2 idle connections per host, which would make
@@ -161,66 +238,75 @@ func benchBrainGet(b *testing.B, rawHTTP, legacy bool, conc int) {
 		rawHeaders[i].Set("Accept", "application/json, text/event-stream")
 	}
 	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "brain_get", Arguments: json.RawMessage(args)}}
-	b.ResetTimer()
-
-	cpu0 := cpuTime()
-	t0 := time.Now()
-	direct := runConcurrent(b, b.N, conc, func(wk int) error {
-		_, err := pc.Call(context.Background(), &proto.CallRequest{Token: tokens[wk], Tool: "brain_get", Args: args})
-		return err
-	})
-	directDur := time.Since(t0)
-	cpu1 := cpuTime()
-	t0 = time.Now()
-	viaMCP := func(wk int) error {
-		res, err := clients[wk].CallTool(context.Background(), req)
-		if err == nil && res.IsError {
-			err = fmt.Errorf("tool error %v", res.Content)
-		}
-		return err
-	}
 	callBody := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"brain_get","arguments":` + string(args) + `,` + modernMeta + `}}`)
-	viaHTTP := func(wk int) error {
-		r, err := http.NewRequest(http.MethodPost, e.url, bytes.NewReader(callBody))
-		if err != nil {
+	return &getBench{
+		direct: func(wk int) error {
+			_, err := pc.Call(context.Background(), &proto.CallRequest{Token: tokens[wk], Tool: "brain_get", Args: args})
 			return err
-		}
-		r.Header = rawHeaders[wk].Clone()
-		resp, err := hc.Do(r)
-		if err != nil {
+		},
+		viaMCP: func(wk int) error {
+			res, err := clients[wk].CallTool(context.Background(), req)
+			if err == nil && res.IsError {
+				err = fmt.Errorf("tool error %v", res.Content)
+			}
 			return err
-		}
-		body, err := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if err == nil && (resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"result":{`)) || bytes.Contains(body, []byte(`"isError":true`))) {
-			err = fmt.Errorf("gateway answered %d %s", resp.StatusCode, body)
-		}
-		return err
+		},
+		viaHTTP: func(wk int) error {
+			r, err := http.NewRequest(http.MethodPost, e.url, bytes.NewReader(callBody))
+			if err != nil {
+				return err
+			}
+			r.Header = rawHeaders[wk].Clone()
+			resp, err := hc.Do(r)
+			if err != nil {
+				return err
+			}
+			body, err := io.ReadAll(resp.Body)
+			_ = resp.Body.Close()
+			if err == nil && (resp.StatusCode != http.StatusOK || !bytes.Contains(body, []byte(`"result":{`)) || bytes.Contains(body, []byte(`"isError":true`))) {
+				err = fmt.Errorf("gateway answered %d %s", resp.StatusCode, body)
+			}
+			return err
+		},
 	}
-	fn := viaMCP
-	if rawHTTP {
-		fn = viaHTTP
-	}
-	via := runConcurrent(b, b.N, conc, fn)
-	viaDur := time.Since(t0)
-	cpu2 := cpuTime()
-	b.StopTimer()
-	// CPU time of the whole process (client, gateway, shard) per
-	// call: robust when other processes compete for the cores.
-	b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "proto-cpu-us/op")
-	b.ReportMetric(float64((cpu2-cpu1).Microseconds())/float64(b.N), "gw-cpu-us/op")
+}
 
-	dp50, dp99 := percentile(direct, .5), percentile(direct, .99)
-	gp50, gp99 := percentile(via, .5), percentile(via, .99)
-	b.ReportMetric(float64(dp50.Nanoseconds()), "proto-p50-ns")
-	b.ReportMetric(float64(dp99.Nanoseconds()), "proto-p99-ns")
-	b.ReportMetric(float64(gp50.Nanoseconds()), "gw-p50-ns")
-	b.ReportMetric(float64(gp99.Nanoseconds()), "gw-p99-ns")
-	b.ReportMetric(float64((gp50 - dp50).Nanoseconds()), "added-p50-ns")
-	b.ReportMetric(float64((gp99 - dp99).Nanoseconds()), "added-p99-ns")
-	b.ReportMetric(float64(b.N)/viaDur.Seconds(), "gw-calls/s")
-	b.ReportMetric(float64(b.N)/directDur.Seconds(), "proto-calls/s")
-	b.ReportMetric(float64(gp50)/float64(dp50), "p50-ratio")
+// runPaced runs n calls of fn over c workers in an open loop: together
+// they start rate calls a second, worker k at offsets k/rate + j·c/rate.
+// Each latency runs from the moment the call is sent: a timer firing late
+// (about 0.1 ms on this VM, more under load) is the load generator's delay,
+// not the system's. A call never waits for another worker's answer, and at
+// 64 workers each has c/rate (64 ms at 1,000/s) between its calls, far
+// above any answer's latency, so no stall hides behind a late send.
+func runPaced(b *testing.B, n, c int, rate float64, fn func(worker int) error) []time.Duration {
+	lat := make([]time.Duration, n)
+	step := time.Duration(float64(time.Second) / rate)
+	start := time.Now().Add(10 * time.Millisecond)
+	var wg sync.WaitGroup
+	var failed atomic.Value
+	for wk := range c {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := wk; i < n; i += c {
+				sched := start.Add(time.Duration(i) * step)
+				if d := time.Until(sched); d > 0 {
+					time.Sleep(d) // pacing the schedule, not waiting for a state
+				}
+				t0 := time.Now()
+				if err := fn(wk); err != nil {
+					failed.Store(err)
+					return
+				}
+				lat[i] = time.Since(t0)
+			}
+		}()
+	}
+	wg.Wait()
+	if err, _ := failed.Load().(error); err != nil {
+		b.Fatal(err)
+	}
+	return lat
 }
 
 // BenchmarkMintStorm: E emails × 3 wings × 8 concurrent first calls each
@@ -366,4 +452,41 @@ func cpuTime() time.Duration {
 		return 0
 	}
 	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+}
+
+// BenchmarkServeToolCall is the gateway's own cost for one stateless
+// brain_get, in process: the public handler called directly (no client,
+// no TCP), the shard behind real QUIC. lean=false sends the same request
+// through mcp-go's transport, for comparison.
+func BenchmarkServeToolCall(b *testing.B) {
+	for _, lean := range []bool{true, false} {
+		b.Run("lean="+strconv.FormatBool(lean), func(b *testing.B) {
+			e := benchEnv(b, []string{"payments"})
+			e.gw.disableLeanPath = !lean
+			e.wings["payments"].addNote("payments/decisions/idem", "use idempotency keys for every payment write", "a@acme.com")
+			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"brain_get","arguments":{"id":"payments/decisions/idem"},` + modernMeta + `}}`
+			hdr := http.Header{}
+			for k, v := range withHeader(modernHeaders("brain_get"), "Authorization", "Bearer "+e.idp.token(b, "ann@acme.com")) {
+				hdr.Set(k, v)
+			}
+			hdr.Set("Content-Type", "application/json")
+			hdr.Set("Accept", "application/json, text/event-stream")
+			h := e.gw.Handler()
+			serve := func() {
+				req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+				req.Header = hdr.Clone()
+				rec := httptest.NewRecorder()
+				h.ServeHTTP(rec, req)
+				if rec.Code != http.StatusOK || !bytes.Contains(rec.Body.Bytes(), []byte(`idempotency`)) {
+					b.Fatalf("%d %s", rec.Code, rec.Body.Bytes())
+				}
+			}
+			serve() // mint the shard token
+			b.ReportAllocs()
+			b.ResetTimer()
+			for b.Loop() {
+				serve()
+			}
+		})
+	}
 }

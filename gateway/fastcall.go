@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"mime"
 	"net/http"
+	"reflect"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -85,21 +88,123 @@ func (g *Gateway) serveStatelessCall(ctx context.Context, w http.ResponseWriter,
 		out = mcp.NewJSONRPCError(mcp.NewRequestId(id), mcp.INTERNAL_ERROR,
 			fmt.Sprintf("tool '%s' handler returned no result", params.Name), nil)
 	default:
-		// What mcp-go stamps on every 2026-07-28 result.
-		if res.GetResultType() == "" {
-			res.SetResultType(mcp.ResultTypeComplete)
+		if text, ok := plainText(res); ok {
+			if b, err := g.textAnswers.encode(id, text, res.IsError); err == nil {
+				writeAnswer(w, g.log, b)
+				return true
+			}
 		}
-		if meta := res.EnsureResultMeta(); meta.ServerInfo() == nil {
-			meta.SetServerInfo(mcp.Implementation{Name: serverName, Version: Version})
-		}
+		stampModern(res)
 		out = mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res)
 	}
+	var buf bytes.Buffer
+	if err := json.NewEncoder(&buf).Encode(out); err != nil {
+		// Nothing written yet: mcp-go would fail the same way; say so plainly.
+		g.log.Error("cannot encode a tool call's answer", "err", err)
+		buf.Reset()
+		_ = json.NewEncoder(&buf).Encode(mcp.NewJSONRPCError(mcp.NewRequestId(id), mcp.INTERNAL_ERROR, "cannot encode the result: "+err.Error(), nil))
+	}
+	writeAnswer(w, g.log, buf.Bytes())
+	return true
+}
+
+func writeAnswer(w http.ResponseWriter, log *slog.Logger, b []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	if err := json.NewEncoder(w).Encode(out); err != nil {
-		g.log.Debug("cannot write a tool call's answer", "err", err)
+	if _, err := w.Write(b); err != nil {
+		log.Debug("cannot write a tool call's answer", "err", err)
 	}
-	return true
+}
+
+// modernServerInfo is the serverInfo mcp-go stamps on 2026-07-28 results.
+var modernServerInfo = mcp.Implementation{Name: serverName, Version: Version}
+
+// stampModern adds what mcp-go adds to every 2026-07-28 result.
+func stampModern(res *mcp.CallToolResult) {
+	if res.GetResultType() == "" {
+		res.SetResultType(mcp.ResultTypeComplete)
+	}
+	if meta := res.EnsureResultMeta(); meta.ServerInfo() == nil {
+		meta.SetServerInfo(modernServerInfo)
+	}
+}
+
+// plainText returns the text of a result whose only content is one plain
+// text (every shard tool's and gateway error's answer) and that carries
+// nothing else.
+func plainText(res *mcp.CallToolResult) (string, bool) {
+	if len(res.Content) != 1 {
+		return "", false
+	}
+	tc, ok := res.Content[0].(mcp.TextContent)
+	if !ok || tc.Type != "text" || tc.Meta != nil || tc.Annotations != nil {
+		return "", false
+	}
+	rest := *res
+	rest.Content, rest.IsError = nil, false
+	return tc.Text, reflect.DeepEqual(rest, mcp.CallToolResult{})
+}
+
+// textAnswers writes the JSON-RPC answer of a plain-text 2026-07-28 result
+// byte for byte as mcp-go's encoder does, without its detour through a map,
+// a second marshal and a compacting pass over the (often large) text. The
+// bytes around the text are taken, once, from mcp-go's own encoding of a
+// marker result, so they follow mcp-go's key order and stamping.
+type textAnswers struct {
+	head, tail [2][]byte // by IsError
+}
+
+const textMarker = "\x00brainstem:text\x00"
+
+func newTextAnswers() (*textAnswers, error) {
+	var t textAnswers
+	marker, err := json.Marshal(textMarker)
+	if err != nil {
+		return nil, err
+	}
+	for i, isErr := range []bool{false, true} {
+		res := mcp.NewToolResultText(textMarker)
+		res.IsError = isErr
+		stampModern(res)
+		var buf bytes.Buffer
+		if err := json.NewEncoder(&buf).Encode(mcp.NewJSONRPCResultResponse(mcp.NewRequestId(0), res)); err != nil {
+			return nil, err
+		}
+		const envelope = `{"jsonrpc":"2.0","id":0,"result":`
+		b, ok := bytes.CutPrefix(buf.Bytes(), []byte(envelope))
+		if !ok {
+			return nil, fmt.Errorf("gateway: unexpected JSON-RPC envelope %q", buf.Bytes())
+		}
+		head, tail, ok := bytes.Cut(b, marker)
+		if !ok || bytes.Contains(tail, marker) {
+			return nil, fmt.Errorf("gateway: unexpected result encoding %q", buf.Bytes())
+		}
+		t.head[i], t.tail[i] = head, tail
+	}
+	return &t, nil
+}
+
+func (t *textAnswers) encode(id any, text string, isErr bool) ([]byte, error) {
+	idJSON, err := json.Marshal(id)
+	if err != nil {
+		return nil, err
+	}
+	textJSON, err := json.Marshal(text) // escapes <, > and & as the encoder does
+	if err != nil {
+		return nil, err
+	}
+	i := 0
+	if isErr {
+		i = 1
+	}
+	b := make([]byte, 0, 64+len(idJSON)+len(t.head[i])+len(textJSON)+len(t.tail[i]))
+	b = append(b, `{"jsonrpc":"2.0","id":`...)
+	b = append(b, idJSON...)
+	b = append(b, `,"result":`...)
+	b = append(b, t.head[i]...)
+	b = append(b, textJSON...)
+	b = append(b, t.tail[i]...)
+	return b, nil
 }
 
 // callRecovering calls a tool handler the way mcp-go's recovery middleware

@@ -3,6 +3,7 @@ package gateway
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"net"
 	"net/http"
@@ -37,6 +38,24 @@ func newLeanEnv(t testing.TB) *leanEnv {
 		})
 		g.mcp.AddTool(mcp.NewTool("test_nil"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return nil, nil
+		})
+		// test_text answers its "text" argument; test_bytes raw bytes no
+		// JSON decoder would produce. isError when "error" is true.
+		g.mcp.AddTool(mcp.NewTool("test_text"), func(_ context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			var a struct {
+				Text  string `json:"text"`
+				Error bool   `json:"error"`
+			}
+			_ = json.Unmarshal(req.Params.RawArguments, &a)
+			res := mcp.NewToolResultText(a.Text)
+			res.IsError = a.Error
+			return res, nil
+		})
+		g.mcp.AddTool(mcp.NewTool("test_bytes"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultText("a\xffb\xe2\x80\xa8c\u2029<\x01>&\x7f\\\"\ud7ff\U0010ffff"), nil
+		})
+		g.mcp.AddTool(mcp.NewTool("test_image"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return mcp.NewToolResultImage("<b>", "aGk=", "image/png"), nil
 		})
 	}
 	e := newEnv(t, []string{"payments", "people"}, map[string]auth.Policy{
@@ -124,6 +143,11 @@ func TestLeanPathMatchesMCPGo(t *testing.T) {
 		{"handler panics", callBody("test_panic", ``), modernHeaders("test_panic"), true},
 		{"handler fails", callBody("test_error", ``), modernHeaders("test_error"), true},
 		{"handler returns nothing", callBody("test_nil", ``), modernHeaders("test_nil"), true},
+		{"text to escape", callBody("test_text", `,"arguments":{"text":"<\/script>\u2028\u2029\u0000\t\"é𝄞&"}`), modernHeaders("test_text"), true},
+		{"text as tool error", callBody("test_text", `,"arguments":{"text":"nope","error":true}`), modernHeaders("test_text"), true},
+		{"empty text", callBody("test_text", `,"arguments":{}`), modernHeaders("test_text"), true},
+		{"raw bytes", callBody("test_bytes", ``), modernHeaders("test_bytes"), true},
+		{"image content", callBody("test_image", ``), modernHeaders("test_image"), true},
 
 		// Everything below is mcp-go's to answer.
 		{"unknown tool", callBody("brain_nope", ``), modernHeaders("brain_nope"), false},
@@ -217,6 +241,8 @@ func FuzzLeanPathMatchesMCPGo(f *testing.F) {
 	f.Add(strings.Replace(seed, `"arguments":{"id":"payments/decisions/idem"}`, `"arguments":{"query":"keys"}`, 1), "brain_query")
 	f.Add(strings.Replace(seed, "brain_get", "brain_wings", 1), "brain_wings")
 	f.Add(strings.Replace(seed, "brain_get", "test_panic", 1), "test_panic")
+	f.Add(strings.Replace(strings.Replace(seed, "brain_get", "test_text", 1), `{"id":"payments/decisions/idem"}`, `{"text":"<\u2028>","error":true}`, 1), "test_text")
+	f.Add(strings.Replace(seed, "brain_get", "test_bytes", 1), "test_bytes")
 	f.Add(strings.Replace(seed, `"2026-07-28"`, `"2025-06-18"`, 1), "brain_get")
 	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"brain_write","arguments":{"id":"payments/decisions/w","body":"b"},`+modernMeta+`}}`, "brain_write")
 	f.Fuzz(func(t *testing.T, body, name string) {

@@ -90,6 +90,7 @@ type Gateway struct {
 	// disableLeanPath sends every request through mcp-go (tests compare
 	// the two paths).
 	disableLeanPath bool
+	textAnswers     *textAnswers
 
 	stopRefresh context.CancelFunc
 	refreshDone chan struct{}
@@ -278,6 +279,9 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 		// would refuse a reverse proxy on the same host.
 		server.WithDisableLocalhostProtection(true),
 	)
+	if g.textAnswers, err = newTextAnswers(); err != nil {
+		return nil, err
+	}
 	g.refresh = newRefresher(g)
 	g.refresh.register() // brain_wings, before any shard answers
 	g.public = g.buildPublicHandler()
