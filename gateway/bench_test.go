@@ -150,35 +150,40 @@ func BenchmarkBrainGet(b *testing.B) {
 
 // BenchmarkBrainGetPaced is the latency at 64 concurrent clients without
 // saturating the machine: the clients together send
-// BRAINSTEM_BENCH_RATE calls/s (default 1000), each on its own fixed
+// BRAINSTEM_BENCH_RATE calls/s (default 1000; a comma-separated list runs
+// each), each on its own fixed
 // schedule (open loop), first straight over proto, then through the
 // gateway. In a closed loop at 64 clients the
 // latency is only the queue (Little's law: 64 ÷ calls/s), which
 // BenchmarkBrainGet reports separately.
 func BenchmarkBrainGetPaced(b *testing.B) {
-	rate := 1000.0
+	rates := []float64{1000}
 	if v := os.Getenv("BRAINSTEM_BENCH_RATE"); v != "" {
-		r, err := strconv.ParseFloat(v, 64)
-		if err != nil || r <= 0 {
-			b.Fatalf("BRAINSTEM_BENCH_RATE=%q", v)
+		rates = rates[:0]
+		for _, f := range strings.Split(v, ",") {
+			r, err := strconv.ParseFloat(strings.TrimSpace(f), 64)
+			if err != nil || r <= 0 {
+				b.Fatalf("BRAINSTEM_BENCH_RATE=%q: want calls/s, comma-separated", v)
+			}
+			rates = append(rates, r)
 		}
-		rate = r
 	}
 	const conc = 64
 	for _, mode := range []struct{ client, rev string }{{"mcp-go", "stateless"}, {"mcp-go", "session"}, {"http", "stateless"}} {
-		b.Run("client="+mode.client+"/rev="+mode.rev+"/clients=64", func(b *testing.B) {
-			gb := newGetBench(b, mode.rev == "session", conc)
-			via := gb.viaMCP
-			if mode.client == "http" {
-				via = gb.viaHTTP
-			}
-			b.ResetTimer()
-			direct := runPaced(b, b.N, conc, rate, gb.direct)
-			through := runPaced(b, b.N, conc, rate, via)
-			b.StopTimer()
-			b.ReportMetric(rate, "calls/s")
-			reportAdded(b, direct, through)
-		})
+		for _, rate := range rates {
+			b.Run("client="+mode.client+"/rev="+mode.rev+"/clients=64/rate="+strconv.FormatFloat(rate, 'f', -1, 64), func(b *testing.B) {
+				gb := newGetBench(b, mode.rev == "session", conc)
+				via := gb.viaMCP
+				if mode.client == "http" {
+					via = gb.viaHTTP
+				}
+				b.ResetTimer()
+				direct := runPaced(b, b.N, conc, rate, gb.direct)
+				through := runPaced(b, b.N, conc, rate, via)
+				b.StopTimer()
+				reportAdded(b, direct, through)
+			})
+		}
 	}
 }
 
