@@ -54,6 +54,11 @@ func newLeanEnv(t testing.TB) *leanEnv {
 		g.mcp.AddTool(mcp.NewTool("test_bytes"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultText("a\xffb\xe2\x80\xa8c\u2029<\x01>&\x7f\\\"\ud7ff\U0010ffff"), nil
 		})
+		// test_region mirrors its "region" argument in Mcp-Param-Region.
+		g.mcp.AddTool(mcp.NewToolWithRawSchema("test_region", "", json.RawMessage(`{"type":"object","properties":{"region":{"type":"string","x-mcp-header":"Region"}}}`)),
+			func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+				return mcp.NewToolResultText("region ok"), nil
+			})
 		g.mcp.AddTool(mcp.NewTool("test_image"), func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			return mcp.NewToolResultImage("<b>", "aGk=", "image/png"), nil
 		})
@@ -148,9 +153,14 @@ func TestLeanPathMatchesMCPGo(t *testing.T) {
 		{"empty text", callBody("test_text", `,"arguments":{}`), modernHeaders("test_text"), true},
 		{"raw bytes", callBody("test_bytes", ``), modernHeaders("test_bytes"), true},
 		{"image content", callBody("test_image", ``), modernHeaders("test_image"), true},
+		{"param header matches", callBody("test_region", `,"arguments":{"region":"eu"}`), withHeader(modernHeaders("test_region"), "Mcp-Param-Region", "eu"), true},
+		{"param header absent, argument absent", callBody("test_region", `,"arguments":{}`), modernHeaders("test_region"), true},
 
 		// Everything below is mcp-go's to answer.
 		{"unknown tool", callBody("brain_nope", ``), modernHeaders("brain_nope"), false},
+		{"param header differs", callBody("test_region", `,"arguments":{"region":"eu"}`), withHeader(modernHeaders("test_region"), "Mcp-Param-Region", "us"), false},
+		{"param header missing", callBody("test_region", `,"arguments":{"region":"eu"}`), modernHeaders("test_region"), false},
+		{"param header without argument", callBody("test_region", `,"arguments":{}`), withHeader(modernHeaders("test_region"), "Mcp-Param-Region", "eu"), false},
 		{"Mcp-Name mismatch", get("1"), withHeader(h, "Mcp-Name", "brain_query"), false},
 		{"Mcp-Name missing", get("1"), withHeader(h, "Mcp-Name", ""), false},
 		{"Mcp-Method missing", get("1"), withHeader(h, "Mcp-Method", ""), false},
