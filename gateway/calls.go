@@ -52,7 +52,7 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 			freshRejected++
 			g.metrics.tokenRejected(w.name, "fresh")
 			if freshRejected >= maxFreshTries {
-				ci.log.Warn("wing keeps rejecting freshly minted tokens", "wing", w.name, "tries", freshRejected, "err", err)
+				ci.logger().Warn("wing keeps rejecting freshly minted tokens", "wing", w.name, "tries", freshRejected, "err", err)
 				return nil, &Error{Code: CodeUnavailable, Err: errors.Join(ErrTokenRejected, err),
 					Message: fmt.Sprintf("wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.name, freshRejected)}
 			}
@@ -61,7 +61,7 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 			}
 		} else {
 			g.metrics.tokenRejected(w.name, "cached")
-			ci.log.Info("wing rejected a cached token; re-minting", "wing", w.name, "err", err)
+			ci.logger().Info("wing rejected a cached token; re-minting", "wing", w.name, "err", err)
 		}
 		gr, _, err = g.sessions.get(ctx, ci.id, w, ci.requestID)
 		if err != nil {
@@ -183,9 +183,9 @@ func (g *Gateway) finish(ci *callInfo, rec *auditRecord, res *mcp.CallToolResult
 	g.metrics.call(rec.Tool, g.wingLabel(rec.Wing), rec.Outcome, lat)
 	g.audit.write(rec)
 	if rec.err != nil && (rec.err.Code == CodeInternal) {
-		ci.log.Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "err", rec.err.Err)
+		ci.logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "err", rec.err.Err)
 	} else if rec.err != nil {
-		ci.log.Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "msg", rec.err.Message)
+		ci.logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "msg", rec.err.Message)
 	}
 }
 

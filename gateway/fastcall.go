@@ -9,6 +9,7 @@ import (
 	"mime"
 	"net/http"
 	"reflect"
+	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -71,8 +72,10 @@ func (g *Gateway) serveStatelessCall(ctx context.Context, w http.ResponseWriter,
 		return false
 	}
 	st := g.mcp.GetTool(params.Name)
-	if st == nil || st.Handler == nil || st.Tool.Execution != nil ||
-		mcp.ValidateParamHeadersLookup(firstHeader(h), &st.Tool, msg.Params) != nil {
+	if st == nil || st.Handler == nil || st.Tool.Execution != nil {
+		return false
+	}
+	if g.headerBindings.has(&st.Tool) && mcp.ValidateParamHeadersLookup(firstHeader(h), &st.Tool, msg.Params) != nil {
 		return false
 	}
 
@@ -249,4 +252,36 @@ func firstHeader(h http.Header) func(string) (string, bool) {
 		}
 		return v[0], true
 	}
+}
+
+// bindingMemo remembers, per input schema, whether a tool mirrors
+// arguments in Mcp-Param-* headers (x-mcp-header), which takes a walk over
+// the schema to find out. Schemas come from the shards, so there are few;
+// the memo is emptied if it ever holds maxBindingMemo of them.
+type bindingMemo struct {
+	mu sync.Mutex
+	m  map[string]bool
+}
+
+const maxBindingMemo = 1024
+
+func (b *bindingMemo) has(t *mcp.Tool) bool {
+	if len(t.RawInputSchema) == 0 {
+		return len(mcp.ExtractParamHeaderBindings(t)) > 0
+	}
+	key := string(t.RawInputSchema)
+	b.mu.Lock()
+	v, ok := b.m[key]
+	b.mu.Unlock()
+	if ok {
+		return v
+	}
+	v = len(mcp.ExtractParamHeaderBindings(t)) > 0
+	b.mu.Lock()
+	if b.m == nil || len(b.m) >= maxBindingMemo {
+		b.m = map[string]bool{}
+	}
+	b.m[key] = v
+	b.mu.Unlock()
+	return v
 }

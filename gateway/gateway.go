@@ -91,6 +91,7 @@ type Gateway struct {
 	// the two paths).
 	disableLeanPath bool
 	textAnswers     *textAnswers
+	headerBindings  bindingMemo
 
 	stopRefresh context.CancelFunc
 	refreshDone chan struct{}

@@ -34,7 +34,14 @@ type callInfo struct {
 	id        auth.Identity
 	requestID string
 	method    string // JSON-RPC method of a POST ("" otherwise)
-	log       *slog.Logger
+	base      *slog.Logger
+}
+
+// logger is the gateway's logger with the call's email and request id.
+// Built on use: most calls log nothing, and a JSON handler's With formats
+// its attributes eagerly.
+func (ci *callInfo) logger() *slog.Logger {
+	return ci.base.With("email", ci.id.Email, "request_id", ci.requestID)
 }
 
 type callInfoKey struct{}
@@ -183,7 +190,7 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 	}
 	id.Email = auth.CanonicalEmail(id.Email)
 
-	ci := &callInfo{id: id, requestID: rid, log: g.log.With("email", id.Email, "request_id", rid)}
+	ci := &callInfo{id: id, requestID: rid, base: g.log}
 	var msg rpcMessage
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.Limits.MaxBodyBytes))
