@@ -30,7 +30,7 @@ import (
 )
 
 // benchEnv is newEnv without debug logging or a retained audit buffer.
-func benchEnv(b *testing.B, names []string) *testEnv {
+func benchEnv(b testing.TB, names []string) *testEnv {
 	b.Helper()
 	e := &testEnv{t: b, pki: newTestPKI(b), idp: startIdP(b), wings: map[string]*testWing{},
 		shards: map[string]*shardServer{}, audit: &syncBuffer{}, logs: &syncBuffer{}}
@@ -171,18 +171,25 @@ func BenchmarkBrainGetPaced(b *testing.B) {
 	const conc = 64
 	for _, mode := range []struct{ client, rev string }{{"mcp-go", "stateless"}, {"mcp-go", "session"}, {"http", "stateless"}} {
 		for _, rate := range rates {
-			b.Run("client="+mode.client+"/rev="+mode.rev+"/clients=64/rate="+strconv.FormatFloat(rate, 'f', -1, 64), func(b *testing.B) {
-				gb := newGetBench(b, mode.rev == "session", conc)
-				via := gb.viaMCP
-				if mode.client == "http" {
-					via = gb.viaHTTP
-				}
-				b.ResetTimer()
-				direct := runPaced(b, b.N, conc, rate, gb.direct)
-				through := runPaced(b, b.N, conc, rate, via)
-				b.StopTimer()
-				reportAdded(b, direct, through)
-			})
+			for _, proc := range []string{"same", "separate"} {
+				b.Run("client="+mode.client+"/rev="+mode.rev+"/clients=64/rate="+strconv.FormatFloat(rate, 'f', -1, 64)+"/process="+proc, func(b *testing.B) {
+					var gb *getBench
+					if proc == "same" {
+						gb = newGetBench(b, mode.rev == "session", conc)
+					} else {
+						gb = newRemoteGetBench(b, mode.rev == "session", conc)
+					}
+					via := gb.viaMCP
+					if mode.client == "http" {
+						via = gb.viaHTTP
+					}
+					b.ResetTimer()
+					direct := runPaced(b, b.N, conc, rate, gb.direct)
+					through := runPaced(b, b.N, conc, rate, via)
+					b.StopTimer()
+					reportAdded(b, direct, through)
+				})
+			}
 		}
 	}
 }
@@ -208,22 +215,31 @@ type getBench struct {
 
 func newGetBench(b *testing.B, legacy bool, conc int) *getBench {
 	e := benchEnv(b, []string{"payments"})
-	w := e.wings["payments"]
-	w.addNote("payments/decisions/idem", "use idempotency keys for every payment write", "a@acme.com")
-	args := []byte(`{"id":"payments/decisions/idem"}`)
-
-	// Direct proto baseline: one pooled client, a real token.
-	tc := e.pki.gwTLS.Clone()
-	pc := proto.NewClient(e.shards["payments"].addr, proto.ClientConfig{TLS: tc})
+	e.wings["payments"].addNote("payments/decisions/idem", "use idempotency keys for every payment write", "a@acme.com")
+	// Direct proto baseline: one pooled client, a real token per worker.
+	pc := proto.NewClient(e.shards["payments"].addr, proto.ClientConfig{TLS: e.pki.gwTLS.Clone()})
 	b.Cleanup(func() { _ = pc.Close() })
-	tokens := make([]string, conc)
+	ssoTokens := make([]string, conc)
+	shardTokens := make([]string, conc)
 	for i := range conc {
-		mr, err := pc.Mint(context.Background(), &proto.MintRequest{Email: fmt.Sprintf("u%d@acme.com", i), NotAfter: time.Now().Add(time.Hour)})
+		email := fmt.Sprintf("u%d@acme.com", i)
+		ssoTokens[i] = e.idp.token(b, email)
+		mr, err := pc.Mint(context.Background(), &proto.MintRequest{Email: email, NotAfter: time.Now().Add(time.Hour)})
 		if err != nil {
 			b.Fatal(err)
 		}
-		tokens[i] = mr.Token
+		shardTokens[i] = mr.Token
 	}
+	return buildGetBench(b, e.url, pc, ssoTokens, shardTokens, legacy)
+}
+
+// buildGetBench prepares, per worker, the direct call (pc with the
+// worker's shard token) and the two ways through the gateway at url (an
+// mcp-go client and a prepared raw request with the worker's SSO token),
+// each warmed up.
+func buildGetBench(b *testing.B, url string, pc *proto.Client, ssoTokens, shardTokens []string, legacy bool) *getBench {
+	args := []byte(`{"id":"payments/decisions/idem"}`)
+	conc := len(ssoTokens)
 	clients := make([]*client.Client, conc)
 	// One keep-alive pool big enough for every worker (the default
 	// transport keeps 2 idle connections per host, which would make
@@ -231,9 +247,8 @@ func newGetBench(b *testing.B, legacy bool, conc int) *getBench {
 	hc := &http.Client{Transport: &http.Transport{MaxIdleConns: 256, MaxIdleConnsPerHost: 256, IdleConnTimeout: time.Minute}}
 	b.Cleanup(hc.CloseIdleConnections)
 	rawHeaders := make([]http.Header, conc)
-	for i := range conc {
-		token := e.idp.token(b, fmt.Sprintf("u%d@acme.com", i))
-		clients[i] = newMCPClient(b, e.url, token, legacy, transport.WithHTTPBasicClient(hc))
+	for i, token := range ssoTokens {
+		clients[i] = newMCPClient(b, url, token, legacy, transport.WithHTTPBasicClient(hc))
 		call(b, clients[i], "brain_get", string(args))
 		rawHeaders[i] = http.Header{}
 		for k, v := range withHeader(modernHeaders("brain_get"), "Authorization", "Bearer "+token) {
@@ -246,7 +261,7 @@ func newGetBench(b *testing.B, legacy bool, conc int) *getBench {
 	callBody := []byte(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"brain_get","arguments":` + string(args) + `,` + modernMeta + `}}`)
 	return &getBench{
 		direct: func(wk int) error {
-			_, err := pc.Call(context.Background(), &proto.CallRequest{Token: tokens[wk], Tool: "brain_get", Args: args})
+			_, err := pc.Call(context.Background(), &proto.CallRequest{Token: shardTokens[wk], Tool: "brain_get", Args: args})
 			return err
 		},
 		viaMCP: func(wk int) error {
@@ -257,7 +272,7 @@ func newGetBench(b *testing.B, legacy bool, conc int) *getBench {
 			return err
 		},
 		viaHTTP: func(wk int) error {
-			r, err := http.NewRequest(http.MethodPost, e.url, bytes.NewReader(callBody))
+			r, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(callBody))
 			if err != nil {
 				return err
 			}
