@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"net/http"
 	"slices"
 	"sync"
@@ -20,7 +21,12 @@ import (
 const (
 	MaxClients  = 4096
 	MaxDuration = time.Hour
+	MaxRate     = 1e6
 )
+
+// behindSlack is how late a paced call may start before it counts as
+// Behind.
+const behindSlack = time.Millisecond
 
 // ErrConfig wraps every invalid Config.
 var ErrConfig = errors.New("loadgen: invalid config")
@@ -42,6 +48,12 @@ type Config struct {
 	// Legacy pins the session-based protocol 2025-06-18 instead of the
 	// client's default negotiation.
 	Legacy bool
+	// Rate, when positive, paces the run (open loop): the clients together
+	// start Rate calls a second on a fixed schedule, client k at offsets
+	// (k + j·Clients)/Rate, so latency can be read at a chosen load. 0 means
+	// each client calls again as soon as it has its answer (closed loop),
+	// which measures throughput. At most MaxRate.
+	Rate float64
 	// HTTPClient, when set, is used by every MCP client (e.g. custom TLS).
 	// Default: one shared client whose pool keeps a connection per worker.
 	HTTPClient *http.Client
@@ -52,6 +64,7 @@ type Result struct {
 	Calls          int64 // successful calls (tool errors included: they are answers)
 	ToolErrors     int64 // calls answered with isError
 	Errors         int64 // transport or protocol failures
+	Behind         int64 // paced calls started over 1ms late: the client was still waiting for its previous answer
 	FirstError     string
 	Elapsed        time.Duration
 	P50, P99, Max  time.Duration
@@ -62,6 +75,9 @@ type Result struct {
 func (r Result) String() string {
 	s := fmt.Sprintf("%d calls in %s: %.0f calls/s, p50 %s, p99 %s, max %s, %d tool errors, %d failures",
 		r.Calls, r.Elapsed.Round(time.Millisecond), r.CallsPerSecond, r.P50, r.P99, r.Max, r.ToolErrors, r.Errors)
+	if r.Behind > 0 {
+		s += fmt.Sprintf(", %d calls behind schedule (the rate is past what the endpoint answers)", r.Behind)
+	}
 	if r.FirstError != "" {
 		s += " (first: " + r.FirstError + ")"
 	}
@@ -94,6 +110,9 @@ func (c *Config) validate() error {
 	if len(c.Arguments) == 0 {
 		c.Arguments = json.RawMessage(`{}`)
 	}
+	if c.Rate < 0 || c.Rate > MaxRate || math.IsNaN(c.Rate) {
+		errs = append(errs, fmt.Errorf("%w: rate %g is outside [0, %g] calls/s", ErrConfig, c.Rate, float64(MaxRate)))
+	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(c.Arguments, &obj) != nil {
 		errs = append(errs, fmt.Errorf("%w: arguments must be a JSON object", ErrConfig))
@@ -102,8 +121,9 @@ func (c *Config) validate() error {
 }
 
 // Run connects cfg.Clients clients (initializing each), then has every
-// client call the tool back to back until cfg.Duration has passed or ctx
-// ends, and returns the figures. Connecting is not timed.
+// client call the tool, back to back or on cfg.Rate's schedule, until
+// cfg.Duration has passed or ctx ends, and returns the figures. Connecting
+// is not timed; a latency runs from the moment its call is sent.
 func Run(ctx context.Context, cfg Config) (Result, error) {
 	if err := cfg.validate(); err != nil {
 		return Result{}, err
@@ -143,15 +163,29 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		lat        []time.Duration
 		toolErrs   atomic.Int64
 		failures   atomic.Int64
+		behind     atomic.Int64
 		firstError atomic.Value
 	)
 	start := time.Now()
-	for _, c := range clients {
+	deadline := start.Add(cfg.Duration)
+	for k, c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			local := make([]time.Duration, 0, 1024)
-			for runCtx.Err() == nil {
+			for j := 0; runCtx.Err() == nil; j++ {
+				if cfg.Rate > 0 {
+					slot := start.Add(time.Duration((float64(k) + float64(j)*float64(cfg.Clients)) / cfg.Rate * float64(time.Second)))
+					if !slot.Before(deadline) {
+						break
+					}
+					if !waitUntil(runCtx, slot) {
+						break
+					}
+					if time.Since(slot) > behindSlack {
+						behind.Add(1)
+					}
+				}
 				t0 := time.Now()
 				res, err := c.CallTool(runCtx, req)
 				d := time.Since(t0)
@@ -175,7 +209,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	r := Result{Calls: int64(len(lat)), ToolErrors: toolErrs.Load(), Errors: failures.Load(), Elapsed: elapsed}
+	r := Result{Calls: int64(len(lat)), ToolErrors: toolErrs.Load(), Errors: failures.Load(), Behind: behind.Load(), Elapsed: elapsed}
 	if s, ok := firstError.Load().(string); ok {
 		r.FirstError = s
 	}
@@ -187,6 +221,22 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		r.CallsPerSecond = float64(len(lat)) / elapsed.Seconds()
 	}
 	return r, nil
+}
+
+// waitUntil returns at t (true), or when ctx ends first (false).
+func waitUntil(ctx context.Context, t time.Time) bool {
+	d := time.Until(t)
+	if d <= 0 {
+		return ctx.Err() == nil
+	}
+	timer := time.NewTimer(d)
+	defer timer.Stop()
+	select {
+	case <-timer.C:
+		return true
+	case <-ctx.Done():
+		return false
+	}
 }
 
 func connect(ctx context.Context, cfg Config, hc *http.Client, token string) (*client.Client, error) {

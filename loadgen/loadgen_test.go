@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"math"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -74,6 +75,27 @@ func TestRun(t *testing.T) {
 	}
 }
 
+// TestRunPaced: with a rate, the clients keep to the schedule, which
+// bounds the number of calls from above whatever the machine's speed:
+// slots start at 0, 1/rate, 2/rate… and none starts at or after the end.
+func TestRunPaced(t *testing.T) {
+	url, _ := startServer(t)
+	const rate, clients = 200.0, 4
+	d := 250 * time.Millisecond
+	r, err := Run(context.Background(), Config{URL: url, Tokens: []string{"t"}, Clients: clients,
+		Duration: d, Tool: "echo", Rate: rate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	most := int64(rate * d.Seconds()) // slots in [0, d)
+	if r.Calls == 0 || r.Calls > most || r.Errors != 0 || r.P50 <= 0 || r.P50 > r.P99 {
+		t.Fatalf("paced run: %+v, want 1..%d calls and no errors", r, most)
+	}
+	if r.Behind > r.Calls {
+		t.Fatalf("behind %d of %d calls", r.Behind, r.Calls)
+	}
+}
+
 func TestConfigErrors(t *testing.T) {
 	tests := []struct {
 		name string
@@ -84,6 +106,9 @@ func TestConfigErrors(t *testing.T) {
 		{"too many clients", Config{URL: "http://x/mcp", Tokens: []string{"t"}, Tool: "x", Clients: MaxClients + 1}, []string{"clients"}},
 		{"negative duration", Config{URL: "http://x/mcp", Tokens: []string{"t"}, Tool: "x", Duration: -time.Second}, []string{"duration"}},
 		{"args not an object", Config{URL: "http://x/mcp", Tokens: []string{"t"}, Tool: "x", Arguments: json.RawMessage(`[1]`)}, []string{"JSON object"}},
+		{"negative rate", Config{URL: "http://x/mcp", Tokens: []string{"t"}, Tool: "x", Rate: -1}, []string{"rate"}},
+		{"rate too high", Config{URL: "http://x/mcp", Tokens: []string{"t"}, Tool: "x", Rate: MaxRate * 2}, []string{"rate"}},
+		{"rate not a number", Config{URL: "http://x/mcp", Tokens: []string{"t"}, Tool: "x", Rate: math.NaN()}, []string{"rate"}},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

@@ -12,10 +12,13 @@ import (
 	"github.com/brainstem/brainstem/loadgen"
 )
 
-const loadUsage = `Usage: brainstem load --url URL --token T[,T…] [--clients 64] [--duration 10s] [--tool brain_get] [--args JSON]
+const loadUsage = `Usage: brainstem load --url URL --token T[,T…] [--clients 64] [--duration 10s] [--rate N] [--tool brain_get] [--args JSON]
 
 Drives an MCP endpoint (a gateway, or brainstem dev) with concurrent MCP
 clients repeating one tool call, then prints calls/s and p50/p99 latency.
+Without --rate every client calls again as soon as it has its answer (the
+most the endpoint carries); with --rate the clients together send N calls
+a second on a fixed schedule (the latency at that load).
 Several comma-separated tokens spread the clients over several users.
 Only point it at your own servers.
 
@@ -31,6 +34,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 	tool := fs.String("tool", "brain_get", "the tool every client calls")
 	argsJSON := fs.String("args", `{"id":"payments/decisions/use-idempotency-keys"}`, "the call's arguments (a JSON object)")
 	legacy := fs.Bool("legacy", false, "use the session-based protocol 2025-06-18 instead of negotiating")
+	rate := fs.Float64("rate", 0, "calls per second across all clients, on a fixed schedule (0: as fast as answered)")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
@@ -41,7 +45,7 @@ func runLoad(ctx context.Context, args []string, stdout, stderr io.Writer) error
 		}
 	}
 	res, err := loadgen.Run(ctx, loadgen.Config{URL: *url, Tokens: toks, Clients: *clients, Duration: *duration,
-		Tool: *tool, Arguments: json.RawMessage(*argsJSON), Legacy: *legacy})
+		Tool: *tool, Arguments: json.RawMessage(*argsJSON), Legacy: *legacy, Rate: *rate})
 	if errors.Is(err, loadgen.ErrConfig) {
 		return usageError{err.Error()}
 	}
