@@ -24,8 +24,8 @@ const (
 	MaxRate     = 1e6
 )
 
-// behindSlack is how late a paced call may start before it counts as
-// Behind.
+// behindSlack is how long past a paced call's slot its client may still
+// be waiting for the previous answer before the call counts as Behind.
 const behindSlack = time.Millisecond
 
 // ErrConfig wraps every invalid Config.
@@ -64,7 +64,7 @@ type Result struct {
 	Calls          int64 // successful calls (tool errors included: they are answers)
 	ToolErrors     int64 // calls answered with isError
 	Errors         int64 // transport or protocol failures
-	Behind         int64 // paced calls started over 1ms late: the client was still waiting for its previous answer
+	Behind         int64 // paced calls that started over 1ms late because their client was still waiting for its previous answer
 	FirstError     string
 	Elapsed        time.Duration
 	P50, P99, Max  time.Duration
@@ -173,22 +173,23 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		go func() {
 			defer wg.Done()
 			local := make([]time.Duration, 0, 1024)
+			var prevEnd time.Time
 			for j := 0; runCtx.Err() == nil; j++ {
+				late := false // still waiting for the previous answer at this call's slot
 				if cfg.Rate > 0 {
 					slot := start.Add(time.Duration((float64(k) + float64(j)*float64(cfg.Clients)) / cfg.Rate * float64(time.Second)))
 					if !slot.Before(deadline) {
 						break
 					}
+					late = prevEnd.After(slot.Add(behindSlack))
 					if !waitUntil(runCtx, slot) {
 						break
-					}
-					if time.Since(slot) > behindSlack {
-						behind.Add(1)
 					}
 				}
 				t0 := time.Now()
 				res, err := c.CallTool(runCtx, req)
-				d := time.Since(t0)
+				prevEnd = time.Now()
+				d := prevEnd.Sub(t0)
 				if err != nil {
 					if runCtx.Err() != nil {
 						break // the run ended mid-call: not a failure
@@ -199,6 +200,9 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 				}
 				if res.IsError {
 					toolErrs.Add(1)
+				}
+				if late {
+					behind.Add(1)
 				}
 				local = append(local, d)
 			}

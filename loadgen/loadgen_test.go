@@ -28,6 +28,9 @@ func startServer(t *testing.T) (url string, seen func() map[string]int) {
 			mu.Lock()
 			tokens[req.Header.Get("Authorization")]++
 			mu.Unlock()
+			if strings.Contains(string(req.Params.RawArguments), "slow") {
+				time.Sleep(3 * time.Millisecond) // a slow endpoint, not a wait for a state
+			}
 			if strings.Contains(string(req.Params.RawArguments), "fail") {
 				return mcp.NewToolResultError("asked to fail"), nil
 			}
@@ -93,6 +96,18 @@ func TestRunPaced(t *testing.T) {
 	}
 	if r.Behind > r.Calls {
 		t.Fatalf("behind %d of %d calls", r.Behind, r.Calls)
+	}
+
+	// Past what the endpoint answers: one client, a slot every microsecond,
+	// each answer taking over 3 ms. Every call after the first starts while
+	// its slot is more than behindSlack gone.
+	r, err = Run(context.Background(), Config{URL: url, Tokens: []string{"t"}, Clients: 1,
+		Duration: 100 * time.Millisecond, Tool: "echo", Arguments: json.RawMessage(`{"slow":true}`), Rate: MaxRate})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r.Calls < 2 || r.Behind != r.Calls-1 || !strings.Contains(r.String(), "behind schedule") {
+		t.Fatalf("saturated paced run: %+v (%s), want every call but the first behind", r, r)
 	}
 }
 
