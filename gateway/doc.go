@@ -4,6 +4,11 @@
 // limits, the audit log and metrics. It never parses or rewrites a shard's
 // result for a wing-scoped call.
 //
+// Requests go through mcp-go's Streamable HTTP server, except a stateless
+// (2026-07-28) tools/call, which the gateway answers itself with mcp-go's
+// validators, registry and encoding (fastcall.go); tests hold the two paths
+// to byte-identical answers.
+//
 // # Use
 //
 //	cfg, err := gateway.LoadConfig("/etc/brainstem/gateway.yaml")
