@@ -61,10 +61,22 @@ func benchEnv(b testing.TB, names []string) *testEnv {
 	return e
 }
 
-// runConcurrent runs n calls of fn over c workers and returns each call's
-// latency.
-func runConcurrent(b *testing.B, n, c int, fn func(worker int) error) []time.Duration {
+// runWorkers runs n calls of fn over c workers and returns each call's
+// latency. With rate 0 every worker calls again as soon as it has its
+// answer (closed loop). With a positive rate the calls are paced (open
+// loop): call i starts at i/rate from the start, on whichever worker is
+// free, so together they start rate calls a second. A latency runs from
+// the moment its call is sent: a timer firing late (about 0.1 ms on this
+// VM, more under load) is the load generator's delay, not the system's; at
+// 64 workers each has 64 ms between its calls at 1,000/s, far above any
+// answer's latency, so no stall hides behind a late send.
+func runWorkers(b *testing.B, n, c int, rate float64, fn func(worker int) error) []time.Duration {
 	lat := make([]time.Duration, n)
+	var step time.Duration
+	if rate > 0 {
+		step = time.Duration(float64(time.Second) / rate)
+	}
+	start := time.Now().Add(10 * time.Millisecond)
 	var next atomic.Int64
 	var wg sync.WaitGroup
 	var failed atomic.Value
@@ -77,12 +89,17 @@ func runConcurrent(b *testing.B, n, c int, fn func(worker int) error) []time.Dur
 				if i >= n {
 					return
 				}
-				start := time.Now()
+				if step > 0 {
+					if d := time.Until(start.Add(time.Duration(i) * step)); d > 0 {
+						time.Sleep(d) // pacing the schedule, not waiting for a state
+					}
+				}
+				t0 := time.Now()
 				if err := fn(wk); err != nil {
 					failed.Store(err)
 					return
 				}
-				lat[i] = time.Since(start)
+				lat[i] = time.Since(t0)
 			}
 		}()
 	}
@@ -128,11 +145,11 @@ func BenchmarkBrainGet(b *testing.B) {
 				b.ResetTimer()
 				cpu0 := cpuTime()
 				t0 := time.Now()
-				direct := runConcurrent(b, b.N, conc, gb.direct)
+				direct := runWorkers(b, b.N, conc, 0, gb.direct)
 				directDur := time.Since(t0)
 				cpu1 := cpuTime()
 				t0 = time.Now()
-				through := runConcurrent(b, b.N, conc, via)
+				through := runWorkers(b, b.N, conc, 0, via)
 				viaDur := time.Since(t0)
 				cpu2 := cpuTime()
 				b.StopTimer()
@@ -184,8 +201,8 @@ func BenchmarkBrainGetPaced(b *testing.B) {
 						via = gb.viaHTTP
 					}
 					b.ResetTimer()
-					direct := runPaced(b, b.N, conc, rate, gb.direct)
-					through := runPaced(b, b.N, conc, rate, via)
+					direct := runWorkers(b, b.N, conc, rate, gb.direct)
+					through := runWorkers(b, b.N, conc, rate, via)
 					b.StopTimer()
 					reportAdded(b, direct, through)
 				})
@@ -289,44 +306,6 @@ func buildGetBench(b *testing.B, url string, pc *proto.Client, ssoTokens, shardT
 			return err
 		},
 	}
-}
-
-// runPaced runs n calls of fn over c workers in an open loop: together
-// they start rate calls a second, worker k at offsets k/rate + j·c/rate.
-// Each latency runs from the moment the call is sent: a timer firing late
-// (about 0.1 ms on this VM, more under load) is the load generator's delay,
-// not the system's. A call never waits for another worker's answer, and at
-// 64 workers each has c/rate (64 ms at 1,000/s) between its calls, far
-// above any answer's latency, so no stall hides behind a late send.
-func runPaced(b *testing.B, n, c int, rate float64, fn func(worker int) error) []time.Duration {
-	lat := make([]time.Duration, n)
-	step := time.Duration(float64(time.Second) / rate)
-	start := time.Now().Add(10 * time.Millisecond)
-	var wg sync.WaitGroup
-	var failed atomic.Value
-	for wk := range c {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for i := wk; i < n; i += c {
-				sched := start.Add(time.Duration(i) * step)
-				if d := time.Until(sched); d > 0 {
-					time.Sleep(d) // pacing the schedule, not waiting for a state
-				}
-				t0 := time.Now()
-				if err := fn(wk); err != nil {
-					failed.Store(err)
-					return
-				}
-				lat[i] = time.Since(t0)
-			}
-		}()
-	}
-	wg.Wait()
-	if err, _ := failed.Load().(error); err != nil {
-		b.Fatal(err)
-	}
-	return lat
 }
 
 // BenchmarkMintStorm: E emails × 3 wings × 8 concurrent first calls each
