@@ -100,12 +100,11 @@ func (g *Gateway) serveStatelessCall(ctx context.Context, w http.ResponseWriter,
 		stampModern(res)
 		out = mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res)
 	}
+	// As mcp-go does: a result that cannot be encoded is logged and
+	// answered 200 with an empty body (json.Encoder writes nothing then).
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(out); err != nil {
-		// Nothing written yet: mcp-go would fail the same way; say so plainly.
-		g.log.Error("cannot encode a tool call's answer", "err", err)
-		buf.Reset()
-		_ = json.NewEncoder(&buf).Encode(mcp.NewJSONRPCError(mcp.NewRequestId(id), mcp.INTERNAL_ERROR, "cannot encode the result: "+err.Error(), nil))
+		g.log.Error("cannot encode a tool call's answer", "tool", params.Name, "err", err)
 	}
 	writeAnswer(w, g.log, buf.Bytes())
 	return true
