@@ -6,7 +6,9 @@ package devenv
 
 import (
 	"context"
+	"crypto/rand"
 	"crypto/tls"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io"
@@ -27,6 +29,7 @@ import (
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/deploy/examples"
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/shard"
@@ -156,7 +159,11 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 
 	// Identity provider.
 	e.IssuerURL = "http://" + idpLn.Addr().String()
-	idp, err := devidp.New(devidp.Config{Issuer: e.IssuerURL, ClientID: ClientID, TokenTTL: cfg.TokenTTL, Logger: cfg.Logger.With("component", "devidp")})
+	// The gateway's authorization server is the dev IdP's one confidential
+	// client, as it is a company IdP's in production.
+	clientSecret := randomSecret()
+	idp, err := devidp.New(devidp.Config{Issuer: e.IssuerURL, ClientID: ClientID, ClientSecret: clientSecret,
+		TokenTTL: cfg.TokenTTL, Logger: cfg.Logger.With("component", "devidp")})
 	if err != nil {
 		return nil, fmt.Errorf("devenv: identity provider: %w", err)
 	}
@@ -210,6 +217,17 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	gcfg.AdminListen = adminLn.Addr().String()
 	gcfg.OIDC.Issuers = []sso.IssuerConfig{{URL: e.IssuerURL, Audiences: []string{ClientID}, Algorithms: []string{"RS256"}}}
 	gcfg.Wings = gwWings
+	gcfg.OAuth = oauth.Config{
+		Enabled:        true,
+		SigningKeyFile: filepath.Join(e.DataDir, "keys", "oauth.pem"),
+		Upstream:       oauth.UpstreamConfig{Issuer: e.IssuerURL, ClientID: ClientID, ClientSecret: clientSecret},
+		// Client metadata documents served on this machine, for testing
+		// the flow without a public host.
+		ClientMetadata: oauth.ClientMetadataConfig{AllowLoopback: true},
+	}
+	if _, err := auth.LoadOrCreateKey(gcfg.OAuth.SigningKeyFile); err != nil {
+		return nil, fmt.Errorf("devenv: the gateway's signing key: %w", err)
+	}
 	if cfg.Gateway != nil {
 		cfg.Gateway(&gcfg)
 	}
@@ -307,6 +325,16 @@ func (e *Env) serveToken(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	fmt.Fprintf(w, "{\"token\":%q,\"expires_at\":%q}\n", tok, exp.UTC().Format(time.RFC3339))
 }
+
+func randomSecret() string {
+	var b [32]byte
+	_, _ = rand.Read(b[:]) // crypto/rand.Read never fails on supported platforms
+	return hex.EncodeToString(b[:])
+}
+
+// IdP returns the development identity provider (tests disable accounts
+// with it).
+func (e *Env) IdP() *devidp.Provider { return e.idp }
 
 // Err reports the first failure of a background server, if any.
 func (e *Env) Err() <-chan error { return e.errs }

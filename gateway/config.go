@@ -9,6 +9,7 @@ import (
 	"net/url"
 	"os"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -16,6 +17,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/gateway/oauth"
 )
 
 // Config is the gateway's configuration, read from YAML (the Helm chart
@@ -35,6 +37,9 @@ type Config struct {
 	AllowedOrigins []string `yaml:"allowed_origins"`
 	// OIDC configures SSO token verification (see auth/sso).
 	OIDC sso.Config `yaml:"oidc"`
+	// OAuth configures the gateway's own authorization server, through
+	// which MCP clients sign in with nothing but the URL (see gateway/oauth).
+	OAuth oauth.Config `yaml:"oauth"`
 	// Shards configures the QUIC connections to the wings' shards.
 	Shards ShardsConfig `yaml:"shards"`
 	// Wings lists every wing and where its shard listens.
@@ -166,6 +171,8 @@ var envOverrides = []struct {
 	{"BRAINSTEM_SHARDS_TLS_CA_FILE", func(c *Config, v string) { c.Shards.TLS.CAFile = v }},
 	{"BRAINSTEM_SHARDS_TLS_CERT_FILE", func(c *Config, v string) { c.Shards.TLS.CertFile = v }},
 	{"BRAINSTEM_SHARDS_TLS_KEY_FILE", func(c *Config, v string) { c.Shards.TLS.KeyFile = v }},
+	{"BRAINSTEM_OAUTH_SIGNING_KEY_FILE", func(c *Config, v string) { c.OAuth.SigningKeyFile = v }},
+	{"BRAINSTEM_OAUTH_CLIENT_SECRET_FILE", func(c *Config, v string) { c.OAuth.Upstream.ClientSecretFile = v }},
 }
 
 // EnvOverrides lists the environment variables LoadConfig applies over the
@@ -294,6 +301,7 @@ func (c Config) validate(requireShardTLS bool) error {
 	if err := c.OIDC.Validate(); err != nil {
 		errs = append(errs, fmt.Errorf("%w: oidc: %w", ErrConfig, err))
 	}
+	errs = append(errs, c.validateOAuth()...)
 
 	if requireShardTLS {
 		if c.Shards.TLS.CAFile == "" {
@@ -377,6 +385,37 @@ func (c Config) validate(requireShardTLS bool) error {
 		bad("drain_timeout", "must be positive (got %s)", c.DrainTimeout)
 	}
 	return errors.Join(errs...)
+}
+
+// validateOAuth checks the authorization server's section and how it fits
+// the oidc section: the upstream IdP must be a trusted issuer whose
+// audiences include the gateway's client there, so that its ID tokens pass
+// the same rules as any SSO token.
+func (c Config) validateOAuth() []error {
+	if !c.OAuth.Enabled {
+		return nil
+	}
+	var errs []error
+	if err := c.OAuth.Validate(c.PublicURL); err != nil {
+		errs = append(errs, fmt.Errorf("%w: %w", ErrConfig, err))
+	}
+	self := strings.TrimRight(c.PublicURL, "/")
+	found := false
+	for i, is := range c.OIDC.Issuers {
+		if strings.TrimRight(is.URL, "/") == self {
+			errs = append(errs, fmt.Errorf("%w: oidc.issuers[%d].url: %q is the gateway's own authorization server, which is always trusted; remove it", ErrConfig, i, is.URL))
+		}
+		if is.URL == c.OAuth.Upstream.Issuer && c.OAuth.Upstream.Issuer != "" {
+			found = true
+			if c.OAuth.Upstream.ClientID != "" && !slices.Contains(is.Audiences, c.OAuth.Upstream.ClientID) {
+				errs = append(errs, fmt.Errorf("%w: oauth.upstream.client_id: %q is not among oidc.issuers[%d].audiences, so the IdP's ID tokens for the gateway would be refused; add it", ErrConfig, c.OAuth.Upstream.ClientID, i))
+			}
+		}
+	}
+	if !found && c.OAuth.Upstream.Issuer != "" {
+		errs = append(errs, fmt.Errorf("%w: oauth.upstream.issuer: %q is not one of oidc.issuers; add it there (with oauth.upstream.client_id among its audiences)", ErrConfig, c.OAuth.Upstream.Issuer))
+	}
+	return errs
 }
 
 // mcpURL returns PublicURL + "/mcp".

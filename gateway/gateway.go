@@ -26,6 +26,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 )
@@ -64,7 +65,8 @@ type Gateway struct {
 	cfg      Config
 	log      *slog.Logger
 	now      func() time.Time
-	verifier identityVerifier
+	verifier identityVerifier // the bearer tokens /mcp accepts: the IdP's and the facade's
+	facade   *oauth.Server    // the gateway's authorization server; nil when off
 	wings    []*wing
 	byName   map[string]*wing
 	sessions *sessionCache
@@ -123,6 +125,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Gateway, error) {
 		return nil, err
 	}
 	g, err := newGateway(cfg, opt, v, clients)
+	if err == nil && cfg.OAuth.Enabled {
+		err = g.startFacade(ctx, v, opt)
+	}
 	if err != nil {
 		for _, c := range clients {
 			_ = c.Close()
@@ -289,6 +294,47 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 	g.publicSrv.Handler = g.public
 	g.admin = g.buildAdminHandler()
 	return g, nil
+}
+
+// startFacade builds the gateway's authorization server in front of the
+// IdP whose ID tokens idp verifies, mounts its endpoints, names it in the
+// protected-resource metadata, and accepts its access tokens at /mcp.
+func (g *Gateway) startFacade(ctx context.Context, idp identityVerifier, opt Options) error {
+	f, err := oauth.New(ctx, g.cfg.OAuth, oauth.Options{
+		Issuer: strings.TrimRight(g.cfg.PublicURL, "/"), Resource: g.cfg.mcpURL(), Verifier: idp,
+		HTTPClient: opt.HTTPClient, Now: g.now, Logger: g.log.With("component", "oauth"),
+		Registerer: g.registry, ClientIP: g.clientIP,
+	})
+	if err != nil {
+		return fmt.Errorf("gateway: oauth: %w", err)
+	}
+	g.facade = f
+	g.verifier = bearerVerifier{facade: f, idp: idp}
+	g.metadataJSON, _ = marshalNoEscape(protectedResourceMetadata{
+		Resource:               g.cfg.mcpURL(),
+		AuthorizationServers:   []string{f.Issuer()},
+		ScopesSupported:        f.Scopes(),
+		BearerMethodsSupported: []string{"header"},
+		ResourceName:           "Brainstem",
+	})
+	g.public = g.buildPublicHandler()
+	g.publicSrv.Handler = g.public
+	return nil
+}
+
+// bearerVerifier accepts the facade's access tokens and the IdP's own.
+type bearerVerifier struct {
+	facade *oauth.Server
+	idp    identityVerifier
+}
+
+// Verify hands a token to the facade when its key id is the facade's, and
+// to the SSO verifier otherwise.
+func (b bearerVerifier) Verify(ctx context.Context, raw string) (auth.Identity, error) {
+	if b.facade.Handles(raw) {
+		return b.facade.Verify(ctx, raw)
+	}
+	return b.idp.Verify(ctx, raw)
 }
 
 // metricsSink forwards session-cache events to the metrics once built.

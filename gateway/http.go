@@ -259,6 +259,9 @@ func (g *Gateway) challenge(code, description string) string {
 		}
 	}
 	fmt.Fprintf(&b, "resource_metadata=%s", quoteParam(g.metadataURL))
+	if g.facade != nil {
+		fmt.Fprintf(&b, ", scope=%s", quoteParam(strings.Join(g.facade.Scopes(), " ")))
+	}
 	return b.String()
 }
 
@@ -353,6 +356,7 @@ func newEmailLimiter(perSecond float64, burst int) *rate.Limiter {
 type protectedResourceMetadata struct {
 	Resource               string   `json:"resource"`
 	AuthorizationServers   []string `json:"authorization_servers"`
+	ScopesSupported        []string `json:"scopes_supported,omitempty"`
 	BearerMethodsSupported []string `json:"bearer_methods_supported"`
 	ResourceName           string   `json:"resource_name"`
 }
@@ -374,6 +378,9 @@ func (g *Gateway) buildPublicHandler() http.Handler {
 	mux.HandleFunc(g.mcpPath, g.serveMCP)
 	mux.HandleFunc(wellKnownPRM+g.mcpPath, g.serveMetadata)
 	mux.HandleFunc(wellKnownPRM, g.serveMetadata)
+	if g.facade != nil {
+		g.facade.Register(mux)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)

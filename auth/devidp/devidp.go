@@ -60,6 +60,10 @@ type Config struct {
 	// ClientID is the audience of its tokens and the only client it serves;
 	// default "brainstem".
 	ClientID string
+	// ClientSecret, when set, makes the client confidential: the token
+	// endpoint then requires it (client_secret_basic or client_secret_post),
+	// as a company IdP does of the gateway's authorization server.
+	ClientSecret string
 	// TokenTTL is the lifetime of ID and access tokens; default 1h.
 	TokenTTL time.Duration
 	// Now is the clock; default time.Now.
@@ -81,9 +85,10 @@ type Provider struct {
 	signer jose.Signer
 	log    *slog.Logger
 
-	mu      sync.Mutex // makes look-up-and-delete of codes and refresh tokens atomic
-	codes   *lru.Cache[string, authCode]
-	refresh *lru.Cache[string, grant]
+	mu       sync.Mutex // makes look-up-and-delete of codes and refresh tokens atomic
+	codes    *lru.Cache[string, authCode]
+	refresh  *lru.Cache[string, grant]
+	disabled map[string]bool // guarded by mu: accounts an administrator disabled
 }
 
 // grant is what an authorization code or refresh token stands for.
@@ -144,6 +149,7 @@ func New(cfg Config) (*Provider, error) {
 	p := &Provider{
 		cfg: cfg, base: strings.TrimSuffix(cfg.Issuer, "/"), path: strings.TrimSuffix(u.Path, "/"),
 		key: key, kid: kid, signer: signer, log: cfg.Logger, codes: codes, refresh: refresh,
+		disabled: map[string]bool{},
 	}
 	p.log.Warn("DEVELOPMENT IDENTITY PROVIDER: it signs a token for ANY email typed into its login form. "+
 		"Use it only on this machine for `brainstem dev` and tests; never trust it in production.",
@@ -164,6 +170,35 @@ func (p *Provider) Issuer() string { return p.cfg.Issuer }
 
 // ClientID returns the audience of the provider's tokens.
 func (p *Provider) ClientID() string { return p.cfg.ClientID }
+
+// ErrDisabled reports a sign-in of an account that was disabled.
+var ErrDisabled = errors.New("devidp: the account is disabled")
+
+// SetDisabled disables or re-enables an account, as an IdP administrator
+// does: a disabled account cannot sign in, and its refresh tokens and
+// unredeemed codes are refused, so every client signed in through the
+// provider loses access at its next refresh. Tokens already issued stay
+// valid until they expire.
+func (p *Provider) SetDisabled(email string, disabled bool) error {
+	e, err := checkEmail(email)
+	if err != nil {
+		return err
+	}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if disabled {
+		p.disabled[e] = true
+	} else {
+		delete(p.disabled, e)
+	}
+	return nil
+}
+
+func (p *Provider) isDisabled(email string) bool {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return p.disabled[email]
+}
 
 // Mint signs an ID-token-style JWT for email (canonicalised) and groups:
 // iss, aud = ClientID, sub = email, email, email_verified true, groups, iat,

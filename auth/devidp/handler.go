@@ -40,10 +40,18 @@ func (p *Provider) discovery(w http.ResponseWriter, _ *http.Request) {
 		"id_token_signing_alg_values_supported": []string{"RS256"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
 		"code_challenge_methods_supported":      []string{"S256"},
-		"token_endpoint_auth_methods_supported": []string{"none"},
+		"token_endpoint_auth_methods_supported": p.authMethods(),
 		"scopes_supported":                      []string{"openid", "email", "profile", "groups", "offline_access"},
 		"claims_supported":                      []string{"iss", "aud", "sub", "email", "email_verified", "groups", "iat", "exp", "nonce"},
 	})
+}
+
+// authMethods are the token endpoint's client authentication methods.
+func (p *Provider) authMethods() []string {
+	if p.cfg.ClientSecret != "" {
+		return []string{"client_secret_basic", "client_secret_post"}
+	}
+	return []string{"none"}
 }
 
 func (p *Provider) jwks(w http.ResponseWriter, _ *http.Request) {
@@ -182,6 +190,9 @@ func (p *Provider) authorizeSubmit(w http.ResponseWriter, r *http.Request) {
 	if err == nil {
 		err = gerr
 	}
+	if err == nil && p.isDisabled(email) {
+		err = fmt.Errorf("%w: %s", ErrDisabled, email)
+	}
 	if err != nil {
 		p.renderLogin(w, http.StatusBadRequest, loginData{Action: p.base + "/authorize", Req: ar, Error: err.Error(),
 			Email: r.PostForm.Get("email"), Groups: r.PostForm.Get("groups")})
@@ -263,17 +274,22 @@ func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	f := r.PostForm
-	clientID := f.Get("client_id")
-	if id, _, ok := r.BasicAuth(); ok {
+	clientID, secret := f.Get("client_id"), f.Get("client_secret")
+	if id, pw, ok := r.BasicAuth(); ok {
 		id, _ = url.QueryUnescape(id) // RFC 6749 §2.3.1: form-encoded before Basic
+		pw, _ = url.QueryUnescape(pw)
 		if clientID != "" && clientID != id {
 			writeJSON(w, http.StatusBadRequest, oauthError{"invalid_request", "client_id in the form and in Basic auth differ"})
 			return
 		}
-		clientID = id
+		clientID, secret = id, pw
 	}
 	if clientID != p.cfg.ClientID {
 		writeJSON(w, http.StatusUnauthorized, oauthError{"invalid_client", fmt.Sprintf("unknown client_id %q", clientID)})
+		return
+	}
+	if p.cfg.ClientSecret != "" && subtle.ConstantTimeCompare([]byte(secret), []byte(p.cfg.ClientSecret)) != 1 {
+		writeJSON(w, http.StatusUnauthorized, oauthError{"invalid_client", "client authentication failed (wrong or missing client_secret)"})
 		return
 	}
 	switch f.Get("grant_type") {
@@ -305,6 +321,9 @@ func (p *Provider) exchangeCode(w http.ResponseWriter, f url.Values) {
 	case f.Get("redirect_uri") != ac.redirectURI:
 		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "redirect_uri does not match the authorization request"})
 		return
+	case p.isDisabled(ac.email):
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "the account is disabled"})
+		return
 	}
 	verifier := f.Get("code_verifier")
 	sum := sha256.Sum256([]byte(verifier))
@@ -329,6 +348,10 @@ func (p *Provider) exchangeRefresh(w http.ResponseWriter, f url.Values) {
 	}
 	if !p.cfg.Now().Before(g.expires) {
 		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "the refresh token expired; sign in again"})
+		return
+	}
+	if p.isDisabled(g.email) {
+		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "the account is disabled"})
 		return
 	}
 	p.issue(w, g, "")

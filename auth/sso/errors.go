@@ -126,6 +126,11 @@ type Error struct {
 	Err         error
 }
 
+// NewError builds an *Error of kind k. desc is made header-safe. Other token
+// verifiers of the gateway (its own authorization server's access tokens)
+// use it so that every refused token is answered alike.
+func NewError(k Kind, desc string, err error) *Error { return newError(k, desc, err) }
+
 func newError(k Kind, desc string, err error) *Error {
 	return &Error{Kind: k, Description: headerSafe(desc), Err: err}
 }

@@ -1,0 +1,508 @@
+package oauth
+
+import (
+	"crypto/rand"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/url"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Limits of an authorization request.
+const (
+	// MaxStateBytes bounds the client's state (echoed back to it).
+	MaxStateBytes = 512
+	// maxConsents bounds the consents one browser remembers.
+	maxConsents = 20
+	// maxLoginCookieBytes keeps a login cookie within what browsers store.
+	maxLoginCookieBytes = 3800
+)
+
+// Cookie names (before the __Host- prefix).
+const (
+	cookieConsent = "brainstem-consent"
+	cookieCSRF    = "brainstem-csrf"
+	cookieLogin   = "brainstem-login-"
+)
+
+// Sealing purposes: a value sealed for one never opens as another.
+const (
+	purposeRequest = "authorization request"
+	purposeConsent = "consent"
+	purposeLogin   = "login"
+	purposeCode    = "code"
+	purposeRefresh = "refresh"
+)
+
+// authzRequest is a validated authorization request, sealed into the
+// consent form between the consent page and its answer.
+type authzRequest struct {
+	ClientID    string `json:"c"`
+	RedirectURI string `json:"r"`
+	State       string `json:"s,omitempty"`
+	Challenge   string `json:"ch"`
+	CSRF        string `json:"x"`
+	Exp         int64  `json:"e"`
+}
+
+// consentRecord is the consent cookie: the clients this browser approved.
+type consentRecord struct {
+	Entries []consentEntry `json:"c"`
+}
+
+type consentEntry struct {
+	Key string `json:"k"` // consentKey(client id, redirect URI)
+	Exp int64  `json:"e"`
+}
+
+// loginState is the login cookie between the consent and the IdP's
+// callback: what the facade needs to answer the client afterwards.
+type loginState struct {
+	SID         string `json:"i"`
+	Client      string `json:"c"` // digest of the client id
+	RedirectURI string `json:"r"`
+	State       string `json:"s,omitempty"`
+	Challenge   string `json:"ch"`
+	Verifier    string `json:"v"` // PKCE verifier of the upstream request
+	Nonce       string `json:"n"`
+	Exp         int64  `json:"e"`
+}
+
+// authzError is an error answered by redirecting to the client (RFC 6749
+// §4.1.2.1): only once the client and redirect URI are trusted.
+type authzError struct{ code, description string }
+
+// serveAuthorize is GET /authorize: validate, then ask for consent or go
+// straight to the IdP when this browser already consented.
+func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	for k, v := range q {
+		if len(v) > 1 {
+			s.count("authorize", "refused")
+			s.errorPageFor(w, http.StatusBadRequest, "Invalid sign-in request", fmt.Sprintf("The parameter %q appears more than once.", k))
+			return
+		}
+	}
+	client, ok := s.trustedClient(w, r, q.Get("client_id"), q.Get("redirect_uri"))
+	if !ok {
+		return
+	}
+	redirect := q.Get("redirect_uri")
+	state := q.Get("state")
+	if len(state) > MaxStateBytes || strings.ContainsFunc(state, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
+		s.count("authorize", "refused")
+		s.errorPageFor(w, http.StatusBadRequest, "Invalid sign-in request", fmt.Sprintf("The state parameter must be at most %d printable ASCII characters.", MaxStateBytes))
+		return
+	}
+	if e := s.checkAuthzParams(q); e != nil {
+		s.count("authorize", "refused")
+		s.redirectError(w, r, redirect, state, e)
+		return
+	}
+	req := authzRequest{ClientID: client.ID, RedirectURI: redirect, State: state,
+		Challenge: q.Get("code_challenge"), CSRF: randomString(16), Exp: s.now().Add(LoginTTL).Unix()}
+	// The IdP is discovered before the consent page, whose CSP must name
+	// the IdP's origin for the redirect that follows the form.
+	if _, err := s.up.discovered(r.Context()); err != nil {
+		s.count("authorize", "unavailable")
+		s.unavailablePage(w, err)
+		return
+	}
+	if s.consented(r, client.ID, redirect) {
+		s.count("authorize", "ok")
+		s.startLogin(w, r, req)
+		return
+	}
+	sealed, err := s.keys.seal(purposeRequest, req)
+	if err != nil {
+		s.serverError(w, err)
+		return
+	}
+	s.setCookie(w, cookieCSRF, req.CSRF, LoginTTL, http.SameSiteStrictMode)
+	name := client.Name
+	if name == "" {
+		name = "An unnamed application"
+	}
+	s.count("authorize", "consent")
+	s.renderPage(w, http.StatusOK, consentPage, consentData{
+		Name: name, Gateway: s.issuer, MetadataHost: client.MetadataHost, RedirectHost: redirectHost(redirect),
+		Dynamic: client.Dynamic, TokenTTL: human(s.cfg.AccessTokenTTL), RefreshTTL: human(s.cfg.RefreshTokenTTL),
+		ConsentTTL: human(s.cfg.ConsentTTL), Action: s.issuer + PathAuthorize, Request: sealed,
+	}, s.up.origin(), redirectTarget(redirect))
+}
+
+// trustedClient resolves the client and checks the redirect URI. Until
+// both are trusted every error is a page in the browser, never a redirect.
+func (s *Server) trustedClient(w http.ResponseWriter, r *http.Request, clientID, redirect string) (*Client, bool) {
+	refuse := func(status int, msg string) (*Client, bool) {
+		s.count("authorize", "refused")
+		s.errorPageFor(w, status, "This application cannot sign in here", msg)
+		return nil, false
+	}
+	if clientID == "" {
+		return refuse(http.StatusBadRequest, "The request names no client (client_id is missing).")
+	}
+	var client *Client
+	var err error
+	switch {
+	case isMetadataURL(clientID):
+		if s.meta == nil {
+			return refuse(http.StatusBadRequest, "This gateway does not accept client metadata documents; the application must register first.")
+		}
+		if !s.allow(r, "metadata", metadataPerMin) {
+			return refuse(http.StatusTooManyRequests, "Too many sign-in requests from your address; wait a minute and try again.")
+		}
+		client, err = s.meta.client(r.Context(), s, clientID)
+	default:
+		client, err = s.parseRegisteredClient(clientID)
+	}
+	if err != nil {
+		s.log.Info("oauth: unknown client", "err", err, "client_ip", s.clientIP(r))
+		msg := "The application's client id is not one this gateway issued or can verify. Remove the server from the application and add it again."
+		if errors.Is(err, ErrMetadataDocument) {
+			msg = "The application's client metadata document cannot be used: " + strings.TrimPrefix(err.Error(), ErrMetadataDocument.Error()+": ")
+		}
+		return refuse(http.StatusBadRequest, msg)
+	}
+	if redirect == "" {
+		return refuse(http.StatusBadRequest, "The request names no redirect URI (redirect_uri is missing).")
+	}
+	if !redirectAllowed(client, redirect) {
+		return refuse(http.StatusBadRequest, fmt.Sprintf("The redirect URI %.200q is not registered for this application.", redirect))
+	}
+	if client.Dynamic {
+		// The operator may have narrowed the allowed redirect URIs since
+		// the client registered.
+		if err := s.checkRedirectURI(redirect); err != nil {
+			return refuse(http.StatusBadRequest, err.Error())
+		}
+	}
+	return client, true
+}
+
+// checkAuthzParams checks what can be refused by redirecting to the client.
+func (s *Server) checkAuthzParams(q url.Values) *authzError {
+	if rt := q.Get("response_type"); rt != "code" {
+		return &authzError{"unsupported_response_type", "response_type must be code"}
+	}
+	switch m := q.Get("code_challenge_method"); {
+	case q.Get("code_challenge") == "":
+		return &authzError{"invalid_request", "PKCE is required: send code_challenge with code_challenge_method=S256"}
+	case m == "plain" || m == "":
+		return &authzError{"invalid_request", "code_challenge_method must be S256 (plain is not supported)"}
+	case m != "S256":
+		return &authzError{"invalid_request", "code_challenge_method must be S256"}
+	case !validPKCE(q.Get("code_challenge")) || len(q.Get("code_challenge")) != 43:
+		return &authzError{"invalid_request", "code_challenge must be the 43-character base64url SHA-256 of the code verifier"}
+	}
+	if res, ok := q["resource"]; ok && !s.isResource(res[0]) {
+		return &authzError{"invalid_target", fmt.Sprintf("resource must be the MCP endpoint %s", s.resource)}
+	}
+	return nil
+}
+
+// isResource compares an RFC 8707 resource with the MCP URL: scheme and host
+// case-insensitively, the rest exactly.
+func (s *Server) isResource(res string) bool {
+	a, err1 := url.Parse(res)
+	b, err2 := url.Parse(s.resource)
+	if err1 != nil || err2 != nil || a.Fragment != "" || a.User != nil {
+		return false
+	}
+	return strings.EqualFold(a.Scheme, b.Scheme) && strings.EqualFold(a.Host, b.Host) &&
+		a.EscapedPath() == b.EscapedPath() && a.RawQuery == b.RawQuery
+}
+
+// serveConsent is POST /authorize: the consent page's answer.
+func (s *Server) serveConsent(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		s.count("consent", "refused")
+		s.errorPageFor(w, http.StatusBadRequest, "Invalid answer", "The consent form could not be read.")
+		return
+	}
+	if !s.sameOrigin(r) {
+		s.count("consent", "refused")
+		s.errorPageFor(w, http.StatusForbidden, "Invalid answer", "The consent form was not submitted from this gateway's own page.")
+		return
+	}
+	var req authzRequest
+	if err := s.keys.open(purposeRequest, r.PostForm.Get("request"), 16<<10, &req); err != nil || s.now().Unix() > req.Exp {
+		s.count("consent", "refused")
+		s.errorPageFor(w, http.StatusBadRequest, "This sign-in has expired", "The consent page is older than "+human(LoginTTL)+" or was altered.")
+		return
+	}
+	csrf := s.cookie(r, cookieCSRF)
+	if csrf == "" || subtle.ConstantTimeCompare([]byte(csrf), []byte(req.CSRF)) != 1 {
+		s.count("consent", "refused")
+		s.errorPageFor(w, http.StatusForbidden, "Invalid answer", "The consent form does not belong to this browser's sign-in. Start the sign-in again from your application.")
+		return
+	}
+	s.setCookie(w, cookieCSRF, "", -1, http.SameSiteStrictMode)
+	switch r.PostForm.Get("decision") {
+	case "allow":
+		s.remember(w, r, req.ClientID, req.RedirectURI)
+		s.count("consent", "ok")
+		s.startLogin(w, r, req)
+	case "deny":
+		s.count("consent", "denied")
+		s.redirectError(w, r, req.RedirectURI, req.State, &authzError{"access_denied", "the user denied the request"})
+	default:
+		s.count("consent", "refused")
+		s.errorPageFor(w, http.StatusBadRequest, "Invalid answer", "The consent form's answer is neither allow nor deny.")
+	}
+}
+
+// sameOrigin rejects cross-site form posts: Origin, when sent, must be the
+// gateway's own, and so must Sec-Fetch-Site. Together with the CSRF cookie
+// this keeps another site from submitting the consent form.
+func (s *Server) sameOrigin(r *http.Request) bool {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
+		return false
+	}
+	o := r.Header.Get("Origin")
+	if o == "" {
+		return true
+	}
+	iu, err := url.Parse(s.issuer)
+	if err != nil {
+		return false
+	}
+	return strings.EqualFold(o, iu.Scheme+"://"+iu.Host)
+}
+
+// consented reports whether this browser approved the client for this
+// redirect target and the approval has not expired.
+func (s *Server) consented(r *http.Request, clientID, redirect string) bool {
+	var rec consentRecord
+	if s.keys.open(purposeConsent, s.cookie(r, cookieConsent), 8<<10, &rec) != nil {
+		return false
+	}
+	key, now := consentKey(clientID, redirect), s.now().Unix()
+	return slices.ContainsFunc(rec.Entries, func(e consentEntry) bool {
+		return subtle.ConstantTimeCompare([]byte(e.Key), []byte(key)) == 1 && now < e.Exp
+	})
+}
+
+// remember adds a consent to the browser's record, dropping expired and
+// the oldest entries beyond maxConsents.
+func (s *Server) remember(w http.ResponseWriter, r *http.Request, clientID, redirect string) {
+	var rec consentRecord
+	_ = s.keys.open(purposeConsent, s.cookie(r, cookieConsent), 8<<10, &rec)
+	now := s.now()
+	key := consentKey(clientID, redirect)
+	kept := rec.Entries[:0]
+	for _, e := range rec.Entries {
+		if e.Exp > now.Unix() && e.Key != key {
+			kept = append(kept, e)
+		}
+	}
+	kept = append(kept, consentEntry{Key: key, Exp: now.Add(s.cfg.ConsentTTL).Unix()})
+	if len(kept) > maxConsents {
+		kept = kept[len(kept)-maxConsents:]
+	}
+	sealed, err := s.keys.seal(purposeConsent, consentRecord{Entries: kept})
+	if err != nil {
+		s.log.Error("oauth: seal consent", "err", err)
+		return
+	}
+	s.setCookie(w, cookieConsent, sealed, s.cfg.ConsentTTL, http.SameSiteLaxMode)
+}
+
+// startLogin sends the browser to the IdP, with a login cookie that binds
+// the IdP's answer to this browser and this request.
+func (s *Server) startLogin(w http.ResponseWriter, r *http.Request, req authzRequest) {
+	ls := loginState{
+		SID: randomString(16), Client: digest(req.ClientID), RedirectURI: req.RedirectURI, State: req.State,
+		Challenge: req.Challenge, Verifier: randomString(32), Nonce: randomString(16),
+		Exp: s.now().Add(LoginTTL).Unix(),
+	}
+	sealed, err := s.keys.seal(purposeLogin, ls)
+	if err != nil {
+		s.serverError(w, err)
+		return
+	}
+	if len(sealed) > maxLoginCookieBytes {
+		s.errorPageFor(w, http.StatusBadRequest, "Invalid sign-in request", "The request's redirect URI and state are too long.")
+		return
+	}
+	target, err := s.up.authURL(r.Context(), ls.SID, ls.Nonce, ls.Verifier)
+	if err != nil {
+		s.unavailablePage(w, err)
+		return
+	}
+	s.setCookie(w, cookieLogin+ls.SID, sealed, LoginTTL, http.SameSiteLaxMode)
+	pageSecurity(w)
+	http.Redirect(w, r, target, http.StatusFound)
+}
+
+// serveCallback is GET /oauth/callback: the IdP's answer. The facade
+// does not redeem the IdP's code here: it seals it into its own code, and
+// redeems it when the client redeems that (see serveToken).
+func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	sid := q.Get("state")
+	if len(sid) != 22 || strings.ContainsFunc(sid, func(r rune) bool { return !isBase64URL(r) }) {
+		s.count("callback", "refused")
+		s.errorPageFor(w, http.StatusBadRequest, "Invalid sign-in answer", "The identity provider's answer carries no valid state.")
+		return
+	}
+	var ls loginState
+	if err := s.keys.open(purposeLogin, s.cookie(r, cookieLogin+sid), maxLoginCookieBytes+100, &ls); err != nil || ls.SID != sid {
+		s.count("callback", "refused")
+		s.errorPageFor(w, http.StatusBadRequest, "This sign-in was not started in this browser",
+			"The sign-in was started in another browser, has expired, or was already completed. Start it again from your application.")
+		return
+	}
+	s.setCookie(w, cookieLogin+sid, "", -1, http.SameSiteLaxMode)
+	if s.now().Unix() > ls.Exp {
+		s.count("callback", "refused")
+		s.errorPageFor(w, http.StatusBadRequest, "This sign-in has expired", "Start it again from your application.")
+		return
+	}
+	if iss := q.Get("iss"); iss != "" && iss != s.cfg.Upstream.Issuer {
+		// RFC 9207: the answer comes from another authorization server.
+		s.count("callback", "refused")
+		s.errorPageFor(w, http.StatusBadRequest, "Invalid sign-in answer", "The answer names another identity provider than this gateway's.")
+		return
+	}
+	if e := q.Get("error"); e != "" {
+		code := e
+		if code != "access_denied" && code != "temporarily_unavailable" && code != "server_error" {
+			code = "access_denied"
+		}
+		desc := "the identity provider refused the sign-in (" + e + ")"
+		if d := q.Get("error_description"); d != "" {
+			desc += ": " + d
+		}
+		s.count("callback", "refused")
+		s.redirectError(w, r, ls.RedirectURI, ls.State, &authzError{code, desc})
+		return
+	}
+	upCode := q.Get("code")
+	if upCode == "" || len(upCode) > 4096 {
+		s.count("callback", "refused")
+		s.errorPageFor(w, http.StatusBadRequest, "Invalid sign-in answer", "The identity provider's answer carries no usable code.")
+		return
+	}
+	code, err := s.keys.seal(purposeCode, codeState{
+		ID: randomString(16), Client: ls.Client, RedirectURI: ls.RedirectURI, Challenge: ls.Challenge,
+		UpCode: upCode, Verifier: ls.Verifier, Nonce: ls.Nonce, Exp: s.now().Add(s.cfg.CodeTTL).Unix(),
+	})
+	if err != nil {
+		s.serverError(w, err)
+		return
+	}
+	s.count("callback", "ok")
+	v := url.Values{"code": {codePrefix + code}, "iss": {s.issuer}}
+	if ls.State != "" {
+		v.Set("state", ls.State)
+	}
+	s.redirectTo(w, r, ls.RedirectURI, v)
+}
+
+// redirectError sends an authorization error to the client's (trusted)
+// redirect URI.
+func (s *Server) redirectError(w http.ResponseWriter, r *http.Request, redirect, state string, e *authzError) {
+	v := url.Values{"error": {e.code}, "error_description": {e.description}, "iss": {s.issuer}}
+	if state != "" {
+		v.Set("state", state)
+	}
+	s.redirectTo(w, r, redirect, v)
+}
+
+func (s *Server) redirectTo(w http.ResponseWriter, r *http.Request, redirect string, v url.Values) {
+	u, err := url.Parse(redirect)
+	if err != nil {
+		s.serverError(w, err)
+		return
+	}
+	q := u.Query()
+	for k, vals := range v {
+		q[k] = vals
+	}
+	u.RawQuery = q.Encode()
+	pageSecurity(w)
+	http.Redirect(w, r, u.String(), http.StatusFound)
+}
+
+func (s *Server) unavailablePage(w http.ResponseWriter, err error) {
+	var ue *unavailableError
+	retry := 5 * time.Second
+	if errors.As(err, &ue) {
+		retry = ue.retryAfter
+	}
+	s.log.Warn("oauth: identity provider unavailable", "err", err)
+	w.Header().Set("Retry-After", retryAfterSeconds(retry))
+	s.errorPageFor(w, http.StatusServiceUnavailable, "Your company sign-in is unreachable",
+		"The gateway cannot reach your company's identity provider right now. Try again in a minute.")
+}
+
+func (s *Server) serverError(w http.ResponseWriter, err error) {
+	s.log.Error("oauth: internal error", "err", err)
+	s.errorPageFor(w, http.StatusInternalServerError, "Internal error", "The gateway failed; the details are in its log.")
+}
+
+// redirectHost names where the browser goes after sign-in, for the page.
+func redirectHost(redirect string) string {
+	u, err := url.Parse(redirect)
+	if err != nil {
+		return redirect
+	}
+	if u.Host == "" {
+		return u.Scheme + ":"
+	}
+	if isLoopbackHostname(u.Hostname()) {
+		return "an application on this computer (" + u.Host + ")"
+	}
+	return u.Host
+}
+
+// redirectTarget is the CSP source of a redirect URI: its origin, or its
+// scheme for a private-use scheme.
+func redirectTarget(redirect string) string {
+	u, err := url.Parse(redirect)
+	if err != nil {
+		return ""
+	}
+	if u.Scheme == "http" || u.Scheme == "https" {
+		return u.Scheme + "://" + u.Host
+	}
+	return u.Scheme + ":"
+}
+
+// retryAfterSeconds renders a Retry-After value: whole seconds, at least 1.
+func retryAfterSeconds(d time.Duration) string {
+	return strconv.Itoa(max(1, int((d+time.Second-1)/time.Second)))
+}
+
+func randomString(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+func isBase64URL(r rune) bool {
+	return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_'
+}
+
+// validPKCE checks the unreserved characters of a code verifier or
+// challenge (RFC 7636 §4.1) and its length (43 to 128).
+func validPKCE(s string) bool {
+	if len(s) < 43 || len(s) > 128 {
+		return false
+	}
+	for i := 0; i < len(s); i++ {
+		c := s[i]
+		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,246 @@
+package oauth
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+	"unicode"
+	"unicode/utf8"
+)
+
+// Limits on clients.
+const (
+	// MaxRedirectURIs bounds the redirect URIs of one client.
+	MaxRedirectURIs = 10
+	// MaxRedirectURIBytes bounds one redirect URI.
+	MaxRedirectURIBytes = 1024
+	// MaxClientNameRunes bounds a client's display name.
+	MaxClientNameRunes = 100
+	// MaxClientIDBytes bounds a client id (a registered one carries its
+	// redirect URIs, a metadata document's is its URL).
+	MaxClientIDBytes = 4096
+	// MaxRegistrationBytes bounds a registration request body.
+	MaxRegistrationBytes = 64 << 10
+)
+
+// registeredPrefix starts every client id the facade signs at registration.
+const registeredPrefix = "bsc1."
+
+// Client is a client the facade knows: registered dynamically (its id is a
+// signed description of it) or described by a metadata document at its id.
+type Client struct {
+	ID           string
+	Name         string
+	RedirectURIs []string
+	// Dynamic is true for a dynamically registered client: anyone could
+	// have registered it, so the consent page says so.
+	Dynamic bool
+	// MetadataHost is the host of a metadata document client.
+	MetadataHost string
+}
+
+// clientClaims is the signed payload of a registered client id.
+type clientClaims struct {
+	Name         string   `json:"n,omitempty"`
+	RedirectURIs []string `json:"r"`
+	IssuedAt     int64    `json:"t"`
+	Nonce        string   `json:"j"` // makes every registration's id distinct
+}
+
+// ErrClientID reports a client id that is neither validly signed by this
+// gateway nor a usable metadata document URL.
+var ErrClientID = errors.New("oauth: unknown client")
+
+// registrationRequest is the subset of RFC 7591 client metadata the facade
+// reads; other members are ignored (RFC 7591 §2).
+type registrationRequest struct {
+	RedirectURIs            []string `json:"redirect_uris"`
+	ClientName              string   `json:"client_name"`
+	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
+	GrantTypes              []string `json:"grant_types"`
+	ResponseTypes           []string `json:"response_types"`
+}
+
+// registrationError is an RFC 7591 §3.2.2 error.
+type registrationError struct {
+	Code        string `json:"error"`
+	Description string `json:"error_description"`
+}
+
+func (e *registrationError) Error() string { return e.Code + ": " + e.Description }
+
+// register validates a registration request and returns the client with
+// its signed id.
+func (s *Server) register(body []byte, now time.Time) (*Client, *registrationError) {
+	var req registrationRequest
+	dec := json.NewDecoder(bytes.NewReader(body))
+	if err := dec.Decode(&req); err != nil {
+		return nil, &registrationError{"invalid_client_metadata", "the body is not a JSON object of client metadata: " + err.Error()}
+	}
+	if dec.More() {
+		return nil, &registrationError{"invalid_client_metadata", "the body holds more than one JSON value"}
+	}
+	// token_endpoint_auth_method: every client is public. RFC 7591 §3.2.1
+	// lets the server replace a requested value; the answer says "none".
+	for _, g := range req.GrantTypes {
+		if g != "authorization_code" && g != "refresh_token" {
+			return nil, &registrationError{"invalid_client_metadata", fmt.Sprintf("grant type %.40q is not supported (authorization_code and refresh_token are)", g)}
+		}
+	}
+	for _, rt := range req.ResponseTypes {
+		if rt != "code" {
+			return nil, &registrationError{"invalid_client_metadata", fmt.Sprintf("response type %.40q is not supported (code is)", rt)}
+		}
+	}
+	name, err := cleanClientName(req.ClientName)
+	if err != nil {
+		return nil, &registrationError{"invalid_client_metadata", err.Error()}
+	}
+	if len(req.RedirectURIs) == 0 {
+		return nil, &registrationError{"invalid_redirect_uri", "redirect_uris is required: at least one redirect URI"}
+	}
+	if len(req.RedirectURIs) > MaxRedirectURIs {
+		return nil, &registrationError{"invalid_redirect_uri", fmt.Sprintf("%d redirect URIs; the limit is %d", len(req.RedirectURIs), MaxRedirectURIs)}
+	}
+	for _, r := range req.RedirectURIs {
+		if err := s.checkRedirectURI(r); err != nil {
+			return nil, &registrationError{"invalid_redirect_uri", err.Error()}
+		}
+	}
+	c := clientClaims{Name: name, RedirectURIs: req.RedirectURIs, IssuedAt: now.Unix(), Nonce: randomString(6)}
+	payload, err := json.Marshal(c)
+	if err != nil {
+		return nil, &registrationError{"invalid_client_metadata", err.Error()}
+	}
+	enc := registeredPrefix + base64.RawURLEncoding.EncodeToString(payload)
+	id := enc + "." + base64.RawURLEncoding.EncodeToString(s.keys.mac([]byte(enc)))
+	if len(id) > MaxClientIDBytes {
+		return nil, &registrationError{"invalid_client_metadata", fmt.Sprintf("the client metadata is too large (its id would be %d bytes; the limit is %d): register fewer or shorter redirect URIs", len(id), MaxClientIDBytes)}
+	}
+	return &Client{ID: id, Name: name, RedirectURIs: req.RedirectURIs, Dynamic: true}, nil
+}
+
+// parseRegisteredClient checks the signature of a registered client id and
+// returns the client it describes.
+func (s *Server) parseRegisteredClient(id string) (*Client, error) {
+	if len(id) > MaxClientIDBytes || !strings.HasPrefix(id, registeredPrefix) {
+		return nil, ErrClientID
+	}
+	// The prefix holds a dot: split after it.
+	enc, sum, ok := strings.Cut(id[len(registeredPrefix):], ".")
+	if !ok {
+		return nil, ErrClientID
+	}
+	enc = registeredPrefix + enc
+	mac, err := base64.RawURLEncoding.DecodeString(sum)
+	if err != nil || !s.keys.verifyMAC([]byte(enc), mac) {
+		return nil, ErrClientID
+	}
+	payload, err := base64.RawURLEncoding.DecodeString(enc[len(registeredPrefix):])
+	if err != nil {
+		return nil, ErrClientID
+	}
+	var c clientClaims
+	if err := json.Unmarshal(payload, &c); err != nil || len(c.RedirectURIs) == 0 {
+		return nil, ErrClientID
+	}
+	return &Client{ID: id, Name: c.Name, RedirectURIs: c.RedirectURIs, Dynamic: true}, nil
+}
+
+// cleanClientName trims a client name and refuses control characters and
+// over-long names; an empty name is allowed (the consent page says so).
+func cleanClientName(s string) (string, error) {
+	s = strings.TrimSpace(s)
+	if !utf8.ValidString(s) {
+		return "", errors.New("client_name is not valid UTF-8")
+	}
+	if utf8.RuneCountInString(s) > MaxClientNameRunes {
+		return "", fmt.Errorf("client_name is longer than %d characters", MaxClientNameRunes)
+	}
+	if strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) {
+		return "", errors.New("client_name holds control or formatting characters")
+	}
+	return s, nil
+}
+
+// checkRedirectURI says whether a client may register a redirect URI: a
+// loopback http URI (any port, RFC 8252 §7.3), one of the operator's
+// redirect_uris exactly, or a URI with one of the operator's private-use
+// schemes.
+func (s *Server) checkRedirectURI(raw string) error {
+	if len(raw) > MaxRedirectURIBytes {
+		return fmt.Errorf("redirect URI of %d bytes; the limit is %d", len(raw), MaxRedirectURIBytes)
+	}
+	if strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f || r > 0x7e }) {
+		return fmt.Errorf("redirect URI %.80q holds spaces, control or non-ASCII characters", raw)
+	}
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		return fmt.Errorf("redirect URI %.80q is not an absolute URI", raw)
+	}
+	if u.Fragment != "" || strings.Contains(raw, "#") {
+		return fmt.Errorf("redirect URI %.80q must not have a fragment", raw)
+	}
+	if u.User != nil {
+		return fmt.Errorf("redirect URI %.80q must not carry user info", raw)
+	}
+	switch {
+	case u.Scheme == "http" && isLoopbackIP(u.Hostname()) || u.Scheme == "http" && strings.EqualFold(u.Hostname(), "localhost"):
+		return nil
+	case slices.Contains(s.cfg.RedirectURIs, raw):
+		return nil
+	case slices.Contains(s.cfg.RedirectSchemes, u.Scheme):
+		return nil
+	case u.Scheme == "http" || u.Scheme == "https":
+		return fmt.Errorf("redirect URI %.80q is not allowed: use a loopback http://127.0.0.1:<port>/... URI, or ask the operator to add it to oauth.redirect_uris", raw)
+	}
+	return fmt.Errorf("redirect URI scheme %.20q is not allowed: ask the operator to add it to oauth.redirect_schemes", u.Scheme)
+}
+
+// redirectAllowed reports whether the redirect URI of an authorization
+// request matches one the client registered: exactly, or, for loopback http
+// URIs, in everything but the port (RFC 8252 §7.3: native apps pick a free
+// port at each sign-in).
+func redirectAllowed(c *Client, uri string) bool {
+	if slices.Contains(c.RedirectURIs, uri) {
+		return true
+	}
+	u, err := url.Parse(uri)
+	if err != nil || u.Scheme != "http" || !isLoopbackHostname(u.Hostname()) {
+		return false
+	}
+	for _, r := range c.RedirectURIs {
+		ru, err := url.Parse(r)
+		if err != nil || ru.Scheme != "http" || !isLoopbackHostname(ru.Hostname()) {
+			continue
+		}
+		if strings.EqualFold(ru.Hostname(), u.Hostname()) && ru.EscapedPath() == u.EscapedPath() && ru.RawQuery == u.RawQuery && u.User == nil && u.Fragment == "" {
+			return true
+		}
+	}
+	return false
+}
+
+// consentKey identifies what a consent covers: the client and its redirect
+// target, loopback ports aside.
+func consentKey(clientID, redirect string) string {
+	if u, err := url.Parse(redirect); err == nil && u.Scheme == "http" && isLoopbackHostname(u.Hostname()) {
+		u.Host = u.Hostname()
+		redirect = u.String()
+	}
+	return digest("consent", clientID, redirect)
+}
+
+func isLoopbackHostname(h string) bool { return strings.EqualFold(h, "localhost") || isLoopbackIP(h) }
+
+func isLoopbackIP(h string) bool {
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}

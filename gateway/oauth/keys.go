@@ -1,0 +1,237 @@
+package oauth
+
+import (
+	"bytes"
+	"crypto/aes"
+	"crypto/cipher"
+	"crypto/ed25519"
+	"crypto/hkdf"
+	"crypto/hmac"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"os"
+
+	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/brainstem/brainstem/auth"
+)
+
+// maxKeyFileBytes bounds a key or secret file.
+const maxKeyFileBytes = 64 << 10
+
+// signingKey is one Ed25519 key and what is derived from it.
+type signingKey struct {
+	id     string // JWS kid: "bsf-" + auth.KeyID
+	priv   ed25519.PrivateKey
+	aead   cipher.AEAD // seals codes, refresh tokens and cookies
+	tag    [4]byte     // identifies the sealing key in a sealed value
+	macKey []byte      // signs client ids
+}
+
+// keyring holds the current key (first) and the ones being rotated out.
+type keyring struct {
+	keys []*signingKey
+	jwks []byte // the public JWKS document
+}
+
+// Key labels for HKDF. Changing one invalidates everything made with it.
+const (
+	labelSeal     = "brainstem oauth seal v1"
+	labelSealTag  = "brainstem oauth seal tag v1"
+	labelClientID = "brainstem oauth client id v1"
+)
+
+// ErrBadKey reports an unusable signing key file.
+var ErrBadKey = errors.New("oauth: bad signing key")
+
+func loadKeyring(current string, previous []string) (*keyring, error) {
+	var keys []auth.KeyPair
+	for _, path := range append([]string{current}, previous...) {
+		data, err := readSmallFile(path)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %w", ErrBadKey, err)
+		}
+		k, err := auth.ParsePrivateKeyPEM(data)
+		if err != nil {
+			return nil, fmt.Errorf("%w: %s: %w", ErrBadKey, path, err)
+		}
+		keys = append(keys, k)
+	}
+	return newKeyring(keys...)
+}
+
+// newKeyring derives the keys of each pair; the first is current.
+func newKeyring(pairs ...auth.KeyPair) (*keyring, error) {
+	if len(pairs) == 0 {
+		return nil, fmt.Errorf("%w: no key", ErrBadKey)
+	}
+	kr := &keyring{}
+	set := jose.JSONWebKeySet{}
+	for _, p := range pairs {
+		seed := p.Private.Seed()
+		sealKey, err := hkdf.Key(sha256.New, seed, nil, labelSeal, 32)
+		if err != nil {
+			return nil, fmt.Errorf("oauth: derive: %w", err)
+		}
+		tag, err := hkdf.Key(sha256.New, seed, nil, labelSealTag, 4)
+		if err != nil {
+			return nil, fmt.Errorf("oauth: derive: %w", err)
+		}
+		mac, err := hkdf.Key(sha256.New, seed, nil, labelClientID, 32)
+		if err != nil {
+			return nil, fmt.Errorf("oauth: derive: %w", err)
+		}
+		block, err := aes.NewCipher(sealKey)
+		if err != nil {
+			return nil, fmt.Errorf("oauth: %w", err)
+		}
+		aead, err := cipher.NewGCM(block)
+		if err != nil {
+			return nil, fmt.Errorf("oauth: %w", err)
+		}
+		sk := &signingKey{id: "bsf-" + p.ID, priv: p.Private, aead: aead, macKey: mac}
+		copy(sk.tag[:], tag)
+		for _, other := range kr.keys {
+			if other.id == sk.id {
+				return nil, fmt.Errorf("%w: the same key is listed twice", ErrBadKey)
+			}
+		}
+		kr.keys = append(kr.keys, sk)
+		set.Keys = append(set.Keys, jose.JSONWebKey{Key: p.Private.Public(), KeyID: sk.id, Algorithm: string(jose.EdDSA), Use: "sig"})
+	}
+	b, err := json.Marshal(set)
+	if err != nil {
+		return nil, fmt.Errorf("oauth: jwks: %w", err)
+	}
+	kr.jwks = b
+	return kr, nil
+}
+
+func (kr *keyring) current() *signingKey { return kr.keys[0] }
+
+// byID returns the key with JWS key id kid.
+func (kr *keyring) byID(kid string) *signingKey {
+	for _, k := range kr.keys {
+		if k.id == kid {
+			return k
+		}
+	}
+	return nil
+}
+
+// sealVersion prefixes every sealed value.
+const sealVersion = 1
+
+// ErrSealed reports a sealed value that does not open: forged, damaged,
+// made for another purpose or with a key no longer held.
+var ErrSealed = errors.New("oauth: sealed value is invalid")
+
+// seal encrypts v (as JSON) with the current key; purpose is bound as
+// additional data, so a value sealed for one purpose never opens as another.
+// The result is URL-safe base64 without padding.
+func (kr *keyring) seal(purpose string, v any) (string, error) {
+	plain, err := json.Marshal(v)
+	if err != nil {
+		return "", fmt.Errorf("oauth: seal: %w", err)
+	}
+	k := kr.current()
+	out := make([]byte, 0, 1+len(k.tag)+k.aead.NonceSize()+len(plain)+k.aead.Overhead())
+	out = append(out, sealVersion)
+	out = append(out, k.tag[:]...)
+	nonce := make([]byte, k.aead.NonceSize())
+	if _, err := io.ReadFull(rand.Reader, nonce); err != nil {
+		return "", fmt.Errorf("oauth: seal: %w", err)
+	}
+	out = append(out, nonce...)
+	out = k.aead.Seal(out, nonce, plain, []byte(purpose))
+	return base64.RawURLEncoding.EncodeToString(out), nil
+}
+
+// open reverses seal into v. Values larger than limit bytes are refused
+// before any work.
+func (kr *keyring) open(purpose, s string, limit int, v any) error {
+	if len(s) == 0 || len(s) > limit {
+		return ErrSealed
+	}
+	raw, err := base64.RawURLEncoding.DecodeString(s)
+	if err != nil || len(raw) < 5 || raw[0] != sealVersion {
+		return ErrSealed
+	}
+	var k *signingKey
+	for _, c := range kr.keys {
+		if bytes.Equal(c.tag[:], raw[1:5]) {
+			k = c
+			break
+		}
+	}
+	if k == nil {
+		return ErrSealed
+	}
+	rest := raw[5:]
+	if len(rest) < k.aead.NonceSize()+k.aead.Overhead() {
+		return ErrSealed
+	}
+	plain, err := k.aead.Open(nil, rest[:k.aead.NonceSize()], rest[k.aead.NonceSize():], []byte(purpose))
+	if err != nil {
+		return ErrSealed
+	}
+	if err := json.Unmarshal(plain, v); err != nil {
+		return ErrSealed
+	}
+	return nil
+}
+
+// mac signs data for client ids with the current key.
+func (kr *keyring) mac(data []byte) []byte { return macWith(kr.current().macKey, data) }
+
+// verifyMAC reports whether sum is data's MAC under any held key.
+func (kr *keyring) verifyMAC(data, sum []byte) bool {
+	ok := false
+	for _, k := range kr.keys {
+		// Every key is tried, whatever the result, so the time taken does
+		// not tell which key (if any) matched.
+		if hmac.Equal(macWith(k.macKey, data), sum) {
+			ok = true
+		}
+	}
+	return ok
+}
+
+func macWith(key, data []byte) []byte {
+	m := hmac.New(sha256.New, key)
+	m.Write(data)
+	return m.Sum(nil)[:16]
+}
+
+// readSmallFile reads a key or secret file of at most maxKeyFileBytes.
+func readSmallFile(path string) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	data, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", path, err)
+	}
+	if len(data) > maxKeyFileBytes {
+		return nil, fmt.Errorf("%s: over %d bytes", path, maxKeyFileBytes)
+	}
+	return data, nil
+}
+
+// digest is a short, stable fingerprint of a value (client ids, redirect
+// URIs) for binding without carrying the value.
+func digest(parts ...string) string {
+	h := sha256.New()
+	for _, p := range parts {
+		h.Write([]byte(p))
+		h.Write([]byte{0})
+	}
+	return base64.RawURLEncoding.EncodeToString(h.Sum(nil)[:16])
+}

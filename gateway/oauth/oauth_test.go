@@ -1,0 +1,695 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/netip"
+	"net/url"
+	"os"
+	"slices"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/internal/testbrowser"
+)
+
+func TestMetadata(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	r := e.replicas[0]
+	for _, path := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
+		resp, err := http.Get(r.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&m)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %v", path, resp.StatusCode, err)
+		}
+		want := map[string]any{
+			"issuer": r.url, "authorization_endpoint": r.url + "/authorize", "token_endpoint": r.url + "/token",
+			"registration_endpoint": r.url + "/register", "revocation_endpoint": r.url + "/revoke", "jwks_uri": r.url + "/jwks",
+			"client_id_metadata_document_supported": true,
+		}
+		for k, v := range want {
+			if m[k] != v {
+				t.Errorf("%s: %s = %v, want %v", path, k, m[k], v)
+			}
+		}
+		for k, v := range map[string]string{
+			"response_types_supported": "code", "code_challenge_methods_supported": "S256",
+			"token_endpoint_auth_methods_supported": "none", "scopes_supported": "mcp",
+		} {
+			if fmt.Sprint(m[k]) != "["+v+"]" {
+				t.Errorf("%s: %s = %v, want [%s]", path, k, m[k], v)
+			}
+		}
+		if fmt.Sprint(m["grant_types_supported"]) != "[authorization_code refresh_token]" {
+			t.Errorf("grant_types_supported = %v", m["grant_types_supported"])
+		}
+	}
+}
+
+// TestSignInAndRefresh walks the whole flow with a dynamically registered
+// client: consent, IdP login, code, tokens, refresh; and a second sign-in
+// from the same browser that is not asked for consent again.
+func TestSignInAndRefresh(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	r := e.replicas[0]
+	a := e.registeredApp(r)
+	b := testbrowser.New()
+
+	// The consent page names the client and warns it registered itself.
+	p, err := b.Get(context.Background(), a.authorizeURL(r, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"Test App", "registered itself", "an application on this computer (127.0.0.1:43210)"} {
+		if !strings.Contains(p.Body, want) {
+			t.Errorf("consent page lacks %q", want)
+		}
+	}
+	if csp := p.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, e.idpURL) {
+		t.Errorf("consent page CSP = %q", csp)
+	}
+
+	code := e.code(b, r, a, "Alice@Example.com")
+	st, out := e.token(r, a.redeem(code))
+	if st != http.StatusOK || out["token_type"] != "Bearer" || out["scope"] != "mcp" || out["refresh_token"] == nil {
+		t.Fatalf("token: %d %v", st, out)
+	}
+	if out["expires_in"].(float64) != 3600 {
+		t.Errorf("expires_in = %v", out["expires_in"])
+	}
+	id, err := identityOf(t, r, out["access_token"].(string))
+	if err != nil || id.Email != "alice@example.com" {
+		t.Fatalf("verify: %+v %v", id, err)
+	}
+
+	// Refresh: a new pair; the new access token verifies.
+	e.clock.Advance(time.Minute)
+	st, out2 := e.token(r, a.refresh(out["refresh_token"].(string)))
+	if st != http.StatusOK || out2["access_token"] == out["access_token"] || out2["refresh_token"] == out["refresh_token"] {
+		t.Fatalf("refresh: %d %v", st, out2)
+	}
+	if id, err := identityOf(t, r, out2["access_token"].(string)); err != nil || id.Email != "alice@example.com" {
+		t.Fatalf("refreshed token: %+v %v", id, err)
+	}
+
+	// The same browser signs in again: no consent page this time.
+	p, err = b.Get(context.Background(), a.authorizeURL(r, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status != http.StatusFound || !strings.HasPrefix(p.Location.String(), e.idpURL) {
+		t.Fatalf("second sign-in was asked for consent again: %d %.200s", p.Status, p.Body)
+	}
+	// Another browser is asked.
+	p, _ = testbrowser.New().Get(context.Background(), a.authorizeURL(r, nil))
+	if p.Status != http.StatusOK || !strings.Contains(p.Body, `name="decision"`) {
+		t.Fatalf("a new browser was not asked for consent: %d", p.Status)
+	}
+}
+
+// TestGroupsFollowTheIdP: the access token carries the IdP's groups, and a
+// refresh picks up a change.
+func TestGroupsFollowTheIdP(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	r := e.replicas[0]
+	a := e.registeredApp(r)
+	back := e.signIn(testbrowser.New(), a.authorizeURL(r, nil), "carol@example.com", "people-team, eng")
+	st, out := e.token(r, a.redeem(back.Query().Get("code")))
+	if st != http.StatusOK {
+		t.Fatalf("%d %v", st, out)
+	}
+	id, err := identityOf(t, r, out["access_token"].(string))
+	if err != nil || !slices.Equal(id.Groups, []string{"people-team", "eng"}) {
+		t.Fatalf("%+v %v", id, err)
+	}
+}
+
+// TestMetadataDocumentClient signs in with a client id that is the URL of a
+// client metadata document, served on loopback (allowed in this test as in
+// `brainstem dev`); the document is fetched once and cached.
+func TestMetadataDocumentClient(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	r := e.replicas[0]
+	var fetches atomic.Int32
+	ln, docBase := listen(t)
+	docURL := docBase + "/client.json"
+	mux := http.NewServeMux()
+	mux.HandleFunc("/client.json", func(w http.ResponseWriter, _ *http.Request) {
+		fetches.Add(1)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"client_id":%q,"client_name":"Metadata App","redirect_uris":["http://127.0.0.1/callback"],"token_endpoint_auth_method":"none"}`, docURL)
+	})
+	serve(t, ln, mux)
+	a := newApp(docURL, "http://127.0.0.1:43210/callback")
+	b := testbrowser.New()
+	p, err := b.Get(context.Background(), a.authorizeURL(r, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !strings.Contains(p.Body, "Metadata App") || !strings.Contains(p.Body, ln.Addr().String()) || strings.Contains(p.Body, "registered itself") {
+		t.Fatalf("consent page: %.600s", p.Body)
+	}
+	code := e.code(b, r, a, "dave@example.com")
+	st, out := e.token(r, a.redeem(code))
+	if st != http.StatusOK {
+		t.Fatalf("%d %v", st, out)
+	}
+	if n := fetches.Load(); n != 1 {
+		t.Errorf("the document was fetched %d times, want 1 (cached)", n)
+	}
+}
+
+// TestAuthorizeRefusals: errors before the redirect URI is trusted are a
+// page (never a redirect); after, they go back to the client.
+func TestAuthorizeRefusals(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	r := e.replicas[0]
+	a := e.registeredApp(r)
+	tampered := a.id[:len(registeredPrefix)+3] + "x" + a.id[len(registeredPrefix)+4:]
+	if tampered == a.id {
+		tampered = a.id[:len(registeredPrefix)+3] + "y" + a.id[len(registeredPrefix)+4:]
+	}
+	pages := []struct {
+		name  string
+		extra map[string]string
+		want  string
+	}{
+		{"unregistered redirect URI", map[string]string{"redirect_uri": "http://127.0.0.1:43210/elsewhere"}, "not registered"},
+		{"https redirect URI", map[string]string{"redirect_uri": "https://evil.example/cb"}, "not registered"},
+		{"no redirect URI", map[string]string{"redirect_uri": ""}, "no redirect URI"},
+		{"tampered client id", map[string]string{"client_id": tampered}, "client id is not one this gateway issued"},
+		{"no client id", map[string]string{"client_id": ""}, "no client"},
+		{"unknown client id", map[string]string{"client_id": "some-client"}, "client id is not one"},
+		{"state too long", map[string]string{"state": strings.Repeat("s", MaxStateBytes+1)}, "state parameter"},
+	}
+	for _, tc := range pages {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := testbrowser.New().Get(context.Background(), a.authorizeURL(r, tc.extra))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Location != nil || p.Status < 400 || !strings.Contains(p.Body, tc.want) {
+				t.Fatalf("want an error page with %q, got %d %v %.300s", tc.want, p.Status, p.Location, p.Body)
+			}
+		})
+	}
+	redirects := []struct {
+		name  string
+		extra map[string]string
+		code  string
+	}{
+		{"PKCE missing", map[string]string{"code_challenge": "", "code_challenge_method": ""}, "invalid_request"},
+		{"PKCE plain", map[string]string{"code_challenge_method": "plain"}, "invalid_request"},
+		{"PKCE challenge malformed", map[string]string{"code_challenge": "short"}, "invalid_request"},
+		{"wrong resource", map[string]string{"resource": "https://other.example/mcp"}, "invalid_target"},
+		{"response type token", map[string]string{"response_type": "token"}, "unsupported_response_type"},
+	}
+	for _, tc := range redirects {
+		t.Run(tc.name, func(t *testing.T) {
+			p, err := testbrowser.New().Get(context.Background(), a.authorizeURL(r, tc.extra))
+			if err != nil {
+				t.Fatal(err)
+			}
+			if p.Location == nil || p.Location.Host != "127.0.0.1:43210" {
+				t.Fatalf("want a redirect to the client, got %d %.300s", p.Status, p.Body)
+			}
+			q := p.Location.Query()
+			if q.Get("error") != tc.code || q.Get("state") != "st-123" || q.Get("iss") != r.url {
+				t.Fatalf("redirect %s", p.Location)
+			}
+		})
+	}
+}
+
+// TestConsentCannotBeSkipped: no code without this browser's consent.
+func TestConsentCannotBeSkipped(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	r := e.replicas[0]
+	a := e.registeredApp(r)
+	ctx := context.Background()
+
+	victim := testbrowser.New()
+	p, err := victim.Get(ctx, a.authorizeURL(r, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	f, err := p.Form()
+	if err != nil {
+		t.Fatal(err)
+	}
+
+	t.Run("another browser posts the form", func(t *testing.T) {
+		// An attacker holding a consent form (its own or the victim's) cannot
+		// submit it from a browser that did not load it: the CSRF cookie is
+		// missing.
+		res, err := testbrowser.New().Submit(ctx, p, f, nil, "allow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != http.StatusForbidden || res.Location != nil {
+			t.Fatalf("got %d %v", res.Status, res.Location)
+		}
+	})
+	t.Run("cross-site post", func(t *testing.T) {
+		evil := *p
+		evil.URL, _ = url.Parse("https://evil.example/page")
+		res, err := victim.Submit(ctx, &evil, f, nil, "allow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != http.StatusForbidden {
+			t.Fatalf("got %d", res.Status)
+		}
+	})
+	t.Run("altered request", func(t *testing.T) {
+		res, err := victim.Submit(ctx, p, f, map[string]string{"request": f.Fields.Get("request") + "x"}, "allow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != http.StatusBadRequest {
+			t.Fatalf("got %d", res.Status)
+		}
+	})
+	t.Run("callback without the login cookie", func(t *testing.T) {
+		// Straight to the callback with a made-up state: no login cookie.
+		res, err := victim.Get(ctx, r.url+PathCallback+"?state="+randomString(16)+"&code=abc")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != http.StatusBadRequest || res.Location != nil {
+			t.Fatalf("got %d %v", res.Status, res.Location)
+		}
+	})
+	t.Run("deny", func(t *testing.T) {
+		res, err := victim.Submit(ctx, p, f, nil, "deny")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Location == nil || res.Location.Query().Get("error") != "access_denied" {
+			t.Fatalf("got %d %v", res.Status, res.Location)
+		}
+	})
+	t.Run("a form is used once", func(t *testing.T) {
+		// The deny above consumed the CSRF cookie.
+		res, err := victim.Submit(ctx, p, f, nil, "allow")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if res.Status != http.StatusForbidden {
+			t.Fatalf("got %d", res.Status)
+		}
+	})
+}
+
+// TestCodeRefusals: each binding of a code is checked.
+func TestCodeRefusals(t *testing.T) {
+	e := newEnv(t, 2, nil)
+	r := e.replicas[0]
+	a := e.registeredApp(r)
+	other := e.registeredApp(r)
+
+	t.Run("replayed on the same replica", func(t *testing.T) {
+		code := e.code(testbrowser.New(), r, a, "alice@example.com")
+		if st, out := e.token(r, a.redeem(code)); st != http.StatusOK {
+			t.Fatalf("%d %v", st, out)
+		}
+		st, out := e.token(r, a.redeem(code))
+		wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
+	})
+	t.Run("replayed on another replica", func(t *testing.T) {
+		code := e.code(testbrowser.New(), r, a, "alice@example.com")
+		if st, out := e.token(r, a.redeem(code)); st != http.StatusOK {
+			t.Fatalf("%d %v", st, out)
+		}
+		st, out := e.token(e.replicas[1], a.redeem(code))
+		wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
+	})
+	t.Run("for another client", func(t *testing.T) {
+		code := e.code(testbrowser.New(), r, a, "alice@example.com")
+		form := a.redeem(code)
+		form.Set("client_id", other.id)
+		st, out := e.token(r, form)
+		wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
+		// The refusal did not burn the code for its owner.
+		if st, out := e.token(r, a.redeem(code)); st != http.StatusOK {
+			t.Fatalf("owner: %d %v", st, out)
+		}
+	})
+	cases := []struct {
+		name   string
+		change func(url.Values)
+		status int
+		code   string
+	}{
+		{"wrong verifier", func(f url.Values) { f.Set("code_verifier", randomString(32)) }, 400, "invalid_grant"},
+		{"no verifier", func(f url.Values) { f.Del("code_verifier") }, 400, "invalid_grant"},
+		{"other redirect URI", func(f url.Values) { f.Set("redirect_uri", "http://127.0.0.1:43211/callback") }, 400, "invalid_grant"},
+		{"wrong resource", func(f url.Values) { f.Set("resource", "https://other.example/mcp") }, 400, "invalid_target"},
+		{"forged code", func(f url.Values) { f.Set("code", codePrefix+randomString(64)) }, 400, "invalid_grant"},
+		{"no client id", func(f url.Values) { f.Del("client_id") }, 401, "invalid_client"},
+		{"tampered client id", func(f url.Values) { f.Set("client_id", f.Get("client_id")+"x") }, 401, "invalid_client"},
+		{"bad grant type", func(f url.Values) { f.Set("grant_type", "password") }, 400, "unsupported_grant_type"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			code := e.code(testbrowser.New(), r, a, "alice@example.com")
+			form := a.redeem(code)
+			tc.change(form)
+			st, out := e.token(r, form)
+			wantTokenError(t, st, out, tc.status, tc.code)
+		})
+	}
+	t.Run("expired", func(t *testing.T) {
+		code := e.code(testbrowser.New(), r, a, "alice@example.com")
+		e.clock.Advance(DefaultCodeTTL + time.Second)
+		st, out := e.token(r, a.redeem(code))
+		wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
+		if !strings.Contains(out["error_description"].(string), "expired") {
+			t.Errorf("description: %v", out["error_description"])
+		}
+	})
+}
+
+// TestRefreshRefusals: rotation with a reuse grace, revocation, and a user
+// disabled at the IdP.
+func TestRefreshRefusals(t *testing.T) {
+	e := newEnv(t, 2, nil)
+	r := e.replicas[0]
+	a := e.registeredApp(r)
+	signedIn := func(email string) map[string]any {
+		t.Helper()
+		st, out := e.token(r, a.redeem(e.code(testbrowser.New(), r, a, email)))
+		if st != http.StatusOK {
+			t.Fatalf("%d %v", st, out)
+		}
+		return out
+	}
+
+	t.Run("reuse within the grace gets the same answer; after it, the sign-in ends", func(t *testing.T) {
+		out := signedIn("alice@example.com")
+		rt := out["refresh_token"].(string)
+		_, first := e.token(r, a.refresh(rt))
+		e.clock.Advance(DefaultRefreshReuseGrace / 2)
+		st, again := e.token(r, a.refresh(rt))
+		if st != http.StatusOK || again["refresh_token"] != first["refresh_token"] {
+			t.Fatalf("within the grace: %d %v", st, again)
+		}
+		e.clock.Advance(DefaultRefreshReuseGrace)
+		st, late := e.token(r, a.refresh(rt))
+		wantTokenError(t, st, late, http.StatusBadRequest, "invalid_grant")
+		// Reuse past the grace ends the whole sign-in on this replica: the
+		// rotated token and its access token are refused too.
+		st, next := e.token(r, a.refresh(first["refresh_token"].(string)))
+		wantTokenError(t, st, next, http.StatusBadRequest, "invalid_grant")
+		if _, err := identityOf(t, r, first["access_token"].(string)); err == nil {
+			t.Error("an access token of the revoked sign-in still verifies")
+		}
+	})
+	t.Run("reuse on another replica", func(t *testing.T) {
+		out := signedIn("alice@example.com")
+		rt := out["refresh_token"].(string)
+		if st, o := e.token(r, a.refresh(rt)); st != http.StatusOK {
+			t.Fatalf("%d %v", st, o)
+		}
+		e.clock.Advance(DefaultRefreshReuseGrace + time.Second)
+		// The development IdP rotates its refresh tokens, so the sealed one
+		// inside rt is dead at the IdP too.
+		st, o := e.token(e.replicas[1], a.refresh(rt))
+		wantTokenError(t, st, o, http.StatusBadRequest, "invalid_grant")
+	})
+	t.Run("another client", func(t *testing.T) {
+		out := signedIn("alice@example.com")
+		b := e.registeredApp(r)
+		st, o := e.token(r, b.refresh(out["refresh_token"].(string)))
+		wantTokenError(t, st, o, http.StatusBadRequest, "invalid_grant")
+	})
+	t.Run("user disabled at the IdP", func(t *testing.T) {
+		out := signedIn("mallory@example.com")
+		if err := e.idp.SetDisabled("mallory@example.com", true); err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = e.idp.SetDisabled("mallory@example.com", false) })
+		st, o := e.token(r, a.refresh(out["refresh_token"].(string)))
+		wantTokenError(t, st, o, http.StatusBadRequest, "invalid_grant")
+		if !strings.Contains(o["error_description"].(string), "no longer valid") {
+			t.Errorf("description: %v", o["error_description"])
+		}
+	})
+	t.Run("revoked", func(t *testing.T) {
+		out := signedIn("alice@example.com")
+		resp, err := http.PostForm(r.url+PathRevoke, url.Values{"token": {out["refresh_token"].(string)}, "client_id": {a.id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			t.Fatalf("revoke: %d", resp.StatusCode)
+		}
+		st, o := e.token(r, a.refresh(out["refresh_token"].(string)))
+		wantTokenError(t, st, o, http.StatusBadRequest, "invalid_grant")
+		if _, err := identityOf(t, r, out["access_token"].(string)); err == nil {
+			t.Error("the revoked sign-in's access token still verifies on this replica")
+		}
+	})
+	t.Run("access token revoked", func(t *testing.T) {
+		out := signedIn("alice@example.com")
+		at := out["access_token"].(string)
+		if _, err := identityOf(t, r, at); err != nil {
+			t.Fatal(err)
+		}
+		resp, err := http.PostForm(r.url+PathRevoke, url.Values{"token": {at}, "client_id": {a.id}})
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if _, err := identityOf(t, r, at); !errors.Is(err, sso.ErrExpired) {
+			t.Fatalf("revoked access token: %v", err)
+		}
+	})
+}
+
+// TestAccessTokenChecks: what Verify refuses.
+func TestAccessTokenChecks(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	r := e.replicas[0]
+	a := e.registeredApp(r)
+	_, out := e.token(r, a.redeem(e.code(testbrowser.New(), r, a, "alice@example.com")))
+	at := out["access_token"].(string)
+
+	// Another gateway (same IdP, its own key and URL) issues a token: this
+	// one's key id is unknown here, so it is not even taken as ours.
+	other := newEnv(t, 1, nil)
+	oa := other.registeredApp(other.replicas[0])
+	_, oout := other.token(other.replicas[0], oa.redeem(other.code(testbrowser.New(), other.replicas[0], oa, "alice@example.com")))
+	if r.srv.Handles(oout["access_token"].(string)) {
+		t.Error("a token of another gateway's key is taken as this gateway's")
+	}
+
+	// Same key, another audience: a replica configured for another MCP URL.
+	mis := e.addReplica(nil)
+	if _, err := mis.srv.Verify(context.Background(), at); !errors.Is(err, sso.ErrWrongIssuer) && !errors.Is(err, sso.ErrWrongAudience) {
+		t.Errorf("token for another resource: %v", err)
+	}
+
+	e.clock.Advance(DefaultAccessTokenTTL + accessClockSkew + time.Second)
+	if _, err := r.srv.Verify(context.Background(), at); !errors.Is(err, sso.ErrExpired) {
+		t.Errorf("expired token: %v", err)
+	}
+	tampered := at[:len(at)-4] + "AAAA"
+	if _, err := r.srv.Verify(context.Background(), tampered); err == nil {
+		t.Error("tampered signature verifies")
+	}
+}
+
+func TestRegistrationRefusals(t *testing.T) {
+	e := newEnv(t, 1, func(c *Config) {
+		c.RedirectURIs = []string{"https://vscode.dev/redirect"}
+		c.RedirectSchemes = []string{"cursor"}
+	})
+	r := e.replicas[0]
+	for _, ok := range []string{
+		`{"redirect_uris":["http://127.0.0.1:1234/cb"]}`,
+		`{"redirect_uris":["http://localhost/callback"],"token_endpoint_auth_method":"client_secret_post"}`,
+		`{"redirect_uris":["http://[::1]:9/cb"],"client_name":"X"}`,
+		`{"redirect_uris":["https://vscode.dev/redirect"]}`,
+		`{"redirect_uris":["cursor://anysphere.cursor-mcp/oauth/callback"]}`,
+	} {
+		if st, out := e.register(r, ok); st != http.StatusCreated || out["token_endpoint_auth_method"] != "none" {
+			t.Errorf("%s: %d %v", ok, st, out)
+		}
+	}
+	for _, tc := range []struct{ body, code string }{
+		{`{}`, "invalid_redirect_uri"},
+		{`{"redirect_uris":["https://evil.example/cb"]}`, "invalid_redirect_uri"},
+		{`{"redirect_uris":["http://evil.example/cb"]}`, "invalid_redirect_uri"},
+		{`{"redirect_uris":["javascript:alert(1)"]}`, "invalid_redirect_uri"},
+		{`{"redirect_uris":["http://127.0.0.1/cb#frag"]}`, "invalid_redirect_uri"},
+		{`{"redirect_uris":["vscode://x/cb"]}`, "invalid_redirect_uri"},
+		{`{"redirect_uris":["http://127.0.0.1/` + strings.Repeat("a", MaxRedirectURIBytes) + `"]}`, "invalid_redirect_uri"},
+		{`{"redirect_uris":["http://127.0.0.1/cb"],"client_name":"a\u0000b"}`, "invalid_client_metadata"},
+		{`{"redirect_uris":["http://127.0.0.1/cb"],"grant_types":["client_credentials"]}`, "invalid_client_metadata"},
+		{`{"redirect_uris":["http://127.0.0.1/cb"],"response_types":["token"]}`, "invalid_client_metadata"},
+		{`[1]`, "invalid_client_metadata"},
+		{`{"redirect_uris":["http://127.0.0.1/cb"]} {}`, "invalid_client_metadata"},
+	} {
+		st, out := e.register(r, tc.body)
+		if st != http.StatusBadRequest || out["error"] != tc.code {
+			t.Errorf("%.80s: %d %v, want 400 %s", tc.body, st, out, tc.code)
+		}
+	}
+	// Too many from one address.
+	var last int
+	for range registerPerMin + 1 {
+		last, _ = e.register(r, `{"redirect_uris":["http://127.0.0.1/cb"]}`)
+	}
+	if last != http.StatusTooManyRequests {
+		t.Errorf("registration flood: last status %d", last)
+	}
+}
+
+// TestMetadataDocumentRefusals: SSRF protection and document checks.
+func TestMetadataDocumentRefusals(t *testing.T) {
+	prod := newEnv(t, 1, func(c *Config) { c.ClientMetadata.AllowLoopback = false })
+	dev := newEnv(t, 1, nil)
+	ln, base := listen(t)
+	block := make(chan struct{})
+	t.Cleanup(func() { close(block) })
+	mux := http.NewServeMux()
+	doc := func(id string, extra string) string {
+		return fmt.Sprintf(`{"client_id":%q,"redirect_uris":["http://127.0.0.1/cb"]%s}`, id, extra)
+	}
+	mux.HandleFunc("/ok.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, doc(base+"/ok.json", ""))
+	})
+	mux.HandleFunc("/big.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, doc(base+"/big.json", `,"pad":"`+strings.Repeat("x", MaxMetadataDocumentBytes)+`"`))
+	})
+	mux.HandleFunc("/slow.json", func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-block:
+		case <-r.Context().Done():
+		}
+	})
+	mux.HandleFunc("/mismatch.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, doc("https://other.example/client.json", ""))
+	})
+	mux.HandleFunc("/secret.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, doc(base+"/secret.json", `,"token_endpoint_auth_method":"private_key_jwt"`))
+	})
+	mux.HandleFunc("/html.json", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html")
+		io.WriteString(w, doc(base+"/html.json", ""))
+	})
+	mux.HandleFunc("/redirect.json", func(w http.ResponseWriter, r *http.Request) {
+		http.Redirect(w, r, "/ok.json", http.StatusFound)
+	})
+	serve(t, ln, mux)
+	dev.replicas[0].srv.meta.fetchTimeout = 300 * time.Millisecond
+
+	try := func(e *testEnv, id string) *testbrowser.Page {
+		t.Helper()
+		a := newApp(id, "http://127.0.0.1:43210/cb")
+		p, err := testbrowser.New().Get(context.Background(), a.authorizeURL(e.replicas[0], nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	// Sanity: the good document works in development.
+	if p := try(dev, base+"/ok.json"); p.Status != http.StatusOK {
+		t.Fatalf("good document: %d %.300s", p.Status, p.Body)
+	}
+	t.Run("a host name that resolves to loopback", func(t *testing.T) {
+		// The machine's own name often resolves to a loopback address
+		// (/etc/hosts); the name passes the name check, the address not.
+		host, err := os.Hostname()
+		if err != nil {
+			t.Skip(err)
+		}
+		addrs, err := net.LookupHost(host)
+		if err != nil || len(addrs) == 0 || !net.ParseIP(addrs[0]).IsLoopback() {
+			t.Skipf("%s does not resolve to a loopback address here (%v %v)", host, addrs, err)
+		}
+		p := try(prod, fmt.Sprintf("https://%s:%d/ok.json", host, ln.Addr().(*net.TCPAddr).Port))
+		if p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "not a public address") {
+			t.Fatalf("got %d %s", p.Status, pageText(p))
+		}
+	})
+	for _, tc := range []struct {
+		name string
+		e    *testEnv
+		id   string
+		want string
+	}{
+		{"loopback in production", prod, base + "/ok.json", "loopback"},
+		// 0.0.0.0 passes the name check (it is not a loopback address) but
+		// reaches this machine: the check after resolution refuses it.
+		{"unspecified address in production", prod, fmt.Sprintf("https://0.0.0.0:%d/ok.json", ln.Addr().(*net.TCPAddr).Port), "not a public address"},
+		{"unspecified address in development", dev, fmt.Sprintf("https://0.0.0.0:%d/ok.json", ln.Addr().(*net.TCPAddr).Port), "not a public address"},
+		{"plain http in production", prod, "http://client.example/c.json", "must use https"},
+		{"no path", prod, "https://client.example", "must have a path"},
+		{"dot segments", prod, "https://client.example/a/../c.json", "dot segments"},
+		{"oversized", dev, base + "/big.json", "over"},
+		{"slow", dev, base + "/slow.json", "fetching"},
+		{"client_id mismatch", dev, base + "/mismatch.json", "is not its URL"},
+		{"confidential client", dev, base + "/secret.json", "not supported"},
+		{"not JSON", dev, base + "/html.json", "not application/json"},
+		{"redirected", dev, base + "/redirect.json", "without redirects"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			p := try(tc.e, tc.id)
+			if p.Status != http.StatusBadRequest || p.Location != nil || !strings.Contains(p.Body, tc.want) {
+				t.Fatalf("want a 400 page with %q, got %d %s", tc.want, p.Status, pageText(p))
+			}
+		})
+	}
+}
+
+func TestPublicAddr(t *testing.T) {
+	for addr, want := range map[string]bool{
+		"8.8.8.8": true, "2606:4700::1111": true, "1.1.1.1": true,
+		"127.0.0.1": false, "10.1.2.3": false, "172.16.0.1": false, "192.168.1.1": false,
+		"169.254.169.254": false, "100.64.0.1": false, "0.0.0.0": false, "255.255.255.255": false,
+		"::1": false, "fe80::1": false, "fc00::1": false, "::ffff:10.0.0.1": false, "::ffff:8.8.8.8": true,
+		"64:ff9b::a00:1": false, "2002:a00:1::": false, "224.0.0.1": false, "ff02::1": false, "198.18.0.1": false,
+	} {
+		ip := mustAddr(t, addr)
+		if got := publicAddr(ip); got != want {
+			t.Errorf("publicAddr(%s) = %v, want %v", addr, got, want)
+		}
+	}
+}
+
+func mustAddr(t *testing.T, s string) netip.Addr {
+	t.Helper()
+	a, err := netip.ParseAddr(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return a
+}
+
+// pageText is the part of a page after its <h1>, for failure messages.
+func pageText(p *testbrowser.Page) string {
+	if i := strings.Index(p.Body, "<h1>"); i >= 0 {
+		return p.Body[i:min(len(p.Body), i+600)]
+	}
+	return p.Body[:min(len(p.Body), 600)]
+}

@@ -1,0 +1,298 @@
+package oauth
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
+	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"golang.org/x/sync/singleflight"
+	"golang.org/x/time/rate"
+
+	"github.com/brainstem/brainstem/auth"
+)
+
+// Scope is the one scope the facade grants: use of the MCP endpoint.
+const Scope = "mcp"
+
+// Paths below the issuer's path.
+const (
+	PathAuthorize = "/authorize"
+	PathCallback  = "/oauth/callback"
+	PathToken     = "/token"
+	PathRegister  = "/register"
+	PathRevoke    = "/revoke"
+	PathJWKS      = "/jwks"
+)
+
+// Bounds of the per-replica memories (codes redeemed, refresh tokens used,
+// revocations, verified access tokens, per-address limiters).
+const (
+	memorySize       = 100000
+	graceMemorySize  = 10000
+	accessCacheTTL   = 5 * time.Minute
+	registerPerMin   = 20
+	metadataPerMin   = 30
+	maxFormBytes     = 64 << 10
+	limiterCacheSize = 10000
+)
+
+// IdentityVerifier verifies the IdP's ID tokens with the gateway's SSO
+// rules (issuer, audience, signature, expiry, verified email or trusted
+// issuer, allowed domains, groups claim). *sso.Verifier satisfies it.
+type IdentityVerifier interface {
+	Verify(ctx context.Context, raw string) (auth.Identity, error)
+}
+
+// Options are the server's dependencies.
+type Options struct {
+	// Issuer is the gateway's public URL, the issuer of its tokens.
+	Issuer string
+	// Resource is the MCP endpoint URL: the audience of access tokens and
+	// the only accepted RFC 8707 resource.
+	Resource string
+	// Verifier checks the IdP's ID tokens.
+	Verifier IdentityVerifier
+	// Keys, when set, are used instead of the configured key files (the
+	// first signs); for the development environment and tests.
+	Keys []auth.KeyPair
+	// HTTPClient calls the IdP; nil means a client with a 10 s timeout.
+	HTTPClient *http.Client
+	// Now is the clock; nil means time.Now.
+	Now func() time.Time
+	// Logger receives sign-in events; nil discards.
+	Logger *slog.Logger
+	// Registerer receives the metrics; nil registers nowhere.
+	Registerer prometheus.Registerer
+	// ClientIP returns the address limits are counted against; nil means
+	// the TCP peer.
+	ClientIP func(*http.Request) string
+}
+
+// Server is the authorization server. It is safe for concurrent use.
+type Server struct {
+	cfg      Config
+	issuer   string // no trailing slash
+	base     string // the issuer's path, "" or "/prefix"
+	resource string
+	secure   bool // https: cookies are Secure and __Host- prefixed
+	keys     *keyring
+	signer   jose.Signer
+	up       *upstream
+	verifier IdentityVerifier
+	meta     *metadataFetcher
+	now      func() time.Time
+	log      *slog.Logger
+	clientIP func(*http.Request) string
+
+	usedCodes     *lru.Cache[string, time.Time]   // code id → until when it could be replayed
+	usedRefresh   *lru.Cache[string, refreshUse]  // refresh token id → its first use
+	graceAnswers  *lru.Cache[string, graceAnswer] // refresh token id → the answer within the grace
+	refreshFlight singleflight.Group
+	revoked       *lru.Cache[string, time.Time]     // access token id or refresh family → until
+	verified      *lru.Cache[[32]byte, accessEntry] // access tokens verified recently
+	limits        *lru.Cache[string, *rate.Limiter]
+
+	requests     *prometheus.CounterVec
+	metadataJSON []byte
+}
+
+// New builds the server from an enabled, valid configuration. It reads the
+// key files and the client secret, and makes no network call: the IdP is
+// discovered on the first sign-in.
+func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
+	if err := cfg.Validate(opt.Issuer); err != nil {
+		return nil, err
+	}
+	if !cfg.Enabled {
+		return nil, errors.New("oauth: not enabled")
+	}
+	if opt.Verifier == nil {
+		return nil, errors.New("oauth: no identity verifier")
+	}
+	cfg = cfg.withDefaults()
+	u, err := url.Parse(strings.TrimRight(opt.Issuer, "/"))
+	if err != nil || u.Host == "" {
+		return nil, fmt.Errorf("oauth: issuer %q is not a URL", opt.Issuer)
+	}
+	s := &Server{
+		cfg: cfg, issuer: strings.TrimRight(opt.Issuer, "/"), base: u.Path, resource: opt.Resource,
+		secure: u.Scheme == "https", verifier: opt.Verifier, now: opt.Now, log: opt.Logger, clientIP: opt.ClientIP,
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	if s.log == nil {
+		s.log = slog.New(slog.DiscardHandler)
+	}
+	if s.clientIP == nil {
+		s.clientIP = peerIP
+	}
+	if len(opt.Keys) > 0 {
+		s.keys, err = newKeyring(opt.Keys...)
+	} else {
+		s.keys, err = loadKeyring(cfg.SigningKeyFile, cfg.PreviousSigningKeyFiles)
+	}
+	if err != nil {
+		return nil, err
+	}
+	cur := s.keys.current()
+	s.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: cur.priv},
+		(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", cur.id))
+	if err != nil {
+		return nil, fmt.Errorf("oauth: signer: %w", err)
+	}
+	secret := cfg.Upstream.ClientSecret
+	if secret == "" {
+		b, err := readSmallFile(cfg.Upstream.ClientSecretFile)
+		if err != nil {
+			return nil, fmt.Errorf("oauth: upstream.client_secret_file: %w", err)
+		}
+		secret = strings.TrimSpace(string(b))
+		if secret == "" {
+			return nil, fmt.Errorf("oauth: upstream.client_secret_file %s is empty", cfg.Upstream.ClientSecretFile)
+		}
+	}
+	hc := opt.HTTPClient
+	if hc == nil {
+		hc = &http.Client{Timeout: upstreamTimeout}
+	}
+	s.up = &upstream{cfg: cfg.Upstream, secret: secret, redirectURL: s.issuer + PathCallback,
+		hc: hc, now: s.now, log: s.log, lifetime: ctx}
+	if !cfg.ClientMetadata.Disabled {
+		s.meta = newMetadataFetcher(cfg.ClientMetadata, s.now)
+	}
+	s.usedCodes, _ = lru.New[string, time.Time](memorySize)
+	s.usedRefresh, _ = lru.New[string, refreshUse](memorySize)
+	s.graceAnswers, _ = lru.New[string, graceAnswer](graceMemorySize)
+	s.revoked, _ = lru.New[string, time.Time](memorySize)
+	s.verified, _ = lru.New[[32]byte, accessEntry](memorySize)
+	s.limits, _ = lru.New[string, *rate.Limiter](limiterCacheSize)
+	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
+		Name: "brainstem_gateway_oauth_requests_total",
+		Help: "Requests to the gateway's authorization server, by endpoint and outcome (ok, refused, unavailable, error).",
+	}, []string{"endpoint", "outcome"})
+	if opt.Registerer != nil {
+		if err := opt.Registerer.Register(s.requests); err != nil {
+			return nil, fmt.Errorf("oauth: metrics: %w", err)
+		}
+	}
+	s.metadataJSON, err = json.Marshal(s.metadata())
+	if err != nil {
+		return nil, fmt.Errorf("oauth: metadata: %w", err)
+	}
+	return s, nil
+}
+
+// Issuer is the issuer URL (the gateway's public URL).
+func (s *Server) Issuer() string { return s.issuer }
+
+// Scopes are the scopes the server grants.
+func (s *Server) Scopes() []string { return []string{Scope} }
+
+// metadata is the RFC 8414 document.
+func (s *Server) metadata() map[string]any {
+	return map[string]any{
+		"issuer":                                         s.issuer,
+		"authorization_endpoint":                         s.issuer + PathAuthorize,
+		"token_endpoint":                                 s.issuer + PathToken,
+		"registration_endpoint":                          s.issuer + PathRegister,
+		"revocation_endpoint":                            s.issuer + PathRevoke,
+		"jwks_uri":                                       s.issuer + PathJWKS,
+		"scopes_supported":                               []string{Scope},
+		"response_types_supported":                       []string{"code"},
+		"response_modes_supported":                       []string{"query"},
+		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+		"code_challenge_methods_supported":               []string{"S256"},
+		"token_endpoint_auth_methods_supported":          []string{"none"},
+		"revocation_endpoint_auth_methods_supported":     []string{"none"},
+		"client_id_metadata_document_supported":          s.meta != nil,
+		"authorization_response_iss_parameter_supported": true,
+	}
+}
+
+// Register adds the server's endpoints to mux: the metadata at the RFC 8414
+// and OIDC discovery paths for the issuer, and the endpoints below the
+// issuer's path.
+func (s *Server) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET /.well-known/oauth-authorization-server"+s.base, s.serveMetadata)
+	mux.HandleFunc("GET /.well-known/openid-configuration"+s.base, s.serveMetadata)
+	if s.base != "" {
+		mux.HandleFunc("GET "+s.base+"/.well-known/openid-configuration", s.serveMetadata)
+	}
+	mux.HandleFunc("GET "+s.base+PathJWKS, s.serveJWKS)
+	mux.HandleFunc("GET "+s.base+PathAuthorize, s.serveAuthorize)
+	mux.HandleFunc("POST "+s.base+PathAuthorize, s.serveConsent)
+	mux.HandleFunc("GET "+s.base+PathCallback, s.serveCallback)
+	for _, p := range []struct {
+		path string
+		h    http.HandlerFunc
+	}{{PathToken, s.serveToken}, {PathRegister, s.serveRegister}, {PathRevoke, s.serveRevoke}} {
+		mux.HandleFunc("POST "+s.base+p.path, withCORS(p.h))
+		mux.HandleFunc("OPTIONS "+s.base+p.path, withCORS(nil))
+	}
+}
+
+func (s *Server) serveMetadata(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(s.metadataJSON)
+}
+
+func (s *Server) serveJWKS(w http.ResponseWriter, _ *http.Request) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Access-Control-Allow-Origin", "*")
+	w.Header().Set("Cache-Control", "public, max-age=300")
+	_, _ = w.Write(s.keys.jwks)
+}
+
+// withCORS lets browser-based clients call the token, registration and
+// revocation endpoints: they use no cookies, so any origin may.
+func withCORS(h http.HandlerFunc) http.HandlerFunc {
+	return func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Access-Control-Allow-Origin", "*")
+		if h == nil {
+			w.Header().Set("Access-Control-Allow-Methods", "POST, OPTIONS")
+			w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept")
+			w.Header().Set("Access-Control-Max-Age", "600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		h(w, r)
+	}
+}
+
+// allow takes one token from the per-address bucket of kind.
+func (s *Server) allow(r *http.Request, kind string, perMinute int) bool {
+	key := kind + " " + s.clientIP(r)
+	l, ok := s.limits.Get(key)
+	if !ok {
+		l = rate.NewLimiter(rate.Limit(float64(perMinute)/60), perMinute)
+		if prev, found, _ := s.limits.PeekOrAdd(key, l); found {
+			l = prev
+		}
+	}
+	return l.AllowN(s.now(), 1)
+}
+
+func (s *Server) count(endpoint, outcome string) {
+	s.requests.WithLabelValues(endpoint, outcome).Inc()
+}
+
+func peerIP(r *http.Request) string {
+	host, _, err := net.SplitHostPort(r.RemoteAddr)
+	if err != nil {
+		return r.RemoteAddr
+	}
+	return host
+}

@@ -1,0 +1,556 @@
+package oauth
+
+import (
+	"context"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+	"time"
+
+	"golang.org/x/oauth2"
+
+	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/auth/sso"
+)
+
+// Prefixes of the facade's opaque values.
+const (
+	codePrefix    = "bsa1."
+	refreshPrefix = "bsr1."
+)
+
+// Size limits of the values the token endpoint opens.
+const (
+	maxCodeBytes    = 16 << 10
+	maxRefreshBytes = 64 << 10
+)
+
+// codeState is an authorization code: the IdP's code and everything the
+// client's token request must match.
+type codeState struct {
+	ID          string `json:"i"`
+	Client      string `json:"c"` // digest of the client id
+	RedirectURI string `json:"r"`
+	Challenge   string `json:"ch"`
+	UpCode      string `json:"u"` // the IdP's authorization code, not yet redeemed
+	Verifier    string `json:"v"` // PKCE verifier of the upstream request
+	Nonce       string `json:"n"`
+	Exp         int64  `json:"e"`
+}
+
+// refreshState is a refresh token: one sign-in (the family), its user, and
+// the IdP's refresh token that each refresh redeems.
+type refreshState struct {
+	ID     string   `json:"i"`
+	Family string   `json:"f"`
+	Client string   `json:"c"` // digest of the client id
+	Email  string   `json:"em"`
+	Groups []string `json:"g,omitempty"`
+	Up     string   `json:"u"` // the IdP's refresh token
+	Exp    int64    `json:"e"` // the end of the sign-in
+}
+
+// refreshUse records the first use of a refresh token on this replica.
+type refreshUse struct{ at time.Time }
+
+// graceAnswer is the answer to a refresh token's first use, given again
+// to a use within the reuse grace.
+type graceAnswer struct {
+	until time.Time
+	body  []byte
+}
+
+// tokenResponse is RFC 6749 §5.1.
+type tokenResponse struct {
+	AccessToken  string `json:"access_token"`
+	TokenType    string `json:"token_type"`
+	ExpiresIn    int64  `json:"expires_in"`
+	RefreshToken string `json:"refresh_token,omitempty"`
+	Scope        string `json:"scope"`
+}
+
+// tokenError is RFC 6749 §5.2, with the HTTP status to answer it with.
+type tokenError struct {
+	status      int
+	code        string
+	description string
+	retryAfter  time.Duration
+}
+
+func (e *tokenError) Error() string { return e.code + ": " + e.description }
+
+func invalidGrant(format string, args ...any) *tokenError {
+	return &tokenError{http.StatusBadRequest, "invalid_grant", fmt.Sprintf(format, args...), 0}
+}
+
+func invalidRequest(format string, args ...any) *tokenError {
+	return &tokenError{http.StatusBadRequest, "invalid_request", fmt.Sprintf(format, args...), 0}
+}
+
+// serveToken is POST /token.
+func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
+	form, clientID, terr := s.tokenForm(w, r)
+	if terr != nil {
+		s.count("token", "refused")
+		s.writeTokenError(w, terr)
+		return
+	}
+	var (
+		body  []byte
+		grant = form.Get("grant_type")
+	)
+	switch grant {
+	case "authorization_code":
+		body, terr = s.redeemCode(r.Context(), form, clientID)
+	case "refresh_token":
+		body, terr = s.redeemRefresh(r.Context(), form, clientID)
+	default:
+		terr = &tokenError{http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token", 0}
+	}
+	endpoint := "token_" + grant
+	if grant != "authorization_code" && grant != "refresh_token" {
+		endpoint = "token"
+	}
+	if terr != nil {
+		outcome := "refused"
+		if terr.status >= 500 {
+			outcome = "unavailable"
+		}
+		s.count(endpoint, outcome)
+		s.writeTokenError(w, terr)
+		return
+	}
+	s.count(endpoint, "ok")
+	writeJSON(w, http.StatusOK, body)
+}
+
+// tokenForm reads a token or revocation request: a form body with each
+// parameter at most once, and the public client's id (in the form or as
+// the user of HTTP Basic authentication).
+func (s *Server) tokenForm(w http.ResponseWriter, r *http.Request) (url.Values, string, *tokenError) {
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/x-www-form-urlencoded" {
+		return nil, "", invalidRequest("the body must be application/x-www-form-urlencoded")
+	}
+	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxFormBytes))
+	if err != nil {
+		return nil, "", invalidRequest("the body could not be read or is over %d bytes", maxFormBytes)
+	}
+	form, err := url.ParseQuery(string(data))
+	if err != nil {
+		return nil, "", invalidRequest("the body is not a valid form")
+	}
+	for k, v := range form {
+		if len(v) > 1 {
+			return nil, "", invalidRequest("the parameter %q appears more than once", k)
+		}
+	}
+	clientID := form.Get("client_id")
+	if user, _, ok := r.BasicAuth(); ok {
+		user, err = url.QueryUnescape(user) // RFC 6749 §2.3.1
+		if err != nil || clientID != "" && clientID != user {
+			return nil, "", invalidRequest("client_id in the form and in Basic authentication differ")
+		}
+		clientID = user
+	}
+	if clientID == "" {
+		return nil, "", &tokenError{http.StatusUnauthorized, "invalid_client", "client_id is required", 0}
+	}
+	if !s.knownClientID(clientID) {
+		return nil, "", &tokenError{http.StatusUnauthorized, "invalid_client", "the client id is not one this gateway issued; register again", 0}
+	}
+	return form, clientID, nil
+}
+
+// knownClientID reports whether a client id is validly signed, or a
+// well-formed metadata document URL (codes and refresh tokens are bound to
+// the id, so it need not be fetched again).
+func (s *Server) knownClientID(id string) bool {
+	if isMetadataURL(id) {
+		if s.meta == nil {
+			return false
+		}
+		_, err := s.meta.checkMetadataURL(id)
+		return err == nil
+	}
+	_, err := s.parseRegisteredClient(id)
+	return err == nil
+}
+
+// redeemCode checks an authorization code against the token request, then
+// redeems the IdP's code inside it and verifies the ID token.
+func (s *Server) redeemCode(ctx context.Context, form url.Values, clientID string) ([]byte, *tokenError) {
+	raw, ok := strings.CutPrefix(form.Get("code"), codePrefix)
+	var cs codeState
+	if !ok || s.keys.open(purposeCode, raw, maxCodeBytes, &cs) != nil {
+		return nil, invalidGrant("the authorization code is not valid")
+	}
+	now := s.now()
+	switch {
+	case now.Unix() > cs.Exp:
+		return nil, invalidGrant("the authorization code expired; sign in again")
+	case subtle.ConstantTimeCompare([]byte(cs.Client), []byte(digest(clientID))) != 1:
+		return nil, invalidGrant("the authorization code was issued to another client")
+	case form.Get("redirect_uri") != cs.RedirectURI:
+		return nil, invalidGrant("redirect_uri does not match the authorization request")
+	}
+	if res, ok := form["resource"]; ok && !s.isResource(res[0]) {
+		return nil, &tokenError{http.StatusBadRequest, "invalid_target", "resource must be the MCP endpoint " + s.resource, 0}
+	}
+	verifier := form.Get("code_verifier")
+	sum := sha256.Sum256([]byte(verifier))
+	if !validPKCE(verifier) || subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(cs.Challenge)) != 1 {
+		return nil, invalidGrant("code_verifier does not match the code_challenge (PKCE S256)")
+	}
+	// Single use on this replica, whatever happens next; on any other
+	// replica the IdP refuses its own code the second time.
+	if seen, _ := s.usedCodes.ContainsOrAdd(cs.ID, time.Unix(cs.Exp, 0)); seen {
+		return nil, invalidGrant("the authorization code was already used")
+	}
+	tok, err := s.up.exchange(ctx, cs.UpCode, cs.Verifier)
+	if err != nil {
+		if errors.Is(err, ErrUpstreamRefused) {
+			return nil, invalidGrant("the authorization code was already used or has expired at the identity provider; sign in again")
+		}
+		return nil, s.upstreamFailure(err)
+	}
+	id, terr := s.identify(ctx, tok, cs.Nonce)
+	if terr != nil {
+		return nil, terr
+	}
+	fam := randomString(16)
+	return s.issue(id, clientID, tok.RefreshToken, fam, now.Add(s.cfg.RefreshTokenTTL).Unix(), "authorization_code")
+}
+
+// redeemRefresh rotates a refresh token: it refreshes the IdP's token (so a
+// user disabled there is refused) and issues a new pair.
+func (s *Server) redeemRefresh(ctx context.Context, form url.Values, clientID string) ([]byte, *tokenError) {
+	raw, ok := strings.CutPrefix(form.Get("refresh_token"), refreshPrefix)
+	var rs refreshState
+	if !ok || s.keys.open(purposeRefresh, raw, maxRefreshBytes, &rs) != nil {
+		return nil, invalidGrant("the refresh token is not valid; sign in again")
+	}
+	now := s.now()
+	switch {
+	case subtle.ConstantTimeCompare([]byte(rs.Client), []byte(digest(clientID))) != 1:
+		return nil, invalidGrant("the refresh token was issued to another client")
+	case now.Unix() > rs.Exp:
+		return nil, invalidGrant("the sign-in expired; sign in again")
+	case s.isRevoked("f:"+rs.Family, now):
+		return nil, invalidGrant("the refresh token was revoked; sign in again")
+	}
+	if res, ok := form["resource"]; ok && !s.isResource(res[0]) {
+		return nil, &tokenError{http.StatusBadRequest, "invalid_target", "resource must be the MCP endpoint " + s.resource, 0}
+	}
+	// Concurrent uses of one token on this replica share one refresh; a use
+	// within the grace gets the first answer again; a later one is reuse.
+	ch := s.refreshFlight.DoChan(rs.ID, func() (any, error) {
+		if a, ok := s.graceAnswers.Get(rs.ID); ok && now.Before(a.until) {
+			return a.body, nil
+		}
+		if use, seen := s.usedRefresh.Get(rs.ID); seen {
+			s.revoked.Add("f:"+rs.Family, time.Unix(rs.Exp, 0))
+			s.log.Warn("oauth: refresh token reused after its grace; the sign-in is revoked on this replica",
+				"email", rs.Email, "first_use", use.at.UTC().Format(time.RFC3339))
+			return nil, invalidGrant("the refresh token was already used; sign in again")
+		}
+		body, err := s.refreshUpstream(context.WithoutCancel(ctx), rs, clientID)
+		if err != nil {
+			return nil, err // not marked used: a retry after an outage works
+		}
+		s.usedRefresh.Add(rs.ID, refreshUse{at: now})
+		s.graceAnswers.Add(rs.ID, graceAnswer{until: now.Add(s.cfg.RefreshReuseGrace), body: body})
+		return body, nil
+	})
+	select {
+	case res := <-ch:
+		if res.Err != nil {
+			var terr *tokenError
+			if errors.As(res.Err, &terr) {
+				return nil, terr
+			}
+			return nil, &tokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
+		}
+		return res.Val.([]byte), nil
+	case <-ctx.Done():
+		return nil, &tokenError{http.StatusServiceUnavailable, "temporarily_unavailable", "the request was cancelled", time.Second}
+	}
+}
+
+func (s *Server) refreshUpstream(ctx context.Context, rs refreshState, clientID string) ([]byte, error) {
+	tok, err := s.up.refresh(ctx, rs.Up)
+	if err != nil {
+		if errors.Is(err, ErrUpstreamRefused) {
+			s.revoked.Add("f:"+rs.Family, time.Unix(rs.Exp, 0))
+			s.log.Info("oauth: the identity provider refused a refresh; the user must sign in again", "email", rs.Email, "err", err)
+			return nil, invalidGrant("your company sign-in is no longer valid (the account may be disabled or the session ended); sign in again")
+		}
+		return nil, s.upstreamFailure(err)
+	}
+	id := auth.Identity{Email: rs.Email, Groups: rs.Groups}
+	if raw, _ := tok.Extra("id_token").(string); raw != "" {
+		fresh, terr := s.identify(ctx, tok, "")
+		if terr != nil {
+			return nil, terr
+		}
+		if fresh.Email != rs.Email {
+			return nil, invalidGrant("the identity provider now signs you in as another user; sign in again")
+		}
+		id = fresh
+	}
+	body, terr := s.issue(id, clientID, tok.RefreshToken, rs.Family, rs.Exp, "refresh_token")
+	if terr != nil {
+		return nil, terr
+	}
+	return body, nil
+}
+
+// idTokenClaims are the ID token claims checked beyond the SSO rules.
+type idTokenClaims struct {
+	Issuer   string          `json:"iss"`
+	Audience json.RawMessage `json:"aud"`
+	Nonce    string          `json:"nonce"`
+}
+
+// identify verifies the IdP's ID token with the gateway's SSO rules, and
+// that it was issued to the facade's client for this sign-in.
+func (s *Server) identify(ctx context.Context, tok *oauth2.Token, nonce string) (auth.Identity, *tokenError) {
+	raw, _ := tok.Extra("id_token").(string)
+	if raw == "" {
+		s.log.Error("oauth: the identity provider returned no ID token; request the openid scope (oauth.upstream.scopes)")
+		return auth.Identity{}, &tokenError{http.StatusInternalServerError, "server_error", "the identity provider returned no ID token; tell an operator", 0}
+	}
+	id, err := s.verifier.Verify(ctx, raw)
+	if err != nil {
+		var se *sso.Error
+		if errors.As(err, &se) {
+			if se.Kind == sso.IssuerUnavailable {
+				return auth.Identity{}, &tokenError{http.StatusServiceUnavailable, "temporarily_unavailable", se.Description, 5 * time.Second}
+			}
+			return auth.Identity{}, invalidGrant("%s", se.Description)
+		}
+		s.log.Error("oauth: ID token verification failed", "err", err)
+		return auth.Identity{}, &tokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
+	}
+	parts := strings.Split(raw, ".")
+	var c idTokenClaims
+	if len(parts) != 3 || decodeSegment(parts[1], &c) != nil {
+		return auth.Identity{}, invalidGrant("the identity provider's ID token does not decode")
+	}
+	var aud []string
+	if json.Unmarshal(c.Audience, &aud) != nil {
+		var one string
+		if json.Unmarshal(c.Audience, &one) == nil {
+			aud = []string{one}
+		}
+	}
+	switch {
+	case c.Issuer != s.cfg.Upstream.Issuer:
+		return auth.Identity{}, invalidGrant("the ID token comes from another identity provider")
+	case !slices.Contains(aud, s.cfg.Upstream.ClientID):
+		return auth.Identity{}, invalidGrant("the ID token was issued to another client")
+	case nonce != "" && subtle.ConstantTimeCompare([]byte(c.Nonce), []byte(nonce)) != 1:
+		return auth.Identity{}, invalidGrant("the ID token does not belong to this sign-in (nonce)")
+	}
+	return id, nil
+}
+
+// upstreamFailure maps an IdP failure other than a refused grant.
+func (s *Server) upstreamFailure(err error) *tokenError {
+	var ue *unavailableError
+	if errors.As(err, &ue) {
+		s.log.Warn("oauth: identity provider unavailable", "err", err)
+		return &tokenError{http.StatusServiceUnavailable, "temporarily_unavailable", "the company identity provider is unreachable; try again shortly", ue.retryAfter}
+	}
+	s.log.Error("oauth: the identity provider refused the gateway's client; check oauth.upstream (client id, secret, redirect URI "+s.issuer+PathCallback+")", "err", err)
+	return &tokenError{http.StatusInternalServerError, "server_error", "the gateway's sign-in is misconfigured; tell an operator", 0}
+}
+
+// accessClaims are the claims of an access token (RFC 9068 profile).
+type accessClaims struct {
+	Issuer   string   `json:"iss"`
+	Subject  string   `json:"sub"`
+	Audience string   `json:"aud"`
+	ClientID string   `json:"client_id"`
+	Email    string   `json:"email"`
+	Groups   []string `json:"groups,omitempty"`
+	Scope    string   `json:"scope"`
+	Family   string   `json:"sid"`
+	IssuedAt int64    `json:"iat"`
+	Expiry   int64    `json:"exp"`
+	ID       string   `json:"jti"`
+}
+
+// issue signs an access token and, when the IdP gave a refresh token, seals
+// a refresh token of the same sign-in.
+func (s *Server) issue(id auth.Identity, clientID, upRefresh, family string, familyExp int64, grant string) ([]byte, *tokenError) {
+	now := s.now()
+	exp := now.Add(s.cfg.AccessTokenTTL)
+	claims := accessClaims{
+		Issuer: s.issuer, Subject: id.Email, Audience: s.resource, ClientID: clientID, Email: id.Email,
+		Groups: id.Groups, Scope: Scope, Family: family, IssuedAt: now.Unix(), Expiry: exp.Unix(), ID: randomString(16),
+	}
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		return nil, &tokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
+	}
+	jws, err := s.signer.Sign(payload)
+	if err != nil {
+		return nil, &tokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
+	}
+	at, err := jws.CompactSerialize()
+	if err != nil {
+		return nil, &tokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
+	}
+	if len(at) > sso.MaxTokenBytes {
+		return nil, invalidGrant("your account is in %d groups, too many for an access token; ask an administrator to limit the groups claim to the groups the wing policies use", len(id.Groups))
+	}
+	resp := tokenResponse{AccessToken: at, TokenType: "Bearer", ExpiresIn: int64(s.cfg.AccessTokenTTL / time.Second), Scope: Scope}
+	if upRefresh != "" {
+		sealed, err := s.keys.seal(purposeRefresh, refreshState{
+			ID: randomString(16), Family: family, Client: digest(clientID), Email: id.Email, Groups: id.Groups,
+			Up: upRefresh, Exp: familyExp,
+		})
+		if err != nil {
+			return nil, &tokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
+		}
+		resp.RefreshToken = refreshPrefix + sealed
+	}
+	body, err := json.Marshal(resp)
+	if err != nil {
+		return nil, &tokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
+	}
+	s.log.Info("oauth: tokens issued", "grant", grant, "email", id.Email, "groups", len(id.Groups),
+		"client", clientLabel(clientID), "refresh_token", resp.RefreshToken != "")
+	return body, nil
+}
+
+// clientLabel is a short name for a client id in logs.
+func clientLabel(id string) string {
+	if isMetadataURL(id) {
+		return id
+	}
+	return "registered:" + digest(id)
+}
+
+// serveRegister is POST /register (RFC 7591).
+func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
+	if !s.allow(r, "register", registerPerMin) {
+		s.count("register", "refused")
+		w.Header().Set("Retry-After", "60")
+		writeJSONValue(w, http.StatusTooManyRequests, registrationError{"temporarily_unavailable", "too many registrations from your address; try again in a minute"})
+		return
+	}
+	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
+		s.count("register", "refused")
+		writeJSONValue(w, http.StatusBadRequest, registrationError{"invalid_client_metadata", "the body must be application/json"})
+		return
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRegistrationBytes))
+	if err != nil {
+		s.count("register", "refused")
+		writeJSONValue(w, http.StatusBadRequest, registrationError{"invalid_client_metadata", fmt.Sprintf("the body could not be read or is over %d bytes", MaxRegistrationBytes)})
+		return
+	}
+	now := s.now()
+	c, rerr := s.register(body, now)
+	if rerr != nil {
+		s.count("register", "refused")
+		writeJSONValue(w, http.StatusBadRequest, rerr)
+		return
+	}
+	s.count("register", "ok")
+	s.log.Info("oauth: client registered", "client", clientLabel(c.ID), "name", c.Name, "redirect_uris", c.RedirectURIs, "client_ip", s.clientIP(r))
+	resp := map[string]any{
+		"client_id":                  c.ID,
+		"client_id_issued_at":        now.Unix(),
+		"redirect_uris":              c.RedirectURIs,
+		"grant_types":                []string{"authorization_code", "refresh_token"},
+		"response_types":             []string{"code"},
+		"token_endpoint_auth_method": "none",
+	}
+	if c.Name != "" {
+		resp["client_name"] = c.Name
+	}
+	writeJSONValue(w, http.StatusCreated, resp)
+}
+
+// serveRevoke is POST /revoke (RFC 7009). Revoking a refresh token ends the
+// sign-in (on this replica, and at the IdP when it offers revocation);
+// revoking an access token ends it on this replica. The answer is 200
+// whatever the token, as RFC 7009 §2.2 asks.
+func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
+	form, clientID, terr := s.tokenForm(w, r)
+	if terr != nil {
+		s.count("revoke", "refused")
+		s.writeTokenError(w, terr)
+		return
+	}
+	tok := form.Get("token")
+	if tok == "" {
+		s.count("revoke", "refused")
+		s.writeTokenError(w, invalidRequest("token is required"))
+		return
+	}
+	if raw, ok := strings.CutPrefix(tok, refreshPrefix); ok {
+		var rs refreshState
+		if s.keys.open(purposeRefresh, raw, maxRefreshBytes, &rs) == nil && subtle.ConstantTimeCompare([]byte(rs.Client), []byte(digest(clientID))) == 1 {
+			s.revoked.Add("f:"+rs.Family, time.Unix(rs.Exp, 0))
+			s.up.revoke(r.Context(), rs.Up)
+			s.log.Info("oauth: sign-in revoked", "email", rs.Email, "client", clientLabel(clientID))
+		}
+	} else if c, err := s.parseAccessToken(tok); err == nil && c.ClientID == clientID {
+		s.revoked.Add("j:"+c.ID, time.Unix(c.Expiry, 0))
+		s.log.Info("oauth: access token revoked", "email", c.Email, "client", clientLabel(clientID))
+	}
+	s.count("revoke", "ok")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(http.StatusOK)
+}
+
+func (s *Server) isRevoked(key string, now time.Time) bool {
+	until, ok := s.revoked.Get(key)
+	return ok && now.Before(until)
+}
+
+func (s *Server) writeTokenError(w http.ResponseWriter, e *tokenError) {
+	if e.retryAfter > 0 {
+		w.Header().Set("Retry-After", retryAfterSeconds(e.retryAfter))
+	}
+	writeJSONValue(w, e.status, struct {
+		Error       string `json:"error"`
+		Description string `json:"error_description"`
+	}{e.code, e.description})
+}
+
+func writeJSONValue(w http.ResponseWriter, status int, v any) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		status, b = http.StatusInternalServerError, []byte(`{"error":"server_error"}`)
+	}
+	writeJSON(w, status, b)
+}
+
+func writeJSON(w http.ResponseWriter, status int, body []byte) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.Header().Set("Pragma", "no-cache")
+	w.WriteHeader(status)
+	_, _ = w.Write(body)
+}
+
+func decodeSegment(seg string, v any) error {
+	b, err := base64.RawURLEncoding.DecodeString(seg)
+	if err != nil {
+		return err
+	}
+	return json.Unmarshal(b, v)
+}
