@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/gateway/oauth"
 )
 
 // TestLoadConfigExample: the brief's example (what the Helm chart renders)
@@ -32,6 +33,11 @@ func TestLoadConfigExample(t *testing.T) {
 	}
 	want.Shards.TLS = TLSFiles{CAFile: "/etc/brainstem/mtls/ca.crt", CertFile: "/etc/brainstem/mtls/tls.crt", KeyFile: "/etc/brainstem/mtls/tls.key"}
 	want.Wings = []WingConfig{{Name: "payments", Address: "payments-0.payments.brainstem.svc:7443", ServerName: "payments.shard.brainstem"}}
+	want.OAuth = oauth.Config{
+		Enabled: true, SigningKeyFile: "/etc/brainstem/oauth/signing.pem",
+		Upstream:     oauth.UpstreamConfig{Issuer: "https://login.acme.com", ClientID: "brainstem", ClientSecretFile: "/etc/brainstem/oauth/client-secret"},
+		RedirectURIs: []string{"https://vscode.dev/redirect"}, RedirectSchemes: []string{"cursor"},
+	}
 	if !reflect.DeepEqual(cfg, want) {
 		t.Fatalf("loaded\n%+v\nwant\n%+v", cfg, want)
 	}
@@ -49,21 +55,22 @@ func TestLoadConfigExample(t *testing.T) {
 // TestEnvOverrides: BRAINSTEM_* variables replace secrets and paths.
 func TestEnvOverrides(t *testing.T) {
 	env := map[string]string{
-		"BRAINSTEM_TLS_CERT_FILE":        "/run/tls.crt",
-		"BRAINSTEM_SHARDS_TLS_KEY_FILE":  "/run/mtls.key",
-		"BRAINSTEM_PUBLIC_URL":           "https://other.acme.com",
-		"BRAINSTEM_SHARDS_TLS_CA_FILE":   "",
-		"BRAINSTEM_UNRELATED_IS_IGNORED": "x",
+		"BRAINSTEM_TLS_CERT_FILE":            "/run/tls.crt",
+		"BRAINSTEM_SHARDS_TLS_KEY_FILE":      "/run/mtls.key",
+		"BRAINSTEM_PUBLIC_URL":               "https://other.acme.com",
+		"BRAINSTEM_SHARDS_TLS_CA_FILE":       "",
+		"BRAINSTEM_UNRELATED_IS_IGNORED":     "x",
+		"BRAINSTEM_OAUTH_CLIENT_SECRET_FILE": "/run/oauth/secret",
 	}
 	cfg, err := loadConfig("testdata/gateway.yaml", func(k string) string { return env[k] })
 	if err != nil {
 		t.Fatal(err)
 	}
 	if cfg.TLS.CertFile != "/run/tls.crt" || cfg.Shards.TLS.KeyFile != "/run/mtls.key" || cfg.PublicURL != "https://other.acme.com" ||
-		cfg.Shards.TLS.CAFile != "/etc/brainstem/mtls/ca.crt" {
+		cfg.Shards.TLS.CAFile != "/etc/brainstem/mtls/ca.crt" || cfg.OAuth.Upstream.ClientSecretFile != "/run/oauth/secret" {
 		t.Fatalf("%+v", cfg)
 	}
-	if len(EnvOverrides()) != 6 {
+	if len(EnvOverrides()) != 8 {
 		t.Fatal(EnvOverrides())
 	}
 }
@@ -157,11 +164,26 @@ func TestValidateReportsEverything(t *testing.T) {
 		{"retry base", func(c *Config) { c.Shards.RetryBase = time.Minute }, "shards.retry_base"},
 		{"deny ttl", func(c *Config) { c.Sessions.DenyTTL = 0 }, "sessions.deny_ttl"},
 		{"drain", func(c *Config) { c.DrainTimeout = 0 }, "drain_timeout"},
+		{"oauth off", func(c *Config) { c.OAuth = oauth.Config{} }, ""},
+		{"oauth upstream not trusted", func(c *Config) { c.OAuth.Upstream.Issuer = "https://other.example" }, "oauth.upstream.issuer"},
+		{"oauth client not an audience", func(c *Config) { c.OAuth.Upstream.ClientID = "gw" }, "not among oidc.issuers[0].audiences"},
+		{"oauth own issuer trusted", func(c *Config) {
+			c.OIDC.Issuers = append(c.OIDC.Issuers, sso.IssuerConfig{URL: c.PublicURL, Audiences: []string{"x"}})
+		}, "the gateway's own authorization server"},
+		{"oauth no key", func(c *Config) { c.OAuth.SigningKeyFile = "" }, "oauth.signing_key_file"},
+		{"oauth no secret", func(c *Config) { c.OAuth.Upstream.ClientSecretFile = "" }, "oauth.upstream.client_secret_file"},
+		{"oauth long tokens", func(c *Config) { c.OAuth.AccessTokenTTL = 2 * time.Hour }, "oauth.access_token_ttl"},
+		{"oauth long codes", func(c *Config) { c.OAuth.CodeTTL = 5 * time.Minute }, "oauth.code_ttl"},
+		{"oauth reserved param", func(c *Config) { c.OAuth.Upstream.AuthParams = map[string]string{"nonce": "x"} }, "oauth.upstream.auth_params.nonce"},
+		{"oauth http redirect", func(c *Config) { c.OAuth.RedirectURIs = []string{"http://vscode.dev/redirect"} }, "oauth.redirect_uris[0]"},
+		{"oauth web scheme", func(c *Config) { c.OAuth.RedirectSchemes = []string{"javascript"} }, "oauth.redirect_schemes[0]"},
+		{"oauth loopback documents in production", func(c *Config) { c.OAuth.ClientMetadata.AllowLoopback = true }, "client_metadata.allow_loopback"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			c := good
 			c.Wings = append([]WingConfig(nil), good.Wings...)
+			c.OIDC.Issuers = append([]sso.IssuerConfig(nil), good.OIDC.Issuers...)
 			tc.mut(&c)
 			err := c.Validate()
 			switch {

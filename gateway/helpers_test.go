@@ -424,6 +424,10 @@ func (s *shardServer) restart() {
 
 // ---------- identity provider ----------
 
+// testIdPSecret is the client secret of the gateway's authorization server
+// at the test IdP.
+const testIdPSecret = "gateway-client-secret"
+
 type testIdP struct {
 	p      *devidp.Provider
 	offset atomic.Int64 // added to the IdP's clock (to mint expired tokens)
@@ -438,7 +442,8 @@ func startIdP(t testing.TB) *testIdP {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	idp := &testIdP{}
-	p, err := devidp.Serve(ctx, ln, devidp.Config{Now: func() time.Time { return time.Now().Add(time.Duration(idp.offset.Load())) }})
+	p, err := devidp.Serve(ctx, ln, devidp.Config{ClientSecret: testIdPSecret,
+		Now: func() time.Time { return time.Now().Add(time.Duration(idp.offset.Load())) }})
 	if err != nil {
 		t.Fatal(err)
 	}

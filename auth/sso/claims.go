@@ -76,7 +76,9 @@ type claims struct {
 	Email         string // as sent (not canonicalised)
 	HasEmail      bool
 	EmailVerified bool
-	Groups        []string
+	// EmailVerifiedSent says whether email_verified was present at all.
+	EmailVerifiedSent bool
+	Groups            []string
 }
 
 // parseClaims decodes a JWT claims set and extracts the groups at
@@ -144,6 +146,7 @@ func parseClaims(payload []byte, groupsClaim string) (claims, error) {
 			return claims{}, fmt.Errorf(`claim "email_verified": %w`, err)
 		}
 		c.EmailVerified = bool(b)
+		c.EmailVerifiedSent = string(v) != "null"
 	}
 	groups, err := extractGroups(raw, groupsClaim)
 	if err != nil {

@@ -58,6 +58,12 @@ type IssuerConfig struct {
 	// Algorithms pins the accepted signing algorithms; default ["RS256"].
 	// Symmetric algorithms and "none" are refused.
 	Algorithms []string `yaml:"algorithms" json:"algorithms"`
+	// TrustEmail accepts this issuer's email claim without an
+	// email_verified claim, for IdPs that never send one but own the
+	// addresses they assert (Microsoft Entra ID with the email optional
+	// claim of a verified domain). An explicit email_verified false is
+	// still refused. Only for issuers whose email claim users cannot set.
+	TrustEmail bool `yaml:"trust_email" json:"trust_email"`
 }
 
 // Config configures a Verifier. Zero values take the defaults above.

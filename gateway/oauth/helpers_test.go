@@ -205,44 +205,12 @@ func (a *app) authorizeURL(r *replica, extra map[string]string) string {
 // returns that redirect's URL.
 func (e *testEnv) signIn(b *testbrowser.Browser, authURL, email, groups string) *url.URL {
 	e.t.Helper()
-	ctx := context.Background()
-	isApp := func(u *url.URL) bool { return u.Port() == "43210" || strings.HasPrefix(u.Path, "/callback") }
-	p, err := b.Get(ctx, authURL)
+	isApp := func(u *url.URL) bool { return u.Port() == "43210" }
+	back, err := b.SignIn(context.Background(), authURL, isApp, email, groups)
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	if p.Status == http.StatusOK && strings.Contains(p.Body, `name="decision"`) {
-		f, err := p.Form()
-		if err != nil {
-			e.t.Fatal(err)
-		}
-		if p, err = b.Submit(ctx, p, f, nil, "allow"); err != nil {
-			e.t.Fatal(err)
-		}
-	}
-	if p, err = b.Follow(ctx, p, isApp); err != nil {
-		e.t.Fatal(err)
-	}
-	if p.Location != nil && isApp(p.Location) {
-		return p.Location // consent remembered and the IdP session... (not kept by devidp)
-	}
-	if !strings.Contains(p.Body, `name="email"`) {
-		e.t.Fatalf("expected the IdP login form, got %d %s: %.500s", p.Status, p.URL, p.Body)
-	}
-	f, err := p.Form()
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	if p, err = b.Submit(ctx, p, f, map[string]string{"email": email, "groups": groups}, ""); err != nil {
-		e.t.Fatal(err)
-	}
-	if p, err = b.Follow(ctx, p, isApp); err != nil {
-		e.t.Fatal(err)
-	}
-	if p.Location == nil || !isApp(p.Location) {
-		e.t.Fatalf("sign-in did not end at the app: %d %s: %.500s", p.Status, p.URL, p.Body)
-	}
-	return p.Location
+	return back
 }
 
 // code signs in and returns the authorization code.

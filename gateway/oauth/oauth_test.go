@@ -629,7 +629,7 @@ func TestMetadataDocumentRefusals(t *testing.T) {
 		}
 		p := try(prod, fmt.Sprintf("https://%s:%d/ok.json", host, ln.Addr().(*net.TCPAddr).Port))
 		if p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "not a public address") {
-			t.Fatalf("got %d %s", p.Status, pageText(p))
+			t.Fatalf("got %d %s", p.Status, testbrowser.Text(p.Body))
 		}
 	})
 	for _, tc := range []struct {
@@ -656,7 +656,7 @@ func TestMetadataDocumentRefusals(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			p := try(tc.e, tc.id)
 			if p.Status != http.StatusBadRequest || p.Location != nil || !strings.Contains(p.Body, tc.want) {
-				t.Fatalf("want a 400 page with %q, got %d %s", tc.want, p.Status, pageText(p))
+				t.Fatalf("want a 400 page with %q, got %d %s", tc.want, p.Status, testbrowser.Text(p.Body))
 			}
 		})
 	}
@@ -684,12 +684,4 @@ func mustAddr(t *testing.T, s string) netip.Addr {
 		t.Fatal(err)
 	}
 	return a
-}
-
-// pageText is the part of a page after its <h1>, for failure messages.
-func pageText(p *testbrowser.Page) string {
-	if i := strings.Index(p.Body, "<h1>"); i >= 0 {
-		return p.Body[i:min(len(p.Body), i+600)]
-	}
-	return p.Body[:min(len(p.Body), 600)]
 }

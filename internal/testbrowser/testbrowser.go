@@ -217,3 +217,54 @@ func (b *Browser) Cookies(u *url.URL) []*http.Cookie { return b.client.Jar.Cooki
 
 // SetCookies stores cookies for u, as a response would.
 func (b *Browser) SetCookies(u *url.URL, cs []*http.Cookie) { b.client.Jar.SetCookies(u, cs) }
+
+// SignIn drives a sign-in from a gateway authorization URL to the client's
+// redirect: it allows the gateway's consent page when shown, fills the
+// development IdP's login form with email and groups when shown, and
+// follows redirects until one whose target isClient accepts, which it
+// returns without loading.
+func (b *Browser) SignIn(ctx context.Context, authURL string, isClient func(*url.URL) bool, email, groups string) (*url.URL, error) {
+	p, err := b.Get(ctx, authURL)
+	if err != nil {
+		return nil, err
+	}
+	for range 4 {
+		if p, err = b.Follow(ctx, p, isClient); err != nil {
+			return nil, err
+		}
+		switch {
+		case p.Location != nil:
+			return p.Location, nil
+		case p.Status == http.StatusOK && strings.Contains(p.Body, `name="decision"`):
+			f, err := p.Form()
+			if err != nil {
+				return nil, err
+			}
+			if p, err = b.Submit(ctx, p, f, nil, "allow"); err != nil {
+				return nil, err
+			}
+		case p.Status == http.StatusOK && strings.Contains(p.Body, `name="email"`):
+			f, err := p.Form()
+			if err != nil {
+				return nil, err
+			}
+			if p, err = b.Submit(ctx, p, f, map[string]string{"email": email, "groups": groups}, ""); err != nil {
+				return nil, err
+			}
+		default:
+			return nil, fmt.Errorf("testbrowser: sign-in stopped at %s with %d: %s", p.URL, p.Status, Text(p.Body))
+		}
+	}
+	return nil, fmt.Errorf("testbrowser: sign-in did not reach the client")
+}
+
+var tagRE = regexp.MustCompile(`(?s)<style.*?</style>|<[^>]*>`)
+
+// Text is a page's visible text in one line, for error messages.
+func Text(body string) string {
+	s := strings.Join(strings.Fields(html.UnescapeString(tagRE.ReplaceAllString(body, " "))), " ")
+	if len(s) > 600 {
+		s = s[:600] + "…"
+	}
+	return s
+}
