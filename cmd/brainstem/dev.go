@@ -15,6 +15,7 @@ import (
 
 	"github.com/brainstem/brainstem/devenv"
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/join"
 )
 
 const devUsage = `Usage: brainstem dev [flags]
@@ -118,22 +119,18 @@ func printDevBanner(w io.Writer, env *devenv.Env, user, tok string, exp time.Tim
 	}
 	idp := env.IssuerURL
 	header := "Authorization: Bearer " + tok
-	vscode, _ := json.MarshalIndent(map[string]any{"servers": map[string]any{"brainstem": map[string]any{
-		"type": "http", "url": env.MCPURL, "headers": map[string]string{"Authorization": "Bearer " + tok}}}}, "    ", "  ")
-	cursor, _ := json.MarshalIndent(map[string]any{"mcpServers": map[string]any{"brainstem": map[string]any{
-		"url": env.MCPURL, "headers": map[string]string{"Authorization": "Bearer " + tok}}}}, "    ", "  ")
+	plan := join.Plan{Name: "brainstem", MCPURL: env.MCPURL}
 	fmt.Fprintf(w, `
 Brainstem dev is ready: %d wings (%s), %d notes, in %s.
 
   MCP URL:  %s
-  User:     %s
-  Token:    %s
-  Expires:  %s
-  Other users (bob@example.com reads payments only; carol@example.com curates people-ops):
-            go run ./cmd/brainstem dev token --email bob@example.com --idp %s
+  Sign-in:  any MCP client with OAuth signs in with the URL alone: the gateway's authorization
+            server sends the browser to the development IdP, where any email is accepted
+            (bob@example.com reads payments only; carol@example.com with group people-team
+            curates people-ops).
 
-Connect Claude Code:
-  claude mcp add --transport http brainstem %s --header "%s"
+Connect Claude Code (it opens the browser to sign in; run /mcp, choose brainstem):
+  claude %s
 
 Cursor (.cursor/mcp.json):
     %s
@@ -141,18 +138,24 @@ Cursor (.cursor/mcp.json):
 VS Code (.vscode/mcp.json):
     %s
 
-List the tools with the MCP Inspector:
+For clients without OAuth, a ready token (user %s, expires %s):
+  Token:    %s
+  claude mcp add --transport http brainstem %s --header "%s"
   npx @modelcontextprotocol/inspector --cli %s --transport http --method tools/list --header "%s"
+  Other users: go run ./cmd/brainstem dev token --email bob@example.com --idp %s
 
 Identity provider: %s   Metrics and probes: %s/metrics  %s/readyz
 Brain:  %s
 Logs:   %s
 Press Ctrl-C to stop.
 `, len(env.Wings), strings.Join(env.Wings, ", "), notes, took.Round(time.Millisecond),
-		env.MCPURL, user, tok, exp.UTC().Format(time.RFC3339), idp,
-		env.MCPURL, header, cursor, vscode, env.MCPURL, header,
+		env.MCPURL, join.Quote(plan.ClaudeArgs()), indent(plan.CursorJSON()), indent(plan.VSCodeJSON()),
+		user, exp.UTC().Format(time.RFC3339), tok, env.MCPURL, header, env.MCPURL, header, idp,
 		idp, env.AdminURL, env.AdminURL, env.BrainDir, logPath)
 }
+
+// indent indents the lines after the first of a JSON snippet for the banner.
+func indent(s string) string { return strings.ReplaceAll(s, "\n", "\n    ") }
 
 func runDevToken(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("dev token", stderr, "Usage: brainstem dev token --email E [--groups a,b] [--idp URL]\n\nPrints a token from a running `brainstem dev`.\n\nFlags:\n")

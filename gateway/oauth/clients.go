@@ -178,12 +178,15 @@ func (s *Server) checkRedirectURI(raw string) error {
 	if len(raw) > MaxRedirectURIBytes {
 		return fmt.Errorf("redirect URI of %d bytes; the limit is %d", len(raw), MaxRedirectURIBytes)
 	}
-	if strings.ContainsFunc(raw, func(r rune) bool { return r <= ' ' || r == 0x7f || r > 0x7e }) {
+	if !plainURI(raw) {
 		return fmt.Errorf("redirect URI %.80q holds spaces, control or non-ASCII characters", raw)
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Scheme == "" {
 		return fmt.Errorf("redirect URI %.80q is not an absolute URI", raw)
+	}
+	if unescaped, err := url.PathUnescape(u.EscapedPath() + "?" + u.RawQuery); err != nil || !plainURI(strings.ReplaceAll(unescaped, " ", "")) {
+		return fmt.Errorf("redirect URI %.80q encodes control or non-ASCII characters", raw)
 	}
 	if u.Fragment != "" || strings.Contains(raw, "#") {
 		return fmt.Errorf("redirect URI %.80q must not have a fragment", raw)
@@ -204,6 +207,11 @@ func (s *Server) checkRedirectURI(raw string) error {
 	return fmt.Errorf("redirect URI scheme %.20q is not allowed: ask the operator to add it to oauth.redirect_schemes", u.Scheme)
 }
 
+// plainURI reports whether s holds only printable ASCII without spaces.
+func plainURI(s string) bool {
+	return !strings.ContainsFunc(s, func(r rune) bool { return r <= ' ' || r == 0x7f || r > 0x7e })
+}
+
 // redirectAllowed reports whether the redirect URI of an authorization
 // request matches one the client registered: exactly, or, for loopback http
 // URIs, in everything but the port (RFC 8252 §7.3: native apps pick a free
@@ -211,6 +219,9 @@ func (s *Server) checkRedirectURI(raw string) error {
 func redirectAllowed(c *Client, uri string) bool {
 	if slices.Contains(c.RedirectURIs, uri) {
 		return true
+	}
+	if !plainURI(uri) || strings.Contains(uri, "#") {
+		return false
 	}
 	u, err := url.Parse(uri)
 	if err != nil || u.Scheme != "http" || !isLoopbackHostname(u.Hostname()) {

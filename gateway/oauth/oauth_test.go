@@ -685,3 +685,34 @@ func mustAddr(t *testing.T, s string) netip.Addr {
 	}
 	return a
 }
+
+// TestRedirectAttackList: no URI of testdata/redirects.txt can be
+// registered, and none matches a client registered with a loopback URI.
+func TestRedirectAttackList(t *testing.T) {
+	e := newEnv(t, 1, func(c *Config) {
+		c.RedirectURIs = []string{"https://vscode.dev/redirect"}
+		c.RedirectSchemes = []string{"cursor"}
+	})
+	s := e.replicas[0].srv
+	data, err := os.ReadFile("testdata/redirects.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	loopback := &Client{ID: "x", RedirectURIs: []string{"http://127.0.0.1/cb", "http://localhost/cb", "https://vscode.dev/redirect"}}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		n++
+		if err := s.checkRedirectURI(line); err == nil {
+			t.Errorf("registrable: %q", line)
+		}
+		if line != "https://vscode.dev/redirect" && redirectAllowed(loopback, line) {
+			t.Errorf("matches a registered URI: %q", line)
+		}
+	}
+	if n < 30 {
+		t.Fatalf("only %d attack strings read", n)
+	}
+}
