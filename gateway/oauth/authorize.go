@@ -155,10 +155,10 @@ func (s *Server) trustedClient(w http.ResponseWriter, r *http.Request, clientID,
 		if s.meta == nil {
 			return refuse(http.StatusBadRequest, "This gateway does not accept client metadata documents; the application must register first.")
 		}
-		if !s.allow(r, "metadata", metadataPerMin) {
+		client, err = s.meta.client(r.Context(), s, clientID, func() bool { return s.allow(r, "metadata", metadataPerMin) })
+		if errors.Is(err, errFetchLimit) {
 			return refuse(http.StatusTooManyRequests, "Too many sign-in requests from your address; wait a minute and try again.")
 		}
-		client, err = s.meta.client(r.Context(), s, clientID)
 	default:
 		client, err = s.parseRegisteredClient(clientID)
 	}

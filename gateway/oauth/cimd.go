@@ -188,9 +188,13 @@ func (f *metadataFetcher) checkMetadataURL(id string) (*url.URL, error) {
 	return u, nil
 }
 
+// errFetchLimit: the caller's address made too many uncached fetches.
+var errFetchLimit = errors.New("oauth: too many client metadata document fetches from this address")
+
 // client returns the client a metadata document URL describes, from the
-// cache or fetched (one fetch per URL at a time).
-func (f *metadataFetcher) client(ctx context.Context, s *Server, id string) (*Client, error) {
+// cache or fetched (one fetch per URL at a time). mayFetch is asked before
+// a fetch (a per-address limit); a cached document needs no permission.
+func (f *metadataFetcher) client(ctx context.Context, s *Server, id string, mayFetch func() bool) (*Client, error) {
 	u, err := f.checkMetadataURL(id)
 	if err != nil {
 		return nil, err
@@ -198,6 +202,9 @@ func (f *metadataFetcher) client(ctx context.Context, s *Server, id string) (*Cl
 	now := f.now()
 	if e, ok := f.cache.Get(id); ok && now.Before(e.until) {
 		return e.client, e.err
+	}
+	if !mayFetch() {
+		return nil, errFetchLimit
 	}
 	ch := f.flight.DoChan(id, func() (any, error) {
 		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.fetchTimeout)

@@ -54,6 +54,7 @@ type testEnv struct {
 	clock    *clock
 	idp      *devidp.Provider
 	idpURL   string
+	stopIdP  func()
 	keys     []auth.KeyPair
 	replicas []*replica
 }
@@ -63,7 +64,9 @@ type replica struct {
 	url string // the issuer: http://127.0.0.1:port
 }
 
-func serve(t *testing.T, ln net.Listener, h http.Handler) {
+// serve serves h on ln until the test ends; the returned func stops it
+// earlier.
+func serve(t *testing.T, ln net.Listener, h http.Handler) (stop func()) {
 	t.Helper()
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 5 * time.Second}
 	done := make(chan struct{})
@@ -71,10 +74,15 @@ func serve(t *testing.T, ln net.Listener, h http.Handler) {
 		defer close(done)
 		_ = srv.Serve(ln)
 	}()
-	t.Cleanup(func() {
-		_ = srv.Close()
-		<-done
-	})
+	var once sync.Once
+	stop = func() {
+		once.Do(func() {
+			_ = srv.Close()
+			<-done
+		})
+	}
+	t.Cleanup(stop)
+	return stop
 }
 
 func listen(t *testing.T) (net.Listener, string) {
@@ -96,7 +104,7 @@ func newEnv(t *testing.T, n int, mutate func(*Config)) *testEnv {
 	if err != nil {
 		t.Fatal(err)
 	}
-	serve(t, ln, idp.Handler())
+	e.stopIdP = serve(t, ln, idp.Handler())
 	e.idp, e.idpURL = idp, u
 	k, err := auth.GenerateKey()
 	if err != nil {

@@ -716,3 +716,33 @@ func TestRedirectAttackList(t *testing.T) {
 		t.Fatalf("only %d attack strings read", n)
 	}
 }
+
+// TestIdPUnavailable: an unreachable IdP is a 503 with Retry-After, as a
+// page at /authorize and as temporarily_unavailable at /token, and a code
+// whose redemption failed so can be redeemed again.
+func TestIdPUnavailable(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	r := e.replicas[0]
+	a := e.registeredApp(r)
+	code := e.code(testbrowser.New(), r, a, "alice@example.com")
+	e.stopIdP()
+
+	st, out := e.token(r, a.redeem(code))
+	wantTokenError(t, st, out, http.StatusServiceUnavailable, "temporarily_unavailable")
+
+	// A fresh replica has not discovered the IdP yet: its authorization
+	// endpoint says so in a page.
+	fresh := e.addReplica(nil)
+	b := e.registeredApp(fresh)
+	p, err := testbrowser.New().Get(context.Background(), b.authorizeURL(fresh, nil))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p.Status != http.StatusServiceUnavailable || p.Header.Get("Retry-After") == "" || p.Location != nil {
+		t.Fatalf("authorize with the IdP down: %d %q %s", p.Status, p.Header.Get("Retry-After"), testbrowser.Text(p.Body))
+	}
+	// The failed redemption did not burn the code on this replica: with the
+	// IdP still down the answer is again "unavailable", not "already used".
+	st, out = e.token(r, a.redeem(code))
+	wantTokenError(t, st, out, http.StatusServiceUnavailable, "temporarily_unavailable")
+}

@@ -220,6 +220,10 @@ func (s *Server) redeemCode(ctx context.Context, form url.Values, clientID strin
 		if errors.Is(err, ErrUpstreamRefused) {
 			return nil, invalidGrant("the authorization code was already used or has expired at the identity provider; sign in again")
 		}
+		if errors.Is(err, ErrUpstreamUnavailable) {
+			// The IdP never took its code: the client may retry the same one.
+			s.usedCodes.Remove(cs.ID)
+		}
 		return nil, s.upstreamFailure(err)
 	}
 	id, terr := s.identify(ctx, tok, cs.Nonce)
