@@ -466,10 +466,15 @@ func redirectHost(redirect string) string {
 
 // redirectTarget is the CSP source of a redirect URI: its origin, or its
 // scheme for a private-use scheme.
+// A CSP host-source cannot name an IPv6 literal, so a page whose form may
+// lead to one ([::1] loopback) gets no form-action at all (anyFormTarget).
 func redirectTarget(redirect string) string {
 	u, err := url.Parse(redirect)
 	if err != nil {
 		return ""
+	}
+	if strings.Contains(u.Host, "[") {
+		return anyFormTarget
 	}
 	if u.Scheme == "http" || u.Scheme == "https" {
 		return u.Scheme + "://" + u.Host

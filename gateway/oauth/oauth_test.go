@@ -81,6 +81,11 @@ func TestSignInAndRefresh(t *testing.T) {
 	if csp := p.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, e.idpURL) {
 		t.Errorf("consent page CSP = %q", csp)
 	}
+	// Under "no-referrer" a browser sends Origin: null with the consent
+	// form, which the origin check refuses (found by the Chromium run).
+	if rp := p.Header.Get("Referrer-Policy"); rp != "same-origin" {
+		t.Errorf("consent page Referrer-Policy = %q", rp)
+	}
 
 	code := e.code(b, r, a, "Alice@Example.com")
 	st, out := e.token(r, a.redeem(code))

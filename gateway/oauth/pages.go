@@ -56,23 +56,34 @@ var errorPage = template.Must(template.New("error").Parse(`<!doctype html>
 </body></html>
 `))
 
+// anyFormTarget, as a form target, lifts the form-action restriction.
+const anyFormTarget = "*"
+
 // pageSecurity sets the headers of every page: no framing, no caching, no
 // sniffing, and a CSP that allows the form to post to the facade itself and
-// the redirects that follow it (to the IdP, or back to the client).
+// the redirects that follow it (to the IdP, or back to the client). Chrome
+// applies form-action to every redirect after a form's submission, so the
+// targets must cover the whole chain.
 func pageSecurity(w http.ResponseWriter, formTargets ...string) {
 	h := w.Header()
 	h.Set("Cache-Control", "no-store")
 	h.Set("Pragma", "no-cache")
 	h.Set("X-Frame-Options", "DENY")
 	h.Set("X-Content-Type-Options", "nosniff")
-	h.Set("Referrer-Policy", "no-referrer")
-	targets := "'self'"
+	h.Set("Referrer-Policy", "same-origin") // "no-referrer" would make browsers send Origin: null on the consent form
+	formAction := "form-action 'self'"
 	for _, t := range formTargets {
-		if t != "" && !strings.ContainsAny(t, " ;,'\"") {
-			targets += " " + t
+		switch {
+		case t == anyFormTarget:
+			formAction = ""
+		case formAction != "" && t != "" && !strings.ContainsAny(t, " ;,'\""):
+			formAction += " " + t
 		}
 	}
-	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; form-action "+targets+"; frame-ancestors 'none'")
+	if formAction != "" {
+		formAction += "; "
+	}
+	h.Set("Content-Security-Policy", "default-src 'none'; style-src 'unsafe-inline'; base-uri 'none'; "+formAction+"frame-ancestors 'none'")
 }
 
 func (s *Server) renderPage(w http.ResponseWriter, status int, t *template.Template, data any, formTargets ...string) {

@@ -1,0 +1,92 @@
+#!/usr/bin/env bash
+# Sign-in with nothing but the URL, end to end, against `brainstem dev`, with
+# real clients and a real browser (Debian's Chromium driven by playwright-core):
+#  - the official TypeScript SDK's OAuth client, registering dynamically and
+#    with a client ID metadata document (served locally over https, trusted by
+#    the gateway through SSL_CERT_FILE);
+#  - the Claude Code CLI from npm: a server added with only its URL is
+#    reported as needing authentication (not as a failure), and
+#    `claude mcp login` completes through the browser, after which the server
+#    is connected.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$(pwd)
+
+if ! command -v chromium >/dev/null 2>&1; then
+  sudo=""
+  [ "$(id -u)" = 0 ] || sudo=sudo
+  $sudo apt-get update -qq >/dev/null
+  DEBIAN_FRONTEND=noninteractive $sudo apt-get install -y -qq chromium >/dev/null
+fi
+npmdir=.ci/node_modules-signin
+if [ ! -d "$npmdir/node_modules/playwright-core" ] || [ ! -d "$npmdir/node_modules/@modelcontextprotocol/sdk" ]; then
+  mkdir -p "$npmdir"
+  npm install --prefix "$npmdir" --no-audit --no-fund --loglevel=error @modelcontextprotocol/sdk@1.32.2 playwright-core@1.65.1 >/dev/null
+fi
+ccdir=.ci/node_modules-claude
+if [ ! -x "$ccdir/node_modules/.bin/claude" ]; then
+  mkdir -p "$ccdir"
+  npm install --prefix "$ccdir" --no-audit --no-fund --loglevel=error @anthropic-ai/claude-code@2.1.332 >/dev/null 2>&1
+fi
+claude=$root/$ccdir/node_modules/.bin/claude
+cp .ci/signin-e2e.mjs .ci/claude-login.mjs .ci/metadata-doc.mjs "$npmdir/"
+
+tmp=$(mktemp -d)
+pids=()
+cleanup() {
+  for p in "${pids[@]}"; do kill "$p" 2>/dev/null || true; done
+  wait 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT
+
+# A certificate for the local metadata document servers; the gateway trusts it.
+openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
+  -addext subjectAltName=IP:127.0.0.1 -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null
+
+go build -o "$tmp/brainstem" ./cmd/brainstem
+port=$((20000 + RANDOM % 20000))
+SSL_CERT_FILE=$tmp/cert.pem "$tmp/brainstem" dev --calls-per-second 1000 --port "$port" --admin-port $((port + 1)) \
+  --idp-port $((port + 2)) --shard-port $((port + 3)) --data "$tmp/data" >"$tmp/dev.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 300); do
+  grep -q '^  Token:' "$tmp/dev.out" && break
+  kill -0 "${pids[0]}" 2>/dev/null || { cat "$tmp/dev.out"; echo "brainstem dev exited"; exit 1; }
+  sleep 0.1
+done
+grep -q '^  Token:' "$tmp/dev.out" || { cat "$tmp/dev.out"; echo "brainstem dev did not become ready"; exit 1; }
+url=$(awk '/^  MCP URL:/ {print $3}' "$tmp/dev.out")
+token=$(awk '/^  Token:/ {print $2}' "$tmp/dev.out")
+echo "dev is up at $url"
+
+echo "--- TypeScript SDK OAuth client, dynamic registration"
+node "$npmdir/signin-e2e.mjs" "$url" dcr
+echo "--- TypeScript SDK OAuth client, client ID metadata document"
+node "$npmdir/signin-e2e.mjs" "$url" cimd "https://127.0.0.1:$((port + 10))/client.json" "$tmp/cert.pem" "$tmp/key.pem"
+
+echo "--- Claude Code CLI $("$claude" --version 2>/dev/null)"
+mkdir -p "$tmp/home" "$tmp/claude" "$tmp/proj"
+export HOME=$tmp/home CLAUDE_CONFIG_DIR=$tmp/claude CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC=1 DISABLE_AUTOUPDATER=1 DISABLE_TELEMETRY=1
+cd "$tmp/proj"
+"$claude" mcp add --transport http brainstem "$url" </dev/null >/dev/null
+"$claude" mcp add --transport http brainstem-token "$url" --header "Authorization: Bearer $token" </dev/null >/dev/null
+list=$("$claude" mcp list </dev/null 2>&1)
+echo "$list" | grep '^brainstem'
+# `claude mcp list` exits 0 whatever the status: read its lines.
+grep -q '^brainstem: .*Needs authentication' <<<"$list" || { echo "FAIL: a server added with only its URL should need authentication"; exit 1; }
+grep -q '^brainstem-token: .*Connected' <<<"$list" || { echo "FAIL: the server with a token header should be connected"; exit 1; }
+
+# Claude Code identifies itself with its client ID metadata document at
+# claude.ai, which the gateway cannot fetch without internet: point it at a
+# local copy for the sign-in.
+docport=$((port + 11))
+node "$root/$npmdir/metadata-doc.mjs" "https://127.0.0.1:$docport/claude.json" "$tmp/cert.pem" "$tmp/key.pem" \
+  "Claude Code (brainstem)" http://localhost/callback http://127.0.0.1/callback >"$tmp/doc.out" 2>&1 &
+pids+=($!)
+for _ in $(seq 1 100); do grep -q serving "$tmp/doc.out" && break; sleep 0.1; done
+MCP_OAUTH_CLIENT_METADATA_URL=https://127.0.0.1:$docport/claude.json CLAUDE=$claude \
+  node "$root/$npmdir/claude-login.mjs" brainstem dave@example.com
+list=$("$claude" mcp list </dev/null 2>&1)
+echo "$list" | grep '^brainstem:'
+grep -q '^brainstem: .*Connected' <<<"$list" || { echo "FAIL: after claude mcp login the server should be connected"; exit 1; }
+echo "sign-in end to end: ok"
