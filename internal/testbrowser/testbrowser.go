@@ -217,3 +217,40 @@ func (b *Browser) Cookies(u *url.URL) []*http.Cookie { return b.client.Jar.Cooki
 
 // SetCookies stores cookies for u, as a response would.
 func (b *Browser) SetCookies(u *url.URL, cs []*http.Cookie) { b.client.Jar.SetCookies(u, cs) }
+
+// SignIn is what a user does in the browser that an MCP client opened: it
+// loads authURL, allows the gateway's consent page when it is shown, fills
+// the development IdP's login form with email and groups, and follows every
+// redirect to the end, the client's loopback redirect URI included. It
+// returns the last page (the client's own answer page).
+func (b *Browser) SignIn(ctx context.Context, authURL, email, groups string) (*Page, error) {
+	p, err := b.Get(ctx, authURL)
+	if err != nil {
+		return nil, err
+	}
+	if p.Status == http.StatusOK && strings.Contains(p.Body, `name="decision"`) {
+		f, err := p.Form()
+		if err != nil {
+			return nil, err
+		}
+		if p, err = b.Submit(ctx, p, f, nil, "allow"); err != nil {
+			return nil, err
+		}
+	}
+	if p, err = b.Follow(ctx, p, nil); err != nil {
+		return nil, err
+	}
+	if p.Status == http.StatusOK && strings.Contains(p.Body, `name="email"`) {
+		f, err := p.Form()
+		if err != nil {
+			return nil, err
+		}
+		if p, err = b.Submit(ctx, p, f, map[string]string{"email": email, "groups": groups}, ""); err != nil {
+			return nil, err
+		}
+		if p, err = b.Follow(ctx, p, nil); err != nil {
+			return nil, err
+		}
+	}
+	return p, nil
+}
