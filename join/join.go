@@ -134,8 +134,8 @@ func Login(ctx context.Context, sc *signin.Client, hc *http.Client, mcpURL strin
 		return rec, fmt.Errorf("signed in, but the MCP endpoint does not answer as expected: %w", err)
 	}
 	printWings(out, w)
-	fmt.Fprintf(out, "The sign-in is kept in %s (until %s, renewed as you use it).\n`brainstem token %s` prints a fresh access token.\n",
-		sc.Store.Path(mcpURL), rec.ExpiresAt.Local().Format(time.RFC3339), mcpURL)
+	fmt.Fprintf(out, "The sign-in is kept in %s.\n`brainstem token %s` prints a fresh access token (this one is valid until %s).\n",
+		sc.Store.Path(mcpURL), mcpURL, rec.ExpiresAt.Local().Format(time.RFC3339))
 	return rec, nil
 }
 

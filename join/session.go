@@ -28,7 +28,7 @@ type TokenRefusedError struct {
 }
 
 func (e *TokenRefusedError) Error() string {
-	s := fmt.Sprintf("join: the MCP endpoint refused the token (HTTP %d", e.Status)
+	s := fmt.Sprintf("the MCP endpoint refused the token (HTTP %d", e.Status)
 	if e.Code != "" {
 		s += " " + e.Code
 	}
