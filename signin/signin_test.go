@@ -12,6 +12,7 @@ import (
 	"net/url"
 	"os"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -137,6 +138,64 @@ func TestLoginTokenRefresh(t *testing.T) {
 	}
 	if st := callMCP(t, env.MCPURL, fresh.AccessToken); st != http.StatusOK {
 		t.Fatalf("the refreshed access token: %d at /mcp", st)
+	}
+}
+
+// countingTransport counts the token requests a client sends.
+type countingTransport struct {
+	mu     sync.Mutex
+	tokens int
+}
+
+func (c *countingTransport) RoundTrip(r *http.Request) (*http.Response, error) {
+	if strings.HasSuffix(r.URL.Path, "/token") {
+		c.mu.Lock()
+		c.tokens++
+		c.mu.Unlock()
+	}
+	return http.DefaultTransport.RoundTrip(r)
+}
+
+// TestConcurrentRefresh: two processes' worth of Token calls on one
+// expired sign-in redeem the rotating refresh token once.
+func TestConcurrentRefresh(t *testing.T) {
+	env := startDev(t, nil)
+	ctx := context.Background()
+	c, _ := newClient(t, browserAs(t, "alice@example.com"))
+	rec, err := c.Login(ctx, env.MCPURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	expired := *rec
+	expired.ExpiresAt = time.Now().Add(-time.Minute)
+	if err := c.Store.Save(&expired); err != nil {
+		t.Fatal(err)
+	}
+	ct := &countingTransport{}
+	const n = 4
+	var wg sync.WaitGroup
+	got := make([]string, n)
+	errs := make([]error, n)
+	for i := range n {
+		// One Client per caller, sharing only the directory, as separate
+		// processes would.
+		ci := &signin.Client{Store: &signin.Store{Dir: c.Store.Dir}, HTTP: &http.Client{Transport: ct}}
+		wg.Go(func() {
+			r, err := ci.Token(ctx, env.MCPURL)
+			if err == nil {
+				got[i] = r.AccessToken
+			}
+			errs[i] = err
+		})
+	}
+	wg.Wait()
+	for i := range n {
+		if errs[i] != nil || got[i] != got[0] {
+			t.Fatalf("caller %d: %v (same token: %v)", i, errs[i], got[i] == got[0])
+		}
+	}
+	if ct.tokens != 1 {
+		t.Errorf("%d token requests, want exactly one refresh", ct.tokens)
 	}
 }
 
