@@ -85,6 +85,7 @@ type Env struct {
 	Notes     map[string]int64
 
 	idp      *devidp.Provider
+	stopIdP  func() error
 	shardTLS *tls.Config       // the gateway's mTLS client identity
 	addrs    map[string]string // wing → shard address
 	cfg      Config
@@ -171,7 +172,7 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	mux := http.NewServeMux()
 	mux.Handle("/", idp.Handler())
 	mux.HandleFunc("POST /dev/token", e.serveToken)
-	e.serveHTTP(runCtx, idpLn, mux)
+	e.stopIdP = e.serveHTTP(runCtx, idpLn, mux)
 
 	// Internal CA and certificates, in memory: nothing outlives the process.
 	ca, err := pki.NewCA("brainstem dev CA", 24*time.Hour)
@@ -336,6 +337,13 @@ func randomSecret() string {
 // with it).
 func (e *Env) IdP() *devidp.Provider { return e.idp }
 
+// StopIdP stops the identity provider's HTTP server, as an outage of the
+// company IdP would: its port then refuses connections. The gateway's
+// sign-in fails from then on (unless it already discovered the IdP, in
+// which case the code exchange fails); tokens already issued keep working
+// until they expire. `brainstem doctor` tests use it.
+func (e *Env) StopIdP() error { return e.stopIdP() }
+
 // Err reports the first failure of a background server, if any.
 func (e *Env) Err() <-chan error { return e.errs }
 
@@ -356,13 +364,16 @@ func (e *Env) Close() error {
 	return errors.Join(errs...)
 }
 
-func (e *Env) serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) {
+// serveHTTP serves h on ln until Close; the returned function stops it
+// earlier (once; later calls and Close do nothing more).
+func (e *Env) serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) func() error {
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second}
-	e.closers = append(e.closers, func() error {
+	stop := sync.OnceValue(func() error {
 		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		return srv.Shutdown(sctx)
 	})
+	e.closers = append(e.closers, stop)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -370,6 +381,7 @@ func (e *Env) serveHTTP(ctx context.Context, ln net.Listener, h http.Handler) {
 			e.errs <- err
 		}
 	}()
+	return stop
 }
 
 func (e *Env) listenTCP(port int, what, flag string) (net.Listener, error) {

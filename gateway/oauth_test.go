@@ -126,7 +126,7 @@ func TestOAuthSignInTwoReplicas(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := h.ProcessAuthorizationResponse(ctx, back.Query().Get("code"), back.Query().Get("state"), verifier); err != nil {
+	if err := h.ProcessAuthorizationResponse(ctx, back.Location.Query().Get("code"), back.Location.Query().Get("state"), verifier); err != nil {
 		t.Fatalf("token exchange: %v", err)
 	}
 	if _, err := c.Initialize(ctx, init); err != nil {
@@ -238,7 +238,7 @@ func signInHTTP(t *testing.T, base, email string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tresp, err := http.PostForm(base+"/token", url.Values{"grant_type": {"authorization_code"}, "code": {back.Query().Get("code")},
+	tresp, err := http.PostForm(base+"/token", url.Values{"grant_type": {"authorization_code"}, "code": {back.Location.Query().Get("code")},
 		"client_id": {reg.ClientID}, "redirect_uri": {"http://127.0.0.1:43210/cb"}, "code_verifier": {verifier}, "resource": {base + "/mcp"}})
 	if err != nil {
 		t.Fatal(err)

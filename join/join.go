@@ -1,6 +1,9 @@
-// Package join connects a developer's MCP clients to a Brainstem gateway: it
-// checks the URL serves an MCP endpoint with RFC 9728 metadata and produces
-// the Claude Code command and the Cursor / VS Code settings for it.
+// Package join connects a developer's machine to a Brainstem gateway:
+// `brainstem login` (sign in and show the wings the user reaches) and
+// `brainstem join` (check the whole sign-in chain, then register the MCP
+// server with Claude Code and print the Cursor and VS Code settings). The
+// OAuth steps are package signin's; this package adds the MCP session
+// (mcp-go's client) that proves a token works, and the clients' settings.
 package join
 
 import (
@@ -11,105 +14,69 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"os/exec"
 	"strings"
 	"time"
+
+	"github.com/brainstem/brainstem/signin"
 )
 
-// Options tune the connection.
-type Options struct {
-	Name       string       // the MCP server name in the clients; default "brainstem"
-	Token      string       // optional bearer token (development)
-	HTTPClient *http.Client // nil → a client with a 10 s timeout
-}
-
-// Plan is what joining registers.
-type Plan struct {
-	Name                 string
-	MCPURL               string
-	AuthorizationServers []string
-	Token                string
-}
-
-// ErrNotBrainstem means the URL does not serve the metadata of an MCP endpoint.
-var ErrNotBrainstem = errors.New("join: not a Brainstem MCP endpoint")
-
-// Discover normalises rawURL (a bare host, a base URL or the /mcp URL) and
-// fetches its protected-resource metadata to make sure it is an MCP endpoint.
-func Discover(ctx context.Context, rawURL string, opt Options) (*Plan, error) {
-	if opt.Name == "" {
-		opt.Name = "brainstem"
-	}
-	hc := opt.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: 10 * time.Second}
-	}
-	mcpURL, err := MCPURL(rawURL)
-	if err != nil {
-		return nil, err
-	}
-	u, _ := url.Parse(mcpURL)
-	metaURL := u.Scheme + "://" + u.Host + "/.well-known/oauth-protected-resource" + u.Path
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, metaURL, nil)
-	if err != nil {
-		return nil, fmt.Errorf("join: %w", err)
-	}
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("join: cannot reach %s: %w", metaURL, err)
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	if err != nil {
-		return nil, fmt.Errorf("join: reading %s: %w", metaURL, err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, fmt.Errorf("%w: %s answered %s", ErrNotBrainstem, metaURL, resp.Status)
-	}
-	var meta struct {
-		Resource             string   `json:"resource"`
-		AuthorizationServers []string `json:"authorization_servers"`
-	}
-	if err := json.Unmarshal(body, &meta); err != nil {
-		return nil, fmt.Errorf("%w: %s is not JSON metadata: %v", ErrNotBrainstem, metaURL, err)
-	}
-	if meta.Resource != mcpURL {
-		return nil, fmt.Errorf("%w: %s describes resource %q, not %q", ErrNotBrainstem, metaURL, meta.Resource, mcpURL)
-	}
-	return &Plan{Name: opt.Name, MCPURL: mcpURL, AuthorizationServers: meta.AuthorizationServers, Token: opt.Token}, nil
-}
+// ErrURL: the URL given is not one of a Brainstem gateway.
+var ErrURL = errors.New("join: not a gateway URL")
 
 // MCPURL turns "brain.acme.com", "https://brain.acme.com" or
-// "https://brain.acme.com/mcp" into "https://brain.acme.com/mcp".
+// "https://brain.acme.com/mcp" into "https://brain.acme.com/mcp". The
+// scheme and host are lower-cased; plain http is only for loopback hosts.
 func MCPURL(raw string) (string, error) {
+	u, err := parseURL(raw)
+	if err != nil {
+		return "", err
+	}
+	if u.Scheme == "http" && !signin.IsLoopback(u.Hostname()) {
+		return "", fmt.Errorf("%w: %q: plain http is only for a local `brainstem dev`; use https", ErrURL, raw)
+	}
+	return u.String(), nil
+}
+
+// ParseMCPURL is MCPURL without the https rule, for `brainstem doctor`,
+// which reports plain http as a failed step instead.
+func ParseMCPURL(raw string) (*url.URL, error) { return parseURL(raw) }
+
+func parseURL(raw string) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
-		return "", errors.New("join: empty URL")
+		return nil, fmt.Errorf("%w: empty URL", ErrURL)
 	}
 	if !strings.Contains(raw, "://") {
 		raw = "https://" + raw
 	}
 	u, err := url.Parse(raw)
 	if err != nil || u.Host == "" {
-		return "", fmt.Errorf("join: %q is not a URL like https://brain.acme.com", raw)
+		return nil, fmt.Errorf("%w: %q is not a URL like https://brain.acme.com", ErrURL, raw)
 	}
 	if u.Scheme != "https" && u.Scheme != "http" {
-		return "", fmt.Errorf("join: %q: want an https URL", raw)
+		return nil, fmt.Errorf("%w: %q: want an https URL", ErrURL, raw)
 	}
-	if u.Scheme == "http" && !isLoopback(u.Hostname()) {
-		return "", fmt.Errorf("join: %q: plain http is only for a local `brainstem dev`; use https", raw)
+	if u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return nil, fmt.Errorf("%w: %q: a gateway URL has no user info, query or fragment", ErrURL, raw)
 	}
 	p := strings.TrimSuffix(u.Path, "/")
 	if !strings.HasSuffix(p, "/mcp") {
 		p += "/mcp"
 	}
-	return u.Scheme + "://" + u.Host + p, nil
+	return &url.URL{Scheme: u.Scheme, Host: strings.ToLower(u.Host), Path: p}, nil
 }
 
-func isLoopback(host string) bool {
-	return host == "localhost" || strings.HasPrefix(host, "127.") || host == "::1"
+// Plan is what joining registers.
+type Plan struct {
+	Name   string
+	MCPURL string
+	Token  string // header mode: clients without OAuth send it
 }
 
-// ClaudeArgs are the arguments of `claude mcp add` for this plan.
+// ClaudeArgs are the arguments of `claude mcp add` for this plan: the URL
+// only (Claude Code signs in by itself through the gateway), or with the
+// token as a header in header mode.
 func (p *Plan) ClaudeArgs() []string {
 	args := []string{"mcp", "add", "--transport", "http", "--scope", "user", p.Name, p.MCPURL}
 	if p.Token != "" {
@@ -151,4 +118,186 @@ func Quote(args []string) string {
 		out[i] = a
 	}
 	return strings.Join(out, " ")
+}
+
+// Login signs in to mcpURL through sc (the browser flow), then calls
+// brain_wings with the new token and prints who is signed in and the wings
+// they reach.
+func Login(ctx context.Context, sc *signin.Client, hc *http.Client, mcpURL string, out io.Writer) (*signin.Record, error) {
+	rec, err := sc.Login(ctx, mcpURL)
+	if err != nil {
+		return nil, err
+	}
+	fmt.Fprintf(out, "\nSigned in to %s as %s.\n", mcpURL, who(rec))
+	w, err := wingsWith(ctx, hc, mcpURL, rec.AccessToken)
+	if err != nil {
+		return rec, fmt.Errorf("signed in, but the MCP endpoint does not answer as expected: %w", err)
+	}
+	printWings(out, w)
+	fmt.Fprintf(out, "The sign-in is kept in %s.\n`brainstem token %s` prints a fresh access token (this one is valid until %s).\n",
+		sc.Store.Path(mcpURL), mcpURL, rec.ExpiresAt.Local().Format(time.RFC3339))
+	return rec, nil
+}
+
+func who(rec *signin.Record) string {
+	if rec.Email != "" {
+		return rec.Email
+	}
+	return "you (the token names no email)"
+}
+
+func wingsWith(ctx context.Context, hc *http.Client, mcpURL, token string) (*Wings, error) {
+	s, err := Connect(ctx, hc, mcpURL, token)
+	if err != nil {
+		return nil, err
+	}
+	defer s.Close()
+	return s.Wings(ctx)
+}
+
+func printWings(out io.Writer, w *Wings) {
+	if len(w.Wings) == 0 {
+		fmt.Fprintln(out, "No wing admits you yet: ask the curators of the wing you need to add you to its policy.")
+	} else {
+		fmt.Fprintf(out, "You can reach %s:\n", plural(len(w.Wings), "wing"))
+		for _, x := range w.Wings {
+			fmt.Fprintf(out, "  %-16s %s\n", x.Wing, strings.Join(x.Capabilities, ", "))
+		}
+	}
+	for _, u := range w.Unavailable {
+		fmt.Fprintf(out, "  %-16s unavailable right now (%s: %s)\n", u.Wing, u.Code, u.Error)
+	}
+}
+
+// Options configure Run.
+type Options struct {
+	URL    string // as the user typed it
+	Name   string // the MCP server's name in the clients; default "brainstem"
+	Token  string // header mode, for clients without OAuth: send this bearer token
+	DryRun bool   // check everything, sign in if needed, but run no `claude mcp add`
+	// SignIn signs in when there is no usable stored sign-in (required
+	// unless Token is set).
+	SignIn *signin.Client
+	// HTTP calls the gateway; nil means a client with a 30 s timeout.
+	HTTP *http.Client
+	// Claude is the claude CLI; "" means `claude` looked up on $PATH.
+	Claude string
+	// Out receives the report; Err the claude CLI's error output.
+	Out, Err io.Writer
+}
+
+// ErrCheckFailed: a step of the chain failed, so nothing was registered.
+var ErrCheckFailed = errors.New("join: a check failed; nothing was registered")
+
+// Run checks the whole chain before it registers anything — metadata,
+// registration, sign-in (a stored one, or the browser flow), and a call
+// with the token — then registers the server with Claude Code when it is
+// installed and prints the Cursor and VS Code settings.
+func Run(ctx context.Context, opt Options) error {
+	if opt.Name == "" {
+		opt.Name = "brainstem"
+	}
+	if opt.Out == nil {
+		opt.Out = io.Discard
+	}
+	if opt.Err == nil {
+		opt.Err = io.Discard
+	}
+	hc := opt.HTTP
+	if hc == nil {
+		hc = &http.Client{Timeout: 30 * time.Second}
+	}
+	mcpURL, err := MCPURL(opt.URL)
+	if err != nil {
+		return err
+	}
+	out := opt.Out
+	fmt.Fprintf(out, "Checking %s before registering anything:\n", mcpURL)
+	fail := func(step string, err error) error {
+		fmt.Fprintf(out, "  ✗ %s: %v\n\nNothing was registered. `brainstem doctor %s` shows which step fails and how to fix it.\n", step, err, mcpURL)
+		return fmt.Errorf("%w: %s: %w", ErrCheckFailed, step, err)
+	}
+	token := opt.Token
+	if token == "" {
+		if opt.SignIn == nil {
+			return errors.New("join: no sign-in client")
+		}
+		d, err := signin.Discover(ctx, hc, mcpURL)
+		if err != nil {
+			return fail("metadata", err)
+		}
+		fmt.Fprintf(out, "  ✓ metadata: a Brainstem MCP endpoint; sign-in through %s\n", d.Server.Issuer)
+		if _, err := signin.Register(ctx, hc, d.Server.RegistrationEndpoint, "Brainstem CLI (brainstem join check)", []string{signin.RegisteredRedirectURI}); err != nil {
+			return fail("registration", err)
+		}
+		fmt.Fprintln(out, "  ✓ registration: MCP clients can register themselves")
+		rec, err := opt.SignIn.Token(ctx, mcpURL)
+		how := "stored sign-in"
+		if errors.Is(err, signin.ErrNotSignedIn) || errors.Is(err, signin.ErrSignInEnded) {
+			fmt.Fprintln(out, "  … sign-in: not signed in yet; signing in now")
+			rec, err = opt.SignIn.Login(ctx, mcpURL)
+			how = "signed in now"
+		}
+		if err != nil {
+			return fail("sign-in", err)
+		}
+		fmt.Fprintf(out, "  ✓ sign-in: %s (%s, kept in %s)\n", who(rec), how, opt.SignIn.Store.Path(mcpURL))
+		token = rec.AccessToken
+	} else {
+		metaURL, err := signin.ProtectedResourceMetadataURL(mcpURL)
+		if err == nil {
+			_, err = signin.FetchResourceMetadata(ctx, hc, metaURL, mcpURL)
+		}
+		if err != nil {
+			return fail("metadata", err)
+		}
+		fmt.Fprintln(out, "  ✓ metadata: a Brainstem MCP endpoint")
+	}
+	w, err := wingsWith(ctx, hc, mcpURL, token)
+	if err != nil {
+		return fail("access", err)
+	}
+	if len(w.Wings) == 0 {
+		fmt.Fprintln(out, "  ✓ access: signed in, but no wing admits you yet (ask the curators of the wing you need)")
+	} else {
+		fmt.Fprintf(out, "  ✓ access: %s: %s\n", plural(len(w.Wings), "wing"), w)
+	}
+
+	plan := &Plan{Name: opt.Name, MCPURL: mcpURL, Token: opt.Token}
+	line := "claude " + Quote(plan.ClaudeArgs())
+	fmt.Fprintln(out, "\nClaude Code:")
+	claude, lookErr := opt.Claude, error(nil)
+	if claude == "" {
+		claude, lookErr = exec.LookPath("claude")
+	}
+	switch {
+	case opt.DryRun:
+		fmt.Fprintf(out, "  dry run: would run\n  %s\n", line)
+	case lookErr != nil:
+		fmt.Fprintf(out, "  Claude Code is not installed here (no `claude` on $PATH). After installing it\n  (npm install -g @anthropic-ai/claude-code), run:\n  %s\n", line)
+	default:
+		cmd := exec.CommandContext(ctx, claude, plan.ClaudeArgs()...)
+		cmd.Stdout, cmd.Stderr = out, opt.Err
+		if err := cmd.Run(); err != nil {
+			return fmt.Errorf("join: %s failed: %w; if a server named %q exists already, remove it with `claude mcp remove --scope user %s` and run join again",
+				line, err, opt.Name, opt.Name)
+		}
+		fmt.Fprintf(out, "  registered as %q (user scope): %s\n", opt.Name, line)
+	}
+	if opt.Token == "" {
+		fmt.Fprintf(out, "  In Claude Code, run /mcp, choose %s and authenticate: it signs in through the gateway by itself.\n", opt.Name)
+	}
+	fmt.Fprintf(out, "\nCursor (~/.cursor/mcp.json):\n%s\n\nVS Code (.vscode/mcp.json):\n%s\n", plan.CursorJSON(), plan.VSCodeJSON())
+	if opt.Token == "" {
+		fmt.Fprintf(out, "\nClients without OAuth sign-in can send a header instead: `brainstem token %s --json-header`\nprints {\"Authorization\":\"Bearer …\"} (Claude Code's headersHelper runs such a command).\n", mcpURL)
+	}
+	return nil
+}
+
+// plural renders "1 wing", "3 wings".
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }

@@ -34,7 +34,10 @@ Usage:
   brainstem gateway --config F     run the public MCP gateway (--check-config to validate F)
   brainstem shard [flags]          serve one wing over QUIC (or --stdio for one local developer)
   brainstem ca init|issue [flags]  create the internal CA and gateway/shard certificates
-  brainstem join URL               connect Claude Code (and print Cursor/VS Code settings)
+  brainstem login URL              sign in to a brain (browser) and show the wings you reach
+  brainstem token URL              print a fresh access token (--json-header for headersHelper)
+  brainstem join URL               check the sign-in chain, then connect Claude Code (and print Cursor/VS Code settings)
+  brainstem doctor URL             check every step an MCP client takes to reach a brain, with fixes
   brainstem load --url U --token T drive an MCP endpoint with concurrent clients (benchmark)
   brainstem version                print the version
 
@@ -70,6 +73,12 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runCA(args[1:], stdout, stderr)
 	case "join":
 		err = runJoin(ctx, args[1:], stdout, stderr)
+	case "login":
+		err = runLogin(ctx, args[1:], stdout, stderr)
+	case "token":
+		err = runToken(ctx, args[1:], stdout, stderr)
+	case "doctor":
+		err = runDoctor(ctx, args[1:], stdout, stderr)
 	case "load":
 		err = runLoad(ctx, args[1:], stdout, stderr)
 	case "version", "--version", "-version":

@@ -4,7 +4,9 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
+	"net/http"
 	"os"
 	"os/exec"
 	"strings"
@@ -15,11 +17,23 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/brainstem/brainstem/internal/testbrowser"
 )
 
 // TestMain lets the tests run this binary's main as a subprocess: with
-// BRAINSTEM_TEST_MAIN=1 the test binary is brainstem.
+// BRAINSTEM_TEST_MAIN=1 the test binary is brainstem. Run as
+// "testbrowser-signin EMAIL URL" it is the browser `brainstem login` opens
+// ($BROWSER): a scripted browser signing in as EMAIL.
 func TestMain(m *testing.M) {
+	if len(os.Args) == 4 && os.Args[1] == "testbrowser-signin" {
+		p, err := testbrowser.New().SignIn(context.Background(), os.Args[3], nil, os.Args[2], "")
+		if err != nil || p.Status != http.StatusOK {
+			fmt.Fprintf(os.Stderr, "testbrowser: %v %v\n", err, p)
+			os.Exit(1)
+		}
+		os.Exit(0)
+	}
 	if os.Getenv("BRAINSTEM_TEST_MAIN") == "1" {
 		os.Exit(runWithSignals())
 	}
@@ -33,6 +47,8 @@ func brainstem(ctx context.Context, args ...string) *exec.Cmd {
 }
 
 func TestUsageAndVersion(t *testing.T) {
+	t.Setenv("XDG_CONFIG_HOME", t.TempDir()) // brainstem token reads the sign-ins there
+	t.Setenv("HOME", t.TempDir())
 	tests := []struct {
 		args     []string
 		code     int
@@ -46,6 +62,13 @@ func TestUsageAndVersion(t *testing.T) {
 		{[]string{"shard", "--brain", "x", "--wing", "w"}, 2, "", "required to serve over QUIC"},
 		{[]string{"dev", "token"}, 2, "", "--email is required"},
 		{[]string{"join"}, 2, "", "want exactly one URL"},
+		{[]string{"login"}, 2, "", "want exactly one URL"},
+		{[]string{"login", "http://brain.example.com"}, 2, "", "plain http is only for a local"},
+		{[]string{"token", "a", "b"}, 2, "", "want exactly one URL"},
+		{[]string{"token", "--bogus", "https://x.example"}, 2, "", "flag provided but not defined"},
+		{[]string{"doctor"}, 2, "", "want exactly one URL"},
+		{[]string{"doctor", "ftp://x"}, 2, "", "want an https URL"},
+		{[]string{"token", "http://127.0.0.1:1"}, 1, "", "not signed in to http://127.0.0.1:1/mcp: run `brainstem login http://127.0.0.1:1/mcp` first"},
 		{[]string{"gateway", "--check-config", "--config", "/does/not/exist.yaml"}, 2, "", "exist.yaml"},
 		{[]string{"shard", "--bogus"}, 2, "", "flag provided but not defined"},
 	}

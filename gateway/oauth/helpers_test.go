@@ -218,7 +218,7 @@ func (e *testEnv) signIn(b *testbrowser.Browser, authURL, email, groups string) 
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	return back
+	return back.Location
 }
 
 // code signs in and returns the authorization code.

@@ -218,12 +218,14 @@ func (b *Browser) Cookies(u *url.URL) []*http.Cookie { return b.client.Jar.Cooki
 // SetCookies stores cookies for u, as a response would.
 func (b *Browser) SetCookies(u *url.URL, cs []*http.Cookie) { b.client.Jar.SetCookies(u, cs) }
 
-// SignIn drives a sign-in from a gateway authorization URL to the client's
-// redirect: it allows the gateway's consent page when shown, fills the
+// SignIn is what a user does in the browser an MCP client opened: it loads
+// authURL, allows the gateway's consent page when shown, fills the
 // development IdP's login form with email and groups when shown, and
-// follows redirects until one whose target isClient accepts, which it
-// returns without loading.
-func (b *Browser) SignIn(ctx context.Context, authURL string, isClient func(*url.URL) bool, email, groups string) (*url.URL, error) {
+// follows redirects. With isClient nil it follows them to the end (the
+// client's loopback listener answers) and returns the last page; otherwise
+// it stops at the first redirect whose target isClient accepts and returns
+// that redirect, unloaded (its Location is the client's redirect URI).
+func (b *Browser) SignIn(ctx context.Context, authURL string, isClient func(*url.URL) bool, email, groups string) (*Page, error) {
 	p, err := b.Get(ctx, authURL)
 	if err != nil {
 		return nil, err
@@ -234,7 +236,7 @@ func (b *Browser) SignIn(ctx context.Context, authURL string, isClient func(*url
 		}
 		switch {
 		case p.Location != nil:
-			return p.Location, nil
+			return p, nil
 		case p.Status == http.StatusOK && strings.Contains(p.Body, `name="decision"`):
 			f, err := p.Form()
 			if err != nil {
@@ -251,6 +253,8 @@ func (b *Browser) SignIn(ctx context.Context, authURL string, isClient func(*url
 			if p, err = b.Submit(ctx, p, f, map[string]string{"email": email, "groups": groups}, ""); err != nil {
 				return nil, err
 			}
+		case isClient == nil:
+			return p, nil
 		default:
 			return nil, fmt.Errorf("testbrowser: sign-in stopped at %s with %d: %s", p.URL, p.Status, Text(p.Body))
 		}

@@ -1,0 +1,188 @@
+package join
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/brainstem/brainstem/signin"
+)
+
+// MaxWingsAnswerBytes bounds brain_wings' answer.
+const MaxWingsAnswerBytes = 1 << 20
+
+// TokenRefusedError: the MCP endpoint refused the bearer token (401/403).
+type TokenRefusedError struct {
+	Status      int
+	Code        string // invalid_token, insufficient_scope, …
+	Description string
+}
+
+func (e *TokenRefusedError) Error() string {
+	s := fmt.Sprintf("the MCP endpoint refused the token (HTTP %d", e.Status)
+	if e.Code != "" {
+		s += " " + e.Code
+	}
+	s += ")"
+	if e.Description != "" {
+		s += ": " + e.Description
+	}
+	return s
+}
+
+// Session is an MCP client session with a bearer token, as an agent has.
+type Session struct {
+	c   *client.Client
+	rec *authRecorder
+}
+
+// Connect opens an MCP session to mcpURL with token (mcp-go's Streamable
+// HTTP client: initialize, then requests).
+func Connect(ctx context.Context, hc *http.Client, mcpURL, token string) (*Session, error) {
+	rec := &authRecorder{next: hc.Transport}
+	if rec.next == nil {
+		rec.next = http.DefaultTransport
+	}
+	h := *hc
+	h.Transport = rec
+	c, err := client.NewStreamableHttpClient(mcpURL,
+		transport.WithHTTPBasicClient(&h),
+		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	if err != nil {
+		return nil, fmt.Errorf("join: %w", err)
+	}
+	s := &Session{c: c, rec: rec}
+	if err := c.Start(ctx); err != nil {
+		return nil, s.wrap(err)
+	}
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
+		ClientInfo: mcp.Implementation{Name: "brainstem", Version: "cli"},
+	}}); err != nil {
+		_ = c.Close()
+		return nil, s.wrap(err)
+	}
+	return s, nil
+}
+
+// Close ends the session.
+func (s *Session) Close() error { return s.c.Close() }
+
+// Tools lists the names of the tools the caller may use, sorted.
+func (s *Session) Tools(ctx context.Context) ([]string, error) {
+	res, err := s.c.ListTools(ctx, mcp.ListToolsRequest{})
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	names := make([]string, 0, len(res.Tools))
+	for _, t := range res.Tools {
+		names = append(names, t.Name)
+	}
+	sort.Strings(names)
+	return names, nil
+}
+
+// WingAccess is one wing the caller reaches and what they may do there.
+type WingAccess struct {
+	Wing         string   `json:"wing"`
+	Capabilities []string `json:"capabilities"`
+}
+
+// UnavailableWing is a wing that did not answer.
+type UnavailableWing struct {
+	Wing  string `json:"wing"`
+	Code  string `json:"code"`
+	Error string `json:"error"`
+}
+
+// Wings is brain_wings' answer.
+type Wings struct {
+	Wings       []WingAccess      `json:"wings"`
+	Unavailable []UnavailableWing `json:"unavailable"`
+}
+
+// String renders the wings for a person: "payments (read, write), …".
+func (w *Wings) String() string {
+	parts := make([]string, 0, len(w.Wings))
+	for _, x := range w.Wings {
+		parts = append(parts, fmt.Sprintf("%s (%s)", x.Wing, strings.Join(x.Capabilities, ", ")))
+	}
+	return strings.Join(parts, ", ")
+}
+
+// ErrToolFailed: a tool answered with an error.
+var ErrToolFailed = errors.New("join: the tool answered an error")
+
+// Wings calls brain_wings.
+func (s *Session) Wings(ctx context.Context) (*Wings, error) {
+	res, err := s.c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "brain_wings", Arguments: map[string]any{}}})
+	if err != nil {
+		return nil, s.wrap(err)
+	}
+	if len(res.Content) != 1 {
+		return nil, fmt.Errorf("%w: brain_wings answered %d content items, want 1", ErrToolFailed, len(res.Content))
+	}
+	text, ok := res.Content[0].(mcp.TextContent)
+	if !ok {
+		return nil, fmt.Errorf("%w: brain_wings answered %T, want text", ErrToolFailed, res.Content[0])
+	}
+	if len(text.Text) > MaxWingsAnswerBytes {
+		return nil, fmt.Errorf("%w: brain_wings answered %d bytes", ErrToolFailed, len(text.Text))
+	}
+	if res.IsError {
+		return nil, fmt.Errorf("%w: brain_wings: %.500s", ErrToolFailed, text.Text)
+	}
+	var w Wings
+	if err := json.Unmarshal([]byte(text.Text), &w); err != nil {
+		return nil, fmt.Errorf("%w: brain_wings' answer is not JSON: %v", ErrToolFailed, err)
+	}
+	return &w, nil
+}
+
+// wrap turns mcp-go's 401/403 errors into a TokenRefusedError carrying the
+// challenge's error and description.
+func (s *Session) wrap(err error) error {
+	if st, hdr := s.rec.last(); st == http.StatusUnauthorized || st == http.StatusForbidden {
+		e := &TokenRefusedError{Status: st}
+		if cs, perr := signin.ParseChallenges(hdr...); perr == nil {
+			if b, ok := signin.Bearer(cs); ok {
+				e.Code, e.Description = b.Params["error"], b.Params["error_description"]
+			}
+		}
+		return e
+	}
+	return fmt.Errorf("join: %w", err)
+}
+
+// authRecorder remembers the last refusal's status and challenge, which
+// mcp-go's errors do not carry.
+type authRecorder struct {
+	next   http.RoundTripper
+	mu     sync.Mutex
+	status int
+	hdr    []string
+}
+
+func (a *authRecorder) RoundTrip(r *http.Request) (*http.Response, error) {
+	resp, err := a.next.RoundTrip(r)
+	if err == nil && (resp.StatusCode == http.StatusUnauthorized || resp.StatusCode == http.StatusForbidden) {
+		a.mu.Lock()
+		a.status, a.hdr = resp.StatusCode, resp.Header.Values("WWW-Authenticate")
+		a.mu.Unlock()
+	}
+	return resp, err
+}
+
+func (a *authRecorder) last() (int, []string) {
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	return a.status, a.hdr
+}
