@@ -62,6 +62,9 @@ func TestDependencyRules(t *testing.T) {
 		{"proto", []string{"auth", "shard", "gateway", "github.com/mark3labs/mcp-go"}, "proto must not know about notes or MCP"},
 		{"shard", []string{"gateway", "auth/sso", "auth/devidp", "github.com/coreos/go-oidc"}, "shard must not know about SSO or HTTP"},
 		{"gateway", []string{"shard"}, "gateway must not import the shard (its store, index or tools)"},
+		{"signin", []string{"gateway", "shard", "proto", "auth", "github.com/mark3labs/mcp-go"}, "the sign-in client speaks OAuth over HTTP, like any MCP client"},
+		{"join", []string{"gateway", "shard", "proto", "auth"}, "join talks to a gateway from outside, as a client"},
+		{"doctor", []string{"gateway", "shard", "proto", "auth"}, "doctor walks the chain from outside, as a client"},
 		{"gateway/oauth", []string{"proto", "github.com/mark3labs/mcp-go", "github.com/quic-go/quic-go"}, "the authorization server knows OAuth and OIDC, not MCP or the shards"},
 	}
 	for _, p := range listPackages(t) {
