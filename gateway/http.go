@@ -164,8 +164,14 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 	var id auth.Identity
 	if err == nil {
 		id, err = g.verifier.Verify(r.Context(), raw)
-		if err == nil && id.Email == "" {
-			err = errors.New("gateway: the verifier returned an identity without an email")
+		if err == nil {
+			// Whatever verifier vouched for it, the identity obeys the one
+			// email rule before it is used anywhere.
+			var email string
+			if email, err = auth.CanonicalEmail(id.Email); err != nil {
+				err = fmt.Errorf("gateway: the verifier returned an identity without an acceptable email: %w", err)
+			}
+			id.Email = email
 		}
 	}
 	if err != nil {
@@ -188,7 +194,6 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	id.Email = auth.CanonicalEmail(id.Email)
 
 	ci := &callInfo{id: id, requestID: rid, base: g.log}
 	var msg rpcMessage

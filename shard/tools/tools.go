@@ -191,8 +191,12 @@ func (s *Set) Call(ctx context.Context, c Caller, name string, args []byte, stat
 	if !implied(c.Caps).Has(sp.needs) {
 		return errorResult(CodeForbidden, fmt.Sprintf("%s needs the %s capability in wing %q; you have: %s; ask a curator of the wing to grant it", name, capName(sp.needs), s.Wing(), c.Caps)), true
 	}
-	if sp.needs.Has(auth.CapWrite) && c.Email == "" {
-		return errorResult(CodeForbidden, name+" records its author, but the caller has no verified email"), true
+	if sp.needs.Has(auth.CapWrite) {
+		// Every write records its author: only a canonical address
+		// (auth.CanonicalEmail) may be one, whatever built the Caller.
+		if e, err := auth.CanonicalEmail(c.Email); err != nil || e != c.Email {
+			return errorResult(CodeForbidden, name+" records its author, but the caller has no verified, canonical email"), true
+		}
 	}
 	if len(args) > s.lim.MaxArgsBytes {
 		return errorResult(CodeTooLarge, fmt.Sprintf("the arguments are %d bytes, over the %d-byte limit", len(args), s.lim.MaxArgsBytes)), true
