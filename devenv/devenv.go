@@ -163,7 +163,7 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	e.idp = idp
 	mux := http.NewServeMux()
 	mux.Handle("/", idp.Handler())
-	mux.HandleFunc("POST /dev/token", e.serveToken)
+	mux.Handle("POST /dev/token", devidp.LoopbackOnly(http.HandlerFunc(e.serveToken)))
 	e.serveHTTP(runCtx, idpLn, mux)
 
 	// Internal CA and certificates, in memory: nothing outlives the process.
