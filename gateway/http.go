@@ -32,6 +32,7 @@ var supportedProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18
 // tool handlers through the request context.
 type callInfo struct {
 	id        auth.Identity
+	key       sessionKey // the session cache key of id: email and group set
 	requestID string
 	method    string // JSON-RPC method of a POST ("" otherwise)
 	base      *slog.Logger
@@ -195,7 +196,7 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 
-	ci := &callInfo{id: id, requestID: rid, base: g.log}
+	ci := &callInfo{id: id, key: keyOf(id), requestID: rid, base: g.log}
 	var msg rpcMessage
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.Limits.MaxBodyBytes))
