@@ -214,8 +214,16 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 		} else {
 			msg = rpcMessage{}
 		}
+		if !validRequestID(msg.ID) {
+			refuse(w, ErrBadRequestID, nil, "invalid request: the JSON-RPC id must be a string or a number")
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
+	}
+	if foreignSession(r, ci) {
+		refuse(w, ErrUnknownSession, msg.ID, "session not found: this Mcp-Session-Id was not issued to you or has ended; initialize a new session")
+		return
 	}
 
 	if lim := g.emailLimiter(id.Email); !lim.AllowN(now, 1) {
@@ -235,6 +243,18 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	g.mcpHTTP.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// validRequestID reports whether a JSON-RPC id is absent (a notification)
+// or, as MCP requires, a string or a number. null, booleans, objects and
+// arrays are refused on every path: mcp-go would echo them back (and take
+// an id of null for a notification).
+func validRequestID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return true
+	}
+	c := id[0]
+	return c == '"' || c == '-' || '0' <= c && c <= '9'
 }
 
 func methodLabel(m string) string {
