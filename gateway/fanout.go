@@ -214,6 +214,9 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 		return shardResult(firstError)
 	}
 	if len(answered) == 0 {
+		if len(failed) == 0 { // every wing was lost meanwhile, none may be named
+			return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly"))
+		}
 		return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing answered: %s", failed[0].Error))
 	}
 	sort.SliceStable(hits, func(i, j int) bool {
