@@ -29,23 +29,25 @@ type grant struct {
 }
 
 // sessionKey identifies a session: the canonical email and the canonical
-// group set of the token in hand (a digest of the sorted, de-duplicated
-// groups). A grant therefore follows the token: a token with other groups
-// finds another session and is minted for, at once, and the same groups in
-// another order find the same session.
-type sessionKey struct {
-	email  string
-	groups [16]byte // the first half of auth.GroupsDigest; zero for no groups
-}
+// group set of the token in hand. A grant therefore follows the token: a
+// token with other groups finds another session and is minted for, at once,
+// and the same groups in another order find the same session. It is the
+// email itself for a token without groups, else the email, a NUL (which no
+// canonical email holds) and the first 16 bytes of auth.GroupsDigest, so a
+// session costs no more memory than an email-keyed one did, and only a
+// token with groups costs a digest (and one small allocation) per request.
+type sessionKey string
 
 // keyOf returns the session key of a verified identity.
 func keyOf(id auth.Identity) sessionKey {
-	k := sessionKey{email: id.Email}
-	if len(id.Groups) > 0 {
-		d := auth.GroupsDigest(id.Groups)
-		copy(k.groups[:], d[:])
+	if len(id.Groups) == 0 {
+		return sessionKey(id.Email)
 	}
-	return k
+	d := auth.GroupsDigest(id.Groups)
+	if d == ([32]byte{}) { // only empty group names
+		return sessionKey(id.Email)
+	}
+	return sessionKey(id.Email + "\x00" + string(d[:16]))
 }
 
 func (g grant) usable(now time.Time) bool { return !g.expiry.IsZero() && now.Before(g.expiry) }
@@ -235,7 +237,7 @@ type mintResult struct {
 // does not fail the others; each caller still stops waiting when its own
 // ctx ends.
 func (c *sessionCache) mint(ctx context.Context, id auth.Identity, key sessionKey, w *wing, requestID string) (grant, error) {
-	flightKey := w.name + "\x00" + key.email + "\x00" + string(key.groups[:])
+	flightKey := w.name + "\x00" + string(key)
 	ch := c.flight.DoChan(flightKey, func() (any, error) {
 		// A flight that just finished may have stored a grant between this
 		// caller's cache miss and its joining: use it rather than mint again.
