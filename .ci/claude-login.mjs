@@ -24,8 +24,9 @@ function fail(msg) {
 }
 let authURL;
 for (let i = 0; i < 300 && !authURL; i++) {
-  const m = clean(out).match(/https?:\/\/\S+\/authorize\?\S+/);
-  if (m) authURL = m[0];
+  // Only a whole line: output arrives in chunks and may end mid-URL.
+  const m = clean(out).match(/(https?:\/\/\S+\/authorize\?\S+)\n/);
+  if (m) authURL = m[1];
   else await new Promise((r) => setTimeout(r, 100));
 }
 if (!authURL) fail("no authorization URL within 30 s");
@@ -37,7 +38,8 @@ const ctx = await chromium.launchPersistentContext(dir, {
 });
 const page = await ctx.newPage();
 await page.goto(authURL);
-if (!/Allow .* to use your team brain/.test(await page.textContent("body"))) fail("no consent page");
+const body = (await page.textContent("body")) || "";
+if (!/Allow .* to use your team brain/.test(body)) fail(`no consent page at ${page.url()}: ${body.replace(/\s+/g, " ").slice(0, 400)}`);
 await page.click("button[value=allow]");
 await page.waitForSelector("input[name=email]", { timeout: 15000 });
 await page.fill("input[name=email]", email);

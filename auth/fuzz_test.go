@@ -31,8 +31,8 @@ func FuzzParsePrincipal(f *testing.F) {
 			again = "*"
 		case PrincipalEmail:
 			again = "email:" + p.Value
-			if p.Value != CanonicalEmail(p.Value) {
-				t.Fatalf("email %q not canonical", p.Value)
+			if e, err := CanonicalEmail(p.Value); err != nil || e != p.Value {
+				t.Fatalf("email %q not canonical: %q, %v", p.Value, e, err)
 			}
 		case PrincipalDomain:
 			again = "domain:" + p.Value
@@ -59,6 +59,43 @@ func FuzzParsePrincipal(f *testing.F) {
 			if pol.Caps("x@"+p.Value, nil) != CapRead|CapWrite {
 				t.Fatalf("domain principal %q does not admit x@%s", s, p.Value)
 			}
+		}
+	})
+}
+
+// FuzzCanonicalEmail: whatever CanonicalEmail accepts is printable ASCII
+// without upper case, one '@' between non-empty parts, within the limits,
+// canonical already (a fixed point), and equal to the input up to ASCII
+// white space around it and ASCII case; whatever it refuses wraps
+// ErrBadEmail.
+func FuzzCanonicalEmail(f *testing.F) {
+	for _, s := range []string{"ann@acme.com", " Ann@Acme.COM\n", "\u212aate@example.com", "a\nb@c.d", "@", "a@", "a@b..c",
+		"a@b.c.", "\xff@x", "a@b@c", "ann@xn--bcher-kva.example", strings.Repeat("a", 70) + "@b.c"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, s string) {
+		e, err := CanonicalEmail(s)
+		if err != nil {
+			if !errors.Is(err, ErrBadEmail) || e != "" {
+				t.Fatalf("CanonicalEmail(%q) = %q, %v", s, e, err)
+			}
+			return
+		}
+		again, err := CanonicalEmail(e)
+		if err != nil || again != e {
+			t.Fatalf("CanonicalEmail(%q) = %q is not a fixed point: %q, %v", s, e, again, err)
+		}
+		at := strings.IndexByte(e, '@')
+		if len(e) > MaxEmailBytes || at <= 0 || at > MaxEmailLocalPart || at == len(e)-1 || strings.Count(e, "@") != 1 {
+			t.Fatalf("CanonicalEmail(%q) = %q breaks the shape", s, e)
+		}
+		for i := 0; i < len(e); i++ {
+			if c := e[i]; c <= ' ' || c >= 0x7f || 'A' <= c && c <= 'Z' {
+				t.Fatalf("CanonicalEmail(%q) = %q holds byte %#x", s, e, c)
+			}
+		}
+		if !strings.EqualFold(strings.Trim(s, " \t\n\v\f\r"), e) || len(strings.Trim(s, " \t\n\v\f\r")) != len(e) {
+			t.Fatalf("CanonicalEmail(%q) = %q is more than trimming and ASCII lower-casing", s, e)
 		}
 	})
 }

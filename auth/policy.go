@@ -34,7 +34,7 @@ var (
 // principals:
 //
 //	"*"              everyone with a verified email
-//	"email:a@b.c"    one person (compared after CanonicalEmail)
+//	"email:a@b.c"    one person (the address must pass CanonicalEmail)
 //	"domain:b.c"     everyone whose email's part after the last '@' is exactly b.c
 //	"group:name"     members of an IdP group (exact, case-sensitive)
 //
@@ -63,13 +63,14 @@ type Principal struct {
 	Value string // canonical email, lowercased domain or group name; "" for anyone
 }
 
-// ParsePrincipal parses one policy entry. Emails and domains are canonicalised
-// (trimmed, lowercased); group names are kept exactly as written (trimmed).
+// ParsePrincipal parses one policy entry. Emails are canonicalised by
+// CanonicalEmail (an address it refuses is a bad principal) and domains are
+// lowercased; group names are kept exactly as written (trimmed).
 func ParsePrincipal(s string) (Principal, error) {
 	if len(s) > MaxPrincipalBytes {
 		return Principal{}, fmt.Errorf("%w: %d bytes, the limit is %d", ErrPolicyTooLarge, len(s), MaxPrincipalBytes)
 	}
-	t := strings.TrimSpace(s)
+	t := trimASCIISpace(s)
 	if t == "*" {
 		return Principal{Kind: PrincipalAnyone}, nil
 	}
@@ -77,22 +78,24 @@ func ParsePrincipal(s string) (Principal, error) {
 	if !ok {
 		return Principal{}, fmt.Errorf("%w %q: want \"*\", \"email:<address>\", \"domain:<name>\" or \"group:<name>\"", ErrBadPrincipal, s)
 	}
-	value = strings.TrimSpace(value)
-	switch strings.ToLower(strings.TrimSpace(kind)) {
+	switch strings.ToLower(trimASCIISpace(kind)) {
 	case "email":
-		e := CanonicalEmail(value)
-		at := strings.LastIndexByte(e, '@')
-		if at <= 0 || at == len(e)-1 || hasSpaceOrControl(e) {
-			return Principal{}, fmt.Errorf("%w %q: not an email address (want email:name@example.com)", ErrBadPrincipal, s)
+		e, err := CanonicalEmail(value)
+		if err != nil {
+			return Principal{}, fmt.Errorf("%w %q: not an email address (want email:name@example.com): %w", ErrBadPrincipal, s, err)
 		}
 		return Principal{Kind: PrincipalEmail, Value: e}, nil
 	case "domain":
-		d := strings.ToLower(value)
-		if d == "" || strings.ContainsRune(d, '@') || hasSpaceOrControl(d) || strings.HasPrefix(d, ".") || strings.HasSuffix(d, ".") {
-			return Principal{}, fmt.Errorf("%w %q: not a domain name (want domain:example.com, without '@')", ErrBadPrincipal, s)
+		// The domain of an address CanonicalEmail accepts, so that exactly
+		// the addresses at that domain match.
+		d := trimASCIISpace(value)
+		e, err := CanonicalEmail("x@" + d)
+		if d == "" || err != nil {
+			return Principal{}, fmt.Errorf("%w %q: not a domain name (want domain:example.com, without '@', in ASCII: xn-- for an internationalised one)", ErrBadPrincipal, s)
 		}
-		return Principal{Kind: PrincipalDomain, Value: d}, nil
+		return Principal{Kind: PrincipalDomain, Value: e[len("x@"):]}, nil
 	case "group":
+		value = trimASCIISpace(value)
 		if value == "" || hasControl(value) {
 			return Principal{}, fmt.Errorf("%w %q: empty or unprintable group name (want group:<name>)", ErrBadPrincipal, s)
 		}
@@ -100,15 +103,6 @@ func ParsePrincipal(s string) (Principal, error) {
 	default:
 		return Principal{}, fmt.Errorf("%w %q: unknown kind %q (want \"*\", email:, domain: or group:)", ErrBadPrincipal, s, kind)
 	}
-}
-
-func hasSpaceOrControl(s string) bool {
-	for _, r := range s {
-		if r <= ' ' || r == 0x7f {
-			return true
-		}
-	}
-	return false
 }
 
 func hasControl(s string) bool {
@@ -173,11 +167,12 @@ func (p Policy) lists() [3]namedList {
 }
 
 // Caps returns the capabilities the policy grants to a caller. The email is
-// canonicalised here; an empty email gets no capabilities, not even through
-// "*". Entries that do not parse grant nothing (Validate reports them).
+// canonicalised here (CanonicalEmail); an address the rule refuses gets no
+// capabilities, not even through "*". Entries that do not parse grant
+// nothing (Validate reports them).
 func (p Policy) Caps(email string, groups []string) Caps {
-	email = CanonicalEmail(email)
-	if email == "" {
+	email, err := CanonicalEmail(email)
+	if err != nil {
 		return 0
 	}
 	domain := ""

@@ -39,8 +39,6 @@ const (
 	ShardTokenLeeway = 5 * time.Second
 	// MaxShardTokenBytes bounds the size of a shard token Verify accepts.
 	MaxShardTokenBytes = 4096
-	// maxEmailBytes bounds the email a token carries (RFC 5321 path limit).
-	maxEmailBytes = 320
 	// shardIssuerPrefix prefixes the wing in a shard token's iss claim.
 	shardIssuerPrefix = "brainstem-shard:"
 )
@@ -141,7 +139,8 @@ func NewMinter(wing string, key KeyPair, ttl time.Duration, now func() time.Time
 	return m
 }
 
-// Mint signs a token for email (canonicalised here) carrying caps. The
+// Mint signs a token for email (canonicalised here by CanonicalEmail, whose
+// refusal it returns) carrying caps. The
 // token expires at min(now+ttl, notAfter), truncated to whole seconds, which
 // is returned as exp. A zero notAfter means no extra bound. notAfter at or
 // before now fails with ErrTokenExpired: a shard token never outlives the SSO
@@ -150,9 +149,9 @@ func (m *Minter) Mint(email string, caps Caps, notAfter time.Time) (token string
 	if m.err != nil {
 		return "", time.Time{}, m.err
 	}
-	email = CanonicalEmail(email)
-	if email == "" || len(email) > maxEmailBytes || !strings.Contains(email, "@") {
-		return "", time.Time{}, fmt.Errorf("auth: mint: invalid email %q", email)
+	email, err = CanonicalEmail(email)
+	if err != nil {
+		return "", time.Time{}, fmt.Errorf("auth: mint: %w", err)
 	}
 	if caps&^(CapRead|CapWrite|CapCurate) != 0 {
 		return "", time.Time{}, fmt.Errorf("auth: mint: unknown capability bits %#x", uint8(caps))
@@ -278,8 +277,8 @@ func (v *TokenVerifier) Verify(token string) (ShardClaims, error) {
 	if iat.After(now.Add(ShardTokenLeeway)) {
 		return ShardClaims{}, fmt.Errorf("%w: issued in the future (%s)", ErrTokenInvalid, iat.UTC().Format(time.RFC3339))
 	}
-	email := CanonicalEmail(c.Email)
-	if email == "" || email != c.Email || c.Subject != c.Email {
+	email, err := CanonicalEmail(c.Email)
+	if err != nil || email != c.Email || c.Subject != c.Email {
 		return ShardClaims{}, fmt.Errorf("%w: email %q and sub %q must be the same canonical address", ErrTokenInvalid, c.Email, c.Subject)
 	}
 	if c.ID == "" {

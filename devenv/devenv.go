@@ -171,7 +171,7 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	e.idp = idp
 	mux := http.NewServeMux()
 	mux.Handle("/", idp.Handler())
-	mux.HandleFunc("POST /dev/token", e.serveToken)
+	mux.Handle("POST /dev/token", devidp.LoopbackOnly(http.HandlerFunc(e.serveToken)))
 	e.stopIdP = e.serveHTTP(runCtx, idpLn, mux)
 
 	// Internal CA and certificates, in memory: nothing outlives the process.
@@ -305,11 +305,12 @@ func (e *Env) Token(email string, groups []string) (string, time.Time, error) {
 
 // serveToken lets `brainstem dev token` (another process) get a token from
 // this identity provider. It adds no power: the provider's login page already
-// lets anyone on this machine sign in as anyone.
+// lets anyone on this machine sign in as anyone. Like the provider, it
+// answers only requests addressed to a loopback name (devidp.LoopbackOnly).
 func (e *Env) serveToken(w http.ResponseWriter, r *http.Request) {
-	email := auth.CanonicalEmail(r.FormValue("email"))
-	if email == "" || !strings.Contains(email, "@") {
-		http.Error(w, "email is required, e.g. email=bob@example.com", http.StatusBadRequest)
+	email, err := auth.CanonicalEmail(r.FormValue("email"))
+	if err != nil {
+		http.Error(w, "email is required, e.g. email=bob@example.com: "+err.Error(), http.StatusBadRequest)
 		return
 	}
 	var groups []string

@@ -421,7 +421,7 @@ func BenchmarkSessionHeap(b *testing.B) {
 		for i, email := range emails {
 			for j, w := range wings {
 				// Clone so the session owns its token bytes, as after a mint.
-				sc.store(email, w, grant{token: string([]byte(toks[i][j].s)), caps: auth.CapRead | auth.CapWrite, expiry: toks[i][j].exp})
+				sc.store(sessionKey(email), w, grant{token: string([]byte(toks[i][j].s)), caps: auth.CapRead | auth.CapWrite, expiry: toks[i][j].exp})
 			}
 		}
 		runtime.GC()

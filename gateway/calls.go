@@ -17,16 +17,31 @@ import (
 // the call fails (with exponential backoff from shards.retry_base between).
 const maxFreshTries = 3
 
+// errWingHidden marks a failure the caller must not learn about: the wing
+// refused the caller, or it could not be asked and the caller holds no
+// grant for it. Such a call is answered as for a wing that does not exist.
+var errWingHidden = errors.New("gateway: the caller cannot be told about this wing")
+
+// hide wraps a failure to obtain a grant with errWingHidden unless the
+// caller is known to have a capability in the wing (least disclosure).
+func (g *Gateway) hide(ci *callInfo, w *wing, err error) error {
+	if errors.Is(err, errNotAdmitted) || g.sessions.held(ci.key, w) == 0 {
+		return errors.Join(errWingHidden, err)
+	}
+	return err
+}
+
 // callWing sends one tool call to a wing with the caller's shard token:
 // minting on a miss, and on CodeUnauthenticated dropping the token and
 // re-minting (once for a cached token, then with bounded backoff for fresh
-// ones). The shard's answer is returned unchanged.
+// ones). The shard's answer is returned unchanged. A failure to obtain a
+// first grant that the caller must not learn about wraps errWingHidden.
 func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *proto.CallRequest) (*proto.CallResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
 	defer cancel()
-	gr, fresh, err := g.sessions.get(ctx, ci.id, w, ci.requestID)
+	gr, fresh, err := g.sessions.getKey(ctx, ci.id, ci.key, w, ci.requestID)
 	if err != nil {
-		return nil, err
+		return nil, g.hide(ci, w, err)
 	}
 	freshRejected := 0
 	for {
@@ -47,7 +62,7 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 		if proto.CodeOf(err) != proto.CodeUnauthenticated {
 			return nil, classify(err, w.name)
 		}
-		g.sessions.invalidate(ci.id.Email, w, gr.token)
+		g.sessions.invalidate(ci.key, w, gr.token)
 		if fresh {
 			freshRejected++
 			g.metrics.tokenRejected(w.name, "fresh")
@@ -63,7 +78,7 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 			g.metrics.tokenRejected(w.name, "cached")
 			ci.logger().Info("wing rejected a cached token; re-minting", "wing", w.name, "err", err)
 		}
-		gr, _, err = g.sessions.get(ctx, ci.id, w, ci.requestID)
+		gr, _, err = g.sessions.getKey(ctx, ci.id, ci.key, w, ci.requestID)
 		if err != nil {
 			return nil, err
 		}
@@ -103,8 +118,12 @@ func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallTo
 }
 
 func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, args []byte, rec *auditRecord) *mcp.CallToolResult {
+	ra, err := parseRouteArgs(args)
+	if err != nil {
+		return g.fail(rec, classify(err, ""))
+	}
 	if name == queryToolName {
-		has, err := hasWingArg(args)
+		has, err := ra.hasWing()
 		if err != nil {
 			return g.fail(rec, classify(err, ""))
 		}
@@ -113,7 +132,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 			return g.fanoutQuery(ctx, ci, args, rec)
 		}
 	}
-	wingName, ok, err := routeWing(args)
+	wingName, ok, err := ra.route()
 	if err != nil {
 		return g.fail(rec, classify(err, ""))
 	}
@@ -124,9 +143,13 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 	rec.Wing = wingName
 	w, ok := g.byName[wingName]
 	if !ok {
-		return g.fail(rec, g.unknownWing(ctx, ci, wingName))
+		return g.fail(rec, g.noWing(ctx, ci, wingName))
 	}
 	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: name, Args: args})
+	if errors.Is(err, errWingHidden) {
+		ci.logger().Debug("wing not disclosed to the caller", "wing", w.name, "err", err)
+		return g.fail(rec, g.noWing(ctx, ci, wingName))
+	}
 	if err != nil {
 		e := classify(err, w.name)
 		if e.Code == CodeUnknownTool {
@@ -141,9 +164,12 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 	return shardResult(resp)
 }
 
-// unknownWing builds the unknown_wing error listing the wings the caller can
-// reach.
-func (g *Gateway) unknownWing(ctx context.Context, ci *callInfo, name string) *Error {
+// noWing is the answer for a wing the caller cannot reach: one that is not
+// configured, one whose policy does not admit the caller, and one that could
+// not be asked while the caller holds no grant for it all get this same
+// unknown_wing error, listing the wings the caller can reach, so that the
+// answer tells nobody which wings exist.
+func (g *Gateway) noWing(ctx context.Context, ci *callInfo, name string) *Error {
 	caps, _ := g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
 	var reach []string
 	for i, c := range caps {
@@ -155,7 +181,14 @@ func (g *Gateway) unknownWing(ctx context.Context, ci *callInfo, name string) *E
 	if len(reach) > 0 {
 		list = strings.Join(reach, ", ")
 	}
-	return newError(CodeUnknownWing, ErrUnknownWing, "there is no wing %q; wings you can reach: %s", name, list)
+	return newError(CodeUnknownWing, ErrUnknownWing,
+		"there is no wing %q that you can reach; wings you can reach: %s (a wing's curators grant access)", name, list)
+}
+
+// disclosable reports whether a wing that failed in capsAll may be named
+// to the caller: only when the caller is known to hold a capability there.
+func (g *Gateway) disclosable(ci *callInfo, w *wing, err error) bool {
+	return err != nil && !errors.Is(err, errNotAdmitted) && g.sessions.held(ci.key, w) != 0
 }
 
 // fail records a gateway error and renders it as a tool error.
@@ -212,7 +245,8 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 			out.Wings = append(out.Wings, wingCaps{g.wings[i].name, c.Strings()})
 			continue
 		}
-		if e := classify(errs[i], g.wings[i].name); e != nil && e.Code != CodeForbidden {
+		if g.disclosable(ci, g.wings[i], errs[i]) {
+			e := classify(errs[i], g.wings[i].name)
 			out.Unavailable = append(out.Unavailable, unavailableWing{Wing: g.wings[i].name, Code: e.Code, Error: e.Message})
 		}
 	}
@@ -226,22 +260,23 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	return res, nil
 }
 
-// readableWings returns the wings the caller may read and the reachable
-// failures among the others.
-func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) (readable []*wing, failed []unavailableWing) {
+// readableWings returns the wings the caller may read, the failures among
+// the others that may be named to the caller (disclosable), and how many
+// other wings failed without a known grant (not named).
+func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) (readable []*wing, failed []unavailableWing, hidden int) {
 	caps, errs := g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
 	for i, c := range caps {
 		switch {
 		case c.Has(auth.CapRead):
 			readable = append(readable, g.wings[i])
-		case errs[i] != nil:
+		case g.disclosable(ci, g.wings[i], errs[i]):
 			e := classify(errs[i], g.wings[i].name)
-			if e.Code != CodeForbidden {
-				failed = append(failed, unavailableWing{Wing: g.wings[i].name, Code: e.Code, Error: e.Message})
-			}
+			failed = append(failed, unavailableWing{Wing: g.wings[i].name, Code: e.Code, Error: e.Message})
+		case errs[i] != nil && !errors.Is(errs[i], errNotAdmitted):
+			hidden++
 		}
 	}
-	return readable, failed
+	return readable, failed, hidden
 }
 
 // wingLabel bounds the metrics' wing label to configured wings.

@@ -230,10 +230,12 @@ func FuzzParseConfig(f *testing.F) {
 }
 
 // FuzzRouteWing: routing never panics; a derived wing is never empty and
-// never contains a slash.
+// never contains a slash, and it comes from an argument named exactly wing,
+// id or path.
 func FuzzRouteWing(f *testing.F) {
 	for _, s := range []string{`{"wing":"payments"}`, `{"id":"payments/decisions/x"}`, `{"path":"wiki/payments/f/x.md"}`,
-		`{"path":"inbox/a/b.md"}`, `{"id":"/x"}`, `{"wing":1}`, `[]`, ``, `{"id":null,"path":"wiki//x"}`} {
+		`{"path":"inbox/a/b.md"}`, `{"id":"/x"}`, `{"wing":1}`, `[]`, ``, `{"id":null,"path":"wiki//x"}`,
+		`{"WING":"payments"}`, `{"Id":"wiki/a/b/c.md"}`, `{"id":"inbox/a/b.md"}`, `{"w\u0069ng":"a","wing":"b"}`} {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, args []byte) {
@@ -248,8 +250,22 @@ func FuzzRouteWing(f *testing.F) {
 		if ok && (w == "" || strings.Contains(w, "/")) {
 			t.Fatalf("routed %q to %q", args, w)
 		}
-		if _, err := hasWingArg(args); err != nil && !json.Valid(args) {
+		if !ok {
 			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(args, &m); err != nil {
+			t.Fatalf("routed %q, which is not a JSON object: %v", args, err)
+		}
+		from := false
+		for _, k := range []string{"wing", "id", "path"} {
+			var v string
+			if json.Unmarshal(m[k], &v) == nil && strings.Contains(v, w) {
+				from = true
+			}
+		}
+		if !from {
+			t.Fatalf("routed %q to %q, which no argument named exactly wing, id or path holds", args, w)
 		}
 	})
 }

@@ -1,8 +1,10 @@
 // Package gateway is the public MCP endpoint: Streamable HTTP at /mcp,
-// SSO authentication with RFC 6750/9728 challenges, the email-keyed session
-// cache of shard tokens, routing by wing, cross-wing search fan-out, rate
-// limits, the audit log and metrics. It never parses or rewrites a shard's
-// result for a wing-scoped call.
+// SSO authentication with RFC 6750/9728 challenges, the session cache of
+// shard tokens (keyed by email and group set, so a grant follows the token in
+// hand), routing by wing, cross-wing search fan-out, rate limits, the audit
+// log and metrics. It never parses or rewrites a shard's result for a
+// wing-scoped call, and it tells a caller nothing about wings the caller
+// cannot reach.
 //
 // Requests go through mcp-go's Streamable HTTP server, except a stateless
 // (2026-07-28) tools/call, which the gateway answers itself with mcp-go's

@@ -49,6 +49,8 @@ var (
 	ErrProtocolVersion   = errors.New("gateway: unsupported MCP protocol version")
 	ErrNoIdentity        = errors.New("gateway: no verified identity in request context")
 	ErrTooManyAuthFailed = errors.New("gateway: too many failed authentications from this address")
+	ErrUnknownSession    = errors.New("gateway: unknown session")
+	ErrBadRequestID      = errors.New("gateway: JSON-RPC id is neither a string nor a number")
 )
 
 // Error is a gateway failure with a stable tool error code and a message a
@@ -250,8 +252,10 @@ func refusalOf(err error) refusal {
 		return refusal{http.StatusBadRequest, rpcInvalidRequest, ""}
 	case errors.Is(err, ErrBodyTooLarge):
 		return refusal{http.StatusRequestEntityTooLarge, rpcInvalidRequest, CodeTooLarge}
-	case errors.Is(err, ErrBadBody):
+	case errors.Is(err, ErrBadBody), errors.Is(err, ErrBadRequestID):
 		return refusal{http.StatusBadRequest, rpcInvalidRequest, ""}
+	case errors.Is(err, ErrUnknownSession):
+		return refusal{http.StatusNotFound, rpcInvalidRequest, ""}
 	case errors.Is(err, ErrRateLimited), errors.Is(err, ErrTooManyAuthFailed):
 		return refusal{http.StatusTooManyRequests, rpcServerError, CodeRateLimited}
 	}

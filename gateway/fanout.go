@@ -87,10 +87,15 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 	if err != nil {
 		return g.fail(rec, classify(err, ""))
 	}
-	readable, failed := g.readableWings(ctx, ci)
+	readable, failed, hidden := g.readableWings(ctx, ci)
 	if len(readable) == 0 {
-		if len(failed) > 0 {
+		switch {
+		case len(failed) > 0:
 			return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing you can read is reachable right now: %s", failed[0].Error))
+		case hidden > 0:
+			// Some wing could not be asked whether the caller may read it;
+			// it is not named (least disclosure).
+			return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly"))
 		}
 		return g.fail(rec, newError(CodeForbidden, ErrForbidden, "you cannot read any wing; ask a wing's curators for access"))
 	}
@@ -162,6 +167,9 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 		firstError *proto.CallResponse
 	)
 	for i, w := range readable {
+		if errors.Is(errs[i], errWingHidden) {
+			continue // the caller lost its grant meanwhile: not named
+		}
 		if errs[i] != nil {
 			e := classify(errs[i], w.name)
 			failed = append(failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
@@ -206,6 +214,9 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 		return shardResult(firstError)
 	}
 	if len(answered) == 0 {
+		if len(failed) == 0 { // every wing was lost meanwhile, none may be named
+			return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly"))
+		}
 		return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing answered: %s", failed[0].Error))
 	}
 	sort.SliceStable(hits, func(i, j int) bool {

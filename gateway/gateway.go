@@ -279,6 +279,9 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 		server.WithStreamableHTTPProtocolVersions(supportedProtocolVersions...),
 		server.WithStreamableHTTPLogger(g.log),
 		server.WithSessionIdleTTL(cfg.Sessions.IdleTTL),
+		// Session ids are bound to the identity that created them, and
+		// still need no sticky sessions (sessionid.go).
+		server.WithSessionIdManagerResolver(sessionIDs{}),
 		server.WithHeartbeatInterval(25*time.Second),
 		// The gateway validates Origin itself and authenticates every
 		// request, which is what the DNS-rebinding check guards; the check

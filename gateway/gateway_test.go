@@ -69,7 +69,8 @@ func TestRoutingErrors(t *testing.T) {
 		{"unknown wing lists reachable", "brain_get", `{"wing":"nope","id":"x"}`, CodeUnknownWing, "payments, search"},
 		{"no wing", "brain_get", `{"id":""}`, CodeInvalidArgument, "no wing"},
 		{"wing not a string", "brain_get", `{"wing":7}`, CodeInvalidArgument, "must be a string"},
-		{"forbidden by policy", "brain_get", `{"wing":"secret","id":"secret/x"}`, CodeForbidden, "secret"},
+		{"not admitted by policy: as unknown", "brain_get", `{"wing":"secret","id":"secret/x"}`, CodeUnknownWing, "payments, search"},
+		{"no admission through an id either", "brain_get", `{"id":"secret/x"}`, CodeUnknownWing, `no wing \"secret\"`},
 		{"query no query", "brain_query", `{"limit":3}`, CodeInvalidArgument, "query"},
 		{"query bad limit", "brain_query", `{"query":"x","limit":0}`, CodeInvalidArgument, "limit"},
 	}
@@ -114,6 +115,9 @@ func TestUnavailableAndTimeout(t *testing.T) {
 		t.Fatalf("slow call: %v %s", isErr, text)
 	}
 
+	// A stopped shard is unavailable to a caller holding a grant for it
+	// (to one without, it is a wing that does not exist: TestDownWingNotDisclosed).
+	call(t, c, "brain_get", `{"wing":"payments","id":"payments/x"}`)
 	e.shards["payments"].stop()
 	text, isErr = call(t, c, "brain_get", `{"wing":"payments","id":"payments/x"}`)
 	if !isErr || errCode(t, text) != CodeUnavailable {
@@ -260,9 +264,13 @@ func TestBrainWingsAndToolFilter(t *testing.T) {
 // client.
 func TestToolDescriptorsKept(t *testing.T) {
 	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen})
-	resp, body := rawPost(t, e.url, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`, map[string]string{
-		"Authorization": "Bearer " + e.idp.token(t, "alice@acme.com"), "Mcp-Session-Id": "mcp-session-0f8fad5b-d9cb-469f-a165-70867728950e",
-		"Mcp-Protocol-Version": "2025-06-18"})
+	tok := "Bearer " + e.idp.token(t, "alice@acme.com")
+	resp, body := rawPost(t, e.url, initBody, map[string]string{"Authorization": tok})
+	if resp.StatusCode != http.StatusOK {
+		t.Fatalf("initialize: %d %s", resp.StatusCode, body)
+	}
+	resp, body = rawPost(t, e.url, `{"jsonrpc":"2.0","id":2,"method":"tools/list","params":{}}`, map[string]string{
+		"Authorization": tok, "Mcp-Session-Id": resp.Header.Get("Mcp-Session-Id"), "Mcp-Protocol-Version": "2025-06-18"})
 	if resp.StatusCode != http.StatusOK {
 		t.Fatalf("%d %s", resp.StatusCode, body)
 	}

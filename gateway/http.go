@@ -32,6 +32,7 @@ var supportedProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18
 // tool handlers through the request context.
 type callInfo struct {
 	id        auth.Identity
+	key       sessionKey // the session cache key of id: email and group set
 	requestID string
 	method    string // JSON-RPC method of a POST ("" otherwise)
 	base      *slog.Logger
@@ -164,8 +165,14 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 	var id auth.Identity
 	if err == nil {
 		id, err = g.verifier.Verify(r.Context(), raw)
-		if err == nil && id.Email == "" {
-			err = errors.New("gateway: the verifier returned an identity without an email")
+		if err == nil {
+			// Whatever verifier vouched for it, the identity obeys the one
+			// email rule before it is used anywhere.
+			var email string
+			if email, err = auth.CanonicalEmail(id.Email); err != nil {
+				err = fmt.Errorf("gateway: the verifier returned an identity without an acceptable email: %w", err)
+			}
+			id.Email = email
 		}
 	}
 	if err != nil {
@@ -188,9 +195,8 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 		}
 		return
 	}
-	id.Email = auth.CanonicalEmail(id.Email)
 
-	ci := &callInfo{id: id, requestID: rid, base: g.log}
+	ci := &callInfo{id: id, key: keyOf(id), requestID: rid, base: g.log}
 	var msg rpcMessage
 	if r.Method == http.MethodPost {
 		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.Limits.MaxBodyBytes))
@@ -208,8 +214,16 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 		} else {
 			msg = rpcMessage{}
 		}
+		if !validRequestID(msg.ID) {
+			refuse(w, ErrBadRequestID, nil, "invalid request: the JSON-RPC id must be a string or a number")
+			return
+		}
 		r.Body = io.NopCloser(bytes.NewReader(body))
 		r.ContentLength = int64(len(body))
+	}
+	if foreignSession(r, ci) {
+		refuse(w, ErrUnknownSession, msg.ID, "session not found: this Mcp-Session-Id was not issued to you or has ended; initialize a new session")
+		return
 	}
 
 	if lim := g.emailLimiter(id.Email); !lim.AllowN(now, 1) {
@@ -229,6 +243,18 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	g.mcpHTTP.ServeHTTP(w, r.WithContext(ctx))
+}
+
+// validRequestID reports whether a JSON-RPC id is absent (a notification)
+// or, as MCP requires, a string or a number. null, booleans, objects and
+// arrays are refused on every path: mcp-go would echo them back (and take
+// an id of null for a notification).
+func validRequestID(id json.RawMessage) bool {
+	if len(id) == 0 {
+		return true
+	}
+	c := id[0]
+	return c == '"' || c == '-' || '0' <= c && c <= '9'
 }
 
 func methodLabel(m string) string {

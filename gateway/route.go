@@ -6,77 +6,105 @@ import (
 	"strings"
 )
 
-// routeArgs are the only argument fields the gateway reads to route a call.
-// The arguments themselves are forwarded unchanged.
+// rawRef keeps a reference to a JSON value inside the arguments it was
+// decoded from, without copying it (the gateway owns the argument bytes for
+// the whole call, and a note body can be large).
+type rawRef []byte
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (r *rawRef) UnmarshalJSON(b []byte) error { *r = b; return nil }
+
+// routeArgs are the only argument fields the gateway reads to route a call,
+// found by their exact names: encoding/json's struct decoding would also
+// take "WING" or "Id" for them, which the shard refuses as unknown
+// arguments. The arguments themselves are forwarded unchanged.
 type routeArgs struct {
-	Wing *json.RawMessage `json:"wing"`
-	ID   *json.RawMessage `json:"id"`
-	Path *json.RawMessage `json:"path"`
+	wing, id, path rawRef // nil when absent
 }
 
-// routeWing derives the wing a call addresses: the "wing" argument, else the
-// first segment of "id", else the segment after "wiki/" or "inbox/" in
-// "path". ok is false when none is present; err reports a malformed
-// argument (an *Error with CodeInvalidArgument).
-func routeWing(args []byte) (wing string, ok bool, err error) {
+// parseRouteArgs reads the routing fields of a call's arguments. Empty
+// arguments have none; anything but a JSON object (or null) is an *Error
+// with CodeInvalidArgument.
+func parseRouteArgs(args []byte) (routeArgs, error) {
 	var ra routeArgs
 	if len(bytes.TrimSpace(args)) == 0 {
+		return ra, nil
+	}
+	var m map[string]rawRef
+	if err := json.Unmarshal(args, &m); err != nil {
+		return ra, newError(CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
+	}
+	ra.wing, ra.id, ra.path = m["wing"], m["id"], m["path"]
+	return ra, nil
+}
+
+// str decodes an optional string argument; ok reports a non-empty value.
+func (ra routeArgs) str(name string, raw rawRef) (s string, ok bool, err error) {
+	if raw == nil || string(raw) == "null" {
 		return "", false, nil
 	}
-	if err := json.Unmarshal(args, &ra); err != nil {
-		return "", false, newError(CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
+	if err := json.Unmarshal(raw, &s); err != nil {
+		return "", false, newError(CodeInvalidArgument, ErrInvalidArgument, "argument %q must be a string", name)
 	}
-	str := func(name string, raw *json.RawMessage) (string, bool, error) {
-		if raw == nil || string(*raw) == "null" {
-			return "", false, nil
-		}
-		var s string
-		if err := json.Unmarshal(*raw, &s); err != nil {
-			return "", false, newError(CodeInvalidArgument, ErrInvalidArgument, "argument %q must be a string", name)
-		}
-		return s, s != "", nil
-	}
-	if s, ok, err := str("wing", ra.Wing); err != nil || ok {
+	return s, s != "", nil
+}
+
+// hasWing reports whether the arguments carry a non-empty "wing".
+func (ra routeArgs) hasWing() (bool, error) {
+	_, ok, err := ra.str("wing", ra.wing)
+	return ok, err
+}
+
+// route derives the wing a call addresses: the "wing" argument; else the
+// wing of "id", which is either a note id (its first segment) or a
+// brain-relative path; else the wing of "path". A path names its wing after
+// "wiki/" or "inbox/" (wiki/<wing>/<hall>/<slug>.md, inbox/<wing>/<name>.md).
+// ok is false when no wing is derivable; err reports a malformed argument
+// (an *Error with CodeInvalidArgument).
+func (ra routeArgs) route() (wing string, ok bool, err error) {
+	if s, ok, err := ra.str("wing", ra.wing); err != nil || ok {
 		return s, ok, err
 	}
-	if s, ok, err := str("id", ra.ID); err != nil {
+	if s, ok, err := ra.str("id", ra.id); err != nil {
 		return "", false, err
 	} else if ok {
-		first, _, _ := strings.Cut(strings.TrimPrefix(s, "/"), "/")
-		if first != "" {
+		if w, isPath := pathWing(s); isPath {
+			if w != "" {
+				return w, true, nil
+			}
+		} else if first, _, _ := strings.Cut(strings.TrimPrefix(s, "/"), "/"); first != "" {
 			return first, true, nil
 		}
 	}
-	if s, ok, err := str("path", ra.Path); err != nil {
+	if s, ok, err := ra.str("path", ra.path); err != nil {
 		return "", false, err
 	} else if ok {
-		p := strings.TrimPrefix(s, "/")
-		for _, prefix := range []string{"wiki/", "inbox/"} {
-			if rest, found := strings.CutPrefix(p, prefix); found {
-				if first, _, _ := strings.Cut(rest, "/"); first != "" {
-					return first, true, nil
-				}
-			}
+		if w, _ := pathWing(s); w != "" {
+			return w, true, nil
 		}
 	}
 	return "", false, nil
 }
 
-// hasWingArg reports whether the arguments carry a non-empty "wing".
-func hasWingArg(args []byte) (bool, error) {
-	var ra routeArgs
-	if len(bytes.TrimSpace(args)) == 0 {
-		return false, nil
+// pathWing returns the wing of a brain-relative path under wiki/ or inbox/
+// (a leading '/' is ignored; the shard refuses it). isPath reports whether
+// p has such a prefix at all.
+func pathWing(p string) (wing string, isPath bool) {
+	p = strings.TrimPrefix(p, "/")
+	for _, top := range []string{"wiki/", "inbox/"} {
+		if rest, found := strings.CutPrefix(p, top); found {
+			wing, _, _ = strings.Cut(rest, "/")
+			return wing, true
+		}
 	}
-	if err := json.Unmarshal(args, &ra); err != nil {
-		return false, newError(CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
+	return "", false
+}
+
+// routeWing parses args and routes them (route).
+func routeWing(args []byte) (wing string, ok bool, err error) {
+	ra, err := parseRouteArgs(args)
+	if err != nil {
+		return "", false, err
 	}
-	if ra.Wing == nil || string(*ra.Wing) == "null" {
-		return false, nil
-	}
-	var s string
-	if err := json.Unmarshal(*ra.Wing, &s); err != nil {
-		return false, newError(CodeInvalidArgument, ErrInvalidArgument, "argument %q must be a string", "wing")
-	}
-	return s != "", nil
+	return ra.route()
 }

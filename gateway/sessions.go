@@ -15,8 +15,12 @@ import (
 	"github.com/brainstem/brainstem/proto"
 )
 
-// grant is what the gateway holds for one (email, wing): a shard token and
-// the capabilities the shard put in it, or a remembered refusal.
+// grant is what the gateway holds for one (email, groups, wing): a shard
+// token and the capabilities the shard put in it, or a remembered refusal.
+// When the token expires (or a shard rejects it) the token is dropped but
+// caps is kept: it is what the gateway last learned the caller may do in
+// the wing, which decides whether a wing that cannot be reached may be
+// named to the caller (least disclosure).
 type grant struct {
 	token  string
 	caps   auth.Caps
@@ -24,10 +28,32 @@ type grant struct {
 	denied bool      // the wing's policy does not admit the caller; remembered until expiry
 }
 
+// sessionKey identifies a session: the canonical email and the canonical
+// group set of the token in hand. A grant therefore follows the token: a
+// token with other groups finds another session and is minted for, at once,
+// and the same groups in another order find the same session. It is the
+// email itself for a token without groups, else the email, a NUL (which no
+// canonical email holds) and the first 16 bytes of auth.GroupsDigest, so a
+// session costs no more memory than an email-keyed one did, and only a
+// token with groups costs a digest (and one small allocation) per request.
+type sessionKey string
+
+// keyOf returns the session key of a verified identity.
+func keyOf(id auth.Identity) sessionKey {
+	if len(id.Groups) == 0 {
+		return sessionKey(id.Email)
+	}
+	d := auth.GroupsDigest(id.Groups)
+	if d == ([32]byte{}) { // only empty group names
+		return sessionKey(id.Email)
+	}
+	return sessionKey(id.Email + "\x00" + string(d[:16]))
+}
+
 func (g grant) usable(now time.Time) bool { return !g.expiry.IsZero() && now.Before(g.expiry) }
 
-// session holds one email's grants, indexed by wing index. It lives only in
-// memory.
+// session holds one (email, group set)'s grants, indexed by wing index. It
+// lives only in memory.
 type session struct {
 	mu      sync.Mutex
 	grants  []grant
@@ -41,12 +67,13 @@ type sessionMetrics interface {
 	minted(wing, outcome string)
 }
 
-// sessionCache is the email-keyed cache of shard tokens. An entry is dropped
-// after idleTTL without use or when the cache is full (LRU); a grant inside
-// is used only until its expiry, which never exceeds the SSO token's.
-// Concurrent first calls for one (email, wing) share one mint.
+// sessionCache is the cache of shard tokens, keyed by email and group set
+// (sessionKey). An entry is dropped after idleTTL without use or when the
+// cache is full (LRU); a grant inside is used only until its expiry, which
+// never exceeds the SSO token's. Concurrent first calls for one (email,
+// group set, wing) share one mint.
 type sessionCache struct {
-	lru         *expirable.LRU[string, *session]
+	lru         *expirable.LRU[sessionKey, *session]
 	createMu    sync.Mutex // serialises creating an email's entry
 	flight      singleflight.Group
 	wings       []*wing
@@ -67,7 +94,7 @@ const expiryMargin = 5 * time.Second
 
 func newSessionCache(wings []*wing, maxEntries int, idleTTL, denyTTL, mintTimeout time.Duration, now func() time.Time, m sessionMetrics, log *slog.Logger) *sessionCache {
 	return &sessionCache{
-		lru:         expirable.NewLRU[string, *session](maxEntries, nil, idleTTL),
+		lru:         expirable.NewLRU[sessionKey, *session](maxEntries, nil, idleTTL),
 		wings:       wings,
 		now:         now,
 		idleTTL:     idleTTL,
@@ -78,48 +105,54 @@ func newSessionCache(wings []*wing, maxEntries int, idleTTL, denyTTL, mintTimeou
 	}
 }
 
-// Len is the number of cached emails.
+// Len is the number of cached sessions.
 func (c *sessionCache) Len() int { return c.lru.Len() }
 
-// session returns the email's entry, creating it, and renews its idle TTL
+// session returns the key's entry, creating it, and renews its idle TTL
 // (expirable.LRU's Get does not).
-func (c *sessionCache) session(email string) *session {
-	if s, ok := c.lru.Get(email); ok {
-		c.renew(email, s)
+func (c *sessionCache) session(key sessionKey) *session {
+	if s, ok := c.lru.Get(key); ok {
+		c.renew(key, s)
 		return s
 	}
 	c.createMu.Lock()
 	defer c.createMu.Unlock()
-	if s, ok := c.lru.Get(email); ok {
+	if s, ok := c.lru.Get(key); ok {
 		return s
 	}
 	s := &session{grants: make([]grant, len(c.wings))}
 	s.renewed.Store(time.Now().UnixNano())
-	c.lru.Add(email, s)
+	c.lru.Add(key, s)
 	return s
 }
 
 // renew re-adds the entry (resetting its TTL) at most a few times per idle
-// period, so a busy email is not dropped and the hot path stays cheap.
-func (c *sessionCache) renew(email string, s *session) {
+// period, so a busy session is not dropped and the hot path stays cheap.
+func (c *sessionCache) renew(key sessionKey, s *session) {
 	now := time.Now().UnixNano()
 	last := s.renewed.Load()
 	if time.Duration(now-last) < c.idleTTL/8 {
 		return
 	}
 	if s.renewed.CompareAndSwap(last, now) {
-		c.lru.Add(email, s)
+		c.lru.Add(key, s)
 	}
 }
 
 // cached returns a usable grant without minting.
-func (c *sessionCache) cached(email string, w *wing) (grant, bool) {
-	s := c.session(email)
+func (c *sessionCache) cached(key sessionKey, w *wing) (grant, bool) {
+	s := c.session(key)
 	now := c.now()
 	s.mu.Lock()
 	g := s.grants[w.idx]
 	if !g.expiry.IsZero() && !now.Before(g.expiry) {
-		s.grants[w.idx] = grant{} // drop tokens past expiry
+		// Drop tokens and refusals past expiry; remember what the caller
+		// could do (held).
+		if g.denied {
+			s.grants[w.idx] = grant{}
+		} else {
+			s.grants[w.idx] = grant{caps: g.caps}
+		}
 	}
 	s.mu.Unlock()
 	if g.denied && g.usable(now) {
@@ -133,38 +166,64 @@ func (c *sessionCache) cached(email string, w *wing) (grant, bool) {
 
 // get returns the caller's grant for a wing, minting on a miss. fresh
 // reports whether it was minted for this call (shared mints count). A
-// remembered or new refusal is an *Error with CodeForbidden.
+// remembered or new refusal is an *Error with CodeForbidden wrapping
+// errNotAdmitted.
 func (c *sessionCache) get(ctx context.Context, id auth.Identity, w *wing, requestID string) (g grant, fresh bool, err error) {
-	if g, ok := c.cached(id.Email, w); ok {
+	return c.getKey(ctx, id, keyOf(id), w, requestID)
+}
+
+func (c *sessionCache) getKey(ctx context.Context, id auth.Identity, key sessionKey, w *wing, requestID string) (g grant, fresh bool, err error) {
+	if g, ok := c.cached(key, w); ok {
 		c.metrics.cacheHit()
 		if g.denied {
 			return grant{}, false, deniedError(w.name)
 		}
 		return g, false, nil
 	}
-	g, err = c.mint(ctx, id, w, requestID)
+	g, err = c.mint(ctx, id, key, w, requestID)
 	if err != nil {
 		return grant{}, true, err
 	}
 	return g, true, nil
 }
 
-// invalidate drops the caller's grant for a wing if it still holds token
+// held returns the capabilities the gateway last learned the caller (the
+// key) has in a wing, whether or not the token is still usable; 0 when it
+// never learned any or the wing refused the caller.
+func (c *sessionCache) held(key sessionKey, w *wing) auth.Caps {
+	s, ok := c.lru.Peek(key)
+	if !ok {
+		return 0
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if g := s.grants[w.idx]; !g.denied {
+		return g.caps
+	}
+	return 0
+}
+
+// invalidate drops the caller's token for a wing if it still holds token
 // (a concurrent re-mint's newer token is kept).
-func (c *sessionCache) invalidate(email string, w *wing, token string) {
-	s, ok := c.lru.Peek(email)
+func (c *sessionCache) invalidate(key sessionKey, w *wing, token string) {
+	s, ok := c.lru.Peek(key)
 	if !ok {
 		return
 	}
 	s.mu.Lock()
-	if s.grants[w.idx].token == token {
-		s.grants[w.idx] = grant{}
+	if g := s.grants[w.idx]; g.token == token {
+		s.grants[w.idx] = grant{caps: g.caps}
 	}
 	s.mu.Unlock()
 }
 
+// errNotAdmitted marks a refusal by the wing's policy. It never reaches a
+// caller as such: a caller with no capability in a wing is answered as for
+// a wing that does not exist (Gateway.noWing).
+var errNotAdmitted = errors.New("gateway: the wing's policy does not admit the caller")
+
 func deniedError(wing string) *Error {
-	return newError(CodeForbidden, ErrForbidden, "the policy of wing %q does not admit you; ask its curators for access", wing)
+	return newError(CodeForbidden, errors.Join(ErrForbidden, errNotAdmitted), "the policy of wing %q does not admit you", wing)
 }
 
 type mintResult struct {
@@ -173,15 +232,16 @@ type mintResult struct {
 }
 
 // mint asks the wing's shard for a token, sharing one request among all
-// concurrent callers for the same (email, wing). The request runs on a
-// detached context with its own timeout, so one impatient caller does not
-// fail the others; each caller still stops waiting when its own ctx ends.
-func (c *sessionCache) mint(ctx context.Context, id auth.Identity, w *wing, requestID string) (grant, error) {
-	key := w.name + "\x00" + id.Email
-	ch := c.flight.DoChan(key, func() (any, error) {
+// concurrent callers for the same (email, group set, wing). The request
+// runs on a detached context with its own timeout, so one impatient caller
+// does not fail the others; each caller still stops waiting when its own
+// ctx ends.
+func (c *sessionCache) mint(ctx context.Context, id auth.Identity, key sessionKey, w *wing, requestID string) (grant, error) {
+	flightKey := w.name + "\x00" + string(key)
+	ch := c.flight.DoChan(flightKey, func() (any, error) {
 		// A flight that just finished may have stored a grant between this
 		// caller's cache miss and its joining: use it rather than mint again.
-		if g, ok := c.cached(id.Email, w); ok {
+		if g, ok := c.cached(key, w); ok {
 			if g.denied {
 				return mintResult{err: deniedError(w.name)}, nil
 			}
@@ -199,7 +259,7 @@ func (c *sessionCache) mint(ctx context.Context, id auth.Identity, w *wing, requ
 		if err != nil {
 			if proto.CodeOf(err) == proto.CodeForbidden {
 				c.metrics.minted(w.name, "forbidden")
-				c.store(id.Email, w, grant{denied: true, expiry: now.Add(c.denyTTL)})
+				c.store(key, w, grant{denied: true, expiry: now.Add(c.denyTTL)})
 				return mintResult{err: deniedError(w.name)}, nil
 			}
 			e := classifyShard(err, w)
@@ -218,7 +278,7 @@ func (c *sessionCache) mint(ctx context.Context, id auth.Identity, w *wing, requ
 		}
 		if caps == 0 {
 			c.metrics.minted(w.name, "forbidden")
-			c.store(id.Email, w, grant{denied: true, expiry: now.Add(c.denyTTL)})
+			c.store(key, w, grant{denied: true, expiry: now.Add(c.denyTTL)})
 			return mintResult{err: deniedError(w.name)}, nil
 		}
 		exp := resp.Expiry
@@ -227,7 +287,7 @@ func (c *sessionCache) mint(ctx context.Context, id auth.Identity, w *wing, requ
 		}
 		g := grant{token: resp.Token, caps: caps, expiry: exp}
 		c.metrics.minted(w.name, "ok")
-		c.store(id.Email, w, g)
+		c.store(key, w, g)
 		return mintResult{g: g}, nil
 	})
 	// The caller has joined the flight here (DoChan registers it synchronously).
@@ -244,8 +304,8 @@ func (c *sessionCache) mint(ctx context.Context, id auth.Identity, w *wing, requ
 	}
 }
 
-func (c *sessionCache) store(email string, w *wing, g grant) {
-	s := c.session(email)
+func (c *sessionCache) store(key sessionKey, w *wing, g grant) {
+	s := c.session(key)
 	s.mu.Lock()
 	s.grants[w.idx] = g
 	s.mu.Unlock()
@@ -261,8 +321,9 @@ func (c *sessionCache) capsAll(ctx context.Context, id auth.Identity, requestID 
 	sem := make(chan struct{}, max(limit, 1))
 	var wg sync.WaitGroup
 	now := c.now()
+	key := keyOf(id)
 	for i, w := range c.wings {
-		if g, ok := c.cached(id.Email, w); ok {
+		if g, ok := c.cached(key, w); ok {
 			c.metrics.cacheHit()
 			if g.denied {
 				errs[i] = deniedError(w.name)
@@ -287,7 +348,7 @@ func (c *sessionCache) capsAll(ctx context.Context, id auth.Identity, requestID 
 				return
 			}
 			defer func() { <-sem }()
-			g, _, err := c.get(ctx, id, w, requestID)
+			g, _, err := c.getKey(ctx, id, key, w, requestID)
 			if err != nil {
 				errs[i] = err
 				return

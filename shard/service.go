@@ -129,9 +129,10 @@ func (s *Service) Call(ctx context.Context, req *proto.CallRequest) (*proto.Call
 // Mint evaluates the wing policy for the identity the gateway vouches for and
 // signs a token with the capabilities it grants. proto only lets gateways ask.
 func (s *Service) Mint(_ context.Context, peer proto.Peer, req *proto.MintRequest) (*proto.MintResponse, error) {
-	email := auth.CanonicalEmail(req.Email)
-	if email == "" {
-		return nil, &proto.Error{Code: proto.CodeBadRequest, Message: "mint needs an email"}
+	email, err := auth.CanonicalEmail(req.Email)
+	if err != nil {
+		s.log.Warn("mint refused: not an acceptable email", "request_id", req.RequestID, "peer", peer.CommonName, "err", err)
+		return nil, &proto.Error{Code: proto.CodeBadRequest, Message: "mint needs an acceptable email address: " + err.Error()}
 	}
 	caps := s.cfg.Policy.Caps(email, req.Groups)
 	if caps == 0 {

@@ -39,8 +39,6 @@ const (
 	MaxFormBytes = 64 << 10
 	// MaxGroups bounds the groups typed into the login form or given to Mint.
 	MaxGroups = 64
-	// maxEmailBytes bounds an email address.
-	maxEmailBytes = 254
 )
 
 // Errors.
@@ -48,7 +46,8 @@ var (
 	// ErrNotLoopback: the provider refuses to be reachable from other
 	// machines, because it signs a token for any email typed into its form.
 	ErrNotLoopback = errors.New("devidp: refusing a non-loopback address: the development IdP signs a token for any email typed into its form, so it must only be reachable from this machine")
-	// ErrBadEmail reports an email that is not a plausible address.
+	// ErrBadEmail reports an email the email rule (auth.CanonicalEmail)
+	// refuses.
 	ErrBadEmail = errors.New("devidp: not an email address")
 )
 
@@ -200,7 +199,8 @@ func (p *Provider) isDisabled(email string) bool {
 	return p.disabled[email]
 }
 
-// Mint signs an ID-token-style JWT for email (canonicalised) and groups:
+// Mint signs an ID-token-style JWT for email (canonicalised by
+// auth.CanonicalEmail; an address it refuses is ErrBadEmail) and groups:
 // iss, aud = ClientID, sub = email, email, email_verified true, groups, iat,
 // exp. ttl 0 means TokenTTL. The same JWT is a valid gateway bearer token.
 func (p *Provider) Mint(email string, groups []string, ttl time.Duration) (token string, exp time.Time, err error) {
@@ -250,10 +250,9 @@ func (p *Provider) mint(email string, groups []string, ttl time.Duration, nonce 
 }
 
 func checkEmail(s string) (string, error) {
-	e := auth.CanonicalEmail(s)
-	at := strings.LastIndexByte(e, '@')
-	if len(e) > maxEmailBytes || at <= 0 || at == len(e)-1 || strings.ContainsAny(e, " \t\r\n<>\"") {
-		return "", fmt.Errorf("%w: %.100q (want name@example.com)", ErrBadEmail, s)
+	e, err := auth.CanonicalEmail(s)
+	if err != nil {
+		return "", fmt.Errorf("%w: %.100q (want name@example.com): %w", ErrBadEmail, s, err)
 	}
 	return e, nil
 }

@@ -6,6 +6,8 @@
 // it can be sent to the gateway as a Bearer token.
 //
 // WARNING: it authenticates anyone as anyone. It serves only on loopback
-// addresses, redirects only to loopback URLs, and logs a warning when
-// created. Never use it in production.
+// addresses, answers only requests addressed to a loopback name from no or
+// a loopback Origin (LoopbackOnly, against DNS rebinding), redirects only to
+// loopback URLs, signs only addresses the email rule (auth.CanonicalEmail)
+// accepts, and logs a warning when created. Never use it in production.
 package devidp

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"net"
 	"net/http"
 	"net/url"
 	"slices"
@@ -19,6 +20,7 @@ import (
 
 // Handler serves discovery, JWKS, /authorize (a minimal HTML login form:
 // email and groups) and /token, below the issuer's path, and nothing else.
+// Every route is behind LoopbackOnly.
 func (p *Provider) Handler() http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET "+p.path+"/.well-known/openid-configuration", p.discovery)
@@ -26,7 +28,48 @@ func (p *Provider) Handler() http.Handler {
 	mux.HandleFunc("GET "+p.path+"/authorize", p.authorizeForm)
 	mux.HandleFunc("POST "+p.path+"/authorize", p.authorizeSubmit)
 	mux.HandleFunc("POST "+p.path+"/token", p.token)
-	return mux
+	return LoopbackOnly(mux)
+}
+
+// LoopbackOnly refuses, with 403, a request whose Host is not a loopback
+// name (localhost, 127.0.0.0/8, ::1) or that carries an Origin that is not
+// an http(s) origin on a loopback name. Listening on loopback is not enough
+// for a server that signs in anyone: a web page on another site can make
+// its own name resolve to 127.0.0.1 (DNS rebinding) and then talk to the
+// server as same-origin; such a request carries that site's name in Host and
+// Origin. brainstem dev puts its /dev/token endpoint behind it too.
+func LoopbackOnly(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origins := r.Header.Values("Origin")
+		ok := loopbackAuthority(r.Host)
+		for _, o := range origins {
+			u, err := url.Parse(o)
+			ok = ok && err == nil && (u.Scheme == "http" || u.Scheme == "https") && u.User == nil &&
+				(u.Path == "" || u.Path == "/") && u.RawQuery == "" && u.Fragment == "" && loopbackAuthority(u.Host)
+		}
+		if !ok {
+			httpErrorPage(w, http.StatusForbidden, fmt.Sprintf("refusing a request for host %.100q from origin %.100q: "+
+				"the development identity provider answers only requests addressed to localhost, 127.0.0.1 or [::1] "+
+				"(a page on another site could otherwise obtain a token)", r.Host, strings.Join(origins, ", ")))
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// loopbackAuthority reports whether host[:port] names the loopback
+// interface: "localhost" or a loopback IP literal.
+func loopbackAuthority(hostport string) bool {
+	if hostport == "" {
+		return false
+	}
+	host := hostport
+	if h, _, err := net.SplitHostPort(hostport); err == nil {
+		host = h
+	} else if strings.HasPrefix(hostport, "[") && strings.HasSuffix(hostport, "]") {
+		host = hostport[1 : len(hostport)-1]
+	}
+	return isLoopbackHost(strings.ToLower(host))
 }
 
 func (p *Provider) discovery(w http.ResponseWriter, _ *http.Request) {

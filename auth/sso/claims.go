@@ -45,12 +45,18 @@ func (a *audience) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
-// numericDate decodes a JWT NumericDate (seconds since the epoch, integer or
-// fraction).
+// numericDate decodes a JWT NumericDate (RFC 7519 §2: a JSON number of
+// seconds since the epoch, integer or fraction). Only a JSON number is
+// accepted: encoding/json would also decode a string such as "1700000000"
+// into a json.Number, and a date sent as a string is a malformed token.
 type numericDate struct{ time.Time }
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (d *numericDate) UnmarshalJSON(data []byte) error {
+	data = bytes.TrimSpace(data)
+	if len(data) == 0 || (data[0] != '-' && (data[0] < '0' || data[0] > '9')) {
+		return fmt.Errorf("want a JSON number of seconds since 1970, not %.40s", data)
+	}
 	var n json.Number
 	if err := json.Unmarshal(data, &n); err != nil {
 		return errors.New("want a number of seconds since 1970")
@@ -73,7 +79,7 @@ type claims struct {
 	Expiry        *time.Time // nil when absent
 	NotBefore     *time.Time
 	IssuedAt      *time.Time
-	Email         string // as sent (not canonicalised)
+	Email         string // as sent (not canonicalised); the claim must be a JSON string
 	HasEmail      bool
 	EmailVerified bool
 	// EmailVerifiedSent says whether email_verified was present at all.
@@ -135,7 +141,7 @@ func parseClaims(payload []byte, groupsClaim string) (claims, error) {
 		return claims{}, err
 	}
 	if v, ok := raw["email"]; ok && string(v) != "null" {
-		if err := json.Unmarshal(v, &c.Email); err != nil {
+		if v = bytes.TrimSpace(v); len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &c.Email) != nil {
 			return claims{}, errors.New(`claim "email" must be a string`)
 		}
 		c.HasEmail = strings.TrimSpace(c.Email) != ""

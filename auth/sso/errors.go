@@ -36,8 +36,8 @@ const (
 	// NotYetValid: nbf or iat is later than now plus ClockSkew.
 	// 401 invalid_token.
 	NotYetValid
-	// EmailMissing: no email claim (the client must ask for the email scope).
-	// 401 invalid_token.
+	// EmailMissing: no email claim (the client must ask for the email scope),
+	// or one the email rule (auth.CanonicalEmail) refuses. 401 invalid_token.
 	EmailMissing
 	// EmailUnverified: email_verified is absent, false or "false".
 	// 403 insufficient_scope: signing in again with the same account cannot

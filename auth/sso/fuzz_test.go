@@ -13,7 +13,8 @@ import (
 
 // FuzzParseClaims decodes arbitrary claim sets with arbitrary groups paths:
 // no panic, and what comes out obeys the documented rules (flexBool accepts
-// only true/"true" as verified; groups are non-empty strings within the limit).
+// only true/"true" as verified; groups are non-empty strings within the
+// limit; exp, nbf and iat were JSON numbers and email a JSON string).
 func FuzzParseClaims(f *testing.F) {
 	seeds := []struct{ payload, path string }{
 		{`{"iss":"https://i","aud":"a","exp":1,"email":"A@B.c","email_verified":true,"groups":["x","y"]}`, "groups"},
@@ -27,6 +28,12 @@ func FuzzParseClaims(f *testing.F) {
 		{`{"groups":[1,null,"",{"x":1},"z"]}`, "groups"},
 		{`{"exp":1e300}`, "groups"},
 		{`{"exp":"1"}`, "groups"},
+		{`{"exp":"1700000000","email":"a@b.c"}`, "groups"},
+		{`{"iat":" 1700000000"}`, ""},
+		{`{"nbf":true}`, ""},
+		{`{"email":["a@b.c"]}`, ""},
+		{`{"email":7}`, ""},
+		{`{"email":"\u212aate@example.com"}`, ""},
 		{`{"nbf":-1.5,"iat":1700000000.25}`, ""},
 		{`[]`, "groups"},
 		{`{"aud":7}`, "groups"},
@@ -59,6 +66,15 @@ func FuzzParseClaims(f *testing.F) {
 			if d != nil && (d.Year() < 0 || d.Year() > 9999) {
 				t.Fatalf("date %v out of range", d)
 			}
+		}
+		for _, name := range []string{"exp", "nbf", "iat"} {
+			v := bytes.TrimSpace(raw[name])
+			if len(v) > 0 && string(v) != "null" && v[0] != '-' && (v[0] < '0' || v[0] > '9') {
+				t.Fatalf("claim %s = %s accepted, not a JSON number", name, v)
+			}
+		}
+		if v := bytes.TrimSpace(raw["email"]); len(v) > 0 && string(v) != "null" && v[0] != '"' {
+			t.Fatalf("claim email = %s accepted, not a JSON string", v)
 		}
 	})
 }

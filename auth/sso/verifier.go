@@ -251,15 +251,16 @@ func (v *Verifier) verify(ctx context.Context, raw string, now time.Time) (auth.
 		return auth.Identity{}, time.Time{}, newError(NotYetValid,
 			fmt.Sprintf("the token was issued in the future (%s); check the clocks", c.IssuedAt.UTC().Format(time.RFC3339)), nil)
 	}
-	email := auth.CanonicalEmail(c.Email)
 	if !c.HasEmail {
 		return auth.Identity{}, time.Time{}, newError(EmailMissing,
 			"the token has no email claim; sign in again granting the email scope", nil)
 	}
-	at := strings.LastIndexByte(email, '@')
-	if at <= 0 || at == len(email)-1 {
-		return auth.Identity{}, time.Time{}, newError(EmailMissing, fmt.Sprintf("the email claim %.100q is not an email address", c.Email), nil)
+	email, err := auth.CanonicalEmail(c.Email)
+	if err != nil {
+		return auth.Identity{}, time.Time{}, newError(EmailMissing,
+			fmt.Sprintf("the email claim %.100q is not an address Brainstem accepts (ASCII, one @, no spaces or control characters)", c.Email), err)
 	}
+	at := strings.LastIndexByte(email, '@')
 	if !c.EmailVerified && !(is.cfg.TrustEmail && !c.EmailVerifiedSent) {
 		return auth.Identity{}, time.Time{}, newError(EmailUnverified,
 			fmt.Sprintf("the email address %s is not verified by your identity provider; verify it there, then sign in again", email), nil)

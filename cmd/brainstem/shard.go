@@ -63,13 +63,15 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			if author, err = stdio.DefaultEmail(ctx); err != nil {
 				return usageError{"shard --stdio: no --email and " + err.Error()}
 			}
+		} else if author, err = auth.CanonicalEmail(author); err != nil {
+			return usageError{fmt.Sprintf("shard --stdio: --email %q: %v", *email, err)}
 		}
 		svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Key: mustKey(), IndexDelay: *indexDelay, Logger: logger, Version: version})
 		if err != nil {
 			return err
 		}
 		defer svc.Close()
-		caller := tools.Caller{Email: auth.CanonicalEmail(author), Caps: auth.CapRead | auth.CapWrite | auth.CapCurate}
+		caller := tools.Caller{Email: author, Caps: auth.CapRead | auth.CapWrite | auth.CapCurate}
 		return stdio.Serve(ctx, svc.Tools(), caller, stdin, stdout, logger)
 	}
 

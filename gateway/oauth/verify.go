@@ -86,9 +86,9 @@ func (s *Server) Verify(_ context.Context, raw string) (auth.Identity, error) {
 	case s.isRevoked("j:"+c.ID, now) || s.isRevoked("f:"+c.Family, now):
 		return auth.Identity{}, sso.NewError(sso.Expired, "the access token was revoked; sign in again", nil)
 	}
-	email := auth.CanonicalEmail(c.Email)
-	if email == "" || email != c.Email {
-		return auth.Identity{}, sso.NewError(sso.EmailMissing, "the access token carries no valid email", nil)
+	email, err := auth.CanonicalEmail(c.Email)
+	if err != nil || email != c.Email {
+		return auth.Identity{}, sso.NewError(sso.EmailMissing, "the access token carries no valid email", err)
 	}
 	exp := time.Unix(c.Expiry, 0)
 	id := auth.Identity{Email: email, Groups: c.Groups, Issuer: s.issuer, Subject: c.Subject, Expiry: exp}

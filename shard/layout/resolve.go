@@ -90,7 +90,8 @@ func validSegment(seg string) error {
 // root/<top>/<wing> (or is that directory). Every existing component below
 // root is checked with lstat: a symbolic link anywhere is refused with
 // ErrEscape. Components that do not exist yet are fine (Resolve is used to
-// create files). Other I/O errors are returned wrapped.
+// create files). Other I/O errors are returned wrapped. Errors name
+// brain-relative paths only, never root: their messages reach agents.
 func Resolve(root, rel string) (string, error) {
 	if root == "" {
 		return "", reject(ErrEscape, "empty brain root: cannot confine %s", preview(rel))
@@ -100,18 +101,35 @@ func Resolve(root, rel string) (string, error) {
 	}
 	root = filepath.Clean(root)
 	p := root
-	for _, seg := range strings.Split(rel, "/") {
+	for i, seg := range strings.Split(rel, "/") {
 		p = filepath.Join(p, seg)
 		fi, err := os.Lstat(p)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) || errors.Is(err, syscall.ENOTDIR) {
 				break // nothing below can exist either
 			}
+			var pe *fs.PathError
+			if errors.As(err, &pe) {
+				err = &fs.PathError{Op: pe.Op, Path: prefix(rel, i), Err: pe.Err}
+			}
 			return "", fmt.Errorf("layout: resolving %s: %w", preview(rel), err)
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return "", reject(ErrEscape, "path %s goes through the symbolic link %s: links are not allowed inside a brain", preview(rel), p)
+			return "", reject(ErrEscape, "path %s goes through the symbolic link %s: links are not allowed inside a brain", preview(rel), prefix(rel, i))
 		}
 	}
 	return filepath.Join(root, filepath.FromSlash(rel)), nil
+}
+
+// prefix returns the first n+1 segments of the slash path rel.
+func prefix(rel string, n int) string {
+	end := 0
+	for range n + 1 {
+		j := strings.IndexByte(rel[end:], '/')
+		if j < 0 {
+			return rel
+		}
+		end += j + 1
+	}
+	return rel[:end-1]
 }

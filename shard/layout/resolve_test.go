@@ -216,6 +216,8 @@ func TestResolveSymlinks(t *testing.T) {
 					t.Errorf("Resolve(%q) = %q, %v; want ErrEscape", rel, got, err)
 				} else if !strings.Contains(err.Error(), "symbolic link") {
 					t.Errorf("error %q does not mention the link", err)
+				} else if strings.Contains(err.Error(), root) || strings.Contains(err.Error(), outside) {
+					t.Errorf("error %q names an absolute path: only brain-relative paths may reach an agent", err)
 				}
 			}
 			for _, rel := range tt.ok {

@@ -10,8 +10,6 @@ import (
 	"os/exec"
 	"runtime/debug"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -113,16 +111,15 @@ func DefaultEmail(ctx context.Context) (string, error) {
 	return checkEmail(string(out))
 }
 
-// checkEmail canonicalises an email and checks it looks like one.
+// checkEmail applies the email rule (auth.CanonicalEmail) to git's
+// user.email.
 func checkEmail(s string) (string, error) {
-	e := auth.CanonicalEmail(s)
-	at := strings.IndexByte(e, '@')
-	bad := strings.IndexFunc(e, func(r rune) bool { return unicode.IsSpace(r) || unicode.IsControl(r) || r == utf8.RuneError }) >= 0
-	if e == "" || at <= 0 || at == len(e)-1 || strings.Count(e, "@") != 1 || bad {
-		if e == "" {
-			return "", ErrNoEmail
-		}
-		return "", fmt.Errorf("stdio: git user.email %q is not an email address: %w", e, ErrNoEmail)
+	if strings.TrimSpace(s) == "" {
+		return "", ErrNoEmail
+	}
+	e, err := auth.CanonicalEmail(s)
+	if err != nil {
+		return "", fmt.Errorf("stdio: git user.email %q is not an email address (%v): %w", s, err, ErrNoEmail)
 	}
 	return e, nil
 }

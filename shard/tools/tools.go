@@ -9,6 +9,7 @@ import (
 	"io"
 	"log/slog"
 	"runtime/debug"
+	"slices"
 	"strings"
 
 	"github.com/brainstem/brainstem/auth"
@@ -191,8 +192,12 @@ func (s *Set) Call(ctx context.Context, c Caller, name string, args []byte, stat
 	if !implied(c.Caps).Has(sp.needs) {
 		return errorResult(CodeForbidden, fmt.Sprintf("%s needs the %s capability in wing %q; you have: %s; ask a curator of the wing to grant it", name, capName(sp.needs), s.Wing(), c.Caps)), true
 	}
-	if sp.needs.Has(auth.CapWrite) && c.Email == "" {
-		return errorResult(CodeForbidden, name+" records its author, but the caller has no verified email"), true
+	if sp.needs.Has(auth.CapWrite) {
+		// Every write records its author: only a canonical address
+		// (auth.CanonicalEmail) may be one, whatever built the Caller.
+		if e, err := auth.CanonicalEmail(c.Email); err != nil || e != c.Email {
+			return errorResult(CodeForbidden, name+" records its author, but the caller has no verified, canonical email"), true
+		}
 	}
 	if len(args) > s.lim.MaxArgsBytes {
 		return errorResult(CodeTooLarge, fmt.Sprintf("the arguments are %d bytes, over the %d-byte limit", len(args), s.lim.MaxArgsBytes)), true
@@ -321,8 +326,10 @@ func marshal(v any) ([]byte, error) {
 	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
 }
 
-// decode decodes args strictly into v: unknown fields, trailing data and
-// type mismatches are invalid_argument errors naming the argument.
+// decode decodes args strictly into v: unknown fields (names are exact: a
+// key equal to a known one only under case folding is unknown too),
+// trailing data and type mismatches are invalid_argument errors naming the
+// argument.
 func decode(args []byte, v any, known []prop) error {
 	trimmed := bytes.TrimSpace(args)
 	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
@@ -330,6 +337,9 @@ func decode(args []byte, v any, known []prop) error {
 	}
 	if trimmed[0] != '{' {
 		return invalid("the arguments must be a JSON object")
+	}
+	if err := exactNames(trimmed, known, ""); err != nil {
+		return err
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	dec.DisallowUnknownFields()
@@ -358,6 +368,60 @@ func decode(args []byte, v any, known []prop) error {
 		return invalid("the arguments must be one JSON object, with nothing after it")
 	}
 	return nil
+}
+
+// exactNames refuses any key of the JSON object obj that is not exactly the
+// name of one of props. encoding/json matches struct fields to keys
+// case-insensitively (with Unicode folding: "LIMIT", or "\u017flug" for
+// slug), which would let an argument in through a spelling the schema does
+// not have. Objects inside array and object arguments with known properties
+// are checked too; where names the enclosing argument ("pages[2]"). Input
+// that is not a JSON object is left to the typed decode to report.
+func exactNames(obj []byte, props []prop, where string) error {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(obj, &m) != nil {
+		return nil
+	}
+	var unknown []string
+	for k, v := range m {
+		i := slices.IndexFunc(props, func(p prop) bool { return p.name == k })
+		if i < 0 {
+			unknown = append(unknown, k)
+			continue
+		}
+		p := props[i]
+		switch {
+		case p.typ == "array" && p.items != nil && p.items.props != nil:
+			var items []json.RawMessage
+			if json.Unmarshal(v, &items) != nil {
+				continue
+			}
+			for j, it := range items {
+				if err := exactNames(it, p.items.props, fmt.Sprintf("%s%s[%d]", dotted(where), k, j)); err != nil {
+					return err
+				}
+			}
+		case p.typ == "object" && p.props != nil:
+			if err := exactNames(v, p.props, dotted(where)+k); err != nil {
+				return err
+			}
+		}
+	}
+	if len(unknown) == 0 {
+		return nil
+	}
+	slices.Sort(unknown)
+	if where == "" {
+		return invalid("unknown argument %q; this tool accepts: %s (names are case-sensitive)", unknown[0], propNames(props))
+	}
+	return invalid("unknown argument %q in %s; it accepts: %s (names are case-sensitive)", unknown[0], where, propNames(props))
+}
+
+func dotted(where string) string {
+	if where == "" {
+		return ""
+	}
+	return where + "."
 }
 
 func propNames(ps []prop) string {

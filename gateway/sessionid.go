@@ -1,0 +1,126 @@
+package gateway
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"strings"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+)
+
+// MCP session ids (Mcp-Session-Id, the session-era revisions) are bound to
+// the identity that created them, without server-side state, so any replica
+// can check them:
+//
+//	bs1.<nonce>.<tag>   nonce = 16 random bytes, tag = the first 16 bytes of
+//	                    SHA-256("brainstem/session-id/1" 0 nonce 0 email),
+//	                    both base64url without padding
+//
+// A request that carries a session id whose tag does not match its own
+// canonical email is answered 404, as for an unknown session: another user
+// can neither end (DELETE), nor join (GET stream), nor use (POST) it. The
+// tag needs no secret: the check compares it with the identity the request
+// proved with its own token, which an attacker cannot choose. It does let
+// the holder of a session id test whether it belongs to a guessed email; a
+// session id is only ever sent to the client that created it.
+const sessionIDVersion = "bs1"
+
+// errSessionNotYours is why a session id is refused.
+var errSessionNotYours = errors.New("gateway: session id not issued to this caller")
+
+func sessionTag(nonce []byte, email string) []byte {
+	h := sha256.New()
+	h.Write([]byte("brainstem/session-id/1\x00"))
+	h.Write(nonce)
+	h.Write([]byte{0})
+	h.Write([]byte(email))
+	return h.Sum(nil)[:16]
+}
+
+// newSessionID returns a session id bound to email.
+func newSessionID(email string) string {
+	var nonce [16]byte
+	_, _ = rand.Read(nonce[:]) // crypto/rand.Read never fails on supported platforms
+	enc := base64.RawURLEncoding
+	return sessionIDVersion + "." + enc.EncodeToString(nonce[:]) + "." + enc.EncodeToString(sessionTag(nonce[:], email))
+}
+
+// sessionIDFor reports whether id is a session id bound to email.
+func sessionIDFor(id, email string) bool {
+	version, rest, ok := strings.Cut(id, ".")
+	if !ok || version != sessionIDVersion || email == "" {
+		return false
+	}
+	n64, t64, ok := strings.Cut(rest, ".")
+	if !ok || len(n64) != 22 || len(t64) != 22 {
+		return false
+	}
+	nonce, err1 := base64.RawURLEncoding.DecodeString(n64)
+	tag, err2 := base64.RawURLEncoding.DecodeString(t64)
+	if err1 != nil || err2 != nil {
+		return false
+	}
+	return subtle.ConstantTimeCompare(tag, sessionTag(nonce, email)) == 1
+}
+
+// sessionIDs is mcp-go's session id manager resolver: per request, a
+// manager bound to the request's verified identity.
+type sessionIDs struct{}
+
+var (
+	_ server.SessionIdManagerResolver = sessionIDs{}
+	_ server.SessionIdManager         = boundSessionIDs{}
+)
+
+// ResolveSessionIdManager implements server.SessionIdManagerResolver. r is
+// nil when mcp-go's idle sweeper terminates a session.
+func (sessionIDs) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
+	var email string
+	if r != nil {
+		if ci := callInfoFrom(r.Context()); ci != nil {
+			email = ci.id.Email
+		}
+	}
+	return boundSessionIDs{email: email}
+}
+
+// boundSessionIDs issues and accepts the session ids of one email. It keeps
+// no state: a terminated session's id stays valid for its owner, as with
+// mcp-go's default stateless manager (per-session state on a replica is
+// freed by DELETE or the idle TTL).
+type boundSessionIDs struct{ email string }
+
+func (b boundSessionIDs) Generate() string { return newSessionID(b.email) }
+
+func (b boundSessionIDs) Validate(id string) (isTerminated bool, err error) {
+	if !sessionIDFor(id, b.email) {
+		return false, errSessionNotYours
+	}
+	return false, nil
+}
+
+func (b boundSessionIDs) Terminate(id string) (isNotAllowed bool, err error) {
+	if b.email != "" && !sessionIDFor(id, b.email) { // "" is the idle sweeper
+		return false, errSessionNotYours
+	}
+	return false, nil
+}
+
+// foreignSession reports whether a session-era request carries an
+// Mcp-Session-Id that was not issued to its caller. mcp-go does not check
+// the id of a GET (it opens, or joins, the session's stream) and answers a
+// DELETE by freeing the session's state, so the gateway checks every
+// session-era request itself before mcp-go sees it. An initialize is not
+// checked: mcp-go issues a new id for it whatever the request carries.
+func foreignSession(r *http.Request, ci *callInfo) bool {
+	sid := r.Header.Get(server.HeaderKeySessionID)
+	if sid == "" || mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || ci.method == string(mcp.MethodInitialize) {
+		return false
+	}
+	return !sessionIDFor(sid, ci.id.Email)
+}
