@@ -755,6 +755,9 @@ func (j *Journal) Close() error {
 	return err
 }
 
+// TTL returns how long a key is remembered after its last record.
+func (j *Journal) TTL() time.Duration { return j.opt.TTL }
+
 // Stats are counters and sizes of a journal, for metrics.
 type Stats struct {
 	Keys      int   // keys remembered
