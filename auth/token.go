@@ -47,10 +47,10 @@ const (
 
 // ShardClaims is what a verified shard token says.
 type ShardClaims struct {
-	Email    string    // canonical verified email (also the sub claim)
-	Wing     string    // the wing it is valid for (iss "brainstem-shard:<wing>", aud "<wing>")
-	ID       string    // jti: random 128 bits, base64url
-	Caps     Caps      // capabilities granted by the wing policy at mint time
+	Email string // canonical verified email (also the sub claim)
+	Wing  string // the wing it is valid for (iss "brainstem-shard:<wing>", aud "<wing>")
+	ID    string // jti: random 128 bits, base64url
+	Caps  Caps   // capabilities granted by the wing policy at mint time
 	// Groups are the caller's groups the wing policy named at mint time
 	// (CompiledPolicy.Grant), so the shard can evaluate its current policy
 	// for the token's identity on every call.
