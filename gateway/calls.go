@@ -113,7 +113,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 			return g.fanoutQuery(ctx, ci, args, rec)
 		}
 	}
-	wingName, ok, err := routeWing(args)
+	wingName, ok, agentKey, err := route(args)
 	if err != nil {
 		return g.fail(rec, classify(err, ""))
 	}
@@ -126,7 +126,11 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 	if !ok {
 		return g.fail(rec, g.unknownWing(ctx, ci, wingName))
 	}
-	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: name, Args: args})
+	req := &proto.CallRequest{RequestID: ci.requestID, Tool: name, Args: args}
+	if g.writes(w, name) {
+		req.IdempotencyKey = idempotencyKey(agentKey)
+	}
+	resp, err := g.callWing(ctx, ci, w, req)
 	if err != nil {
 		e := classify(err, w.name)
 		if e.Code == CodeUnknownTool {
