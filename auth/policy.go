@@ -284,7 +284,6 @@ type compiledList struct {
 	caps                    Caps
 	anyone                  bool
 	emails, domains, groups map[string]struct{}
-	groupOrder              []string // the list's groups in file order
 }
 
 // CompilePolicy validates p (reporting every problem, as Validate does) and
@@ -309,9 +308,6 @@ func CompilePolicy(p Policy) (*CompiledPolicy, error) {
 			case PrincipalDomain:
 				cl.domains[pr.Value] = struct{}{}
 			case PrincipalGroup:
-				if _, dup := cl.groups[pr.Value]; !dup {
-					cl.groupOrder = append(cl.groupOrder, pr.Value)
-				}
 				cl.groups[pr.Value] = struct{}{}
 				cp.groups[pr.Value] = struct{}{}
 			}
@@ -327,13 +323,13 @@ func (cp *CompiledPolicy) Policy() Policy { return cp.src }
 // Caps returns the capabilities the policy grants to a caller, exactly as
 // Policy.Caps does.
 func (cp *CompiledPolicy) Caps(email string, groups []string) Caps {
-	c, _ := cp.grant(email, groups)
+	c, _ := cp.grant(email, groups, false)
 	return c
 }
 
-// grant returns the caps and, per list that granted them through a group
-// only, the first such group.
-func (cp *CompiledPolicy) grant(email string, groups []string) (Caps, []string) {
+// grant returns the caps and, if via, per list that granted them through a
+// group only, the caller's first group in that list.
+func (cp *CompiledPolicy) grant(email string, groups []string, via bool) (Caps, []string) {
 	email = CanonicalEmail(email)
 	if email == "" {
 		return 0, nil
@@ -343,7 +339,7 @@ func (cp *CompiledPolicy) grant(email string, groups []string) (Caps, []string) 
 		domain = email[at+1:]
 	}
 	var c Caps
-	var via []string
+	var through []string
 	for i := len(cp.lists) - 1; i >= 0; i-- { // strongest first
 		l := &cp.lists[i]
 		if c.Has(l.caps) {
@@ -355,15 +351,20 @@ func (cp *CompiledPolicy) grant(email string, groups []string) (Caps, []string) 
 			c |= l.caps
 			continue
 		}
-		for _, g := range l.groupOrder {
-			if slices.Contains(groups, g) {
+		if len(l.groups) == 0 {
+			continue
+		}
+		for _, g := range groups {
+			if _, ok := l.groups[g]; ok {
 				c |= l.caps
-				via = append(via, g)
+				if via {
+					through = append(through, g)
+				}
 				break
 			}
 		}
 	}
-	return c, via
+	return c, through
 }
 
 // Grant returns the capabilities the policy grants a caller and the groups
@@ -376,7 +377,7 @@ func (cp *CompiledPolicy) grant(email string, groups []string) (Caps, []string) 
 // once; a token carrying fewer groups than the caller has can only be
 // granted less, and is then minted again.
 func (cp *CompiledPolicy) Grant(email string, groups []string) (Caps, []string) {
-	c, via := cp.grant(email, groups)
+	c, via := cp.grant(email, groups, true)
 	if c == 0 {
 		return 0, nil
 	}
