@@ -26,7 +26,8 @@ func newKeyedSet(t testing.TB, now func() time.Time) (*Set, *store.Store, string
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { st.Close() })
-	j, err := idempotency.Open(idempotency.Options{Path: filepath.Join(root, ".brainstem", wing, "idempotency.journal"), Settle: Settle(st)})
+	journalNow := func() time.Time { return time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC) } // keeps docs output stable
+	j, err := idempotency.Open(idempotency.Options{Path: filepath.Join(root, ".brainstem", wing, "idempotency.journal"), Settle: Settle(st), Now: journalNow})
 	if err != nil {
 		t.Fatal(err)
 	}
