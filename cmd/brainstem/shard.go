@@ -48,6 +48,8 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	policyPoll := fs.Duration("policy-poll", shard.DefaultPolicyPoll, "check the policy file for a new version this often (0: only on SIGHUP)")
 	stateDir := fs.String("state-dir", "", "directory of the shard's own state, the idempotency journal (default: <brain>/.brainstem/<wing>); keep it on the brain's volume")
 	keyTTL := fs.Duration("idempotency-ttl", idempotency.DefaultTTL, "how long a write's idempotency key is remembered")
+	maxKeys := fs.Int("idempotency-max-keys", idempotency.DefaultMaxKeys, "idempotency keys remembered at most (oldest forgotten first)")
+	maxCallerKeys := fs.Int("idempotency-max-keys-per-caller", idempotency.DefaultMaxKeysPerCaller, "idempotency keys remembered at most per caller")
 	keyFile := fs.String("key-file", "", "PEM file of the shard-token signing key, created if missing (default: a new key each start, which makes the gateway re-mint)")
 	indexDelay := fs.Duration("index-delay", 0, "rewrite the wing's _index.md at most this often instead of on every write (e.g. 1s for wings past ~10,000 notes)")
 	tokenTTL := fs.Duration("token-ttl", 10*time.Minute, "lifetime of the shard tokens this shard mints")
@@ -72,7 +74,7 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 				return usageError{"shard --stdio: no --email and " + err.Error()}
 			}
 		}
-		svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Key: mustKey(), StateDir: *stateDir, Idempotency: idempotency.Options{TTL: *keyTTL}, IndexDelay: *indexDelay, Logger: logger, Version: version})
+		svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Key: mustKey(), StateDir: *stateDir, Idempotency: idempotency.Options{TTL: *keyTTL, MaxKeys: *maxKeys, MaxKeysPerCaller: *maxCallerKeys}, IndexDelay: *indexDelay, Logger: logger, Version: version})
 		if err != nil {
 			return err
 		}
@@ -107,7 +109,7 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	reg := prometheus.NewRegistry()
 	svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, PolicyFile: *policyFile, PolicyPoll: poll, StateDir: *stateDir,
-		Idempotency: idempotency.Options{TTL: *keyTTL}, Metrics: reg,
+		Idempotency: idempotency.Options{TTL: *keyTTL, MaxKeys: *maxKeys, MaxKeysPerCaller: *maxCallerKeys}, Metrics: reg,
 		Key: key, TokenTTL: *tokenTTL, IndexDelay: *indexDelay, Logger: logger, Version: version})
 	if err != nil {
 		return err
