@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
+	"sort"
 	"strings"
 
 	"gopkg.in/yaml.v3"
@@ -253,4 +255,149 @@ func yamlHint(err error) string {
 		return ` (write principals without a space after the colon, e.g. - email:ann@example.com, or quote them)`
 	}
 	return ""
+}
+
+// Groups carried by a shard token (see CompiledPolicy.Grant).
+const (
+	// MaxTokenGroups bounds the groups a shard token carries.
+	MaxTokenGroups = 32
+	// MaxTokenGroupBytes bounds their total length, so a token stays well
+	// under MaxShardTokenBytes.
+	MaxTokenGroupBytes = 1536
+)
+
+// CompiledPolicy is a validated Policy prepared for evaluation on every
+// call: principals parsed once, emails, domains and groups in sets. It is
+// immutable and safe for concurrent use.
+type CompiledPolicy struct {
+	src    Policy
+	lists  [3]compiledList // readers, writers, curators
+	groups map[string]struct{}
+}
+
+type compiledList struct {
+	caps                    Caps
+	anyone                  bool
+	emails, domains, groups map[string]struct{}
+}
+
+// CompilePolicy validates p (reporting every problem, as Validate does) and
+// compiles it.
+func CompilePolicy(p Policy) (*CompiledPolicy, error) {
+	if err := p.Validate(); err != nil {
+		return nil, err
+	}
+	cp := &CompiledPolicy{src: p, groups: map[string]struct{}{}}
+	for i, l := range p.lists() {
+		cl := compiledList{caps: l.caps, emails: map[string]struct{}{}, domains: map[string]struct{}{}, groups: map[string]struct{}{}}
+		for _, s := range l.entries {
+			pr, err := ParsePrincipal(s)
+			if err != nil {
+				return nil, err // Validate accepted it: not reached
+			}
+			switch pr.Kind {
+			case PrincipalAnyone:
+				cl.anyone = true
+			case PrincipalEmail:
+				cl.emails[pr.Value] = struct{}{}
+			case PrincipalDomain:
+				cl.domains[pr.Value] = struct{}{}
+			case PrincipalGroup:
+				cl.groups[pr.Value] = struct{}{}
+				cp.groups[pr.Value] = struct{}{}
+			}
+		}
+		cp.lists[i] = cl
+	}
+	return cp, nil
+}
+
+// Policy returns the policy it was compiled from.
+func (cp *CompiledPolicy) Policy() Policy { return cp.src }
+
+// Caps returns the capabilities the policy grants to a caller, exactly as
+// Policy.Caps does.
+func (cp *CompiledPolicy) Caps(email string, groups []string) Caps {
+	c, _ := cp.grant(email, groups, false)
+	return c
+}
+
+// grant returns the caps and, if via, per list that granted them through a
+// group only, the caller's first group in that list.
+func (cp *CompiledPolicy) grant(email string, groups []string, via bool) (Caps, []string) {
+	email, err := CanonicalEmail(email)
+	if err != nil {
+		return 0, nil
+	}
+	domain := ""
+	if at := strings.LastIndexByte(email, '@'); at >= 0 {
+		domain = email[at+1:]
+	}
+	var c Caps
+	var through []string
+	for i := len(cp.lists) - 1; i >= 0; i-- { // strongest first
+		l := &cp.lists[i]
+		if c.Has(l.caps) {
+			continue
+		}
+		_, byEmail := l.emails[email]
+		_, byDomain := l.domains[domain]
+		if l.anyone || byEmail || byDomain {
+			c |= l.caps
+			continue
+		}
+		if len(l.groups) == 0 {
+			continue
+		}
+		for _, g := range groups {
+			if _, ok := l.groups[g]; ok {
+				c |= l.caps
+				if via {
+					through = append(through, g)
+				}
+				break
+			}
+		}
+	}
+	return c, through
+}
+
+// Grant returns the capabilities the policy grants a caller and the groups
+// a shard token must carry so that evaluating this policy again with them
+// grants the same: the groups through which a capability was granted, then
+// the caller's other groups the policy names, sorted, within
+// MaxTokenGroups and MaxTokenGroupBytes. Groups the policy does not name
+// are never carried. A shard re-evaluates its current policy with the
+// token's groups on every call, so a later policy change is enforced at
+// once; a token carrying fewer groups than the caller has can only be
+// granted less, and is then minted again.
+func (cp *CompiledPolicy) Grant(email string, groups []string) (Caps, []string) {
+	c, via := cp.grant(email, groups, true)
+	if c == 0 {
+		return 0, nil
+	}
+	out := make([]string, 0, len(via))
+	size := 0
+	add := func(g string) {
+		if slices.Contains(out, g) || len(out) >= MaxTokenGroups || size+len(g) > MaxTokenGroupBytes {
+			return
+		}
+		out = append(out, g)
+		size += len(g)
+	}
+	for _, g := range via {
+		add(g)
+	}
+	named := make([]string, 0, len(groups))
+	for _, g := range groups {
+		if _, ok := cp.groups[g]; ok {
+			named = append(named, g)
+		}
+	}
+	sort.Strings(named)
+	for _, g := range named {
+		add(g)
+	}
+	sort.Strings(out)
+	return c, out
 }

@@ -45,10 +45,14 @@ const (
 
 // ShardClaims is what a verified shard token says.
 type ShardClaims struct {
-	Email    string    // canonical verified email (also the sub claim)
-	Wing     string    // the wing it is valid for (iss "brainstem-shard:<wing>", aud "<wing>")
-	ID       string    // jti: random 128 bits, base64url
-	Caps     Caps      // capabilities granted by the wing policy at mint time
+	Email string // canonical verified email (also the sub claim)
+	Wing  string // the wing it is valid for (iss "brainstem-shard:<wing>", aud "<wing>")
+	ID    string // jti: random 128 bits, base64url
+	Caps  Caps   // capabilities granted by the wing policy at mint time
+	// Groups are the caller's groups the wing policy named at mint time
+	// (CompiledPolicy.Grant), so the shard can evaluate its current policy
+	// for the token's identity on every call.
+	Groups   []string
 	IssuedAt time.Time // iat
 	Expiry   time.Time // exp
 }
@@ -63,6 +67,7 @@ type shardTokenJSON struct {
 	ID       string           `json:"jti"`
 	Email    string           `json:"email"`
 	Caps     []string         `json:"caps"`
+	Groups   []string         `json:"groups,omitempty"`
 }
 
 // KeyPair is a shard's Ed25519 signing key and its key id.
@@ -146,6 +151,13 @@ func NewMinter(wing string, key KeyPair, ttl time.Duration, now func() time.Time
 // before now fails with ErrTokenExpired: a shard token never outlives the SSO
 // session that asked for it.
 func (m *Minter) Mint(email string, caps Caps, notAfter time.Time) (token string, exp time.Time, err error) {
+	return m.MintGroups(email, caps, nil, notAfter)
+}
+
+// MintGroups is Mint for a token that also carries groups (at most
+// MaxTokenGroups of at most MaxPrincipalBytes each; see
+// CompiledPolicy.Grant).
+func (m *Minter) MintGroups(email string, caps Caps, groups []string, notAfter time.Time) (token string, exp time.Time, err error) {
 	if m.err != nil {
 		return "", time.Time{}, m.err
 	}
@@ -155,6 +167,9 @@ func (m *Minter) Mint(email string, caps Caps, notAfter time.Time) (token string
 	}
 	if caps&^(CapRead|CapWrite|CapCurate) != 0 {
 		return "", time.Time{}, fmt.Errorf("auth: mint: unknown capability bits %#x", uint8(caps))
+	}
+	if err := checkTokenGroups(groups); err != nil {
+		return "", time.Time{}, fmt.Errorf("auth: mint: %w", err)
 	}
 	now := m.now()
 	if !notAfter.IsZero() && !notAfter.After(now) {
@@ -179,6 +194,7 @@ func (m *Minter) Mint(email string, caps Caps, notAfter time.Time) (token string
 		ID:       base64.RawURLEncoding.EncodeToString(jti[:]),
 		Email:    email,
 		Caps:     caps.Strings(),
+		Groups:   groups,
 	}
 	payload, err := json.Marshal(claims)
 	if err != nil {
@@ -288,7 +304,28 @@ func (v *TokenVerifier) Verify(token string) (ShardClaims, error) {
 	if err != nil {
 		return ShardClaims{}, fmt.Errorf("%w: %w", ErrTokenInvalid, err)
 	}
-	return ShardClaims{Email: email, Wing: v.wing, ID: c.ID, Caps: caps, IssuedAt: iat, Expiry: exp}, nil
+	if err := checkTokenGroups(c.Groups); err != nil {
+		return ShardClaims{}, fmt.Errorf("%w: %w", ErrTokenInvalid, err)
+	}
+	return ShardClaims{Email: email, Wing: v.wing, ID: c.ID, Caps: caps, Groups: c.Groups, IssuedAt: iat, Expiry: exp}, nil
+}
+
+// checkTokenGroups bounds the groups of a shard token.
+func checkTokenGroups(groups []string) error {
+	if len(groups) > MaxTokenGroups {
+		return fmt.Errorf("%d groups, the limit is %d", len(groups), MaxTokenGroups)
+	}
+	size := 0
+	for _, g := range groups {
+		if g == "" || len(g) > MaxPrincipalBytes || hasControl(g) {
+			return fmt.Errorf("bad group name %q", g)
+		}
+		size += len(g)
+	}
+	if size > MaxTokenGroupBytes {
+		return fmt.Errorf("groups of %d bytes, the limit is %d", size, MaxTokenGroupBytes)
+	}
+	return nil
 }
 
 // otherWing reports whether claims positively name a different wing (a

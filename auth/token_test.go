@@ -11,6 +11,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -258,7 +259,7 @@ func TestShardTokenMatrix(t *testing.T) {
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("Verify err = %v, want %v", err, tt.want)
 			}
-			if c != (ShardClaims{}) {
+			if !reflect.DeepEqual(c, ShardClaims{}) {
 				t.Fatalf("Verify returned claims %+v with an error", c)
 			}
 		})

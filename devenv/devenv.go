@@ -59,6 +59,10 @@ type Config struct {
 	Gateway func(*gateway.Config)
 	// Progress is called while a wing's index builds.
 	Progress func(wing string, done, total int)
+	// PolicyPoll is how often a shard checks its policy file
+	// (<data>/policies/<wing>.yaml) for edits: 0 → the shard default,
+	// negative → only ReloadPolicy (tests).
+	PolicyPoll time.Duration
 }
 
 // PortError says which listener could not bind, naming the flag to change.
@@ -94,6 +98,7 @@ type Env struct {
 	wg       sync.WaitGroup
 	errs     chan error
 	closers  []func() error
+	shards   map[string]*shard.Service
 }
 
 // Start brings everything up and returns once the gateway is serving.
@@ -114,7 +119,7 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 		cfg.AuditLog = io.Discard
 	}
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	e := &Env{cfg: cfg, cancel: cancel, errs: make(chan error, 16), Notes: map[string]int64{}}
+	e := &Env{cfg: cfg, cancel: cancel, errs: make(chan error, 16), Notes: map[string]int64{}, shards: map[string]*shard.Service{}}
 	defer func() {
 		if err != nil {
 			_ = e.Close()
@@ -248,7 +253,7 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 }
 
 func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, tlsConf *tls.Config) (string, error) {
-	policy, err := e.policy(wing)
+	policy, policyFile, err := e.policy(wing)
 	if err != nil {
 		return "", err
 	}
@@ -260,14 +265,18 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, tl
 	if e.cfg.Progress != nil {
 		progress = func(done, total int) { e.cfg.Progress(wing, done, total) }
 	}
+	// Shard state lives in the data directory, not in a brain served in
+	// place: `brainstem shard --stdio` on the same checkout keeps its own.
 	svc, err := shard.Open(ctx, shard.Config{
-		Brain: e.BrainDir, Wing: wing, Policy: policy, Key: key, Version: e.cfg.Version,
+		Brain: e.BrainDir, Wing: wing, Policy: policy, PolicyFile: policyFile, PolicyPoll: e.cfg.PolicyPoll,
+		StateDir: filepath.Join(e.DataDir, "state", wing), Key: key, Version: e.cfg.Version,
 		Logger: e.cfg.Logger.With("component", "shard", "wing", wing), Progress: progress,
 	})
 	if err != nil {
 		return "", fmt.Errorf("devenv: %w", err)
 	}
 	e.closers = append(e.closers, svc.Close)
+	e.shards[wing] = svc
 	if h, err := svc.Health(ctx); err == nil {
 		e.Notes[wing] = h.Notes
 	}
@@ -435,18 +444,34 @@ func (e *Env) prepareDirs() error {
 	return nil
 }
 
-// policy loads <data>/policies/<wing>.yaml; a wing without one (an existing
+// policy returns the policy file <data>/policies/<wing>.yaml, which the
+// shard reads and follows as it is edited; a wing without one (an existing
 // brain's own wings) lets every signed-in developer curate it.
-func (e *Env) policy(wing string) (auth.Policy, error) {
-	p := filepath.Join(e.DataDir, "policies", wing+".yaml")
+func (e *Env) policy(wing string) (auth.Policy, string, error) {
+	p := e.PolicyPath(wing)
 	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-		return auth.Policy{Curators: []string{"*"}}, nil
+		return auth.Policy{Curators: []string{"*"}}, "", nil
 	}
-	pol, err := auth.LoadPolicy(p)
-	if err != nil {
-		return auth.Policy{}, fmt.Errorf("devenv: %w", err)
+	if _, err := auth.LoadPolicy(p); err != nil {
+		return auth.Policy{}, "", fmt.Errorf("devenv: %w", err)
 	}
-	return pol, nil
+	return auth.Policy{}, p, nil
+}
+
+// PolicyPath is the policy file of a wing: edit it and the wing's shard
+// enforces the new policy from its next check (or ReloadPolicy).
+func (e *Env) PolicyPath(wing string) string {
+	return filepath.Join(e.DataDir, "policies", wing+".yaml")
+}
+
+// ReloadPolicy makes wing's shard check its policy file now (what it does
+// on its own every few seconds, and on SIGHUP in production).
+func (e *Env) ReloadPolicy(wing string) (bool, error) {
+	svc, ok := e.shards[wing]
+	if !ok {
+		return false, fmt.Errorf("devenv: no wing %q (have %v)", wing, e.Wings)
+	}
+	return svc.ReloadPolicy(false)
 }
 
 func listWings(brain string) ([]string, error) {

@@ -145,7 +145,11 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 	if !ok {
 		return g.fail(rec, g.noWing(ctx, ci, wingName))
 	}
-	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: name, Args: args})
+	req := &proto.CallRequest{RequestID: ci.requestID, Tool: name, Args: args}
+	if g.writes(w, name) {
+		req.IdempotencyKey = idempotencyKey(ra.agentKey())
+	}
+	resp, err := g.callWing(ctx, ci, w, req)
 	if errors.Is(err, errWingHidden) {
 		ci.logger().Debug("wing not disclosed to the caller", "wing", w.name, "err", err)
 		return g.fail(rec, g.noWing(ctx, ci, wingName))

@@ -145,7 +145,7 @@ func DefaultConfig() Config {
 		Sessions: SessionsConfig{
 			MaxEntries: 100000,
 			IdleTTL:    30 * time.Minute,
-			DenyTTL:    time.Minute,
+			DenyTTL:    5 * time.Second,
 		},
 		Log:          LogConfig{Format: "json", Level: "info"},
 		DrainTimeout: 30 * time.Second,

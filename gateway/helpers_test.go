@@ -101,6 +101,19 @@ type testWing struct {
 	toolsJSON atomic.Pointer[string]
 	failCalls atomic.Bool // Call answers CodeUnauthenticated always
 	tokens    sync.Map    // every token a Call carried
+	seen      []seenCall  // every Call, in order (under mu)
+}
+
+// seenCall is what a Call carried besides its token.
+type seenCall struct {
+	tool, key string
+	args      []byte
+}
+
+func (w *testWing) seenCalls() []seenCall {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	return append([]seenCall(nil), w.seen...)
 }
 
 const testToolsJSON = `[
@@ -196,6 +209,9 @@ func toolErr(code, msg string) *proto.CallResponse {
 func (w *testWing) Call(ctx context.Context, req *proto.CallRequest) (*proto.CallResponse, error) {
 	w.calls.Add(1)
 	w.tokens.Store(req.Token, true)
+	w.mu.Lock()
+	w.seen = append(w.seen, seenCall{tool: req.Tool, key: req.IdempotencyKey, args: bytes.Clone(req.Args)})
+	w.mu.Unlock()
 	if w.failCalls.Load() {
 		return nil, &proto.Error{Code: proto.CodeUnauthenticated, Message: "token refused (test)"}
 	}

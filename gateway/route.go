@@ -2,8 +2,13 @@ package gateway
 
 import (
 	"bytes"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"strings"
+
+	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/proto"
 )
 
 // rawRef keeps a reference to a JSON value inside the arguments it was
@@ -20,6 +25,9 @@ func (r *rawRef) UnmarshalJSON(b []byte) error { *r = b; return nil }
 // arguments. The arguments themselves are forwarded unchanged.
 type routeArgs struct {
 	wing, id, path rawRef // nil when absent
+	// key (idempotency_key) is read, not routed on: a write call carries
+	// the agent's key beside the arguments too (see idempotencyKey).
+	key rawRef
 }
 
 // parseRouteArgs reads the routing fields of a call's arguments. Empty
@@ -34,7 +42,7 @@ func parseRouteArgs(args []byte) (routeArgs, error) {
 	if err := json.Unmarshal(args, &m); err != nil {
 		return ra, newError(CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
 	}
-	ra.wing, ra.id, ra.path = m["wing"], m["id"], m["path"]
+	ra.wing, ra.id, ra.path, ra.key = m["wing"], m["id"], m["path"], m["idempotency_key"]
 	return ra, nil
 }
 
@@ -100,6 +108,17 @@ func pathWing(p string) (wing string, isPath bool) {
 	return "", false
 }
 
+// agentKey is the agent's idempotency_key, "" when absent or not a string
+// of at most proto.MaxIdempotencyKeyBytes (the shard then refuses the
+// argument itself).
+func (ra routeArgs) agentKey() string {
+	var k string
+	if ra.key == nil || json.Unmarshal(ra.key, &k) != nil || len(k) > proto.MaxIdempotencyKeyBytes {
+		return ""
+	}
+	return k
+}
+
 // routeWing parses args and routes them (route).
 func routeWing(args []byte) (wing string, ok bool, err error) {
 	ra, err := parseRouteArgs(args)
@@ -107,4 +126,42 @@ func routeWing(args []byte) (wing string, ok bool, err error) {
 		return "", false, err
 	}
 	return ra.route()
+}
+
+// writes reports whether the tool needs write or curate in wing w (from
+// the capability in its descriptor's _meta; the catalog's when the wing's
+// own descriptors are not known yet).
+func (g *Gateway) writes(w *wing, tool string) bool {
+	need, found := auth.Caps(0), false
+	if ts := w.tools.Load(); ts != nil {
+		for _, t := range *ts {
+			if t.Name == tool {
+				need, found = t.need, true
+				break
+			}
+		}
+	}
+	if !found {
+		if cat := g.cat.Load(); cat != nil {
+			if e, ok := cat.by[tool]; ok {
+				need = e.desc.need
+			}
+		}
+	}
+	return need&(auth.CapWrite|auth.CapCurate) != 0
+}
+
+// idempotencyKey is the key the gateway sends with a write call: the
+// agent's idempotency_key when it gave one, else a fresh random key, so
+// that every retry of the call (a re-mint, a reconnection) is applied at
+// most once.
+func idempotencyKey(agent string) string {
+	if agent != "" {
+		return agent
+	}
+	var b [16]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic("gateway: crypto/rand: " + err.Error()) // not recoverable
+	}
+	return "gw-" + hex.EncodeToString(b[:])
 }

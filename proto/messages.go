@@ -15,6 +15,13 @@ type CallRequest struct {
 	Tool      string
 	Args      []byte       // the tool arguments exactly as the client sent them (JSON object)
 	Stats     *CorpusStats // optional global corpus statistics for cross-wing search scoring
+	// IdempotencyKey, when set, makes a write tool run at most once per
+	// (wing, caller, key): a shard that already answered a call with this
+	// key and the same arguments answers the first result again, and with
+	// other arguments a conflict (docs/tools.md). The gateway sets it on
+	// every write and curate call, so its own retries never apply a write
+	// twice. At most MaxIdempotencyKeyBytes; the shard checks the charset.
+	IdempotencyKey string
 }
 
 // CallResponse is a tool's result, exactly as the shard produced it.

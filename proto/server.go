@@ -585,6 +585,8 @@ func (s *Server) dispatch(base context.Context, peer Peer, st *quic.Stream, t Ms
 		return nil, rh, &Error{Code: CodeBadRequest, Message: trimPrefix(err.Error())}
 	}
 	if t == MsgMint && peer.Role != string(pki.RoleGateway) {
+		s.log.Warn("proto: mint refused", "reason", "only gateways may mint", "peer_role", peer.Role, "peer_cn", peer.CommonName,
+			"request_id", rh.RequestID, "email", mint.Email)
 		return nil, rh, &Error{Code: CodeForbidden, Message: fmt.Sprintf("only gateways may mint; this client's certificate has role %q", peer.Role)}
 	}
 

@@ -48,6 +48,8 @@ const (
 	MaxWingBytes         = 128
 	MaxVersionBytes      = 128
 	MaxErrorMessageBytes = 8 << 10
+	// MaxIdempotencyKeyBytes bounds CallRequest.IdempotencyKey.
+	MaxIdempotencyKeyBytes = 128
 )
 
 // Frame flags.
@@ -410,6 +412,9 @@ func encodeRequest(dst []byte, t MsgType, h reqHeader, req any) ([]byte, error) 
 		if err := checkLen("tool name", len(c.Tool), MaxToolNameBytes); err != nil {
 			return dst, err
 		}
+		if err := checkLen("idempotency key", len(c.IdempotencyKey), MaxIdempotencyKeyBytes); err != nil {
+			return dst, err
+		}
 		b = appendStr(b, c.Token)
 		b = appendStr(b, c.Tool)
 		b = appendBytes(b, c.Args)
@@ -418,6 +423,12 @@ func encodeRequest(dst []byte, t MsgType, h reqHeader, req any) ([]byte, error) 
 			if b, err = appendCorpusStats(b, c.Stats); err != nil {
 				return dst, err
 			}
+		}
+		// Appended in version 1 (compatible): only when set, so a call
+		// without a key has the same bytes as before, and an old shard,
+		// which ignores trailing fields, still reads the rest.
+		if c.IdempotencyKey != "" {
+			b = appendStr(b, c.IdempotencyKey)
 		}
 	case MsgMint:
 		m := req.(*MintRequest)
@@ -458,6 +469,9 @@ func decodeCallRequest(p []byte) (reqHeader, *CallRequest, error) {
 	c.Args = r.bytes("args", len(p))
 	if r.boolean("stats present") {
 		c.Stats = r.corpusStats()
+	}
+	if r.err == nil && len(r.b) > 0 { // optional: absent in older peers' payloads
+		c.IdempotencyKey = r.str("idempotency key", MaxIdempotencyKeyBytes)
 	}
 	return h, c, r.err
 }

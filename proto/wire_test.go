@@ -61,6 +61,8 @@ func TestRequestRoundTrip(t *testing.T) {
 		{"call", MsgCall, &CallRequest{RequestID: "req-1", Token: "tok", Tool: "brain_get", Args: []byte(`{"id":"payments/facts/x"}`)}},
 		{"call with stats", MsgCall, &CallRequest{RequestID: "req-1", Token: "tok", Tool: "brain_query", Args: []byte(`{}`), Stats: sampleStats}},
 		{"call empty stats", MsgCall, &CallRequest{RequestID: "req-1", Tool: "t", Args: []byte{}, Stats: &CorpusStats{DocFreq: map[string]int64{}}}},
+		{"call with idempotency key", MsgCall, &CallRequest{RequestID: "req-1", Token: "tok", Tool: "brain_write", Args: []byte(`{"title":"t"}`), IdempotencyKey: "gw-0123456789abcdef"}},
+		{"call with stats and key", MsgCall, &CallRequest{RequestID: "req-1", Tool: "t", Args: []byte(`{}`), Stats: sampleStats, IdempotencyKey: "k"}},
 		{"mint", MsgMint, &MintRequest{RequestID: "req-1", Email: "ada@acme.com", Groups: []string{"eng", "payments"}, NotAfter: sampleTime}},
 		{"mint no groups zero time", MsgMint, &MintRequest{RequestID: "req-1", Email: "ada@acme.com"}},
 		{"stats", MsgStats, &StatsRequest{RequestID: "req-1", Query: "idempotency keys"}},
@@ -148,6 +150,8 @@ func TestGoldenFrames(t *testing.T) {
 	frames := map[string][]byte{
 		"call_request": mustEncodeRequest(t, MsgCall, reqHeader{Timeout: 2 * time.Second, RequestID: "r1"},
 			&CallRequest{Token: "tok", Tool: "brain_get", Args: []byte(`{"id":"a"}`), Stats: &CorpusStats{Docs: 2, TotalLength: 10, DocFreq: map[string]int64{"a": 1}}}),
+		"call_request_idempotency_key": mustEncodeRequest(t, MsgCall, reqHeader{Timeout: 2 * time.Second, RequestID: "r1"},
+			&CallRequest{Token: "tok", Tool: "brain_write", Args: []byte(`{"title":"a"}`), IdempotencyKey: "k-1"}),
 		"mint_request":  mustEncodeRequest(t, MsgMint, reqHeader{RequestID: "r2"}, &MintRequest{Email: "ada@acme.com", Groups: []string{"eng"}, NotAfter: time.Unix(1800000000, 0)}),
 		"call_response": mustEncodeResponse(t, &CallResponse{Result: []byte(`"ok"`)}),
 		"error":         mustEncodeResponse(t, &Error{Code: CodeUnauthenticated, Message: "re-mint"}),
@@ -222,6 +226,7 @@ func TestEncodeFieldLimits(t *testing.T) {
 		{"request id", MsgHealth, reqHeader{RequestID: long(MaxRequestIDBytes + 1)}, nil},
 		{"token", MsgCall, h, &CallRequest{Token: long(MaxTokenBytes + 1), Tool: "t"}},
 		{"tool", MsgCall, h, &CallRequest{Tool: long(MaxToolNameBytes + 1)}},
+		{"idempotency key", MsgCall, h, &CallRequest{Tool: "t", IdempotencyKey: long(MaxIdempotencyKeyBytes + 1)}},
 		{"stats term", MsgCall, h, &CallRequest{Tool: "t", Stats: &CorpusStats{DocFreq: map[string]int64{long(MaxTermBytes + 1): 1}}}},
 		{"email", MsgMint, h, &MintRequest{Email: long(MaxEmailBytes + 1)}},
 		{"groups", MsgMint, h, &MintRequest{Email: "a", Groups: make([]string, MaxGroups+1)}},
@@ -241,7 +246,7 @@ func TestEncodeFieldLimits(t *testing.T) {
 		})
 	}
 	// At the limit is fine.
-	if _, err := encodeRequest(nil, MsgCall, reqHeader{RequestID: long(MaxRequestIDBytes)}, &CallRequest{Token: long(MaxTokenBytes), Tool: long(MaxToolNameBytes)}); err != nil {
+	if _, err := encodeRequest(nil, MsgCall, reqHeader{RequestID: long(MaxRequestIDBytes)}, &CallRequest{Token: long(MaxTokenBytes), Tool: long(MaxToolNameBytes), IdempotencyKey: long(MaxIdempotencyKeyBytes)}); err != nil {
 		t.Fatalf("at the limits: %v", err)
 	}
 	for _, resp := range []any{
@@ -298,6 +303,31 @@ func TestDecodeHostileCounts(t *testing.T) {
 	p = appendStr(p, "r")
 	if _, err := decodeEmptyRequest(p); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("huge timeout: err = %v", err)
+	}
+}
+
+// TestCallRequestKeyCompatibility: the idempotency key is a field appended
+// within version 1. A call without one encodes exactly as before the field
+// existed (the golden call_request frame), an old payload decodes with no
+// key, an over-long key on the wire is refused by name, and bytes that are
+// not a string where the key would be are malformed.
+func TestCallRequestKeyCompatibility(t *testing.T) {
+	old := mustEncodeRequest(t, MsgCall, reqHeader{RequestID: "r"}, &CallRequest{Tool: "brain_write", Args: []byte(`{}`)})
+	withKey := mustEncodeRequest(t, MsgCall, reqHeader{RequestID: "r"}, &CallRequest{Tool: "brain_write", Args: []byte(`{}`), IdempotencyKey: "k"})
+	if !bytes.HasPrefix(withKey[HeaderSize:], old[HeaderSize:]) || len(withKey) != len(old)+2 {
+		t.Fatalf("the key is not a plain appended field:\n%x\n%x", old, withKey)
+	}
+	if _, c, err := decodeCallRequest(old[HeaderSize:]); err != nil || c.IdempotencyKey != "" {
+		t.Fatalf("old payload: key %q, err %v", c.IdempotencyKey, err)
+	}
+	p := bytes.Clone(old[HeaderSize:])
+	p = appendStr(p, strings.Repeat("k", MaxIdempotencyKeyBytes+1))
+	if _, _, err := decodeCallRequest(p); !errors.Is(err, ErrFieldTooLong) {
+		t.Fatalf("long key: err = %v, want ErrFieldTooLong", err)
+	}
+	p = append(bytes.Clone(old[HeaderSize:]), 0x05, 'a')
+	if _, _, err := decodeCallRequest(p); !errors.Is(err, ErrMalformed) {
+		t.Fatalf("truncated key: err = %v, want ErrMalformed", err)
 	}
 }
 

@@ -5,10 +5,15 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
+	"sync"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/proto"
+	"github.com/brainstem/brainstem/shard/idempotency"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/store"
 	"github.com/brainstem/brainstem/shard/tools"
@@ -17,9 +22,27 @@ import (
 // Config describes one shard: the wing it serves and how it decides who may
 // do what there.
 type Config struct {
-	Brain    string        // the brain directory (holds wiki/, inbox/, sessions/)
-	Wing     string        // the wing this shard owns
-	Policy   auth.Policy   // readers, writers, curators of the wing
+	Brain  string      // the brain directory (holds wiki/, inbox/, sessions/)
+	Wing   string      // the wing this shard owns
+	Policy auth.Policy // readers, writers, curators of the wing, when PolicyFile is ""
+	// PolicyFile, when set, is the YAML policy of the wing (auth.LoadPolicy
+	// format), read at Open (it must be valid then) and again whenever it
+	// changes (ReloadPolicy, polled every PolicyPoll): a valid new policy
+	// is enforced from the next call, a broken one is logged and the
+	// previous policy stays. It replaces Policy.
+	PolicyFile string
+	// PolicyPoll is how often the policy file is checked for a new
+	// version; 0 → DefaultPolicyPoll; negative: never (ReloadPolicy only).
+	PolicyPoll time.Duration
+	// StateDir holds the shard's own state (the idempotency journal); ""
+	// → <Brain>/.brainstem/<Wing>. It must survive restarts, like the brain.
+	StateDir string
+	// Idempotency bounds the idempotency keys remembered (zero fields
+	// take the idempotency package's defaults: 24 h, 100,000 keys, 10,000
+	// per caller, 64 MiB). Settle and Path are set by Open.
+	Idempotency idempotency.Options
+	// Metrics, if set, receives the shard's Prometheus series.
+	Metrics  prometheus.Registerer
 	Key      auth.KeyPair  // the shard-token signing key (ephemeral unless loaded from a file)
 	TokenTTL time.Duration // shard-token lifetime; 0 → 10 minutes
 	Version  string        // reported by Health
@@ -38,10 +61,16 @@ type Config struct {
 type Service struct {
 	cfg      Config
 	store    *store.Store
+	journal  *idempotency.Journal
 	tools    *tools.Set
 	minter   *auth.Minter
 	verifier *auth.CachingVerifier
+	policy   livePolicy
+	metrics  *metrics
 	log      *slog.Logger
+	stop     chan struct{} // ends the policy watcher
+	done     chan struct{}
+	closing  sync.Once
 }
 
 // verifiedTokens bounds the cache of verified shard tokens: one per active
@@ -58,11 +87,25 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if err := cfg.Policy.Validate(); err != nil {
-		return nil, fmt.Errorf("shard: policy of wing %q: %w", cfg.Wing, err)
+	var pol *policyVersion
+	var seen fileVersion
+	if cfg.PolicyFile != "" {
+		var err error
+		if pol, seen, err = loadPolicyFile(cfg.PolicyFile, cfg.Now()); err != nil {
+			return nil, fmt.Errorf("shard: policy of wing %q: %w", cfg.Wing, err)
+		}
+	} else {
+		cp, err := auth.CompilePolicy(cfg.Policy)
+		if err != nil {
+			return nil, fmt.Errorf("shard: policy of wing %q: %w", cfg.Wing, err)
+		}
+		pol = &policyVersion{compiled: cp, loadedAt: cfg.Now()}
 	}
 	if cfg.Key.Private == nil {
 		return nil, errors.New("shard: no signing key")
+	}
+	if cfg.StateDir == "" {
+		cfg.StateDir = filepath.Join(cfg.Brain, ".brainstem", cfg.Wing)
 	}
 	st, err := store.Open(ctx, store.Options{
 		Root:       cfg.Brain,
@@ -80,29 +123,84 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		_ = st.Close()
 		return nil, fmt.Errorf("shard: %w", err)
 	}
-	return &Service{
+	jopt := cfg.Idempotency
+	jopt.Path = filepath.Join(cfg.StateDir, "idempotency.journal")
+	jopt.Settle = tools.Settle(st)
+	jopt.Logger = cfg.Logger.With("wing", cfg.Wing)
+	if jopt.Now == nil {
+		jopt.Now = cfg.Now
+	}
+	journal, err := idempotency.Open(jopt)
+	if err != nil {
+		_ = st.Close()
+		return nil, fmt.Errorf("shard: idempotency journal of wing %q (set the state directory): %w", cfg.Wing, err)
+	}
+	s := &Service{
 		verifier: verifier,
 		cfg:      cfg,
 		store:    st,
-		tools:    tools.New(st, tools.Options{Logger: cfg.Logger}),
+		journal:  journal,
+		tools:    tools.New(st, tools.Options{Logger: cfg.Logger, Journal: journal}),
 		minter:   auth.NewMinter(cfg.Wing, cfg.Key, cfg.TokenTTL, cfg.Now),
 		log:      cfg.Logger.With("wing", cfg.Wing),
-	}, nil
+		stop:     make(chan struct{}),
+		done:     make(chan struct{}),
+	}
+	s.policy.path, s.policy.seen = cfg.PolicyFile, seen
+	s.policy.store(pol)
+	if s.metrics, err = newMetrics(cfg.Metrics, s); err != nil {
+		_ = journal.Close()
+		_ = st.Close()
+		return nil, fmt.Errorf("shard: metrics: %w", err)
+	}
+	s.policy.reloadOK = func() { s.metrics.policyReloads.WithLabelValues("ok").Inc() }
+	s.policy.reloadKO = func() { s.metrics.policyReloads.WithLabelValues("error").Inc() }
+	poll := cfg.PolicyPoll
+	if poll == 0 {
+		poll = DefaultPolicyPoll
+	}
+	if cfg.PolicyFile != "" && poll > 0 {
+		go func() {
+			defer close(s.done)
+			s.watchPolicy(poll, s.stop)
+		}()
+	} else {
+		close(s.done)
+	}
+	return s, nil
 }
+
+type journalStats = idempotency.Stats
+
+func (s *Service) journalStats() journalStats { return s.journal.Stats() }
 
 // Tools returns the wing's tool set (the stdio mode serves it directly).
 func (s *Service) Tools() *tools.Set { return s.tools }
 
-// Close stops the store's background rescanner.
-func (s *Service) Close() error { return s.store.Close() }
+// Close stops watching the policy file, closes the idempotency journal and
+// stops the store's background rescanner.
+func (s *Service) Close() error {
+	s.closing.Do(func() { close(s.stop) })
+	<-s.done
+	return errors.Join(s.journal.Close(), s.store.Close())
+}
 
 // ListTools answers the tool descriptors, unparsed.
 func (s *Service) ListTools(context.Context) (*proto.ListToolsResponse, error) {
 	return &proto.ListToolsResponse{Tools: s.tools.Descriptors()}, nil
 }
 
-// Call verifies the shard token, checks the capability the tool needs, and
+// Call verifies the shard token, evaluates the policy in force for the
+// token's identity, checks the capability the tool needs against both, and
 // runs the tool as the token's email.
+//
+// The capabilities a call has are those of the token intersected with
+// those the policy in force grants the token's email and groups, so a
+// policy change is enforced from the next call, not when tokens expire.
+// When the policy in force grants other capabilities than the token
+// records and the call needs one it lacks, the answer is unauthenticated
+// ("mint again"): the gateway drops the token and mints one under the
+// current policy, which either grants the call or refuses it (forbidden).
 func (s *Service) Call(ctx context.Context, req *proto.CallRequest) (*proto.CallResponse, error) {
 	claims, err := s.verifier.Verify(req.Token)
 	switch {
@@ -115,35 +213,57 @@ func (s *Service) Call(ctx context.Context, req *proto.CallRequest) (*proto.Call
 	if !ok {
 		return nil, &proto.Error{Code: proto.CodeUnknownTool, Message: fmt.Sprintf("wing %q has no tool %q", s.cfg.Wing, req.Tool)}
 	}
-	if !claims.Caps.Has(needs) {
-		return nil, &proto.Error{Code: proto.CodeForbidden, Message: fmt.Sprintf("%s needs %s in wing %q; %s has %s", req.Tool, needs, s.cfg.Wing, claims.Email, claims.Caps)}
+	current := s.policy.current().compiled.Caps(claims.Email, claims.Groups)
+	caps := claims.Caps & current
+	if !caps.Has(needs) {
+		if current != claims.Caps {
+			s.metrics.staleGrants.Inc()
+			s.log.Info("call refused: the policy changed since the token was minted", "email", claims.Email, "request_id", req.RequestID,
+				"tool", req.Tool, "token_caps", claims.Caps.String(), "policy_caps", current.String())
+			return nil, &proto.Error{Code: proto.CodeUnauthenticated, Message: fmt.Sprintf("the policy of wing %q changed since this token was minted (it granted %s, the policy now grants %s); mint a new one",
+				s.cfg.Wing, claims.Caps, current)}
+		}
+		return nil, &proto.Error{Code: proto.CodeForbidden, Message: fmt.Sprintf("%s needs %s in wing %q; %s has %s", req.Tool, needs, s.cfg.Wing, claims.Email, caps)}
 	}
 	var stats *index.Stats
 	if req.Stats != nil {
 		stats = &index.Stats{Docs: req.Stats.Docs, TotalLength: req.Stats.TotalLength, DocFreq: req.Stats.DocFreq}
 	}
-	result, isErr := s.tools.Call(ctx, tools.Caller{Email: claims.Email, Caps: claims.Caps}, req.Tool, req.Args, stats)
+	result, isErr := s.tools.Call(ctx, tools.Caller{Email: claims.Email, Caps: caps, IdempotencyKey: req.IdempotencyKey}, req.Tool, req.Args, stats)
 	return &proto.CallResponse{Result: result, IsError: isErr}, nil
 }
 
 // Mint evaluates the wing policy for the identity the gateway vouches for and
 // signs a token with the capabilities it grants. proto only lets gateways ask.
+//
+// Every refused mint is logged with the reason and the peer certificate's
+// role and common name (refusals of peers that are not gateways happen in
+// proto, before this handler, and are logged there).
 func (s *Service) Mint(_ context.Context, peer proto.Peer, req *proto.MintRequest) (*proto.MintResponse, error) {
+	refused := func(outcome, reason, email string) {
+		s.metrics.mints.WithLabelValues(outcome).Inc()
+		s.log.Warn("mint refused", "reason", reason, "email", email, "request_id", req.RequestID,
+			"peer_role", peer.Role, "peer_cn", peer.CommonName, "groups", len(req.Groups))
+	}
 	email, err := auth.CanonicalEmail(req.Email)
 	if err != nil {
-		s.log.Warn("mint refused: not an acceptable email", "request_id", req.RequestID, "peer", peer.CommonName, "err", err)
+		refused("bad_request", "not an acceptable email: "+err.Error(), req.Email)
 		return nil, &proto.Error{Code: proto.CodeBadRequest, Message: "mint needs an acceptable email address: " + err.Error()}
 	}
-	caps := s.cfg.Policy.Caps(email, req.Groups)
+	pol := s.policy.current()
+	caps, groups := pol.compiled.Grant(email, req.Groups)
 	if caps == 0 {
-		s.log.Info("mint denied", "email", email, "request_id", req.RequestID, "peer", peer.CommonName)
+		refused("no_access", "the wing's policy grants this email and these groups nothing", email)
 		return nil, &proto.Error{Code: proto.CodeForbidden, Message: fmt.Sprintf("%s has no access to wing %q", email, s.cfg.Wing)}
 	}
-	tok, exp, err := s.minter.Mint(email, caps, req.NotAfter)
+	tok, exp, err := s.minter.MintGroups(email, caps, groups, req.NotAfter)
 	if err != nil {
+		refused("bad_request", err.Error(), email)
 		return nil, &proto.Error{Code: proto.CodeBadRequest, Message: err.Error()}
 	}
-	s.log.Info("minted", "email", email, "request_id", req.RequestID, "caps", caps.String(), "expires", exp)
+	s.metrics.mints.WithLabelValues("ok").Inc()
+	s.log.Info("minted", "email", email, "request_id", req.RequestID, "caps", caps.String(), "groups", groups, "expires", exp,
+		"peer_cn", peer.CommonName, "policy_sha256", pol.sha256)
 	return &proto.MintResponse{Token: tok, Caps: caps.Strings(), Expiry: exp}, nil
 }
 

@@ -153,6 +153,7 @@ func TestServiceRefusesOtherKeysAndWings(t *testing.T) {
 	}
 
 	// The shard restarted with a new key: the old token must be re-minted.
+	old.Close()
 	restarted := openService(t, brain, key(t), now)
 	_, err := restarted.Call(context.Background(), &proto.CallRequest{Token: tok, Tool: "brain_get", Args: get})
 	if proto.CodeOf(err) != proto.CodeUnauthenticated {

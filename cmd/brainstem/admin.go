@@ -14,9 +14,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// serveAdmin serves probes plus Go and process metrics on addr until ctx ends.
-func serveAdmin(ctx context.Context, addr string, probes http.Handler, logger *slog.Logger) (stop func(), err error) {
-	reg := prometheus.NewRegistry()
+// serveAdmin serves probes plus the metrics of reg, with Go and process
+// metrics added, on addr until ctx ends.
+func serveAdmin(ctx context.Context, addr string, probes http.Handler, reg *prometheus.Registry, logger *slog.Logger) (stop func(), err error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))

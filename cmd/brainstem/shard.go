@@ -9,12 +9,17 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/signal"
+	"syscall"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/shard"
+	"github.com/brainstem/brainstem/shard/idempotency"
 	"github.com/brainstem/brainstem/shard/stdio"
 	"github.com/brainstem/brainstem/shard/tools"
 )
@@ -39,7 +44,12 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	tlsCA := fs.String("tls-ca", "", "PEM file of the internal CA that signs gateway and shard certificates")
 	tlsCert := fs.String("tls-cert", "", "PEM file of this shard's certificate")
 	tlsKey := fs.String("tls-key", "", "PEM file of this shard's private key")
-	policyFile := fs.String("policy", "", "YAML file with the wing policy (readers, writers, curators)")
+	policyFile := fs.String("policy", "", "YAML file with the wing policy (readers, writers, curators); re-read when it changes and on SIGHUP")
+	policyPoll := fs.Duration("policy-poll", shard.DefaultPolicyPoll, "check the policy file for a new version this often (0: only on SIGHUP)")
+	stateDir := fs.String("state-dir", "", "directory of the shard's own state, the idempotency journal (default: <brain>/.brainstem/<wing>); keep it on the brain's volume")
+	keyTTL := fs.Duration("idempotency-ttl", idempotency.DefaultTTL, "how long a write's idempotency key is remembered")
+	maxKeys := fs.Int("idempotency-max-keys", idempotency.DefaultMaxKeys, "idempotency keys remembered at most (oldest forgotten first)")
+	maxCallerKeys := fs.Int("idempotency-max-keys-per-caller", idempotency.DefaultMaxKeysPerCaller, "idempotency keys remembered at most per caller")
 	keyFile := fs.String("key-file", "", "PEM file of the shard-token signing key, created if missing (default: a new key each start, which makes the gateway re-mint)")
 	indexDelay := fs.Duration("index-delay", 0, "rewrite the wing's _index.md at most this often instead of on every write (e.g. 1s for wings past ~10,000 notes)")
 	tokenTTL := fs.Duration("token-ttl", 10*time.Minute, "lifetime of the shard tokens this shard mints")
@@ -66,7 +76,7 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		} else if author, err = auth.CanonicalEmail(author); err != nil {
 			return usageError{fmt.Sprintf("shard --stdio: --email %q: %v", *email, err)}
 		}
-		svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Key: mustKey(), IndexDelay: *indexDelay, Logger: logger, Version: version})
+		svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Key: mustKey(), StateDir: *stateDir, Idempotency: idempotency.Options{TTL: *keyTTL, MaxKeys: *maxKeys, MaxKeysPerCaller: *maxCallerKeys}, IndexDelay: *indexDelay, Logger: logger, Version: version})
 		if err != nil {
 			return err
 		}
@@ -84,8 +94,7 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if len(missing) > 0 {
 		return usageError{fmt.Sprintf("shard: %v required to serve over QUIC (or use --stdio)", missing)}
 	}
-	policy, err := auth.LoadPolicy(*policyFile)
-	if err != nil {
+	if _, err := auth.LoadPolicy(*policyFile); err != nil {
 		return usageError{err.Error()}
 	}
 	key, err := auth.LoadOrCreateKey(*keyFile)
@@ -96,18 +105,39 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Policy: policy, Key: key, TokenTTL: *tokenTTL, IndexDelay: *indexDelay, Logger: logger, Version: version})
+	poll := *policyPoll
+	if poll <= 0 {
+		poll = -1 // SIGHUP only
+	}
+	reg := prometheus.NewRegistry()
+	svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, PolicyFile: *policyFile, PolicyPoll: poll, StateDir: *stateDir,
+		Idempotency: idempotency.Options{TTL: *keyTTL, MaxKeys: *maxKeys, MaxKeysPerCaller: *maxCallerKeys}, Metrics: reg,
+		Key: key, TokenTTL: *tokenTTL, IndexDelay: *indexDelay, Logger: logger, Version: version})
 	if err != nil {
 		return err
 	}
 	defer svc.Close()
+	hup := make(chan os.Signal, 1)
+	signal.Notify(hup, syscall.SIGHUP)
+	defer signal.Stop(hup)
+	go func() {
+		for {
+			select {
+			case <-ctx.Done():
+				return
+			case <-hup:
+				logger.Info("SIGHUP: re-reading the policy file", "path", *policyFile)
+				_, _ = svc.ReloadPolicy(true) // the outcome is logged
+			}
+		}
+	}()
 	pc, err := net.ListenPacket("udp", *listen)
 	if err != nil {
 		return fmt.Errorf("shard: listen %s: %w (change --listen)", *listen, err)
 	}
 	srv := proto.NewServer(svc, proto.ServerConfig{TLS: tlsConf, Logger: logger})
 	if *admin != "" {
-		stopAdmin, err := serveAdmin(ctx, *admin, shardProbes(svc), logger)
+		stopAdmin, err := serveAdmin(ctx, *admin, shardProbes(svc), reg, logger)
 		if err != nil {
 			return err
 		}

@@ -4,6 +4,8 @@ import (
 	"bufio"
 	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -40,8 +42,9 @@ type sessionLine struct {
 // sessions/<wing>/<session>.jsonl with O_APPEND and fsyncs it before
 // returning. entry must be a JSON object of at most MaxSessionEntryBytes
 // once compacted. It returns the log's brain-relative path and the 1-based
-// line number of the new line.
-func (s *Store) AppendSession(ctx context.Context, session, by string, entry json.RawMessage) (string, int, error) {
+// line number of the new line. hook, if set, is called before the line is
+// written (see Hook).
+func (s *Store) AppendSession(ctx context.Context, session, by string, entry json.RawMessage, hook Hook) (string, int, error) {
 	if err := s.checkOpen(); err != nil {
 		return "", 0, err
 	}
@@ -100,6 +103,11 @@ func (s *Store) AppendSession(ctx context.Context, session, by string, entry jso
 		// ours starts on its own.
 		line = append([]byte{'\n'}, line...)
 		lines++
+	}
+	sum := sha256.Sum256(line)
+	mark := Mark{Op: MarkAppend, Path: rel, Hash: hex.EncodeToString(sum[:]), Offset: fi.Size(), Size: int64(len(line))}
+	if err := runHook(hook, Intent{Mark: mark, Line: lines + 1}); err != nil {
+		return "", 0, err
 	}
 	if _, err := f.Write(line); err != nil {
 		return "", 0, fmt.Errorf("store: append to %s: %w", rel, err)

@@ -363,7 +363,7 @@ func TestPromote(t *testing.T) {
 	}
 	for _, tt := range errTests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := s.Promote(ctx, tt.inbox, tt.hall, tt.slug, "cur@example.com")
+			_, _, err := s.Promote(ctx, tt.inbox, tt.hall, tt.slug, "cur@example.com", nil)
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}
@@ -373,7 +373,7 @@ func TestPromote(t *testing.T) {
 		t.Fatal("failed promotions changed the brain")
 	}
 
-	n, tunnels, err := s.Promote(ctx, in.Name, "decisions", "", "cur@example.com")
+	n, tunnels, err := s.Promote(ctx, in.Name, "decisions", "", "cur@example.com", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -569,7 +569,7 @@ func TestSessionAppend(t *testing.T) {
 	s, root := newStore(t)
 	ctx := context.Background()
 	for i := 1; i <= 3; i++ {
-		path, line, err := s.AppendSession(ctx, "s-1", "ann@example.com", json.RawMessage(fmt.Sprintf(`{ "step" : %d }`, i)))
+		path, line, err := s.AppendSession(ctx, "s-1", "ann@example.com", json.RawMessage(fmt.Sprintf(`{ "step" : %d }`, i)), nil)
 		if err != nil || line != i || path != "sessions/payments/s-1.jsonl" {
 			t.Fatalf("append %d = %s %d %v", i, path, line, err)
 		}
@@ -586,7 +586,7 @@ func TestSessionAppend(t *testing.T) {
 	f, _ := os.OpenFile(filepath.Join(root, "sessions/payments/s-1.jsonl"), os.O_APPEND|os.O_WRONLY, 0)
 	f.WriteString(`{"torn":`)
 	f.Close()
-	_, line, err := s.AppendSession(ctx, "s-1", "ann@example.com", json.RawMessage(`{"step":4}`))
+	_, line, err := s.AppendSession(ctx, "s-1", "ann@example.com", json.RawMessage(`{"step":4}`), nil)
 	if err != nil || line != 5 {
 		t.Fatalf("append after torn line = %d %v", line, err)
 	}
@@ -604,7 +604,7 @@ func TestSessionAppend(t *testing.T) {
 		{"too large", "s", `{"a":"` + strings.Repeat("x", MaxSessionEntryBytes) + `"}`, ErrTooLarge},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			if _, _, err := s.AppendSession(ctx, tt.session, "ann@example.com", json.RawMessage(tt.entry)); !errors.Is(err, tt.want) {
+			if _, _, err := s.AppendSession(ctx, tt.session, "ann@example.com", json.RawMessage(tt.entry), nil); !errors.Is(err, tt.want) {
 				t.Errorf("err = %v, want %v", err, tt.want)
 			}
 		})
@@ -714,7 +714,7 @@ func TestHandWrittenNotes(t *testing.T) {
 	s, root := newStore(t)
 	ctx := context.Background()
 	writeFile(t, root, "inbox/payments/plain.md", "# Plain idea\nNo frontmatter at all.\n")
-	n, _, err := s.Promote(ctx, "plain", "facts", "", "cur@example.com")
+	n, _, err := s.Promote(ctx, "plain", "facts", "", "cur@example.com", nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -767,7 +767,7 @@ func TestIndexWriteBehind(t *testing.T) {
 		t.Errorf("_index.md after Rescan:\n%s", got)
 	}
 	mustCreate(t, s, NewNote{Title: "Third", Body: "b", Hall: "facts"})
-	if _, _, err := s.Promote(ctx, mustCreate(t, s, NewNote{Title: "Fourth", Body: "b", Inbox: true}).Name, "decisions", "", "cur@example.com"); err != nil {
+	if _, _, err := s.Promote(ctx, mustCreate(t, s, NewNote{Title: "Fourth", Body: "b", Inbox: true}).Name, "decisions", "", "cur@example.com", nil); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

@@ -28,6 +28,8 @@ type NewNote struct {
 	Inbox bool
 	// By is the verified email of the author (created_by).
 	By string
+	// Hook, if set, is called before the note is written (see Hook).
+	Hook Hook
 }
 
 // Target is where a NewNote goes.
@@ -115,8 +117,9 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 	if len(n.Tags) > 0 {
 		doc.SetStrings(KeyTags, n.Tags)
 	}
+	createdAt := rfc3339(s.now())
 	doc.Set(KeyCreatedBy, n.By)
-	doc.Set(KeyCreatedAt, rfc3339(s.now()))
+	doc.Set(KeyCreatedAt, createdAt)
 	if err := doc.Err(); err != nil {
 		return nil, fmt.Errorf("store: cannot write the frontmatter: %v: %w", err, ErrInvalid)
 	}
@@ -128,17 +131,27 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 
+	mark := Mark{Op: MarkCreate, Path: t.Path, Hash: HashOf(raw), Stamp: StampCreated, By: n.By, At: createdAt}
 	if n.Inbox {
 		unlock := s.locks.lock("i:" + t.Name)
 		defer unlock()
+		note := s.noteOf(t.ID, t.Name, t.Path, raw, t.Name)
+		if err := s.hookCreate(n.Hook, t, mark, note); err != nil {
+			return nil, err
+		}
 		if err := createFile(t.abs, raw); err != nil {
 			return nil, s.createErr(t.Path, err)
 		}
-		return s.noteOf(t.ID, t.Name, t.Path, raw, t.Name), nil
+		return note, nil
 	}
 
 	id, _ := layout.ParseID(t.ID)
 	unlock := s.locks.lock("w:" + t.ID)
+	note := s.noteOf(t.ID, "", t.Path, raw, id.Slug)
+	if err := s.hookCreate(n.Hook, t, mark, note); err != nil {
+		unlock()
+		return nil, err
+	}
 	if err := createFile(t.abs, raw); err != nil {
 		unlock()
 		return nil, s.createErr(t.Path, err)
@@ -151,7 +164,22 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 	if err := s.tocChanged(); err != nil {
 		return nil, err
 	}
-	return s.noteOf(t.ID, "", t.Path, raw, id.Slug), nil
+	return note, nil
+}
+
+// hookCreate runs a create's hook once the target is known to be free: a
+// note that already exists fails with ErrExists before the hook runs, so a
+// hook never records a write that cannot happen.
+func (s *Store) hookCreate(h Hook, t Target, m Mark, note *Note) error {
+	if h == nil {
+		return nil
+	}
+	if _, err := os.Lstat(t.abs); err == nil {
+		return s.createErr(t.Path, fs.ErrExist)
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("store: %s: %w", t.Path, err)
+	}
+	return runHook(h, Intent{Mark: m, Note: note})
 }
 
 func (s *Store) createErr(path string, err error) error {
@@ -190,6 +218,8 @@ type Change struct {
 	Title string
 	// By is the verified email of the author (updated_by).
 	By string
+	// Hook, if set, is called before the new version is written (see Hook).
+	Hook Hook
 }
 
 // Update supersedes the body of an existing wiki note. It stamps
@@ -247,6 +277,11 @@ func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
 		unlock()
 		return nil, fmt.Errorf("store: note would be %d bytes, over the %d-byte limit: %w", len(raw), s.maxNote, ErrTooLarge)
 	}
+	note := s.noteOf(id.String(), "", id.Path(), raw, id.Slug)
+	if err := runHook(c.Hook, Intent{Mark: Mark{Op: MarkReplace, Path: id.Path(), Hash: note.Hash}, Note: note}); err != nil {
+		unlock()
+		return nil, err
+	}
 	if err := replaceFile(abs, raw); err != nil {
 		unlock()
 		return nil, fmt.Errorf("store: write %s: %w", id.Path(), err)
@@ -259,7 +294,7 @@ func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
 	if err := s.tocChanged(); err != nil {
 		return nil, err
 	}
-	return s.noteOf(id.String(), "", id.Path(), raw, id.Slug), nil
+	return note, nil
 }
 
 // Promote moves inbox note name into the wiki as wiki/<wing>/<hall>/<slug>.md
@@ -267,8 +302,9 @@ func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
 // refuses an existing target (ErrExists) leaving the inbox file untouched,
 // writes the wiki note (stamping wing, hall, promoted_by and promoted_at,
 // keeping every other frontmatter line), then deletes the inbox file and
-// rewrites _index.md. It returns the new note and its tunnels.
-func (s *Store) Promote(ctx context.Context, name, hall, slug, by string) (*Note, []string, error) {
+// rewrites _index.md. It returns the new note and its tunnels. hook, if
+// set, is called before the wiki note is written (see Hook).
+func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook Hook) (*Note, []string, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, nil, err
 	}
@@ -327,8 +363,9 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string) (*Note
 	}
 	doc.Set(KeyWing, s.wing)
 	doc.Set(KeyHall, hall)
+	promotedAt := rfc3339(s.now())
 	doc.Set(KeyPromotedBy, by)
-	doc.Set(KeyPromotedAt, rfc3339(s.now()))
+	doc.Set(KeyPromotedAt, promotedAt)
 	if err := doc.Err(); err != nil {
 		unlock()
 		return nil, nil, fmt.Errorf("store: cannot edit the frontmatter of %s: %v: %w", inRel, err, ErrInvalid)
@@ -337,6 +374,13 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string) (*Note
 	if len(raw) > s.maxNote {
 		unlock()
 		return nil, nil, fmt.Errorf("store: note would be %d bytes, over the %d-byte limit: %w", len(raw), s.maxNote, ErrTooLarge)
+	}
+	n := s.noteOf(id.String(), "", id.Path(), raw, id.Slug)
+	tunnels := s.tunnelsOf(s.parseLinks(n.Body))
+	mark := Mark{Op: MarkCreate, Path: id.Path(), Hash: n.Hash, Stamp: StampPromoted, By: by, At: promotedAt, Remove: inRel, RemoveHash: HashOf(old)}
+	if err := runHook(hook, Intent{Mark: mark, Note: n, Tunnels: tunnels}); err != nil {
+		unlock()
+		return nil, nil, err
 	}
 	if err := createFile(wikiAbs, raw); err != nil {
 		unlock()
@@ -359,8 +403,7 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string) (*Note
 	if err := s.tocChanged(); err != nil {
 		return nil, nil, err
 	}
-	n := s.noteOf(id.String(), "", id.Path(), raw, id.Slug)
-	return n, s.tunnelsOf(s.parseLinks(n.Body)), nil
+	return n, tunnels, nil
 }
 
 // readErr maps a read failure of path to the store's sentinels.

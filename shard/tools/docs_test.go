@@ -25,7 +25,7 @@ type example struct {
 // docExamples run in this order (the docs show them per tool). {{hash ID}}
 // in args is replaced by the note's current content hash.
 var docExamples = []example{
-	{"brain_write", `{"title":"Card network timeouts","body":"Visa timed out for 40 minutes; our retries kept within [[facts/retry-budget]].\n","hall":"failures","tags":["incident","cards"]}`, writer},
+	{"brain_write", `{"title":"Card network timeouts","body":"Visa timed out for 40 minutes; our retries kept within [[facts/retry-budget]].\n","hall":"failures","tags":["incident","cards"],"idempotency_key":"4f9c2e1a-card-timeouts"}`, writer},
 	{"brain_query", `{"query":"retry budget","limit":2}`, reader},
 	{"brain_get", `{"id":"payments/facts/retry-budget"}`, reader},
 	{"brain_list", `{"limit":2}`, reader},
@@ -42,11 +42,12 @@ var docErrorExamples = []example{
 	{"brain_write", `{"title":"Retry budget","body":"again","hall":"facts"}`, writer},
 	{"brain_update", `{"id":"payments/facts/retry-budget","body":"x","reason":"stale","expected_hash":"{{hash payments/decisions/use-idempotency-keys}}"}`, writer},
 	{"brain_query", `{"query":"retry","colour":"blue"}`, reader},
+	{"brain_write", `{"title":"Card network timeouts","body":"Mastercard timed out too.\n","hall":"failures","idempotency_key":"4f9c2e1a-card-timeouts"}`, writer},
 }
 
 // docFixture is the brain the examples run against.
 func docFixture(t *testing.T) *Set {
-	s, _, _ := newSet(t)
+	s, _, _ := newKeyedSet(t, nil)
 	mustCall(t, s, writer, "brain_write", `{"title":"Use idempotency keys","body":"Every charge carries an idempotency key, so a retry within the [[facts/retry-budget]] never charges twice. The ledger side is [[billing/decisions/ledger-entries]].\n","hall":"decisions","tags":["api"]}`, nil)
 	mustCall(t, s, writer, "brain_write", `{"title":"Retry budget","body":"Clients retry a charge at most three times, with jittered backoff.\n","hall":"facts"}`, nil)
 	mustCall(t, s, writer, "brain_write", `{"title":"Retry storms after deploys","body":"Several incidents began minutes after a deploy; maybe clients reconnect all at once and retry together.\n","hall":"hypotheses","slug":"retry-storms","inbox":true}`, nil)

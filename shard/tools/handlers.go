@@ -11,6 +11,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/shard/idempotency"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/layout"
 	"github.com/brainstem/brainstem/shard/store"
@@ -105,6 +106,7 @@ func (s *Set) define() []*spec {
 				{name: "tags", typ: "array", max: ip(l.MaxTags), items: &prop{typ: "string"}, desc: fmt.Sprintf("Tags (each at most %d bytes).", l.MaxTagBytes)},
 				{name: "inbox", typ: "boolean", def: false, desc: "Write to the inbox for review instead of the wiki."},
 				s.wingProp(),
+				s.keyProp(),
 			},
 			run: s.write,
 		},
@@ -121,15 +123,19 @@ func (s *Set) define() []*spec {
 				{name: "expected_hash", typ: "string", desc: "The content_hash the change is based on (64 hex digits); the update fails with conflict if the note changed."},
 				{name: "title", typ: "string", desc: "New title; omit to keep it."},
 				s.wingProp(),
+				s.keyProp(),
 			},
 			run: s.update,
 		},
 		{
 			name: "brain_ingest_raw", title: "Import pages", needs: auth.CapWrite,
 			desc: fmt.Sprintf("Import up to %d pre-structured pages into the wiki in one call, e.g. a document split into notes. "+
-				"Every page is validated before any is written; each is reported as created, exists (never overwritten) or "+
-				"invalid (with error), and invalid pages are skipped. dry_run reports what would happen and writes nothing. "+
-				"Returns {dry_run, created, exists, invalid, pages:[{id, path, status, content_hash?, error?}]}.", l.MaxPages),
+				"Every page is validated before any is written; each is reported as created, exists (never overwritten), "+
+				"invalid (with error; skipped) or failed (with error: not written, e.g. the disk or the call's time ran out). "+
+				"Exactly the pages reported created were written. With an idempotency_key, calling again with the same "+
+				"arguments and key writes only the pages not written yet (pages written by the first call stay created) "+
+				"and, once none failed, answers the same report every time. dry_run reports what would happen and writes "+
+				"nothing. Returns {dry_run, created, exists, invalid, failed, pages:[{id, path, status, content_hash?, error?}]}.", l.MaxPages),
 			props: []prop{
 				{name: "pages", typ: "array", required: true, min: ip(1), max: ip(l.MaxPages), desc: "The pages to write.",
 					items: &prop{typ: "object", desc: "A page.", props: []prop{
@@ -141,6 +147,7 @@ func (s *Set) define() []*spec {
 					}}},
 				{name: "dry_run", typ: "boolean", def: false, desc: "Validate and report without writing anything."},
 				s.wingProp(),
+				s.keyProp(),
 			},
 			run: s.ingest,
 		},
@@ -153,6 +160,7 @@ func (s *Set) define() []*spec {
 				{name: "session", typ: "string", required: true, min: ip(1), desc: "Session id: letters, digits, '.', '_' and '-', at most 128 bytes, not starting with '.'."},
 				{name: "entry", typ: "object", required: true, desc: fmt.Sprintf("Any JSON object (at most %d bytes as compact JSON).", l.MaxEntryBytes)},
 				s.wingProp(),
+				s.keyProp(),
 			},
 			run: s.sessionLog,
 		},
@@ -166,6 +174,7 @@ func (s *Set) define() []*spec {
 				{name: "hall", typ: "string", required: true, enum: halls, desc: descHall},
 				{name: "slug", typ: "string", desc: "Slug of the wiki note; default: the inbox name."},
 				s.wingProp(),
+				s.keyProp(),
 			},
 			run: s.promote,
 		},
@@ -521,13 +530,14 @@ func (s *Set) pending(ctx context.Context, _ Caller, raw []byte, _ *index.Stats)
 // ---- brain_write
 
 type writeArgs struct {
-	Title string   `json:"title"`
-	Body  string   `json:"body"`
-	Hall  string   `json:"hall"`
-	Slug  string   `json:"slug"`
-	Tags  []string `json:"tags"`
-	Inbox bool     `json:"inbox"`
-	Wing  string   `json:"wing"`
+	Title          string   `json:"title"`
+	Body           string   `json:"body"`
+	Hall           string   `json:"hall"`
+	Slug           string   `json:"slug"`
+	Tags           []string `json:"tags"`
+	Inbox          bool     `json:"inbox"`
+	Wing           string   `json:"wing"`
+	IdempotencyKey string   `json:"idempotency_key"`
 }
 
 type writeResult struct {
@@ -535,6 +545,12 @@ type writeResult struct {
 	Path        string `json:"path"`
 	ContentHash string `json:"content_hash"`
 }
+
+func writeResultOf(n *store.Note) writeResult {
+	return writeResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash}
+}
+
+func writeIntent(in store.Intent) any { return writeResultOf(in.Note) }
 
 // checkNote validates the fields of a note to create.
 func (s *Set) checkNote(prefix, title, body, hall, slug string, tags []string, inbox bool) error {
@@ -567,22 +583,28 @@ func (s *Set) write(ctx context.Context, c Caller, raw []byte, _ *index.Stats) (
 	if err := s.checkNote("", a.Title, a.Body, a.Hall, a.Slug, a.Tags, a.Inbox); err != nil {
 		return nil, err
 	}
-	n, err := s.st.Create(ctx, store.NewNote{Title: a.Title, Body: a.Body, Hall: a.Hall, Slug: a.Slug, Tags: a.Tags, Inbox: a.Inbox, By: c.Email})
-	if err != nil {
-		return nil, err
-	}
-	return writeResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash}, nil
+	key := a.IdempotencyKey
+	a.IdempotencyKey, a.Wing = "", "" // not part of what the call does
+	return s.keyed(ctx, c, "brain_write", key, a, func(k *keyCall) (any, error) {
+		n, err := s.st.Create(ctx, store.NewNote{Title: a.Title, Body: a.Body, Hall: a.Hall, Slug: a.Slug, Tags: a.Tags, Inbox: a.Inbox, By: c.Email,
+			Hook: k.hook(idempotency.Whole, writeIntent)})
+		if err != nil {
+			return nil, err
+		}
+		return writeResultOf(n), nil
+	})
 }
 
 // ---- brain_update
 
 type updateArgs struct {
-	ID           string `json:"id"`
-	Body         string `json:"body"`
-	Reason       string `json:"reason"`
-	ExpectedHash string `json:"expected_hash"`
-	Title        string `json:"title"`
-	Wing         string `json:"wing"`
+	ID             string `json:"id"`
+	Body           string `json:"body"`
+	Reason         string `json:"reason"`
+	ExpectedHash   string `json:"expected_hash"`
+	Title          string `json:"title"`
+	Wing           string `json:"wing"`
+	IdempotencyKey string `json:"idempotency_key"`
 }
 
 func isHash(h string) bool {
@@ -622,11 +644,16 @@ func (s *Set) update(ctx context.Context, c Caller, raw []byte, _ *index.Stats) 
 	if a.ExpectedHash != "" && !isHash(a.ExpectedHash) {
 		return nil, invalid("expected_hash must be a content_hash: 64 lowercase hex digits, as brain_get returns it")
 	}
-	n, err := s.st.Update(ctx, store.Change{ID: a.ID, Body: a.Body, Reason: a.Reason, ExpectedHash: a.ExpectedHash, Title: a.Title, By: c.Email})
-	if err != nil {
-		return nil, err
-	}
-	return writeResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash}, nil
+	key := a.IdempotencyKey
+	a.IdempotencyKey, a.Wing = "", ""
+	return s.keyed(ctx, c, "brain_update", key, a, func(k *keyCall) (any, error) {
+		n, err := s.st.Update(ctx, store.Change{ID: a.ID, Body: a.Body, Reason: a.Reason, ExpectedHash: a.ExpectedHash, Title: a.Title, By: c.Email,
+			Hook: k.hook(idempotency.Whole, writeIntent)})
+		if err != nil {
+			return nil, err
+		}
+		return writeResultOf(n), nil
+	})
 }
 
 // ---- brain_ingest_raw
@@ -640,9 +667,10 @@ type ingestPage struct {
 }
 
 type ingestArgs struct {
-	Pages  []ingestPage `json:"pages"`
-	DryRun bool         `json:"dry_run"`
-	Wing   string       `json:"wing"`
+	Pages          []ingestPage `json:"pages"`
+	DryRun         bool         `json:"dry_run"`
+	Wing           string       `json:"wing"`
+	IdempotencyKey string       `json:"idempotency_key"`
 }
 
 // Page statuses of brain_ingest_raw.
@@ -650,6 +678,7 @@ const (
 	StatusCreated = "created"
 	StatusExists  = "exists"
 	StatusInvalid = "invalid"
+	StatusFailed  = "failed"
 )
 
 type ingestPageResult struct {
@@ -665,8 +694,13 @@ type ingestResult struct {
 	Created int                `json:"created"`
 	Exists  int                `json:"exists"`
 	Invalid int                `json:"invalid"`
+	Failed  int                `json:"failed"`
 	Pages   []ingestPageResult `json:"pages"`
 }
+
+// incomplete: some pages were not written; the report is not the key's
+// final answer, so a retry with the key writes them.
+func (r ingestResult) incomplete() bool { return r.Failed > 0 }
 
 func (s *Set) ingest(ctx context.Context, c Caller, raw []byte, _ *index.Stats) (any, error) {
 	var a ingestArgs
@@ -682,12 +716,33 @@ func (s *Set) ingest(ctx context.Context, c Caller, raw []byte, _ *index.Stats) 
 	if len(a.Pages) > s.lim.MaxPages {
 		return nil, tooLarge("%d pages, the limit is %d per call: split the import", len(a.Pages), s.lim.MaxPages)
 	}
+	key := a.IdempotencyKey
+	a.IdempotencyKey, a.Wing = "", ""
+	return s.keyed(ctx, c, "brain_ingest_raw", key, a, func(k *keyCall) (any, error) {
+		return s.ingestPages(ctx, c, a, k)
+	})
+}
+
+// ingestPages validates every page, then writes the ones to create, one
+// change (and, with a key, one intent) per page. A page whose write fails
+// is reported failed and the others are still attempted, so the report
+// says exactly which pages are on disk. Pages committed under the key by
+// an earlier call are reported created as they were then.
+func (s *Set) ingestPages(ctx context.Context, c Caller, a ingestArgs, k *keyCall) (ingestResult, error) {
 	res := ingestResult{DryRun: a.DryRun, Pages: make([]ingestPageResult, len(a.Pages))}
 	notes := make([]store.NewNote, len(a.Pages))
+	done := make([]bool, len(a.Pages)) // written by an earlier call with the key
 	firstOf := map[string]int{}
 	// Pass 1: validate every page; nothing is written yet.
 	for i, p := range a.Pages {
 		pr := &res.Pages[i]
+		if b, ok := k.committed(i); ok && !a.DryRun {
+			if err := json.Unmarshal(b, pr); err == nil {
+				done[i] = true
+				firstOf[pr.ID] = i
+				continue
+			}
+		}
 		prefix := fmt.Sprintf("pages[%d].", i)
 		if err := s.checkNote(prefix, p.Title, p.Body, p.Hall, p.Slug, p.Tags, false); err != nil {
 			msg := err.Error()
@@ -709,7 +764,7 @@ func (s *Set) ingest(ctx context.Context, c Caller, raw []byte, _ *index.Stats) 
 		case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrTooLarge):
 			pr.Status, pr.Error = StatusInvalid, fmt.Sprintf("pages[%d]: %s", i, userMessage(err))
 		case err != nil:
-			return nil, err
+			return res, err
 		default:
 			pr.ID, pr.Path, pr.Status = t.ID, t.Path, StatusCreated
 			if j, dup := firstOf[t.ID]; dup {
@@ -722,26 +777,26 @@ func (s *Set) ingest(ctx context.Context, c Caller, raw []byte, _ *index.Stats) 
 	// Pass 2: write the pages that would be created.
 	for i := range res.Pages {
 		pr := &res.Pages[i]
-		if pr.Status != StatusCreated || a.DryRun {
+		if pr.Status != StatusCreated || a.DryRun || done[i] {
 			continue
 		}
-		n, err := s.st.Create(ctx, notes[i])
+		n, err := s.st.Create(ctx, withHook(notes[i], k.hook(i, func(in store.Intent) any {
+			return ingestPageResult{ID: in.Note.ID, Path: in.Note.Path, Status: StatusCreated, ContentHash: in.Note.Hash}
+		})))
+		v, landed, err := k.settle(i, err)
 		switch {
+		case landed && v != nil:
+			*pr = v.(ingestPageResult)
+		case landed:
+			pr.ContentHash = n.Hash
 		case errors.Is(err, store.ErrExists): // created by someone else meanwhile
 			pr.Status = StatusExists
 			if n, gerr := s.st.Get(ctx, pr.ID); gerr == nil {
 				pr.ContentHash = n.Hash
 			}
-		case err != nil:
-			var done []string
-			for _, q := range res.Pages[:i] {
-				if q.Status == StatusCreated {
-					done = append(done, q.ID)
-				}
-			}
-			return nil, fmt.Errorf("tools: ingest stopped at pages[%d] after creating %v: %w", i, done, err)
 		default:
-			pr.ContentHash = n.Hash
+			_, msg := s.classify("brain_ingest_raw", err)
+			pr.Status, pr.Error = StatusFailed, fmt.Sprintf("pages[%d] was not written: %s", i, msg)
 		}
 	}
 	for _, pr := range res.Pages {
@@ -752,17 +807,25 @@ func (s *Set) ingest(ctx context.Context, c Caller, raw []byte, _ *index.Stats) 
 			res.Exists++
 		case StatusInvalid:
 			res.Invalid++
+		case StatusFailed:
+			res.Failed++
 		}
 	}
 	return res, nil
 }
 
+func withHook(n store.NewNote, h store.Hook) store.NewNote {
+	n.Hook = h
+	return n
+}
+
 // ---- session_log
 
 type sessionArgs struct {
-	Session string          `json:"session"`
-	Entry   json.RawMessage `json:"entry"`
-	Wing    string          `json:"wing"`
+	Session        string          `json:"session"`
+	Entry          json.RawMessage `json:"entry"`
+	Wing           string          `json:"wing"`
+	IdempotencyKey string          `json:"idempotency_key"`
 }
 
 type sessionResult struct {
@@ -790,20 +853,34 @@ func (s *Set) sessionLog(ctx context.Context, c Caller, raw []byte, _ *index.Sta
 	if err := json.Compact(&compact, entry); err == nil && compact.Len() > s.lim.MaxEntryBytes {
 		return nil, tooLarge("entry is %d bytes, over the %d-byte limit", compact.Len(), s.lim.MaxEntryBytes)
 	}
-	path, line, err := s.st.AppendSession(ctx, a.Session, c.Email, entry)
-	if err != nil {
-		return nil, err
+	key := a.IdempotencyKey
+	fp := sessionArgs{Session: a.Session, Entry: entry}
+	if key != "" || c.IdempotencyKey != "" {
+		canon, err := canonicalJSON(entry)
+		if err != nil {
+			return nil, invalid("entry is not valid JSON: %v", err)
+		}
+		fp.Entry = canon
 	}
-	return sessionResult{Session: a.Session, Path: path, Line: line}, nil
+	return s.keyed(ctx, c, "session_log", key, fp, func(k *keyCall) (any, error) {
+		path, line, err := s.st.AppendSession(ctx, a.Session, c.Email, entry, k.hook(idempotency.Whole, func(in store.Intent) any {
+			return sessionResult{Session: a.Session, Path: in.Mark.Path, Line: in.Line}
+		}))
+		if err != nil {
+			return nil, err
+		}
+		return sessionResult{Session: a.Session, Path: path, Line: line}, nil
+	})
 }
 
 // ---- brain_promote
 
 type promoteArgs struct {
-	Name string `json:"name"`
-	Hall string `json:"hall"`
-	Slug string `json:"slug"`
-	Wing string `json:"wing"`
+	Name           string `json:"name"`
+	Hall           string `json:"hall"`
+	Slug           string `json:"slug"`
+	Wing           string `json:"wing"`
+	IdempotencyKey string `json:"idempotency_key"`
 }
 
 type promoteResult struct {
@@ -830,9 +907,15 @@ func (s *Set) promote(ctx context.Context, c Caller, raw []byte, _ *index.Stats)
 	if err := checkSlug("slug", a.Slug); err != nil {
 		return nil, err
 	}
-	n, tunnels, err := s.st.Promote(ctx, a.Name, a.Hall, a.Slug, c.Email)
-	if err != nil {
-		return nil, err
-	}
-	return promoteResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash, Tunnels: tunnels}, nil
+	key := a.IdempotencyKey
+	a.IdempotencyKey, a.Wing = "", ""
+	return s.keyed(ctx, c, "brain_promote", key, a, func(k *keyCall) (any, error) {
+		n, tunnels, err := s.st.Promote(ctx, a.Name, a.Hall, a.Slug, c.Email, k.hook(idempotency.Whole, func(in store.Intent) any {
+			return promoteResult{ID: in.Note.ID, Path: in.Note.Path, ContentHash: in.Note.Hash, Tunnels: in.Tunnels}
+		}))
+		if err != nil {
+			return nil, err
+		}
+		return promoteResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash, Tunnels: tunnels}, nil
+	})
 }

@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/shard/idempotency"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/store"
 )
@@ -21,6 +22,10 @@ import (
 type Caller struct {
 	Email string    // canonical verified email, recorded as the author of writes
 	Caps  auth.Caps // capabilities in this wing
+	// IdempotencyKey is the key the transport carried beside the arguments
+	// (proto CallRequest.IdempotencyKey), honoured like the
+	// idempotency_key argument by the write tools; "" for none.
+	IdempotencyKey string
 }
 
 // Tool describes one tool.
@@ -34,6 +39,10 @@ type Tool struct {
 type Options struct {
 	Logger *slog.Logger // internal errors are logged here; nil discards
 	Limits Limits       // zero fields take DefaultLimits
+	// Journal remembers the write tools' idempotency keys. Without one, a
+	// call that carries a key is refused (internal) rather than run
+	// without the guarantee.
+	Journal *idempotency.Journal
 }
 
 // Error codes of tool error results.
@@ -55,12 +64,15 @@ const CapabilityMetaKey = "brainstem/capability"
 
 // Set is the brain tools of one wing. It is safe for concurrent use.
 type Set struct {
-	st     *store.Store
-	log    *slog.Logger
-	lim    Limits
-	specs  []*spec
-	byName map[string]*spec
-	desc   json.RawMessage
+	st      *store.Store
+	journal *idempotency.Journal
+	log     *slog.Logger
+	lim     Limits
+	specs   []*spec
+	byName  map[string]*spec
+	desc    json.RawMessage
+
+	testStage func(stage string) // crash tests: called at each stage of a keyed write
 }
 
 // spec is one tool: its descriptor parts and its handler.
@@ -75,7 +87,7 @@ type spec struct {
 
 // New returns the tool set over st.
 func New(st *store.Store, opt Options) *Set {
-	s := &Set{st: st, log: opt.Logger, lim: opt.Limits.withDefaults(), byName: map[string]*spec{}}
+	s := &Set{st: st, journal: opt.Journal, log: opt.Logger, lim: opt.Limits.withDefaults(), byName: map[string]*spec{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
@@ -209,6 +221,9 @@ func (s *Set) Call(ctx context.Context, c Caller, name string, args []byte, stat
 	if err != nil {
 		return s.errorOf(name, err), true
 	}
+	if r, ok := v.(rawResult); ok {
+		return r.b, r.isErr
+	}
 	b, err := marshal(v)
 	if err != nil {
 		s.log.Error("tools: encode result", "tool", name, "err", err)
@@ -265,23 +280,30 @@ var storeCodes = []struct {
 
 // errorOf turns an error into an error result.
 func (s *Set) errorOf(tool string, err error) []byte {
+	code, msg := s.classify(tool, err)
+	return errorResult(code, msg)
+}
+
+// classify maps an error to its code and message; internal failures are
+// logged here.
+func (s *Set) classify(tool string, err error) (code, msg string) {
 	var te *toolError
 	if errors.As(err, &te) {
-		return errorResult(te.code, te.msg)
+		return te.code, te.msg
 	}
 	for _, m := range storeCodes {
 		if errors.Is(err, m.err) {
-			return errorResult(m.code, userMessage(err))
+			return m.code, userMessage(err)
 		}
 	}
 	switch {
-	case errors.Is(err, store.ErrClosed):
-		return errorResult(CodeInternal, "the shard is shutting down; retry in a moment")
+	case errors.Is(err, store.ErrClosed), errors.Is(err, idempotency.ErrClosed):
+		return CodeInternal, "the shard is shutting down; retry in a moment"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return errorResult(CodeInternal, "the call was cancelled or timed out: "+err.Error())
+		return CodeInternal, "the call was cancelled or timed out: " + err.Error()
 	}
 	s.log.Error("tools: internal error", "tool", tool, "err", err)
-	return errorResult(CodeInternal, "the shard failed to run "+tool+"; the error is logged on the shard, retrying may help")
+	return CodeInternal, "the shard failed to run " + tool + "; the error is logged on the shard, retrying may help"
 }
 
 // userMessage strips package prefixes and sentinel texts from a store
