@@ -42,6 +42,20 @@ type scenarioValues struct {
 		} `yaml:"storage"`
 		Resources map[string]any `yaml:"resources"`
 	} `yaml:"wings"`
+	OAuth struct {
+		Enabled  bool `yaml:"enabled"`
+		Upstream struct {
+			ClientSecret struct {
+				ExistingSecret string `yaml:"existingSecret"`
+			} `yaml:"clientSecret"`
+		} `yaml:"upstream"`
+		SigningKey struct {
+			ExistingSecret string `yaml:"existingSecret"`
+			Previous       []struct {
+				ExistingSecret string `yaml:"existingSecret"`
+			} `yaml:"previous"`
+		} `yaml:"signingKey"`
+	} `yaml:"oauth"`
 	MTLS struct {
 		Mode            string `yaml:"mode"`
 		ExistingSecrets struct {
@@ -105,6 +119,7 @@ func TestScenarios(t *testing.T) {
 			checkNetworkPolicies(t, r, gw)
 			checkServiceMonitors(t, r, v)
 			checkMTLS(t, r, v, cfg)
+			checkOAuth(t, r, v, cfg)
 		})
 	}
 }
@@ -252,6 +267,14 @@ func secretSources(r release, v scenarioValues) map[string]bool {
 	}
 	if v.Gateway.TLS.ExistingSecret != "" {
 		out[v.Gateway.TLS.ExistingSecret] = true
+	}
+	for _, n := range []string{v.OAuth.Upstream.ClientSecret.ExistingSecret, v.OAuth.SigningKey.ExistingSecret} {
+		if n != "" {
+			out[n] = true
+		}
+	}
+	for _, p := range v.OAuth.SigningKey.Previous {
+		out[p.ExistingSecret] = true
 	}
 	if v.MTLS.Mode == "existingSecrets" {
 		out[v.MTLS.ExistingSecrets.Gateway] = true

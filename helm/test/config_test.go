@@ -10,7 +10,7 @@ import (
 // gatewayConfig mirrors the gateway config format of the design
 // (/work/briefs/gateway.md "Config", docs/operating.md), plus the optional keys
 // the gateway also reads (drain_timeout, shards.retry_base,
-// limits.client_ip_header, sessions.deny_ttl). Decoding the rendered file with
+// limits.client_ip_header, sessions.deny_ttl, oauth, oidc.issuers[].trust_email). Decoding the rendered file with
 // KnownFields proves the chart emits no other key.
 type gatewayConfig struct {
 	PublicURL      string    `yaml:"public_url"`
@@ -20,6 +20,7 @@ type gatewayConfig struct {
 	AllowedOrigins []string  `yaml:"allowed_origins"`
 	DrainTimeout   string    `yaml:"drain_timeout"`
 	OIDC           oidcConf  `yaml:"oidc"`
+	OAuth          oauthConf `yaml:"oauth"`
 	Shards         shardsCfg `yaml:"shards"`
 	Wings          []wingCfg `yaml:"wings"`
 	Limits         struct {
@@ -55,10 +56,36 @@ type oidcConf struct {
 		URL        string   `yaml:"url"`
 		Audiences  []string `yaml:"audiences"`
 		Algorithms []string `yaml:"algorithms"`
+		TrustEmail bool     `yaml:"trust_email"`
 	} `yaml:"issuers"`
 	GroupsClaim    string   `yaml:"groups_claim"`
 	AllowedDomains []string `yaml:"allowed_domains"`
 	ClockSkew      string   `yaml:"clock_skew"`
+}
+
+// oauthConf is the gateway's `oauth:` section (gateway/oauth.Config).
+type oauthConf struct {
+	Enabled                 bool     `yaml:"enabled"`
+	SigningKeyFile          string   `yaml:"signing_key_file"`
+	PreviousSigningKeyFiles []string `yaml:"previous_signing_key_files"`
+	Upstream                struct {
+		Issuer           string            `yaml:"issuer"`
+		ClientID         string            `yaml:"client_id"`
+		ClientSecretFile string            `yaml:"client_secret_file"`
+		Scopes           []string          `yaml:"scopes"`
+		AuthParams       map[string]string `yaml:"auth_params"`
+	} `yaml:"upstream"`
+	AccessTokenTTL    string   `yaml:"access_token_ttl"`
+	RefreshTokenTTL   string   `yaml:"refresh_token_ttl"`
+	RefreshReuseGrace string   `yaml:"refresh_reuse_grace"`
+	CodeTTL           string   `yaml:"code_ttl"`
+	ConsentTTL        string   `yaml:"consent_ttl"`
+	RedirectURIs      []string `yaml:"redirect_uris"`
+	RedirectSchemes   []string `yaml:"redirect_schemes"`
+	ClientMetadata    struct {
+		Disabled     bool     `yaml:"disabled"`
+		AllowedHosts []string `yaml:"allowed_hosts"`
+	} `yaml:"client_metadata"`
 }
 
 type shardsCfg struct {

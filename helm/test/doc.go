@@ -15,7 +15,11 @@
 // rejections, that
 // `brainstem gateway --check-config` accepts the rendered gateway.yaml, and
 // that the rendered shards and gateway, run from this repository's binary on
-// loopback, become ready together.
+// loopback, become ready together. With oauth.enabled (the gateway's
+// authorization server) they also check the rendered `oauth:` section, the
+// mounted sign-in Secrets, the TTL bounds and allowlists the chart shares
+// with the gateway, that the generated signing key survives upgrades, and
+// that the gateway run on loopback publishes that very key.
 //
 // The module replaces github.com/brainstem/brainstem with ../.. and imports
 // only proto/pki (standard library only) from it.

@@ -3,6 +3,11 @@ package helmtest
 import (
 	"bytes"
 	"context"
+	"crypto/ed25519"
+	"crypto/tls"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -31,6 +36,66 @@ func TestReleaseRunsOnLoopback(t *testing.T) {
 	r := render(t, []string{defaultValues, valuesFile(t, `wings:
   - {name: payments, policy: {readers: ["domain:acme.com"], writers: ["group:payments"]}}
   - {name: platform, policy: {readers: ["*"]}}`)})
+	runOnLoopback(t, r)
+}
+
+// TestOAuthReleaseRunsOnLoopback: with oauth enabled, the gateway starts
+// with the rendered oauth section, the generated signing key and the client
+// secret as mounted, and its authorization server answers: the metadata
+// names the public URL as issuer, and the JWKS holds exactly the public half
+// of the key in the chart's Secret.
+func TestOAuthReleaseRunsOnLoopback(t *testing.T) {
+	t.Parallel()
+	r := render(t, []string{defaultValues, valuesFile(t, oauthOverlay)})
+	listen := runOnLoopback(t, r)
+	cfg := parseGatewayConfig(t, gatewayYAML(t, r))
+	crt := parseCert(t, "listener", secretData(t, r, releaseName+"-brainstem-gateway-tls")["tls.crt"])
+	roots := x509.NewCertPool()
+	roots.AddCert(crt)
+	name := crt.Subject.CommonName
+	if len(crt.DNSNames) > 0 {
+		name = crt.DNSNames[0]
+	}
+	hc := &http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{TLSClientConfig: &tls.Config{RootCAs: roots, ServerName: name}}}
+	get := func(p string, v any) {
+		t.Helper()
+		resp, err := hc.Get("https://" + listen + p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			body, _ := io.ReadAll(io.LimitReader(resp.Body, 4096))
+			t.Fatalf("GET %s: %d %s", p, resp.StatusCode, body)
+		}
+		if err := json.NewDecoder(resp.Body).Decode(v); err != nil {
+			t.Fatalf("GET %s: %v", p, err)
+		}
+	}
+	var meta struct {
+		Issuer       string `json:"issuer"`
+		Registration string `json:"registration_endpoint"`
+	}
+	get("/.well-known/oauth-authorization-server", &meta)
+	if meta.Issuer != cfg.PublicURL || meta.Registration != cfg.PublicURL+"/register" {
+		t.Fatalf("authorization server metadata %+v, want issuer %s", meta, cfg.PublicURL)
+	}
+	var jwks struct {
+		Keys []struct {
+			Kty, Crv, X string
+		} `json:"keys"`
+	}
+	get("/jwks", &jwks)
+	pub := parseSigningKey(t, secretData(t, r, oauthSigningSecret)["signing.pem"]).Public().(ed25519.PublicKey)
+	if len(jwks.Keys) != 1 || jwks.Keys[0].Kty != "OKP" || jwks.Keys[0].Crv != "Ed25519" || jwks.Keys[0].X != base64.RawURLEncoding.EncodeToString(pub) {
+		t.Fatalf("JWKS %+v is not the public half of the chart's signing key", jwks)
+	}
+}
+
+// runOnLoopback starts the shards and the gateway of a rendered release on
+// loopback and returns the gateway's public listen address once it is ready.
+func runOnLoopback(t *testing.T, r release) string {
+	t.Helper()
 	requireRoles(t, loadChartCerts(t, r))
 	cfgText := gatewayYAML(t, r)
 	cfg := parseGatewayConfig(t, cfgText)
@@ -87,6 +152,7 @@ func TestReleaseRunsOnLoopback(t *testing.T) {
 	}
 	gw := start(t, "gateway", "gateway", "--config="+cfgFile)
 	waitReady(t, gw, "http://"+admin+"/readyz")
+	return listen
 }
 
 // writeMounted writes every file a workload's projected volumes mount under

@@ -78,7 +78,8 @@ data:
 }
 
 // TestNotes: NOTES.txt prints the MCP URL and the join command for the
-// public URL, and a rollout line per wing.
+// public URL, and a rollout line per wing; with sign-in on, the redirect URI
+// to register at the IdP and where the generated sign-in key lives.
 func TestNotes(t *testing.T) {
 	t.Parallel()
 	cases := []struct {
@@ -91,6 +92,11 @@ func TestNotes(t *testing.T) {
 			"brainstem join https://brain.acme.com\n",
 			"statefulset/rel-brainstem-payments\n",
 			"deployment/rel-brainstem-gateway\n",
+		}},
+		{"sign-in on", []string{defaultValues, valuesFile(t, oauthOverlay)}, []string{
+			"claude mcp add --transport http brainstem https://brain.acme.com/mcp\n",
+			"client brainstem must have this redirect URI:\n\n  https://brain.acme.com/oauth/callback\n",
+			"Secret rel-brainstem-gateway-oauth-signing;",
 		}},
 		{"explicit public URL", []string{defaultValues, valuesFile(t, "publicURL: https://knowledge.acme.com/\ningress: {host: knowledge.acme.com}")}, []string{
 			"https://knowledge.acme.com/mcp\n",

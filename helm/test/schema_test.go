@@ -64,6 +64,7 @@ func TestValuesRejected(t *testing.T) {
 		{"public url on another host than the ingress", `publicURL: "https://knowledge.acme.com"`, []string{"publicURL host", "ingress.host"}},
 		{"ingress cert-manager without issuer", `ingress: {tls: {certManager: {enabled: true}}}`, []string{"ingress.tls.certManager.issuer"}},
 	}
+	cases = append(cases, oauthRejected...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -93,6 +94,7 @@ func TestValuesAccepted(t *testing.T) {
 		{"cert-manager with an external issuer", `mtls: {mode: certManager, certManager: {createIssuer: false, issuerRef: {name: corp-ca, kind: ClusterIssuer}}}`},
 		{"no ingress, public url given", `ingress: {enabled: false}` + "\npublicURL: https://brain.acme.com"},
 	}
+	cases = append(cases, oauthAccepted...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

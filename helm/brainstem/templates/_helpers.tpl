@@ -159,6 +159,31 @@ brainstem.dev/wing: {{ .wing }}
 {{- end -}}
 {{- end -}}
 
+{{/* Secrets of the gateway's authorization server (oauth.*). */}}
+{{- define "brainstem.oauth.signingSecretName" -}}
+{{- default (printf "%s-oauth-signing" (include "brainstem.gateway.fullname" .)) .Values.oauth.signingKey.existingSecret -}}
+{{- end -}}
+
+{{- define "brainstem.oauth.clientSecretName" -}}
+{{- default (printf "%s-oauth-client" (include "brainstem.gateway.fullname" .)) .Values.oauth.upstream.clientSecret.existingSecret -}}
+{{- end -}}
+
+{{/*
+Seconds in a Go duration string ("1h30m", "90s", "1.5h"), as a float; the
+schema has already checked the syntax. Used to hold oauth.* TTLs to the
+gateway's own bounds, which JSON schema cannot compare.
+*/}}
+{{- define "brainstem.durationSeconds" -}}
+{{- $units := dict "ns" 0.000000001 "us" 0.000001 "µs" 0.000001 "ms" 0.001 "s" 1.0 "m" 60.0 "h" 3600.0 -}}
+{{- $total := 0.0 -}}
+{{- range regexFindAll "[0-9]+(\\.[0-9]+)?(ns|us|µs|ms|s|m|h)" . -1 -}}
+{{- $num := regexFind "^[0-9]+(\\.[0-9]+)?" . | float64 -}}
+{{- $unit := regexReplaceAll "^[0-9]+(\\.[0-9]+)?" . "" -}}
+{{- $total = addf $total (mulf $num (get $units $unit)) -}}
+{{- end -}}
+{{- $total -}}
+{{- end -}}
+
 {{- define "brainstem.gateway.tlsSecretName" -}}
 {{- default (printf "%s-tls" (include "brainstem.gateway.fullname" .)) .Values.gateway.tls.existingSecret -}}
 {{- end -}}
@@ -225,6 +250,42 @@ depend on them so a bad values file fails before anything renders.
 {{- end -}}
 {{- if and .Values.ingress.tls.certManager.enabled (not .Values.ingress.tls.certManager.issuer) -}}
 {{- fail "brainstem: ingress.tls.certManager.issuer: required when ingress.tls.certManager.enabled is true" -}}
+{{- end -}}
+{{- if .Values.oauth.enabled -}}
+{{- $o := .Values.oauth -}}
+{{- $issuer := dict -}}
+{{- range .Values.oidc.issuers -}}
+{{- if eq .url $o.upstream.issuer -}}{{- $issuer = . -}}{{- end -}}
+{{- end -}}
+{{- if not $o.upstream.issuer -}}
+{{- fail "brainstem: oauth.upstream.issuer: required when oauth.enabled is true (the company IdP's issuer URL, one of oidc.issuers)" -}}
+{{- end -}}
+{{- if not $issuer -}}
+{{- fail (printf "brainstem: oauth.upstream.issuer: %q is not the url of any oidc.issuers entry; add it there (with oauth.upstream.clientId among its audiences)" $o.upstream.issuer) -}}
+{{- end -}}
+{{- if not $o.upstream.clientId -}}
+{{- fail "brainstem: oauth.upstream.clientId: required when oauth.enabled is true (the gateway's client id at the IdP)" -}}
+{{- end -}}
+{{- if not (has $o.upstream.clientId $issuer.audiences) -}}
+{{- fail (printf "brainstem: oauth.upstream.clientId: %q is not among the audiences of oidc.issuers entry %q, so the IdP's ID tokens for the gateway would be refused; add it" $o.upstream.clientId $issuer.url) -}}
+{{- end -}}
+{{- if and (not $o.upstream.clientSecret.existingSecret) (not $o.upstream.clientSecret.value) -}}
+{{- fail "brainstem: oauth.upstream.clientSecret: set existingSecret (a Secret holding the client secret under clientSecret.key) or value" -}}
+{{- end -}}
+{{- range $k, $_ := $o.upstream.authParams -}}
+{{- if has $k (list "state" "nonce" "code_challenge" "code_challenge_method" "client_id" "redirect_uri" "scope" "response_type") -}}
+{{- fail (printf "brainstem: oauth.upstream.authParams.%s: the gateway sets this parameter itself; remove it" $k) -}}
+{{- end -}}
+{{- end -}}
+{{- $bounds := dict "accessTokenTTL" (list 60 3600 "1m" "1h") "refreshTokenTTL" (list 3600 7776000 "1h" "2160h") "refreshReuseGrace" (list 1 60 "1s" "1m") "codeTTL" (list 10 60 "10s" "60s") "consentTTL" (list 60 31536000 "1m" "8760h") -}}
+{{- range $key, $b := $bounds -}}
+{{- with index $o $key -}}
+{{- $sec := include "brainstem.durationSeconds" . | float64 -}}
+{{- if or (lt $sec (index $b 0 | float64)) (gt $sec (index $b 1 | float64)) -}}
+{{- fail (printf "brainstem: oauth.%s: %s is outside [%s, %s], the gateway's bounds" $key . (index $b 2) (index $b 3)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- $_ := include "brainstem.publicURL" . -}}
 {{- if and .Values.publicURL .Values.ingress.enabled .Values.ingress.host -}}
