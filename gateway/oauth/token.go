@@ -357,7 +357,8 @@ func (s *Server) identify(ctx context.Context, tok *oauth2.Token, nonce string) 
 		}
 	}
 	switch {
-	case c.Issuer != s.cfg.Upstream.Issuer:
+	case c.Issuer != s.cfg.Upstream.Issuer && !(c.Issuer == "accounts.google.com" && s.cfg.Upstream.Issuer == "https://accounts.google.com"):
+		// Google's ID tokens may name the issuer without its scheme.
 		return auth.Identity{}, invalidGrant("the ID token comes from another identity provider")
 	case !slices.Contains(aud, s.cfg.Upstream.ClientID):
 		return auth.Identity{}, invalidGrant("the ID token was issued to another client")

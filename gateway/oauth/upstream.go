@@ -194,12 +194,14 @@ func classifyUpstream(err error) error {
 	var re *oauth2.RetrieveError
 	if errors.As(err, &re) {
 		switch {
-		case re.ErrorCode == "invalid_grant":
-			return fmt.Errorf("%w: %s", ErrUpstreamRefused, describeRetrieve(re))
 		case re.Response != nil && re.Response.StatusCode >= 500:
 			return &unavailableError{retryAfter: 5 * time.Second, err: err}
+		case re.ErrorCode == "invalid_client" || re.ErrorCode == "unauthorized_client" || re.ErrorCode == "unsupported_grant_type":
+			return fmt.Errorf("%w: %s", ErrUpstreamClient, describeRetrieve(re))
 		}
-		return fmt.Errorf("%w: %s", ErrUpstreamClient, describeRetrieve(re))
+		// invalid_grant, and what IdPs answer instead for a code or refresh
+		// token they no longer know (Dex: invalid_request): sign in again.
+		return fmt.Errorf("%w: %s", ErrUpstreamRefused, describeRetrieve(re))
 	}
 	return &unavailableError{retryAfter: 5 * time.Second, err: err}
 }
