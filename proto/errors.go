@@ -59,9 +59,19 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code && (t.Message == "" || t.Message == e.Message)
 }
 
-// ErrUnavailable wraps every failure to reach a shard (dial, handshake,
-// connection lost before an answer), as opposed to an *Error the shard sent.
+// ErrUnavailable wraps every failure to reach a shard before the request
+// left: a dial or handshake that failed, a shard known to be down (the
+// client fails fast while it redials in the background), a connection that
+// died before the request was handed to it. The shard cannot have run such
+// a request, so retrying it is always safe. Compare ErrConnectionLost.
 var ErrUnavailable = errors.New("proto: shard unreachable")
+
+// ErrConnectionLost is returned (wrapped, with the connection's cause) when
+// a request was sent but the connection died, or the stream was reset,
+// before the whole answer arrived. The shard may or may not have run the
+// request: its fate is unknown, so a write must not be retried blindly. It
+// is distinct from ErrUnavailable (errors.Is matches one or the other).
+var ErrConnectionLost = errors.New("proto: connection lost with the request in flight")
 
 // ErrTooLarge is returned when a message to send or receive exceeds the limit.
 var ErrTooLarge = errors.New("proto: message too large")
