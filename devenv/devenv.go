@@ -22,6 +22,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quic-go/quic-go"
+
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/devidp"
 	"github.com/brainstem/brainstem/auth/sso"
@@ -188,12 +190,20 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("devenv: %w", err)
 	}
+	resetSecret, err := pki.PrivateKeyDER(shardKey)
+	if err != nil {
+		return nil, fmt.Errorf("devenv: %w", err)
+	}
 
 	// Shards.
 	e.shardTLS, e.addrs = gwTLS, map[string]string{}
 	var gwWings []gateway.WingConfig
 	for i, w := range wings {
-		addr, err := e.startShard(runCtx, w, shardConns[i], shardTLS)
+		resetKey, err := proto.DeriveStatelessResetKey(resetSecret, "wing "+w)
+		if err != nil {
+			return nil, fmt.Errorf("devenv: %w", err)
+		}
+		addr, err := e.startShard(runCtx, w, shardConns[i], shardTLS, resetKey)
 		if err != nil {
 			return nil, err
 		}
@@ -228,7 +238,7 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	return e, nil
 }
 
-func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, tlsConf *tls.Config) (string, error) {
+func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, tlsConf *tls.Config, resetKey *quic.StatelessResetKey) (string, error) {
 	policy, err := e.policy(wing)
 	if err != nil {
 		return "", err
@@ -252,7 +262,8 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, tl
 	if h, err := svc.Health(ctx); err == nil {
 		e.Notes[wing] = h.Notes
 	}
-	srv := proto.NewServer(svc, proto.ServerConfig{TLS: tlsConf, Logger: e.cfg.Logger.With("component", "proto", "wing", wing)})
+	srv := proto.NewServer(svc, proto.ServerConfig{TLS: tlsConf, StatelessResetKey: resetKey,
+		Logger: e.cfg.Logger.With("component", "proto", "wing", wing)})
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()

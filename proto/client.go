@@ -197,7 +197,7 @@ func (c *Client) Call(ctx context.Context, req *CallRequest) (*CallResponse, err
 }
 
 // Mint asks the shard for a shard token. Only a client with a gateway
-// certificate is allowed (else *Error CodeForbidden). Retried like Call.
+// certificate is allowed (else *Error CodeWrongRole). Retried like Call.
 func (c *Client) Mint(ctx context.Context, req *MintRequest) (*MintResponse, error) {
 	if req == nil {
 		return nil, fmt.Errorf("proto: mint: %w: nil request", ErrMalformed)
@@ -545,7 +545,11 @@ func (c *Client) quicFor(timeout time.Duration) *quic.Config {
 func (c *Client) markDownLocked(err error, what string) {
 	if c.down == nil {
 		c.down = &downState{since: time.Now(), err: err}
-		c.log.Warn("proto: shard unreachable; requests fail fast while redialing in the background",
+		lvl := slog.LevelWarn
+		if errors.Is(err, errDraining) {
+			lvl = slog.LevelInfo
+		}
+		c.log.Log(context.Background(), lvl, "proto: shard unreachable; requests fail fast while redialing in the background",
 			"addr", c.addr, "reason", what, "err", err)
 		c.notifyLocked()
 	} else {
@@ -677,9 +681,16 @@ func (c *Client) drop(cc *clientConn, err error) {
 	c.mu.Unlock()
 }
 
-// goAway marks cc as draining and closes it once idle.
+// errDraining is why a shard that sent GOAWAY is down: it is shutting down
+// and its successor (if any) cannot listen on its address before it exits.
+var errDraining = errors.New("proto: the shard is shutting down (GOAWAY)")
+
+// goAway marks cc as draining and closes it once idle. The shard is down
+// from now on: new requests fail fast (requests in flight on cc finish)
+// while the background loop redials its successor.
 func (c *Client) goAway(cc *clientConn) {
 	c.mu.Lock()
+	first := !cc.goaway
 	cc.goaway = true
 	if c.cur == cc {
 		c.cur = nil
@@ -688,8 +699,10 @@ func (c *Client) goAway(cc *clientConn) {
 	if idle {
 		cc.closing = true
 	}
+	if first && !c.closed {
+		c.markDownLocked(errDraining, "the shard is draining")
+	}
 	c.mu.Unlock()
-	c.log.Info("proto: shard is draining; new requests go to a new connection", "addr", c.addr)
 	if idle {
 		cc.qc.CloseWithError(connCodeNoError, "drained")
 	}

@@ -14,7 +14,7 @@ const (
 	CodeInternal        Code = 1  // the shard failed; retrying may help
 	CodeBadRequest      Code = 2  // malformed message or arguments
 	CodeUnauthenticated Code = 3  // shard token missing, invalid, expired or signed by an old key: re-mint
-	CodeForbidden       Code = 4  // the token lacks the capability, the wing differs, or a non-gateway asked to mint
+	CodeForbidden       Code = 4  // the token lacks the capability, or the wing differs
 	CodeTooLarge        Code = 5  // a message exceeded the size limit
 	CodeUnknownMethod   Code = 6  // the request type is not known to this shard
 	CodeUnknownTool     Code = 7  // no tool of that name
@@ -22,6 +22,7 @@ const (
 	CodeDeadline        Code = 9  // the request's deadline passed
 	CodeCanceled        Code = 10 // the caller cancelled
 	CodeVersion         Code = 11 // unsupported protocol version
+	CodeWrongRole       Code = 12 // the client's certificate role may not make this request (only gateways may mint)
 )
 
 var codeNames = map[Code]string{
@@ -36,6 +37,7 @@ var codeNames = map[Code]string{
 	CodeDeadline:        "deadline_exceeded",
 	CodeCanceled:        "canceled",
 	CodeVersion:         "unsupported_version",
+	CodeWrongRole:       "wrong_role",
 }
 
 func (c Code) String() string {

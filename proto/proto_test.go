@@ -115,7 +115,7 @@ func TestMutualTLS(t *testing.T) {
 	}{
 		{"no client certificate", noCert, false, 0, false},
 		{"certificate from another CA", other.clientTLS(t, pki.RoleGateway), false, 0, false},
-		{"shard certificate", f.clientTLS(t, pki.RoleShard), true, CodeForbidden, false},
+		{"shard certificate", f.clientTLS(t, pki.RoleShard), true, CodeWrongRole, false},
 		{"gateway certificate", f.clientTLS(t, pki.RoleGateway), true, 0, true},
 	}
 	for _, tt := range tests {

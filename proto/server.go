@@ -600,7 +600,7 @@ func (s *Server) dispatch(base context.Context, peer Peer, st *quic.Stream, t Ms
 		return nil, rh, &Error{Code: CodeBadRequest, Message: trimPrefix(err.Error())}
 	}
 	if t == MsgMint && peer.Role != string(pki.RoleGateway) {
-		return nil, rh, &Error{Code: CodeForbidden, Message: fmt.Sprintf("only gateways may mint; this client's certificate has role %q", peer.Role)}
+		return nil, rh, &Error{Code: CodeWrongRole, Message: fmt.Sprintf("only gateways may mint; this client's certificate has role %q", peer.Role)}
 	}
 
 	ctx, cancel := context.WithCancelCause(base)
