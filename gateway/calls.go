@@ -20,7 +20,10 @@ const maxFreshTries = 3
 // callWing sends one tool call to a wing with the caller's shard token:
 // minting on a miss, and on CodeUnauthenticated dropping the token and
 // re-minting (once for a cached token, then with bounded backoff for fresh
-// ones). The shard's answer is returned unchanged.
+// ones). When the connection dies with the call in flight, a read is sent
+// once more (after a reconnection, within ctx's deadline); a write or
+// curate call is not: its outcome is unknown and the caller is told so. The
+// shard's answer is returned unchanged.
 func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *proto.CallRequest) (*proto.CallResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
 	defer cancel()
@@ -28,7 +31,8 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 	if err != nil {
 		return nil, err
 	}
-	freshRejected := 0
+	write := g.toolNeed(req.Tool) != auth.CapRead
+	freshRejected, lostRetried := 0, false
 	for {
 		req.Token = gr.token
 		resp, err := w.client.Call(ctx, req)
@@ -37,11 +41,13 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 			return resp, nil
 		}
 		if proto.CodeOf(err) == 0 {
-			e := classifyShard(err, w) // unreachable, timeout, cancelled
-			if e.Code == CodeUnavailable {
-				w.markDown(g.now())
+			if errors.Is(err, proto.ErrConnectionLost) && !write && !lostRetried && ctx.Err() == nil {
+				lostRetried = true
+				g.metrics.lostRetry(w.name)
+				ci.logger().Info("connection lost with a read in flight; sending it again", "wing", w.name, "tool", req.Tool, "err", err)
+				continue
 			}
-			return nil, e
+			return nil, classifyCall(err, w, req.Tool, write) // unreachable, lost, timeout, cancelled
 		}
 		w.markReached()
 		if proto.CodeOf(err) != proto.CodeUnauthenticated {
@@ -69,6 +75,18 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 		}
 		fresh = true
 	}
+}
+
+// toolNeed is the capability a shard tool needs, from its descriptor
+// (_meta["brainstem/capability"]); a tool the gateway does not know counts
+// as a write, so a lost answer is never retried blindly.
+func (g *Gateway) toolNeed(tool string) auth.Caps {
+	if cat := g.cat.Load(); cat != nil {
+		if e, ok := cat.by[tool]; ok {
+			return e.desc.need
+		}
+	}
+	return auth.CapWrite
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -227,15 +245,15 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 }
 
 // readableWings returns the wings the caller may read and the reachable
-// failures among the others.
-func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) (readable []*wing, failed []unavailableWing) {
+// failures among the others, each failure classified by why.
+func (g *Gateway) readableWings(ctx context.Context, ci *callInfo, why func(*wing, error) *Error) (readable []*wing, failed []unavailableWing) {
 	caps, errs := g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
 	for i, c := range caps {
 		switch {
 		case c.Has(auth.CapRead):
 			readable = append(readable, g.wings[i])
 		case errs[i] != nil:
-			e := classify(errs[i], g.wings[i].name)
+			e := why(g.wings[i], errs[i])
 			if e.Code != CodeForbidden {
 				failed = append(failed, unavailableWing{Wing: g.wings[i].name, Code: e.Code, Error: e.Message})
 			}

@@ -16,6 +16,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/proto"
 )
 
 // Config is the gateway's configuration, read from YAML (the Helm chart
@@ -72,6 +73,13 @@ type ShardsConfig struct {
 	// RetryBase is the first backoff delay when a shard rejects a freshly
 	// minted token (then doubled; 3 tries in all).
 	RetryBase time.Duration `yaml:"retry_base"`
+	// KeepAlive is how often a quiet shard connection sends a PING, so
+	// that silence means the shard is gone.
+	KeepAlive time.Duration `yaml:"keep_alive"`
+	// IdleTimeout is how long a shard may stay silent before its
+	// connection is given up: calls in flight then end at once, and calls
+	// fail fast while the gateway redials. Sized for a cluster network.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
 
 // WingConfig names one wing and its shard.
@@ -88,6 +96,22 @@ type LimitsConfig struct {
 	Burst               int     `yaml:"burst"`                  // per email, token bucket size
 	FailedAuthPerMinute int     `yaml:"failed_auth_per_minute"` // per client IP
 	FanoutConcurrency   int     `yaml:"fanout_concurrency"`     // wings queried at once by one cross-wing search
+	// FanoutTimeout bounds a cross-wing brain_query: wings that have not
+	// answered by then are listed under "unavailable" and the others'
+	// hits are returned (the audit outcome is "partial"). A longer
+	// shards.call_timeout does not extend it; a shorter one bounds it.
+	FanoutTimeout time.Duration `yaml:"fanout_timeout"`
+	// HeaderTimeout bounds reading a request's headers.
+	HeaderTimeout time.Duration `yaml:"header_timeout"`
+	// BodyTimeout bounds reading a request's body (from the end of its
+	// headers); a peer that withholds it is answered and disconnected.
+	BodyTimeout time.Duration `yaml:"body_timeout"`
+	// IdleConnTimeout closes a keep-alive connection idle this long.
+	IdleConnTimeout time.Duration `yaml:"idle_conn_timeout"`
+	// MaxUnauthenticatedConns bounds connections that have not (yet)
+	// carried an authenticated request; beyond it new connections are
+	// closed at once.
+	MaxUnauthenticatedConns int `yaml:"max_unauthenticated_conns"`
 	// ClientIPHeader, when set (e.g. "X-Forwarded-For"), names a header set
 	// by a trusted proxy; its right-most address is the client IP for the
 	// failed-authentication limit. Empty: the TCP peer address.
@@ -129,13 +153,20 @@ func DefaultConfig() Config {
 			MaxInFlight:     256,
 			RefreshInterval: time.Minute,
 			RetryBase:       100 * time.Millisecond,
+			KeepAlive:       proto.DefaultKeepAlive,
+			IdleTimeout:     proto.DefaultIdleTimeout,
 		},
 		Limits: LimitsConfig{
-			MaxBodyBytes:        1 << 20,
-			CallsPerSecond:      20,
-			Burst:               40,
-			FailedAuthPerMinute: 30,
-			FanoutConcurrency:   8,
+			MaxBodyBytes:            1 << 20,
+			CallsPerSecond:          20,
+			Burst:                   40,
+			FailedAuthPerMinute:     30,
+			FanoutConcurrency:       8,
+			FanoutTimeout:           2 * time.Second,
+			HeaderTimeout:           10 * time.Second,
+			BodyTimeout:             10 * time.Second,
+			IdleConnTimeout:         90 * time.Second,
+			MaxUnauthenticatedConns: 1024,
 		},
 		Sessions: SessionsConfig{
 			MaxEntries: 100000,
@@ -318,6 +349,12 @@ func (c Config) validate(requireShardTLS bool) error {
 	if c.Shards.RetryBase <= 0 || c.Shards.RetryBase > 10*time.Second {
 		bad("shards.retry_base", "must be in (0, 10s] (got %s)", c.Shards.RetryBase)
 	}
+	if c.Shards.IdleTimeout < 500*time.Millisecond || c.Shards.IdleTimeout > 5*time.Minute {
+		bad("shards.idle_timeout", "must be in [500ms, 5m] (got %s)", c.Shards.IdleTimeout)
+	}
+	if c.Shards.KeepAlive <= 0 || c.Shards.KeepAlive*2 > c.Shards.IdleTimeout {
+		bad("shards.keep_alive", "must be positive and at most half of shards.idle_timeout (got %s, idle_timeout %s)", c.Shards.KeepAlive, c.Shards.IdleTimeout)
+	}
 
 	if len(c.Wings) == 0 {
 		bad("wings", "at least one wing is required")
@@ -353,6 +390,20 @@ func (c Config) validate(requireShardTLS bool) error {
 	}
 	if c.Limits.FanoutConcurrency < 1 {
 		bad("limits.fanout_concurrency", "must be at least 1 (got %d)", c.Limits.FanoutConcurrency)
+	}
+	if c.Limits.FanoutTimeout < 100*time.Millisecond {
+		bad("limits.fanout_timeout", "must be at least 100ms (got %s)", c.Limits.FanoutTimeout)
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"limits.header_timeout", c.Limits.HeaderTimeout}, {"limits.body_timeout", c.Limits.BodyTimeout}, {"limits.idle_conn_timeout", c.Limits.IdleConnTimeout}} {
+		if d.v < 100*time.Millisecond || d.v > time.Hour {
+			bad(d.key, "must be in [100ms, 1h] (got %s)", d.v)
+		}
+	}
+	if c.Limits.MaxUnauthenticatedConns < 1 {
+		bad("limits.max_unauthenticated_conns", "must be at least 1 (got %d)", c.Limits.MaxUnauthenticatedConns)
 	}
 
 	if c.Sessions.MaxEntries < 1 {

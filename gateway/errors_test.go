@@ -61,6 +61,8 @@ type disconnected struct{ shardClient }
 
 func (disconnected) Connected() bool { return false }
 
+func (disconnected) State() proto.State { return proto.State{} }
+
 // TestRefusalAndAuthMapping: HTTP statuses for refusals and SSO errors.
 func TestRefusalAndAuthMapping(t *testing.T) {
 	for err, st := range map[error]int{

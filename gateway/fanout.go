@@ -81,14 +81,29 @@ type mergedHit struct {
 // statistics, then the query itself on each wing scored with the global
 // statistics, so scores are comparable; hits are merged by score (desc) and
 // id (asc), cut to the limit, each hit's bytes unchanged. A failing wing is
-// listed under "unavailable" and never fails the query.
+// listed under "unavailable" and never fails the query. The whole search is
+// bounded by limits.fanout_timeout (the mints and statistics by half of
+// it): a wing that has not answered by then is listed under "unavailable"
+// with the others' results, and the audit outcome is "partial".
 func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, rec *auditRecord) *mcp.CallToolResult {
 	query, limit, err := parseQueryArgs(args)
 	if err != nil {
 		return g.fail(rec, classify(err, ""))
 	}
-	readable, failed := g.readableWings(ctx, ci)
+	bound := min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout)
+	fctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	p1ctx, cancel1 := context.WithTimeout(fctx, bound/2)
+	defer cancel1()
+	late := func(w *wing, err error) *Error {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return newError(CodeTimeout, ErrTimeout, "wing %q did not answer within limits.fanout_timeout (%s); the results leave it out", w.name, bound)
+		}
+		return classifyShard(err, w)
+	}
+	readable, failed := g.readableWings(p1ctx, ci, late)
 	if len(readable) == 0 {
+		rec.Missing = wingNames(failed)
 		if len(failed) > 0 {
 			return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing you can read is reachable right now: %s", failed[0].Error))
 		}
@@ -102,19 +117,9 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 	eg.SetLimit(g.cfg.Limits.FanoutConcurrency)
 	for i, w := range readable {
 		eg.Go(func() error {
-			sctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
-			defer cancel()
-			if w.recentlyDown(g.now()) {
-				errs[i] = newError(CodeUnavailable, ErrUnavailable, "wing %q was unreachable moments ago; it is skipped for a few seconds", w.name)
-				return nil
-			}
-			st, err := w.client.Stats(sctx, &proto.StatsRequest{RequestID: ci.requestID, Query: query})
+			st, err := w.client.Stats(p1ctx, &proto.StatsRequest{RequestID: ci.requestID, Query: query})
 			if err != nil {
-				e := classifyShard(err, w)
-				if e.Code == CodeUnavailable {
-					w.markDown(g.now())
-				}
-				errs[i] = e
+				errs[i] = late(w, err)
 				return nil
 			}
 			w.markReached()
@@ -144,9 +149,9 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 			continue
 		}
 		eg2.Go(func() error {
-			resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: queryToolName, Args: args, Stats: global})
+			resp, err := g.callWing(fctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: queryToolName, Args: args, Stats: global})
 			if err != nil {
-				errs[i] = err
+				errs[i] = late(w, err)
 				return nil
 			}
 			results[i] = resp
@@ -205,6 +210,7 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 		rec.Outcome = "tool_error"
 		return shardResult(firstError)
 	}
+	rec.Missing = wingNames(failed)
 	if len(answered) == 0 {
 		return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing answered: %s", failed[0].Error))
 	}
@@ -218,7 +224,25 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 		hits = hits[:limit]
 	}
 	rec.Outcome = "ok"
+	if len(failed) > 0 {
+		rec.Outcome = outcomePartial
+	}
 	return mcp.NewToolResultText(string(encodeMerged(hits, total, answered, failed)))
+}
+
+// outcomePartial is the audit outcome of a cross-wing search that left
+// wings out (listed in the audit line's missing_wings).
+const outcomePartial = "partial"
+
+func wingNames(ws []unavailableWing) []string {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.Wing
+	}
+	return out
 }
 
 // encodeMerged writes the cross-wing envelope by hand so each hit's bytes

@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/quic-go/quic-go"
 	"golang.org/x/time/rate"
 
 	"github.com/brainstem/brainstem/auth"
@@ -118,7 +120,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: oidc: %w", err)
 	}
-	clients, err := dialShards(cfg, opt)
+	clients, base, err := dialShards(cfg, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -129,29 +131,52 @@ func New(ctx context.Context, cfg Config, opt Options) (*Gateway, error) {
 		}
 		return nil, err
 	}
+	g.checkOwnRole(base)
 	g.start(ctx)
 	return g, nil
 }
 
-// dialShards creates one (lazy) proto client per wing.
-func dialShards(cfg Config, opt Options) (map[string]shardClient, error) {
+// checkOwnRole makes a gateway whose mTLS certificate is not a gateway-role
+// certificate unready at once, saying why: every shard would refuse its
+// mints (and every user would see an empty brain).
+func (g *Gateway) checkOwnRole(tc *tls.Config) {
+	role := pki.Role("")
+	if len(tc.Certificates) > 0 && len(tc.Certificates[0].Certificate) > 0 {
+		if leaf, err := x509.ParseCertificate(tc.Certificates[0].Certificate[0]); err == nil {
+			role = pki.RoleOf(leaf)
+		}
+	}
+	if role == pki.RoleGateway {
+		return
+	}
+	msg := fmt.Sprintf("the gateway's client certificate has role %q, not %q: shards refuse its mints", role, pki.RoleGateway)
+	for _, w := range g.wings {
+		w.mintRefused.Store(&msg)
+	}
+	g.log.Error("misconfigured shards.tls: the gateway is not ready until it has a gateway-role certificate (brainstem ca issue --role gateway)",
+		"role", string(role))
+}
+
+// dialShards creates one (lazy) proto client per wing; it also returns the
+// mTLS client configuration they share.
+func dialShards(cfg Config, opt Options) (map[string]shardClient, *tls.Config, error) {
 	base := opt.ShardTLS
 	if base == nil {
 		ca, err := os.ReadFile(cfg.Shards.TLS.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("gateway: shards.tls.ca_file: %w", err)
+			return nil, nil, fmt.Errorf("gateway: shards.tls.ca_file: %w", err)
 		}
 		cert, err := os.ReadFile(cfg.Shards.TLS.CertFile)
 		if err != nil {
-			return nil, fmt.Errorf("gateway: shards.tls.cert_file: %w", err)
+			return nil, nil, fmt.Errorf("gateway: shards.tls.cert_file: %w", err)
 		}
 		key, err := os.ReadFile(cfg.Shards.TLS.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("gateway: shards.tls.key_file: %w", err)
+			return nil, nil, fmt.Errorf("gateway: shards.tls.key_file: %w", err)
 		}
 		base, err = pki.ClientTLS(ca, cert, key, "")
 		if err != nil {
-			return nil, fmt.Errorf("gateway: shards.tls: %w", err)
+			return nil, nil, fmt.Errorf("gateway: shards.tls: %w", err)
 		}
 	}
 	clients := map[string]shardClient{}
@@ -163,9 +188,10 @@ func dialShards(cfg Config, opt Options) (map[string]shardClient, error) {
 			MaxInFlight: cfg.Shards.MaxInFlight,
 			DialTimeout: min(cfg.Shards.CallTimeout, 10*time.Second),
 			Logger:      loggerOrDiscard(opt.Logger).With("wing", w.Name),
+			QUIC:        &quic.Config{KeepAlivePeriod: cfg.Shards.KeepAlive, MaxIdleTimeout: cfg.Shards.IdleTimeout},
 		})
 	}
-	return clients, nil
+	return clients, base, nil
 }
 
 func loggerOrDiscard(l *slog.Logger) *slog.Logger {
@@ -339,6 +365,37 @@ func (g *Gateway) allReached() bool {
 	return true
 }
 
+// readinessReport is the /readyz body.
+type readinessReport struct {
+	Ready bool `json:"ready"`
+	// Unreached lists wings whose shard has never answered.
+	Unreached []string `json:"unreached_wings"`
+	// MintRefused lists wings whose shard refuses this gateway's mints
+	// (its certificate's role), with the reason.
+	MintRefused []wingProblem `json:"mint_refused_wings"`
+}
+
+type wingProblem struct {
+	Wing   string `json:"wing"`
+	Reason string `json:"reason"`
+}
+
+// readiness: ready once every wing's shard has answered and none refuses
+// this gateway's mints.
+func (g *Gateway) readiness() readinessReport {
+	rep := readinessReport{Unreached: []string{}, MintRefused: []wingProblem{}}
+	for _, wg := range g.wings {
+		if !wg.reached.Load() {
+			rep.Unreached = append(rep.Unreached, wg.name)
+		}
+		if p := wg.mintRefused.Load(); p != nil {
+			rep.MintRefused = append(rep.MintRefused, wingProblem{wg.name, *p})
+		}
+	}
+	rep.Ready = len(rep.Unreached) == 0 && len(rep.MintRefused) == 0
+	return rep
+}
+
 func (g *Gateway) buildAdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(g.registry, promhttp.HandlerOpts{Registry: g.registry}))
@@ -347,20 +404,8 @@ func (g *Gateway) buildAdminHandler() http.Handler {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		var unreached []string
-		for _, wg := range g.wings {
-			if !wg.reached.Load() {
-				unreached = append(unreached, wg.name)
-			}
-		}
+		body := g.readiness()
 		w.Header().Set("Content-Type", "application/json")
-		body := struct {
-			Ready     bool     `json:"ready"`
-			Unreached []string `json:"unreached_wings"`
-		}{len(unreached) == 0, unreached}
-		if body.Unreached == nil {
-			body.Unreached = []string{}
-		}
 		if !body.Ready {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}

@@ -1,0 +1,210 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/proto"
+)
+
+// callResult is one tool call's outcome, for calls made off the test
+// goroutine.
+type callResult struct {
+	text  string
+	isErr bool
+	err   error
+}
+
+func callAsync(c *client.Client, tool, args string) <-chan callResult {
+	out := make(chan callResult, 1)
+	go func() {
+		res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)}})
+		if err != nil {
+			out <- callResult{err: err}
+			return
+		}
+		if len(res.Content) != 1 {
+			out <- callResult{err: errors.New("not one content")}
+			return
+		}
+		tc, _ := res.Content[0].(mcp.TextContent)
+		out <- callResult{text: tc.Text, isErr: res.IsError}
+	}()
+	return out
+}
+
+// TestLostWriteIsOutcomeUnknown: a shard that crashes with a write in
+// flight (its successor resets the connection) leaves the write's fate
+// unknown: the agent gets outcome_unknown telling it to retry with the
+// same idempotency_key, the gateway does not send the write again, and
+// the audit line says so.
+func TestLostWriteIsOutcomeUnknown(t *testing.T) {
+	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen})
+	w := e.wings["payments"]
+	c := e.client(t, e.idp.token(t, "alice@acme.com"), false)
+	if text, isErr := call(t, c, "brain_get", `{"id":"payments/f/none"}`); !isErr || errCode(t, text) != "not_found" {
+		t.Fatalf("warm-up: %s", text) // mints and connects
+	}
+	entered := w.holdNext("brain_write")
+	res := callAsync(c, "brain_write", `{"wing":"payments","id":"payments/f/x","body":"hello"}`)
+	<-entered
+	e.shards["payments"].crashAndRestart()
+	r := <-res
+	if r.err != nil {
+		t.Fatal(r.err)
+	}
+	if !r.isErr || errCode(t, r.text) != CodeOutcomeUnknown || !strings.Contains(r.text, "idempotency_key") || !strings.Contains(r.text, `\"payments\"`) && !strings.Contains(r.text, `"payments"`) {
+		t.Fatalf("lost write answered %s, want outcome_unknown naming the wing and idempotency_key", r.text)
+	}
+	if n := w.toolCount("brain_write"); n != 1 {
+		t.Fatalf("brain_write reached the shard %d times, want 1 (never retried)", n)
+	}
+	lines := e.audit.auditLines(t)
+	if last := lines[len(lines)-1]; last.Tool != "brain_write" || last.Outcome != CodeOutcomeUnknown {
+		t.Fatalf("audit: %+v", last)
+	}
+}
+
+// TestLostReadIsRetried: a read in flight when the shard crashes is sent
+// once more after the gateway reconnected to the successor, and succeeds.
+func TestLostReadIsRetried(t *testing.T) {
+	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen})
+	w := e.wings["payments"]
+	w.addNote("payments/f/x", "hello", "a@acme.com")
+	c := e.client(t, e.idp.token(t, "alice@acme.com"), false)
+	call(t, c, "brain_get", `{"id":"payments/f/x"}`)
+	entered := w.holdNext("brain_get")
+	res := callAsync(c, "brain_get", `{"id":"payments/f/x"}`)
+	<-entered
+	e.shards["payments"].crashAndRestart()
+	r := <-res
+	if r.err != nil || r.isErr || !strings.Contains(r.text, `"body":"hello"`) {
+		t.Fatalf("lost read answered %+v, want the note (sent again)", r)
+	}
+	if n := w.toolCount("brain_get"); n != 3 {
+		t.Fatalf("brain_get reached the shard %d times, want 3 (warm-up, lost, retry)", n)
+	}
+	if m := metricValue(t, e, `brainstem_gateway_lost_read_retries_total{wing="payments"}`); m != "1" {
+		t.Fatalf("lost_read_retries_total = %q, want 1", m)
+	}
+}
+
+// TestFanoutBound: a wing that never answers does not hold a cross-wing
+// search beyond limits.fanout_timeout, though shards.call_timeout is an
+// hour: the others' hits come back, the stuck wing is listed with code
+// timeout, and the audit outcome is partial naming it.
+func TestFanoutBound(t *testing.T) {
+	e := newEnv(t, []string{"a", "b"}, map[string]auth.Policy{"a": policyOpen, "b": policyOpen}, func(c *Config, _ *Options) {
+		c.Shards.CallTimeout = time.Hour
+		c.Limits.FanoutTimeout = 300 * time.Millisecond
+	})
+	e.wings["a"].addNote("a/f/1", "rust", "x@acme.com")
+	e.wings["b"].addNote("b/f/1", "rust", "x@acme.com")
+	c := e.client(t, e.idp.token(t, "alice@acme.com"), false)
+	call(t, c, "brain_query", `{"query":"rust"}`) // mints in both wings
+
+	for _, phase := range []string{"stats and query", "query only"} {
+		t.Run(phase, func(t *testing.T) {
+			e.wings["b"].stall.Store(true)
+			defer e.wings["b"].stall.Store(false)
+			text, isErr := call(t, c, "brain_query", `{"query":"rust"}`)
+			if isErr {
+				t.Fatal(text)
+			}
+			var got struct {
+				Hits        []json.RawMessage `json:"hits"`
+				Wings       []string          `json:"wings"`
+				Unavailable []unavailableWing `json:"unavailable"`
+			}
+			if err := json.Unmarshal([]byte(text), &got); err != nil {
+				t.Fatal(err)
+			}
+			if !slices.Equal(got.Wings, []string{"a"}) || len(got.Hits) != 1 || len(got.Unavailable) != 1 ||
+				got.Unavailable[0].Wing != "b" || got.Unavailable[0].Code != CodeTimeout || !strings.Contains(got.Unavailable[0].Error, "limits.fanout_timeout") {
+				t.Fatalf("answer %s", text)
+			}
+			lines := e.audit.auditLines(t)
+			if last := lines[len(lines)-1]; last.Outcome != outcomePartial || !slices.Equal(last.MissingWings, []string{"b"}) || last.Wing != "*" {
+				t.Fatalf("audit: %+v", last)
+			}
+		})
+	}
+	if m := metricValue(t, e, `brainstem_gateway_tool_calls_total{outcome="partial",tool="brain_query",wing="*"}`); m != "2" {
+		t.Fatalf("partial outcomes counted %q, want 2", m)
+	}
+}
+
+// TestShardRoleCertificateIsNotReady: a gateway holding a shard-role
+// certificate is not ready and says why, and calls answer unavailable
+// naming the certificate problem instead of an empty brain.
+func TestShardRoleCertificateIsNotReady(t *testing.T) {
+	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen})
+	// A second gateway, with the wrong certificate.
+	cfg := e.config([]WingConfig{{Name: "payments", Address: e.shards["payments"].addr, ServerName: "localhost"}}, e.base)
+	bad, err := New(context.Background(), cfg, Options{ShardTLS: e.pki.shardAsClient, Logger: testLogger(e.logs), AuditLog: io.Discard})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { bad.Close() })
+	rec := httptestGet(bad.AdminHandler(), "/readyz")
+	if rec.code != http.StatusServiceUnavailable || !strings.Contains(rec.body, `"mint_refused_wings":[{"wing":"payments"`) || !strings.Contains(rec.body, `role \"shard\"`) {
+		t.Fatalf("readyz %d %s", rec.code, rec.body)
+	}
+	if !strings.Contains(e.logs.String(), "misconfigured shards.tls") {
+		t.Fatalf("no log line says why:\n%s", e.logs.String())
+	}
+	// The shard itself refuses the mint with CodeWrongRole.
+	ctx := context.WithValue(context.Background(), callInfoKey{}, &callInfo{id: auth.Identity{Email: "alice@acme.com", Expiry: time.Now().Add(time.Hour)}, requestID: "r1", base: bad.log})
+	_, err = bad.callWing(ctx, callInfoFrom(ctx), bad.byName["payments"], newCall("brain_get", `{"id":"payments/f/x"}`))
+	var ge *Error
+	if !errors.As(err, &ge) || ge.Code != CodeUnavailable || !errors.Is(err, ErrMintRefused) || !strings.Contains(ge.Message, "gateway-role certificate") {
+		t.Fatalf("call with a shard-role certificate: %v", err)
+	}
+	if m := httptestGet(bad.AdminHandler(), "/metrics"); !strings.Contains(m.body, `brainstem_gateway_mints_total{outcome="wrong_role",wing="payments"} 1`) {
+		t.Fatalf("the refused mint is not counted:\n%s", m.body)
+	}
+}
+
+// metricValue scrapes the gateway's /metrics for one series.
+func metricValue(t *testing.T, e *testEnv, series string) string {
+	t.Helper()
+	rec := httptestGet(e.gw.AdminHandler(), "/metrics")
+	for _, l := range strings.Split(rec.body, "\n") {
+		if v, ok := strings.CutPrefix(l, series+" "); ok {
+			return v
+		}
+	}
+	return ""
+}
+
+type recorded struct {
+	code int
+	body string
+}
+
+func httptestGet(h http.Handler, path string) recorded {
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+	return recorded{rec.Code, rec.Body.String()}
+}
+
+func testLogger(w io.Writer) *slog.Logger {
+	return slog.New(slog.NewJSONHandler(w, &slog.HandlerOptions{Level: slog.LevelDebug}))
+}
+
+func newCall(tool, args string) *proto.CallRequest {
+	return &proto.CallRequest{RequestID: "test", Tool: tool, Args: []byte(args)}
+}
