@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -17,6 +19,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/proto"
+	"github.com/brainstem/brainstem/proto/pki"
 )
 
 // Config is the gateway's configuration, read from YAML (the Helm chart
@@ -260,14 +263,72 @@ func ParseConfig(data []byte) (Config, error) {
 	return cfg, nil
 }
 
-// CheckConfig loads and validates a config file: what
-// `brainstem gateway --check-config` runs.
-func CheckConfig(path string) error {
+// CheckConfig is `brainstem gateway --check-config`: it loads and
+// validates a config file and, with checkFiles, reads the files it names
+// and judges them as the gateway's peers will, changing nothing:
+// shards.tls must be a gateway-role certificate whose key matches, valid at
+// now and chaining to shards.tls.ca_file for client use (a shard refuses
+// every mint otherwise), and tls must be a certificate and key that belong
+// together and are valid at now. Every problem is reported at once;
+// warnings name certificates that expire within pki.ExpiryWarning.
+func CheckConfig(path string, checkFiles bool, now time.Time) (warnings []string, err error) {
 	cfg, err := LoadConfig(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return cfg.Validate()
+	errs := []error{cfg.Validate()}
+	if checkFiles {
+		w, err := cfg.checkFiles(now)
+		warnings, errs = w, append(errs, err)
+	}
+	return warnings, errors.Join(errs...)
+}
+
+// checkFiles reads and checks the certificate files the config names.
+func (c Config) checkFiles(now time.Time) (warnings []string, err error) {
+	var errs []error
+	read := func(key, path string) []byte {
+		if path == "" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s: %w", ErrConfig, key, err))
+		}
+		return b
+	}
+	ca := read("shards.tls.ca_file", c.Shards.TLS.CAFile)
+	cert := read("shards.tls.cert_file", c.Shards.TLS.CertFile)
+	key := read("shards.tls.key_file", c.Shards.TLS.KeyFile)
+	if ca != nil && cert != nil && key != nil {
+		w, err := pki.CheckIdentity(ca, cert, key, pki.RoleGateway, now)
+		for _, s := range w {
+			warnings = append(warnings, "shards.tls: "+s)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: shards.tls: %w", ErrConfig, err))
+		}
+	}
+	if c.TLS.CertFile != "" && c.TLS.KeyFile != "" {
+		pair, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%w: tls: %w", ErrConfig, err))
+		default:
+			leaf, err := x509.ParseCertificate(pair.Certificate[0])
+			switch {
+			case err != nil:
+				errs = append(errs, fmt.Errorf("%w: tls.cert_file: %w", ErrConfig, err))
+			case now.Before(leaf.NotBefore):
+				errs = append(errs, fmt.Errorf("%w: tls.cert_file: not valid before %s", ErrConfig, leaf.NotBefore.UTC().Format(time.RFC3339)))
+			case !now.Before(leaf.NotAfter):
+				errs = append(errs, fmt.Errorf("%w: tls.cert_file: expired on %s", ErrConfig, leaf.NotAfter.UTC().Format(time.RFC3339)))
+			case leaf.NotAfter.Sub(now) < pki.ExpiryWarning:
+				warnings = append(warnings, fmt.Sprintf("tls.cert_file: expires on %s; renew it soon", leaf.NotAfter.UTC().Format(time.RFC3339)))
+			}
+		}
+	}
+	return warnings, errors.Join(errs...)
 }
 
 // Validate reports every problem at once (errors.Join), each naming its key.

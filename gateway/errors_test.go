@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/proto"
@@ -91,6 +92,14 @@ func TestRefusalAndAuthMapping(t *testing.T) {
 		f := mapAuthError(tc.err)
 		if f.Status != tc.status || f.OAuthCode != tc.code || f.Description == "" || f.Kind == "" {
 			t.Errorf("%v → %+v, want %d %q", tc.err, f, tc.status, tc.code)
+		}
+	}
+}
+
+func TestRetrySeconds(t *testing.T) {
+	for d, want := range map[time.Duration]int{0: 5, time.Millisecond: 1, time.Second: 1, 2500 * time.Millisecond: 3, time.Minute: 60} {
+		if got := retrySeconds(d); got != want {
+			t.Errorf("retrySeconds(%v) = %d, want %d", d, got, want)
 		}
 	}
 }

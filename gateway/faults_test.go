@@ -1,11 +1,14 @@
 package gateway
 
 import (
+	"bufio"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -207,4 +210,96 @@ func testLogger(w io.Writer) *slog.Logger {
 
 func newCall(tool, args string) *proto.CallRequest {
 	return &proto.CallRequest{RequestID: "test", Tool: tool, Args: []byte(args)}
+}
+
+// rawConn dials the gateway's public listener.
+func rawConn(t *testing.T, e *testEnv) net.Conn {
+	t.Helper()
+	c, err := net.Dial("tcp", strings.TrimPrefix(e.base, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { c.Close() })
+	return c
+}
+
+// TestWithheldBody: a peer that sends headers and withholds the body is
+// answered and disconnected: at once when it has no token (the gateway does
+// not wait for a body it will not read), after limits.body_timeout when it
+// has one.
+func TestWithheldBody(t *testing.T) {
+	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen}, func(c *Config, _ *Options) {
+		c.Limits.BodyTimeout = 200 * time.Millisecond
+	})
+	tok := e.idp.token(t, "alice@acme.com")
+	tests := []struct {
+		name, auth string
+		status     int
+		body       string
+	}{
+		{"no token", "", 401, "bearer token"},
+		{"bad token", "Authorization: Bearer x.y.z\r\n", 401, "invalid_token"},
+		{"valid token", "Authorization: Bearer " + tok + "\r\n", 400, "limits.body_timeout"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			c := rawConn(t, e)
+			fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\n%sContent-Length: 100\r\n\r\n{\"jsonrpc\"", tt.auth)
+			br := bufio.NewReader(c)
+			resp, err := http.ReadResponse(br, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != tt.status || !strings.Contains(string(body), tt.body) || !resp.Close {
+				t.Fatalf("%d close=%v %s", resp.StatusCode, resp.Close, body)
+			}
+			if _, err := br.ReadByte(); err != io.EOF {
+				t.Fatalf("connection still open after the answer: %v", err)
+			}
+		})
+	}
+}
+
+// TestUnauthenticatedConnBound: connections that carry no authenticated
+// request are bounded; one that authenticates stops counting.
+func TestUnauthenticatedConnBound(t *testing.T) {
+	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen}, func(c *Config, _ *Options) {
+		c.Limits.MaxUnauthenticatedConns = 2
+	})
+	tok := e.idp.token(t, "alice@acme.com")
+	// Unauthenticated requests have no body (a refusal with an unread body
+	// closes its connection).
+	request := func(c net.Conn, withToken bool) (*http.Response, error) {
+		if withToken {
+			fmt.Fprintf(c, "POST /mcp HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nAccept: application/json, text/event-stream\r\nAuthorization: Bearer %s\r\nContent-Length: %d\r\n\r\n%s", tok, len(initBody), initBody)
+		} else {
+			fmt.Fprintf(c, "GET /mcp HTTP/1.1\r\nHost: x\r\nAccept: text/event-stream\r\n\r\n")
+		}
+		resp, err := http.ReadResponse(bufio.NewReader(c), nil)
+		if err == nil {
+			io.Copy(io.Discard, resp.Body)
+			resp.Body.Close()
+		}
+		return resp, err
+	}
+	a, b := rawConn(t, e), rawConn(t, e)
+	// Both are accepted (they answer); a third is closed at once.
+	if resp, err := request(b, false); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("second connection: %v %v", resp, err)
+	}
+	third := rawConn(t, e)
+	if _, err := request(third, false); err == nil {
+		t.Fatal("a third unauthenticated connection was served")
+	}
+	// a authenticates: it no longer counts, so a new connection is served.
+	if resp, err := request(a, true); err != nil || resp.StatusCode != 200 {
+		t.Fatalf("authenticated request: %v %v", resp, err)
+	}
+	if resp, err := request(rawConn(t, e), false); err != nil || resp.StatusCode != 401 {
+		t.Fatalf("a connection after one authenticated: %v %v", resp, err)
+	}
+	if e.gw.conns.rejected.Load() != 1 {
+		t.Fatalf("rejected = %d, want 1", e.gw.conns.rejected.Load())
+	}
 }

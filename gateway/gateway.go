@@ -79,7 +79,8 @@ type Gateway struct {
 	audit    *auditLog
 
 	emailLimits *lru.Cache[string, *rate.Limiter]
-	ipLimits    *lru.Cache[string, *rate.Limiter]
+	ipBudgets   *lru.Cache[string, *authBudget]
+	conns       *connTracker
 	origins     map[string]bool
 
 	mcpPath      string
@@ -261,10 +262,11 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	g.ipLimits, err = newLimiterCache(max(cfg.Sessions.MaxEntries/10, 1024))
+	g.ipBudgets, err = lru.New[string, *authBudget](max(cfg.Sessions.MaxEntries/10, 1024))
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	g.conns = newConnTracker(cfg.Limits.MaxUnauthenticatedConns)
 	auditW := opt.AuditLog
 	if auditW == nil {
 		auditW = os.Stdout
@@ -290,9 +292,16 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 		server.WithInstructions("Brainstem is the team brain: curated notes (wiki) and unreviewed notes (inbox) per wing. "+
 			"Call brain_wings to see the wings you can reach, brain_query to search them all."),
 	)
+	// Every wait on a peer is bounded: headers (header_timeout), the body
+	// (body_timeout, set per request in serveMCP), idle keep-alive
+	// connections (idle_conn_timeout), and connections without an
+	// authenticated request (max_unauthenticated_conns). No ReadTimeout or
+	// WriteTimeout: they would cut the long-lived GET notification streams.
 	g.publicSrv = &http.Server{
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: cfg.Limits.HeaderTimeout,
+		IdleTimeout:       cfg.Limits.IdleConnTimeout,
+		ConnContext:       g.conns.connContext,
+		ConnState:         g.conns.connState,
 		ErrorLog:          log.New(slogWriter{g.log}, "", 0),
 	}
 	g.mcpHTTP = server.NewStreamableHTTPServer(g.mcp,

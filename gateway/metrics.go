@@ -59,8 +59,14 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 	}
 	sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "sessions",
 		Help: "Emails currently in the session cache."}, func() float64 { return float64(g.sessions.Len()) })
+	unauth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "unauthenticated_connections",
+		Help: "Public connections that have not carried an authenticated request (bounded by limits.max_unauthenticated_conns)."},
+		func() float64 { return float64(g.conns.unauth.Load()) })
+	connsRefused := prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "connections_refused_total",
+		Help: "Public connections closed at once because limits.max_unauthenticated_conns was reached."},
+		func() float64 { return float64(g.conns.rejected.Load()) })
 	collectors := []prometheus.Collector{m.calls, m.latency, m.cacheHits, m.cacheMisses, m.mints, m.rejected,
-		m.rateLimited, m.authFailures, m.httpRequests, m.leanCalls, m.lostRetries, sessions}
+		m.rateLimited, m.authFailures, m.httpRequests, m.leanCalls, m.lostRetries, sessions, unauth, connsRefused}
 	for _, w := range g.wings {
 		collectors = append(collectors,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "shard_connected",

@@ -48,6 +48,7 @@ func TestUsageAndVersion(t *testing.T) {
 		{[]string{"join"}, 2, "", "want exactly one URL"},
 		{[]string{"gateway", "--check-config", "--config", "/does/not/exist.yaml"}, 2, "", "exist.yaml"},
 		{[]string{"shard", "--bogus"}, 2, "", "flag provided but not defined"},
+		{[]string{"shard", "--check-config"}, 2, "", "--tls-cert is required"},
 	}
 	for _, tt := range tests {
 		var out, errb strings.Builder
