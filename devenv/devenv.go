@@ -253,7 +253,7 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, tl
 	}
 	svc, err := shard.Open(ctx, shard.Config{
 		Brain: e.BrainDir, Wing: wing, Policy: policy, Key: key, Version: e.cfg.Version,
-		Logger: e.cfg.Logger.With("component", "shard", "wing", wing), Progress: progress,
+		Logger: e.cfg.Logger.With("component", "shard"), Progress: progress, // the shard adds "wing"
 	})
 	if err != nil {
 		return "", fmt.Errorf("devenv: %w", err)

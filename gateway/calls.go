@@ -203,7 +203,7 @@ func (g *Gateway) finish(ci *callInfo, rec *auditRecord, res *mcp.CallToolResult
 	if rec.err != nil && (rec.err.Code == CodeInternal) {
 		ci.logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "err", rec.err.Err)
 	} else if rec.err != nil {
-		ci.logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "msg", rec.err.Message)
+		ci.logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "message", rec.err.Message)
 	}
 }
 

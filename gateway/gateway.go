@@ -504,17 +504,19 @@ func (g *Gateway) Close() error {
 type slogWriter struct{ l *slog.Logger }
 
 func (w slogWriter) Write(p []byte) (int, error) {
-	w.l.Warn(strings.TrimSpace(string(p)), "component", "http")
+	w.l.Warn(strings.TrimSpace(string(p)), "subsystem", "net/http")
 	return len(p), nil
 }
 
-// NewLogger builds the process logger from the log section (for cmd).
+// NewLogger builds the process logger from the log section (for cmd; every
+// brainstem process logs through it). Durations are written in seconds as
+// floats, as the metrics are, never in raw nanoseconds.
 func NewLogger(w io.Writer, lc LogConfig) (*slog.Logger, error) {
 	lvl, err := parseLevel(lc.Level)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: log.level: %w", err)
 	}
-	opts := &slog.HandlerOptions{Level: lvl}
+	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: secondsForDurations}
 	switch lc.Format {
 	case "json", "":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
@@ -522,6 +524,15 @@ func NewLogger(w io.Writer, lc LogConfig) (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("gateway: log.format: %q must be json or text", lc.Format)
+}
+
+// secondsForDurations is a slog ReplaceAttr: a time.Duration value becomes
+// its seconds as a float.
+func secondsForDurations(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.Float64(a.Key, a.Value.Duration().Seconds())
+	}
+	return a
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -55,6 +55,8 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Every line the shard's parts write names the wing, once.
+	log := cfg.Logger.With("wing", cfg.Wing)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -67,7 +69,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	st, err := store.Open(ctx, store.Options{
 		Root:       cfg.Brain,
 		Wing:       cfg.Wing,
-		Logger:     cfg.Logger,
+		Logger:     log,
 		Now:        cfg.Now,
 		Progress:   cfg.Progress,
 		IndexDelay: cfg.IndexDelay,
@@ -84,9 +86,9 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		verifier: verifier,
 		cfg:      cfg,
 		store:    st,
-		tools:    tools.New(st, tools.Options{Logger: cfg.Logger}),
+		tools:    tools.New(st, tools.Options{Logger: log}),
 		minter:   auth.NewMinter(cfg.Wing, cfg.Key, cfg.TokenTTL, cfg.Now),
-		log:      cfg.Logger.With("wing", cfg.Wing),
+		log:      log,
 	}, nil
 }
 
