@@ -163,10 +163,7 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 		return nil, fmt.Errorf("devenv: identity provider: %w", err)
 	}
 	e.idp = idp
-	mux := http.NewServeMux()
-	mux.Handle("/", idp.Handler())
-	mux.HandleFunc("POST /dev/token", e.serveToken)
-	e.serveHTTP(runCtx, idpLn, mux)
+	e.serveHTTP(runCtx, idpLn, idpMux(idp, cfg.TokenTTL))
 
 	// Internal CA and certificates, in memory: nothing outlives the process.
 	ca, err := pki.NewCA("brainstem dev CA", 24*time.Hour)
@@ -295,28 +292,75 @@ func (e *Env) Token(email string, groups []string) (string, time.Time, error) {
 	return e.idp.Mint(email, groups, e.cfg.TokenTTL)
 }
 
-// serveToken lets `brainstem dev token` (another process) get a token from
-// this identity provider. It adds no power: the provider's login page already
-// lets anyone on this machine sign in as anyone.
-func (e *Env) serveToken(w http.ResponseWriter, r *http.Request) {
-	email := auth.CanonicalEmail(r.FormValue("email"))
-	if email == "" || !strings.Contains(email, "@") {
-		http.Error(w, "email is required, e.g. email=bob@example.com", http.StatusBadRequest)
-		return
-	}
-	var groups []string
-	for _, g := range strings.Split(r.FormValue("groups"), ",") {
-		if g = strings.TrimSpace(g); g != "" {
-			groups = append(groups, g)
+// idpMux serves the identity provider and POST /dev/token, which lets
+// `brainstem dev token` (another process) get a token from it. It adds no
+// power: the provider's login page already lets anyone on this machine sign
+// in as anyone.
+func idpMux(idp *devidp.Provider, ttl time.Duration) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", idp.Handler())
+	mux.HandleFunc("POST /dev/token", func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, devidp.MaxFormBytes)
+		email := auth.CanonicalEmail(r.FormValue("email"))
+		if email == "" || !strings.Contains(email, "@") {
+			http.Error(w, "email is required, e.g. email=bob@example.com", http.StatusBadRequest)
+			return
 		}
+		var groups []string
+		for _, g := range strings.Split(r.FormValue("groups"), ",") {
+			if g = strings.TrimSpace(g); g != "" {
+				groups = append(groups, g)
+			}
+		}
+		tok, exp, err := idp.Mint(email, groups, ttl)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, "{\"token\":%q,\"expires_at\":%q}\n", tok, exp.UTC().Format(time.RFC3339))
+	})
+	return mux
+}
+
+// ServeIdP serves the development identity provider alone on ln (a
+// loopback listener), with POST /dev/token, until ctx ends; it returns the
+// issuer URL at once and reports on done when the server has stopped. Each
+// call makes a new signing key, so a restarted process is an identity
+// provider that rolled its key (what `brainstem dev idp` runs, and what the
+// fault suite restarts).
+func ServeIdP(ctx context.Context, ln net.Listener, ttl time.Duration, logger *slog.Logger) (issuer string, done <-chan error, err error) {
+	addr, ok := ln.Addr().(*net.TCPAddr)
+	if !ok || !addr.IP.IsLoopback() {
+		return "", nil, fmt.Errorf("%w (listener %s)", devidp.ErrNotLoopback, ln.Addr())
 	}
-	tok, exp, err := e.Token(email, groups)
+	if ttl <= 0 {
+		ttl = 8 * time.Hour
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	issuer = "http://" + addr.String()
+	idp, err := devidp.New(devidp.Config{Issuer: issuer, ClientID: ClientID, TokenTTL: ttl, Logger: logger})
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+		return "", nil, fmt.Errorf("devenv: identity provider: %w", err)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, "{\"token\":%q,\"expires_at\":%q}\n", tok, exp.UTC().Format(time.RFC3339))
+	srv := &http.Server{Handler: idpMux(idp, ttl), ReadHeaderTimeout: 10 * time.Second}
+	ch := make(chan error, 1)
+	go func() {
+		err := srv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		ch <- err
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	return issuer, ch, nil
 }
 
 // Err reports the first failure of a background server, if any.

@@ -8,6 +8,9 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
 	"github.com/brainstem/brainstem/gateway"
 )
 
@@ -54,7 +57,11 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(ctx, cfg, gateway.Options{Logger: logger, AuditLog: os.Stdout})
+	// /metrics carries the Go runtime and process series too
+	// (go_goroutines, process_resident_memory_bytes ...).
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	gw, err := gateway.New(ctx, cfg, gateway.Options{Logger: logger, AuditLog: os.Stdout, Registry: reg})
 	if err != nil {
 		return err
 	}
