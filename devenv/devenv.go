@@ -217,6 +217,7 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	gcfg.AdminListen = adminLn.Addr().String()
 	gcfg.OIDC.Issuers = []sso.IssuerConfig{{URL: e.IssuerURL, Audiences: []string{ClientID}, Algorithms: []string{"RS256"}}}
 	gcfg.Wings = gwWings
+	gcfg.DrainGrace = 0 // nothing balances load in front of a development gateway
 	if cfg.Gateway != nil {
 		cfg.Gateway(&gcfg)
 	}

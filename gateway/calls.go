@@ -162,7 +162,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 // unknownWing builds the unknown_wing error listing the wings the caller can
 // reach.
 func (g *Gateway) unknownWing(ctx context.Context, ci *callInfo, name string) *Error {
-	caps, _ := g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
+	caps, _ := g.capsAll(ctx, ci)
 	var reach []string
 	for i, c := range caps {
 		if c != 0 {
@@ -216,7 +216,7 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	}
 	start := time.Now()
 	rec := auditRecord{Tool: wingsToolName, Wing: "*", BytesIn: len(req.Params.RawArguments), Args: req.Params.RawArguments}
-	caps, errs := g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
+	caps, errs := g.capsAll(ctx, ci)
 	type wingCaps struct {
 		Wing         string   `json:"wing"`
 		Capabilities []string `json:"capabilities"`
@@ -244,22 +244,14 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	return res, nil
 }
 
-// readableWings returns the wings the caller may read and the reachable
-// failures among the others, each failure classified by why.
-func (g *Gateway) readableWings(ctx context.Context, ci *callInfo, why func(*wing, error) *Error) (readable []*wing, failed []unavailableWing) {
-	caps, errs := g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
-	for i, c := range caps {
-		switch {
-		case c.Has(auth.CapRead):
-			readable = append(readable, g.wings[i])
-		case errs[i] != nil:
-			e := why(g.wings[i], errs[i])
-			if e.Code != CodeForbidden {
-				failed = append(failed, unavailableWing{Wing: g.wings[i].name, Code: e.Code, Error: e.Message})
-			}
-		}
-	}
-	return readable, failed
+// capsAll is the caller's capabilities in every wing (minting where needed),
+// bounded like a cross-wing search by limits.fanout_timeout: a wing that
+// cannot say in time counts as unreachable, so brain_wings, tools/list and
+// the unknown_wing hint never wait for one stuck shard.
+func (g *Gateway) capsAll(ctx context.Context, ci *callInfo) ([]auth.Caps, []error) {
+	ctx, cancel := context.WithTimeout(ctx, min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout))
+	defer cancel()
+	return g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
 }
 
 // wingLabel bounds the metrics' wing label to configured wings.

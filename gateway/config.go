@@ -54,6 +54,12 @@ type Config struct {
 	// DrainTimeout bounds the graceful shutdown: in-flight calls get this
 	// long to finish once the gateway is told to stop.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	// DrainGrace is how long the gateway keeps serving after it is told to
+	// stop, before it stops accepting: /readyz answers 503 and every answer
+	// closes its connection, so clients (or an Ingress) stop reusing
+	// keep-alive connections and none is closed under a request being sent.
+	// 0 turns it off.
+	DrainGrace time.Duration `yaml:"drain_grace"`
 }
 
 // TLSFiles names a PEM certificate and key (and, for mTLS, a CA bundle).
@@ -178,6 +184,7 @@ func DefaultConfig() Config {
 		},
 		Log:          LogConfig{Format: "json", Level: "info"},
 		DrainTimeout: 30 * time.Second,
+		DrainGrace:   time.Second,
 	}
 }
 
@@ -487,6 +494,9 @@ func (c Config) validate(requireShardTLS bool) error {
 	}
 	if c.DrainTimeout <= 0 {
 		bad("drain_timeout", "must be positive (got %s)", c.DrainTimeout)
+	}
+	if c.DrainGrace < 0 || c.DrainGrace > time.Minute {
+		bad("drain_grace", "must be in [0, 1m] (got %s)", c.DrainGrace)
 	}
 	return errors.Join(errs...)
 }

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -101,33 +103,65 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 		}
 		return classifyShard(err, w)
 	}
-	readable, failed := g.readableWings(p1ctx, ci, late)
-	if len(readable) == 0 {
-		rec.Missing = wingNames(failed)
-		if len(failed) > 0 {
-			return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing you can read is reachable right now: %s", failed[0].Error))
-		}
-		return g.fail(rec, newError(CodeForbidden, ErrForbidden, "you cannot read any wing; ask a wing's curators for access"))
-	}
-
-	// Phase 1: corpus statistics.
-	stats := make([]*proto.CorpusStats, len(readable))
-	errs := make([]error, len(readable))
+	// Phase 1, per wing and concurrently (a stuck wing does not spend the
+	// others' time): the caller's capabilities there (minting if needed),
+	// then, where they may read, the corpus statistics of the query.
+	n := len(g.wings)
+	canRead := make([]bool, n)
+	allStats := make([]*proto.CorpusStats, n)
+	allErrs := make([]error, n)
+	var failed []unavailableWing
 	eg := errgroup.Group{}
 	eg.SetLimit(g.cfg.Limits.FanoutConcurrency)
-	for i, w := range readable {
+	for i, w := range g.wings {
 		eg.Go(func() error {
+			gr, _, err := g.sessions.get(p1ctx, ci.id, w, ci.requestID)
+			if err != nil {
+				allErrs[i] = err
+				return nil
+			}
+			if canRead[i] = gr.caps.Has(auth.CapRead); !canRead[i] {
+				return nil
+			}
 			st, err := w.client.Stats(p1ctx, &proto.StatsRequest{RequestID: ci.requestID, Query: query})
 			if err != nil {
-				errs[i] = late(w, err)
+				allErrs[i] = err
 				return nil
 			}
 			w.markReached()
-			stats[i] = st
+			allStats[i] = st
 			return nil
 		})
 	}
 	_ = eg.Wait()
+	var (
+		readable []*wing
+		stats    []*proto.CorpusStats
+		errs     []error
+	)
+	for i, w := range g.wings {
+		switch {
+		case canRead[i]:
+			readable = append(readable, w)
+			stats = append(stats, allStats[i])
+			var e error
+			if allErrs[i] != nil {
+				e = late(w, allErrs[i])
+			}
+			errs = append(errs, e)
+		case allErrs[i] != nil:
+			if e := late(w, allErrs[i]); e.Code != CodeForbidden {
+				failed = append(failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
+			}
+		}
+	}
+	if len(readable) == 0 {
+		rec.Missing = wingNames(failed)
+		if len(failed) > 0 {
+			return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing you can read is reachable right now: %s", joinFailures(failed)))
+		}
+		return g.fail(rec, newError(CodeForbidden, ErrForbidden, "you cannot read any wing; ask a wing's curators for access"))
+	}
 	global := &proto.CorpusStats{DocFreq: map[string]int64{}}
 	for _, st := range stats {
 		if st == nil {
@@ -212,7 +246,7 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 	}
 	rec.Missing = wingNames(failed)
 	if len(answered) == 0 {
-		return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing answered: %s", failed[0].Error))
+		return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing answered: %s", joinFailures(failed)))
 	}
 	sort.SliceStable(hits, func(i, j int) bool {
 		if hits[i].key.Score != hits[j].key.Score {
@@ -233,6 +267,15 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 // outcomePartial is the audit outcome of a cross-wing search that left
 // wings out (listed in the audit line's missing_wings).
 const outcomePartial = "partial"
+
+// joinFailures is every failure's message, for an error that names them all.
+func joinFailures(ws []unavailableWing) string {
+	msgs := make([]string, len(ws))
+	for i, w := range ws {
+		msgs[i] = w.Error
+	}
+	return strings.Join(msgs, "; ")
+}
 
 func wingNames(ws []unavailableWing) []string {
 	if len(ws) == 0 {

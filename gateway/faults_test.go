@@ -303,3 +303,24 @@ func TestUnauthenticatedConnBound(t *testing.T) {
 		t.Fatalf("rejected = %d, want 1", e.gw.conns.rejected.Load())
 	}
 }
+
+// TestDraining: once told to stop, the gateway is not ready and closes
+// each connection after its answer (the drain grace), while still
+// answering.
+func TestDraining(t *testing.T) {
+	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen})
+	tok := e.idp.token(t, "alice@acme.com")
+	resp, _ := rawPost(t, e.url, initBody, map[string]string{"Authorization": "Bearer " + tok})
+	if resp.StatusCode != 200 || resp.Close {
+		t.Fatalf("before: %d close=%v", resp.StatusCode, resp.Close)
+	}
+	e.gw.draining.Store(true)
+	resp, body := rawPost(t, e.url, initBody, map[string]string{"Authorization": "Bearer " + tok})
+	if resp.StatusCode != 200 || !resp.Close {
+		t.Fatalf("draining: %d close=%v %s", resp.StatusCode, resp.Close, body)
+	}
+	if r := httptestGet(e.gw.AdminHandler(), "/readyz"); r.code != http.StatusServiceUnavailable || !strings.Contains(r.body, `"draining":true`) {
+		t.Fatalf("readyz while draining: %d %s", r.code, r.body)
+	}
+	e.gw.draining.Store(false) // let the test's own Serve shut down normally
+}

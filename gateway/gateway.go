@@ -96,6 +96,7 @@ type Gateway struct {
 	textAnswers     *textAnswers
 	headerBindings  bindingMemo
 
+	draining    atomic.Bool // Serve was told to stop; answers close their connections
 	stopRefresh context.CancelFunc
 	refreshDone chan struct{}
 	closeOnce   sync.Once
@@ -382,6 +383,8 @@ type readinessReport struct {
 	// MintRefused lists wings whose shard refuses this gateway's mints
 	// (its certificate's role), with the reason.
 	MintRefused []wingProblem `json:"mint_refused_wings"`
+	// Draining: the gateway was told to stop.
+	Draining bool `json:"draining,omitempty"`
 }
 
 type wingProblem struct {
@@ -401,7 +404,8 @@ func (g *Gateway) readiness() readinessReport {
 			rep.MintRefused = append(rep.MintRefused, wingProblem{wg.name, *p})
 		}
 	}
-	rep.Ready = len(rep.Unreached) == 0 && len(rep.MintRefused) == 0
+	rep.Draining = g.draining.Load()
+	rep.Ready = len(rep.Unreached) == 0 && len(rep.MintRefused) == 0 && !rep.Draining
 	return rep
 }
 
@@ -457,6 +461,19 @@ func (g *Gateway) Serve(ctx context.Context, public, admin net.Listener) error {
 	select {
 	case <-ctx.Done():
 	case serveErr = <-errc:
+	}
+	g.draining.Store(true)
+	if grace := g.cfg.DrainGrace; grace > 0 && serveErr == nil {
+		// Keep serving a moment, unready, closing each connection after its
+		// answer: keep-alive connections end cleanly instead of being
+		// closed under a request a client is sending.
+		g.log.Info("gateway draining: not ready, closing connections after their answers", "grace_seconds", grace.Seconds())
+		t := time.NewTimer(grace)
+		select {
+		case <-t.C:
+		case serveErr = <-errc:
+			t.Stop()
+		}
 	}
 	dctx, cancel := context.WithTimeout(context.Background(), g.cfg.DrainTimeout)
 	defer cancel()

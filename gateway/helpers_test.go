@@ -620,6 +620,7 @@ func (e *testEnv) config(wcs []WingConfig, base string) Config {
 	cfg.Limits.CallsPerSecond = 100000
 	cfg.Limits.Burst = 100000
 	cfg.Limits.FailedAuthPerMinute = 10000
+	cfg.DrainGrace = 0 // TestDrainGrace has its own
 	return cfg
 }
 

@@ -128,6 +128,9 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 	}()
 	rid := requestID(r.Header.Get("X-Request-Id"))
 	w.Header().Set("X-Request-Id", rid)
+	if g.draining.Load() && r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
+	}
 
 	// The body must arrive within body_timeout; it is cleared once read
 	// (a GET's notification stream has no body and may last).

@@ -187,7 +187,7 @@ func (g *Gateway) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool 
 		return tools
 	}
 	cat := g.cat.Load()
-	caps, _ := g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
+	caps, _ := g.capsAll(ctx, ci)
 	out := tools[:0:0]
 	for _, t := range tools {
 		if t.Name == wingsToolName {
