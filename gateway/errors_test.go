@@ -29,6 +29,8 @@ func TestClassify(t *testing.T) {
 		{&proto.Error{Code: proto.CodeCanceled}, CodeCanceled, nil},
 		{&proto.Error{Code: proto.CodeUnauthenticated}, CodeUnavailable, ErrTokenRejected},
 		{&proto.Error{Code: proto.CodeVersion}, CodeUnavailable, ErrUnavailable},
+		{&proto.Error{Code: proto.CodeWrongRole, Message: "only gateways may mint"}, CodeUnavailable, ErrMintRefused},
+		{fmt.Errorf("%w: call: reset", proto.ErrConnectionLost), CodeUnavailable, ErrUnavailable},
 		{&proto.Error{Code: proto.CodeInternal}, CodeInternal, nil},
 		{fmt.Errorf("proto: call: %w", context.DeadlineExceeded), CodeTimeout, ErrTimeout},
 		{fmt.Errorf("x: %w", context.Canceled), CodeCanceled, nil},
@@ -55,6 +57,27 @@ func TestClassify(t *testing.T) {
 	}
 	if e := classifyShard(context.DeadlineExceeded, &wing{name: "w", client: &fakeMintClient{}}); e.Code != CodeTimeout {
 		t.Fatalf("deadline while connected: %+v", e)
+	}
+	// A lost answer: outcome_unknown for a write, unavailable for a read;
+	// a request that never left is unavailable either way.
+	w := &wing{name: "payments", client: &fakeMintClient{}}
+	lost := fmt.Errorf("%w: call: stateless reset", proto.ErrConnectionLost)
+	for _, tc := range []struct {
+		err   error
+		write bool
+		code  string
+	}{
+		{lost, true, CodeOutcomeUnknown},
+		{lost, false, CodeUnavailable},
+		{fmt.Errorf("%w: dial", proto.ErrUnavailable), true, CodeUnavailable},
+	} {
+		e := classifyCall(tc.err, w, "brain_write", tc.write)
+		if e.Code != tc.code {
+			t.Errorf("classifyCall(%v, write=%v) = %+v, want %s", tc.err, tc.write, e, tc.code)
+		}
+		if tc.code == CodeOutcomeUnknown && (!errors.Is(e, ErrOutcomeUnknown) || !errors.Is(e, proto.ErrConnectionLost)) {
+			t.Errorf("outcome_unknown does not wrap its sentinel and cause: %v", e)
+		}
 	}
 }
 
