@@ -36,6 +36,10 @@ type ClientConfig struct {
 	// ProbeTimeout bounds each background redial while the shard is down;
 	// 0 means DefaultProbeTimeout. It is never longer than DialTimeout.
 	ProbeTimeout time.Duration
+	// ReconnectTimeout bounds the redial made at once when a connection is
+	// lost (callers wait for it); 0 means DefaultReconnectTimeout. It is
+	// never longer than ProbeTimeout.
+	ReconnectTimeout time.Duration
 	// RedialMin and RedialMax bound the pause between background redials
 	// while the shard is down: it starts at RedialMin and doubles up to
 	// RedialMax, each pause drawn at random from its upper half (jitter).
@@ -63,6 +67,7 @@ type Client struct {
 	max      int
 	dialTO   time.Duration
 	probeTO  time.Duration
+	reconnTO time.Duration
 	redialLo time.Duration
 	redialHi time.Duration
 	log      *slog.Logger
@@ -133,6 +138,11 @@ func NewClient(addr string, cfg ClientConfig) *Client {
 		probeTO = DefaultProbeTimeout
 	}
 	probeTO = min(probeTO, dialTO)
+	reconnTO := cfg.ReconnectTimeout
+	if reconnTO <= 0 {
+		reconnTO = DefaultReconnectTimeout
+	}
+	reconnTO = min(reconnTO, probeTO)
 	lo, hi := cfg.RedialMin, cfg.RedialMax
 	if lo <= 0 {
 		lo = DefaultRedialMin
@@ -162,7 +172,7 @@ func NewClient(addr string, cfg ClientConfig) *Client {
 	rand.Read(rnd[:])
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Client{
-		addr: addr, tls: tc, quic: qc, max: maxMsg, dialTO: dialTO, probeTO: probeTO, redialLo: lo, redialHi: hi, log: log,
+		addr: addr, tls: tc, quic: qc, max: maxMsg, dialTO: dialTO, probeTO: probeTO, reconnTO: reconnTO, redialLo: lo, redialHi: hi, log: log,
 		sem:         make(chan struct{}, inflight),
 		idPrefix:    hex.EncodeToString(rnd[:]) + "-",
 		closeCtx:    ctx,
@@ -570,9 +580,10 @@ func (c *Client) startLoopLocked() {
 }
 
 // redialLoop dials until a connection is up or the client closes: at once
-// while the shard is not (yet) known down, else after a pause that starts
-// at RedialMin and doubles up to RedialMax, drawn from its upper half.
-// Each attempt is bounded by ProbeTimeout.
+// (bounded by ReconnectTimeout; callers wait for it) while the shard is not
+// known down, else after a pause that starts at RedialMin and doubles up to
+// RedialMax, drawn from its upper half, each attempt bounded by
+// ProbeTimeout.
 func (c *Client) redialLoop() {
 	pause := c.redialLo
 	for {
@@ -602,7 +613,11 @@ func (c *Client) redialLoop() {
 		}
 		d := c.dial
 		if d == nil {
-			d = c.startDialLocked(c.probeTO)
+			to := c.probeTO
+			if !wait {
+				to = c.reconnTO
+			}
+			d = c.startDialLocked(to)
 		}
 		c.mu.Unlock()
 		<-d.done
@@ -611,9 +626,7 @@ func (c *Client) redialLoop() {
 
 // watch serves the server's unidirectional streams (GOAWAY) on cc, and when
 // cc closes drops it from the pool, logs why, and starts redialing (unless
-// the client closed it). A connection that went silent (idle timeout) marks
-// the shard down at once: its process or host is gone, so requests fail
-// fast instead of waiting for a dial.
+// the client closed it).
 func (c *Client) watch(cc *clientConn) {
 	for {
 		st, err := cc.qc.AcceptUniStream(cc.qc.Context())
@@ -634,8 +647,12 @@ func (c *Client) watch(cc *clientConn) {
 
 // connEndedLocked handles the end of cc once (watch and a request that saw
 // the connection die may both report it): it drops cc from the pool, logs
-// why, and either marks the shard down (it went silent, stopped, or refused
-// the handshake) or starts redialing at once. Caller holds c.mu.
+// why, and either marks the shard down (it said it stopped, or refused the
+// handshake) or redials at once, with callers waiting for that one short
+// dial: after a stateless reset the successor already listens, and a
+// connection that went silent may have been a stall of this process or the
+// shard's rather than a death (if the shard is gone the dial fails within
+// ReconnectTimeout and it is down). Caller holds c.mu.
 func (c *Client) connEndedLocked(cc *clientConn, cause error) {
 	if c.cur == cc {
 		c.cur = nil
@@ -652,20 +669,16 @@ func (c *Client) connEndedLocked(cc *clientConn, cause error) {
 	}
 	c.losses.Add(1)
 	c.log.Warn("proto: connection lost", "addr", c.addr, "cause", cause, "in_flight", cc.inflight)
-	var (
-		idle *quic.IdleTimeoutError
-		app  *quic.ApplicationError
-	)
+	var app *quic.ApplicationError
 	switch {
 	case handshakeRefused(cause):
 		c.markDownLocked(cause, "the shard refused the TLS handshake")
-	case errors.As(cause, &idle):
-		c.markDownLocked(cause, "connection went silent")
 	case errors.As(cause, &app) && app.Remote && app.ErrorCode == connCodeShutdown:
 		c.markDownLocked(cause, "the shard stopped")
 	default:
-		// E.g. a stateless reset: the shard restarted and its successor
-		// already listens. Redial at once; callers wait for that dial.
+		if c.dial == nil {
+			c.startDialLocked(c.reconnTO) // before any caller can start a longer one
+		}
 		c.startLoopLocked()
 	}
 }

@@ -145,8 +145,10 @@ func TestStatelessResetEndsTheOldConnection(t *testing.T) {
 
 // TestSilentShardIsGivenUp: a shard that vanishes (and whose successor has
 // another reset key) is given up after the idle timeout: the in-flight call
-// ends with ErrConnectionLost, the client is down and fails fast, and a
-// background redial reaches the shard once it is back.
+// ends with ErrConnectionLost; the next call waits for the one short redial
+// made at once (the silence might have been a stall), which fails; then the
+// client is down and fails fast, and a background redial reaches the shard
+// once it is back.
 func TestSilentShardIsGivenUp(t *testing.T) {
 	f := newFixture(t)
 	entered := make(chan struct{}, 1)
@@ -167,6 +169,10 @@ func TestSilentShardIsGivenUp(t *testing.T) {
 	var idle *quic.IdleTimeoutError
 	if !errors.Is(err, ErrConnectionLost) || !errors.As(err, &idle) {
 		t.Fatalf("in-flight call = %v, want ErrConnectionLost after an idle timeout", err)
+	}
+	_, err = c.Call(context.Background(), &CallRequest{Tool: "t"})
+	if !errors.Is(err, ErrUnavailable) || errors.Is(err, ErrConnectionLost) {
+		t.Fatalf("call after the loss = %v, want ErrUnavailable (the reconnect dial failed)", err)
 	}
 	if st := c.State(); !st.Down || st.Connected {
 		t.Fatalf("State = %+v, want down", st)

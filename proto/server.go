@@ -49,6 +49,12 @@ const (
 	DefaultProbeTimeout = time.Second
 	DefaultRedialMin    = 50 * time.Millisecond
 	DefaultRedialMax    = time.Second
+	// DefaultReconnectTimeout bounds the redial made at once after a
+	// connection is lost, which callers wait for: a live shard answers a
+	// handshake in milliseconds on a cluster network, and a dead one must
+	// not hold callers long (a read in flight on a connection that went
+	// silent is answered within DefaultIdleTimeout + this).
+	DefaultReconnectTimeout = 200 * time.Millisecond
 	// DefaultRequestTimeout bounds receiving a whole request frame.
 	DefaultRequestTimeout = 30 * time.Second
 	DefaultCloseGrace     = 5 * time.Second
