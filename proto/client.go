@@ -703,7 +703,9 @@ var errDraining = errors.New("proto: the shard is shutting down (GOAWAY)")
 // while the background loop redials its successor.
 func (c *Client) goAway(cc *clientConn) {
 	c.mu.Lock()
-	first := !cc.goaway
+	// Only the pooled connection's drain says the shard is going away (an
+	// older connection draining after a reconnect does not).
+	first := !cc.goaway && (c.cur == cc || c.cur == nil)
 	cc.goaway = true
 	if c.cur == cc {
 		c.cur = nil
