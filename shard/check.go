@@ -5,11 +5,11 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/proto/pki"
+	"github.com/brainstem/brainstem/shard/layout"
 )
 
 // Files names what a shard serving over QUIC reads at start.
@@ -26,7 +26,8 @@ var ErrCheck = errors.New("shard: invalid configuration")
 // Check is `brainstem shard --check-config`: it reads what a shard would
 // read at start, without serving or writing anything, and reports every
 // problem at once (errors.Join, each wrapping ErrCheck): the brain
-// directory, the policy, the signing key file (when it exists), and the
+// directory (it must exist; an empty one is a new brain), the wing name,
+// the policy, the signing key file (when it exists), and the
 // TLS identity as gateways will judge it (shard role, key matching the
 // certificate, validity at now, chain to the CA with server-auth use; see
 // pki.CheckIdentity). Warnings name certificates close to expiry.
@@ -35,11 +36,20 @@ func Check(f Files, now time.Time) (warnings []string, err error) {
 	bad := func(format string, args ...any) {
 		errs = append(errs, fmt.Errorf("%w: %s", ErrCheck, fmt.Sprintf(format, args...)))
 	}
-	if st, err := os.Stat(filepath.Join(f.Brain, "wiki")); err != nil || !st.IsDir() {
-		bad("--brain %q has no wiki/ directory: is it a brain?", f.Brain)
+	// The brain directory must exist (an empty one is a new brain: the
+	// shard creates the wing's directories in it).
+	switch st, err := os.Stat(f.Brain); {
+	case f.Brain == "":
+		bad("--brain is required")
+	case err != nil:
+		bad("--brain: %v", err)
+	case !st.IsDir():
+		bad("--brain %q is not a directory", f.Brain)
 	}
 	if f.Wing == "" {
 		bad("--wing is required")
+	} else if err := layout.ValidWing(f.Wing); err != nil {
+		bad("--wing: %v", err)
 	}
 	if f.Policy == "" {
 		bad("--policy is required")

@@ -57,11 +57,12 @@ func TestCheck(t *testing.T) {
 			wantErrs: []string{"has role gateway; a shard needs a shard-role certificate"}},
 		{name: "key of another certificate", edit: func(f *Files) { f.TLSKey = gwKey },
 			wantErrs: []string{"the key does not belong to the certificate"}},
-		{name: "bad policy, key file and brain", edit: func(f *Files) {
-			f.Policy, f.KeyFile, f.Brain = badPolicy, badKey, dir+"/nowhere"
-		}, wantErrs: []string{"--policy", "--key-file", "has no wiki/ directory"}},
+		{name: "bad policy, key file, brain and wing", edit: func(f *Files) {
+			f.Policy, f.KeyFile, f.Brain, f.Wing = badPolicy, badKey, dir+"/nowhere", "Pay Ments"
+		}, wantErrs: []string{"--policy", "--key-file", "--brain", "no such file", "--wing"}},
+		{name: "an empty directory is a new brain", edit: func(f *Files) { f.Brain = t.TempDir() }, wantWarn: "will create it"},
 		{name: "nothing given", edit: func(f *Files) { *f = Files{} },
-			wantErrs: []string{"--wing is required", "--policy is required", "--tls-ca is required", "--tls-cert is required", "--tls-key is required"}},
+			wantErrs: []string{"--brain is required", "--wing is required", "--policy is required", "--tls-ca is required", "--tls-cert is required", "--tls-key is required"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
