@@ -24,6 +24,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/quic-go/quic-go"
+
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/devidp"
 	"github.com/brainstem/brainstem/auth/sso"
@@ -174,10 +176,7 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 		return nil, fmt.Errorf("devenv: identity provider: %w", err)
 	}
 	e.idp = idp
-	mux := http.NewServeMux()
-	mux.Handle("/", idp.Handler())
-	mux.Handle("POST /dev/token", devidp.LoopbackOnly(http.HandlerFunc(e.serveToken)))
-	e.stopIdP = e.serveHTTP(runCtx, idpLn, mux)
+	e.stopIdP = e.serveHTTP(runCtx, idpLn, idpMux(idp, cfg.TokenTTL))
 
 	// Internal CA and certificates, in memory: nothing outlives the process.
 	ca, err := pki.NewCA("brainstem dev CA", 24*time.Hour)
@@ -201,12 +200,20 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("devenv: %w", err)
 	}
+	resetSecret, err := pki.PrivateKeyDER(shardKey)
+	if err != nil {
+		return nil, fmt.Errorf("devenv: %w", err)
+	}
 
 	// Shards.
 	e.shardTLS, e.addrs = gwTLS, map[string]string{}
 	var gwWings []gateway.WingConfig
 	for i, w := range wings {
-		addr, err := e.startShard(runCtx, w, shardConns[i], shardTLS)
+		resetKey, err := proto.DeriveStatelessResetKey(resetSecret, "wing "+w)
+		if err != nil {
+			return nil, fmt.Errorf("devenv: %w", err)
+		}
+		addr, err := e.startShard(runCtx, w, shardConns[i], shardTLS, resetKey)
 		if err != nil {
 			return nil, err
 		}
@@ -234,6 +241,7 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if _, err := auth.LoadOrCreateKey(gcfg.OAuth.SigningKeyFile); err != nil {
 		return nil, fmt.Errorf("devenv: the gateway's signing key: %w", err)
 	}
+	gcfg.DrainGrace = 0 // nothing balances load in front of a development gateway
 	if cfg.Gateway != nil {
 		cfg.Gateway(&gcfg)
 	}
@@ -252,7 +260,7 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	return e, nil
 }
 
-func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, tlsConf *tls.Config) (string, error) {
+func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, tlsConf *tls.Config, resetKey *quic.StatelessResetKey) (string, error) {
 	policy, policyFile, err := e.policy(wing)
 	if err != nil {
 		return "", err
@@ -270,7 +278,7 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, tl
 	svc, err := shard.Open(ctx, shard.Config{
 		Brain: e.BrainDir, Wing: wing, Policy: policy, PolicyFile: policyFile, PolicyPoll: e.cfg.PolicyPoll,
 		StateDir: filepath.Join(e.DataDir, "state", wing), Key: key, Version: e.cfg.Version,
-		Logger: e.cfg.Logger.With("component", "shard", "wing", wing), Progress: progress,
+		Logger: e.cfg.Logger.With("component", "shard"), Progress: progress, // the shard adds "wing"
 	})
 	if err != nil {
 		return "", fmt.Errorf("devenv: %w", err)
@@ -280,7 +288,8 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, tl
 	if h, err := svc.Health(ctx); err == nil {
 		e.Notes[wing] = h.Notes
 	}
-	srv := proto.NewServer(svc, proto.ServerConfig{TLS: tlsConf, Logger: e.cfg.Logger.With("component", "proto", "wing", wing)})
+	srv := proto.NewServer(svc, proto.ServerConfig{TLS: tlsConf, StatelessResetKey: resetKey,
+		Logger: e.cfg.Logger.With("component", "proto", "wing", wing)})
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -312,29 +321,76 @@ func (e *Env) Token(email string, groups []string) (string, time.Time, error) {
 	return e.idp.Mint(email, groups, e.cfg.TokenTTL)
 }
 
-// serveToken lets `brainstem dev token` (another process) get a token from
-// this identity provider. It adds no power: the provider's login page already
-// lets anyone on this machine sign in as anyone. Like the provider, it
-// answers only requests addressed to a loopback name (devidp.LoopbackOnly).
-func (e *Env) serveToken(w http.ResponseWriter, r *http.Request) {
-	email, err := auth.CanonicalEmail(r.FormValue("email"))
-	if err != nil {
-		http.Error(w, "email is required, e.g. email=bob@example.com: "+err.Error(), http.StatusBadRequest)
-		return
-	}
-	var groups []string
-	for _, g := range strings.Split(r.FormValue("groups"), ",") {
-		if g = strings.TrimSpace(g); g != "" {
-			groups = append(groups, g)
+// idpMux serves the identity provider and POST /dev/token, which lets
+// `brainstem dev token` (another process) get a token from it. It adds no
+// power: the provider's login page already lets anyone on this machine sign
+// in as anyone. Like the provider, it answers only requests addressed to a
+// loopback name (devidp.LoopbackOnly).
+func idpMux(idp *devidp.Provider, ttl time.Duration) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/", idp.Handler())
+	mux.Handle("POST /dev/token", devidp.LoopbackOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, devidp.MaxFormBytes)
+		email, err := auth.CanonicalEmail(r.FormValue("email"))
+		if err != nil {
+			http.Error(w, "email is required, e.g. email=bob@example.com: "+err.Error(), http.StatusBadRequest)
+			return
 		}
+		var groups []string
+		for _, g := range strings.Split(r.FormValue("groups"), ",") {
+			if g = strings.TrimSpace(g); g != "" {
+				groups = append(groups, g)
+			}
+		}
+		tok, exp, err := idp.Mint(email, groups, ttl)
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, "{\"token\":%q,\"expires_at\":%q}\n", tok, exp.UTC().Format(time.RFC3339))
+	})))
+	return mux
+}
+
+// ServeIdP serves the development identity provider alone on ln (a
+// loopback listener), with POST /dev/token, until ctx ends; it returns the
+// issuer URL at once and reports on done when the server has stopped. Each
+// call makes a new signing key, so a restarted process is an identity
+// provider that rolled its key (what `brainstem dev idp` runs, and what the
+// fault suite restarts).
+func ServeIdP(ctx context.Context, ln net.Listener, ttl time.Duration, logger *slog.Logger) (issuer string, done <-chan error, err error) {
+	addr, ok := ln.Addr().(*net.TCPAddr)
+	if !ok || !addr.IP.IsLoopback() {
+		return "", nil, fmt.Errorf("%w (listener %s)", devidp.ErrNotLoopback, ln.Addr())
 	}
-	tok, exp, err := e.Token(email, groups)
+	if ttl <= 0 {
+		ttl = 8 * time.Hour
+	}
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
+	issuer = "http://" + addr.String()
+	idp, err := devidp.New(devidp.Config{Issuer: issuer, ClientID: ClientID, TokenTTL: ttl, Logger: logger})
 	if err != nil {
-		http.Error(w, err.Error(), http.StatusInternalServerError)
-		return
+		return "", nil, fmt.Errorf("devenv: identity provider: %w", err)
 	}
-	w.Header().Set("Content-Type", "application/json")
-	fmt.Fprintf(w, "{\"token\":%q,\"expires_at\":%q}\n", tok, exp.UTC().Format(time.RFC3339))
+	srv := &http.Server{Handler: idpMux(idp, ttl), ReadHeaderTimeout: 10 * time.Second}
+	ch := make(chan error, 1)
+	go func() {
+		err := srv.Serve(ln)
+		if errors.Is(err, http.ErrServerClosed) {
+			err = nil
+		}
+		ch <- err
+	}()
+	go func() {
+		<-ctx.Done()
+		sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+		defer cancel()
+		_ = srv.Shutdown(sctx)
+	}()
+	return issuer, ch, nil
 }
 
 func randomSecret() string {

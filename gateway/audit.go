@@ -14,7 +14,8 @@ type auditRecord struct {
 	Email     string
 	Wing      string // "*" for cross-wing calls and brain_wings
 	Tool      string
-	Outcome   string // ok, tool_error, or a gateway error code
+	Outcome   string   // ok, tool_error, partial, or a gateway error code
+	Missing   []string // cross-wing search: the wings left out of the answer
 	Latency   time.Duration
 	BytesIn   int
 	BytesOut  int
@@ -25,16 +26,22 @@ type auditRecord struct {
 // AuditLine is the JSON shape of one audit line (documented in
 // docs/operating.md). Arguments is present only with audit.log_arguments.
 type AuditLine struct {
-	Time      time.Time       `json:"time"`
-	RequestID string          `json:"request_id"`
-	Email     string          `json:"email"`
-	Wing      string          `json:"wing"`
-	Tool      string          `json:"tool"`
-	Outcome   string          `json:"outcome"`
-	LatencyMS float64         `json:"latency_ms"`
-	BytesIn   int             `json:"bytes_in"`
-	BytesOut  int             `json:"bytes_out"`
-	Arguments json.RawMessage `json:"arguments,omitempty"`
+	Time      time.Time `json:"time"`
+	RequestID string    `json:"request_id"`
+	Email     string    `json:"email"`
+	Wing      string    `json:"wing"`
+	Tool      string    `json:"tool"`
+	Outcome   string    `json:"outcome"`
+	// MissingWings lists, for a cross-wing search, the wings whose
+	// results are missing from the answer (outcome "partial", or an error
+	// when none answered).
+	MissingWings []string `json:"missing_wings,omitempty"`
+	// DurationSeconds is the call's latency through the gateway, in
+	// seconds as the metrics are.
+	DurationSeconds float64         `json:"duration_seconds"`
+	BytesIn         int             `json:"bytes_in"`
+	BytesOut        int             `json:"bytes_out"`
+	Arguments       json.RawMessage `json:"arguments,omitempty"`
 }
 
 // auditLog writes one line per tool call; lines never interleave.
@@ -47,15 +54,16 @@ type auditLog struct {
 
 func (a *auditLog) write(r *auditRecord) {
 	line := AuditLine{
-		Time:      r.Time.UTC(),
-		RequestID: r.RequestID,
-		Email:     r.Email,
-		Wing:      r.Wing,
-		Tool:      r.Tool,
-		Outcome:   r.Outcome,
-		LatencyMS: float64(r.Latency.Microseconds()) / 1000,
-		BytesIn:   r.BytesIn,
-		BytesOut:  r.BytesOut,
+		Time:            r.Time.UTC(),
+		RequestID:       r.RequestID,
+		Email:           r.Email,
+		Wing:            r.Wing,
+		Tool:            r.Tool,
+		Outcome:         r.Outcome,
+		MissingWings:    r.Missing,
+		DurationSeconds: r.Latency.Seconds(),
+		BytesIn:         r.BytesIn,
+		BytesOut:        r.BytesOut,
 	}
 	if a.logArgs && json.Valid(r.Args) {
 		line.Arguments = r.Args

@@ -34,8 +34,11 @@ func (g *Gateway) hide(ci *callInfo, w *wing, err error) error {
 // callWing sends one tool call to a wing with the caller's shard token:
 // minting on a miss, and on CodeUnauthenticated dropping the token and
 // re-minting (once for a cached token, then with bounded backoff for fresh
-// ones). The shard's answer is returned unchanged. A failure to obtain a
-// first grant that the caller must not learn about wraps errWingHidden.
+// ones). When the connection dies with the call in flight, a read is sent
+// once more (after a reconnection, within ctx's deadline); a write or
+// curate call is not: its outcome is unknown and the caller is told so. The
+// shard's answer is returned unchanged. A failure to obtain a first grant
+// that the caller must not learn about wraps errWingHidden.
 func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *proto.CallRequest) (*proto.CallResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
 	defer cancel()
@@ -43,7 +46,8 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 	if err != nil {
 		return nil, g.hide(ci, w, err)
 	}
-	freshRejected := 0
+	write := g.toolNeed(req.Tool) != auth.CapRead
+	freshRejected, lostRetried := 0, false
 	for {
 		req.Token = gr.token
 		resp, err := w.client.Call(ctx, req)
@@ -52,11 +56,13 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 			return resp, nil
 		}
 		if proto.CodeOf(err) == 0 {
-			e := classifyShard(err, w) // unreachable, timeout, cancelled
-			if e.Code == CodeUnavailable {
-				w.markDown(g.now())
+			if errors.Is(err, proto.ErrConnectionLost) && !write && !lostRetried && ctx.Err() == nil {
+				lostRetried = true
+				g.metrics.lostRetry(w.name)
+				ci.logger().Info("connection lost with a read in flight; sending it again", "wing", w.name, "tool", req.Tool, "err", err)
+				continue
 			}
-			return nil, e
+			return nil, classifyCall(err, w, req.Tool, write) // unreachable, lost, timeout, cancelled
 		}
 		w.markReached()
 		if proto.CodeOf(err) != proto.CodeUnauthenticated {
@@ -84,6 +90,18 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 		}
 		fresh = true
 	}
+}
+
+// toolNeed is the capability a shard tool needs, from its descriptor
+// (_meta["brainstem/capability"]); a tool the gateway does not know counts
+// as a write, so a lost answer is never retried blindly.
+func (g *Gateway) toolNeed(tool string) auth.Caps {
+	if cat := g.cat.Load(); cat != nil {
+		if e, ok := cat.by[tool]; ok {
+			return e.desc.need
+		}
+	}
+	return auth.CapWrite
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -174,7 +192,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 // unknown_wing error, listing the wings the caller can reach, so that the
 // answer tells nobody which wings exist.
 func (g *Gateway) noWing(ctx context.Context, ci *callInfo, name string) *Error {
-	caps, _ := g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
+	caps, _ := g.capsAll(ctx, ci)
 	var reach []string
 	for i, c := range caps {
 		if c != 0 {
@@ -222,7 +240,7 @@ func (g *Gateway) finish(ci *callInfo, rec *auditRecord, res *mcp.CallToolResult
 	if rec.err != nil && (rec.err.Code == CodeInternal) {
 		ci.logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "err", rec.err.Err)
 	} else if rec.err != nil {
-		ci.logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "msg", rec.err.Message)
+		ci.logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "message", rec.err.Message)
 	}
 }
 
@@ -235,7 +253,7 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	}
 	start := time.Now()
 	rec := auditRecord{Tool: wingsToolName, Wing: "*", BytesIn: len(req.Params.RawArguments), Args: req.Params.RawArguments}
-	caps, errs := g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
+	caps, errs := g.capsAll(ctx, ci)
 	type wingCaps struct {
 		Wing         string   `json:"wing"`
 		Capabilities []string `json:"capabilities"`
@@ -268,7 +286,7 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 // the others that may be named to the caller (disclosable), and how many
 // other wings failed without a known grant (not named).
 func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) (readable []*wing, failed []unavailableWing, hidden int) {
-	caps, errs := g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
+	caps, errs := g.capsAll(ctx, ci)
 	for i, c := range caps {
 		switch {
 		case c.Has(auth.CapRead):
@@ -281,6 +299,16 @@ func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) (readable []*
 		}
 	}
 	return readable, failed, hidden
+}
+
+// capsAll is the caller's capabilities in every wing (minting where needed),
+// bounded like a cross-wing search by limits.fanout_timeout: a wing that
+// cannot say in time counts as unreachable, so brain_wings, tools/list and
+// the unknown_wing hint never wait for one stuck shard.
+func (g *Gateway) capsAll(ctx context.Context, ci *callInfo) ([]auth.Caps, []error) {
+	ctx, cancel := context.WithTimeout(ctx, min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout))
+	defer cancel()
+	return g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
 }
 
 // wingLabel bounds the metrics' wing label to configured wings.

@@ -2,6 +2,8 @@ package gateway
 
 import (
 	"bytes"
+	"crypto/tls"
+	"crypto/x509"
 	"errors"
 	"fmt"
 	"io"
@@ -18,6 +20,8 @@ import (
 
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/proto"
+	"github.com/brainstem/brainstem/proto/pki"
 )
 
 // Config is the gateway's configuration, read from YAML (the Helm chart
@@ -55,6 +59,12 @@ type Config struct {
 	// DrainTimeout bounds the graceful shutdown: in-flight calls get this
 	// long to finish once the gateway is told to stop.
 	DrainTimeout time.Duration `yaml:"drain_timeout"`
+	// DrainGrace is how long the gateway keeps serving after it is told to
+	// stop, before it stops accepting: /readyz answers 503 and every answer
+	// closes its connection, so clients (or an Ingress) stop reusing
+	// keep-alive connections and none is closed under a request being sent.
+	// 0 turns it off.
+	DrainGrace time.Duration `yaml:"drain_grace"`
 }
 
 // TLSFiles names a PEM certificate and key (and, for mTLS, a CA bundle).
@@ -77,6 +87,13 @@ type ShardsConfig struct {
 	// RetryBase is the first backoff delay when a shard rejects a freshly
 	// minted token (then doubled; 3 tries in all).
 	RetryBase time.Duration `yaml:"retry_base"`
+	// KeepAlive is how often a quiet shard connection sends a PING, so
+	// that silence means the shard is gone.
+	KeepAlive time.Duration `yaml:"keep_alive"`
+	// IdleTimeout is how long a shard may stay silent before its
+	// connection is given up: calls in flight then end at once, and calls
+	// fail fast while the gateway redials. Sized for a cluster network.
+	IdleTimeout time.Duration `yaml:"idle_timeout"`
 }
 
 // WingConfig names one wing and its shard.
@@ -93,6 +110,22 @@ type LimitsConfig struct {
 	Burst               int     `yaml:"burst"`                  // per email, token bucket size
 	FailedAuthPerMinute int     `yaml:"failed_auth_per_minute"` // per client IP
 	FanoutConcurrency   int     `yaml:"fanout_concurrency"`     // wings queried at once by one cross-wing search
+	// FanoutTimeout bounds a cross-wing brain_query: wings that have not
+	// answered by then are listed under "unavailable" and the others'
+	// hits are returned (the audit outcome is "partial"). A longer
+	// shards.call_timeout does not extend it; a shorter one bounds it.
+	FanoutTimeout time.Duration `yaml:"fanout_timeout"`
+	// HeaderTimeout bounds reading a request's headers.
+	HeaderTimeout time.Duration `yaml:"header_timeout"`
+	// BodyTimeout bounds reading a request's body (from the end of its
+	// headers); a peer that withholds it is answered and disconnected.
+	BodyTimeout time.Duration `yaml:"body_timeout"`
+	// IdleConnTimeout closes a keep-alive connection idle this long.
+	IdleConnTimeout time.Duration `yaml:"idle_conn_timeout"`
+	// MaxUnauthenticatedConns bounds connections that have not (yet)
+	// carried an authenticated request; beyond it new connections are
+	// closed at once.
+	MaxUnauthenticatedConns int `yaml:"max_unauthenticated_conns"`
 	// ClientIPHeader, when set (e.g. "X-Forwarded-For"), names a header set
 	// by a trusted proxy; its right-most address is the client IP for the
 	// failed-authentication limit. Empty: the TCP peer address.
@@ -134,13 +167,20 @@ func DefaultConfig() Config {
 			MaxInFlight:     256,
 			RefreshInterval: time.Minute,
 			RetryBase:       100 * time.Millisecond,
+			KeepAlive:       proto.DefaultKeepAlive,
+			IdleTimeout:     proto.DefaultIdleTimeout,
 		},
 		Limits: LimitsConfig{
-			MaxBodyBytes:        1 << 20,
-			CallsPerSecond:      20,
-			Burst:               40,
-			FailedAuthPerMinute: 30,
-			FanoutConcurrency:   8,
+			MaxBodyBytes:            1 << 20,
+			CallsPerSecond:          20,
+			Burst:                   40,
+			FailedAuthPerMinute:     30,
+			FanoutConcurrency:       8,
+			FanoutTimeout:           2 * time.Second,
+			HeaderTimeout:           10 * time.Second,
+			BodyTimeout:             10 * time.Second,
+			IdleConnTimeout:         90 * time.Second,
+			MaxUnauthenticatedConns: 1024,
 		},
 		Sessions: SessionsConfig{
 			MaxEntries: 100000,
@@ -149,6 +189,7 @@ func DefaultConfig() Config {
 		},
 		Log:          LogConfig{Format: "json", Level: "info"},
 		DrainTimeout: 30 * time.Second,
+		DrainGrace:   time.Second,
 	}
 }
 
@@ -236,14 +277,72 @@ func ParseConfig(data []byte) (Config, error) {
 	return cfg, nil
 }
 
-// CheckConfig loads and validates a config file: what
-// `brainstem gateway --check-config` runs.
-func CheckConfig(path string) error {
+// CheckConfig is `brainstem gateway --check-config`: it loads and
+// validates a config file and, with checkFiles, reads the files it names
+// and judges them as the gateway's peers will, changing nothing:
+// shards.tls must be a gateway-role certificate whose key matches, valid at
+// now and chaining to shards.tls.ca_file for client use (a shard refuses
+// every mint otherwise), and tls must be a certificate and key that belong
+// together and are valid at now. Every problem is reported at once;
+// warnings name certificates that expire within pki.ExpiryWarning.
+func CheckConfig(path string, checkFiles bool, now time.Time) (warnings []string, err error) {
 	cfg, err := LoadConfig(path)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	return cfg.Validate()
+	errs := []error{cfg.Validate()}
+	if checkFiles {
+		w, err := cfg.checkFiles(now)
+		warnings, errs = w, append(errs, err)
+	}
+	return warnings, errors.Join(errs...)
+}
+
+// checkFiles reads and checks the certificate files the config names.
+func (c Config) checkFiles(now time.Time) (warnings []string, err error) {
+	var errs []error
+	read := func(key, path string) []byte {
+		if path == "" {
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: %s: %w", ErrConfig, key, err))
+		}
+		return b
+	}
+	ca := read("shards.tls.ca_file", c.Shards.TLS.CAFile)
+	cert := read("shards.tls.cert_file", c.Shards.TLS.CertFile)
+	key := read("shards.tls.key_file", c.Shards.TLS.KeyFile)
+	if ca != nil && cert != nil && key != nil {
+		w, err := pki.CheckIdentity(ca, cert, key, pki.RoleGateway, now)
+		for _, s := range w {
+			warnings = append(warnings, "shards.tls: "+s)
+		}
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: shards.tls: %w", ErrConfig, err))
+		}
+	}
+	if c.TLS.CertFile != "" && c.TLS.KeyFile != "" {
+		pair, err := tls.LoadX509KeyPair(c.TLS.CertFile, c.TLS.KeyFile)
+		switch {
+		case err != nil:
+			errs = append(errs, fmt.Errorf("%w: tls: %w", ErrConfig, err))
+		default:
+			leaf, err := x509.ParseCertificate(pair.Certificate[0])
+			switch {
+			case err != nil:
+				errs = append(errs, fmt.Errorf("%w: tls.cert_file: %w", ErrConfig, err))
+			case now.Before(leaf.NotBefore):
+				errs = append(errs, fmt.Errorf("%w: tls.cert_file: not valid before %s", ErrConfig, leaf.NotBefore.UTC().Format(time.RFC3339)))
+			case !now.Before(leaf.NotAfter):
+				errs = append(errs, fmt.Errorf("%w: tls.cert_file: expired on %s", ErrConfig, leaf.NotAfter.UTC().Format(time.RFC3339)))
+			case leaf.NotAfter.Sub(now) < pki.ExpiryWarning:
+				warnings = append(warnings, fmt.Sprintf("tls.cert_file: expires on %s; renew it soon", leaf.NotAfter.UTC().Format(time.RFC3339)))
+			}
+		}
+	}
+	return warnings, errors.Join(errs...)
 }
 
 // Validate reports every problem at once (errors.Join), each naming its key.
@@ -326,6 +425,12 @@ func (c Config) validate(requireShardTLS bool) error {
 	if c.Shards.RetryBase <= 0 || c.Shards.RetryBase > 10*time.Second {
 		bad("shards.retry_base", "must be in (0, 10s] (got %s)", c.Shards.RetryBase)
 	}
+	if c.Shards.IdleTimeout < 500*time.Millisecond || c.Shards.IdleTimeout > 5*time.Minute {
+		bad("shards.idle_timeout", "must be in [500ms, 5m] (got %s)", c.Shards.IdleTimeout)
+	}
+	if c.Shards.KeepAlive <= 0 || c.Shards.KeepAlive*2 > c.Shards.IdleTimeout {
+		bad("shards.keep_alive", "must be positive and at most half of shards.idle_timeout (got %s, idle_timeout %s)", c.Shards.KeepAlive, c.Shards.IdleTimeout)
+	}
 
 	if len(c.Wings) == 0 {
 		bad("wings", "at least one wing is required")
@@ -362,6 +467,20 @@ func (c Config) validate(requireShardTLS bool) error {
 	if c.Limits.FanoutConcurrency < 1 {
 		bad("limits.fanout_concurrency", "must be at least 1 (got %d)", c.Limits.FanoutConcurrency)
 	}
+	if c.Limits.FanoutTimeout < 100*time.Millisecond {
+		bad("limits.fanout_timeout", "must be at least 100ms (got %s)", c.Limits.FanoutTimeout)
+	}
+	for _, d := range []struct {
+		key string
+		v   time.Duration
+	}{{"limits.header_timeout", c.Limits.HeaderTimeout}, {"limits.body_timeout", c.Limits.BodyTimeout}, {"limits.idle_conn_timeout", c.Limits.IdleConnTimeout}} {
+		if d.v < 100*time.Millisecond || d.v > time.Hour {
+			bad(d.key, "must be in [100ms, 1h] (got %s)", d.v)
+		}
+	}
+	if c.Limits.MaxUnauthenticatedConns < 1 {
+		bad("limits.max_unauthenticated_conns", "must be at least 1 (got %d)", c.Limits.MaxUnauthenticatedConns)
+	}
 
 	if c.Sessions.MaxEntries < 1 {
 		bad("sessions.max_entries", "must be at least 1 (got %d)", c.Sessions.MaxEntries)
@@ -383,6 +502,9 @@ func (c Config) validate(requireShardTLS bool) error {
 	}
 	if c.DrainTimeout <= 0 {
 		bad("drain_timeout", "must be positive (got %s)", c.DrainTimeout)
+	}
+	if c.DrainGrace < 0 || c.DrainGrace > time.Minute {
+		bad("drain_grace", "must be in [0, 1m] (got %s)", c.DrainGrace)
 	}
 	return errors.Join(errs...)
 }

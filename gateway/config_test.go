@@ -3,6 +3,7 @@ package gateway
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -13,6 +14,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/proto/pki"
 )
 
 // TestLoadConfigExample: the brief's example (what the Helm chart renders)
@@ -45,7 +47,7 @@ func TestLoadConfigExample(t *testing.T) {
 	if err := cfg.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	if err := CheckConfig("testdata/gateway.yaml"); err != nil {
+	if _, err := CheckConfig("testdata/gateway.yaml", false, time.Now()); err != nil {
 		t.Fatal(err)
 	}
 	if cfg.mcpURL() != "https://brain.acme.com/mcp" || cfg.Wings[0].serverName() != "payments.shard.brainstem" {
@@ -330,4 +332,72 @@ func FuzzFanoutMerge(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestCheckConfigFiles: --check-config judges the certificate files the
+// config names as the shards will: a shard-role certificate in shards.tls
+// is refused (every mint would be), so are a key that is not the
+// certificate's and a public pair that does not match.
+func TestCheckConfigFiles(t *testing.T) {
+	const year = 365 * 24 * time.Hour
+	dir := t.TempDir()
+	ca, err := pki.NewCA("test CA", 10*year)
+	if err != nil {
+		t.Fatal(err)
+	}
+	write := func(name string, b []byte) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, b, 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	gc, gk, _ := ca.Issue(pki.RoleGateway, []string{"gateway"}, year)
+	sc, sk, _ := ca.Issue(pki.RoleShard, []string{"localhost"}, year)
+	pc, pk, _ := ca.Issue(pki.RoleShard, []string{"brain.acme.com"}, year) // a public certificate
+	caFile := write("ca.crt", ca.CertPEM())
+	gcF, gkF, scF, skF, pcF, pkF := write("gw.crt", gc), write("gw.key", gk), write("sh.crt", sc), write("sh.key", sk), write("pub.crt", pc), write("pub.key", pk)
+	config := func(cert, key, pubCert, pubKey string) string {
+		return write("gateway.yaml", []byte(fmt.Sprintf(`public_url: https://brain.acme.com
+tls: {cert_file: %q, key_file: %q}
+oidc: {issuers: [{url: https://login.acme.com, audiences: [brainstem]}]}
+shards: {tls: {ca_file: %q, cert_file: %q, key_file: %q}}
+wings: [{name: payments, address: "127.0.0.1:7443"}]
+`, pubCert, pubKey, caFile, cert, key)))
+	}
+	tests := []struct {
+		name                     string
+		cert, key, pubCert, pubK string
+		want                     []string
+	}{
+		{"valid", gcF, gkF, pcF, pkF, nil},
+		{"shard certificate as the gateway's", scF, skF, pcF, pkF, []string{"shards.tls", "has role shard; a gateway needs a gateway-role certificate"}},
+		{"key of another certificate", gcF, skF, pcF, pkF, []string{"the key does not belong to the certificate"}},
+		{"public pair mismatch", gcF, gkF, pcF, gkF, []string{"tls: tls: private key does not match public key"}},
+		{"missing file", filepath.Join(dir, "none.crt"), gkF, pcF, pkF, []string{"shards.tls.cert_file", "no such file"}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			path := config(tt.cert, tt.key, tt.pubCert, tt.pubK)
+			_, err := CheckConfig(path, true, time.Now())
+			if tt.want == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			if !errors.Is(err, ErrConfig) {
+				t.Fatalf("err = %v, want ErrConfig", err)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(err.Error(), w) {
+					t.Errorf("err = %v, want %q", err, w)
+				}
+			}
+			// Without the files, only the YAML is judged.
+			if _, err := CheckConfig(path, false, time.Now()); err != nil {
+				t.Fatalf("--check-files=false: %v", err)
+			}
+		})
+	}
 }

@@ -32,6 +32,10 @@ const (
 	CodeTooLarge        = "too_large"        // a message exceeded a size limit
 	CodeCanceled        = "canceled"         // the client went away
 	CodeInternal        = "internal"         // anything else; details are in the gateway log
+	// CodeOutcomeUnknown: the connection to the shard died after a write
+	// or curate call was sent and before its answer came back. The write
+	// may or may not have happened; the gateway does not retry it.
+	CodeOutcomeUnknown = "outcome_unknown"
 )
 
 // Sentinel errors. Every *Error wraps one of them, so callers can use
@@ -51,6 +55,8 @@ var (
 	ErrTooManyAuthFailed = errors.New("gateway: too many failed authentications from this address")
 	ErrUnknownSession    = errors.New("gateway: unknown session")
 	ErrBadRequestID      = errors.New("gateway: JSON-RPC id is neither a string nor a number")
+	ErrOutcomeUnknown    = errors.New("gateway: the write's outcome is unknown")
+	ErrMintRefused       = errors.New("gateway: the shard refuses this gateway's mints")
 )
 
 // Error is a gateway failure with a stable tool error code and a message a
@@ -105,6 +111,9 @@ func classify(err error, wing string) *Error {
 			return &Error{Code: CodeUnavailable, Message: where + " rejected the gateway's token: " + pe.Message, Err: errors.Join(ErrTokenRejected, err)}
 		case proto.CodeVersion:
 			return &Error{Code: CodeUnavailable, Message: where + " speaks another protocol version; upgrade the gateway or the shard", Err: errors.Join(ErrUnavailable, err)}
+		case proto.CodeWrongRole:
+			return &Error{Code: CodeUnavailable, Message: where + " refuses this gateway (" + pe.Message + "); an operator must give the gateway a gateway-role certificate",
+				Err: errors.Join(ErrUnavailable, ErrMintRefused, err)}
 		default:
 			return &Error{Code: CodeInternal, Message: where + " failed: " + pe.Message, Err: err}
 		}
@@ -114,6 +123,8 @@ func classify(err error, wing string) *Error {
 		return &Error{Code: CodeTimeout, Message: where + " did not answer within shards.call_timeout", Err: errors.Join(ErrTimeout, err)}
 	case errors.Is(err, context.Canceled):
 		return &Error{Code: CodeCanceled, Message: "the call was cancelled", Err: err}
+	case errors.Is(err, proto.ErrConnectionLost):
+		return &Error{Code: CodeUnavailable, Message: where + " was lost before it answered (the connection dropped); retry shortly", Err: errors.Join(ErrUnavailable, err)}
 	case errors.Is(err, proto.ErrUnavailable):
 		return &Error{Code: CodeUnavailable, Message: where + " is unreachable; retry later or ask an operator to check the shard", Err: errors.Join(ErrUnavailable, err)}
 	case errors.Is(err, proto.ErrTooLarge):
@@ -131,6 +142,18 @@ func classifyShard(err error, w *wing) *Error {
 			Err: errors.Join(ErrUnavailable, err)}
 	}
 	return classify(err, w.name)
+}
+
+// classifyCall is classifyShard for a tool call: when the connection died
+// after a write or curate call was sent, its outcome is unknown and the
+// agent is told so (the gateway never retries a write on its own).
+func classifyCall(err error, w *wing, tool string, write bool) *Error {
+	if write && errors.Is(err, proto.ErrConnectionLost) && proto.CodeOf(err) == 0 {
+		return &Error{Code: CodeOutcomeUnknown, Err: errors.Join(ErrOutcomeUnknown, err),
+			Message: fmt.Sprintf("the connection to wing %q was lost after %s was sent: the write may or may not have happened. "+
+				"Retry with the same idempotency_key (it makes the retry apply at most once), or read the note to check before writing again", w.name, tool)}
+	}
+	return classifyShard(err, w)
 }
 
 // toolErrorBody renders the {"error":{"code","message"}} document.

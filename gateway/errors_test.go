@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"net/http"
 	"testing"
+	"time"
 
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/proto"
@@ -28,6 +29,8 @@ func TestClassify(t *testing.T) {
 		{&proto.Error{Code: proto.CodeCanceled}, CodeCanceled, nil},
 		{&proto.Error{Code: proto.CodeUnauthenticated}, CodeUnavailable, ErrTokenRejected},
 		{&proto.Error{Code: proto.CodeVersion}, CodeUnavailable, ErrUnavailable},
+		{&proto.Error{Code: proto.CodeWrongRole, Message: "only gateways may mint"}, CodeUnavailable, ErrMintRefused},
+		{fmt.Errorf("%w: call: reset", proto.ErrConnectionLost), CodeUnavailable, ErrUnavailable},
 		{&proto.Error{Code: proto.CodeInternal}, CodeInternal, nil},
 		{fmt.Errorf("proto: call: %w", context.DeadlineExceeded), CodeTimeout, ErrTimeout},
 		{fmt.Errorf("x: %w", context.Canceled), CodeCanceled, nil},
@@ -55,11 +58,34 @@ func TestClassify(t *testing.T) {
 	if e := classifyShard(context.DeadlineExceeded, &wing{name: "w", client: &fakeMintClient{}}); e.Code != CodeTimeout {
 		t.Fatalf("deadline while connected: %+v", e)
 	}
+	// A lost answer: outcome_unknown for a write, unavailable for a read;
+	// a request that never left is unavailable either way.
+	w := &wing{name: "payments", client: &fakeMintClient{}}
+	lost := fmt.Errorf("%w: call: stateless reset", proto.ErrConnectionLost)
+	for _, tc := range []struct {
+		err   error
+		write bool
+		code  string
+	}{
+		{lost, true, CodeOutcomeUnknown},
+		{lost, false, CodeUnavailable},
+		{fmt.Errorf("%w: dial", proto.ErrUnavailable), true, CodeUnavailable},
+	} {
+		e := classifyCall(tc.err, w, "brain_write", tc.write)
+		if e.Code != tc.code {
+			t.Errorf("classifyCall(%v, write=%v) = %+v, want %s", tc.err, tc.write, e, tc.code)
+		}
+		if tc.code == CodeOutcomeUnknown && (!errors.Is(e, ErrOutcomeUnknown) || !errors.Is(e, proto.ErrConnectionLost)) {
+			t.Errorf("outcome_unknown does not wrap its sentinel and cause: %v", e)
+		}
+	}
 }
 
 type disconnected struct{ shardClient }
 
 func (disconnected) Connected() bool { return false }
+
+func (disconnected) State() proto.State { return proto.State{} }
 
 // TestRefusalAndAuthMapping: HTTP statuses for refusals and SSO errors.
 func TestRefusalAndAuthMapping(t *testing.T) {
@@ -89,6 +115,14 @@ func TestRefusalAndAuthMapping(t *testing.T) {
 		f := mapAuthError(tc.err)
 		if f.Status != tc.status || f.OAuthCode != tc.code || f.Description == "" || f.Kind == "" {
 			t.Errorf("%v → %+v, want %d %q", tc.err, f, tc.status, tc.code)
+		}
+	}
+}
+
+func TestRetrySeconds(t *testing.T) {
+	for d, want := range map[time.Duration]int{0: 5, time.Millisecond: 1, time.Second: 1, 2500 * time.Millisecond: 3, time.Minute: 60} {
+		if got := retrySeconds(d); got != want {
+			t.Errorf("retrySeconds(%v) = %d, want %d", d, got, want)
 		}
 	}
 }

@@ -7,10 +7,12 @@ import (
 	"errors"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -81,17 +83,86 @@ type mergedHit struct {
 // statistics, then the query itself on each wing scored with the global
 // statistics, so scores are comparable; hits are merged by score (desc) and
 // id (asc), cut to the limit, each hit's bytes unchanged. A failing wing is
-// listed under "unavailable" and never fails the query.
+// listed under "unavailable" and never fails the query. The whole search is
+// bounded by limits.fanout_timeout (the mints and statistics by half of
+// it): a wing that has not answered by then is listed under "unavailable"
+// with the others' results, and the audit outcome is "partial".
 func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, rec *auditRecord) *mcp.CallToolResult {
 	query, limit, err := parseQueryArgs(args)
 	if err != nil {
 		return g.fail(rec, classify(err, ""))
 	}
-	readable, failed, hidden := g.readableWings(ctx, ci)
+	bound := min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout)
+	fctx, cancel := context.WithTimeout(ctx, bound)
+	defer cancel()
+	p1ctx, cancel1 := context.WithTimeout(fctx, bound/2)
+	defer cancel1()
+	late := func(w *wing, err error) *Error {
+		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
+			return newError(CodeTimeout, ErrTimeout, "wing %q did not answer within limits.fanout_timeout (%s); the results leave it out", w.name, bound)
+		}
+		return classifyShard(err, w)
+	}
+	// Phase 1, per wing and concurrently (a stuck wing does not spend the
+	// others' time): the caller's capabilities there (minting if needed),
+	// then, where they may read, the corpus statistics of the query.
+	n := len(g.wings)
+	canRead := make([]bool, n)
+	allStats := make([]*proto.CorpusStats, n)
+	allErrs := make([]error, n)
+	var failed []unavailableWing
+	eg := errgroup.Group{}
+	eg.SetLimit(g.cfg.Limits.FanoutConcurrency)
+	for i, w := range g.wings {
+		eg.Go(func() error {
+			gr, _, err := g.sessions.get(p1ctx, ci.id, w, ci.requestID)
+			if err != nil {
+				allErrs[i] = err
+				return nil
+			}
+			if canRead[i] = gr.caps.Has(auth.CapRead); !canRead[i] {
+				return nil
+			}
+			st, err := w.client.Stats(p1ctx, &proto.StatsRequest{RequestID: ci.requestID, Query: query})
+			if err != nil {
+				allErrs[i] = err
+				return nil
+			}
+			w.markReached()
+			allStats[i] = st
+			return nil
+		})
+	}
+	_ = eg.Wait()
+	var (
+		readable []*wing
+		stats    []*proto.CorpusStats
+		errs     []error
+		hidden   int // wings that failed for a caller holding no grant there: not named
+	)
+	for i, w := range g.wings {
+		switch {
+		case canRead[i]:
+			readable = append(readable, w)
+			stats = append(stats, allStats[i])
+			var e error
+			if allErrs[i] != nil {
+				e = late(w, allErrs[i])
+			}
+			errs = append(errs, e)
+		case g.disclosable(ci, w, allErrs[i]):
+			if e := late(w, allErrs[i]); e.Code != CodeForbidden {
+				failed = append(failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
+			}
+		case allErrs[i] != nil && !errors.Is(allErrs[i], errNotAdmitted):
+			hidden++
+		}
+	}
 	if len(readable) == 0 {
+		rec.Missing = wingNames(failed)
 		switch {
 		case len(failed) > 0:
-			return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing you can read is reachable right now: %s", failed[0].Error))
+			return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing you can read is reachable right now: %s", joinFailures(failed)))
 		case hidden > 0:
 			// Some wing could not be asked whether the caller may read it;
 			// it is not named (least disclosure).
@@ -99,35 +170,6 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 		}
 		return g.fail(rec, newError(CodeForbidden, ErrForbidden, "you cannot read any wing; ask a wing's curators for access"))
 	}
-
-	// Phase 1: corpus statistics.
-	stats := make([]*proto.CorpusStats, len(readable))
-	errs := make([]error, len(readable))
-	eg := errgroup.Group{}
-	eg.SetLimit(g.cfg.Limits.FanoutConcurrency)
-	for i, w := range readable {
-		eg.Go(func() error {
-			sctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
-			defer cancel()
-			if w.recentlyDown(g.now()) {
-				errs[i] = newError(CodeUnavailable, ErrUnavailable, "wing %q was unreachable moments ago; it is skipped for a few seconds", w.name)
-				return nil
-			}
-			st, err := w.client.Stats(sctx, &proto.StatsRequest{RequestID: ci.requestID, Query: query})
-			if err != nil {
-				e := classifyShard(err, w)
-				if e.Code == CodeUnavailable {
-					w.markDown(g.now())
-				}
-				errs[i] = e
-				return nil
-			}
-			w.markReached()
-			stats[i] = st
-			return nil
-		})
-	}
-	_ = eg.Wait()
 	global := &proto.CorpusStats{DocFreq: map[string]int64{}}
 	for _, st := range stats {
 		if st == nil {
@@ -149,9 +191,9 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 			continue
 		}
 		eg2.Go(func() error {
-			resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: queryToolName, Args: args, Stats: global})
+			resp, err := g.callWing(fctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: queryToolName, Args: args, Stats: global})
 			if err != nil {
-				errs[i] = err
+				errs[i] = late(w, err)
 				return nil
 			}
 			results[i] = resp
@@ -213,11 +255,12 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 		rec.Outcome = "tool_error"
 		return shardResult(firstError)
 	}
+	rec.Missing = wingNames(failed)
 	if len(answered) == 0 {
 		if len(failed) == 0 { // every wing was lost meanwhile, none may be named
 			return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly"))
 		}
-		return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing answered: %s", failed[0].Error))
+		return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing answered: %s", joinFailures(failed)))
 	}
 	sort.SliceStable(hits, func(i, j int) bool {
 		if hits[i].key.Score != hits[j].key.Score {
@@ -229,7 +272,34 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 		hits = hits[:limit]
 	}
 	rec.Outcome = "ok"
+	if len(failed) > 0 {
+		rec.Outcome = outcomePartial
+	}
 	return mcp.NewToolResultText(string(encodeMerged(hits, total, answered, failed)))
+}
+
+// outcomePartial is the audit outcome of a cross-wing search that left
+// wings out (listed in the audit line's missing_wings).
+const outcomePartial = "partial"
+
+// joinFailures is every failure's message, for an error that names them all.
+func joinFailures(ws []unavailableWing) string {
+	msgs := make([]string, len(ws))
+	for i, w := range ws {
+		msgs[i] = w.Error
+	}
+	return strings.Join(msgs, "; ")
+}
+
+func wingNames(ws []unavailableWing) []string {
+	if len(ws) == 0 {
+		return nil
+	}
+	out := make([]string, len(ws))
+	for i, w := range ws {
+		out[i] = w.Wing
+	}
+	return out
 }
 
 // encodeMerged writes the cross-wing envelope by hand so each hit's bytes

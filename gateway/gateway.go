@@ -3,6 +3,7 @@ package gateway
 import (
 	"context"
 	"crypto/tls"
+	"crypto/x509"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -22,6 +23,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/quic-go/quic-go"
 	"golang.org/x/time/rate"
 
 	"github.com/brainstem/brainstem/auth"
@@ -79,7 +81,8 @@ type Gateway struct {
 	audit    *auditLog
 
 	emailLimits *lru.Cache[string, *rate.Limiter]
-	ipLimits    *lru.Cache[string, *rate.Limiter]
+	ipBudgets   *lru.Cache[string, *authBudget]
+	conns       *connTracker
 	origins     map[string]bool
 
 	mcpPath      string
@@ -95,6 +98,7 @@ type Gateway struct {
 	textAnswers     *textAnswers
 	headerBindings  bindingMemo
 
+	draining    atomic.Bool // Serve was told to stop; answers close their connections
 	stopRefresh context.CancelFunc
 	refreshDone chan struct{}
 	closeOnce   sync.Once
@@ -120,7 +124,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Gateway, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: oidc: %w", err)
 	}
-	clients, err := dialShards(cfg, opt)
+	clients, base, err := dialShards(cfg, opt)
 	if err != nil {
 		return nil, err
 	}
@@ -134,29 +138,52 @@ func New(ctx context.Context, cfg Config, opt Options) (*Gateway, error) {
 		}
 		return nil, err
 	}
+	g.checkOwnRole(base)
 	g.start(ctx)
 	return g, nil
 }
 
-// dialShards creates one (lazy) proto client per wing.
-func dialShards(cfg Config, opt Options) (map[string]shardClient, error) {
+// checkOwnRole makes a gateway whose mTLS certificate is not a gateway-role
+// certificate unready at once, saying why: every shard would refuse its
+// mints (and every user would see an empty brain).
+func (g *Gateway) checkOwnRole(tc *tls.Config) {
+	role := pki.Role("")
+	if len(tc.Certificates) > 0 && len(tc.Certificates[0].Certificate) > 0 {
+		if leaf, err := x509.ParseCertificate(tc.Certificates[0].Certificate[0]); err == nil {
+			role = pki.RoleOf(leaf)
+		}
+	}
+	if role == pki.RoleGateway {
+		return
+	}
+	msg := fmt.Sprintf("the gateway's client certificate has role %q, not %q: shards refuse its mints", role, pki.RoleGateway)
+	for _, w := range g.wings {
+		w.mintRefused.Store(&msg)
+	}
+	g.log.Error("misconfigured shards.tls: the gateway is not ready until it has a gateway-role certificate (brainstem ca issue --role gateway)",
+		"role", string(role))
+}
+
+// dialShards creates one (lazy) proto client per wing; it also returns the
+// mTLS client configuration they share.
+func dialShards(cfg Config, opt Options) (map[string]shardClient, *tls.Config, error) {
 	base := opt.ShardTLS
 	if base == nil {
 		ca, err := os.ReadFile(cfg.Shards.TLS.CAFile)
 		if err != nil {
-			return nil, fmt.Errorf("gateway: shards.tls.ca_file: %w", err)
+			return nil, nil, fmt.Errorf("gateway: shards.tls.ca_file: %w", err)
 		}
 		cert, err := os.ReadFile(cfg.Shards.TLS.CertFile)
 		if err != nil {
-			return nil, fmt.Errorf("gateway: shards.tls.cert_file: %w", err)
+			return nil, nil, fmt.Errorf("gateway: shards.tls.cert_file: %w", err)
 		}
 		key, err := os.ReadFile(cfg.Shards.TLS.KeyFile)
 		if err != nil {
-			return nil, fmt.Errorf("gateway: shards.tls.key_file: %w", err)
+			return nil, nil, fmt.Errorf("gateway: shards.tls.key_file: %w", err)
 		}
 		base, err = pki.ClientTLS(ca, cert, key, "")
 		if err != nil {
-			return nil, fmt.Errorf("gateway: shards.tls: %w", err)
+			return nil, nil, fmt.Errorf("gateway: shards.tls: %w", err)
 		}
 	}
 	clients := map[string]shardClient{}
@@ -168,9 +195,10 @@ func dialShards(cfg Config, opt Options) (map[string]shardClient, error) {
 			MaxInFlight: cfg.Shards.MaxInFlight,
 			DialTimeout: min(cfg.Shards.CallTimeout, 10*time.Second),
 			Logger:      loggerOrDiscard(opt.Logger).With("wing", w.Name),
+			QUIC:        &quic.Config{KeepAlivePeriod: cfg.Shards.KeepAlive, MaxIdleTimeout: cfg.Shards.IdleTimeout},
 		})
 	}
-	return clients, nil
+	return clients, base, nil
 }
 
 func loggerOrDiscard(l *slog.Logger) *slog.Logger {
@@ -240,10 +268,11 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
-	g.ipLimits, err = newLimiterCache(max(cfg.Sessions.MaxEntries/10, 1024))
+	g.ipBudgets, err = lru.New[string, *authBudget](max(cfg.Sessions.MaxEntries/10, 1024))
 	if err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)
 	}
+	g.conns = newConnTracker(cfg.Limits.MaxUnauthenticatedConns)
 	auditW := opt.AuditLog
 	if auditW == nil {
 		auditW = os.Stdout
@@ -269,9 +298,16 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 		server.WithInstructions("Brainstem is the team brain: curated notes (wiki) and unreviewed notes (inbox) per wing. "+
 			"Call brain_wings to see the wings you can reach, brain_query to search them all."),
 	)
+	// Every wait on a peer is bounded: headers (header_timeout), the body
+	// (body_timeout, set per request in serveMCP), idle keep-alive
+	// connections (idle_conn_timeout), and connections without an
+	// authenticated request (max_unauthenticated_conns). No ReadTimeout or
+	// WriteTimeout: they would cut the long-lived GET notification streams.
 	g.publicSrv = &http.Server{
-		ReadHeaderTimeout: 10 * time.Second,
-		IdleTimeout:       2 * time.Minute,
+		ReadHeaderTimeout: cfg.Limits.HeaderTimeout,
+		IdleTimeout:       cfg.Limits.IdleConnTimeout,
+		ConnContext:       g.conns.connContext,
+		ConnState:         g.conns.connState,
 		ErrorLog:          log.New(slogWriter{g.log}, "", 0),
 	}
 	g.mcpHTTP = server.NewStreamableHTTPServer(g.mcp,
@@ -388,6 +424,40 @@ func (g *Gateway) allReached() bool {
 	return true
 }
 
+// readinessReport is the /readyz body.
+type readinessReport struct {
+	Ready bool `json:"ready"`
+	// Unreached lists wings whose shard has never answered.
+	Unreached []string `json:"unreached_wings"`
+	// MintRefused lists wings whose shard refuses this gateway's mints
+	// (its certificate's role), with the reason.
+	MintRefused []wingProblem `json:"mint_refused_wings"`
+	// Draining: the gateway was told to stop.
+	Draining bool `json:"draining,omitempty"`
+}
+
+type wingProblem struct {
+	Wing   string `json:"wing"`
+	Reason string `json:"reason"`
+}
+
+// readiness: ready once every wing's shard has answered and none refuses
+// this gateway's mints.
+func (g *Gateway) readiness() readinessReport {
+	rep := readinessReport{Unreached: []string{}, MintRefused: []wingProblem{}}
+	for _, wg := range g.wings {
+		if !wg.reached.Load() {
+			rep.Unreached = append(rep.Unreached, wg.name)
+		}
+		if p := wg.mintRefused.Load(); p != nil {
+			rep.MintRefused = append(rep.MintRefused, wingProblem{wg.name, *p})
+		}
+	}
+	rep.Draining = g.draining.Load()
+	rep.Ready = len(rep.Unreached) == 0 && len(rep.MintRefused) == 0 && !rep.Draining
+	return rep
+}
+
 func (g *Gateway) buildAdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(g.registry, promhttp.HandlerOpts{Registry: g.registry}))
@@ -396,20 +466,8 @@ func (g *Gateway) buildAdminHandler() http.Handler {
 		_, _ = io.WriteString(w, "ok\n")
 	})
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
-		var unreached []string
-		for _, wg := range g.wings {
-			if !wg.reached.Load() {
-				unreached = append(unreached, wg.name)
-			}
-		}
+		body := g.readiness()
 		w.Header().Set("Content-Type", "application/json")
-		body := struct {
-			Ready     bool     `json:"ready"`
-			Unreached []string `json:"unreached_wings"`
-		}{len(unreached) == 0, unreached}
-		if body.Unreached == nil {
-			body.Unreached = []string{}
-		}
 		if !body.Ready {
 			w.WriteHeader(http.StatusServiceUnavailable)
 		}
@@ -452,6 +510,19 @@ func (g *Gateway) Serve(ctx context.Context, public, admin net.Listener) error {
 	select {
 	case <-ctx.Done():
 	case serveErr = <-errc:
+	}
+	g.draining.Store(true)
+	if grace := g.cfg.DrainGrace; grace > 0 && serveErr == nil {
+		// Keep serving a moment, unready, closing each connection after its
+		// answer: keep-alive connections end cleanly instead of being
+		// closed under a request a client is sending.
+		g.log.Info("gateway draining: not ready, closing connections after their answers", "grace_seconds", grace.Seconds())
+		t := time.NewTimer(grace)
+		select {
+		case <-t.C:
+		case serveErr = <-errc:
+			t.Stop()
+		}
 	}
 	dctx, cancel := context.WithTimeout(context.Background(), g.cfg.DrainTimeout)
 	defer cancel()
@@ -499,17 +570,19 @@ func (g *Gateway) Close() error {
 type slogWriter struct{ l *slog.Logger }
 
 func (w slogWriter) Write(p []byte) (int, error) {
-	w.l.Warn(strings.TrimSpace(string(p)), "component", "http")
+	w.l.Warn(strings.TrimSpace(string(p)), "subsystem", "net/http")
 	return len(p), nil
 }
 
-// NewLogger builds the process logger from the log section (for cmd).
+// NewLogger builds the process logger from the log section (for cmd; every
+// brainstem process logs through it). Durations are written in seconds as
+// floats, as the metrics are, never in raw nanoseconds.
 func NewLogger(w io.Writer, lc LogConfig) (*slog.Logger, error) {
 	lvl, err := parseLevel(lc.Level)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: log.level: %w", err)
 	}
-	opts := &slog.HandlerOptions{Level: lvl}
+	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: secondsForDurations}
 	switch lc.Format {
 	case "json", "":
 		return slog.New(slog.NewJSONHandler(w, opts)), nil
@@ -517,6 +590,15 @@ func NewLogger(w io.Writer, lc LogConfig) (*slog.Logger, error) {
 		return slog.New(slog.NewTextHandler(w, opts)), nil
 	}
 	return nil, fmt.Errorf("gateway: log.format: %q must be json or text", lc.Format)
+}
+
+// secondsForDurations is a slog ReplaceAttr: a time.Duration value becomes
+// its seconds as a float.
+func secondsForDurations(_ []string, a slog.Attr) slog.Attr {
+	if a.Value.Kind() == slog.KindDuration {
+		return slog.Float64(a.Key, a.Value.Duration().Seconds())
+	}
+	return a
 }
 
 func parseLevel(s string) (slog.Level, error) {

@@ -45,6 +45,10 @@ type testPKI struct {
 	ca       *pki.CA
 	shardTLS *tls.Config // server side of every test shard
 	gwTLS    *tls.Config // gateway client side (ServerName set per wing)
+	// shardAsClient presents the shard certificate as a client: a
+	// misconfigured gateway.
+	shardAsClient *tls.Config
+	resetSecret   []byte // the shards' TLS key, to derive reset keys
 }
 
 func newTestPKI(t testing.TB) *testPKI {
@@ -69,7 +73,15 @@ func newTestPKI(t testing.TB) *testPKI {
 	if err != nil {
 		t.Fatal(err)
 	}
-	return &testPKI{ca: ca, shardTLS: stls, gwTLS: gtls}
+	wrong, err := pki.ClientTLS(ca.CertPEM(), scert, skey, "localhost")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secret, err := pki.PrivateKeyDER(skey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return &testPKI{ca: ca, shardTLS: stls, gwTLS: gtls, shardAsClient: wrong, resetSecret: secret}
 }
 
 // ---------- in-test wing ----------
@@ -102,6 +114,12 @@ type testWing struct {
 	failCalls atomic.Bool // Call answers CodeUnauthenticated always
 	tokens    sync.Map    // every token a Call carried
 	seen      []seenCall  // every Call, in order (under mu)
+	// holdOnce, when set, makes the next Call of that tool signal its
+	// entered channel and wait for its ctx (the connection dies under it).
+	holdOnce atomic.Pointer[hold]
+	// stall makes Stats and brain_query wait for their ctx (a stuck wing).
+	stall     atomic.Bool
+	toolCalls sync.Map // tool name → *atomic.Int64
 }
 
 // seenCall is what a Call carried besides its token.
@@ -114,6 +132,24 @@ func (w *testWing) seenCalls() []seenCall {
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	return append([]seenCall(nil), w.seen...)
+}
+
+type hold struct {
+	tool    string
+	entered chan struct{}
+}
+
+// holdNext makes the next call of tool hang until its connection dies; the
+// returned channel is closed when it arrives.
+func (w *testWing) holdNext(tool string) <-chan struct{} {
+	h := &hold{tool: tool, entered: make(chan struct{})}
+	w.holdOnce.Store(h)
+	return h.entered
+}
+
+func (w *testWing) toolCount(tool string) int64 {
+	n, _ := w.toolCalls.LoadOrStore(tool, new(atomic.Int64))
+	return n.(*atomic.Int64).Load()
 }
 
 const testToolsJSON = `[
@@ -208,10 +244,21 @@ func toolErr(code, msg string) *proto.CallResponse {
 
 func (w *testWing) Call(ctx context.Context, req *proto.CallRequest) (*proto.CallResponse, error) {
 	w.calls.Add(1)
+	n, _ := w.toolCalls.LoadOrStore(req.Tool, new(atomic.Int64))
+	n.(*atomic.Int64).Add(1)
 	w.tokens.Store(req.Token, true)
 	w.mu.Lock()
 	w.seen = append(w.seen, seenCall{tool: req.Tool, key: req.IdempotencyKey, args: bytes.Clone(req.Args)})
 	w.mu.Unlock()
+	if h := w.holdOnce.Load(); h != nil && h.tool == req.Tool && w.holdOnce.CompareAndSwap(h, nil) {
+		close(h.entered)
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	if req.Tool == "brain_query" && w.stall.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	if w.failCalls.Load() {
 		return nil, &proto.Error{Code: proto.CodeUnauthenticated, Message: "token refused (test)"}
 	}
@@ -361,6 +408,10 @@ func (w *testWing) stats(q string) *proto.CorpusStats {
 }
 
 func (w *testWing) Stats(ctx context.Context, req *proto.StatsRequest) (*proto.CorpusStats, error) {
+	if w.stall.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
 	return w.stats(req.Query), nil
 }
 
@@ -397,7 +448,11 @@ func (s *shardServer) start(addr string) {
 	if err != nil {
 		s.t.Fatal(err)
 	}
-	srv := proto.NewServer(s.wing, proto.ServerConfig{TLS: s.pki.shardTLS})
+	rk, err := proto.DeriveStatelessResetKey(s.pki.resetSecret, "wing "+s.wing.name)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	srv := proto.NewServer(s.wing, proto.ServerConfig{TLS: s.pki.shardTLS, StatelessResetKey: rk})
 	ctx, cancel := context.WithCancel(context.Background())
 	done := make(chan struct{})
 	go func() {
@@ -436,6 +491,34 @@ func (s *shardServer) restart() {
 	addr := s.addr
 	s.stop()
 	s.start(addr)
+}
+
+// crashAndRestart makes the server vanish without a word (its socket is
+// closed, as when the process is killed) and starts a successor on the
+// same address with the same stateless-reset key, which resets the
+// gateway's old connection at its next packet.
+func (s *shardServer) crashAndRestart() {
+	s.mu.Lock()
+	srv, cancel, done, pc, addr := s.srv, s.cancel, s.done, s.pc, s.addr
+	s.srv = nil
+	s.mu.Unlock()
+	_ = pc.Close()
+	<-done
+	cancel()
+	_ = srv
+	s.start(addr)
+}
+
+// waitConnected waits until the gateway's client of wing holds a
+// connection again (after a shard restart the gateway redials in the
+// background and calls fail fast until then).
+func (e *testEnv) waitConnected(wing string) {
+	e.t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	if err := e.gw.byName[wing].client.(*proto.Client).WaitConnected(ctx); err != nil {
+		e.t.Fatalf("wing %s: %v", wing, err)
+	}
 }
 
 // ---------- identity provider ----------
@@ -558,6 +641,7 @@ func (e *testEnv) config(wcs []WingConfig, base string) Config {
 	cfg.Limits.CallsPerSecond = 100000
 	cfg.Limits.Burst = 100000
 	cfg.Limits.FailedAuthPerMinute = 10000
+	cfg.DrainGrace = 0 // TestDrainGrace has its own
 	return cfg
 }
 

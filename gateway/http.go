@@ -13,6 +13,7 @@ import (
 	"math"
 	"net"
 	"net/http"
+	"os"
 	"slices"
 	"strconv"
 	"strings"
@@ -128,9 +129,20 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 	}()
 	rid := requestID(r.Header.Get("X-Request-Id"))
 	w.Header().Set("X-Request-Id", rid)
+	if g.draining.Load() && r.ProtoMajor == 1 {
+		w.Header().Set("Connection", "close")
+	}
 
+	// The body must arrive within body_timeout; it is cleared once read
+	// (a GET's notification stream has no body and may last).
+	rc := http.NewResponseController(w)
+	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
+	if hasBody {
+		_ = rc.SetReadDeadline(time.Now().Add(g.cfg.Limits.BodyTimeout))
+	}
 	if origin := r.Header.Get("Origin"); origin != "" {
 		if !g.originAllowed(origin) {
+			closeUnread(w, r, hasBody)
 			refuse(w, ErrOriginNotAllowed, nil, fmt.Sprintf("origin %q is not allowed; add it to allowed_origins", origin))
 			return
 		}
@@ -141,26 +153,18 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
 			w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID, X-Request-Id")
 			w.Header().Set("Access-Control-Max-Age", "600")
+			closeUnread(w, r, hasBody)
 			w.WriteHeader(http.StatusNoContent)
 			return
 		}
 	}
 	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(supportedProtocolVersions, v) {
+		closeUnread(w, r, hasBody)
 		refuse(w, ErrProtocolVersion, nil, fmt.Sprintf("unsupported MCP-Protocol-Version %q; supported: %s", v, strings.Join(supportedProtocolVersions, ", ")))
 		return
 	}
 
 	now := g.now()
-	ip := g.clientIP(r)
-	ipLim := g.ipLimiter(ip)
-	if ipLim.TokensAt(now) < 1 {
-		g.metrics.rateLimited.WithLabelValues("failed_auth_ip").Inc()
-		retry := retryAfter(ipLim, now)
-		w.Header().Set("Retry-After", strconv.Itoa(retry))
-		refuse(w, ErrTooManyAuthFailed, nil, fmt.Sprintf("too many failed authentications from %s; retry in %ds with a valid token", ip, retry))
-		return
-	}
-
 	raw, err := sso.BearerToken(r.Header)
 	var id auth.Identity
 	if err == nil {
@@ -176,25 +180,11 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		f := mapAuthError(err)
-		g.metrics.authFailures.WithLabelValues(f.Kind).Inc()
-		switch {
-		case f.Status == http.StatusServiceUnavailable:
-			g.log.Warn("token verification unavailable", "request_id", rid, "err", err)
-			w.Header().Set("Retry-After", "5")
-			writeOAuthError(w, f.Status, "temporarily_unavailable", f.Description)
-		case f.Kind == sso.NoToken.String():
-			// RFC 6750 §3.1: no credentials, no error code. Not counted as a
-			// failed authentication: every client's first request looks so.
-			w.Header().Set("WWW-Authenticate", g.challenge("", ""))
-			writeOAuthError(w, http.StatusUnauthorized, "", "a bearer token from the company's SSO is required: "+f.Description)
-		default:
-			ipLim.AllowN(now, 1)
-			w.Header().Set("WWW-Authenticate", g.challenge(f.OAuthCode, f.Description))
-			writeOAuthError(w, f.Status, f.OAuthCode, f.Description)
-		}
+		closeUnread(w, r, hasBody)
+		g.refuseAuth(w, r, rid, now, err)
 		return
 	}
+	markAuthenticated(r.Context())
 
 	ci := &callInfo{id: id, key: keyOf(id), requestID: rid, base: g.log}
 	var msg rpcMessage
@@ -206,6 +196,10 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 				refuse(w, ErrBodyTooLarge, nil, fmt.Sprintf("request body exceeds %d bytes (limits.max_body_bytes)", g.cfg.Limits.MaxBodyBytes))
 				return
 			}
+			if errors.Is(err, os.ErrDeadlineExceeded) {
+				err = fmt.Errorf("not received within limits.body_timeout (%s)", g.cfg.Limits.BodyTimeout)
+			}
+			closeUnread(w, r, true)
 			refuse(w, ErrBadBody, nil, "could not read the request body: "+err.Error())
 			return
 		}
@@ -226,6 +220,9 @@ func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
 		return
 	}
 
+	if hasBody {
+		_ = rc.SetReadDeadline(time.Time{})
+	}
 	if lim := g.emailLimiter(id.Email); !lim.AllowN(now, 1) {
 		g.metrics.rateLimited.WithLabelValues("email").Inc()
 		retry := retryAfter(lim, now)
@@ -344,18 +341,6 @@ func (g *Gateway) clientIP(r *http.Request) string {
 		return r.RemoteAddr
 	}
 	return host
-}
-
-func (g *Gateway) ipLimiter(ip string) *rate.Limiter {
-	if l, ok := g.ipLimits.Get(ip); ok {
-		return l
-	}
-	n := g.cfg.Limits.FailedAuthPerMinute
-	l := rate.NewLimiter(rate.Limit(float64(n)/60), n)
-	if prev, ok, _ := g.ipLimits.PeekOrAdd(ip, l); ok {
-		return prev
-	}
-	return l
 }
 
 func (g *Gateway) emailLimiter(email string) *rate.Limiter {

@@ -306,17 +306,36 @@ func TestRateLimits(t *testing.T) {
 	if resp, body := rawPost(t, e.url, initBody, other); resp.StatusCode != 200 {
 		t.Fatalf("other email: %d %s", resp.StatusCode, body)
 	}
-	// Two failed authentications exhaust the address's allowance; then even
-	// a valid token from that address waits.
-	for range 2 {
-		if resp, _ := rawPost(t, e.url, initBody, map[string]string{"Authorization": "Bearer x.y.z"}); resp.StatusCode != 401 {
-			t.Fatalf("bad token: %d", resp.StatusCode)
+	// Two refused tokens exhaust the address's failed-authentication
+	// budget. A valid token from that address is never refused by it; the
+	// same refused token sent again is 429; a new bad token still gets its
+	// truthful 401 (a client behind the same NAT learns to sign in again).
+	bad := map[string]string{"Authorization": "Bearer x.y.z"}
+	for i := range 2 {
+		if resp, _ := rawPost(t, e.url, initBody, bad); resp.StatusCode != 401 {
+			t.Fatalf("bad token %d: %d", i, resp.StatusCode)
 		}
 	}
-	resp, body = rawPost(t, e.url, initBody, other)
+	if resp, body := rawPost(t, e.url, initBody, other); resp.StatusCode != 200 {
+		t.Fatalf("a valid token after failed auths from its address: %d %s", resp.StatusCode, body)
+	}
+	resp, body = rawPost(t, e.url, initBody, bad)
 	ra, _ := strconv.Atoi(resp.Header.Get("Retry-After"))
-	if resp.StatusCode != 429 || ra < 1 || ra > 60 || !strings.Contains(string(body), "failed authentications") {
-		t.Fatalf("after failed auths: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	if resp.StatusCode != 429 || ra < 1 || ra > 60 || !strings.Contains(string(body), "keeps sending it") {
+		t.Fatalf("the refused token again, over budget: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
+	}
+	if resp, _ := rawPost(t, e.url, initBody, map[string]string{"Authorization": "Bearer a.b.c"}); resp.StatusCode != 401 {
+		t.Fatalf("a new bad token over budget: %d, want its 401", resp.StatusCode)
+	}
+	logs := e.logs.String()
+	if n := strings.Count(logs, `"msg":"token refused"`); n != 1 || !strings.Contains(logs, `"kind":"malformed_token"`) || !strings.Contains(logs, `"client_ip":"127.0.0.1"`) {
+		t.Fatalf("%d 'token refused' lines (want 1: one per refused token, repeats and over-budget ones not logged):\n%s", n, logs)
+	}
+	if n := strings.Count(logs, "over its failed-authentication budget"); n != 1 {
+		t.Fatalf("%d over-budget lines, want 1", n)
+	}
+	if strings.Contains(logs, "x.y.z") || strings.Contains(logs, "a.b.c") || strings.Contains(logs, e.idp.token(t, "bob@acme.com")[:40]) {
+		t.Fatal("a token reached the log")
 	}
 	// Missing tokens are not failures (every client's first request has none).
 	e2 := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen},

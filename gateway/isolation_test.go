@@ -206,7 +206,7 @@ func TestAuditAndAdmin(t *testing.T) {
 	l := lines[0]
 	if l.Email != "alice@acme.com" || l.Wing != "payments" || l.Tool != "brain_get" || l.Outcome != "ok" ||
 		l.BytesIn != len(`{"id":"payments/f/x"}`) || l.BytesOut != len(text) || l.RequestID == "" || l.Time.IsZero() ||
-		string(l.Arguments) != `{"id":"payments/f/x"}` || l.LatencyMS < 0 {
+		string(l.Arguments) != `{"id":"payments/f/x"}` || l.DurationSeconds < 0 {
 		t.Fatalf("audit line %+v", l)
 	}
 	if lines[1].Outcome != CodeUnknownWing || lines[1].Wing != "nope" {
@@ -242,7 +242,7 @@ func TestAuditAndAdmin(t *testing.T) {
 	if code, body := get("/healthz"); code != 200 || body != "ok\n" {
 		t.Fatalf("healthz %d %q", code, body)
 	}
-	if code, body := get("/readyz"); code != 200 || body != "{\"ready\":true,\"unreached_wings\":[]}\n" {
+	if code, body := get("/readyz"); code != 200 || body != "{\"ready\":true,\"unreached_wings\":[],\"mint_refused_wings\":[]}\n" {
 		t.Fatalf("readyz %d %q", code, body)
 	}
 }

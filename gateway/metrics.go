@@ -18,6 +18,7 @@ type metrics struct {
 	authFailures *prometheus.CounterVec
 	httpRequests *prometheus.CounterVec
 	leanCalls    prometheus.Counter
+	lostRetries  *prometheus.CounterVec
 }
 
 const ns = "brainstem_gateway"
@@ -50,13 +51,22 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "http_requests_total",
 			Help: "Requests to the MCP endpoint by HTTP method and status code."},
 			[]string{"method", "code"}),
+		lostRetries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "lost_read_retries_total",
+			Help: "Read calls sent again because the connection to the wing died with them in flight (writes are never retried)."},
+			[]string{"wing"}),
 		leanCalls: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lean_tool_calls_total",
 			Help: "Stateless (2026-07-28) tools/call requests answered without mcp-go's transport; every other request goes through mcp-go."}),
 	}
 	sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "sessions",
 		Help: "Emails currently in the session cache."}, func() float64 { return float64(g.sessions.Len()) })
+	unauth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "unauthenticated_connections",
+		Help: "Public connections that have not carried an authenticated request (bounded by limits.max_unauthenticated_conns)."},
+		func() float64 { return float64(g.conns.unauth.Load()) })
+	connsRefused := prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "connections_refused_total",
+		Help: "Public connections closed at once because limits.max_unauthenticated_conns was reached."},
+		func() float64 { return float64(g.conns.rejected.Load()) })
 	collectors := []prometheus.Collector{m.calls, m.latency, m.cacheHits, m.cacheMisses, m.mints, m.rejected,
-		m.rateLimited, m.authFailures, m.httpRequests, m.leanCalls, sessions}
+		m.rateLimited, m.authFailures, m.httpRequests, m.leanCalls, m.lostRetries, sessions, unauth, connsRefused}
 	for _, w := range g.wings {
 		collectors = append(collectors,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "shard_connected",
@@ -64,7 +74,16 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 				func() float64 { return b2f(w.client.Connected()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "shard_reached",
 				Help: "1 once the wing's shard has answered at least once.", ConstLabels: prometheus.Labels{"wing": w.name}},
-				func() float64 { return b2f(w.reached.Load()) }))
+				func() float64 { return b2f(w.reached.Load()) }),
+			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "shard_down",
+				Help: "1 while the wing's shard is known unreachable: calls to it fail fast while the gateway redials in the background.", ConstLabels: prometheus.Labels{"wing": w.name}},
+				func() float64 { return b2f(w.client.State().Down) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "shard_connection_losses_total",
+				Help: "Connections to the wing's shard lost other than by a drain (crash, restart, silence).", ConstLabels: prometheus.Labels{"wing": w.name}},
+				func() float64 { return float64(w.client.State().Losses) }),
+			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "shard_dial_failures_total",
+				Help: "Failed dials to the wing's shard (including background redials while it is down).", ConstLabels: prometheus.Labels{"wing": w.name}},
+				func() float64 { return float64(w.client.State().DialFailures) }))
 	}
 	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {
@@ -84,6 +103,7 @@ func b2f(b bool) float64 {
 func (m *metrics) cacheHit()                   { m.cacheHits.Inc() }
 func (m *metrics) cacheMiss()                  { m.cacheMisses.Inc() }
 func (m *metrics) minted(wing, outcome string) { m.mints.WithLabelValues(wing, outcome).Inc() }
+func (m *metrics) lostRetry(wing string)       { m.lostRetries.WithLabelValues(wing).Inc() }
 func (m *metrics) tokenRejected(wing, kind string) {
 	m.rejected.WithLabelValues(wing, kind).Inc()
 }

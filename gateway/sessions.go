@@ -249,26 +249,42 @@ func (c *sessionCache) mint(ctx context.Context, id auth.Identity, key sessionKe
 		}
 		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.mintTimeout)
 		defer cancel()
-		resp, err := w.client.Mint(mctx, &proto.MintRequest{
+		mreq := &proto.MintRequest{
 			RequestID: requestID,
 			Email:     id.Email,
 			Groups:    id.Groups,
 			NotAfter:  id.Expiry,
-		})
+		}
+		resp, err := w.client.Mint(mctx, mreq)
+		if errors.Is(err, proto.ErrConnectionLost) && proto.CodeOf(err) == 0 {
+			// A mint changes nothing on the shard: ask again (once).
+			resp, err = w.client.Mint(mctx, mreq)
+		}
 		now := c.now()
 		if err != nil {
-			if proto.CodeOf(err) == proto.CodeForbidden {
+			switch proto.CodeOf(err) {
+			case proto.CodeForbidden:
 				c.metrics.minted(w.name, "forbidden")
 				c.store(key, w, grant{denied: true, expiry: now.Add(c.denyTTL)})
 				return mintResult{err: deniedError(w.name)}, nil
+			case proto.CodeWrongRole:
+				// Not this user's fault: the shard refuses every mint from
+				// this gateway. Not remembered per user; /readyz reports it.
+				c.metrics.minted(w.name, "wrong_role")
+				msg := err.Error()
+				if prev := w.mintRefused.Swap(&msg); prev == nil {
+					c.log.Error("the wing's shard refuses this gateway's mints: the gateway is not ready until an operator fixes its certificate",
+						"wing", w.name, "err", err)
+				}
+				return mintResult{err: classify(err, w.name)}, nil
 			}
 			e := classifyShard(err, w)
-			if e.Code == CodeUnavailable {
-				w.markDown(now)
-			}
 			c.metrics.minted(w.name, e.Code)
 			c.log.Warn("mint failed", "wing", w.name, "email", id.Email, "request_id", requestID, "err", err)
 			return mintResult{err: e}, nil
+		}
+		if w.mintRefused.Swap(nil) != nil {
+			c.log.Info("the wing's shard accepts this gateway's mints again", "wing", w.name)
 		}
 		w.markReached()
 		caps, perr := auth.ParseCaps(resp.Caps)
@@ -313,14 +329,13 @@ func (c *sessionCache) store(key sessionKey, w *wing, g grant) {
 
 // capsAll returns the caller's capabilities in every wing, minting where
 // needed (concurrently, at most limit at once). A wing that cannot be
-// reached (or was found unreachable in the last downGrace) or refuses the
+// reached (or is known to be down) or refuses the
 // caller has zero caps; errs records why.
 func (c *sessionCache) capsAll(ctx context.Context, id auth.Identity, requestID string, limit int) (caps []auth.Caps, errs []error) {
 	caps = make([]auth.Caps, len(c.wings))
 	errs = make([]error, len(c.wings))
 	sem := make(chan struct{}, max(limit, 1))
 	var wg sync.WaitGroup
-	now := c.now()
 	key := keyOf(id)
 	for i, w := range c.wings {
 		if g, ok := c.cached(key, w); ok {
@@ -332,10 +347,11 @@ func (c *sessionCache) capsAll(ctx context.Context, id auth.Identity, requestID 
 			}
 			continue
 		}
-		if w.recentlyDown(now) {
+		if st := w.client.State(); st.Down {
 			// Listing tools, brain_wings and cross-wing search do not wait
-			// a call timeout for a wing just found unreachable.
-			errs[i] = newError(CodeUnavailable, ErrUnavailable, "wing %q was unreachable moments ago; retry shortly", w.name)
+			// for a wing known to be unreachable.
+			errs[i] = newError(CodeUnavailable, errors.Join(ErrUnavailable, st.Err),
+				"wing %q is unreachable (for %.0fs); the gateway keeps redialing it", w.name, time.Since(st.DownSince).Seconds())
 			continue
 		}
 		wg.Add(1)

@@ -77,6 +77,7 @@ func TestSingleflightMint(t *testing.T) {
 	// Shard restarts with a new key: the cached token is refused once.
 	w.rotateKey(t)
 	e.shards["payments"].restart()
+	e.waitConnected("payments")
 	text, isErr := call(t, c, "brain_get", `{"id":"payments/f/x"}`)
 	if isErr {
 		t.Fatalf("after restart: %s", text)
@@ -188,6 +189,8 @@ func (f *fakeMintClient) Mint(ctx context.Context, req *proto.MintRequest) (*pro
 	return &proto.MintResponse{Token: fmt.Sprintf("tok:%s:%d", req.Email, n), Caps: []string{"read"}, Expiry: f.exp}, nil
 }
 func (f *fakeMintClient) Connected() bool { return true }
+
+func (f *fakeMintClient) State() proto.State { return proto.State{Connected: true} }
 
 // TestTwoReplicas: two gateways behind a round-robin reverse proxy, no
 // sticky sessions: one client session completes every call, and both

@@ -51,16 +51,15 @@ func (r *refresher) trigger() {
 // ensure makes sure tools/list has descriptors to filter. When no wing's
 // tools are known yet (a cold start) it refreshes now, sharing a running
 // refresh and waiting at most a short while; when only some are missing it
-// asks the background loop and does not wait. Wings found unreachable in
-// the last few seconds do not count as missing.
+// asks the background loop and does not wait. Wings known to be down do
+// not count as missing.
 func (r *refresher) ensure(ctx context.Context) {
-	now := r.g.now()
 	missing, haveAny := false, false
 	for _, w := range r.g.wings {
 		switch {
 		case w.tools.Load() != nil:
 			haveAny = true
-		case !w.recentlyDown(now):
+		case !w.down():
 			missing = true
 		}
 	}
@@ -95,9 +94,6 @@ func (r *refresher) refresh(ctx context.Context) {
 		eg.Go(func() error {
 			resp, err := w.client.ListTools(ctx)
 			if err != nil {
-				if classifyShard(err, w).Code == CodeUnavailable {
-					w.markDown(g.now())
-				}
 				g.log.Warn("cannot list a wing's tools", "wing", w.name, "err", err)
 				return nil
 			}
@@ -191,7 +187,7 @@ func (g *Gateway) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool 
 		return tools
 	}
 	cat := g.cat.Load()
-	caps, _ := g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
+	caps, _ := g.capsAll(ctx, ci)
 	out := tools[:0:0]
 	for _, t := range tools {
 		if t.Name == wingsToolName {

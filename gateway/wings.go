@@ -8,7 +8,6 @@ import (
 	"slices"
 	"sort"
 	"sync/atomic"
-	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -24,6 +23,7 @@ type shardClient interface {
 	Mint(ctx context.Context, req *proto.MintRequest) (*proto.MintResponse, error)
 	Stats(ctx context.Context, req *proto.StatsRequest) (*proto.CorpusStats, error)
 	Connected() bool
+	State() proto.State
 	Close() error
 }
 
@@ -32,27 +32,20 @@ type wing struct {
 	idx     int
 	name    string
 	client  shardClient
-	reached atomic.Bool  // answered at least once (any message)
-	downAt  atomic.Int64 // unix nanos when last found unreachable; 0 when reachable
+	reached atomic.Bool // answered at least once (any message)
 	tools   atomic.Pointer[[]toolDescriptor]
+	// mintRefused says why the wing's shard refuses every mint from this
+	// gateway (its certificate's role), nil when mints are accepted. The
+	// gateway is not ready while it is set.
+	mintRefused atomic.Pointer[string]
 }
 
-func (w *wing) markReached() {
-	w.reached.Store(true)
-	w.downAt.Store(0)
-}
+func (w *wing) markReached() { w.reached.Store(true) }
 
-// downGrace is how long a cross-wing search skips a wing that was just found
-// unreachable, so one dead shard does not cost every search a full
-// shards.call_timeout. Wing-scoped calls always try.
-const downGrace = 10 * time.Second
-
-func (w *wing) markDown(now time.Time) { w.downAt.Store(now.UnixNano()) }
-
-func (w *wing) recentlyDown(now time.Time) bool {
-	at := w.downAt.Load()
-	return at != 0 && now.Sub(time.Unix(0, at)) < downGrace
-}
+// down reports whether the wing's shard is known to be unreachable: its
+// client fails fast (and redials in the background), so everything that
+// looks at all wings skips it rather than waiting for a dial.
+func (w *wing) down() bool { return w.client.State().Down }
 
 // capabilityMetaKey is the _meta key carrying the capability a tool needs.
 const capabilityMetaKey = "brainstem/capability"

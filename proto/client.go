@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	mrand "math/rand/v2"
 	"strconv"
 	"sync"
 	"sync/atomic"
@@ -28,10 +29,24 @@ type ClientConfig struct {
 	// MaxMessageBytes bounds the payload of a request (checked before
 	// sending) and of a response; 0 means DefaultMaxMessageBytes.
 	MaxMessageBytes int
-	// DialTimeout bounds one dial including the handshake; 0 means
-	// DefaultDialTimeout.
+	// DialTimeout bounds a dial a caller waits for (the first one, and the
+	// first after a connection was reset or closed), handshake included;
+	// 0 means DefaultDialTimeout.
 	DialTimeout time.Duration
-	// Logger receives connection events; nil discards.
+	// ProbeTimeout bounds each background redial while the shard is down;
+	// 0 means DefaultProbeTimeout. It is never longer than DialTimeout.
+	ProbeTimeout time.Duration
+	// ReconnectTimeout bounds the redial made at once when a connection is
+	// lost (callers wait for it); 0 means DefaultReconnectTimeout. It is
+	// never longer than ProbeTimeout.
+	ReconnectTimeout time.Duration
+	// RedialMin and RedialMax bound the pause between background redials
+	// while the shard is down: it starts at RedialMin and doubles up to
+	// RedialMax, each pause drawn at random from its upper half (jitter).
+	// 0 means DefaultRedialMin and DefaultRedialMax.
+	RedialMin, RedialMax time.Duration
+	// Logger receives connection events: connected, lost (with the cause),
+	// unreachable, recovered. Nil discards.
 	Logger *slog.Logger
 	// QUIC overrides the QUIC configuration; nil uses defaults (idle
 	// timeout DefaultIdleTimeout, keep-alive DefaultKeepAlive).
@@ -39,28 +54,46 @@ type ClientConfig struct {
 }
 
 // Client is a pooled brainstem/1 client of one shard address. It dials
-// lazily on first use, multiplexes all requests as streams of one
-// connection, and redials after the connection is lost. It is safe for
-// concurrent use.
+// lazily on first use and multiplexes all requests as streams of one
+// connection. When the connection is lost it redials at once in the
+// background; if that fails the shard is "down": requests fail fast with
+// ErrUnavailable (no dial timeout to wait for) while background redials
+// continue with capped, jittered exponential backoff until one succeeds.
+// It is safe for concurrent use.
 type Client struct {
 	addr     string
 	tls      *tls.Config
 	quic     *quic.Config
 	max      int
 	dialTO   time.Duration
+	probeTO  time.Duration
+	reconnTO time.Duration
+	redialLo time.Duration
+	redialHi time.Duration
 	log      *slog.Logger
 	sem      chan struct{}
 	bufs     bufferPool
 	idPrefix string
 	seq      atomic.Uint64
 
+	dials, dialFailures, losses atomic.Int64
+
 	closeCtx    context.Context
 	closeCancel context.CancelFunc
 
-	mu     sync.Mutex
-	cur    *clientConn // the pooled connection, nil when none
-	dial   *dialCall   // the dial in progress, shared by concurrent callers
-	closed bool
+	mu      sync.Mutex
+	cur     *clientConn // the pooled connection, nil when none
+	dial    *dialCall   // the dial in progress, shared by concurrent callers
+	down    *downState  // set while the shard is known to be unreachable
+	looping bool        // the background redial loop runs
+	changed chan struct{}
+	closed  bool
+}
+
+// downState is why and since when a shard is known to be unreachable.
+type downState struct {
+	since time.Time
+	err   error
 }
 
 // clientConn is one QUIC connection of a Client.
@@ -68,6 +101,8 @@ type clientConn struct {
 	qc       *quic.Conn
 	inflight int  // guarded by Client.mu
 	goaway   bool // guarded by Client.mu: the server is draining; no new requests
+	closing  bool // guarded by Client.mu: the client closed it itself
+	ended    bool // guarded by Client.mu: its end was handled
 }
 
 type dialCall struct {
@@ -86,9 +121,9 @@ func NewClient(addr string, cfg ClientConfig) *Client {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	max := cfg.MaxMessageBytes
-	if max <= 0 {
-		max = DefaultMaxMessageBytes
+	maxMsg := cfg.MaxMessageBytes
+	if maxMsg <= 0 {
+		maxMsg = DefaultMaxMessageBytes
 	}
 	inflight := cfg.MaxInFlight
 	if inflight <= 0 {
@@ -98,6 +133,24 @@ func NewClient(addr string, cfg ClientConfig) *Client {
 	if dialTO <= 0 {
 		dialTO = DefaultDialTimeout
 	}
+	probeTO := cfg.ProbeTimeout
+	if probeTO <= 0 {
+		probeTO = DefaultProbeTimeout
+	}
+	probeTO = min(probeTO, dialTO)
+	reconnTO := cfg.ReconnectTimeout
+	if reconnTO <= 0 {
+		reconnTO = DefaultReconnectTimeout
+	}
+	reconnTO = min(reconnTO, probeTO)
+	lo, hi := cfg.RedialMin, cfg.RedialMax
+	if lo <= 0 {
+		lo = DefaultRedialMin
+	}
+	if hi <= 0 {
+		hi = DefaultRedialMax
+	}
+	hi = max(hi, lo)
 	tc := protocolTLS(cfg.TLS)
 	qc := &quic.Config{}
 	if cfg.QUIC != nil {
@@ -119,11 +172,12 @@ func NewClient(addr string, cfg ClientConfig) *Client {
 	rand.Read(rnd[:])
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Client{
-		addr: addr, tls: tc, quic: qc, max: max, dialTO: dialTO, log: log,
+		addr: addr, tls: tc, quic: qc, max: maxMsg, dialTO: dialTO, probeTO: probeTO, reconnTO: reconnTO, redialLo: lo, redialHi: hi, log: log,
 		sem:         make(chan struct{}, inflight),
 		idPrefix:    hex.EncodeToString(rnd[:]) + "-",
 		closeCtx:    ctx,
 		closeCancel: cancel,
+		changed:     make(chan struct{}),
 	}
 }
 
@@ -137,7 +191,10 @@ func (c *Client) ListTools(ctx context.Context) (*ListToolsResponse, error) {
 	return decodeListToolsResponse(p)
 }
 
-// Call runs one tool on the shard. Never retried by the client.
+// Call runs one tool on the shard. It is sent again (once, on a fresh
+// connection) only when the shard cannot have run it: it never left, or a
+// draining shard refused it unprocessed. When it left but the answer was
+// lost the error wraps ErrConnectionLost: the caller decides.
 func (c *Client) Call(ctx context.Context, req *CallRequest) (*CallResponse, error) {
 	if req == nil {
 		return nil, fmt.Errorf("proto: call: %w: nil request", ErrMalformed)
@@ -150,7 +207,7 @@ func (c *Client) Call(ctx context.Context, req *CallRequest) (*CallResponse, err
 }
 
 // Mint asks the shard for a shard token. Only a client with a gateway
-// certificate is allowed (else *Error CodeForbidden). Never retried.
+// certificate is allowed (else *Error CodeWrongRole). Retried like Call.
 func (c *Client) Mint(ctx context.Context, req *MintRequest) (*MintResponse, error) {
 	if req == nil {
 		return nil, fmt.Errorf("proto: mint: %w: nil request", ErrMalformed)
@@ -193,7 +250,69 @@ func (c *Client) Addr() string { return c.addr }
 func (c *Client) Connected() bool {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return c.cur != nil && !c.cur.goaway && c.cur.qc.Context().Err() == nil
+	return c.cur != nil && c.cur.live()
+}
+
+// State is a snapshot of a client's connection.
+type State struct {
+	// Connected: a live connection that is not draining.
+	Connected bool
+	// Down: the last dial failed (or the connection went silent) and no
+	// connection has been made since; requests fail fast with
+	// ErrUnavailable while background redials continue.
+	Down bool
+	// DownSince is when the shard was found unreachable (zero unless Down).
+	DownSince time.Time
+	// Err is why it is down (nil unless Down).
+	Err error
+	// Dials, DialFailures and Losses count dial attempts, failed dials and
+	// connections lost other than by the client's own close or a drain.
+	Dials, DialFailures, Losses int64
+}
+
+// State returns the client's connection state.
+func (c *Client) State() State {
+	c.mu.Lock()
+	s := State{Connected: c.cur != nil && c.cur.live()}
+	if c.down != nil {
+		s.Down, s.DownSince, s.Err = true, c.down.since, c.down.err
+	}
+	c.mu.Unlock()
+	s.Dials, s.DialFailures, s.Losses = c.dials.Load(), c.dialFailures.Load(), c.losses.Load()
+	return s
+}
+
+// WaitConnected returns nil once the client holds a live connection, dialing
+// if none is being made, or ctx's error. Unlike a request it does not fail
+// fast while the shard is down: it waits for a background redial.
+func (c *Client) WaitConnected(ctx context.Context) error {
+	for {
+		c.mu.Lock()
+		if c.closed {
+			c.mu.Unlock()
+			return fmt.Errorf("%w: %w", ErrUnavailable, ErrClientClosed)
+		}
+		if c.cur != nil && c.cur.live() {
+			c.mu.Unlock()
+			return nil
+		}
+		if c.dial == nil && !c.looping {
+			c.startDialLocked(c.dialTO)
+		}
+		ch := c.changed
+		c.mu.Unlock()
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return ctx.Err()
+		}
+	}
+}
+
+// notifyLocked wakes WaitConnected callers after a state change.
+func (c *Client) notifyLocked() {
+	close(c.changed)
+	c.changed = make(chan struct{})
 }
 
 // Close closes the connection and makes every later request fail with
@@ -207,6 +326,10 @@ func (c *Client) Close() error {
 	c.closed = true
 	cc := c.cur
 	c.cur = nil
+	if cc != nil {
+		cc.closing = true
+	}
+	c.notifyLocked()
 	c.mu.Unlock()
 	c.closeCancel()
 	if cc != nil {
@@ -219,6 +342,16 @@ func (c *Client) Close() error {
 func (c *Client) newRequestID() string {
 	return c.idPrefix + strconv.FormatUint(c.seq.Add(1), 10)
 }
+
+// retryKind says whether a failed request may be sent again on a fresh
+// connection.
+type retryKind uint8
+
+const (
+	noRetry         retryKind = iota
+	retryAny                  // the shard cannot have run it: never left, or refused unprocessed
+	retryIdempotent           // the connection died before any answer byte: only for idempotent requests
+)
 
 // do encodes the request, sends it over a pooled connection and returns the
 // payload of the expected response frame. An error frame becomes *Error.
@@ -285,7 +418,7 @@ func (c *Client) do(ctx context.Context, t MsgType, id string, req any, idempote
 			c.bufs.put(buf)
 			return p, nil
 		}
-		if retry && idempotent && attempt == 0 && ctx.Err() == nil {
+		if attempt == 0 && ctx.Err() == nil && (retry == retryAny || retry == retryIdempotent && idempotent) {
 			c.log.Debug("proto: retrying on a fresh connection", "addr", c.addr, "type", t.String(), "request_id", id, "err", err)
 			if !sent {
 				// quic-go may still reference the old buffer: leave it
@@ -307,8 +440,14 @@ func (c *Client) do(ctx context.Context, t MsgType, id string, req any, idempote
 	}
 }
 
+// live reports whether cc can take a new request. Caller holds c.mu.
+func (cc *clientConn) live() bool {
+	return !cc.goaway && !cc.closing && cc.qc.Context().Err() == nil
+}
+
 // acquire returns the pooled connection, dialing (once, shared by concurrent
-// callers) when there is none. It counts the caller as in flight on it.
+// callers) when there is none. While the shard is down it fails at once
+// with ErrUnavailable. It counts the caller as in flight on the connection.
 func (c *Client) acquire(ctx context.Context) (*clientConn, error) {
 	for tries := 0; ; tries++ {
 		c.mu.Lock()
@@ -317,12 +456,18 @@ func (c *Client) acquire(ctx context.Context) (*clientConn, error) {
 			return nil, fmt.Errorf("%w: %w", ErrUnavailable, ErrClientClosed)
 		}
 		if cc := c.cur; cc != nil {
-			if !cc.goaway && cc.qc.Context().Err() == nil {
+			if cc.live() {
 				cc.inflight++
 				c.mu.Unlock()
 				return cc, nil
 			}
 			c.cur = nil
+		}
+		if d := c.down; d != nil {
+			since, derr := d.since, d.err
+			c.mu.Unlock()
+			return nil, fmt.Errorf("%w: %s has been unreachable for %.1fs (%w); redialing in the background",
+				ErrUnavailable, c.addr, time.Since(since).Seconds(), derr)
 		}
 		if tries >= 3 {
 			c.mu.Unlock()
@@ -330,9 +475,7 @@ func (c *Client) acquire(ctx context.Context) (*clientConn, error) {
 		}
 		d := c.dial
 		if d == nil {
-			d = &dialCall{done: make(chan struct{})}
-			c.dial = d
-			go c.runDial(d)
+			d = c.startDialLocked(c.dialTO)
 		}
 		c.mu.Unlock()
 		select {
@@ -346,37 +489,144 @@ func (c *Client) acquire(ctx context.Context) (*clientConn, error) {
 	}
 }
 
-func (c *Client) runDial(d *dialCall) {
-	ctx, cancel := context.WithTimeout(c.closeCtx, c.dialTO)
+// startDialLocked starts a dial bounded by timeout that concurrent callers
+// share. Caller holds c.mu and there is no dial in progress.
+func (c *Client) startDialLocked(timeout time.Duration) *dialCall {
+	d := &dialCall{done: make(chan struct{})}
+	c.dial = d
+	go c.runDial(d, timeout)
+	return d
+}
+
+// runDial dials once. On success the connection joins the pool; on failure
+// the shard is marked down and the background redial loop started.
+func (c *Client) runDial(d *dialCall, timeout time.Duration) {
+	c.dials.Add(1)
+	ctx, cancel := context.WithTimeout(c.closeCtx, timeout)
 	defer cancel()
 	var qc *quic.Conn
 	var err error
 	if c.tls == nil {
 		err = errors.New("proto: ClientConfig.TLS is required")
 	} else {
-		qc, err = quic.DialAddr(ctx, c.addr, c.tls, c.quic)
+		qc, err = quic.DialAddr(ctx, c.addr, c.tls, c.quicFor(timeout))
 	}
 	c.mu.Lock()
+	defer c.mu.Unlock()
+	defer close(d.done)
 	c.dial = nil
 	switch {
-	case err != nil:
-		d.err = fmt.Errorf("%w: dial %s: %w", ErrUnavailable, c.addr, err)
-		c.log.Warn("proto: dial failed", "addr", c.addr, "err", err)
 	case c.closed:
 		d.err = fmt.Errorf("%w: %w", ErrUnavailable, ErrClientClosed)
-		defer qc.CloseWithError(connCodeClosed, "client closed")
+		if qc != nil {
+			qc.CloseWithError(connCodeClosed, "client closed")
+		}
+	case err != nil:
+		c.dialFailures.Add(1)
+		d.err = fmt.Errorf("%w: dial %s: %w", ErrUnavailable, c.addr, err)
+		c.markDownLocked(err, "dial failed")
 	default:
 		cc := &clientConn{qc: qc}
 		c.cur = cc
+		if c.down != nil {
+			c.log.Info("proto: connected; the shard is reachable again", "addr", c.addr,
+				"down_seconds", time.Since(c.down.since).Seconds())
+			c.down = nil
+		} else {
+			c.log.Info("proto: connected", "addr", c.addr)
+		}
+		c.notifyLocked()
 		go c.watch(cc)
-		c.log.Debug("proto: connected", "addr", c.addr)
 	}
-	c.mu.Unlock()
-	close(d.done)
 }
 
-// watch serves the server's unidirectional streams (GOAWAY) on cc and drops
-// cc from the pool when it closes.
+// quicFor is the QUIC config of a dial bounded by timeout.
+func (c *Client) quicFor(timeout time.Duration) *quic.Config {
+	if c.quic.HandshakeIdleTimeout <= timeout {
+		return c.quic
+	}
+	qc := c.quic.Clone()
+	qc.HandshakeIdleTimeout = timeout
+	return qc
+}
+
+// markDownLocked records that the shard cannot be reached (logging the
+// transition once) and makes sure the redial loop runs. Caller holds c.mu.
+func (c *Client) markDownLocked(err error, what string) {
+	if c.down == nil {
+		c.down = &downState{since: time.Now(), err: err}
+		lvl := slog.LevelWarn
+		if errors.Is(err, errDraining) {
+			lvl = slog.LevelInfo
+		}
+		c.log.Log(context.Background(), lvl, "proto: shard unreachable; requests fail fast while redialing in the background",
+			"addr", c.addr, "reason", what, "err", err)
+		c.notifyLocked()
+	} else {
+		c.down.err = err
+		c.log.Debug("proto: redial failed", "addr", c.addr, "err", err)
+	}
+	c.startLoopLocked()
+}
+
+// startLoopLocked starts the background redial loop unless it runs.
+// Caller holds c.mu.
+func (c *Client) startLoopLocked() {
+	if c.looping || c.closed {
+		return
+	}
+	c.looping = true
+	go c.redialLoop()
+}
+
+// redialLoop dials until a connection is up or the client closes: at once
+// (bounded by ReconnectTimeout; callers wait for it) while the shard is not
+// known down, else after a pause that starts at RedialMin and doubles up to
+// RedialMax, drawn from its upper half, each attempt bounded by
+// ProbeTimeout.
+func (c *Client) redialLoop() {
+	pause := c.redialLo
+	for {
+		c.mu.Lock()
+		if c.closed || (c.cur != nil && c.cur.live()) {
+			c.looping = false
+			c.mu.Unlock()
+			return
+		}
+		wait := c.down != nil
+		c.mu.Unlock()
+		if wait {
+			j := pause/2 + time.Duration(mrand.Int64N(int64(pause/2)+1))
+			t := time.NewTimer(j)
+			select {
+			case <-t.C:
+			case <-c.closeCtx.Done():
+				t.Stop()
+			}
+			pause = min(pause*2, c.redialHi)
+		}
+		c.mu.Lock()
+		if c.closed || (c.cur != nil && c.cur.live()) {
+			c.looping = false
+			c.mu.Unlock()
+			return
+		}
+		d := c.dial
+		if d == nil {
+			to := c.probeTO
+			if !wait {
+				to = c.reconnTO
+			}
+			d = c.startDialLocked(to)
+		}
+		c.mu.Unlock()
+		<-d.done
+	}
+}
+
+// watch serves the server's unidirectional streams (GOAWAY) on cc, and when
+// cc closes drops it from the pool, logs why, and starts redialing (unless
+// the client closed it).
 func (c *Client) watch(cc *clientConn) {
 	for {
 		st, err := cc.qc.AcceptUniStream(cc.qc.Context())
@@ -390,34 +640,84 @@ func (c *Client) watch(cc *clientConn) {
 			c.goAway(cc)
 		}
 	}
-	c.log.Debug("proto: connection closed", "addr", c.addr, "cause", context.Cause(cc.qc.Context()))
 	c.mu.Lock()
-	if c.cur == cc {
-		c.cur = nil
-	}
+	c.connEndedLocked(cc, context.Cause(cc.qc.Context()))
 	c.mu.Unlock()
 }
 
-// drop removes a failed connection from the pool so the next request
-// dials (its context may be cancelled only a moment later).
-func (c *Client) drop(cc *clientConn) {
-	c.mu.Lock()
+// connEndedLocked handles the end of cc once (watch and a request that saw
+// the connection die may both report it): it drops cc from the pool, logs
+// why, and either marks the shard down (it said it stopped, or refused the
+// handshake) or redials at once, with callers waiting for that one short
+// dial: after a stateless reset the successor already listens, and a
+// connection that went silent may have been a stall of this process or the
+// shard's rather than a death (if the shard is gone the dial fails within
+// ReconnectTimeout and it is down). Caller holds c.mu.
+func (c *Client) connEndedLocked(cc *clientConn, cause error) {
 	if c.cur == cc {
 		c.cur = nil
 	}
+	if cc.ended || c.closed {
+		return
+	}
+	cc.ended = true
+	c.notifyLocked()
+	if cc.closing || cc.goaway {
+		c.log.Debug("proto: drained connection closed", "addr", c.addr, "cause", cause)
+		c.startLoopLocked() // the server is draining; reach its successor
+		return
+	}
+	c.losses.Add(1)
+	c.log.Warn("proto: connection lost", "addr", c.addr, "cause", cause, "in_flight", cc.inflight)
+	var app *quic.ApplicationError
+	switch {
+	case handshakeRefused(cause):
+		c.markDownLocked(cause, "the shard refused the TLS handshake")
+	case errors.As(cause, &app) && app.Remote && app.ErrorCode == connCodeShutdown:
+		c.markDownLocked(cause, "the shard stopped")
+	default:
+		if c.dial == nil {
+			c.startDialLocked(c.reconnTO) // before any caller can start a longer one
+		}
+		c.startLoopLocked()
+	}
+}
+
+// drop handles a connection a request found dead: cause is the
+// connection's own cause when it has one.
+func (c *Client) drop(cc *clientConn, err error) {
+	if cause := context.Cause(cc.qc.Context()); cause != nil {
+		err = cause
+	}
+	c.mu.Lock()
+	c.connEndedLocked(cc, err)
 	c.mu.Unlock()
 }
 
-// goAway marks cc as draining and closes it once idle.
+// errDraining is why a shard that sent GOAWAY is down: it is shutting down
+// and its successor (if any) cannot listen on its address before it exits.
+var errDraining = errors.New("proto: the shard is shutting down (GOAWAY)")
+
+// goAway marks cc as draining and closes it once idle. The shard is down
+// from now on: new requests fail fast (requests in flight on cc finish)
+// while the background loop redials its successor.
 func (c *Client) goAway(cc *clientConn) {
 	c.mu.Lock()
+	// Only the pooled connection's drain says the shard is going away (an
+	// older connection draining after a reconnect does not).
+	first := !cc.goaway && (c.cur == cc || c.cur == nil)
 	cc.goaway = true
 	if c.cur == cc {
 		c.cur = nil
 	}
 	idle := cc.inflight == 0
+	if idle {
+		cc.closing = true
+	}
+	if first && !c.closed {
+		c.markDownLocked(errDraining, "the shard is draining")
+	}
 	c.mu.Unlock()
-	c.log.Debug("proto: server is draining", "addr", c.addr)
 	if idle {
 		cc.qc.CloseWithError(connCodeNoError, "drained")
 	}
@@ -426,7 +726,10 @@ func (c *Client) goAway(cc *clientConn) {
 func (c *Client) release(cc *clientConn) {
 	c.mu.Lock()
 	cc.inflight--
-	idle := cc.goaway && cc.inflight == 0
+	idle := cc.goaway && cc.inflight == 0 && !cc.closing
+	if idle {
+		cc.closing = true
+	}
 	c.mu.Unlock()
 	if idle {
 		cc.qc.CloseWithError(connCodeNoError, "drained")
@@ -445,18 +748,19 @@ func (r *countingReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-// exchange runs one request on a new stream of cc. retry reports that the
-// request may be retried on a fresh connection (the connection failed before
-// any answer byte, or the server refused it unprocessed while draining);
-// sent reports that the frame buffer was handed to quic-go completely.
-func (c *Client) exchange(ctx context.Context, cc *clientConn, t MsgType, frame []byte) (payload []byte, retry, sent bool, err error) {
+// exchange runs one request on a new stream of cc. retry says whether the
+// request may be sent again on a fresh connection; sent reports that the
+// frame buffer was handed to quic-go completely. A request that left but
+// whose answer did not arrive whole fails with ErrConnectionLost; one that
+// never left with ErrUnavailable.
+func (c *Client) exchange(ctx context.Context, cc *clientConn, t MsgType, frame []byte) (payload []byte, retry retryKind, sent bool, err error) {
 	st, err := cc.qc.OpenStreamSync(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
-			return nil, false, true, fmt.Errorf("proto: %s: %w", t, ctx.Err())
+			return nil, noRetry, true, fmt.Errorf("proto: %s: %w", t, ctx.Err())
 		}
-		c.drop(cc)
-		return nil, true, true, fmt.Errorf("%w: %s: open stream: %w", ErrUnavailable, t, err)
+		c.drop(cc, err)
+		return nil, retryAny, true, fmt.Errorf("%w: %s: open stream: %w", ErrUnavailable, t, err)
 	}
 	stop := context.AfterFunc(ctx, func() {
 		st.CancelWrite(streamCodeCanceled)
@@ -466,7 +770,7 @@ func (c *Client) exchange(ctx context.Context, cc *clientConn, t MsgType, frame 
 	_, werr := st.Write(frame)
 	if werr == nil {
 		sent = true
-		st.Close()
+		werr = st.Close()
 	}
 	// Read even after a failed write: a server that refused the request
 	// (e.g. too large) still answers with an error frame.
@@ -482,33 +786,51 @@ func (c *Client) exchange(ctx context.Context, cc *clientConn, t MsgType, frame 
 	}
 	if rerr != nil {
 		if ctx.Err() != nil {
-			return nil, false, sent, fmt.Errorf("proto: %s: %w", t, ctx.Err())
+			return nil, noRetry, sent, fmt.Errorf("proto: %s: %w", t, ctx.Err())
 		}
 		st.CancelRead(streamCodeRefused)
 		st.CancelWrite(streamCodeRefused)
 		switch {
 		case errors.Is(rerr, ErrTooLarge), errors.Is(rerr, ErrMalformed), errors.Is(rerr, ErrVersion):
-			return nil, false, sent, fmt.Errorf("proto: %s response: %w", t, rerr)
+			return nil, noRetry, sent, fmt.Errorf("proto: %s response: %w", t, rerr)
 		}
 		connDead := isConnError(rerr) || cc.qc.Context().Err() != nil
 		if connDead {
-			c.drop(cc)
 			if cause := context.Cause(cc.qc.Context()); cause != nil {
 				rerr = cause
 			}
+			c.drop(cc, rerr)
 		}
-		return nil, connDead && cr.n == 0, sent, fmt.Errorf("%w: %s: %w", ErrUnavailable, t, rerr)
+		if connDead && handshakeRefused(rerr) {
+			// The shard refused the TLS handshake (e.g. our certificate):
+			// it never accepted the connection, so never ran the request.
+			return nil, noRetry, sent, fmt.Errorf("%w: %s to %s: the shard refused the connection: %w", ErrUnavailable, t, c.addr, rerr)
+		}
+		if werr != nil {
+			// The request (or its end) never left: the shard cannot
+			// have run it.
+			r := noRetry
+			if connDead {
+				r = retryAny
+			}
+			return nil, r, sent, fmt.Errorf("%w: %s to %s: %w", ErrUnavailable, t, c.addr, rerr)
+		}
+		r := noRetry
+		if connDead && cr.n == 0 {
+			r = retryIdempotent
+		}
+		return nil, r, sent, fmt.Errorf("%w: %s to %s: %w", ErrConnectionLost, t, c.addr, rerr)
 	}
 	if werr != nil && h.typ != MsgError {
-		return nil, false, sent, fmt.Errorf("%w: %s: write: %w", ErrUnavailable, t, werr)
+		return nil, noRetry, sent, fmt.Errorf("%w: %s: write: %w", ErrConnectionLost, t, werr)
 	}
 	switch h.typ {
 	case t | respBit:
-		return p, false, sent, nil
+		return p, noRetry, sent, nil
 	case MsgError:
 		e, err := decodeError(p)
 		if err != nil {
-			return nil, false, sent, fmt.Errorf("proto: %s error response: %w", t, err)
+			return nil, noRetry, sent, fmt.Errorf("proto: %s error response: %w", t, err)
 		}
 		refused := h.flags&flagRefused != 0
 		if refused && e.Code == CodeUnavailable {
@@ -518,11 +840,15 @@ func (c *Client) exchange(ctx context.Context, cc *clientConn, t MsgType, frame 
 			// The shard's copy of our deadline fired before our own timer
 			// was noticed here: report the caller's ctx error (and the
 			// answer).
-			return nil, false, sent, fmt.Errorf("proto: %s: %w (%w)", t, cerr, e)
+			return nil, noRetry, sent, fmt.Errorf("proto: %s: %w (%w)", t, cerr, e)
 		}
-		return nil, refused, sent, e
+		if refused {
+			// Refused unprocessed: safe to send again, whatever it is.
+			return nil, retryAny, sent, e
+		}
+		return nil, noRetry, sent, e
 	default:
-		return nil, false, sent, fmt.Errorf("%w: %s answered with %s", ErrMalformed, t, h.typ)
+		return nil, noRetry, sent, fmt.Errorf("%w: %s answered with %s", ErrMalformed, t, h.typ)
 	}
 }
 
@@ -556,6 +882,13 @@ func isConnError(err error) bool {
 	)
 	return errors.As(err, &app) || errors.As(err, &trans) || errors.As(err, &idle) ||
 		errors.As(err, &reset) || errors.As(err, &hs) || errors.Is(err, quic.ErrTransportClosed)
+}
+
+// handshakeRefused reports whether err is a TLS alert from the handshake
+// (a QUIC CRYPTO_ERROR): the peer never accepted the connection.
+func handshakeRefused(err error) bool {
+	var te *quic.TransportError
+	return errors.As(err, &te) && te.ErrorCode >= 0x100 && te.ErrorCode <= 0x1ff
 }
 
 // ctxErr is ctx.Err(), or context.DeadlineExceeded once ctx's deadline has

@@ -14,7 +14,7 @@ const (
 	CodeInternal        Code = 1  // the shard failed; retrying may help
 	CodeBadRequest      Code = 2  // malformed message or arguments
 	CodeUnauthenticated Code = 3  // shard token missing, invalid, expired or signed by an old key: re-mint
-	CodeForbidden       Code = 4  // the token lacks the capability, the wing differs, or a non-gateway asked to mint
+	CodeForbidden       Code = 4  // the token lacks the capability, or the wing differs
 	CodeTooLarge        Code = 5  // a message exceeded the size limit
 	CodeUnknownMethod   Code = 6  // the request type is not known to this shard
 	CodeUnknownTool     Code = 7  // no tool of that name
@@ -22,6 +22,7 @@ const (
 	CodeDeadline        Code = 9  // the request's deadline passed
 	CodeCanceled        Code = 10 // the caller cancelled
 	CodeVersion         Code = 11 // unsupported protocol version
+	CodeWrongRole       Code = 12 // the client's certificate role may not make this request (only gateways may mint)
 )
 
 var codeNames = map[Code]string{
@@ -36,6 +37,7 @@ var codeNames = map[Code]string{
 	CodeDeadline:        "deadline_exceeded",
 	CodeCanceled:        "canceled",
 	CodeVersion:         "unsupported_version",
+	CodeWrongRole:       "wrong_role",
 }
 
 func (c Code) String() string {
@@ -59,9 +61,19 @@ func (e *Error) Is(target error) bool {
 	return ok && t.Code == e.Code && (t.Message == "" || t.Message == e.Message)
 }
 
-// ErrUnavailable wraps every failure to reach a shard (dial, handshake,
-// connection lost before an answer), as opposed to an *Error the shard sent.
+// ErrUnavailable wraps every failure to reach a shard before the request
+// left: a dial or handshake that failed, a shard known to be down (the
+// client fails fast while it redials in the background), a connection that
+// died before the request was handed to it. The shard cannot have run such
+// a request, so retrying it is always safe. Compare ErrConnectionLost.
 var ErrUnavailable = errors.New("proto: shard unreachable")
+
+// ErrConnectionLost is returned (wrapped, with the connection's cause) when
+// a request was sent but the connection died, or the stream was reset,
+// before the whole answer arrived. The shard may or may not have run the
+// request: its fate is unknown, so a write must not be retried blindly. It
+// is distinct from ErrUnavailable (errors.Is matches one or the other).
+var ErrConnectionLost = errors.New("proto: connection lost with the request in flight")
 
 // ErrTooLarge is returned when a message to send or receive exceeds the limit.
 var ErrTooLarge = errors.New("proto: message too large")

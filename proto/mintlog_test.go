@@ -39,8 +39,8 @@ func TestRefusedMintIsLogged(t *testing.T) {
 	var logs lockedBuffer
 	srv := startServer(t, f, &handler{}, ServerConfig{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}, "127.0.0.1:0")
 	c := newClient(t, f, srv.Addr().String(), ClientConfig{TLS: f.clientTLS(t, pki.RoleShard), DialTimeout: 2 * time.Second})
-	if _, err := c.Mint(context.Background(), &MintRequest{RequestID: "m-1", Email: "ada@acme.com"}); CodeOf(err) != CodeForbidden {
-		t.Fatalf("mint from a shard certificate: %v, want forbidden", err)
+	if _, err := c.Mint(context.Background(), &MintRequest{RequestID: "m-1", Email: "ada@acme.com"}); CodeOf(err) != CodeWrongRole {
+		t.Fatalf("mint from a shard certificate: %v, want wrong_role", err)
 	}
 	for _, line := range strings.Split(logs.String(), "\n") {
 		var rec map[string]any

@@ -115,7 +115,7 @@ func TestMutualTLS(t *testing.T) {
 	}{
 		{"no client certificate", noCert, false, 0, false},
 		{"certificate from another CA", other.clientTLS(t, pki.RoleGateway), false, 0, false},
-		{"shard certificate", f.clientTLS(t, pki.RoleShard), true, CodeForbidden, false},
+		{"shard certificate", f.clientTLS(t, pki.RoleShard), true, CodeWrongRole, false},
 		{"gateway certificate", f.clientTLS(t, pki.RoleGateway), true, 0, true},
 	}
 	for _, tt := range tests {
@@ -433,9 +433,10 @@ func TestServerRestartAndReconnect(t *testing.T) {
 	}
 
 	// Two requests are in flight when the server stops: a Call (never
-	// retried: fails with ErrUnavailable) and a Health (idempotent:
-	// retried once on a fresh connection, which reaches the restarted
-	// server).
+	// retried once sent: fails with ErrConnectionLost, its fate unknown)
+	// and a Health (idempotent, but the shard said it stopped: the client
+	// knows it is down and fails fast instead of retrying). Retrying an
+	// idempotent request on a restarted shard is TestStatelessReset's.
 	callErr := make(chan error, 1)
 	go func() {
 		_, err := c.Call(context.Background(), &CallRequest{Tool: "block"})
@@ -453,12 +454,17 @@ func TestServerRestartAndReconnect(t *testing.T) {
 	<-entered
 	<-entered
 	srv1.stop(t)
-	if err := <-callErr; !isUnavailable(err) {
-		t.Fatalf("in-flight Call err = %v, want ErrUnavailable", err)
+	if err := <-callErr; !errors.Is(err, ErrConnectionLost) || isUnavailable(err) {
+		t.Fatalf("in-flight Call err = %v, want ErrConnectionLost (and not ErrUnavailable)", err)
+	}
+	if got := <-healthRes; !strings.Contains(got, "error: ") || !strings.Contains(got, "server stopped") {
+		t.Fatalf("in-flight Health = %q, want a fast failure naming the stop", got)
 	}
 	srv2 := startServer(t, f, gen("second"), ServerConfig{}, addr)
-	if got := <-healthRes; got != "second" {
-		t.Fatalf("in-flight Health = %q, want a retried answer from the restarted server", got)
+	wctx0, wcancel0 := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel0()
+	if err := c.WaitConnected(wctx0); err != nil {
+		t.Fatalf("WaitConnected: %v", err)
 	}
 	if r, err := c.Call(context.Background(), &CallRequest{Tool: "t"}); err != nil || string(r.Result) != "second" {
 		t.Fatalf("after restart: %v %v", r, err)
@@ -477,16 +483,36 @@ func TestServerRestartAndReconnect(t *testing.T) {
 	if _, err := gap.Call(context.Background(), &CallRequest{Tool: "t"}); !isUnavailable(err) {
 		t.Fatalf("Call during the gap: %v, want ErrUnavailable", err)
 	}
-	// A caller whose deadline passes while the shard is unreachable sees
+	// The old client found the shard stopped: it fails fast, saying so,
+	// rather than waiting for a dial.
+	if _, err := c.Call(context.Background(), &CallRequest{Tool: "t"}); !isUnavailable(err) || !strings.Contains(err.Error(), "redialing in the background") {
+		t.Fatalf("Call while the shard is down: %v, want a fast ErrUnavailable", err)
+	}
+	if st := c.State(); !st.Down || st.Connected || st.Err == nil {
+		t.Fatalf("State while down = %+v", st)
+	}
+	// A caller whose deadline passes while it waits for a first dial sees
 	// both facts.
+	cold := newClient(t, f, addr, ClientConfig{DialTimeout: 10 * time.Second})
 	ctx, cancel := context.WithTimeout(context.Background(), 100*time.Millisecond)
 	defer cancel()
-	if _, err := c.Call(ctx, &CallRequest{Tool: "t"}); !isUnavailable(err) || !errors.Is(err, context.DeadlineExceeded) {
+	if _, err := cold.Call(ctx, &CallRequest{Tool: "t"}); !isUnavailable(err) || !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("Call with deadline during the gap: %v, want ErrUnavailable and DeadlineExceeded", err)
 	}
 	startServer(t, f, gen("third"), ServerConfig{}, addr)
+	// The background redial reaches the restarted shard.
+	wctx, wcancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer wcancel()
+	for _, cl := range []*Client{c, gap} {
+		if err := cl.WaitConnected(wctx); err != nil {
+			t.Fatalf("WaitConnected: %v", err)
+		}
+	}
 	if r, err := c.Call(context.Background(), &CallRequest{Tool: "t"}); err != nil || string(r.Result) != "third" {
 		t.Fatalf("after the gap: %v %v", r, err)
+	}
+	if st := c.State(); !st.Connected || st.Down || st.Losses == 0 {
+		t.Fatalf("State after the gap = %+v", st)
 	}
 	if r, err := gap.Health(context.Background()); err != nil || r.Wing != "third" {
 		t.Fatalf("gap client after the gap: %v %v", r, err)
@@ -865,11 +891,20 @@ func TestRestartUnderTraffic(t *testing.T) {
 					if err == nil && bytes.Equal(r.Result, args) {
 						return
 					}
-					if err != nil && !isUnavailable(err) {
+					if err != nil && !isUnavailable(err) && !errors.Is(err, ErrConnectionLost) {
 						errs <- fmt.Errorf("after restart: %w", err)
 						return
 					}
 					failures.Add(1)
+					// The shard is known down until a background redial
+					// reaches its successor: wait for that.
+					wctx, wcancel := context.WithTimeout(context.Background(), 20*time.Second)
+					werr := c.WaitConnected(wctx)
+					wcancel()
+					if werr != nil {
+						errs <- fmt.Errorf("waiting for the restarted shard: %w", werr)
+						return
+					}
 					continue
 				default:
 				}
@@ -878,7 +913,7 @@ func TestRestartUnderTraffic(t *testing.T) {
 				case err == nil && !bytes.Equal(r.Result, args):
 					errs <- fmt.Errorf("caller %d got %q", i, r.Result)
 					return
-				case err != nil && !isUnavailable(err):
+				case err != nil && !isUnavailable(err) && !errors.Is(err, ErrConnectionLost):
 					errs <- fmt.Errorf("during restart: %w", err)
 					return
 				case err != nil:
@@ -902,7 +937,7 @@ func TestRestartUnderTraffic(t *testing.T) {
 	for err := range errs {
 		t.Error(err)
 	}
-	t.Logf("%d calls failed with ErrUnavailable around the restart", failures.Load())
+	t.Logf("%d calls failed with ErrUnavailable or ErrConnectionLost around the restart", failures.Load())
 }
 
 func TestShutdownCloseGraceExpires(t *testing.T) {

@@ -30,12 +30,33 @@ const (
 
 // Defaults of ServerConfig and ClientConfig.
 const (
-	DefaultMaxStreams     = 1024
-	DefaultMaxInFlight    = 256
-	DefaultDialTimeout    = 5 * time.Second
-	DefaultIdleTimeout    = 20 * time.Second // a silent (crashed) peer is given up after this
-	DefaultKeepAlive      = 5 * time.Second  // keeps idle pooled connections up and proves liveness
-	DefaultRequestTimeout = 30 * time.Second // to receive a whole request frame
+	DefaultMaxStreams  = 1024
+	DefaultMaxInFlight = 256
+	DefaultDialTimeout = 5 * time.Second
+	// DefaultIdleTimeout: a peer silent this long is given up (its process
+	// or host is gone). With keep-alives every DefaultKeepAlive a live peer
+	// on a cluster network (sub-millisecond RTT, rare loss, lost packets
+	// re-probed within tens of milliseconds) is never silent this long;
+	// quic-go stretches it to 3 PTOs on slow paths. See docs/protocol.md.
+	DefaultIdleTimeout = 2500 * time.Millisecond
+	// DefaultKeepAlive is how often an otherwise quiet connection sends a
+	// PING, so that silence means death (at most half the idle timeout).
+	DefaultKeepAlive = time.Second
+	// DefaultProbeTimeout bounds one background redial of a shard that is
+	// down; DefaultRedialMin and DefaultRedialMax bound the pause between
+	// them (doubling, jittered). A restarted shard is reached again within
+	// about DefaultProbeTimeout + DefaultRedialMax of listening.
+	DefaultProbeTimeout = time.Second
+	DefaultRedialMin    = 50 * time.Millisecond
+	DefaultRedialMax    = time.Second
+	// DefaultReconnectTimeout bounds the redial made at once after a
+	// connection is lost, which callers wait for: a live shard answers a
+	// handshake in milliseconds on a cluster network, and a dead one must
+	// not hold callers long (a read in flight on a connection that went
+	// silent is answered within DefaultIdleTimeout + this).
+	DefaultReconnectTimeout = 200 * time.Millisecond
+	// DefaultRequestTimeout bounds receiving a whole request frame.
+	DefaultRequestTimeout = 30 * time.Second
 	DefaultCloseGrace     = 5 * time.Second
 	// DefaultMaxInFlightBytes bounds the request payloads a server holds.
 	DefaultMaxInFlightBytes = 256 << 20
@@ -587,7 +608,7 @@ func (s *Server) dispatch(base context.Context, peer Peer, st *quic.Stream, t Ms
 	if t == MsgMint && peer.Role != string(pki.RoleGateway) {
 		s.log.Warn("proto: mint refused", "reason", "only gateways may mint", "peer_role", peer.Role, "peer_cn", peer.CommonName,
 			"request_id", rh.RequestID, "email", mint.Email)
-		return nil, rh, &Error{Code: CodeForbidden, Message: fmt.Sprintf("only gateways may mint; this client's certificate has role %q", peer.Role)}
+		return nil, rh, &Error{Code: CodeWrongRole, Message: fmt.Sprintf("only gateways may mint; this client's certificate has role %q", peer.Role)}
 	}
 
 	ctx, cancel := context.WithCancelCause(base)

@@ -84,6 +84,8 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
+	// Every line the shard's parts write names the wing, once.
+	log := cfg.Logger.With("wing", cfg.Wing)
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
@@ -110,7 +112,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	st, err := store.Open(ctx, store.Options{
 		Root:       cfg.Brain,
 		Wing:       cfg.Wing,
-		Logger:     cfg.Logger,
+		Logger:     log,
 		Now:        cfg.Now,
 		Progress:   cfg.Progress,
 		IndexDelay: cfg.IndexDelay,
@@ -140,9 +142,9 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		cfg:      cfg,
 		store:    st,
 		journal:  journal,
-		tools:    tools.New(st, tools.Options{Logger: cfg.Logger, Journal: journal}),
+		tools:    tools.New(st, tools.Options{Logger: log, Journal: journal}),
 		minter:   auth.NewMinter(cfg.Wing, cfg.Key, cfg.TokenTTL, cfg.Now),
-		log:      cfg.Logger.With("wing", cfg.Wing),
+		log:      log,
 		stop:     make(chan struct{}),
 		done:     make(chan struct{}),
 	}

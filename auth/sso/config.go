@@ -28,8 +28,11 @@ const (
 	// DefaultJWKSRefetchInterval is the least time between two JWKS fetches
 	// of one issuer caused by tokens whose key id is unknown. It bounds the
 	// load forged tokens can put on the IdP (one fetch per interval per
-	// issuer) while letting a real key rotation through within the interval.
-	DefaultJWKSRefetchInterval = 30 * time.Second
+	// issuer and gateway replica, never two at once) while a real key
+	// rotation is picked up by the first token signed with the new key. A
+	// token whose unknown kid arrives inside the interval is answered 503
+	// with Retry-After, never 401.
+	DefaultJWKSRefetchInterval = time.Second
 	// MinJWKSRefetchInterval is the smallest interval Validate accepts.
 	MinJWKSRefetchInterval = time.Second
 	// JWKSMaxAge is how old fetched keys may get before the next
@@ -87,7 +90,8 @@ type Config struct {
 	// default 5m. An entry never outlives the token's exp.
 	CacheTTL time.Duration `yaml:"cache_ttl" json:"cache_ttl"`
 	// JWKSRefetchInterval is the least time between two key-miss JWKS
-	// fetches per issuer; default 30s, at least 1s.
+	// fetches per issuer (after failures the pause doubles, up to a
+	// minute); default 1s, at least 1s.
 	JWKSRefetchInterval time.Duration `yaml:"jwks_refetch_interval" json:"jwks_refetch_interval"`
 	// HTTPClient fetches discovery documents and JWKS; default a client
 	// with a 10s timeout. Response bodies are limited to MaxResponseBytes.

@@ -3,6 +3,7 @@ package sso
 import (
 	"errors"
 	"net/http"
+	"time"
 )
 
 // Kind classifies why a bearer token was refused. Each kind maps to exactly
@@ -124,6 +125,16 @@ type Error struct {
 	Kind        Kind
 	Description string
 	Err         error
+	// RetryAfter, for IssuerUnavailable, is when verification can be
+	// tried again: the discovery or JWKS backoff, or the least interval
+	// between JWKS fetches. Zero when unknown.
+	RetryAfter time.Duration
+	// Issuer is the token's (unverified) iss claim, header-safe and at most
+	// 200 bytes, when the token got that far; for logs.
+	Issuer string
+	// Repeat: this very token was refused moments ago and the answer comes
+	// from memory (see RefusedTTL); the caller keeps sending a bad token.
+	Repeat bool
 }
 
 // NewError builds an *Error of kind k. desc is made header-safe. Other token

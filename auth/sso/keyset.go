@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -16,10 +17,15 @@ import (
 )
 
 // keySet is an oidc.KeySet for one issuer that caches the issuer's JWKS by
-// kid. Unlike oidc.RemoteKeySet it does not refetch on every miss: a token
-// with an unknown kid causes at most one fetch per refetch interval, so forged
-// tokens cannot turn the gateway into a JWKS hammer. A bad signature under a
-// known kid never causes a fetch.
+// kid. A token whose kid is not cached makes it fetch the JWKS at once
+// (a key rollover is picked up by the first token signed with the new key),
+// with three bounds against forged kids: one fetch in flight per issuer
+// (concurrent misses share it), at most one fetch per minInterval, and
+// after a failed fetch an exponential backoff (minInterval doubling to
+// jwksBackoffMax). A miss that cannot fetch now because of those bounds is
+// IssuerUnavailable with RetryAfter set to when it could, never a 401: the
+// token may be good. Only a kid missing from a set fetched after the token
+// arrived is BadSignature. A bad signature under a known kid never fetches.
 type keySet struct {
 	issuer      string
 	jwksURL     string
@@ -34,13 +40,17 @@ type keySet struct {
 
 	mu          sync.Mutex
 	keys        []jose.JSONWebKey
-	gen         uint64    // bumped on every fetch attempt
+	gen         uint64    // bumped when a fetch attempt ends
 	lastAttempt time.Time // of the last fetch attempt (rate limit)
 	lastSuccess time.Time // of the last successful fetch (max age)
 	lastErr     error     // of the last fetch, nil after a success
+	fails       int       // consecutive failed fetches
 
 	fetches atomic.Int64 // JWKS requests made, for tests and metrics
 }
+
+// jwksBackoffMax caps the pause between JWKS fetches while they fail.
+const jwksBackoffMax = time.Minute
 
 // errSlot carries the typed error of a keySet call out of go-oidc, which
 // flattens errors from KeySet.VerifySignature into strings.
@@ -70,20 +80,25 @@ func (ks *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, erro
 	}
 	kid := jws.Signatures[0].Header.KeyID
 
-	keys, stale := ks.lookup(kid)
-	if len(keys) == 0 || stale {
-		if e := ks.refresh(ctx); e != nil && len(keys) == 0 {
+	keys, stale, gen := ks.lookup(kid)
+	switch {
+	case len(keys) == 0:
+		if e := ks.refresh(ctx, gen, true); e != nil {
 			return ks.fail(ctx, e)
 		}
-		// After a failed refresh the keys fetched before are still there.
-		keys, _ = ks.lookup(kid)
-		if len(keys) == 0 {
-			if !ks.hasKeys() {
-				return ks.fail(ctx, newError(IssuerUnavailable,
-					fmt.Sprintf("the signing keys of issuer %s could not be fetched; try again shortly", ks.issuer), ks.lastError()))
-			}
+		// A set fetched after this token arrived does not hold its kid.
+		if keys, _, _ = ks.lookup(kid); len(keys) == 0 {
 			return ks.fail(ctx, newError(BadSignature,
 				fmt.Sprintf("the token is signed with key id %q, which issuer %s does not publish; sign in again", kid, ks.issuer), nil))
+		}
+	case stale:
+		// Old keys stay in use if the refresh fails or must wait.
+		_ = ks.refresh(ctx, gen, false)
+		if fresh, _, _ := ks.lookup(kid); len(fresh) > 0 {
+			keys = fresh
+		} else {
+			return ks.fail(ctx, newError(BadSignature,
+				fmt.Sprintf("the token is signed with key id %q, which issuer %s no longer publishes; sign in again", kid, ks.issuer), nil))
 		}
 	}
 	for _, k := range keys {
@@ -94,9 +109,10 @@ func (ks *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, erro
 	return ks.fail(ctx, newError(BadSignature, "the token's signature does not verify; sign in again", nil))
 }
 
-// lookup returns the keys matching kid (all keys when the token has none)
-// and whether the key set is older than JWKSMaxAge.
-func (ks *keySet) lookup(kid string) ([]jose.JSONWebKey, bool) {
+// lookup returns the keys matching kid (all keys when the token has none),
+// whether the key set is older than JWKSMaxAge, and the fetch generation
+// the answer comes from.
+func (ks *keySet) lookup(kid string) ([]jose.JSONWebKey, bool, uint64) {
 	ks.mu.Lock()
 	defer ks.mu.Unlock()
 	var out []jose.JSONWebKey
@@ -106,30 +122,29 @@ func (ks *keySet) lookup(kid string) ([]jose.JSONWebKey, bool) {
 		}
 	}
 	stale := !ks.lastSuccess.IsZero() && ks.now().Sub(ks.lastSuccess) >= JWKSMaxAge
-	return out, stale
+	return out, stale, ks.gen
 }
 
-func (ks *keySet) hasKeys() bool {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	return len(ks.keys) > 0
+// nextFetchLocked is the earliest time the next fetch may start: one
+// minInterval after the last attempt, or the backoff after failures.
+func (ks *keySet) nextFetchLocked() time.Time {
+	if ks.lastAttempt.IsZero() {
+		return time.Time{}
+	}
+	wait := ks.minInterval
+	if ks.fails > 0 {
+		wait = min(ks.minInterval<<min(ks.fails-1, 16), max(jwksBackoffMax, ks.minInterval))
+	}
+	return ks.lastAttempt.Add(wait)
 }
 
-func (ks *keySet) lastError() error {
-	ks.mu.Lock()
-	defer ks.mu.Unlock()
-	return ks.lastErr
-}
-
-// refresh fetches the JWKS unless a fetch was attempted less than
-// minInterval ago or happened while this caller waited for its turn. On
-// failure the keys fetched before stay in use. It returns an error only when
-// the caller's context ends while waiting.
-func (ks *keySet) refresh(ctx context.Context) *Error {
-	ks.mu.Lock()
-	gen := ks.gen
-	ks.mu.Unlock()
-	// Wait for a fetch in flight rather than report its keys as missing.
+// refresh fetches the JWKS unless a fetch ended since the caller looked
+// (generation gen), in which case it only reports that attempt's failure.
+// A fetch in flight is waited for. When the bounds (minInterval, backoff)
+// forbid a fetch now, a caller that needs one (needed) gets
+// IssuerUnavailable with RetryAfter; others get nil and keep the keys they
+// have. On failure the keys fetched before stay in use.
+func (ks *keySet) refresh(ctx context.Context, gen uint64, needed bool) *Error {
 	select {
 	case ks.sem <- struct{}{}:
 	case <-ctx.Done():
@@ -137,29 +152,63 @@ func (ks *keySet) refresh(ctx context.Context) *Error {
 	}
 	defer func() { <-ks.sem }()
 	ks.mu.Lock()
+	now := ks.now()
 	if ks.gen != gen {
+		// Someone fetched since this caller looked.
+		err, next := ks.lastErr, ks.nextFetchLocked()
 		ks.mu.Unlock()
-		return nil // someone fetched while we waited
+		if err != nil && needed {
+			return ks.unavailable(err, next.Sub(now))
+		}
+		return nil
 	}
-	if !ks.lastAttempt.IsZero() && ks.now().Sub(ks.lastAttempt) < ks.minInterval {
+	if next := ks.nextFetchLocked(); now.Before(next) {
+		err := ks.lastErr
 		ks.mu.Unlock()
-		return nil // rate limited
+		if !needed {
+			return nil
+		}
+		if err != nil {
+			return ks.unavailable(err, next.Sub(now))
+		}
+		e := newError(IssuerUnavailable, fmt.Sprintf(
+			"the token's key id is not among the keys issuer %s published moments ago; they are refetched at most every %s, retry then",
+			ks.issuer, ks.minInterval), nil)
+		e.RetryAfter = next.Sub(now)
+		return e
 	}
-	ks.gen++
-	ks.lastAttempt = ks.now()
+	ks.lastAttempt = now
 	ks.mu.Unlock()
 
 	keys, err := ks.fetch()
 	ks.mu.Lock()
-	defer ks.mu.Unlock()
+	ks.gen++
 	if err != nil {
 		ks.lastErr = err
-		ks.log.Warn("sso: JWKS fetch failed; keys fetched before stay in use", "issuer", ks.issuer, "url", ks.jwksURL, "keys", len(ks.keys), "err", err)
+		ks.fails++
+		next := ks.nextFetchLocked()
+		n := len(ks.keys)
+		ks.mu.Unlock()
+		ks.log.Warn("sso: JWKS fetch failed; keys fetched before stay in use", "url", ks.jwksURL, "keys", n,
+			"retry_in_seconds", next.Sub(now).Seconds(), "err", err)
+		if needed {
+			return ks.unavailable(err, next.Sub(now))
+		}
 		return nil
 	}
-	ks.keys, ks.lastErr, ks.lastSuccess = keys, nil, ks.now()
-	ks.log.Info("sso: fetched JWKS", "issuer", ks.issuer, "keys", len(keys))
+	ks.keys, ks.lastErr, ks.fails, ks.lastSuccess = keys, nil, 0, ks.now()
+	ks.mu.Unlock()
+	ks.log.Info("sso: fetched JWKS", "keys", len(keys))
 	return nil
+}
+
+// unavailable is IssuerUnavailable for a failing JWKS fetch, retryable
+// after wait.
+func (ks *keySet) unavailable(err error, wait time.Duration) *Error {
+	e := newError(IssuerUnavailable,
+		fmt.Sprintf("the signing keys of issuer %s could not be fetched; try again in %.0fs", ks.issuer, math.Ceil(max(wait, time.Second).Seconds())), err)
+	e.RetryAfter = wait
+	return e
 }
 
 // fetch downloads and parses the JWKS document. Keys that do not parse, are

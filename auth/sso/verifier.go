@@ -42,8 +42,33 @@ type Verifier struct {
 	issuers  map[string]*issuer // by exact iss
 	domains  map[string]bool    // AllowedDomains, lowercased; nil = any
 	cache    *lru.Cache[[sha256.Size]byte, cacheEntry]
+	refused  *lru.Cache[[sha256.Size]byte, refusedEntry]
 
-	cacheHits, cacheMisses atomic.Int64
+	cacheHits, cacheMisses, refusedHits atomic.Int64
+}
+
+// refusedEntry remembers why a token was refused, so the same token sent
+// again is answered from memory: no parsing, no signature check, no JWKS
+// fetch.
+type refusedEntry struct {
+	err   Error
+	until time.Time
+}
+
+// RefusedTTL is how long a refused token is remembered (never past its
+// usefulness: only refusals that cannot turn into an acceptance are kept).
+const RefusedTTL = time.Minute
+
+// rememberRefusal reports whether a refusal of this kind is final for the
+// token: its claims and signature do not change, so neither does the
+// answer. Not NotYetValid (it becomes valid), not IssuerUnavailable (the
+// token may be good).
+func rememberRefusal(k Kind) bool {
+	switch k {
+	case MalformedToken, BadSignature, WrongIssuer, WrongAudience, Expired, EmailMissing, EmailUnverified, DomainNotAllowed:
+		return true
+	}
+	return false
 }
 
 type cacheEntry struct {
@@ -95,6 +120,11 @@ func NewVerifier(ctx context.Context, cfg Config) (*Verifier, error) {
 			return nil, fmt.Errorf("sso: cache: %w", err)
 		}
 		v.cache = c
+		r, err := lru.New[[sha256.Size]byte, refusedEntry](cfg.CacheSize)
+		if err != nil {
+			return nil, fmt.Errorf("sso: cache: %w", err)
+		}
+		v.refused = r
 	}
 	return v, nil
 }
@@ -151,10 +181,23 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (auth.Identity, error
 			}
 			v.cache.Remove(key)
 		}
+		if r, ok := v.refused.Get(key); ok {
+			if now.Before(r.until) {
+				v.refusedHits.Add(1)
+				e := r.err
+				e.Repeat = true
+				return auth.Identity{}, &e
+			}
+			v.refused.Remove(key)
+		}
 		v.cacheMisses.Add(1)
 	}
 	id, exp, err := v.verify(ctx, raw, now)
 	if err != nil {
+		var e *Error
+		if v.refused != nil && errors.As(err, &e) && rememberRefusal(e.Kind) {
+			v.refused.Add(key, refusedEntry{err: *e, until: now.Add(RefusedTTL)})
+		}
 		return auth.Identity{}, err
 	}
 	if v.cache != nil {
@@ -176,7 +219,22 @@ type jwtHeader struct {
 }
 
 // verify is the uncached path. It returns the identity and the token's exp.
+// A refusal names the token's claimed issuer (Error.Issuer) when it got
+// that far.
 func (v *Verifier) verify(ctx context.Context, raw string, now time.Time) (auth.Identity, time.Time, error) {
+	var iss string
+	id, exp, err := v.verifyClaims(ctx, raw, now, &iss)
+	var e *Error
+	if err != nil && errors.As(err, &e) && e.Issuer == "" && iss != "" {
+		if len(iss) > 200 {
+			iss = iss[:200]
+		}
+		e.Issuer = headerSafe(iss)
+	}
+	return id, exp, err
+}
+
+func (v *Verifier) verifyClaims(ctx context.Context, raw string, now time.Time, issOut *string) (auth.Identity, time.Time, error) {
 	// Look at the unverified header and iss only to pick the issuer and
 	// refuse a disallowed algorithm with a clear message; nothing from them
 	// is trusted.
@@ -194,6 +252,7 @@ func (v *Verifier) verify(ctx context.Context, raw string, now time.Time) (auth.
 	if err := decodeSegment(parts[1], &unverified); err != nil {
 		return auth.Identity{}, time.Time{}, newError(MalformedToken, "the token claims do not decode", err)
 	}
+	*issOut = unverified.Issuer
 	is, ok := v.issuers[unverified.Issuer]
 	if !ok && unverified.Issuer == googleIssuerNoScheme {
 		// Google's tokens may say "accounts.google.com"; go-oidc accepts that
@@ -299,8 +358,10 @@ func (is *issuer) ensure(ctx context.Context) (*oidc.IDTokenVerifier, *Error) {
 		err := is.lastErr
 		wait := is.nextTry.Sub(now)
 		is.mu.Unlock()
-		return nil, newError(IssuerUnavailable,
+		e := newError(IssuerUnavailable,
 			fmt.Sprintf("identity provider %s is unreachable; retrying in %s", is.cfg.URL, wait.Round(time.Second)), err)
+		e.RetryAfter = wait
+		return nil, e
 	}
 	is.mu.Unlock()
 
@@ -317,7 +378,9 @@ func (is *issuer) ensure(ctx context.Context) (*oidc.IDTokenVerifier, *Error) {
 	}
 	if now := is.parent.cfg.Now(); now.Before(is.nextTry) {
 		defer is.mu.Unlock()
-		return nil, newError(IssuerUnavailable, fmt.Sprintf("identity provider %s is unreachable", is.cfg.URL), is.lastErr)
+		e := newError(IssuerUnavailable, fmt.Sprintf("identity provider %s is unreachable", is.cfg.URL), is.lastErr)
+		e.RetryAfter = is.nextTry.Sub(now)
+		return nil, e
 	}
 	is.mu.Unlock()
 
@@ -329,9 +392,11 @@ func (is *issuer) ensure(ctx context.Context) (*oidc.IDTokenVerifier, *Error) {
 		is.fails++
 		is.nextTry = is.parent.cfg.Now().Add(backoff)
 		is.lastErr = err
-		is.parent.cfg.Logger.Warn("sso: issuer discovery failed", "issuer", is.cfg.URL, "retry_in", backoff, "err", err)
-		return nil, newError(IssuerUnavailable,
-			fmt.Sprintf("identity provider %s is unreachable; try again shortly", is.cfg.URL), err)
+		is.parent.cfg.Logger.Warn("sso: issuer discovery failed", "issuer", is.cfg.URL, "retry_in_seconds", backoff.Seconds(), "err", err)
+		e := newError(IssuerUnavailable,
+			fmt.Sprintf("identity provider %s is unreachable; try again in %s", is.cfg.URL, backoff), err)
+		e.RetryAfter = backoff
+		return nil, e
 	}
 	is.oidcV, is.keys, is.fails, is.lastErr = oidcV, keys, 0, nil
 	return oidcV, nil
@@ -383,6 +448,9 @@ type Stats struct {
 	// CacheHits and CacheMisses count Verify calls answered from the cache
 	// and those that were not (misses include tokens that then failed).
 	CacheHits, CacheMisses int64
+	// RefusedHits counts Verify calls answered from the memory of refused
+	// tokens.
+	RefusedHits int64
 }
 
 // Stats returns the current counters.
@@ -399,6 +467,6 @@ func (v *Verifier) Stats() Stats {
 	if v.cache != nil {
 		s.CacheEntries = v.cache.Len()
 	}
-	s.CacheHits, s.CacheMisses = v.cacheHits.Load(), v.cacheMisses.Load()
+	s.CacheHits, s.CacheMisses, s.RefusedHits = v.cacheHits.Load(), v.cacheMisses.Load(), v.refusedHits.Load()
 	return s
 }

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -137,7 +138,8 @@ func TestTokenMatrix(t *testing.T) {
 
 // TestUnknownKidBoundedFetches proves 1,000 forged tokens with unknown key
 // ids cause at most two JWKS fetches, and that the limit is per interval,
-// not forever.
+// not forever. Each is refused: 401 when a set fetched after it arrived
+// lacks its kid, else 503 with Retry-After (its kid might be new).
 func TestUnknownKidBoundedFetches(t *testing.T) {
 	clk := newClock()
 	idp := newTestIdP(t)
@@ -154,11 +156,18 @@ func TestUnknownKidBoundedFetches(t *testing.T) {
 	}
 	var wg sync.WaitGroup
 	errs := make(chan error, len(tokens))
+	var bad atomic.Int64
 	for w := range 8 {
 		wg.Go(func() {
 			for i := w; i < len(tokens); i += 8 {
-				if _, err := v.Verify(context.Background(), tokens[i]); !errors.Is(err, ErrBadSignature) {
-					errs <- fmt.Errorf("token %d: err = %v, want BadSignature", i, err)
+				_, err := v.Verify(context.Background(), tokens[i])
+				var e *Error
+				switch {
+				case errors.Is(err, ErrBadSignature):
+					bad.Add(1)
+				case errors.As(err, &e) && e.Kind == IssuerUnavailable && e.RetryAfter > 0 && e.RetryAfter <= DefaultJWKSRefetchInterval:
+				default:
+					errs <- fmt.Errorf("token %d: err = %v, want BadSignature or IssuerUnavailable with Retry-After", i, err)
 				}
 			}
 		})
@@ -167,6 +176,9 @@ func TestUnknownKidBoundedFetches(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Fatal(err)
+	}
+	if bad.Load() == 0 {
+		t.Fatal("no forged token was refused as a bad signature after the fetch")
 	}
 	if n := idp.jwksHits.Load(); n < 1 || n > 2 {
 		t.Fatalf("1000 forged tokens caused %d JWKS fetches, want 1..2", n)
@@ -203,14 +215,24 @@ func TestKeyRotation(t *testing.T) {
 		t.Fatal(err)
 	}
 	idp.publish("new", newKey)
-	// Within the refetch interval the new kid is not fetched yet.
-	clk.Add(time.Second)
-	if _, err := v.Verify(ctx, newTok); !errors.Is(err, ErrBadSignature) {
-		t.Fatalf("new kid inside the interval: err = %v, want BadSignature", err)
+	// Right after a fetch the new kid cannot be fetched yet: 503 with
+	// Retry-After, never a 401 (the token is good).
+	_, err := v.Verify(ctx, newTok)
+	var e *Error
+	if !errors.As(err, &e) || e.Kind != IssuerUnavailable || e.RetryAfter != DefaultJWKSRefetchInterval {
+		t.Fatalf("new kid inside the interval: err = %v, want IssuerUnavailable retryable in %s", err, DefaultJWKSRefetchInterval)
 	}
-	clk.Add(DefaultJWKSRefetchInterval)
+	clk.Add(e.RetryAfter)
 	if _, err := v.Verify(ctx, newTok); err != nil {
-		t.Fatalf("new kid after the interval: %v", err)
+		t.Fatalf("new kid after Retry-After: %v", err)
+	}
+	// A later rollover is picked up by the first token of the new key.
+	newer := rsaKey(t, 2)
+	idp.publish("newer", newer)
+	clk.Add(5 * time.Minute)
+	c["exp"] = clk.Now().Add(3 * time.Hour).Unix()
+	if _, err := v.Verify(ctx, signJWT(t, jose.RS256, newer, "newer", c)); err != nil {
+		t.Fatalf("first token of a rolled key: %v", err)
 	}
 	// The IdP drops the old key; after JWKSMaxAge the cached copy goes too.
 	idp.unpublish("old")
@@ -291,7 +313,7 @@ func TestJWKSUnavailable(t *testing.T) {
 	}
 	// Down again after keys were fetched: the old keys keep working.
 	idp.failJWKS.Store(true)
-	clk.Add(JWKSMaxAge)
+	clk.Add(JWKSMaxAge + DefaultClockSkew)
 	if _, err := v.Verify(ctx, tok); err == nil || !errors.Is(err, ErrExpired) {
 		// the token (1h) expired meanwhile: mint a fresh one
 		t.Fatalf("err = %v, want Expired for the old token", err)
@@ -546,5 +568,108 @@ func TestErrorMapping(t *testing.T) {
 	e := newError(Expired, "the token expired", cause)
 	if !errors.Is(e, cause) || e.Error() != "sso: the token expired: boom" {
 		t.Errorf("wrapping: %q", e.Error())
+	}
+}
+
+// TestUnknownKidWhileIdPDown: with the IdP's JWKS unreachable, tokens of a
+// known key keep verifying, while a token of an unknown key is answered
+// IssuerUnavailable (503) whose RetryAfter follows the real fetch backoff
+// (1s, 2s, 4s ...), never a 401. Discovery failures carry their backoff too.
+func TestUnknownKidWhileIdPDown(t *testing.T) {
+	clk := newClock()
+	idp := newTestIdP(t)
+	idp.publish("k1", rsaKey(t, 0))
+	v := newTestVerifier(t, idp, clk, func(c *Config) { c.CacheSize = -1 })
+	ctx := context.Background()
+	known := func() string { return signJWT(t, jose.RS256, rsaKey(t, 0), "k1", claimsFor(idp.URL, clk.Now())) }
+	unknown := func() string { return signJWT(t, jose.RS256, rsaKey(t, 1), "k2", claimsFor(idp.URL, clk.Now())) }
+	if _, err := v.Verify(ctx, known()); err != nil {
+		t.Fatal(err)
+	}
+	idp.failJWKS.Store(true)
+	clk.Add(DefaultJWKSRefetchInterval)
+	for i, want := range []time.Duration{time.Second, 2 * time.Second, 4 * time.Second} {
+		before := idp.jwksHits.Load()
+		_, err := v.Verify(ctx, unknown())
+		var e *Error
+		if !errors.As(err, &e) || e.Kind != IssuerUnavailable || e.HTTPStatus() != http.StatusServiceUnavailable || e.RetryAfter != want {
+			t.Fatalf("attempt %d: err = %v (retry after %v), want IssuerUnavailable retryable in %v", i, err, e.RetryAfter, want)
+		}
+		if idp.jwksHits.Load() != before+1 {
+			t.Fatalf("attempt %d made no fetch", i)
+		}
+		// Inside the backoff: no fetch, the remaining wait is reported.
+		clk.Add(want / 2)
+		if _, err := v.Verify(ctx, unknown()); !errors.As(err, &e) || e.RetryAfter != want/2 || idp.jwksHits.Load() != before+1 {
+			t.Fatalf("attempt %d inside the backoff: err = %v, retry after %v, fetches %d", i, err, e.RetryAfter, idp.jwksHits.Load()-before)
+		}
+		if _, err := v.Verify(ctx, known()); err != nil {
+			t.Fatalf("a known key stopped working while the IdP is down: %v", err)
+		}
+		clk.Add(want / 2)
+	}
+	idp.failJWKS.Store(false)
+	idp.publish("k2", rsaKey(t, 1))
+	if _, err := v.Verify(ctx, unknown()); err != nil {
+		t.Fatalf("after the IdP recovered: %v", err)
+	}
+
+	// Discovery failures report their backoff as well.
+	idp2 := newTestIdP(t)
+	idp2.failDiscovery.Store(true)
+	v2 := newTestVerifier(t, idp2, clk, nil)
+	tok := signJWT(t, jose.RS256, rsaKey(t, 0), "k1", claimsFor(idp2.URL, clk.Now()))
+	_, err := v2.Verify(ctx, tok)
+	var e *Error
+	if !errors.As(err, &e) || e.RetryAfter != discoveryBackoffMin {
+		t.Fatalf("discovery down: %v, retry after %v", err, e.RetryAfter)
+	}
+	clk.Add(discoveryBackoffMin / 4)
+	if _, err := v2.Verify(ctx, tok); !errors.As(err, &e) || e.RetryAfter != discoveryBackoffMin*3/4 {
+		t.Fatalf("discovery inside the backoff: %v, retry after %v", err, e.RetryAfter)
+	}
+}
+
+// TestRefusedTokensRemembered: a token refused for good (expired, bad
+// signature ...) is answered from memory when sent again, marked Repeat,
+// with the same kind and issuer; one that may turn good (not yet valid) is
+// checked again every time.
+func TestRefusedTokensRemembered(t *testing.T) {
+	clk := newClock()
+	idp := newTestIdP(t)
+	idp.publish("k1", rsaKey(t, 0))
+	v := newTestVerifier(t, idp, clk, nil)
+	ctx := context.Background()
+	expired := signJWT(t, jose.RS256, rsaKey(t, 0), "k1", with(claimsFor(idp.URL, clk.Now()), "exp", clk.Now().Add(-time.Hour).Unix()))
+	future := signJWT(t, jose.RS256, rsaKey(t, 0), "k1", with(claimsFor(idp.URL, clk.Now()), "nbf", clk.Now().Add(time.Hour).Unix()))
+	tests := []struct {
+		name     string
+		tok      string
+		kind     Kind
+		remember bool
+	}{
+		{"expired", expired, Expired, true},
+		{"not yet valid", future, NotYetValid, false},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			for i := range 3 {
+				before := v.Stats().RefusedHits
+				_, err := v.Verify(ctx, tt.tok)
+				var e *Error
+				if !errors.As(err, &e) || e.Kind != tt.kind || e.Issuer != idp.URL {
+					t.Fatalf("attempt %d: err = %v (issuer %q), want %v from %s", i, err, e.Issuer, tt.kind, idp.URL)
+				}
+				fromMemory := v.Stats().RefusedHits > before
+				if want := tt.remember && i > 0; e.Repeat != want || fromMemory != want {
+					t.Fatalf("attempt %d: Repeat=%v fromMemory=%v, want %v", i, e.Repeat, fromMemory, want)
+				}
+			}
+		})
+	}
+	// The memory ends after RefusedTTL.
+	clk.Add(RefusedTTL)
+	if _, err := v.Verify(ctx, expired); err == nil || err.(*Error).Repeat {
+		t.Fatalf("after RefusedTTL: %v, want a fresh refusal", err)
 	}
 }

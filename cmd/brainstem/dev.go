@@ -5,10 +5,12 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -20,11 +22,14 @@ import (
 
 const devUsage = `Usage: brainstem dev [flags]
        brainstem dev token --email E [--groups a,b] [--idp URL]
+       brainstem dev idp [--port N] [--host H] [--token-ttl D]
 
 Runs the development identity provider, one shard per wing and a gateway on
 loopback over a fresh copy of the sample brain, then prints the MCP URL, a
 bearer token and the lines that connect Claude Code, Cursor, VS Code and the
-MCP Inspector. Ctrl-C stops everything.
+MCP Inspector. Ctrl-C stops everything. 'dev idp' runs only the development
+identity provider (with a new signing key each start), for a gateway and
+shards run as separate processes.
 
 Flags:
 `
@@ -32,6 +37,9 @@ Flags:
 func runDev(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	if len(args) > 0 && args[0] == "token" {
 		return runDevToken(ctx, args[1:], stdout, stderr)
+	}
+	if len(args) > 0 && args[0] == "idp" {
+		return runDevIdP(ctx, args[1:], stdout, stderr)
 	}
 	fs := newFlagSet("dev", stderr, devUsage)
 	brain := fs.String("brain", "", "serve this existing brain directory in place (default: a copy of the sample brain)")
@@ -193,4 +201,33 @@ func runDevToken(ctx context.Context, args []string, stdout, stderr io.Writer) e
 	fmt.Fprintln(stdout, out.Token)
 	fmt.Fprintln(stderr, "expires", out.ExpiresAt)
 	return nil
+}
+
+func runDevIdP(ctx context.Context, args []string, stdout, stderr io.Writer) error {
+	fs := newFlagSet("dev idp", stderr, "Usage: brainstem dev idp [--port N] [--host H] [--token-ttl D]\n\n"+
+		"Runs the development identity provider alone on loopback until stopped: discovery, JWKS,\n"+
+		"the login form, and POST /dev/token (what 'brainstem dev token' calls). Every start makes a\n"+
+		"new signing key. It prints its issuer URL.\n\nFlags:\n")
+	host := fs.String("host", "127.0.0.1", "loopback address to listen on")
+	port := fs.Int("port", 5556, "port to listen on (0: any free port)")
+	ttl := fs.Duration("token-ttl", 8*time.Hour, "lifetime of the tokens it issues")
+	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	if err := parseFlags(fs, args); err != nil {
+		return err
+	}
+	logger, err := newLogger(stderr, "json", *logLevel)
+	if err != nil {
+		return err
+	}
+	ln, err := net.Listen("tcp", net.JoinHostPort(*host, strconv.Itoa(*port)))
+	if err != nil {
+		return fmt.Errorf("dev idp: %w (choose another --port)", err)
+	}
+	issuer, done, err := devenv.ServeIdP(ctx, ln, *ttl, logger)
+	if err != nil {
+		ln.Close()
+		return err
+	}
+	fmt.Fprintln(stdout, "identity provider:", issuer)
+	return <-done
 }

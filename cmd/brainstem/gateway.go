@@ -6,15 +6,23 @@ import (
 	"io"
 	"net"
 	"os"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
 
 	"github.com/brainstem/brainstem/gateway"
 )
 
-const gatewayUsage = `Usage: brainstem gateway --config FILE [--check-config]
+const gatewayUsage = `Usage: brainstem gateway --config FILE [--check-config [--check-files=false]]
 
 Runs the public MCP gateway described by FILE (see docs/operating.md). With
---check-config it only loads and validates FILE, reports every problem at
-once, and exits 0 (valid) or 2 (invalid).
+--check-config it only loads and validates FILE and the certificate files it
+names (the shards.tls identity must be a gateway-role certificate whose key
+matches, valid now and chaining to the CA; the public tls pair must match and
+be valid), reports every problem at once, and exits 0 (valid) or 2
+(invalid). --check-files=false skips the files (e.g. to check a config
+rendered for another machine).
 
 Flags:
 `
@@ -22,12 +30,17 @@ Flags:
 func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) error {
 	fs := newFlagSet("gateway", stderr, gatewayUsage)
 	configPath := fs.String("config", "/etc/brainstem/gateway.yaml", "the gateway configuration file (YAML)")
-	check := fs.Bool("check-config", false, "validate the configuration and exit")
+	check := fs.Bool("check-config", false, "validate the configuration (and the files it names) and exit")
+	checkFiles := fs.Bool("check-files", true, "with --check-config: also check the certificate files the configuration names")
 	if err := parseFlags(fs, args); err != nil {
 		return err
 	}
 	if *check {
-		if err := gateway.CheckConfig(*configPath); err != nil {
+		warnings, err := gateway.CheckConfig(*configPath, *checkFiles, time.Now())
+		for _, w := range warnings {
+			fmt.Fprintln(stdout, "warning:", w)
+		}
+		if err != nil {
 			return usageError{fmt.Sprintf("%s is invalid:\n%v", *configPath, err)}
 		}
 		fmt.Fprintf(stdout, "%s is valid\n", *configPath)
@@ -44,7 +57,11 @@ func runGateway(ctx context.Context, args []string, stdout, stderr io.Writer) er
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(ctx, cfg, gateway.Options{Logger: logger, AuditLog: os.Stdout})
+	// /metrics carries the Go runtime and process series too
+	// (go_goroutines, process_resident_memory_bytes ...).
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	gw, err := gateway.New(ctx, cfg, gateway.Options{Logger: logger, AuditLog: os.Stdout, Registry: reg})
 	if err != nil {
 		return err
 	}

@@ -5,21 +5,24 @@ import (
 	"io"
 	"log/slog"
 	"strings"
+
+	"github.com/brainstem/brainstem/gateway"
 )
 
 // newLogger builds the process logger: JSON by default (production), text
-// for humans.
+// for humans; durations in seconds (see gateway.NewLogger).
 func newLogger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
 		return nil, usageError{fmt.Sprintf("--log-level %q: want debug, info, warn or error", level)}
 	}
-	opts := &slog.HandlerOptions{Level: lvl}
-	switch strings.ToLower(format) {
-	case "json":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
+	f := strings.ToLower(format)
+	if f != "json" && f != "text" {
+		return nil, usageError{fmt.Sprintf("--log-format %q: want json or text", format)}
 	}
-	return nil, usageError{fmt.Sprintf("--log-format %q: want json or text", format)}
+	l, err := gateway.NewLogger(w, gateway.LogConfig{Format: f, Level: level})
+	if err != nil {
+		return nil, usageError{err.Error()}
+	}
+	return l, nil
 }

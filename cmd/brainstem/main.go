@@ -31,6 +31,7 @@ const topUsage = `brainstem — one MCP URL for your company's brain
 Usage:
   brainstem dev [flags]            run an identity provider, a gateway and three shards on loopback
   brainstem dev token --email E    print a development token for another user
+  brainstem dev idp [--port N]     run only the development identity provider
   brainstem gateway --config F     run the public MCP gateway (--check-config to validate F)
   brainstem shard [flags]          serve one wing over QUIC (or --stdio for one local developer)
   brainstem ca init|issue [flags]  create the internal CA and gateway/shard certificates

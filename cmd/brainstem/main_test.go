@@ -71,6 +71,7 @@ func TestUsageAndVersion(t *testing.T) {
 		{[]string{"token", "http://127.0.0.1:1"}, 1, "", "not signed in to http://127.0.0.1:1/mcp: run `brainstem login http://127.0.0.1:1/mcp` first"},
 		{[]string{"gateway", "--check-config", "--config", "/does/not/exist.yaml"}, 2, "", "exist.yaml"},
 		{[]string{"shard", "--bogus"}, 2, "", "flag provided but not defined"},
+		{[]string{"shard", "--check-config"}, 2, "", "--tls-cert is required"},
 	}
 	for _, tt := range tests {
 		var out, errb strings.Builder

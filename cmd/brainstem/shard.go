@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/quic-go/quic-go"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/proto"
@@ -30,6 +31,9 @@ Serves one wing of a brain. With --stdio it speaks MCP on stdin/stdout for one
 local developer (every capability, authored as --email or git's user.email).
 Otherwise it serves the gateway over QUIC (brainstem/1) with mutual TLS,
 verifying a shard token on every call and minting tokens by --policy.
+With --check-config it only checks the brain, the policy, the key file and
+the TLS identity (shard role, key, expiry, CA chain), reports every problem
+at once, and exits 0 (usable) or 2.
 
 Flags:
 `
@@ -56,8 +60,21 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	admin := fs.String("admin-listen", ":9091", "HTTP address for /healthz, /readyz and /metrics (empty: off)")
 	logFormat := fs.String("log-format", "json", "log format: json or text")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	check := fs.Bool("check-config", false, "check the brain, --policy, --key-file and the TLS identity (role, key, expiry, CA chain), then exit")
 	if err := parseFlags(fs, args); err != nil {
 		return err
+	}
+	if *check {
+		warnings, err := shard.Check(shard.Files{Brain: *brain, Wing: *wing, Policy: *policyFile, KeyFile: *keyFile,
+			TLSCA: *tlsCA, TLSCert: *tlsCert, TLSKey: *tlsKey}, time.Now())
+		for _, w := range warnings {
+			fmt.Fprintln(stdout, "warning:", w)
+		}
+		if err != nil {
+			return usageError{fmt.Sprintf("shard configuration is invalid:\n%v", err)}
+		}
+		fmt.Fprintln(stdout, "shard configuration is valid")
+		return nil
 	}
 	if *brain == "" || *wing == "" {
 		return usageError{"shard: --brain and --wing are required"}
@@ -101,7 +118,7 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	tlsConf, err := serverTLSFromFiles(*tlsCA, *tlsCert, *tlsKey)
+	tlsConf, resetKey, err := serverTLSFromFiles(*tlsCA, *tlsCert, *tlsKey, *wing)
 	if err != nil {
 		return err
 	}
@@ -135,7 +152,7 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return fmt.Errorf("shard: listen %s: %w (change --listen)", *listen, err)
 	}
-	srv := proto.NewServer(svc, proto.ServerConfig{TLS: tlsConf, Logger: logger})
+	srv := proto.NewServer(svc, proto.ServerConfig{TLS: tlsConf, Logger: logger, StatelessResetKey: resetKey})
 	if *admin != "" {
 		stopAdmin, err := serveAdmin(ctx, *admin, shardProbes(svc), reg, logger)
 		if err != nil {
@@ -180,12 +197,27 @@ func shardProbes(svc *shard.Service) http.Handler {
 	return mux
 }
 
-func serverTLSFromFiles(ca, cert, key string) (*tls.Config, error) {
+// serverTLSFromFiles loads the shard's mTLS identity and derives its
+// stateless-reset key from the TLS private key (stable across restarts,
+// distinct per wing).
+func serverTLSFromFiles(ca, cert, key, wing string) (*tls.Config, *quic.StatelessResetKey, error) {
 	caPEM, err1 := os.ReadFile(ca)
 	certPEM, err2 := os.ReadFile(cert)
 	keyPEM, err3 := os.ReadFile(key)
 	if err := errors.Join(err1, err2, err3); err != nil {
-		return nil, fmt.Errorf("reading TLS material: %w", err)
+		return nil, nil, fmt.Errorf("reading TLS material: %w", err)
 	}
-	return pki.ServerTLS(caPEM, certPEM, keyPEM)
+	tc, err := pki.ServerTLS(caPEM, certPEM, keyPEM)
+	if err != nil {
+		return nil, nil, err
+	}
+	secret, err := pki.PrivateKeyDER(keyPEM)
+	if err != nil {
+		return nil, nil, err
+	}
+	rk, err := proto.DeriveStatelessResetKey(secret, "wing "+wing)
+	if err != nil {
+		return nil, nil, err
+	}
+	return tc, rk, nil
 }

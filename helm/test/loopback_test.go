@@ -126,6 +126,8 @@ func runOnLoopback(t *testing.T, r release) string {
 		if err := os.MkdirAll(data, 0o700); err != nil {
 			t.Fatal(err)
 		}
+		// The shard's own check accepts what the chart mounts.
+		checkRun(t, append(slices.Clone(argv), "--check-config")...)
 		p := start(t, w.Name, argv...)
 		waitReady(t, p, "http://"+admin+"/readyz")
 		cfgText = strings.Replace(cfgText, fmt.Sprintf("address: %q", w.Address), fmt.Sprintf("address: %q", quic), 1)
@@ -150,6 +152,9 @@ func runOnLoopback(t *testing.T, r release) string {
 	if gflags["config"] != "/etc/brainstem/gateway.yaml" {
 		t.Fatalf("gateway --config %q", gflags["config"])
 	}
+	// The gateway's own check accepts the chart's certificates: a
+	// gateway-role identity whose key matches, chaining to the CA.
+	checkRun(t, "gateway", "--check-config", "--config="+cfgFile)
 	gw := start(t, "gateway", "gateway", "--config="+cfgFile)
 	waitReady(t, gw, "http://"+admin+"/readyz")
 	return listen
@@ -191,6 +196,20 @@ func writeMounted(t *testing.T, r release, o obj, mountRoot, dir string) {
 				}
 			}
 		}
+	}
+}
+
+// checkRun runs a brainstem --check-config command line and requires it to
+// pass.
+func checkRun(t *testing.T, argv ...string) {
+	t.Helper()
+	bin, err := brainstemBin()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out, err := exec.Command(bin, argv...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("brainstem %v: %v\n%s", argv, err, out)
 	}
 }
 

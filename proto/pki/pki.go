@@ -352,20 +352,30 @@ func encodeKey(key crypto.Signer) ([]byte, error) {
 }
 
 func parseCert(certPEM []byte) (*x509.Certificate, error) {
-	for rest := certPEM; ; {
+	c, _, err := nextCert(certPEM)
+	if err == nil && c == nil {
+		err = fmt.Errorf("%w: no CERTIFICATE block", ErrBadPEM)
+	}
+	return c, err
+}
+
+// nextCert parses the first CERTIFICATE block of pemBytes and returns the
+// bytes after it; (nil, nil, nil) when there is none.
+func nextCert(pemBytes []byte) (*x509.Certificate, []byte, error) {
+	for rest := pemBytes; ; {
 		var b *pem.Block
 		b, rest = pem.Decode(rest)
 		if b == nil {
-			return nil, fmt.Errorf("%w: no CERTIFICATE block", ErrBadPEM)
+			return nil, nil, nil
 		}
 		if b.Type != "CERTIFICATE" {
 			continue
 		}
 		c, err := x509.ParseCertificate(b.Bytes)
 		if err != nil {
-			return nil, fmt.Errorf("%w: %w", ErrBadPEM, err)
+			return nil, nil, fmt.Errorf("%w: %w", ErrBadPEM, err)
 		}
-		return c, nil
+		return c, rest, nil
 	}
 }
 

@@ -1,0 +1,73 @@
+package gateway
+
+import (
+	"context"
+	"net"
+	"net/http"
+	"sync"
+	"sync/atomic"
+)
+
+// connTracker bounds the public connections that have not carried an
+// authenticated request yet: a peer can hold a socket open with no token
+// (slow headers, a withheld body, an idle keep-alive) at most that many
+// times over, then new connections are closed at once. A connection stops
+// counting once one of its requests authenticates.
+type connTracker struct {
+	max      int
+	mu       sync.Mutex
+	marks    map[net.Conn]*connMark
+	unauth   atomic.Int64
+	rejected atomic.Int64
+}
+
+// connMark is one connection's state, reachable from its requests'
+// contexts.
+type connMark struct {
+	conn   net.Conn
+	authed atomic.Bool
+	t      *connTracker
+}
+
+type connMarkKey struct{}
+
+func newConnTracker(max int) *connTracker {
+	return &connTracker{max: max, marks: map[net.Conn]*connMark{}}
+}
+
+// connContext is http.Server.ConnContext: it runs before the connection's
+// StateNew hook.
+func (t *connTracker) connContext(ctx context.Context, c net.Conn) context.Context {
+	m := &connMark{conn: c, t: t}
+	t.mu.Lock()
+	t.marks[c] = m
+	t.mu.Unlock()
+	return context.WithValue(ctx, connMarkKey{}, m)
+}
+
+// connState is http.Server.ConnState.
+func (t *connTracker) connState(c net.Conn, s http.ConnState) {
+	switch s {
+	case http.StateNew:
+		if t.unauth.Add(1) > int64(t.max) {
+			t.rejected.Add(1)
+			_ = c.Close() // counted out again at StateClosed
+		}
+	case http.StateClosed, http.StateHijacked:
+		t.mu.Lock()
+		m := t.marks[c]
+		delete(t.marks, c)
+		t.mu.Unlock()
+		if m == nil || m.authed.CompareAndSwap(false, true) {
+			t.unauth.Add(-1)
+		}
+	}
+}
+
+// authenticated marks the connection of ctx as having carried an
+// authenticated request.
+func markAuthenticated(ctx context.Context) {
+	if m, ok := ctx.Value(connMarkKey{}).(*connMark); ok && m.authed.CompareAndSwap(false, true) {
+		m.t.unauth.Add(-1)
+	}
+}

@@ -1,0 +1,92 @@
+package shard
+
+import (
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"time"
+
+	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/proto/pki"
+	"github.com/brainstem/brainstem/shard/layout"
+)
+
+// Files names what a shard serving over QUIC reads at start.
+type Files struct {
+	Brain, Wing            string
+	Policy                 string // the wing policy (YAML)
+	KeyFile                string // the shard-token signing key; "" or missing means one is created
+	TLSCA, TLSCert, TLSKey string // the internal CA bundle and this shard's mTLS identity
+}
+
+// ErrCheck wraps every problem Check finds.
+var ErrCheck = errors.New("shard: invalid configuration")
+
+// Check is `brainstem shard --check-config`: it reads what a shard would
+// read at start, without serving or writing anything, and reports every
+// problem at once (errors.Join, each wrapping ErrCheck): the brain
+// directory (it must exist; an empty one is a new brain), the wing name,
+// the policy, the signing key file (when it exists), and the
+// TLS identity as gateways will judge it (shard role, key matching the
+// certificate, validity at now, chain to the CA with server-auth use; see
+// pki.CheckIdentity). Warnings name certificates close to expiry.
+func Check(f Files, now time.Time) (warnings []string, err error) {
+	var errs []error
+	bad := func(format string, args ...any) {
+		errs = append(errs, fmt.Errorf("%w: %s", ErrCheck, fmt.Sprintf(format, args...)))
+	}
+	// The brain directory must exist (an empty one is a new brain: the
+	// shard creates the wing's directories in it).
+	switch st, err := os.Stat(f.Brain); {
+	case f.Brain == "":
+		bad("--brain is required")
+	case err != nil:
+		bad("--brain: %v", err)
+	case !st.IsDir():
+		bad("--brain %q is not a directory", f.Brain)
+	}
+	if f.Wing == "" {
+		bad("--wing is required")
+	} else if err := layout.ValidWing(f.Wing); err != nil {
+		bad("--wing: %v", err)
+	}
+	if f.Policy == "" {
+		bad("--policy is required")
+	} else if _, err := auth.LoadPolicy(f.Policy); err != nil {
+		bad("--policy: %v", err)
+	}
+	if f.KeyFile != "" {
+		data, err := os.ReadFile(f.KeyFile)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			warnings = append(warnings, fmt.Sprintf("--key-file %s does not exist yet; the shard will create it", f.KeyFile))
+		case err != nil:
+			bad("--key-file: %v", err)
+		default:
+			if _, err := auth.ParsePrivateKeyPEM(data); err != nil {
+				bad("--key-file %s: %v", f.KeyFile, err)
+			}
+		}
+	}
+	read := func(flag, path string) []byte {
+		if path == "" {
+			bad("%s is required", flag)
+			return nil
+		}
+		b, err := os.ReadFile(path)
+		if err != nil {
+			bad("%s: %v", flag, err)
+		}
+		return b
+	}
+	ca, cert, key := read("--tls-ca", f.TLSCA), read("--tls-cert", f.TLSCert), read("--tls-key", f.TLSKey)
+	if ca != nil && cert != nil && key != nil {
+		w, err := pki.CheckIdentity(ca, cert, key, pki.RoleShard, now)
+		warnings = append(warnings, w...)
+		if err != nil {
+			errs = append(errs, fmt.Errorf("%w: --tls-cert/--tls-key: %w", ErrCheck, err))
+		}
+	}
+	return warnings, errors.Join(errs...)
+}
