@@ -233,7 +233,7 @@ func fixture(t *testing.T) (*Set, *store.Store, string) {
 }
 
 func TestToolsHappyPaths(t *testing.T) {
-	s, _, root := fixture(t)
+	s, st, root := fixture(t)
 	idem := "payments/decisions/use-idempotency-keys"
 	rawIdem, err := os.ReadFile(filepath.Join(root, "wiki", idem+".md"))
 	if err != nil {
@@ -395,6 +395,9 @@ func TestToolsHappyPaths(t *testing.T) {
 		}
 		if res := mustCall(t, s, reader, "brain_pending", `{}`, nil); res != `{"pending":[]}` {
 			t.Errorf("pending after promote = %s", res)
+		}
+		if err := st.SyncIndex(); err != nil { // _index.md is written behind by default
+			t.Fatal(err)
 		}
 		toc, _ := os.ReadFile(filepath.Join(root, "wiki/payments/_index.md"))
 		if !strings.Contains(string(toc), "[[payments/hypotheses/retry-storms]] — Maybe retries cause storms") {
