@@ -49,6 +49,9 @@ var (
 	ErrProtocolVersion   = errors.New("gateway: unsupported MCP protocol version")
 	ErrNoIdentity        = errors.New("gateway: no verified identity in request context")
 	ErrTooManyAuthFailed = errors.New("gateway: too many failed authentications from this address")
+	// ErrShardAnswer wraps a shard's refusal or malformed answer within a
+	// cross-wing search (the wing is then listed as unavailable).
+	ErrShardAnswer = errors.New("gateway: a wing's answer could not be used")
 )
 
 // Error is a gateway failure with a stable tool error code and a message a

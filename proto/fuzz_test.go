@@ -90,7 +90,9 @@ func FuzzReadFrame(f *testing.F) {
 func FuzzDecodeCallRequest(f *testing.F) {
 	seedRequests(f, MsgCall,
 		&CallRequest{Token: "tok", Tool: "brain_get", Args: []byte(`{"id":"a"}`)},
-		&CallRequest{Tool: "brain_query", Args: []byte(`{}`), Stats: sampleStats})
+		&CallRequest{Tool: "brain_query", Args: []byte(`{}`), Stats: sampleStats},
+		&CallRequest{Tool: "brain_query", Args: []byte(`{}`), Stats: sampleStats, Rank: true},
+		&CallRequest{Tool: "brain_query", Args: []byte(`{}`), Fetch: []string{"w/facts/a", "w/facts/b"}})
 	f.Fuzz(func(t *testing.T, p []byte) {
 		h, req, err := decodeCallRequest(p)
 		if err != nil {

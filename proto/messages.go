@@ -15,6 +15,13 @@ type CallRequest struct {
 	Tool      string
 	Args      []byte       // the tool arguments exactly as the client sent them (JSON object)
 	Stats     *CorpusStats // optional global corpus statistics for cross-wing search scoring
+	// Rank and Fetch split a cross-wing search into two steps, so that no
+	// wing renders hits the merge throws away (see docs/protocol.md). Rank
+	// asks for the ranked ids and scores only; Fetch asks for the rendered
+	// hits of these ids only. A shard that does not know them ignores them
+	// and answers the whole call.
+	Rank  bool
+	Fetch []string
 }
 
 // CallResponse is a tool's result, exactly as the shard produced it.

@@ -720,8 +720,9 @@ func TestServerRefusesBadFrames(t *testing.T) {
 		t.Fatalf("good frame answered with %s", h.typ)
 	}
 	// Versioning rule: unknown flag bits and trailing payload fields from
-	// a newer peer are ignored.
-	newer := append(bytes.Clone(good), 0x07, 0x08)
+	// a newer peer are ignored (after the optional rank and fetch fields:
+	// rank false, no ids).
+	newer := append(bytes.Clone(good), 0x00, 0x00, 0x07, 0x08)
 	newer[3] = 0xF0
 	newer = finishFrame(newer, 0)
 	if h, _ := rawExchange(t, f, addr, newer); h.typ != MsgCallResponse {

@@ -48,6 +48,8 @@ const (
 	MaxWingBytes         = 128
 	MaxVersionBytes      = 128
 	MaxErrorMessageBytes = 8 << 10
+	MaxFetchIDs          = 1024
+	MaxFetchIDBytes      = 1 << 10
 )
 
 // Frame flags.
@@ -419,6 +421,21 @@ func encodeRequest(dst []byte, t MsgType, h reqHeader, req any) ([]byte, error) 
 				return dst, err
 			}
 		}
+		// Optional fields appended after version 1's first release: sent
+		// only when set, so that a plain call keeps its original bytes.
+		if c.Rank || len(c.Fetch) > 0 {
+			if err := checkCount("fetch ids", len(c.Fetch), MaxFetchIDs); err != nil {
+				return dst, err
+			}
+			b = appendBool(b, c.Rank)
+			b = appendUvarint(b, uint64(len(c.Fetch)))
+			for _, id := range c.Fetch {
+				if err := checkLen("fetch id", len(id), MaxFetchIDBytes); err != nil {
+					return dst, err
+				}
+				b = appendStr(b, id)
+			}
+		}
 	case MsgMint:
 		m := req.(*MintRequest)
 		if err := checkLen("email", len(m.Email), MaxEmailBytes); err != nil {
@@ -458,6 +475,15 @@ func decodeCallRequest(p []byte) (reqHeader, *CallRequest, error) {
 	c.Args = r.bytes("args", len(p))
 	if r.boolean("stats present") {
 		c.Stats = r.corpusStats()
+	}
+	if r.err == nil && len(r.b) > 0 { // rank and fetch, when sent
+		c.Rank = r.boolean("rank")
+		if n := r.count("fetch ids", MaxFetchIDs); n > 0 {
+			c.Fetch = make([]string, 0, n)
+			for range n {
+				c.Fetch = append(c.Fetch, r.str("fetch id", MaxFetchIDBytes))
+			}
+		}
 	}
 	return h, c, r.err
 }

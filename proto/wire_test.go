@@ -61,6 +61,9 @@ func TestRequestRoundTrip(t *testing.T) {
 		{"call", MsgCall, &CallRequest{RequestID: "req-1", Token: "tok", Tool: "brain_get", Args: []byte(`{"id":"payments/facts/x"}`)}},
 		{"call with stats", MsgCall, &CallRequest{RequestID: "req-1", Token: "tok", Tool: "brain_query", Args: []byte(`{}`), Stats: sampleStats}},
 		{"call empty stats", MsgCall, &CallRequest{RequestID: "req-1", Tool: "t", Args: []byte{}, Stats: &CorpusStats{DocFreq: map[string]int64{}}}},
+		{"call rank", MsgCall, &CallRequest{RequestID: "req-1", Token: "tok", Tool: "brain_query", Args: []byte(`{}`), Stats: sampleStats, Rank: true}},
+		{"call fetch", MsgCall, &CallRequest{RequestID: "req-1", Token: "tok", Tool: "brain_query", Args: []byte(`{}`), Stats: sampleStats, Fetch: []string{"payments/facts/a", "payments/facts/b"}}},
+		{"call fetch without stats", MsgCall, &CallRequest{RequestID: "req-1", Tool: "brain_query", Args: []byte(`{}`), Fetch: []string{"a"}}},
 		{"mint", MsgMint, &MintRequest{RequestID: "req-1", Email: "ada@acme.com", Groups: []string{"eng", "payments"}, NotAfter: sampleTime}},
 		{"mint no groups zero time", MsgMint, &MintRequest{RequestID: "req-1", Email: "ada@acme.com"}},
 		{"stats", MsgStats, &StatsRequest{RequestID: "req-1", Query: "idempotency keys"}},
@@ -148,6 +151,8 @@ func TestGoldenFrames(t *testing.T) {
 	frames := map[string][]byte{
 		"call_request": mustEncodeRequest(t, MsgCall, reqHeader{Timeout: 2 * time.Second, RequestID: "r1"},
 			&CallRequest{Token: "tok", Tool: "brain_get", Args: []byte(`{"id":"a"}`), Stats: &CorpusStats{Docs: 2, TotalLength: 10, DocFreq: map[string]int64{"a": 1}}}),
+		"call_request_fetch": mustEncodeRequest(t, MsgCall, reqHeader{Timeout: 2 * time.Second, RequestID: "r1"},
+			&CallRequest{Token: "tok", Tool: "brain_query", Args: []byte(`{"query":"a"}`), Stats: &CorpusStats{Docs: 2, TotalLength: 10, DocFreq: map[string]int64{"a": 1}}, Fetch: []string{"w/facts/a"}}),
 		"mint_request":  mustEncodeRequest(t, MsgMint, reqHeader{RequestID: "r2"}, &MintRequest{Email: "ada@acme.com", Groups: []string{"eng"}, NotAfter: time.Unix(1800000000, 0)}),
 		"call_response": mustEncodeResponse(t, &CallResponse{Result: []byte(`"ok"`)}),
 		"error":         mustEncodeResponse(t, &Error{Code: CodeUnauthenticated, Message: "re-mint"}),

@@ -122,7 +122,8 @@ func (s *Service) Call(ctx context.Context, req *proto.CallRequest) (*proto.Call
 	if req.Stats != nil {
 		stats = &index.Stats{Docs: req.Stats.Docs, TotalLength: req.Stats.TotalLength, DocFreq: req.Stats.DocFreq}
 	}
-	result, isErr := s.tools.Call(ctx, tools.Caller{Email: claims.Email, Caps: claims.Caps}, req.Tool, req.Args, stats)
+	result, isErr := s.tools.CallWith(ctx, tools.Caller{Email: claims.Email, Caps: claims.Caps}, req.Tool, req.Args,
+		tools.CallOptions{Stats: stats, Rank: req.Rank, Fetch: req.Fetch})
 	return &proto.CallResponse{Result: result, IsError: isErr}, nil
 }
 
