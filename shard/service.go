@@ -26,10 +26,17 @@ type Config struct {
 	Logger   *slog.Logger
 	Now      func() time.Time
 	Progress func(done, total int) // optional: called while the index builds
-	// IndexDelay batches rewrites of the wing's _index.md: 0 rewrites it on
-	// every write; a positive delay rewrites it at most that often (large
-	// wings), and Close brings it up to date. Notes are durable either way.
+	// IndexDelay batches rewrites of the wing's _index.md: 0 means the
+	// default (1s), a positive delay rewrites it at most that often, a
+	// negative one rewrites it on every write. Close brings it up to date;
+	// notes are durable either way.
 	IndexDelay time.Duration
+	// MaxNoteBytes bounds a note file (0 → 1 MiB); larger files are skipped
+	// with a warning.
+	MaxNoteBytes int
+	// StateDir holds the index snapshot that makes restarts incremental
+	// ("" → <Brain>/.brainstem).
+	StateDir string
 }
 
 // Service is one wing served over brainstem/1. It implements proto.Handler:
@@ -65,12 +72,14 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		return nil, errors.New("shard: no signing key")
 	}
 	st, err := store.Open(ctx, store.Options{
-		Root:       cfg.Brain,
-		Wing:       cfg.Wing,
-		Logger:     cfg.Logger,
-		Now:        cfg.Now,
-		Progress:   cfg.Progress,
-		IndexDelay: cfg.IndexDelay,
+		Root:         cfg.Brain,
+		Wing:         cfg.Wing,
+		Logger:       cfg.Logger,
+		Now:          cfg.Now,
+		Progress:     cfg.Progress,
+		IndexDelay:   cfg.IndexDelay,
+		MaxNoteBytes: cfg.MaxNoteBytes,
+		StateDir:     cfg.StateDir,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shard: %w", err)
@@ -93,8 +102,16 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 // Tools returns the wing's tool set (the stdio mode serves it directly).
 func (s *Service) Tools() *tools.Set { return s.tools }
 
-// Close stops the store's background rescanner.
+// Close stops the store's background work, writes _index.md if it is
+// behind and saves the index snapshot.
 func (s *Service) Close() error { return s.store.Close() }
+
+// Skipped lists the files of the wing that are not loaded, with the reason.
+func (s *Service) Skipped() []store.Skipped { return s.store.Skipped() }
+
+// SkippedFiles returns how many files of the given kind (store.SkipKinds)
+// the wing does not load.
+func (s *Service) SkippedFiles(kind string) int { return s.store.SkippedCount(kind) }
 
 // ListTools answers the tool descriptors, unparsed.
 func (s *Service) ListTools(context.Context) (*proto.ListToolsResponse, error) {

@@ -14,10 +14,12 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// serveAdmin serves probes plus Go and process metrics on addr until ctx ends.
-func serveAdmin(ctx context.Context, addr string, probes http.Handler, logger *slog.Logger) (stop func(), err error) {
+// serveAdmin serves probes plus Go, process and the given metrics on addr
+// until ctx ends.
+func serveAdmin(ctx context.Context, addr string, probes http.Handler, logger *slog.Logger, extra ...prometheus.Collector) (stop func(), err error) {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(extra...)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/", probes)

@@ -33,6 +33,7 @@ Usage:
   brainstem dev token --email E    print a development token for another user
   brainstem gateway --config F     run the public MCP gateway (--check-config to validate F)
   brainstem shard [flags]          serve one wing over QUIC (or --stdio for one local developer)
+  brainstem check BRAIN            check a brain directory (the CI check of a brain repository)
   brainstem ca init|issue [flags]  create the internal CA and gateway/shard certificates
   brainstem join URL               connect Claude Code (and print Cursor/VS Code settings)
   brainstem load --url U --token T drive an MCP endpoint with concurrent clients (benchmark)
@@ -66,6 +67,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runGateway(ctx, args[1:], stdout, stderr)
 	case "shard":
 		err = runShard(ctx, args[1:], stdin, stdout, stderr)
+	case "check":
+		err = runCheck(ctx, args[1:], stdout, stderr)
 	case "ca":
 		err = runCA(args[1:], stdout, stderr)
 	case "join":

@@ -11,11 +11,14 @@ import (
 	"os"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/shard/stdio"
+	"github.com/brainstem/brainstem/shard/store"
 	"github.com/brainstem/brainstem/shard/tools"
 )
 
@@ -41,7 +44,9 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	tlsKey := fs.String("tls-key", "", "PEM file of this shard's private key")
 	policyFile := fs.String("policy", "", "YAML file with the wing policy (readers, writers, curators)")
 	keyFile := fs.String("key-file", "", "PEM file of the shard-token signing key, created if missing (default: a new key each start, which makes the gateway re-mint)")
-	indexDelay := fs.Duration("index-delay", 0, "rewrite the wing's _index.md at most this often instead of on every write (e.g. 1s for wings past ~10,000 notes)")
+	indexDelay := fs.Duration("index-delay", store.DefaultIndexDelay, "rewrite the wing's _index.md at most this often after a change (0: on every write, which costs more as the wing grows); shutdown always brings it up to date")
+	maxNote := fs.Int("max-note-bytes", store.DefaultMaxNoteBytes, "largest note file the shard loads or writes; larger files are skipped with a warning")
+	stateDir := fs.String("state-dir", "", "directory for the index snapshot that makes restarts fast (default: BRAIN/.brainstem)")
 	tokenTTL := fs.Duration("token-ttl", 10*time.Minute, "lifetime of the shard tokens this shard mints")
 	admin := fs.String("admin-listen", ":9091", "HTTP address for /healthz, /readyz and /metrics (empty: off)")
 	logFormat := fs.String("log-format", "json", "log format: json or text")
@@ -51,6 +56,10 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	if *brain == "" || *wing == "" {
 		return usageError{"shard: --brain and --wing are required"}
+	}
+	delay := *indexDelay
+	if delay == 0 {
+		delay = -1 // write-through
 	}
 	logger, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
@@ -64,7 +73,7 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 				return usageError{"shard --stdio: no --email and " + err.Error()}
 			}
 		}
-		svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Key: mustKey(), IndexDelay: *indexDelay, Logger: logger, Version: version})
+		svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Key: mustKey(), IndexDelay: delay, MaxNoteBytes: *maxNote, StateDir: *stateDir, Logger: logger, Version: version})
 		if err != nil {
 			return err
 		}
@@ -94,7 +103,8 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if err != nil {
 		return err
 	}
-	svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Policy: policy, Key: key, TokenTTL: *tokenTTL, IndexDelay: *indexDelay, Logger: logger, Version: version})
+	svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Policy: policy, Key: key, TokenTTL: *tokenTTL,
+		IndexDelay: delay, MaxNoteBytes: *maxNote, StateDir: *stateDir, Logger: logger, Version: version})
 	if err != nil {
 		return err
 	}
@@ -105,7 +115,7 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	srv := proto.NewServer(svc, proto.ServerConfig{TLS: tlsConf, Logger: logger})
 	if *admin != "" {
-		stopAdmin, err := serveAdmin(ctx, *admin, shardProbes(svc), logger)
+		stopAdmin, err := serveAdmin(ctx, *admin, shardProbes(svc), logger, shardMetrics(*wing, svc)...)
 		if err != nil {
 			return err
 		}
@@ -122,6 +132,19 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// shardMetrics exports the wing's files that are not loaded, by kind.
+func shardMetrics(wing string, svc *shard.Service) []prometheus.Collector {
+	var out []prometheus.Collector
+	for _, kind := range store.SkipKinds() {
+		out = append(out, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "brainstem_shard_skipped_files",
+			Help:        "Files of the wing's wiki directory the shard does not load (see its warning logs and `brainstem check`), by kind: name, place, type, size, read.",
+			ConstLabels: prometheus.Labels{"wing": wing, "kind": kind},
+		}, func() float64 { return float64(svc.SkippedFiles(kind)) }))
+	}
+	return out
 }
 
 func mustKey() auth.KeyPair {

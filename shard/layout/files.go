@@ -2,6 +2,7 @@ package layout
 
 import (
 	"fmt"
+	"regexp"
 	"strings"
 )
 
@@ -48,4 +49,35 @@ func SessionFile(name string) (string, error) {
 		return "", fmt.Errorf("not a session log name: %w", err)
 	}
 	return n, nil
+}
+
+// wikilink matches [[target]], [[target|alias]] and [[target#anchor]].
+var wikilink = regexp.MustCompile(`\[\[([^\[\]|#\r\n]+)(?:[|#][^\[\]\r\n]*)?\]\]`)
+
+// Link is a wikilink of a note body: its text as written ("[[…]]") and its
+// target, trimmed, without alias, anchor or ".md".
+type Link struct {
+	Text, Target string
+}
+
+// Links returns the wikilinks of a markdown body in order of appearance,
+// valid or not. A target "wing/hall/slug" names a note of any wing,
+// "hall/slug" a note of the linking note's wing (see LinkID).
+func Links(body string) []Link {
+	if !strings.Contains(body, "[[") {
+		return nil
+	}
+	var out []Link
+	for _, m := range wikilink.FindAllStringSubmatch(body, -1) {
+		out = append(out, Link{Text: m[0], Target: strings.TrimSuffix(strings.TrimSpace(m[1]), NoteExt)})
+	}
+	return out
+}
+
+// LinkID resolves a link target written in a note of wing to a note id.
+func LinkID(wing, target string) (ID, error) {
+	if strings.Count(target, "/") == 1 {
+		target = wing + "/" + target
+	}
+	return ParseID(target)
 }
