@@ -237,10 +237,14 @@ func collapseWindow(raw []byte, at int) ([]rune, int) {
 	space := false
 	for i := 0; i < len(raw); {
 		r, size := rune(raw[i]), 1
-		if r >= utf8.RuneSelf {
+		var isSpace bool
+		if r < utf8.RuneSelf {
+			isSpace = r == ' ' || '\t' <= r && r <= '\r' // unicode.IsSpace for ASCII
+		} else {
 			r, size = utf8.DecodeRune(raw[i:])
+			isSpace = unicode.IsSpace(r)
 		}
-		if unicode.IsSpace(r) {
+		if isSpace {
 			space = len(runes) > 0
 			i += size
 			continue
