@@ -54,6 +54,9 @@ type Config struct {
 	// Gateway, when set, adjusts the gateway's configuration before it
 	// starts (benchmarks raise the per-user rate limit with it).
 	Gateway func(*gateway.Config)
+	// Shard, when set, adjusts each shard's configuration before it opens
+	// (benchmarks raise the note size limit with it).
+	Shard func(*shard.Config)
 	// Progress is called while a wing's index builds.
 	Progress func(wing string, done, total int)
 }
@@ -241,10 +244,14 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, tl
 	if e.cfg.Progress != nil {
 		progress = func(done, total int) { e.cfg.Progress(wing, done, total) }
 	}
-	svc, err := shard.Open(ctx, shard.Config{
+	scfg := shard.Config{
 		Brain: e.BrainDir, Wing: wing, Policy: policy, Key: key, Version: e.cfg.Version,
 		Logger: e.cfg.Logger.With("component", "shard", "wing", wing), Progress: progress,
-	})
+	}
+	if e.cfg.Shard != nil {
+		e.cfg.Shard(&scfg)
+	}
+	svc, err := shard.Open(ctx, scfg)
 	if err != nil {
 		return "", fmt.Errorf("devenv: %w", err)
 	}
