@@ -134,28 +134,31 @@ func collapseSpace(s string) string {
 	return b.String()
 }
 
-// Window sizes of SnippetAt, in bytes on each side of the match: the first
-// read, and the largest it grows to.
+// Window sizes of SnippetAt, in bytes: the first read after the match
+// (per rune of the snippet; before it, a quarter of that), and the largest
+// either side grows to.
 const (
-	snippetSpanPerRune = 4
+	snippetSpanPerRune = 2
 	snippetMaxSpan     = 64 << 10
 )
 
 // SnippetAt returns Snippet(body, terms, maxRunes) for a body of size bytes
 // read through r, given match, the byte offset in the body of the first
 // token that matches one of terms ([Hit].Offset; < 0 when none does). It
-// reads only a window around match: about 4×maxRunes bytes on each side,
-// doubled while the window holds fewer than maxRunes+2 runes on a side
-// (after collapsing white space) and does not reach the body's end, up to
-// 64 KiB a side. So its cost does not depend on the body's size, and its
-// excerpt equals Snippet's except next to a run of more than 64 KiB of
-// white space, where it is cut shorter. A match that is not a token start
-// of the body (the offset is stale) is treated as no match.
+// reads only a window around match: about 2×maxRunes bytes after it and a
+// quarter of that before, each side doubled while it holds too few runes
+// for the excerpt (after collapsing white space) and does not reach the
+// body's end, up to 64 KiB a side. So its cost does not depend on the
+// body's size, and its excerpt equals Snippet's except next to a run of
+// more than 64 KiB of white space, where it is cut shorter. A match that is
+// not a token start of the body (the offset is stale) is treated as no
+// match.
 func SnippetAt(r io.ReaderAt, size, match int64, maxRunes int) (string, error) {
 	return snippetAt(r, size, match, maxRunes, int64(snippetSpanPerRune*max(maxRunes, 8)+64), snippetMaxSpan)
 }
 
-// snippetAt is SnippetAt with the window's first span and its cap.
+// snippetAt is SnippetAt with the window's first span after the match and
+// the cap of either side.
 func snippetAt(r io.ReaderAt, size, match int64, maxRunes int, span, maxSpan int64) (string, error) {
 	if maxRunes <= 0 || size <= 0 {
 		return "", nil
@@ -163,10 +166,11 @@ func snippetAt(r io.ReaderAt, size, match int64, maxRunes int, span, maxSpan int
 	if match >= size || maxRunes < 8 {
 		match = -1 // out of range, or a prefix is all that is shown
 	}
+	after, before := span, span/4+16
 	var buf []byte
 	for {
 		anchor := max(match, 0) // no match: the window starts the body
-		lo, hi := max(anchor-span, 0), min(anchor+span, size)
+		lo, hi := max(anchor-before, 0), min(anchor+after, size)
 		end := min(hi+1, size) // one byte more tells whether a rune starts at hi
 		if int64(cap(buf)) < end-lo {
 			buf = make([]byte, end-lo)
@@ -194,8 +198,8 @@ func snippetAt(r io.ReaderAt, size, match int64, maxRunes int, span, maxSpan int
 		atStart, atEnd := lo+from == 0, lo+to == size
 		me := 0
 		if match >= 0 {
-			if !atEnd && len(raw)-at < 2*utf8.UTFMax && span < maxSpan {
-				span *= 2 // too little after the offset to see its token
+			if !atEnd && len(raw)-at < 2*utf8.UTFMax && after < maxSpan {
+				after *= 2 // too little after the offset to see its token
 				continue
 			}
 			e := 0
@@ -215,12 +219,28 @@ func snippetAt(r io.ReaderAt, size, match int64, maxRunes int, span, maxSpan int
 		} else {
 			ms = 0
 		}
-		leadOK := atStart || ms >= maxRunes+1
+		// What cutWindow reads: up to maxRunes+1 runes from the match on;
+		// before it a quarter of the excerpt, or, when the excerpt may end
+		// the text (the end is in reach of the match), the whole excerpt.
 		tailOK := atEnd || len(runes)-ms >= maxRunes+2
-		if leadOK && tailOK || span >= maxSpan {
+		lead := maxRunes/4 + 2
+		if atEnd && len(runes)-ms <= maxRunes {
+			lead = maxRunes + 1
+		}
+		leadOK := atStart || ms >= lead
+		if tailOK && leadOK {
 			return cutWindow(runes, ms, me, atStart, atEnd, maxRunes), nil
 		}
-		span *= 2
+		grown := false
+		if !tailOK && after < maxSpan {
+			after, grown = after*2, true
+		}
+		if !leadOK && before < maxSpan {
+			before, grown = before*2, true
+		}
+		if !grown {
+			return cutWindow(runes, ms, me, atStart, atEnd, maxRunes), nil // a run of white space longer than the cap
+		}
 	}
 }
 
