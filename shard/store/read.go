@@ -221,28 +221,36 @@ func (s *Store) render(ctx context.Context, hits []index.Hit, runes int) ([]Hit,
 		runes = 200
 	}
 	out := make([]Hit, 0, len(hits))
+	halls := map[string]string{} // hall → its directory, checked once per call (layout.Resolve)
 	for _, h := range hits {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
-		if hit, ok := s.renderHit(h, runes); ok {
+		id, err := layout.ParseID(h.ID)
+		if err != nil {
+			continue
+		}
+		dir, ok := halls[id.Hall]
+		if !ok {
+			if dir, err = s.abs(layout.HallDir(id.Wing, id.Hall)); err != nil {
+				dir = ""
+			}
+			halls[id.Hall] = dir
+		}
+		if dir == "" {
+			continue
+		}
+		// The file itself is opened with O_NOFOLLOW: no link is followed.
+		if hit, ok := s.renderHit(h, id, filepath.Join(dir, id.Slug+layout.NoteExt), runes); ok {
 			out = append(out, hit)
 		}
 	}
 	return out, nil
 }
 
-// renderHit renders one index hit from its file; ok is false when the file
-// is gone or unreadable (the index is then repaired).
-func (s *Store) renderHit(h index.Hit, runes int) (Hit, bool) {
-	id, err := layout.ParseID(h.ID)
-	if err != nil {
-		return Hit{}, false
-	}
-	abs, err := s.abs(id.Path())
-	if err != nil {
-		return Hit{}, false
-	}
+// renderHit renders one index hit from its file abs; ok is false when the
+// file is gone or unreadable (the index is then repaired).
+func (s *Store) renderHit(h index.Hit, id layout.ID, abs string, runes int) (Hit, bool) {
 	at := s.wallNow()
 	f, fi, err := openLimit(abs, s.maxNote)
 	if err != nil {
