@@ -155,7 +155,20 @@ func (ix *Index) TitleBoost() int { return ix.boost }
 
 // Put adds d, replacing any document with the same ID. The document is
 // searchable when Put returns.
-func (ix *Index) Put(d Doc) {
+func (ix *Index) Put(d Doc) { ix.PutPrepared(ix.Prepare(d)) }
+
+// Prepared is a document tokenized and counted by Prepare, ready for
+// PutPrepared. It holds references into the document's text until then.
+type Prepared struct {
+	id     string
+	toks   []tokCount
+	length int64
+}
+
+// Prepare tokenizes and counts d without touching the index, so that many
+// documents can be prepared in parallel (as a shard does when it loads a
+// wing) and added one by one with PutPrepared.
+func (ix *Index) Prepare(d Doc) *Prepared {
 	tc, _ := ix.counts.Get().(*termCounts)
 	if tc == nil {
 		tc = &termCounts{slot: make(map[string]int32, 256)}
@@ -173,14 +186,22 @@ func (ix *Index) Put(d Doc) {
 	if length >= deadLen {
 		length = deadLen - 1
 	}
+	p := &Prepared{id: d.ID, toks: slices.Clone(tc.toks), length: length}
+	tc.reset()
+	ix.counts.Put(tc)
+	return p
+}
 
+// PutPrepared adds a document prepared by Prepare (of this index, or of one
+// with the same title boost), replacing any document with the same ID.
+func (ix *Index) PutPrepared(p *Prepared) {
 	ix.mu.Lock()
-	if old, ok := ix.byID[d.ID]; ok {
+	if old, ok := ix.byID[p.id]; ok {
 		ix.removeLocked(old)
 	}
 	ord := uint32(len(ix.docs))
-	ids := make([]uint32, 0, len(tc.toks))
-	for _, c := range tc.toks {
+	ids := make([]uint32, 0, len(p.toks))
+	for _, c := range p.toks {
 		tok := c.tok
 		id, ok := ix.dict[tok]
 		if !ok {
@@ -198,17 +219,15 @@ func (ix *Index) Put(d Doc) {
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	id := strings.Clone(d.ID)
+	id := strings.Clone(p.id)
 	ix.docs = append(ix.docs, docInfo{id: id, terms: encodeIDs(ids)})
-	ix.lens = append(ix.lens, uint32(length))
+	ix.lens = append(ix.lens, uint32(p.length))
 	ix.byID[id] = ord
 	ix.live++
-	ix.totalLen += length
+	ix.totalLen += p.length
 	ix.maybeCompactLocked()
 	ix.mu.Unlock()
-
-	tc.reset()
-	ix.counts.Put(tc)
+	p.toks = nil // drop the references into the text
 }
 
 // termCounts counts a document's terms per field, in order of first

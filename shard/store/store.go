@@ -480,15 +480,35 @@ func (s *Store) scanFiles() ([]noteFile, error) {
 	return out, nil
 }
 
-// readResult is a note file read and parsed by a load worker.
+// readResult is a note file read, parsed, hashed and tokenized by a load
+// worker.
 type readResult struct {
 	f      noteFile
-	raw    []byte
-	p      parsed
-	links  []string
+	note   preparedNote
 	sig    fileSig
 	readAt int64
 	err    error
+}
+
+// preparedNote is what applying a note needs, computed from its bytes
+// without touching the store (so in parallel when a wing loads).
+type preparedNote struct {
+	p       parsed
+	links   []string
+	hash    [sha256.Size]byte
+	bodyOff uint32
+	doc     *index.Prepared
+}
+
+// prepare parses, hashes and tokenizes the bytes of note id.
+func (s *Store) prepare(id layout.ID, raw []byte) preparedNote {
+	p := parseNote(raw, id.Slug)
+	n := preparedNote{p: p, links: s.parseLinks(p.body), hash: sha256.Sum256(raw)}
+	if off := len(raw) - len(p.body); off >= 0 && off <= math.MaxUint32 {
+		n.bodyOff = uint32(off) // the body is always a suffix of the file
+	}
+	n.doc = s.ix.Prepare(index.Doc{ID: id.String(), Title: p.title, Body: p.body})
+	return n
 }
 
 // load indexes the wing at Open: from the snapshot of the last run when
@@ -563,10 +583,9 @@ func (s *Store) readFiles(ctx context.Context, files []noteFile, progress func(d
 			for f := range jobs {
 				at := s.wallNow().UnixNano()
 				raw, sig, err := readFileLimit(f.path(), s.maxNote)
-				l := readResult{f: f, raw: raw, sig: sig, readAt: at, err: err}
+				l := readResult{f: f, sig: sig, readAt: at, err: err}
 				if err == nil {
-					l.p = parseNote(raw, f.id.Slug)
-					l.links = s.parseLinks(l.p.body)
+					l.note = s.prepare(f.id, raw)
 				}
 				select {
 				case results <- l:
@@ -595,7 +614,7 @@ func (s *Store) readFiles(ctx context.Context, files []noteFile, progress func(d
 		switch {
 		case l.err == nil:
 			s.skips.clearRead(l.f.id.Path())
-			s.applyParsed(l.f.id, l.raw, l.p, l.links, l.sig, l.readAt, true)
+			s.applyPrepared(l.f.id, l.note, l.sig, l.readAt, true)
 		case errors.Is(l.err, fs.ErrNotExist):
 		default:
 			s.skipRead(l.f.id, l.err)
@@ -627,23 +646,19 @@ func (s *Store) skipRead(id layout.ID, err error) {
 // wall time readAt) in the memory state and the search index. Callers hold
 // the note's lock.
 func (s *Store) apply(id layout.ID, raw []byte, sig fileSig, readAt time.Time) {
-	p := parseNote(raw, id.Slug)
-	s.applyParsed(id, raw, p, s.parseLinks(p.body), sig, readAt.UnixNano(), false)
+	s.applyPrepared(id, s.prepare(id, raw), sig, readAt.UnixNano(), false)
 }
 
-// applyParsed is apply after parsing. In bulk mode (Open) new ids are
+// applyPrepared is apply after prepare. In bulk mode (Open) new ids are
 // appended unsorted; load sorts them once at the end.
-func (s *Store) applyParsed(id layout.ID, raw []byte, p parsed, links []string, sig fileSig, readAt int64, bulk bool) {
-	m := &meta{hall: id.Hall, title: p.title, sig: sig, links: links, hash: sha256.Sum256(raw), readAt: readAt}
-	if off := len(raw) - len(p.body); off >= 0 && off <= math.MaxUint32 {
-		m.bodyOff = uint32(off) // the body is always a suffix of the file
-	}
-	m.updatedAt = p.updatedAt
+func (s *Store) applyPrepared(id layout.ID, n preparedNote, sig fileSig, readAt int64, bulk bool) {
+	m := &meta{hall: id.Hall, title: n.p.title, sig: sig, links: n.links, hash: n.hash, bodyOff: n.bodyOff, readAt: readAt}
+	m.updatedAt = n.p.updatedAt
 	if m.updatedAt == "" {
 		m.updatedAt = rfc3339(time.Unix(0, sig.mtime))
 	}
 	key := id.String()
-	s.ix.Put(index.Doc{ID: key, Title: p.title, Body: p.body})
+	s.ix.PutPrepared(n.doc)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
