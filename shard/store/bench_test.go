@@ -184,34 +184,42 @@ func BenchmarkOpen(b *testing.B) {
 	b.ReportMetric(float64(len(ids)*b.N)/total.Seconds(), "notes/s")
 }
 
-// BenchmarkGet reads random notes by id (brain_get's store path: resolve,
-// read, hash, parse), against a baseline of os.ReadFile of the same files
-// in the same run.
+// BenchmarkGet reads notes by id (brain_get's store path: resolve, read,
+// hash, parse), against a baseline of os.ReadFile of the same files in the
+// same run: ids drawn from the whole wing (set=all: mostly cache misses)
+// and from 100 notes (set=hot: the parsed notes stay cached).
 func BenchmarkGet(b *testing.B) {
 	root, ids := bench.get(b)
 	s := openBench(b, root)
 	ctx := context.Background()
-	rng := rand.New(rand.NewPCG(1, 2))
-	base := make([]time.Duration, 0, 1000)
-	for range 1000 {
-		id := ids[rng.IntN(len(ids))]
-		t0 := time.Now()
-		if _, err := os.ReadFile(filepath.Join(root, "wiki", id+".md")); err != nil {
-			b.Fatal(err)
-		}
-		base = append(base, time.Since(t0))
+	for _, set := range []struct {
+		name string
+		n    int
+	}{{"all", len(ids)}, {"hot", min(100, len(ids))}} {
+		b.Run("set="+set.name, func(b *testing.B) {
+			rng := rand.New(rand.NewPCG(1, 2))
+			base := make([]time.Duration, 0, 1000)
+			for range 1000 {
+				id := ids[rng.IntN(set.n)]
+				t0 := time.Now()
+				if _, err := os.ReadFile(filepath.Join(root, "wiki", id+".md")); err != nil {
+					b.Fatal(err)
+				}
+				base = append(base, time.Since(t0))
+			}
+			lat := make([]time.Duration, 0, 1<<16)
+			b.ResetTimer()
+			for b.Loop() {
+				id := ids[rng.IntN(set.n)]
+				t0 := time.Now()
+				if _, err := s.Get(ctx, id); err != nil {
+					b.Fatal(err)
+				}
+				lat = append(lat, time.Since(t0))
+			}
+			report(b, lat, base, "readfile")
+		})
 	}
-	lat := make([]time.Duration, 0, 1<<16)
-	b.ResetTimer()
-	for b.Loop() {
-		id := ids[rng.IntN(len(ids))]
-		t0 := time.Now()
-		if _, err := s.Get(ctx, id); err != nil {
-			b.Fatal(err)
-		}
-		lat = append(lat, time.Since(t0))
-	}
-	report(b, lat, base, "readfile")
 }
 
 // BenchmarkWrite creates new wiki notes (brain_write's store path: durable
