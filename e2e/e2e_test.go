@@ -157,8 +157,14 @@ type hit struct {
 
 // TestCrossWingRankingEqualsUnion: a query without a wing, answered by three
 // shards and merged by the gateway, ranks and scores exactly like one index
-// built over the union of the three wings.
+// built over the union of the three wings: on the sample brain, and on a
+// heavy-tailed corpus with notes of megabytes (crossWingHeavy).
 func TestCrossWingRankingEqualsUnion(t *testing.T) {
+	t.Run("corpus=sample", crossWingSample)
+	t.Run("corpus=heavy", crossWingHeavy)
+}
+
+func crossWingSample(t *testing.T) {
 	env := startEnv(t)
 	tok, _, err := env.Token("alice@example.com", nil)
 	if err != nil {

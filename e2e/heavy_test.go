@@ -147,13 +147,13 @@ func heavyQueries(n int) []string {
 	return qs
 }
 
-// TestCrossWingRankingEqualsUnionHeavy: on a heavy-tailed corpus (notes up
-// to megabytes), a query without a wing, answered by three shards in the
-// rank and fetch steps and merged by the gateway, ranks and scores exactly
-// like one wing holding every note, and its total is that wing's number of
-// matching notes. BRAINSTEM_E2E_HEAVY_NOTES sets the corpus size (default
-// 400, plus two notes of about a megabyte).
-func TestCrossWingRankingEqualsUnionHeavy(t *testing.T) {
+// crossWingHeavy is TestCrossWingRankingEqualsUnion on a heavy-tailed
+// corpus (notes up to megabytes): a query without a wing, answered by three
+// shards in the rank and fetch steps and merged by the gateway, ranks and
+// scores exactly like one wing holding every note, and its total is that
+// wing's number of matching notes. BRAINSTEM_E2E_HEAVY_NOTES sets the
+// corpus size (default 400, plus two notes of about a megabyte).
+func crossWingHeavy(t *testing.T) {
 	n := 400
 	if v, err := strconv.Atoi(os.Getenv("BRAINSTEM_E2E_HEAVY_NOTES")); err == nil && v > 0 {
 		n = v
