@@ -24,7 +24,8 @@ var ErrCorrupt = errors.New("index: saved index is corrupt or from another versi
 
 // Save writes the whole index to w in a compact binary form that Load reads
 // back, tombstones included. It holds the index's read lock while it
-// writes: puts and deletes wait, searches do not.
+// writes: puts and deletes wait (and searches that arrive while one of them
+// waits).
 func (ix *Index) Save(w io.Writer) error {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
