@@ -59,6 +59,9 @@ type Config struct {
 	// Gateway, when set, adjusts the gateway's configuration before it
 	// starts (benchmarks raise the per-user rate limit with it).
 	Gateway func(*gateway.Config)
+	// Shard, when set, adjusts each shard's configuration before it opens
+	// (benchmarks raise the note size limit with it).
+	Shard func(*shard.Config)
 	// Progress is called while a wing's index builds.
 	Progress func(wing string, done, total int)
 	// PolicyPoll is how often a shard checks its policy file
@@ -275,11 +278,15 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, tl
 	}
 	// Shard state lives in the data directory, not in a brain served in
 	// place: `brainstem shard --stdio` on the same checkout keeps its own.
-	svc, err := shard.Open(ctx, shard.Config{
+	scfg := shard.Config{
 		Brain: e.BrainDir, Wing: wing, Policy: policy, PolicyFile: policyFile, PolicyPoll: e.cfg.PolicyPoll,
 		StateDir: filepath.Join(e.DataDir, "state", wing), Key: key, Version: e.cfg.Version,
 		Logger: e.cfg.Logger.With("component", "shard"), Progress: progress, // the shard adds "wing"
-	})
+	}
+	if e.cfg.Shard != nil {
+		e.cfg.Shard(&scfg)
+	}
+	svc, err := shard.Open(ctx, scfg)
 	if err != nil {
 		return "", fmt.Errorf("devenv: %w", err)
 	}

@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"io"
 	"io/fs"
 	"math"
@@ -156,8 +157,14 @@ type hit struct {
 
 // TestCrossWingRankingEqualsUnion: a query without a wing, answered by three
 // shards and merged by the gateway, ranks and scores exactly like one index
-// built over the union of the three wings.
+// built over the union of the three wings: on the sample brain, and on a
+// heavy-tailed corpus with notes of megabytes (crossWingHeavy).
 func TestCrossWingRankingEqualsUnion(t *testing.T) {
+	t.Run("corpus=sample", crossWingSample)
+	t.Run("corpus=heavy", crossWingHeavy)
+}
+
+func crossWingSample(t *testing.T) {
 	env := startEnv(t)
 	tok, _, err := env.Token("alice@example.com", nil)
 	if err != nil {
@@ -241,14 +248,21 @@ func TestCrossWingRankingEqualsUnion(t *testing.T) {
 	}
 }
 
-// compareRankings checks two rankings agree: same ids with the same scores
-// (1e-9 relative), in the same order except within exact ties; a tie group
-// cut by the limit is compared only above the cut.
+// compareRankings checks two rankings agree (see rankingsDiffer).
 func compareRankings(t *testing.T, q string, got, want []hit, limit int) {
 	t.Helper()
+	if err := rankingsDiffer(got, want, limit); err != nil {
+		t.Errorf("%q: %v", q, err)
+	}
+}
+
+// rankingsDiffer reports how two rankings differ: they must have the same
+// ids with the same scores (1e-9 relative), in the same order except
+// within exact ties; a tie group cut by the limit is compared only above
+// the cut.
+func rankingsDiffer(got, want []hit, limit int) error {
 	if len(got) != len(want) {
-		t.Errorf("%q: %d merged hits, %d in the union index", q, len(got), len(want))
-		return
+		return fmt.Errorf("%d merged hits, %d in the union index", len(got), len(want))
 	}
 	cut := math.Inf(-1)
 	if len(got) == limit {
@@ -271,18 +285,18 @@ func compareRankings(t *testing.T, q string, got, want []hit, limit int) {
 	}
 	g, w := norm(got), norm(want)
 	if len(g) != len(w) {
-		t.Errorf("%q: %d vs %d hits above the cut", q, len(g), len(w))
-		return
+		return fmt.Errorf("%d vs %d hits above the cut", len(g), len(w))
 	}
 	for i := range g {
 		if g[i].ID != w[i].ID || math.Abs(g[i].Score-w[i].Score) > 1e-9*math.Max(1, math.Abs(w[i].Score)) {
-			t.Errorf("%q rank %d: merged %s %.12f, union %s %.12f", q, i, g[i].ID, g[i].Score, w[i].ID, w[i].Score)
+			return fmt.Errorf("rank %d: merged %s %.12f, union %s %.12f", i, g[i].ID, g[i].Score, w[i].ID, w[i].Score)
 		}
 	}
 	// The merged list itself must be in score order.
 	for i := 1; i < len(got); i++ {
 		if got[i].Score > got[i-1].Score {
-			t.Errorf("%q: merged hits out of order at %d", q, i)
+			return fmt.Errorf("merged hits out of order at %d", i)
 		}
 	}
+	return nil
 }

@@ -296,10 +296,12 @@ func FuzzParseToolDescriptors(f *testing.F) {
 	})
 }
 
-// FuzzFanoutMerge: parsing brain_query arguments and merging shard results
-// never panics, and the merged envelope is valid JSON keeping hit bytes.
+// FuzzFanoutMerge: parsing brain_query arguments and a wing's rank and
+// fetch answers never panics, and the merged envelope is valid JSON keeping
+// hit bytes.
 func FuzzFanoutMerge(f *testing.F) {
 	f.Add([]byte(`{"query":"x","limit":2}`), []byte(`{"hits":[{"id":"a/1","score":2},{ "id":"a/2", "score":1 }],"total":2}`))
+	f.Add([]byte(`{"query":"x","limit":2}`), []byte(`{"ranked":[{"id":"a/1","score":2},{"id":"a/2","score":1}],"total":9}`))
 	f.Add([]byte(`{"query":"x","limit":1.5}`), []byte(`{"hits":[],"total":0}`))
 	f.Add([]byte(`{}`), []byte(`{"hits":[1],"total":1}`))
 	f.Fuzz(func(t *testing.T, args, result []byte) {
@@ -307,26 +309,28 @@ func FuzzFanoutMerge(f *testing.F) {
 		if err != nil {
 			return
 		}
-		var sh shardHits
-		if json.Unmarshal(result, &sh) != nil {
+		fetched, ferr := parseFetched(result)
+		hits, total, err := parseRanked(result, 0)
+		if err != nil {
 			return
-		}
-		var hits []mergedHit
-		for _, h := range sh.Hits {
-			var k hitKey
-			if json.Unmarshal(h, &k) != nil {
-				return
-			}
-			hits = append(hits, mergedHit{key: k, raw: h})
 		}
 		if len(hits) > limit {
 			hits = hits[:limit]
 		}
-		out := encodeMerged(hits, sh.Total, []string{"a"}, nil)
+		var kept []mergedHit
+		for _, h := range hits {
+			if h.raw == nil && ferr == nil {
+				h.raw = fetched[h.key.ID]
+			}
+			if h.raw != nil {
+				kept = append(kept, h)
+			}
+		}
+		out := encodeMerged(kept, total, []string{"a"}, nil)
 		if !json.Valid(out) {
 			t.Fatalf("invalid envelope %s", out)
 		}
-		for _, h := range hits {
+		for _, h := range kept {
 			if !strings.Contains(string(out), string(h.raw)) {
 				t.Fatalf("hit bytes %s not kept in %s", h.raw, out)
 			}

@@ -57,6 +57,9 @@ var (
 	ErrBadRequestID      = errors.New("gateway: JSON-RPC id is neither a string nor a number")
 	ErrOutcomeUnknown    = errors.New("gateway: the write's outcome is unknown")
 	ErrMintRefused       = errors.New("gateway: the shard refuses this gateway's mints")
+	// ErrShardAnswer wraps a shard's refusal or malformed answer within a
+	// cross-wing search (the wing is then listed as unavailable).
+	ErrShardAnswer = errors.New("gateway: a wing's answer could not be used")
 )
 
 // Error is a gateway failure with a stable tool error code and a message a

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -67,6 +68,15 @@ type shardHits struct {
 	Total int64             `json:"total"`
 }
 
+// rankedHits is a shard's answer to the rank step. A shard that does not
+// know the step (an older version) answers the whole query instead, with
+// "hits" and no "ranked".
+type rankedHits struct {
+	Ranked *[]hitKey         `json:"ranked"`
+	Hits   []json.RawMessage `json:"hits"`
+	Total  int64             `json:"total"`
+}
+
 // hitKey is what merging reads from each hit.
 type hitKey struct {
 	Score float64 `json:"score"`
@@ -74,19 +84,31 @@ type hitKey struct {
 }
 
 type mergedHit struct {
-	key hitKey
-	raw json.RawMessage
+	key  hitKey
+	raw  json.RawMessage // the shard's bytes; nil until fetched
+	wing int             // index into the readable wings
 }
 
-// fanoutQuery runs brain_query over every wing the caller may read: first
-// each wing's corpus statistics for the query, summed into global
-// statistics, then the query itself on each wing scored with the global
-// statistics, so scores are comparable; hits are merged by score (desc) and
-// id (asc), cut to the limit, each hit's bytes unchanged. A failing wing is
-// listed under "unavailable" and never fails the query. The whole search is
-// bounded by limits.fanout_timeout (the mints and statistics by half of
-// it): a wing that has not answered by then is listed under "unavailable"
-// with the others' results, and the audit outcome is "partial".
+// fanoutQuery runs brain_query over every wing the caller may read, in
+// three steps of one round trip each, every wing in parallel:
+//
+//  1. stats: the caller's capabilities in each wing (minting if needed)
+//     and, where they may read, its corpus statistics for the query,
+//     summed into global statistics;
+//  2. rank: each wing's best ids and scores under the global statistics
+//     (so that scores are comparable), and its number of matching notes,
+//     from its index alone;
+//  3. fetch: after merging by score (desc) and id (asc) and cutting to the
+//     limit, each wing that holds some of the final hits renders those
+//     hits, and only those (a wing that holds none is not asked).
+//
+// The hits are returned in merged order, each one's bytes as its shard
+// produced them. total is the sum of the wings' numbers of matching notes.
+// A failing wing is listed under "unavailable" (only to a caller holding a
+// grant there) and never fails the query. The whole search is bounded by
+// limits.fanout_timeout (step 1 by half of it): a wing that has not
+// answered by then is listed under "unavailable" with the others' results,
+// and the audit outcome is "partial".
 func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, rec *auditRecord) *mcp.CallToolResult {
 	query, limit, err := parseQueryArgs(args)
 	if err != nil {
@@ -103,7 +125,7 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 		}
 		return classifyShard(err, w)
 	}
-	// Phase 1, per wing and concurrently (a stuck wing does not spend the
+	// Step 1, per wing and concurrently (a stuck wing does not spend the
 	// others' time): the caller's capabilities there (minting if needed),
 	// then, where they may read, the corpus statistics of the query.
 	n := len(g.wings)
@@ -182,30 +204,20 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 		}
 	}
 
-	// Phase 2: the query, scored with the global statistics.
+	// Step 2: rank, scored with the global statistics.
 	results := make([]*proto.CallResponse, len(readable))
-	eg2 := errgroup.Group{}
-	eg2.SetLimit(g.cfg.Limits.FanoutConcurrency)
-	for i, w := range readable {
-		if errs[i] != nil {
-			continue
+	g.eachWing(readable, errs, func(i int, w *wing) {
+		var err error
+		results[i], err = g.callWing(fctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: queryToolName, Args: args, Stats: global, Rank: true})
+		if err != nil {
+			errs[i] = late(w, err)
 		}
-		eg2.Go(func() error {
-			resp, err := g.callWing(fctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: queryToolName, Args: args, Stats: global})
-			if err != nil {
-				errs[i] = late(w, err)
-				return nil
-			}
-			results[i] = resp
-			return nil
-		})
-	}
-	_ = eg2.Wait()
+	})
 
 	var (
 		hits       []mergedHit
-		total      int64
-		answered   []string
+		totals     = make([]int64, len(readable))
+		answered   = make([]bool, len(readable))
 		firstError *proto.CallResponse
 	)
 	for i, w := range readable {
@@ -226,37 +238,22 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 			failed = append(failed, unavailableWing{Wing: w.name, Code: code, Error: msg})
 			continue
 		}
-		var sh shardHits
-		if err := json.Unmarshal(resp.Result, &sh); err != nil {
-			failed = append(failed, unavailableWing{Wing: w.name, Code: CodeInternal, Error: "the wing answered a result that is not a brain_query result"})
-			continue
-		}
-		ok := true
-		part := make([]mergedHit, 0, len(sh.Hits))
-		for _, h := range sh.Hits {
-			var k hitKey
-			if err := json.Unmarshal(h, &k); err != nil {
-				ok = false
-				break
-			}
-			part = append(part, mergedHit{key: k, raw: h})
-		}
-		if !ok {
-			failed = append(failed, unavailableWing{Wing: w.name, Code: CodeInternal, Error: "the wing answered hits without a numeric score and string id"})
+		part, total, err := parseRanked(resp.Result, i)
+		if err != nil {
+			failed = append(failed, unavailableWing{Wing: w.name, Code: CodeInternal, Error: err.Error()})
 			continue
 		}
 		hits = append(hits, part...)
-		total += sh.Total
-		answered = append(answered, w.name)
+		totals[i], answered[i] = total, true
 	}
-	if len(answered) == 0 && firstError != nil {
+	if firstError != nil && !slices.Contains(answered, true) {
 		// Every wing refused the same arguments: pass the first refusal on
 		// unchanged, as a wing-scoped call would.
 		rec.Outcome = "tool_error"
 		return shardResult(firstError)
 	}
-	rec.Missing = wingNames(failed)
-	if len(answered) == 0 {
+	if !slices.Contains(answered, true) {
+		rec.Missing = wingNames(failed)
 		if len(failed) == 0 { // every wing was lost meanwhile, none may be named
 			return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly"))
 		}
@@ -271,11 +268,72 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 	if len(hits) > limit {
 		hits = hits[:limit]
 	}
+
+	// Step 3: fetch the final hits from the wings that hold them.
+	fetch := make([][]string, len(readable))
+	for _, h := range hits {
+		if h.raw == nil {
+			fetch[h.wing] = append(fetch[h.wing], h.key.ID)
+		}
+	}
+	fetched := make([]map[string]json.RawMessage, len(readable))
+	ferrs := make([]error, len(readable))
+	for i := range readable {
+		if len(fetch[i]) == 0 {
+			ferrs[i] = errSkip
+		}
+	}
+	g.eachWing(readable, ferrs, func(i int, w *wing) {
+		resp, err := g.callWing(fctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: queryToolName, Args: args, Stats: global, Fetch: fetch[i]})
+		switch {
+		case err != nil:
+			ferrs[i] = late(w, err)
+		case resp.IsError:
+			code, msg := parseToolError(resp.Result)
+			ferrs[i] = newError(code, ErrShardAnswer, "%s", msg)
+		default:
+			fetched[i], ferrs[i] = parseFetched(resp.Result)
+		}
+	})
+	for i, w := range readable {
+		if ferrs[i] == nil || ferrs[i] == errSkip {
+			continue
+		}
+		if errors.Is(ferrs[i], errWingHidden) {
+			answered[i], totals[i] = false, 0
+			continue
+		}
+		e := classify(ferrs[i], w.name)
+		failed = append(failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
+		answered[i], totals[i] = false, 0
+	}
+	final := hits[:0]
+	for _, h := range hits {
+		switch {
+		case !answered[h.wing]:
+		case h.raw != nil:
+			final = append(final, h)
+		default:
+			if raw, ok := fetched[h.wing][h.key.ID]; ok { // absent: the note changed or went in between
+				h.raw = raw
+				final = append(final, h)
+			}
+		}
+	}
+	var total int64
+	var names []string
+	for i, w := range readable {
+		if answered[i] {
+			total += totals[i]
+			names = append(names, w.name)
+		}
+	}
+	rec.Missing = wingNames(failed)
 	rec.Outcome = "ok"
 	if len(failed) > 0 {
 		rec.Outcome = outcomePartial
 	}
-	return mcp.NewToolResultText(string(encodeMerged(hits, total, answered, failed)))
+	return mcp.NewToolResultText(string(encodeMerged(final, total, names, failed)))
 }
 
 // outcomePartial is the audit outcome of a cross-wing search that left
@@ -300,6 +358,69 @@ func wingNames(ws []unavailableWing) []string {
 		out[i] = w.Wing
 	}
 	return out
+}
+
+// errSkip marks a wing a step does not ask.
+var errSkip = errors.New("gateway: wing not asked")
+
+// eachWing runs fn for every wing whose errs entry is nil, at most
+// limits.fanout_concurrency at a time.
+func (g *Gateway) eachWing(wings []*wing, errs []error, fn func(i int, w *wing)) {
+	eg := errgroup.Group{}
+	eg.SetLimit(g.cfg.Limits.FanoutConcurrency)
+	for i, w := range wings {
+		if errs[i] != nil {
+			continue
+		}
+		eg.Go(func() error {
+			fn(i, w)
+			return nil
+		})
+	}
+	_ = eg.Wait()
+}
+
+// parseRanked reads a wing's answer to the rank step: ids and scores to
+// fetch later, or, from a shard that answered the whole query, hits whose
+// bytes are already final.
+func parseRanked(result []byte, wing int) ([]mergedHit, int64, error) {
+	var rh rankedHits
+	if err := json.Unmarshal(result, &rh); err != nil {
+		return nil, 0, errors.New("the wing answered a result that is not a brain_query result")
+	}
+	if rh.Ranked != nil {
+		part := make([]mergedHit, 0, len(*rh.Ranked))
+		for _, k := range *rh.Ranked {
+			part = append(part, mergedHit{key: k, wing: wing})
+		}
+		return part, rh.Total, nil
+	}
+	part := make([]mergedHit, 0, len(rh.Hits))
+	for _, h := range rh.Hits {
+		var k hitKey
+		if err := json.Unmarshal(h, &k); err != nil {
+			return nil, 0, errors.New("the wing answered hits without a numeric score and string id")
+		}
+		part = append(part, mergedHit{key: k, raw: h, wing: wing})
+	}
+	return part, rh.Total, nil
+}
+
+// parseFetched reads a wing's answer to the fetch step: its hits by id.
+func parseFetched(result []byte) (map[string]json.RawMessage, error) {
+	var sh shardHits
+	if err := json.Unmarshal(result, &sh); err != nil {
+		return nil, newError(CodeInternal, ErrShardAnswer, "the wing answered a fetch that is not a list of hits")
+	}
+	out := make(map[string]json.RawMessage, len(sh.Hits))
+	for _, h := range sh.Hits {
+		var k hitKey
+		if err := json.Unmarshal(h, &k); err != nil {
+			return nil, newError(CodeInternal, ErrShardAnswer, "the wing answered hits without a numeric score and string id")
+		}
+		out[k.ID] = h
+	}
+	return out, nil
 }
 
 // encodeMerged writes the cross-wing envelope by hand so each hit's bytes

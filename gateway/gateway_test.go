@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"fmt"
 	"log/slog"
 	"net/http"
 	"slices"
@@ -11,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
@@ -293,5 +295,116 @@ func TestLoggerSeconds(t *testing.T) {
 	l.Info("x", "wait", 1500*time.Millisecond, slog.Group("g", "d", 2*time.Second))
 	if s := b.String(); !strings.Contains(s, `"wait":1.5`) || !strings.Contains(s, `"g":{"d":2}`) {
 		t.Fatalf("durations not in seconds: %s", s)
+	}
+}
+
+// TestFanoutRendersOnlyFinalHits: a cross-wing search ranks on every wing,
+// then asks only the wings holding the final hits to render them, and only
+// those: one extra round trip, no snippet the merge throws away. total is
+// the number of matching notes, as one wing holding them all counts it. An
+// older shard that answers the whole query in the rank step still merges,
+// and a wing that fails the fetch step is listed as unavailable.
+func TestFanoutRendersOnlyFinalHits(t *testing.T) {
+	e := newEnv(t, []string{"a", "b", "c", "all"}, map[string]auth.Policy{
+		"a": policyOpen, "b": policyOpen, "c": policyOpen,
+		"all": {Readers: []string{"email:other@acme.com"}}, // alice's cross-wing search covers a, b, c
+	})
+	for i := range 30 {
+		w := []string{"a", "b", "c"}[i%3]
+		body := "ledger " + strings.Repeat("entries ", i%7) + strings.Repeat("audit ", i%5)
+		e.wings[w].addNote(fmt.Sprintf("%s/f/%02d", w, i), body, "x@acme.com")
+		e.wings["all"].addNote(fmt.Sprintf("%s/f/%02d", w, i), body, "x@acme.com")
+	}
+	e.wings["c"].addNote("c/f/zz", "unrelated words", "x@acme.com")
+	e.wings["all"].addNote("c/f/zz", "unrelated words", "x@acme.com")
+	c := e.client(t, e.idp.token(t, "alice@acme.com"), false)
+	other := e.client(t, e.idp.token(t, "other@acme.com"), false)
+
+	type answer struct {
+		Hits        []json.RawMessage `json:"hits"`
+		Total       int64             `json:"total"`
+		Wings       []string          `json:"wings"`
+		Unavailable []unavailableWing `json:"unavailable"`
+	}
+	search := func(c *client.Client, args string) answer {
+		t.Helper()
+		text, isErr := call(t, c, "brain_query", args)
+		if isErr {
+			t.Fatal(text)
+		}
+		var a answer
+		if err := json.Unmarshal([]byte(text), &a); err != nil {
+			t.Fatal(err)
+		}
+		return a
+	}
+	keys := func(hits []json.RawMessage) []hitKey {
+		var out []hitKey
+		for _, h := range hits {
+			var k hitKey
+			_ = json.Unmarshal(h, &k)
+			out = append(out, k)
+		}
+		return out
+	}
+	reset := func() {
+		for _, w := range e.wings {
+			w.rendered.Store(0)
+			w.queryCalls.Store(0)
+		}
+	}
+
+	for _, q := range []string{`{"query":"ledger audit","limit":4}`, `{"query":"entries","limit":7}`, `{"query":"audit"}`} {
+		reset()
+		got := search(c, q)
+		one := search(other, strings.Replace(q, "{", `{"wing":"all",`, 1))
+		if !slices.Equal(keys(got.Hits), keys(one.Hits)) || got.Total != one.Total || got.Total <= int64(len(got.Hits)) {
+			t.Fatalf("%s: merged %v total %d; one wing %v total %d", q, keys(got.Hits), got.Total, keys(one.Hits), one.Total)
+		}
+		rendered, holders := int64(0), 0
+		for _, n := range []string{"a", "b", "c"} {
+			w := e.wings[n]
+			rendered += w.rendered.Load()
+			held := 0
+			for _, k := range keys(got.Hits) {
+				if strings.HasPrefix(k.ID, n+"/") {
+					held++
+				}
+			}
+			want := int64(1) // rank only
+			if held > 0 {
+				want, holders = 2, holders+1 // rank, then fetch
+			}
+			if w.queryCalls.Load() != want {
+				t.Errorf("%s: wing %s holds %d final hits and got %d brain_query calls, want %d", q, n, held, w.queryCalls.Load(), want)
+			}
+		}
+		if rendered != int64(len(got.Hits)) || holders == 0 {
+			t.Errorf("%s: wings rendered %d hits for %d final ones", q, rendered, len(got.Hits))
+		}
+	}
+
+	// An older shard answers the whole query in the rank step.
+	e.wings["b"].legacy.Store(true)
+	got := search(c, `{"query":"ledger audit","limit":5}`)
+	one := search(other, `{"wing":"all","query":"ledger audit","limit":5}`)
+	if !slices.Equal(keys(got.Hits), keys(one.Hits)) || got.Total != one.Total || len(got.Unavailable) != 0 {
+		t.Fatalf("with an older shard: %v total %d, want %v total %d (unavailable %v)", keys(got.Hits), got.Total, keys(one.Hits), one.Total, got.Unavailable)
+	}
+	e.wings["b"].legacy.Store(false)
+
+	// A wing that fails the fetch step is listed; its hits are left out.
+	e.wings["a"].failFetch.Store(true)
+	got = search(c, `{"query":"ledger","limit":30}`)
+	if len(got.Unavailable) != 1 || got.Unavailable[0].Wing != "a" || slices.Contains(got.Wings, "a") {
+		t.Fatalf("fetch failure: wings %v unavailable %+v", got.Wings, got.Unavailable)
+	}
+	for _, k := range keys(got.Hits) {
+		if strings.HasPrefix(k.ID, "a/") {
+			t.Fatalf("hit %s of the failed wing kept", k.ID)
+		}
+	}
+	if got.Total != 20 || len(got.Hits) != 20 {
+		t.Fatalf("fetch failure: %d hits, total %d; want wing b's and c's 20", len(got.Hits), got.Total)
 	}
 }

@@ -120,6 +120,10 @@ type testWing struct {
 	// stall makes Stats and brain_query wait for their ctx (a stuck wing).
 	stall     atomic.Bool
 	toolCalls sync.Map // tool name → *atomic.Int64
+	legacy     atomic.Bool  // brain_query ignores the rank and fetch steps, as shards before them did
+	failFetch  atomic.Bool  // the fetch step fails (the wing went down in between)
+	rendered   atomic.Int64 // brain_query hits rendered (whole answers and fetches)
+	queryCalls atomic.Int64 // brain_query calls, any step
 }
 
 // seenCall is what a Call carried besides its token.
@@ -317,31 +321,42 @@ func (w *testWing) Call(ctx context.Context, req *proto.CallRequest) (*proto.Cal
 			return nil, ctx.Err()
 		}
 	case "brain_query":
+		w.queryCalls.Add(1)
 		if args.Query == "" {
 			return toolErr("invalid_argument", "query is required"), nil
+		}
+		switch {
+		case w.legacy.Load():
+		case req.Rank:
+			return w.rank(args.Query, args.Limit, req.Stats), nil
+		case len(req.Fetch) > 0:
+			if w.failFetch.Load() {
+				return nil, &proto.Error{Code: proto.CodeUnavailable, Message: "draining (test)"}
+			}
+			return w.fetch(args.Query, req.Fetch, req.Stats), nil
 		}
 		return w.query(args.Query, args.Limit, req.Stats), nil
 	}
 	return nil, &proto.Error{Code: proto.CodeUnknownTool, Message: req.Tool}
 }
 
-// query scores notes by a toy tf·idf over whole words, using the given
+// scored is a note id and its toy score.
+type scored struct {
+	id    string
+	score float64
+}
+
+// score scores notes by a toy tf·idf over whole words, using the given
 // corpus statistics when present, so merged cross-wing scores are
-// comparable only if the gateway summed the statistics right.
-func (w *testWing) query(q string, limit int, st *proto.CorpusStats) *proto.CallResponse {
-	if limit <= 0 {
-		limit = 10
-	}
+// comparable only if the gateway summed the statistics right. It returns
+// every matching note, best first.
+func (w *testWing) score(q string, st *proto.CorpusStats) []scored {
 	local := w.stats(q)
 	if st == nil {
 		st = local
 	}
 	terms := strings.Fields(strings.ToLower(q))
-	type hit struct {
-		id    string
-		score float64
-	}
-	var hits []hit
+	var hits []scored
 	w.mu.Lock()
 	for _, n := range w.notes {
 		var score float64
@@ -358,7 +373,7 @@ func (w *testWing) query(q string, limit int, st *proto.CorpusStats) *proto.Call
 			}
 		}
 		if score > 0 {
-			hits = append(hits, hit{n.ID, score})
+			hits = append(hits, scored{n.ID, score})
 		}
 	}
 	w.mu.Unlock()
@@ -368,19 +383,69 @@ func (w *testWing) query(q string, limit int, st *proto.CorpusStats) *proto.Call
 		}
 		return hits[i].id < hits[j].id
 	})
-	total := len(hits)
-	if len(hits) > limit {
-		hits = hits[:limit]
-	}
-	var b bytes.Buffer
+	return hits
+}
+
+// renderHits writes hits with odd spacing the gateway must keep.
+func (w *testWing) renderHits(b *bytes.Buffer, hits []scored) {
+	w.rendered.Add(int64(len(hits)))
 	b.WriteString(`{"hits":[`)
 	for i, h := range hits {
 		if i > 0 {
 			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, `{ "id":%q, "score":%s, "wing":%q }`, h.id, strconvF(h.score), w.name)
+		fmt.Fprintf(b, `{ "id":%q, "score":%s, "wing":%q }`, h.id, strconvF(h.score), w.name)
+	}
+	b.WriteString(`]`)
+}
+
+// query answers a whole brain_query: the best hits, rendered, and total.
+func (w *testWing) query(q string, limit int, st *proto.CorpusStats) *proto.CallResponse {
+	if limit <= 0 {
+		limit = 10
+	}
+	hits := w.score(q, st)
+	total := len(hits)
+	var b bytes.Buffer
+	w.renderHits(&b, hits[:min(limit, len(hits))])
+	fmt.Fprintf(&b, `,"total":%d}`, total)
+	return &proto.CallResponse{Result: b.Bytes()}
+}
+
+// rank answers the rank step: ids and scores only.
+func (w *testWing) rank(q string, limit int, st *proto.CorpusStats) *proto.CallResponse {
+	if limit <= 0 {
+		limit = 10
+	}
+	hits := w.score(q, st)
+	total := len(hits)
+	var b bytes.Buffer
+	b.WriteString(`{"ranked":[`)
+	for i, h := range hits[:min(limit, len(hits))] {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		fmt.Fprintf(&b, `{"id":%q,"score":%s}`, h.id, strconvF(h.score))
 	}
 	fmt.Fprintf(&b, `],"total":%d}`, total)
+	return &proto.CallResponse{Result: b.Bytes()}
+}
+
+// fetch answers the fetch step: the named hits, rendered.
+func (w *testWing) fetch(q string, ids []string, st *proto.CorpusStats) *proto.CallResponse {
+	byID := map[string]scored{}
+	for _, h := range w.score(q, st) {
+		byID[h.id] = h
+	}
+	var hits []scored
+	for _, id := range ids {
+		if h, ok := byID[id]; ok {
+			hits = append(hits, h)
+		}
+	}
+	var b bytes.Buffer
+	w.renderHits(&b, hits)
+	b.WriteString(`}`)
 	return &proto.CallResponse{Result: b.Bytes()}
 }
 

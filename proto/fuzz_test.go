@@ -92,7 +92,9 @@ func FuzzDecodeCallRequest(f *testing.F) {
 		&CallRequest{Token: "tok", Tool: "brain_get", Args: []byte(`{"id":"a"}`)},
 		&CallRequest{Tool: "brain_query", Args: []byte(`{}`), Stats: sampleStats},
 		&CallRequest{Token: "tok", Tool: "brain_write", Args: []byte(`{"title":"a"}`), IdempotencyKey: "gw-5f1c0e9a"},
-		&CallRequest{Tool: "brain_ingest_raw", Args: []byte(`{}`), Stats: sampleStats, IdempotencyKey: "import-2026-11-30"})
+		&CallRequest{Tool: "brain_ingest_raw", Args: []byte(`{}`), Stats: sampleStats, IdempotencyKey: "import-2026-11-30"},
+		&CallRequest{Tool: "brain_query", Args: []byte(`{}`), Stats: sampleStats, Rank: true},
+		&CallRequest{Tool: "brain_query", Args: []byte(`{}`), Fetch: []string{"w/facts/a", "w/facts/b"}})
 	f.Fuzz(func(t *testing.T, p []byte) {
 		h, req, err := decodeCallRequest(p)
 		if err != nil {

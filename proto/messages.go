@@ -22,6 +22,13 @@ type CallRequest struct {
 	// every write and curate call, so its own retries never apply a write
 	// twice. At most MaxIdempotencyKeyBytes; the shard checks the charset.
 	IdempotencyKey string
+	// Rank and Fetch split a cross-wing search into two steps, so that no
+	// wing renders hits the merge throws away (see docs/protocol.md). Rank
+	// asks for the ranked ids and scores only; Fetch asks for the rendered
+	// hits of these ids only. A shard that does not know them ignores them
+	// and answers the whole call.
+	Rank  bool
+	Fetch []string
 }
 
 // CallResponse is a tool's result, exactly as the shard produced it.

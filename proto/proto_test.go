@@ -746,9 +746,9 @@ func TestServerRefusesBadFrames(t *testing.T) {
 		t.Fatalf("good frame answered with %s", h.typ)
 	}
 	// Versioning rule: unknown flag bits and trailing payload fields from
-	// a newer peer are ignored. (A Call's fields appended after the
-	// idempotency key come after that key, empty if unset: 0x00.)
-	newer := append(bytes.Clone(good), 0x00, 0x07, 0x08)
+	// a newer peer are ignored (after the optional idempotency key, rank
+	// and fetch fields: an empty key, rank false, no ids).
+	newer := append(bytes.Clone(good), 0x00, 0x00, 0x00, 0x07, 0x08)
 	newer[3] = 0xF0
 	newer = finishFrame(newer, 0)
 	if h, _ := rawExchange(t, f, addr, newer); h.typ != MsgCallResponse {

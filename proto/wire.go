@@ -50,6 +50,9 @@ const (
 	MaxErrorMessageBytes = 8 << 10
 	// MaxIdempotencyKeyBytes bounds CallRequest.IdempotencyKey.
 	MaxIdempotencyKeyBytes = 128
+	// MaxFetchIDs and MaxFetchIDBytes bound CallRequest.Fetch.
+	MaxFetchIDs     = 1024
+	MaxFetchIDBytes = 1 << 10
 )
 
 // Frame flags.
@@ -424,11 +427,27 @@ func encodeRequest(dst []byte, t MsgType, h reqHeader, req any) ([]byte, error) 
 				return dst, err
 			}
 		}
-		// Appended in version 1 (compatible): only when set, so a call
-		// without a key has the same bytes as before, and an old shard,
-		// which ignores trailing fields, still reads the rest.
-		if c.IdempotencyKey != "" {
+		// Optional fields appended after version 1's first release, in this
+		// order: the idempotency key, then rank and fetch. Each is sent only
+		// when it or a later one is set (the key as "" when only rank or
+		// fetch is), so a plain call keeps its original bytes and an older
+		// shard, which ignores trailing fields, still reads the rest.
+		rankOrFetch := c.Rank || len(c.Fetch) > 0
+		if c.IdempotencyKey != "" || rankOrFetch {
 			b = appendStr(b, c.IdempotencyKey)
+		}
+		if rankOrFetch {
+			if err := checkCount("fetch ids", len(c.Fetch), MaxFetchIDs); err != nil {
+				return dst, err
+			}
+			b = appendBool(b, c.Rank)
+			b = appendUvarint(b, uint64(len(c.Fetch)))
+			for _, id := range c.Fetch {
+				if err := checkLen("fetch id", len(id), MaxFetchIDBytes); err != nil {
+					return dst, err
+				}
+				b = appendStr(b, id)
+			}
 		}
 	case MsgMint:
 		m := req.(*MintRequest)
@@ -472,6 +491,15 @@ func decodeCallRequest(p []byte) (reqHeader, *CallRequest, error) {
 	}
 	if r.err == nil && len(r.b) > 0 { // optional: absent in older peers' payloads
 		c.IdempotencyKey = r.str("idempotency key", MaxIdempotencyKeyBytes)
+	}
+	if r.err == nil && len(r.b) > 0 { // rank and fetch, when sent
+		c.Rank = r.boolean("rank")
+		if n := r.count("fetch ids", MaxFetchIDs); n > 0 {
+			c.Fetch = make([]string, 0, n)
+			for range n {
+				c.Fetch = append(c.Fetch, r.str("fetch id", MaxFetchIDBytes))
+			}
+		}
 	}
 	return h, c, r.err
 }

@@ -34,8 +34,9 @@ type Config struct {
 	// PolicyPoll is how often the policy file is checked for a new
 	// version; 0 → DefaultPolicyPoll; negative: never (ReloadPolicy only).
 	PolicyPoll time.Duration
-	// StateDir holds the shard's own state (the idempotency journal); ""
-	// → <Brain>/.brainstem/<Wing>. It must survive restarts, like the brain.
+	// StateDir holds the shard's own state: the idempotency journal and
+	// the index snapshot that makes restarts incremental. "" →
+	// <Brain>/.brainstem/<Wing>. It must survive restarts, like the brain.
 	StateDir string
 	// Idempotency bounds the idempotency keys remembered (zero fields
 	// take the idempotency package's defaults: 24 h, 100,000 keys, 10,000
@@ -49,10 +50,14 @@ type Config struct {
 	Logger   *slog.Logger
 	Now      func() time.Time
 	Progress func(done, total int) // optional: called while the index builds
-	// IndexDelay batches rewrites of the wing's _index.md: 0 rewrites it on
-	// every write; a positive delay rewrites it at most that often (large
-	// wings), and Close brings it up to date. Notes are durable either way.
+	// IndexDelay batches rewrites of the wing's _index.md: 0 means the
+	// default (1s), a positive delay rewrites it at most that often, a
+	// negative one rewrites it on every write. Close brings it up to date;
+	// notes are durable either way.
 	IndexDelay time.Duration
+	// MaxNoteBytes bounds a note file (0 → 1 MiB); larger files are skipped
+	// with a warning.
+	MaxNoteBytes int
 }
 
 // Service is one wing served over brainstem/1. It implements proto.Handler:
@@ -110,12 +115,14 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		cfg.StateDir = filepath.Join(cfg.Brain, ".brainstem", cfg.Wing)
 	}
 	st, err := store.Open(ctx, store.Options{
-		Root:       cfg.Brain,
-		Wing:       cfg.Wing,
-		Logger:     log,
-		Now:        cfg.Now,
-		Progress:   cfg.Progress,
-		IndexDelay: cfg.IndexDelay,
+		Root:         cfg.Brain,
+		Wing:         cfg.Wing,
+		Logger:       log,
+		Now:          cfg.Now,
+		Progress:     cfg.Progress,
+		IndexDelay:   cfg.IndexDelay,
+		MaxNoteBytes: cfg.MaxNoteBytes,
+		StateDir:     cfg.StateDir,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shard: %w", err)
@@ -180,12 +187,20 @@ func (s *Service) journalStats() journalStats { return s.journal.Stats() }
 func (s *Service) Tools() *tools.Set { return s.tools }
 
 // Close stops watching the policy file, closes the idempotency journal and
-// stops the store's background rescanner.
+// stops the store's background work, writing _index.md if it is behind and
+// saving the index snapshot.
 func (s *Service) Close() error {
 	s.closing.Do(func() { close(s.stop) })
 	<-s.done
 	return errors.Join(s.journal.Close(), s.store.Close())
 }
+
+// Skipped lists the files of the wing that are not loaded, with the reason.
+func (s *Service) Skipped() []store.Skipped { return s.store.Skipped() }
+
+// SkippedFiles returns how many files of the given kind (store.SkipKinds)
+// the wing does not load.
+func (s *Service) SkippedFiles(kind string) int { return s.store.SkippedCount(kind) }
 
 // ListTools answers the tool descriptors, unparsed.
 func (s *Service) ListTools(context.Context) (*proto.ListToolsResponse, error) {
@@ -231,7 +246,8 @@ func (s *Service) Call(ctx context.Context, req *proto.CallRequest) (*proto.Call
 	if req.Stats != nil {
 		stats = &index.Stats{Docs: req.Stats.Docs, TotalLength: req.Stats.TotalLength, DocFreq: req.Stats.DocFreq}
 	}
-	result, isErr := s.tools.Call(ctx, tools.Caller{Email: claims.Email, Caps: caps, IdempotencyKey: req.IdempotencyKey}, req.Tool, req.Args, stats)
+	result, isErr := s.tools.CallWith(ctx, tools.Caller{Email: claims.Email, Caps: caps, IdempotencyKey: req.IdempotencyKey}, req.Tool, req.Args,
+		tools.CallOptions{Stats: stats, Rank: req.Rank, Fetch: req.Fetch})
 	return &proto.CallResponse{Result: result, IsError: isErr}, nil
 }
 

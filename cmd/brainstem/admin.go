@@ -14,10 +14,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
 
-// serveAdmin serves probes plus the metrics of reg, with Go and process
-// metrics added, on addr until ctx ends.
-func serveAdmin(ctx context.Context, addr string, probes http.Handler, reg *prometheus.Registry, logger *slog.Logger) (stop func(), err error) {
+// serveAdmin serves probes plus the metrics of reg and extra, with Go and
+// process metrics added, on addr until ctx ends.
+func serveAdmin(ctx context.Context, addr string, probes http.Handler, reg *prometheus.Registry, logger *slog.Logger, extra ...prometheus.Collector) (stop func(), err error) {
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	reg.MustRegister(extra...)
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.Handle("/", probes)

@@ -34,6 +34,7 @@ Usage:
   brainstem dev idp [--port N]     run only the development identity provider
   brainstem gateway --config F     run the public MCP gateway (--check-config to validate F)
   brainstem shard [flags]          serve one wing over QUIC (or --stdio for one local developer)
+  brainstem check BRAIN            check a brain directory (the CI check of a brain repository)
   brainstem ca init|issue [flags]  create the internal CA and gateway/shard certificates
   brainstem login URL              sign in to a brain (browser) and show the wings you reach
   brainstem token URL              print a fresh access token (--json-header for headersHelper)
@@ -70,6 +71,8 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 		err = runGateway(ctx, args[1:], stdout, stderr)
 	case "shard":
 		err = runShard(ctx, args[1:], stdin, stdout, stderr)
+	case "check":
+		err = runCheck(ctx, args[1:], stdout, stderr)
 	case "ca":
 		err = runCA(args[1:], stdout, stderr)
 	case "join":

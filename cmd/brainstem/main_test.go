@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"testing"
@@ -72,6 +73,9 @@ func TestUsageAndVersion(t *testing.T) {
 		{[]string{"gateway", "--check-config", "--config", "/does/not/exist.yaml"}, 2, "", "exist.yaml"},
 		{[]string{"shard", "--bogus"}, 2, "", "flag provided but not defined"},
 		{[]string{"shard", "--check-config"}, 2, "", "--tls-cert is required"},
+		{[]string{"check"}, 2, "", "give the brain directory"},
+		{[]string{"check", "/does/not/exist"}, 2, "", "exist"},
+		{[]string{"check", "../../deploy/examples/brain"}, 0, "68 notes, 8 inbox notes, 0 session logs: ok", ""},
 	}
 	for _, tt := range tests {
 		var out, errb strings.Builder
@@ -289,5 +293,54 @@ func TestDevEndToEnd(t *testing.T) {
 	}
 	if err := d.cmd.Wait(); err != nil {
 		t.Errorf("brainstem dev exited with %v after SIGINT", err)
+	}
+}
+
+// TestCheckCommand: `brainstem check` prints every problem with its path and
+// exits 1 when there is one, with the report as JSON on request.
+func TestCheckCommand(t *testing.T) {
+	dir := t.TempDir()
+	write := func(rel, content string) {
+		p := filepath.Join(dir, filepath.FromSlash(rel))
+		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+			t.Fatal(err)
+		}
+		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	front := "---\ntitle: T\nwing: ops\nhall: facts\ncreated_by: a@example.com\ncreated_at: 2026-01-01T00:00:00Z\n---\n"
+	write("wiki/ops/facts/good.md", front+"ok\n")
+	var out, errb strings.Builder
+	if code := run(context.Background(), []string{"check", dir}, strings.NewReader(""), &out, &errb); code != 0 {
+		t.Fatalf("a valid brain: exit %d\n%s%s", code, out.String(), errb.String())
+	}
+	write("wiki/ops/facts/bad-.md", front+"see [[ops/facts/missing]]\n")
+	write("wiki/ops/facts/linker.md", front+"see [[ops/facts/missing]]\n")
+	out.Reset()
+	code := run(context.Background(), []string{"check", dir}, strings.NewReader(""), &out, &errb)
+	want := []string{
+		"wiki/ops/facts/bad-.md: not a note name: slug \"bad-\" has a leading, trailing or doubled '-'",
+		"wiki/ops/facts/linker.md: link [[ops/facts/missing]] points at a note that does not exist (wiki/ops/facts/missing.md)",
+		": 2 problems",
+	}
+	if code != 1 {
+		t.Fatalf("exit %d, want 1", code)
+	}
+	for _, w := range want {
+		if !strings.Contains(out.String(), w) {
+			t.Errorf("report lacks %q:\n%s", w, out.String())
+		}
+	}
+	out.Reset()
+	if code := run(context.Background(), []string{"check", "--json", dir}, strings.NewReader(""), &out, &errb); code != 1 {
+		t.Fatalf("--json: exit %d", code)
+	}
+	var rep struct {
+		Problems []struct{ Path, Message string }
+		Notes    int
+	}
+	if err := json.Unmarshal([]byte(out.String()), &rep); err != nil || len(rep.Problems) != 2 || rep.Notes != 2 {
+		t.Fatalf("--json report %s (%v)", out.String(), err)
 	}
 }

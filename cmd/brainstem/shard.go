@@ -22,6 +22,7 @@ import (
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/shard/idempotency"
 	"github.com/brainstem/brainstem/shard/stdio"
+	"github.com/brainstem/brainstem/shard/store"
 	"github.com/brainstem/brainstem/shard/tools"
 )
 
@@ -50,12 +51,13 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	tlsKey := fs.String("tls-key", "", "PEM file of this shard's private key")
 	policyFile := fs.String("policy", "", "YAML file with the wing policy (readers, writers, curators); re-read when it changes and on SIGHUP")
 	policyPoll := fs.Duration("policy-poll", shard.DefaultPolicyPoll, "check the policy file for a new version this often (0: only on SIGHUP)")
-	stateDir := fs.String("state-dir", "", "directory of the shard's own state, the idempotency journal (default: <brain>/.brainstem/<wing>); keep it on the brain's volume")
+	stateDir := fs.String("state-dir", "", "directory of the shard's own state: the idempotency journal and the index snapshot that makes restarts fast (default: <brain>/.brainstem/<wing>); keep it on the brain's volume")
 	keyTTL := fs.Duration("idempotency-ttl", idempotency.DefaultTTL, "how long a write's idempotency key is remembered")
 	maxKeys := fs.Int("idempotency-max-keys", idempotency.DefaultMaxKeys, "idempotency keys remembered at most (oldest forgotten first)")
 	maxCallerKeys := fs.Int("idempotency-max-keys-per-caller", idempotency.DefaultMaxKeysPerCaller, "idempotency keys remembered at most per caller")
 	keyFile := fs.String("key-file", "", "PEM file of the shard-token signing key, created if missing (default: a new key each start, which makes the gateway re-mint)")
-	indexDelay := fs.Duration("index-delay", 0, "rewrite the wing's _index.md at most this often instead of on every write (e.g. 1s for wings past ~10,000 notes)")
+	indexDelay := fs.Duration("index-delay", store.DefaultIndexDelay, "rewrite the wing's _index.md at most this often after a change (0: on every write, which costs more as the wing grows); shutdown always brings it up to date")
+	maxNote := fs.Int("max-note-bytes", store.DefaultMaxNoteBytes, "largest note file the shard loads or writes; larger files are skipped with a warning")
 	tokenTTL := fs.Duration("token-ttl", 10*time.Minute, "lifetime of the shard tokens this shard mints")
 	admin := fs.String("admin-listen", ":9091", "HTTP address for /healthz, /readyz and /metrics (empty: off)")
 	logFormat := fs.String("log-format", "json", "log format: json or text")
@@ -79,6 +81,10 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	if *brain == "" || *wing == "" {
 		return usageError{"shard: --brain and --wing are required"}
 	}
+	delay := *indexDelay
+	if delay == 0 {
+		delay = -1 // write-through
+	}
 	logger, err := newLogger(stderr, *logFormat, *logLevel)
 	if err != nil {
 		return err
@@ -93,7 +99,9 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		} else if author, err = auth.CanonicalEmail(author); err != nil {
 			return usageError{fmt.Sprintf("shard --stdio: --email %q: %v", *email, err)}
 		}
-		svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Key: mustKey(), StateDir: *stateDir, Idempotency: idempotency.Options{TTL: *keyTTL, MaxKeys: *maxKeys, MaxKeysPerCaller: *maxCallerKeys}, IndexDelay: *indexDelay, Logger: logger, Version: version})
+		svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Key: mustKey(), StateDir: *stateDir,
+			Idempotency: idempotency.Options{TTL: *keyTTL, MaxKeys: *maxKeys, MaxKeysPerCaller: *maxCallerKeys},
+			IndexDelay: delay, MaxNoteBytes: *maxNote, Logger: logger, Version: version})
 		if err != nil {
 			return err
 		}
@@ -129,7 +137,7 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	reg := prometheus.NewRegistry()
 	svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, PolicyFile: *policyFile, PolicyPoll: poll, StateDir: *stateDir,
 		Idempotency: idempotency.Options{TTL: *keyTTL, MaxKeys: *maxKeys, MaxKeysPerCaller: *maxCallerKeys}, Metrics: reg,
-		Key: key, TokenTTL: *tokenTTL, IndexDelay: *indexDelay, Logger: logger, Version: version})
+		Key: key, TokenTTL: *tokenTTL, IndexDelay: delay, MaxNoteBytes: *maxNote, Logger: logger, Version: version})
 	if err != nil {
 		return err
 	}
@@ -154,7 +162,7 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	}
 	srv := proto.NewServer(svc, proto.ServerConfig{TLS: tlsConf, Logger: logger, StatelessResetKey: resetKey})
 	if *admin != "" {
-		stopAdmin, err := serveAdmin(ctx, *admin, shardProbes(svc), reg, logger)
+		stopAdmin, err := serveAdmin(ctx, *admin, shardProbes(svc), reg, logger, shardMetrics(*wing, svc)...)
 		if err != nil {
 			return err
 		}
@@ -171,6 +179,19 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 	sctx, cancel := context.WithTimeout(context.Background(), 20*time.Second)
 	defer cancel()
 	return srv.Shutdown(sctx)
+}
+
+// shardMetrics exports the wing's files that are not loaded, by kind.
+func shardMetrics(wing string, svc *shard.Service) []prometheus.Collector {
+	var out []prometheus.Collector
+	for _, kind := range store.SkipKinds() {
+		out = append(out, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+			Name:        "brainstem_shard_skipped_files",
+			Help:        "Files of the wing's wiki directory the shard does not load (see its warning logs and `brainstem check`), by kind: name, place, type, size, read.",
+			ConstLabels: prometheus.Labels{"wing": wing, "kind": kind},
+		}, func() float64 { return float64(svc.SkippedFiles(kind)) }))
+	}
+	return out
 }
 
 func mustKey() auth.KeyPair {

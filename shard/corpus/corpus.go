@@ -31,6 +31,7 @@ const (
 	streamVocab   = 1
 	streamNotes   = 2
 	streamQueries = 3
+	streamSizes   = 4
 )
 
 // Zipf parameters of word choice.
@@ -100,6 +101,58 @@ func Notes(seed int64, n int) []Note {
 	notes := make([]Note, 0, max(n, 0))
 	for i := range n {
 		notes = append(notes, g.note(i))
+	}
+	return notes
+}
+
+// Parameters of the heavy-tailed size model (see HeavySizes).
+const (
+	heavyMedianBytes = 2400      // median body size of the log-normal body
+	heavySigma       = 0.95      // σ of ln(size)
+	heavyMinBytes    = 200       // smallest body
+	heavyBodyCap     = 256 << 10 // largest log-normal body
+	heavyTailOneIn   = 2000      // one note in this many is a tail note…
+	heavyTailMin     = 256 << 10
+	heavyTailMax     = 2 << 20 // …of 256 KiB–2 MiB, log-uniform
+)
+
+// HeavySizes returns the body sizes in bytes of HeavyNotes(seed, n), without
+// generating the notes: log-normal with a median of 2,400 bytes and σ = 0.95
+// (clamped to [200 B, 256 KiB]), plus, for one note in 2,000 on average, a
+// tail of 256 KiB to 2 MiB drawn log-uniformly. At 20,000 notes that is
+// about 75 MB of text with a few notes of megabytes, the shape of a real
+// brain of technical documents (median 2.6 KB, p99 29 KB, largest 2 MB).
+// HeavySizes(seed, n) is a prefix of HeavySizes(seed, m) for n <= m.
+func HeavySizes(seed int64, n int) []int {
+	r := rand.New(rand.NewPCG(uint64(seed), streamSizes))
+	out := make([]int, 0, max(n, 0))
+	for range n {
+		tail := r.IntN(heavyTailOneIn) == 0
+		u, z := r.Float64(), r.NormFloat64() // both drawn for every note: a stable stream
+		var size int
+		if tail {
+			size = int(heavyTailMin * math.Exp(u*math.Log(float64(heavyTailMax)/heavyTailMin)))
+		} else {
+			size = int(heavyMedianBytes * math.Exp(heavySigma*z))
+			size = min(max(size, heavyMinBytes), heavyBodyCap)
+		}
+		out = append(out, size)
+	}
+	return out
+}
+
+// HeavyNotes returns n notes generated from seed like Notes, except that
+// their bodies follow HeavySizes: each body is at least its drawn size and
+// at most one sentence longer. The words, titles, slugs and halls follow
+// the same model as Notes (and the same vocabulary and Queries), so the
+// two corpora differ only in how long the notes are. HeavyNotes(seed, n)
+// is a prefix of HeavyNotes(seed, m) for n <= m.
+func HeavyNotes(seed int64, n int) []Note {
+	g := newGenerator(seed)
+	sizes := HeavySizes(seed, n)
+	notes := make([]Note, 0, len(sizes))
+	for i, size := range sizes {
+		notes = append(notes, g.noteOf(i, size))
 	}
 	return notes
 }
@@ -216,7 +269,11 @@ func (g *generator) bodyWords() int {
 	return min(max(w, 40), 3000)
 }
 
-func (g *generator) note(i int) Note {
+func (g *generator) note(i int) Note { return g.noteOf(i, 0) }
+
+// noteOf generates note i; its body has bodyWords() words when size is 0,
+// else at least size bytes.
+func (g *generator) noteOf(i, size int) Note {
 	hall := g.hall()
 	// Topic words: mid-frequency ranks, log-uniform in [100, VocabularySize).
 	topics := make([]string, 4+g.r.IntN(7))
@@ -246,8 +303,13 @@ func (g *generator) note(i int) Note {
 	// Body.
 	b := &g.b
 	b.Reset()
-	left := g.bodyWords()
-	for left > 0 {
+	left := math.MaxInt
+	if size <= 0 {
+		left = g.bodyWords()
+	} else {
+		b.Grow(size + 256)
+	}
+	for left > 0 && (size <= 0 || b.Len() < size) {
 		if b.Len() > 0 {
 			b.WriteString("\n\n")
 		}
@@ -268,7 +330,7 @@ func (g *generator) note(i int) Note {
 			}
 			continue
 		}
-		for s := 3 + g.r.IntN(5); s > 0 && left > 0; s-- { // paragraph
+		for s := 3 + g.r.IntN(5); s > 0 && left > 0 && (size <= 0 || b.Len() < size); s-- { // paragraph
 			n := min(6+g.r.IntN(15), left)
 			sentence := g.words(word, n)
 			if n > 8 && g.r.IntN(3) == 0 { // a comma after a clause

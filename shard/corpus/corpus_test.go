@@ -188,3 +188,68 @@ func TestDocs(t *testing.T) {
 		t.Fatalf("TextBytes = %d", got)
 	}
 }
+
+// TestHeavySizes: the heavy-tailed model at the size of the acceptance
+// benchmark (20,000 notes) has the shape the issue measured on a real brain:
+// a median of a few kilobytes, a p99 of tens, some notes of megabytes, and
+// at least 70 MB in all. Only the sizes are drawn, so this is cheap.
+func TestHeavySizes(t *testing.T) {
+	sizes := corpus.HeavySizes(1, 20000)
+	if !slices.Equal(sizes[:500], corpus.HeavySizes(1, 500)) {
+		t.Fatal("HeavySizes(1, 500) is not a prefix of HeavySizes(1, 20000)")
+	}
+	total := 0
+	for _, s := range sizes {
+		total += s
+	}
+	sorted := slices.Sorted(slices.Values(sizes))
+	median, p99, largest := sorted[len(sorted)/2], sorted[len(sorted)*99/100], sorted[len(sorted)-1]
+	t.Logf("20,000 notes: %.1f MB, median %d B, p99 %d B, largest %d B", float64(total)/1e6, median, p99, largest)
+	if total < 70e6 {
+		t.Errorf("total %d bytes, want at least 70 MB", total)
+	}
+	if median < 2000 || median > 3000 {
+		t.Errorf("median %d bytes, want 2–3 KB", median)
+	}
+	if p99 < 15000 || p99 > 40000 {
+		t.Errorf("p99 %d bytes, want 15–40 KB", p99)
+	}
+	if largest < 1<<20 {
+		t.Errorf("largest %d bytes, want notes of megabytes", largest)
+	}
+	if sorted[0] < 200 {
+		t.Errorf("smallest %d bytes", sorted[0])
+	}
+}
+
+// TestHeavyNotes: bodies have their drawn size (up to a sentence more), the
+// generator is deterministic and prefix-stable, and everything but the body
+// length follows the Notes model.
+func TestHeavyNotes(t *testing.T) {
+	const n = 300
+	notes := corpus.HeavyNotes(3, n)
+	sizes := corpus.HeavySizes(3, n)
+	if hashNotes(notes) != hashNotes(corpus.HeavyNotes(3, n)) || hashNotes(notes[:50]) != hashNotes(corpus.HeavyNotes(3, 50)) {
+		t.Fatal("HeavyNotes is not deterministic or not prefix-stable")
+	}
+	for i, note := range notes {
+		if got := len(note.Body); got < sizes[i]-4 || got > sizes[i]+400 {
+			t.Fatalf("note %d body %d bytes, drawn %d", i, got, sizes[i])
+		}
+		if tw := len(strings.Fields(note.Title)); tw < 3 || tw > 10 {
+			t.Fatalf("title %q has %d words", note.Title, tw)
+		}
+	}
+	big := corpus.HeavyNotes(1, 1838) // seed 1 draws a 1.4 MB note at index 1837
+	if got := len(big[1837].Body); got < 1<<20 {
+		t.Errorf("note 1837 of seed 1 has %d bytes, want the 1.4 MB tail note", got)
+	}
+}
+
+// TestHeavyGolden pins HeavyNotes(1, 100) like TestGolden pins Notes.
+func TestHeavyGolden(t *testing.T) {
+	const want = "58de8d865f272034716f30ed8b7df3085ffe50e57f19a77d15490810959a1173"
+	if got := hashNotes(corpus.HeavyNotes(1, 100)); got != want {
+		t.Errorf("HeavyNotes(1, 100) hash %s, want %s", got, want)
+	}
+}

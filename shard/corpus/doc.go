@@ -17,4 +17,10 @@
 //     Paragraphs of sentences, with an occasional "## " heading or "- " list.
 //   - Halls: facts 35%, decisions 20%, sources 20%, failures 15%,
 //     hypotheses 10%.
+//
+// [HeavyNotes] is the same model with heavy-tailed sizes, for benchmarks
+// that must see what real brains hold: bodies log-normal around 2,400 bytes
+// (σ = 0.95, so a p99 near 23 KB) and one note in 2,000 of 256 KiB to
+// 2 MiB. [HeavySizes] draws the sizes alone. At 20,000 notes that is
+// about 88 MB of text.
 package corpus

@@ -44,16 +44,32 @@
 // fragments those forms leave behind ("it's" → "it" "s"). There is no
 // stemming.
 //
+// # Counting, rescoring and snippets
+//
+// [Index.Query] also returns Total, the number of documents that match at
+// least one query term (and the filter), however few hits are returned.
+// [Index.Score] scores named documents exactly as Search would, bit for bit;
+// a cross-wing search ranks with Search on every wing and then renders only
+// the hits that survived the merge. Each [Hit] carries the byte offset of
+// its first matching body token, from which [SnippetAt] builds the same
+// excerpt as [Snippet] while reading a bounded window of the body, so a
+// snippet costs the same for a note of 1 KB or 2 MB.
+//
 // # Memory and concurrency
 //
 // The index keeps no document text: a term dictionary, one compact posting
-// list per term (a uint32 document ordinal plus body and title term
-// frequencies packed into a uint16, 6 bytes a posting; per-document counts
-// saturate at [MaxBodyTF] and [MaxTitleTF]), and per document its ID,
-// weighted length and the varint-encoded list of its term ids (so deletes
-// keep document frequencies exact).
+// list per term (a uint32 document ordinal, the body and title term
+// frequencies packed into a uint16, and the uint32 byte offset of the
+// term's first body token: 10 bytes a posting; per-document counts saturate
+// at [MaxBodyTF] and [MaxTitleTF]), and per document its ID, weighted length
+// and the varint-encoded list of its term ids (so deletes keep document
+// frequencies exact).
 // Deleted and replaced documents are tombstoned and their postings are
 // compacted away once tombstones reach a quarter of the ordinals.
+//
+// [Index.Save] writes the whole index in a binary form and [Load] reads it
+// back, checking every count and invariant, so that a shard restarts
+// without re-tokenizing its notes.
 //
 // An [Index] is safe for concurrent use; Put and Delete are visible to every
 // Search that starts after they return.

@@ -39,12 +39,15 @@ type Doc struct {
 	ID, Title, Body string
 }
 
-// Hit is one search result: the document's ID, its BM25 score, and the
-// distinct query terms found in it, in query order.
+// Hit is one search result: the document's ID, its BM25 score, the
+// distinct query terms found in it, in query order, and the byte offset in
+// the document's Body of its first token that is one of those terms (-1
+// when they occur only in the title). [SnippetAt] starts its window there.
 type Hit struct {
-	ID    string
-	Score float64
-	Terms []string
+	ID     string
+	Score  float64
+	Terms  []string
+	Offset int
 }
 
 // Stats are BM25 corpus statistics: the number of live documents, the sum of
@@ -73,9 +76,9 @@ type Options struct {
 	// Limit is the maximum number of hits (<= 0 means 10).
 	Limit int
 	// Filter, when set, admits only documents for which it returns true
-	// (e.g. a hall filter on the id prefix). It is called only for
-	// documents that would enter the top Limit, under the index's read lock:
-	// it must not call back into the index.
+	// (e.g. a hall filter on the id prefix). It is called once for every
+	// matching document (Result.Total counts the admitted ones), under the
+	// index's read lock: it must not call back into the index.
 	Filter func(id string) bool
 	// Stats, when set, are the global statistics to score with (see the
 	// package documentation). nil, or Docs <= 0, means this index's own.
@@ -94,12 +97,17 @@ type Config struct {
 }
 
 // term is the index entry of one dictionary term: its postings, one
-// (document, term frequencies) pair per document, 6 bytes each.
+// (document, term frequencies, first body offset) triple per document, 10
+// bytes each.
 type term struct {
-	docs []uint32 // document ordinals, by insertion; may include tombstones
+	docs []uint32 // document ordinals, ascending; may include tombstones
 	tfs  []uint16 // packed term frequencies (see packTF), parallel to docs
+	offs []uint32 // byte offset of the term's first body token, noOffset if none; parallel to docs
 	df   int64    // live documents containing the term
 }
+
+// noOffset marks a posting whose term occurs only in the title.
+const noOffset = math.MaxUint32
 
 // docInfo is what the index keeps of a document besides its postings.
 type docInfo struct {
@@ -147,32 +155,53 @@ func (ix *Index) TitleBoost() int { return ix.boost }
 
 // Put adds d, replacing any document with the same ID. The document is
 // searchable when Put returns.
-func (ix *Index) Put(d Doc) {
+func (ix *Index) Put(d Doc) { ix.PutPrepared(ix.Prepare(d)) }
+
+// Prepared is a document tokenized and counted by Prepare, ready for
+// PutPrepared. It holds references into the document's text until then.
+type Prepared struct {
+	id     string
+	toks   []tokCount
+	length int64
+}
+
+// Prepare tokenizes and counts d without touching the index, so that many
+// documents can be prepared in parallel (as a shard does when it loads a
+// wing) and added one by one with PutPrepared.
+func (ix *Index) Prepare(d Doc) *Prepared {
 	tc, _ := ix.counts.Get().(*termCounts)
 	if tc == nil {
 		tc = &termCounts{slot: make(map[string]int32, 256)}
 	}
 	var bodyLen, titleLen int64
-	forEachToken(d.Body, func(tok string, _, _ int) {
-		tc.add(tok, 0)
+	forEachToken(d.Body, func(tok string, start, _ int) {
+		tc.add(tok, 0, start)
 		bodyLen++
 	})
 	forEachToken(d.Title, func(tok string, _, _ int) {
-		tc.add(tok, 1)
+		tc.add(tok, 1, 0)
 		titleLen++
 	})
 	length := bodyLen + int64(ix.boost)*titleLen
 	if length >= deadLen {
 		length = deadLen - 1
 	}
+	p := &Prepared{id: d.ID, toks: slices.Clone(tc.toks), length: length}
+	tc.reset()
+	ix.counts.Put(tc)
+	return p
+}
 
+// PutPrepared adds a document prepared by Prepare (of this index, or of one
+// with the same title boost), replacing any document with the same ID.
+func (ix *Index) PutPrepared(p *Prepared) {
 	ix.mu.Lock()
-	if old, ok := ix.byID[d.ID]; ok {
+	if old, ok := ix.byID[p.id]; ok {
 		ix.removeLocked(old)
 	}
 	ord := uint32(len(ix.docs))
-	ids := make([]uint32, 0, len(tc.toks))
-	for _, c := range tc.toks {
+	ids := make([]uint32, 0, len(p.toks))
+	for _, c := range p.toks {
 		tok := c.tok
 		id, ok := ix.dict[tok]
 		if !ok {
@@ -185,21 +214,20 @@ func (ix *Index) Put(d Doc) {
 		t := &ix.terms[id]
 		t.docs = append(t.docs, ord)
 		t.tfs = append(t.tfs, packTF(c.n[0], c.n[1]))
+		t.offs = append(t.offs, c.off)
 		t.df++
 		ids = append(ids, id)
 	}
 	slices.Sort(ids)
-	id := strings.Clone(d.ID)
+	id := strings.Clone(p.id)
 	ix.docs = append(ix.docs, docInfo{id: id, terms: encodeIDs(ids)})
-	ix.lens = append(ix.lens, uint32(length))
+	ix.lens = append(ix.lens, uint32(p.length))
 	ix.byID[id] = ord
 	ix.live++
-	ix.totalLen += length
+	ix.totalLen += p.length
 	ix.maybeCompactLocked()
 	ix.mu.Unlock()
-
-	tc.reset()
-	ix.counts.Put(tc)
+	p.toks = nil // drop the references into the text
 }
 
 // termCounts counts a document's terms per field, in order of first
@@ -212,16 +240,26 @@ type termCounts struct {
 type tokCount struct {
 	tok string
 	n   [2]uint32 // body, title
+	off uint32    // byte offset of the first body occurrence, noOffset if none
 }
 
-func (tc *termCounts) add(tok string, field int) {
+// add counts one occurrence of tok in field (0 body, 1 title) at byte
+// offset off of the body.
+func (tc *termCounts) add(tok string, field, off int) {
 	if i, ok := tc.slot[tok]; ok {
-		tc.toks[i].n[field]++
+		c := &tc.toks[i]
+		c.n[field]++
+		if field == 0 && c.off == noOffset {
+			c.off = uint32(min(off, noOffset-1))
+		}
 		return
 	}
 	tc.slot[tok] = int32(len(tc.toks))
-	c := tokCount{tok: tok}
+	c := tokCount{tok: tok, off: noOffset}
 	c.n[field] = 1
+	if field == 0 {
+		c.off = uint32(min(off, noOffset-1))
+	}
 	tc.toks = append(tc.toks, c)
 }
 
@@ -240,6 +278,14 @@ func (ix *Index) Delete(id string) {
 		ix.removeLocked(ord)
 		ix.maybeCompactLocked()
 	}
+}
+
+// Has reports whether a document with the given ID is in the index.
+func (ix *Index) Has(id string) bool {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	_, ok := ix.byID[id]
+	return ok
 }
 
 // Len reports the number of documents in the index.
@@ -308,20 +354,21 @@ func (ix *Index) compactLocked() {
 	ix.lens = slices.Clip(ix.lens[:n])
 	for i := range ix.terms {
 		t := &ix.terms[i]
-		docs, tfs := t.docs[:0], t.tfs[:0]
+		docs, tfs, offs := t.docs[:0], t.tfs[:0], t.offs[:0]
 		for j, d := range t.docs {
 			if nd := remap[d]; nd != deadLen {
 				docs = append(docs, nd)
 				tfs = append(tfs, t.tfs[j])
+				offs = append(offs, t.offs[j])
 			}
 		}
 		switch {
 		case len(docs) == 0:
-			docs, tfs = nil, nil
+			docs, tfs, offs = nil, nil, nil
 		case cap(docs) > 2*len(docs):
-			docs, tfs = slices.Clone(docs), slices.Clone(tfs)
+			docs, tfs, offs = slices.Clone(docs), slices.Clone(tfs), slices.Clone(offs)
 		}
-		t.docs, t.tfs = docs, tfs
+		t.docs, t.tfs, t.offs = docs, tfs, offs
 	}
 	ix.dead = 0
 }

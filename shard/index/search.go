@@ -41,12 +41,72 @@ func queryTerms(query string) []string {
 	return terms
 }
 
+// Result is the answer of [Index.Query]: the best hits and the number of
+// documents that matched at least one query term (and the filter).
+type Result struct {
+	Hits  []Hit
+	Total int
+}
+
 // Search returns the best hits for query (its distinct terms combined with
 // OR), sorted by score descending, then ID ascending.
 func (ix *Index) Search(query string, opt Options) []Hit {
+	return ix.Query(query, opt).Hits
+}
+
+// scoring holds the BM25 constants of one query.
+type scoring struct {
+	n, kb, kl, boost float64
+	docs             int64
+	global           bool
+	stats            *Stats
+}
+
+// scoringLocked derives the constants of a query; ok is false when there is
+// nothing to score. Callers hold ix.mu.
+func (ix *Index) scoringLocked(opt Options) (sc scoring, ok bool) {
+	n, total := ix.live, ix.totalLen
+	global := opt.Stats != nil && opt.Stats.Docs > 0
+	if global {
+		n, total = opt.Stats.Docs, opt.Stats.TotalLength
+	}
+	if n <= 0 {
+		return scoring{}, false
+	}
+	avgdl := float64(total) / float64(n)
+	if avgdl <= 0 {
+		avgdl = 1
+	}
+	// denominator = tf + k1×(1−b) + (k1×b/avgdl)×dl
+	return scoring{n: float64(n), docs: n, kb: K1 * (1 - B), kl: K1 * B / avgdl, boost: float64(ix.boost), global: global, stats: opt.Stats}, true
+}
+
+// idf returns the inverse document frequency of term t with local document
+// frequency df, using the global statistics when given.
+func (sc *scoring) idf(t string, df int64) float64 {
+	if sc.global {
+		if g, ok := sc.stats.DocFreq[t]; ok {
+			df = g
+		}
+	}
+	df = min(max(df, 0), sc.docs)
+	return math.Log(1 + (sc.n-float64(df)+0.5)/(float64(df)+0.5))
+}
+
+// termScore is one term's BM25 contribution. Search and Score both use it,
+// so that a document scores the same bits either way.
+func (sc *scoring) termScore(idf float64, p uint16, dl uint32) float64 {
+	tf := float64(p&MaxBodyTF) + sc.boost*float64(p>>titleShift)
+	return idf * tf * (K1 + 1) / (tf + sc.kb + sc.kl*float64(dl))
+}
+
+// Query is Search that also counts the matching documents. Total counts
+// every live document holding at least one query term and admitted by
+// Options.Filter, not only the returned hits.
+func (ix *Index) Query(query string, opt Options) Result {
 	terms := queryTerms(query)
 	if len(terms) == 0 {
-		return nil
+		return Result{}
 	}
 	limit := opt.Limit
 	if limit <= 0 {
@@ -56,22 +116,10 @@ func (ix *Index) Search(query string, opt Options) []Hit {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 
-	n, total := ix.live, ix.totalLen
-	global := opt.Stats != nil && opt.Stats.Docs > 0
-	if global {
-		n, total = opt.Stats.Docs, opt.Stats.TotalLength
+	sc, ok := ix.scoringLocked(opt)
+	if !ok {
+		return Result{}
 	}
-	if n <= 0 {
-		return nil
-	}
-	avgdl := float64(total) / float64(n)
-	if avgdl <= 0 {
-		avgdl = 1
-	}
-	// denominator = tf + k1×(1−b) + (k1×b/avgdl)×dl
-	kb := K1 * (1 - B)
-	kl := K1 * B / avgdl
-	boost := float64(ix.boost)
 
 	s, _ := ix.scratch.Get().(*scratch)
 	if s == nil {
@@ -83,8 +131,10 @@ func (ix *Index) Search(query string, opt Options) []Hit {
 	}
 	scores, masks, lens := s.scores, s.masks, ix.lens
 	touched := s.touched[:0]
+	tids := make([]int32, len(terms)) // dictionary id of each query term, -1 if none
 
 	for i, t := range terms {
+		tids[i] = -1
 		id, ok := ix.dict[t]
 		if !ok {
 			continue
@@ -93,14 +143,8 @@ func (ix *Index) Search(query string, opt Options) []Hit {
 		if tm.df == 0 {
 			continue
 		}
-		df := tm.df
-		if global {
-			if g, ok := opt.Stats.DocFreq[t]; ok {
-				df = g
-			}
-		}
-		df = min(max(df, 0), n)
-		idf := math.Log(1 + (float64(n)-float64(df)+0.5)/(float64(df)+0.5))
+		tids[i] = int32(id)
+		idf := sc.idf(t, tm.df)
 		bit := uint64(1) << i
 		tfs := tm.tfs[:len(tm.docs)]
 		for j, d := range tm.docs {
@@ -108,25 +152,25 @@ func (ix *Index) Search(query string, opt Options) []Hit {
 			if dl == deadLen {
 				continue
 			}
-			p := tfs[j]
-			tf := float64(p&MaxBodyTF) + boost*float64(p>>titleShift)
-			sc := idf * tf * (K1 + 1) / (tf + kb + kl*float64(dl))
+			v := sc.termScore(idf, tfs[j], dl)
 			if masks[d] == 0 {
 				touched = append(touched, d)
 			}
-			scores[d] += sc
+			scores[d] += v
 			masks[d] |= bit
 		}
 	}
 
 	h := s.heap[:0]
+	total := 0
 	for _, ord := range touched {
 		c := cand{score: scores[ord], ord: ord, mask: masks[ord]}
 		scores[ord], masks[ord] = 0, 0
-		if len(h) == limit && !ix.better(c, h[0]) {
+		if opt.Filter != nil && !opt.Filter(ix.docs[ord].id) {
 			continue
 		}
-		if opt.Filter != nil && !opt.Filter(ix.docs[ord].id) {
+		total++
+		if len(h) == limit && !ix.better(c, h[0]) {
 			continue
 		}
 		if len(h) < limit {
@@ -146,17 +190,86 @@ func (ix *Index) Search(query string, opt Options) []Hit {
 	})
 	hits := make([]Hit, len(h))
 	for i, c := range h {
-		ht := Hit{ID: ix.docs[c.ord].id, Score: c.score}
-		for j, t := range terms {
-			if c.mask&(1<<j) != 0 {
-				ht.Terms = append(ht.Terms, t)
-			}
-		}
-		hits[i] = ht
+		hits[i] = ix.hitLocked(c.ord, c.score, c.mask, terms, tids)
 	}
 
 	s.touched, s.heap = touched[:0], h[:0]
 	ix.scratch.Put(s)
+	return Result{Hits: hits, Total: total}
+}
+
+// hitLocked builds the Hit of ordinal ord: the terms of mask and the first
+// body offset among them. Callers hold ix.mu.
+func (ix *Index) hitLocked(ord uint32, score float64, mask uint64, terms []string, tids []int32) Hit {
+	ht := Hit{ID: ix.docs[ord].id, Score: score, Offset: -1}
+	first := uint32(noOffset)
+	for j, t := range terms {
+		if mask&(1<<j) == 0 {
+			continue
+		}
+		ht.Terms = append(ht.Terms, t)
+		tm := &ix.terms[tids[j]]
+		if k, ok := slices.BinarySearch(tm.docs, ord); ok {
+			first = min(first, tm.offs[k])
+		}
+	}
+	if first != noOffset {
+		ht.Offset = int(first)
+	}
+	return ht
+}
+
+// Score scores the documents with the given IDs for query exactly as Search
+// would (same statistics, same bits), in the order given; IDs that are not
+// in the index or match no query term are left out. Options.Limit and
+// Options.Filter are ignored. It is how a cross-wing search renders only
+// the hits that survived the merge.
+func (ix *Index) Score(query string, ids []string, opt Options) []Hit {
+	terms := queryTerms(query)
+	if len(terms) == 0 || len(ids) == 0 {
+		return nil
+	}
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	sc, ok := ix.scoringLocked(opt)
+	if !ok {
+		return nil
+	}
+	tids := make([]int32, len(terms))
+	idfs := make([]float64, len(terms))
+	for i, t := range terms {
+		tids[i] = -1
+		if id, ok := ix.dict[t]; ok && ix.terms[id].df > 0 {
+			tids[i] = int32(id)
+			idfs[i] = sc.idf(t, ix.terms[id].df)
+		}
+	}
+	var hits []Hit
+	for _, id := range ids {
+		ord, ok := ix.byID[id]
+		if !ok {
+			continue
+		}
+		dl := ix.lens[ord]
+		var score float64
+		var mask uint64
+		for i := range terms {
+			if tids[i] < 0 {
+				continue
+			}
+			tm := &ix.terms[tids[i]]
+			k, ok := slices.BinarySearch(tm.docs, ord)
+			if !ok {
+				continue
+			}
+			score += sc.termScore(idfs[i], tm.tfs[k], dl)
+			mask |= 1 << i
+		}
+		if mask == 0 {
+			continue
+		}
+		hits = append(hits, ix.hitLocked(ord, score, mask, terms, tids))
+	}
 	return hits
 }
 

@@ -1,6 +1,9 @@
 package index
 
 import (
+	"errors"
+	"fmt"
+	"io"
 	"slices"
 	"strings"
 	"unicode"
@@ -17,21 +20,18 @@ const ellipsis = '…'
 // at the start of body when nothing matches. The window is cut on rune
 // boundaries, preferably between words, and "…" marks each cut end. The
 // result is valid UTF-8 even when body is not; maxRunes <= 0 gives "".
+//
+// Snippet reads the whole body; [SnippetAt] gives the same excerpt from a
+// bounded window around a match offset the index already knows.
 func Snippet(body string, terms []string, maxRunes int) string {
 	if maxRunes <= 0 {
 		return ""
 	}
 	text := collapseSpace(body)
-	n := utf8.RuneCountInString(text)
-	if n <= maxRunes {
+	runes := []rune(text)
+	if len(runes) <= maxRunes {
 		return text
 	}
-	runes := []rune(text)
-	if maxRunes < 8 {
-		// Too short for a window around a match: a prefix and "…".
-		return string(runes[:maxRunes-1]) + string(ellipsis)
-	}
-
 	// Find the first match, as a rune range [ms, me).
 	want := make([]string, 0, len(terms))
 	for _, t := range terms {
@@ -50,16 +50,33 @@ func Snippet(body string, terms []string, maxRunes int) string {
 			me = ms + utf8.RuneCountInString(text[startByte:endByte])
 		}
 	}
+	return cutWindow(runes, ms, me, true, true, maxRunes)
+}
 
+// cutWindow chooses and renders the excerpt of maxRunes runes around the
+// match [ms, me) of runes, a stretch of the collapsed text. atStart and
+// atEnd tell whether runes begins and ends the text; when they don't, the
+// caller provides enough runes around the match (see SnippetAt) for every
+// decision below to be the one Snippet makes on the whole text.
+func cutWindow(runes []rune, ms, me int, atStart, atEnd bool, maxRunes int) string {
+	n := len(runes)
+	if atStart && atEnd && n <= maxRunes {
+		return string(runes)
+	}
+	if maxRunes < 8 {
+		// Too short for a window around a match: a prefix and "…".
+		return string(runes[:min(maxRunes-1, n)]) + string(ellipsis)
+	}
 	// Lead in with up to a quarter of the window; when the window reaches
 	// the end of the text, start early enough to use the whole budget.
 	start := max(ms-maxRunes/4, 0)
-	toEnd := start+maxRunes-1 >= n
+	toEnd := atEnd && start+maxRunes-1 >= n
 	if toEnd {
-		start = n - (maxRunes - 1) // > 0 since n > maxRunes
+		start = max(n-(maxRunes-1), 0) // > 0 on the whole text since n > maxRunes
 	}
+	cutStart := start > 0 || !atStart // the excerpt does not begin the text
 	// Snap the start forward to a word start that stays before the match.
-	if start > 0 && runes[start-1] != ' ' {
+	if cutStart && (start == 0 || runes[start-1] != ' ') {
 		for i := start + 1; i <= ms; i++ {
 			if runes[i-1] == ' ' {
 				start = i
@@ -70,7 +87,7 @@ func Snippet(body string, terms []string, maxRunes int) string {
 	end := n
 	if !toEnd {
 		avail := maxRunes - 1 // the trailing "…"
-		if start > 0 {
+		if cutStart {
 			avail-- // the leading "…"
 		}
 		// Snapping the start forward may have brought the end into reach.
@@ -87,11 +104,11 @@ func Snippet(body string, terms []string, maxRunes int) string {
 	}
 
 	var b strings.Builder
-	if start > 0 {
+	if cutStart {
 		b.WriteRune(ellipsis)
 	}
 	b.WriteString(strings.TrimSpace(string(runes[start:end])))
-	if end < n {
+	if end < n || !atEnd {
 		b.WriteRune(ellipsis)
 	}
 	return b.String()
@@ -115,4 +132,175 @@ func collapseSpace(s string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
+}
+
+// Window sizes of SnippetAt, in bytes: the first read after the match
+// (per rune of the snippet; before it, a quarter of that), and the largest
+// either side grows to.
+const (
+	snippetSpanPerRune = 2
+	snippetMaxSpan     = 64 << 10
+)
+
+// SnippetAt returns Snippet(body, terms, maxRunes) for a body of size bytes
+// read through r, given match, the byte offset in the body of the first
+// token that matches one of terms ([Hit].Offset; < 0 when none does). It
+// reads only a window around match: about 2×maxRunes bytes after it and a
+// quarter of that before, each side doubled while it holds too few runes
+// for the excerpt (after collapsing white space) and does not reach the
+// body's end, up to 64 KiB a side. So its cost does not depend on the
+// body's size, and its excerpt equals Snippet's except next to a run of
+// more than 64 KiB of white space, where it is cut shorter. A match that is
+// not a token start of the body (the offset is stale) is treated as no
+// match.
+func SnippetAt(r io.ReaderAt, size, match int64, maxRunes int) (string, error) {
+	return snippetAt(r, size, match, maxRunes, int64(snippetSpanPerRune*max(maxRunes, 8)+64), snippetMaxSpan)
+}
+
+// snippetAt is SnippetAt with the window's first span after the match and
+// the cap of either side.
+func snippetAt(r io.ReaderAt, size, match int64, maxRunes int, span, maxSpan int64) (string, error) {
+	if maxRunes <= 0 || size <= 0 {
+		return "", nil
+	}
+	if match >= size || maxRunes < 8 {
+		match = -1 // out of range, or a prefix is all that is shown
+	}
+	after, before := span, span/4+16
+	var buf []byte
+	for {
+		anchor := max(match, 0) // no match: the window starts the body
+		lo, hi := max(anchor-before, 0), min(anchor+after, size)
+		end := min(hi+1, size) // one byte more tells whether a rune starts at hi
+		if int64(cap(buf)) < end-lo {
+			buf = make([]byte, end-lo)
+		}
+		b := buf[:end-lo]
+		if n, err := r.ReadAt(b, lo); n < len(b) {
+			if err == nil || errors.Is(err, io.EOF) {
+				err = io.ErrUnexpectedEOF
+			}
+			return "", fmt.Errorf("index: snippet: read %d bytes at %d: %w", len(b), lo, err)
+		}
+		// Start and end on rune starts. A byte that is not a UTF-8
+		// continuation byte begins a rune however the bytes before it
+		// decode, so the window decodes as the whole body does.
+		from, to := int64(0), hi-lo
+		for lo > 0 && lo+from < anchor && isContinuation(b[from]) {
+			from++
+		}
+		for lo+to < size && lo+to > anchor && isContinuation(b[to]) {
+			to--
+		}
+		raw := b[from:to]
+		at := int(anchor - lo - from)
+		runes, ms := collapseWindow(raw, at)
+		atStart, atEnd := lo+from == 0, lo+to == size
+		me := 0
+		if match >= 0 {
+			if !atEnd && len(raw)-at < 2*utf8.UTFMax && after < maxSpan {
+				after *= 2 // too little after the offset to see its token
+				continue
+			}
+			e := 0
+			if at < len(raw) {
+				e = tokenEnd(raw[at:])
+			}
+			if at > 0 { // inside a word is not a token start
+				if r, _ := utf8.DecodeLastRune(raw[:at]); isASCIIAlnum(byte(r)) && r < utf8.RuneSelf || r >= utf8.RuneSelf && isTokenRune(r) {
+					e = 0
+				}
+			}
+			if ms < 0 || e == 0 {
+				match = -1 // no token starts at the offset: it is stale
+				continue
+			}
+			me = ms + utf8.RuneCount(raw[at:at+e])
+		} else {
+			ms = 0
+		}
+		// What cutWindow reads: up to maxRunes+1 runes from the match on;
+		// before it a quarter of the excerpt, or, when the excerpt may end
+		// the text (the end is in reach of the match), the whole excerpt.
+		tailOK := atEnd || len(runes)-ms >= maxRunes+2
+		lead := maxRunes/4 + 2
+		if atEnd && len(runes)-ms <= maxRunes {
+			lead = maxRunes + 1
+		}
+		leadOK := atStart || ms >= lead
+		if tailOK && leadOK {
+			return cutWindow(runes, ms, me, atStart, atEnd, maxRunes), nil
+		}
+		grown := false
+		if !tailOK && after < maxSpan {
+			after, grown = after*2, true
+		}
+		if !leadOK && before < maxSpan {
+			before, grown = before*2, true
+		}
+		if !grown {
+			return cutWindow(runes, ms, me, atStart, atEnd, maxRunes), nil // a run of white space longer than the cap
+		}
+	}
+}
+
+// isContinuation reports whether c is a UTF-8 continuation byte.
+func isContinuation(c byte) bool { return c&0xC0 == 0x80 }
+
+// collapseWindow collapses raw as collapseSpace does (white space runs to
+// one space, invalid bytes to U+FFFD, leading and trailing space dropped)
+// and returns its runes and the index among them of the rune that starts at
+// byte at of raw (-1 if no rune starts there).
+func collapseWindow(raw []byte, at int) ([]rune, int) {
+	runes := make([]rune, 0, len(raw))
+	ms := -1
+	space := false
+	for i := 0; i < len(raw); {
+		r, size := rune(raw[i]), 1
+		var isSpace bool
+		if r < utf8.RuneSelf {
+			isSpace = r == ' ' || '\t' <= r && r <= '\r' // unicode.IsSpace for ASCII
+		} else {
+			r, size = utf8.DecodeRune(raw[i:])
+			isSpace = unicode.IsSpace(r)
+		}
+		if isSpace {
+			space = len(runes) > 0
+			i += size
+			continue
+		}
+		if space {
+			runes = append(runes, ' ')
+			space = false
+		}
+		if i == at {
+			ms = len(runes)
+		}
+		runes = append(runes, r)
+		i += size
+	}
+	return runes, ms
+}
+
+// tokenEnd returns the byte length of the token that starts s (as
+// forEachToken delimits it, before case folding and filtering), or 0 when
+// no token starts at s[0].
+func tokenEnd(s []byte) int {
+	i := 0
+	for i < len(s) {
+		c := s[i]
+		if c < utf8.RuneSelf {
+			if !isASCIIAlnum(c) {
+				break
+			}
+			i++
+			continue
+		}
+		r, size := utf8.DecodeRune(s[i:])
+		if i == 0 && !isTokenStart(r) || i > 0 && !isTokenRune(r) {
+			break
+		}
+		i += size
+	}
+	return i
 }

@@ -7,11 +7,31 @@
 // The files are the truth. The store derives from them, at Open and on every
 // change, an in-memory BM25 index (package index), the outbound links and
 // backlinks of every note, and the generated table of contents
-// wiki/<wing>/_index.md. Files edited behind the store's back (an editor, a
-// git pull) are picked up by a background rescanner that polls size, mtime
-// and inode every Options.RescanInterval, or at once by Rescan. Get always
-// reads the file from disk, so a returned content hash is the hash of the
-// file's current bytes even before a rescan.
+// wiki/<wing>/_index.md (written behind by default: at most once per
+// Options.IndexDelay after a change, and always by Close). Files edited behind
+// the store's back (an editor, a git pull) are picked up by a directory
+// watcher (Linux inotify: within milliseconds) and by a background rescanner
+// that compares size, mtime and inode every Options.RescanInterval, or at once
+// by Rescan. Get and search hits always reflect the file's current bytes: a
+// version held in memory (a parsed note for Get, the title, hash and body
+// offset for a hit) is used only while the file keeps the size, mtime and
+// inode it was read with, and only once that mtime is older than the read by
+// more than the filesystem's timestamp granularity could hide.
+//
+// Files of the wing's wiki directory that are not loaded (a name that is not
+// <slug>.md, a symlink, a file over the size limit, a directory that is not a
+// hall) are never skipped silently: each is logged once as a warning with its
+// brain-relative path and reason, and Skipped lists them.
+//
+// # Restarts
+//
+// Close (and, now and then, the background loops) saves a snapshot of the
+// index and of every note's metadata under Options.StateDir (by default the
+// hidden, self-ignoring directory .brainstem at the top of the brain). Open
+// restores it and re-reads only the files whose signature changed since, so
+// a wing of 100,000 notes opens in seconds. The snapshot is derived data: a
+// missing, corrupt (checksummed), foreign or outdated one is logged and the
+// wing is read in full.
 //
 // # Durability
 //

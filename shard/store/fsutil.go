@@ -132,29 +132,64 @@ func replaceFile(path string, data []byte) error {
 // bytes and the signature of the version read. A larger file fails with an
 // error wrapping ErrTooLarge, a non-regular one with ErrInvalid.
 func readFileLimit(path string, limit int) ([]byte, fileSig, error) {
-	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
+	f, fi, err := openLimit(path, limit)
 	if err != nil {
 		return nil, fileSig{}, err
 	}
 	defer f.Close()
-	fi, err := f.Stat()
+	data, err := readAllLimit(f, fi.Size(), limit)
 	if err != nil {
 		return nil, fileSig{}, err
-	}
-	if !fi.Mode().IsRegular() {
-		return nil, fileSig{}, fmt.Errorf("%s is not a regular file: %w", filepath.Base(path), ErrInvalid)
-	}
-	if fi.Size() > int64(limit) {
-		return nil, fileSig{}, fmt.Errorf("%s is %d bytes, over the %d-byte limit: %w", filepath.Base(path), fi.Size(), limit, ErrTooLarge)
-	}
-	data, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
-	if err != nil {
-		return nil, fileSig{}, err
-	}
-	if len(data) > limit {
-		return nil, fileSig{}, fmt.Errorf("%s grew over the %d-byte limit: %w", filepath.Base(path), limit, ErrTooLarge)
 	}
 	return data, sigOf(fi), nil
+}
+
+// openLimit opens a regular file of at most limit bytes (never through a
+// symlink) and returns it with its FileInfo. A larger file fails with an
+// error wrapping ErrTooLarge, a non-regular one with ErrInvalid.
+func openLimit(path string, limit int) (*os.File, fs.FileInfo, error) {
+	f, err := os.OpenFile(path, os.O_RDONLY|oNoFollow, 0)
+	if err != nil {
+		return nil, nil, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, nil, err
+	}
+	if !fi.Mode().IsRegular() {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s is not a regular file: %w", filepath.Base(path), ErrInvalid)
+	}
+	if fi.Size() > int64(limit) {
+		f.Close()
+		return nil, nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit: %w", filepath.Base(path), fi.Size(), limit, ErrTooLarge)
+	}
+	return f, fi, nil
+}
+
+// readAllLimit reads f from its start (size is its expected size),
+// failing with ErrTooLarge past limit bytes.
+func readAllLimit(f *os.File, size int64, limit int) ([]byte, error) {
+	buf := make([]byte, 0, min(max(size, 0), int64(limit))+1)
+	r := io.NewSectionReader(f, 0, int64(limit)+1)
+	for {
+		if len(buf) == cap(buf) {
+			buf = append(buf, 0)[:len(buf)] // grown past the expected size
+		}
+		n, err := r.Read(buf[len(buf):cap(buf)])
+		buf = buf[:len(buf)+n]
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(buf) > limit {
+		return nil, fmt.Errorf("%s grew over the %d-byte limit: %w", filepath.Base(f.Name()), limit, ErrTooLarge)
+	}
+	return buf, nil
 }
 
 // removeTemps deletes leftover temporary files (from a crash mid-write) in

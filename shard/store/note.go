@@ -4,7 +4,6 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
-	"regexp"
 	"strings"
 	"unicode/utf8"
 
@@ -191,26 +190,19 @@ func excerpt(body string, n int) string {
 	return body
 }
 
-// wikilink matches [[target]], [[target|alias]] and [[target#anchor]].
-var wikilink = regexp.MustCompile(`\[\[([^\[\]|#\r\n]+)(?:[|#][^\[\]\r\n]*)?\]\]`)
-
 // parseLinks extracts the note ids a body links to, deduplicated, in order
 // of first appearance. [[hall/slug]] means a note of this wing; links that
 // are not valid note ids are ignored.
 func (s *Store) parseLinks(body string) []string {
-	if !strings.Contains(body, "[[") {
-		return nil
-	}
 	var out []string
-	seen := map[string]bool{}
-	for _, m := range wikilink.FindAllStringSubmatch(body, -1) {
-		target := strings.TrimSuffix(strings.TrimSpace(m[1]), ".md")
-		if strings.Count(target, "/") == 1 {
-			target = s.wing + "/" + target
-		}
-		id, err := layout.ParseID(target)
+	var seen map[string]bool
+	for _, l := range layout.Links(body) {
+		id, err := layout.LinkID(s.wing, l.Target)
 		if err != nil {
 			continue
+		}
+		if seen == nil {
+			seen = map[string]bool{}
 		}
 		k := id.String()
 		if !seen[k] {

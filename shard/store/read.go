@@ -2,9 +2,12 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"encoding/base64"
+	"encoding/hex"
 	"errors"
 	"fmt"
+	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -16,11 +19,17 @@ import (
 	"github.com/brainstem/brainstem/shard/layout"
 )
 
-// Get reads a note from disk: ref is a note id ("wing/hall/slug"), a wiki
-// path ("wiki/wing/hall/slug.md") or an inbox path ("inbox/wing/name.md").
-// The returned hash is always that of the file's current bytes. If the file
-// differs from the indexed version (edited behind the store's back), the
-// index is refreshed for that note before Get returns.
+// Get reads a note: ref is a note id ("wing/hall/slug"), a wiki path
+// ("wiki/wing/hall/slug.md") or an inbox path ("inbox/wing/name.md"). The
+// returned hash is always that of the file's current bytes. Parsed notes
+// are cached (Options.ReadCacheBytes) and a cached note is returned only
+// while the file has the size, mtime and inode it was read with and that
+// mtime was at least two seconds older than the read (a file rewritten
+// within the filesystem's timestamp granularity keeps its mtime), so a read
+// after an edit made anywhere returns the new bytes. If the file differs
+// from the indexed version (edited behind the store's back), the index is
+// refreshed for that note before Get returns. The returned Note is shared:
+// callers must not modify it.
 func (s *Store) Get(ctx context.Context, ref string) (*Note, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
@@ -35,7 +44,8 @@ func (s *Store) Get(ctx context.Context, ref string) (*Note, error) {
 	if err != nil {
 		return nil, err
 	}
-	raw, sig, err := readFileLimit(abs, s.maxNote)
+	key := id.String()
+	n, sig, err := s.readNote(abs, key, "", id.Path(), id.Slug)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			s.refresh(id)
@@ -43,10 +53,38 @@ func (s *Store) Get(ctx context.Context, ref string) (*Note, error) {
 		}
 		return nil, s.readErr(id.String(), err)
 	}
-	if old, ok := s.sigOfNote(id.String()); !ok || old != sig {
+	if m := s.metaOf(key); m == nil || m.sig != sig || !trusted(m.sig, m.readAt) {
 		s.refresh(id)
 	}
-	return s.noteOf(id.String(), "", id.Path(), raw, id.Slug), nil
+	return n, nil
+}
+
+// readNote returns the note in the file abs, from the cache when the file
+// is the version cached, else read and parsed (and cached). cacheKey is
+// the note id or the inbox path.
+func (s *Store) readNote(abs, id, name, path, fallback string) (*Note, fileSig, error) {
+	if s.cache != nil {
+		if fi, err := os.Lstat(abs); err == nil && fi.Mode().IsRegular() && fi.Size() <= int64(s.maxNote) {
+			sig := sigOf(fi)
+			if n := s.cache.get(path, sig); n != nil {
+				return n, sig, nil
+			}
+		}
+	}
+	at := s.wallNow()
+	raw, sig, err := readFileLimit(abs, s.maxNote)
+	if err != nil {
+		return nil, fileSig{}, err
+	}
+	n := s.noteOf(id, name, path, raw, fallback)
+	if s.cache != nil {
+		if trusted(sig, at.UnixNano()) {
+			s.cache.put(path, sig, n)
+		} else {
+			s.cache.remove(path)
+		}
+	}
+	return n, sig, nil
 }
 
 func (s *Store) getInbox(rest, ref string) (*Note, error) {
@@ -69,14 +107,14 @@ func (s *Store) getInbox(rest, ref string) (*Note, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	raw, _, err := readFileLimit(abs, s.maxNote)
+	n, _, err := s.readNote(abs, "", name, rel, name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return nil, fmt.Errorf("store: no inbox note %s (it may have been promoted); brain_pending lists the inbox: %w", rel, ErrNotFound)
 		}
 		return nil, s.readErr(rel, err)
 	}
-	return s.noteOf("", name, rel, raw, name), nil
+	return n, nil
 }
 
 // Hit is a search result, read from the file's current bytes.
@@ -94,27 +132,96 @@ type SearchOptions struct {
 	SnippetRunes int
 }
 
-// Search runs a BM25 query over the wing's wiki notes. Each hit's title,
-// hash and snippet come from the file as it is now; a hit whose file has
-// vanished is dropped (and the index repaired).
+// Result is the answer of Query: the hits and the number of notes of the
+// wing that match the query (and the hall), as indexed.
+type Result struct {
+	Hits  []Hit
+	Total int
+}
+
+// Search runs a BM25 query over the wing's wiki notes; see Query.
 func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]Hit, error) {
-	if err := s.checkOpen(); err != nil {
-		return nil, err
-	}
+	r, err := s.Query(ctx, query, opt)
+	return r.Hits, err
+}
+
+// indexOptions validates opt and returns the index's options.
+func (s *Store) indexOptions(opt SearchOptions) (index.Options, error) {
 	iopt := index.Options{Limit: opt.Limit, Stats: opt.Stats}
 	if opt.Hall != "" {
 		if err := layout.ValidHall(opt.Hall); err != nil {
-			return nil, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+			return iopt, fmt.Errorf("store: %w: %w", ErrInvalid, err)
 		}
 		prefix := s.wing + "/" + opt.Hall + "/"
 		iopt.Filter = func(id string) bool { return strings.HasPrefix(id, prefix) }
 	}
-	runes := opt.SnippetRunes
+	return iopt, nil
+}
+
+// Query runs a BM25 query over the wing's wiki notes. Each hit's title,
+// hash and snippet are those of the file as it is now: the indexed version
+// when the file still has its size, mtime and inode (the snippet is then
+// read from a window around the first match, whatever the note's size),
+// else the file is read and the index repaired. A hit whose file has
+// vanished is dropped.
+func (s *Store) Query(ctx context.Context, query string, opt SearchOptions) (Result, error) {
+	if err := s.checkOpen(); err != nil {
+		return Result{}, err
+	}
+	iopt, err := s.indexOptions(opt)
+	if err != nil {
+		return Result{}, err
+	}
+	r := s.ix.Query(query, iopt)
+	hits, err := s.render(ctx, r.Hits, opt.SnippetRunes)
+	return Result{Hits: hits, Total: r.Total}, err
+}
+
+// Ranked is a hit of Rank: an id and its score, nothing read from disk.
+type Ranked struct {
+	ID    string
+	Score float64
+}
+
+// Rank is the first step of a cross-wing search: the ids and scores of the
+// best notes (as Query would rank them) and the number of matching notes,
+// from the index alone. Fetch then renders the ones that survive the merge
+// of all the wings.
+func (s *Store) Rank(query string, opt SearchOptions) ([]Ranked, int, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, 0, err
+	}
+	iopt, err := s.indexOptions(opt)
+	if err != nil {
+		return nil, 0, err
+	}
+	r := s.ix.Query(query, iopt)
+	out := make([]Ranked, len(r.Hits))
+	for i, h := range r.Hits {
+		out[i] = Ranked{ID: h.ID, Score: h.Score}
+	}
+	return out, r.Total, nil
+}
+
+// Fetch renders the hits of the given note ids for query, in that order,
+// exactly as Query renders them (scored with opt.Stats, the same bits as
+// Rank gave them); ids that are no longer indexed or no longer match are
+// left out. opt.Hall and opt.Limit are ignored.
+func (s *Store) Fetch(ctx context.Context, query string, ids []string, opt SearchOptions) ([]Hit, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	hits := s.ix.Score(query, ids, index.Options{Stats: opt.Stats})
+	return s.render(ctx, hits, opt.SnippetRunes)
+}
+
+// render reads the title, hash and snippet of each index hit.
+func (s *Store) render(ctx context.Context, hits []index.Hit, runes int) ([]Hit, error) {
 	if runes <= 0 {
 		runes = 200
 	}
-	hits := s.ix.Search(query, iopt)
 	out := make([]Hit, 0, len(hits))
+	halls := map[string]string{} // hall → its directory, checked once per call (layout.Resolve)
 	for _, h := range hits {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
@@ -123,25 +230,60 @@ func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]
 		if err != nil {
 			continue
 		}
-		abs, err := s.abs(id.Path())
-		if err != nil {
+		dir, ok := halls[id.Hall]
+		if !ok {
+			if dir, err = s.abs(layout.HallDir(id.Wing, id.Hall)); err != nil {
+				dir = ""
+			}
+			halls[id.Hall] = dir
+		}
+		if dir == "" {
 			continue
 		}
-		raw, sig, err := readFileLimit(abs, s.maxNote)
-		if err != nil {
-			s.refresh(id)
-			continue
+		// The file itself is opened with O_NOFOLLOW: no link is followed.
+		if hit, ok := s.renderHit(h, id, filepath.Join(dir, id.Slug+layout.NoteExt), runes); ok {
+			out = append(out, hit)
 		}
-		if old, ok := s.sigOfNote(h.ID); !ok || old != sig {
-			s.refresh(id)
-		}
-		p := parseNote(raw, id.Slug)
-		out = append(out, Hit{
-			ID: h.ID, Hall: id.Hall, Title: p.title, Path: id.Path(), Hash: HashOf(raw),
-			Snippet: index.Snippet(p.body, h.Terms, runes), Score: h.Score,
-		})
 	}
 	return out, nil
+}
+
+// renderHit renders one index hit from its file abs; ok is false when the
+// file is gone or unreadable (the index is then repaired).
+func (s *Store) renderHit(h index.Hit, id layout.ID, abs string, runes int) (Hit, bool) {
+	at := s.wallNow()
+	f, fi, err := openLimit(abs, s.maxNote)
+	if err != nil {
+		s.refresh(id)
+		return Hit{}, false
+	}
+	defer f.Close()
+	sig := sigOf(fi)
+	hit := Hit{ID: h.ID, Hall: id.Hall, Path: id.Path(), Score: h.Score}
+	if m := s.metaOf(h.ID); m != nil && m.sig == sig && trusted(m.sig, m.readAt) {
+		// The indexed version: no need to read more than the snippet.
+		size := fi.Size() - int64(m.bodyOff)
+		snip, err := index.SnippetAt(io.NewSectionReader(f, int64(m.bodyOff), size), size, int64(h.Offset), runes)
+		if err == nil {
+			hit.Title, hit.Hash, hit.Snippet = m.title, hex.EncodeToString(m.hash[:]), snip
+			return hit, true
+		}
+	}
+	s.wholeReads.Add(1)
+	raw, err := readAllLimit(f, fi.Size(), s.maxNote)
+	if err != nil {
+		s.refresh(id)
+		return Hit{}, false
+	}
+	sum := sha256.Sum256(raw)
+	if m := s.metaOf(h.ID); m == nil || m.sig != sig || m.hash != sum {
+		s.refresh(id)
+	} else {
+		s.retrust(h.ID, m, at.UnixNano())
+	}
+	p := parseNote(raw, id.Slug)
+	hit.Title, hit.Hash, hit.Snippet = p.title, hex.EncodeToString(sum[:]), index.Snippet(p.body, h.Terms, runes)
+	return hit, true
 }
 
 // Stats returns this wing's BM25 statistics for query, to be summed across

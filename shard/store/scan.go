@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,7 +13,8 @@ import (
 )
 
 // Rescan compares every note file with the version the store indexed (size,
-// mtime, inode) and re-reads the ones that changed, indexes new ones and
+// mtime, inode) and re-reads the ones that changed (and those whose mtime
+// was too recent to trust when they were read), indexes new ones and
 // forgets deleted ones, then rewrites _index.md if its content changed or
 // the file itself was edited or removed. The background rescanner calls it
 // every RescanInterval; tests call it to make a pass deterministic.
@@ -36,7 +38,7 @@ func (s *Store) Rescan(ctx context.Context) error {
 		if m != nil {
 			matched++
 		}
-		if m == nil || m.sig != f.sig {
+		if m == nil || m.sig != f.sig || !trusted(m.sig, m.readAt) {
 			changed = append(changed, f.id)
 		}
 	}
@@ -71,28 +73,35 @@ func (s *Store) Rescan(ctx context.Context) error {
 
 // refresh re-reads note id from disk under its lock and brings the memory
 // state and the index in line with it (or forgets it if it is gone or
-// unreadable).
+// unreadable). A file whose bytes are those already indexed only has its
+// read time renewed.
 func (s *Store) refresh(id layout.ID) {
 	unlock := s.locks.lock("w:" + id.String())
 	defer unlock()
 	abs, err := s.abs(id.Path())
 	if err != nil {
-		s.log.Warn("store: forgetting note", "id", id.String(), "err", err)
+		s.log.Warn("store: forgetting note", "path", id.Path(), "err", err)
 		s.forget(id)
 		return
 	}
+	at := s.wallNow()
 	raw, sig, err := readFileLimit(abs, s.maxNote)
 	if err != nil {
-		if !errors.Is(err, fs.ErrNotExist) {
-			s.log.Warn("store: forgetting unreadable note", "id", id.String(), "err", err)
+		if errors.Is(err, fs.ErrNotExist) {
+			s.skips.clearRead(id.Path())
+		} else {
+			s.skipRead(id, err)
 		}
 		s.forget(id)
 		return
 	}
-	if old, ok := s.sigOfNote(id.String()); ok && old == sig {
+	s.skips.clearRead(id.Path())
+	key := id.String()
+	if m := s.metaOf(key); m != nil && m.sig == sig && m.hash == sha256.Sum256(raw) {
+		s.retrust(key, m, at.UnixNano())
 		return
 	}
-	s.apply(id, raw, sig)
+	s.apply(id, raw, sig, at)
 }
 
 // tocTouched reports whether _index.md was changed or removed by someone
@@ -126,6 +135,7 @@ func (s *Store) rescanLoop(ctx context.Context, interval time.Duration, afterPas
 			if err := s.Rescan(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
 				s.log.Warn("store: rescan failed", "err", err)
 			}
+			s.maybeSaveSnapshot()
 			t.Reset(max(interval, maxRescanDuty*time.Since(start)))
 			if afterPass != nil {
 				afterPass()

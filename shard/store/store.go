@@ -2,10 +2,12 @@ package store
 
 import (
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -35,6 +37,13 @@ var (
 const (
 	DefaultMaxNoteBytes   = 1 << 20
 	DefaultRescanInterval = 2 * time.Second
+	// DefaultWatchedRescanInterval is the rescan interval while the store
+	// watches the wing's directories for changes (Linux inotify): events
+	// reach the index within milliseconds and the full passes are only a
+	// safety net.
+	DefaultWatchedRescanInterval = time.Minute
+	DefaultIndexDelay            = time.Second
+	DefaultReadCacheBytes        = 64 << 20
 )
 
 // Options configures Open.
@@ -49,26 +58,49 @@ type Options struct {
 	// session lines; nil means time.Now.
 	Now func() time.Time
 	// MaxNoteBytes bounds a note file read or written (0 → 1 MiB). Larger
-	// files are skipped by scans (with a warning) and refused by Get.
+	// files are skipped by scans (with a warning, see Skipped) and refused
+	// by Get.
 	MaxNoteBytes int
-	// RescanInterval is how often the background rescanner polls the wing's
-	// files for changes made behind the store's back (0 → 2s). A negative
-	// value disables the rescanner; Rescan still works.
+	// RescanInterval is how often the background rescanner compares every
+	// note file with the indexed version, for changes made behind the
+	// store's back (an editor, git pull). 0 means 2s, or 1 minute while the
+	// store also watches the wing's directories (Linux; changes then reach
+	// the index within milliseconds). A negative value disables the
+	// rescanner and the watcher; Rescan still works.
 	RescanInterval time.Duration
+	// NoWatch disables the directory watcher: only the rescanner picks up
+	// outside changes.
+	NoWatch bool
 	// Progress, if set, is called while Open loads the notes.
 	Progress func(done, total int)
-	// IndexDelay chooses how _index.md follows changes. 0 (the default):
+	// IndexDelay chooses how _index.md follows changes. 0 means
+	// DefaultIndexDelay (1s). A positive value: write-behind, a background
+	// writer rewrites _index.md at most once per IndexDelay after a change,
+	// so a write costs the same in a wing of 300 notes or 100,000 (the file
+	// is about 100 bytes per note); Rescan, SyncIndex and Close bring it up
+	// to date, so nothing is lost on shutdown. A negative value:
 	// write-through, a write, update or promotion returns after _index.md
-	// has been rewritten durably (concurrent writers share one rewrite).
-	// Its cost grows with the wing (about 100 bytes per note, rewritten and
-	// fsynced), e.g. ~10 MB per new note at 100,000 notes. A positive value:
-	// write-behind, a background writer rewrites _index.md after changes at
-	// most once per IndexDelay; Rescan and Close bring it up to date. The
+	// has been rewritten durably (concurrent writers share one rewrite). The
 	// notes themselves are durable before any call returns either way, and
 	// Open regenerates _index.md from them.
 	IndexDelay time.Duration
+	// ReadCacheBytes bounds the memory of parsed notes kept for Get (0 →
+	// 64 MiB; negative: no cache). A cached note is used only while the
+	// file's size, mtime and inode are those it was read with, and only
+	// once its mtime is old enough that a later edit must change it (see
+	// Get), so reads are never stale.
+	ReadCacheBytes int64
+	// StateDir holds the store's state that is not part of the brain: the
+	// snapshot of the index that makes restarts incremental. "" means
+	// <Root>/.brainstem (a hidden directory that ignores itself in git).
+	StateDir string
+	// NoSnapshot disables the snapshot: every Open reads and indexes every
+	// note.
+	NoSnapshot bool
 
-	afterPass func() // test hook: called after each background rescan pass
+	afterPass  func()           // test hook: called after each background rescan pass
+	afterWatch func()           // test hook: called after each batch of watched changes
+	wallNow    func() time.Time // test hook: the wall clock that file times are compared with
 }
 
 // Store is one wing of a brain directory. It is safe for concurrent use.
@@ -76,11 +108,13 @@ type Store struct {
 	root, wing string
 	log        *slog.Logger
 	now        func() time.Time
+	wallNow    func() time.Time
 	maxNote    int
 
 	ix     *index.Index
 	locks  keyLock    // per-note, per-inbox-name and per-session locks
 	scanMu sync.Mutex // one rescan at a time
+	cache  *noteCache // parsed notes for Get; nil when disabled
 
 	mu        sync.RWMutex // guards the fields below
 	notes     map[string]*meta
@@ -95,27 +129,53 @@ type Store struct {
 	sessMu    sync.Mutex
 	sessLines map[string]sessCount // session → line count at a known size
 
+	skips skipSet // files of the wing that are not loaded
+
+	snap snapshotState // the persisted index (see snapshot.go)
+
 	tocDelay time.Duration // > 0: _index.md is written behind (see Options.IndexDelay)
 	tocKick  chan struct{} // wakes tocLoop
+
+	wholeReads atomic.Int64 // hits rendered from a whole read of their file
 
 	closed atomic.Bool
 	cancel context.CancelFunc
 	wg     sync.WaitGroup // background loops
+	watch  watchState     // the directory watcher, when it runs
 }
 
-// meta is what the store keeps in memory about one wiki note.
+// meta is what the store keeps in memory about one wiki note. A meta is
+// never modified once stored: changes store a new one.
 type meta struct {
 	hall      string
 	title     string
 	updatedAt string   // updated_at, else promoted_at, else created_at, else file mtime
 	links     []string // outbound ids, first appearance order, deduplicated
 	sig       fileSig
+	hash      [sha256.Size]byte // of the bytes indexed
+	bodyOff   uint32            // where the body starts in those bytes
+	readAt    int64             // wall clock (UnixNano) when those bytes were read
+}
+
+// racyWindow is how recent a file's mtime may be, relative to when the
+// store read it, before the store stops trusting that (size, mtime, inode)
+// identifies the bytes it read: a file rewritten twice within the
+// filesystem's timestamp granularity keeps its mtime, so only a version
+// read well after its mtime is known to be complete (git's "racy clean"
+// rule). A racy version is re-read rather than served from memory.
+const racyWindow = 2 * time.Second
+
+// trusted reports whether the file version recorded by sig, read at readAt,
+// may be identified by its signature alone.
+func trusted(sig fileSig, readAt int64) bool {
+	return sig.mtime < readAt-int64(racyWindow)
 }
 
 // Open opens (creating its directories as needed) the wing opt.Wing of the
 // brain at opt.Root, removes temporary files left by a crash, loads and
-// indexes every note, writes _index.md and starts the rescanner. Close
-// stops it.
+// indexes every note (from the snapshot of the last run when there is one,
+// re-reading only the notes that changed since), writes _index.md and
+// starts the rescanner and the watcher. Close stops them.
 func Open(ctx context.Context, opt Options) (*Store, error) {
 	if err := layout.ValidWing(opt.Wing); err != nil {
 		return nil, fmt.Errorf("store: open: %w: %w", ErrInvalid, err)
@@ -136,6 +196,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		wing:      opt.Wing,
 		log:       opt.Logger,
 		now:       opt.Now,
+		wallNow:   opt.wallNow,
 		maxNote:   opt.MaxNoteBytes,
 		tocDelay:  opt.IndexDelay,
 		ix:        index.New(),
@@ -149,8 +210,26 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	if s.wallNow == nil {
+		s.wallNow = time.Now
+	}
 	if s.maxNote <= 0 {
 		s.maxNote = DefaultMaxNoteBytes
+	}
+	if s.tocDelay == 0 {
+		s.tocDelay = DefaultIndexDelay
+	}
+	switch {
+	case opt.ReadCacheBytes == 0:
+		s.cache = newNoteCache(DefaultReadCacheBytes)
+	case opt.ReadCacheBytes > 0:
+		s.cache = newNoteCache(opt.ReadCacheBytes)
+	}
+	if !opt.NoSnapshot {
+		s.snap.dir = opt.StateDir
+		if s.snap.dir == "" {
+			s.snap.dir = filepath.Join(root, stateDirName)
+		}
 	}
 	if err := s.prepareDirs(); err != nil {
 		return nil, err
@@ -162,11 +241,19 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		return nil, err
 	}
 	interval := opt.RescanInterval
-	if interval == 0 {
-		interval = DefaultRescanInterval
-	}
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
+	if interval >= 0 && !opt.NoWatch {
+		if err := s.startWatch(rctx, opt.afterWatch); err != nil {
+			s.log.Info("store: not watching the wing's directories; outside changes are found by the rescanner", "wing", s.wing, "reason", err.Error())
+		}
+	}
+	if interval == 0 {
+		interval = DefaultRescanInterval
+		if s.watch.active() {
+			interval = DefaultWatchedRescanInterval
+		}
+	}
 	if interval > 0 {
 		s.wg.Add(1)
 		go s.rescanLoop(rctx, interval, opt.afterPass)
@@ -176,21 +263,35 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		s.wg.Add(1)
 		go s.tocLoop(rctx)
 	}
+	s.snap.afterOpen(s)
 	return s, nil
 }
 
-// Close stops the rescanner and, with a write-behind _index.md, writes it
-// one last time. Calls made after Close fail with ErrClosed.
+// Close stops the rescanner and the watcher, brings a write-behind
+// _index.md up to date and saves the snapshot of the index. Calls made
+// after Close fail with ErrClosed.
 func (s *Store) Close() error {
 	if s.closed.Swap(true) {
 		return nil
 	}
 	s.cancel()
 	s.wg.Wait()
+	var errs []error
 	if s.tocDelay > 0 {
-		return s.syncTOC(false)
+		errs = append(errs, s.syncTOC(false))
 	}
-	return nil
+	if err := s.saveSnapshot(); err != nil {
+		s.log.Warn("store: could not save the index snapshot; the next start re-reads the wing", "wing", s.wing, "err", err)
+	}
+	return errors.Join(errs...)
+}
+
+// SyncIndex brings a write-behind _index.md up to date now.
+func (s *Store) SyncIndex() error {
+	if err := s.checkOpen(); err != nil {
+		return err
+	}
+	return s.syncTOC(false)
 }
 
 // Wing returns the wing this store serves.
@@ -289,38 +390,72 @@ type noteFile struct {
 // path returns the file's absolute path.
 func (f noteFile) path() string { return filepath.Join(f.dir, f.id.Slug+layout.NoteExt) }
 
-// scanFiles lists the note files of every hall with their signatures.
-// Temporary files, non-regular files (symlinks included) and names that
-// are not valid slugs are skipped.
+// scanFiles lists the note files of every hall with their signatures, and
+// records every other entry of the wing's wiki directory that is not
+// loaded (see Skipped): names that are not <slug>.md, non-regular files
+// (symlinks included), files over MaxNoteBytes, directories that are not
+// halls. Hidden entries (names starting with '.': .gitkeep, the store's
+// own temporary files) and _index.md are not part of the wing's notes and
+// are passed over.
 func (s *Store) scanFiles() ([]noteFile, error) {
 	var out []noteFile
+	var skipped []Skipped
+	wingRel := layout.WingDir(layout.TopWiki, s.wing)
+	wingDir, err := s.dirOf(wingRel)
+	if err != nil {
+		return nil, fmt.Errorf("store: scan %s: %w", wingRel, err)
+	}
+	top, err := os.ReadDir(wingDir)
+	if err != nil {
+		return nil, fmt.Errorf("store: scan %s: %w", wingRel, err)
+	}
+	for _, e := range top {
+		name := e.Name()
+		rel := wingRel + "/" + name
+		switch {
+		case layout.Hidden(name), name == layout.IndexSlug+layout.NoteExt:
+		case e.IsDir() && layout.ValidHall(name) == nil:
+		case e.IsDir():
+			skipped = append(skipped, Skipped{Path: rel + "/", Kind: SkipPlace, Reason: "not a hall (" + strings.Join(layout.Halls(), ", ") + "): the files in it are not loaded"})
+		case e.Type()&fs.ModeSymlink != 0 && layout.ValidHall(name) == nil:
+			skipped = append(skipped, Skipped{Path: rel, Kind: SkipType, Reason: "a hall directory replaced by a symbolic link (links are not followed): its notes are not loaded"})
+		default:
+			skipped = append(skipped, Skipped{Path: rel, Kind: SkipPlace, Reason: "not in a hall: notes are files " + wingRel + "/<hall>/<slug>.md"})
+		}
+	}
 	for _, hall := range layout.Halls() {
+		hallRel := layout.HallDir(s.wing, hall)
 		dir, err := s.hallDir(hall)
 		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) {
-				s.log.Warn("store: skipping hall", "hall", hall, "err", err)
+			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, ErrInvalid) {
+				return nil, fmt.Errorf("store: scan %s: %w", hallRel, err)
 			}
-			continue
+			continue // missing, or reported above as a symlink
 		}
 		entries, err := os.ReadDir(dir)
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			return nil, fmt.Errorf("store: scan %s: %w", hall, err)
+			return nil, fmt.Errorf("store: scan %s: %w", hallRel, err)
 		}
 		for _, e := range entries {
 			name := e.Name()
-			if strings.HasPrefix(name, ".") || !strings.HasSuffix(name, ".md") {
+			if layout.Hidden(name) {
 				continue
 			}
-			slug := strings.TrimSuffix(name, ".md")
-			if layout.ValidSlug(slug) != nil {
-				s.log.Debug("store: skipping file whose name is not a valid slug", "hall", hall, "file", name)
+			rel := hallRel + "/" + name
+			if e.IsDir() {
+				skipped = append(skipped, Skipped{Path: rel + "/", Kind: SkipPlace, Reason: "a directory inside a hall: notes are files directly in " + hallRel + "/"})
 				continue
 			}
 			if !e.Type().IsRegular() {
-				s.log.Warn("store: skipping non-regular file (symlinks are not followed)", "hall", hall, "file", name)
+				skipped = append(skipped, Skipped{Path: rel, Kind: SkipType, Reason: "not a regular file (symbolic links are not followed)"})
+				continue
+			}
+			slug, err := layout.NoteFile(name)
+			if err != nil {
+				skipped = append(skipped, Skipped{Path: rel, Kind: SkipName, Reason: reasonOf(err) + "; rename the file to be loaded"})
 				continue
 			}
 			fi, err := e.Info()
@@ -328,7 +463,11 @@ func (s *Store) scanFiles() ([]noteFile, error) {
 				if errors.Is(err, fs.ErrNotExist) {
 					continue
 				}
-				return nil, fmt.Errorf("store: scan %s: %w", hall, err)
+				return nil, fmt.Errorf("store: scan %s: %w", hallRel, err)
+			}
+			if fi.Size() > int64(s.maxNote) {
+				skipped = append(skipped, Skipped{Path: rel, Kind: SkipSize, Reason: sizeReason(fi.Size(), s.maxNote)})
+				continue
 			}
 			out = append(out, noteFile{
 				id:  layout.ID{Wing: s.wing, Hall: hall, Slug: slug},
@@ -337,43 +476,116 @@ func (s *Store) scanFiles() ([]noteFile, error) {
 			})
 		}
 	}
+	s.skips.setScan(s.log, skipped)
 	return out, nil
 }
 
-// load reads and indexes every note at Open: GOMAXPROCS workers read and
-// parse files while this goroutine feeds the index; ids are sorted once at
-// the end.
+// readResult is a note file read, parsed, hashed and tokenized by a load
+// worker.
+type readResult struct {
+	f      noteFile
+	note   preparedNote
+	sig    fileSig
+	readAt int64
+	err    error
+}
+
+// preparedNote is what applying a note needs, computed from its bytes
+// without touching the store (so in parallel when a wing loads).
+type preparedNote struct {
+	p       parsed
+	links   []string
+	hash    [sha256.Size]byte
+	bodyOff uint32
+	doc     *index.Prepared
+}
+
+// prepare parses, hashes and tokenizes the bytes of note id.
+func (s *Store) prepare(id layout.ID, raw []byte) preparedNote {
+	p := parseNote(raw, id.Slug)
+	n := preparedNote{p: p, links: s.parseLinks(p.body), hash: sha256.Sum256(raw)}
+	if off := len(raw) - len(p.body); off >= 0 && off <= math.MaxUint32 {
+		n.bodyOff = uint32(off) // the body is always a suffix of the file
+	}
+	n.doc = s.ix.Prepare(index.Doc{ID: id.String(), Title: p.title, Body: p.body})
+	return n
+}
+
+// load indexes the wing at Open: from the snapshot of the last run when
+// there is a usable one, re-reading only the files whose signature changed
+// (and forgetting the notes that are gone), else from every file.
 func (s *Store) load(ctx context.Context, progress func(done, total int)) error {
 	files, err := s.scanFiles()
 	if err != nil {
 		return err
 	}
+	toRead := files
+	if s.loadSnapshot() {
+		toRead = s.reconcile(files)
+	}
+	if err := s.readFiles(ctx, toRead, progress); err != nil {
+		return err
+	}
+	s.mu.Lock()
+	sort.Strings(s.ids)
+	s.mu.Unlock()
+	return nil
+}
+
+// reconcile compares the notes restored from the snapshot with the files
+// on disk: it forgets the notes whose file is gone and returns the files
+// to read (new, changed, or not verifiably unchanged).
+func (s *Store) reconcile(files []noteFile) []noteFile {
+	var toRead []noteFile
+	seen := make(map[string]bool, len(files))
+	for _, f := range files {
+		key := f.id.String()
+		seen[key] = true
+		m := s.notes[key]
+		if m == nil || m.sig != f.sig || !trusted(m.sig, m.readAt) || !s.ix.Has(key) {
+			toRead = append(toRead, f)
+		}
+	}
+	var gone []string
+	for key := range s.notes {
+		if !seen[key] {
+			gone = append(gone, key)
+		}
+	}
+	for _, key := range gone {
+		if id, err := layout.ParseID(key); err == nil {
+			s.forget(id)
+		}
+	}
+	if len(toRead) > 0 || len(gone) > 0 {
+		s.log.Info("store: restored the index from its snapshot", "wing", s.wing, "notes", len(s.notes), "changed", len(toRead), "gone", len(gone))
+	}
+	return toRead
+}
+
+// readFiles reads, parses and indexes files: GOMAXPROCS workers read and
+// parse while this goroutine feeds the index. New ids are appended
+// unsorted; the caller sorts them.
+func (s *Store) readFiles(ctx context.Context, files []noteFile, progress func(done, total int)) error {
 	total := len(files)
 	if progress != nil {
 		progress(0, total)
 	}
-	type loaded struct {
-		f     noteFile
-		p     parsed
-		links []string
-		sig   fileSig
-		err   error
-	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	jobs := make(chan noteFile)
-	results := make(chan loaded, 256)
+	results := make(chan readResult, 256)
 	var wg sync.WaitGroup
 	for range max(1, runtime.GOMAXPROCS(0)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			for f := range jobs {
+				at := s.wallNow().UnixNano()
 				raw, sig, err := readFileLimit(f.path(), s.maxNote)
-				l := loaded{f: f, sig: sig, err: err}
+				l := readResult{f: f, sig: sig, readAt: at, err: err}
 				if err == nil {
-					l.p = parseNote(raw, f.id.Slug)
-					l.links = s.parseLinks(l.p.body)
+					l.note = s.prepare(f.id, raw)
 				}
 				select {
 				case results <- l:
@@ -398,56 +610,55 @@ func (s *Store) load(ctx context.Context, progress func(done, total int)) error 
 		close(results)
 	}()
 	done := 0
-	var firstErr error
 	for l := range results {
-		if firstErr != nil {
-			continue // draining after a failure
-		}
 		switch {
 		case l.err == nil:
-			s.applyParsed(l.f.id, l.p, l.links, l.sig, true)
+			s.skips.clearRead(l.f.id.Path())
+			s.applyPrepared(l.f.id, l.note, l.sig, l.readAt, true)
 		case errors.Is(l.err, fs.ErrNotExist):
-		case errors.Is(l.err, ErrTooLarge), errors.Is(l.err, ErrInvalid):
-			s.log.Warn("store: skipping note", "id", l.f.id.String(), "err", l.err)
 		default:
-			firstErr = fmt.Errorf("store: open: read %s: %w", l.f.id.Path(), l.err)
-			cancel()
-			continue
+			s.skipRead(l.f.id, l.err)
 		}
 		done++
 		if progress != nil && (done%1000 == 0 || done == total) {
 			progress(done, total)
 		}
 	}
-	if firstErr != nil {
-		return firstErr
-	}
 	if err := ctx.Err(); err != nil {
 		return fmt.Errorf("store: open: %w", err)
 	}
-	s.mu.Lock()
-	sort.Strings(s.ids)
-	s.mu.Unlock()
 	return nil
 }
 
-// apply records the content of note id (read or written under its lock) in
-// the memory state and the search index. Callers hold the note's lock.
-func (s *Store) apply(id layout.ID, raw []byte, sig fileSig) {
-	p := parseNote(raw, id.Slug)
-	s.applyParsed(id, p, s.parseLinks(p.body), sig, false)
+// skipRead records that note id could not be read (and is not loaded).
+func (s *Store) skipRead(id layout.ID, err error) {
+	kind := SkipRead
+	switch {
+	case errors.Is(err, ErrTooLarge):
+		kind = SkipSize
+	case errors.Is(err, ErrInvalid):
+		kind = SkipType
+	}
+	s.skips.setRead(s.log, Skipped{Path: id.Path(), Kind: kind, Reason: reasonOf(err)})
 }
 
-// applyParsed is apply after parsing. In bulk mode (Open) ids are appended
-// unsorted; load sorts them once at the end.
-func (s *Store) applyParsed(id layout.ID, p parsed, links []string, sig fileSig, bulk bool) {
-	m := &meta{hall: id.Hall, title: p.title, sig: sig, links: links}
-	m.updatedAt = p.updatedAt
+// apply records the content of note id (read or written under its lock at
+// wall time readAt) in the memory state and the search index. Callers hold
+// the note's lock.
+func (s *Store) apply(id layout.ID, raw []byte, sig fileSig, readAt time.Time) {
+	s.applyPrepared(id, s.prepare(id, raw), sig, readAt.UnixNano(), false)
+}
+
+// applyPrepared is apply after prepare. In bulk mode (Open) new ids are
+// appended unsorted; load sorts them once at the end.
+func (s *Store) applyPrepared(id layout.ID, n preparedNote, sig fileSig, readAt int64, bulk bool) {
+	m := &meta{hall: id.Hall, title: n.p.title, sig: sig, links: n.links, hash: n.hash, bodyOff: n.bodyOff, readAt: readAt}
+	m.updatedAt = n.p.updatedAt
 	if m.updatedAt == "" {
 		m.updatedAt = rfc3339(time.Unix(0, sig.mtime))
 	}
 	key := id.String()
-	s.ix.Put(index.Doc{ID: key, Title: p.title, Body: p.body})
+	s.ix.PutPrepared(n.doc)
 
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -468,15 +679,20 @@ func (s *Store) applyParsed(id layout.ID, p parsed, links []string, sig fileSig,
 		}
 		s.unlinkLocked(key, old.links)
 	}
-	for _, t := range m.links {
+	s.linkLocked(key, m.links)
+	s.notes[key] = m
+	s.snap.dirty.Add(1)
+}
+
+func (s *Store) linkLocked(src string, targets []string) {
+	for _, t := range targets {
 		set := s.backlinks[t]
 		if set == nil {
 			set = make(map[string]struct{})
 			s.backlinks[t] = set
 		}
-		set[key] = struct{}{}
+		set[src] = struct{}{}
 	}
-	s.notes[key] = m
 }
 
 // forget removes note id from the memory state and the index. Callers hold
@@ -496,6 +712,7 @@ func (s *Store) forget(id layout.ID) {
 		s.ids = append(s.ids[:i], s.ids[i+1:]...)
 	}
 	s.tocGen++
+	s.snap.dirty.Add(1)
 }
 
 func (s *Store) unlinkLocked(src string, targets []string) {
@@ -509,13 +726,34 @@ func (s *Store) unlinkLocked(src string, targets []string) {
 	}
 }
 
-// sigOfNote returns the signature of the indexed version of note id.
-func (s *Store) sigOfNote(id string) (fileSig, bool) {
+// metaOf returns the indexed version of note id, nil if none.
+func (s *Store) metaOf(id string) *meta {
 	s.mu.RLock()
 	defer s.mu.RUnlock()
-	m := s.notes[id]
+	return s.notes[id]
+}
+
+// sigOfNote returns the signature of the indexed version of note id.
+func (s *Store) sigOfNote(id string) (fileSig, bool) {
+	m := s.metaOf(id)
 	if m == nil {
 		return fileSig{}, false
 	}
 	return m.sig, true
+}
+
+// retrust records that the indexed version m of note id was read again at
+// readAt and found unchanged, so that it can be trusted once its mtime is
+// old enough.
+func (s *Store) retrust(id string, m *meta, readAt int64) {
+	if readAt <= m.readAt {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.notes[id] == m {
+		cp := *m
+		cp.readAt = readAt
+		s.notes[id] = &cp
+	}
 }

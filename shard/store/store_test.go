@@ -33,10 +33,12 @@ func (c *clock) now() time.Time {
 	return c.t
 }
 
-// openAt opens the test wing over root with the rescanner disabled.
+// openAt opens the test wing over root with the rescanner and the watcher
+// disabled and _index.md written through, so that every test sees the
+// effect of a call when it returns.
 func openAt(t *testing.T, root string) *Store {
 	t.Helper()
-	s, err := Open(context.Background(), Options{Root: root, Wing: testWing, Now: newClock().now, RescanInterval: -1})
+	s, err := Open(context.Background(), Options{Root: root, Wing: testWing, Now: newClock().now, RescanInterval: -1, IndexDelay: -1})
 	if err != nil {
 		t.Fatalf("Open: %v", err)
 	}

@@ -28,8 +28,10 @@ func (s *Store) tocChanged() error {
 	return nil
 }
 
-// tocLoop is the write-behind writer of _index.md: after a change it
-// rewrites the file, then waits IndexDelay before the next rewrite.
+// tocLoop is the write-behind writer of _index.md: a change starts a wait
+// of IndexDelay, then one rewrite covers every change made meanwhile. So
+// _index.md lags a change by at most IndexDelay (plus the rewrite), and is
+// rewritten at most once per IndexDelay however fast notes are written.
 func (s *Store) tocLoop(ctx context.Context) {
 	defer s.wg.Done()
 	t := time.NewTimer(0)
@@ -41,14 +43,14 @@ func (s *Store) tocLoop(ctx context.Context) {
 			return
 		case <-s.tocKick:
 		}
-		if err := s.syncTOC(false); err != nil {
-			s.log.Warn("store: rewriting _index.md failed; retrying after the next change", "err", err)
-		}
 		t.Reset(s.tocDelay)
 		select {
 		case <-ctx.Done():
-			return
+			return // Close writes what is pending
 		case <-t.C:
+		}
+		if err := s.syncTOC(false); err != nil {
+			s.log.Warn("store: rewriting _index.md failed; retrying after the next change", "err", err)
 		}
 	}
 }

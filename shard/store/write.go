@@ -191,11 +191,12 @@ func (s *Store) createErr(path string, err error) error {
 
 // applyFile stats the file just written and applies raw to the memory state.
 func (s *Store) applyFile(id layout.ID, abs string, raw []byte) error {
+	at := s.wallNow()
 	fi, err := os.Lstat(abs)
 	if err != nil {
 		return fmt.Errorf("store: stat %s: %w", id.Path(), err)
 	}
-	s.apply(id, raw, sigOf(fi))
+	s.apply(id, raw, sigOf(fi), at)
 	return nil
 }
 

@@ -21,7 +21,7 @@ import (
 // winner each, no file is torn, and the index and _index.md match what a
 // fresh scan of the disk gives.
 func TestConcurrentWritersUpdatersPromoters(t *testing.T) {
-	s, _, root := newSet(t)
+	s, st, root := newSet(t)
 	ctx := context.Background()
 	const (
 		writers, notesPerWriter = 4, 6
@@ -188,6 +188,9 @@ func TestConcurrentWritersUpdatersPromoters(t *testing.T) {
 	// The index agrees with the disk: a fresh store over the same files
 	// lists the same notes, and the live _index.md is what it generates.
 	live := listAll(t, s)
+	if err := st.SyncIndex(); err != nil { // _index.md is written behind by default
+		t.Fatal(err)
+	}
 	toc, _ := os.ReadFile(filepath.Join(root, "wiki/payments/_index.md"))
 	fresh, err := store.Open(ctx, store.Options{Root: root, Wing: wing, RescanInterval: -1})
 	if err != nil {

@@ -35,7 +35,8 @@ func (s *Set) define() []*spec {
 			desc: "Full-text (BM25) search over the curated notes of the team brain. Use it first whenever you need " +
 				"what the team already knows, decided or learned (facts, decisions, failures, hypotheses, sources) before " +
 				"answering or writing. Returns {hits:[{id, wing, hall, title, score, snippet, path, content_hash}], total}, " +
-				"best first; fetch a hit's full text with brain_get. Without wing, the gateway searches every wing you can read.",
+				"best first; total is the number of notes that match (in every wing searched), however many hits are returned. " +
+				"Fetch a hit's full text with brain_get. Without wing, the gateway searches every wing you can read.",
 			props: []prop{
 				{name: "query", typ: "string", required: true, min: ip(1), desc: fmt.Sprintf("Words to search for (at most %d bytes and %d searchable words; case and common English stop words are ignored).", l.MaxQueryBytes, l.MaxQueryTerms)},
 				s.wingProp(),
@@ -294,39 +295,109 @@ type queryResult struct {
 	Total int        `json:"total"`
 }
 
-func (s *Set) query(ctx context.Context, _ Caller, raw []byte, stats *index.Stats) (any, error) {
+// rankedHit and rankResult answer the rank step of a cross-wing search.
+type rankedHit struct {
+	ID    string  `json:"id"`
+	Score float64 `json:"score"`
+}
+
+type rankResult struct {
+	Ranked []rankedHit `json:"ranked"`
+	Total  int         `json:"total"`
+}
+
+// fetchResult answers the fetch step of a cross-wing search.
+type fetchResult struct {
+	Hits []queryHit `json:"hits"`
+}
+
+// queryOptions validates brain_query's arguments.
+func (s *Set) queryOptions(raw []byte, stats *index.Stats) (string, store.SearchOptions, error) {
 	var a queryArgs
 	if err := decode(raw, &a, s.byName["brain_query"].props); err != nil {
-		return nil, err
+		return "", store.SearchOptions{}, err
 	}
 	if err := s.checkWing(a.Wing); err != nil {
-		return nil, err
+		return "", store.SearchOptions{}, err
 	}
 	if strings.TrimSpace(a.Query) == "" {
-		return nil, invalid("query is required and must not be blank")
+		return "", store.SearchOptions{}, invalid("query is required and must not be blank")
 	}
 	if len(a.Query) > s.lim.MaxQueryBytes {
-		return nil, tooLarge("query is %d bytes, over the %d-byte limit: use fewer, more specific words", len(a.Query), s.lim.MaxQueryBytes)
+		return "", store.SearchOptions{}, tooLarge("query is %d bytes, over the %d-byte limit: use fewer, more specific words", len(a.Query), s.lim.MaxQueryBytes)
 	}
 	if n := len(index.Tokenize(a.Query)); n > s.lim.MaxQueryTerms {
-		return nil, tooLarge("query has %d searchable words, the limit is %d: use fewer, more specific words", n, s.lim.MaxQueryTerms)
+		return "", store.SearchOptions{}, tooLarge("query has %d searchable words, the limit is %d: use fewer, more specific words", n, s.lim.MaxQueryTerms)
 	}
 	if err := checkHall(a.Hall, false); err != nil {
-		return nil, err
+		return "", store.SearchOptions{}, err
 	}
 	limit, err := checkLimit(a.Limit, 1, QueryMaxLimit, QueryDefaultLimit)
 	if err != nil {
-		return nil, err
+		return "", store.SearchOptions{}, err
 	}
-	hits, err := s.st.Search(ctx, a.Query, store.SearchOptions{Hall: a.Hall, Limit: limit, Stats: stats, SnippetRunes: SnippetRunes})
+	return a.Query, store.SearchOptions{Hall: a.Hall, Limit: limit, Stats: stats, SnippetRunes: SnippetRunes}, nil
+}
+
+func (s *Set) hitsOf(hits []store.Hit) []queryHit {
+	out := make([]queryHit, len(hits))
+	for i, h := range hits {
+		out[i] = queryHit{ID: h.ID, Wing: s.Wing(), Hall: h.Hall, Title: h.Title, Score: h.Score, Snippet: h.Snippet, Path: h.Path, ContentHash: h.Hash}
+	}
+	return out
+}
+
+// query answers brain_query: the best hits, rendered, and total, the
+// number of notes of the wing that match (however many are returned).
+func (s *Set) query(ctx context.Context, _ Caller, raw []byte, stats *index.Stats) (any, error) {
+	q, opt, err := s.queryOptions(raw, stats)
 	if err != nil {
 		return nil, err
 	}
-	res := queryResult{Hits: make([]queryHit, len(hits)), Total: len(hits)}
-	for i, h := range hits {
-		res.Hits[i] = queryHit{ID: h.ID, Wing: s.Wing(), Hall: h.Hall, Title: h.Title, Score: h.Score, Snippet: h.Snippet, Path: h.Path, ContentHash: h.Hash}
+	r, err := s.st.Query(ctx, q, opt)
+	if err != nil {
+		return nil, err
+	}
+	return queryResult{Hits: s.hitsOf(r.Hits), Total: r.Total}, nil
+}
+
+// queryRank answers the rank step of a cross-wing brain_query:
+// {"ranked":[{"id","score"}],"total"}, from the index alone.
+func (s *Set) queryRank(_ context.Context, raw []byte, stats *index.Stats) (any, error) {
+	q, opt, err := s.queryOptions(raw, stats)
+	if err != nil {
+		return nil, err
+	}
+	ranked, total, err := s.st.Rank(q, opt)
+	if err != nil {
+		return nil, err
+	}
+	res := rankResult{Ranked: make([]rankedHit, len(ranked)), Total: total}
+	for i, r := range ranked {
+		res.Ranked[i] = rankedHit{ID: r.ID, Score: r.Score}
 	}
 	return res, nil
+}
+
+// queryFetch answers the fetch step of a cross-wing brain_query: the hits
+// of the given ids, rendered exactly as brain_query renders them,
+// {"hits":[...]}.
+func (s *Set) queryFetch(ctx context.Context, raw []byte, stats *index.Stats, ids []string) (any, error) {
+	q, opt, err := s.queryOptions(raw, stats)
+	if err != nil {
+		return nil, err
+	}
+	for _, id := range ids {
+		pid, err := layout.ParseID(id)
+		if err != nil || pid.Wing != s.Wing() {
+			return nil, invalid("fetch names %q, which is not a note id of wing %q", id, s.Wing())
+		}
+	}
+	hits, err := s.st.Fetch(ctx, q, ids, opt)
+	if err != nil {
+		return nil, err
+	}
+	return fetchResult{Hits: s.hitsOf(hits)}, nil
 }
 
 // ---- brain_get

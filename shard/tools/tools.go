@@ -197,6 +197,25 @@ func (s *Set) QueryStats(q string) index.Stats { return s.st.Stats(q) }
 // The result is compact JSON; isError marks an error result
 // {"error":{"code","message"}}.
 func (s *Set) Call(ctx context.Context, c Caller, name string, args []byte, stats *index.Stats) (result []byte, isError bool) {
+	return s.CallWith(ctx, c, name, args, CallOptions{Stats: stats})
+}
+
+// CallOptions are what the transport adds to a call besides its arguments.
+type CallOptions struct {
+	// Stats are the global BM25 statistics brain_query scores with.
+	Stats *index.Stats
+	// Rank and Fetch are the two steps of a cross-wing brain_query (see
+	// docs/protocol.md): Rank answers {"ranked":[{"id","score"}],"total"}
+	// without reading any note; Fetch answers {"hits":[...]} for these ids
+	// only, each hit exactly as brain_query renders it. Other tools ignore
+	// them.
+	Rank  bool
+	Fetch []string
+}
+
+// CallWith is Call with the transport's options.
+func (s *Set) CallWith(ctx context.Context, c Caller, name string, args []byte, opt CallOptions) (result []byte, isError bool) {
+	stats := opt.Stats
 	sp, ok := s.byName[name]
 	if !ok {
 		return errorResult(CodeUnknownTool, fmt.Sprintf("there is no tool %q in wing %q; the tools are: %s", name, s.Wing(), strings.Join(s.names(), ", "))), true
@@ -217,7 +236,16 @@ func (s *Set) Call(ctx context.Context, c Caller, name string, args []byte, stat
 	if err := ctx.Err(); err != nil {
 		return errorResult(CodeInternal, "the call was cancelled or timed out before it ran: "+err.Error()), true
 	}
-	v, err := s.run(ctx, sp, c, args, stats)
+	run := sp.run
+	if name == "brain_query" && (opt.Rank || len(opt.Fetch) > 0) {
+		run = func(ctx context.Context, _ Caller, args []byte, stats *index.Stats) (any, error) {
+			if len(opt.Fetch) > 0 {
+				return s.queryFetch(ctx, args, stats, opt.Fetch)
+			}
+			return s.queryRank(ctx, args, stats)
+		}
+	}
+	v, err := s.run(ctx, sp.name, run, c, args, stats)
 	if err != nil {
 		return s.errorOf(name, err), true
 	}
@@ -232,14 +260,14 @@ func (s *Set) Call(ctx context.Context, c Caller, name string, args []byte, stat
 	return b, false
 }
 
-func (s *Set) run(ctx context.Context, sp *spec, c Caller, args []byte, stats *index.Stats) (v any, err error) {
+func (s *Set) run(ctx context.Context, name string, run func(context.Context, Caller, []byte, *index.Stats) (any, error), c Caller, args []byte, stats *index.Stats) (v any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			s.log.Error("tools: panic in tool", "tool", sp.name, "panic", r, "stack", string(debug.Stack()))
+			s.log.Error("tools: panic in tool", "tool", name, "panic", r, "stack", string(debug.Stack()))
 			v, err = nil, errors.New("tools: panic in tool")
 		}
 	}()
-	return sp.run(ctx, c, args, stats)
+	return run(ctx, c, args, stats)
 }
 
 func (s *Set) names() []string {

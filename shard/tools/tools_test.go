@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -233,7 +234,7 @@ func fixture(t *testing.T) (*Set, *store.Store, string) {
 }
 
 func TestToolsHappyPaths(t *testing.T) {
-	s, _, root := fixture(t)
+	s, st, root := fixture(t)
 	idem := "payments/decisions/use-idempotency-keys"
 	rawIdem, err := os.ReadFile(filepath.Join(root, "wiki", idem+".md"))
 	if err != nil {
@@ -395,6 +396,9 @@ func TestToolsHappyPaths(t *testing.T) {
 		}
 		if res := mustCall(t, s, reader, "brain_pending", `{}`, nil); res != `{"pending":[]}` {
 			t.Errorf("pending after promote = %s", res)
+		}
+		if err := st.SyncIndex(); err != nil { // _index.md is written behind by default
+			t.Fatal(err)
 		}
 		toc, _ := os.ReadFile(filepath.Join(root, "wiki/payments/_index.md"))
 		if !strings.Contains(string(toc), "[[payments/hypotheses/retry-storms]] — Maybe retries cause storms") {
@@ -588,5 +592,75 @@ func TestWriteGetRoundTripsSpecialValues(t *testing.T) {
 		if tt.tags != nil && string(got) != string(want) {
 			t.Errorf("%s: tags %s, want %s", tt.id, got, want)
 		}
+	}
+}
+
+// TestQueryTotalAndSteps: total counts every matching note, whatever the
+// limit; the rank step answers the same ids, scores and total without
+// rendering, and the fetch step renders the named hits byte for byte as
+// brain_query does.
+func TestQueryTotalAndSteps(t *testing.T) {
+	s, _, _ := newSet(t)
+	for i := range 7 {
+		mustCall(t, s, writer, "brain_write", fmt.Sprintf(`{"title":"Ledger note %d","body":"ledger entries and reconciliation %s\n","hall":"facts"}`, i, strings.Repeat("ledger ", i)), nil)
+	}
+	mustCall(t, s, writer, "brain_write", `{"title":"Unrelated","body":"nothing to see\n","hall":"decisions"}`, nil)
+	type hits struct {
+		Hits   []json.RawMessage `json:"hits"`
+		Ranked []struct {
+			ID    string  `json:"id"`
+			Score float64 `json:"score"`
+		} `json:"ranked"`
+		Total *int `json:"total"`
+	}
+	decodeHits := func(res []byte) hits {
+		t.Helper()
+		var h hits
+		if err := json.Unmarshal(res, &h); err != nil {
+			t.Fatalf("%s: %v", res, err)
+		}
+		return h
+	}
+	args := []byte(`{"query":"ledger reconciliation","limit":3}`)
+	res, isErr := s.Call(context.Background(), reader, "brain_query", args, nil)
+	whole := decodeHits(res)
+	if isErr || len(whole.Hits) != 3 || whole.Total == nil || *whole.Total != 7 {
+		t.Fatalf("brain_query = %s; want 3 hits of 7 matching notes", res)
+	}
+	res, isErr = s.CallWith(context.Background(), reader, "brain_query", args, CallOptions{Rank: true})
+	ranked := decodeHits(res)
+	if isErr || len(ranked.Ranked) != 3 || ranked.Total == nil || *ranked.Total != 7 || len(ranked.Hits) != 0 {
+		t.Fatalf("rank step = %s", res)
+	}
+	var ids []string
+	for i, r := range ranked.Ranked {
+		var k struct {
+			ID    string  `json:"id"`
+			Score float64 `json:"score"`
+		}
+		json.Unmarshal(whole.Hits[i], &k)
+		if r.ID != k.ID || r.Score != k.Score {
+			t.Fatalf("ranked %d = %+v, brain_query hit %+v", i, r, k)
+		}
+		ids = append(ids, r.ID)
+	}
+	res, isErr = s.CallWith(context.Background(), reader, "brain_query", args, CallOptions{Fetch: []string{ids[2], ids[0]}})
+	fetched := decodeHits(res)
+	if isErr || len(fetched.Hits) != 2 || fetched.Total != nil {
+		t.Fatalf("fetch step = %s", res)
+	}
+	if !bytes.Equal(fetched.Hits[0], whole.Hits[2]) || !bytes.Equal(fetched.Hits[1], whole.Hits[0]) {
+		t.Fatalf("fetched hits differ from brain_query's:\n%s\n%s", fetched.Hits, whole.Hits)
+	}
+	// A hall narrows total too; other tools ignore the steps.
+	res, _ = s.Call(context.Background(), reader, "brain_query", []byte(`{"query":"ledger nothing","hall":"decisions"}`), nil)
+	if h := decodeHits(res); h.Total == nil || *h.Total != 1 || len(h.Hits) != 1 {
+		t.Fatalf("hall-filtered query = %s", res)
+	}
+	if res, isErr := s.CallWith(context.Background(), reader, "brain_query", args, CallOptions{Fetch: []string{"billing/facts/x"}}); !isErr || !strings.Contains(string(res), "invalid_argument") {
+		t.Fatalf("fetch of another wing's id = %s", res)
+	}
+	if res, isErr := s.CallWith(context.Background(), reader, "brain_list", []byte(`{}`), CallOptions{Rank: true}); isErr || !strings.Contains(string(res), `"notes"`) {
+		t.Fatalf("brain_list with rank = %s", res)
 	}
 }

@@ -1,0 +1,377 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/devenv"
+	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/shard"
+	"github.com/brainstem/brainstem/shard/corpus"
+	"github.com/brainstem/brainstem/shard/frontmatter"
+	"github.com/brainstem/brainstem/shard/tools"
+)
+
+// heavyMaxNote is the note size limit of the heavy-tailed brains: their
+// largest notes are about 2 MB.
+const heavyMaxNote = 4 << 20
+
+// heavyBrain is one heavy-tailed corpus written twice: split round robin
+// over wings a, b and c of Three, and whole in wing "all" of One, under the
+// same slugs.
+type heavyBrain struct {
+	Three, One string
+	Notes      []corpus.Note
+	Wing       map[string]string // slug → wing in Three
+	Bytes      int64
+}
+
+// writeHeavyBrain writes n notes of corpus.HeavyNotes(1, n), plus, when
+// extraBig is set, two synthetic notes of 0.6 and 1.5 MB (so that small
+// test corpora hold notes of megabytes too). With BRAINSTEM_BENCH_BRAIN set
+// the brains are kept in that directory and reused by later runs.
+func writeHeavyBrain(t testing.TB, n int, extraBig bool) *heavyBrain {
+	t.Helper()
+	notes := corpus.HeavyNotes(1, n)
+	if extraBig {
+		var b strings.Builder
+		for i := 0; b.Len() < 1500<<10; i++ {
+			b.WriteString(notes[i%len(notes)].Body)
+		}
+		big := b.String()
+		notes = append(notes,
+			corpus.Note{Hall: "sources", Slug: "big-manual", Title: "Operations manual", Body: big},
+			corpus.Note{Hall: "facts", Slug: "half-big-manual", Title: "Operations manual excerpt", Body: big[len(big)*3/5:]})
+	}
+	dir, keep := os.Getenv("BRAINSTEM_BENCH_BRAIN"), true
+	if dir == "" {
+		dir, keep = t.TempDir(), false
+	}
+	hb := &heavyBrain{Three: filepath.Join(dir, "three"), One: filepath.Join(dir, "one"), Notes: notes, Wing: map[string]string{}}
+	marker := filepath.Join(dir, fmt.Sprintf(".heavy-complete-%d-%v", n, extraBig))
+	_, err := os.Stat(marker)
+	complete := keep && err == nil
+	wings := []string{"a", "b", "c"}
+	for i, note := range notes {
+		w := wings[i%len(wings)]
+		hb.Wing[note.Slug] = w
+		if complete {
+			continue
+		}
+		for _, dst := range []struct{ root, wing string }{{hb.Three, w}, {hb.One, "all"}} {
+			raw := frontmatter.New([][2]string{{"title", note.Title}, {"wing", dst.wing}, {"hall", note.Hall},
+				{"created_by", "bench@example.com"}, {"created_at", "2026-01-01T00:00:00Z"}}, note.Body).Bytes()
+			p := filepath.Join(dst.root, "wiki", dst.wing, note.Hall, note.Slug+".md")
+			if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+				t.Fatal(err)
+			}
+			if err := os.WriteFile(p, raw, 0o644); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	for _, note := range notes {
+		hb.Bytes += int64(len(note.Body))
+	}
+	if keep && !complete {
+		if err := os.WriteFile(marker, nil, 0o644); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return hb
+}
+
+// startHeavyEnv serves brain with a gateway and one shard per wing, notes
+// of up to heavyMaxNote bytes, and no per-user rate limit.
+func startHeavyEnv(t testing.TB, brain string) *devenv.Env {
+	t.Helper()
+	env, err := devenv.Start(context.Background(), devenv.Config{Brain: brain, Data: t.TempDir(),
+		Gateway: func(c *gateway.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 },
+		Shard:   func(c *shard.Config) { c.MaxNoteBytes = heavyMaxNote },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() {
+		if err := env.Close(); err != nil {
+			t.Errorf("closing the dev environment: %v", err)
+		}
+	})
+	return env
+}
+
+// queryAnswer is a brain_query answer as the tests read it.
+type queryAnswer struct {
+	Hits        []hit `json:"hits"`
+	Total       int64 `json:"total"`
+	Wings       []any `json:"wings"`
+	Unavailable []any `json:"unavailable"`
+}
+
+func decodeAnswer(t testing.TB, text string) queryAnswer {
+	t.Helper()
+	var a queryAnswer
+	if err := json.Unmarshal([]byte(text), &a); err != nil {
+		t.Fatalf("%v: %s", err, text)
+	}
+	return a
+}
+
+// oneToThree maps an id of wing "all" to the id of the same note in the
+// three-wing brain.
+func (hb *heavyBrain) oneToThree(id string) string {
+	parts := strings.Split(id, "/")
+	return hb.Wing[parts[2]] + "/" + parts[1] + "/" + parts[2]
+}
+
+// heavyQueries mixes 1-, 2- and 3-term queries drawn from the corpus's
+// vocabulary.
+func heavyQueries(n int) []string {
+	by := [][]string{corpus.Queries(1, 1, n), corpus.Queries(1, 2, n), corpus.Queries(1, 3, n)}
+	qs := make([]string, n)
+	for i := range qs {
+		qs[i] = by[i%3][i]
+	}
+	return qs
+}
+
+// crossWingHeavy is TestCrossWingRankingEqualsUnion on a heavy-tailed
+// corpus (notes up to megabytes): a query without a wing, answered by three
+// shards in the rank and fetch steps and merged by the gateway, ranks and
+// scores exactly like one wing holding every note, and its total is that
+// wing's number of matching notes. BRAINSTEM_E2E_HEAVY_NOTES sets the
+// corpus size (default 400, plus two notes of about a megabyte).
+func crossWingHeavy(t *testing.T) {
+	n := 400
+	if v, err := strconv.Atoi(os.Getenv("BRAINSTEM_E2E_HEAVY_NOTES")); err == nil && v > 0 {
+		n = v
+	}
+	hb := writeHeavyBrain(t, n, true)
+	env := startHeavyEnv(t, hb.Three)
+	tok, _, err := env.Token("alice@example.com", nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gw := httpClient(t, env.MCPURL, tok)
+	key, _ := auth.GenerateKey()
+	union, err := shard.Open(context.Background(), shard.Config{Brain: hb.One, Wing: "all", Key: key, MaxNoteBytes: heavyMaxNote})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { union.Close() })
+	reader := tools.Caller{Email: "alice@example.com", Caps: auth.CapRead}
+
+	queries := append(heavyQueries(24), "operations manual", "quetzal")
+	compared := 0
+	for _, q := range queries {
+		args, _ := json.Marshal(map[string]any{"query": q, "limit": 50})
+		text, isErr := call(t, gw, "brain_query", string(args))
+		if isErr {
+			t.Fatalf("%q: %s", q, text)
+		}
+		merged := decodeAnswer(t, text)
+		if len(merged.Wings) != 3 || len(merged.Unavailable) != 0 {
+			t.Fatalf("%q answered by %v, unavailable %v", q, merged.Wings, merged.Unavailable)
+		}
+		res, isErr := union.Tools().Call(context.Background(), reader, "brain_query", args, nil)
+		if isErr {
+			t.Fatalf("union %q: %s", q, res)
+		}
+		one := decodeAnswer(t, string(res))
+		for i := range one.Hits {
+			one.Hits[i].ID = hb.oneToThree(one.Hits[i].ID)
+		}
+		if merged.Total != one.Total {
+			t.Errorf("%q: total %d across wings, %d on one wing", q, merged.Total, one.Total)
+		}
+		compareRankings(t, q, merged.Hits, one.Hits, 50)
+		compared += len(merged.Hits)
+	}
+	if compared < 300 {
+		t.Fatalf("only %d hits compared", compared)
+	}
+}
+
+// BenchmarkHeavyCorpus is the acceptance benchmark of search on a brain of
+// real-world shape: BRAINSTEM_BENCH_DOCS heavy-tailed notes (default
+// 20,000, about 88 MB, notes up to 2 MB), served twice through the whole
+// product (dev identity provider, gateway, real shards over QUIC): split
+// over three wings, and in one wing. One client calls, in turn, brain_get
+// of a note of median size, brain_query (limit 10) on the one wing, and
+// the same query across the three wings, so the three see the same
+// machine; the queries mix 1, 2 and 3 terms. Reported: each p50 and p99,
+// and the ratios query/get and cross/one. Every cross-wing ranking (ids,
+// scores, total) is checked against the one-wing answer.
+func BenchmarkHeavyCorpus(b *testing.B) {
+	n := 20000
+	if v, err := strconv.Atoi(os.Getenv("BRAINSTEM_BENCH_DOCS")); err == nil && v > 0 {
+		n = v
+	}
+	hb := writeHeavyBrain(b, n, false)
+	three, one := startHeavyEnv(b, hb.Three), startHeavyEnv(b, hb.One)
+	tok3, _, err := three.Token("alice@example.com", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	tok1, _, err := one.Token("alice@example.com", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	c3, c1 := httpClient(b, three.MCPURL, tok3), httpClient(b, one.MCPURL, tok1)
+
+	sizes := make([]int, len(hb.Notes))
+	for i, note := range hb.Notes {
+		sizes[i] = len(note.Body)
+	}
+	median := slices.Sorted(slices.Values(sizes))[len(sizes)/2]
+	var mid corpus.Note
+	for _, note := range hb.Notes {
+		if len(note.Body) == median {
+			mid = note
+			break
+		}
+	}
+	getArgs := fmt.Sprintf(`{"id":"all/%s/%s"}`, mid.Hall, mid.Slug)
+	queries := heavyQueries(300)
+	do := func(c *client.Client, args string) (string, time.Duration) {
+		t0 := time.Now()
+		res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "brain_" + strings.SplitN(args, "|", 2)[0], Arguments: json.RawMessage(strings.SplitN(args, "|", 2)[1])}})
+		d := time.Since(t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		text := res.Content[0].(mcp.TextContent).Text
+		if res.IsError {
+			b.Fatalf("%s: %s", args, text)
+		}
+		return text, d
+	}
+	// Warm up every path (mints, connections, caches) before timing.
+	for _, q := range queries[:10] {
+		args := fmt.Sprintf(`{"query":%q,"limit":10}`, q)
+		do(c1, "get|"+getArgs)
+		do(c1, "query|"+strings.Replace(args, "{", `{"wing":"all",`, 1))
+		do(c3, "query|"+args)
+	}
+	var get, qOne, qCross []time.Duration
+	checked, mismatches := 0, 0
+	i := 0
+	b.ResetTimer()
+	for b.Loop() {
+		q := queries[i%len(queries)]
+		args := fmt.Sprintf(`{"query":%q,"limit":10}`, q)
+		_, d := do(c1, "get|"+getArgs)
+		get = append(get, d)
+		oneText, d := do(c1, "query|"+strings.Replace(args, "{", `{"wing":"all",`, 1))
+		qOne = append(qOne, d)
+		crossText, d := do(c3, "query|"+args)
+		qCross = append(qCross, d)
+		if i < len(queries) {
+			a, o := decodeAnswer(b, crossText), decodeAnswer(b, oneText)
+			for k := range o.Hits {
+				o.Hits[k].ID = hb.oneToThree(o.Hits[k].ID)
+			}
+			checked++
+			if err := rankingsDiffer(a.Hits, o.Hits, 10); err != nil || a.Total != o.Total {
+				mismatches++
+				b.Logf("%q: %v; totals %d and %d", q, err, a.Total, o.Total)
+			}
+		}
+		i++
+	}
+	b.StopTimer()
+	if mismatches > 0 {
+		b.Fatalf("%d of %d cross-wing rankings differ from the one-wing ranking", mismatches, checked)
+	}
+	p := func(lat []time.Duration, q float64) float64 {
+		s := slices.Sorted(slices.Values(lat))
+		return float64(s[min(len(s)-1, int(q*float64(len(s))))].Nanoseconds())
+	}
+	b.ReportMetric(p(get, 0.5), "get-p50-ns")
+	b.ReportMetric(p(qOne, 0.5), "one-p50-ns")
+	b.ReportMetric(p(qCross, 0.5), "cross-p50-ns")
+	b.ReportMetric(p(get, 0.99), "get-p99-ns")
+	b.ReportMetric(p(qOne, 0.99), "one-p99-ns")
+	b.ReportMetric(p(qCross, 0.99), "cross-p99-ns")
+	b.ReportMetric(p(qOne, 0.5)/p(get, 0.5), "one/get")
+	b.ReportMetric(p(qCross, 0.5)/p(qOne, 0.5), "cross/one")
+	b.ReportMetric(float64(checked), "rankings-equal")
+	b.ReportMetric(float64(len(hb.Notes)), "notes")
+	b.ReportMetric(float64(hb.Bytes)/1e6, "MB")
+	b.ReportMetric(float64(median), "median-note-bytes")
+}
+
+// BenchmarkHeavyThroughput is brain_get of the median note and brain_query
+// (limit 10, one wing, then across three wings) at 64 concurrent clients
+// through the gateway on the heavy-tailed brain of BenchmarkHeavyCorpus:
+// calls/s and latency percentiles.
+func BenchmarkHeavyThroughput(b *testing.B) {
+	n := 20000
+	if v, err := strconv.Atoi(os.Getenv("BRAINSTEM_BENCH_DOCS")); err == nil && v > 0 {
+		n = v
+	}
+	hb := writeHeavyBrain(b, n, false)
+	three, one := startHeavyEnv(b, hb.Three), startHeavyEnv(b, hb.One)
+	sizes := make([]int, len(hb.Notes))
+	for i, note := range hb.Notes {
+		sizes[i] = len(note.Body)
+	}
+	median := slices.Sorted(slices.Values(sizes))[len(sizes)/2]
+	var mid corpus.Note
+	for _, note := range hb.Notes {
+		if len(note.Body) == median {
+			mid = note
+			break
+		}
+	}
+	queries := heavyQueries(300)
+	const clients = 64
+	for _, mode := range []struct {
+		name string
+		env  *devenv.Env
+		args func(i int) (string, string)
+	}{
+		{"get", one, func(int) (string, string) { return "brain_get", fmt.Sprintf(`{"id":"all/%s/%s"}`, mid.Hall, mid.Slug) }},
+		{"query/one-wing", one, func(i int) (string, string) {
+			return "brain_query", fmt.Sprintf(`{"wing":"all","query":%q,"limit":10}`, queries[i%len(queries)])
+		}},
+		{"query/cross-wing", three, func(i int) (string, string) {
+			return "brain_query", fmt.Sprintf(`{"query":%q,"limit":10}`, queries[i%len(queries)])
+		}},
+	} {
+		b.Run(fmt.Sprintf("%s/clients=%d", mode.name, clients), func(b *testing.B) {
+			tok, _, err := mode.env.Token("alice@example.com", nil)
+			if err != nil {
+				b.Fatal(err)
+			}
+			cs := make([]*client.Client, clients)
+			for i := range cs {
+				cs[i] = httpClient(b, mode.env.MCPURL, tok)
+			}
+			run(b, clients, func(w int) func() error {
+				c, k := cs[w], w
+				return func() error {
+					tool, args := mode.args(k)
+					k += clients
+					res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)}})
+					if err == nil && res.IsError {
+						err = fmt.Errorf("tool error: %v", res.Content)
+					}
+					return err
+				}
+			})
+		})
+	}
+}

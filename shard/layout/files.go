@@ -1,0 +1,83 @@
+package layout
+
+import (
+	"fmt"
+	"regexp"
+	"strings"
+)
+
+// Hidden reports whether a directory entry is hidden: its name starts with
+// '.'. Hidden entries are not part of a brain (.git, .gitkeep, editors' swap
+// files, a shard's temporary files and state) and are never read as notes.
+func Hidden(name string) bool { return strings.HasPrefix(name, ".") }
+
+// NoteFile returns the slug of the file name of a curated note,
+// "<slug>.md", or an error wrapping ErrInvalidName that says why a file of
+// that name in a hall directory is not a note.
+func NoteFile(name string) (string, error) {
+	slug, ok := strings.CutSuffix(name, NoteExt)
+	if !ok {
+		return "", reject(ErrInvalidName, "%s is not a note: a note is a file <slug>%s", preview(name), NoteExt)
+	}
+	if err := ValidSlug(slug); err != nil {
+		return "", fmt.Errorf("not a note name: %w", err)
+	}
+	return slug, nil
+}
+
+// InboxFile returns the name of an inbox note from its file name
+// "<name>.md", or an error wrapping ErrInvalidName.
+func InboxFile(name string) (string, error) {
+	n, ok := strings.CutSuffix(name, NoteExt)
+	if !ok {
+		return "", reject(ErrInvalidName, "%s is not an inbox note: an inbox note is a file <name>%s", preview(name), NoteExt)
+	}
+	if err := ValidInboxName(n); err != nil {
+		return "", fmt.Errorf("not an inbox note name: %w", err)
+	}
+	return n, nil
+}
+
+// SessionFile returns the session of a session log's file name
+// "<session>.jsonl", or an error wrapping ErrInvalidName.
+func SessionFile(name string) (string, error) {
+	n, ok := strings.CutSuffix(name, SessionExt)
+	if !ok {
+		return "", reject(ErrInvalidName, "%s is not a session log: a session log is a file <session>%s", preview(name), SessionExt)
+	}
+	if err := ValidSession(n); err != nil {
+		return "", fmt.Errorf("not a session log name: %w", err)
+	}
+	return n, nil
+}
+
+// wikilink matches [[target]], [[target|alias]] and [[target#anchor]].
+var wikilink = regexp.MustCompile(`\[\[([^\[\]|#\r\n]+)(?:[|#][^\[\]\r\n]*)?\]\]`)
+
+// Link is a wikilink of a note body: its text as written ("[[…]]") and its
+// target, trimmed, without alias, anchor or ".md".
+type Link struct {
+	Text, Target string
+}
+
+// Links returns the wikilinks of a markdown body in order of appearance,
+// valid or not. A target "wing/hall/slug" names a note of any wing,
+// "hall/slug" a note of the linking note's wing (see LinkID).
+func Links(body string) []Link {
+	if !strings.Contains(body, "[[") {
+		return nil
+	}
+	var out []Link
+	for _, m := range wikilink.FindAllStringSubmatch(body, -1) {
+		out = append(out, Link{Text: m[0], Target: strings.TrimSuffix(strings.TrimSpace(m[1]), NoteExt)})
+	}
+	return out
+}
+
+// LinkID resolves a link target written in a note of wing to a note id.
+func LinkID(wing, target string) (ID, error) {
+	if strings.Count(target, "/") == 1 {
+		target = wing + "/" + target
+	}
+	return ParseID(target)
+}

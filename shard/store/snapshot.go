@@ -1,0 +1,419 @@
+package store
+
+import (
+	"bufio"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"hash"
+	"hash/crc32"
+	"io"
+	"io/fs"
+	"math"
+	"os"
+	"path/filepath"
+	"slices"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/brainstem/brainstem/shard/index"
+	"github.com/brainstem/brainstem/shard/layout"
+)
+
+// stateDirName is the default state directory, at the top of the brain. It
+// is hidden (so it is never taken for part of the brain) and holds a
+// .gitignore that ignores it, so it never reaches a brain's repository.
+const stateDirName = ".brainstem"
+
+// The snapshot file: snapshotMagic, a little-endian uint32 version, the
+// wing, the notes' metadata, the index (index.Save), and a CRC-32C of
+// everything before it. snapshotVersion changes with the format and with
+// anything that changes what the store derives from a file (parsing,
+// titles, links), so that another version's snapshot is rebuilt, not
+// misread.
+const (
+	snapshotMagic   = "BSSNAP\x00\x00\x01"
+	snapshotVersion = 1
+)
+
+// Snapshot policy: after a change, save at most this often while running;
+// always at Close; and at once after an Open that had to read many notes.
+const (
+	snapshotEvery       = 10 * time.Minute
+	snapshotRereadNotes = 1000
+)
+
+// snapshotState is the store's persisted index: a snapshot of the index
+// and of every note's metadata (signature, hash, title, links), saved at
+// Close and now and then, from which Open restores the wing and re-reads
+// only the files whose signature changed. It is derived data: a missing,
+// corrupt, foreign or stale snapshot only costs a full read of the wing.
+type snapshotState struct {
+	dir      string       // the state directory; "" disables snapshots
+	dirty    atomic.Int64 // changes not in the saved snapshot
+	mu       sync.Mutex   // one save at a time; guards the fields below
+	lastSave time.Time
+	loaded   bool // Open restored the wing from a snapshot
+}
+
+// snapshotPath returns the wing's snapshot file.
+func (s *Store) snapshotPath() string {
+	return filepath.Join(s.snap.dir, "snapshots", s.wing+".snapshot")
+}
+
+// afterOpen saves a snapshot in the background when Open had to read many
+// notes (there was no usable snapshot, or many files changed since), so
+// that the next start is fast even if this run does not end cleanly. Open's
+// own reads counted as changes: fewer of them are saved later.
+func (st *snapshotState) afterOpen(s *Store) {
+	if st.dir == "" || st.loaded && st.dirty.Load() < snapshotRereadNotes {
+		return
+	}
+	s.wg.Add(1)
+	go func() {
+		defer s.wg.Done()
+		if err := s.saveSnapshot(); err != nil {
+			s.log.Warn("store: could not save the index snapshot; the next start re-reads the wing", "wing", s.wing, "err", err)
+		}
+	}()
+}
+
+// maybeSaveSnapshot saves the snapshot if it is behind and the last save
+// is older than snapshotEvery. The background loops call it.
+func (s *Store) maybeSaveSnapshot() {
+	if s.snap.dir == "" || s.snap.dirty.Load() == 0 {
+		return
+	}
+	s.snap.mu.Lock()
+	recent := time.Since(s.snap.lastSave) < snapshotEvery
+	s.snap.mu.Unlock()
+	if recent {
+		return
+	}
+	if err := s.saveSnapshot(); err != nil {
+		s.log.Warn("store: could not save the index snapshot; the next start re-reads more notes", "wing", s.wing, "err", err)
+	}
+}
+
+// snapMeta is one note's metadata as the snapshot holds it.
+type snapMeta struct {
+	id string
+	m  *meta
+}
+
+// saveSnapshot writes the snapshot durably (temporary file, fsync, rename)
+// if anything changed since the last one. The notes' metadata is copied
+// first, then the index is written (holding its read lock); a change that
+// lands in between is in the index but not in the metadata, which only
+// makes the next Open re-read that note.
+func (s *Store) saveSnapshot() error {
+	if s.snap.dir == "" {
+		return nil
+	}
+	s.snap.mu.Lock()
+	defer s.snap.mu.Unlock()
+	dirty := s.snap.dirty.Load()
+	if dirty == 0 && !s.snap.lastSave.IsZero() {
+		return nil
+	}
+	if err := s.prepareStateDir(); err != nil {
+		return err
+	}
+	s.mu.RLock()
+	metas := make([]snapMeta, 0, len(s.notes))
+	for id, m := range s.notes {
+		metas = append(metas, snapMeta{id, m})
+	}
+	s.mu.RUnlock()
+	sort.Slice(metas, func(i, j int) bool { return metas[i].id < metas[j].id })
+
+	dir := filepath.Dir(s.snapshotPath())
+	f, err := os.CreateTemp(dir, tmpPrefix+"*")
+	if err != nil {
+		return err
+	}
+	tmp := f.Name()
+	fail := func(err error) error {
+		f.Close()
+		os.Remove(tmp)
+		return err
+	}
+	crc := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	w := bufio.NewWriterSize(io.MultiWriter(f, crc), 1<<20)
+	if err := writeSnapshotHeader(w, s.wing, metas); err != nil {
+		return fail(err)
+	}
+	if err := s.ix.Save(w); err != nil {
+		return fail(err)
+	}
+	if err := w.Flush(); err != nil {
+		return fail(err)
+	}
+	if _, err := f.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32())); err != nil {
+		return fail(err)
+	}
+	if err := f.Sync(); err != nil {
+		return fail(err)
+	}
+	if err := f.Close(); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := os.Rename(tmp, s.snapshotPath()); err != nil {
+		os.Remove(tmp)
+		return err
+	}
+	if err := syncDir(dir); err != nil {
+		return err
+	}
+	s.snap.dirty.Add(-dirty)
+	s.snap.lastSave = time.Now()
+	return nil
+}
+
+// prepareStateDir creates the state directory (with a .gitignore that
+// ignores it when it is the default one inside the brain) and its
+// snapshots directory.
+func (s *Store) prepareStateDir() error {
+	dir := filepath.Join(s.snap.dir, "snapshots")
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	// The default state directory (<brain>/.brainstem, or a wing's
+	// directory below it) ignores itself in git: it is never part of the
+	// brain.
+	top := filepath.Join(s.root, stateDirName)
+	if s.snap.dir == top || strings.HasPrefix(s.snap.dir, top+string(filepath.Separator)) {
+		if err := os.MkdirAll(top, 0o755); err != nil {
+			return err
+		}
+		ign := filepath.Join(top, ".gitignore")
+		if _, err := os.Lstat(ign); errors.Is(err, fs.ErrNotExist) {
+			if err := os.WriteFile(ign, []byte("# Written by brainstem: the shards' state, never part of the brain.\n*\n"), filePerm); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
+}
+
+func writeSnapshotHeader(w io.Writer, wing string, metas []snapMeta) error {
+	b := make([]byte, 0, 64<<10)
+	b = append(b, snapshotMagic...)
+	b = binary.LittleEndian.AppendUint32(b, snapshotVersion)
+	b = appendStr(b, wing)
+	b = binary.AppendUvarint(b, uint64(len(metas)))
+	for _, sm := range metas {
+		m := sm.m
+		b = appendStr(b, sm.id)
+		b = appendStr(b, m.title)
+		b = appendStr(b, m.updatedAt)
+		b = binary.AppendUvarint(b, uint64(len(m.links)))
+		for _, l := range m.links {
+			b = appendStr(b, l)
+		}
+		b = binary.AppendVarint(b, m.sig.size)
+		b = binary.AppendVarint(b, m.sig.mtime)
+		b = binary.AppendUvarint(b, m.sig.ino)
+		b = append(b, m.hash[:]...)
+		b = binary.AppendUvarint(b, uint64(m.bodyOff))
+		b = binary.AppendVarint(b, m.readAt)
+		if len(b) > 48<<10 {
+			if _, err := w.Write(b); err != nil {
+				return err
+			}
+			b = b[:0]
+		}
+	}
+	_, err := w.Write(b)
+	return err
+}
+
+func appendStr(b []byte, s string) []byte {
+	b = binary.AppendUvarint(b, uint64(len(s)))
+	return append(b, s...)
+}
+
+// loadSnapshot restores the index and the notes' metadata from the wing's
+// snapshot. It reports false, leaving the store empty, when there is no
+// snapshot or it cannot be used (logged as a warning, with the reason).
+func (s *Store) loadSnapshot() bool {
+	if s.snap.dir == "" {
+		return false
+	}
+	path := s.snapshotPath()
+	f, err := os.Open(path)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) {
+			s.log.Warn("store: cannot open the index snapshot; reading every note", "wing", s.wing, "err", err)
+		}
+		return false
+	}
+	defer f.Close()
+	start := time.Now()
+	ix, notes, err := readSnapshot(f, s.wing)
+	if err != nil {
+		s.log.Warn("store: the index snapshot is unusable; reading every note (it is rebuilt)", "wing", s.wing, "path", path, "err", err)
+		return false
+	}
+	s.ix = ix
+	s.notes = notes
+	s.ids = make([]string, 0, len(notes))
+	for id, m := range notes {
+		s.ids = append(s.ids, id)
+		s.linkLocked(id, m.links)
+	}
+	sort.Strings(s.ids)
+	s.tocGen++
+	s.snap.loaded = true
+	s.snap.lastSave = time.Now() // the file on disk is current
+	s.log.Info("store: loaded the index snapshot", "wing", s.wing, "notes", len(notes), "took", time.Since(start).Round(time.Millisecond).String())
+	return true
+}
+
+// errSnapshot wraps every reason a snapshot is refused.
+var errSnapshot = errors.New("not a snapshot of this wing by this version")
+
+// readSnapshot decodes a snapshot, verifying its checksum.
+func readSnapshot(r io.Reader, wing string) (*index.Index, map[string]*meta, error) {
+	crc := crc32.New(crc32.MakeTable(crc32.Castagnoli))
+	cr := &crcReader{r: bufio.NewReaderSize(r, 256<<10), h: crc}
+	d := snapDecoder{r: cr}
+	if head := d.bytes(len(snapshotMagic) + 4); d.err == nil &&
+		(string(head[:len(snapshotMagic)]) != snapshotMagic || binary.LittleEndian.Uint32(head[len(snapshotMagic):]) != snapshotVersion) {
+		return nil, nil, fmt.Errorf("%w: unknown header", errSnapshot)
+	}
+	if w := d.str(); d.err == nil && w != wing {
+		return nil, nil, fmt.Errorf("%w: it is of wing %q", errSnapshot, w)
+	}
+	n := d.uvarint(math.MaxInt32)
+	if d.err != nil {
+		return nil, nil, d.err
+	}
+	notes := make(map[string]*meta, min(n, 1<<10))
+	for range n {
+		id := d.str()
+		m := &meta{title: d.str(), updatedAt: d.str()}
+		if nl := d.uvarint(1 << 20); nl > 0 {
+			m.links = make([]string, 0, min(nl, 64))
+			for range nl {
+				m.links = append(m.links, d.str())
+			}
+		}
+		m.sig.size = d.varint()
+		m.sig.mtime = d.varint()
+		m.sig.ino = d.uvarint(math.MaxUint64)
+		copy(m.hash[:], d.bytes(len(m.hash)))
+		m.bodyOff = uint32(d.uvarint(math.MaxUint32))
+		m.readAt = d.varint()
+		if d.err != nil {
+			return nil, nil, d.err
+		}
+		pid, err := layout.ParseID(id)
+		if err != nil || pid.Wing != wing || notes[id] != nil {
+			return nil, nil, fmt.Errorf("%w: bad note id %q", errSnapshot, id)
+		}
+		m.hall = pid.Hall
+		notes[id] = m
+	}
+	ix, err := index.Load(cr)
+	if err != nil {
+		return nil, nil, err
+	}
+	sum := crc.Sum32()
+	var trailer [4]byte
+	if _, err := io.ReadFull(cr.r, trailer[:]); err != nil {
+		return nil, nil, fmt.Errorf("%w: no checksum", errSnapshot)
+	}
+	if binary.LittleEndian.Uint32(trailer[:]) != sum {
+		return nil, nil, fmt.Errorf("%w: checksum mismatch", errSnapshot)
+	}
+	if _, err := cr.r.ReadByte(); err != io.EOF {
+		return nil, nil, fmt.Errorf("%w: data after the checksum", errSnapshot)
+	}
+	return ix, notes, nil
+}
+
+// crcReader hashes exactly the bytes read through it.
+type crcReader struct {
+	r *bufio.Reader
+	h hash.Hash32
+}
+
+func (c *crcReader) Read(p []byte) (int, error) {
+	n, err := c.r.Read(p)
+	c.h.Write(p[:n])
+	return n, err
+}
+
+func (c *crcReader) ReadByte() (byte, error) {
+	b, err := c.r.ReadByte()
+	if err == nil {
+		c.h.Write([]byte{b})
+	}
+	return b, err
+}
+
+// snapDecoder reads the snapshot's primitives; the first error sticks.
+type snapDecoder struct {
+	r   *crcReader
+	err error
+	buf []byte
+}
+
+func (d *snapDecoder) fail(err error) {
+	if d.err == nil {
+		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
+			err = fmt.Errorf("%w: truncated", errSnapshot)
+		}
+		d.err = err
+	}
+}
+
+func (d *snapDecoder) uvarint(limit uint64) uint64 {
+	if d.err != nil {
+		return 0
+	}
+	v, err := binary.ReadUvarint(d.r)
+	if err != nil {
+		d.fail(err)
+		return 0
+	}
+	if v > limit {
+		d.fail(fmt.Errorf("%w: count %d over %d", errSnapshot, v, limit))
+		return 0
+	}
+	return v
+}
+
+func (d *snapDecoder) varint() int64 {
+	if d.err != nil {
+		return 0
+	}
+	v, err := binary.ReadVarint(d.r)
+	if err != nil {
+		d.fail(err)
+	}
+	return v
+}
+
+// bytes reads n bytes into a reused buffer (valid until the next call).
+func (d *snapDecoder) bytes(n int) []byte {
+	if d.err != nil {
+		return nil
+	}
+	d.buf = slices.Grow(d.buf[:0], n)[:n]
+	if _, err := io.ReadFull(d.r, d.buf); err != nil {
+		d.fail(err)
+		return nil
+	}
+	return d.buf
+}
+
+func (d *snapDecoder) str() string {
+	n := d.uvarint(layout.MaxPathLen * 64)
+	return string(d.bytes(int(n)))
+}
