@@ -206,10 +206,16 @@ func snippetAt(r io.ReaderAt, size, match int64, maxRunes int, span, maxSpan int
 			if at < len(raw) {
 				e = tokenEnd(raw[at:])
 			}
-			if at > 0 { // inside a word is not a token start
-				if r, _ := utf8.DecodeLastRune(raw[:at]); isASCIIAlnum(byte(r)) && r < utf8.RuneSelf || r >= utf8.RuneSelf && isTokenRune(r) {
-					e = 0
-				}
+			// Inside a token is not a token start: the token runes just
+			// before the offset continue a token when one of them can start
+			// it (a run of combining marks after a space starts nothing).
+			inside, unknown := precededByToken(raw[:at])
+			if unknown && lo+from > 0 && before < maxSpan {
+				before *= 2 // the run of token runes reaches the window's start
+				continue
+			}
+			if inside {
+				e = 0
 			}
 			if ms < 0 || e == 0 {
 				match = -1 // no token starts at the offset: it is stale
@@ -242,6 +248,27 @@ func snippetAt(r io.ReaderAt, size, match int64, maxRunes int, span, maxSpan int
 			return cutWindow(runes, ms, me, atStart, atEnd, maxRunes), nil // a run of white space longer than the cap
 		}
 	}
+}
+
+// precededByToken reports whether the token runes that end s (right before
+// an offset) belong to a token, as forEachToken would cut it: a token starts
+// at a rune that can start one and goes on over runes that can continue one,
+// so the offset is inside a token when some rune of that trailing run can
+// start one. unknown reports that the run reaches the start of s, so the
+// answer may depend on what comes before.
+func precededByToken(s []byte) (inside, unknown bool) {
+	for j := len(s); j > 0; {
+		r, size := utf8.DecodeLastRune(s[:j])
+		switch {
+		case r < utf8.RuneSelf && isASCIIAlnum(byte(r)), r >= utf8.RuneSelf && isTokenStart(r):
+			return true, false
+		case r >= utf8.RuneSelf && isTokenRune(r):
+			j -= size
+		default:
+			return false, false
+		}
+	}
+	return false, true
 }
 
 // isContinuation reports whether c is a UTF-8 continuation byte.
