@@ -245,7 +245,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	s.cancel = cancel
 	if interval >= 0 && !opt.NoWatch {
 		if err := s.startWatch(rctx, opt.afterWatch); err != nil {
-			s.log.Info("store: not watching the wing's directories; outside changes are found by the rescanner", "wing", s.wing, "reason", err.Error())
+			s.log.Info("store: not watching the wing's directories; outside changes are found by the rescanner", "reason", err.Error())
 		}
 	}
 	if interval == 0 {
@@ -281,7 +281,7 @@ func (s *Store) Close() error {
 		errs = append(errs, s.syncTOC(false))
 	}
 	if err := s.saveSnapshot(); err != nil {
-		s.log.Warn("store: could not save the index snapshot; the next start re-reads the wing", "wing", s.wing, "err", err)
+		s.log.Warn("store: could not save the index snapshot; the next start re-reads the wing", "err", err)
 	}
 	return errors.Join(errs...)
 }
@@ -558,7 +558,7 @@ func (s *Store) reconcile(files []noteFile) []noteFile {
 		}
 	}
 	if len(toRead) > 0 || len(gone) > 0 {
-		s.log.Info("store: restored the index from its snapshot", "wing", s.wing, "notes", len(s.notes), "changed", len(toRead), "gone", len(gone))
+		s.log.Info("store: restored the index from its snapshot", "notes", len(s.notes), "changed", len(toRead), "gone", len(gone))
 	}
 	return toRead
 }
