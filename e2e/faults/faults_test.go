@@ -101,6 +101,12 @@ func TestKillShardUnderWriteLoop(t *testing.T) {
 		pace:    50 * time.Millisecond, tag: "kill",
 	})
 	probe := c.newUser("probe@example.com")
+	// The probe holds a grant in every wing before the kill: a wing is
+	// named under "unavailable" only to a caller known to read it (least
+	// disclosure), and a fresh caller's grant could not be minted there.
+	if warm := probe.call("brain_query", "*", `{"query":"retry incident"}`); warm.code != "ok" {
+		t.Fatalf("probe's first query: %s %.300s", warm.code, warm.text)
+	}
 	ctxSleep(ctx, 2*time.Second) // under load before the kill
 	wctx, wstop := context.WithCancel(ctx)
 	watched := c.watchConnected(wctx, victim)
