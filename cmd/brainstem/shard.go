@@ -101,12 +101,12 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Key: mustKey(), StateDir: *stateDir,
 			Idempotency: idempotency.Options{TTL: *keyTTL, MaxKeys: *maxKeys, MaxKeysPerCaller: *maxCallerKeys},
-			IndexDelay: delay, MaxNoteBytes: *maxNote, Logger: logger, Version: version})
+			IndexDelay:  delay, MaxNoteBytes: *maxNote, Logger: logger, Version: version})
 		if err != nil {
 			return err
 		}
 		defer svc.Close()
-		caller := tools.Caller{Email: author, Caps: auth.CapRead | auth.CapWrite | auth.CapCurate}
+		caller := tools.Caller{Email: author, Caps: stdio.AllCaps}
 		return stdio.Serve(ctx, svc.Tools(), caller, stdin, stdout, logger)
 	}
 
