@@ -60,13 +60,3 @@ func Codes() []CodeInfo {
 		{CodeOutcomeUnknown, FromGateway, "the connection to the wing was lost after a write was sent: it may or may not have been applied; retry it with the same `idempotency_key`"},
 	}
 }
-
-// Known reports whether c is one of Codes().
-func (c Code) Known() bool {
-	for _, ci := range Codes() {
-		if ci.Code == c {
-			return true
-		}
-	}
-	return false
-}

@@ -5,6 +5,7 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"path/filepath"
 	"regexp"
 	"strconv"
 	"strings"
@@ -16,12 +17,18 @@ import (
 // (docs/tools.md's table is generated from Codes()).
 func TestCodesListsEveryCode(t *testing.T) {
 	declared := map[Code]string{}
-	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, ".", nil, 0)
+	names, err := filepath.Glob("*.go")
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, f := range pkgs["brain"].Files {
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		f, err := parser.ParseFile(token.NewFileSet(), name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
 		for _, d := range f.Decls {
 			gd, ok := d.(*ast.GenDecl)
 			if !ok || gd.Tok != token.CONST {
@@ -64,17 +71,11 @@ func TestCodesListsEveryCode(t *testing.T) {
 		if ci.Meaning == "" || strings.ContainsAny(ci.Meaning, "\n|") {
 			t.Errorf("code %q: meaning %q must be one line without '|'", ci.Code, ci.Meaning)
 		}
-		if !ci.Code.Known() {
-			t.Errorf("%q is not Known", ci.Code)
-		}
 	}
 	for c, name := range declared {
 		if !listed[c] {
 			t.Errorf("%s (%q) is missing from Codes()", name, c)
 		}
-	}
-	if Code("no_such_code").Known() {
-		t.Error("an unlisted code is Known")
 	}
 }
 
