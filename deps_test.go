@@ -2,13 +2,19 @@ package brainstem
 
 import (
 	"encoding/json"
+	"go/ast"
 	"go/parser"
 	"go/token"
 	"io"
 	"os/exec"
 	"path/filepath"
+	"regexp"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 const module = "github.com/brainstem/brainstem"
@@ -83,6 +89,27 @@ func TestDependencyRules(t *testing.T) {
 	}
 }
 
+// TestContractImportsNothing: the contract package brain/, which the
+// gateway and the shard both import, imports nothing else of the module and
+// no third-party module: only the standard library.
+func TestContractImportsNothing(t *testing.T) {
+	found := false
+	for _, p := range listPackages(t) {
+		if !under(p.ImportPath, "brain") {
+			continue
+		}
+		found = true
+		for _, dep := range p.Deps {
+			if first, _, _ := strings.Cut(dep, "/"); strings.Contains(first, ".") {
+				t.Errorf("%s imports %s: the contract package may import the standard library only", p.ImportPath, dep)
+			}
+		}
+	}
+	if !found {
+		t.Fatal("no package brain/")
+	}
+}
+
 // TestShardDoesNotServeHTTP checks shard packages never import net/http
 // directly (mcp-go's stdio server may use it internally).
 func TestShardDoesNotServeHTTP(t *testing.T) {
@@ -113,6 +140,95 @@ func TestPackageDocs(t *testing.T) {
 		}
 		if docs != 1 {
 			t.Errorf("%s has %d package doc comments, want exactly 1", p.ImportPath, docs)
+		}
+	}
+}
+
+// TestNoToolNamesBelowTools: the packages shard/tools is built on (the
+// store, the index, the layout, …) name no tool in their strings: a
+// message that says which tool to call next is the tools' to write (see
+// tools.hint). Comments may name tools.
+func TestNoToolNamesBelowTools(t *testing.T) {
+	pkgs := listPackages(t)
+	var below []string
+	for _, p := range pkgs {
+		if p.ImportPath != module+"/shard/tools" {
+			continue
+		}
+		for _, d := range p.Deps {
+			if under(d, "shard") {
+				below = append(below, d)
+			}
+		}
+	}
+	if len(below) < 3 {
+		t.Fatalf("shard/tools depends on only %v", below)
+	}
+	toolName := regexp.MustCompile(`\b(brain_[a-z_]+|session_log)\b`)
+	for _, p := range pkgs {
+		if !slices.Contains(below, p.ImportPath) {
+			continue
+		}
+		for _, f := range p.GoFiles {
+			fset := token.NewFileSet()
+			file, err := parser.ParseFile(fset, filepath.Join(p.Dir, f), nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(file, func(n ast.Node) bool {
+				if lit, ok := n.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+					if m := toolName.FindString(lit.Value); m != "" {
+						t.Errorf("%s: %s names the tool %s: only shard/tools may", fset.Position(lit.Pos()), lit.Value, m)
+					}
+				}
+				return true
+			})
+		}
+	}
+}
+
+// TestContractNotCopied: no package but brain/ declares a constant whose
+// value is one of the contract's strings (a tool error code, the
+// capability _meta key, the name of brain_query), and no string spells the
+// tool error envelope: every side refers to brain/ instead of keeping a
+// copy that can drift.
+func TestContractNotCopied(t *testing.T) {
+	contract := map[string]string{brain.CapabilityMetaKey: "brain.CapabilityMetaKey", brain.QueryTool: "brain.QueryTool"}
+	for _, c := range brain.Codes() {
+		contract[string(c.Code)] = "a brain.Code"
+	}
+	for _, p := range listPackages(t) {
+		if under(p.ImportPath, "brain") {
+			continue
+		}
+		for _, f := range p.GoFiles {
+			fset := token.NewFileSet()
+			file, err := parser.ParseFile(fset, filepath.Join(p.Dir, f), nil, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			ast.Inspect(file, func(n ast.Node) bool {
+				switch n := n.(type) {
+				case *ast.GenDecl:
+					if n.Tok != token.CONST {
+						return true
+					}
+					for _, spec := range n.Specs {
+						for _, v := range spec.(*ast.ValueSpec).Values {
+							if lit, ok := v.(*ast.BasicLit); ok && lit.Kind == token.STRING {
+								if s, err := strconv.Unquote(lit.Value); err == nil && contract[s] != "" {
+									t.Errorf("%s: constant %s copies %s", fset.Position(lit.Pos()), lit.Value, contract[s])
+								}
+							}
+						}
+					}
+				case *ast.BasicLit:
+					if s, err := strconv.Unquote(n.Value); n.Kind == token.STRING && err == nil && strings.Contains(s, `"error":{"code"`) {
+						t.Errorf("%s: %s spells the tool error envelope: use brain.EncodeError", fset.Position(n.Pos()), n.Value)
+					}
+				}
+				return true
+			})
 		}
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"testing"
 	"time"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 // latencies records per-operation durations and reports p50/p99.
@@ -52,16 +54,16 @@ func benchMinter(b *testing.B) (*Minter, KeyPair) {
 // (x-raw-sign), measured interleaved in the same run.
 func BenchmarkShardTokenMint(b *testing.B) {
 	m, k := benchMinter(b)
-	tok, _, _ := m.Mint("ann@acme.com", CapRead|CapWrite, time.Time{})
+	tok, _, _ := m.Mint("ann@acme.com", brain.CapRead|brain.CapWrite, time.Time{})
 	payload := []byte(tok[:len(tok)/2])
-	x := ratio(21, 50, func() { _, _, _ = m.Mint("ann@acme.com", CapRead|CapWrite, time.Time{}) },
+	x := ratio(21, 50, func() { _, _, _ = m.Mint("ann@acme.com", brain.CapRead|brain.CapWrite, time.Time{}) },
 		func() { ed25519.Sign(k.Private, payload) })
 	lat := make(latencies, 0, b.N)
 	b.ReportAllocs()
 	b.ResetTimer()
 	for b.Loop() {
 		t0 := time.Now()
-		if _, _, err := m.Mint("ann@acme.com", CapRead|CapWrite, time.Time{}); err != nil {
+		if _, _, err := m.Mint("ann@acme.com", brain.CapRead|brain.CapWrite, time.Time{}); err != nil {
 			b.Fatal(err)
 		}
 		lat = append(lat, time.Since(t0))
@@ -77,7 +79,7 @@ func BenchmarkShardTokenMint(b *testing.B) {
 // relative to a bare Ed25519 verification (x-raw-verify).
 func BenchmarkShardTokenVerify(b *testing.B) {
 	m, k := benchMinter(b)
-	tok, _, _ := m.Mint("ann@acme.com", CapRead|CapWrite, time.Time{})
+	tok, _, _ := m.Mint("ann@acme.com", brain.CapRead|brain.CapWrite, time.Time{})
 	v := NewTokenVerifier("payments", nil, k.Public())
 	msg := []byte(tok[:len(tok)/2])
 	sig := ed25519.Sign(k.Private, msg)
@@ -158,7 +160,7 @@ func BenchmarkCompiledPolicyCaps(b *testing.B) {
 	b.ResetTimer()
 	for b.Loop() {
 		t0 := time.Now()
-		if cp.Caps("ann@acme.com", groups) != CapRead {
+		if cp.Caps("ann@acme.com", groups) != brain.CapRead {
 			b.Fatal("wrong caps")
 		}
 		lat = append(lat, time.Since(t0))

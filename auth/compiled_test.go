@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 // TestCompiledPolicyMatchesPolicy: the compiled form grants exactly what
@@ -65,12 +67,12 @@ func TestGrantGroups(t *testing.T) {
 		name   string
 		email  string
 		groups []string
-		caps   Caps
+		caps   brain.Caps
 		want   []string
 	}{
-		{"groups the policy does not name are dropped", "a@acme.com", []string{"unrelated", "writers", "also-unrelated"}, CapRead | CapWrite, []string{"writers"}},
+		{"groups the policy does not name are dropped", "a@acme.com", []string{"unrelated", "writers", "also-unrelated"}, brain.CapRead | brain.CapWrite, []string{"writers"}},
 		{"no access, no groups", "a@acme.com", []string{"unrelated"}, 0, nil},
-		{"email grant carries named groups too", "lead@acme.com", []string{"writers"}, CapRead | CapWrite | CapCurate, []string{"writers"}},
+		{"email grant carries named groups too", "lead@acme.com", []string{"writers"}, brain.CapRead | brain.CapWrite | brain.CapCurate, []string{"writers"}},
 	}
 	for _, tt := range tests {
 		caps, got := cp.Grant(tt.email, tt.groups)
@@ -80,7 +82,7 @@ func TestGrantGroups(t *testing.T) {
 	}
 	// A member of every group: bounded, and the groups that grant are kept.
 	caps, got := cp.Grant("a@acme.com", append(append([]string{}, many...), "z-readers", "writers"))
-	if caps != CapRead|CapWrite || len(got) > MaxTokenGroups || !contains(got, "writers") {
+	if caps != brain.CapRead|brain.CapWrite || len(got) > MaxTokenGroups || !contains(got, "writers") {
 		t.Fatalf("Grant for a member of everything = %s %v", caps, got)
 	}
 	if cp.Caps("a@acme.com", got) != caps {

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 // emailCase is one line of testdata/emails.txt: an input and its canonical
@@ -58,7 +60,7 @@ func TestEmailRuleInPoliciesAndTokens(t *testing.T) {
 	open := Policy{Readers: []string{"*"}, Curators: []string{"email:kate@example.com", "email:stan@acme.com", "email:ann@acme.com"}}
 	for _, c := range readEmailCases(t, "testdata/emails.txt") {
 		caps := open.Caps(c.in, nil)
-		tok, _, err := m.Mint(c.in, CapRead, time.Time{})
+		tok, _, err := m.Mint(c.in, brain.CapRead, time.Time{})
 		if c.refused {
 			if caps != 0 {
 				t.Errorf("Policy.Caps(%q) = %v, want none", c.in, caps)

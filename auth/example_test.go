@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 )
 
 // A wing policy decides capabilities; curators can also write and read.
@@ -36,7 +37,7 @@ func ExampleMinter() {
 	}
 	m := auth.NewMinter("payments", key, 0, now)
 	ssoExpiry := now().Add(5 * time.Minute) // the shard token never outlives the SSO token
-	tok, exp, err := m.Mint("ann@acme.com", auth.CapRead|auth.CapWrite, ssoExpiry)
+	tok, exp, err := m.Mint("ann@acme.com", brain.CapRead|brain.CapWrite, ssoExpiry)
 	if err != nil {
 		panic(err)
 	}
@@ -47,7 +48,7 @@ func ExampleMinter() {
 	if err != nil {
 		panic(err)
 	}
-	fmt.Println(claims.Email, claims.Caps, "curate:", claims.Caps.Has(auth.CapCurate))
+	fmt.Println(claims.Email, claims.Caps, "curate:", claims.Caps.Has(brain.CapCurate))
 
 	_, err = auth.NewTokenVerifier("hr", now, key.Public()).Verify(tok)
 	fmt.Println("at another wing:", errors.Is(err, auth.ErrWrongWing))

@@ -6,6 +6,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 func FuzzParsePrincipal(f *testing.F) {
@@ -48,15 +50,15 @@ func FuzzParsePrincipal(f *testing.F) {
 		pol := Policy{Writers: []string{s}}
 		switch p.Kind {
 		case PrincipalEmail:
-			if pol.Caps(p.Value, nil) != CapRead|CapWrite {
+			if pol.Caps(p.Value, nil) != brain.CapRead|brain.CapWrite {
 				t.Fatalf("email principal %q does not admit %q", s, p.Value)
 			}
 		case PrincipalGroup:
-			if pol.Caps("x@y.z", []string{p.Value}) != CapRead|CapWrite {
+			if pol.Caps("x@y.z", []string{p.Value}) != brain.CapRead|brain.CapWrite {
 				t.Fatalf("group principal %q does not admit its group", s)
 			}
 		case PrincipalDomain:
-			if pol.Caps("x@"+p.Value, nil) != CapRead|CapWrite {
+			if pol.Caps("x@"+p.Value, nil) != brain.CapRead|brain.CapWrite {
 				t.Fatalf("domain principal %q does not admit x@%s", s, p.Value)
 			}
 		}
@@ -130,11 +132,11 @@ func FuzzTokenVerify(f *testing.F) {
 	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	m := NewMinter("w", kp, time.Minute, clock)
-	tok, exp, err := m.Mint("ann@acme.com", CapRead|CapWrite, time.Time{})
+	tok, exp, err := m.Mint("ann@acme.com", brain.CapRead|brain.CapWrite, time.Time{})
 	if err != nil {
 		f.Fatal(err)
 	}
-	other, _, _ := NewMinter("x", kp, time.Minute, clock).Mint("ann@acme.com", CapRead, time.Time{})
+	other, _, _ := NewMinter("x", kp, time.Minute, clock).Mint("ann@acme.com", brain.CapRead, time.Time{})
 	for _, s := range []string{tok, other, "", ".", "..", "a.b.c", tok + "x", strings.Replace(tok, ".", "..", 1),
 		"eyJhbGciOiJub25lIn0.e30.", "eyJhbGciOiJFZERTQSIsImtpZCI6IngifQ.e30.AAAA"} {
 		f.Add(s)
@@ -148,7 +150,7 @@ func FuzzTokenVerify(f *testing.F) {
 			}
 			return
 		}
-		if c.Email != "ann@acme.com" || c.Wing != "w" || c.Caps != CapRead|CapWrite || !c.Expiry.Equal(exp) {
+		if c.Email != "ann@acme.com" || c.Wing != "w" || c.Caps != brain.CapRead|brain.CapWrite || !c.Expiry.Equal(exp) {
 			t.Fatalf("accepted %q with claims %+v that were never signed", s, c)
 		}
 	})

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/brainstem/brainstem/brain"
 	"gopkg.in/yaml.v3"
 )
 
@@ -40,8 +41,8 @@ var (
 //	"domain:b.c"     everyone whose email's part after the last '@' is exactly b.c
 //	"group:name"     members of an IdP group (exact, case-sensitive)
 //
-// Capabilities imply each other: a curator can also write and read, a writer
-// can also read.
+// Capabilities imply each other (brain.Caps.Implied): a curator can also
+// write and read, a writer can also read.
 type Policy struct {
 	Readers  []string `yaml:"readers" json:"readers"`
 	Writers  []string `yaml:"writers" json:"writers"`
@@ -157,14 +158,14 @@ func (p Policy) Validate() error {
 type namedList struct {
 	name    string
 	entries []string
-	caps    Caps
+	caps    brain.Caps
 }
 
 func (p Policy) lists() [3]namedList {
 	return [3]namedList{
-		{"readers", p.Readers, CapRead},
-		{"writers", p.Writers, CapRead | CapWrite},
-		{"curators", p.Curators, CapRead | CapWrite | CapCurate},
+		{"readers", p.Readers, brain.CapRead.Implied()},
+		{"writers", p.Writers, brain.CapWrite.Implied()},
+		{"curators", p.Curators, brain.CapCurate.Implied()},
 	}
 }
 
@@ -172,7 +173,7 @@ func (p Policy) lists() [3]namedList {
 // canonicalised here (CanonicalEmail); an address the rule refuses gets no
 // capabilities, not even through "*". Entries that do not parse grant
 // nothing (Validate reports them).
-func (p Policy) Caps(email string, groups []string) Caps {
+func (p Policy) Caps(email string, groups []string) brain.Caps {
 	email, err := CanonicalEmail(email)
 	if err != nil {
 		return 0
@@ -181,7 +182,7 @@ func (p Policy) Caps(email string, groups []string) Caps {
 	if at := strings.LastIndexByte(email, '@'); at >= 0 {
 		domain = email[at+1:]
 	}
-	var c Caps
+	var c brain.Caps
 	for _, l := range p.lists() {
 		if c.Has(l.caps) {
 			continue
@@ -276,7 +277,7 @@ type CompiledPolicy struct {
 }
 
 type compiledList struct {
-	caps                    Caps
+	caps                    brain.Caps
 	anyone                  bool
 	emails, domains, groups map[string]struct{}
 }
@@ -317,14 +318,14 @@ func (cp *CompiledPolicy) Policy() Policy { return cp.src }
 
 // Caps returns the capabilities the policy grants to a caller, exactly as
 // Policy.Caps does.
-func (cp *CompiledPolicy) Caps(email string, groups []string) Caps {
+func (cp *CompiledPolicy) Caps(email string, groups []string) brain.Caps {
 	c, _ := cp.grant(email, groups, false)
 	return c
 }
 
 // grant returns the caps and, if via, per list that granted them through a
 // group only, the caller's first group in that list.
-func (cp *CompiledPolicy) grant(email string, groups []string, via bool) (Caps, []string) {
+func (cp *CompiledPolicy) grant(email string, groups []string, via bool) (brain.Caps, []string) {
 	email, err := CanonicalEmail(email)
 	if err != nil {
 		return 0, nil
@@ -333,7 +334,7 @@ func (cp *CompiledPolicy) grant(email string, groups []string, via bool) (Caps, 
 	if at := strings.LastIndexByte(email, '@'); at >= 0 {
 		domain = email[at+1:]
 	}
-	var c Caps
+	var c brain.Caps
 	var through []string
 	for i := len(cp.lists) - 1; i >= 0; i-- { // strongest first
 		l := &cp.lists[i]
@@ -371,7 +372,7 @@ func (cp *CompiledPolicy) grant(email string, groups []string, via bool) (Caps, 
 // token's groups on every call, so a later policy change is enforced at
 // once; a token carrying fewer groups than the caller has can only be
 // granted less, and is then minted again.
-func (cp *CompiledPolicy) Grant(email string, groups []string) (Caps, []string) {
+func (cp *CompiledPolicy) Grant(email string, groups []string) (brain.Caps, []string) {
 	c, via := cp.grant(email, groups, true)
 	if c == 0 {
 		return 0, nil

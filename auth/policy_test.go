@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 func TestPolicyCaps(t *testing.T) {
@@ -17,22 +19,22 @@ func TestPolicyCaps(t *testing.T) {
 	if err := p.Validate(); err != nil {
 		t.Fatal(err)
 	}
-	rw := CapRead | CapWrite
-	all := CapRead | CapWrite | CapCurate
+	rw := brain.CapRead | brain.CapWrite
+	all := brain.CapRead | brain.CapWrite | brain.CapCurate
 	tests := []struct {
 		name   string
 		email  string
 		groups []string
-		want   Caps
+		want   brain.Caps
 	}{
-		{"domain reader", "ann@acme.com", nil, CapRead},
-		{"domain match is case-insensitive via canonical email", "  Ann@ACME.com ", nil, CapRead},
+		{"domain reader", "ann@acme.com", nil, brain.CapRead},
+		{"domain match is case-insensitive via canonical email", "  Ann@ACME.com ", nil, brain.CapRead},
 		{"subdomain is not the domain", "ann@eu.acme.com", nil, 0},
 		{"domain suffix trick", "ann@evilacme.com", nil, 0},
 		{"domain is after the @", "acme.com@evil.io", nil, 0},
 		{"quoted local part refused by the email rule", `"x@evil.io"@acme.com`, nil, 0},
 		{"Kelvin sign is not k", "\u212aate@acme.com", nil, 0},
-		{"group reader", "bob@other.org", []string{"auditors"}, CapRead},
+		{"group reader", "bob@other.org", []string{"auditors"}, brain.CapRead},
 		{"email writer implies read, canonicalised both sides", "writer@partner.io", nil, rw},
 		{"group writer", "bob@other.org", []string{"eng"}, rw},
 		{"curator implies write and read", "cur@acme.com", nil, all},
@@ -53,13 +55,13 @@ func TestPolicyCaps(t *testing.T) {
 
 func TestPolicyWildcard(t *testing.T) {
 	p := Policy{Readers: []string{"*"}, Writers: []string{"group:eng"}}
-	if got := p.Caps("anyone@anywhere.net", nil); got != CapRead {
+	if got := p.Caps("anyone@anywhere.net", nil); got != brain.CapRead {
 		t.Fatalf("wildcard reader: got %v", got)
 	}
 	if got := p.Caps("", nil); got != 0 {
 		t.Fatalf("wildcard must not admit an empty email: got %v", got)
 	}
-	if got := (Policy{Curators: []string{"*"}}).Caps("x@y.z", nil); got != CapRead|CapWrite|CapCurate {
+	if got := (Policy{Curators: []string{"*"}}).Caps("x@y.z", nil); got != brain.CapRead|brain.CapWrite|brain.CapCurate {
 		t.Fatalf("wildcard curator: got %v", got)
 	}
 	if got := (Policy{}).Caps("x@y.z", []string{"eng"}); got != 0 {

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brainstem/brainstem/brain"
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/go-jose/go-jose/v4/jwt"
 )
@@ -45,10 +46,10 @@ const (
 
 // ShardClaims is what a verified shard token says.
 type ShardClaims struct {
-	Email string // canonical verified email (also the sub claim)
-	Wing  string // the wing it is valid for (iss "brainstem-shard:<wing>", aud "<wing>")
-	ID    string // jti: random 128 bits, base64url
-	Caps  Caps   // capabilities granted by the wing policy at mint time
+	Email string     // canonical verified email (also the sub claim)
+	Wing  string     // the wing it is valid for (iss "brainstem-shard:<wing>", aud "<wing>")
+	ID    string     // jti: random 128 bits, base64url
+	Caps  brain.Caps // capabilities granted by the wing policy at mint time
 	// Groups are the caller's groups the wing policy named at mint time
 	// (CompiledPolicy.Grant), so the shard can evaluate its current policy
 	// for the token's identity on every call.
@@ -150,14 +151,14 @@ func NewMinter(wing string, key KeyPair, ttl time.Duration, now func() time.Time
 // is returned as exp. A zero notAfter means no extra bound. notAfter at or
 // before now fails with ErrTokenExpired: a shard token never outlives the SSO
 // session that asked for it.
-func (m *Minter) Mint(email string, caps Caps, notAfter time.Time) (token string, exp time.Time, err error) {
+func (m *Minter) Mint(email string, caps brain.Caps, notAfter time.Time) (token string, exp time.Time, err error) {
 	return m.MintGroups(email, caps, nil, notAfter)
 }
 
 // MintGroups is Mint for a token that also carries groups (at most
 // MaxTokenGroups of at most MaxPrincipalBytes each; see
 // CompiledPolicy.Grant).
-func (m *Minter) MintGroups(email string, caps Caps, groups []string, notAfter time.Time) (token string, exp time.Time, err error) {
+func (m *Minter) MintGroups(email string, caps brain.Caps, groups []string, notAfter time.Time) (token string, exp time.Time, err error) {
 	if m.err != nil {
 		return "", time.Time{}, m.err
 	}
@@ -165,7 +166,7 @@ func (m *Minter) MintGroups(email string, caps Caps, groups []string, notAfter t
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("auth: mint: %w", err)
 	}
-	if caps&^(CapRead|CapWrite|CapCurate) != 0 {
+	if caps&^(brain.CapRead|brain.CapWrite|brain.CapCurate) != 0 {
 		return "", time.Time{}, fmt.Errorf("auth: mint: unknown capability bits %#x", uint8(caps))
 	}
 	if err := checkTokenGroups(groups); err != nil {
@@ -300,7 +301,7 @@ func (v *TokenVerifier) Verify(token string) (ShardClaims, error) {
 	if c.ID == "" {
 		return ShardClaims{}, fmt.Errorf("%w: no jti claim", ErrTokenInvalid)
 	}
-	caps, err := ParseCaps(c.Caps)
+	caps, err := brain.ParseCaps(c.Caps)
 	if err != nil {
 		return ShardClaims{}, fmt.Errorf("%w: %w", ErrTokenInvalid, err)
 	}

@@ -17,6 +17,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brainstem/brainstem/brain"
 	jose "github.com/go-jose/go-jose/v4"
 )
 
@@ -95,7 +96,7 @@ func TestMintVerifyRoundTrip(t *testing.T) {
 	clk := newClock()
 	k := mustKey(t)
 	m := NewMinter("payments", k, 0, clk.Now)
-	tok, exp, err := m.Mint("  Ann@Acme.COM ", CapRead|CapWrite, time.Time{})
+	tok, exp, err := m.Mint("  Ann@Acme.COM ", brain.CapRead|brain.CapWrite, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -107,7 +108,7 @@ func TestMintVerifyRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if c.Email != "ann@acme.com" || c.Wing != "payments" || c.Caps != CapRead|CapWrite || !c.Expiry.Equal(exp) || !c.IssuedAt.Equal(clk.Now()) {
+	if c.Email != "ann@acme.com" || c.Wing != "payments" || c.Caps != brain.CapRead|brain.CapWrite || !c.Expiry.Equal(exp) || !c.IssuedAt.Equal(clk.Now()) {
 		t.Fatalf("claims = %+v", c)
 	}
 	raw, err := base64.RawURLEncoding.DecodeString(c.ID)
@@ -124,11 +125,11 @@ func TestMintVerifyRoundTrip(t *testing.T) {
 		t.Fatalf("header = %v, want alg EdDSA, typ JWT, kid %s", h, k.ID)
 	}
 	// Capabilities are checked by the caller, and the token carries only what was minted.
-	if c.Caps.Has(CapCurate) {
+	if c.Caps.Has(brain.CapCurate) {
 		t.Fatal("token claims curate it was not minted with")
 	}
 	// Two mints never share a jti.
-	tok2, _, _ := m.Mint("ann@acme.com", CapRead, time.Time{})
+	tok2, _, _ := m.Mint("ann@acme.com", brain.CapRead, time.Time{})
 	c2, err := v.Verify(tok2)
 	if err != nil || c2.ID == c.ID {
 		t.Fatalf("second token: id %q vs %q, err %v", c2.ID, c.ID, err)
@@ -141,19 +142,19 @@ func TestMintBoundsAndErrors(t *testing.T) {
 	m := NewMinter("w", k, time.Hour, clk.Now)
 	now := clk.Now()
 
-	_, exp, err := m.Mint("a@b.c", CapRead, now.Add(90*time.Second+500*time.Millisecond))
+	_, exp, err := m.Mint("a@b.c", brain.CapRead, now.Add(90*time.Second+500*time.Millisecond))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if want := now.Add(90 * time.Second); !exp.Equal(want) {
 		t.Fatalf("exp = %v, want the SSO bound truncated to seconds %v", exp, want)
 	}
-	_, exp, err = m.Mint("a@b.c", CapRead, now.Add(2*time.Hour))
+	_, exp, err = m.Mint("a@b.c", brain.CapRead, now.Add(2*time.Hour))
 	if err != nil || !exp.Equal(now.Add(time.Hour)) {
 		t.Fatalf("exp = %v err %v, want now+ttl", exp, err)
 	}
 	for _, na := range []time.Time{now, now.Add(-time.Second)} {
-		if _, _, err := m.Mint("a@b.c", CapRead, na); !errors.Is(err, ErrTokenExpired) {
+		if _, _, err := m.Mint("a@b.c", brain.CapRead, na); !errors.Is(err, ErrTokenExpired) {
 			t.Fatalf("notAfter %v: err = %v, want ErrTokenExpired", na, err)
 		}
 	}
@@ -161,15 +162,15 @@ func TestMintBoundsAndErrors(t *testing.T) {
 		name string
 		m    *Minter
 		mail string
-		caps Caps
+		caps brain.Caps
 	}{
-		{"no email", m, "  ", CapRead},
-		{"not an email", m, "ann", CapRead},
-		{"unknown caps", m, "a@b.c", Caps(1 << 6)},
-		{"empty wing", NewMinter("", k, 0, clk.Now), "a@b.c", CapRead},
-		{"slash in wing", NewMinter("a/b", k, 0, clk.Now), "a@b.c", CapRead},
-		{"no key", NewMinter("w", KeyPair{}, 0, clk.Now), "a@b.c", CapRead},
-		{"negative ttl", NewMinter("w", k, -time.Second, clk.Now), "a@b.c", CapRead},
+		{"no email", m, "  ", brain.CapRead},
+		{"not an email", m, "ann", brain.CapRead},
+		{"unknown caps", m, "a@b.c", brain.Caps(1 << 6)},
+		{"empty wing", NewMinter("", k, 0, clk.Now), "a@b.c", brain.CapRead},
+		{"slash in wing", NewMinter("a/b", k, 0, clk.Now), "a@b.c", brain.CapRead},
+		{"no key", NewMinter("w", KeyPair{}, 0, clk.Now), "a@b.c", brain.CapRead},
+		{"negative ttl", NewMinter("w", k, -time.Second, clk.Now), "a@b.c", brain.CapRead},
 	}
 	for _, tt := range bad {
 		if _, _, err := tt.m.Mint(tt.mail, tt.caps, time.Time{}); err == nil || !strings.HasPrefix(err.Error(), "auth: ") {
@@ -190,12 +191,12 @@ func TestShardTokenMatrix(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := NewMinter("payments", k, time.Minute, clk.Now)
-	good, _, err := m.Mint("ann@acme.com", CapRead, time.Time{})
+	good, _, err := m.Mint("ann@acme.com", brain.CapRead, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
-	otherWing, _, _ := NewMinter("hr", k, time.Minute, clk.Now).Mint("ann@acme.com", CapRead, time.Time{})
-	otherWingOtherKey, _, _ := NewMinter("hr", other, time.Minute, clk.Now).Mint("ann@acme.com", CapRead, time.Time{})
+	otherWing, _, _ := NewMinter("hr", k, time.Minute, clk.Now).Mint("ann@acme.com", brain.CapRead, time.Time{})
+	otherWingOtherKey, _, _ := NewMinter("hr", other, time.Minute, clk.Now).Mint("ann@acme.com", brain.CapRead, time.Time{})
 	gc := goodClaims(now, "payments")
 	parts := strings.Split(good, ".")
 	tamperedPayload := func() string {
@@ -269,7 +270,7 @@ func TestShardTokenMatrix(t *testing.T) {
 func TestShardTokenExpiryAndRotation(t *testing.T) {
 	clk := newClock()
 	oldKey, newKey := mustKey(t), mustKey(t)
-	tok, exp, err := NewMinter("w", oldKey, time.Minute, clk.Now).Mint("a@b.c", CapRead, time.Time{})
+	tok, exp, err := NewMinter("w", oldKey, time.Minute, clk.Now).Mint("a@b.c", brain.CapRead, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -281,7 +282,7 @@ func TestShardTokenExpiryAndRotation(t *testing.T) {
 	if _, err := onlyNew.Verify(tok); !errors.Is(err, ErrTokenInvalid) {
 		t.Fatalf("old key removed: err = %v, want ErrTokenInvalid", err)
 	}
-	newTok, _, _ := NewMinter("w", newKey, time.Minute, clk.Now).Mint("a@b.c", CapRead, time.Time{})
+	newTok, _, _ := NewMinter("w", newKey, time.Minute, clk.Now).Mint("a@b.c", brain.CapRead, time.Time{})
 	if _, err := onlyNew.Verify(newTok); err != nil {
 		t.Fatalf("new key: %v", err)
 	}
@@ -412,7 +413,7 @@ func TestMintVerifyConcurrent(t *testing.T) {
 		wg.Go(func() {
 			email := string(rune('a'+g)) + "@x.io"
 			for range 50 {
-				tok, _, err := m.Mint(email, CapRead, time.Time{})
+				tok, _, err := m.Mint(email, brain.CapRead, time.Time{})
 				if err != nil {
 					t.Error(err)
 					return
@@ -443,7 +444,7 @@ func TestShardTokenCapabilities(t *testing.T) {
 	k := mustKey(t)
 	m := NewMinter("w", k, 0, nil)
 	v := NewTokenVerifier("w", nil, k.Public())
-	for _, minted := range []Caps{0, CapRead, CapRead | CapWrite, CapRead | CapWrite | CapCurate, CapCurate} {
+	for _, minted := range []brain.Caps{0, brain.CapRead, brain.CapRead | brain.CapWrite, brain.CapRead | brain.CapWrite | brain.CapCurate, brain.CapCurate} {
 		tok, _, err := m.Mint("a@b.c", minted, time.Time{})
 		if err != nil {
 			t.Fatal(err)
@@ -452,7 +453,7 @@ func TestShardTokenCapabilities(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		for _, want := range []Caps{CapRead, CapWrite, CapCurate} {
+		for _, want := range []brain.Caps{brain.CapRead, brain.CapWrite, brain.CapCurate} {
 			if c.Caps.Has(want) != minted.Has(want) {
 				t.Errorf("minted %v: Has(%v) = %v", minted, want, c.Caps.Has(want))
 			}

@@ -4,6 +4,8 @@ import (
 	"errors"
 	"testing"
 	"time"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 func TestCachingVerifier(t *testing.T) {
@@ -14,13 +16,13 @@ func TestCachingVerifier(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	tok, _, err := m.Mint("ann@acme.com", CapRead, time.Time{})
+	tok, _, err := m.Mint("ann@acme.com", brain.CapRead, time.Time{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	for i := range 2 { // the second answer comes from the cache
 		c, err := cv.Verify(tok)
-		if err != nil || c.Email != "ann@acme.com" || c.Caps != CapRead {
+		if err != nil || c.Email != "ann@acme.com" || c.Caps != brain.CapRead {
 			t.Fatalf("verify %d = %+v, %v", i, c, err)
 		}
 	}
@@ -30,7 +32,7 @@ func TestCachingVerifier(t *testing.T) {
 
 	// A refused token is never remembered.
 	other := mustKey(t)
-	forged, _, _ := NewMinter("payments", other, time.Minute, clk.Now).Mint("mallory@acme.com", CapCurate, time.Time{})
+	forged, _, _ := NewMinter("payments", other, time.Minute, clk.Now).Mint("mallory@acme.com", brain.CapCurate, time.Time{})
 	for range 2 {
 		if _, err := cv.Verify(forged); !errors.Is(err, ErrTokenInvalid) {
 			t.Fatalf("token of another key: %v, want ErrTokenInvalid", err)

@@ -19,6 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/devenv"
 	"github.com/brainstem/brainstem/gateway"
 	"github.com/brainstem/brainstem/shard"
@@ -84,7 +85,7 @@ func stdioClient(t testing.TB, brain, wing, email string) *client.Client {
 	sout, cout := io.Pipe()
 	done := make(chan error, 1)
 	go func() {
-		done <- stdio.Serve(ctx, svc.Tools(), tools.Caller{Email: email, Caps: auth.CapRead | auth.CapWrite | auth.CapCurate}, cin, cout, nil)
+		done <- stdio.Serve(ctx, svc.Tools(), tools.Caller{Email: email, Caps: stdio.AllCaps}, cin, cout, nil)
 		cout.Close()
 	}()
 	c := client.NewClient(transport.NewIO(sout, sin, io.NopCloser(strings.NewReader(""))), client.WithProtocolVersion(mcp.ProtocolVersion20250618))
@@ -208,7 +209,7 @@ func crossWingSample(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
-	reader := tools.Caller{Email: "alice@example.com", Caps: auth.CapRead}
+	reader := tools.Caller{Email: "alice@example.com", Caps: brain.CapRead}
 
 	for _, q := range []string{"incident", "retry latency", "on-call compensation policy", "idempotency keys ledger", "kubernetes upgrade", "onboarding"} {
 		args, _ := json.Marshal(map[string]any{"query": q, "limit": 50})

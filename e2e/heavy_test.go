@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/devenv"
 	"github.com/brainstem/brainstem/gateway"
 	"github.com/brainstem/brainstem/shard"
@@ -171,7 +172,7 @@ func crossWingHeavy(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { union.Close() })
-	reader := tools.Caller{Email: "alice@example.com", Caps: auth.CapRead}
+	reader := tools.Caller{Email: "alice@example.com", Caps: brain.CapRead}
 
 	queries := append(heavyQueries(24), "operations manual", "quetzal")
 	compared := 0

@@ -5,6 +5,8 @@ import (
 	"io"
 	"sync"
 	"time"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 // auditRecord is one tool call, written as one JSON line.
@@ -68,7 +70,7 @@ func (a *auditLog) write(r *auditRecord) {
 	if a.logArgs && json.Valid(r.Args) {
 		line.Arguments = r.Args
 	}
-	b, err := marshalNoEscape(line)
+	b, err := brain.Marshal(line)
 	if err != nil {
 		a.onError(err)
 		return

@@ -26,6 +26,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -398,7 +399,7 @@ func BenchmarkSessionHeap(b *testing.B) {
 	toks := make([][]tok, n)
 	for i := range n {
 		for _, w := range wings {
-			s, exp, err := minters[w.name].Mint(fmt.Sprintf("person%05d@acme.com", i), auth.CapRead|auth.CapWrite, time.Time{})
+			s, exp, err := minters[w.name].Mint(fmt.Sprintf("person%05d@acme.com", i), brain.CapRead|brain.CapWrite, time.Time{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -421,7 +422,7 @@ func BenchmarkSessionHeap(b *testing.B) {
 		for i, email := range emails {
 			for j, w := range wings {
 				// Clone so the session owns its token bytes, as after a mint.
-				sc.store(sessionKey(email), w, grant{token: string([]byte(toks[i][j].s)), caps: auth.CapRead | auth.CapWrite, expiry: toks[i][j].exp})
+				sc.store(sessionKey(email), w, grant{token: string([]byte(toks[i][j].s)), caps: brain.CapRead | brain.CapWrite, expiry: toks[i][j].exp})
 			}
 		}
 		runtime.GC()

@@ -9,7 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -46,7 +46,7 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 	if err != nil {
 		return nil, g.hide(ci, w, err)
 	}
-	write := g.toolNeed(req.Tool) != auth.CapRead
+	write := g.toolNeed(req.Tool) != brain.CapRead
 	freshRejected, lostRetried := 0, false
 	for {
 		req.Token = gr.token
@@ -74,7 +74,7 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 			g.metrics.tokenRejected(w.name, "fresh")
 			if freshRejected >= maxFreshTries {
 				ci.logger().Warn("wing keeps rejecting freshly minted tokens", "wing", w.name, "tries", freshRejected, "err", err)
-				return nil, &Error{Code: CodeUnavailable, Err: errors.Join(ErrTokenRejected, err),
+				return nil, &Error{Code: brain.CodeUnavailable, Err: errors.Join(ErrTokenRejected, err),
 					Message: fmt.Sprintf("wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.name, freshRejected)}
 			}
 			if err := sleepCtx(ctx, g.cfg.Shards.RetryBase<<(freshRejected-1)); err != nil {
@@ -95,13 +95,13 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 // toolNeed is the capability a shard tool needs, from its descriptor
 // (_meta["brainstem/capability"]); a tool the gateway does not know counts
 // as a write, so a lost answer is never retried blindly.
-func (g *Gateway) toolNeed(tool string) auth.Caps {
+func (g *Gateway) toolNeed(tool string) brain.Caps {
 	if cat := g.cat.Load(); cat != nil {
 		if e, ok := cat.by[tool]; ok {
 			return e.desc.need
 		}
 	}
-	return auth.CapWrite
+	return brain.CapWrite
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -121,7 +121,7 @@ func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallTo
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ci := callInfoFrom(ctx)
 		if ci == nil {
-			return toolErrorResult(newError(CodeInternal, ErrNoIdentity, "the request reached the tool without an identity")), nil
+			return toolErrorResult(newError(brain.CodeInternal, ErrNoIdentity, "the request reached the tool without an identity")), nil
 		}
 		start := time.Now()
 		args := []byte(req.Params.RawArguments)
@@ -140,7 +140,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 	if err != nil {
 		return g.fail(rec, classify(err, ""))
 	}
-	if name == queryToolName {
+	if name == brain.QueryTool {
 		has, err := ra.hasWing()
 		if err != nil {
 			return g.fail(rec, classify(err, ""))
@@ -155,7 +155,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 		return g.fail(rec, classify(err, ""))
 	}
 	if !ok {
-		return g.fail(rec, newError(CodeInvalidArgument, ErrInvalidArgument,
+		return g.fail(rec, newError(brain.CodeInvalidArgument, ErrInvalidArgument,
 			"no wing: pass \"wing\" or a note \"id\" (<wing>/<hall>/<slug>) or a \"path\" (wiki/<wing>/… or inbox/<wing>/…); brain_wings lists your wings"))
 	}
 	rec.Wing = wingName
@@ -174,7 +174,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 	}
 	if err != nil {
 		e := classify(err, w.name)
-		if e.Code == CodeUnknownTool {
+		if e.Code == brain.CodeUnknownTool {
 			g.refresh.trigger()
 		}
 		return g.fail(rec, e)
@@ -203,7 +203,7 @@ func (g *Gateway) noWing(ctx context.Context, ci *callInfo, name string) *Error 
 	if len(reach) > 0 {
 		list = strings.Join(reach, ", ")
 	}
-	return newError(CodeUnknownWing, ErrUnknownWing,
+	return newError(brain.CodeUnknownWing, ErrUnknownWing,
 		"there is no wing %q that you can reach; wings you can reach: %s (a wing's curators grant access)", name, list)
 }
 
@@ -215,7 +215,7 @@ func (g *Gateway) disclosable(ci *callInfo, w *wing, err error) bool {
 
 // fail records a gateway error and renders it as a tool error.
 func (g *Gateway) fail(rec *auditRecord, e *Error) *mcp.CallToolResult {
-	rec.Outcome = e.Code
+	rec.Outcome = string(e.Code)
 	rec.err = e
 	return toolErrorResult(e)
 }
@@ -237,7 +237,7 @@ func (g *Gateway) finish(ci *callInfo, rec *auditRecord, res *mcp.CallToolResult
 	}
 	g.metrics.call(rec.Tool, g.wingLabel(rec.Wing), rec.Outcome, lat)
 	g.audit.write(rec)
-	if rec.err != nil && (rec.err.Code == CodeInternal) {
+	if rec.err != nil && (rec.err.Code == brain.CodeInternal) {
 		ci.logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "err", rec.err.Err)
 	} else if rec.err != nil {
 		ci.logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "message", rec.err.Message)
@@ -249,7 +249,7 @@ func (g *Gateway) finish(ci *callInfo, rec *auditRecord, res *mcp.CallToolResult
 func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	ci := callInfoFrom(ctx)
 	if ci == nil {
-		return toolErrorResult(newError(CodeInternal, ErrNoIdentity, "the request reached the tool without an identity")), nil
+		return toolErrorResult(newError(brain.CodeInternal, ErrNoIdentity, "the request reached the tool without an identity")), nil
 	}
 	start := time.Now()
 	rec := auditRecord{Tool: wingsToolName, Wing: "*", BytesIn: len(req.Params.RawArguments), Args: req.Params.RawArguments}
@@ -272,7 +272,7 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 			out.Unavailable = append(out.Unavailable, unavailableWing{Wing: g.wings[i].name, Code: e.Code, Error: e.Message})
 		}
 	}
-	body, err := marshalNoEscape(out)
+	body, err := brain.Marshal(out)
 	if err != nil {
 		return g.fail(&rec, classify(err, "")), nil
 	}
@@ -289,7 +289,7 @@ func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) (readable []*
 	caps, errs := g.capsAll(ctx, ci)
 	for i, c := range caps {
 		switch {
-		case c.Has(auth.CapRead):
+		case c.Has(brain.CapRead):
 			readable = append(readable, g.wings[i])
 		case g.disclosable(ci, g.wings[i], errs[i]):
 			e := classify(errs[i], g.wings[i].name)
@@ -305,7 +305,7 @@ func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) (readable []*
 // bounded like a cross-wing search by limits.fanout_timeout: a wing that
 // cannot say in time counts as unreachable, so brain_wings, tools/list and
 // the unknown_wing hint never wait for one stuck shard.
-func (g *Gateway) capsAll(ctx context.Context, ci *callInfo) ([]auth.Caps, []error) {
+func (g *Gateway) capsAll(ctx context.Context, ci *callInfo) ([]brain.Caps, []error) {
 	ctx, cancel := context.WithTimeout(ctx, min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout))
 	defer cancel()
 	return g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)

@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/url"
 	"os"
-	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -19,6 +18,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
@@ -348,8 +348,6 @@ func (c Config) checkFiles(now time.Time) (warnings []string, err error) {
 // Validate reports every problem at once (errors.Join), each naming its key.
 func (c Config) Validate() error { return c.validate(true) }
 
-var wingNameRE = regexp.MustCompile(`^[a-z0-9][a-z0-9_-]{0,62}$`)
-
 func (c Config) validate(requireShardTLS bool) error {
 	var errs []error
 	bad := func(key, format string, args ...any) {
@@ -438,8 +436,8 @@ func (c Config) validate(requireShardTLS bool) error {
 	seen := map[string]int{}
 	for i, w := range c.Wings {
 		key := fmt.Sprintf("wings[%d]", i)
-		if !wingNameRE.MatchString(w.Name) {
-			bad(key+".name", "%q must be 1-63 characters of a-z, 0-9, '-' or '_', starting with a letter or digit", w.Name)
+		if err := brain.ValidWing(w.Name); err != nil {
+			bad(key+".name", "%v", err)
 		} else if j, dup := seen[w.Name]; dup {
 			bad(key+".name", "%q duplicates wings[%d]", w.Name, j)
 		} else {

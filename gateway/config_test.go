@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/proto/pki"
 )
@@ -207,6 +208,32 @@ func TestValidateReportsEverything(t *testing.T) {
 	}
 }
 
+// TestConfigWingNames: the gateway accepts exactly the wing names the
+// shards accept (brain.ValidWing): a configured wing its shard would refuse
+// ("pay_ments") is a configuration error, reported with the rule.
+func TestConfigWingNames(t *testing.T) {
+	good, err := loadConfig("testdata/gateway.yaml", func(string) string { return "" })
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range []string{"payments", "a", "9", "a-9", "a--b", "pay_ments", "_payments", "payments-", "-payments", "Payments",
+		"paymënts", "pay.ments", "pay ments", "con", "com1", "console", strings.Repeat("w", 62), strings.Repeat("w", 63),
+		strings.Repeat("w", 64), strings.Repeat("w", 65), ""} {
+		c := good
+		c.Wings = append([]WingConfig(nil), good.Wings...)
+		c.Wings[0].Name = name
+		err := c.Validate()
+		gateway := err == nil || !strings.Contains(err.Error(), "wings[0].name")
+		shard := brain.ValidWing(name)
+		if gateway != (shard == nil) {
+			t.Errorf("wing %q: the gateway accepts it: %v; brain.ValidWing: %v (%v)", name, gateway, shard == nil, err)
+		}
+		if shard != nil && !strings.Contains(err.Error(), shard.Error()) {
+			t.Errorf("wing %q: %v does not state the rule's refusal %q", name, err, shard)
+		}
+	}
+}
+
 // FuzzParseConfig: arbitrary bytes never panic and a parsed config's
 // Validate never panics either.
 func FuzzParseConfig(f *testing.F) {
@@ -244,7 +271,7 @@ func FuzzRouteWing(f *testing.F) {
 		w, ok, err := routeWing(args)
 		if err != nil {
 			var ge *Error
-			if !errors.As(err, &ge) || ge.Code != CodeInvalidArgument {
+			if !errors.As(err, &ge) || ge.Code != brain.CodeInvalidArgument {
 				t.Fatalf("routing error %v is not invalid_argument", err)
 			}
 			return
@@ -294,6 +321,39 @@ func FuzzParseToolDescriptors(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestQueryLimits: a cross-wing brain_query takes the limit a shard takes
+// (brain.QueryDefaultLimit, at most brain.QueryMaxLimit), so the gateway
+// never accepts a limit every wing would then refuse.
+func TestQueryLimits(t *testing.T) {
+	tests := []struct {
+		args string
+		want int // 0: refused
+	}{
+		{`{"query":"x"}`, brain.QueryDefaultLimit},
+		{`{"query":"x","limit":null}`, brain.QueryDefaultLimit},
+		{`{"query":"x","limit":1}`, 1},
+		{fmt.Sprintf(`{"query":"x","limit":%d}`, brain.QueryMaxLimit), brain.QueryMaxLimit},
+		{fmt.Sprintf(`{"query":"x","limit":%d}`, brain.QueryMaxLimit+1), 0},
+		{`{"query":"x","limit":1000}`, 0},
+		{`{"query":"x","limit":0}`, 0},
+		{`{"query":"x","limit":-1}`, 0},
+		{`{"query":"x","limit":2.5}`, 0},
+		{`{"query":"x","limit":"5"}`, 0},
+	}
+	for _, tt := range tests {
+		_, limit, err := parseQueryArgs([]byte(tt.args))
+		switch {
+		case tt.want == 0:
+			var e *Error
+			if !errors.As(err, &e) || e.Code != brain.CodeInvalidArgument || !strings.Contains(e.Message, fmt.Sprint(brain.QueryMaxLimit)) {
+				t.Errorf("%s: %v, want invalid_argument naming the limit %d", tt.args, err, brain.QueryMaxLimit)
+			}
+		case err != nil || limit != tt.want:
+			t.Errorf("%s: limit %d, %v; want %d", tt.args, limit, err, tt.want)
+		}
+	}
 }
 
 // FuzzFanoutMerge: parsing brain_query arguments and a wing's rank and

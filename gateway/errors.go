@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -11,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -19,24 +19,9 @@ import (
 // status (for requests refused before mcp-go sees them) or a tool error code
 // (for tool calls). Nothing else in the package decides a status or a code.
 
-// Tool error codes the gateway itself answers with. They have the same shape
-// as a shard's tool errors: {"error":{"code":"…","message":"…"}} with isError.
-const (
-	CodeUnknownWing     = "unknown_wing"     // the wing argument names no configured wing
-	CodeForbidden       = "forbidden"        // the wing's policy does not admit the caller, or the token lacks the capability
-	CodeUnavailable     = "unavailable"      // the shard cannot be reached, is draining, or keeps rejecting fresh tokens
-	CodeTimeout         = "timeout"          // the shard did not answer within shards.call_timeout
-	CodeInvalidArgument = "invalid_argument" // no wing given and none derivable, or malformed arguments
-	CodeRateLimited     = "rate_limited"     // the caller exceeded limits.calls_per_second
-	CodeUnknownTool     = "unknown_tool"     // the shard does not know the tool (descriptors are stale)
-	CodeTooLarge        = "too_large"        // a message exceeded a size limit
-	CodeCanceled        = "canceled"         // the client went away
-	CodeInternal        = "internal"         // anything else; details are in the gateway log
-	// CodeOutcomeUnknown: the connection to the shard died after a write
-	// or curate call was sent and before its answer came back. The write
-	// may or may not have happened; the gateway does not retry it.
-	CodeOutcomeUnknown = "outcome_unknown"
-)
+// The tool error codes the gateway answers with are the contract's
+// (brain.Code*, listed with their meanings by brain.Codes): the same
+// {"error":{"code","message"}} document with isError as a shard's.
 
 // Sentinel errors. Every *Error wraps one of them, so callers can use
 // errors.Is without caring about the message.
@@ -65,18 +50,18 @@ var (
 // Error is a gateway failure with a stable tool error code and a message a
 // person can act on.
 type Error struct {
-	Code    string // one of the Code* constants
+	Code    brain.Code
 	Message string
 	Err     error // the sentinel or cause; may be nil
 }
 
 // Error returns "gateway: <code>: <message>".
-func (e *Error) Error() string { return "gateway: " + e.Code + ": " + e.Message }
+func (e *Error) Error() string { return "gateway: " + string(e.Code) + ": " + e.Message }
 
 // Unwrap returns the sentinel or cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-func newError(code string, sentinel error, format string, args ...any) *Error {
+func newError(code brain.Code, sentinel error, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: sentinel}
 }
 
@@ -97,43 +82,43 @@ func classify(err error, wing string) *Error {
 	if pe := (*proto.Error)(nil); errors.As(err, &pe) {
 		switch pe.Code {
 		case proto.CodeForbidden:
-			return &Error{Code: CodeForbidden, Message: where + " refused: " + pe.Message, Err: errors.Join(ErrForbidden, err)}
+			return &Error{Code: brain.CodeForbidden, Message: where + " refused: " + pe.Message, Err: errors.Join(ErrForbidden, err)}
 		case proto.CodeBadRequest:
-			return &Error{Code: CodeInvalidArgument, Message: where + " rejected the request: " + pe.Message, Err: errors.Join(ErrInvalidArgument, err)}
+			return &Error{Code: brain.CodeInvalidArgument, Message: where + " rejected the request: " + pe.Message, Err: errors.Join(ErrInvalidArgument, err)}
 		case proto.CodeTooLarge:
-			return &Error{Code: CodeTooLarge, Message: where + ": " + pe.Message, Err: err}
+			return &Error{Code: brain.CodeTooLarge, Message: where + ": " + pe.Message, Err: err}
 		case proto.CodeUnknownTool, proto.CodeUnknownMethod:
-			return &Error{Code: CodeUnknownTool, Message: where + " does not know this tool (" + pe.Message + "); list the tools again", Err: err}
+			return &Error{Code: brain.CodeUnknownTool, Message: where + " does not know this tool (" + pe.Message + "); list the tools again", Err: err}
 		case proto.CodeUnavailable:
-			return &Error{Code: CodeUnavailable, Message: where + " is not ready or is draining (" + pe.Message + "); retry shortly", Err: errors.Join(ErrUnavailable, err)}
+			return &Error{Code: brain.CodeUnavailable, Message: where + " is not ready or is draining (" + pe.Message + "); retry shortly", Err: errors.Join(ErrUnavailable, err)}
 		case proto.CodeDeadline:
-			return &Error{Code: CodeTimeout, Message: where + " did not finish in time: " + pe.Message, Err: errors.Join(ErrTimeout, err)}
+			return &Error{Code: brain.CodeTimeout, Message: where + " did not finish in time: " + pe.Message, Err: errors.Join(ErrTimeout, err)}
 		case proto.CodeCanceled:
-			return &Error{Code: CodeCanceled, Message: "the call was cancelled", Err: err}
+			return &Error{Code: brain.CodeCanceled, Message: "the call was cancelled", Err: err}
 		case proto.CodeUnauthenticated:
-			return &Error{Code: CodeUnavailable, Message: where + " rejected the gateway's token: " + pe.Message, Err: errors.Join(ErrTokenRejected, err)}
+			return &Error{Code: brain.CodeUnavailable, Message: where + " rejected the gateway's token: " + pe.Message, Err: errors.Join(ErrTokenRejected, err)}
 		case proto.CodeVersion:
-			return &Error{Code: CodeUnavailable, Message: where + " speaks another protocol version; upgrade the gateway or the shard", Err: errors.Join(ErrUnavailable, err)}
+			return &Error{Code: brain.CodeUnavailable, Message: where + " speaks another protocol version; upgrade the gateway or the shard", Err: errors.Join(ErrUnavailable, err)}
 		case proto.CodeWrongRole:
-			return &Error{Code: CodeUnavailable, Message: where + " refuses this gateway (" + pe.Message + "); an operator must give the gateway a gateway-role certificate",
+			return &Error{Code: brain.CodeUnavailable, Message: where + " refuses this gateway (" + pe.Message + "); an operator must give the gateway a gateway-role certificate",
 				Err: errors.Join(ErrUnavailable, ErrMintRefused, err)}
 		default:
-			return &Error{Code: CodeInternal, Message: where + " failed: " + pe.Message, Err: err}
+			return &Error{Code: brain.CodeInternal, Message: where + " failed: " + pe.Message, Err: err}
 		}
 	}
 	switch {
 	case errors.Is(err, context.DeadlineExceeded):
-		return &Error{Code: CodeTimeout, Message: where + " did not answer within shards.call_timeout", Err: errors.Join(ErrTimeout, err)}
+		return &Error{Code: brain.CodeTimeout, Message: where + " did not answer within shards.call_timeout", Err: errors.Join(ErrTimeout, err)}
 	case errors.Is(err, context.Canceled):
-		return &Error{Code: CodeCanceled, Message: "the call was cancelled", Err: err}
+		return &Error{Code: brain.CodeCanceled, Message: "the call was cancelled", Err: err}
 	case errors.Is(err, proto.ErrConnectionLost):
-		return &Error{Code: CodeUnavailable, Message: where + " was lost before it answered (the connection dropped); retry shortly", Err: errors.Join(ErrUnavailable, err)}
+		return &Error{Code: brain.CodeUnavailable, Message: where + " was lost before it answered (the connection dropped); retry shortly", Err: errors.Join(ErrUnavailable, err)}
 	case errors.Is(err, proto.ErrUnavailable):
-		return &Error{Code: CodeUnavailable, Message: where + " is unreachable; retry later or ask an operator to check the shard", Err: errors.Join(ErrUnavailable, err)}
+		return &Error{Code: brain.CodeUnavailable, Message: where + " is unreachable; retry later or ask an operator to check the shard", Err: errors.Join(ErrUnavailable, err)}
 	case errors.Is(err, proto.ErrTooLarge):
-		return &Error{Code: CodeTooLarge, Message: where + ": message exceeds the protocol size limit", Err: err}
+		return &Error{Code: brain.CodeTooLarge, Message: where + ": message exceeds the protocol size limit", Err: err}
 	}
-	return &Error{Code: CodeInternal, Message: where + ": internal error", Err: err}
+	return &Error{Code: brain.CodeInternal, Message: where + ": internal error", Err: err}
 }
 
 // classifyShard is classify for a failure talking to one wing's shard: a
@@ -141,7 +126,7 @@ func classify(err error, wing string) *Error {
 // shard could not be reached (unavailable), not that it was slow (timeout).
 func classifyShard(err error, w *wing) *Error {
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && !w.client.Connected() && proto.CodeOf(err) == 0 {
-		return &Error{Code: CodeUnavailable, Message: "wing " + quote(w.name) + " is unreachable (no connection within shards.call_timeout); retry later or ask an operator to check the shard",
+		return &Error{Code: brain.CodeUnavailable, Message: "wing " + quote(w.name) + " is unreachable (no connection within shards.call_timeout); retry later or ask an operator to check the shard",
 			Err: errors.Join(ErrUnavailable, err)}
 	}
 	return classify(err, w.name)
@@ -152,33 +137,16 @@ func classifyShard(err error, w *wing) *Error {
 // agent is told so (the gateway never retries a write on its own).
 func classifyCall(err error, w *wing, tool string, write bool) *Error {
 	if write && errors.Is(err, proto.ErrConnectionLost) && proto.CodeOf(err) == 0 {
-		return &Error{Code: CodeOutcomeUnknown, Err: errors.Join(ErrOutcomeUnknown, err),
+		return &Error{Code: brain.CodeOutcomeUnknown, Err: errors.Join(ErrOutcomeUnknown, err),
 			Message: fmt.Sprintf("the connection to wing %q was lost after %s was sent: the write may or may not have happened. "+
 				"Retry with the same idempotency_key (it makes the retry apply at most once), or read the note to check before writing again", w.name, tool)}
 	}
 	return classifyShard(err, w)
 }
 
-// toolErrorBody renders the {"error":{"code","message"}} document.
-func toolErrorBody(code, message string) []byte {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	_ = enc.Encode(struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{Error: struct {
-		Code    string `json:"code"`
-		Message string `json:"message"`
-	}{code, message}})
-	return bytes.TrimRight(b.Bytes(), "\n")
-}
-
 // toolErrorResult turns an *Error into an MCP tool error result.
 func toolErrorResult(e *Error) *mcp.CallToolResult {
-	return mcp.NewToolResultError(string(toolErrorBody(e.Code, e.Message)))
+	return mcp.NewToolResultError(string(brain.EncodeError(e.Code, e.Message)))
 }
 
 // shardResult wraps a shard's result bytes, unchanged, as the text content.
@@ -219,18 +187,11 @@ func mapAuthError(err error) authFailure {
 
 // jsonRPCErrorBody renders an id-less (or id-carrying) JSON-RPC error used
 // for HTTP-level refusals (413, 429, 403, 400): MCP clients parse it.
-func jsonRPCErrorBody(id json.RawMessage, code int, message, toolCode string) []byte {
-	type data struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
+func jsonRPCErrorBody(id json.RawMessage, code int, message string, toolCode brain.Code) []byte {
+	type data = brain.ErrorBody
 	var d *data
 	if toolCode != "" {
-		d = &data{}
-		d.Error.Code = toolCode
-		d.Error.Message = message
+		d = &data{Error: brain.ErrorDetail{Code: toolCode, Message: message}}
 	}
 	if len(id) == 0 {
 		id = json.RawMessage("null")
@@ -266,7 +227,7 @@ var ErrBadBody = errors.New("gateway: unreadable request body")
 type refusal struct {
 	status   int
 	rpcCode  int
-	toolCode string
+	toolCode brain.Code
 }
 
 // refusalOf maps the gateway's HTTP-level sentinels (the one table).
@@ -277,15 +238,15 @@ func refusalOf(err error) refusal {
 	case errors.Is(err, ErrProtocolVersion):
 		return refusal{http.StatusBadRequest, rpcInvalidRequest, ""}
 	case errors.Is(err, ErrBodyTooLarge):
-		return refusal{http.StatusRequestEntityTooLarge, rpcInvalidRequest, CodeTooLarge}
+		return refusal{http.StatusRequestEntityTooLarge, rpcInvalidRequest, brain.CodeTooLarge}
 	case errors.Is(err, ErrBadBody), errors.Is(err, ErrBadRequestID):
 		return refusal{http.StatusBadRequest, rpcInvalidRequest, ""}
 	case errors.Is(err, ErrUnknownSession):
 		return refusal{http.StatusNotFound, rpcInvalidRequest, ""}
 	case errors.Is(err, ErrRateLimited), errors.Is(err, ErrTooManyAuthFailed):
-		return refusal{http.StatusTooManyRequests, rpcServerError, CodeRateLimited}
+		return refusal{http.StatusTooManyRequests, rpcServerError, brain.CodeRateLimited}
 	}
-	return refusal{http.StatusInternalServerError, rpcServerError, CodeInternal}
+	return refusal{http.StatusInternalServerError, rpcServerError, brain.CodeInternal}
 }
 
 // refuse answers a request refused before mcp-go with a JSON-RPC error

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -17,27 +18,27 @@ import (
 func TestClassify(t *testing.T) {
 	tests := []struct {
 		err      error
-		code     string
+		code     brain.Code
 		sentinel error
 	}{
-		{&proto.Error{Code: proto.CodeForbidden, Message: "m"}, CodeForbidden, ErrForbidden},
-		{&proto.Error{Code: proto.CodeBadRequest}, CodeInvalidArgument, ErrInvalidArgument},
-		{&proto.Error{Code: proto.CodeTooLarge}, CodeTooLarge, nil},
-		{&proto.Error{Code: proto.CodeUnknownTool}, CodeUnknownTool, nil},
-		{&proto.Error{Code: proto.CodeUnavailable}, CodeUnavailable, ErrUnavailable},
-		{&proto.Error{Code: proto.CodeDeadline}, CodeTimeout, ErrTimeout},
-		{&proto.Error{Code: proto.CodeCanceled}, CodeCanceled, nil},
-		{&proto.Error{Code: proto.CodeUnauthenticated}, CodeUnavailable, ErrTokenRejected},
-		{&proto.Error{Code: proto.CodeVersion}, CodeUnavailable, ErrUnavailable},
-		{&proto.Error{Code: proto.CodeWrongRole, Message: "only gateways may mint"}, CodeUnavailable, ErrMintRefused},
-		{fmt.Errorf("%w: call: reset", proto.ErrConnectionLost), CodeUnavailable, ErrUnavailable},
-		{&proto.Error{Code: proto.CodeInternal}, CodeInternal, nil},
-		{fmt.Errorf("proto: call: %w", context.DeadlineExceeded), CodeTimeout, ErrTimeout},
-		{fmt.Errorf("x: %w", context.Canceled), CodeCanceled, nil},
-		{fmt.Errorf("%w: dial: refused", proto.ErrUnavailable), CodeUnavailable, ErrUnavailable},
-		{proto.ErrTooLarge, CodeTooLarge, nil},
-		{errors.New("boom"), CodeInternal, nil},
-		{newError(CodeUnknownWing, ErrUnknownWing, "x"), CodeUnknownWing, ErrUnknownWing},
+		{&proto.Error{Code: proto.CodeForbidden, Message: "m"}, brain.CodeForbidden, ErrForbidden},
+		{&proto.Error{Code: proto.CodeBadRequest}, brain.CodeInvalidArgument, ErrInvalidArgument},
+		{&proto.Error{Code: proto.CodeTooLarge}, brain.CodeTooLarge, nil},
+		{&proto.Error{Code: proto.CodeUnknownTool}, brain.CodeUnknownTool, nil},
+		{&proto.Error{Code: proto.CodeUnavailable}, brain.CodeUnavailable, ErrUnavailable},
+		{&proto.Error{Code: proto.CodeDeadline}, brain.CodeTimeout, ErrTimeout},
+		{&proto.Error{Code: proto.CodeCanceled}, brain.CodeCanceled, nil},
+		{&proto.Error{Code: proto.CodeUnauthenticated}, brain.CodeUnavailable, ErrTokenRejected},
+		{&proto.Error{Code: proto.CodeVersion}, brain.CodeUnavailable, ErrUnavailable},
+		{&proto.Error{Code: proto.CodeWrongRole, Message: "only gateways may mint"}, brain.CodeUnavailable, ErrMintRefused},
+		{fmt.Errorf("%w: call: reset", proto.ErrConnectionLost), brain.CodeUnavailable, ErrUnavailable},
+		{&proto.Error{Code: proto.CodeInternal}, brain.CodeInternal, nil},
+		{fmt.Errorf("proto: call: %w", context.DeadlineExceeded), brain.CodeTimeout, ErrTimeout},
+		{fmt.Errorf("x: %w", context.Canceled), brain.CodeCanceled, nil},
+		{fmt.Errorf("%w: dial: refused", proto.ErrUnavailable), brain.CodeUnavailable, ErrUnavailable},
+		{proto.ErrTooLarge, brain.CodeTooLarge, nil},
+		{errors.New("boom"), brain.CodeInternal, nil},
+		{newError(brain.CodeUnknownWing, ErrUnknownWing, "x"), brain.CodeUnknownWing, ErrUnknownWing},
 	}
 	for _, tc := range tests {
 		e := classify(tc.err, "payments")
@@ -52,10 +53,10 @@ func TestClassify(t *testing.T) {
 		t.Fatal("nil error classified")
 	}
 	// A deadline with no connection is an unreachable shard.
-	if e := classifyShard(context.DeadlineExceeded, &wing{name: "w", client: disconnected{}}); e.Code != CodeUnavailable {
+	if e := classifyShard(context.DeadlineExceeded, &wing{name: "w", client: disconnected{}}); e.Code != brain.CodeUnavailable {
 		t.Fatalf("deadline while disconnected: %+v", e)
 	}
-	if e := classifyShard(context.DeadlineExceeded, &wing{name: "w", client: &fakeMintClient{}}); e.Code != CodeTimeout {
+	if e := classifyShard(context.DeadlineExceeded, &wing{name: "w", client: &fakeMintClient{}}); e.Code != brain.CodeTimeout {
 		t.Fatalf("deadline while connected: %+v", e)
 	}
 	// A lost answer: outcome_unknown for a write, unavailable for a read;
@@ -65,17 +66,17 @@ func TestClassify(t *testing.T) {
 	for _, tc := range []struct {
 		err   error
 		write bool
-		code  string
+		code  brain.Code
 	}{
-		{lost, true, CodeOutcomeUnknown},
-		{lost, false, CodeUnavailable},
-		{fmt.Errorf("%w: dial", proto.ErrUnavailable), true, CodeUnavailable},
+		{lost, true, brain.CodeOutcomeUnknown},
+		{lost, false, brain.CodeUnavailable},
+		{fmt.Errorf("%w: dial", proto.ErrUnavailable), true, brain.CodeUnavailable},
 	} {
 		e := classifyCall(tc.err, w, "brain_write", tc.write)
 		if e.Code != tc.code {
 			t.Errorf("classifyCall(%v, write=%v) = %+v, want %s", tc.err, tc.write, e, tc.code)
 		}
-		if tc.code == CodeOutcomeUnknown && (!errors.Is(e, ErrOutcomeUnknown) || !errors.Is(e, proto.ErrConnectionLost)) {
+		if tc.code == brain.CodeOutcomeUnknown && (!errors.Is(e, ErrOutcomeUnknown) || !errors.Is(e, proto.ErrConnectionLost)) {
 			t.Errorf("outcome_unknown does not wrap its sentinel and cause: %v", e)
 		}
 	}

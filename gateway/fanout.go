@@ -13,27 +13,19 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/errgroup"
 
-	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
 )
 
-// Tool names the gateway treats specially.
-const (
-	queryToolName = "brain_query"
-	wingsToolName = "brain_wings"
-)
-
-// defaultQueryLimit is brain_query's limit when the caller gives none.
-const defaultQueryLimit = 10
-
-// maxQueryLimit bounds the merged hit list.
-const maxQueryLimit = 1000
+// wingsToolName is the gateway's own tool; brain.QueryTool is the other
+// tool it treats specially.
+const wingsToolName = "brain_wings"
 
 // unavailableWing reports a wing left out of a cross-wing answer.
 type unavailableWing struct {
-	Wing  string `json:"wing"`
-	Code  string `json:"code"`
-	Error string `json:"error"`
+	Wing  string     `json:"wing"`
+	Code  brain.Code `json:"code"`
+	Error string     `json:"error"`
 }
 
 // queryArgs are the brain_query fields fan-out reads (arguments are still
@@ -46,16 +38,16 @@ type queryArgs struct {
 func parseQueryArgs(args []byte) (query string, limit int, err error) {
 	var qa queryArgs
 	if err := json.Unmarshal(args, &qa); err != nil {
-		return "", 0, newError(CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
+		return "", 0, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
 	}
 	if qa.Query == nil {
-		return "", 0, newError(CodeInvalidArgument, ErrInvalidArgument, "brain_query needs a \"query\" string")
+		return "", 0, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "brain_query needs a \"query\" string")
 	}
-	limit = defaultQueryLimit
+	limit = brain.QueryDefaultLimit
 	if qa.Limit != nil && string(*qa.Limit) != "null" {
 		var f float64
-		if err := json.Unmarshal(*qa.Limit, &f); err != nil || f != float64(int(f)) || f < 1 || f > maxQueryLimit {
-			return "", 0, newError(CodeInvalidArgument, ErrInvalidArgument, "\"limit\" must be an integer from 1 to %d", maxQueryLimit)
+		if err := json.Unmarshal(*qa.Limit, &f); err != nil || f != float64(int(f)) || f < 1 || f > brain.QueryMaxLimit {
+			return "", 0, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "\"limit\" must be an integer from 1 to %d", brain.QueryMaxLimit)
 		}
 		limit = int(f)
 	}
@@ -68,23 +60,16 @@ type shardHits struct {
 	Total int64             `json:"total"`
 }
 
-// rankedHits is a shard's answer to the rank step. A shard that does not
-// know the step (an older version) answers the whole query instead, with
-// "hits" and no "ranked".
+// rankedHits is a shard's answer to the rank step (brain.RankResult). A
+// shard that does not know the step (an older version) answers the whole
+// query instead, with "hits" and no "ranked".
 type rankedHits struct {
-	Ranked *[]hitKey         `json:"ranked"`
-	Hits   []json.RawMessage `json:"hits"`
-	Total  int64             `json:"total"`
-}
-
-// hitKey is what merging reads from each hit.
-type hitKey struct {
-	Score float64 `json:"score"`
-	ID    string  `json:"id"`
+	brain.RankResult
+	Hits []json.RawMessage `json:"hits"`
 }
 
 type mergedHit struct {
-	key  hitKey
+	key  brain.HitKey    // what merging reads of each hit
 	raw  json.RawMessage // the shard's bytes; nil until fetched
 	wing int             // index into the readable wings
 }
@@ -121,7 +106,7 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 	defer cancel1()
 	late := func(w *wing, err error) *Error {
 		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return newError(CodeTimeout, ErrTimeout, "wing %q did not answer within limits.fanout_timeout (%s); the results leave it out", w.name, bound)
+			return newError(brain.CodeTimeout, ErrTimeout, "wing %q did not answer within limits.fanout_timeout (%s); the results leave it out", w.name, bound)
 		}
 		return classifyShard(err, w)
 	}
@@ -142,7 +127,7 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 				allErrs[i] = err
 				return nil
 			}
-			if canRead[i] = gr.caps.Has(auth.CapRead); !canRead[i] {
+			if canRead[i] = gr.caps.Has(brain.CapRead); !canRead[i] {
 				return nil
 			}
 			st, err := w.client.Stats(p1ctx, &proto.StatsRequest{RequestID: ci.requestID, Query: query})
@@ -173,7 +158,7 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 			}
 			errs = append(errs, e)
 		case g.disclosable(ci, w, allErrs[i]):
-			if e := late(w, allErrs[i]); e.Code != CodeForbidden {
+			if e := late(w, allErrs[i]); e.Code != brain.CodeForbidden {
 				failed = append(failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
 			}
 		case allErrs[i] != nil && !errors.Is(allErrs[i], errNotAdmitted):
@@ -184,13 +169,13 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 		rec.Missing = wingNames(failed)
 		switch {
 		case len(failed) > 0:
-			return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing you can read is reachable right now: %s", joinFailures(failed)))
+			return g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read is reachable right now: %s", joinFailures(failed)))
 		case hidden > 0:
 			// Some wing could not be asked whether the caller may read it;
 			// it is not named (least disclosure).
-			return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly"))
+			return g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly"))
 		}
-		return g.fail(rec, newError(CodeForbidden, ErrForbidden, "you cannot read any wing; ask a wing's curators for access"))
+		return g.fail(rec, newError(brain.CodeForbidden, ErrForbidden, "you cannot read any wing; ask a wing's curators for access"))
 	}
 	global := &proto.CorpusStats{DocFreq: map[string]int64{}}
 	for _, st := range stats {
@@ -208,7 +193,7 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 	results := make([]*proto.CallResponse, len(readable))
 	g.eachWing(readable, errs, func(i int, w *wing) {
 		var err error
-		results[i], err = g.callWing(fctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: queryToolName, Args: args, Stats: global, Rank: true})
+		results[i], err = g.callWing(fctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: brain.QueryTool, Args: args, Stats: global, Rank: true})
 		if err != nil {
 			errs[i] = late(w, err)
 		}
@@ -240,7 +225,7 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 		}
 		part, total, err := parseRanked(resp.Result, i)
 		if err != nil {
-			failed = append(failed, unavailableWing{Wing: w.name, Code: CodeInternal, Error: err.Error()})
+			failed = append(failed, unavailableWing{Wing: w.name, Code: brain.CodeInternal, Error: err.Error()})
 			continue
 		}
 		hits = append(hits, part...)
@@ -255,16 +240,11 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 	if !slices.Contains(answered, true) {
 		rec.Missing = wingNames(failed)
 		if len(failed) == 0 { // every wing was lost meanwhile, none may be named
-			return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly"))
+			return g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly"))
 		}
-		return g.fail(rec, newError(CodeUnavailable, ErrUnavailable, "no wing answered: %s", joinFailures(failed)))
+		return g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing answered: %s", joinFailures(failed)))
 	}
-	sort.SliceStable(hits, func(i, j int) bool {
-		if hits[i].key.Score != hits[j].key.Score {
-			return hits[i].key.Score > hits[j].key.Score
-		}
-		return hits[i].key.ID < hits[j].key.ID
-	})
+	sort.SliceStable(hits, func(i, j int) bool { return hits[i].key.Less(hits[j].key) })
 	if len(hits) > limit {
 		hits = hits[:limit]
 	}
@@ -284,7 +264,7 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 		}
 	}
 	g.eachWing(readable, ferrs, func(i int, w *wing) {
-		resp, err := g.callWing(fctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: queryToolName, Args: args, Stats: global, Fetch: fetch[i]})
+		resp, err := g.callWing(fctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: brain.QueryTool, Args: args, Stats: global, Fetch: fetch[i]})
 		switch {
 		case err != nil:
 			ferrs[i] = late(w, err)
@@ -389,15 +369,15 @@ func parseRanked(result []byte, wing int) ([]mergedHit, int64, error) {
 		return nil, 0, errors.New("the wing answered a result that is not a brain_query result")
 	}
 	if rh.Ranked != nil {
-		part := make([]mergedHit, 0, len(*rh.Ranked))
-		for _, k := range *rh.Ranked {
+		part := make([]mergedHit, 0, len(rh.Ranked))
+		for _, k := range rh.Ranked {
 			part = append(part, mergedHit{key: k, wing: wing})
 		}
 		return part, rh.Total, nil
 	}
 	part := make([]mergedHit, 0, len(rh.Hits))
 	for _, h := range rh.Hits {
-		var k hitKey
+		var k brain.HitKey
 		if err := json.Unmarshal(h, &k); err != nil {
 			return nil, 0, errors.New("the wing answered hits without a numeric score and string id")
 		}
@@ -410,13 +390,13 @@ func parseRanked(result []byte, wing int) ([]mergedHit, int64, error) {
 func parseFetched(result []byte) (map[string]json.RawMessage, error) {
 	var sh shardHits
 	if err := json.Unmarshal(result, &sh); err != nil {
-		return nil, newError(CodeInternal, ErrShardAnswer, "the wing answered a fetch that is not a list of hits")
+		return nil, newError(brain.CodeInternal, ErrShardAnswer, "the wing answered a fetch that is not a list of hits")
 	}
 	out := make(map[string]json.RawMessage, len(sh.Hits))
 	for _, h := range sh.Hits {
-		var k hitKey
+		var k brain.HitKey
 		if err := json.Unmarshal(h, &k); err != nil {
-			return nil, newError(CodeInternal, ErrShardAnswer, "the wing answered hits without a numeric score and string id")
+			return nil, newError(brain.CodeInternal, ErrShardAnswer, "the wing answered hits without a numeric score and string id")
 		}
 		out[k.ID] = h
 	}
@@ -440,39 +420,22 @@ func encodeMerged(hits []mergedHit, total int64, answered []string, failed []una
 	if answered == nil {
 		answered = []string{}
 	}
-	wj, _ := marshalNoEscape(answered)
+	wj, _ := brain.Marshal(answered)
 	b.Write(wj)
 	b.WriteString(`,"unavailable":`)
 	if failed == nil {
 		failed = []unavailableWing{}
 	}
-	fj, _ := marshalNoEscape(failed)
+	fj, _ := brain.Marshal(failed)
 	b.Write(fj)
 	b.WriteByte('}')
 	return b.Bytes()
 }
 
-// parseToolError reads {"error":{"code","message"}} from a tool error.
-func parseToolError(result []byte) (code, message string) {
-	var te struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
+// parseToolError reads a shard's tool error document (brain.DecodeError).
+func parseToolError(result []byte) (brain.Code, string) {
+	if code, msg, ok := brain.DecodeError(result); ok {
+		return code, msg
 	}
-	if json.Unmarshal(result, &te) != nil || te.Error.Code == "" {
-		return CodeInternal, "the wing answered an error without a code"
-	}
-	return te.Error.Code, te.Error.Message
-}
-
-// marshalNoEscape is json.Marshal without HTML escaping and trailing newline.
-func marshalNoEscape(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, errors.Join(ErrInvalidArgument, err)
-	}
-	return bytes.TrimRight(b.Bytes(), "\n"), nil
+	return brain.CodeInternal, "the wing answered an error without a code"
 }

@@ -20,6 +20,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -69,14 +70,14 @@ func TestLostWriteIsOutcomeUnknown(t *testing.T) {
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if !r.isErr || errCode(t, r.text) != CodeOutcomeUnknown || !strings.Contains(r.text, "idempotency_key") || !strings.Contains(r.text, `\"payments\"`) && !strings.Contains(r.text, `"payments"`) {
+	if !r.isErr || errCode(t, r.text) != brain.CodeOutcomeUnknown || !strings.Contains(r.text, "idempotency_key") || !strings.Contains(r.text, `\"payments\"`) && !strings.Contains(r.text, `"payments"`) {
 		t.Fatalf("lost write answered %s, want outcome_unknown naming the wing and idempotency_key", r.text)
 	}
 	if n := w.toolCount("brain_write"); n != 1 {
 		t.Fatalf("brain_write reached the shard %d times, want 1 (never retried)", n)
 	}
 	lines := e.audit.auditLines(t)
-	if last := lines[len(lines)-1]; last.Tool != "brain_write" || last.Outcome != CodeOutcomeUnknown {
+	if last := lines[len(lines)-1]; last.Tool != "brain_write" || last.Outcome != string(brain.CodeOutcomeUnknown) {
 		t.Fatalf("audit: %+v", last)
 	}
 }
@@ -136,7 +137,7 @@ func TestFanoutBound(t *testing.T) {
 				t.Fatal(err)
 			}
 			if !slices.Equal(got.Wings, []string{"a"}) || len(got.Hits) != 1 || len(got.Unavailable) != 1 ||
-				got.Unavailable[0].Wing != "b" || got.Unavailable[0].Code != CodeTimeout || !strings.Contains(got.Unavailable[0].Error, "limits.fanout_timeout") {
+				got.Unavailable[0].Wing != "b" || got.Unavailable[0].Code != brain.CodeTimeout || !strings.Contains(got.Unavailable[0].Error, "limits.fanout_timeout") {
 				t.Fatalf("answer %s", text)
 			}
 			lines := e.audit.auditLines(t)
@@ -173,7 +174,7 @@ func TestShardRoleCertificateIsNotReady(t *testing.T) {
 	ctx := context.WithValue(context.Background(), callInfoKey{}, &callInfo{id: auth.Identity{Email: "alice@acme.com", Expiry: time.Now().Add(time.Hour)}, requestID: "r1", base: bad.log})
 	_, err = bad.callWing(ctx, callInfoFrom(ctx), bad.byName["payments"], newCall("brain_get", `{"id":"payments/f/x"}`))
 	var ge *Error
-	if !errors.As(err, &ge) || ge.Code != CodeUnavailable || !errors.Is(err, ErrMintRefused) || !strings.Contains(ge.Message, "gateway-role certificate") {
+	if !errors.As(err, &ge) || ge.Code != brain.CodeUnavailable || !errors.Is(err, ErrMintRefused) || !strings.Contains(ge.Message, "gateway-role certificate") {
 		t.Fatalf("call with a shard-role certificate: %v", err)
 	}
 	if m := httptestGet(bad.AdminHandler(), "/metrics"); !strings.Contains(m.body, `brainstem_gateway_mints_total{outcome="wrong_role",wing="payments"} 1`) {

@@ -28,6 +28,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
@@ -257,7 +258,7 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 	for _, is := range cfg.OIDC.Issuers {
 		issuers = append(issuers, is.URL)
 	}
-	g.metadataJSON, _ = marshalNoEscape(protectedResourceMetadata{
+	g.metadataJSON, _ = brain.Marshal(protectedResourceMetadata{
 		Resource:               cfg.mcpURL(),
 		AuthorizationServers:   issuers,
 		BearerMethodsSupported: []string{"header"},
@@ -349,7 +350,7 @@ func (g *Gateway) startFacade(ctx context.Context, idp identityVerifier, opt Opt
 	}
 	g.facade = f
 	g.verifier = bearerVerifier{facade: f, idp: idp}
-	g.metadataJSON, _ = marshalNoEscape(protectedResourceMetadata{
+	g.metadataJSON, _ = brain.Marshal(protectedResourceMetadata{
 		Resource:               g.cfg.mcpURL(),
 		AuthorizationServers:   []string{f.Issuer()},
 		ScopesSupported:        f.Scopes(),

@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 )
 
 // TestRoutingAndBytes: calls routed by wing argument, by id and by path
@@ -54,7 +55,7 @@ func TestRoutingAndBytes(t *testing.T) {
 	// A tool error from the shard is passed on unchanged with isError.
 	c := e.client(t, tok, false)
 	text, isErr := call(t, c, "brain_get", `{"id":"payments/nope"}`)
-	if !isErr || text != string(toolErrorBody("not_found", "no note payments/nope")) {
+	if !isErr || text != string(brain.EncodeError(brain.CodeNotFound, "no note payments/nope")) {
 		t.Fatalf("shard tool error: %v %s", isErr, text)
 	}
 }
@@ -68,15 +69,17 @@ func TestRoutingErrors(t *testing.T) {
 	})
 	c := e.client(t, e.idp.token(t, "alice@acme.com"), false)
 	tests := []struct {
-		name, tool, args, code, msgHas string
+		name, tool, args string
+		code             brain.Code
+		msgHas           string
 	}{
-		{"unknown wing lists reachable", "brain_get", `{"wing":"nope","id":"x"}`, CodeUnknownWing, "payments, search"},
-		{"no wing", "brain_get", `{"id":""}`, CodeInvalidArgument, "no wing"},
-		{"wing not a string", "brain_get", `{"wing":7}`, CodeInvalidArgument, "must be a string"},
-		{"not admitted by policy: as unknown", "brain_get", `{"wing":"secret","id":"secret/x"}`, CodeUnknownWing, "payments, search"},
-		{"no admission through an id either", "brain_get", `{"id":"secret/x"}`, CodeUnknownWing, `no wing \"secret\"`},
-		{"query no query", "brain_query", `{"limit":3}`, CodeInvalidArgument, "query"},
-		{"query bad limit", "brain_query", `{"query":"x","limit":0}`, CodeInvalidArgument, "limit"},
+		{"unknown wing lists reachable", "brain_get", `{"wing":"nope","id":"x"}`, brain.CodeUnknownWing, "payments, search"},
+		{"no wing", "brain_get", `{"id":""}`, brain.CodeInvalidArgument, "no wing"},
+		{"wing not a string", "brain_get", `{"wing":7}`, brain.CodeInvalidArgument, "must be a string"},
+		{"not admitted by policy: as unknown", "brain_get", `{"wing":"secret","id":"secret/x"}`, brain.CodeUnknownWing, "payments, search"},
+		{"no admission through an id either", "brain_get", `{"id":"secret/x"}`, brain.CodeUnknownWing, `no wing \"secret\"`},
+		{"query no query", "brain_query", `{"limit":3}`, brain.CodeInvalidArgument, "query"},
+		{"query bad limit", "brain_query", `{"query":"x","limit":0}`, brain.CodeInvalidArgument, "limit"},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -115,7 +118,7 @@ func TestUnavailableAndTimeout(t *testing.T) {
 
 	// Timeout: brain_slow never finishes by itself.
 	text, isErr := call(t, c, "brain_slow", `{"wing":"search"}`)
-	if !isErr || errCode(t, text) != CodeTimeout {
+	if !isErr || errCode(t, text) != brain.CodeTimeout {
 		t.Fatalf("slow call: %v %s", isErr, text)
 	}
 
@@ -124,7 +127,7 @@ func TestUnavailableAndTimeout(t *testing.T) {
 	call(t, c, "brain_get", `{"wing":"payments","id":"payments/x"}`)
 	e.shards["payments"].stop()
 	text, isErr = call(t, c, "brain_get", `{"wing":"payments","id":"payments/x"}`)
-	if !isErr || errCode(t, text) != CodeUnavailable {
+	if !isErr || errCode(t, text) != brain.CodeUnavailable {
 		t.Fatalf("stopped shard: %v %s", isErr, text)
 	}
 }
@@ -175,7 +178,7 @@ func TestFanout(t *testing.T) {
 		t.Fatalf("hits %d total %d, want 4 and %d: %s", len(got.Hits), got.Total, want.Total, text)
 	}
 	for i := range got.Hits {
-		var g, w hitKey
+		var g, w brain.HitKey
 		_ = json.Unmarshal(got.Hits[i], &g)
 		_ = json.Unmarshal(want.Hits[i], &w)
 		if g.ID != w.ID || g.Score != w.Score {
@@ -202,7 +205,7 @@ func TestFanout(t *testing.T) {
 	if err := json.Unmarshal([]byte(text), &got); err != nil {
 		t.Fatal(err)
 	}
-	if !slices.Equal(got.Wings, []string{"a", "c"}) || len(got.Unavailable) != 1 || got.Unavailable[0].Wing != "b" || got.Unavailable[0].Code != CodeUnavailable {
+	if !slices.Equal(got.Wings, []string{"a", "c"}) || len(got.Unavailable) != 1 || got.Unavailable[0].Wing != "b" || got.Unavailable[0].Code != brain.CodeUnavailable {
 		t.Fatalf("with b down: wings %v unavailable %+v", got.Wings, got.Unavailable)
 	}
 	if len(got.Hits) != 2 {
@@ -338,10 +341,10 @@ func TestFanoutRendersOnlyFinalHits(t *testing.T) {
 		}
 		return a
 	}
-	keys := func(hits []json.RawMessage) []hitKey {
-		var out []hitKey
+	keys := func(hits []json.RawMessage) []brain.HitKey {
+		var out []brain.HitKey
 		for _, h := range hits {
-			var k hitKey
+			var k brain.HitKey
 			_ = json.Unmarshal(h, &k)
 			out = append(out, k)
 		}

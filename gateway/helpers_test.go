@@ -35,6 +35,7 @@ import (
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/devidp"
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 )
@@ -230,20 +231,20 @@ func (w *testWing) Mint(ctx context.Context, peer proto.Peer, req *proto.MintReq
 	return &proto.MintResponse{Token: tok, Caps: caps.Strings(), Expiry: exp}, nil
 }
 
-func (w *testWing) toolNeed(tool string) (auth.Caps, bool) {
+func (w *testWing) toolNeed(tool string) (brain.Caps, bool) {
 	switch tool {
 	case "brain_get", "brain_query", "brain_slow":
-		return auth.CapRead, true
+		return brain.CapRead, true
 	case "brain_write":
-		return auth.CapWrite, true
+		return brain.CapWrite, true
 	case "brain_promote":
-		return auth.CapCurate, true
+		return brain.CapCurate, true
 	}
 	return 0, false
 }
 
-func toolErr(code, msg string) *proto.CallResponse {
-	return &proto.CallResponse{Result: toolErrorBody(code, msg), IsError: true}
+func toolErr(code brain.Code, msg string) *proto.CallResponse {
+	return &proto.CallResponse{Result: brain.EncodeError(code, msg), IsError: true}
 }
 
 func (w *testWing) Call(ctx context.Context, req *proto.CallRequest) (*proto.CallResponse, error) {
@@ -811,21 +812,16 @@ func call(t testing.TB, c *client.Client, tool string, args string) (string, boo
 }
 
 // errCode returns the code of a {"error":{"code"}} tool error.
-func errCode(t testing.TB, text string) string {
+func errCode(t testing.TB, text string) brain.Code {
 	t.Helper()
-	var te struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
-	if err := json.Unmarshal([]byte(text), &te); err != nil || te.Error.Code == "" {
+	code, msg, ok := brain.DecodeError([]byte(text))
+	if !ok {
 		t.Fatalf("not a tool error: %q", text)
 	}
-	if te.Error.Message == "" {
+	if msg == "" {
 		t.Fatalf("tool error without message: %q", text)
 	}
-	return te.Error.Code
+	return code
 }
 
 // rawPost sends one JSON-RPC body to the MCP endpoint with headers.

@@ -24,6 +24,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/brain"
 )
 
 // supportedProtocolVersions are the MCP revisions the endpoint serves.
@@ -315,7 +316,7 @@ func writeOAuthError(w http.ResponseWriter, status int, code, description string
 		Error       string `json:"error,omitempty"`
 		Description string `json:"error_description"`
 	}{code, description}
-	b, _ := marshalNoEscape(body)
+	b, _ := brain.Marshal(body)
 	_, _ = w.Write(b)
 }
 
@@ -395,7 +396,7 @@ func (g *Gateway) buildPublicHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
-		b, _ := marshalNoEscape(map[string]string{"error": "not_found", "error_description": "the MCP endpoint is " + g.cfg.mcpURL()})
+		b, _ := brain.Marshal(map[string]string{"error": "not_found", "error_description": "the MCP endpoint is " + g.cfg.mcpURL()})
 		_, _ = w.Write(b)
 	})
 	return mux

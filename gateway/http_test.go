@@ -21,6 +21,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto/pki"
 )
 
@@ -299,7 +300,7 @@ func TestRateLimits(t *testing.T) {
 		}
 	}
 	resp, body := rawPost(t, e.url, `{"jsonrpc":"2.0","id":77,"method":"tools/list"}`, tok)
-	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), `"id":77`) || !strings.Contains(string(body), CodeRateLimited) {
+	if resp.StatusCode != 429 || resp.Header.Get("Retry-After") != "1" || !strings.Contains(string(body), `"id":77`) || !strings.Contains(string(body), string(brain.CodeRateLimited)) {
 		t.Fatalf("over the email limit: %d %q %s", resp.StatusCode, resp.Header.Get("Retry-After"), body)
 	}
 	// Another email has its own bucket.

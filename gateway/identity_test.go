@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 )
 
 // readCases reads a testdata attack list: one case per line, the expected
@@ -59,8 +60,8 @@ func TestRouteWingCases(t *testing.T) {
 		switch {
 		case err != nil:
 			got = "!"
-			if e := classify(err, ""); e.Code != CodeInvalidArgument {
-				t.Errorf("routeWing(%s): error code %s, want %s", args, e.Code, CodeInvalidArgument)
+			if e := classify(err, ""); e.Code != brain.CodeInvalidArgument {
+				t.Errorf("routeWing(%s): error code %s, want %s", args, e.Code, brain.CodeInvalidArgument)
 			}
 		case !ok:
 			got = "-"
@@ -104,11 +105,11 @@ func TestDownWingNotDisclosed(t *testing.T) {
 	}
 	down, isErr := call(t, bob, "brain_get", `{"id":"closed/f/1"}`)
 	none, _ := call(t, bob, "brain_get", `{"id":"nowhere/f/1"}`)
-	if !isErr || errCode(t, down) != CodeUnknownWing || strings.ReplaceAll(down, "closed", "nowhere") != none {
+	if !isErr || errCode(t, down) != brain.CodeUnknownWing || strings.ReplaceAll(down, "closed", "nowhere") != none {
 		t.Errorf("bob's call to the down wing: %s; to a wing that does not exist: %s", down, none)
 	}
 	// alice holds a grant: she is told the truth.
-	if text, _ := call(t, alice, "brain_get", `{"id":"closed/f/1"}`); errCode(t, text) != CodeUnavailable {
+	if text, _ := call(t, alice, "brain_get", `{"id":"closed/f/1"}`); errCode(t, text) != brain.CodeUnavailable {
 		t.Errorf("alice's call to the down wing: %s", text)
 	}
 	if text, _ := call(t, alice, "brain_query", `{"query":"rust"}`); !strings.Contains(text, `"unavailable":[{"wing":"closed"`) {
@@ -179,7 +180,7 @@ func TestHeldCapsOutliveTheToken(t *testing.T) {
 	if _, ok := sc.cached(keyOf(alice), w); ok {
 		t.Fatal("an expired token was used")
 	}
-	if got := sc.held(keyOf(alice), w); got != auth.CapRead {
+	if got := sc.held(keyOf(alice), w); got != brain.CapRead {
 		t.Fatalf("held after expiry = %v, want read", got)
 	}
 	other := alice

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 )
 
 // TestIsolationUnderLoad: 50 distinct users at once, each writing and
@@ -75,11 +76,8 @@ func TestIsolationUnderLoad(t *testing.T) {
 				outcome := "ok"
 				if res.IsError {
 					outcome = "tool_error"
-					var te struct {
-						Error struct{ Code string } `json:"error"`
-					}
-					if json.Unmarshal([]byte(text), &te) == nil && isGatewayCode(te.Error.Code, text) {
-						outcome = te.Error.Code
+					if code, _, ok := brain.DecodeError([]byte(text)); ok && isGatewayCode(code, text) {
+						outcome = string(code)
 					}
 				}
 				record(expect{rid, email, wing, tool, outcome})
@@ -164,11 +162,11 @@ func TestIsolationUnderLoad(t *testing.T) {
 // isGatewayCode tells a gateway error from a shard's tool error:
 // "forbidden" is both (the gateway's says the policy does not admit you;
 // the test wing's names the missing capability).
-func isGatewayCode(c, text string) bool {
+func isGatewayCode(c brain.Code, text string) bool {
 	switch c {
-	case CodeForbidden:
+	case brain.CodeForbidden:
 		return strings.Contains(text, "does not admit you")
-	case CodeUnknownWing, CodeUnavailable, CodeTimeout, CodeInvalidArgument, CodeRateLimited, CodeUnknownTool, CodeTooLarge, CodeCanceled, CodeInternal:
+	case brain.CodeUnknownWing, brain.CodeUnavailable, brain.CodeTimeout, brain.CodeInvalidArgument, brain.CodeRateLimited, brain.CodeUnknownTool, brain.CodeTooLarge, brain.CodeCanceled, brain.CodeInternal:
 		return true
 	}
 	return false
@@ -209,7 +207,7 @@ func TestAuditAndAdmin(t *testing.T) {
 		string(l.Arguments) != `{"id":"payments/f/x"}` || l.DurationSeconds < 0 {
 		t.Fatalf("audit line %+v", l)
 	}
-	if lines[1].Outcome != CodeUnknownWing || lines[1].Wing != "nope" {
+	if lines[1].Outcome != string(brain.CodeUnknownWing) || lines[1].Wing != "nope" {
 		t.Fatalf("audit line %+v", lines[1])
 	}
 	// Every log line about the call carries email and request id.

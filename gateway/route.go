@@ -5,9 +5,8 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
-	"strings"
 
-	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -32,7 +31,7 @@ type routeArgs struct {
 
 // parseRouteArgs reads the routing fields of a call's arguments. Empty
 // arguments have none; anything but a JSON object (or null) is an *Error
-// with CodeInvalidArgument.
+// with brain.CodeInvalidArgument.
 func parseRouteArgs(args []byte) (routeArgs, error) {
 	var ra routeArgs
 	if len(bytes.TrimSpace(args)) == 0 {
@@ -40,7 +39,7 @@ func parseRouteArgs(args []byte) (routeArgs, error) {
 	}
 	var m map[string]rawRef
 	if err := json.Unmarshal(args, &m); err != nil {
-		return ra, newError(CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
+		return ra, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
 	}
 	ra.wing, ra.id, ra.path, ra.key = m["wing"], m["id"], m["path"], m["idempotency_key"]
 	return ra, nil
@@ -52,7 +51,7 @@ func (ra routeArgs) str(name string, raw rawRef) (s string, ok bool, err error) 
 		return "", false, nil
 	}
 	if err := json.Unmarshal(raw, &s); err != nil {
-		return "", false, newError(CodeInvalidArgument, ErrInvalidArgument, "argument %q must be a string", name)
+		return "", false, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "argument %q must be a string", name)
 	}
 	return s, s != "", nil
 }
@@ -64,11 +63,10 @@ func (ra routeArgs) hasWing() (bool, error) {
 }
 
 // route derives the wing a call addresses: the "wing" argument; else the
-// wing of "id", which is either a note id (its first segment) or a
-// brain-relative path; else the wing of "path". A path names its wing after
-// "wiki/" or "inbox/" (wiki/<wing>/<hall>/<slug>.md, inbox/<wing>/<name>.md).
-// ok is false when no wing is derivable; err reports a malformed argument
-// (an *Error with CodeInvalidArgument).
+// wing of "id", a note reference (a note id, or a wiki or inbox path); else
+// the wing of "path", a wiki or inbox path. Both are read as the shard
+// reads them (brain.RefWing). ok is false when no wing is derivable; err
+// reports a malformed argument (an *Error with brain.CodeInvalidArgument).
 func (ra routeArgs) route() (wing string, ok bool, err error) {
 	if s, ok, err := ra.str("wing", ra.wing); err != nil || ok {
 		return s, ok, err
@@ -76,36 +74,18 @@ func (ra routeArgs) route() (wing string, ok bool, err error) {
 	if s, ok, err := ra.str("id", ra.id); err != nil {
 		return "", false, err
 	} else if ok {
-		if w, isPath := pathWing(s); isPath {
-			if w != "" {
-				return w, true, nil
-			}
-		} else if first, _, _ := strings.Cut(strings.TrimPrefix(s, "/"), "/"); first != "" {
-			return first, true, nil
+		if w, _ := brain.RefWing(s); w != "" {
+			return w, true, nil
 		}
 	}
 	if s, ok, err := ra.str("path", ra.path); err != nil {
 		return "", false, err
 	} else if ok {
-		if w, _ := pathWing(s); w != "" {
+		if w, isPath := brain.RefWing(s); isPath && w != "" {
 			return w, true, nil
 		}
 	}
 	return "", false, nil
-}
-
-// pathWing returns the wing of a brain-relative path under wiki/ or inbox/
-// (a leading '/' is ignored; the shard refuses it). isPath reports whether
-// p has such a prefix at all.
-func pathWing(p string) (wing string, isPath bool) {
-	p = strings.TrimPrefix(p, "/")
-	for _, top := range []string{"wiki/", "inbox/"} {
-		if rest, found := strings.CutPrefix(p, top); found {
-			wing, _, _ = strings.Cut(rest, "/")
-			return wing, true
-		}
-	}
-	return "", false
 }
 
 // agentKey is the agent's idempotency_key, "" when absent or not a string
@@ -132,7 +112,7 @@ func routeWing(args []byte) (wing string, ok bool, err error) {
 // the capability in its descriptor's _meta; the catalog's when the wing's
 // own descriptors are not known yet).
 func (g *Gateway) writes(w *wing, tool string) bool {
-	need, found := auth.Caps(0), false
+	need, found := brain.Caps(0), false
 	if ts := w.tools.Load(); ts != nil {
 		for _, t := range *ts {
 			if t.Name == tool {
@@ -148,7 +128,7 @@ func (g *Gateway) writes(w *wing, tool string) bool {
 			}
 		}
 	}
-	return need&(auth.CapWrite|auth.CapCurate) != 0
+	return need&(brain.CapWrite|brain.CapCurate) != 0
 }
 
 // idempotencyKey is the key the gateway sends with a write call: the

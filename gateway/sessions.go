@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -23,7 +24,7 @@ import (
 // named to the caller (least disclosure).
 type grant struct {
 	token  string
-	caps   auth.Caps
+	caps   brain.Caps
 	expiry time.Time // never later than the SSO token's expiry (the shard caps it at NotAfter)
 	denied bool      // the wing's policy does not admit the caller; remembered until expiry
 }
@@ -166,7 +167,7 @@ func (c *sessionCache) cached(key sessionKey, w *wing) (grant, bool) {
 
 // get returns the caller's grant for a wing, minting on a miss. fresh
 // reports whether it was minted for this call (shared mints count). A
-// remembered or new refusal is an *Error with CodeForbidden wrapping
+// remembered or new refusal is an *Error with brain.CodeForbidden wrapping
 // errNotAdmitted.
 func (c *sessionCache) get(ctx context.Context, id auth.Identity, w *wing, requestID string) (g grant, fresh bool, err error) {
 	return c.getKey(ctx, id, keyOf(id), w, requestID)
@@ -190,7 +191,7 @@ func (c *sessionCache) getKey(ctx context.Context, id auth.Identity, key session
 // held returns the capabilities the gateway last learned the caller (the
 // key) has in a wing, whether or not the token is still usable; 0 when it
 // never learned any or the wing refused the caller.
-func (c *sessionCache) held(key sessionKey, w *wing) auth.Caps {
+func (c *sessionCache) held(key sessionKey, w *wing) brain.Caps {
 	s, ok := c.lru.Peek(key)
 	if !ok {
 		return 0
@@ -223,7 +224,7 @@ func (c *sessionCache) invalidate(key sessionKey, w *wing, token string) {
 var errNotAdmitted = errors.New("gateway: the wing's policy does not admit the caller")
 
 func deniedError(wing string) *Error {
-	return newError(CodeForbidden, errors.Join(ErrForbidden, errNotAdmitted), "the policy of wing %q does not admit you", wing)
+	return newError(brain.CodeForbidden, errors.Join(ErrForbidden, errNotAdmitted), "the policy of wing %q does not admit you", wing)
 }
 
 type mintResult struct {
@@ -279,7 +280,7 @@ func (c *sessionCache) mint(ctx context.Context, id auth.Identity, key sessionKe
 				return mintResult{err: classify(err, w.name)}, nil
 			}
 			e := classifyShard(err, w)
-			c.metrics.minted(w.name, e.Code)
+			c.metrics.minted(w.name, string(e.Code))
 			c.log.Warn("mint failed", "wing", w.name, "email", id.Email, "request_id", requestID, "err", err)
 			return mintResult{err: e}, nil
 		}
@@ -287,10 +288,10 @@ func (c *sessionCache) mint(ctx context.Context, id auth.Identity, key sessionKe
 			c.log.Info("the wing's shard accepts this gateway's mints again", "wing", w.name)
 		}
 		w.markReached()
-		caps, perr := auth.ParseCaps(resp.Caps)
+		caps, perr := brain.ParseCaps(resp.Caps)
 		if perr != nil || resp.Token == "" {
-			c.metrics.minted(w.name, CodeInternal)
-			return mintResult{err: newError(CodeInternal, errors.Join(ErrUnavailable, perr), "wing %q answered an unusable mint (caps %q)", w.name, resp.Caps)}, nil
+			c.metrics.minted(w.name, string(brain.CodeInternal))
+			return mintResult{err: newError(brain.CodeInternal, errors.Join(ErrUnavailable, perr), "wing %q answered an unusable mint (caps %q)", w.name, resp.Caps)}, nil
 		}
 		if caps == 0 {
 			c.metrics.minted(w.name, "forbidden")
@@ -331,8 +332,8 @@ func (c *sessionCache) store(key sessionKey, w *wing, g grant) {
 // needed (concurrently, at most limit at once). A wing that cannot be
 // reached (or is known to be down) or refuses the
 // caller has zero caps; errs records why.
-func (c *sessionCache) capsAll(ctx context.Context, id auth.Identity, requestID string, limit int) (caps []auth.Caps, errs []error) {
-	caps = make([]auth.Caps, len(c.wings))
+func (c *sessionCache) capsAll(ctx context.Context, id auth.Identity, requestID string, limit int) (caps []brain.Caps, errs []error) {
+	caps = make([]brain.Caps, len(c.wings))
 	errs = make([]error, len(c.wings))
 	sem := make(chan struct{}, max(limit, 1))
 	var wg sync.WaitGroup
@@ -350,7 +351,7 @@ func (c *sessionCache) capsAll(ctx context.Context, id auth.Identity, requestID 
 		if st := w.client.State(); st.Down {
 			// Listing tools, brain_wings and cross-wing search do not wait
 			// for a wing known to be unreachable.
-			errs[i] = newError(CodeUnavailable, errors.Join(ErrUnavailable, st.Err),
+			errs[i] = newError(brain.CodeUnavailable, errors.Join(ErrUnavailable, st.Err),
 				"wing %q is unreachable (for %.0fs); the gateway keeps redialing it", w.name, time.Since(st.DownSince).Seconds())
 			continue
 		}

@@ -17,6 +17,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -103,7 +104,7 @@ func TestFreshTokenRejected(t *testing.T) {
 	mints, calls := w.mints.Load(), w.calls.Load()
 	w.failCalls.Store(true)
 	text, isErr := call(t, c, "brain_get", `{"id":"payments/f/x"}`)
-	if !isErr || errCode(t, text) != CodeUnavailable || !strings.Contains(text, "rejected 3 freshly minted tokens") {
+	if !isErr || errCode(t, text) != brain.CodeUnavailable || !strings.Contains(text, "rejected 3 freshly minted tokens") {
 		t.Fatalf("got %v %s", isErr, text)
 	}
 	if dm, dc := w.mints.Load()-mints, w.calls.Load()-calls; dm != 3 || dc != 4 {
@@ -152,7 +153,7 @@ func TestSessionCacheUnit(t *testing.T) {
 	fc.deny.Store(true)
 	carol := auth.Identity{Email: "carol@acme.com", Expiry: now.Add(time.Hour)}
 	for range 3 {
-		if _, _, err := sc.get(context.Background(), carol, w, "r"); classify(err, "").Code != CodeForbidden {
+		if _, _, err := sc.get(context.Background(), carol, w, "r"); classify(err, "").Code != brain.CodeForbidden {
 			t.Fatalf("denied: %v", err)
 		}
 	}

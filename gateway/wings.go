@@ -11,7 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -47,9 +47,6 @@ func (w *wing) markReached() { w.reached.Store(true) }
 // looks at all wings skips it rather than waiting for a dial.
 func (w *wing) down() bool { return w.client.State().Down }
 
-// capabilityMetaKey is the _meta key carrying the capability a tool needs.
-const capabilityMetaKey = "brainstem/capability"
-
 // maxToolsPerWing bounds what one shard may advertise.
 const maxToolsPerWing = 256
 
@@ -63,7 +60,7 @@ type toolDescriptor struct {
 	InputSchema json.RawMessage     `json:"inputSchema"`
 	Annotations *mcp.ToolAnnotation `json:"annotations,omitempty"`
 	Meta        map[string]any      `json:"_meta,omitempty"`
-	need        auth.Caps
+	need        brain.Caps
 }
 
 // parseToolDescriptors decodes and checks a shard's ListTools answer.
@@ -92,9 +89,9 @@ func parseToolDescriptors(raw json.RawMessage) ([]toolDescriptor, error) {
 		if len(t.InputSchema) == 0 || json.Unmarshal(t.InputSchema, &schema) != nil {
 			return nil, fmt.Errorf("gateway: tool descriptors: %q has no inputSchema object", t.Name)
 		}
-		t.need = auth.CapRead
-		if c, ok := t.Meta[capabilityMetaKey].(string); ok {
-			caps, err := auth.ParseCaps([]string{c})
+		t.need = brain.CapRead
+		if c, ok := t.Meta[brain.CapabilityMetaKey].(string); ok {
+			caps, err := brain.ParseCaps([]string{c})
 			if err != nil {
 				return nil, fmt.Errorf("gateway: tool descriptors: %q: %w", t.Name, err)
 			}

@@ -8,8 +8,8 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto/pki"
-	"github.com/brainstem/brainstem/shard/layout"
 )
 
 // Files names what a shard serving over QUIC reads at start.
@@ -48,7 +48,7 @@ func Check(f Files, now time.Time) (warnings []string, err error) {
 	}
 	if f.Wing == "" {
 		bad("--wing is required")
-	} else if err := layout.ValidWing(f.Wing); err != nil {
+	} else if err := brain.ValidWing(f.Wing); err != nil {
 		bad("--wing: %v", err)
 	}
 	if f.Policy == "" {

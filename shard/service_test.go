@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -144,8 +145,8 @@ func TestServiceMintAndCall(t *testing.T) {
 
 func TestServiceRefusesOtherKeysAndWings(t *testing.T) {
 	now := &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
-	brain := newBrain(t)
-	old := openService(t, brain, key(t), now)
+	dir := newBrain(t)
+	old := openService(t, dir, key(t), now)
 	tok := mint(t, old, "reader@example.com", now.Now().Add(time.Hour)).Token
 	get := []byte(`{"id":"payments/facts/retry-budgets"}`)
 	if _, err := old.Call(context.Background(), &proto.CallRequest{Token: tok, Tool: "brain_get", Args: get}); err != nil {
@@ -154,14 +155,14 @@ func TestServiceRefusesOtherKeysAndWings(t *testing.T) {
 
 	// The shard restarted with a new key: the old token must be re-minted.
 	old.Close()
-	restarted := openService(t, brain, key(t), now)
+	restarted := openService(t, dir, key(t), now)
 	_, err := restarted.Call(context.Background(), &proto.CallRequest{Token: tok, Tool: "brain_get", Args: get})
 	if proto.CodeOf(err) != proto.CodeUnauthenticated {
 		t.Errorf("token of the previous key: %v", err)
 	}
 
 	// A token another wing minted is refused as such.
-	other, _, err := auth.NewMinter("platform", key(t), 0, now.Now).Mint("reader@example.com", auth.CapRead, now.Now().Add(time.Hour))
+	other, _, err := auth.NewMinter("platform", key(t), 0, now.Now).Mint("reader@example.com", brain.CapRead, now.Now().Add(time.Hour))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -106,7 +106,7 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 			return err
 		}
 		defer svc.Close()
-		caller := tools.Caller{Email: author, Caps: auth.CapRead | auth.CapWrite | auth.CapCurate}
+		caller := tools.Caller{Email: author, Caps: stdio.AllCaps}
 		return stdio.Serve(ctx, svc.Tools(), caller, stdin, stdout, logger)
 	}
 

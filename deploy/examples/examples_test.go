@@ -13,6 +13,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/check"
 )
 
@@ -20,17 +21,17 @@ import (
 // parser and checks every cell of the access matrix in policies/README.md.
 func TestPolicyMatrix(t *testing.T) {
 	const (
-		none   = auth.Caps(0)
-		read   = auth.CapRead
-		write  = auth.CapRead | auth.CapWrite
-		curate = auth.CapRead | auth.CapWrite | auth.CapCurate
+		none   = brain.Caps(0)
+		read   = brain.CapRead
+		write  = brain.CapRead | brain.CapWrite
+		curate = brain.CapRead | brain.CapWrite | brain.CapCurate
 	)
 	people := []string{"people-team"}
 	tests := []struct {
 		wing   string
 		email  string
 		groups []string
-		want   auth.Caps
+		want   brain.Caps
 	}{
 		{"platform", "alice@example.com", nil, curate},
 		{"platform", "bob@example.com", nil, write},

@@ -2,9 +2,10 @@ package helmtest
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 // checkWingRender renders the default scenario with the given wing names and
@@ -54,22 +55,21 @@ func TestLongWingNames(t *testing.T) {
 	checkWingRender(t, []string{strings.Repeat("c", 63)}, "--set", "fullnameOverride="+strings.Repeat("r", 63))
 }
 
-var wingNameRE = regexp.MustCompile(`^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?$`)
-
 // FuzzWingName: any string as a wing name is either rejected by the chart
-// with an error naming the wings, or it is a valid wing name and renders a
-// release whose every object name is valid. The seeds run in every `go test`.
+// with an error naming the wings, or it is a valid wing name (the contract's
+// rule, brain.ValidWing, which the gateway and the shards apply) and renders
+// a release whose every object name is valid. The seeds run in every `go test`.
 func FuzzWingName(f *testing.F) {
 	for _, s := range []string{
 		"pay-ments", "0", strings.Repeat("z", 63), strings.Repeat("z", 64),
-		"", "a-", "A_b", "a.b", "ünï", "a\nb", "{{ .Release.Name }}",
+		"", "a-", "A_b", "a.b", "ünï", "a\nb", "{{ .Release.Name }}", "con", "lpt1", "console",
 	} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, name string) {
 		values := valuesFile(t, fmt.Sprintf("wings:\n  - {name: %s, policy: {readers: [\"*\"]}}\n", yamlQuote(name)))
 		out, err := helmTemplate([]string{defaultValues, values})
-		valid := wingNameRE.MatchString(name)
+		valid := brain.ValidWing(name) == nil
 		switch {
 		case err != nil && valid:
 			t.Fatalf("valid wing name %q rejected: %v", name, err)

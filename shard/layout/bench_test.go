@@ -2,18 +2,9 @@ package layout
 
 import "testing"
 
-func BenchmarkParseID(b *testing.B) {
-	b.ReportAllocs()
-	for b.Loop() {
-		if _, err := ParseID("wiki/payments/decisions/use-idempotency-keys.md"); err != nil {
-			b.Fatal(err)
-		}
-	}
-}
-
 // BenchmarkResolve includes one lstat per existing path component.
 func BenchmarkResolve(b *testing.B) {
-	root := brain(b)
+	root := tempBrain(b)
 	b.ReportAllocs()
 	for b.Loop() {
 		if _, err := Resolve(root, "wiki/payments/facts/a.md"); err != nil {

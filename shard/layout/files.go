@@ -4,6 +4,8 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 // Hidden reports whether a directory entry is hidden: its name starts with
@@ -12,41 +14,41 @@ import (
 func Hidden(name string) bool { return strings.HasPrefix(name, ".") }
 
 // NoteFile returns the slug of the file name of a curated note,
-// "<slug>.md", or an error wrapping ErrInvalidName that says why a file of
+// "<slug>.md", or a *brain.Error wrapping brain.ErrInvalidName that says why a file of
 // that name in a hall directory is not a note.
 func NoteFile(name string) (string, error) {
-	slug, ok := strings.CutSuffix(name, NoteExt)
+	slug, ok := strings.CutSuffix(name, brain.NoteExt)
 	if !ok {
-		return "", reject(ErrInvalidName, "%s is not a note: a note is a file <slug>%s", preview(name), NoteExt)
+		return "", invalidName("%s is not a note: a note is a file <slug>%s", preview(name), brain.NoteExt)
 	}
-	if err := ValidSlug(slug); err != nil {
-		return "", fmt.Errorf("not a note name: %w", err)
+	if err := brain.ValidSlug(slug); err != nil {
+		return "", named("not a note name", err)
 	}
 	return slug, nil
 }
 
 // InboxFile returns the name of an inbox note from its file name
-// "<name>.md", or an error wrapping ErrInvalidName.
+// "<name>.md", or a *brain.Error wrapping brain.ErrInvalidName.
 func InboxFile(name string) (string, error) {
-	n, ok := strings.CutSuffix(name, NoteExt)
+	n, ok := strings.CutSuffix(name, brain.NoteExt)
 	if !ok {
-		return "", reject(ErrInvalidName, "%s is not an inbox note: an inbox note is a file <name>%s", preview(name), NoteExt)
+		return "", invalidName("%s is not an inbox note: an inbox note is a file <name>%s", preview(name), brain.NoteExt)
 	}
-	if err := ValidInboxName(n); err != nil {
-		return "", fmt.Errorf("not an inbox note name: %w", err)
+	if err := brain.ValidInboxName(n); err != nil {
+		return "", named("not an inbox note name", err)
 	}
 	return n, nil
 }
 
 // SessionFile returns the session of a session log's file name
-// "<session>.jsonl", or an error wrapping ErrInvalidName.
+// "<session>.jsonl", or a *brain.Error wrapping brain.ErrInvalidName.
 func SessionFile(name string) (string, error) {
-	n, ok := strings.CutSuffix(name, SessionExt)
+	n, ok := strings.CutSuffix(name, brain.SessionExt)
 	if !ok {
-		return "", reject(ErrInvalidName, "%s is not a session log: a session log is a file <session>%s", preview(name), SessionExt)
+		return "", invalidName("%s is not a session log: a session log is a file <session>%s", preview(name), brain.SessionExt)
 	}
-	if err := ValidSession(n); err != nil {
-		return "", fmt.Errorf("not a session log name: %w", err)
+	if err := brain.ValidSession(n); err != nil {
+		return "", named("not a session log name", err)
 	}
 	return n, nil
 }
@@ -69,15 +71,30 @@ func Links(body string) []Link {
 	}
 	var out []Link
 	for _, m := range wikilink.FindAllStringSubmatch(body, -1) {
-		out = append(out, Link{Text: m[0], Target: strings.TrimSuffix(strings.TrimSpace(m[1]), NoteExt)})
+		out = append(out, Link{Text: m[0], Target: strings.TrimSuffix(strings.TrimSpace(m[1]), brain.NoteExt)})
 	}
 	return out
 }
 
 // LinkID resolves a link target written in a note of wing to a note id.
-func LinkID(wing, target string) (ID, error) {
+func LinkID(wing, target string) (brain.ID, error) {
 	if strings.Count(target, "/") == 1 {
 		target = wing + "/" + target
 	}
-	return ParseID(target)
+	return brain.ParseID(target)
+}
+
+// invalidName is a refusal of a file name: a code and a message safe to
+// show, wrapping brain.ErrInvalidName.
+func invalidName(format string, args ...any) error {
+	return brain.Wrap(brain.ErrInvalidName, brain.CodeInvalidArgument, format, args...)
+}
+
+// named puts what a file name is not in front of the message of err, a
+// refusal of package brain's naming rules.
+func named(what string, err error) error {
+	if e, ok := brain.As(err); ok {
+		return brain.Wrap(err, e.Code, "%s: %s", what, e.Message)
+	}
+	return fmt.Errorf("%s: %w", what, err)
 }

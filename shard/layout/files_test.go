@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/layout"
 )
 
@@ -36,7 +37,7 @@ func TestFileNames(t *testing.T) {
 			}
 			continue
 		}
-		if err == nil || !errors.Is(err, layout.ErrInvalidName) || !strings.Contains(err.Error(), tt.errPart) {
+		if err == nil || !errors.Is(err, brain.ErrInvalidName) || !strings.Contains(err.Error(), tt.errPart) {
 			t.Errorf("%s: err %v, want ErrInvalidName mentioning %q", tt.name, err, tt.errPart)
 		}
 	}

@@ -9,6 +9,8 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 type escapeCase struct {
@@ -19,16 +21,16 @@ type escapeCase struct {
 
 func loadEscapes(t testing.TB) []escapeCase {
 	t.Helper()
-	f, err := os.Open(filepath.Join("testdata", "escapes.txt"))
+	f, err := os.Open(filepath.Join("..", "..", "brain", "testdata", "escapes.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	defer f.Close()
 	sentinels := map[string]error{
-		"ErrEscape":      ErrEscape,
-		"ErrInvalidName": ErrInvalidName,
-		"ErrInvalidHall": ErrInvalidHall,
-		"ErrTooLong":     ErrTooLong,
+		"ErrEscape":      brain.ErrEscape,
+		"ErrInvalidName": brain.ErrInvalidName,
+		"ErrInvalidHall": brain.ErrInvalidHall,
+		"ErrTooLong":     brain.ErrTooLong,
 	}
 	var out []escapeCase
 	sc := bufio.NewScanner(f)
@@ -57,8 +59,8 @@ func loadEscapes(t testing.TB) []escapeCase {
 	return out
 }
 
-// brain makes a small brain under a fresh temp dir and returns its root.
-func brain(t testing.TB) string {
+// tempBrain makes a small brain under a fresh temp dir and returns its root.
+func tempBrain(t testing.TB) string {
 	t.Helper()
 	root := t.TempDir()
 	for _, d := range []string{"wiki/payments/facts", "wiki/payments/decisions", "wiki/other/facts", "inbox/payments", "sessions/payments"} {
@@ -75,7 +77,7 @@ func brain(t testing.TB) string {
 }
 
 func TestResolveRejectsEscapes(t *testing.T) {
-	root := brain(t)
+	root := tempBrain(t)
 	for _, c := range loadEscapes(t) {
 		got, err := Resolve(root, c.path)
 		if err == nil {
@@ -88,17 +90,14 @@ func TestResolveRejectsEscapes(t *testing.T) {
 		if !errors.Is(err, c.want) {
 			t.Errorf("escapes.txt:%d: Resolve(%q) error %q does not wrap %v", c.line, c.path, err, c.want)
 		}
-		if !strings.HasPrefix(err.Error(), "layout: ") {
-			t.Errorf("escapes.txt:%d: error %q lacks the package prefix", c.line, err)
-		}
-		if id, err := ParseID(c.path); err == nil {
-			t.Errorf("escapes.txt:%d: ParseID(%q) accepted it as %v", c.line, c.path, id)
+		if e, ok := brain.As(err); !ok || e.Code != brain.CodeInvalidArgument {
+			t.Errorf("escapes.txt:%d: error %q is not a *brain.Error with code invalid_argument", c.line, err)
 		}
 	}
 }
 
 func TestResolveAccepts(t *testing.T) {
-	root := brain(t)
+	root := tempBrain(t)
 	for _, rel := range []string{
 		"wiki/payments",
 		"wiki/payments/facts",
@@ -127,8 +126,8 @@ func TestResolveAccepts(t *testing.T) {
 	if got, err := Resolve(root+"/./", "wiki/payments/facts/a.md"); err != nil || got != filepath.Join(root, "wiki/payments/facts/a.md") {
 		t.Errorf("unclean root: %q, %v", got, err)
 	}
-	if _, err := Resolve("", "wiki/payments/facts/a.md"); !errors.Is(err, ErrEscape) {
-		t.Errorf("empty root: %v, want ErrEscape", err)
+	if _, err := Resolve("", "wiki/payments/facts/a.md"); !errors.Is(err, brain.ErrEscape) {
+		t.Errorf("empty root: %v, want brain.ErrEscape", err)
 	}
 }
 
@@ -208,12 +207,12 @@ func TestResolveSymlinks(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			root := brain(t)
+			root := tempBrain(t)
 			tt.setup(t, root)
 			for _, rel := range tt.rels {
 				got, err := Resolve(root, rel)
-				if !errors.Is(err, ErrEscape) {
-					t.Errorf("Resolve(%q) = %q, %v; want ErrEscape", rel, got, err)
+				if !errors.Is(err, brain.ErrEscape) {
+					t.Errorf("Resolve(%q) = %q, %v; want brain.ErrEscape", rel, got, err)
 				} else if !strings.Contains(err.Error(), "symbolic link") {
 					t.Errorf("error %q does not mention the link", err)
 				} else if strings.Contains(err.Error(), root) || strings.Contains(err.Error(), outside) {
@@ -231,7 +230,7 @@ func TestResolveSymlinks(t *testing.T) {
 
 // The brain root itself may be a symlink (operators mount volumes that way).
 func TestResolveRootMayBeALink(t *testing.T) {
-	real := brain(t)
+	real := tempBrain(t)
 	link := filepath.Join(t.TempDir(), "brain")
 	symlink(t, real, link)
 	got, err := Resolve(link, "wiki/payments/facts/a.md")
@@ -262,10 +261,10 @@ func checkInside(t *testing.T, root, rel, p string) {
 	if len(parts) < 2 {
 		t.Fatalf("Resolve(%q) = %q is not inside a wing", rel, p)
 	}
-	if top := parts[0]; top != TopWiki && top != TopInbox && top != TopSessions {
+	if top := parts[0]; top != brain.TopWiki && top != brain.TopInbox && top != brain.TopSessions {
 		t.Fatalf("Resolve(%q) = %q: top %q", rel, p, top)
 	}
-	if err := ValidWing(parts[1]); err != nil {
+	if err := brain.ValidWing(parts[1]); err != nil {
 		t.Fatalf("Resolve(%q) = %q: wing: %v", rel, p, err)
 	}
 	cur := root
@@ -282,7 +281,7 @@ func checkInside(t *testing.T, root, rel, p string) {
 }
 
 func FuzzResolve(f *testing.F) {
-	root := brain(f)
+	root := tempBrain(f)
 	outside := f.TempDir()
 	if err := os.Symlink(outside, filepath.Join(root, "wiki/payments/failures")); err != nil {
 		f.Skipf("symlinks unavailable: %v", err)
@@ -304,7 +303,7 @@ func FuzzResolve(f *testing.F) {
 			if p != "" {
 				t.Fatalf("Resolve(%q) returned %q with error %v", rel, p, err)
 			}
-			if !errors.Is(err, ErrInvalidName) && !errors.Is(err, ErrInvalidHall) && !errors.Is(err, ErrEscape) && !errors.Is(err, ErrTooLong) {
+			if !errors.Is(err, brain.ErrInvalidName) && !errors.Is(err, brain.ErrInvalidHall) && !errors.Is(err, brain.ErrEscape) && !errors.Is(err, brain.ErrTooLong) {
 				t.Fatalf("Resolve(%q) error %v wraps no sentinel", rel, err)
 			}
 			return

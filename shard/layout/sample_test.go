@@ -6,6 +6,8 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 // TestSampleBrain checks every file of the sample brain shipped in deploy/
@@ -31,8 +33,8 @@ func TestSampleBrain(t *testing.T) {
 		if _, err := Resolve(root, rel); err != nil {
 			t.Errorf("Resolve(%q): %v", rel, err)
 		}
-		if strings.HasPrefix(rel, TopWiki+"/") && !strings.HasSuffix(rel, "/"+IndexSlug+NoteExt) {
-			id, err := ParseID(rel)
+		if strings.HasPrefix(rel, brain.TopWiki+"/") && !strings.HasSuffix(rel, "/"+brain.IndexSlug+brain.NoteExt) {
+			id, err := brain.ParseID(rel)
 			if err != nil {
 				t.Errorf("ParseID(%q): %v", rel, err)
 			} else if id.Path() != rel {

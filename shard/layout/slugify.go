@@ -3,6 +3,8 @@ package layout
 import (
 	"strings"
 	"unicode/utf8"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 // Slugify derives a slug from a title, best effort: common accented Latin
@@ -12,13 +14,13 @@ import (
 // boundary when there is one. A result that is a reserved name gets a
 // "-note" suffix. It returns "" when nothing usable is left (for example a
 // title in a non-Latin script); callers must then ask for a slug. A non-empty
-// result always satisfies ValidSlug.
+// result always satisfies brain.ValidSlug.
 func Slugify(title string) string {
 	var b strings.Builder
-	b.Grow(min(len(title), 4*MaxSlugLen))
+	b.Grow(min(len(title), 4*brain.MaxSlugLen))
 	dash := false // a '-' is pending
 	for i := 0; i < len(title); {
-		if b.Len() > 2*MaxSlugLen {
+		if b.Len() > 2*brain.MaxSlugLen {
 			break // long enough to cut; ignore the rest
 		}
 		r, size := utf8.DecodeRuneInString(title[i:])
@@ -43,18 +45,18 @@ func Slugify(title string) string {
 		b.WriteString(s)
 	}
 	out := b.String()
-	if len(out) > MaxSlugLen {
-		cut := out[:MaxSlugLen+1]
+	if len(out) > brain.MaxSlugLen {
+		cut := out[:brain.MaxSlugLen+1]
 		if j := strings.LastIndexByte(cut, '-'); j > 0 {
 			out = out[:j]
 		} else {
-			out = out[:MaxSlugLen]
+			out = out[:brain.MaxSlugLen]
 		}
 		out = strings.TrimRight(out, "-")
 	}
-	if out != "" && ValidSlug(out) != nil {
+	if out != "" && brain.ValidSlug(out) != nil {
 		// Reserved (con, nul…): suffix keeps it readable and valid.
-		out = strings.TrimRight(out[:min(len(out), MaxSlugLen-len("-note"))], "-") + "-note"
+		out = strings.TrimRight(out[:min(len(out), brain.MaxSlugLen-len("-note"))], "-") + "-note"
 	}
 	return out
 }

@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/tools"
 )
 
@@ -23,7 +24,7 @@ var ErrNoEmail = errors.New("stdio: no email: pass --email or run `git config --
 
 // AllCaps is what the stdio caller holds: the local user owns the brain
 // directory anyway.
-const AllCaps = auth.CapRead | auth.CapWrite | auth.CapCurate
+const AllCaps = brain.CapRead | brain.CapWrite | brain.CapCurate
 
 // descriptor is the part of a tools descriptor mcp-go's Tool carries besides
 // name, description and schema.

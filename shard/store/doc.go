@@ -57,7 +57,12 @@
 //
 // # Errors
 //
-// Failures wrap one of the sentinels ErrNotFound, ErrExists, ErrConflict,
-// ErrInvalid, ErrTooLarge, ErrForbidden and ErrClosed, so callers (the brain
-// tools) can map them to stable codes with errors.Is.
+// A failure a caller may be shown is a *brain.Error, built where it is
+// known: its code (not_found, already_exists, conflict, invalid_argument,
+// too_large, forbidden) and a message safe to show, which names
+// brain-relative paths only and no tool (the tools add their own hints).
+// It wraps one of the sentinels ErrNotFound, ErrExists, ErrConflict,
+// ErrInvalid, ErrTooLarge and ErrForbidden, for errors.Is; a store that is
+// closed fails with ErrClosed (code internal). Any other error is internal:
+// the tools log it and show a generic message.
 package store

@@ -159,11 +159,11 @@ func openLimit(path string, limit int) (*os.File, fs.FileInfo, error) {
 	}
 	if !fi.Mode().IsRegular() {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s is not a regular file: %w", filepath.Base(path), ErrInvalid)
+		return nil, nil, refuse(ErrInvalid, "%s is not a regular file", filepath.Base(path))
 	}
 	if fi.Size() > int64(limit) {
 		f.Close()
-		return nil, nil, fmt.Errorf("%s is %d bytes, over the %d-byte limit: %w", filepath.Base(path), fi.Size(), limit, ErrTooLarge)
+		return nil, nil, refuse(ErrTooLarge, "%s is %d bytes, over the %d-byte limit", filepath.Base(path), fi.Size(), limit)
 	}
 	return f, fi, nil
 }
@@ -187,7 +187,7 @@ func readAllLimit(f *os.File, size int64, limit int) ([]byte, error) {
 		}
 	}
 	if len(buf) > limit {
-		return nil, fmt.Errorf("%s grew over the %d-byte limit: %w", filepath.Base(f.Name()), limit, ErrTooLarge)
+		return nil, refuse(ErrTooLarge, "%s grew over the %d-byte limit", filepath.Base(f.Name()), limit)
 	}
 	return buf, nil
 }

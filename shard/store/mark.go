@@ -11,7 +11,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/brainstem/brainstem/shard/layout"
+	"github.com/brainstem/brainstem/brain"
 )
 
 // MarkOp is the kind of change a Mark describes.
@@ -172,7 +172,7 @@ func (s *Store) removeIfHash(rel, hash string) error {
 // wing's directories (wiki/<wing>/, inbox/<wing>/, sessions/<wing>/).
 func (s *Store) wingFile(rel string) (string, error) {
 	ok := false
-	for _, top := range []string{layout.TopWiki, layout.TopInbox, layout.TopSessions} {
+	for _, top := range []string{brain.TopWiki, brain.TopInbox, brain.TopSessions} {
 		if strings.HasPrefix(rel, top+"/"+s.wing+"/") {
 			ok = true
 		}

@@ -15,8 +15,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/index"
-	"github.com/brainstem/brainstem/shard/layout"
 )
 
 // Get reads a note: ref is a note id ("wing/hall/slug"), a wiki path
@@ -37,8 +37,8 @@ func (s *Store) Get(ctx context.Context, ref string) (*Note, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	if rest, ok := strings.CutPrefix(ref, layout.TopInbox+"/"); ok {
-		return s.getInbox(rest, ref)
+	if strings.HasPrefix(ref, brain.TopInbox+"/") {
+		return s.getInbox(ref)
 	}
 	id, abs, err := s.wikiRef(ref)
 	if err != nil {
@@ -49,7 +49,7 @@ func (s *Store) Get(ctx context.Context, ref string) (*Note, error) {
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			s.refresh(id)
-			return nil, fmt.Errorf("store: no note %s in wing %q; brain_query or brain_list find existing ids: %w", id, s.wing, ErrNotFound)
+			return nil, refuse(ErrNotFound, "no note %s in wing %q", id, s.wing)
 		}
 		return nil, s.readErr(id.String(), err)
 	}
@@ -87,30 +87,23 @@ func (s *Store) readNote(abs, id, name, path, fallback string) (*Note, fileSig, 
 	return n, sig, nil
 }
 
-func (s *Store) getInbox(rest, ref string) (*Note, error) {
-	wing, file, ok := strings.Cut(rest, "/")
-	name, isMD := strings.CutSuffix(file, layout.NoteExt)
-	if !ok || !isMD {
-		return nil, fmt.Errorf("store: inbox path %q must be inbox/<wing>/<name>.md: %w", ref, ErrInvalid)
-	}
-	if err := layout.ValidWing(wing); err != nil {
-		return nil, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+func (s *Store) getInbox(ref string) (*Note, error) {
+	wing, name, err := brain.ParseInboxPath(ref)
+	if err != nil {
+		return nil, invalid(err)
 	}
 	if wing != s.wing {
-		return nil, fmt.Errorf("store: %s belongs to wing %q but this shard serves wing %q: %w", ref, wing, s.wing, ErrForbidden)
+		return nil, refuse(ErrForbidden, "%s belongs to wing %q but this shard serves wing %q", ref, wing, s.wing)
 	}
-	if err := layout.ValidInboxName(name); err != nil {
-		return nil, fmt.Errorf("store: %w: %w", ErrInvalid, err)
-	}
-	rel := layout.InboxPath(s.wing, name)
+	rel := brain.InboxPath(s.wing, name)
 	abs, err := s.abs(rel)
 	if err != nil {
-		return nil, fmt.Errorf("store: %w", err)
+		return nil, err
 	}
 	n, _, err := s.readNote(abs, "", name, rel, name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, fmt.Errorf("store: no inbox note %s (it may have been promoted); brain_pending lists the inbox: %w", rel, ErrNotFound)
+			return nil, refuse(ErrNotFound, "no inbox note %s (it may have been promoted)", rel)
 		}
 		return nil, s.readErr(rel, err)
 	}
@@ -149,8 +142,8 @@ func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]
 func (s *Store) indexOptions(opt SearchOptions) (index.Options, error) {
 	iopt := index.Options{Limit: opt.Limit, Stats: opt.Stats}
 	if opt.Hall != "" {
-		if err := layout.ValidHall(opt.Hall); err != nil {
-			return iopt, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+		if err := brain.ValidHall(opt.Hall); err != nil {
+			return iopt, invalid(err)
 		}
 		prefix := s.wing + "/" + opt.Hall + "/"
 		iopt.Filter = func(id string) bool { return strings.HasPrefix(id, prefix) }
@@ -226,13 +219,13 @@ func (s *Store) render(ctx context.Context, hits []index.Hit, runes int) ([]Hit,
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
-		id, err := layout.ParseID(h.ID)
+		id, err := brain.ParseID(h.ID)
 		if err != nil {
 			continue
 		}
 		dir, ok := halls[id.Hall]
 		if !ok {
-			if dir, err = s.abs(layout.HallDir(id.Wing, id.Hall)); err != nil {
+			if dir, err = s.abs(brain.HallDir(id.Wing, id.Hall)); err != nil {
 				dir = ""
 			}
 			halls[id.Hall] = dir
@@ -241,7 +234,7 @@ func (s *Store) render(ctx context.Context, hits []index.Hit, runes int) ([]Hit,
 			continue
 		}
 		// The file itself is opened with O_NOFOLLOW: no link is followed.
-		if hit, ok := s.renderHit(h, id, filepath.Join(dir, id.Slug+layout.NoteExt), runes); ok {
+		if hit, ok := s.renderHit(h, id, filepath.Join(dir, id.Slug+brain.NoteExt), runes); ok {
 			out = append(out, hit)
 		}
 	}
@@ -250,7 +243,7 @@ func (s *Store) render(ctx context.Context, hits []index.Hit, runes int) ([]Hit,
 
 // renderHit renders one index hit from its file abs; ok is false when the
 // file is gone or unreadable (the index is then repaired).
-func (s *Store) renderHit(h index.Hit, id layout.ID, abs string, runes int) (Hit, bool) {
+func (s *Store) renderHit(h index.Hit, id brain.ID, abs string, runes int) (Hit, bool) {
 	at := s.wallNow()
 	f, fi, err := openLimit(abs, s.maxNote)
 	if err != nil {
@@ -303,15 +296,15 @@ func (s *Store) List(hall, cursor string, limit int) (entries []Entry, next stri
 		return nil, "", err
 	}
 	if hall != "" {
-		if err := layout.ValidHall(hall); err != nil {
-			return nil, "", fmt.Errorf("store: %w: %w", ErrInvalid, err)
+		if err := brain.ValidHall(hall); err != nil {
+			return nil, "", invalid(err)
 		}
 	}
 	after := ""
 	if cursor != "" {
 		b, err := base64.RawURLEncoding.DecodeString(cursor)
 		if err != nil || !strings.HasPrefix(string(b), s.wing+"/") {
-			return nil, "", fmt.Errorf("store: cursor %q is not one brain_list returned for wing %q; start again without a cursor: %w", cursor, s.wing, ErrInvalid)
+			return nil, "", refuse(ErrInvalid, "cursor %q is not a cursor of a listing of wing %q; start again without a cursor", cursor, s.wing)
 		}
 		after = string(b)
 	}
@@ -372,7 +365,7 @@ func (s *Store) Links(id string) (Links, error) {
 	defer s.mu.RUnlock()
 	m := s.notes[key]
 	if m == nil {
-		return Links{}, fmt.Errorf("store: no note %s in wing %q: %w", key, s.wing, ErrNotFound)
+		return Links{}, refuse(ErrNotFound, "no note %s in wing %q", key, s.wing)
 	}
 	l := Links{ID: key, Outbound: append([]string{}, m.links...), Backlinks: []string{}, Tunnels: s.tunnelsOf(m.links)}
 	for src := range s.backlinks[key] {
@@ -399,7 +392,7 @@ func (s *Store) Pending(ctx context.Context, limit int) ([]Pending, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, err
 	}
-	dir, err := s.dirOf(layout.WingDir(layout.TopInbox, s.wing))
+	dir, err := s.dirOf(brain.WingDir(brain.TopInbox, s.wing))
 	if err != nil {
 		return nil, fmt.Errorf("store: list inbox: %w", err)
 	}
@@ -409,14 +402,14 @@ func (s *Store) Pending(ctx context.Context, limit int) ([]Pending, error) {
 	}
 	out := []Pending{}
 	for _, e := range entries {
-		name, ok := strings.CutSuffix(e.Name(), layout.NoteExt)
-		if !ok || strings.HasPrefix(name, ".") || !e.Type().IsRegular() || layout.ValidInboxName(name) != nil {
+		name, ok := strings.CutSuffix(e.Name(), brain.NoteExt)
+		if !ok || strings.HasPrefix(name, ".") || !e.Type().IsRegular() || brain.ValidInboxName(name) != nil {
 			continue
 		}
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
 		}
-		rel := layout.InboxPath(s.wing, name)
+		rel := brain.InboxPath(s.wing, name)
 		raw, sig, err := readFileLimit(filepath.Join(dir, e.Name()), s.maxNote)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) {

@@ -9,7 +9,7 @@ import (
 	"os"
 	"time"
 
-	"github.com/brainstem/brainstem/shard/layout"
+	"github.com/brainstem/brainstem/brain"
 )
 
 // Rescan compares every note file with the version the store indexed (size,
@@ -28,7 +28,7 @@ func (s *Store) Rescan(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	var changed []layout.ID
+	var changed []brain.ID
 	key := make([]byte, 0, 256)
 	matched := 0
 	s.mu.RLock()
@@ -50,7 +50,7 @@ func (s *Store) Rescan(ctx context.Context) error {
 		}
 		for k := range s.notes {
 			if !seen[k] {
-				if id, err := layout.ParseID(k); err == nil {
+				if id, err := brain.ParseID(k); err == nil {
 					changed = append(changed, id)
 				}
 			}
@@ -75,7 +75,7 @@ func (s *Store) Rescan(ctx context.Context) error {
 // state and the index in line with it (or forgets it if it is gone or
 // unreadable). A file whose bytes are those already indexed only has its
 // read time renewed.
-func (s *Store) refresh(id layout.ID) {
+func (s *Store) refresh(id brain.ID) {
 	unlock := s.locks.lock("w:" + id.String())
 	defer unlock()
 	abs, err := s.abs(id.Path())
@@ -107,7 +107,7 @@ func (s *Store) refresh(id layout.ID) {
 // tocTouched reports whether _index.md was changed or removed by someone
 // else since the store last wrote it.
 func (s *Store) tocTouched() bool {
-	p, err := s.abs(layout.IndexPath(s.wing))
+	p, err := s.abs(brain.IndexPath(s.wing))
 	if err != nil {
 		return true
 	}

@@ -15,7 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/brainstem/brainstem/shard/layout"
+	"github.com/brainstem/brainstem/brain"
 )
 
 // MaxSessionEntryBytes bounds one session_log entry (compact JSON).
@@ -48,31 +48,31 @@ func (s *Store) AppendSession(ctx context.Context, session, by string, entry jso
 	if err := s.checkOpen(); err != nil {
 		return "", 0, err
 	}
-	if err := layout.ValidSession(session); err != nil {
-		return "", 0, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+	if err := brain.ValidSession(session); err != nil {
+		return "", 0, invalid(err)
 	}
 	if by == "" {
-		return "", 0, fmt.Errorf("store: a session line needs its author's email: %w", ErrInvalid)
+		return "", 0, refuse(ErrInvalid, "a session line needs its author's email")
 	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, entry); err != nil {
-		return "", 0, fmt.Errorf("store: session entry is not valid JSON: %v: %w", err, ErrInvalid)
+		return "", 0, refuse(ErrInvalid, "the session entry is not valid JSON: %v", err)
 	}
 	if compact.Len() == 0 || compact.Bytes()[0] != '{' {
-		return "", 0, fmt.Errorf("store: session entry must be a JSON object: %w", ErrInvalid)
+		return "", 0, refuse(ErrInvalid, "the session entry must be a JSON object")
 	}
 	if compact.Len() > MaxSessionEntryBytes {
-		return "", 0, fmt.Errorf("store: session entry is %d bytes, over the %d-byte limit: %w", compact.Len(), MaxSessionEntryBytes, ErrTooLarge)
+		return "", 0, refuse(ErrTooLarge, "the session entry is %d bytes, over the %d-byte limit", compact.Len(), MaxSessionEntryBytes)
 	}
 	line, err := json.Marshal(sessionLine{At: s.now().UTC().Format(time.RFC3339Nano), By: by, Entry: compact.Bytes()})
 	if err != nil {
 		return "", 0, fmt.Errorf("store: encode session line: %w", err)
 	}
 	line = append(line, '\n')
-	rel := layout.SessionPath(s.wing, session)
+	rel := brain.SessionPath(s.wing, session)
 	abs, err := s.abs(rel)
 	if err != nil {
-		return "", 0, fmt.Errorf("store: %w", err)
+		return "", 0, err
 	}
 	if err := ctx.Err(); err != nil {
 		return "", 0, fmt.Errorf("store: %w", err)
@@ -92,7 +92,7 @@ func (s *Store) AppendSession(ctx context.Context, session, by string, entry jso
 		return "", 0, fmt.Errorf("store: stat %s: %w", rel, err)
 	}
 	if !fi.Mode().IsRegular() {
-		return "", 0, fmt.Errorf("store: %s is not a regular file: %w", rel, ErrInvalid)
+		return "", 0, refuse(ErrInvalid, "%s is not a regular file", rel)
 	}
 	lines, torn, err := s.countLines(session, f, fi.Size())
 	if err != nil {

@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 // Skipped is a file of the wing that the store does not load, and why.
@@ -113,17 +115,13 @@ func (s *Store) SkippedCount(kind string) int {
 	return n
 }
 
-// reasonOf turns an error into a reason for Skipped: the message without
-// package prefixes and sentinel texts.
+// reasonOf is an error's reason for Skipped: the message of a refusal
+// (a *brain.Error), else the error's text.
 func reasonOf(err error) string {
-	msg := err.Error()
-	for _, p := range []string{"layout: ", "store: "} {
-		msg = strings.ReplaceAll(msg, p, "")
+	if e, ok := brain.As(err); ok {
+		return e.Message
 	}
-	for _, sentinel := range []error{ErrTooLarge, ErrInvalid} {
-		msg = strings.ReplaceAll(msg, ": "+strings.TrimPrefix(sentinel.Error(), "store: "), "")
-	}
-	return msg
+	return err.Error()
 }
 
 // sizeReason says a file is over the note size limit.

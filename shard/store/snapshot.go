@@ -19,8 +19,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/index"
-	"github.com/brainstem/brainstem/shard/layout"
 )
 
 // stateDirName is the default state directory, at the top of the brain. It
@@ -312,7 +312,7 @@ func readSnapshot(r io.Reader, wing string) (*index.Index, map[string]*meta, err
 		if d.err != nil {
 			return nil, nil, d.err
 		}
-		pid, err := layout.ParseID(id)
+		pid, err := brain.ParseID(id)
 		if err != nil || pid.Wing != wing || notes[id] != nil {
 			return nil, nil, fmt.Errorf("%w: bad note id %q", errSnapshot, id)
 		}
@@ -414,6 +414,6 @@ func (d *snapDecoder) bytes(n int) []byte {
 }
 
 func (d *snapDecoder) str() string {
-	n := d.uvarint(layout.MaxPathLen * 64)
+	n := d.uvarint(brain.MaxPathLen * 64)
 	return string(d.bytes(int(n)))
 }

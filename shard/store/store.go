@@ -17,20 +17,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/layout"
-)
-
-// The store's error sentinels. Every error the store returns for a caller's
-// mistake wraps exactly one of them; anything else is an internal failure.
-var (
-	ErrNotFound  = errors.New("store: not found")
-	ErrExists    = errors.New("store: already exists")
-	ErrConflict  = errors.New("store: conflict")
-	ErrInvalid   = errors.New("store: invalid argument")
-	ErrTooLarge  = errors.New("store: too large")
-	ErrForbidden = errors.New("store: forbidden")
-	ErrClosed    = errors.New("store: closed")
 )
 
 // Defaults of Options.
@@ -49,7 +38,7 @@ const (
 // Options configures Open.
 type Options struct {
 	// Root is the brain directory (it must exist). Wing is the wing this
-	// store serves (layout.ValidWing).
+	// store serves (brain.ValidWing).
 	Root, Wing string
 	// Logger receives warnings about files the store skips and rescanner
 	// failures; nil discards them.
@@ -177,7 +166,7 @@ func trusted(sig fileSig, readAt int64) bool {
 // re-reading only the notes that changed since), writes _index.md and
 // starts the rescanner and the watcher. Close stops them.
 func Open(ctx context.Context, opt Options) (*Store, error) {
-	if err := layout.ValidWing(opt.Wing); err != nil {
+	if err := brain.ValidWing(opt.Wing); err != nil {
 		return nil, fmt.Errorf("store: open: %w: %w", ErrInvalid, err)
 	}
 	fi, err := os.Stat(opt.Root)
@@ -309,7 +298,7 @@ func (s *Store) Len() int {
 
 func (s *Store) checkOpen() error {
 	if s.closed.Load() {
-		return ErrClosed
+		return errClosed
 	}
 	return nil
 }
@@ -317,8 +306,11 @@ func (s *Store) checkOpen() error {
 // abs resolves a brain-relative slash path safely inside the brain.
 func (s *Store) abs(rel string) (string, error) {
 	p, err := layout.Resolve(s.root, rel)
+	if _, refused := brain.As(err); refused {
+		return "", invalid(err)
+	}
 	if err != nil {
-		return "", fmt.Errorf("%w: %w", ErrInvalid, err)
+		return "", fmt.Errorf("store: %w", err) // an I/O error: internal
 	}
 	return p, nil
 }
@@ -327,7 +319,7 @@ func (s *Store) abs(rel string) (string, error) {
 // temporary files from them.
 func (s *Store) prepareDirs() error {
 	dirs := []string{"wiki", "wiki/" + s.wing}
-	for _, h := range layout.Halls() {
+	for _, h := range brain.Halls() {
 		dirs = append(dirs, "wiki/"+s.wing+"/"+h)
 	}
 	dirs = append(dirs, "inbox", "inbox/"+s.wing, "sessions", "sessions/"+s.wing)
@@ -362,7 +354,7 @@ func (s *Store) prepareDirs() error {
 
 // hallDir returns the absolute directory of a hall of this wing.
 func (s *Store) hallDir(hall string) (string, error) {
-	return s.dirOf(layout.HallDir(s.wing, hall))
+	return s.dirOf(brain.HallDir(s.wing, hall))
 }
 
 // dirOf returns the absolute path of one of the wing's directories (rel is
@@ -375,20 +367,20 @@ func (s *Store) dirOf(rel string) (string, error) {
 		return "", err
 	}
 	if !fi.IsDir() {
-		return "", fmt.Errorf("%s is not a directory (symlinks are not followed): %w", rel, ErrInvalid)
+		return "", refuse(ErrInvalid, "%s is not a directory (symlinks are not followed)", rel)
 	}
 	return p, nil
 }
 
 // noteFile is a note file found by a directory scan.
 type noteFile struct {
-	id  layout.ID
+	id  brain.ID
 	dir string // absolute hall directory (shared by the hall's files)
 	sig fileSig
 }
 
 // path returns the file's absolute path.
-func (f noteFile) path() string { return filepath.Join(f.dir, f.id.Slug+layout.NoteExt) }
+func (f noteFile) path() string { return filepath.Join(f.dir, f.id.Slug+brain.NoteExt) }
 
 // scanFiles lists the note files of every hall with their signatures, and
 // records every other entry of the wing's wiki directory that is not
@@ -400,7 +392,7 @@ func (f noteFile) path() string { return filepath.Join(f.dir, f.id.Slug+layout.N
 func (s *Store) scanFiles() ([]noteFile, error) {
 	var out []noteFile
 	var skipped []Skipped
-	wingRel := layout.WingDir(layout.TopWiki, s.wing)
+	wingRel := brain.WingDir(brain.TopWiki, s.wing)
 	wingDir, err := s.dirOf(wingRel)
 	if err != nil {
 		return nil, fmt.Errorf("store: scan %s: %w", wingRel, err)
@@ -413,18 +405,18 @@ func (s *Store) scanFiles() ([]noteFile, error) {
 		name := e.Name()
 		rel := wingRel + "/" + name
 		switch {
-		case layout.Hidden(name), name == layout.IndexSlug+layout.NoteExt:
-		case e.IsDir() && layout.ValidHall(name) == nil:
+		case layout.Hidden(name), name == brain.IndexSlug+brain.NoteExt:
+		case e.IsDir() && brain.ValidHall(name) == nil:
 		case e.IsDir():
-			skipped = append(skipped, Skipped{Path: rel + "/", Kind: SkipPlace, Reason: "not a hall (" + strings.Join(layout.Halls(), ", ") + "): the files in it are not loaded"})
-		case e.Type()&fs.ModeSymlink != 0 && layout.ValidHall(name) == nil:
+			skipped = append(skipped, Skipped{Path: rel + "/", Kind: SkipPlace, Reason: "not a hall (" + strings.Join(brain.Halls(), ", ") + "): the files in it are not loaded"})
+		case e.Type()&fs.ModeSymlink != 0 && brain.ValidHall(name) == nil:
 			skipped = append(skipped, Skipped{Path: rel, Kind: SkipType, Reason: "a hall directory replaced by a symbolic link (links are not followed): its notes are not loaded"})
 		default:
 			skipped = append(skipped, Skipped{Path: rel, Kind: SkipPlace, Reason: "not in a hall: notes are files " + wingRel + "/<hall>/<slug>.md"})
 		}
 	}
-	for _, hall := range layout.Halls() {
-		hallRel := layout.HallDir(s.wing, hall)
+	for _, hall := range brain.Halls() {
+		hallRel := brain.HallDir(s.wing, hall)
 		dir, err := s.hallDir(hall)
 		if err != nil {
 			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, ErrInvalid) {
@@ -470,7 +462,7 @@ func (s *Store) scanFiles() ([]noteFile, error) {
 				continue
 			}
 			out = append(out, noteFile{
-				id:  layout.ID{Wing: s.wing, Hall: hall, Slug: slug},
+				id:  brain.ID{Wing: s.wing, Hall: hall, Slug: slug},
 				dir: dir,
 				sig: sigOf(fi),
 			})
@@ -501,7 +493,7 @@ type preparedNote struct {
 }
 
 // prepare parses, hashes and tokenizes the bytes of note id.
-func (s *Store) prepare(id layout.ID, raw []byte) preparedNote {
+func (s *Store) prepare(id brain.ID, raw []byte) preparedNote {
 	p := parseNote(raw, id.Slug)
 	n := preparedNote{p: p, links: s.parseLinks(p.body), hash: sha256.Sum256(raw)}
 	if off := len(raw) - len(p.body); off >= 0 && off <= math.MaxUint32 {
@@ -553,7 +545,7 @@ func (s *Store) reconcile(files []noteFile) []noteFile {
 		}
 	}
 	for _, key := range gone {
-		if id, err := layout.ParseID(key); err == nil {
+		if id, err := brain.ParseID(key); err == nil {
 			s.forget(id)
 		}
 	}
@@ -631,7 +623,7 @@ func (s *Store) readFiles(ctx context.Context, files []noteFile, progress func(d
 }
 
 // skipRead records that note id could not be read (and is not loaded).
-func (s *Store) skipRead(id layout.ID, err error) {
+func (s *Store) skipRead(id brain.ID, err error) {
 	kind := SkipRead
 	switch {
 	case errors.Is(err, ErrTooLarge):
@@ -645,13 +637,13 @@ func (s *Store) skipRead(id layout.ID, err error) {
 // apply records the content of note id (read or written under its lock at
 // wall time readAt) in the memory state and the search index. Callers hold
 // the note's lock.
-func (s *Store) apply(id layout.ID, raw []byte, sig fileSig, readAt time.Time) {
+func (s *Store) apply(id brain.ID, raw []byte, sig fileSig, readAt time.Time) {
 	s.applyPrepared(id, s.prepare(id, raw), sig, readAt.UnixNano(), false)
 }
 
 // applyPrepared is apply after prepare. In bulk mode (Open) new ids are
 // appended unsorted; load sorts them once at the end.
-func (s *Store) applyPrepared(id layout.ID, n preparedNote, sig fileSig, readAt int64, bulk bool) {
+func (s *Store) applyPrepared(id brain.ID, n preparedNote, sig fileSig, readAt int64, bulk bool) {
 	m := &meta{hall: id.Hall, title: n.p.title, sig: sig, links: n.links, hash: n.hash, bodyOff: n.bodyOff, readAt: readAt}
 	m.updatedAt = n.p.updatedAt
 	if m.updatedAt == "" {
@@ -697,7 +689,7 @@ func (s *Store) linkLocked(src string, targets []string) {
 
 // forget removes note id from the memory state and the index. Callers hold
 // the note's lock.
-func (s *Store) forget(id layout.ID) {
+func (s *Store) forget(id brain.ID) {
 	key := id.String()
 	s.ix.Delete(key)
 	s.mu.Lock()

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/brainstem/brainstem/shard/layout"
+	"github.com/brainstem/brainstem/brain"
 )
 
 // tocHeader starts every generated _index.md.
@@ -73,7 +73,7 @@ func (s *Store) syncTOC(force bool) error {
 	gen := s.tocGen
 	content := s.renderTOCLocked()
 	s.mu.RUnlock()
-	rel := layout.IndexPath(s.wing)
+	rel := brain.IndexPath(s.wing)
 	p, err := s.abs(rel)
 	if err != nil {
 		return fmt.Errorf("store: %w", err)
@@ -107,7 +107,7 @@ func (s *Store) renderTOCLocked() []byte {
 	b.Grow(64 + len(s.ids)*64)
 	b.WriteString(tocHeader)
 	fmt.Fprintf(&b, "# %s\n", s.wing)
-	for _, hall := range layout.Halls() {
+	for _, hall := range brain.Halls() {
 		fmt.Fprintf(&b, "\n## %s\n\n", hall)
 		prefix := s.wing + "/" + hall + "/"
 		i := sort.SearchStrings(s.ids, prefix)

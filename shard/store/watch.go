@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/layout"
 )
 
@@ -88,14 +89,14 @@ func (s *Store) startWatch(ctx context.Context, after func()) error {
 // addWatches (re)watches the wing's wiki directory and every hall that
 // exists (adding a watch twice is harmless).
 func (s *Store) addWatches(w dirWatcher) error {
-	wingDir, err := s.dirOf(layout.WingDir(layout.TopWiki, s.wing))
+	wingDir, err := s.dirOf(brain.WingDir(brain.TopWiki, s.wing))
 	if err != nil {
 		return err
 	}
 	if err := w.add(wingDir, ""); err != nil {
 		return err
 	}
-	for _, h := range layout.Halls() {
+	for _, h := range brain.Halls() {
 		dir, err := s.hallDir(h)
 		if err != nil {
 			continue // missing or replaced: the rescanner reports it
@@ -151,14 +152,14 @@ func (s *Store) applyEvents(ctx context.Context, evs []watchEvent) {
 		return
 	}
 	rescan, toc := false, false
-	notes := map[layout.ID]bool{}
+	notes := map[brain.ID]bool{}
 	for _, ev := range evs {
 		switch {
 		case ev.overflow || ev.dirGone:
 			rescan = true
 		case layout.Hidden(ev.name):
 		case ev.tag == "":
-			if ev.name == layout.IndexSlug+layout.NoteExt {
+			if ev.name == brain.IndexSlug+brain.NoteExt {
 				toc = true
 			} else {
 				rescan = true // a hall (or a stray entry) appeared or went
@@ -171,7 +172,7 @@ func (s *Store) applyEvents(ctx context.Context, evs []watchEvent) {
 				rescan = true // reported as skipped by the scan
 				continue
 			}
-			notes[layout.ID{Wing: s.wing, Hall: ev.tag, Slug: slug}] = true
+			notes[brain.ID{Wing: s.wing, Hall: ev.tag, Slug: slug}] = true
 		}
 	}
 	if rescan {
@@ -212,7 +213,7 @@ func (s *Store) syncTOCAfterChange(edited bool) error {
 
 // refreshIfChanged refreshes note id unless its file is the version
 // indexed; it reports whether it looked at the file's bytes.
-func (s *Store) refreshIfChanged(id layout.ID) bool {
+func (s *Store) refreshIfChanged(id brain.ID) bool {
 	p := filepath.Join(s.root, filepath.FromSlash(id.Path()))
 	fi, err := os.Lstat(p)
 	m := s.metaOf(id.String())

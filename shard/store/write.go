@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/layout"
 )
@@ -48,7 +49,7 @@ func (s *Store) Plan(n NewNote) (Target, error) {
 		return Target{}, err
 	}
 	if _, err := os.Lstat(t.abs); err == nil {
-		return t, fmt.Errorf("store: %s: %w", t.Path, ErrExists)
+		return t, s.createErr(t.Path, fs.ErrExist)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return t, fmt.Errorf("store: %s: %w", t.Path, err)
 	}
@@ -57,42 +58,42 @@ func (s *Store) Plan(n NewNote) (Target, error) {
 
 func (s *Store) target(n NewNote) (Target, error) {
 	if strings.TrimSpace(n.Title) == "" {
-		return Target{}, fmt.Errorf("store: a note needs a non-empty title: %w", ErrInvalid)
+		return Target{}, refuse(ErrInvalid, "a note needs a non-empty title")
 	}
 	if n.By == "" {
-		return Target{}, fmt.Errorf("store: a note needs its author's email: %w", ErrInvalid)
+		return Target{}, refuse(ErrInvalid, "a note needs its author's email")
 	}
 	slug := n.Slug
 	if slug == "" {
 		slug = layout.Slugify(n.Title)
 		if slug == "" {
-			return Target{}, fmt.Errorf("store: cannot derive a slug from title %q (no letters or digits): pass a slug: %w", n.Title, ErrInvalid)
+			return Target{}, refuse(ErrInvalid, "cannot derive a slug from title %q (no letters or digits): pass a slug", n.Title)
 		}
 	}
 	var t Target
 	if n.Inbox {
 		if n.Hall != "" {
-			if err := layout.ValidHall(n.Hall); err != nil {
-				return Target{}, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+			if err := brain.ValidHall(n.Hall); err != nil {
+				return Target{}, invalid(err)
 			}
 		}
-		if err := layout.ValidInboxName(slug); err != nil {
-			return Target{}, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+		if err := brain.ValidInboxName(slug); err != nil {
+			return Target{}, invalid(err)
 		}
-		t = Target{Name: slug, Path: layout.InboxPath(s.wing, slug)}
+		t = Target{Name: slug, Path: brain.InboxPath(s.wing, slug)}
 	} else {
 		if n.Hall == "" {
-			return Target{}, fmt.Errorf("store: a wiki note needs a hall (one of %s): %w", strings.Join(layout.Halls(), ", "), ErrInvalid)
+			return Target{}, refuse(ErrInvalid, "a wiki note needs a hall (one of %s)", brain.HallList)
 		}
-		id := layout.ID{Wing: s.wing, Hall: n.Hall, Slug: slug}
+		id := brain.ID{Wing: s.wing, Hall: n.Hall, Slug: slug}
 		if err := id.Validate(); err != nil {
-			return Target{}, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+			return Target{}, invalid(err)
 		}
 		t = Target{ID: id.String(), Path: id.Path()}
 	}
 	abs, err := s.abs(t.Path)
 	if err != nil {
-		return Target{}, fmt.Errorf("store: %w", err)
+		return Target{}, err
 	}
 	t.abs = abs
 	return t, nil
@@ -121,11 +122,11 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 	doc.Set(KeyCreatedBy, n.By)
 	doc.Set(KeyCreatedAt, createdAt)
 	if err := doc.Err(); err != nil {
-		return nil, fmt.Errorf("store: cannot write the frontmatter: %v: %w", err, ErrInvalid)
+		return nil, refuse(ErrInvalid, "cannot write the frontmatter: %v", err)
 	}
 	raw := doc.Bytes()
 	if len(raw) > s.maxNote {
-		return nil, fmt.Errorf("store: note would be %d bytes, over the %d-byte limit: %w", len(raw), s.maxNote, ErrTooLarge)
+		return nil, refuse(ErrTooLarge, "the note would be %d bytes, over the %d-byte limit", len(raw), s.maxNote)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -145,7 +146,7 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 		return note, nil
 	}
 
-	id, _ := layout.ParseID(t.ID)
+	id, _ := brain.ParseID(t.ID)
 	unlock := s.locks.lock("w:" + t.ID)
 	note := s.noteOf(t.ID, "", t.Path, raw, id.Slug)
 	if err := s.hookCreate(n.Hook, t, mark, note); err != nil {
@@ -184,13 +185,13 @@ func (s *Store) hookCreate(h Hook, t Target, m Mark, note *Note) error {
 
 func (s *Store) createErr(path string, err error) error {
 	if errors.Is(err, fs.ErrExist) {
-		return fmt.Errorf("store: %s already exists (notes are never overwritten: choose another slug, or change the existing note with brain_update): %w", path, ErrExists)
+		return refuse(ErrExists, "%s already exists (notes are never overwritten): choose another slug", path)
 	}
 	return fmt.Errorf("store: write %s: %w", path, err)
 }
 
 // applyFile stats the file just written and applies raw to the memory state.
-func (s *Store) applyFile(id layout.ID, abs string, raw []byte) error {
+func (s *Store) applyFile(id brain.ID, abs string, raw []byte) error {
 	at := s.wallNow()
 	fi, err := os.Lstat(abs)
 	if err != nil {
@@ -236,10 +237,10 @@ func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
 		return nil, err
 	}
 	if strings.TrimSpace(c.Reason) == "" {
-		return nil, fmt.Errorf("store: an update needs a reason (recorded as supersede_reason): %w", ErrInvalid)
+		return nil, refuse(ErrInvalid, "an update needs a reason (recorded as supersede_reason)")
 	}
 	if c.By == "" {
-		return nil, fmt.Errorf("store: an update needs its author's email: %w", ErrInvalid)
+		return nil, refuse(ErrInvalid, "an update needs its author's email")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -253,13 +254,13 @@ func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
 	cur := HashOf(old)
 	if c.ExpectedHash != "" && c.ExpectedHash != cur {
 		unlock()
-		return nil, fmt.Errorf("store: %s changed: expected_hash is %s but the current content_hash is %s; get the note again, merge your change and retry with expected_hash %s: %w",
-			id, c.ExpectedHash, cur, cur, ErrConflict)
+		return nil, refuse(ErrConflict, "%s changed: expected_hash is %s but the current content_hash is %s; get the note again, merge your change and retry with expected_hash %s",
+			id, c.ExpectedHash, cur, cur)
 	}
 	doc, err := frontmatter.Parse(old)
 	if err != nil {
 		unlock()
-		return nil, fmt.Errorf("store: %s has a frontmatter the store cannot edit safely (%v); fix the file by hand first: %w", id, err, ErrInvalid)
+		return nil, refuse(ErrInvalid, "%s has a frontmatter the store cannot edit safely (%v); fix the file by hand first", id, err)
 	}
 	doc.SetBody(c.Body)
 	if c.Title != "" {
@@ -271,12 +272,12 @@ func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
 	doc.Set(KeySupersedeReason, c.Reason)
 	if err := doc.Err(); err != nil {
 		unlock()
-		return nil, fmt.Errorf("store: cannot edit the frontmatter of %s: %v: %w", id, err, ErrInvalid)
+		return nil, refuse(ErrInvalid, "cannot edit the frontmatter of %s: %v", id, err)
 	}
 	raw := doc.Bytes()
 	if len(raw) > s.maxNote {
 		unlock()
-		return nil, fmt.Errorf("store: note would be %d bytes, over the %d-byte limit: %w", len(raw), s.maxNote, ErrTooLarge)
+		return nil, refuse(ErrTooLarge, "the note would be %d bytes, over the %d-byte limit", len(raw), s.maxNote)
 	}
 	note := s.noteOf(id.String(), "", id.Path(), raw, id.Slug)
 	if err := runHook(c.Hook, Intent{Mark: Mark{Op: MarkReplace, Path: id.Path(), Hash: note.Hash}, Note: note}); err != nil {
@@ -309,30 +310,30 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook H
 	if err := s.checkOpen(); err != nil {
 		return nil, nil, err
 	}
-	if err := layout.ValidHall(hall); err != nil {
-		return nil, nil, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+	if err := brain.ValidHall(hall); err != nil {
+		return nil, nil, invalid(err)
 	}
-	if err := layout.ValidInboxName(name); err != nil {
-		return nil, nil, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+	if err := brain.ValidInboxName(name); err != nil {
+		return nil, nil, invalid(err)
 	}
 	if slug == "" {
 		slug = name
 	}
-	id := layout.ID{Wing: s.wing, Hall: hall, Slug: slug}
+	id := brain.ID{Wing: s.wing, Hall: hall, Slug: slug}
 	if err := id.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+		return nil, nil, invalid(err)
 	}
 	if by == "" {
-		return nil, nil, fmt.Errorf("store: a promotion needs the curator's email: %w", ErrInvalid)
+		return nil, nil, refuse(ErrInvalid, "a promotion needs the curator's email")
 	}
-	inRel := layout.InboxPath(s.wing, name)
+	inRel := brain.InboxPath(s.wing, name)
 	inAbs, err := s.abs(inRel)
 	if err != nil {
-		return nil, nil, fmt.Errorf("store: %w", err)
+		return nil, nil, err
 	}
 	wikiAbs, err := s.abs(id.Path())
 	if err != nil {
-		return nil, nil, fmt.Errorf("store: %w", err)
+		return nil, nil, err
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, nil, fmt.Errorf("store: %w", err)
@@ -346,18 +347,18 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook H
 	if err != nil {
 		unlock()
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, fmt.Errorf("store: no inbox note %q (%s); brain_pending lists the inbox: %w", name, inRel, ErrNotFound)
+			return nil, nil, refuse(ErrNotFound, "no inbox note %q (%s)", name, inRel)
 		}
 		return nil, nil, s.readErr(inRel, err)
 	}
 	if _, err := os.Lstat(wikiAbs); err == nil {
 		unlock()
-		return nil, nil, fmt.Errorf("store: %s already exists; the inbox note was left untouched: promote it with another slug: %w", id, ErrExists)
+		return nil, nil, refuse(ErrExists, "%s already exists; the inbox note was left untouched: promote it with another slug", id)
 	}
 	doc, err := frontmatter.Parse(old)
 	if err != nil {
 		unlock()
-		return nil, nil, fmt.Errorf("store: inbox note %s has a frontmatter the store cannot edit safely (%v); fix the file first: %w", inRel, err, ErrInvalid)
+		return nil, nil, refuse(ErrInvalid, "inbox note %s has a frontmatter the store cannot edit safely (%v); fix the file first", inRel, err)
 	}
 	if _, ok := doc.Get(KeyTitle); !ok {
 		doc.Set(KeyTitle, parseNote(old, name).title)
@@ -369,12 +370,12 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook H
 	doc.Set(KeyPromotedAt, promotedAt)
 	if err := doc.Err(); err != nil {
 		unlock()
-		return nil, nil, fmt.Errorf("store: cannot edit the frontmatter of %s: %v: %w", inRel, err, ErrInvalid)
+		return nil, nil, refuse(ErrInvalid, "cannot edit the frontmatter of %s: %v", inRel, err)
 	}
 	raw := doc.Bytes()
 	if len(raw) > s.maxNote {
 		unlock()
-		return nil, nil, fmt.Errorf("store: note would be %d bytes, over the %d-byte limit: %w", len(raw), s.maxNote, ErrTooLarge)
+		return nil, nil, refuse(ErrTooLarge, "the note would be %d bytes, over the %d-byte limit", len(raw), s.maxNote)
 	}
 	n := s.noteOf(id.String(), "", id.Path(), raw, id.Slug)
 	tunnels := s.tunnelsOf(s.parseLinks(n.Body))
@@ -386,7 +387,7 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook H
 	if err := createFile(wikiAbs, raw); err != nil {
 		unlock()
 		if errors.Is(err, fs.ErrExist) {
-			return nil, nil, fmt.Errorf("store: %s already exists; the inbox note was left untouched: promote it with another slug: %w", id, ErrExists)
+			return nil, nil, refuse(ErrExists, "%s already exists; the inbox note was left untouched: promote it with another slug", id)
 		}
 		return nil, nil, fmt.Errorf("store: write %s: %w", id.Path(), err)
 	}
@@ -407,30 +408,33 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook H
 	return n, tunnels, nil
 }
 
-// readErr maps a read failure of path to the store's sentinels.
+// readErr maps a read failure of what (a note id or a brain-relative
+// path): a missing file is ErrNotFound, a refusal of readFileLimit (not a
+// regular file, too large) says what it is about, anything else is
+// internal.
 func (s *Store) readErr(what string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return fmt.Errorf("store: %s does not exist: %w", what, ErrNotFound)
+		return refuse(ErrNotFound, "%s does not exist", what)
 	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrInvalid):
-		return fmt.Errorf("store: %s: %w", what, err)
+		return about(what, err)
 	default:
 		return fmt.Errorf("store: read %s: %w", what, err)
 	}
 }
 
 // wikiRef parses a note id or wiki path of this wing and resolves it.
-func (s *Store) wikiRef(ref string) (layout.ID, string, error) {
-	id, err := layout.ParseID(ref)
+func (s *Store) wikiRef(ref string) (brain.ID, string, error) {
+	id, err := brain.ParseID(ref)
 	if err != nil {
-		return layout.ID{}, "", fmt.Errorf("store: %w: %w", ErrInvalid, err)
+		return brain.ID{}, "", invalid(err)
 	}
 	if id.Wing != s.wing {
-		return layout.ID{}, "", fmt.Errorf("store: note %s belongs to wing %q but this shard serves wing %q: %w", id, id.Wing, s.wing, ErrForbidden)
+		return brain.ID{}, "", refuse(ErrForbidden, "note %s belongs to wing %q but this shard serves wing %q", id, id.Wing, s.wing)
 	}
 	abs, err := s.abs(id.Path())
 	if err != nil {
-		return layout.ID{}, "", fmt.Errorf("store: %w", err)
+		return brain.ID{}, "", err
 	}
 	return id, abs, nil
 }

@@ -5,6 +5,8 @@ import (
 	"os"
 	"strings"
 	"testing"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 // TestArgumentNamesAreExact runs testdata/argument-names.txt: an argument
@@ -32,7 +34,7 @@ func TestArgumentNamesAreExact(t *testing.T) {
 			t.Errorf("%s %s succeeded: %s", tool, args, res)
 			continue
 		}
-		if code, msg := errCode(t, res); code != CodeInvalidArgument || !strings.Contains(msg, "unknown argument") {
+		if code, msg := errCode(t, res); code != brain.CodeInvalidArgument || !strings.Contains(msg, "unknown argument") {
 			t.Errorf("%s %s: %s %q, want invalid_argument naming the unknown argument", tool, args, code, msg)
 		}
 	}

@@ -1,6 +1,10 @@
 package tools
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/brainstem/brainstem/brain"
+)
 
 // TestAuthorMustBeCanonical: a write records its author, so the shard
 // applies the email rule to the caller's email too, whatever transport
@@ -15,7 +19,7 @@ func TestAuthorMustBeCanonical(t *testing.T) {
 			t.Errorf("a write authored by %q succeeded: %s", email, res)
 			continue
 		}
-		if code, _ := errCode(t, res); code != CodeForbidden {
+		if code, _ := errCode(t, res); code != brain.CodeForbidden {
 			t.Errorf("author %q: %s", email, res)
 		}
 	}

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/brainstem/brainstem/brain"
 	fm "github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/store"
 )
@@ -209,7 +210,7 @@ func TestConcurrentWritersUpdatersPromoters(t *testing.T) {
 	}
 	for w := range writers {
 		for i := range notesPerWriter {
-			var r queryResult
+			var r brain.QueryResult
 			mustCall(t, s, reader, "brain_query", fmt.Sprintf(`{"query":"uniqueword%dx%d"}`, w, i), &r)
 			if len(r.Hits) != 1 {
 				t.Errorf("note of writer %d #%d not found by its unique word", w, i)

@@ -13,7 +13,7 @@ import (
 // escapePaths reads the path attack list of shard/layout.
 func escapePaths(t *testing.T) []string {
 	t.Helper()
-	f, err := os.Open(filepath.Join("..", "layout", "testdata", "escapes.txt"))
+	f, err := os.Open(filepath.Join("..", "..", "brain", "testdata", "escapes.txt"))
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,8 +11,13 @@
 //
 //	{"error":{"code":"<code>","message":"<what to do about it>"}}
 //
-// where code is one of invalid_argument, not_found, already_exists,
-// conflict, forbidden, too_large, internal and unknown_tool.
-// docs/tools.md documents every tool; a test keeps it in line with
-// Descriptors.
+// (brain.EncodeError) where code is one of the contract's (brain.Codes):
+// invalid_argument, not_found, already_exists, conflict, forbidden,
+// too_large, internal or unknown_tool. A refusal is a *brain.Error built
+// where it is found (here, in the store, by the naming rules) and is shown
+// as it is; any other error is internal: logged, and answered with a
+// generic message. Only this package names tools in messages (hint adds
+// which tool to call next to a store's refusal). docs/tools.md documents
+// every tool and every code; a test keeps it in line with Descriptors and
+// brain.Codes.
 package tools

@@ -10,6 +10,8 @@ import (
 	"regexp"
 	"strings"
 	"testing"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated blocks of docs/tools.md")
@@ -100,7 +102,7 @@ func generatedBlocks(t *testing.T) map[string]string {
 	yes := map[bool]string{true: "yes", false: "no"}
 	for _, sp := range s.specs {
 		var b strings.Builder
-		fmt.Fprintf(&b, "**Capability:** `%s` · read-only: %s · destructive: %s · idempotent: %s\n\n", capName(sp.needs), yes[sp.readOnly], yes[sp.destructive], yes[sp.idempotent])
+		fmt.Fprintf(&b, "**Capability:** `%s` · read-only: %s · destructive: %s · idempotent: %s\n\n", sp.needs.Strongest(), yes[sp.readOnly], yes[sp.destructive], yes[sp.idempotent])
 		fmt.Fprintf(&b, "%s\n\n", sp.desc)
 		b.WriteString(argsTable(sp.props))
 		b.WriteString("\n")
@@ -117,26 +119,48 @@ func generatedBlocks(t *testing.T) map[string]string {
 	for _, r := range []struct {
 		what string
 		v    int
-		code string
+		code brain.Code
 	}{
-		{"arguments of one call (bytes)", d.MaxArgsBytes, CodeTooLarge},
-		{"note body (bytes)", d.MaxBodyBytes, CodeTooLarge},
-		{"title (bytes)", d.MaxTitleBytes, CodeTooLarge},
-		{"tags per note", d.MaxTags, CodeTooLarge},
-		{"tag (bytes)", d.MaxTagBytes, CodeTooLarge},
-		{"update reason (bytes)", d.MaxReasonBytes, CodeTooLarge},
-		{"query (bytes)", d.MaxQueryBytes, CodeTooLarge},
-		{"searchable words per query", d.MaxQueryTerms, CodeTooLarge},
-		{"pages per brain_ingest_raw", d.MaxPages, CodeTooLarge},
-		{"session_log entry (compact JSON bytes)", d.MaxEntryBytes, CodeTooLarge},
-		{"brain_query limit", QueryMaxLimit, CodeInvalidArgument},
-		{"brain_list limit", ListMaxLimit, CodeInvalidArgument},
-		{"brain_pending limit", PendingMaxLimit, CodeInvalidArgument},
+		{"arguments of one call (bytes)", d.MaxArgsBytes, brain.CodeTooLarge},
+		{"note body (bytes)", d.MaxBodyBytes, brain.CodeTooLarge},
+		{"title (bytes)", d.MaxTitleBytes, brain.CodeTooLarge},
+		{"tags per note", d.MaxTags, brain.CodeTooLarge},
+		{"tag (bytes)", d.MaxTagBytes, brain.CodeTooLarge},
+		{"update reason (bytes)", d.MaxReasonBytes, brain.CodeTooLarge},
+		{"query (bytes)", d.MaxQueryBytes, brain.CodeTooLarge},
+		{"searchable words per query", d.MaxQueryTerms, brain.CodeTooLarge},
+		{"pages per brain_ingest_raw", d.MaxPages, brain.CodeTooLarge},
+		{"session_log entry (compact JSON bytes)", d.MaxEntryBytes, brain.CodeTooLarge},
+		{"brain_query limit", brain.QueryMaxLimit, brain.CodeInvalidArgument},
+		{"brain_list limit", ListMaxLimit, brain.CodeInvalidArgument},
+		{"brain_pending limit", PendingMaxLimit, brain.CodeInvalidArgument},
 	} {
 		fmt.Fprintf(&lim, "| %s | %d | `%s` |\n", r.what, r.v, r.code)
 	}
 	blocks["limits"] = lim.String()
+	blocks["codes"] = codesTable()
+	blocks["names"] = namesList()
 	return blocks
+}
+
+// codesTable is every code a client can receive (brain.Codes), who answers
+// with it and what it means.
+func codesTable() string {
+	var b strings.Builder
+	b.WriteString("| code | from | meaning |\n|---|---|---|\n")
+	from := map[brain.Source]string{brain.FromShard: "shard", brain.FromGateway: "gateway", brain.FromShard | brain.FromGateway: "shard, gateway"}
+	for _, c := range brain.Codes() {
+		fmt.Fprintf(&b, "| `%s` | %s | %s |\n", c.Code, from[c.From], c.Meaning)
+	}
+	return b.String()
+}
+
+// namesList states the naming rules of package brain.
+func namesList() string {
+	return fmt.Sprintf("- **wing**: %s.\n- **hall**: one of %s.\n- **slug** and inbox **name**: %s; not `%s`.\n"+
+		"- **session**: %s.\n\nNo name may be a reserved device name (%s). A wing is a DNS label: it also names the wing's\n"+
+		"Kubernetes objects and TLS server name, and the gateway, the shards and the Helm chart apply the same rule.\n",
+		brain.WingRule, "`"+strings.Join(brain.Halls(), "`, `")+"`", brain.SlugRule, brain.IndexSlug, brain.SessionRule, brain.ReservedNames)
 }
 
 var blockRE = regexp.MustCompile(`(?s)<!-- generated:([a-z_]+) -->\n(.*?)<!-- /generated:([a-z_]+) -->`)

@@ -10,7 +10,7 @@ import (
 	"unicode"
 	"unicode/utf8"
 
-	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/idempotency"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/layout"
@@ -28,10 +28,10 @@ func (s *Set) wingProp() prop { return prop{name: "wing", typ: "string", desc: d
 // define lists the tools in their fixed descriptor order.
 func (s *Set) define() []*spec {
 	l := s.lim
-	halls := layout.Halls()
+	halls := brain.Halls()
 	return []*spec{
 		{
-			name: "brain_query", title: "Search the brain", needs: auth.CapRead, readOnly: true, idempotent: true,
+			name: brain.QueryTool, title: "Search the brain", needs: brain.CapRead, readOnly: true, idempotent: true,
 			desc: "Full-text (BM25) search over the curated notes of the team brain. Use it first whenever you need " +
 				"what the team already knows, decided or learned (facts, decisions, failures, hypotheses, sources) before " +
 				"answering or writing. Returns {hits:[{id, wing, hall, title, score, snippet, path, content_hash}], total}, " +
@@ -41,12 +41,12 @@ func (s *Set) define() []*spec {
 				{name: "query", typ: "string", required: true, min: ip(1), desc: fmt.Sprintf("Words to search for (at most %d bytes and %d searchable words; case and common English stop words are ignored).", l.MaxQueryBytes, l.MaxQueryTerms)},
 				s.wingProp(),
 				{name: "hall", typ: "string", enum: halls, desc: "Only search notes of this hall."},
-				{name: "limit", typ: "integer", min: ip(1), max: ip(QueryMaxLimit), def: QueryDefaultLimit, desc: "Maximum number of hits."},
+				{name: "limit", typ: "integer", min: ip(1), max: ip(brain.QueryMaxLimit), def: brain.QueryDefaultLimit, desc: "Maximum number of hits."},
 			},
 			run: s.query,
 		},
 		{
-			name: "brain_get", title: "Read a note", needs: auth.CapRead, readOnly: true, idempotent: true,
+			name: "brain_get", title: "Read a note", needs: brain.CapRead, readOnly: true, idempotent: true,
 			desc: "Read one note in full: a curated note by id (wing/hall/slug) or path (wiki/wing/hall/slug.md), or an " +
 				"inbox note by path (inbox/wing/name.md). Returns {id, path, content_hash, frontmatter, body}; frontmatter " +
 				"keeps the file's key order, values are strings or arrays of strings. Pass content_hash as expected_hash " +
@@ -59,7 +59,7 @@ func (s *Set) define() []*spec {
 			run: s.get,
 		},
 		{
-			name: "brain_list", title: "List notes", needs: auth.CapRead, readOnly: true, idempotent: true,
+			name: "brain_list", title: "List notes", needs: brain.CapRead, readOnly: true, idempotent: true,
 			desc: "List the curated notes of the wing, ordered by id, optionally of one hall, a page at a time. Returns " +
 				"{notes:[{id, hall, title, path, updated_at}], next_cursor}; pass next_cursor back as cursor for the next " +
 				"page (it is \"\" on the last page). Use brain_query to find notes by content.",
@@ -72,7 +72,7 @@ func (s *Set) define() []*spec {
 			run: s.list,
 		},
 		{
-			name: "brain_links", title: "Links of a note", needs: auth.CapRead, readOnly: true, idempotent: true,
+			name: "brain_links", title: "Links of a note", needs: brain.CapRead, readOnly: true, idempotent: true,
 			desc: "Show how a note connects to others through [[wing/hall/slug]] wikilinks. Returns {id, outbound, " +
 				"backlinks, tunnels}: outbound = every note it links to, backlinks = notes of the same wing linking to it, " +
 				"tunnels = its outbound links into other wings. Follow them with brain_get.",
@@ -83,7 +83,7 @@ func (s *Set) define() []*spec {
 			run: s.links,
 		},
 		{
-			name: "brain_pending", title: "Inbox of the wing", needs: auth.CapRead, readOnly: true, idempotent: true,
+			name: "brain_pending", title: "Inbox of the wing", needs: brain.CapRead, readOnly: true, idempotent: true,
 			desc: "List the notes waiting in the wing's inbox for a curator, oldest first. Returns {pending:[{name, path, " +
 				"title, hall, created_by, created_at, excerpt}]} (hall is the author's suggestion, excerpt the first 200 " +
 				"characters of the body); [] when the inbox is empty. Curators promote them with brain_promote.",
@@ -94,7 +94,7 @@ func (s *Set) define() []*spec {
 			run: s.pending,
 		},
 		{
-			name: "brain_write", title: "Write a new note", needs: auth.CapWrite,
+			name: "brain_write", title: "Write a new note", needs: brain.CapWrite,
 			desc: "Create a new note, recording you as its author. Write to the inbox (inbox: true) when a curator should " +
 				"review it, or straight into the wiki under a hall. Link related notes with [[wing/hall/slug]]. Never " +
 				"overwrites: if the slug is taken you get already_exists (change an existing note with brain_update). " +
@@ -112,7 +112,7 @@ func (s *Set) define() []*spec {
 			run: s.write,
 		},
 		{
-			name: "brain_update", title: "Supersede a note's body", needs: auth.CapWrite, destructive: true,
+			name: "brain_update", title: "Supersede a note's body", needs: brain.CapWrite, destructive: true,
 			desc: "Replace the body (and optionally the title) of an existing curated note, recording who, when, why " +
 				"(reason) and the content hash it supersedes; every other frontmatter field is kept. Never creates a note " +
 				"(not_found). Pass the content_hash you read as expected_hash: if the note changed since, you get conflict " +
@@ -129,7 +129,7 @@ func (s *Set) define() []*spec {
 			run: s.update,
 		},
 		{
-			name: "brain_ingest_raw", title: "Import pages", needs: auth.CapWrite,
+			name: "brain_ingest_raw", title: "Import pages", needs: brain.CapWrite,
 			desc: fmt.Sprintf("Import up to %d pre-structured pages into the wiki in one call, e.g. a document split into notes. "+
 				"Every page is validated before any is written; each is reported as created, exists (never overwritten), "+
 				"invalid (with error; skipped) or failed (with error: not written, e.g. the disk or the call's time ran out). "+
@@ -153,7 +153,7 @@ func (s *Set) define() []*spec {
 			run: s.ingest,
 		},
 		{
-			name: "session_log", title: "Log to a session", needs: auth.CapWrite,
+			name: "session_log", title: "Log to a session", needs: brain.CapWrite,
 			desc: "Append one JSON object to the wing's append-only log of a work session (sessions/<wing>/<session>.jsonl), " +
 				"stamped with the time and your email: use it to keep a trail of what you did and found. Returns " +
 				"{session, path, line} where line is the entry's line number in the log.",
@@ -166,7 +166,7 @@ func (s *Set) define() []*spec {
 			run: s.sessionLog,
 		},
 		{
-			name: "brain_promote", title: "Promote an inbox note", needs: auth.CapCurate, destructive: true,
+			name: "brain_promote", title: "Promote an inbox note", needs: brain.CapCurate, destructive: true,
 			desc: "Curators only: move a reviewed inbox note into the wiki as wiki/<wing>/<hall>/<slug>.md, recording you " +
 				"as promoter. If the slug is taken you get already_exists and the inbox note is left untouched (choose " +
 				"another slug). Returns {id, path, content_hash, tunnels} where tunnels are its links into other wings.",
@@ -246,28 +246,22 @@ func (s *Set) checkTags(what string, tags []string) error {
 func checkHall(h string, required bool) error {
 	if h == "" {
 		if required {
-			return invalid("hall is required: one of %s", strings.Join(layout.Halls(), ", "))
+			return invalid("hall is required: one of %s", brain.HallList)
 		}
 		return nil
 	}
-	if err := layout.ValidHall(h); err != nil {
-		return invalid("%s", strings.TrimPrefix(err.Error(), "layout: "))
-	}
-	return nil
+	return brain.ValidHall(h)
 }
 
 func checkSlug(what, v string) error {
 	if v == "" {
 		return nil
 	}
-	if err := layout.ValidSlug(v); err != nil {
-		msg := strings.TrimPrefix(err.Error(), "layout: ")
-		if what != "slug" {
-			msg = what + ": " + msg
-		}
-		return invalid("%s", msg)
+	err := brain.ValidSlug(v)
+	if e, ok := brain.As(err); ok && what != "slug" {
+		return brain.Wrap(err, e.Code, "%s: %s", what, e.Message)
 	}
-	return nil
+	return err
 }
 
 // ---- brain_query
@@ -279,42 +273,10 @@ type queryArgs struct {
 	Limit *int   `json:"limit"`
 }
 
-type queryHit struct {
-	ID          string  `json:"id"`
-	Wing        string  `json:"wing"`
-	Hall        string  `json:"hall"`
-	Title       string  `json:"title"`
-	Score       float64 `json:"score"`
-	Snippet     string  `json:"snippet"`
-	Path        string  `json:"path"`
-	ContentHash string  `json:"content_hash"`
-}
-
-type queryResult struct {
-	Hits  []queryHit `json:"hits"`
-	Total int        `json:"total"`
-}
-
-// rankedHit and rankResult answer the rank step of a cross-wing search.
-type rankedHit struct {
-	ID    string  `json:"id"`
-	Score float64 `json:"score"`
-}
-
-type rankResult struct {
-	Ranked []rankedHit `json:"ranked"`
-	Total  int         `json:"total"`
-}
-
-// fetchResult answers the fetch step of a cross-wing search.
-type fetchResult struct {
-	Hits []queryHit `json:"hits"`
-}
-
 // queryOptions validates brain_query's arguments.
 func (s *Set) queryOptions(raw []byte, stats *index.Stats) (string, store.SearchOptions, error) {
 	var a queryArgs
-	if err := decode(raw, &a, s.byName["brain_query"].props); err != nil {
+	if err := decode(raw, &a, s.byName[brain.QueryTool].props); err != nil {
 		return "", store.SearchOptions{}, err
 	}
 	if err := s.checkWing(a.Wing); err != nil {
@@ -332,17 +294,17 @@ func (s *Set) queryOptions(raw []byte, stats *index.Stats) (string, store.Search
 	if err := checkHall(a.Hall, false); err != nil {
 		return "", store.SearchOptions{}, err
 	}
-	limit, err := checkLimit(a.Limit, 1, QueryMaxLimit, QueryDefaultLimit)
+	limit, err := checkLimit(a.Limit, 1, brain.QueryMaxLimit, brain.QueryDefaultLimit)
 	if err != nil {
 		return "", store.SearchOptions{}, err
 	}
 	return a.Query, store.SearchOptions{Hall: a.Hall, Limit: limit, Stats: stats, SnippetRunes: SnippetRunes}, nil
 }
 
-func (s *Set) hitsOf(hits []store.Hit) []queryHit {
-	out := make([]queryHit, len(hits))
+func (s *Set) hitsOf(hits []store.Hit) []brain.Hit {
+	out := make([]brain.Hit, len(hits))
 	for i, h := range hits {
-		out[i] = queryHit{ID: h.ID, Wing: s.Wing(), Hall: h.Hall, Title: h.Title, Score: h.Score, Snippet: h.Snippet, Path: h.Path, ContentHash: h.Hash}
+		out[i] = brain.Hit{ID: h.ID, Wing: s.Wing(), Hall: h.Hall, Title: h.Title, Score: h.Score, Snippet: h.Snippet, Path: h.Path, ContentHash: h.Hash}
 	}
 	return out
 }
@@ -358,7 +320,7 @@ func (s *Set) query(ctx context.Context, _ Caller, raw []byte, stats *index.Stat
 	if err != nil {
 		return nil, err
 	}
-	return queryResult{Hits: s.hitsOf(r.Hits), Total: r.Total}, nil
+	return brain.QueryResult{Hits: s.hitsOf(r.Hits), Total: int64(r.Total)}, nil
 }
 
 // queryRank answers the rank step of a cross-wing brain_query:
@@ -372,9 +334,9 @@ func (s *Set) queryRank(_ context.Context, raw []byte, stats *index.Stats) (any,
 	if err != nil {
 		return nil, err
 	}
-	res := rankResult{Ranked: make([]rankedHit, len(ranked)), Total: total}
+	res := brain.RankResult{Ranked: make([]brain.HitKey, len(ranked)), Total: int64(total)}
 	for i, r := range ranked {
-		res.Ranked[i] = rankedHit{ID: r.ID, Score: r.Score}
+		res.Ranked[i] = brain.HitKey{ID: r.ID, Score: r.Score}
 	}
 	return res, nil
 }
@@ -388,7 +350,7 @@ func (s *Set) queryFetch(ctx context.Context, raw []byte, stats *index.Stats, id
 		return nil, err
 	}
 	for _, id := range ids {
-		pid, err := layout.ParseID(id)
+		pid, err := brain.ParseID(id)
 		if err != nil || pid.Wing != s.Wing() {
 			return nil, invalid("fetch names %q, which is not a note id of wing %q", id, s.Wing())
 		}
@@ -397,7 +359,7 @@ func (s *Set) queryFetch(ctx context.Context, raw []byte, stats *index.Stats, id
 	if err != nil {
 		return nil, err
 	}
-	return fetchResult{Hits: s.hitsOf(hits)}, nil
+	return brain.FetchResult{Hits: s.hitsOf(hits)}, nil
 }
 
 // ---- brain_get
@@ -418,7 +380,7 @@ func (f frontmatter) MarshalJSON() ([]byte, error) {
 		if i > 0 {
 			b.WriteByte(',')
 		}
-		k, err := marshal(fd.Key)
+		k, err := brain.Marshal(fd.Key)
 		if err != nil {
 			return nil, err
 		}
@@ -426,9 +388,9 @@ func (f frontmatter) MarshalJSON() ([]byte, error) {
 		b.WriteByte(':')
 		var v []byte
 		if fd.IsList {
-			v, err = marshal(fd.List)
+			v, err = brain.Marshal(fd.List)
 		} else {
-			v, err = marshal(fd.Value)
+			v, err = brain.Marshal(fd.Value)
 		}
 		if err != nil {
 			return nil, err
@@ -463,13 +425,16 @@ func (s *Set) get(ctx context.Context, _ Caller, raw []byte, _ *index.Stats) (an
 		return nil, invalid("id or path is required: an id wing/hall/slug, a path wiki/wing/hall/slug.md or inbox/wing/name.md")
 	case a.Path != "":
 		ref = a.Path
-		if !strings.HasPrefix(ref, layout.TopWiki+"/") && !strings.HasPrefix(ref, layout.TopInbox+"/") {
+		if !strings.HasPrefix(ref, brain.TopWiki+"/") && !strings.HasPrefix(ref, brain.TopInbox+"/") {
 			return nil, invalid("path %q must start with wiki/ or inbox/ (for an id wing/hall/slug use the id argument)", a.Path)
 		}
 	}
 	n, err := s.st.Get(ctx, ref)
 	if err != nil {
-		return nil, err
+		if strings.HasPrefix(ref, brain.TopInbox+"/") {
+			return nil, hint(err, store.ErrNotFound, "brain_pending lists the inbox")
+		}
+		return nil, hint(err, store.ErrNotFound, "brain_query or brain_list find existing ids")
 	}
 	return getResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash, Frontmatter: frontmatter(n.Fields), Body: n.Body}, nil
 }
@@ -549,7 +514,7 @@ func (s *Set) links(_ context.Context, _ Caller, raw []byte, _ *index.Stats) (an
 	}
 	l, err := s.st.Links(a.ID)
 	if err != nil {
-		return nil, err
+		return nil, hint(err, store.ErrNotFound, "brain_query or brain_list find existing ids")
 	}
 	return linksResult{ID: l.ID, Outbound: l.Outbound, Backlinks: l.Backlinks, Tunnels: l.Tunnels}, nil
 }
@@ -660,7 +625,7 @@ func (s *Set) write(ctx context.Context, c Caller, raw []byte, _ *index.Stats) (
 		n, err := s.st.Create(ctx, store.NewNote{Title: a.Title, Body: a.Body, Hall: a.Hall, Slug: a.Slug, Tags: a.Tags, Inbox: a.Inbox, By: c.Email,
 			Hook: k.hook(idempotency.Whole, writeIntent)})
 		if err != nil {
-			return nil, err
+			return nil, hint(err, store.ErrExists, "brain_update changes an existing note")
 		}
 		return writeResultOf(n), nil
 	})
@@ -721,7 +686,7 @@ func (s *Set) update(ctx context.Context, c Caller, raw []byte, _ *index.Stats) 
 		n, err := s.st.Update(ctx, store.Change{ID: a.ID, Body: a.Body, Reason: a.Reason, ExpectedHash: a.ExpectedHash, Title: a.Title, By: c.Email,
 			Hook: k.hook(idempotency.Whole, writeIntent)})
 		if err != nil {
-			return nil, err
+			return nil, hint(err, store.ErrNotFound, "brain_update never creates a note: brain_write does")
 		}
 		return writeResultOf(n), nil
 	})
@@ -816,11 +781,7 @@ func (s *Set) ingestPages(ctx context.Context, c Caller, a ingestArgs, k *keyCal
 		}
 		prefix := fmt.Sprintf("pages[%d].", i)
 		if err := s.checkNote(prefix, p.Title, p.Body, p.Hall, p.Slug, p.Tags, false); err != nil {
-			msg := err.Error()
-			var te *toolError
-			if errors.As(err, &te) {
-				msg = te.msg
-			}
+			_, msg := s.classify("brain_ingest_raw", err)
 			pr.Status, pr.Error = StatusInvalid, msg
 			continue
 		}
@@ -833,7 +794,8 @@ func (s *Set) ingestPages(ctx context.Context, c Caller, a ingestArgs, k *keyCal
 				pr.ContentHash = n.Hash
 			}
 		case errors.Is(err, store.ErrInvalid), errors.Is(err, store.ErrTooLarge):
-			pr.Status, pr.Error = StatusInvalid, fmt.Sprintf("pages[%d]: %s", i, userMessage(err))
+			_, msg := s.classify("brain_ingest_raw", err)
+			pr.Status, pr.Error = StatusInvalid, fmt.Sprintf("pages[%d]: %s", i, msg)
 		case err != nil:
 			return res, err
 		default:
@@ -985,7 +947,7 @@ func (s *Set) promote(ctx context.Context, c Caller, raw []byte, _ *index.Stats)
 			return promoteResult{ID: in.Note.ID, Path: in.Note.Path, ContentHash: in.Note.Hash, Tunnels: in.Tunnels}
 		}))
 		if err != nil {
-			return nil, err
+			return nil, hint(err, store.ErrNotFound, "brain_pending lists the inbox")
 		}
 		return promoteResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash, Tunnels: tunnels}, nil
 	})

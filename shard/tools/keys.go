@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/idempotency"
 	"github.com/brainstem/brainstem/shard/store"
 )
@@ -171,7 +172,7 @@ func (k *keyCall) hook(part int, build func(store.Intent) any) store.Hook {
 	}
 	return func(in store.Intent) error {
 		v := build(in)
-		ans, err := marshal(v)
+		ans, err := brain.Marshal(v)
 		if err != nil {
 			return err
 		}
@@ -203,8 +204,8 @@ func (k *keyCall) settle(part int, err error) (value any, landed bool, _ error) 
 		applied, serr := k.claim.Settle()
 		if serr != nil {
 			k.log.Error("tools: cannot tell whether a write landed", "err", serr, "write_err", err)
-			return nil, false, &toolError{CodeInternal, "the write failed and the shard cannot read back whether it landed; " +
-				"retry with the same idempotency_key once the shard is healthy: it will be applied at most once"}
+			return nil, false, brain.Errorf(brain.CodeInternal, "the write failed and the shard cannot read back whether it landed; "+
+				"retry with the same idempotency_key once the shard is healthy: it will be applied at most once")
 		}
 		if !applied {
 			return nil, false, err
@@ -251,7 +252,7 @@ func (s *Set) keyed(ctx context.Context, c Caller, tool, argKey string, args any
 		return run(nil)
 	}
 	if s.journal == nil {
-		return nil, &toolError{CodeInternal, "this shard was started without an idempotency journal, so it cannot honour idempotency_key; call without one or ask an operator"}
+		return nil, brain.Errorf(brain.CodeInternal, "this shard was started without an idempotency journal, so it cannot honour idempotency_key; call without one or ask an operator")
 	}
 	fp, err := fingerprint(args)
 	if err != nil {
@@ -265,9 +266,9 @@ func (s *Set) keyed(ctx context.Context, c Caller, tool, argKey string, args any
 		if !ce.SameTool {
 			what = ce.Tool
 		}
-		return nil, &toolError{CodeConflict, fmt.Sprintf("idempotency_key %q was already used in wing %q, at %s, for %s: a key names one write. "+
+		return nil, brain.Errorf(brain.CodeConflict, "idempotency_key %q was already used in wing %q, at %s, for %s: a key names one write. "+
 			"Repeat that call's arguments exactly to get its answer, or use a new key for a new write",
-			key, s.Wing(), ce.At.UTC().Format(time.RFC3339), what)}
+			key, s.Wing(), ce.At.UTC().Format(time.RFC3339), what)
 	case err != nil:
 		return nil, err
 	case ans != nil:
@@ -283,7 +284,7 @@ func (s *Set) keyed(ctx context.Context, c Caller, tool, argKey string, args any
 	if err != nil {
 		code, _ := s.classify(tool, err)
 		b := s.errorOf(tool, err)
-		if code != CodeInternal {
+		if code != brain.CodeInternal {
 			// A refusal depends on the state the call met: record it, so a
 			// retry gets the same answer even after the state changed.
 			if ferr := claim.Finish(b, true); ferr != nil {
@@ -295,7 +296,7 @@ func (s *Set) keyed(ctx context.Context, c Caller, tool, argKey string, args any
 	if inc, ok := v.(incomplete); ok && inc.incomplete() {
 		return v, nil
 	}
-	b, err := marshal(v)
+	b, err := brain.Marshal(v)
 	if err != nil {
 		return nil, err
 	}

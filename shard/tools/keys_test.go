@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/idempotency"
 	"github.com/brainstem/brainstem/shard/store"
 )
@@ -128,7 +129,7 @@ func TestKeyedWritesApplyOnce(t *testing.T) {
 				t.Errorf("retries changed the wing: %d, want %d", got, after)
 			}
 			res, isErr := call(t, s, tt.c, tt.tool, tt.other)
-			if code, msg := errCode(t, res); !isErr || code != CodeConflict || !strings.Contains(msg, "other arguments") {
+			if code, msg := errCode(t, res); !isErr || code != brain.CodeConflict || !strings.Contains(msg, "other arguments") {
 				t.Errorf("other arguments with the key = %s, want conflict", res)
 			}
 			if got := tt.effect(); got != after {
@@ -139,12 +140,12 @@ func TestKeyedWritesApplyOnce(t *testing.T) {
 	// Another caller's key of the same name is another key.
 	other := Caller{Email: "wanda@example.com", Caps: writer.Caps}
 	res, isErr := call(t, s, other, "brain_write", `{"title":"Card timeouts","body":"Visa timed out.\n","hall":"failures","idempotency_key":"w-1"}`)
-	if code, _ := errCode(t, res); !isErr || code != CodeAlreadyExists {
+	if code, _ := errCode(t, res); !isErr || code != brain.CodeAlreadyExists {
 		t.Errorf("another caller's w-1 = %s, want already_exists (it runs: the note exists)", res)
 	}
 	// A key used for one tool is refused for another.
 	res, isErr = call(t, s, writer, "session_log", `{"session":"s1","entry":{},"idempotency_key":"w-1"}`)
-	if code, msg := errCode(t, res); !isErr || code != CodeConflict || !strings.Contains(msg, "brain_write") {
+	if code, msg := errCode(t, res); !isErr || code != brain.CodeConflict || !strings.Contains(msg, "brain_write") {
 		t.Errorf("w-1 for session_log = %s, want a conflict naming brain_write", res)
 	}
 }
@@ -186,7 +187,7 @@ func TestKeyFromTheTransport(t *testing.T) {
 		c := writer
 		c.IdempotencyKey = tt.key
 		res, isErr := call(t, s, c, "brain_write", tt.args)
-		if code, _ := errCode(t, res); !isErr || code != CodeInvalidArgument {
+		if code, _ := errCode(t, res); !isErr || code != brain.CodeInvalidArgument {
 			t.Errorf("%s: %s, want invalid_argument", tt.name, res)
 		}
 	}
@@ -203,7 +204,7 @@ func TestKeyedRefusalIsRecorded(t *testing.T) {
 	mustCall(t, s, writer, "brain_write", `{"title":"Retry budget","body":"x","hall":"facts"}`, nil)
 	args := `{"title":"Retry budget","body":"y","hall":"facts","idempotency_key":"k"}`
 	first, isErr := call(t, s, writer, "brain_write", args)
-	if code, _ := errCode(t, first); !isErr || code != CodeAlreadyExists {
+	if code, _ := errCode(t, first); !isErr || code != brain.CodeAlreadyExists {
 		t.Fatalf("first = %s", first)
 	}
 	if err := os.Remove(filepath.Join(root, "wiki", wing, "facts", "retry-budget.md")); err != nil {
@@ -304,7 +305,7 @@ func TestIngestReportsExactlyAndCompletes(t *testing.T) {
 func TestKeyWithoutJournalRefused(t *testing.T) {
 	s, _, root := newSet(t)
 	res, isErr := call(t, s, writer, "brain_write", `{"title":"A","body":"b","hall":"facts","idempotency_key":"k"}`)
-	if code, msg := errCode(t, res); !isErr || code != CodeInternal || !strings.Contains(msg, "journal") {
+	if code, msg := errCode(t, res); !isErr || code != brain.CodeInternal || !strings.Contains(msg, "journal") {
 		t.Fatalf("= %s", res)
 	}
 	if n := countFiles(t, filepath.Join(root, "wiki", wing, "facts")); n != 0 {

@@ -51,10 +51,10 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
-// List limits (not configurable: they are part of the tools' contract).
+// List limits (not configurable: they are part of the tools' contract;
+// brain_query's are brain.QueryDefaultLimit and brain.QueryMaxLimit, which
+// the gateway applies too).
 const (
-	QueryDefaultLimit   = 10
-	QueryMaxLimit       = 50
 	ListDefaultLimit    = 50
 	ListMaxLimit        = 200
 	PendingDefaultLimit = 50

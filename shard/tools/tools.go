@@ -13,6 +13,7 @@ import (
 	"strings"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/idempotency"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/store"
@@ -20,8 +21,8 @@ import (
 
 // Caller is who makes a call, as the transport established it.
 type Caller struct {
-	Email string    // canonical verified email, recorded as the author of writes
-	Caps  auth.Caps // capabilities in this wing
+	Email string     // canonical verified email, recorded as the author of writes
+	Caps  brain.Caps // capabilities in this wing (brain.Caps.Has counts what they imply)
 	// IdempotencyKey is the key the transport carried beside the arguments
 	// (proto CallRequest.IdempotencyKey), honoured like the
 	// idempotency_key argument by the write tools; "" for none.
@@ -32,7 +33,7 @@ type Caller struct {
 type Tool struct {
 	Name, Description string
 	Schema            json.RawMessage // JSON Schema of the arguments
-	Needs             auth.Caps       // capability a caller must hold
+	Needs             brain.Caps      // capability a caller must hold
 }
 
 // Options configures New.
@@ -44,23 +45,6 @@ type Options struct {
 	// without the guarantee.
 	Journal *idempotency.Journal
 }
-
-// Error codes of tool error results.
-const (
-	CodeInvalidArgument = "invalid_argument"
-	CodeNotFound        = "not_found"
-	CodeAlreadyExists   = "already_exists"
-	CodeConflict        = "conflict"
-	CodeForbidden       = "forbidden"
-	CodeTooLarge        = "too_large"
-	CodeInternal        = "internal"
-	CodeUnknownTool     = "unknown_tool"
-)
-
-// CapabilityMetaKey is the _meta key of a descriptor naming the capability
-// the tool needs ("read", "write" or "curate"); the gateway filters the
-// tools it lists per user with it.
-const CapabilityMetaKey = "brainstem/capability"
 
 // Set is the brain tools of one wing. It is safe for concurrent use.
 type Set struct {
@@ -79,7 +63,7 @@ type Set struct {
 type spec struct {
 	name, title, desc                 string
 	props                             []prop
-	needs                             auth.Caps
+	needs                             brain.Caps
 	readOnly, destructive, idempotent bool
 	run                               func(ctx context.Context, c Caller, args []byte, stats *index.Stats) (any, error)
 	schema                            json.RawMessage
@@ -108,11 +92,11 @@ func (s *Set) Limits() Limits { return s.lim }
 
 // descriptor is one entry of Descriptors, in field order.
 type descriptor struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-	Annotations annotations     `json:"annotations"`
-	Meta        descriptorMeta  `json:"_meta"`
+	Name        string            `json:"name"`
+	Description string            `json:"description"`
+	InputSchema json.RawMessage   `json:"inputSchema"`
+	Annotations annotations       `json:"annotations"`
+	Meta        map[string]string `json:"_meta"` // brain.CapabilityMetaKey: the capability the tool needs
 }
 
 type annotations struct {
@@ -123,44 +107,20 @@ type annotations struct {
 	OpenWorldHint   bool   `json:"openWorldHint"`
 }
 
-type descriptorMeta struct {
-	Capability string `json:"brainstem/capability"`
-}
-
 func (s *Set) descriptors() json.RawMessage {
 	out := make([]descriptor, len(s.specs))
 	for i, sp := range s.specs {
 		out[i] = descriptor{
 			Name: sp.name, Description: sp.desc, InputSchema: sp.schema,
 			Annotations: annotations{Title: sp.title, ReadOnlyHint: sp.readOnly, DestructiveHint: sp.destructive, IdempotentHint: sp.idempotent},
-			Meta:        descriptorMeta{Capability: capName(sp.needs)},
+			Meta:        map[string]string{brain.CapabilityMetaKey: sp.needs.Strongest()},
 		}
 	}
-	b, err := marshal(out)
+	b, err := brain.Marshal(out)
 	if err != nil {
 		panic("tools: descriptors: " + err.Error()) // built from constants: a programming error
 	}
 	return b
-}
-
-// implied adds the capabilities c implies (auth.Caps: curate implies write,
-// write implies read).
-func implied(c auth.Caps) auth.Caps {
-	if c.Has(auth.CapCurate) {
-		c |= auth.CapWrite
-	}
-	if c.Has(auth.CapWrite) {
-		c |= auth.CapRead
-	}
-	return c
-}
-
-// capName names the single capability a tool needs.
-func capName(c auth.Caps) string {
-	if n := c.Strings(); len(n) > 0 {
-		return n[len(n)-1]
-	}
-	return "none"
 }
 
 // Descriptors returns the JSON array tools/list shows, in a fixed order:
@@ -180,7 +140,7 @@ func (s *Set) Tools() []Tool {
 }
 
 // Needs returns the capability the named tool requires.
-func (s *Set) Needs(name string) (auth.Caps, bool) {
+func (s *Set) Needs(name string) (brain.Caps, bool) {
 	sp, ok := s.byName[name]
 	if !ok {
 		return 0, false
@@ -218,26 +178,26 @@ func (s *Set) CallWith(ctx context.Context, c Caller, name string, args []byte, 
 	stats := opt.Stats
 	sp, ok := s.byName[name]
 	if !ok {
-		return errorResult(CodeUnknownTool, fmt.Sprintf("there is no tool %q in wing %q; the tools are: %s", name, s.Wing(), strings.Join(s.names(), ", "))), true
+		return brain.EncodeError(brain.CodeUnknownTool, fmt.Sprintf("there is no tool %q in wing %q; the tools are: %s", name, s.Wing(), strings.Join(s.names(), ", "))), true
 	}
-	if !implied(c.Caps).Has(sp.needs) {
-		return errorResult(CodeForbidden, fmt.Sprintf("%s needs the %s capability in wing %q; you have: %s; ask a curator of the wing to grant it", name, capName(sp.needs), s.Wing(), c.Caps)), true
+	if !c.Caps.Has(sp.needs) {
+		return brain.EncodeError(brain.CodeForbidden, fmt.Sprintf("%s needs the %s capability in wing %q; you have: %s; ask a curator of the wing to grant it", name, sp.needs.Strongest(), s.Wing(), c.Caps)), true
 	}
-	if sp.needs.Has(auth.CapWrite) {
+	if sp.needs.Has(brain.CapWrite) {
 		// Every write records its author: only a canonical address
 		// (auth.CanonicalEmail) may be one, whatever built the Caller.
 		if e, err := auth.CanonicalEmail(c.Email); err != nil || e != c.Email {
-			return errorResult(CodeForbidden, name+" records its author, but the caller has no verified, canonical email"), true
+			return brain.EncodeError(brain.CodeForbidden, name+" records its author, but the caller has no verified, canonical email"), true
 		}
 	}
 	if len(args) > s.lim.MaxArgsBytes {
-		return errorResult(CodeTooLarge, fmt.Sprintf("the arguments are %d bytes, over the %d-byte limit", len(args), s.lim.MaxArgsBytes)), true
+		return brain.EncodeError(brain.CodeTooLarge, fmt.Sprintf("the arguments are %d bytes, over the %d-byte limit", len(args), s.lim.MaxArgsBytes)), true
 	}
 	if err := ctx.Err(); err != nil {
-		return errorResult(CodeInternal, "the call was cancelled or timed out before it ran: "+err.Error()), true
+		return brain.EncodeError(brain.CodeInternal, "the call was cancelled or timed out before it ran: "+err.Error()), true
 	}
 	run := sp.run
-	if name == "brain_query" && (opt.Rank || len(opt.Fetch) > 0) {
+	if name == brain.QueryTool && (opt.Rank || len(opt.Fetch) > 0) {
 		run = func(ctx context.Context, _ Caller, args []byte, stats *index.Stats) (any, error) {
 			if len(opt.Fetch) > 0 {
 				return s.queryFetch(ctx, args, stats, opt.Fetch)
@@ -252,10 +212,10 @@ func (s *Set) CallWith(ctx context.Context, c Caller, name string, args []byte, 
 	if r, ok := v.(rawResult); ok {
 		return r.b, r.isErr
 	}
-	b, err := marshal(v)
+	b, err := brain.Marshal(v)
 	if err != nil {
 		s.log.Error("tools: encode result", "tool", name, "err", err)
-		return errorResult(CodeInternal, "the shard could not encode the result; the failure is logged on the shard"), true
+		return brain.EncodeError(brain.CodeInternal, "the shard could not encode the result; the failure is logged on the shard"), true
 	}
 	return b, false
 }
@@ -278,102 +238,50 @@ func (s *Set) names() []string {
 	return out
 }
 
-// toolError is an error the tool layer answers with a given code.
-type toolError struct {
-	code, msg string
-}
-
-func (e *toolError) Error() string { return "tools: " + e.code + ": " + e.msg }
-
+// invalid is a refusal of the arguments: invalid_argument with the
+// formatted message, which must be safe to show.
 func invalid(format string, args ...any) error {
-	return &toolError{CodeInvalidArgument, fmt.Sprintf(format, args...)}
+	return brain.Errorf(brain.CodeInvalidArgument, format, args...)
 }
 
+// tooLarge is a refusal of an argument over a limit: too_large.
 func tooLarge(format string, args ...any) error {
-	return &toolError{CodeTooLarge, fmt.Sprintf(format, args...)}
+	return brain.Errorf(brain.CodeTooLarge, format, args...)
 }
 
-// storeCodes maps the store's sentinels to codes.
-var storeCodes = []struct {
-	err  error
-	code string
-}{
-	{store.ErrNotFound, CodeNotFound},
-	{store.ErrExists, CodeAlreadyExists},
-	{store.ErrConflict, CodeConflict},
-	{store.ErrInvalid, CodeInvalidArgument},
-	{store.ErrTooLarge, CodeTooLarge},
-	{store.ErrForbidden, CodeForbidden},
+// hint completes a refusal that wraps sentinel with what the agent can do
+// next ("<message>; <hint>"). Hints name tools, which only this package
+// knows: the store's messages name none. Any other error is returned as
+// it is.
+func hint(err, sentinel error, format string, args ...any) error {
+	e, ok := brain.As(err)
+	if !ok || !errors.Is(err, sentinel) {
+		return err
+	}
+	return brain.Wrap(err, e.Code, "%s; %s", e.Message, fmt.Sprintf(format, args...))
 }
 
 // errorOf turns an error into an error result.
 func (s *Set) errorOf(tool string, err error) []byte {
 	code, msg := s.classify(tool, err)
-	return errorResult(code, msg)
+	return brain.EncodeError(code, msg)
 }
 
-// classify maps an error to its code and message; internal failures are
-// logged here.
-func (s *Set) classify(tool string, err error) (code, msg string) {
-	var te *toolError
-	if errors.As(err, &te) {
-		return te.code, te.msg
-	}
-	for _, m := range storeCodes {
-		if errors.Is(err, m.err) {
-			return m.code, userMessage(err)
-		}
+// classify maps an error to its code and message: a *brain.Error (a
+// refusal built where it was found: here, in the store or by the naming
+// rules) is shown as it is; anything else is internal and logged here.
+func (s *Set) classify(tool string, err error) (brain.Code, string) {
+	if e, ok := brain.As(err); ok {
+		return e.Code, e.Message
 	}
 	switch {
-	case errors.Is(err, store.ErrClosed), errors.Is(err, idempotency.ErrClosed):
-		return CodeInternal, "the shard is shutting down; retry in a moment"
+	case errors.Is(err, idempotency.ErrClosed):
+		return brain.CodeInternal, "the shard is shutting down; retry in a moment"
 	case errors.Is(err, context.Canceled), errors.Is(err, context.DeadlineExceeded):
-		return CodeInternal, "the call was cancelled or timed out: " + err.Error()
+		return brain.CodeInternal, "the call was cancelled or timed out: " + err.Error()
 	}
 	s.log.Error("tools: internal error", "tool", tool, "err", err)
-	return CodeInternal, "the shard failed to run " + tool + "; the error is logged on the shard, retrying may help"
-}
-
-// userMessage strips package prefixes and sentinel texts from a store
-// error, leaving the sentence a person can act on.
-func userMessage(err error) string {
-	msg := err.Error()
-	for _, m := range storeCodes {
-		msg = strings.ReplaceAll(msg, ": "+m.err.Error(), "")
-		msg = strings.ReplaceAll(msg, m.err.Error()+": ", "")
-	}
-	for _, p := range []string{"store: ", "layout: ", "frontmatter: "} {
-		msg = strings.ReplaceAll(msg, p, "")
-	}
-	return msg
-}
-
-type errorBody struct {
-	Error errorDetail `json:"error"`
-}
-
-type errorDetail struct {
-	Code    string `json:"code"`
-	Message string `json:"message"`
-}
-
-func errorResult(code, msg string) []byte {
-	b, err := marshal(errorBody{errorDetail{code, msg}})
-	if err != nil {
-		return []byte(`{"error":{"code":"internal","message":"unencodable error"}}`)
-	}
-	return b
-}
-
-// marshal encodes v as compact JSON without HTML escaping.
-func marshal(v any) ([]byte, error) {
-	var b bytes.Buffer
-	enc := json.NewEncoder(&b)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimSuffix(b.Bytes(), []byte{'\n'}), nil
+	return brain.CodeInternal, "the shard failed to run " + tool + "; the error is logged on the shard, retrying may help"
 }
 
 // decode decodes args strictly into v: unknown fields (names are exact: a

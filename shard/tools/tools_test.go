@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/store"
 )
@@ -20,9 +20,9 @@ import (
 const wing = "payments"
 
 var (
-	reader  = Caller{Email: "rita@example.com", Caps: auth.CapRead}
-	writer  = Caller{Email: "will@example.com", Caps: auth.CapRead | auth.CapWrite}
-	curator = Caller{Email: "cora@example.com", Caps: auth.CapRead | auth.CapWrite | auth.CapCurate}
+	reader  = Caller{Email: "rita@example.com", Caps: brain.CapRead}
+	writer  = Caller{Email: "will@example.com", Caps: brain.CapRead | brain.CapWrite}
+	curator = Caller{Email: "cora@example.com", Caps: brain.CapRead | brain.CapWrite | brain.CapCurate}
 )
 
 // fixedClock advances one second per reading from a fixed start.
@@ -74,14 +74,9 @@ func mustCall(t testing.TB, s *Set, c Caller, name, args string, v any) string {
 }
 
 // errCode parses an error result and checks its exact shape.
-func errCode(t testing.TB, res string) (code, msg string) {
+func errCode(t testing.TB, res string) (code brain.Code, msg string) {
 	t.Helper()
-	var e struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
+	var e brain.ErrorBody
 	dec := json.NewDecoder(strings.NewReader(res))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(&e); err != nil {
@@ -121,10 +116,10 @@ func TestDescriptors(t *testing.T) {
 		if d.Name != wantOrder[i] || tools[i].Name != d.Name {
 			t.Errorf("descriptor %d = %s, want %s", i, d.Name, wantOrder[i])
 		}
-		if d.Meta[CapabilityMetaKey] != wantCap[d.Name] {
-			t.Errorf("%s capability %q, want %q", d.Name, d.Meta[CapabilityMetaKey], wantCap[d.Name])
+		if d.Meta[brain.CapabilityMetaKey] != wantCap[d.Name] {
+			t.Errorf("%s capability %q, want %q", d.Name, d.Meta[brain.CapabilityMetaKey], wantCap[d.Name])
 		}
-		if needs, ok := s.Needs(d.Name); !ok || capName(needs) != wantCap[d.Name] || tools[i].Needs != needs {
+		if needs, ok := s.Needs(d.Name); !ok || needs.Strongest() != wantCap[d.Name] || tools[i].Needs != needs {
 			t.Errorf("Needs(%s) = %v", d.Name, needs)
 		}
 		if d.InputSchema.Type != "object" || d.InputSchema.AdditionalProperties == nil || *d.InputSchema.AdditionalProperties {
@@ -168,23 +163,23 @@ func TestCallGuards(t *testing.T) {
 		c      Caller
 		tool   string
 		args   string
-		code   string
+		code   brain.Code
 		inMsg  string
 		mutate func(*Set)
 	}{
-		{name: "unknown tool", c: curator, tool: "brain_delete", args: `{}`, code: CodeUnknownTool, inMsg: "brain_query"},
-		{name: "read without read", c: Caller{Email: "x@example.com"}, tool: "brain_query", args: `{"query":"x"}`, code: CodeForbidden, inMsg: "read"},
-		{name: "write as reader", c: reader, tool: "brain_write", args: `{"title":"t","body":"b","hall":"facts"}`, code: CodeForbidden, inMsg: "write"},
-		{name: "promote as writer", c: writer, tool: "brain_promote", args: `{"name":"x","hall":"facts"}`, code: CodeForbidden, inMsg: "curate"},
-		{name: "write without email", c: Caller{Caps: auth.CapRead | auth.CapWrite}, tool: "brain_write", args: `{"title":"t","body":"b","hall":"facts"}`, code: CodeForbidden, inMsg: "email"},
-		{name: "args too large", c: curator, tool: "brain_query", args: `{"query":"` + strings.Repeat("a", 1<<20) + `"}`, code: CodeTooLarge},
-		{name: "unknown argument", c: reader, tool: "brain_query", args: `{"query":"x","qurey":"y"}`, code: CodeInvalidArgument, inMsg: `"qurey"`},
-		{name: "wrong type", c: reader, tool: "brain_query", args: `{"query":7}`, code: CodeInvalidArgument, inMsg: `"query" must be a string`},
-		{name: "wrong type limit", c: reader, tool: "brain_list", args: `{"limit":"9"}`, code: CodeInvalidArgument, inMsg: `"limit" must be an integer`},
-		{name: "not an object", c: reader, tool: "brain_list", args: `[]`, code: CodeInvalidArgument, inMsg: "object"},
-		{name: "syntax error", c: reader, tool: "brain_list", args: `{"limit":`, code: CodeInvalidArgument, inMsg: "JSON"},
-		{name: "trailing data", c: reader, tool: "brain_list", args: `{} {}`, code: CodeInvalidArgument, inMsg: "nothing after"},
-		{name: "cancelled", c: reader, tool: "brain_list", args: `{}`, code: CodeInternal, inMsg: "cancel"},
+		{name: "unknown tool", c: curator, tool: "brain_delete", args: `{}`, code: brain.CodeUnknownTool, inMsg: "brain_query"},
+		{name: "read without read", c: Caller{Email: "x@example.com"}, tool: "brain_query", args: `{"query":"x"}`, code: brain.CodeForbidden, inMsg: "read"},
+		{name: "write as reader", c: reader, tool: "brain_write", args: `{"title":"t","body":"b","hall":"facts"}`, code: brain.CodeForbidden, inMsg: "write"},
+		{name: "promote as writer", c: writer, tool: "brain_promote", args: `{"name":"x","hall":"facts"}`, code: brain.CodeForbidden, inMsg: "curate"},
+		{name: "write without email", c: Caller{Caps: brain.CapRead | brain.CapWrite}, tool: "brain_write", args: `{"title":"t","body":"b","hall":"facts"}`, code: brain.CodeForbidden, inMsg: "email"},
+		{name: "args too large", c: curator, tool: "brain_query", args: `{"query":"` + strings.Repeat("a", 1<<20) + `"}`, code: brain.CodeTooLarge},
+		{name: "unknown argument", c: reader, tool: "brain_query", args: `{"query":"x","qurey":"y"}`, code: brain.CodeInvalidArgument, inMsg: `"qurey"`},
+		{name: "wrong type", c: reader, tool: "brain_query", args: `{"query":7}`, code: brain.CodeInvalidArgument, inMsg: `"query" must be a string`},
+		{name: "wrong type limit", c: reader, tool: "brain_list", args: `{"limit":"9"}`, code: brain.CodeInvalidArgument, inMsg: `"limit" must be an integer`},
+		{name: "not an object", c: reader, tool: "brain_list", args: `[]`, code: brain.CodeInvalidArgument, inMsg: "object"},
+		{name: "syntax error", c: reader, tool: "brain_list", args: `{"limit":`, code: brain.CodeInvalidArgument, inMsg: "JSON"},
+		{name: "trailing data", c: reader, tool: "brain_list", args: `{} {}`, code: brain.CodeInvalidArgument, inMsg: "nothing after"},
+		{name: "cancelled", c: reader, tool: "brain_list", args: `{}`, code: brain.CodeInternal, inMsg: "cancel"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -205,7 +200,7 @@ func TestCallGuards(t *testing.T) {
 		})
 	}
 	// Capabilities imply each other: curate alone may read and write.
-	if res, isErr := s.Call(context.Background(), Caller{Email: "c@example.com", Caps: auth.CapCurate}, "brain_list", []byte(`{}`), nil); isErr {
+	if res, isErr := s.Call(context.Background(), Caller{Email: "c@example.com", Caps: brain.CapCurate}, "brain_list", []byte(`{}`), nil); isErr {
 		t.Errorf("curate-only caller cannot read: %s", res)
 	}
 	// Empty and null arguments are an empty object.
@@ -218,7 +213,7 @@ func TestCallGuards(t *testing.T) {
 	for _, tool := range s.Tools() {
 		res, isErr := call(t, s, curator, tool.Name, `{"wing":"billing"}`)
 		code, msg := errCode(t, res)
-		if !isErr || code != CodeInvalidArgument || !strings.Contains(msg, `"payments"`) {
+		if !isErr || code != brain.CodeInvalidArgument || !strings.Contains(msg, `"payments"`) {
 			t.Errorf("%s with another wing = %s", tool.Name, res)
 		}
 	}
@@ -254,7 +249,7 @@ func TestToolsHappyPaths(t *testing.T) {
 		}
 	})
 	t.Run("brain_query", func(t *testing.T) {
-		var r queryResult
+		var r brain.QueryResult
 		res := mustCall(t, s, reader, "brain_query", `{"query":"idempotency key"}`, &r)
 		if r.Total != 1 || len(r.Hits) != 1 || r.Hits[0].ID != idem || r.Hits[0].Wing != wing || r.Hits[0].Hall != "decisions" ||
 			r.Hits[0].Title != "Use idempotency keys" || r.Hits[0].ContentHash != hIdem || r.Hits[0].Path != "wiki/"+idem+".md" ||
@@ -272,7 +267,7 @@ func TestToolsHappyPaths(t *testing.T) {
 			t.Errorf("no hits = %s", res)
 		}
 		// Global stats change the score, not the hit.
-		var local, global queryResult
+		var local, global brain.QueryResult
 		mustCall(t, s, reader, "brain_query", `{"query":"retry"}`, &local)
 		st := s.QueryStats("retry")
 		st.Docs *= 10
@@ -346,7 +341,7 @@ func TestToolsHappyPaths(t *testing.T) {
 			t.Errorf("update: %+v\n%s", u, raw)
 		}
 		res, isErr := call(t, s, writer, "brain_update", `{"id":"`+idem+`","body":"x","reason":"stale","expected_hash":"`+hIdem+`"}`)
-		if code, msg := errCode(t, res); !isErr || code != CodeConflict || !strings.Contains(msg, u.ContentHash) {
+		if code, msg := errCode(t, res); !isErr || code != brain.CodeConflict || !strings.Contains(msg, u.ContentHash) {
 			t.Errorf("stale update = %s", res)
 		}
 	})
@@ -416,65 +411,66 @@ func TestToolErrors(t *testing.T) {
 	tests := []struct {
 		name, tool, args string
 		c                Caller
-		code, inMsg      string
+		code             brain.Code
+		inMsg            string
 	}{
-		{"query missing", "brain_query", `{}`, reader, CodeInvalidArgument, "query is required"},
-		{"query blank", "brain_query", `{"query":"  "}`, reader, CodeInvalidArgument, "query"},
-		{"query too long", "brain_query", `{"query":"` + long(1025) + `"}`, reader, CodeTooLarge, "1024"},
-		{"query too many terms", "brain_query", `{"query":"` + strings.Repeat("word ", 33) + `"}`, reader, CodeTooLarge, "32"},
-		{"query bad hall", "brain_query", `{"query":"x","hall":"gossip"}`, reader, CodeInvalidArgument, "facts"},
-		{"query limit 0", "brain_query", `{"query":"x","limit":0}`, reader, CodeInvalidArgument, "between 1 and 50"},
-		{"query limit 51", "brain_query", `{"query":"x","limit":51}`, reader, CodeInvalidArgument, "between 1 and 50"},
-		{"get nothing", "brain_get", `{}`, reader, CodeInvalidArgument, "id or path"},
-		{"get both", "brain_get", `{"id":"` + idem + `","path":"wiki/` + idem + `.md"}`, reader, CodeInvalidArgument, "not both"},
-		{"get missing", "brain_get", `{"id":"payments/facts/nope"}`, reader, CodeNotFound, "payments/facts/nope"},
-		{"get missing inbox", "brain_get", `{"path":"inbox/payments/nope.md"}`, reader, CodeNotFound, "inbox"},
-		{"get other wing", "brain_get", `{"id":"billing/facts/x"}`, reader, CodeForbidden, `"billing"`},
-		{"get escape", "brain_get", `{"id":"payments/facts/../../../etc/passwd"}`, reader, CodeInvalidArgument, ""},
-		{"get bad path", "brain_get", `{"path":"/etc/passwd"}`, reader, CodeInvalidArgument, "wiki/ or inbox/"},
-		{"get bad inbox path", "brain_get", `{"path":"inbox/payments/../x.md"}`, reader, CodeInvalidArgument, ""},
-		{"list bad cursor", "brain_list", `{"cursor":"%%%"}`, reader, CodeInvalidArgument, "cursor"},
-		{"list limit 201", "brain_list", `{"limit":201}`, reader, CodeInvalidArgument, "between 1 and 200"},
-		{"list bad hall", "brain_list", `{"hall":"Facts"}`, reader, CodeInvalidArgument, "facts"},
-		{"links missing id", "brain_links", `{}`, reader, CodeInvalidArgument, "id is required"},
-		{"links not found", "brain_links", `{"id":"payments/facts/nope"}`, reader, CodeNotFound, "nope"},
-		{"pending limit", "brain_pending", `{"limit":0}`, reader, CodeInvalidArgument, "between 1 and 200"},
-		{"write no title", "brain_write", `{"body":"b","hall":"facts"}`, writer, CodeInvalidArgument, "title"},
-		{"write no body", "brain_write", `{"title":"t","hall":"facts"}`, writer, CodeInvalidArgument, "body"},
-		{"write no hall", "brain_write", `{"title":"t","body":"b"}`, writer, CodeInvalidArgument, "hall is required"},
-		{"write bad hall", "brain_write", `{"title":"t","body":"b","hall":"misc"}`, writer, CodeInvalidArgument, "facts"},
-		{"write bad slug", "brain_write", `{"title":"t","body":"b","hall":"facts","slug":"../../x"}`, writer, CodeInvalidArgument, "slug"},
-		{"write no slug possible", "brain_write", `{"title":"???","body":"b","hall":"facts"}`, writer, CodeInvalidArgument, "pass a slug"},
-		{"write title newline", "brain_write", `{"title":"a\nb","body":"b","hall":"facts"}`, writer, CodeInvalidArgument, "one line"},
-		{"write title too long", "brain_write", `{"title":"` + long(301) + `","body":"b","hall":"facts"}`, writer, CodeTooLarge, "300"},
-		{"write body too long", "brain_write", `{"title":"t","body":"` + long(256<<10+1) + `","hall":"facts"}`, writer, CodeTooLarge, "262144"},
-		{"write too many tags", "brain_write", `{"title":"t","body":"b","hall":"facts","tags":[` + strings.Repeat(`"x",`, 32) + `"x"]}`, writer, CodeTooLarge, "32"},
-		{"write tag too long", "brain_write", `{"title":"t","body":"b","hall":"facts","tags":["` + long(65) + `"]}`, writer, CodeTooLarge, "64"},
-		{"write empty tag", "brain_write", `{"title":"t","body":"b","hall":"facts","tags":[""]}`, writer, CodeInvalidArgument, "tags[0]"},
-		{"write exists", "brain_write", `{"title":"Taken","body":"again","hall":"facts"}`, writer, CodeAlreadyExists, "already exists"},
-		{"write inbox exists", "brain_write", `{"title":"Taken","body":"again","inbox":true}`, writer, CodeAlreadyExists, "already exists"},
-		{"update missing", "brain_update", `{"id":"payments/facts/nope","body":"b","reason":"r"}`, writer, CodeNotFound, "nope"},
-		{"update no reason", "brain_update", `{"id":"` + idem + `","body":"b"}`, writer, CodeInvalidArgument, "reason"},
-		{"update no id", "brain_update", `{"body":"b","reason":"r"}`, writer, CodeInvalidArgument, "id is required"},
-		{"update blank body", "brain_update", `{"id":"` + idem + `","body":" ","reason":"r"}`, writer, CodeInvalidArgument, "body"},
-		{"update bad hash", "brain_update", `{"id":"` + idem + `","body":"b","reason":"r","expected_hash":"abc"}`, writer, CodeInvalidArgument, "64"},
-		{"update conflict", "brain_update", `{"id":"` + idem + `","body":"b","reason":"r","expected_hash":"` + strings.Repeat("0", 64) + `"}`, writer, CodeConflict, "current content_hash"},
-		{"update other wing", "brain_update", `{"id":"billing/facts/x","body":"b","reason":"r"}`, writer, CodeForbidden, "billing"},
-		{"update body too long", "brain_update", `{"id":"` + idem + `","body":"` + long(256<<10+1) + `","reason":"r"}`, writer, CodeTooLarge, "262144"},
-		{"ingest no pages", "brain_ingest_raw", `{"pages":[]}`, writer, CodeInvalidArgument, "pages"},
-		{"ingest too many", "brain_ingest_raw", `{"pages":[` + strings.Repeat(`{"hall":"facts","title":"t","body":"b"},`, 100) + `{"hall":"facts","title":"t","body":"b"}]}`, writer, CodeTooLarge, "100"},
-		{"ingest unknown page field", "brain_ingest_raw", `{"pages":[{"hall":"facts","title":"t","body":"b","id":"x"}]}`, writer, CodeInvalidArgument, `"id"`},
-		{"session missing", "session_log", `{"entry":{}}`, writer, CodeInvalidArgument, "session is required"},
-		{"session bad id", "session_log", `{"session":"../x","entry":{}}`, writer, CodeInvalidArgument, ""},
-		{"session entry missing", "session_log", `{"session":"s"}`, writer, CodeInvalidArgument, "entry"},
-		{"session entry not object", "session_log", `{"session":"s","entry":"text"}`, writer, CodeInvalidArgument, "object"},
-		{"session entry too large", "session_log", `{"session":"s","entry":{"a":"` + long(64<<10) + `"}}`, writer, CodeTooLarge, "65536"},
-		{"promote bad hall", "brain_promote", `{"name":"taken","hall":"misc"}`, curator, CodeInvalidArgument, "facts"},
-		{"promote no hall", "brain_promote", `{"name":"taken"}`, curator, CodeInvalidArgument, "hall"},
-		{"promote no name", "brain_promote", `{"hall":"facts"}`, curator, CodeInvalidArgument, "name"},
-		{"promote missing", "brain_promote", `{"name":"nope","hall":"facts"}`, curator, CodeNotFound, "brain_pending"},
-		{"promote collision", "brain_promote", `{"name":"taken","hall":"facts"}`, curator, CodeAlreadyExists, "untouched"},
-		{"promote bad slug", "brain_promote", `{"name":"taken","hall":"facts","slug":"A B"}`, curator, CodeInvalidArgument, "slug"},
+		{"query missing", "brain_query", `{}`, reader, brain.CodeInvalidArgument, "query is required"},
+		{"query blank", "brain_query", `{"query":"  "}`, reader, brain.CodeInvalidArgument, "query"},
+		{"query too long", "brain_query", `{"query":"` + long(1025) + `"}`, reader, brain.CodeTooLarge, "1024"},
+		{"query too many terms", "brain_query", `{"query":"` + strings.Repeat("word ", 33) + `"}`, reader, brain.CodeTooLarge, "32"},
+		{"query bad hall", "brain_query", `{"query":"x","hall":"gossip"}`, reader, brain.CodeInvalidArgument, "facts"},
+		{"query limit 0", "brain_query", `{"query":"x","limit":0}`, reader, brain.CodeInvalidArgument, "between 1 and 50"},
+		{"query limit 51", "brain_query", `{"query":"x","limit":51}`, reader, brain.CodeInvalidArgument, "between 1 and 50"},
+		{"get nothing", "brain_get", `{}`, reader, brain.CodeInvalidArgument, "id or path"},
+		{"get both", "brain_get", `{"id":"` + idem + `","path":"wiki/` + idem + `.md"}`, reader, brain.CodeInvalidArgument, "not both"},
+		{"get missing", "brain_get", `{"id":"payments/facts/nope"}`, reader, brain.CodeNotFound, "payments/facts/nope"},
+		{"get missing inbox", "brain_get", `{"path":"inbox/payments/nope.md"}`, reader, brain.CodeNotFound, "inbox"},
+		{"get other wing", "brain_get", `{"id":"billing/facts/x"}`, reader, brain.CodeForbidden, `"billing"`},
+		{"get escape", "brain_get", `{"id":"payments/facts/../../../etc/passwd"}`, reader, brain.CodeInvalidArgument, ""},
+		{"get bad path", "brain_get", `{"path":"/etc/passwd"}`, reader, brain.CodeInvalidArgument, "wiki/ or inbox/"},
+		{"get bad inbox path", "brain_get", `{"path":"inbox/payments/../x.md"}`, reader, brain.CodeInvalidArgument, ""},
+		{"list bad cursor", "brain_list", `{"cursor":"%%%"}`, reader, brain.CodeInvalidArgument, "cursor"},
+		{"list limit 201", "brain_list", `{"limit":201}`, reader, brain.CodeInvalidArgument, "between 1 and 200"},
+		{"list bad hall", "brain_list", `{"hall":"Facts"}`, reader, brain.CodeInvalidArgument, "facts"},
+		{"links missing id", "brain_links", `{}`, reader, brain.CodeInvalidArgument, "id is required"},
+		{"links not found", "brain_links", `{"id":"payments/facts/nope"}`, reader, brain.CodeNotFound, "nope"},
+		{"pending limit", "brain_pending", `{"limit":0}`, reader, brain.CodeInvalidArgument, "between 1 and 200"},
+		{"write no title", "brain_write", `{"body":"b","hall":"facts"}`, writer, brain.CodeInvalidArgument, "title"},
+		{"write no body", "brain_write", `{"title":"t","hall":"facts"}`, writer, brain.CodeInvalidArgument, "body"},
+		{"write no hall", "brain_write", `{"title":"t","body":"b"}`, writer, brain.CodeInvalidArgument, "hall is required"},
+		{"write bad hall", "brain_write", `{"title":"t","body":"b","hall":"misc"}`, writer, brain.CodeInvalidArgument, "facts"},
+		{"write bad slug", "brain_write", `{"title":"t","body":"b","hall":"facts","slug":"../../x"}`, writer, brain.CodeInvalidArgument, "slug"},
+		{"write no slug possible", "brain_write", `{"title":"???","body":"b","hall":"facts"}`, writer, brain.CodeInvalidArgument, "pass a slug"},
+		{"write title newline", "brain_write", `{"title":"a\nb","body":"b","hall":"facts"}`, writer, brain.CodeInvalidArgument, "one line"},
+		{"write title too long", "brain_write", `{"title":"` + long(301) + `","body":"b","hall":"facts"}`, writer, brain.CodeTooLarge, "300"},
+		{"write body too long", "brain_write", `{"title":"t","body":"` + long(256<<10+1) + `","hall":"facts"}`, writer, brain.CodeTooLarge, "262144"},
+		{"write too many tags", "brain_write", `{"title":"t","body":"b","hall":"facts","tags":[` + strings.Repeat(`"x",`, 32) + `"x"]}`, writer, brain.CodeTooLarge, "32"},
+		{"write tag too long", "brain_write", `{"title":"t","body":"b","hall":"facts","tags":["` + long(65) + `"]}`, writer, brain.CodeTooLarge, "64"},
+		{"write empty tag", "brain_write", `{"title":"t","body":"b","hall":"facts","tags":[""]}`, writer, brain.CodeInvalidArgument, "tags[0]"},
+		{"write exists", "brain_write", `{"title":"Taken","body":"again","hall":"facts"}`, writer, brain.CodeAlreadyExists, "already exists"},
+		{"write inbox exists", "brain_write", `{"title":"Taken","body":"again","inbox":true}`, writer, brain.CodeAlreadyExists, "already exists"},
+		{"update missing", "brain_update", `{"id":"payments/facts/nope","body":"b","reason":"r"}`, writer, brain.CodeNotFound, "nope"},
+		{"update no reason", "brain_update", `{"id":"` + idem + `","body":"b"}`, writer, brain.CodeInvalidArgument, "reason"},
+		{"update no id", "brain_update", `{"body":"b","reason":"r"}`, writer, brain.CodeInvalidArgument, "id is required"},
+		{"update blank body", "brain_update", `{"id":"` + idem + `","body":" ","reason":"r"}`, writer, brain.CodeInvalidArgument, "body"},
+		{"update bad hash", "brain_update", `{"id":"` + idem + `","body":"b","reason":"r","expected_hash":"abc"}`, writer, brain.CodeInvalidArgument, "64"},
+		{"update conflict", "brain_update", `{"id":"` + idem + `","body":"b","reason":"r","expected_hash":"` + strings.Repeat("0", 64) + `"}`, writer, brain.CodeConflict, "current content_hash"},
+		{"update other wing", "brain_update", `{"id":"billing/facts/x","body":"b","reason":"r"}`, writer, brain.CodeForbidden, "billing"},
+		{"update body too long", "brain_update", `{"id":"` + idem + `","body":"` + long(256<<10+1) + `","reason":"r"}`, writer, brain.CodeTooLarge, "262144"},
+		{"ingest no pages", "brain_ingest_raw", `{"pages":[]}`, writer, brain.CodeInvalidArgument, "pages"},
+		{"ingest too many", "brain_ingest_raw", `{"pages":[` + strings.Repeat(`{"hall":"facts","title":"t","body":"b"},`, 100) + `{"hall":"facts","title":"t","body":"b"}]}`, writer, brain.CodeTooLarge, "100"},
+		{"ingest unknown page field", "brain_ingest_raw", `{"pages":[{"hall":"facts","title":"t","body":"b","id":"x"}]}`, writer, brain.CodeInvalidArgument, `"id"`},
+		{"session missing", "session_log", `{"entry":{}}`, writer, brain.CodeInvalidArgument, "session is required"},
+		{"session bad id", "session_log", `{"session":"../x","entry":{}}`, writer, brain.CodeInvalidArgument, ""},
+		{"session entry missing", "session_log", `{"session":"s"}`, writer, brain.CodeInvalidArgument, "entry"},
+		{"session entry not object", "session_log", `{"session":"s","entry":"text"}`, writer, brain.CodeInvalidArgument, "object"},
+		{"session entry too large", "session_log", `{"session":"s","entry":{"a":"` + long(64<<10) + `"}}`, writer, brain.CodeTooLarge, "65536"},
+		{"promote bad hall", "brain_promote", `{"name":"taken","hall":"misc"}`, curator, brain.CodeInvalidArgument, "facts"},
+		{"promote no hall", "brain_promote", `{"name":"taken"}`, curator, brain.CodeInvalidArgument, "hall"},
+		{"promote no name", "brain_promote", `{"hall":"facts"}`, curator, brain.CodeInvalidArgument, "name"},
+		{"promote missing", "brain_promote", `{"name":"nope","hall":"facts"}`, curator, brain.CodeNotFound, "brain_pending"},
+		{"promote collision", "brain_promote", `{"name":"taken","hall":"facts"}`, curator, brain.CodeAlreadyExists, "untouched"},
+		{"promote bad slug", "brain_promote", `{"name":"taken","hall":"facts","slug":"A B"}`, curator, brain.CodeInvalidArgument, "slug"},
 	}
 	before := tree(t, root)
 	for _, tt := range tests {
@@ -526,7 +522,7 @@ func TestLimitsConfigurable(t *testing.T) {
 		t.Errorf("limits = %+v", s.Limits())
 	}
 	res, _ := call(t, s, writer, "brain_write", `{"title":"toolong","body":"b","hall":"facts"}`)
-	if code, _ := errCode(t, res); code != CodeTooLarge {
+	if code, _ := errCode(t, res); code != brain.CodeTooLarge {
 		t.Errorf("custom title limit ignored: %s", res)
 	}
 }
@@ -551,7 +547,7 @@ func FuzzCall(f *testing.F) {
 		if isErr {
 			code, _ := errCode(t, string(res))
 			switch code {
-			case CodeInvalidArgument, CodeNotFound, CodeAlreadyExists, CodeConflict, CodeForbidden, CodeTooLarge:
+			case brain.CodeInvalidArgument, brain.CodeNotFound, brain.CodeAlreadyExists, brain.CodeConflict, brain.CodeForbidden, brain.CodeTooLarge:
 			default:
 				t.Fatalf("%s(%q) = %s", name, args, res)
 			}

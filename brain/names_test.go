@@ -1,14 +1,17 @@
-package layout
+package brain
 
 import (
 	"errors"
+	"os"
+	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
 
-// checkErr asserts that err is nil when want is nil, and otherwise wraps
-// want and reads as a layout error that names a rule.
+// checkErr asserts that err is nil when want is nil, and otherwise is an
+// *Error with CodeInvalidArgument wrapping want.
 func checkErr(t *testing.T, in string, err, want error) {
 	t.Helper()
 	if want == nil {
@@ -24,8 +27,8 @@ func checkErr(t *testing.T, in string, err, want error) {
 	if !errors.Is(err, want) {
 		t.Errorf("%q: error %q does not wrap %v", in, err, want)
 	}
-	if !strings.HasPrefix(err.Error(), "layout: ") {
-		t.Errorf("%q: error %q lacks the package prefix", in, err)
+	if e, ok := As(err); !ok || e.Code != CodeInvalidArgument || e.Message == "" {
+		t.Errorf("%q: error %q is not an *Error with code %s and a message", in, err, CodeInvalidArgument)
 	}
 }
 
@@ -56,40 +59,58 @@ func TestValidHall(t *testing.T) {
 	}
 }
 
+// wingCases are the wing names every side must judge alike: ValidWing
+// here, the gateway's configuration and the Helm chart's schema
+// (TestChartWingPattern).
+var wingCases = []struct {
+	in   string
+	want error // nil: valid
+}{
+	{"payments", nil},
+	{"a", nil},
+	{"0", nil},
+	{"people-ops", nil},
+	{"9lives", nil},
+	{"a--b", nil},
+	{"x-1", nil},
+	{strings.Repeat("w", 62), nil},
+	{strings.Repeat("w", 63), nil},
+	{"a" + strings.Repeat("-", 61) + "b", nil},
+	{strings.Repeat("w", 64), ErrTooLong},
+	{strings.Repeat("w", 65), ErrTooLong},
+	{strings.Repeat("w", 65), ErrInvalidName},
+	{"", ErrInvalidName},
+	{"-payments", ErrInvalidName},
+	{"payments-", ErrInvalidName},
+	{"x-", ErrInvalidName},
+	{"-", ErrInvalidName},
+	{"Payments", ErrInvalidName},
+	{"PAYMENTS", ErrInvalidName},
+	{"pay ments", ErrInvalidName},
+	{"pay_ments", ErrInvalidName},
+	{"_payments", ErrInvalidName},
+	{"pay.ments", ErrInvalidName},
+	{"pay/ments", ErrInvalidName},
+	{"..", ErrInvalidName},
+	{"pаyments", ErrInvalidName}, // Cyrillic а
+	{"zahlungsverkehr-ü", ErrInvalidName},
+	{"日本", ErrInvalidName},
+	{"payments\x00", ErrInvalidName},
+	{"payments\n", ErrInvalidName},
+	{" payments", ErrInvalidName},
+	{"con", ErrInvalidName},
+	{"nul", ErrInvalidName},
+	{"aux", ErrInvalidName},
+	{"prn", ErrInvalidName},
+	{"com1", ErrInvalidName},
+	{"lpt9", ErrInvalidName},
+	{"com10", nil},
+	{"console", nil},
+	{"nul-1", nil},
+}
+
 func TestValidWing(t *testing.T) {
-	tests := []struct {
-		in   string
-		want error
-	}{
-		{"payments", nil},
-		{"a", nil},
-		{"0", nil},
-		{"people-ops", nil},
-		{"9lives", nil},
-		{"x-", nil}, // only the first character is constrained
-		{"a--b", nil},
-		{strings.Repeat("w", 64), nil},
-		{strings.Repeat("w", 65), ErrTooLong},
-		{strings.Repeat("w", 65), ErrInvalidName},
-		{"", ErrInvalidName},
-		{"-payments", ErrInvalidName},
-		{"Payments", ErrInvalidName},
-		{"pay ments", ErrInvalidName},
-		{"pay_ments", ErrInvalidName},
-		{"pay.ments", ErrInvalidName},
-		{"pay/ments", ErrInvalidName},
-		{"..", ErrInvalidName},
-		{"pаyments", ErrInvalidName}, // Cyrillic а
-		{"payments\x00", ErrInvalidName},
-		{"payments\n", ErrInvalidName},
-		{"con", ErrInvalidName},
-		{"nul", ErrInvalidName},
-		{"com1", ErrInvalidName},
-		{"lpt9", ErrInvalidName},
-		{"com10", nil},
-		{"console", nil},
-	}
-	for _, tt := range tests {
+	for _, tt := range wingCases {
 		checkErr(t, tt.in, ValidWing(tt.in), tt.want)
 	}
 }
@@ -254,61 +275,6 @@ func TestPathBuilders(t *testing.T) {
 	}
 }
 
-func TestSlugify(t *testing.T) {
-	long := strings.Repeat("word ", 30) // 150 bytes
-	tests := []struct{ in, want string }{
-		{"Use idempotency keys", "use-idempotency-keys"},
-		{"  Use   idempotency -- keys!  ", "use-idempotency-keys"},
-		{"Crème brûlée à la façon d'Œdipe", "creme-brulee-a-la-facon-d-oedipe"},
-		{"Straße Ærø Łódź ñandú", "strasse-aero-lodz-nandu"},
-		{"Þór ðe Ğüzel Şehir İstanbul", "thor-de-guzel-sehir-istanbul"},
-		{"Q3/2026: p99 < 200ms", "q3-2026-p99-200ms"},
-		{"_index", "index"},
-		{"CON", "con-note"},
-		{"nul", "nul-note"},
-		{"日本語のタイトル", ""},
-		{"!!!", ""},
-		{"", ""},
-		{"a日b", "a-b"},
-		{"émoji 🚀 launch", "emoji-launch"},
-		{"x\x00y\xffz", "x-y-z"},
-		{long, strings.TrimSuffix(strings.Repeat("word-", 19), "-")}, // 94 bytes, cut on a boundary
-		{strings.Repeat("a", 200), strings.Repeat("a", 96)},          // no boundary: hard cut
-		{strings.Repeat("a", 95) + " b", strings.Repeat("a", 95)},
-		{strings.Repeat("a", 96) + " b", strings.Repeat("a", 96)},
-		{strings.Repeat("a", 94) + " bb", strings.Repeat("a", 94)},
-	}
-	for _, tt := range tests {
-		got := Slugify(tt.in)
-		if got != tt.want {
-			t.Errorf("Slugify(%q) = %q, want %q", tt.in, got, tt.want)
-		}
-		if got != "" {
-			if err := ValidSlug(got); err != nil {
-				t.Errorf("Slugify(%q) = %q is not a valid slug: %v", tt.in, got, err)
-			}
-		}
-	}
-}
-
-func FuzzSlugify(f *testing.F) {
-	for _, s := range []string{"Use idempotency keys", "Crème brûlée", "CON", "", strings.Repeat("ab ", 60), "日本"} {
-		f.Add(s)
-	}
-	f.Fuzz(func(t *testing.T, title string) {
-		got := Slugify(title)
-		if got == "" {
-			return
-		}
-		if err := ValidSlug(got); err != nil {
-			t.Fatalf("Slugify(%q) = %q: %v", title, got, err)
-		}
-		if Slugify(got) != got {
-			t.Fatalf("Slugify is not idempotent on %q", got)
-		}
-	})
-}
-
 func FuzzParseID(f *testing.F) {
 	for _, s := range []string{
 		"payments/decisions/use-idempotency-keys",
@@ -349,4 +315,155 @@ func FuzzParseID(f *testing.F) {
 			t.Fatalf("unsafe id %q accepted", id)
 		}
 	})
+}
+
+// loadEscapes reads testdata/escapes.txt: attack paths and the sentinel
+// each refusal must wrap (shard/layout's Resolve and shard/tools read it
+// too).
+func loadEscapes(t testing.TB) []struct {
+	line int
+	want error
+	path string
+} {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join("testdata", "escapes.txt"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sentinels := map[string]error{"ErrEscape": ErrEscape, "ErrInvalidName": ErrInvalidName, "ErrInvalidHall": ErrInvalidHall, "ErrTooLong": ErrTooLong}
+	var out []struct {
+		line int
+		want error
+		path string
+	}
+	for n, line := range strings.Split(string(b), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		name, quoted, ok := strings.Cut(line, " ")
+		want, known := sentinels[name]
+		p, err := strconv.Unquote(quoted)
+		if !ok || !known || err != nil {
+			t.Fatalf("escapes.txt:%d: want '<sentinel> <quoted path>', got %q", n+1, line)
+		}
+		out = append(out, struct {
+			line int
+			want error
+			path string
+		}{n + 1, want, p})
+	}
+	if len(out) < 50 {
+		t.Fatalf("escapes.txt has only %d cases", len(out))
+	}
+	return out
+}
+
+func TestValidPathRejectsEscapes(t *testing.T) {
+	for _, c := range loadEscapes(t) {
+		_, _, err := ValidPath(c.path)
+		if err == nil {
+			t.Errorf("escapes.txt:%d: ValidPath(%q) accepted it", c.line, c.path)
+			continue
+		}
+		checkErr(t, c.path, err, c.want)
+		if id, err := ParseID(c.path); err == nil {
+			t.Errorf("escapes.txt:%d: ParseID(%q) accepted it as %v", c.line, c.path, id)
+		}
+	}
+}
+
+// TestRefWing: the wing a reference names is the wing of the note a shard
+// resolves it to (ParseID, or the inbox path's wing).
+func TestRefWing(t *testing.T) {
+	tests := []struct {
+		ref, wing string
+		isPath    bool
+	}{
+		{"payments/facts/x", "payments", false},
+		{"/payments/facts/x", "payments", false},
+		{"payments/facts/x.md", "payments", false},
+		{"wiki/payments/facts/x.md", "payments", true},
+		{"wiki/payments/facts/x", "payments", true},
+		{"/wiki/payments/facts/x.md", "payments", true},
+		{"wiki/facts/x", "wiki", true}, // a note of a wing called wiki
+		{"wiki/facts/x.md", "wiki", true},
+		{"inbox/payments/x.md", "payments", true},
+		{"inbox/payments", "payments", true},
+		{"inbox", "inbox", false},
+		{"wiki", "wiki", false},
+		{"wiki/", "", true},
+		{"inbox/", "", true},
+		{"wiki/payments", "payments", true},
+		{"sessions/payments/s.jsonl", "sessions", false},
+		{"", "", false},
+		{"/", "", false},
+		{"//x", "", false},
+	}
+	for _, tt := range tests {
+		wing, isPath := RefWing(tt.ref)
+		if wing != tt.wing || isPath != tt.isPath {
+			t.Errorf("RefWing(%q) = %q, %v; want %q, %v", tt.ref, wing, isPath, tt.wing, tt.isPath)
+		}
+		// Whenever the reference parses as a note id, RefWing names its wing.
+		if id, err := ParseID(strings.TrimPrefix(tt.ref, "/")); err == nil && id.Wing != wing {
+			t.Errorf("RefWing(%q) = %q but ParseID reads wing %q", tt.ref, wing, id.Wing)
+		}
+	}
+}
+
+// FuzzRefWing: whenever a reference is a valid note id or inbox path,
+// RefWing names the wing a shard reads from it; it never panics and never
+// returns a wing containing '/'.
+func FuzzRefWing(f *testing.F) {
+	for _, s := range []string{"payments/facts/x", "wiki/payments/facts/x.md", "wiki/facts/x", "inbox/p/x.md", "/a/b/c", "wiki//", ""} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, ref string) {
+		wing, _ := RefWing(ref)
+		if strings.Contains(wing, "/") {
+			t.Fatalf("RefWing(%q) = %q", ref, wing)
+		}
+		if id, err := ParseID(ref); err == nil && id.Wing != wing {
+			t.Fatalf("RefWing(%q) = %q, ParseID reads wing %q", ref, wing, id.Wing)
+		}
+		if rest, ok := strings.CutPrefix(ref, TopInbox+"/"); ok {
+			if w, _, _ := strings.Cut(rest, "/"); w != wing {
+				t.Fatalf("RefWing(%q) = %q, want the inbox path's wing %q", ref, wing, w)
+			}
+		}
+	})
+}
+
+func TestParseInboxPath(t *testing.T) {
+	tests := []struct {
+		in, wing, name string
+		err            error
+	}{
+		{"inbox/payments/draft-1.md", "payments", "draft-1", nil},
+		{"inbox/payments/draft-1", "", "", ErrInvalidName},
+		{"inbox/payments/Draft.md", "", "", ErrInvalidName},
+		{"inbox/payments/a/b.md", "", "", ErrInvalidName},
+		{"inbox/payments/_index.md", "", "", ErrInvalidName},
+		{"inbox/Pay/x.md", "", "", ErrInvalidName},
+		{"inbox/../x.md", "", "", ErrInvalidName},
+		{"inbox/payments", "", "", ErrInvalidName},
+		{"wiki/payments/facts/x.md", "", "", ErrInvalidName},
+		{"/inbox/payments/x.md", "", "", ErrInvalidName},
+		{"", "", "", ErrInvalidName},
+	}
+	for _, tt := range tests {
+		wing, name, err := ParseInboxPath(tt.in)
+		checkErr(t, tt.in, err, tt.err)
+		if wing != tt.wing || name != tt.name {
+			t.Errorf("ParseInboxPath(%q) = %q, %q", tt.in, wing, name)
+		}
+		if err == nil {
+			if InboxPath(wing, name) != tt.in {
+				t.Errorf("InboxPath round trip of %q", tt.in)
+			}
+			if w, isPath := RefWing(tt.in); w != wing || !isPath {
+				t.Errorf("RefWing(%q) = %q, %v", tt.in, w, isPath)
+			}
+		}
+	}
 }
