@@ -138,6 +138,35 @@ type recorder struct {
 	mu     sync.Mutex
 	calls  []callRec
 	writes []written
+	kws    []*keyedWrite // every keyed write, in the order first sent
+}
+
+// keyedWrite is one intended write and every answer it got, each sending
+// with the same arguments and idempotency_key.
+type keyedWrite struct {
+	wing, title, key string
+	args             []byte
+	codes            []string // the answer of each sending, in order
+	acked            *written // the acknowledgement, nil if none
+}
+
+// keyed records the answer to one sending of kw.
+func (r *recorder) keyed(kw *keyedWrite, code string, w *written) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(kw.codes) == 0 {
+		r.kws = append(r.kws, kw)
+	}
+	kw.codes = append(kw.codes, code)
+	if w != nil {
+		kw.acked = w
+	}
+}
+
+func (r *recorder) keyedWrites() []*keyedWrite {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.kws)
 }
 
 func (r *recorder) add(rec callRec, w *written) {

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -107,6 +108,31 @@ func notesTitled(t *testing.T, c *cluster, wing, title string) []string {
 		})
 		if err != nil {
 			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+// notesByTitle maps the title of every note of wing (wiki and inbox, not
+// the _index.md tables) to the files that carry it.
+func notesByTitle(t *testing.T, c *cluster, wing string) map[string][]string {
+	t.Helper()
+	out := map[string][]string{}
+	for _, p := range notesTitled(t, c, wing, "") {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, line := range strings.Split(string(b), "\n") {
+			if v, ok := strings.CutPrefix(line, "title: "); ok {
+				if u, err := strconv.Unquote(v); err == nil {
+					v = u
+				} else if len(v) > 1 && v[0] == '\'' && v[len(v)-1] == '\'' {
+					v = strings.ReplaceAll(v[1:len(v)-1], "''", "'")
+				}
+				out[v] = append(out[v], p)
+				break
+			}
 		}
 	}
 	return out
