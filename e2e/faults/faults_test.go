@@ -1,14 +1,14 @@
 package faults
 
 import (
-	"path/filepath"
-	"slices"
 	"bufio"
 	"context"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
