@@ -134,8 +134,13 @@ systemctl() {
         echo "reloaded $u: $reload"
       done ;;
     stop)
-      local u
-      for u in "$@"; do kill -TERM "$(cat "$state/$u.pid")"; done ;;
+      local u pid
+      for u in "$@"; do
+        pid=$(cat "$state/$u.pid")
+        kill -TERM "$pid"
+        wait "$pid" || true # as systemd does, until the process is gone
+        echo "stopped $u"
+      done ;;
     *) echo "walkthrough: systemctl $cmd is not played here" >&2; return 1 ;;
   esac
 }
@@ -171,9 +176,28 @@ done < <(awk '
 # What the walkthrough must have done.
 doctor=$(brainstem doctor "$(relocate <<<https://brain.acme.com)" --token "$TOKEN" 2>&1) || { echo "$doctor"; exit 1; }
 grep -q payments <<<"$doctor" && grep -q platform <<<"$doctor" || { echo "$doctor"; echo "walkthrough: brain_wings through the gateway did not list both wings"; exit 1; }
+# A tool call on each wing's shard through the gateway (MCP over curl:
+# initialize, initialized, tools/call), with the token of the walkthrough.
+mcp=$(relocate <<<https://brain.acme.com/mcp)
+hdr=(-H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' -H 'Accept: application/json, text/event-stream')
+sid=$(curl -fsS -D - -o /dev/null "${hdr[@]}" "$mcp" \
+  -d '{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"walkthrough","version":"0"}}}' |
+  tr -d '\r' | awk -F': ' 'tolower($1) == "mcp-session-id" {print $2}')
+[ -n "$sid" ] || { echo "walkthrough: initialize through the gateway gave no session"; exit 1; }
+hdr+=(-H "Mcp-Session-Id: $sid" -H 'MCP-Protocol-Version: 2025-06-18')
+curl -fsS "${hdr[@]}" "$mcp" -d '{"jsonrpc":"2.0","method":"notifications/initialized"}' >/dev/null
+for wing in payments platform; do
+  out=$(curl -fsS "${hdr[@]}" "$mcp" -d '{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"brain_query","arguments":{"wing":"'$wing'","query":"walkthrough"}}}')
+  grep -q '\\"hits\\"' <<<"$out" && ! grep -q '"isError":true' <<<"$out" ||
+    { echo "$out"; echo "walkthrough: brain_query on $wing through the gateway failed"; exit 1; }
+  echo "brain_query on $wing through the gateway: ok"
+done
+grep -q '"msg":"wing rejected a cached token; re-minting","email":"ana@acme.com".*"wing":"payments"' "$state/brainstem-gateway.log" ||
+  { echo "walkthrough: the payments shard's new key did not make the gateway re-mint"; exit 1; }
+
 for _ in $(seq 1 100); do # the reload is the shard's, after the signal
   grep -q '"msg":"policy reloaded"' "$state/brainstem-shard@platform.log" && break
   sleep 0.1
 done
 grep -q '"msg":"policy reloaded"' "$state/brainstem-shard@platform.log" || { echo "walkthrough: the platform shard did not reload its edited policy within 10 s"; exit 1; }
-echo "walkthrough: $n blocks of docs/operating.md ran; brain_wings through the gateway lists both wings; the policy edit was reloaded"
+echo "walkthrough: $n blocks of docs/operating.md ran; brain_wings and brain_query on both wings through the gateway; the rotated shard key re-minted; the policy edit was reloaded"
