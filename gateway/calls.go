@@ -102,7 +102,8 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 
 // toolNeed is the capability a shard tool needs, from its descriptor
 // (_meta["brainstem/capability"]); a tool the gateway does not know counts
-// as a write, so a lost answer is never retried blindly.
+// as a write (it has no idempotency key, so a lost answer is never sent
+// again).
 func (g *Gateway) toolNeed(tool string) auth.Caps {
 	if cat := g.cat.Load(); cat != nil {
 		if e, ok := cat.by[tool]; ok {

@@ -33,8 +33,10 @@ const (
 	CodeCanceled        = "canceled"         // the client went away
 	CodeInternal        = "internal"         // anything else; details are in the gateway log
 	// CodeOutcomeUnknown: the connection to the shard died after a write
-	// or curate call was sent and before its answer came back. The write
-	// may or may not have happened; the gateway does not retry it.
+	// or curate call was sent and before its answer came back, and the
+	// gateway's second sending under the same idempotency key did not
+	// settle it. The write may or may not have happened; the message
+	// quotes the key to retry with.
 	CodeOutcomeUnknown = "outcome_unknown"
 )
 

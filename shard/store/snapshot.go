@@ -76,7 +76,7 @@ func (st *snapshotState) afterOpen(s *Store) {
 	go func() {
 		defer s.wg.Done()
 		if err := s.saveSnapshot(); err != nil {
-			s.log.Warn("store: could not save the index snapshot; the next start re-reads the wing", "wing", s.wing, "err", err)
+			s.log.Warn("store: could not save the index snapshot; the next start re-reads the wing", "err", err)
 		}
 	}()
 }
@@ -94,7 +94,7 @@ func (s *Store) maybeSaveSnapshot() {
 		return
 	}
 	if err := s.saveSnapshot(); err != nil {
-		s.log.Warn("store: could not save the index snapshot; the next start re-reads more notes", "wing", s.wing, "err", err)
+		s.log.Warn("store: could not save the index snapshot; the next start re-reads more notes", "err", err)
 	}
 }
 
@@ -248,7 +248,7 @@ func (s *Store) loadSnapshot() bool {
 	f, err := os.Open(path)
 	if err != nil {
 		if !errors.Is(err, fs.ErrNotExist) {
-			s.log.Warn("store: cannot open the index snapshot; reading every note", "wing", s.wing, "err", err)
+			s.log.Warn("store: cannot open the index snapshot; reading every note", "err", err)
 		}
 		return false
 	}
@@ -256,7 +256,7 @@ func (s *Store) loadSnapshot() bool {
 	start := time.Now()
 	ix, notes, err := readSnapshot(f, s.wing)
 	if err != nil {
-		s.log.Warn("store: the index snapshot is unusable; reading every note (it is rebuilt)", "wing", s.wing, "path", path, "err", err)
+		s.log.Warn("store: the index snapshot is unusable; reading every note (it is rebuilt)", "path", path, "err", err)
 		return false
 	}
 	s.ix = ix
@@ -270,7 +270,7 @@ func (s *Store) loadSnapshot() bool {
 	s.tocGen++
 	s.snap.loaded = true
 	s.snap.lastSave = time.Now() // the file on disk is current
-	s.log.Info("store: loaded the index snapshot", "wing", s.wing, "notes", len(notes), "took", time.Since(start).Round(time.Millisecond).String())
+	s.log.Info("store: loaded the index snapshot", "notes", len(notes), "took", time.Since(start).Round(time.Millisecond).String())
 	return true
 }
 

@@ -52,7 +52,8 @@ type Options struct {
 	// store serves (layout.ValidWing).
 	Root, Wing string
 	// Logger receives warnings about files the store skips and rescanner
-	// failures; nil discards them.
+	// failures; nil discards them. The store adds "wing" to every line, so
+	// it must not carry one already (JSON log lines repeat no key).
 	Logger *slog.Logger
 	// Now is the clock used for created_at, updated_at, promoted_at and
 	// session lines; nil means time.Now.
@@ -207,6 +208,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.log = s.log.With("wing", opt.Wing) // once per line: callers pass a logger without it
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -245,7 +247,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	s.cancel = cancel
 	if interval >= 0 && !opt.NoWatch {
 		if err := s.startWatch(rctx, opt.afterWatch); err != nil {
-			s.log.Info("store: not watching the wing's directories; outside changes are found by the rescanner", "wing", s.wing, "reason", err.Error())
+			s.log.Info("store: not watching the wing's directories; outside changes are found by the rescanner", "reason", err.Error())
 		}
 	}
 	if interval == 0 {
@@ -281,7 +283,7 @@ func (s *Store) Close() error {
 		errs = append(errs, s.syncTOC(false))
 	}
 	if err := s.saveSnapshot(); err != nil {
-		s.log.Warn("store: could not save the index snapshot; the next start re-reads the wing", "wing", s.wing, "err", err)
+		s.log.Warn("store: could not save the index snapshot; the next start re-reads the wing", "err", err)
 	}
 	return errors.Join(errs...)
 }
@@ -558,7 +560,7 @@ func (s *Store) reconcile(files []noteFile) []noteFile {
 		}
 	}
 	if len(toRead) > 0 || len(gone) > 0 {
-		s.log.Info("store: restored the index from its snapshot", "wing", s.wing, "notes", len(s.notes), "changed", len(toRead), "gone", len(gone))
+		s.log.Info("store: restored the index from its snapshot", "notes", len(s.notes), "changed", len(toRead), "gone", len(gone))
 	}
 	return toRead
 }

@@ -63,7 +63,7 @@ func (s *Store) startWatch(ctx context.Context, after func()) error {
 			evs, err := w.next()
 			if err != nil {
 				if ctx.Err() == nil {
-					s.log.Warn("store: watching the wing's directories failed; the rescanner still runs", "wing", s.wing, "err", err)
+					s.log.Warn("store: watching the wing's directories failed; the rescanner still runs", "err", err)
 				}
 				return
 			}
@@ -177,11 +177,11 @@ func (s *Store) applyEvents(ctx context.Context, evs []watchEvent) {
 	if rescan {
 		if s.watch.w != nil {
 			if err := s.addWatches(s.watch.w); err != nil {
-				s.log.Warn("store: re-watching the wing's directories failed", "wing", s.wing, "err", err)
+				s.log.Warn("store: re-watching the wing's directories failed", "err", err)
 			}
 		}
 		if err := s.Rescan(ctx); err != nil && ctx.Err() == nil && !errors.Is(err, ErrClosed) {
-			s.log.Warn("store: rescan after a change failed", "wing", s.wing, "err", err)
+			s.log.Warn("store: rescan after a change failed", "err", err)
 		}
 		return
 	}
@@ -196,7 +196,7 @@ func (s *Store) applyEvents(ctx context.Context, evs []watchEvent) {
 	}
 	if changed || toc {
 		if err := s.syncTOCAfterChange(toc); err != nil {
-			s.log.Warn("store: rewriting _index.md failed", "wing", s.wing, "err", err)
+			s.log.Warn("store: rewriting _index.md failed", "err", err)
 		}
 	}
 }
@@ -224,7 +224,7 @@ func (s *Store) refreshIfChanged(id layout.ID) bool {
 	case err == nil && !fi.Mode().IsRegular():
 		// Not a note file: the scan reports it.
 		if rerr := s.Rescan(context.Background()); rerr != nil && !errors.Is(rerr, ErrClosed) {
-			s.log.Warn("store: rescan failed", "wing", s.wing, "err", rerr)
+			s.log.Warn("store: rescan failed", "err", rerr)
 		}
 		return false
 	}
