@@ -57,6 +57,6 @@ func Codes() []CodeInfo {
 		{CodeTimeout, FromGateway, "the wing did not answer within the gateway's call timeout (`shards.call_timeout`, `limits.fanout_timeout`)"},
 		{CodeRateLimited, FromGateway, "you exceeded the gateway's rate limit (`limits.calls_per_second`); retry after a pause"},
 		{CodeCanceled, FromGateway, "the client cancelled the call or went away"},
-		{CodeOutcomeUnknown, FromGateway, "the connection to the wing was lost after a write was sent: it may or may not have been applied; retry it with the same `idempotency_key`"},
+		{CodeOutcomeUnknown, FromGateway, "a write whose answer was lost twice (the gateway sent it once more under the same key after the connection died, and that did not settle it): it may or may not have been applied. The message quotes the key it was sent with (yours, or a `gw-…` key the gateway made up): retry with the same arguments and that `idempotency_key`, and it is applied at most once"},
 	}
 }

@@ -34,11 +34,16 @@ func (g *Gateway) hide(ci *callInfo, w *wing, err error) error {
 // callWing sends one tool call to a wing with the caller's shard token:
 // minting on a miss, and on CodeUnauthenticated dropping the token and
 // re-minting (once for a cached token, then with bounded backoff for fresh
-// ones). When the connection dies with the call in flight, a read is sent
-// once more (after a reconnection, within ctx's deadline); a write or
-// curate call is not: its outcome is unknown and the caller is told so. The
-// shard's answer is returned unchanged. A failure to obtain a first grant
-// that the caller must not learn about wraps errWingHidden.
+// ones). When the connection dies with the call in flight
+// (proto.ErrConnectionLost) the call is sent once more, after the
+// reconnection and within ctx's deadline: a read always, and a write or
+// curate call when it carries an idempotency key (every write the gateway
+// routes does): the shard answers a key it has seen with its first answer,
+// so the write is applied at most once. A write whose answer was lost and
+// whose fate the second sending did not settle is outcome_unknown, quoting
+// the key the agent can retry with (classifyCall). The shard's answer is
+// returned unchanged. A failure to obtain a first grant that the caller
+// must not learn about wraps errWingHidden.
 func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *proto.CallRequest) (*proto.CallResponse, error) {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
 	defer cancel()
@@ -47,7 +52,8 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 		return nil, g.hide(ci, w, err)
 	}
 	write := g.toolNeed(req.Tool) != brain.CapRead
-	freshRejected, lostRetried := 0, false
+	freshRejected := 0
+	var lost error // the first lost answer: from then on the call may have run
 	for {
 		req.Token = gr.token
 		resp, err := w.client.Call(ctx, req)
@@ -56,17 +62,18 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 			return resp, nil
 		}
 		if proto.CodeOf(err) == 0 {
-			if errors.Is(err, proto.ErrConnectionLost) && !write && !lostRetried && ctx.Err() == nil {
-				lostRetried = true
-				g.metrics.lostRetry(w.name)
-				ci.logger().Info("connection lost with a read in flight; sending it again", "wing", w.name, "tool", req.Tool, "err", err)
+			if errors.Is(err, proto.ErrConnectionLost) && lost == nil && ctx.Err() == nil && (!write || req.IdempotencyKey != "") {
+				lost = err
+				g.metrics.lostRetry(w.name, write)
+				ci.logger().Info("connection lost with a call in flight; sending it again", "wing", w.name, "tool", req.Tool,
+					"write", write, "err", err)
 				continue
 			}
-			return nil, classifyCall(err, w, req.Tool, write) // unreachable, lost, timeout, cancelled
+			return nil, classifyCall(err, lost, w, req, write) // unreachable, lost, timeout, cancelled
 		}
 		w.markReached()
 		if proto.CodeOf(err) != proto.CodeUnauthenticated {
-			return nil, classify(err, w.name)
+			return nil, classifyCall(err, lost, w, req, write)
 		}
 		g.sessions.invalidate(ci.key, w, gr.token)
 		if fresh {
@@ -74,11 +81,12 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 			g.metrics.tokenRejected(w.name, "fresh")
 			if freshRejected >= maxFreshTries {
 				ci.logger().Warn("wing keeps rejecting freshly minted tokens", "wing", w.name, "tries", freshRejected, "err", err)
-				return nil, &Error{Code: brain.CodeUnavailable, Err: errors.Join(ErrTokenRejected, err),
-					Message: fmt.Sprintf("wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.name, freshRejected)}
+				return nil, classifyCall(&Error{Code: brain.CodeUnavailable, Err: errors.Join(ErrTokenRejected, err),
+					Message: fmt.Sprintf("wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.name, freshRejected)},
+					lost, w, req, write)
 			}
 			if err := sleepCtx(ctx, g.cfg.Shards.RetryBase<<(freshRejected-1)); err != nil {
-				return nil, classify(err, w.name)
+				return nil, classifyCall(err, lost, w, req, write)
 			}
 		} else {
 			g.metrics.tokenRejected(w.name, "cached")
@@ -86,7 +94,7 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 		}
 		gr, _, err = g.sessions.getKey(ctx, ci.id, ci.key, w, ci.requestID)
 		if err != nil {
-			return nil, err
+			return nil, classifyCall(err, lost, w, req, write)
 		}
 		fresh = true
 	}
@@ -94,7 +102,8 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 
 // toolNeed is the capability a shard tool needs, from its descriptor
 // (_meta["brainstem/capability"]); a tool the gateway does not know counts
-// as a write, so a lost answer is never retried blindly.
+// as a write (it has no idempotency key, so a lost answer is never sent
+// again).
 func (g *Gateway) toolNeed(tool string) brain.Caps {
 	if cat := g.cat.Load(); cat != nil {
 		if e, ok := cat.by[tool]; ok {

@@ -132,16 +132,60 @@ func classifyShard(err error, w *wing) *Error {
 	return classify(err, w.name)
 }
 
-// classifyCall is classifyShard for a tool call: when the connection died
-// after a write or curate call was sent, its outcome is unknown and the
-// agent is told so (the gateway never retries a write on its own).
-func classifyCall(err error, w *wing, tool string, write bool) *Error {
-	if write && errors.Is(err, proto.ErrConnectionLost) && proto.CodeOf(err) == 0 {
-		return &Error{Code: brain.CodeOutcomeUnknown, Err: errors.Join(ErrOutcomeUnknown, err),
-			Message: fmt.Sprintf("the connection to wing %q was lost after %s was sent: the write may or may not have happened. "+
-				"Retry with the same idempotency_key (it makes the retry apply at most once), or read the note to check before writing again", w.name, tool)}
+// classifyCall is classifyShard for a tool call. err is how the call
+// finally failed; lost is the answer lost earlier (proto.ErrConnectionLost
+// on a first sending the gateway then sent again), nil if none. A write or
+// curate call whose answer was lost and whose fate the second sending did
+// not settle is outcome_unknown: it may or may not have happened, and the
+// message quotes the idempotency key it was sent with (the agent's, or the
+// gateway's gw-… key: the shard remembers either per caller), so a retry
+// with it is applied at most once and answers the first answer. Only a
+// refusal of the request's bytes themselves (the first sending got the
+// same) settles it. A write that timed out is still timeout, and its
+// message quotes the key too.
+func classifyCall(err, lost error, w *wing, req *proto.CallRequest, write bool) *Error {
+	if !write {
+		return classifyShard(err, w)
 	}
-	return classifyShard(err, w)
+	if lost == nil && proto.CodeOf(err) == 0 && errors.Is(err, proto.ErrConnectionLost) {
+		lost, err = err, nil
+	}
+	if lost == nil || refusedUnrun(err) {
+		e := classifyShard(err, w)
+		if e.Code == brain.CodeTimeout && req.IdempotencyKey != "" {
+			e = &Error{Code: e.Code, Err: e.Err, Message: e.Message + ": the write may or may not have happened. " + retryWith(req.IdempotencyKey)}
+		}
+		return e
+	}
+	what := fmt.Sprintf("the connection to wing %q was lost after %s was sent", w.name, req.Tool)
+	if err != nil {
+		what += fmt.Sprintf(", and sending it again did not settle it (%s)", classifyShard(err, w).Message)
+	}
+	hint := "Read the note to check before writing again"
+	if req.IdempotencyKey != "" {
+		hint = retryWith(req.IdempotencyKey)
+	}
+	return &Error{Code: brain.CodeOutcomeUnknown, Err: errors.Join(ErrOutcomeUnknown, lost, err),
+		Message: what + ": the write may or may not have happened. " + hint}
+}
+
+// retryWith tells the agent how to retry a write whose fate is unknown.
+func retryWith(key string) string {
+	return fmt.Sprintf(`Retry the same call with "idempotency_key": %s (the key it was sent with): it is applied at most once, and if it already happened you get its first answer`, quote(key))
+}
+
+// refusedUnrun reports a shard's refusal of a request's bytes themselves:
+// malformed, too large, a tool it does not know. A request refused so was
+// not run, and an identical earlier sending was refused alike.
+func refusedUnrun(err error) bool {
+	if err == nil {
+		return false
+	}
+	switch proto.CodeOf(err) {
+	case proto.CodeBadRequest, proto.CodeTooLarge, proto.CodeUnknownTool, proto.CodeUnknownMethod:
+		return true
+	}
+	return proto.CodeOf(err) == 0 && errors.Is(err, proto.ErrTooLarge)
 }
 
 // toolErrorResult turns an *Error into an MCP tool error result.

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -59,26 +60,44 @@ func TestClassify(t *testing.T) {
 	if e := classifyShard(context.DeadlineExceeded, &wing{name: "w", client: &fakeMintClient{}}); e.Code != brain.CodeTimeout {
 		t.Fatalf("deadline while connected: %+v", e)
 	}
-	// A lost answer: outcome_unknown for a write, unavailable for a read;
-	// a request that never left is unavailable either way.
+	// A lost answer: a read is unavailable; a write is outcome_unknown,
+	// quoting its key, unless the second sending was refused for the
+	// request's bytes (the first was refused alike); a request that never
+	// left is unavailable either way; a write that timed out names its key.
 	w := &wing{name: "payments", client: &fakeMintClient{}}
 	lost := fmt.Errorf("%w: call: stateless reset", proto.ErrConnectionLost)
+	down := fmt.Errorf("%w: dial", proto.ErrUnavailable)
 	for _, tc := range []struct {
-		err   error
-		write bool
-		code  brain.Code
+		name      string
+		err, lost error
+		write     bool
+		key       string
+		code      brain.Code
+		inMessage string
 	}{
-		{lost, true, brain.CodeOutcomeUnknown},
-		{lost, false, brain.CodeUnavailable},
-		{fmt.Errorf("%w: dial", proto.ErrUnavailable), true, brain.CodeUnavailable},
+		{"write lost, no retry", lost, nil, true, "", brain.CodeOutcomeUnknown, "Read the note"},
+		{"write lost, no retry, keyed", lost, nil, true, "gw-1f", brain.CodeOutcomeUnknown, `"idempotency_key": "gw-1f"`},
+		{"write lost, retry unreachable", down, lost, true, "agent.k", brain.CodeOutcomeUnknown, `"idempotency_key": "agent.k"`},
+		{"write lost twice", lost, lost, true, "gw-2", brain.CodeOutcomeUnknown, "did not settle it"},
+		{"write lost, retry timed out", context.DeadlineExceeded, lost, true, "gw-3", brain.CodeOutcomeUnknown, `"gw-3"`},
+		{"write lost, retry refused re-mints", &Error{Code: brain.CodeUnavailable, Err: ErrTokenRejected, Message: "rejected"}, lost, true, "gw-4", brain.CodeOutcomeUnknown, `"gw-4"`},
+		{"write lost, retry draining", &proto.Error{Code: proto.CodeUnavailable, Message: "draining"}, lost, true, "gw-5", brain.CodeOutcomeUnknown, "draining"},
+		{"write lost, retry malformed", &proto.Error{Code: proto.CodeBadRequest, Message: "bad"}, lost, true, "gw-6", brain.CodeInvalidArgument, "bad"},
+		{"read lost", lost, nil, false, "", brain.CodeUnavailable, "payments"},
+		{"read lost twice", lost, lost, false, "", brain.CodeUnavailable, "payments"},
+		{"write never left", down, nil, true, "gw-7", brain.CodeUnavailable, "unreachable"},
+		{"write timed out", context.DeadlineExceeded, nil, true, "gw-8", brain.CodeTimeout, `"idempotency_key": "gw-8"`},
+		{"read timed out", context.DeadlineExceeded, nil, false, "", brain.CodeTimeout, "call_timeout"},
 	} {
-		e := classifyCall(tc.err, w, "brain_write", tc.write)
-		if e.Code != tc.code {
-			t.Errorf("classifyCall(%v, write=%v) = %+v, want %s", tc.err, tc.write, e, tc.code)
-		}
-		if tc.code == brain.CodeOutcomeUnknown && (!errors.Is(e, ErrOutcomeUnknown) || !errors.Is(e, proto.ErrConnectionLost)) {
-			t.Errorf("outcome_unknown does not wrap its sentinel and cause: %v", e)
-		}
+		t.Run(tc.name, func(t *testing.T) {
+			e := classifyCall(tc.err, tc.lost, w, &proto.CallRequest{Tool: "brain_write", IdempotencyKey: tc.key}, tc.write)
+			if e.Code != tc.code || !strings.Contains(e.Message, tc.inMessage) {
+				t.Fatalf("= %s %q, want %s containing %q", e.Code, e.Message, tc.code, tc.inMessage)
+			}
+			if tc.code == brain.CodeOutcomeUnknown && (!errors.Is(e, ErrOutcomeUnknown) || !errors.Is(e, proto.ErrConnectionLost)) {
+				t.Errorf("outcome_unknown does not wrap its sentinel and cause: %v", e)
+			}
+		})
 	}
 }
 

@@ -50,36 +50,120 @@ func callAsync(c *client.Client, tool, args string) <-chan callResult {
 	return out
 }
 
-// TestLostWriteIsOutcomeUnknown: a shard that crashes with a write in
-// flight (its successor resets the connection) leaves the write's fate
-// unknown: the agent gets outcome_unknown telling it to retry with the
-// same idempotency_key, the gateway does not send the write again, and
-// the audit line says so.
-func TestLostWriteIsOutcomeUnknown(t *testing.T) {
+// TestLostWriteIsRetriedUnderItsKey: a shard that crashes after applying a
+// write, before its answer left (its successor resets the connection),
+// gets the write once more after the gateway reconnected, under the same
+// idempotency key; the successor answers the first answer from its
+// journal, so the agent gets a success and the write was applied once.
+// With the agent's own key, and with none (the gateway's gw-… key).
+func TestLostWriteIsRetriedUnderItsKey(t *testing.T) {
+	for _, tc := range []struct{ name, args, key string }{
+		{"gateway key", `{"wing":"payments","id":"payments/f/x","body":"hello"}`, ""},
+		{"agent key", `{"wing":"payments","id":"payments/f/x","body":"hello","idempotency_key":"agent-1"}`, "agent-1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen})
+			w := e.wings["payments"]
+			c := e.client(t, e.idp.token(t, "alice@acme.com"), false)
+			if text, isErr := call(t, c, "brain_get", `{"id":"payments/f/none"}`); !isErr || errCode(t, text) != "not_found" {
+				t.Fatalf("warm-up: %s", text) // mints and connects
+			}
+			entered := w.holdAfterWrite()
+			res := callAsync(c, "brain_write", tc.args)
+			<-entered
+			e.shards["payments"].crashAndRestart()
+			r := <-res
+			if r.err != nil || r.isErr {
+				t.Fatalf("lost write answered %+v, want the first answer (sent again under its key)", r)
+			}
+			seen := writesSeen(w)
+			if len(seen) != 2 || seen[0].key != seen[1].key || string(seen[0].args) != string(seen[1].args) {
+				t.Fatalf("the write reached the shard as %+v, want twice with the same key and arguments", seen)
+			}
+			if tc.key != "" && seen[0].key != tc.key || tc.key == "" && !gatewayKey.MatchString(seen[0].key) {
+				t.Fatalf("sent with key %q, want %q (or a gw- key)", seen[0].key, tc.key)
+			}
+			if first, ok := w.firstAnswer("alice@acme.com", seen[0].key); !ok || r.text != first {
+				t.Fatalf("answer %s is not the first answer of key %q (%s)", r.text, seen[0].key, first)
+			}
+			w.mu.Lock()
+			applied := w.applied
+			w.mu.Unlock()
+			if applied != 1 {
+				t.Fatalf("the write was applied %d times, want once", applied)
+			}
+			if m := metricValue(t, e, `brainstem_gateway_lost_write_retries_total{wing="payments"}`); m != "1" {
+				t.Fatalf("lost_write_retries_total = %q, want 1", m)
+			}
+			lines := e.audit.auditLines(t)
+			if last := lines[len(lines)-1]; last.Tool != "brain_write" || last.Outcome != "ok" {
+				t.Fatalf("audit: %+v", last)
+			}
+		})
+	}
+}
+
+// TestWriteLostTwiceIsOutcomeUnknown: a write whose answer is lost, and
+// lost again when the gateway sends it once more, has an unknown fate: the
+// agent gets outcome_unknown quoting the key the write was sent with (here
+// the gateway's gw-… key), the gateway does not send it a third time, and
+// the agent's retry with that key gets the first answer without applying
+// the write again.
+func TestWriteLostTwiceIsOutcomeUnknown(t *testing.T) {
 	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen})
 	w := e.wings["payments"]
 	c := e.client(t, e.idp.token(t, "alice@acme.com"), false)
 	if text, isErr := call(t, c, "brain_get", `{"id":"payments/f/none"}`); !isErr || errCode(t, text) != "not_found" {
-		t.Fatalf("warm-up: %s", text) // mints and connects
+		t.Fatalf("warm-up: %s", text)
 	}
-	entered := w.holdNext("brain_write")
+	entered := w.holdAfterWrite()
 	res := callAsync(c, "brain_write", `{"wing":"payments","id":"payments/f/x","body":"hello"}`)
 	<-entered
+	again := w.holdNext("brain_write") // the gateway's second sending is lost too
+	e.shards["payments"].crashAndRestart()
+	<-again
 	e.shards["payments"].crashAndRestart()
 	r := <-res
 	if r.err != nil {
 		t.Fatal(r.err)
 	}
-	if !r.isErr || errCode(t, r.text) != brain.CodeOutcomeUnknown || !strings.Contains(r.text, "idempotency_key") || !strings.Contains(r.text, `\"payments\"`) && !strings.Contains(r.text, `"payments"`) {
-		t.Fatalf("lost write answered %s, want outcome_unknown naming the wing and idempotency_key", r.text)
+	seen := writesSeen(w)
+	if len(seen) != 2 || seen[0].key != seen[1].key || !gatewayKey.MatchString(seen[0].key) {
+		t.Fatalf("the write reached the shard as %+v, want twice with one gateway key", seen)
 	}
-	if n := w.toolCount("brain_write"); n != 1 {
-		t.Fatalf("brain_write reached the shard %d times, want 1 (never retried)", n)
+	key := seen[0].key
+	if !r.isErr || errCode(t, r.text) != brain.CodeOutcomeUnknown || !strings.Contains(r.text, `payments`) ||
+		!strings.Contains(r.text, fmt.Sprintf(`\"idempotency_key\": \"%s\"`, key)) {
+		t.Fatalf("write lost twice answered %s, want outcome_unknown naming the wing and the key %s", r.text, key)
 	}
 	lines := e.audit.auditLines(t)
 	if last := lines[len(lines)-1]; last.Tool != "brain_write" || last.Outcome != string(brain.CodeOutcomeUnknown) {
 		t.Fatalf("audit: %+v", last)
 	}
+
+	// The agent retries with the quoted key: the first answer, applied once.
+	e.waitConnected("payments")
+	text, isErr := call(t, c, "brain_write", fmt.Sprintf(`{"wing":"payments","id":"payments/f/x","body":"hello","idempotency_key":%q}`, key))
+	if first, ok := w.firstAnswer("alice@acme.com", key); isErr || !ok || text != first {
+		t.Fatalf("retry with the quoted key answered %s, want the first answer", text)
+	}
+	w.mu.Lock()
+	applied := w.applied
+	w.mu.Unlock()
+	if n := len(writesSeen(w)); n != 3 || applied != 1 {
+		t.Fatalf("the write reached the shard %d times and was applied %d times, want 3 and once", n, applied)
+	}
+}
+
+// writesSeen is the brain_write calls that reached w.
+func writesSeen(w *testWing) []seenCall {
+	var out []seenCall
+	for _, c := range w.seenCalls() {
+		if c.tool == "brain_write" {
+			out = append(out, c)
+		}
+	}
+	return out
 }
 
 // TestLostReadIsRetried: a read in flight when the shard crashes is sent

@@ -115,9 +115,15 @@ type testWing struct {
 	failCalls atomic.Bool // Call answers CodeUnauthenticated always
 	tokens    sync.Map    // every token a Call carried
 	seen      []seenCall  // every Call, in order (under mu)
+	applied   int         // brain_writes applied (under mu)
 	// holdOnce, when set, makes the next Call of that tool signal its
-	// entered channel and wait for its ctx (the connection dies under it).
+	// entered channel and wait for its ctx (the connection dies under it);
+	// with after set, a brain_write is applied first (its answer is lost).
 	holdOnce atomic.Pointer[hold]
+	// keyed is the answer of every brain_write that carried an idempotency
+	// key, by caller and key: like the shard's journal, a key seen again
+	// is answered its first answer and not applied again (under mu).
+	keyed map[string][]byte
 	// stall makes Stats and brain_query wait for their ctx (a stuck wing).
 	stall      atomic.Bool
 	toolCalls  sync.Map     // tool name → *atomic.Int64
@@ -141,6 +147,7 @@ func (w *testWing) seenCalls() []seenCall {
 
 type hold struct {
 	tool    string
+	after   bool // hold after applying the call (brain_write only)
 	entered chan struct{}
 }
 
@@ -150,6 +157,34 @@ func (w *testWing) holdNext(tool string) <-chan struct{} {
 	h := &hold{tool: tool, entered: make(chan struct{})}
 	w.holdOnce.Store(h)
 	return h.entered
+}
+
+// holdAfterWrite makes the next brain_write apply its note and then hang
+// until its connection dies: a write that landed whose answer is lost.
+func (w *testWing) holdAfterWrite() <-chan struct{} {
+	h := &hold{tool: "brain_write", after: true, entered: make(chan struct{})}
+	w.holdOnce.Store(h)
+	return h.entered
+}
+
+// heldHere makes the call wait for its ctx when a hold for it (at this
+// point: before or after applying) is set, and reports whether it did.
+func (w *testWing) heldHere(ctx context.Context, tool string, after bool) bool {
+	h := w.holdOnce.Load()
+	if h == nil || h.tool != tool || h.after != after || !w.holdOnce.CompareAndSwap(h, nil) {
+		return false
+	}
+	close(h.entered)
+	<-ctx.Done()
+	return true
+}
+
+// firstAnswer is the answer recorded for a caller's idempotency key.
+func (w *testWing) firstAnswer(email, key string) (string, bool) {
+	w.mu.Lock()
+	defer w.mu.Unlock()
+	b, ok := w.keyed[email+"\x00"+key]
+	return string(b), ok
 }
 
 func (w *testWing) toolCount(tool string) int64 {
@@ -167,7 +202,7 @@ const testToolsJSON = `[
 
 func newTestWing(t testing.TB, name string, policy auth.Policy) *testWing {
 	t.Helper()
-	w := &testWing{name: name, policy: policy, notes: map[string]testNote{},
+	w := &testWing{name: name, policy: policy, notes: map[string]testNote{}, keyed: map[string][]byte{},
 		slowGate: make(chan struct{}), slowIn: make(chan struct{}, 16)}
 	w.rotateKey(t)
 	s := testToolsJSON
@@ -255,9 +290,7 @@ func (w *testWing) Call(ctx context.Context, req *proto.CallRequest) (*proto.Cal
 	w.mu.Lock()
 	w.seen = append(w.seen, seenCall{tool: req.Tool, key: req.IdempotencyKey, args: bytes.Clone(req.Args)})
 	w.mu.Unlock()
-	if h := w.holdOnce.Load(); h != nil && h.tool == req.Tool && w.holdOnce.CompareAndSwap(h, nil) {
-		close(h.entered)
-		<-ctx.Done()
+	if w.heldHere(ctx, req.Tool, false) {
 		return nil, ctx.Err()
 	}
 	if req.Tool == "brain_query" && w.stall.Load() {
@@ -306,8 +339,22 @@ func (w *testWing) Call(ctx context.Context, req *proto.CallRequest) (*proto.Cal
 		if args.ID == "" || !strings.HasPrefix(args.ID, w.name+"/") {
 			return toolErr("invalid_argument", "id must start with "+w.name+"/"), nil
 		}
-		w.addNote(args.ID, args.Body, claims.Email)
-		return &proto.CallResponse{Result: fmt.Appendf(nil, `{"id":%q,"author":%q}`, args.ID, claims.Email)}, nil
+		k := claims.Email + "\x00" + req.IdempotencyKey
+		w.mu.Lock()
+		first, seen := w.keyed[k]
+		if !seen {
+			w.notes[args.ID] = testNote{ID: args.ID, Body: args.Body, Author: claims.Email}
+			first = fmt.Appendf(nil, `{"id":%q,"author":%q}`, args.ID, claims.Email)
+			if req.IdempotencyKey != "" {
+				w.keyed[k] = first
+			}
+			w.applied++
+		}
+		w.mu.Unlock()
+		if w.heldHere(ctx, req.Tool, true) {
+			return nil, ctx.Err()
+		}
+		return &proto.CallResponse{Result: first}, nil
 	case "brain_promote":
 		return &proto.CallResponse{Result: []byte(`{"promoted":true}`)}, nil
 	case "brain_slow":

@@ -19,6 +19,7 @@ type metrics struct {
 	httpRequests *prometheus.CounterVec
 	leanCalls    prometheus.Counter
 	lostRetries  *prometheus.CounterVec
+	lostWrites   *prometheus.CounterVec
 }
 
 const ns = "brainstem_gateway"
@@ -52,7 +53,10 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 			Help: "Requests to the MCP endpoint by HTTP method and status code."},
 			[]string{"method", "code"}),
 		lostRetries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "lost_read_retries_total",
-			Help: "Read calls sent again because the connection to the wing died with them in flight (writes are never retried)."},
+			Help: "Read calls sent again because the connection to the wing died with them in flight."},
+			[]string{"wing"}),
+		lostWrites: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "lost_write_retries_total",
+			Help: "Write and curate calls sent again, under their idempotency key, because the connection to the wing died with them in flight."},
 			[]string{"wing"}),
 		leanCalls: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lean_tool_calls_total",
 			Help: "Stateless (2026-07-28) tools/call requests answered without mcp-go's transport; every other request goes through mcp-go."}),
@@ -66,7 +70,7 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 		Help: "Public connections closed at once because limits.max_unauthenticated_conns was reached."},
 		func() float64 { return float64(g.conns.rejected.Load()) })
 	collectors := []prometheus.Collector{m.calls, m.latency, m.cacheHits, m.cacheMisses, m.mints, m.rejected,
-		m.rateLimited, m.authFailures, m.httpRequests, m.leanCalls, m.lostRetries, sessions, unauth, connsRefused}
+		m.rateLimited, m.authFailures, m.httpRequests, m.leanCalls, m.lostRetries, m.lostWrites, sessions, unauth, connsRefused}
 	for _, w := range g.wings {
 		collectors = append(collectors,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "shard_connected",
@@ -103,7 +107,13 @@ func b2f(b bool) float64 {
 func (m *metrics) cacheHit()                   { m.cacheHits.Inc() }
 func (m *metrics) cacheMiss()                  { m.cacheMisses.Inc() }
 func (m *metrics) minted(wing, outcome string) { m.mints.WithLabelValues(wing, outcome).Inc() }
-func (m *metrics) lostRetry(wing string)       { m.lostRetries.WithLabelValues(wing).Inc() }
+func (m *metrics) lostRetry(wing string, write bool) {
+	if write {
+		m.lostWrites.WithLabelValues(wing).Inc()
+		return
+	}
+	m.lostRetries.WithLabelValues(wing).Inc()
+}
 func (m *metrics) tokenRejected(wing, kind string) {
 	m.rejected.WithLabelValues(wing, kind).Inc()
 }

@@ -117,7 +117,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	st, err := store.Open(ctx, store.Options{
 		Root:         cfg.Brain,
 		Wing:         cfg.Wing,
-		Logger:       log,
+		Logger:       cfg.Logger, // the store names the wing on every line itself
 		Now:          cfg.Now,
 		Progress:     cfg.Progress,
 		IndexDelay:   cfg.IndexDelay,

@@ -100,9 +100,25 @@ func (u *user) call(tool, wing, args string) callRec {
 // write creates a note with a unique title; an acknowledged write is
 // returned for verification on disk.
 func (u *user) write(wing, title string) (callRec, *written) {
-	args, _ := json.Marshal(map[string]any{"wing": wing, "hall": "facts", "title": title,
-		"body": "Written by the fault suite as " + u.email + ".\n\n" + strings.Repeat("Lorem ipsum dolor sit amet. ", 20)})
-	rec := u.call("brain_write", wing, string(args))
+	return u.writeArgs(wing, string(noteArgs(u.email, wing, title, "")))
+}
+
+// noteArgs are the arguments of a brain_write of a note titled title, with
+// an idempotency_key when key is not "".
+func noteArgs(email, wing, title, key string) []byte {
+	m := map[string]any{"wing": wing, "hall": "facts", "title": title,
+		"body": "Written by the fault suite as " + email + ".\n\n" + strings.Repeat("Lorem ipsum dolor sit amet. ", 20)}
+	if key != "" {
+		m["idempotency_key"] = key
+	}
+	b, _ := json.Marshal(m)
+	return b
+}
+
+// writeArgs calls brain_write with args; an acknowledged write is returned
+// for verification on disk.
+func (u *user) writeArgs(wing, args string) (callRec, *written) {
+	rec := u.call("brain_write", wing, args)
 	if rec.code != "ok" {
 		return rec, nil
 	}
@@ -122,6 +138,35 @@ type recorder struct {
 	mu     sync.Mutex
 	calls  []callRec
 	writes []written
+	kws    []*keyedWrite // every keyed write, in the order first sent
+}
+
+// keyedWrite is one intended write and every answer it got, each sending
+// with the same arguments and idempotency_key.
+type keyedWrite struct {
+	wing, title, key string
+	args             []byte
+	codes            []string // the answer of each sending, in order
+	acked            *written // the acknowledgement, nil if none
+}
+
+// keyed records the answer to one sending of kw.
+func (r *recorder) keyed(kw *keyedWrite, code string, w *written) {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if len(kw.codes) == 0 {
+		r.kws = append(r.kws, kw)
+	}
+	kw.codes = append(kw.codes, code)
+	if w != nil {
+		kw.acked = w
+	}
+}
+
+func (r *recorder) keyedWrites() []*keyedWrite {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return slices.Clone(r.kws)
 }
 
 func (r *recorder) add(rec callRec, w *written) {

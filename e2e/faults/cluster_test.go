@@ -19,6 +19,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -75,20 +76,22 @@ type cluster struct {
 	shards                map[string]*proc
 	keyGen                map[string]int // bumped to restart a shard with a new signing key
 	gatewayConfig         string
+	relays                map[string]*udpRelay // wings the gateway reaches through a relay
 	mu                    sync.Mutex
 	procs                 []*proc
 }
 
 // clusterOpt adjusts the gateway configuration (YAML lines under limits:).
 type clusterOpt struct {
-	limits string // extra YAML under limits:, indented by 2
+	limits string   // extra YAML under limits:, indented by 2
+	relay  []string // wings the gateway reaches through a udpRelay (cluster.relays)
 }
 
 func newCluster(t *testing.T, opt clusterOpt) *cluster {
 	t.Helper()
 	needFaults(t)
 	c := &cluster{t: t, dir: t.TempDir(), shardPort: map[string]int{}, shardAdmin: map[string]int{},
-		shards: map[string]*proc{}, keyGen: map[string]int{}}
+		shards: map[string]*proc{}, keyGen: map[string]int{}, relays: map[string]*udpRelay{}}
 	c.brain = filepath.Join(c.dir, "brain")
 	if err := os.CopyFS(c.brain, examples.Brain()); err != nil {
 		t.Fatal(err)
@@ -120,7 +123,12 @@ func newCluster(t *testing.T, opt clusterOpt) *cluster {
 	}
 	var ws strings.Builder
 	for _, w := range wings {
-		fmt.Fprintf(&ws, "  - {name: %s, address: \"127.0.0.1:%d\", server_name: localhost}\n", w, c.shardPort[w])
+		port := c.shardPort[w]
+		if slices.Contains(opt.relay, w) {
+			c.relays[w] = startRelay(t, port)
+			port = c.relays[w].port()
+		}
+		fmt.Fprintf(&ws, "  - {name: %s, address: \"127.0.0.1:%d\", server_name: localhost}\n", w, port)
 	}
 	gtls := filepath.Join(c.dir, "gateway-tls")
 	c.gatewayConfig = filepath.Join(c.dir, "gateway.yaml")
@@ -353,8 +361,16 @@ func (c *cluster) tryToken(email string) (string, error) {
 }
 
 // metric reads one series from the gateway's /metrics ("" when absent).
-func (c *cluster) metric(series string) string {
-	resp, err := (&http.Client{Timeout: time.Second}).Get(c.adminURL() + "/metrics")
+func (c *cluster) metric(series string) string { return metricAt(c.adminURL(), series) }
+
+// shardMetric reads one series from a wing's shard's /metrics.
+func (c *cluster) shardMetric(w, series string) string {
+	return metricAt(fmt.Sprintf("http://127.0.0.1:%d", c.shardAdmin[w]), series)
+}
+
+// metricAt reads one series from the /metrics of an admin listener.
+func metricAt(base, series string) string {
+	resp, err := (&http.Client{Timeout: time.Second}).Get(base + "/metrics")
 	if err != nil {
 		return ""
 	}
@@ -462,6 +478,85 @@ func noDuplicateKeys(line string) error {
 		return err
 	}
 	return nil
+}
+
+// udpRelay forwards datagrams between the gateway and one shard on
+// loopback, so that a test can make the shard's packets vanish on the way
+// back (a network that loses them) while the shard runs on: a write then
+// lands on the shard and its answer never reaches the gateway.
+type udpRelay struct {
+	pc    net.PacketConn
+	shard *net.UDPAddr
+	drop  atomic.Bool // drop every datagram from the shard to the gateway
+
+	mu    sync.Mutex
+	peers map[string]*net.UDPConn // a socket towards the shard per gateway address
+}
+
+func startRelay(t *testing.T, shardPort int) *udpRelay {
+	t.Helper()
+	pc, err := net.ListenPacket("udp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := &udpRelay{pc: pc, shard: &net.UDPAddr{IP: net.IPv4(127, 0, 0, 1), Port: shardPort}, peers: map[string]*net.UDPConn{}}
+	done := make(chan struct{})
+	go r.serve(done)
+	t.Cleanup(func() {
+		pc.Close()
+		<-done
+		r.mu.Lock()
+		defer r.mu.Unlock()
+		for _, up := range r.peers {
+			up.Close()
+		}
+	})
+	return r
+}
+
+func (r *udpRelay) port() int { return r.pc.LocalAddr().(*net.UDPAddr).Port }
+
+// serve forwards the gateway's datagrams to the shard, each gateway
+// address through its own socket, until the relay is closed.
+func (r *udpRelay) serve(done chan struct{}) {
+	defer close(done)
+	buf := make([]byte, 64<<10)
+	for {
+		n, from, err := r.pc.ReadFrom(buf)
+		if err != nil {
+			return
+		}
+		r.mu.Lock()
+		up, ok := r.peers[from.String()]
+		if !ok {
+			if up, err = net.DialUDP("udp", nil, r.shard); err != nil {
+				r.mu.Unlock()
+				continue
+			}
+			r.peers[from.String()] = up
+			go r.back(up, from)
+		}
+		r.mu.Unlock()
+		_, _ = up.Write(buf[:n])
+	}
+}
+
+// back forwards the shard's datagrams to the gateway address to, unless
+// the relay drops them.
+func (r *udpRelay) back(up *net.UDPConn, to net.Addr) {
+	buf := make([]byte, 64<<10)
+	for {
+		n, err := up.Read(buf)
+		if err != nil {
+			if errors.Is(err, net.ErrClosed) {
+				return
+			}
+			continue // e.g. ICMP port unreachable while the shard is down
+		}
+		if !r.drop.Load() {
+			_, _ = r.pc.WriteTo(buf[:n], to)
+		}
+	}
 }
 
 // ctxSleep waits d or until ctx ends (pacing load generators, not waiting

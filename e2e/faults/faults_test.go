@@ -7,6 +7,8 @@ import (
 	"io"
 	"net"
 	"net/http"
+	"path/filepath"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -31,15 +33,28 @@ type load struct {
 }
 
 // run starts the workers; they stop when ctx ends; wait waits for them.
+// Each write carries an idempotency_key of its own; a writer whose write
+// failed in a way that leaves it unknown or undone (retryable) sends the
+// same arguments with the same key again, until it is acknowledged.
 func (c *cluster) run(ctx context.Context, rec *recorder, l load) (wait func()) {
 	var wg sync.WaitGroup
 	start := func(kind, wing string, i int) {
 		u := c.newUser(fmt.Sprintf("%s-%s-%s-%d@example.com", l.tag, kind, wing, i))
 		wg.Go(func() {
+			var kw *keyedWrite // the write being sent, until it is answered for good
 			for seq := 0; ctx.Err() == nil; seq++ {
 				if kind == "writer" {
-					r, w := u.write(wing, fmt.Sprintf("fault %s %s %d %d", l.tag, wing, i, seq))
+					if kw == nil {
+						title := fmt.Sprintf("fault %s %s %d %d", l.tag, wing, i, seq)
+						kw = &keyedWrite{wing: wing, title: title, key: fmt.Sprintf("%s-%s-%d-%d", l.tag, wing, i, seq)}
+						kw.args = noteArgs(u.email, wing, title, kw.key)
+					}
+					r, w := u.writeArgs(wing, string(kw.args))
 					rec.add(r, w)
+					rec.keyed(kw, r.code, w)
+					if !retryable(r.code) {
+						kw = nil
+					}
 				} else {
 					rec.add(u.call("brain_query", wing, fmt.Sprintf(`{"wing":%q,"query":"retry incident","limit":3}`, wing)), nil)
 				}
@@ -60,6 +75,58 @@ func (c *cluster) run(ctx context.Context, rec *recorder, l load) (wait func()) 
 		}
 	}
 	return wg.Wait
+}
+
+// retryable reports a write's failure after which the agent sends it again
+// with the same idempotency_key: its fate unknown (outcome_unknown,
+// timeout, the connection to the gateway cut) or it was not run
+// (unavailable, internal).
+func retryable(code string) bool {
+	switch code {
+	case "outcome_unknown", "unavailable", "timeout", "transport", "internal":
+		return true
+	}
+	return false
+}
+
+// verifyOnce checks every keyed write on disk: one the agent sent more
+// than once and got acknowledged is there exactly once, at the
+// acknowledged path (verifyWrites checks its content); one never
+// acknowledged is there at most once; none was answered already_exists
+// (a second application). It reports the retried writes by first failure.
+func (c *cluster) verifyOnce(kws []*keyedWrite) {
+	c.t.Helper()
+	byTitle := map[string][]string{}
+	wingsSeen := map[string]bool{}
+	for _, kw := range kws {
+		if !wingsSeen[kw.wing] {
+			wingsSeen[kw.wing] = true
+			for title, paths := range notesByTitle(c.t, c, kw.wing) {
+				byTitle[title] = append(byTitle[title], paths...)
+			}
+		}
+	}
+	retried, firstFail, bad := 0, map[string]int{}, 0
+	for _, kw := range kws {
+		if len(kw.codes) > 1 {
+			retried++
+			firstFail[kw.codes[0]]++
+		}
+		on := byTitle[kw.title]
+		switch {
+		case slices.Contains(kw.codes, "already_exists"):
+			c.t.Errorf("write %q (key %s) was answered already_exists after %v: applied twice", kw.title, kw.key, kw.codes)
+			bad++
+		case kw.acked != nil && (len(on) != 1 || on[0] != filepath.Join(c.brain, filepath.FromSlash(kw.acked.Path))):
+			c.t.Errorf("write %q (key %s, answers %v) acknowledged at %s is on disk as %v, want exactly once", kw.title, kw.key, kw.codes, kw.acked.Path, on)
+			bad++
+		case kw.acked == nil && len(on) > 1:
+			c.t.Errorf("write %q (key %s, answers %v) is on disk %d times", kw.title, kw.key, kw.codes, len(on))
+			bad++
+		}
+	}
+	report(c.t, "writes sent again with their key by the agent: %d (first failure: %v); on disk exactly once: %d of %d, not once: %d",
+		retried, firstFail, retried-min(bad, retried), retried, bad)
 }
 
 // watchConnected samples brainstem_gateway_shard_connected for a wing and
@@ -202,7 +269,9 @@ func TestKillShardUnderWriteLoop(t *testing.T) {
 		ms(tReady2.Sub(tKill2)), inflight2, ms(firstSuccess(calls, victim, tReady2)))
 
 	lostWrites := c.verifyWrites(writes)
-	report(t, "acknowledged writes: %d, lost or damaged: %d; outcome_unknown answers: %d", len(writes), lostWrites, all.codes["outcome_unknown"])
+	report(t, "acknowledged writes: %d, lost or damaged: %d; outcome_unknown answers: %d; lost writes the gateway sent again: %s",
+		len(writes), lostWrites, all.codes["outcome_unknown"], c.metric(`brainstem_gateway_lost_write_retries_total{wing="payments"}`))
+	c.verifyOnce(rec.keyedWrites())
 	gwLog := c.logOf("gateway")
 	for _, want := range []string{`"msg":"proto: connection lost","wing":"payments"`, "the shard is reachable again"} {
 		if !strings.Contains(gwLog, want) {
@@ -443,6 +512,7 @@ func TestGatewayRestartUnderLoad(t *testing.T) {
 	report(t, "transport failures while away, by kind: %v", kinds)
 	lost := c.verifyWrites(writes)
 	report(t, "acknowledged writes %d, lost %d", len(writes), lost)
+	c.verifyOnce(rec.keyedWrites())
 }
 
 // TestGracefulShardStop: SIGTERM of a shard with calls in flight: they
@@ -490,6 +560,7 @@ func TestGracefulShardStop(t *testing.T) {
 	}
 	lost := c.verifyWrites(writes)
 	report(t, "acknowledged writes %d, lost %d", len(writes), lost)
+	c.verifyOnce(rec.keyedWrites())
 }
 
 // TestFailedAuthDoesNotLockOut: 40 bad tokens from one address, then a

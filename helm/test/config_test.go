@@ -9,7 +9,9 @@ import (
 
 // gatewayConfig mirrors the gateway config format of the design
 // (/work/briefs/gateway.md "Config", docs/operating.md), plus the optional keys
-// the gateway also reads (drain_timeout, shards.retry_base,
+// the gateway also reads (drain_timeout, drain_grace, shards.retry_base,
+// shards.keep_alive, shards.idle_timeout, limits.fanout_timeout, the
+// limits' HTTP timeouts, limits.max_unauthenticated_conns,
 // limits.client_ip_header, sessions.deny_ttl, oauth, oidc.issuers[].trust_email). Decoding the rendered file with
 // KnownFields proves the chart emits no other key.
 type gatewayConfig struct {
@@ -19,6 +21,7 @@ type gatewayConfig struct {
 	TLS            tlsFiles  `yaml:"tls"`
 	AllowedOrigins []string  `yaml:"allowed_origins"`
 	DrainTimeout   string    `yaml:"drain_timeout"`
+	DrainGrace     string    `yaml:"drain_grace"`
 	OIDC           oidcConf  `yaml:"oidc"`
 	OAuth          oauthConf `yaml:"oauth"`
 	Shards         shardsCfg `yaml:"shards"`
@@ -29,6 +32,11 @@ type gatewayConfig struct {
 		Burst               int     `yaml:"burst"`
 		FailedAuthPerMinute int     `yaml:"failed_auth_per_minute"`
 		FanoutConcurrency   int     `yaml:"fanout_concurrency"`
+		FanoutTimeout       string  `yaml:"fanout_timeout"`
+		HeaderTimeout       string  `yaml:"header_timeout"`
+		BodyTimeout         string  `yaml:"body_timeout"`
+		IdleConnTimeout     string  `yaml:"idle_conn_timeout"`
+		MaxUnauthConns      int     `yaml:"max_unauthenticated_conns"`
 		ClientIPHeader      string  `yaml:"client_ip_header"`
 	} `yaml:"limits"`
 	Sessions struct {
@@ -94,6 +102,8 @@ type shardsCfg struct {
 	MaxInFlight     int      `yaml:"max_in_flight"`
 	RefreshInterval string   `yaml:"refresh_interval"`
 	RetryBase       string   `yaml:"retry_base"`
+	KeepAlive       string   `yaml:"keep_alive"`
+	IdleTimeout     string   `yaml:"idle_timeout"`
 }
 
 type wingCfg struct {

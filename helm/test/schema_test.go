@@ -67,6 +67,7 @@ func TestValuesRejected(t *testing.T) {
 		{"ingress cert-manager without issuer", `ingress: {tls: {certManager: {enabled: true}}}`, []string{"ingress.tls.certManager.issuer"}},
 	}
 	cases = append(cases, oauthRejected...)
+	cases = append(cases, tunablesRejected...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -98,6 +99,7 @@ func TestValuesAccepted(t *testing.T) {
 		{"no ingress, public url given", `ingress: {enabled: false}` + "\npublicURL: https://brain.acme.com"},
 	}
 	cases = append(cases, oauthAccepted...)
+	cases = append(cases, tunablesAccepted...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

@@ -41,7 +41,8 @@ type Options struct {
 	// store serves (brain.ValidWing).
 	Root, Wing string
 	// Logger receives warnings about files the store skips and rescanner
-	// failures; nil discards them.
+	// failures; nil discards them. The store adds "wing" to every line, so
+	// it must not carry one already (JSON log lines repeat no key).
 	Logger *slog.Logger
 	// Now is the clock used for created_at, updated_at, promoted_at and
 	// session lines; nil means time.Now.
@@ -196,6 +197,7 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
+	s.log = s.log.With("wing", opt.Wing) // once per line: callers pass a logger without it
 	if s.now == nil {
 		s.now = time.Now
 	}

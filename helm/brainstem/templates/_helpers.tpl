@@ -287,11 +287,45 @@ depend on them so a bad values file fails before anything renders.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- include "brainstem.validateTunables" . -}}
 {{- $_ := include "brainstem.publicURL" . -}}
 {{- if and .Values.publicURL .Values.ingress.enabled .Values.ingress.host -}}
 {{- $host := (urlParse .Values.publicURL).host -}}
 {{- if ne $host .Values.ingress.host -}}
 {{- fail (printf "brainstem: publicURL host %q differs from ingress.host %q: agents would call a host the Ingress does not serve" $host .Values.ingress.host) -}}
 {{- end -}}
+{{- end -}}
+{{- end -}}
+
+{{/*
+The gateway's duration bounds (gateway.Config.Validate), checked at render
+time so that a release never ships a gateway.yaml the gateway refuses. Each
+bound is [min, max] in seconds ("" max: none) with its words; keep_alive is
+checked against the idle_timeout in force (either's default: 1s, 2.5s).
+*/}}
+{{- define "brainstem.validateTunables" -}}
+{{- $c := .Values.gateway.config -}}
+{{- $checks := list
+  (list "drain_grace" $c.drain_grace 0.0 60.0 "[0, 1m]")
+  (list "shards.idle_timeout" $c.shards.idle_timeout 0.5 300.0 "[500ms, 5m]")
+  (list "limits.fanout_timeout" $c.limits.fanout_timeout 0.1 -1.0 "at least 100ms")
+  (list "limits.header_timeout" $c.limits.header_timeout 0.1 3600.0 "[100ms, 1h]")
+  (list "limits.body_timeout" $c.limits.body_timeout 0.1 3600.0 "[100ms, 1h]")
+  (list "limits.idle_conn_timeout" $c.limits.idle_conn_timeout 0.1 3600.0 "[100ms, 1h]") -}}
+{{- range $checks -}}
+{{- $v := index . 1 -}}
+{{- if $v -}}
+{{- $sec := include "brainstem.durationSeconds" $v | float64 -}}
+{{- if or (lt $sec (index . 2)) (and (ge (index . 3) 0.0) (gt $sec (index . 3))) -}}
+{{- fail (printf "brainstem: gateway.config.%s: %s is outside %s, the gateway's bounds" (index . 0) $v (index . 4)) -}}
+{{- end -}}
+{{- end -}}
+{{- end -}}
+{{- $idle := 2.5 -}}
+{{- with $c.shards.idle_timeout }}{{ $idle = include "brainstem.durationSeconds" . | float64 }}{{ end -}}
+{{- $ka := 1.0 -}}
+{{- with $c.shards.keep_alive }}{{ $ka = include "brainstem.durationSeconds" . | float64 }}{{ end -}}
+{{- if or (le $ka 0.0) (gt (mulf $ka 2.0) $idle) -}}
+{{- fail (printf "brainstem: gateway.config.shards.keep_alive: %s must be more than 0 and at most half of shards.idle_timeout (%s), the gateway's bounds" (default "1s" $c.shards.keep_alive) (default "2.5s" $c.shards.idle_timeout)) -}}
 {{- end -}}
 {{- end -}}
