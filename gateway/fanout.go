@@ -36,30 +36,33 @@ type unavailableWing struct {
 	Error string `json:"error"`
 }
 
-// queryArgs are the brain_query fields fan-out reads (arguments are still
-// forwarded unchanged).
-type queryArgs struct {
-	Query *string          `json:"query"`
-	Limit *json.RawMessage `json:"limit"`
+// parseQueryArgs reads brain_query's query and limit from its arguments.
+func parseQueryArgs(args []byte) (query string, limit int, err error) {
+	a, err := parseArgs(args)
+	if err != nil {
+		return "", 0, err
+	}
+	return a.queryLimit()
 }
 
-func parseQueryArgs(args []byte) (query string, limit int, err error) {
-	var qa queryArgs
-	if err := json.Unmarshal(args, &qa); err != nil {
-		return "", 0, newError(CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
+// queryLimit reads brain_query's query and limit (defaultQueryLimit when
+// absent).
+func (a *callArgs) queryLimit() (query string, limit int, err error) {
+	if a.query == nil || string(a.query) == "null" {
+		return "", 0, newError(CodeInvalidArgument, ErrInvalidArgument, "brain_query needs a \"query\" string")
 	}
-	if qa.Query == nil {
+	if query, _, err = a.str("query", a.query); err != nil {
 		return "", 0, newError(CodeInvalidArgument, ErrInvalidArgument, "brain_query needs a \"query\" string")
 	}
 	limit = defaultQueryLimit
-	if qa.Limit != nil && string(*qa.Limit) != "null" {
+	if a.limit != nil && string(a.limit) != "null" {
 		var f float64
-		if err := json.Unmarshal(*qa.Limit, &f); err != nil || f != float64(int(f)) || f < 1 || f > maxQueryLimit {
+		if err := json.Unmarshal(a.limit, &f); err != nil || f != float64(int(f)) || f < 1 || f > maxQueryLimit {
 			return "", 0, newError(CodeInvalidArgument, ErrInvalidArgument, "\"limit\" must be an integer from 1 to %d", maxQueryLimit)
 		}
 		limit = int(f)
 	}
-	return *qa.Query, limit, nil
+	return query, limit, nil
 }
 
 // shardHits is a shard's brain_query result; each hit is kept as raw bytes.
@@ -109,8 +112,8 @@ type mergedHit struct {
 // limits.fanout_timeout (step 1 by half of it): a wing that has not
 // answered by then is listed under "unavailable" with the others' results,
 // and the audit outcome is "partial".
-func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, rec *auditRecord) *mcp.CallToolResult {
-	query, limit, err := parseQueryArgs(args)
+func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, a *callArgs, rec *auditRecord) *mcp.CallToolResult {
+	query, limit, err := a.queryLimit()
 	if err != nil {
 		return g.fail(rec, classify(err, ""))
 	}

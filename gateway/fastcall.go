@@ -12,6 +12,7 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // The lean path for stateless tool calls.
@@ -34,66 +35,61 @@ import (
 // through both paths and requires byte-identical answers.
 
 // rpcMessage is the JSON-RPC envelope of a POST body, parsed once by the
-// middleware.
+// middleware (withBody). Its raw parts point into the body, which the
+// gateway owns for the whole request.
 type rpcMessage struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"`
+	JSONRPC string `json:"jsonrpc"`
+	ID      rawRef `json:"id"`
+	Method  string `json:"method"`
+	Params  rawRef `json:"params"`
+	Result  rawRef `json:"result"`
+	Error   rawRef `json:"error"`
 }
 
-// serveStatelessCall answers msg (the body of r, a tools/call) without
-// mcp-go's transport if the request is a well-formed stateless 2026-07-28
-// call of a registered tool. It reports whether it answered.
-func (g *Gateway) serveStatelessCall(ctx context.Context, w http.ResponseWriter, r *http.Request, msg *rpcMessage) bool {
-	h := r.Header
-	version := h.Get(mcp.HeaderProtocolVersion)
-	if g.disableLeanPath || !mcp.IsModernProtocol(version) || h.Get(mcp.HeaderLastEventID) != "" ||
-		msg.JSONRPC != mcp.JSONRPC_VERSION || msg.Method != string(mcp.MethodToolsCall) ||
-		msg.Result != nil || msg.Error != nil || !isJSONMediaType(h.Get("Content-Type")) {
-		return false
-	}
-	id, ok := requestIDValue(msg.ID)
+// callParams are tools/call's params decoded once, as mcp-go's
+// CallToolParams.UnmarshalJSON decodes them (the same fields and types, so
+// the same refusals), except that the arguments stay raw bytes in the body:
+// mcp-go also copies them twice and decodes them into a map, which no
+// handler here reads. What that map decoding refuses, numbers beyond
+// float64, scanArgs reports.
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments rawRef          `json:"arguments"`
+	Meta      *mcp.Meta       `json:"_meta,omitempty"`
+	Task      *mcp.TaskParams `json:"task,omitempty"`
+	mcp.MultiRoundTripParams
+}
+
+// mcpParams are the params as a handler receives them from mcp-go, but for
+// Arguments (nil: the handlers read RawArguments).
+func (p *callParams) mcpParams() mcp.CallToolParams {
+	return mcp.CallToolParams{Name: p.Name, Meta: p.Meta, Task: p.Task, MultiRoundTripParams: p.MultiRoundTripParams,
+		RawArguments: json.RawMessage(p.Arguments)}
+}
+
+// serveStatelessCall answers q (a tools/call) without mcp-go's transport if
+// it is a well-formed stateless 2026-07-28 call of a registered tool. It
+// reports whether it answered.
+func (g *Gateway) serveStatelessCall(q *mcpCall) bool {
+	st, p, id, ok := g.leanCall(q)
 	if !ok {
 		return false
 	}
-	var params mcp.CallToolParams
-	if len(msg.Params) == 0 || json.Unmarshal(msg.Params, &params) != nil {
-		return false
-	}
-	// 2026-07-28 carries its version (equal to the header's) and the client's
-	// capabilities in _meta on every request.
-	if params.Meta.ProtocolVersion() != version || params.Meta.ClientCapabilities() == nil {
-		return false
-	}
-	if mcp.ValidateStandardHeaders(h.Get, version, mcp.MethodToolsCall, msg.Params) != nil {
-		return false
-	}
-	st := g.mcp.GetTool(params.Name)
-	if st == nil || st.Handler == nil || st.Tool.Execution != nil {
-		return false
-	}
-	if g.headerBindings.has(&st.Tool) && mcp.ValidateParamHeadersLookup(firstHeader(h), &st.Tool, msg.Params) != nil {
-		return false
-	}
-
 	g.metrics.leanCalls.Inc()
-	req := mcp.CallToolRequest{Params: params, Header: h}
+	req := mcp.CallToolRequest{Params: p.mcpParams(), Header: q.r.Header}
 	req.Method = string(mcp.MethodToolsCall)
-	res, err := callRecovering(ctx, st.Handler, req)
+	res, err := callRecovering(q.ctx, st.Handler, req)
 	var out mcp.JSONRPCMessage
 	switch {
 	case err != nil:
 		out = mcp.NewJSONRPCError(mcp.NewRequestId(id), mcp.INTERNAL_ERROR, err.Error(), nil)
 	case res == nil:
 		out = mcp.NewJSONRPCError(mcp.NewRequestId(id), mcp.INTERNAL_ERROR,
-			fmt.Sprintf("tool '%s' handler returned no result", params.Name), nil)
+			fmt.Sprintf("tool '%s' handler returned no result", p.Name), nil)
 	default:
 		if text, ok := plainText(res); ok {
 			if b, err := g.textAnswers.encode(id, text, res.IsError); err == nil {
-				writeAnswer(w, g.log, b)
+				writeAnswer(&q.rec, g.log, b)
 				return true
 			}
 		}
@@ -104,10 +100,61 @@ func (g *Gateway) serveStatelessCall(ctx context.Context, w http.ResponseWriter,
 	// answered 200 with an empty body (json.Encoder writes nothing then).
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(out); err != nil {
-		g.log.Error("cannot encode a tool call's answer", "tool", params.Name, "err", err)
+		g.log.Error("cannot encode a tool call's answer", "tool", p.Name, "err", err)
 	}
-	writeAnswer(w, g.log, buf.Bytes())
+	writeAnswer(&q.rec, g.log, buf.Bytes())
 	return true
+}
+
+// leanCall checks that q is a call the lean path serves exactly as mcp-go
+// would, with mcp-go's own validators, and returns its tool, params and
+// JSON-RPC id. It leaves the arguments' scan in the call info.
+func (g *Gateway) leanCall(q *mcpCall) (st *server.ServerTool, p callParams, id any, ok bool) {
+	h, msg := q.r.Header, &q.msg
+	version := h.Get(mcp.HeaderProtocolVersion)
+	if !mcp.IsModernProtocol(version) || h.Get(mcp.HeaderLastEventID) != "" ||
+		msg.JSONRPC != mcp.JSONRPC_VERSION || msg.Method != string(mcp.MethodToolsCall) ||
+		msg.Result != nil || msg.Error != nil || !isJSONMediaType(h.Get("Content-Type")) {
+		return nil, p, nil, false
+	}
+	if id, ok = requestIDValue(msg.ID); !ok {
+		return nil, p, nil, false
+	}
+	if len(msg.Params) == 0 || json.Unmarshal(msg.Params, &p) != nil {
+		return nil, p, nil, false
+	}
+	args, fit := scanArgs(p.Arguments)
+	// 2026-07-28 carries its version (equal to the header's) and the client's
+	// capabilities in _meta on every request.
+	if !fit || args.shape == argsInvalid || p.Meta.ProtocolVersion() != version || p.Meta.ClientCapabilities() == nil ||
+		!standardHeadersMatch(h, p.Name) {
+		return nil, p, nil, false
+	}
+	st = g.mcp.GetTool(p.Name)
+	if st == nil || st.Handler == nil || st.Tool.Execution != nil {
+		return nil, p, nil, false
+	}
+	if g.headerBindings.has(&st.Tool) && mcp.ValidateParamHeadersLookup(firstHeader(h), &st.Tool, json.RawMessage(msg.Params)) != nil {
+		return nil, p, nil, false
+	}
+	q.ci.args, q.ci.scanned = args, true
+	return st, p, id, true
+}
+
+// standardHeadersMatch is mcp.ValidateStandardHeaders for a tools/call of
+// the modern revision, on the tool name already decoded (mcp-go's decodes
+// params once more for it): Mcp-Method is tools/call and Mcp-Name, decoded
+// from its header encoding, is the name.
+func standardHeadersMatch(h http.Header, name string) bool {
+	if h.Get(mcp.HeaderMethod) != string(mcp.MethodToolsCall) {
+		return false
+	}
+	hn := h.Get(mcp.HeaderName)
+	if hn == "" {
+		return false
+	}
+	decoded, ok := mcp.DecodeHeaderValue(hn)
+	return ok && decoded == name
 }
 
 func writeAnswer(w http.ResponseWriter, log *slog.Logger, b []byte) {
@@ -222,7 +269,7 @@ func callRecovering(ctx context.Context, h func(context.Context, mcp.CallToolReq
 
 // requestIDValue decodes a JSON-RPC id as mcp-go does (into any); only
 // strings and numbers are served on the lean path.
-func requestIDValue(raw json.RawMessage) (any, bool) {
+func requestIDValue(raw []byte) (any, bool) {
 	var id any
 	if len(raw) == 0 || json.Unmarshal(raw, &id) != nil {
 		return nil, false

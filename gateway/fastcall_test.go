@@ -89,7 +89,7 @@ func newLeanEnv(t testing.TB) *leanEnv {
 		wcs = append(wcs, WingConfig{Name: n, Address: e.shards[n].addr, ServerName: "localhost"})
 	}
 	cfg := e.config(wcs, base)
-	plain := e.startGatewayOn(ln, cfg, Options{}, func(g *Gateway) { g.disableLeanPath = true; addTools(g) })
+	plain := e.startGatewayOn(ln, cfg, Options{}, func(g *Gateway) { g.SetLeanPathForTest(false); addTools(g) })
 	return &leanEnv{testEnv: e, plain: plain, plainURL: base + "/mcp"}
 }
 
@@ -149,6 +149,9 @@ func TestLeanPathMatchesMCPGo(t *testing.T) {
 		{"null arguments", callBody("brain_get", `,"arguments":null`), h, true},
 		{"string arguments", callBody("brain_get", `,"arguments":"x"`), h, true},
 		{"array arguments", callBody("brain_get", `,"arguments":[1]`), h, true},
+		{"escaped argument name", callBody("brain_get", `,"arguments":{"\u0069d":"payments/decisions/idem"}`), h, true},
+		{"number below float64", callBody("brain_get", `,"arguments":{"id":"payments/decisions/idem","n":1e-999}`), h, true},
+		{"numbers in nested arguments", callBody("brain_get", `,"arguments":{"id":"payments/decisions/idem","n":[{"m":-0.5e3}]}`), h, true},
 		{"cross-wing query", callBody("brain_query", `,"arguments":{"query":"idempotency"}`), modernHeaders("brain_query"), true},
 		{"brain_wings", callBody("brain_wings", ``), modernHeaders("brain_wings"), true},
 		{"handler panics", callBody("test_panic", ``), modernHeaders("test_panic"), true},
@@ -178,6 +181,8 @@ func TestLeanPathMatchesMCPGo(t *testing.T) {
 		{"capabilities not an object", strings.Replace(get("1"), `"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientCapabilities":3`, 1), h, false},
 		{"no _meta", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"brain_get","arguments":{"id":"payments/decisions/idem"}}}`, h, false},
 		{"no params", `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, h, false},
+		{"number beyond float64", callBody("brain_get", `,"arguments":{"id":"payments/decisions/idem","n":1e999}`), h, false},
+		{"nested number beyond float64", callBody("brain_get", `,"arguments":{"id":"payments/decisions/idem","n":{"m":["-1e400"],"k":[-2E+308]}}`), h, false},
 		{"params not an object", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}`, h, false},
 		{"wrong jsonrpc", strings.Replace(get("1"), `"2.0"`, `"1.0"`, 1), h, false},
 		{"null id", get("null"), h, false},

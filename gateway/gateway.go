@@ -92,11 +92,10 @@ type Gateway struct {
 	admin        http.Handler
 	publicSrv    *http.Server
 
-	// disableLeanPath sends every request through mcp-go (tests compare
-	// the two paths).
-	disableLeanPath bool
-	textAnswers     *textAnswers
-	headerBindings  bindingMemo
+	chain          mcpHandler // serves /mcp (chain.go)
+	textAnswers    *textAnswers
+	headerBindings bindingMemo
+	test           testHooks // set only by the ForTest methods (testhooks.go)
 
 	draining    atomic.Bool // Serve was told to stop; answers close their connections
 	stopRefresh context.CancelFunc
@@ -285,6 +284,7 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 	sink := &metricsSink{}
 	g.sessions = newSessionCache(g.wings, cfg.Sessions.MaxEntries, cfg.Sessions.IdleTTL, cfg.Sessions.DenyTTL,
 		cfg.Shards.CallTimeout, g.now, sink, g.log)
+	g.sessions.test = &g.test
 	g.metrics, err = newMetrics(g.registry, g)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: metrics: %w", err)

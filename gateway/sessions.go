@@ -83,9 +83,7 @@ type sessionCache struct {
 	mintTimeout time.Duration
 	metrics     sessionMetrics
 	log         *slog.Logger
-	// onJoin, when set (tests only), is called each time a lookup has joined
-	// a mint flight, so a test can wait until every racing caller is in.
-	onJoin func()
+	test        *testHooks // the gateway's (Gateway.OnMintJoinForTest)
 }
 
 // expiryMargin: a grant that expires sooner than this is re-minted rather
@@ -307,8 +305,8 @@ func (c *sessionCache) mint(ctx context.Context, id auth.Identity, key sessionKe
 		return mintResult{g: g}, nil
 	})
 	// The caller has joined the flight here (DoChan registers it synchronously).
-	if c.onJoin != nil {
-		c.onJoin()
+	if c.test != nil && c.test.mintJoined != nil {
+		c.test.mintJoined()
 	}
 	c.metrics.cacheMiss()
 	select {
