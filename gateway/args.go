@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"strconv"
+	"unicode/utf8"
 )
 
 // A call's arguments go to the shard byte for byte. The gateway reads a few
@@ -55,51 +56,71 @@ func (a *callArgs) set(name []byte, v rawRef) {
 // reports whether every number in the arguments fits a float64, which is
 // what encoding/json needs to decode them into an interface (as mcp-go
 // does; nothing else about valid JSON can fail there). The arguments are
-// expected to be valid JSON; what is not is reported as argsInvalid as far
-// as the walk sees (parseArgs validates first).
+// expected to be valid JSON (parseArgs validates first); what the walk
+// sees is not, is argsInvalid.
 func scanArgs(b []byte) (a callArgs, fit bool) {
+	a.shape, fit = walkJSON(b, a.set)
+	if a.shape != argsObject {
+		a = callArgs{shape: a.shape}
+	}
+	return a, fit
+}
+
+// walkJSON walks a JSON value once: for an object it calls field with each
+// member's name (unquoted) and raw value, in order. It reports the value's
+// shape and whether every number in it fits a float64.
+func walkJSON(b []byte, field func(name []byte, value rawRef)) (shape argsShape, fit bool) {
 	i := skipSpace(b, 0)
 	switch {
 	case i == len(b):
-		return callArgs{shape: argsAbsent}, true
+		return argsAbsent, true
 	case b[i] != '{':
 		end, fit := skipValue(b, i)
 		switch {
 		case end > len(b) || skipSpace(b, end) != len(b):
-			a.shape = argsInvalid
+			return argsInvalid, fit
 		case bytes.Equal(b[i:end], []byte("null")):
-			a.shape = argsAbsent
-		default:
-			a.shape = argsOther
+			return argsAbsent, fit
 		}
-		return a, fit
+		return argsOther, fit
 	}
-	a.shape, fit = argsObject, true
+	fit = true
 	for i = skipSpace(b, i+1); i < len(b) && b[i] != '}'; i = skipSpace(b, i) {
 		if b[i] == ',' {
 			i = skipSpace(b, i+1)
 		}
 		if i >= len(b) || b[i] != '"' {
-			return callArgs{shape: argsInvalid}, fit
+			return argsInvalid, fit
 		}
 		kEnd := stringEnd(b, i)
-		key := b[i:kEnd]
+		key := b[i:min(kEnd, len(b))]
 		if i = skipSpace(b, kEnd); i >= len(b) || b[i] != ':' {
-			return callArgs{shape: argsInvalid}, fit
+			return argsInvalid, fit
 		}
 		vStart := skipSpace(b, i+1)
 		vEnd, vfit := skipValue(b, vStart)
 		if vEnd > len(b) {
-			return callArgs{shape: argsInvalid}, fit
+			return argsInvalid, fit
 		}
 		fit = fit && vfit
-		a.set(unquoteKey(key), b[vStart:vEnd])
+		field(unquoteKey(key), b[vStart:vEnd])
 		i = vEnd
 	}
 	if i >= len(b) || skipSpace(b, i+1) != len(b) {
-		return callArgs{shape: argsInvalid}, fit
+		return argsInvalid, fit
 	}
-	return a, fit
+	return argsObject, fit
+}
+
+// jsonString decodes a JSON string value; ok is false for anything else.
+func jsonString(raw []byte) (s string, ok bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1]), true // no escapes: the bytes are the string
+	}
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
 }
 
 // unquoteKey returns an object key without its quotes, decoding escapes

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"mime"
@@ -47,24 +48,65 @@ type rpcMessage struct {
 }
 
 // callParams are tools/call's params decoded once, as mcp-go's
-// CallToolParams.UnmarshalJSON decodes them (the same fields and types, so
-// the same refusals), except that the arguments stay raw bytes in the body:
-// mcp-go also copies them twice and decodes them into a map, which no
-// handler here reads. What that map decoding refuses, numbers beyond
-// float64, scanArgs reports.
+// CallToolParams.UnmarshalJSON decodes them (the same fields, so the same
+// refusals), except for two fields no handler here reads, which are only
+// checked: the arguments stay raw bytes in the body (mcp-go also copies
+// them twice and decodes them into a map, which fails only on a number
+// beyond float64: scanArgs reports those), and so does _meta (metaRef).
 type callParams struct {
 	Name      string          `json:"name"`
 	Arguments rawRef          `json:"arguments"`
-	Meta      *mcp.Meta       `json:"_meta,omitempty"`
+	Meta      metaRef         `json:"_meta"`
 	Task      *mcp.TaskParams `json:"task,omitempty"`
 	mcp.MultiRoundTripParams
 }
 
 // mcpParams are the params as a handler receives them from mcp-go, but for
-// Arguments (nil: the handlers read RawArguments).
+// Arguments and Meta, which stay nil: the handlers read RawArguments.
 func (p *callParams) mcpParams() mcp.CallToolParams {
-	return mcp.CallToolParams{Name: p.Name, Meta: p.Meta, Task: p.Task, MultiRoundTripParams: p.MultiRoundTripParams,
+	return mcp.CallToolParams{Name: p.Name, Task: p.Task, MultiRoundTripParams: p.MultiRoundTripParams,
 		RawArguments: json.RawMessage(p.Arguments)}
+}
+
+// metaRef is params' _meta, kept raw. mcp-go decodes _meta (mcp.Meta) into
+// a map, so, like it, UnmarshalJSON refuses anything but an object whose
+// numbers fit a float64, and null leaves no _meta; every occurrence of a
+// repeated _meta is checked, and the last one is kept, as mcp-go does.
+type metaRef rawRef
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (m *metaRef) UnmarshalJSON(b []byte) error {
+	switch shape, fit := walkJSON(b, func([]byte, rawRef) {}); {
+	case shape == argsAbsent:
+		*m = nil
+	case shape != argsObject || !fit:
+		return errMetaNotMap
+	default:
+		*m = b
+	}
+	return nil
+}
+
+var errMetaNotMap = errors.New("gateway: _meta does not decode into a map")
+
+// modern reports whether _meta carries what a 2026-07-28 request carries
+// on every request, read as mcp-go reads it (Meta.ProtocolVersion, Meta.
+// ClientCapabilities): the protocol version, a string equal to version,
+// and the client's capabilities, which decode into mcp.ClientCapabilities.
+func (m metaRef) modern(version string) bool {
+	var ver, caps rawRef
+	walkJSON(m, func(name []byte, v rawRef) {
+		switch string(name) {
+		case mcp.MetaKeyProtocolVersion:
+			ver = v
+		case mcp.MetaKeyClientCapabilities:
+			caps = v
+		}
+	})
+	if v, ok := jsonString(ver); !ok || v != version || caps == nil || string(caps) == "null" {
+		return false
+	}
+	return string(caps) == "{}" || json.Unmarshal(caps, new(mcp.ClientCapabilities)) == nil
 }
 
 // serveStatelessCall answers q (a tools/call) without mcp-go's transport if
@@ -126,8 +168,7 @@ func (g *Gateway) leanCall(q *mcpCall) (st *server.ServerTool, p callParams, id 
 	args, fit := scanArgs(p.Arguments)
 	// 2026-07-28 carries its version (equal to the header's) and the client's
 	// capabilities in _meta on every request.
-	if !fit || args.shape == argsInvalid || p.Meta.ProtocolVersion() != version || p.Meta.ClientCapabilities() == nil ||
-		!standardHeadersMatch(h, p.Name) {
+	if !fit || args.shape == argsInvalid || !p.Meta.modern(version) || !standardHeadersMatch(h, p.Name) {
 		return nil, p, nil, false
 	}
 	st = g.mcp.GetTool(p.Name)

@@ -1,12 +1,10 @@
 package gateway
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/proto"
@@ -26,11 +24,7 @@ func (a *callArgs) str(name string, raw rawRef) (s string, ok bool, err error) {
 	if raw == nil || string(raw) == "null" {
 		return "", false, nil
 	}
-	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
-		s = string(raw[1 : len(raw)-1]) // no escapes: the bytes are the string
-		return s, s != "", nil
-	}
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if s, ok = jsonString(raw); !ok {
 		return "", false, newError(CodeInvalidArgument, ErrInvalidArgument, "argument %q must be a string", name)
 	}
 	return s, s != "", nil
