@@ -824,47 +824,63 @@ func (c *Client) exchange(ctx context.Context, cc *clientConn, t MsgType, frame 
 		}
 		st.CancelRead(streamCodeRefused)
 		st.CancelWrite(streamCodeRefused)
-		switch {
-		case errors.Is(rerr, ErrTooLarge), errors.Is(rerr, ErrMalformed), errors.Is(rerr, ErrVersion):
-			return nil, noRetry, sent, fmt.Errorf("proto: %s response: %w", t, rerr)
-		}
-		connDead := isConnError(rerr) || cc.qc.Context().Err() != nil
-		if connDead {
-			if cause := context.Cause(cc.qc.Context()); cause != nil {
-				rerr = cause
-			}
-			c.drop(cc, rerr)
-		}
-		if connDead && handshakeRefused(rerr) {
-			// The shard refused the TLS handshake (e.g. our certificate):
-			// it never accepted the connection, so never ran the request.
-			return nil, noRetry, sent, fmt.Errorf("%w: %s to %s: the shard refused the connection: %w", ErrUnavailable, t, c.addr, rerr)
-		}
-		if werr != nil {
-			// The request (or its end) never left: the shard cannot
-			// have run it.
-			r := noRetry
-			if connDead {
-				r = retryAny
-			}
-			return nil, r, sent, fmt.Errorf("%w: %s to %s: %w", ErrUnavailable, t, c.addr, rerr)
-		}
-		r := noRetry
-		if connDead && cr.n == 0 {
-			r = retryIdempotent
-		}
-		return nil, r, sent, fmt.Errorf("%w: %s to %s: %w", ErrConnectionLost, t, c.addr, rerr)
+		retry, err := c.readFailed(cc, t, rerr, werr, cr.n)
+		return nil, retry, sent, err
 	}
 	if werr != nil && h.typ != MsgError {
 		return nil, noRetry, sent, fmt.Errorf("%w: %s: write: %w", ErrConnectionLost, t, werr)
 	}
+	payload, retry, err = c.response(ctx, cc, t, h, p)
+	return payload, retry, sent, err
+}
+
+// readFailed classifies a request whose answer could not be read (rerr;
+// werr when the request did not leave whole either; read answer bytes
+// came back before the failure): whether the shard can have run it, and
+// so whether it may be sent again on a fresh connection.
+func (c *Client) readFailed(cc *clientConn, t MsgType, rerr, werr error, read int) (retryKind, error) {
+	switch {
+	case errors.Is(rerr, ErrTooLarge), errors.Is(rerr, ErrMalformed), errors.Is(rerr, ErrVersion):
+		return noRetry, fmt.Errorf("proto: %s response: %w", t, rerr)
+	}
+	connDead := isConnError(rerr) || cc.qc.Context().Err() != nil
+	if connDead {
+		if cause := context.Cause(cc.qc.Context()); cause != nil {
+			rerr = cause
+		}
+		c.drop(cc, rerr)
+	}
+	if connDead && handshakeRefused(rerr) {
+		// The shard refused the TLS handshake (e.g. our certificate):
+		// it never accepted the connection, so never ran the request.
+		return noRetry, fmt.Errorf("%w: %s to %s: the shard refused the connection: %w", ErrUnavailable, t, c.addr, rerr)
+	}
+	if werr != nil {
+		// The request (or its end) never left: the shard cannot
+		// have run it.
+		r := noRetry
+		if connDead {
+			r = retryAny
+		}
+		return r, fmt.Errorf("%w: %s to %s: %w", ErrUnavailable, t, c.addr, rerr)
+	}
+	r := noRetry
+	if connDead && read == 0 {
+		r = retryIdempotent
+	}
+	return r, fmt.Errorf("%w: %s to %s: %w", ErrConnectionLost, t, c.addr, rerr)
+}
+
+// response reads the response frame of a t request: its payload, or the
+// shard's error (*Error).
+func (c *Client) response(ctx context.Context, cc *clientConn, t MsgType, h header, p []byte) ([]byte, retryKind, error) {
 	switch h.typ {
 	case t | respBit:
-		return p, noRetry, sent, nil
+		return p, noRetry, nil
 	case MsgError:
 		e, err := decodeError(p)
 		if err != nil {
-			return nil, noRetry, sent, fmt.Errorf("proto: %s error response: %w", t, err)
+			return nil, noRetry, fmt.Errorf("proto: %s error response: %w", t, err)
 		}
 		refused := h.flags&flagRefused != 0
 		if refused && e.Code == CodeUnavailable {
@@ -874,16 +890,15 @@ func (c *Client) exchange(ctx context.Context, cc *clientConn, t MsgType, frame 
 			// The shard's copy of our deadline fired before our own timer
 			// was noticed here: report the caller's ctx error (and the
 			// answer).
-			return nil, noRetry, sent, fmt.Errorf("proto: %s: %w (%w)", t, cerr, e)
+			return nil, noRetry, fmt.Errorf("proto: %s: %w (%w)", t, cerr, e)
 		}
 		if refused {
 			// Refused unprocessed: safe to send again, whatever it is.
-			return nil, retryAny, sent, e
+			return nil, retryAny, e
 		}
-		return nil, noRetry, sent, e
-	default:
-		return nil, noRetry, sent, fmt.Errorf("%w: %s answered with %s", ErrMalformed, t, h.typ)
+		return nil, noRetry, e
 	}
+	return nil, noRetry, fmt.Errorf("%w: %s answered with %s", ErrMalformed, t, h.typ)
 }
 
 // requestIDKey is the context key of the request id.
