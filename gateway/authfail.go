@@ -2,10 +2,8 @@ package gateway
 
 import (
 	"errors"
-	"fmt"
 	"math"
 	"net/http"
-	"strconv"
 	"sync"
 	"time"
 
@@ -53,70 +51,67 @@ func closeUnread(w http.ResponseWriter, r *http.Request, hasBody bool) {
 	}
 }
 
-// refuseAuth answers a request whose token was refused, writes one log
-// line per refused token (kind, issuer, client IP; never the token) and
-// spends the client IP's failed-authentication budget.
-func (g *Gateway) refuseAuth(w http.ResponseWriter, r *http.Request, rid string, now time.Time, err error) {
-	f := mapAuthError(err)
-	g.metrics.authFailures.WithLabelValues(f.Kind).Inc()
+// refuseAuth answers a request whose token was refused (authRefusalOf,
+// writeAuthRefusal), writes one log line per refused token (kind, issuer,
+// client IP; never the token) and spends the client IP's failed-
+// authentication budget. A missing token (every client's first request)
+// and an IdP that cannot be asked (the token may be good) spend nothing.
+func (g *Gateway) refuseAuth(q *mcpCall, err error) {
+	a := authRefusalOf(err)
+	g.metrics.authFailures.WithLabelValues(a.kind).Inc()
 	var se *sso.Error
 	errors.As(err, &se)
-	issuer, repeat, retry := "", false, time.Duration(0)
+	var issuer string
 	if se != nil {
-		issuer, repeat, retry = se.Issuer, se.Repeat, se.RetryAfter
+		issuer = se.Issuer
 	}
-	ip := g.clientIP(r)
+	ip := g.clientIP(q.r)
 	switch {
-	case f.Status == http.StatusServiceUnavailable:
-		// The token may be good: the IdP cannot be asked right now. Not
-		// the client's failure, so the budget is not spent.
-		secs := retrySeconds(retry)
-		g.log.Warn("token refused: cannot verify it now", "kind", f.Kind, "issuer", issuer, "client_ip", ip,
-			"request_id", rid, "retry_after_seconds", secs, "err", err)
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
-		writeOAuthError(w, f.Status, "temporarily_unavailable", f.Description)
-		return
-	case f.Kind == sso.NoToken.String():
-		// RFC 6750 §3.1: no credentials, no error code. Not a failed
-		// authentication: every client's first request looks so.
-		w.Header().Set("WWW-Authenticate", g.challenge("", ""))
-		writeOAuthError(w, http.StatusUnauthorized, "", "a bearer token from the company's SSO is required: "+f.Description)
-		return
+	case a.status == http.StatusServiceUnavailable:
+		g.log.Warn("token refused: cannot verify it now", "kind", a.kind, "issuer", issuer, "client_ip", ip,
+			"request_id", q.ci.requestID, "retry_after_seconds", a.retryAfter, "err", err)
+	case se != nil && se.Kind == sso.NoToken:
+	default:
+		a = g.spendAuthBudget(q, a, se != nil && se.Repeat, issuer, ip)
 	}
+	g.writeAuthRefusal(&q.rec, a)
+}
+
+// spendAuthBudget spends the client IP's failed-authentication budget for
+// a refused token and logs it (one line per refusal while within the
+// budget, then a count). A token refused moments ago (repeat) sent again
+// over the budget is answered 429 instead.
+func (g *Gateway) spendAuthBudget(q *mcpCall, a authRefusal, repeat bool, issuer, ip string) authRefusal {
 	b := g.authBudget(ip)
-	within := b.lim.AllowN(now, 1)
-	if repeat && !within {
-		// The same refused token again, from an address over its budget.
-		g.metrics.rateLimited.WithLabelValues("failed_auth_ip").Inc()
-		secs := retryAfter(b.lim, now)
-		w.Header().Set("Retry-After", strconv.Itoa(secs))
-		refuse(w, ErrTooManyAuthFailed, nil, fmt.Sprintf("this token was refused (%s) and %s keeps sending it; get a new token, or retry in %ds", f.Description, ip, secs))
-		return
-	}
-	if !repeat {
-		b.mu.Lock()
-		suppressed := b.suppressed
-		switch {
-		case within:
-			b.suppressed = 0
-		default:
-			b.suppressed++
+	within := b.lim.AllowN(q.now, 1)
+	if repeat {
+		if !within {
+			// The same refused token again, from an address over its budget.
+			g.metrics.rateLimited.WithLabelValues("failed_auth_ip").Inc()
+			return a.overBudget(ip, retryAfter(b.lim, q.now))
 		}
-		b.mu.Unlock()
-		switch {
-		case within && suppressed > 0:
-			g.log.Info("refused tokens from a client IP were not logged while it was over its failed-authentication budget",
-				"client_ip", ip, "not_logged", suppressed)
-			fallthrough
-		case within:
-			g.log.Info("token refused", "kind", f.Kind, "issuer", issuer, "client_ip", ip, "request_id", rid, "reason", f.Description)
-		case suppressed == 0:
-			g.log.Warn("client IP is over its failed-authentication budget (limits.failed_auth_per_minute); its refused tokens are counted, not logged, until it recovers",
-				"client_ip", ip, "kind", f.Kind, "issuer", issuer, "request_id", rid)
-		}
+		return a
 	}
-	w.Header().Set("WWW-Authenticate", g.challenge(f.OAuthCode, f.Description))
-	writeOAuthError(w, f.Status, f.OAuthCode, f.Description)
+	b.mu.Lock()
+	suppressed := b.suppressed
+	if within {
+		b.suppressed = 0
+	} else {
+		b.suppressed++
+	}
+	b.mu.Unlock()
+	switch {
+	case within && suppressed > 0:
+		g.log.Info("refused tokens from a client IP were not logged while it was over its failed-authentication budget",
+			"client_ip", ip, "not_logged", suppressed)
+		fallthrough
+	case within:
+		g.log.Info("token refused", "kind", a.kind, "issuer", issuer, "client_ip", ip, "request_id", q.ci.requestID, "reason", a.description)
+	case suppressed == 0:
+		g.log.Warn("client IP is over its failed-authentication budget (limits.failed_auth_per_minute); its refused tokens are counted, not logged, until it recovers",
+			"client_ip", ip, "kind", a.kind, "issuer", issuer, "request_id", q.ci.requestID)
+	}
+	return a
 }
 
 // retrySeconds is a Retry-After value: d rounded up to whole seconds, at

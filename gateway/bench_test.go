@@ -462,7 +462,7 @@ func BenchmarkServeToolCall(b *testing.B) {
 	for _, lean := range []bool{true, false} {
 		b.Run("lean="+strconv.FormatBool(lean), func(b *testing.B) {
 			e := benchEnv(b, []string{"payments"})
-			e.gw.disableLeanPath = !lean
+			e.gw.SetLeanPathForTest(lean)
 			e.wings["payments"].addNote("payments/decisions/idem", "use idempotency keys for every payment write", "a@acme.com")
 			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"brain_get","arguments":{"id":"payments/decisions/idem"},` + modernMeta + `}}`
 			hdr := http.Header{}

@@ -145,21 +145,21 @@ func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallTo
 }
 
 func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, args []byte, rec *auditRecord) *mcp.CallToolResult {
-	ra, err := parseRouteArgs(args)
+	a, err := ci.argsOf(args)
 	if err != nil {
 		return g.fail(rec, classify(err, ""))
 	}
 	if name == brain.QueryTool {
-		has, err := ra.hasWing()
+		has, err := a.hasWing()
 		if err != nil {
 			return g.fail(rec, classify(err, ""))
 		}
 		if !has {
 			rec.Wing = "*"
-			return g.fanoutQuery(ctx, ci, args, rec)
+			return g.fanoutQuery(ctx, ci, args, &a, rec)
 		}
 	}
-	wingName, ok, err := ra.route()
+	wingName, ok, err := a.route()
 	if err != nil {
 		return g.fail(rec, classify(err, ""))
 	}
@@ -174,7 +174,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 	}
 	req := &proto.CallRequest{RequestID: ci.requestID, Tool: name, Args: args}
 	if g.writes(w, name) {
-		req.IdempotencyKey = idempotencyKey(ra.agentKey())
+		req.IdempotencyKey = idempotencyKey(a.agentKey())
 	}
 	resp, err := g.callWing(ctx, ci, w, req)
 	if errors.Is(err, errWingHidden) {
@@ -193,6 +193,15 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 		rec.Outcome = "tool_error"
 	}
 	return shardResult(resp)
+}
+
+// argsOf returns the fields of the call's arguments: the lean path's scan
+// of them when it made one, else a scan now.
+func (ci *callInfo) argsOf(args []byte) (callArgs, error) {
+	if ci.scanned {
+		return ci.args, ci.args.err(args)
+	}
+	return parseArgs(args)
 }
 
 // noWing is the answer for a wing the caller cannot reach: one that is not

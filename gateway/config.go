@@ -349,162 +349,181 @@ func (c Config) checkFiles(now time.Time) (warnings []string, err error) {
 func (c Config) Validate() error { return c.validate(true) }
 
 func (c Config) validate(requireShardTLS bool) error {
-	var errs []error
-	bad := func(key, format string, args ...any) {
-		errs = append(errs, fmt.Errorf("%w: %s: %s", ErrConfig, key, fmt.Sprintf(format, args...)))
+	var p problems
+	c.validateListeners(&p)
+	if err := c.OIDC.Validate(); err != nil {
+		p = append(p, fmt.Errorf("%w: oidc: %w", ErrConfig, err))
 	}
+	p = append(p, c.validateOAuth()...)
+	c.Shards.validate(&p, requireShardTLS)
+	validateWings(&p, c.Wings)
+	c.Limits.validate(&p)
+	c.Sessions.validate(&p)
+	switch c.Log.Format {
+	case "json", "text":
+	default:
+		p.add("log.format", "%q must be json or text", c.Log.Format)
+	}
+	if _, err := parseLevel(c.Log.Level); err != nil {
+		p.add("log.level", "%v", err)
+	}
+	if c.DrainTimeout <= 0 {
+		p.add("drain_timeout", "must be positive (got %s)", c.DrainTimeout)
+	}
+	if c.DrainGrace < 0 || c.DrainGrace > time.Minute {
+		p.add("drain_grace", "must be in [0, 1m] (got %s)", c.DrainGrace)
+	}
+	return errors.Join(p...)
+}
 
+// problems collects every problem of a configuration, each naming its key.
+type problems []error
+
+func (p *problems) add(key, format string, args ...any) {
+	*p = append(*p, fmt.Errorf("%w: %s: %s", ErrConfig, key, fmt.Sprintf(format, args...)))
+}
+
+// validateListeners checks public_url, listen, admin_listen, tls and
+// allowed_origins.
+func (c Config) validateListeners(p *problems) {
 	if c.PublicURL == "" {
-		bad("public_url", "required (the URL agents connect to, e.g. https://brain.acme.com)")
+		p.add("public_url", "required (the URL agents connect to, e.g. https://brain.acme.com)")
 	} else if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
-		bad("public_url", "%q is not an absolute http(s) URL", c.PublicURL)
+		p.add("public_url", "%q is not an absolute http(s) URL", c.PublicURL)
 	} else {
 		if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
-			bad("public_url", "%q must use https unless its host is loopback", c.PublicURL)
+			p.add("public_url", "%q must use https unless its host is loopback", c.PublicURL)
 		}
 		if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-			bad("public_url", "%q must not carry a query, fragment or user info", c.PublicURL)
+			p.add("public_url", "%q must not carry a query, fragment or user info", c.PublicURL)
 		}
 		if strings.HasSuffix(u.Path, "/mcp") {
-			bad("public_url", "%q should be the base URL; the gateway appends /mcp itself", c.PublicURL)
+			p.add("public_url", "%q should be the base URL; the gateway appends /mcp itself", c.PublicURL)
 		}
 	}
 
 	listenOK := true
 	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		bad("listen", "%q is not host:port: %v", c.Listen, err)
+		p.add("listen", "%q is not host:port: %v", c.Listen, err)
 		listenOK = false
 	}
 	if _, _, err := net.SplitHostPort(c.AdminListen); err != nil {
-		bad("admin_listen", "%q is not host:port: %v", c.AdminListen, err)
+		p.add("admin_listen", "%q is not host:port: %v", c.AdminListen, err)
 	} else if c.AdminListen == c.Listen {
-		bad("admin_listen", "must differ from listen (%q)", c.Listen)
+		p.add("admin_listen", "must differ from listen (%q)", c.Listen)
 	}
 	switch {
 	case (c.TLS.CertFile == "") != (c.TLS.KeyFile == ""):
-		bad("tls", "cert_file and key_file must both be set or both be empty")
+		p.add("tls", "cert_file and key_file must both be set or both be empty")
 	case c.TLS.CertFile == "" && listenOK && !listenIsLoopback(c.Listen):
-		bad("tls", "cert_file and key_file are required unless listen is a loopback address (listen is %q)", c.Listen)
+		p.add("tls", "cert_file and key_file are required unless listen is a loopback address (listen is %q)", c.Listen)
 	}
 	if c.TLS.CAFile != "" {
-		bad("tls.ca_file", "not used by the public listener; remove it")
+		p.add("tls.ca_file", "not used by the public listener; remove it")
 	}
 	for i, o := range c.AllowedOrigins {
 		if _, err := parseOrigin(o); err != nil {
-			bad(fmt.Sprintf("allowed_origins[%d]", i), "%v", err)
+			p.add(fmt.Sprintf("allowed_origins[%d]", i), "%v", err)
 		}
 	}
+}
 
-	if err := c.OIDC.Validate(); err != nil {
-		errs = append(errs, fmt.Errorf("%w: oidc: %w", ErrConfig, err))
+func (s ShardsConfig) validate(p *problems, requireTLS bool) {
+	if requireTLS {
+		if s.TLS.CAFile == "" {
+			p.add("shards.tls.ca_file", "required (the internal CA that signed the shards' certificates)")
+		}
+		if s.TLS.CertFile == "" {
+			p.add("shards.tls.cert_file", "required (the gateway's client certificate, role gateway)")
+		}
+		if s.TLS.KeyFile == "" {
+			p.add("shards.tls.key_file", "required")
+		}
 	}
-	errs = append(errs, c.validateOAuth()...)
+	if s.CallTimeout <= 0 {
+		p.add("shards.call_timeout", "must be positive (got %s)", s.CallTimeout)
+	}
+	if s.MaxInFlight < 1 {
+		p.add("shards.max_in_flight", "must be at least 1 (got %d)", s.MaxInFlight)
+	}
+	if s.RefreshInterval < time.Second {
+		p.add("shards.refresh_interval", "must be at least 1s (got %s)", s.RefreshInterval)
+	}
+	if s.RetryBase <= 0 || s.RetryBase > 10*time.Second {
+		p.add("shards.retry_base", "must be in (0, 10s] (got %s)", s.RetryBase)
+	}
+	if s.IdleTimeout < 500*time.Millisecond || s.IdleTimeout > 5*time.Minute {
+		p.add("shards.idle_timeout", "must be in [500ms, 5m] (got %s)", s.IdleTimeout)
+	}
+	if s.KeepAlive <= 0 || s.KeepAlive*2 > s.IdleTimeout {
+		p.add("shards.keep_alive", "must be positive and at most half of shards.idle_timeout (got %s, idle_timeout %s)", s.KeepAlive, s.IdleTimeout)
+	}
+}
 
-	if requireShardTLS {
-		if c.Shards.TLS.CAFile == "" {
-			bad("shards.tls.ca_file", "required (the internal CA that signed the shards' certificates)")
-		}
-		if c.Shards.TLS.CertFile == "" {
-			bad("shards.tls.cert_file", "required (the gateway's client certificate, role gateway)")
-		}
-		if c.Shards.TLS.KeyFile == "" {
-			bad("shards.tls.key_file", "required")
-		}
-	}
-	if c.Shards.CallTimeout <= 0 {
-		bad("shards.call_timeout", "must be positive (got %s)", c.Shards.CallTimeout)
-	}
-	if c.Shards.MaxInFlight < 1 {
-		bad("shards.max_in_flight", "must be at least 1 (got %d)", c.Shards.MaxInFlight)
-	}
-	if c.Shards.RefreshInterval < time.Second {
-		bad("shards.refresh_interval", "must be at least 1s (got %s)", c.Shards.RefreshInterval)
-	}
-	if c.Shards.RetryBase <= 0 || c.Shards.RetryBase > 10*time.Second {
-		bad("shards.retry_base", "must be in (0, 10s] (got %s)", c.Shards.RetryBase)
-	}
-	if c.Shards.IdleTimeout < 500*time.Millisecond || c.Shards.IdleTimeout > 5*time.Minute {
-		bad("shards.idle_timeout", "must be in [500ms, 5m] (got %s)", c.Shards.IdleTimeout)
-	}
-	if c.Shards.KeepAlive <= 0 || c.Shards.KeepAlive*2 > c.Shards.IdleTimeout {
-		bad("shards.keep_alive", "must be positive and at most half of shards.idle_timeout (got %s, idle_timeout %s)", c.Shards.KeepAlive, c.Shards.IdleTimeout)
-	}
-
-	if len(c.Wings) == 0 {
-		bad("wings", "at least one wing is required")
+func validateWings(p *problems, wings []WingConfig) {
+	if len(wings) == 0 {
+		p.add("wings", "at least one wing is required")
 	}
 	seen := map[string]int{}
-	for i, w := range c.Wings {
+	for i, w := range wings {
 		key := fmt.Sprintf("wings[%d]", i)
 		if err := brain.ValidWing(w.Name); err != nil {
-			bad(key+".name", "%v", err)
+			p.add(key+".name", "%v", err)
 		} else if j, dup := seen[w.Name]; dup {
-			bad(key+".name", "%q duplicates wings[%d]", w.Name, j)
+			p.add(key+".name", "%q duplicates wings[%d]", w.Name, j)
 		} else {
 			seen[w.Name] = i
 		}
 		if host, port, err := net.SplitHostPort(w.Address); err != nil || host == "" {
-			bad(key+".address", "%q is not host:port", w.Address)
+			p.add(key+".address", "%q is not host:port", w.Address)
 		} else if n, err := strconv.Atoi(port); err != nil || n < 1 || n > 65535 {
-			bad(key+".address", "%q has no valid port", w.Address)
+			p.add(key+".address", "%q has no valid port", w.Address)
 		}
 	}
+}
 
-	if c.Limits.MaxBodyBytes < 1024 || c.Limits.MaxBodyBytes > 64<<20 {
-		bad("limits.max_body_bytes", "must be between 1024 and %d (got %d)", 64<<20, c.Limits.MaxBodyBytes)
+func (l LimitsConfig) validate(p *problems) {
+	if l.MaxBodyBytes < 1024 || l.MaxBodyBytes > 64<<20 {
+		p.add("limits.max_body_bytes", "must be between 1024 and %d (got %d)", 64<<20, l.MaxBodyBytes)
 	}
-	if c.Limits.CallsPerSecond <= 0 {
-		bad("limits.calls_per_second", "must be positive (got %v)", c.Limits.CallsPerSecond)
+	if l.CallsPerSecond <= 0 {
+		p.add("limits.calls_per_second", "must be positive (got %v)", l.CallsPerSecond)
 	}
-	if c.Limits.Burst < 1 {
-		bad("limits.burst", "must be at least 1 (got %d)", c.Limits.Burst)
+	if l.Burst < 1 {
+		p.add("limits.burst", "must be at least 1 (got %d)", l.Burst)
 	}
-	if c.Limits.FailedAuthPerMinute < 1 {
-		bad("limits.failed_auth_per_minute", "must be at least 1 (got %d)", c.Limits.FailedAuthPerMinute)
+	if l.FailedAuthPerMinute < 1 {
+		p.add("limits.failed_auth_per_minute", "must be at least 1 (got %d)", l.FailedAuthPerMinute)
 	}
-	if c.Limits.FanoutConcurrency < 1 {
-		bad("limits.fanout_concurrency", "must be at least 1 (got %d)", c.Limits.FanoutConcurrency)
+	if l.FanoutConcurrency < 1 {
+		p.add("limits.fanout_concurrency", "must be at least 1 (got %d)", l.FanoutConcurrency)
 	}
-	if c.Limits.FanoutTimeout < 100*time.Millisecond {
-		bad("limits.fanout_timeout", "must be at least 100ms (got %s)", c.Limits.FanoutTimeout)
+	if l.FanoutTimeout < 100*time.Millisecond {
+		p.add("limits.fanout_timeout", "must be at least 100ms (got %s)", l.FanoutTimeout)
 	}
 	for _, d := range []struct {
 		key string
 		v   time.Duration
-	}{{"limits.header_timeout", c.Limits.HeaderTimeout}, {"limits.body_timeout", c.Limits.BodyTimeout}, {"limits.idle_conn_timeout", c.Limits.IdleConnTimeout}} {
+	}{{"limits.header_timeout", l.HeaderTimeout}, {"limits.body_timeout", l.BodyTimeout}, {"limits.idle_conn_timeout", l.IdleConnTimeout}} {
 		if d.v < 100*time.Millisecond || d.v > time.Hour {
-			bad(d.key, "must be in [100ms, 1h] (got %s)", d.v)
+			p.add(d.key, "must be in [100ms, 1h] (got %s)", d.v)
 		}
 	}
-	if c.Limits.MaxUnauthenticatedConns < 1 {
-		bad("limits.max_unauthenticated_conns", "must be at least 1 (got %d)", c.Limits.MaxUnauthenticatedConns)
+	if l.MaxUnauthenticatedConns < 1 {
+		p.add("limits.max_unauthenticated_conns", "must be at least 1 (got %d)", l.MaxUnauthenticatedConns)
 	}
+}
 
-	if c.Sessions.MaxEntries < 1 {
-		bad("sessions.max_entries", "must be at least 1 (got %d)", c.Sessions.MaxEntries)
+func (s SessionsConfig) validate(p *problems) {
+	if s.MaxEntries < 1 {
+		p.add("sessions.max_entries", "must be at least 1 (got %d)", s.MaxEntries)
 	}
-	if c.Sessions.IdleTTL < time.Second {
-		bad("sessions.idle_ttl", "must be at least 1s (got %s)", c.Sessions.IdleTTL)
+	if s.IdleTTL < time.Second {
+		p.add("sessions.idle_ttl", "must be at least 1s (got %s)", s.IdleTTL)
 	}
-	if c.Sessions.DenyTTL <= 0 {
-		bad("sessions.deny_ttl", "must be positive (got %s)", c.Sessions.DenyTTL)
+	if s.DenyTTL <= 0 {
+		p.add("sessions.deny_ttl", "must be positive (got %s)", s.DenyTTL)
 	}
-
-	switch c.Log.Format {
-	case "json", "text":
-	default:
-		bad("log.format", "%q must be json or text", c.Log.Format)
-	}
-	if _, err := parseLevel(c.Log.Level); err != nil {
-		bad("log.level", "%v", err)
-	}
-	if c.DrainTimeout <= 0 {
-		bad("drain_timeout", "must be positive (got %s)", c.DrainTimeout)
-	}
-	if c.DrainGrace < 0 || c.DrainGrace > time.Minute {
-		bad("drain_grace", "must be in [0, 1m] (got %s)", c.DrainGrace)
-	}
-	return errors.Join(errs...)
 }
 
 // validateOAuth checks the authorization server's section and how it fits

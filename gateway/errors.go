@@ -6,6 +6,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
@@ -200,45 +202,134 @@ func shardResult(resp *proto.CallResponse) *mcp.CallToolResult {
 	return res
 }
 
-// authFailure is how an SSO verification error is answered over HTTP.
-type authFailure struct {
-	Status      int    // 400, 401, 403 or 503
-	OAuthCode   string // RFC 6750 error code; "" for a missing token
-	Description string // error_description
-	Kind        string // metrics label
+// authRefusal is the whole answer to a request whose bearer token was
+// refused: authRefusalOf decides it and writeAuthRefusal writes it, the one
+// place for both. The status and RFC 6750 error code of each kind of
+// refusal are the sso kind's own (sso.Error.HTTPStatus and OAuthCode; the
+// facade refuses its tokens with sso errors too, so both are answered
+// alike); this adds what the gateway decides: 503 for a verification that
+// did not finish, 401 invalid_token for any other failure, Retry-After, the
+// challenge, and 429 for a refused token sent again over the client IP's
+// failed-authentication budget.
+type authRefusal struct {
+	status      int
+	code        string // RFC 6750 error code (challenge and body); "" for none
+	description string
+	challenge   bool   // WWW-Authenticate: Bearer with resource_metadata and, with the facade, scope
+	retryAfter  int    // Retry-After in seconds; 0 for none
+	rateLimited bool   // over the failed-auth budget: refused as ErrTooManyAuthFailed (429, JSON-RPC body)
+	kind        string // metrics label (the sso kind, "timeout" or "other")
 }
 
-// mapAuthError maps an error from the identity verifier (an *sso.Error, or
-// a context error when the client went away).
-func mapAuthError(err error) authFailure {
+// authRefusalOf decides the answer to a token refused with err: an
+// *sso.Error, or a context error when verification did not finish in time.
+func authRefusalOf(err error) authRefusal {
 	var se *sso.Error
-	if errors.As(err, &se) {
-		f := authFailure{Status: se.HTTPStatus(), OAuthCode: se.OAuthCode(), Description: se.Description, Kind: se.Kind.String()}
-		if f.Status == http.StatusServiceUnavailable {
-			f.OAuthCode = ""
-			f.Description = "the identity provider cannot be reached to verify the token; retry shortly"
+	if !errors.As(err, &se) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return authRefusal{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", retryAfter: retrySeconds(0),
+				description: "token verification did not finish in time; retry shortly", kind: "timeout"}
 		}
-		if f.Description == "" {
-			f.Description = "the token was refused"
+		return authRefusal{status: http.StatusUnauthorized, code: "invalid_token", challenge: true,
+			description: "the token could not be verified", kind: "other"}
+	}
+	a := authRefusal{status: se.HTTPStatus(), code: se.OAuthCode(), description: se.Description, challenge: true, kind: se.Kind.String()}
+	if a.description == "" {
+		a.description = "the token was refused"
+	}
+	switch {
+	case a.status == http.StatusServiceUnavailable:
+		// The token may be good: the IdP cannot be asked right now.
+		a.code, a.challenge, a.retryAfter = "temporarily_unavailable", false, retrySeconds(se.RetryAfter)
+		a.description = "the identity provider cannot be reached to verify the token; retry shortly"
+	case se.Kind == sso.NoToken:
+		// RFC 6750 §3.1: no credentials, a challenge with no error code.
+		a.description = "a bearer token from the company's SSO is required: " + a.description
+	}
+	return a
+}
+
+// overBudget turns a refusal into the answer to the same refused token
+// sent again from ip while it is over its failed-authentication budget,
+// which allows another refusal in retry seconds.
+func (a authRefusal) overBudget(ip string, retry int) authRefusal {
+	return authRefusal{status: refusalOf(ErrTooManyAuthFailed).status, retryAfter: retry, rateLimited: true, kind: a.kind,
+		description: fmt.Sprintf("this token was refused (%s) and %s keeps sending it; get a new token, or retry in %ds", a.description, ip, retry)}
+}
+
+// writeAuthRefusal writes a refused token's answer.
+func (g *Gateway) writeAuthRefusal(w http.ResponseWriter, a authRefusal) {
+	if a.challenge {
+		w.Header().Set("WWW-Authenticate", g.challenge(a.code, a.description))
+	}
+	if a.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(a.retryAfter))
+	}
+	if a.rateLimited {
+		refuse(w, ErrTooManyAuthFailed, nil, a.description) // 429, a JSON-RPC error body
+		return
+	}
+	writeOAuthError(w, a.status, a.code, a.description)
+}
+
+// challenge renders WWW-Authenticate (RFC 6750 §3, RFC 9728 §5.1).
+func (g *Gateway) challenge(code, description string) string {
+	var b strings.Builder
+	b.WriteString("Bearer ")
+	if code != "" {
+		fmt.Fprintf(&b, "error=%s, ", quoteParam(code))
+		if description != "" {
+			fmt.Fprintf(&b, "error_description=%s, ", quoteParam(description))
 		}
-		return f
 	}
-	if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-		return authFailure{Status: http.StatusServiceUnavailable, Description: "token verification did not finish in time; retry shortly", Kind: "timeout"}
+	fmt.Fprintf(&b, "resource_metadata=%s", quoteParam(g.metadataURL))
+	if g.facade != nil {
+		fmt.Fprintf(&b, ", scope=%s", quoteParam(strings.Join(g.facade.Scopes(), " ")))
 	}
-	return authFailure{Status: http.StatusUnauthorized, OAuthCode: "invalid_token", Description: "the token could not be verified", Kind: "other"}
+	return b.String()
+}
+
+// quoteParam quotes an auth-param value; RFC 6750 limits error_description
+// to %x20-21 / %x23-5B / %x5D-7E, so others are replaced.
+func quoteParam(s string) string {
+	var b strings.Builder
+	b.WriteByte('"')
+	for _, r := range s {
+		switch {
+		case r == '"' || r == '\\':
+			b.WriteByte('\'')
+		case r < 0x20 || r > 0x7e:
+			b.WriteByte('?')
+		default:
+			b.WriteRune(r)
+		}
+	}
+	b.WriteByte('"')
+	return b.String()
+}
+
+func writeOAuthError(w http.ResponseWriter, status int, code, description string) {
+	w.Header().Set("Content-Type", "application/json")
+	w.Header().Set("Cache-Control", "no-store")
+	w.WriteHeader(status)
+	body := struct {
+		Error       string `json:"error,omitempty"`
+		Description string `json:"error_description"`
+	}{code, description}
+	b, _ := brain.Marshal(body)
+	_, _ = w.Write(b)
 }
 
 // jsonRPCErrorBody renders an id-less (or id-carrying) JSON-RPC error used
 // for HTTP-level refusals (413, 429, 403, 400): MCP clients parse it.
-func jsonRPCErrorBody(id json.RawMessage, code int, message string, toolCode brain.Code) []byte {
+func jsonRPCErrorBody(id []byte, code int, message string, toolCode brain.Code) []byte {
 	type data = brain.ErrorBody
 	var d *data
 	if toolCode != "" {
 		d = &data{Error: brain.ErrorDetail{Code: toolCode, Message: message}}
 	}
 	if len(id) == 0 {
-		id = json.RawMessage("null")
+		id = []byte("null")
 	}
 	body, _ := json.Marshal(struct {
 		JSONRPC string          `json:"jsonrpc"`
@@ -248,7 +339,7 @@ func jsonRPCErrorBody(id json.RawMessage, code int, message string, toolCode bra
 			Message string `json:"message"`
 			Data    *data  `json:"data,omitempty"`
 		} `json:"error"`
-	}{JSONRPC: "2.0", ID: id, Error: struct {
+	}{JSONRPC: "2.0", ID: json.RawMessage(id), Error: struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 		Data    *data  `json:"data,omitempty"`
@@ -295,7 +386,7 @@ func refusalOf(err error) refusal {
 
 // refuse answers a request refused before mcp-go with a JSON-RPC error
 // body (MCP clients parse it); message is what a person reads.
-func refuse(w http.ResponseWriter, err error, id json.RawMessage, message string) {
+func refuse(w http.ResponseWriter, err error, id []byte, message string) {
 	r := refusalOf(err)
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(r.status)

@@ -9,6 +9,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/errgroup"
@@ -28,30 +29,33 @@ type unavailableWing struct {
 	Error string     `json:"error"`
 }
 
-// queryArgs are the brain_query fields fan-out reads (arguments are still
-// forwarded unchanged).
-type queryArgs struct {
-	Query *string          `json:"query"`
-	Limit *json.RawMessage `json:"limit"`
+// parseQueryArgs reads brain_query's query and limit from its arguments.
+func parseQueryArgs(args []byte) (query string, limit int, err error) {
+	a, err := parseArgs(args)
+	if err != nil {
+		return "", 0, err
+	}
+	return a.queryLimit()
 }
 
-func parseQueryArgs(args []byte) (query string, limit int, err error) {
-	var qa queryArgs
-	if err := json.Unmarshal(args, &qa); err != nil {
-		return "", 0, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
+// queryLimit reads brain_query's query and limit (brain.QueryDefaultLimit when
+// absent).
+func (a *callArgs) queryLimit() (query string, limit int, err error) {
+	if a.query == nil || string(a.query) == "null" {
+		return "", 0, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "brain_query needs a \"query\" string")
 	}
-	if qa.Query == nil {
+	if query, _, err = a.str("query", a.query); err != nil {
 		return "", 0, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "brain_query needs a \"query\" string")
 	}
 	limit = brain.QueryDefaultLimit
-	if qa.Limit != nil && string(*qa.Limit) != "null" {
+	if a.limit != nil && string(a.limit) != "null" {
 		var f float64
-		if err := json.Unmarshal(*qa.Limit, &f); err != nil || f != float64(int(f)) || f < 1 || f > brain.QueryMaxLimit {
+		if err := json.Unmarshal(a.limit, &f); err != nil || f != float64(int(f)) || f < 1 || f > brain.QueryMaxLimit {
 			return "", 0, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "\"limit\" must be an integer from 1 to %d", brain.QueryMaxLimit)
 		}
 		limit = int(f)
 	}
-	return *qa.Query, limit, nil
+	return query, limit, nil
 }
 
 // shardHits is a shard's brain_query result; each hit is kept as raw bytes.
@@ -94,207 +98,243 @@ type mergedHit struct {
 // limits.fanout_timeout (step 1 by half of it): a wing that has not
 // answered by then is listed under "unavailable" with the others' results,
 // and the audit outcome is "partial".
-func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, rec *auditRecord) *mcp.CallToolResult {
-	query, limit, err := parseQueryArgs(args)
+func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, a *callArgs, rec *auditRecord) *mcp.CallToolResult {
+	query, limit, err := a.queryLimit()
 	if err != nil {
 		return g.fail(rec, classify(err, ""))
 	}
 	bound := min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout)
 	fctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	p1ctx, cancel1 := context.WithTimeout(fctx, bound/2)
-	defer cancel1()
-	late := func(w *wing, err error) *Error {
-		if errors.Is(err, context.DeadlineExceeded) && ctx.Err() == nil {
-			return newError(brain.CodeTimeout, ErrTimeout, "wing %q did not answer within limits.fanout_timeout (%s); the results leave it out", w.name, bound)
-		}
-		return classifyShard(err, w)
+	f := &fanout{g: g, ci: ci, args: args, ctx: ctx, fctx: fctx, bound: bound}
+	if e := f.stats(query); e != nil {
+		rec.Missing = wingNames(f.failed)
+		return g.fail(rec, e)
 	}
-	// Step 1, per wing and concurrently (a stuck wing does not spend the
-	// others' time): the caller's capabilities there (minting if needed),
-	// then, where they may read, the corpus statistics of the query.
+	if res := f.rank(limit, rec); res != nil {
+		return res
+	}
+	f.fetch()
+	return f.answer(rec)
+}
+
+// fanout is one cross-wing search, step by step (fanoutQuery).
+type fanout struct {
+	g     *Gateway
+	ci    *callInfo
+	args  []byte
+	ctx   context.Context // the caller's
+	fctx  context.Context // ctx bounded by limits.fanout_timeout
+	bound time.Duration
+
+	failed []unavailableWing // wings left out, named to the caller
+	// Of the wings the caller may read (step 1 on):
+	readable []*wing
+	errs     []error // each one's failure in the current step
+	global   *proto.CorpusStats
+	hits     []mergedHit // merged and cut to the limit (step 2), fetched (step 3)
+	totals   []int64     // each one's number of matching notes
+	answered []bool
+	fetched  []map[string]json.RawMessage
+}
+
+// late is a wing's failure within the search: past the search's deadline,
+// timeout (and the results leave it out).
+func (f *fanout) late(w *wing, err error) *Error {
+	if errors.Is(err, context.DeadlineExceeded) && f.ctx.Err() == nil {
+		return newError(brain.CodeTimeout, ErrTimeout, "wing %q did not answer within limits.fanout_timeout (%s); the results leave it out", w.name, f.bound)
+	}
+	return classifyShard(err, w)
+}
+
+// leaveOut lists a wing under "unavailable".
+func (f *fanout) leaveOut(w *wing, err error) {
+	e := classify(err, w.name)
+	f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
+}
+
+// stats is step 1, per wing and concurrently, within half the bound (a
+// stuck wing does not spend the others' time): the caller's capabilities
+// there (minting if needed), then, where they may read, the corpus
+// statistics of the query, summed into global. It fails when the caller
+// can read no wing that answered.
+func (f *fanout) stats(query string) *Error {
+	g := f.g
+	p1ctx, cancel := context.WithTimeout(f.fctx, f.bound/2)
+	defer cancel()
 	n := len(g.wings)
-	canRead := make([]bool, n)
-	allStats := make([]*proto.CorpusStats, n)
-	allErrs := make([]error, n)
-	var failed []unavailableWing
-	eg := errgroup.Group{}
-	eg.SetLimit(g.cfg.Limits.FanoutConcurrency)
-	for i, w := range g.wings {
-		eg.Go(func() error {
-			gr, _, err := g.sessions.get(p1ctx, ci.id, w, ci.requestID)
-			if err != nil {
-				allErrs[i] = err
-				return nil
-			}
-			if canRead[i] = gr.caps.Has(brain.CapRead); !canRead[i] {
-				return nil
-			}
-			st, err := w.client.Stats(p1ctx, &proto.StatsRequest{RequestID: ci.requestID, Query: query})
-			if err != nil {
-				allErrs[i] = err
-				return nil
-			}
-			w.markReached()
-			allStats[i] = st
-			return nil
-		})
-	}
-	_ = eg.Wait()
-	var (
-		readable []*wing
-		stats    []*proto.CorpusStats
-		errs     []error
-		hidden   int // wings that failed for a caller holding no grant there: not named
-	)
+	canRead, all, errs := make([]bool, n), make([]*proto.CorpusStats, n), make([]error, n)
+	g.eachWing(g.wings, errs, func(i int, w *wing) {
+		gr, _, err := g.sessions.get(p1ctx, f.ci.id, w, f.ci.requestID)
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		if canRead[i] = gr.caps.Has(brain.CapRead); !canRead[i] {
+			return
+		}
+		st, err := w.client.Stats(p1ctx, &proto.StatsRequest{RequestID: f.ci.requestID, Query: query})
+		if err != nil {
+			errs[i] = err
+			return
+		}
+		w.markReached()
+		all[i] = st
+	})
+	f.global = &proto.CorpusStats{DocFreq: map[string]int64{}}
+	hidden := 0 // wings that failed for a caller holding no grant there: not named
 	for i, w := range g.wings {
 		switch {
 		case canRead[i]:
-			readable = append(readable, w)
-			stats = append(stats, allStats[i])
+			f.readable = append(f.readable, w)
 			var e error
-			if allErrs[i] != nil {
-				e = late(w, allErrs[i])
+			if errs[i] != nil {
+				e = f.late(w, errs[i])
 			}
-			errs = append(errs, e)
-		case g.disclosable(ci, w, allErrs[i]):
-			if e := late(w, allErrs[i]); e.Code != brain.CodeForbidden {
-				failed = append(failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
+			f.errs = append(f.errs, e)
+			addStats(f.global, all[i])
+		case g.disclosable(f.ci, w, errs[i]):
+			if e := f.late(w, errs[i]); e.Code != brain.CodeForbidden {
+				f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
 			}
-		case allErrs[i] != nil && !errors.Is(allErrs[i], errNotAdmitted):
+		case errs[i] != nil && !errors.Is(errs[i], errNotAdmitted):
 			hidden++
 		}
 	}
-	if len(readable) == 0 {
-		rec.Missing = wingNames(failed)
-		switch {
-		case len(failed) > 0:
-			return g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read is reachable right now: %s", joinFailures(failed)))
-		case hidden > 0:
-			// Some wing could not be asked whether the caller may read it;
-			// it is not named (least disclosure).
-			return g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly"))
-		}
-		return g.fail(rec, newError(brain.CodeForbidden, ErrForbidden, "you cannot read any wing; ask a wing's curators for access"))
+	if len(f.readable) > 0 {
+		return nil
 	}
-	global := &proto.CorpusStats{DocFreq: map[string]int64{}}
-	for _, st := range stats {
-		if st == nil {
-			continue
-		}
-		global.Docs += st.Docs
-		global.TotalLength += st.TotalLength
-		for term, n := range st.DocFreq {
-			global.DocFreq[term] += n
-		}
+	switch {
+	case len(f.failed) > 0:
+		return newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read is reachable right now: %s", joinFailures(f.failed))
+	case hidden > 0:
+		// Some wing could not be asked whether the caller may read it; it
+		// is not named (least disclosure).
+		return newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly")
 	}
+	return newError(brain.CodeForbidden, ErrForbidden, "you cannot read any wing; ask a wing's curators for access")
+}
 
-	// Step 2: rank, scored with the global statistics.
-	results := make([]*proto.CallResponse, len(readable))
-	g.eachWing(readable, errs, func(i int, w *wing) {
+// addStats adds a wing's corpus statistics (nil when it failed) to sum.
+func addStats(sum, st *proto.CorpusStats) {
+	if st == nil {
+		return
+	}
+	sum.Docs += st.Docs
+	sum.TotalLength += st.TotalLength
+	for term, n := range st.DocFreq {
+		sum.DocFreq[term] += n
+	}
+}
+
+// rank is step 2: each readable wing ranks its notes with the global
+// statistics; the hits are merged by score (desc) and id (asc) and cut to
+// limit. When no wing answered it returns the search's answer: the first
+// refusal unchanged if every wing refused the arguments (as a wing-scoped
+// call would answer), else unavailable.
+func (f *fanout) rank(limit int, rec *auditRecord) *mcp.CallToolResult {
+	results := make([]*proto.CallResponse, len(f.readable))
+	f.g.eachWing(f.readable, f.errs, func(i int, w *wing) {
 		var err error
-		results[i], err = g.callWing(fctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: brain.QueryTool, Args: args, Stats: global, Rank: true})
+		results[i], err = f.g.callWing(f.fctx, f.ci, w, &proto.CallRequest{RequestID: f.ci.requestID, Tool: brain.QueryTool, Args: f.args, Stats: f.global, Rank: true})
 		if err != nil {
-			errs[i] = late(w, err)
+			f.errs[i] = f.late(w, err)
 		}
 	})
-
-	var (
-		hits       []mergedHit
-		totals     = make([]int64, len(readable))
-		answered   = make([]bool, len(readable))
-		firstError *proto.CallResponse
-	)
-	for i, w := range readable {
-		if errors.Is(errs[i], errWingHidden) {
-			continue // the caller lost its grant meanwhile: not named
-		}
-		if errs[i] != nil {
-			e := classify(errs[i], w.name)
-			failed = append(failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
-			continue
-		}
-		resp := results[i]
-		if resp.IsError {
+	f.totals, f.answered = make([]int64, len(f.readable)), make([]bool, len(f.readable))
+	var firstError *proto.CallResponse
+	for i, w := range f.readable {
+		switch resp := results[i]; {
+		case errors.Is(f.errs[i], errWingHidden): // the caller lost its grant meanwhile: not named
+		case f.errs[i] != nil:
+			f.leaveOut(w, f.errs[i])
+		case resp.IsError:
 			if firstError == nil {
 				firstError = resp
 			}
 			code, msg := parseToolError(resp.Result)
-			failed = append(failed, unavailableWing{Wing: w.name, Code: code, Error: msg})
-			continue
+			f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: code, Error: msg})
+		default:
+			part, total, err := parseRanked(resp.Result, i)
+			if err != nil {
+				f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: brain.CodeInternal, Error: err.Error()})
+				continue
+			}
+			f.hits = append(f.hits, part...)
+			f.totals[i], f.answered[i] = total, true
 		}
-		part, total, err := parseRanked(resp.Result, i)
-		if err != nil {
-			failed = append(failed, unavailableWing{Wing: w.name, Code: brain.CodeInternal, Error: err.Error()})
-			continue
+	}
+	if !slices.Contains(f.answered, true) {
+		if firstError != nil {
+			rec.Outcome = "tool_error"
+			return shardResult(firstError)
 		}
-		hits = append(hits, part...)
-		totals[i], answered[i] = total, true
-	}
-	if firstError != nil && !slices.Contains(answered, true) {
-		// Every wing refused the same arguments: pass the first refusal on
-		// unchanged, as a wing-scoped call would.
-		rec.Outcome = "tool_error"
-		return shardResult(firstError)
-	}
-	if !slices.Contains(answered, true) {
-		rec.Missing = wingNames(failed)
-		if len(failed) == 0 { // every wing was lost meanwhile, none may be named
-			return g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly"))
+		rec.Missing = wingNames(f.failed)
+		if len(f.failed) == 0 { // every wing was lost meanwhile, none may be named
+			return f.g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly"))
 		}
-		return g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing answered: %s", joinFailures(failed)))
+		return f.g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing answered: %s", joinFailures(f.failed)))
 	}
-	sort.SliceStable(hits, func(i, j int) bool { return hits[i].key.Less(hits[j].key) })
-	if len(hits) > limit {
-		hits = hits[:limit]
+	sort.SliceStable(f.hits, func(i, j int) bool { return f.hits[i].key.Less(f.hits[j].key) })
+	if len(f.hits) > limit {
+		f.hits = f.hits[:limit]
 	}
+	return nil
+}
 
-	// Step 3: fetch the final hits from the wings that hold them.
-	fetch := make([][]string, len(readable))
-	for _, h := range hits {
+// fetch is step 3: the wings holding final hits render those hits, and
+// only those. A wing that fails here is left out altogether: its hits and
+// its notes' count.
+func (f *fanout) fetch() {
+	ids := make([][]string, len(f.readable))
+	for _, h := range f.hits {
 		if h.raw == nil {
-			fetch[h.wing] = append(fetch[h.wing], h.key.ID)
+			ids[h.wing] = append(ids[h.wing], h.key.ID)
 		}
 	}
-	fetched := make([]map[string]json.RawMessage, len(readable))
-	ferrs := make([]error, len(readable))
-	for i := range readable {
-		if len(fetch[i]) == 0 {
-			ferrs[i] = errSkip
+	f.fetched = make([]map[string]json.RawMessage, len(f.readable))
+	errs := make([]error, len(f.readable))
+	for i := range f.readable {
+		if len(ids[i]) == 0 {
+			errs[i] = errSkip
 		}
 	}
-	g.eachWing(readable, ferrs, func(i int, w *wing) {
-		resp, err := g.callWing(fctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: brain.QueryTool, Args: args, Stats: global, Fetch: fetch[i]})
+	f.g.eachWing(f.readable, errs, func(i int, w *wing) {
+		resp, err := f.g.callWing(f.fctx, f.ci, w, &proto.CallRequest{RequestID: f.ci.requestID, Tool: brain.QueryTool, Args: f.args, Stats: f.global, Fetch: ids[i]})
 		switch {
 		case err != nil:
-			ferrs[i] = late(w, err)
+			errs[i] = f.late(w, err)
 		case resp.IsError:
 			code, msg := parseToolError(resp.Result)
-			ferrs[i] = newError(code, ErrShardAnswer, "%s", msg)
+			errs[i] = newError(code, ErrShardAnswer, "%s", msg)
 		default:
-			fetched[i], ferrs[i] = parseFetched(resp.Result)
+			f.fetched[i], errs[i] = parseFetched(resp.Result)
 		}
 	})
-	for i, w := range readable {
-		if ferrs[i] == nil || ferrs[i] == errSkip {
+	for i, w := range f.readable {
+		if errs[i] == nil || errs[i] == errSkip {
 			continue
 		}
-		if errors.Is(ferrs[i], errWingHidden) {
-			answered[i], totals[i] = false, 0
-			continue
+		if !errors.Is(errs[i], errWingHidden) {
+			f.leaveOut(w, errs[i])
 		}
-		e := classify(ferrs[i], w.name)
-		failed = append(failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
-		answered[i], totals[i] = false, 0
+		f.answered[i], f.totals[i] = false, 0
 	}
-	final := hits[:0]
-	for _, h := range hits {
+}
+
+// answer is the search's answer: the final hits in merged order, each one's
+// bytes as its shard rendered them (a hit whose note changed or went
+// between the steps is left out), the total, the wings that answered and
+// those left out.
+func (f *fanout) answer(rec *auditRecord) *mcp.CallToolResult {
+	final := f.hits[:0]
+	for _, h := range f.hits {
 		switch {
-		case !answered[h.wing]:
+		case !f.answered[h.wing]:
 		case h.raw != nil:
 			final = append(final, h)
 		default:
-			if raw, ok := fetched[h.wing][h.key.ID]; ok { // absent: the note changed or went in between
+			if raw, ok := f.fetched[h.wing][h.key.ID]; ok {
 				h.raw = raw
 				final = append(final, h)
 			}
@@ -302,18 +342,18 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 	}
 	var total int64
 	var names []string
-	for i, w := range readable {
-		if answered[i] {
-			total += totals[i]
+	for i, w := range f.readable {
+		if f.answered[i] {
+			total += f.totals[i]
 			names = append(names, w.name)
 		}
 	}
-	rec.Missing = wingNames(failed)
+	rec.Missing = wingNames(f.failed)
 	rec.Outcome = "ok"
-	if len(failed) > 0 {
+	if len(f.failed) > 0 {
 		rec.Outcome = outcomePartial
 	}
-	return mcp.NewToolResultText(string(encodeMerged(final, total, names, failed)))
+	return mcp.NewToolResultText(string(encodeMerged(final, total, names, f.failed)))
 }
 
 // outcomePartial is the audit outcome of a cross-wing search that left

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"log/slog"
 	"mime"
@@ -12,6 +13,7 @@ import (
 	"sync"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 )
 
 // The lean path for stateless tool calls.
@@ -34,66 +36,102 @@ import (
 // through both paths and requires byte-identical answers.
 
 // rpcMessage is the JSON-RPC envelope of a POST body, parsed once by the
-// middleware.
+// middleware (withBody). Its raw parts point into the body, which the
+// gateway owns for the whole request.
 type rpcMessage struct {
-	JSONRPC string          `json:"jsonrpc"`
-	ID      json.RawMessage `json:"id"`
-	Method  string          `json:"method"`
-	Params  json.RawMessage `json:"params"`
-	Result  json.RawMessage `json:"result"`
-	Error   json.RawMessage `json:"error"`
+	JSONRPC string `json:"jsonrpc"`
+	ID      rawRef `json:"id"`
+	Method  string `json:"method"`
+	Params  rawRef `json:"params"`
+	Result  rawRef `json:"result"`
+	Error   rawRef `json:"error"`
 }
 
-// serveStatelessCall answers msg (the body of r, a tools/call) without
-// mcp-go's transport if the request is a well-formed stateless 2026-07-28
-// call of a registered tool. It reports whether it answered.
-func (g *Gateway) serveStatelessCall(ctx context.Context, w http.ResponseWriter, r *http.Request, msg *rpcMessage) bool {
-	h := r.Header
-	version := h.Get(mcp.HeaderProtocolVersion)
-	if g.disableLeanPath || !mcp.IsModernProtocol(version) || h.Get(mcp.HeaderLastEventID) != "" ||
-		msg.JSONRPC != mcp.JSONRPC_VERSION || msg.Method != string(mcp.MethodToolsCall) ||
-		msg.Result != nil || msg.Error != nil || !isJSONMediaType(h.Get("Content-Type")) {
+// callParams are tools/call's params decoded once, as mcp-go's
+// CallToolParams.UnmarshalJSON decodes them (the same fields, so the same
+// refusals), except for two fields no handler here reads, which are only
+// checked: the arguments stay raw bytes in the body (mcp-go also copies
+// them twice and decodes them into a map, which fails only on a number
+// beyond float64: scanArgs reports those), and so does _meta (metaRef).
+type callParams struct {
+	Name      string          `json:"name"`
+	Arguments rawRef          `json:"arguments"`
+	Meta      metaRef         `json:"_meta"`
+	Task      *mcp.TaskParams `json:"task,omitempty"`
+	mcp.MultiRoundTripParams
+}
+
+// mcpParams are the params as a handler receives them from mcp-go, but for
+// Arguments and Meta, which stay nil: the handlers read RawArguments.
+func (p *callParams) mcpParams() mcp.CallToolParams {
+	return mcp.CallToolParams{Name: p.Name, Task: p.Task, MultiRoundTripParams: p.MultiRoundTripParams,
+		RawArguments: json.RawMessage(p.Arguments)}
+}
+
+// metaRef is params' _meta, kept raw. mcp-go decodes _meta (mcp.Meta) into
+// a map, so, like it, UnmarshalJSON refuses anything but an object whose
+// numbers fit a float64, and null leaves no _meta; every occurrence of a
+// repeated _meta is checked, and the last one is kept, as mcp-go does.
+type metaRef rawRef
+
+// UnmarshalJSON implements json.Unmarshaler.
+func (m *metaRef) UnmarshalJSON(b []byte) error {
+	switch shape, fit := walkJSON(b, func([]byte, rawRef) {}); {
+	case shape == argsAbsent:
+		*m = nil
+	case shape != argsObject || !fit:
+		return errMetaNotMap
+	default:
+		*m = b
+	}
+	return nil
+}
+
+var errMetaNotMap = errors.New("gateway: _meta does not decode into a map")
+
+// modern reports whether _meta carries what a 2026-07-28 request carries
+// on every request, read as mcp-go reads it (Meta.ProtocolVersion, Meta.
+// ClientCapabilities): the protocol version, a string equal to version,
+// and the client's capabilities, which decode into mcp.ClientCapabilities.
+func (m metaRef) modern(version string) bool {
+	var ver, caps rawRef
+	walkJSON(m, func(name []byte, v rawRef) {
+		switch string(name) {
+		case mcp.MetaKeyProtocolVersion:
+			ver = v
+		case mcp.MetaKeyClientCapabilities:
+			caps = v
+		}
+	})
+	if v, ok := jsonString(ver); !ok || v != version || caps == nil || string(caps) == "null" {
 		return false
 	}
-	id, ok := requestIDValue(msg.ID)
+	return string(caps) == "{}" || json.Unmarshal(caps, new(mcp.ClientCapabilities)) == nil
+}
+
+// serveStatelessCall answers q (a tools/call) without mcp-go's transport if
+// it is a well-formed stateless 2026-07-28 call of a registered tool. It
+// reports whether it answered.
+func (g *Gateway) serveStatelessCall(q *mcpCall) bool {
+	st, p, id, ok := g.leanCall(q)
 	if !ok {
 		return false
 	}
-	var params mcp.CallToolParams
-	if len(msg.Params) == 0 || json.Unmarshal(msg.Params, &params) != nil {
-		return false
-	}
-	// 2026-07-28 carries its version (equal to the header's) and the client's
-	// capabilities in _meta on every request.
-	if params.Meta.ProtocolVersion() != version || params.Meta.ClientCapabilities() == nil {
-		return false
-	}
-	if mcp.ValidateStandardHeaders(h.Get, version, mcp.MethodToolsCall, msg.Params) != nil {
-		return false
-	}
-	st := g.mcp.GetTool(params.Name)
-	if st == nil || st.Handler == nil || st.Tool.Execution != nil {
-		return false
-	}
-	if g.headerBindings.has(&st.Tool) && mcp.ValidateParamHeadersLookup(firstHeader(h), &st.Tool, msg.Params) != nil {
-		return false
-	}
-
 	g.metrics.leanCalls.Inc()
-	req := mcp.CallToolRequest{Params: params, Header: h}
+	req := mcp.CallToolRequest{Params: p.mcpParams(), Header: q.r.Header}
 	req.Method = string(mcp.MethodToolsCall)
-	res, err := callRecovering(ctx, st.Handler, req)
+	res, err := callRecovering(q.ctx, st.Handler, req)
 	var out mcp.JSONRPCMessage
 	switch {
 	case err != nil:
 		out = mcp.NewJSONRPCError(mcp.NewRequestId(id), mcp.INTERNAL_ERROR, err.Error(), nil)
 	case res == nil:
 		out = mcp.NewJSONRPCError(mcp.NewRequestId(id), mcp.INTERNAL_ERROR,
-			fmt.Sprintf("tool '%s' handler returned no result", params.Name), nil)
+			fmt.Sprintf("tool '%s' handler returned no result", p.Name), nil)
 	default:
 		if text, ok := plainText(res); ok {
 			if b, err := g.textAnswers.encode(id, text, res.IsError); err == nil {
-				writeAnswer(w, g.log, b)
+				writeAnswer(&q.rec, g.log, b)
 				return true
 			}
 		}
@@ -104,10 +142,60 @@ func (g *Gateway) serveStatelessCall(ctx context.Context, w http.ResponseWriter,
 	// answered 200 with an empty body (json.Encoder writes nothing then).
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(out); err != nil {
-		g.log.Error("cannot encode a tool call's answer", "tool", params.Name, "err", err)
+		g.log.Error("cannot encode a tool call's answer", "tool", p.Name, "err", err)
 	}
-	writeAnswer(w, g.log, buf.Bytes())
+	writeAnswer(&q.rec, g.log, buf.Bytes())
 	return true
+}
+
+// leanCall checks that q is a call the lean path serves exactly as mcp-go
+// would, with mcp-go's own validators, and returns its tool, params and
+// JSON-RPC id. It leaves the arguments' scan in the call info.
+func (g *Gateway) leanCall(q *mcpCall) (st *server.ServerTool, p callParams, id any, ok bool) {
+	h, msg := q.r.Header, &q.msg
+	version := h.Get(mcp.HeaderProtocolVersion)
+	if !mcp.IsModernProtocol(version) || h.Get(mcp.HeaderLastEventID) != "" ||
+		msg.JSONRPC != mcp.JSONRPC_VERSION || msg.Method != string(mcp.MethodToolsCall) ||
+		msg.Result != nil || msg.Error != nil || !isJSONMediaType(h.Get("Content-Type")) {
+		return nil, p, nil, false
+	}
+	if id, ok = requestIDValue(msg.ID); !ok {
+		return nil, p, nil, false
+	}
+	if len(msg.Params) == 0 || json.Unmarshal(msg.Params, &p) != nil {
+		return nil, p, nil, false
+	}
+	args, fit := scanArgs(p.Arguments)
+	// 2026-07-28 carries its version (equal to the header's) and the client's
+	// capabilities in _meta on every request.
+	if !fit || args.shape == argsInvalid || !p.Meta.modern(version) || !standardHeadersMatch(h, p.Name) {
+		return nil, p, nil, false
+	}
+	st = g.mcp.GetTool(p.Name)
+	if st == nil || st.Handler == nil || st.Tool.Execution != nil {
+		return nil, p, nil, false
+	}
+	if g.headerBindings.has(&st.Tool) && mcp.ValidateParamHeadersLookup(firstHeader(h), &st.Tool, json.RawMessage(msg.Params)) != nil {
+		return nil, p, nil, false
+	}
+	q.ci.args, q.ci.scanned = args, true
+	return st, p, id, true
+}
+
+// standardHeadersMatch is mcp.ValidateStandardHeaders for a tools/call of
+// the modern revision, on the tool name already decoded (mcp-go's decodes
+// params once more for it): Mcp-Method is tools/call and Mcp-Name, decoded
+// from its header encoding, is the name.
+func standardHeadersMatch(h http.Header, name string) bool {
+	if h.Get(mcp.HeaderMethod) != string(mcp.MethodToolsCall) {
+		return false
+	}
+	hn := h.Get(mcp.HeaderName)
+	if hn == "" {
+		return false
+	}
+	decoded, ok := mcp.DecodeHeaderValue(hn)
+	return ok && decoded == name
 }
 
 func writeAnswer(w http.ResponseWriter, log *slog.Logger, b []byte) {
@@ -222,7 +310,7 @@ func callRecovering(ctx context.Context, h func(context.Context, mcp.CallToolReq
 
 // requestIDValue decodes a JSON-RPC id as mcp-go does (into any); only
 // strings and numbers are served on the lean path.
-func requestIDValue(raw json.RawMessage) (any, bool) {
+func requestIDValue(raw []byte) (any, bool) {
 	var id any
 	if len(raw) == 0 || json.Unmarshal(raw, &id) != nil {
 		return nil, false

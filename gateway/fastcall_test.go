@@ -89,7 +89,7 @@ func newLeanEnv(t testing.TB) *leanEnv {
 		wcs = append(wcs, WingConfig{Name: n, Address: e.shards[n].addr, ServerName: "localhost"})
 	}
 	cfg := e.config(wcs, base)
-	plain := e.startGatewayOn(ln, cfg, Options{}, func(g *Gateway) { g.disableLeanPath = true; addTools(g) })
+	plain := e.startGatewayOn(ln, cfg, Options{}, func(g *Gateway) { g.SetLeanPathForTest(false); addTools(g) })
 	return &leanEnv{testEnv: e, plain: plain, plainURL: base + "/mcp"}
 }
 
@@ -149,6 +149,12 @@ func TestLeanPathMatchesMCPGo(t *testing.T) {
 		{"null arguments", callBody("brain_get", `,"arguments":null`), h, true},
 		{"string arguments", callBody("brain_get", `,"arguments":"x"`), h, true},
 		{"array arguments", callBody("brain_get", `,"arguments":[1]`), h, true},
+		{"escaped meta version", strings.Replace(get("1"), `"2026-07-28"`, `"2026\u002d07-28"`, 1), h, true},
+		{"capabilities with fields", strings.Replace(get("1"), `clientCapabilities":{}`, `clientCapabilities":{"roots":{"listChanged":true},"sampling":{},"extensions":{"x":[1,"y"]}}`, 1), h, true},
+		{"_meta twice, the last one modern", strings.Replace(get("1"), `"_meta":`, `"_meta":{"a":1},"_meta":`, 1), h, true},
+		{"escaped argument name", callBody("brain_get", `,"arguments":{"\u0069d":"payments/decisions/idem"}`), h, true},
+		{"number below float64", callBody("brain_get", `,"arguments":{"id":"payments/decisions/idem","n":1e-999}`), h, true},
+		{"numbers in nested arguments", callBody("brain_get", `,"arguments":{"id":"payments/decisions/idem","n":[{"m":-0.5e3}]}`), h, true},
 		{"cross-wing query", callBody("brain_query", `,"arguments":{"query":"idempotency"}`), modernHeaders("brain_query"), true},
 		{"brain_wings", callBody("brain_wings", ``), modernHeaders("brain_wings"), true},
 		{"handler panics", callBody("test_panic", ``), modernHeaders("test_panic"), true},
@@ -176,8 +182,17 @@ func TestLeanPathMatchesMCPGo(t *testing.T) {
 		{"meta version differs", strings.Replace(get("1"), `"2026-07-28"`, `"2025-11-25"`, 1), h, false},
 		{"no client capabilities", strings.Replace(get("1"), `"io.modelcontextprotocol/clientCapabilities":{},`, ``, 1), h, false},
 		{"capabilities not an object", strings.Replace(get("1"), `"io.modelcontextprotocol/clientCapabilities":{}`, `"io.modelcontextprotocol/clientCapabilities":3`, 1), h, false},
+		{"_meta twice, the first not an object", strings.Replace(get("1"), `"_meta":`, `"_meta":5,"_meta":`, 1), h, false},
+		{"_meta then null", strings.Replace(get("1"), `"arguments":`, `"_meta":null,"arguments":`, 1), h, true},
+		{"modern _meta then null", strings.TrimSuffix(get("1"), "}}") + `,"_meta":null}}`, h, false},
+		{"meta number beyond float64", strings.Replace(get("1"), `"_meta":{`, `"_meta":{"x":1e999,`, 1), h, false},
+		{"capabilities of the wrong type", strings.Replace(get("1"), `clientCapabilities":{}`, `clientCapabilities":{"roots":5}`, 1), h, false},
+		{"null capabilities", strings.Replace(get("1"), `clientCapabilities":{}`, `clientCapabilities":null`, 1), h, false},
+		{"version not a string", strings.Replace(get("1"), `"2026-07-28"`, `20260728`, 1), h, false},
 		{"no _meta", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"brain_get","arguments":{"id":"payments/decisions/idem"}}}`, h, false},
 		{"no params", `{"jsonrpc":"2.0","id":1,"method":"tools/call"}`, h, false},
+		{"number beyond float64", callBody("brain_get", `,"arguments":{"id":"payments/decisions/idem","n":1e999}`), h, false},
+		{"nested number beyond float64", callBody("brain_get", `,"arguments":{"id":"payments/decisions/idem","n":{"m":["-1e400"],"k":[-2E+308]}}`), h, false},
 		{"params not an object", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":[1]}`, h, false},
 		{"wrong jsonrpc", strings.Replace(get("1"), `"2.0"`, `"1.0"`, 1), h, false},
 		{"null id", get("null"), h, false},
@@ -263,6 +278,9 @@ func FuzzLeanPathMatchesMCPGo(f *testing.F) {
 	f.Add(strings.Replace(strings.Replace(seed, "brain_get", "test_text", 1), `{"id":"payments/decisions/idem"}`, `{"text":"<\u2028>","error":true}`, 1), "test_text")
 	f.Add(strings.Replace(seed, "brain_get", "test_bytes", 1), "test_bytes")
 	f.Add(strings.Replace(seed, `"2026-07-28"`, `"2025-06-18"`, 1), "brain_get")
+	f.Add(strings.Replace(seed, `"_meta":`, `"_meta":5,"_meta":`, 1), "brain_get")
+	f.Add(strings.Replace(seed, `clientCapabilities":{}`, `clientCapabilities":{"roots":{"listChanged":1}}`, 1), "brain_get")
+	f.Add(strings.Replace(seed, `"arguments":{`, `"arguments":{"n":[1e999],`, 1), "brain_get")
 	f.Add(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"brain_write","arguments":{"id":"payments/decisions/w","body":"b"},`+modernMeta+`}}`, "brain_write")
 	f.Fuzz(func(t *testing.T, body, name string) {
 		// net/http refuses to send control characters in a header.

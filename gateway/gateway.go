@@ -93,11 +93,10 @@ type Gateway struct {
 	admin        http.Handler
 	publicSrv    *http.Server
 
-	// disableLeanPath sends every request through mcp-go (tests compare
-	// the two paths).
-	disableLeanPath bool
-	textAnswers     *textAnswers
-	headerBindings  bindingMemo
+	chain          mcpHandler // serves /mcp (chain.go)
+	textAnswers    *textAnswers
+	headerBindings bindingMemo
+	test           testHooks // set only by the ForTest methods (testhooks.go)
 
 	draining    atomic.Bool // Serve was told to stop; answers close their connections
 	stopRefresh context.CancelFunc
@@ -236,21 +235,44 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 		g.wings = append(g.wings, w)
 		g.byName[wc.Name] = w
 	}
+	if err := g.setURLs(); err != nil {
+		return nil, err
+	}
+	if err := g.newState(opt); err != nil {
+		return nil, err
+	}
+	g.newMCPServer()
+	var err error
+	if g.textAnswers, err = newTextAnswers(); err != nil {
+		return nil, err
+	}
+	g.refresh = newRefresher(g)
+	g.refresh.register() // brain_wings, before any shard answers
+	g.public = g.buildPublicHandler()
+	g.publicSrv.Handler = g.public
+	g.admin = g.buildAdminHandler()
+	return g, nil
+}
+
+// setURLs derives the MCP path, the protected-resource metadata (its URL
+// and document) and the allowed origins from the configuration.
+func (g *Gateway) setURLs() error {
+	cfg := g.cfg
 	u, err := url.Parse(cfg.PublicURL)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: public_url: %w", err)
+		return fmt.Errorf("gateway: public_url: %w", err)
 	}
 	g.mcpPath = strings.TrimRight(u.Path, "/") + "/mcp"
 	g.metadataURL = u.Scheme + "://" + u.Host + wellKnownPRM + g.mcpPath
 	self, err := parseOrigin(u.Scheme + "://" + u.Host)
 	if err != nil {
-		return nil, fmt.Errorf("gateway: public_url: %w", err)
+		return fmt.Errorf("gateway: public_url: %w", err)
 	}
 	g.origins[self] = true
 	for _, o := range cfg.AllowedOrigins {
 		po, err := parseOrigin(o)
 		if err != nil {
-			return nil, fmt.Errorf("gateway: allowed_origins: %w", err)
+			return fmt.Errorf("gateway: allowed_origins: %w", err)
 		}
 		g.origins[po] = true
 	}
@@ -264,14 +286,20 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           "Brainstem",
 	})
+	return nil
+}
 
-	g.emailLimits, err = newLimiterCache(cfg.Sessions.MaxEntries)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
+// newState builds what the gateway keeps about its callers: the rate
+// limiters, the failed-authentication budgets, the connection tracker, the
+// audit log, the session cache and the metrics.
+func (g *Gateway) newState(opt Options) error {
+	cfg := g.cfg
+	var err error
+	if g.emailLimits, err = newLimiterCache(cfg.Sessions.MaxEntries); err != nil {
+		return fmt.Errorf("gateway: %w", err)
 	}
-	g.ipBudgets, err = lru.New[string, *authBudget](max(cfg.Sessions.MaxEntries/10, 1024))
-	if err != nil {
-		return nil, fmt.Errorf("gateway: %w", err)
+	if g.ipBudgets, err = lru.New[string, *authBudget](max(cfg.Sessions.MaxEntries/10, 1024)); err != nil {
+		return fmt.Errorf("gateway: %w", err)
 	}
 	g.conns = newConnTracker(cfg.Limits.MaxUnauthenticatedConns)
 	auditW := opt.AuditLog
@@ -286,12 +314,18 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 	sink := &metricsSink{}
 	g.sessions = newSessionCache(g.wings, cfg.Sessions.MaxEntries, cfg.Sessions.IdleTTL, cfg.Sessions.DenyTTL,
 		cfg.Shards.CallTimeout, g.now, sink, g.log)
-	g.metrics, err = newMetrics(g.registry, g)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: metrics: %w", err)
+	g.sessions.test = &g.test
+	if g.metrics, err = newMetrics(g.registry, g); err != nil {
+		return fmt.Errorf("gateway: metrics: %w", err)
 	}
 	sink.m = g.metrics
+	return nil
+}
 
+// newMCPServer builds mcp-go's server and its Streamable HTTP transport on
+// the public http.Server.
+func (g *Gateway) newMCPServer() {
+	cfg := g.cfg
 	g.mcp = server.NewMCPServer(serverName, Version,
 		server.WithToolCapabilities(true),
 		server.WithToolFilter(g.filterTools),
@@ -300,7 +334,7 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 			"Call brain_wings to see the wings you can reach, brain_query to search them all."),
 	)
 	// Every wait on a peer is bounded: headers (header_timeout), the body
-	// (body_timeout, set per request in serveMCP), idle keep-alive
+	// (body_timeout, set per request by the /mcp chain), idle keep-alive
 	// connections (idle_conn_timeout), and connections without an
 	// authenticated request (max_unauthenticated_conns). No ReadTimeout or
 	// WriteTimeout: they would cut the long-lived GET notification streams.
@@ -325,15 +359,6 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 		// would refuse a reverse proxy on the same host.
 		server.WithDisableLocalhostProtection(true),
 	)
-	if g.textAnswers, err = newTextAnswers(); err != nil {
-		return nil, err
-	}
-	g.refresh = newRefresher(g)
-	g.refresh.register() // brain_wings, before any shard answers
-	g.public = g.buildPublicHandler()
-	g.publicSrv.Handler = g.public
-	g.admin = g.buildAdminHandler()
-	return g, nil
 }
 
 // startFacade builds the gateway's authorization server in front of the

@@ -1,21 +1,13 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
 	"log/slog"
 	"math"
 	"net"
 	"net/http"
-	"os"
-	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -23,7 +15,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/brainstem/brainstem/auth"
-	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/brain"
 )
 
@@ -38,6 +29,11 @@ type callInfo struct {
 	requestID string
 	method    string // JSON-RPC method of a POST ("" otherwise)
 	base      *slog.Logger
+	// args are the arguments of the tools/call the lean path answers, which
+	// it scanned (scanArgs) to know mcp-go would take them; the tool
+	// handler reads them instead of scanning again. Valid when scanned.
+	args    callArgs
+	scanned bool
 }
 
 // logger is the gateway's logger with the call's email and request id.
@@ -116,138 +112,11 @@ func (s *statusRecorder) Flush() {
 // Unwrap lets http.ResponseController reach the real writer.
 func (s *statusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }
 
-// serveMCP is the middleware in front of mcp-go: request id, Origin,
-// protocol version, failed-auth limit per IP, authentication, body limit,
-// per-email rate limit. Only then does mcp-go see the request.
-func (g *Gateway) serveMCP(rw http.ResponseWriter, r *http.Request) {
-	w := &statusRecorder{ResponseWriter: rw}
-	defer func() {
-		st := w.status
-		if st == 0 {
-			st = http.StatusOK
-		}
-		g.metrics.httpRequests.WithLabelValues(methodLabel(r.Method), strconv.Itoa(st)).Inc()
-	}()
-	rid := requestID(r.Header.Get("X-Request-Id"))
-	w.Header().Set("X-Request-Id", rid)
-	if g.draining.Load() && r.ProtoMajor == 1 {
-		w.Header().Set("Connection", "close")
-	}
-
-	// The body must arrive within body_timeout; it is cleared once read
-	// (a GET's notification stream has no body and may last).
-	rc := http.NewResponseController(w)
-	hasBody := r.ContentLength != 0 && r.Body != nil && r.Body != http.NoBody
-	if hasBody {
-		_ = rc.SetReadDeadline(time.Now().Add(g.cfg.Limits.BodyTimeout))
-	}
-	if origin := r.Header.Get("Origin"); origin != "" {
-		if !g.originAllowed(origin) {
-			closeUnread(w, r, hasBody)
-			refuse(w, ErrOriginNotAllowed, nil, fmt.Sprintf("origin %q is not allowed; add it to allowed_origins", origin))
-			return
-		}
-		w.Header().Set("Access-Control-Allow-Origin", origin)
-		w.Header().Add("Vary", "Origin")
-		w.Header().Set("Access-Control-Expose-Headers", "WWW-Authenticate, Mcp-Session-Id, X-Request-Id, Retry-After")
-		if r.Method == http.MethodOptions {
-			w.Header().Set("Access-Control-Allow-Methods", "GET, POST, DELETE, OPTIONS")
-			w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, Mcp-Session-Id, Mcp-Protocol-Version, Mcp-Method, Mcp-Name, Last-Event-ID, X-Request-Id")
-			w.Header().Set("Access-Control-Max-Age", "600")
-			closeUnread(w, r, hasBody)
-			w.WriteHeader(http.StatusNoContent)
-			return
-		}
-	}
-	if v := r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(supportedProtocolVersions, v) {
-		closeUnread(w, r, hasBody)
-		refuse(w, ErrProtocolVersion, nil, fmt.Sprintf("unsupported MCP-Protocol-Version %q; supported: %s", v, strings.Join(supportedProtocolVersions, ", ")))
-		return
-	}
-
-	now := g.now()
-	raw, err := sso.BearerToken(r.Header)
-	var id auth.Identity
-	if err == nil {
-		id, err = g.verifier.Verify(r.Context(), raw)
-		if err == nil {
-			// Whatever verifier vouched for it, the identity obeys the one
-			// email rule before it is used anywhere.
-			var email string
-			if email, err = auth.CanonicalEmail(id.Email); err != nil {
-				err = fmt.Errorf("gateway: the verifier returned an identity without an acceptable email: %w", err)
-			}
-			id.Email = email
-		}
-	}
-	if err != nil {
-		closeUnread(w, r, hasBody)
-		g.refuseAuth(w, r, rid, now, err)
-		return
-	}
-	markAuthenticated(r.Context())
-
-	ci := &callInfo{id: id, key: keyOf(id), requestID: rid, base: g.log}
-	var msg rpcMessage
-	if r.Method == http.MethodPost {
-		body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, g.cfg.Limits.MaxBodyBytes))
-		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				refuse(w, ErrBodyTooLarge, nil, fmt.Sprintf("request body exceeds %d bytes (limits.max_body_bytes)", g.cfg.Limits.MaxBodyBytes))
-				return
-			}
-			if errors.Is(err, os.ErrDeadlineExceeded) {
-				err = fmt.Errorf("not received within limits.body_timeout (%s)", g.cfg.Limits.BodyTimeout)
-			}
-			closeUnread(w, r, true)
-			refuse(w, ErrBadBody, nil, "could not read the request body: "+err.Error())
-			return
-		}
-		if json.Unmarshal(body, &msg) == nil {
-			ci.method = msg.Method
-		} else {
-			msg = rpcMessage{}
-		}
-		if !validRequestID(msg.ID) {
-			refuse(w, ErrBadRequestID, nil, "invalid request: the JSON-RPC id must be a string or a number")
-			return
-		}
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-	}
-	if foreignSession(r, ci) {
-		refuse(w, ErrUnknownSession, msg.ID, "session not found: this Mcp-Session-Id was not issued to you or has ended; initialize a new session")
-		return
-	}
-
-	if hasBody {
-		_ = rc.SetReadDeadline(time.Time{})
-	}
-	if lim := g.emailLimiter(id.Email); !lim.AllowN(now, 1) {
-		g.metrics.rateLimited.WithLabelValues("email").Inc()
-		retry := retryAfter(lim, now)
-		w.Header().Set("Retry-After", strconv.Itoa(retry))
-		refuse(w, ErrRateLimited, msg.ID, fmt.Sprintf("rate limit of %v calls per second exceeded for %s; retry in %ds", g.cfg.Limits.CallsPerSecond, id.Email, retry))
-		return
-	}
-	ctx := context.WithValue(r.Context(), callInfoKey{}, ci)
-	switch ci.method {
-	case "tools/list":
-		g.refresh.ensure(r.Context())
-	case "tools/call":
-		if g.serveStatelessCall(ctx, w, r, &msg) {
-			return
-		}
-	}
-	g.mcpHTTP.ServeHTTP(w, r.WithContext(ctx))
-}
-
 // validRequestID reports whether a JSON-RPC id is absent (a notification)
 // or, as MCP requires, a string or a number. null, booleans, objects and
 // arrays are refused on every path: mcp-go would echo them back (and take
 // an id of null for a notification).
-func validRequestID(id json.RawMessage) bool {
+func validRequestID(id []byte) bool {
 	if len(id) == 0 {
 		return true
 	}
@@ -270,54 +139,6 @@ func retryAfter(lim *rate.Limiter, now time.Time) int {
 		return 1
 	}
 	return max(1, int(math.Ceil(missing/float64(lim.Limit()))))
-}
-
-// challenge renders WWW-Authenticate (RFC 6750 §3, RFC 9728 §5.1).
-func (g *Gateway) challenge(code, description string) string {
-	var b strings.Builder
-	b.WriteString("Bearer ")
-	if code != "" {
-		fmt.Fprintf(&b, "error=%s, ", quoteParam(code))
-		if description != "" {
-			fmt.Fprintf(&b, "error_description=%s, ", quoteParam(description))
-		}
-	}
-	fmt.Fprintf(&b, "resource_metadata=%s", quoteParam(g.metadataURL))
-	if g.facade != nil {
-		fmt.Fprintf(&b, ", scope=%s", quoteParam(strings.Join(g.facade.Scopes(), " ")))
-	}
-	return b.String()
-}
-
-// quoteParam quotes an auth-param value; RFC 6750 limits error_description
-// to %x20-21 / %x23-5B / %x5D-7E, so others are replaced.
-func quoteParam(s string) string {
-	var b strings.Builder
-	b.WriteByte('"')
-	for _, r := range s {
-		switch {
-		case r == '"' || r == '\\':
-			b.WriteByte('\'')
-		case r < 0x20 || r > 0x7e:
-			b.WriteByte('?')
-		default:
-			b.WriteRune(r)
-		}
-	}
-	b.WriteByte('"')
-	return b.String()
-}
-
-func writeOAuthError(w http.ResponseWriter, status int, code, description string) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Cache-Control", "no-store")
-	w.WriteHeader(status)
-	body := struct {
-		Error       string `json:"error,omitempty"`
-		Description string `json:"error_description"`
-	}{code, description}
-	b, _ := brain.Marshal(body)
-	_, _ = w.Write(b)
 }
 
 // originAllowed reports whether a browser Origin may use the endpoint.
@@ -386,6 +207,7 @@ func (g *Gateway) serveMetadata(w http.ResponseWriter, r *http.Request) {
 }
 
 func (g *Gateway) buildPublicHandler() http.Handler {
+	g.chain = g.mcpChain()
 	mux := http.NewServeMux()
 	mux.HandleFunc(g.mcpPath, g.serveMCP)
 	mux.HandleFunc(wellKnownPRM+g.mcpPath, g.serveMetadata)

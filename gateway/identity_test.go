@@ -133,7 +133,7 @@ func TestSingleflightPerGroupSet(t *testing.T) {
 	w.mintGate.Store(&gate)
 	const n = 30
 	joined := make(chan struct{}, len(clients)*n)
-	e.gw.sessions.onJoin = func() { joined <- struct{}{} }
+	e.gw.OnMintJoinForTest(func() { joined <- struct{}{} })
 	var wg sync.WaitGroup
 	var wrong atomic.Int64
 	for _, cl := range clients {

@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -10,55 +9,29 @@ import (
 	"github.com/brainstem/brainstem/proto"
 )
 
-// rawRef keeps a reference to a JSON value inside the arguments it was
-// decoded from, without copying it (the gateway owns the argument bytes for
-// the whole call, and a note body can be large).
+// rawRef keeps a reference to a JSON value inside the bytes it was decoded
+// from, without copying it (the gateway owns the request body, and so the
+// envelope and the arguments, for the whole call; a note body can be
+// large).
 type rawRef []byte
 
 // UnmarshalJSON implements json.Unmarshaler.
 func (r *rawRef) UnmarshalJSON(b []byte) error { *r = b; return nil }
 
-// routeArgs are the only argument fields the gateway reads to route a call,
-// found by their exact names: encoding/json's struct decoding would also
-// take "WING" or "Id" for them, which the shard refuses as unknown
-// arguments. The arguments themselves are forwarded unchanged.
-type routeArgs struct {
-	wing, id, path rawRef // nil when absent
-	// key (idempotency_key) is read, not routed on: a write call carries
-	// the agent's key beside the arguments too (see idempotencyKey).
-	key rawRef
-}
-
-// parseRouteArgs reads the routing fields of a call's arguments. Empty
-// arguments have none; anything but a JSON object (or null) is an *Error
-// with brain.CodeInvalidArgument.
-func parseRouteArgs(args []byte) (routeArgs, error) {
-	var ra routeArgs
-	if len(bytes.TrimSpace(args)) == 0 {
-		return ra, nil
-	}
-	var m map[string]rawRef
-	if err := json.Unmarshal(args, &m); err != nil {
-		return ra, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
-	}
-	ra.wing, ra.id, ra.path, ra.key = m["wing"], m["id"], m["path"], m["idempotency_key"]
-	return ra, nil
-}
-
 // str decodes an optional string argument; ok reports a non-empty value.
-func (ra routeArgs) str(name string, raw rawRef) (s string, ok bool, err error) {
+func (a *callArgs) str(name string, raw rawRef) (s string, ok bool, err error) {
 	if raw == nil || string(raw) == "null" {
 		return "", false, nil
 	}
-	if err := json.Unmarshal(raw, &s); err != nil {
+	if s, ok = jsonString(raw); !ok {
 		return "", false, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "argument %q must be a string", name)
 	}
 	return s, s != "", nil
 }
 
 // hasWing reports whether the arguments carry a non-empty "wing".
-func (ra routeArgs) hasWing() (bool, error) {
-	_, ok, err := ra.str("wing", ra.wing)
+func (a *callArgs) hasWing() (bool, error) {
+	_, ok, err := a.str("wing", a.wing)
 	return ok, err
 }
 
@@ -67,18 +40,18 @@ func (ra routeArgs) hasWing() (bool, error) {
 // the wing of "path", a wiki or inbox path. Both are read as the shard
 // reads them (brain.RefWing). ok is false when no wing is derivable; err
 // reports a malformed argument (an *Error with brain.CodeInvalidArgument).
-func (ra routeArgs) route() (wing string, ok bool, err error) {
-	if s, ok, err := ra.str("wing", ra.wing); err != nil || ok {
+func (a *callArgs) route() (wing string, ok bool, err error) {
+	if s, ok, err := a.str("wing", a.wing); err != nil || ok {
 		return s, ok, err
 	}
-	if s, ok, err := ra.str("id", ra.id); err != nil {
+	if s, ok, err := a.str("id", a.id); err != nil {
 		return "", false, err
 	} else if ok {
 		if w, _ := brain.RefWing(s); w != "" {
 			return w, true, nil
 		}
 	}
-	if s, ok, err := ra.str("path", ra.path); err != nil {
+	if s, ok, err := a.str("path", a.path); err != nil {
 		return "", false, err
 	} else if ok {
 		if w, isPath := brain.RefWing(s); isPath && w != "" {
@@ -91,9 +64,9 @@ func (ra routeArgs) route() (wing string, ok bool, err error) {
 // agentKey is the agent's idempotency_key, "" when absent or not a string
 // of at most proto.MaxIdempotencyKeyBytes (the shard then refuses the
 // argument itself).
-func (ra routeArgs) agentKey() string {
+func (a *callArgs) agentKey() string {
 	var k string
-	if ra.key == nil || json.Unmarshal(ra.key, &k) != nil || len(k) > proto.MaxIdempotencyKeyBytes {
+	if a.key == nil || json.Unmarshal(a.key, &k) != nil || len(k) > proto.MaxIdempotencyKeyBytes {
 		return ""
 	}
 	return k
@@ -101,11 +74,11 @@ func (ra routeArgs) agentKey() string {
 
 // routeWing parses args and routes them (route).
 func routeWing(args []byte) (wing string, ok bool, err error) {
-	ra, err := parseRouteArgs(args)
+	a, err := parseArgs(args)
 	if err != nil {
 		return "", false, err
 	}
-	return ra.route()
+	return a.route()
 }
 
 // writes reports whether the tool needs write or curate in wing w (from

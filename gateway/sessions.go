@@ -84,9 +84,7 @@ type sessionCache struct {
 	mintTimeout time.Duration
 	metrics     sessionMetrics
 	log         *slog.Logger
-	// onJoin, when set (tests only), is called each time a lookup has joined
-	// a mint flight, so a test can wait until every racing caller is in.
-	onJoin func()
+	test        *testHooks // the gateway's (Gateway.OnMintJoinForTest)
 }
 
 // expiryMargin: a grant that expires sooner than this is re-minted rather
@@ -240,76 +238,11 @@ type mintResult struct {
 func (c *sessionCache) mint(ctx context.Context, id auth.Identity, key sessionKey, w *wing, requestID string) (grant, error) {
 	flightKey := w.name + "\x00" + string(key)
 	ch := c.flight.DoChan(flightKey, func() (any, error) {
-		// A flight that just finished may have stored a grant between this
-		// caller's cache miss and its joining: use it rather than mint again.
-		if g, ok := c.cached(key, w); ok {
-			if g.denied {
-				return mintResult{err: deniedError(w.name)}, nil
-			}
-			return mintResult{g: g}, nil
-		}
-		mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.mintTimeout)
-		defer cancel()
-		mreq := &proto.MintRequest{
-			RequestID: requestID,
-			Email:     id.Email,
-			Groups:    id.Groups,
-			NotAfter:  id.Expiry,
-		}
-		resp, err := w.client.Mint(mctx, mreq)
-		if errors.Is(err, proto.ErrConnectionLost) && proto.CodeOf(err) == 0 {
-			// A mint changes nothing on the shard: ask again (once).
-			resp, err = w.client.Mint(mctx, mreq)
-		}
-		now := c.now()
-		if err != nil {
-			switch proto.CodeOf(err) {
-			case proto.CodeForbidden:
-				c.metrics.minted(w.name, "forbidden")
-				c.store(key, w, grant{denied: true, expiry: now.Add(c.denyTTL)})
-				return mintResult{err: deniedError(w.name)}, nil
-			case proto.CodeWrongRole:
-				// Not this user's fault: the shard refuses every mint from
-				// this gateway. Not remembered per user; /readyz reports it.
-				c.metrics.minted(w.name, "wrong_role")
-				msg := err.Error()
-				if prev := w.mintRefused.Swap(&msg); prev == nil {
-					c.log.Error("the wing's shard refuses this gateway's mints: the gateway is not ready until an operator fixes its certificate",
-						"wing", w.name, "err", err)
-				}
-				return mintResult{err: classify(err, w.name)}, nil
-			}
-			e := classifyShard(err, w)
-			c.metrics.minted(w.name, string(e.Code))
-			c.log.Warn("mint failed", "wing", w.name, "email", id.Email, "request_id", requestID, "err", err)
-			return mintResult{err: e}, nil
-		}
-		if w.mintRefused.Swap(nil) != nil {
-			c.log.Info("the wing's shard accepts this gateway's mints again", "wing", w.name)
-		}
-		w.markReached()
-		caps, perr := brain.ParseCaps(resp.Caps)
-		if perr != nil || resp.Token == "" {
-			c.metrics.minted(w.name, string(brain.CodeInternal))
-			return mintResult{err: newError(brain.CodeInternal, errors.Join(ErrUnavailable, perr), "wing %q answered an unusable mint (caps %q)", w.name, resp.Caps)}, nil
-		}
-		if caps == 0 {
-			c.metrics.minted(w.name, "forbidden")
-			c.store(key, w, grant{denied: true, expiry: now.Add(c.denyTTL)})
-			return mintResult{err: deniedError(w.name)}, nil
-		}
-		exp := resp.Expiry
-		if !id.Expiry.IsZero() && exp.After(id.Expiry) {
-			exp = id.Expiry // never outlive the SSO token, whatever the shard says
-		}
-		g := grant{token: resp.Token, caps: caps, expiry: exp}
-		c.metrics.minted(w.name, "ok")
-		c.store(key, w, g)
-		return mintResult{g: g}, nil
+		return c.mintFlight(ctx, id, key, w, requestID), nil
 	})
 	// The caller has joined the flight here (DoChan registers it synchronously).
-	if c.onJoin != nil {
-		c.onJoin()
+	if c.test != nil && c.test.mintJoined != nil {
+		c.test.mintJoined()
 	}
 	c.metrics.cacheMiss()
 	select {
@@ -319,6 +252,84 @@ func (c *sessionCache) mint(ctx context.Context, id auth.Identity, key sessionKe
 	case <-ctx.Done():
 		return grant{}, classifyShard(ctx.Err(), w)
 	}
+}
+
+// mintFlight is one mint flight: it asks the shard (on a context detached
+// from the first caller's, with its own timeout) and stores the answer, a
+// grant or a refusal.
+func (c *sessionCache) mintFlight(ctx context.Context, id auth.Identity, key sessionKey, w *wing, requestID string) mintResult {
+	// A flight that just finished may have stored a grant between this
+	// caller's cache miss and its joining: use it rather than mint again.
+	if g, ok := c.cached(key, w); ok {
+		if g.denied {
+			return mintResult{err: deniedError(w.name)}
+		}
+		return mintResult{g: g}
+	}
+	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.mintTimeout)
+	defer cancel()
+	mreq := &proto.MintRequest{
+		RequestID: requestID,
+		Email:     id.Email,
+		Groups:    id.Groups,
+		NotAfter:  id.Expiry,
+	}
+	resp, err := w.client.Mint(mctx, mreq)
+	if errors.Is(err, proto.ErrConnectionLost) && proto.CodeOf(err) == 0 {
+		// A mint changes nothing on the shard: ask again (once).
+		resp, err = w.client.Mint(mctx, mreq)
+	}
+	if err != nil {
+		return c.mintFailed(id, key, w, requestID, err)
+	}
+	if w.mintRefused.Swap(nil) != nil {
+		c.log.Info("the wing's shard accepts this gateway's mints again", "wing", w.name)
+	}
+	w.markReached()
+	caps, perr := brain.ParseCaps(resp.Caps)
+	if perr != nil || resp.Token == "" {
+		c.metrics.minted(w.name, string(brain.CodeInternal))
+		return mintResult{err: newError(brain.CodeInternal, errors.Join(ErrUnavailable, perr), "wing %q answered an unusable mint (caps %q)", w.name, resp.Caps)}
+	}
+	if caps == 0 {
+		c.metrics.minted(w.name, "forbidden")
+		c.store(key, w, grant{denied: true, expiry: c.now().Add(c.denyTTL)})
+		return mintResult{err: deniedError(w.name)}
+	}
+	exp := resp.Expiry
+	if !id.Expiry.IsZero() && exp.After(id.Expiry) {
+		exp = id.Expiry // never outlive the SSO token, whatever the shard says
+	}
+	g := grant{token: resp.Token, caps: caps, expiry: exp}
+	c.metrics.minted(w.name, "ok")
+	c.store(key, w, g)
+	return mintResult{g: g}
+}
+
+// mintFailed handles a mint the shard refused or did not answer: a policy
+// refusal is remembered for denyTTL; a refusal of this gateway's
+// certificate is reported for /readyz, not remembered per user.
+func (c *sessionCache) mintFailed(id auth.Identity, key sessionKey, w *wing, requestID string, err error) mintResult {
+	switch proto.CodeOf(err) {
+	case proto.CodeForbidden:
+		c.metrics.minted(w.name, "forbidden")
+		c.store(key, w, grant{denied: true, expiry: c.now().Add(c.denyTTL)})
+		return mintResult{err: deniedError(w.name)}
+	case proto.CodeWrongRole:
+		// Not this user's fault: the shard refuses every mint from
+		// this gateway. Not remembered per user; /readyz reports it.
+		c.metrics.minted(w.name, "wrong_role")
+		msg := err.Error()
+		if prev := w.mintRefused.Swap(&msg); prev == nil {
+			c.log.Error("the wing's shard refuses this gateway's mints: the gateway is not ready until an operator fixes its certificate",
+				"wing", w.name, "err", err)
+		}
+		return mintResult{err: classify(err, w.name)}
+	}
+	e := classifyShard(err, w)
+	c.metrics.minted(w.name, string(e.Code))
+	c.log.Warn("mint failed", "wing", w.name, "email", id.Email, "request_id", requestID, "err", err)
+	return mintResult{err: e}
 }
 
 func (c *sessionCache) store(key sessionKey, w *wing, g grant) {

@@ -48,7 +48,7 @@ func TestSingleflightMint(t *testing.T) {
 	w.mintGate.Store(&gate)
 	const n = 100
 	joined := make(chan struct{}, n)
-	e.gw.sessions.onJoin = func() { joined <- struct{}{} }
+	e.gw.OnMintJoinForTest(func() { joined <- struct{}{} })
 	var wg sync.WaitGroup
 	var failures atomic.Int64
 	for range n {

@@ -369,72 +369,106 @@ func (c *Client) do(ctx context.Context, t MsgType, id string, req any, idempote
 			return nil, fmt.Errorf("proto: %s: %w", t, context.DeadlineExceeded)
 		}
 	}
-	// Encode now to refuse invalid or over-limit requests before waiting
-	// or dialing; with a deadline the frame is encoded again just before
-	// sending so the shard gets the time actually left.
-	buf := c.bufs.get()
-	frame, err := encodeRequest((*buf)[:0], t, reqHeader{Timeout: timeout, RequestID: id}, req)
+	// Encode now, once, to refuse invalid or over-limit requests before
+	// waiting or dialing. Each send writes only the headers again in front
+	// of the body, so the shard gets the time actually left.
+	f, err := c.encode(t, id, req, timeout)
 	if err != nil {
-		c.bufs.put(buf)
-		return nil, fmt.Errorf("proto: %s: %w", t, err)
+		return nil, err
 	}
-	*buf = frame[:0]
-	if n := len(frame) - HeaderSize; n > c.max {
-		c.bufs.put(buf)
-		return nil, fmt.Errorf("%w: %s request of %d bytes, limit %d", ErrTooLarge, t, n, c.max)
-	}
-
 	select {
 	case c.sem <- struct{}{}:
 	case <-ctx.Done():
-		c.bufs.put(buf)
+		f.free(&c.bufs)
 		return nil, fmt.Errorf("proto: %s: waiting for a request slot: %w", t, ctx.Err())
 	}
 	defer func() { <-c.sem }()
+	return c.send(ctx, &f, dl, hasDeadline, idempotent)
+}
 
+// outFrame is a request encoded once: its body sits at the end of *buf,
+// after room for the frame and request headers, which prefixRequest writes
+// in front of it for each send.
+type outFrame struct {
+	buf  *[]byte
+	body int // offset of the body in *buf
+	t    MsgType
+	id   string
+}
+
+// encode encodes a request's body into a pooled buffer and checks the
+// frame (with timeout) against the size limit.
+func (c *Client) encode(t MsgType, id string, req any, timeout time.Duration) (outFrame, error) {
+	if err := checkLen("request id", len(id), MaxRequestIDBytes); err != nil {
+		return outFrame{}, fmt.Errorf("proto: %s: %w", t, err)
+	}
+	buf := c.bufs.get()
+	room := requestPrefixRoom(len(id))
+	b, err := appendRequestBody(append((*buf)[:0], make([]byte, room)...), t, req)
+	if err != nil {
+		c.bufs.put(buf)
+		return outFrame{}, fmt.Errorf("proto: %s: %w", t, err)
+	}
+	*buf = b
+	f := outFrame{buf: buf, body: room, t: t, id: id}
+	if n := len(f.frame(timeout)) - HeaderSize; n > c.max {
+		c.bufs.put(buf)
+		return outFrame{}, fmt.Errorf("%w: %s request of %d bytes, limit %d", ErrTooLarge, t, n, c.max)
+	}
+	return f, nil
+}
+
+// frame writes the headers with the time left and returns the whole frame.
+func (f *outFrame) frame(timeout time.Duration) []byte {
+	return prefixRequest(*f.buf, f.body, f.t, reqHeader{Timeout: timeout, RequestID: f.id})
+}
+
+// free recycles the buffer.
+func (f *outFrame) free(bp *bufferPool) { bp.put(f.buf) }
+
+// detach moves the frame to a fresh buffer and leaves the old one to the
+// GC: after a failed write quic-go may still reference it.
+func (f *outFrame) detach(bp *bufferPool) {
+	buf := bp.get()
+	*buf = append((*buf)[:0], *f.buf...)
+	f.buf = buf
+}
+
+// send sends the frame over the pooled connection, once more on a fresh
+// connection when the first attempt cannot have run (or, for an idempotent
+// request, cannot have been answered).
+func (c *Client) send(ctx context.Context, f *outFrame, dl time.Time, hasDeadline, idempotent bool) ([]byte, error) {
 	for attempt := 0; ; attempt++ {
 		cc, err := c.acquire(ctx)
 		if err != nil {
-			c.bufs.put(buf)
-			return nil, fmt.Errorf("proto: %s: %w", t, err)
+			f.free(&c.bufs)
+			return nil, fmt.Errorf("proto: %s: %w", f.t, err)
 		}
+		var left time.Duration
 		if hasDeadline {
-			left := time.Until(dl)
-			if left <= 0 {
+			if left = time.Until(dl); left <= 0 {
 				c.release(cc)
-				c.bufs.put(buf)
-				return nil, fmt.Errorf("proto: %s: %w", t, context.DeadlineExceeded)
+				f.free(&c.bufs)
+				return nil, fmt.Errorf("proto: %s: %w", f.t, context.DeadlineExceeded)
 			}
-			if frame, err = encodeRequest(frame[:0], t, reqHeader{Timeout: left, RequestID: id}, req); err != nil {
-				c.release(cc)
-				c.bufs.put(buf)
-				return nil, fmt.Errorf("proto: %s: %w", t, err)
-			}
-			*buf = frame[:0]
 		}
-		p, retry, sent, err := c.exchange(ctx, cc, t, frame)
+		p, retry, sent, err := c.exchange(ctx, cc, f.t, f.frame(left))
 		c.release(cc)
 		if err == nil {
-			c.bufs.put(buf)
+			f.free(&c.bufs)
 			return p, nil
 		}
 		if attempt == 0 && ctx.Err() == nil && (retry == retryAny || retry == retryIdempotent && idempotent) {
-			c.log.Debug("proto: retrying on a fresh connection", "addr", c.addr, "type", t.String(), "request_id", id, "err", err)
+			c.log.Debug("proto: retrying on a fresh connection", "addr", c.addr, "type", f.t.String(), "request_id", f.id, "err", err)
 			if !sent {
-				// quic-go may still reference the old buffer: leave it
-				// to the GC and encode into a fresh one.
-				buf = c.bufs.get()
-				if frame, err = encodeRequest((*buf)[:0], t, reqHeader{Timeout: timeout, RequestID: id}, req); err != nil {
-					return nil, fmt.Errorf("proto: %s: %w", t, err)
-				}
-				*buf = frame[:0]
+				f.detach(&c.bufs)
 			}
 			continue
 		}
 		if sent {
 			// Only recycle a buffer quic-go took completely: after a
 			// failed Write it may still reference it.
-			c.bufs.put(buf)
+			f.free(&c.bufs)
 		}
 		return nil, err
 	}
@@ -790,47 +824,63 @@ func (c *Client) exchange(ctx context.Context, cc *clientConn, t MsgType, frame 
 		}
 		st.CancelRead(streamCodeRefused)
 		st.CancelWrite(streamCodeRefused)
-		switch {
-		case errors.Is(rerr, ErrTooLarge), errors.Is(rerr, ErrMalformed), errors.Is(rerr, ErrVersion):
-			return nil, noRetry, sent, fmt.Errorf("proto: %s response: %w", t, rerr)
-		}
-		connDead := isConnError(rerr) || cc.qc.Context().Err() != nil
-		if connDead {
-			if cause := context.Cause(cc.qc.Context()); cause != nil {
-				rerr = cause
-			}
-			c.drop(cc, rerr)
-		}
-		if connDead && handshakeRefused(rerr) {
-			// The shard refused the TLS handshake (e.g. our certificate):
-			// it never accepted the connection, so never ran the request.
-			return nil, noRetry, sent, fmt.Errorf("%w: %s to %s: the shard refused the connection: %w", ErrUnavailable, t, c.addr, rerr)
-		}
-		if werr != nil {
-			// The request (or its end) never left: the shard cannot
-			// have run it.
-			r := noRetry
-			if connDead {
-				r = retryAny
-			}
-			return nil, r, sent, fmt.Errorf("%w: %s to %s: %w", ErrUnavailable, t, c.addr, rerr)
-		}
-		r := noRetry
-		if connDead && cr.n == 0 {
-			r = retryIdempotent
-		}
-		return nil, r, sent, fmt.Errorf("%w: %s to %s: %w", ErrConnectionLost, t, c.addr, rerr)
+		retry, err := c.readFailed(cc, t, rerr, werr, cr.n)
+		return nil, retry, sent, err
 	}
 	if werr != nil && h.typ != MsgError {
 		return nil, noRetry, sent, fmt.Errorf("%w: %s: write: %w", ErrConnectionLost, t, werr)
 	}
+	payload, retry, err = c.response(ctx, cc, t, h, p)
+	return payload, retry, sent, err
+}
+
+// readFailed classifies a request whose answer could not be read (rerr;
+// werr when the request did not leave whole either; read answer bytes
+// came back before the failure): whether the shard can have run it, and
+// so whether it may be sent again on a fresh connection.
+func (c *Client) readFailed(cc *clientConn, t MsgType, rerr, werr error, read int) (retryKind, error) {
+	switch {
+	case errors.Is(rerr, ErrTooLarge), errors.Is(rerr, ErrMalformed), errors.Is(rerr, ErrVersion):
+		return noRetry, fmt.Errorf("proto: %s response: %w", t, rerr)
+	}
+	connDead := isConnError(rerr) || cc.qc.Context().Err() != nil
+	if connDead {
+		if cause := context.Cause(cc.qc.Context()); cause != nil {
+			rerr = cause
+		}
+		c.drop(cc, rerr)
+	}
+	if connDead && handshakeRefused(rerr) {
+		// The shard refused the TLS handshake (e.g. our certificate):
+		// it never accepted the connection, so never ran the request.
+		return noRetry, fmt.Errorf("%w: %s to %s: the shard refused the connection: %w", ErrUnavailable, t, c.addr, rerr)
+	}
+	if werr != nil {
+		// The request (or its end) never left: the shard cannot
+		// have run it.
+		r := noRetry
+		if connDead {
+			r = retryAny
+		}
+		return r, fmt.Errorf("%w: %s to %s: %w", ErrUnavailable, t, c.addr, rerr)
+	}
+	r := noRetry
+	if connDead && read == 0 {
+		r = retryIdempotent
+	}
+	return r, fmt.Errorf("%w: %s to %s: %w", ErrConnectionLost, t, c.addr, rerr)
+}
+
+// response reads the response frame of a t request: its payload, or the
+// shard's error (*Error).
+func (c *Client) response(ctx context.Context, cc *clientConn, t MsgType, h header, p []byte) ([]byte, retryKind, error) {
 	switch h.typ {
 	case t | respBit:
-		return p, noRetry, sent, nil
+		return p, noRetry, nil
 	case MsgError:
 		e, err := decodeError(p)
 		if err != nil {
-			return nil, noRetry, sent, fmt.Errorf("proto: %s error response: %w", t, err)
+			return nil, noRetry, fmt.Errorf("proto: %s error response: %w", t, err)
 		}
 		refused := h.flags&flagRefused != 0
 		if refused && e.Code == CodeUnavailable {
@@ -840,16 +890,15 @@ func (c *Client) exchange(ctx context.Context, cc *clientConn, t MsgType, frame 
 			// The shard's copy of our deadline fired before our own timer
 			// was noticed here: report the caller's ctx error (and the
 			// answer).
-			return nil, noRetry, sent, fmt.Errorf("proto: %s: %w (%w)", t, cerr, e)
+			return nil, noRetry, fmt.Errorf("proto: %s: %w (%w)", t, cerr, e)
 		}
 		if refused {
 			// Refused unprocessed: safe to send again, whatever it is.
-			return nil, retryAny, sent, e
+			return nil, retryAny, e
 		}
-		return nil, noRetry, sent, e
-	default:
-		return nil, noRetry, sent, fmt.Errorf("%w: %s answered with %s", ErrMalformed, t, h.typ)
+		return nil, noRetry, e
 	}
+	return nil, noRetry, fmt.Errorf("%w: %s answered with %s", ErrMalformed, t, h.typ)
 }
 
 // requestIDKey is the context key of the request id.

@@ -405,77 +405,119 @@ func encodeRequest(dst []byte, t MsgType, h reqHeader, req any) ([]byte, error) 
 	if err != nil {
 		return dst, err
 	}
+	if b, err = appendRequestBody(b, t, req); err != nil {
+		return dst, err
+	}
+	return finishFrame(b, start), nil
+}
+
+// requestPrefixRoom is the room to leave in front of a request body for
+// prefixRequest: the frame header and the longest request header for a
+// request id of idLen bytes.
+func requestPrefixRoom(idLen int) int {
+	return HeaderSize + 2*binary.MaxVarintLen64 + idLen
+}
+
+// prefixRequest writes the frame header and the request header h right in
+// front of the request body that starts at b[body:] (appended by
+// appendRequestBody after at least requestPrefixRoom(len(h.RequestID))
+// bytes) and returns the whole frame, a suffix of b: the same bytes
+// encodeRequest produces. A client writes it again, cheaply, each time it
+// sends the request, with the time left then; the body is encoded once.
+// The request id must be within MaxRequestIDBytes (checked by the caller).
+func prefixRequest(b []byte, body int, t MsgType, h reqHeader) []byte {
+	var hdr [2 * binary.MaxVarintLen64]byte
+	n := binary.PutUvarint(hdr[:], uint64(max(h.Timeout, 0)))
+	n += binary.PutUvarint(hdr[n:], uint64(len(h.RequestID)))
+	start := body - len(h.RequestID) - n - HeaderSize
+	copy(b[start+HeaderSize:], hdr[:n])
+	copy(b[start+HeaderSize+n:], h.RequestID)
+	b[start], b[start+1], b[start+2], b[start+3] = frameMagic, Version, byte(t), 0
+	return finishFrame(b, start)[start:]
+}
+
+// appendRequestBody appends the fields of a request that follow its
+// request header.
+func appendRequestBody(b []byte, t MsgType, req any) ([]byte, error) {
 	switch t {
 	case MsgListTools, MsgHealth:
+		return b, nil
 	case MsgCall:
-		c := req.(*CallRequest)
-		if err := checkLen("token", len(c.Token), MaxTokenBytes); err != nil {
-			return dst, err
-		}
-		if err := checkLen("tool name", len(c.Tool), MaxToolNameBytes); err != nil {
-			return dst, err
-		}
-		if err := checkLen("idempotency key", len(c.IdempotencyKey), MaxIdempotencyKeyBytes); err != nil {
-			return dst, err
-		}
-		b = appendStr(b, c.Token)
-		b = appendStr(b, c.Tool)
-		b = appendBytes(b, c.Args)
-		b = appendBool(b, c.Stats != nil)
-		if c.Stats != nil {
-			if b, err = appendCorpusStats(b, c.Stats); err != nil {
-				return dst, err
-			}
-		}
-		// Optional fields appended after version 1's first release, in this
-		// order: the idempotency key, then rank and fetch. Each is sent only
-		// when it or a later one is set (the key as "" when only rank or
-		// fetch is), so a plain call keeps its original bytes and an older
-		// shard, which ignores trailing fields, still reads the rest.
-		rankOrFetch := c.Rank || len(c.Fetch) > 0
-		if c.IdempotencyKey != "" || rankOrFetch {
-			b = appendStr(b, c.IdempotencyKey)
-		}
-		if rankOrFetch {
-			if err := checkCount("fetch ids", len(c.Fetch), MaxFetchIDs); err != nil {
-				return dst, err
-			}
-			b = appendBool(b, c.Rank)
-			b = appendUvarint(b, uint64(len(c.Fetch)))
-			for _, id := range c.Fetch {
-				if err := checkLen("fetch id", len(id), MaxFetchIDBytes); err != nil {
-					return dst, err
-				}
-				b = appendStr(b, id)
-			}
-		}
+		return appendCallRequest(b, req.(*CallRequest))
 	case MsgMint:
-		m := req.(*MintRequest)
-		if err := checkLen("email", len(m.Email), MaxEmailBytes); err != nil {
-			return dst, err
-		}
-		if err := checkCount("groups", len(m.Groups), MaxGroups); err != nil {
-			return dst, err
-		}
-		b = appendStr(b, m.Email)
-		b = appendUvarint(b, uint64(len(m.Groups)))
-		for _, g := range m.Groups {
-			if err := checkLen("group", len(g), MaxGroupBytes); err != nil {
-				return dst, err
-			}
-			b = appendStr(b, g)
-		}
-		b = appendTime(b, m.NotAfter)
+		return appendMintRequest(b, req.(*MintRequest))
 	case MsgStats:
 		s := req.(*StatsRequest)
 		if err := checkLen("query", len(s.Query), MaxQueryBytes); err != nil {
-			return dst, err
+			return b, err
 		}
-		b = appendStr(b, s.Query)
-	default:
-		return dst, fmt.Errorf("proto: cannot encode request type %s", t)
+		return appendStr(b, s.Query), nil
 	}
-	return finishFrame(b, start), nil
+	return b, fmt.Errorf("proto: cannot encode request type %s", t)
+}
+
+func appendCallRequest(b []byte, c *CallRequest) ([]byte, error) {
+	if err := checkLen("token", len(c.Token), MaxTokenBytes); err != nil {
+		return b, err
+	}
+	if err := checkLen("tool name", len(c.Tool), MaxToolNameBytes); err != nil {
+		return b, err
+	}
+	if err := checkLen("idempotency key", len(c.IdempotencyKey), MaxIdempotencyKeyBytes); err != nil {
+		return b, err
+	}
+	b = appendStr(b, c.Token)
+	b = appendStr(b, c.Tool)
+	b = appendBytes(b, c.Args)
+	b = appendBool(b, c.Stats != nil)
+	if c.Stats != nil {
+		var err error
+		if b, err = appendCorpusStats(b, c.Stats); err != nil {
+			return b, err
+		}
+	}
+	// Optional fields appended after version 1's first release, in this
+	// order: the idempotency key, then rank and fetch. Each is sent only
+	// when it or a later one is set (the key as "" when only rank or
+	// fetch is), so a plain call keeps its original bytes and an older
+	// shard, which ignores trailing fields, still reads the rest.
+	rankOrFetch := c.Rank || len(c.Fetch) > 0
+	if c.IdempotencyKey != "" || rankOrFetch {
+		b = appendStr(b, c.IdempotencyKey)
+	}
+	if !rankOrFetch {
+		return b, nil
+	}
+	if err := checkCount("fetch ids", len(c.Fetch), MaxFetchIDs); err != nil {
+		return b, err
+	}
+	b = appendBool(b, c.Rank)
+	b = appendUvarint(b, uint64(len(c.Fetch)))
+	for _, id := range c.Fetch {
+		if err := checkLen("fetch id", len(id), MaxFetchIDBytes); err != nil {
+			return b, err
+		}
+		b = appendStr(b, id)
+	}
+	return b, nil
+}
+
+func appendMintRequest(b []byte, m *MintRequest) ([]byte, error) {
+	if err := checkLen("email", len(m.Email), MaxEmailBytes); err != nil {
+		return b, err
+	}
+	if err := checkCount("groups", len(m.Groups), MaxGroups); err != nil {
+		return b, err
+	}
+	b = appendStr(b, m.Email)
+	b = appendUvarint(b, uint64(len(m.Groups)))
+	for _, g := range m.Groups {
+		if err := checkLen("group", len(g), MaxGroupBytes); err != nil {
+			return b, err
+		}
+		b = appendStr(b, g)
+	}
+	return appendTime(b, m.NotAfter), nil
 }
 
 // decodeCallRequest decodes a Call payload. Args aliases p.

@@ -5,6 +5,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"flag"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -100,6 +101,37 @@ func TestRequestRoundTrip(t *testing.T) {
 				t.Errorf("decoded %#v\nwant    %#v", got, tt.req)
 			}
 		})
+	}
+}
+
+// TestPrefixRequest: a request body encoded once and given new headers
+// (another deadline) for each send is, every time, the frame
+// encodeRequest makes, whatever the length of the timeout's varint.
+func TestPrefixRequest(t *testing.T) {
+	reqs := []struct {
+		typ MsgType
+		req any
+	}{
+		{MsgCall, &CallRequest{Token: "tok", Tool: "brain_query", Args: []byte(`{"query":"x"}`), Stats: sampleStats, IdempotencyKey: "k", Fetch: []string{"a"}}},
+		{MsgMint, &MintRequest{Email: "ada@acme.com", Groups: []string{"eng"}, NotAfter: sampleTime}},
+		{MsgStats, &StatsRequest{Query: "idempotency keys"}},
+		{MsgHealth, nil},
+	}
+	timeouts := []time.Duration{time.Hour, 0, 127, 128, 1500 * time.Millisecond, -1, math.MaxInt64, 1}
+	for _, id := range []string{"", "req-1", strings.Repeat("r", MaxRequestIDBytes)} {
+		for _, r := range reqs {
+			room := requestPrefixRoom(len(id))
+			b, err := appendRequestBody(make([]byte, room, room+8), r.typ, r.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, d := range timeouts {
+				h := reqHeader{Timeout: d, RequestID: id}
+				if got, want := prefixRequest(b, room, r.typ, h), mustEncodeRequest(t, r.typ, h, r.req); !bytes.Equal(got, want) {
+					t.Fatalf("%s, id %q, timeout %v:\n got %x\nwant %x", r.typ, id, d, got, want)
+				}
+			}
+		}
 	}
 }
 

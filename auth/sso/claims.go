@@ -8,6 +8,8 @@ import (
 	"math"
 	"strings"
 	"time"
+
+	jose "github.com/go-jose/go-jose/v4"
 )
 
 // flexBool decodes true, "true", false, "false" and null. Some IdPs send
@@ -91,76 +93,153 @@ type claims struct {
 // groupsClaim (a literal claim name, else a dotted path). It checks types
 // only; the verifier decides what is acceptable.
 func parseClaims(payload []byte, groupsClaim string) (claims, error) {
-	var raw map[string]json.RawMessage
-	if err := json.Unmarshal(payload, &raw); err != nil {
-		return claims{}, fmt.Errorf("claims are not a JSON object: %w", err)
+	raw, err := claimSet(payload)
+	if err != nil {
+		return claims{}, err
 	}
 	var c claims
-	str := func(name string, dst *string) error {
-		v, ok := raw[name]
-		if !ok || string(v) == "null" {
-			return nil
-		}
-		if err := json.Unmarshal(v, dst); err != nil {
-			return fmt.Errorf("claim %q must be a string", name)
-		}
-		return nil
+	if err := c.decode(raw, groupsClaim); err != nil {
+		return claims{}, err
 	}
-	date := func(name string) (*time.Time, error) {
-		v, ok := raw[name]
-		if !ok || string(v) == "null" {
-			return nil, nil
-		}
-		var d numericDate
-		if err := d.UnmarshalJSON(v); err != nil {
-			return nil, fmt.Errorf("claim %q: %w", name, err)
-		}
-		return &d.Time, nil
+	return c, nil
+}
+
+// claimSet splits a claims set into its claims.
+func claimSet(payload []byte) (map[string]json.RawMessage, error) {
+	var raw map[string]json.RawMessage
+	if err := json.Unmarshal(payload, &raw); err != nil {
+		return nil, fmt.Errorf("claims are not a JSON object: %w", err)
 	}
+	return raw, nil
+}
+
+// decode fills c from a claims set, iss first: when a later claim has the
+// wrong type, c.Issuer is still set.
+func (c *claims) decode(raw map[string]json.RawMessage, groupsClaim string) error {
 	var err error
-	if err = str("iss", &c.Issuer); err != nil {
-		return claims{}, err
+	if err = claimString(raw, "iss", &c.Issuer); err != nil {
+		return err
 	}
-	if err = str("sub", &c.Subject); err != nil {
-		return claims{}, err
+	if err = claimString(raw, "sub", &c.Subject); err != nil {
+		return err
 	}
 	if v, ok := raw["aud"]; ok && string(v) != "null" {
 		var a audience
 		if err := a.UnmarshalJSON(v); err != nil {
-			return claims{}, err
+			return err
 		}
 		c.Audience = a
 	}
-	if c.Expiry, err = date("exp"); err != nil {
-		return claims{}, err
+	if c.Expiry, err = claimDate(raw, "exp"); err != nil {
+		return err
 	}
-	if c.NotBefore, err = date("nbf"); err != nil {
-		return claims{}, err
+	if c.NotBefore, err = claimDate(raw, "nbf"); err != nil {
+		return err
 	}
-	if c.IssuedAt, err = date("iat"); err != nil {
-		return claims{}, err
+	if c.IssuedAt, err = claimDate(raw, "iat"); err != nil {
+		return err
 	}
+	if err := c.decodeEmail(raw); err != nil {
+		return err
+	}
+	c.Groups, err = extractGroups(raw, groupsClaim)
+	return err
+}
+
+func (c *claims) decodeEmail(raw map[string]json.RawMessage) error {
 	if v, ok := raw["email"]; ok && string(v) != "null" {
 		if v = bytes.TrimSpace(v); len(v) == 0 || v[0] != '"' || json.Unmarshal(v, &c.Email) != nil {
-			return claims{}, errors.New(`claim "email" must be a string`)
+			return errors.New(`claim "email" must be a string`)
 		}
 		c.HasEmail = strings.TrimSpace(c.Email) != ""
 	}
 	if v, ok := raw["email_verified"]; ok {
 		var b flexBool
 		if err := b.UnmarshalJSON(v); err != nil {
-			return claims{}, fmt.Errorf(`claim "email_verified": %w`, err)
+			return fmt.Errorf(`claim "email_verified": %w`, err)
 		}
 		c.EmailVerified = bool(b)
 		c.EmailVerifiedSent = string(v) != "null"
 	}
-	groups, err := extractGroups(raw, groupsClaim)
-	if err != nil {
-		return claims{}, err
-	}
-	c.Groups = groups
-	return c, nil
+	return nil
 }
+
+// claimString decodes an optional string claim.
+func claimString(raw map[string]json.RawMessage, name string, dst *string) error {
+	v, ok := raw[name]
+	if !ok || string(v) == "null" {
+		return nil
+	}
+	if err := json.Unmarshal(v, dst); err != nil {
+		return fmt.Errorf("claim %q must be a string", name)
+	}
+	return nil
+}
+
+// claimDate decodes an optional NumericDate claim; nil when absent.
+func claimDate(raw map[string]json.RawMessage, name string) (*time.Time, error) {
+	v, ok := raw[name]
+	if !ok || string(v) == "null" {
+		return nil, nil
+	}
+	var d numericDate
+	if err := d.UnmarshalJSON(v); err != nil {
+		return nil, fmt.Errorf("claim %q: %w", name, err)
+	}
+	return &d.Time, nil
+}
+
+// token is a JWT parsed once: its JWS (header, payload and signature,
+// parsed by go-jose) and its claims, decoded from that payload. Nothing in
+// it is trusted until go-oidc has verified the signature, through keySet,
+// which uses this very parse (verifyCall) instead of parsing the token
+// again.
+type token struct {
+	raw    string
+	jws    *jose.JSONWebSignature
+	claims claims
+	// claimsErr is a claim of the wrong type after iss: the token is
+	// refused for it once its signature holds, as before any other rule.
+	claimsErr error
+}
+
+// parseAlgs are the algorithms a token may name to be parsed at all: every
+// one go-jose knows, and "none", so that a token signed with an algorithm
+// its issuer is not pinned to gets that refusal (issuerOf), not a parse
+// error. No signature is ever checked with an algorithm outside the
+// issuer's pinned list.
+var parseAlgs = []jose.SignatureAlgorithm{
+	jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512,
+	jose.ES256, jose.ES384, jose.ES512, jose.EdDSA, jose.HS256, jose.HS384, jose.HS512, "none",
+}
+
+// parseToken parses a compact JWS and decodes its claims. A token that is
+// not a JWS, whose claims are not a JSON object or whose iss is not a
+// string is refused at once; another claim of the wrong type is kept in
+// claimsErr.
+func parseToken(raw, groupsClaim string) (*token, *Error) {
+	jws, err := jose.ParseSignedCompact(raw, parseAlgs)
+	if err != nil {
+		var alg *jose.ErrUnexpectedSignatureAlgorithm
+		if errors.As(err, &alg) {
+			return nil, newError(BadSignature, fmt.Sprintf("the token is signed with algorithm %.20q, which no issuer is pinned to", string(alg.Got)), nil)
+		}
+		return nil, newError(MalformedToken, "the token is not a signed JWT (want three base64url parts: header, claims, signature)", err)
+	}
+	set, err := claimSet(jws.UnsafePayloadWithoutVerification())
+	if err != nil {
+		return nil, newError(MalformedToken, "the token claims do not decode", err)
+	}
+	tok := &token{raw: raw, jws: jws}
+	if err := claimString(set, "iss", &tok.claims.Issuer); err != nil {
+		return nil, newError(MalformedToken, "the token claims do not decode", err)
+	}
+	tok.claimsErr = tok.claims.decode(set, groupsClaim)
+	return tok, nil
+}
+
+// alg is the algorithm the token's header names.
+func (t *token) alg() string { return t.jws.Signatures[0].Header.Algorithm }
 
 // extractGroups finds the groups claim: first as a literal top-level name,
 // then as a dotted path through nested objects. A list of strings or a single

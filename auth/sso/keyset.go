@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"math"
 	"net/http"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -52,31 +53,49 @@ type keySet struct {
 // jwksBackoffMax caps the pause between JWKS fetches while they fail.
 const jwksBackoffMax = time.Minute
 
-// errSlot carries the typed error of a keySet call out of go-oidc, which
-// flattens errors from KeySet.VerifySignature into strings.
-type errSlot struct{ err *Error }
-
-type errSlotKey struct{}
-
-func withErrSlot(ctx context.Context, s *errSlot) context.Context {
-	return context.WithValue(ctx, errSlotKey{}, s)
+// verifyCall goes with one go-oidc Verify call to the keySet through the
+// context: the token as the Verifier parsed it (so the keySet does not
+// parse it again) and, back out, the typed refusal (go-oidc flattens
+// errors from KeySet.VerifySignature into strings).
+type verifyCall struct {
+	tok *token
+	err *Error
 }
 
+type verifyCallKey struct{}
+
 func (ks *keySet) fail(ctx context.Context, e *Error) ([]byte, error) {
-	if s, ok := ctx.Value(errSlotKey{}).(*errSlot); ok {
-		s.err = e
+	if call, ok := ctx.Value(verifyCallKey{}).(*verifyCall); ok {
+		call.err = e
 	}
 	return nil, e
 }
 
-// VerifySignature implements oidc.KeySet.
-func (ks *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
+// parsed returns the JWS of raw: the Verifier's parse when the context
+// carries it, else a parse of its own with the pinned algorithms.
+func (ks *keySet) parsed(ctx context.Context, raw string) (*jose.JSONWebSignature, *Error) {
+	if call, ok := ctx.Value(verifyCallKey{}).(*verifyCall); ok && call.tok.raw == raw {
+		jws := call.tok.jws
+		if !slices.Contains(ks.algs, jose.SignatureAlgorithm(call.tok.alg())) {
+			return nil, newError(BadSignature, fmt.Sprintf("the token is signed with algorithm %.20q, which issuer %s is not pinned to", call.tok.alg(), ks.issuer), nil)
+		}
+		return jws, nil
+	}
 	jws, err := jose.ParseSignedCompact(raw, ks.algs)
 	if err != nil {
-		return ks.fail(ctx, newError(BadSignature, "the token's signature could not be parsed; sign in again", err))
+		return nil, newError(BadSignature, "the token's signature could not be parsed; sign in again", err)
 	}
 	if len(jws.Signatures) != 1 {
-		return ks.fail(ctx, newError(MalformedToken, "the token must carry exactly one signature", nil))
+		return nil, newError(MalformedToken, "the token must carry exactly one signature", nil)
+	}
+	return jws, nil
+}
+
+// VerifySignature implements oidc.KeySet.
+func (ks *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, error) {
+	jws, e := ks.parsed(ctx, raw)
+	if e != nil {
+		return ks.fail(ctx, e)
 	}
 	kid := jws.Signatures[0].Header.KeyID
 

@@ -3,8 +3,6 @@ package sso
 import (
 	"context"
 	"crypto/sha256"
-	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -212,137 +210,162 @@ func (v *Verifier) Verify(ctx context.Context, raw string) (auth.Identity, error
 	return id, nil
 }
 
-// jwtHeader is the part of a JOSE header looked at before verification.
-type jwtHeader struct {
-	Alg string `json:"alg"`
-	Kid string `json:"kid"`
-}
-
 // verify is the uncached path. It returns the identity and the token's exp.
 // A refusal names the token's claimed issuer (Error.Issuer) when it got
 // that far.
 func (v *Verifier) verify(ctx context.Context, raw string, now time.Time) (auth.Identity, time.Time, error) {
 	var iss string
-	id, exp, err := v.verifyClaims(ctx, raw, now, &iss)
-	var e *Error
-	if err != nil && errors.As(err, &e) && e.Issuer == "" && iss != "" {
-		if len(iss) > 200 {
-			iss = iss[:200]
+	id, err := v.verifyToken(ctx, raw, now, &iss)
+	if err != nil {
+		if err.Issuer == "" && iss != "" {
+			if len(iss) > 200 {
+				iss = iss[:200]
+			}
+			err.Issuer = headerSafe(iss)
 		}
-		e.Issuer = headerSafe(iss)
+		return auth.Identity{}, time.Time{}, err
 	}
-	return id, exp, err
+	return id, id.Expiry, nil
 }
 
-func (v *Verifier) verifyClaims(ctx context.Context, raw string, now time.Time, issOut *string) (auth.Identity, time.Time, error) {
-	// Look at the unverified header and iss only to pick the issuer and
-	// refuse a disallowed algorithm with a clear message; nothing from them
-	// is trusted.
-	parts := strings.Split(raw, ".")
-	if len(parts) != 3 {
-		return auth.Identity{}, time.Time{}, newError(MalformedToken, "the token is not a JWT (want three base64url parts separated by dots)", nil)
+// verifyToken parses the token once (parseToken), picks its issuer, has
+// go-oidc verify its signature (through keySet, on that same parse) and
+// issuer, and then applies the rules go-oidc does not: audiences, times
+// with ClockSkew, the email rule. issOut receives the (unverified) iss.
+func (v *Verifier) verifyToken(ctx context.Context, raw string, now time.Time, issOut *string) (auth.Identity, *Error) {
+	tok, e := parseToken(raw, v.cfg.GroupsClaim)
+	if e != nil {
+		return auth.Identity{}, e
 	}
-	var hdr jwtHeader
-	if err := decodeSegment(parts[0], &hdr); err != nil {
-		return auth.Identity{}, time.Time{}, newError(MalformedToken, "the token header does not decode", err)
+	*issOut = tok.claims.Issuer
+	is, e := v.issuerOf(tok)
+	if e != nil {
+		return auth.Identity{}, e
 	}
-	var unverified struct {
-		Issuer string `json:"iss"`
+	if e := is.verifySignature(ctx, tok); e != nil {
+		return auth.Identity{}, e
 	}
-	if err := decodeSegment(parts[1], &unverified); err != nil {
-		return auth.Identity{}, time.Time{}, newError(MalformedToken, "the token claims do not decode", err)
+	c := &tok.claims
+	if e := is.checkAudience(c); e != nil {
+		return auth.Identity{}, e
 	}
-	*issOut = unverified.Issuer
-	is, ok := v.issuers[unverified.Issuer]
-	if !ok && unverified.Issuer == googleIssuerNoScheme {
+	if e := v.checkTimes(c, now); e != nil {
+		return auth.Identity{}, e
+	}
+	email, e := v.checkEmail(is, c)
+	if e != nil {
+		return auth.Identity{}, e
+	}
+	return auth.Identity{Email: email, Groups: c.Groups, Issuer: c.Issuer, Subject: c.Subject, Expiry: *c.Expiry}, nil
+}
+
+// issuerOf returns the configured issuer the token names, and refuses an
+// algorithm the issuer is not pinned to. go-oidc refuses it as well
+// (SupportedSigningAlgs), but as an untyped error: checked here, it is a
+// clear BadSignature (TestTokenMatrix "alg none", "RS384 when pinned to
+// RS256").
+func (v *Verifier) issuerOf(tok *token) (*issuer, *Error) {
+	iss := tok.claims.Issuer
+	is, ok := v.issuers[iss]
+	if !ok && iss == googleIssuerNoScheme {
 		// Google's tokens may say "accounts.google.com"; go-oidc accepts that
 		// for the https issuer, and so do we.
 		is, ok = v.issuers[googleIssuer]
 	}
 	if !ok {
-		return auth.Identity{}, time.Time{}, newError(WrongIssuer,
-			fmt.Sprintf("the token was issued by %.200q, which this gateway does not trust; sign in with the configured identity provider", unverified.Issuer), nil)
+		return nil, newError(WrongIssuer,
+			fmt.Sprintf("the token was issued by %.200q, which this gateway does not trust; sign in with the configured identity provider", iss), nil)
 	}
-	if !slices.Contains(is.cfg.Algorithms, hdr.Alg) {
-		return auth.Identity{}, time.Time{}, newError(BadSignature,
-			fmt.Sprintf("the token is signed with algorithm %.20q; issuer %s is pinned to %v", hdr.Alg, is.cfg.URL, is.cfg.Algorithms), nil)
+	if alg := tok.alg(); !slices.Contains(is.cfg.Algorithms, alg) {
+		return nil, newError(BadSignature,
+			fmt.Sprintf("the token is signed with algorithm %.20q; issuer %s is pinned to %v", alg, is.cfg.URL, is.cfg.Algorithms), nil)
 	}
+	return is, nil
+}
+
+// verifySignature has go-oidc verify the token: the signature (its KeySet
+// is the issuer's keySet, which uses tok's parse and reports a typed
+// refusal through the context) and the issuer. A claim of the wrong type
+// found by parseToken is refused once the signature holds.
+func (is *issuer) verifySignature(ctx context.Context, tok *token) *Error {
 	oidcV, e := is.ensure(ctx)
 	if e != nil {
-		return auth.Identity{}, time.Time{}, e
+		return e
 	}
-	slot := &errSlot{}
-	idt, err := oidcV.Verify(withErrSlot(ctx, slot), raw)
-	if err != nil {
-		if slot.err != nil {
-			return auth.Identity{}, time.Time{}, slot.err
+	call := &verifyCall{tok: tok}
+	if _, err := oidcV.Verify(context.WithValue(ctx, verifyCallKey{}, call), tok.raw); err != nil {
+		switch {
+		case call.err != nil:
+			return call.err
+		case strings.Contains(err.Error(), "different provider"):
+			return newError(WrongIssuer, "the token's issuer does not match", err)
 		}
-		if strings.Contains(err.Error(), "different provider") {
-			return auth.Identity{}, time.Time{}, newError(WrongIssuer, "the token's issuer does not match", err)
-		}
-		return auth.Identity{}, time.Time{}, newError(MalformedToken, "the token could not be verified", err)
+		return newError(MalformedToken, "the token could not be verified", err)
 	}
-	var payload json.RawMessage
-	if err := idt.Claims(&payload); err != nil {
-		return auth.Identity{}, time.Time{}, newError(MalformedToken, "the token claims do not decode", err)
+	if tok.claimsErr != nil {
+		return newError(MalformedToken, "the token claims are malformed", tok.claimsErr)
 	}
-	c, err := parseClaims(payload, v.cfg.GroupsClaim)
-	if err != nil {
-		return auth.Identity{}, time.Time{}, newError(MalformedToken, "the token claims are malformed", err)
+	return nil
+}
+
+// checkAudience: aud must hold one of the issuer's audiences. go-oidc's
+// own check (Config.ClientID) compares with one client id, and an issuer
+// here accepts a list (TestTokenMatrix "aud list containing ours" is
+// issued to the second), so it is off (SkipClientIDCheck) and done here.
+func (is *issuer) checkAudience(c *claims) *Error {
+	if slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(is.cfg.Audiences, a) }) {
+		return nil
 	}
-	if !slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(is.cfg.Audiences, a) }) {
-		return auth.Identity{}, time.Time{}, newError(WrongAudience,
-			fmt.Sprintf("the token is for audience %.200q, not for this gateway (%v); sign in through the gateway's client", c.Audience, is.cfg.Audiences), nil)
-	}
+	return newError(WrongAudience,
+		fmt.Sprintf("the token is for audience %.200q, not for this gateway (%v); sign in through the gateway's client", c.Audience, is.cfg.Audiences), nil)
+}
+
+// checkTimes applies exp, nbf and iat with ClockSkew. go-oidc's expiry
+// check is off (SkipExpiryCheck) because it has no leeway on exp (with it
+// on, TestTokenMatrix "expired within skew" is refused) and its nbf check
+// has a fixed 5-minute leeway: run on a clock set back by ClockSkew it
+// would refuse, once ClockSkew is over 2.5 minutes, tokens ClockSkew
+// admits (TestTokenMatrix "nbf within a 4-minute skew"). It reads no iat.
+func (v *Verifier) checkTimes(c *claims, now time.Time) *Error {
 	skew := v.cfg.ClockSkew
-	if c.Expiry == nil {
-		return auth.Identity{}, time.Time{}, newError(MalformedToken, "the token has no exp (expiry) claim", nil)
-	}
-	if !now.Before(c.Expiry.Add(skew)) {
-		return auth.Identity{}, time.Time{}, newError(Expired,
+	switch {
+	case c.Expiry == nil:
+		return newError(MalformedToken, "the token has no exp (expiry) claim", nil)
+	case !now.Before(c.Expiry.Add(skew)):
+		return newError(Expired,
 			fmt.Sprintf("the token expired at %s; sign in again", c.Expiry.UTC().Format(time.RFC3339)), nil)
-	}
-	if c.NotBefore != nil && c.NotBefore.After(now.Add(skew)) {
-		return auth.Identity{}, time.Time{}, newError(NotYetValid,
+	case c.NotBefore != nil && c.NotBefore.After(now.Add(skew)):
+		return newError(NotYetValid,
 			fmt.Sprintf("the token is not valid before %s; check the clocks", c.NotBefore.UTC().Format(time.RFC3339)), nil)
-	}
-	if c.IssuedAt != nil && c.IssuedAt.After(now.Add(skew)) {
-		return auth.Identity{}, time.Time{}, newError(NotYetValid,
+	case c.IssuedAt != nil && c.IssuedAt.After(now.Add(skew)):
+		return newError(NotYetValid,
 			fmt.Sprintf("the token was issued in the future (%s); check the clocks", c.IssuedAt.UTC().Format(time.RFC3339)), nil)
 	}
+	return nil
+}
+
+// checkEmail applies the email rules: an email the email rule accepts,
+// verified (email_verified true, or absent from a TrustEmail issuer), and
+// within AllowedDomains. It returns the canonical email.
+func (v *Verifier) checkEmail(is *issuer, c *claims) (string, *Error) {
 	if !c.HasEmail {
-		return auth.Identity{}, time.Time{}, newError(EmailMissing,
-			"the token has no email claim; sign in again granting the email scope", nil)
+		return "", newError(EmailMissing, "the token has no email claim; sign in again granting the email scope", nil)
 	}
 	email, err := auth.CanonicalEmail(c.Email)
 	if err != nil {
-		return auth.Identity{}, time.Time{}, newError(EmailMissing,
+		return "", newError(EmailMissing,
 			fmt.Sprintf("the email claim %.100q is not an address Brainstem accepts (ASCII, one @, no spaces or control characters)", c.Email), err)
 	}
-	at := strings.LastIndexByte(email, '@')
 	if !c.EmailVerified && !(is.cfg.TrustEmail && !c.EmailVerifiedSent) {
-		return auth.Identity{}, time.Time{}, newError(EmailUnverified,
+		return "", newError(EmailUnverified,
 			fmt.Sprintf("the email address %s is not verified by your identity provider; verify it there, then sign in again", email), nil)
 	}
-	if v.domains != nil && !v.domains[email[at+1:]] {
-		return auth.Identity{}, time.Time{}, newError(DomainNotAllowed,
-			fmt.Sprintf("accounts at %s are not allowed here; sign in with your company account", email[at+1:]), nil)
+	domain := email[strings.LastIndexByte(email, '@')+1:]
+	if v.domains != nil && !v.domains[domain] {
+		return "", newError(DomainNotAllowed,
+			fmt.Sprintf("accounts at %s are not allowed here; sign in with your company account", domain), nil)
 	}
-	return auth.Identity{
-		Email:   email,
-		Groups:  c.Groups,
-		Issuer:  c.Issuer,
-		Subject: c.Subject,
-		Expiry:  *c.Expiry,
-	}, *c.Expiry, nil
-}
-
-func decodeSegment(seg string, dst any) error {
-	b, err := base64.RawURLEncoding.DecodeString(seg)
-	if err != nil {
-		return err
-	}
-	return json.Unmarshal(b, dst)
+	return email, nil
 }
 
 // ensure returns the issuer's go-oidc verifier, discovering the issuer first
@@ -432,8 +455,8 @@ func (is *issuer) discover() (*oidc.IDTokenVerifier, *keySet, error) {
 		log: v.cfg.Logger.With(slog.String("issuer", is.cfg.URL)), sem: make(chan struct{}, 1),
 	}
 	return oidc.NewVerifier(is.cfg.URL, keys, &oidc.Config{
-		SkipClientIDCheck:    true, // audiences are checked against the list
-		SkipExpiryCheck:      true, // exp/nbf/iat are checked with ClockSkew
+		SkipClientIDCheck:    true, // it takes one client id; issuers accept a list: see checkAudience
+		SkipExpiryCheck:      true, // no leeway on exp, a fixed one on nbf: see checkTimes
 		SupportedSigningAlgs: is.cfg.Algorithms,
 		Now:                  v.cfg.Now,
 	}), keys, nil

@@ -46,6 +46,10 @@ func TestTokenMatrix(t *testing.T) {
 		{"aud list containing ours", sign(with(c, "aud", []string{"x", "other-client"})), nil, 0, "", 0},
 		{"expired within skew", sign(with(c, "exp", now.Add(-10*time.Second).Unix())), nil, 0, "", 0},
 		{"nbf within skew", sign(with(c, "nbf", now.Add(10*time.Second).Unix())), nil, 0, "", 0},
+		// go-oidc's nbf check has a fixed 5-minute leeway; ClockSkew (up to
+		// 5m) is the one that applies (checkTimes).
+		{"nbf within a 4-minute skew", sign(with(c, "nbf", now.Add(3*time.Minute).Unix())), func(c *Config) { c.ClockSkew = 4 * time.Minute }, 0, "", 0},
+		{"nbf beyond a 4-minute skew", sign(with(c, "nbf", now.Add(5*time.Minute).Unix())), func(c *Config) { c.ClockSkew = 4 * time.Minute }, NotYetValid, "invalid_token", 401},
 		{"no kid, single key", signJWT(t, jose.RS256, good, "", c), nil, 0, "", 0},
 		{"allowed domain", valid, func(c *Config) { c.AllowedDomains = []string{"ACME.com"} }, 0, "", 0},
 

@@ -137,30 +137,12 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if s.clientIP == nil {
 		s.clientIP = peerIP
 	}
-	if len(opt.Keys) > 0 {
-		s.keys, err = newKeyring(opt.Keys...)
-	} else {
-		s.keys, err = loadKeyring(cfg.SigningKeyFile, cfg.PreviousSigningKeyFiles)
-	}
-	if err != nil {
+	if err := s.loadKeys(opt); err != nil {
 		return nil, err
 	}
-	cur := s.keys.current()
-	s.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: cur.priv},
-		(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", cur.id))
+	secret, err := upstreamSecret(cfg.Upstream)
 	if err != nil {
-		return nil, fmt.Errorf("oauth: signer: %w", err)
-	}
-	secret := cfg.Upstream.ClientSecret
-	if secret == "" {
-		b, err := readSmallFile(cfg.Upstream.ClientSecretFile)
-		if err != nil {
-			return nil, fmt.Errorf("oauth: upstream.client_secret_file: %w", err)
-		}
-		secret = strings.TrimSpace(string(b))
-		if secret == "" {
-			return nil, fmt.Errorf("oauth: upstream.client_secret_file %s is empty", cfg.Upstream.ClientSecretFile)
-		}
+		return nil, err
 	}
 	hc := opt.HTTPClient
 	if hc == nil {
@@ -171,6 +153,58 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if !cfg.ClientMetadata.Disabled {
 		s.meta = newMetadataFetcher(cfg.ClientMetadata, s.now)
 	}
+	if err := s.newMemory(opt.Registerer); err != nil {
+		return nil, err
+	}
+	s.metadataJSON, err = json.Marshal(s.metadata())
+	if err != nil {
+		return nil, fmt.Errorf("oauth: metadata: %w", err)
+	}
+	return s, nil
+}
+
+// loadKeys loads the signing keys (opt.Keys, else the key files) and
+// builds the access-token signer on the current one.
+func (s *Server) loadKeys(opt Options) error {
+	var err error
+	if len(opt.Keys) > 0 {
+		s.keys, err = newKeyring(opt.Keys...)
+	} else {
+		s.keys, err = loadKeyring(s.cfg.SigningKeyFile, s.cfg.PreviousSigningKeyFiles)
+	}
+	if err != nil {
+		return err
+	}
+	cur := s.keys.current()
+	s.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: cur.priv},
+		(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", cur.id))
+	if err != nil {
+		return fmt.Errorf("oauth: signer: %w", err)
+	}
+	return nil
+}
+
+// upstreamSecret is the client secret at the IdP: given, or read from its
+// file.
+func upstreamSecret(up UpstreamConfig) (string, error) {
+	if up.ClientSecret != "" {
+		return up.ClientSecret, nil
+	}
+	b, err := readSmallFile(up.ClientSecretFile)
+	if err != nil {
+		return "", fmt.Errorf("oauth: upstream.client_secret_file: %w", err)
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return "", fmt.Errorf("oauth: upstream.client_secret_file %s is empty", up.ClientSecretFile)
+	}
+	return secret, nil
+}
+
+// newMemory builds what the server remembers (used codes and refresh
+// tokens, grace answers, revocations, verified tokens, rate limiters) and
+// its request counter, registered with reg when given.
+func (s *Server) newMemory(reg prometheus.Registerer) error {
 	s.usedCodes, _ = lru.New[string, time.Time](memorySize)
 	s.usedRefresh, _ = lru.New[string, refreshUse](memorySize)
 	s.graceAnswers, _ = lru.New[string, graceAnswer](graceMemorySize)
@@ -181,16 +215,12 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		Name: "brainstem_gateway_oauth_requests_total",
 		Help: "Requests to the gateway's authorization server, by endpoint and outcome (ok, refused, unavailable, error).",
 	}, []string{"endpoint", "outcome"})
-	if opt.Registerer != nil {
-		if err := opt.Registerer.Register(s.requests); err != nil {
-			return nil, fmt.Errorf("oauth: metrics: %w", err)
+	if reg != nil {
+		if err := reg.Register(s.requests); err != nil {
+			return fmt.Errorf("oauth: metrics: %w", err)
 		}
 	}
-	s.metadataJSON, err = json.Marshal(s.metadata())
-	if err != nil {
-		return nil, fmt.Errorf("oauth: metadata: %w", err)
-	}
-	return s, nil
+	return nil
 }
 
 // Issuer is the issuer URL (the gateway's public URL).

@@ -1,0 +1,241 @@
+package gateway
+
+import (
+	"bytes"
+	"encoding/json"
+	"strconv"
+	"unicode/utf8"
+
+	"github.com/brainstem/brainstem/brain"
+)
+
+// A call's arguments go to the shard byte for byte. The gateway reads a few
+// fields of them — the routing fields, the agent's idempotency key, and
+// brain_query's query and limit for a cross-wing search — and finds them
+// all in one pass (scanArgs), made once per call: on the lean path while
+// checking that mcp-go would take the arguments, else in the tool handler.
+
+// callArgs are the argument fields the gateway reads, found by their exact
+// names, the last of duplicates winning, as encoding/json's map decoding
+// finds them (its struct decoding would also take "WING" or "Id", which
+// the shard refuses as unknown arguments). Each is the raw JSON value
+// inside the arguments, nil when absent.
+type callArgs struct {
+	shape          argsShape
+	wing, id, path rawRef // routing
+	key            rawRef // idempotency_key: read, not routed on (see idempotencyKey)
+	query, limit   rawRef // brain_query's, for a cross-wing search
+}
+
+// argsShape is what the arguments are as a whole.
+type argsShape uint8
+
+const (
+	argsAbsent  argsShape = iota // empty, blank or null: no fields
+	argsObject                   // a JSON object
+	argsOther                    // another JSON value: refused (invalid_argument)
+	argsInvalid                  // not JSON at all
+)
+
+func (a *callArgs) set(name []byte, v rawRef) {
+	switch string(name) {
+	case "wing":
+		a.wing = v
+	case "id":
+		a.id = v
+	case "path":
+		a.path = v
+	case "idempotency_key":
+		a.key = v
+	case "query":
+		a.query = v
+	case "limit":
+		a.limit = v
+	}
+}
+
+// scanArgs walks arguments once: it finds the fields of callArgs and
+// reports whether every number in the arguments fits a float64, which is
+// what encoding/json needs to decode them into an interface (as mcp-go
+// does; nothing else about valid JSON can fail there). The arguments are
+// expected to be valid JSON (parseArgs validates first); what the walk
+// sees is not, is argsInvalid.
+func scanArgs(b []byte) (a callArgs, fit bool) {
+	a.shape, fit = walkJSON(b, a.set)
+	if a.shape != argsObject {
+		a = callArgs{shape: a.shape}
+	}
+	return a, fit
+}
+
+// walkJSON walks a JSON value once: for an object it calls field with each
+// member's name (unquoted) and raw value, in order. It reports the value's
+// shape and whether every number in it fits a float64.
+func walkJSON(b []byte, field func(name []byte, value rawRef)) (shape argsShape, fit bool) {
+	i := skipSpace(b, 0)
+	switch {
+	case i == len(b):
+		return argsAbsent, true
+	case b[i] != '{':
+		end, fit := skipValue(b, i)
+		switch {
+		case end > len(b) || skipSpace(b, end) != len(b):
+			return argsInvalid, fit
+		case bytes.Equal(b[i:end], []byte("null")):
+			return argsAbsent, fit
+		}
+		return argsOther, fit
+	}
+	fit = true
+	for i = skipSpace(b, i+1); i < len(b) && b[i] != '}'; i = skipSpace(b, i) {
+		if b[i] == ',' {
+			i = skipSpace(b, i+1)
+		}
+		if i >= len(b) || b[i] != '"' {
+			return argsInvalid, fit
+		}
+		kEnd := stringEnd(b, i)
+		key := b[i:min(kEnd, len(b))]
+		if i = skipSpace(b, kEnd); i >= len(b) || b[i] != ':' {
+			return argsInvalid, fit
+		}
+		vStart := skipSpace(b, i+1)
+		vEnd, vfit := skipValue(b, vStart)
+		if vEnd > len(b) {
+			return argsInvalid, fit
+		}
+		fit = fit && vfit
+		field(unquoteKey(key), b[vStart:vEnd])
+		i = vEnd
+	}
+	if i >= len(b) || skipSpace(b, i+1) != len(b) {
+		return argsInvalid, fit
+	}
+	return argsObject, fit
+}
+
+// jsonString decodes a JSON string value; ok is false for anything else.
+func jsonString(raw []byte) (s string, ok bool) {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
+		return string(raw[1 : len(raw)-1]), true // no escapes: the bytes are the string
+	}
+	if len(raw) == 0 || raw[0] != '"' || json.Unmarshal(raw, &s) != nil {
+		return "", false
+	}
+	return s, true
+}
+
+// unquoteKey returns an object key without its quotes, decoding escapes
+// (rare in keys: "w\u0069ng" is "wing", for encoding/json and the shard).
+func unquoteKey(q []byte) []byte {
+	if len(q) < 2 {
+		return nil
+	}
+	if bytes.IndexByte(q, '\\') < 0 {
+		return q[1 : len(q)-1]
+	}
+	var s string
+	if json.Unmarshal(q, &s) != nil {
+		return nil
+	}
+	return []byte(s)
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the index just past the JSON string starting at b[i].
+func stringEnd(b []byte, i int) int {
+	for j := i + 1; j < len(b); j++ {
+		switch b[j] {
+		case '\\':
+			j++
+		case '"':
+			return j + 1
+		}
+	}
+	return len(b) + 1 // unterminated
+}
+
+// skipValue returns the index just past the JSON value starting at b[i]
+// (beyond len(b) when it is cut short) and whether every number in it fits
+// a float64.
+func skipValue(b []byte, i int) (end int, fit bool) {
+	fit = true
+	depth := 0
+	for i < len(b) {
+		switch c := b[i]; {
+		case c == '"':
+			i = stringEnd(b, i)
+		case c == '{' || c == '[':
+			depth++
+			i++
+		case c == '}' || c == ']':
+			depth--
+			i++
+		case c == '-' || '0' <= c && c <= '9':
+			j := i + 1
+			for j < len(b) && (b[j] >= '0' && b[j] <= '9' || b[j] == '.' || b[j] == 'e' || b[j] == 'E' || b[j] == '+' || b[j] == '-') {
+				j++
+			}
+			fit = fit && numberFits(b[i:j])
+			i = j
+		case c == 't' || c == 'n':
+			i += 4
+		case c == 'f':
+			i += 5
+		default: // blank, ',' or ':' inside an object or array
+			i++
+			continue
+		}
+		if depth <= 0 {
+			return i, fit
+		}
+	}
+	return len(b) + 1, fit
+}
+
+// numberFits reports whether a JSON number decodes into a float64: only an
+// exponent or more than 300 digits can take it beyond the largest one.
+func numberFits(num []byte) bool {
+	if len(num) <= 300 && bytes.IndexAny(num, "eE") < 0 {
+		return true
+	}
+	_, err := strconv.ParseFloat(string(num), 64)
+	return err == nil
+}
+
+// parseArgs reads the fields of arguments that may not be valid JSON (the
+// tool handler's, when mcp-go served the request; tests). Empty, blank or
+// null arguments have none; anything but a JSON object is an *Error with
+// brain.CodeInvalidArgument.
+func parseArgs(args []byte) (callArgs, error) {
+	var a callArgs
+	switch {
+	case len(bytes.TrimSpace(args)) == 0:
+		a.shape = argsAbsent
+	case json.Valid(args):
+		a, _ = scanArgs(args)
+	default:
+		a.shape = argsInvalid
+	}
+	return a, a.err(args)
+}
+
+// err is the error for arguments that are not a JSON object (encoding/json
+// explains what they are instead); nil for an object or none.
+func (a *callArgs) err(args []byte) error {
+	if a.shape == argsObject || a.shape == argsAbsent {
+		return nil
+	}
+	var m map[string]rawRef
+	err := json.Unmarshal(args, &m)
+	if err == nil { // cannot happen: the walk saw no object
+		return newError(brain.CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object")
+	}
+	return newError(brain.CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
+}
