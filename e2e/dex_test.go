@@ -32,9 +32,9 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
-	"github.com/brainstem/brainstem/devenv"
 	"github.com/brainstem/brainstem/gateway"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/internal/devenv"
 	"github.com/brainstem/brainstem/internal/testbrowser"
 )
 

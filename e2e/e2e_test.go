@@ -19,8 +19,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
-	"github.com/brainstem/brainstem/devenv"
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/internal/devenv"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/shard/stdio"
 	"github.com/brainstem/brainstem/shard/tools"

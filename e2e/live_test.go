@@ -9,8 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/devenv"
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/internal/devenv"
 	"github.com/brainstem/brainstem/proto"
 )
 

@@ -11,8 +11,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/brainstem/brainstem/devenv"
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/internal/devenv"
 )
 
 // lockedBuffer is a goroutine-safe log sink.

@@ -12,8 +12,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/devenv"
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/internal/devenv"
 	"github.com/brainstem/brainstem/internal/testbrowser"
 	"github.com/brainstem/brainstem/join"
 	"github.com/brainstem/brainstem/signin"

@@ -15,8 +15,8 @@ import (
 	"sync"
 	"time"
 
-	"github.com/brainstem/brainstem/devenv"
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/internal/devenv"
 	"github.com/brainstem/brainstem/join"
 )
 

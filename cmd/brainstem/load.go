@@ -9,7 +9,7 @@ import (
 	"strings"
 	"time"
 
-	"github.com/brainstem/brainstem/loadgen"
+	"github.com/brainstem/brainstem/internal/loadgen"
 )
 
 const loadUsage = `Usage: brainstem load --url URL --token T[,T…] [--clients 64] [--duration 10s] [--rate N] [--tool brain_get] [--args JSON]
