@@ -118,8 +118,8 @@ type testWing struct {
 	// entered channel and wait for its ctx (the connection dies under it).
 	holdOnce atomic.Pointer[hold]
 	// stall makes Stats and brain_query wait for their ctx (a stuck wing).
-	stall     atomic.Bool
-	toolCalls sync.Map // tool name → *atomic.Int64
+	stall      atomic.Bool
+	toolCalls  sync.Map     // tool name → *atomic.Int64
 	legacy     atomic.Bool  // brain_query ignores the rank and fetch steps, as shards before them did
 	failFetch  atomic.Bool  // the fetch step fails (the wing went down in between)
 	rendered   atomic.Int64 // brain_query hits rendered (whole answers and fetches)

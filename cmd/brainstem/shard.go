@@ -101,7 +101,7 @@ func runShard(ctx context.Context, args []string, stdin io.Reader, stdout, stder
 		}
 		svc, err := shard.Open(ctx, shard.Config{Brain: *brain, Wing: *wing, Key: mustKey(), StateDir: *stateDir,
 			Idempotency: idempotency.Options{TTL: *keyTTL, MaxKeys: *maxKeys, MaxKeysPerCaller: *maxCallerKeys},
-			IndexDelay: delay, MaxNoteBytes: *maxNote, Logger: logger, Version: version})
+			IndexDelay:  delay, MaxNoteBytes: *maxNote, Logger: logger, Version: version})
 		if err != nil {
 			return err
 		}
