@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
 // Whole is the part number of an intent whose answer is the whole call's
@@ -654,7 +656,9 @@ func (j *Journal) append(r *record, sync bool, apply func()) error {
 }
 
 // compact rewrites the journal with only what is remembered: a temporary
-// file, fsync, rename over the journal, fsync of the directory.
+// file, fsync, rename over the journal, fsync of the directory (package
+// atomicfile). The new file is opened and locked before it replaces the
+// journal, so no other process can take the journal in between.
 func (j *Journal) compact() error {
 	j.fileMu.Lock()
 	defer j.fileMu.Unlock()
@@ -664,12 +668,41 @@ func (j *Journal) compact() error {
 		return ErrClosed
 	}
 	j.evictLocked(nil)
-	tmp, err := os.CreateTemp(j.dir, ".tmp-journal-*")
+	tmp, err := atomicfile.New(j.opt.Path, 0o600)
 	if err != nil {
 		return fmt.Errorf("idempotency: compact: %w", err)
 	}
-	defer os.Remove(tmp.Name())
+	defer tmp.Cleanup()
 	w := bufio.NewWriterSize(tmp, 256<<10)
+	size, err := j.writeRemembered(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("idempotency: compact: %w", err)
+	}
+	f, err := os.OpenFile(tmp.Name(), os.O_RDWR|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("idempotency: compact: %w", err)
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("idempotency: compact: %w", err)
+	}
+	if err := tmp.Replace(); err != nil {
+		f.Close()
+		return fmt.Errorf("idempotency: compact: %w", err)
+	}
+	old := j.f
+	j.f, j.size = f, size
+	old.Close()
+	j.log.Debug("idempotency: journal compacted", "bytes", size, "keys", len(j.entries))
+	return nil
+}
+
+// writeRemembered writes a record for everything remembered, oldest
+// first, and returns the bytes written. j.mu is held.
+func (j *Journal) writeRemembered(w io.Writer) (int64, error) {
 	var buf []byte
 	var size int64
 	put := func(r *record) error {
@@ -681,6 +714,7 @@ func (j *Journal) compact() error {
 		_, err = w.Write(buf)
 		return err
 	}
+	var err error
 	for el := j.lru.Front(); el != nil && err == nil; el = el.Next() {
 		e := el.Value.(*entry)
 		base := record{at: e.at, email: e.email, key: e.key, tool: e.tool, fp: e.fp}
@@ -703,39 +737,7 @@ func (j *Journal) compact() error {
 			err = put(&r)
 		}
 	}
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("idempotency: compact: %w", err)
-	}
-	f, err := os.OpenFile(tmp.Name(), os.O_RDWR|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("idempotency: compact: %w", err)
-	}
-	if err := lockFile(f); err != nil {
-		f.Close()
-		return fmt.Errorf("idempotency: compact: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), j.opt.Path); err != nil {
-		f.Close()
-		return fmt.Errorf("idempotency: compact: %w", err)
-	}
-	if err := syncDir(j.dir); err != nil {
-		f.Close()
-		return fmt.Errorf("idempotency: compact: %w", err)
-	}
-	old := j.f
-	j.f, j.size = f, size
-	old.Close()
-	j.log.Debug("idempotency: journal compacted", "bytes", size, "keys", len(j.entries))
-	return nil
+	return size, err
 }
 
 // Close syncs and closes the journal. Calls in flight fail with ErrClosed.
@@ -774,18 +776,6 @@ func (j *Journal) Stats() Stats {
 	defer j.mu.Unlock()
 	return Stats{Keys: len(j.entries), Bytes: j.bytes, FileBytes: j.size,
 		Replays: j.replays.Load(), Conflicts: j.conflicts.Load(), Evictions: j.evictions.Load()}
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 func copyFile(src, dst string) error {

@@ -15,6 +15,7 @@ import (
 	"path/filepath"
 	"time"
 
+	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/shard/layout"
 )
 
@@ -116,7 +117,7 @@ func (s *Store) AppendSession(ctx context.Context, session, by string, entry jso
 		return "", 0, fmt.Errorf("store: sync %s: %w", rel, err)
 	}
 	if created {
-		if err := syncDir(filepath.Dir(abs)); err != nil {
+		if err := atomicfile.SyncDir(filepath.Dir(abs)); err != nil {
 			return "", 0, fmt.Errorf("store: sync %s: %w", rel, err)
 		}
 	}

@@ -19,6 +19,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/layout"
 )
@@ -130,43 +131,26 @@ func (s *Store) saveSnapshot() error {
 	s.mu.RUnlock()
 	sort.Slice(metas, func(i, j int) bool { return metas[i].id < metas[j].id })
 
-	dir := filepath.Dir(s.snapshotPath())
-	f, err := os.CreateTemp(dir, tmpPrefix+"*")
+	f, err := atomicfile.New(s.snapshotPath(), 0o600)
 	if err != nil {
 		return err
 	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
+	defer f.Cleanup()
 	crc := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	w := bufio.NewWriterSize(io.MultiWriter(f, crc), 1<<20)
 	if err := writeSnapshotHeader(w, s.wing, metas); err != nil {
-		return fail(err)
+		return err
 	}
 	if err := s.ix.Save(w); err != nil {
-		return fail(err)
+		return err
 	}
 	if err := w.Flush(); err != nil {
-		return fail(err)
+		return err
 	}
 	if _, err := f.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32())); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
 		return err
 	}
-	if err := os.Rename(tmp, s.snapshotPath()); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := syncDir(dir); err != nil {
+	if err := f.Replace(); err != nil {
 		return err
 	}
 	s.snap.dirty.Add(-dirty)

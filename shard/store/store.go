@@ -17,6 +17,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/layout"
 )
@@ -341,7 +342,7 @@ func (s *Store) prepareDirs() error {
 			if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 				return fmt.Errorf("store: open: create %s: %w", rel, err)
 			}
-			if err := syncDir(filepath.Dir(p)); err != nil {
+			if err := atomicfile.SyncDir(filepath.Dir(p)); err != nil {
 				return fmt.Errorf("store: open: sync %s: %w", rel, err)
 			}
 		case err != nil:

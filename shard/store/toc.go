@@ -9,6 +9,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/shard/layout"
 )
 
@@ -87,7 +88,7 @@ func (s *Store) syncTOC(force bool) error {
 			}
 		}
 	}
-	if err := replaceFile(p, content); err != nil {
+	if err := atomicfile.WriteFile(p, content, filePerm); err != nil {
 		return fmt.Errorf("store: write %s: %w", rel, err)
 	}
 	fi, err := os.Lstat(p)

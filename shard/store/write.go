@@ -9,6 +9,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/layout"
 )
@@ -139,7 +140,7 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 		if err := s.hookCreate(n.Hook, t, mark, note); err != nil {
 			return nil, err
 		}
-		if err := createFile(t.abs, raw); err != nil {
+		if err := atomicfile.CreateFile(t.abs, raw, filePerm); err != nil {
 			return nil, s.createErr(t.Path, err)
 		}
 		return note, nil
@@ -152,7 +153,7 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 		unlock()
 		return nil, err
 	}
-	if err := createFile(t.abs, raw); err != nil {
+	if err := atomicfile.CreateFile(t.abs, raw, filePerm); err != nil {
 		unlock()
 		return nil, s.createErr(t.Path, err)
 	}
@@ -283,7 +284,7 @@ func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
 		unlock()
 		return nil, err
 	}
-	if err := replaceFile(abs, raw); err != nil {
+	if err := atomicfile.WriteFile(abs, raw, filePerm); err != nil {
 		unlock()
 		return nil, fmt.Errorf("store: write %s: %w", id.Path(), err)
 	}
@@ -383,7 +384,7 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook H
 		unlock()
 		return nil, nil, err
 	}
-	if err := createFile(wikiAbs, raw); err != nil {
+	if err := atomicfile.CreateFile(wikiAbs, raw, filePerm); err != nil {
 		unlock()
 		if errors.Is(err, fs.ErrExist) {
 			return nil, nil, fmt.Errorf("store: %s already exists; the inbox note was left untouched: promote it with another slug: %w", id, ErrExists)
@@ -398,7 +399,7 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook H
 	if err := os.Remove(inAbs); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("store: %s was written but the inbox file %s could not be removed (remove it by hand): %w", id, inRel, err)
 	}
-	if err := syncDir(filepath.Dir(inAbs)); err != nil {
+	if err := atomicfile.SyncDir(filepath.Dir(inAbs)); err != nil {
 		return nil, nil, fmt.Errorf("store: sync inbox: %w", err)
 	}
 	if err := s.tocChanged(); err != nil {
