@@ -301,3 +301,29 @@ func plural(n int, noun string) string {
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
 }
+
+// PrintToken prints a fresh access token for mcpURL from the sign-in sc
+// keeps (refreshed when it is about to expire): the token alone, or with
+// jsonHeader {"Authorization":"Bearer …"}, the output Claude Code's
+// headersHelper expects (`brainstem token`).
+func PrintToken(ctx context.Context, sc *signin.Client, mcpURL string, jsonHeader bool, out io.Writer) error {
+	rec, err := sc.Token(ctx, mcpURL)
+	switch {
+	case errors.Is(err, signin.ErrNotSignedIn):
+		return fmt.Errorf("not signed in to %s: run `brainstem login %s` first", mcpURL, mcpURL)
+	case errors.Is(err, signin.ErrSignInEnded):
+		return fmt.Errorf("%w; run `brainstem login %s` to sign in again", err, mcpURL)
+	case err != nil:
+		return err
+	}
+	if !jsonHeader {
+		_, err = fmt.Fprintln(out, rec.AccessToken)
+		return err
+	}
+	b, err := json.Marshal(map[string]string{"Authorization": "Bearer " + rec.AccessToken})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(out, string(b))
+	return err
+}

@@ -53,6 +53,22 @@ type Client struct {
 	ClientName string
 }
 
+// NewDefault is the sign-in client of a command line on this machine: the
+// sign-ins kept in the user's configuration directory (DefaultStore), the
+// system browser, or none with noBrowser (the sign-in URL is then only
+// printed), messages on out, timeout for the browser to come back.
+func NewDefault(out io.Writer, noBrowser bool, timeout time.Duration) (*Client, error) {
+	store, err := DefaultStore()
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{Store: store, Out: out, CallbackTimeout: timeout, HTTP: &http.Client{Timeout: 30 * time.Second}}
+	if noBrowser {
+		c.Browser = BrowserFunc(func(context.Context, string) error { return errors.New("--no-browser") })
+	}
+	return c, nil
+}
+
 func (c *Client) httpClient() *http.Client {
 	if c.HTTP != nil {
 		return c.HTTP

@@ -72,6 +72,15 @@ type Result struct {
 }
 
 // String is the one-line summary `brainstem load` prints.
+// Err is nil when every call got an answer, else an error counting the
+// transport or protocol failures (the exit status of `brainstem load`).
+func (r Result) Err() error {
+	if r.Errors > 0 {
+		return fmt.Errorf("load: %d calls failed", r.Errors)
+	}
+	return nil
+}
+
 func (r Result) String() string {
 	s := fmt.Sprintf("%d calls in %s: %.0f calls/s, p50 %s, p99 %s, max %s, %d tool errors, %d failures",
 		r.Calls, r.Elapsed.Round(time.Millisecond), r.CallsPerSecond, r.P50, r.P99, r.Max, r.ToolErrors, r.Errors)
