@@ -152,6 +152,40 @@ func Open(opt Options) (*Journal, error) {
 	if opt.Settle == nil {
 		return nil, errors.New("idempotency: no Settle function")
 	}
+	opt = opt.withDefaults()
+	j := &Journal{
+		opt: opt, log: opt.Logger, now: opt.Now, dir: filepath.Dir(opt.Path),
+		entries: map[string]*entry{}, lru: list.New(), callers: map[string]*list.List{},
+	}
+	if err := os.MkdirAll(j.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("idempotency: %w", err)
+	}
+	f, err := os.OpenFile(opt.Path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency: %w", err)
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrLocked, opt.Path, err)
+	}
+	j.f = f
+	rewrite, err := j.load()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	j.settleOpen()
+	if rewrite || j.size > compactMin && j.size > 2*j.bytes {
+		if err := j.compact(); err != nil {
+			j.Close()
+			return nil, err
+		}
+	}
+	return j, nil
+}
+
+// withDefaults fills the zero fields of opt.
+func (opt Options) withDefaults() Options {
 	if opt.TTL <= 0 {
 		opt.TTL = DefaultTTL
 	}
@@ -170,60 +204,52 @@ func Open(opt Options) (*Journal, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	j := &Journal{
-		opt: opt, log: opt.Logger, now: opt.Now, dir: filepath.Dir(opt.Path),
-		entries: map[string]*entry{}, lru: list.New(), callers: map[string]*list.List{},
-	}
-	if err := os.MkdirAll(j.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("idempotency: %w", err)
-	}
-	f, err := os.OpenFile(opt.Path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("idempotency: %w", err)
-	}
-	if err := lockFile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%w: %s: %v", ErrLocked, opt.Path, err)
-	}
-	j.f = f
+	return opt
+}
+
+// load replays the records of the file, cutting off a tail torn by a crash,
+// or keeping what precedes damage in the middle (and a copy of the file);
+// then the file must be rewritten. It leaves j.f open either way.
+func (j *Journal) load() (rewrite bool, err error) {
+	f, path := j.f, j.opt.Path
 	good, rerr := readRecords(bufio.NewReaderSize(f, 64<<10), func(r *record) error {
 		j.replay(r)
 		return nil
 	})
-	rewrite := false
 	var torn tornTail
 	switch {
 	case rerr == nil:
 	case errors.As(rerr, &torn):
-		j.log.Warn("idempotency: cutting off a record torn by a crash", "path", opt.Path, "offset", good)
+		j.log.Warn("idempotency: cutting off a record torn by a crash", "path", path, "offset", good)
 		if err := f.Truncate(good); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("idempotency: cut the torn tail of %s: %w", opt.Path, err)
+			return false, fmt.Errorf("idempotency: cut the torn tail of %s: %w", path, err)
 		}
 		if err := f.Sync(); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("idempotency: %w", err)
+			return false, fmt.Errorf("idempotency: %w", err)
 		}
 	case errors.Is(rerr, ErrCorrupt):
 		// Damage in the middle (a disk fault, not a crash): keep what
 		// precedes it, and a copy of the whole file for inspection.
-		aside := fmt.Sprintf("%s.corrupt-%d", opt.Path, j.now().Unix())
+		aside := fmt.Sprintf("%s.corrupt-%d", path, j.now().Unix())
 		j.log.Error("idempotency: the journal is corrupt; keeping the records before the damage and a copy of the file",
-			"path", opt.Path, "offset", good, "copy", aside, "err", rerr)
-		if err := copyFile(opt.Path, aside); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("idempotency: copy the corrupt journal aside: %w", err)
+			"path", path, "offset", good, "copy", aside, "err", rerr)
+		if err := copyFile(path, aside); err != nil {
+			return false, fmt.Errorf("idempotency: copy the corrupt journal aside: %w", err)
 		}
 		if err := f.Truncate(good); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("idempotency: cut the damaged part of %s: %w", opt.Path, err)
+			return false, fmt.Errorf("idempotency: cut the damaged part of %s: %w", path, err)
 		}
 		rewrite = true
 	default:
-		f.Close()
-		return nil, fmt.Errorf("idempotency: read %s: %w", opt.Path, rerr)
+		return false, fmt.Errorf("idempotency: read %s: %w", path, rerr)
 	}
 	j.size = good
+	return rewrite, nil
+}
+
+// settleOpen forgets what is past retention, then settles every intent a
+// crash left open: its key records whether the write landed.
+func (j *Journal) settleOpen() {
 	j.mu.Lock()
 	j.evictLocked(nil)
 	var open []*entry
@@ -243,13 +269,6 @@ func Open(opt Options) (*Journal, error) {
 		}
 		c.Release()
 	}
-	if rewrite || j.size > compactMin && j.size > 2*j.bytes {
-		if err := j.compact(); err != nil {
-			j.Close()
-			return nil, err
-		}
-	}
-	return j, nil
 }
 
 // replay applies one record read from the file to the memory state.
