@@ -202,15 +202,7 @@ func snippetAt(r io.ReaderAt, size, match int64, maxRunes int, span, maxSpan int
 				after *= 2 // too little after the offset to see its token
 				continue
 			}
-			e := 0
-			if at < len(raw) {
-				e = tokenEnd(raw[at:])
-			}
-			if at > 0 { // inside a word is not a token start
-				if r, _ := utf8.DecodeLastRune(raw[:at]); isASCIIAlnum(byte(r)) && r < utf8.RuneSelf || r >= utf8.RuneSelf && isTokenRune(r) {
-					e = 0
-				}
-			}
+			e := tokenAt(raw, at)
 			if ms < 0 || e == 0 {
 				match = -1 // no token starts at the offset: it is stale
 				continue
@@ -242,6 +234,21 @@ func snippetAt(r io.ReaderAt, size, match int64, maxRunes int, span, maxSpan int
 			return cutWindow(runes, ms, me, atStart, atEnd, maxRunes), nil // a run of white space longer than the cap
 		}
 	}
+}
+
+// tokenAt is the length in bytes of the token that starts at raw[at:], or
+// 0 when none does (not a token, or inside a word).
+func tokenAt(raw []byte, at int) int {
+	e := 0
+	if at < len(raw) {
+		e = tokenEnd(raw[at:])
+	}
+	if at > 0 { // inside a word is not a token start
+		if r, _ := utf8.DecodeLastRune(raw[:at]); isASCIIAlnum(byte(r)) && r < utf8.RuneSelf || r >= utf8.RuneSelf && isTokenRune(r) {
+			e = 0
+		}
+	}
+	return e
 }
 
 // isContinuation reports whether c is a UTF-8 continuation byte.
