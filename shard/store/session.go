@@ -49,27 +49,10 @@ func (s *Store) AppendSession(ctx context.Context, session, by string, entry jso
 	if err := s.checkOpen(); err != nil {
 		return "", 0, err
 	}
-	if err := layout.ValidSession(session); err != nil {
-		return "", 0, fmt.Errorf("store: %w: %w", ErrInvalid, err)
-	}
-	if by == "" {
-		return "", 0, fmt.Errorf("store: a session line needs its author's email: %w", ErrInvalid)
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, entry); err != nil {
-		return "", 0, fmt.Errorf("store: session entry is not valid JSON: %v: %w", err, ErrInvalid)
-	}
-	if compact.Len() == 0 || compact.Bytes()[0] != '{' {
-		return "", 0, fmt.Errorf("store: session entry must be a JSON object: %w", ErrInvalid)
-	}
-	if compact.Len() > MaxSessionEntryBytes {
-		return "", 0, fmt.Errorf("store: session entry is %d bytes, over the %d-byte limit: %w", compact.Len(), MaxSessionEntryBytes, ErrTooLarge)
-	}
-	line, err := json.Marshal(sessionLine{At: s.now().UTC().Format(time.RFC3339Nano), By: by, Entry: compact.Bytes()})
+	line, err := s.encodeSessionLine(session, by, entry)
 	if err != nil {
-		return "", 0, fmt.Errorf("store: encode session line: %w", err)
+		return "", 0, err
 	}
-	line = append(line, '\n')
 	rel := layout.SessionPath(s.wing, session)
 	abs, err := s.abs(rel)
 	if err != nil {
@@ -129,6 +112,32 @@ func (s *Store) AppendSession(ctx context.Context, session, by string, entry jso
 	s.sessLines[session] = sessCount{size: fi.Size() + int64(len(line)), lines: lines}
 	s.sessMu.Unlock()
 	return rel, lines, nil
+}
+
+// encodeSessionLine validates an entry of session by an author and returns its
+// line: the time, the author and the entry compacted, newline-terminated.
+func (s *Store) encodeSessionLine(session, by string, entry json.RawMessage) ([]byte, error) {
+	if err := layout.ValidSession(session); err != nil {
+		return nil, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+	}
+	if by == "" {
+		return nil, fmt.Errorf("store: a session line needs its author's email: %w", ErrInvalid)
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, entry); err != nil {
+		return nil, fmt.Errorf("store: session entry is not valid JSON: %v: %w", err, ErrInvalid)
+	}
+	if compact.Len() == 0 || compact.Bytes()[0] != '{' {
+		return nil, fmt.Errorf("store: session entry must be a JSON object: %w", ErrInvalid)
+	}
+	if compact.Len() > MaxSessionEntryBytes {
+		return nil, fmt.Errorf("store: session entry is %d bytes, over the %d-byte limit: %w", compact.Len(), MaxSessionEntryBytes, ErrTooLarge)
+	}
+	line, err := json.Marshal(sessionLine{At: s.now().UTC().Format(time.RFC3339Nano), By: by, Entry: compact.Bytes()})
+	if err != nil {
+		return nil, fmt.Errorf("store: encode session line: %w", err)
+	}
+	return append(line, '\n'), nil
 }
 
 // countLines returns the number of complete lines in the first size bytes

@@ -192,6 +192,24 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
+	s := storeFor(root, opt)
+	if err := s.prepareDirs(); err != nil {
+		return nil, err
+	}
+	if err := s.load(ctx, opt.Progress); err != nil {
+		return nil, err
+	}
+	if err := s.syncTOC(true); err != nil {
+		return nil, err
+	}
+	s.startBackground(ctx, opt)
+	s.snap.afterOpen(s)
+	return s, nil
+}
+
+// storeFor is the store of opt at root with its defaults, before anything
+// is read.
+func storeFor(root string, opt Options) *Store {
 	s := &Store{
 		root:      root,
 		wing:      opt.Wing,
@@ -232,15 +250,12 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 			s.snap.dir = filepath.Join(root, stateDirName)
 		}
 	}
-	if err := s.prepareDirs(); err != nil {
-		return nil, err
-	}
-	if err := s.load(ctx, opt.Progress); err != nil {
-		return nil, err
-	}
-	if err := s.syncTOC(true); err != nil {
-		return nil, err
-	}
+	return s
+}
+
+// startBackground starts the watcher, the rescanner and the write-behind
+// _index.md, as opt asks; Close stops them.
+func (s *Store) startBackground(ctx context.Context, opt Options) {
 	interval := opt.RescanInterval
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
@@ -264,8 +279,6 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		s.wg.Add(1)
 		go s.tocLoop(rctx)
 	}
-	s.snap.afterOpen(s)
-	return s, nil
 }
 
 // Close stops the rescanner and the watcher, brings a write-behind
@@ -400,7 +413,6 @@ func (f noteFile) path() string { return filepath.Join(f.dir, f.id.Slug+layout.N
 // are passed over.
 func (s *Store) scanFiles() ([]noteFile, error) {
 	var out []noteFile
-	var skipped []Skipped
 	wingRel := layout.WingDir(layout.TopWiki, s.wing)
 	wingDir, err := s.dirOf(wingRel)
 	if err != nil {
@@ -410,6 +422,22 @@ func (s *Store) scanFiles() ([]noteFile, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: scan %s: %w", wingRel, err)
 	}
+	skipped := skippedAtTop(wingRel, top)
+	for _, hall := range layout.Halls() {
+		files, skips, err := s.scanHall(hall)
+		if err != nil {
+			return nil, err
+		}
+		out, skipped = append(out, files...), append(skipped, skips...)
+	}
+	s.skips.setScan(s.log, skipped)
+	return out, nil
+}
+
+// skippedAtTop are the entries of the wing's directory wingRel (top) that
+// are not halls, and so are not loaded.
+func skippedAtTop(wingRel string, top []fs.DirEntry) []Skipped {
+	var skipped []Skipped
 	for _, e := range top {
 		name := e.Name()
 		rel := wingRel + "/" + name
@@ -424,61 +452,62 @@ func (s *Store) scanFiles() ([]noteFile, error) {
 			skipped = append(skipped, Skipped{Path: rel, Kind: SkipPlace, Reason: "not in a hall: notes are files " + wingRel + "/<hall>/<slug>.md"})
 		}
 	}
-	for _, hall := range layout.Halls() {
-		hallRel := layout.HallDir(s.wing, hall)
-		dir, err := s.hallDir(hall)
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, ErrInvalid) {
-				return nil, fmt.Errorf("store: scan %s: %w", hallRel, err)
-			}
-			continue // missing, or reported above as a symlink
+	return skipped
+}
+
+// scanHall lists the note files of one hall, and the files in it that are
+// not loaded. A missing hall has none.
+func (s *Store) scanHall(hall string) ([]noteFile, []Skipped, error) {
+	hallRel := layout.HallDir(s.wing, hall)
+	dir, err := s.hallDir(hall)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, ErrInvalid) {
+			return nil, nil, fmt.Errorf("store: scan %s: %w", hallRel, err)
 		}
-		entries, err := os.ReadDir(dir)
+		return nil, nil, nil // missing, or reported by skippedAtTop as a symlink
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("store: scan %s: %w", hallRel, err)
+	}
+	var out []noteFile
+	var skipped []Skipped
+	for _, e := range entries {
+		name := e.Name()
+		if layout.Hidden(name) {
+			continue
+		}
+		rel := hallRel + "/" + name
+		if e.IsDir() {
+			skipped = append(skipped, Skipped{Path: rel + "/", Kind: SkipPlace, Reason: "a directory inside a hall: notes are files directly in " + hallRel + "/"})
+			continue
+		}
+		if !e.Type().IsRegular() {
+			skipped = append(skipped, Skipped{Path: rel, Kind: SkipType, Reason: "not a regular file (symbolic links are not followed)"})
+			continue
+		}
+		slug, err := layout.NoteFile(name)
+		if err != nil {
+			skipped = append(skipped, Skipped{Path: rel, Kind: SkipName, Reason: reasonOf(err) + "; rename the file to be loaded"})
+			continue
+		}
+		fi, err := e.Info()
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			return nil, fmt.Errorf("store: scan %s: %w", hallRel, err)
+			return nil, nil, fmt.Errorf("store: scan %s: %w", hallRel, err)
 		}
-		for _, e := range entries {
-			name := e.Name()
-			if layout.Hidden(name) {
-				continue
-			}
-			rel := hallRel + "/" + name
-			if e.IsDir() {
-				skipped = append(skipped, Skipped{Path: rel + "/", Kind: SkipPlace, Reason: "a directory inside a hall: notes are files directly in " + hallRel + "/"})
-				continue
-			}
-			if !e.Type().IsRegular() {
-				skipped = append(skipped, Skipped{Path: rel, Kind: SkipType, Reason: "not a regular file (symbolic links are not followed)"})
-				continue
-			}
-			slug, err := layout.NoteFile(name)
-			if err != nil {
-				skipped = append(skipped, Skipped{Path: rel, Kind: SkipName, Reason: reasonOf(err) + "; rename the file to be loaded"})
-				continue
-			}
-			fi, err := e.Info()
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					continue
-				}
-				return nil, fmt.Errorf("store: scan %s: %w", hallRel, err)
-			}
-			if fi.Size() > int64(s.maxNote) {
-				skipped = append(skipped, Skipped{Path: rel, Kind: SkipSize, Reason: sizeReason(fi.Size(), s.maxNote)})
-				continue
-			}
-			out = append(out, noteFile{
-				id:  layout.ID{Wing: s.wing, Hall: hall, Slug: slug},
-				dir: dir,
-				sig: sigOf(fi),
-			})
+		if fi.Size() > int64(s.maxNote) {
+			skipped = append(skipped, Skipped{Path: rel, Kind: SkipSize, Reason: sizeReason(fi.Size(), s.maxNote)})
+			continue
 		}
+		out = append(out, noteFile{id: layout.ID{Wing: s.wing, Hall: hall, Slug: slug}, dir: dir, sig: sigOf(fi)})
 	}
-	s.skips.setScan(s.log, skipped)
-	return out, nil
+	return out, skipped, nil
 }
 
 // readResult is a note file read, parsed, hashed and tokenized by a load

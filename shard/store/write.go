@@ -310,21 +310,9 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook H
 	if err := s.checkOpen(); err != nil {
 		return nil, nil, err
 	}
-	if err := layout.ValidHall(hall); err != nil {
-		return nil, nil, fmt.Errorf("store: %w: %w", ErrInvalid, err)
-	}
-	if err := layout.ValidInboxName(name); err != nil {
-		return nil, nil, fmt.Errorf("store: %w: %w", ErrInvalid, err)
-	}
-	if slug == "" {
-		slug = name
-	}
-	id := layout.ID{Wing: s.wing, Hall: hall, Slug: slug}
-	if err := id.Validate(); err != nil {
-		return nil, nil, fmt.Errorf("store: %w: %w", ErrInvalid, err)
-	}
-	if by == "" {
-		return nil, nil, fmt.Errorf("store: a promotion needs the curator's email: %w", ErrInvalid)
+	id, err := s.promotionID(name, hall, slug, by)
+	if err != nil {
+		return nil, nil, err
 	}
 	inRel := layout.InboxPath(s.wing, name)
 	inAbs, err := s.abs(inRel)
@@ -355,27 +343,10 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook H
 		unlock()
 		return nil, nil, fmt.Errorf("store: %s already exists; the inbox note was left untouched: promote it with another slug: %w", id, ErrExists)
 	}
-	doc, err := frontmatter.Parse(old)
+	raw, promotedAt, err := s.promoted(old, name, hall, by, inRel)
 	if err != nil {
 		unlock()
-		return nil, nil, fmt.Errorf("store: inbox note %s has a frontmatter the store cannot edit safely (%v); fix the file first: %w", inRel, err, ErrInvalid)
-	}
-	if _, ok := doc.Get(KeyTitle); !ok {
-		doc.Set(KeyTitle, parseNote(old, name).title)
-	}
-	doc.Set(KeyWing, s.wing)
-	doc.Set(KeyHall, hall)
-	promotedAt := rfc3339(s.now())
-	doc.Set(KeyPromotedBy, by)
-	doc.Set(KeyPromotedAt, promotedAt)
-	if err := doc.Err(); err != nil {
-		unlock()
-		return nil, nil, fmt.Errorf("store: cannot edit the frontmatter of %s: %v: %w", inRel, err, ErrInvalid)
-	}
-	raw := doc.Bytes()
-	if len(raw) > s.maxNote {
-		unlock()
-		return nil, nil, fmt.Errorf("store: note would be %d bytes, over the %d-byte limit: %w", len(raw), s.maxNote, ErrTooLarge)
+		return nil, nil, err
 	}
 	n := s.noteOf(id.String(), "", id.Path(), raw, id.Slug)
 	tunnels := s.tunnelsOf(s.parseLinks(n.Body))
@@ -406,6 +377,54 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook H
 		return nil, nil, err
 	}
 	return n, tunnels, nil
+}
+
+// promotionID validates a promotion of the inbox note name into hall (as
+// slug, default name) by a curator, and returns the note id it creates.
+func (s *Store) promotionID(name, hall, slug, by string) (layout.ID, error) {
+	if err := layout.ValidHall(hall); err != nil {
+		return layout.ID{}, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+	}
+	if err := layout.ValidInboxName(name); err != nil {
+		return layout.ID{}, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+	}
+	if slug == "" {
+		slug = name
+	}
+	id := layout.ID{Wing: s.wing, Hall: hall, Slug: slug}
+	if err := id.Validate(); err != nil {
+		return layout.ID{}, fmt.Errorf("store: %w: %w", ErrInvalid, err)
+	}
+	if by == "" {
+		return layout.ID{}, fmt.Errorf("store: a promotion needs the curator's email: %w", ErrInvalid)
+	}
+	return id, nil
+}
+
+// promoted is the inbox note old (at inRel, named name) as a wiki note of
+// hall: its frontmatter gains the wing, the hall, the title when it had
+// none, promoted_by and promoted_at (returned too).
+func (s *Store) promoted(old []byte, name, hall, by, inRel string) (raw []byte, promotedAt string, err error) {
+	doc, err := frontmatter.Parse(old)
+	if err != nil {
+		return nil, "", fmt.Errorf("store: inbox note %s has a frontmatter the store cannot edit safely (%v); fix the file first: %w", inRel, err, ErrInvalid)
+	}
+	if _, ok := doc.Get(KeyTitle); !ok {
+		doc.Set(KeyTitle, parseNote(old, name).title)
+	}
+	doc.Set(KeyWing, s.wing)
+	doc.Set(KeyHall, hall)
+	promotedAt = rfc3339(s.now())
+	doc.Set(KeyPromotedBy, by)
+	doc.Set(KeyPromotedAt, promotedAt)
+	if err := doc.Err(); err != nil {
+		return nil, "", fmt.Errorf("store: cannot edit the frontmatter of %s: %v: %w", inRel, err, ErrInvalid)
+	}
+	raw = doc.Bytes()
+	if len(raw) > s.maxNote {
+		return nil, "", fmt.Errorf("store: note would be %d bytes, over the %d-byte limit: %w", len(raw), s.maxNote, ErrTooLarge)
+	}
+	return raw, promotedAt, nil
 }
 
 // readErr maps a read failure of path to the store's sentinels.
