@@ -137,30 +137,12 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if s.clientIP == nil {
 		s.clientIP = peerIP
 	}
-	if len(opt.Keys) > 0 {
-		s.keys, err = newKeyring(opt.Keys...)
-	} else {
-		s.keys, err = loadKeyring(cfg.SigningKeyFile, cfg.PreviousSigningKeyFiles)
-	}
-	if err != nil {
+	if err := s.loadKeys(opt.Keys); err != nil {
 		return nil, err
 	}
-	cur := s.keys.current()
-	s.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: cur.priv},
-		(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", cur.id))
+	secret, err := cfg.Upstream.secret()
 	if err != nil {
-		return nil, fmt.Errorf("oauth: signer: %w", err)
-	}
-	secret := cfg.Upstream.ClientSecret
-	if secret == "" {
-		b, err := readSmallFile(cfg.Upstream.ClientSecretFile)
-		if err != nil {
-			return nil, fmt.Errorf("oauth: upstream.client_secret_file: %w", err)
-		}
-		secret = strings.TrimSpace(string(b))
-		if secret == "" {
-			return nil, fmt.Errorf("oauth: upstream.client_secret_file %s is empty", cfg.Upstream.ClientSecretFile)
-		}
+		return nil, err
 	}
 	hc := opt.HTTPClient
 	if hc == nil {
@@ -191,6 +173,43 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		return nil, fmt.Errorf("oauth: metadata: %w", err)
 	}
 	return s, nil
+}
+
+// loadKeys sets the keyring (keys, else the configured key files) and the
+// signer of the access tokens, with the current key.
+func (s *Server) loadKeys(keys []auth.KeyPair) error {
+	var err error
+	if len(keys) > 0 {
+		s.keys, err = newKeyring(keys...)
+	} else {
+		s.keys, err = loadKeyring(s.cfg.SigningKeyFile, s.cfg.PreviousSigningKeyFiles)
+	}
+	if err != nil {
+		return err
+	}
+	cur := s.keys.current()
+	s.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: cur.priv},
+		(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", cur.id))
+	if err != nil {
+		return fmt.Errorf("oauth: signer: %w", err)
+	}
+	return nil
+}
+
+// secret is the client secret at the IdP: given, or read from its file.
+func (u UpstreamConfig) secret() (string, error) {
+	if u.ClientSecret != "" {
+		return u.ClientSecret, nil
+	}
+	b, err := readSmallFile(u.ClientSecretFile)
+	if err != nil {
+		return "", fmt.Errorf("oauth: upstream.client_secret_file: %w", err)
+	}
+	secret := strings.TrimSpace(string(b))
+	if secret == "" {
+		return "", fmt.Errorf("oauth: upstream.client_secret_file %s is empty", u.ClientSecretFile)
+	}
+	return secret, nil
 }
 
 // Issuer is the issuer URL (the gateway's public URL).
