@@ -785,52 +785,67 @@ func (c *Client) exchange(ctx context.Context, cc *clientConn, t MsgType, frame 
 		}
 	}
 	if rerr != nil {
-		if ctx.Err() != nil {
-			return nil, noRetry, sent, fmt.Errorf("proto: %s: %w", t, ctx.Err())
-		}
-		st.CancelRead(streamCodeRefused)
-		st.CancelWrite(streamCodeRefused)
-		switch {
-		case errors.Is(rerr, ErrTooLarge), errors.Is(rerr, ErrMalformed), errors.Is(rerr, ErrVersion):
-			return nil, noRetry, sent, fmt.Errorf("proto: %s response: %w", t, rerr)
-		}
-		connDead := isConnError(rerr) || cc.qc.Context().Err() != nil
-		if connDead {
-			if cause := context.Cause(cc.qc.Context()); cause != nil {
-				rerr = cause
-			}
-			c.drop(cc, rerr)
-		}
-		if connDead && handshakeRefused(rerr) {
-			// The shard refused the TLS handshake (e.g. our certificate):
-			// it never accepted the connection, so never ran the request.
-			return nil, noRetry, sent, fmt.Errorf("%w: %s to %s: the shard refused the connection: %w", ErrUnavailable, t, c.addr, rerr)
-		}
-		if werr != nil {
-			// The request (or its end) never left: the shard cannot
-			// have run it.
-			r := noRetry
-			if connDead {
-				r = retryAny
-			}
-			return nil, r, sent, fmt.Errorf("%w: %s to %s: %w", ErrUnavailable, t, c.addr, rerr)
-		}
-		r := noRetry
-		if connDead && cr.n == 0 {
-			r = retryIdempotent
-		}
-		return nil, r, sent, fmt.Errorf("%w: %s to %s: %w", ErrConnectionLost, t, c.addr, rerr)
+		retry, err := c.readFailed(ctx, cc, st, t, rerr, werr, cr.n)
+		return nil, retry, sent, err
 	}
 	if werr != nil && h.typ != MsgError {
 		return nil, noRetry, sent, fmt.Errorf("%w: %s: write: %w", ErrConnectionLost, t, werr)
 	}
+	payload, retry, err = c.answer(ctx, cc, t, h, p)
+	return payload, retry, sent, err
+}
+
+// readFailed classifies a response that could not be read (rerr; werr is
+// the failure to write the request, if any; read is how many response
+// bytes arrived): whether the request may be sent again, and the error.
+func (c *Client) readFailed(ctx context.Context, cc *clientConn, st *quic.Stream, t MsgType, rerr, werr error, read int) (retryKind, error) {
+	if ctx.Err() != nil {
+		return noRetry, fmt.Errorf("proto: %s: %w", t, ctx.Err())
+	}
+	st.CancelRead(streamCodeRefused)
+	st.CancelWrite(streamCodeRefused)
+	switch {
+	case errors.Is(rerr, ErrTooLarge), errors.Is(rerr, ErrMalformed), errors.Is(rerr, ErrVersion):
+		return noRetry, fmt.Errorf("proto: %s response: %w", t, rerr)
+	}
+	connDead := isConnError(rerr) || cc.qc.Context().Err() != nil
+	if connDead {
+		if cause := context.Cause(cc.qc.Context()); cause != nil {
+			rerr = cause
+		}
+		c.drop(cc, rerr)
+	}
+	if connDead && handshakeRefused(rerr) {
+		// The shard refused the TLS handshake (e.g. our certificate):
+		// it never accepted the connection, so never ran the request.
+		return noRetry, fmt.Errorf("%w: %s to %s: the shard refused the connection: %w", ErrUnavailable, t, c.addr, rerr)
+	}
+	if werr != nil {
+		// The request (or its end) never left: the shard cannot
+		// have run it.
+		r := noRetry
+		if connDead {
+			r = retryAny
+		}
+		return r, fmt.Errorf("%w: %s to %s: %w", ErrUnavailable, t, c.addr, rerr)
+	}
+	r := noRetry
+	if connDead && read == 0 {
+		r = retryIdempotent
+	}
+	return r, fmt.Errorf("%w: %s to %s: %w", ErrConnectionLost, t, c.addr, rerr)
+}
+
+// answer interprets the response frame (h, p) to a request of type t: its
+// payload, or the shard's error and whether the request may be sent again.
+func (c *Client) answer(ctx context.Context, cc *clientConn, t MsgType, h header, p []byte) ([]byte, retryKind, error) {
 	switch h.typ {
 	case t | respBit:
-		return p, noRetry, sent, nil
+		return p, noRetry, nil
 	case MsgError:
 		e, err := decodeError(p)
 		if err != nil {
-			return nil, noRetry, sent, fmt.Errorf("proto: %s error response: %w", t, err)
+			return nil, noRetry, fmt.Errorf("proto: %s error response: %w", t, err)
 		}
 		refused := h.flags&flagRefused != 0
 		if refused && e.Code == CodeUnavailable {
@@ -840,15 +855,15 @@ func (c *Client) exchange(ctx context.Context, cc *clientConn, t MsgType, frame 
 			// The shard's copy of our deadline fired before our own timer
 			// was noticed here: report the caller's ctx error (and the
 			// answer).
-			return nil, noRetry, sent, fmt.Errorf("proto: %s: %w (%w)", t, cerr, e)
+			return nil, noRetry, fmt.Errorf("proto: %s: %w (%w)", t, cerr, e)
 		}
 		if refused {
 			// Refused unprocessed: safe to send again, whatever it is.
-			return nil, retryAny, sent, e
+			return nil, retryAny, e
 		}
-		return nil, noRetry, sent, e
+		return nil, noRetry, e
 	default:
-		return nil, noRetry, sent, fmt.Errorf("%w: %s answered with %s", ErrMalformed, t, h.typ)
+		return nil, noRetry, fmt.Errorf("%w: %s answered with %s", ErrMalformed, t, h.typ)
 	}
 }
 
