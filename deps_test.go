@@ -72,6 +72,7 @@ func TestDependencyRules(t *testing.T) {
 		{"join", []string{"gateway", "shard", "proto", "auth"}, "join talks to a gateway from outside, as a client"},
 		{"doctor", []string{"gateway", "shard", "proto", "auth"}, "doctor walks the chain from outside, as a client"},
 		{"gateway/oauth", []string{"proto", "github.com/mark3labs/mcp-go", "github.com/quic-go/quic-go"}, "the authorization server knows OAuth and OIDC, not MCP or the shards"},
+		{"shardserver", []string{"gateway", "auth/sso", "auth/devidp", "github.com/coreos/go-oidc"}, "a shard server knows nothing of SSO or the gateway"},
 	}
 	for _, p := range listPackages(t) {
 		for _, r := range rules {
@@ -107,6 +108,44 @@ func TestContractImportsNothing(t *testing.T) {
 	}
 	if !found {
 		t.Fatal("no package brain/")
+	}
+}
+
+// TestLayout enforces the layout of the module: every package is product,
+// internal, the binary, end-to-end tests or data; the product never depends
+// on the tooling under internal/ (the development environment, the load
+// generator, the benchmark corpora, the CLI's conventions, the test
+// browser), which may itself use the product; cmd/brainstem may use
+// anything. internal/atomicfile is the one internal package the product
+// uses: how files are written is not API.
+func TestLayout(t *testing.T) {
+	// The directories of the product: what is deployed and what its users
+	// run. Everything else is the binary (cmd/), tooling and test support
+	// (internal/), end-to-end tests (e2e/) or data (deploy/examples).
+	productPackages := []string{"auth", "proto", "shard", "shardserver", "gateway", "signin", "join", "doctor", "brain"}
+	tooling := []string{"internal/devenv", "internal/loadgen", "internal/corpus", "internal/cli", "internal/testbrowser"}
+	for _, p := range listPackages(t) {
+		product := false
+		for _, d := range productPackages {
+			product = product || under(p.ImportPath, d)
+		}
+		known := product || p.ImportPath == module
+		for _, d := range []string{"internal", "cmd", "e2e", "deploy/examples"} {
+			known = known || under(p.ImportPath, d)
+		}
+		if !known {
+			t.Errorf("%s is neither product (productPackages) nor internal/, cmd/, e2e/ or deploy/examples: place it, and list it here if it is product", p.ImportPath)
+		}
+		if !product {
+			continue
+		}
+		for _, dep := range p.Deps {
+			for _, f := range tooling {
+				if under(dep, f) {
+					t.Errorf("%s imports %s: the product must not depend on tooling (internal/ is for what is not product API)", p.ImportPath, dep)
+				}
+			}
+		}
 	}
 }
 

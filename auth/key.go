@@ -10,6 +10,8 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
+
+	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
 // maxKeyFileBytes bounds the size of a key file LoadOrCreateKey reads.
@@ -101,50 +103,15 @@ func createKey(path string) (KeyPair, error) {
 	if err != nil {
 		return KeyPair{}, err
 	}
-	dir := filepath.Dir(path)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return KeyPair{}, fmt.Errorf("auth: create key: %w", err)
 	}
-	tmp, err := os.CreateTemp(dir, ".brainstem-key-*")
-	if err != nil {
-		return KeyPair{}, fmt.Errorf("auth: create key: %w", err)
-	}
-	tmpName := tmp.Name()
-	defer os.Remove(tmpName) // after the link, or on any failure
-	if err := tmp.Chmod(0o600); err != nil {
-		tmp.Close()
-		return KeyPair{}, fmt.Errorf("auth: create key: %w", err)
-	}
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return KeyPair{}, fmt.Errorf("auth: create key: %w", err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return KeyPair{}, fmt.Errorf("auth: create key: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return KeyPair{}, fmt.Errorf("auth: create key: %w", err)
-	}
-	if err := os.Link(tmpName, path); err != nil {
+	if err := atomicfile.CreateFile(path, data, 0o600); err != nil {
 		if errors.Is(err, fs.ErrExist) {
 			// Someone else created it first: use theirs.
 			return loadKey(path)
 		}
 		return KeyPair{}, fmt.Errorf("auth: create key: %w", err)
 	}
-	_ = os.Remove(tmpName)
-	if err := syncDir(dir); err != nil {
-		return KeyPair{}, fmt.Errorf("auth: create key: %w", err)
-	}
 	return k, nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
 }

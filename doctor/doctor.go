@@ -587,3 +587,12 @@ func (r *run) clock() {
 	r.fail(StepClock, fmt.Sprintf("this computer's clock is %s %s the gateway's", abs.Round(time.Second), dir),
 		"Set this computer's clock right (turn on automatic time / NTP), or the gateway's if this one is right: sign-in pages, certificates and token expiry depend on it.")
 }
+
+// Err is nil when no step failed, else an error counting the failed steps
+// (the exit status of `brainstem doctor`).
+func (r *Report) Err() error {
+	if n := len(r.Failed()); n > 0 {
+		return fmt.Errorf("doctor: %d step(s) failed", n)
+	}
+	return nil
+}

@@ -32,9 +32,10 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
-	"github.com/brainstem/brainstem/devenv"
 	"github.com/brainstem/brainstem/gateway"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/internal/devenv"
+	"github.com/brainstem/brainstem/internal/devenv/devenvtest"
 	"github.com/brainstem/brainstem/internal/testbrowser"
 )
 
@@ -161,7 +162,7 @@ func TestDexInterop(t *testing.T) {
 		t.Fatalf("the documented gateway configuration for Dex does not decode: %v", err)
 	}
 
-	env, err := devenv.Start(ctx, devenv.Config{Data: t.TempDir(), Gateway: func(c *gateway.Config) {
+	env := devenvtest.Start(t, devenv.Config{Gateway: func(c *gateway.Config) {
 		// The development environment's own IdP stays up but is no longer
 		// trusted: Dex is the only issuer, and the facade's upstream.
 		c.OIDC.Issuers, c.OIDC.GroupsClaim = section.OIDC.Issuers, section.OIDC.GroupsClaim
@@ -169,14 +170,6 @@ func TestDexInterop(t *testing.T) {
 		c.OAuth = section.OAuth
 		c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Close(); err != nil {
-			t.Errorf("closing the dev environment: %v", err)
-		}
-	})
 	base := strings.TrimSuffix(env.MCPURL, "/mcp")
 
 	dex.start(t, bin, filepath.Join(dir, "dex.yaml"), func(httpAddr string) string {

@@ -20,8 +20,9 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
-	"github.com/brainstem/brainstem/devenv"
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/internal/devenv"
+	"github.com/brainstem/brainstem/internal/devenv/devenvtest"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/shard/stdio"
 	"github.com/brainstem/brainstem/shard/tools"
@@ -31,18 +32,9 @@ func startEnv(t testing.TB) *devenv.Env {
 	t.Helper()
 	// The per-user rate limit is the gateway's own tests' business; these
 	// tests make many calls as one user in a fraction of a second.
-	env, err := devenv.Start(context.Background(), devenv.Config{Data: t.TempDir(), Gateway: func(c *gateway.Config) {
+	return devenvtest.Start(t, devenv.Config{Gateway: func(c *gateway.Config) {
 		c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Close(); err != nil {
-			t.Errorf("closing the dev environment: %v", err)
-		}
-	})
-	return env
 }
 
 func httpClient(t testing.TB, url, token string) *client.Client {

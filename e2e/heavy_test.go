@@ -17,10 +17,11 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
-	"github.com/brainstem/brainstem/devenv"
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/internal/corpus"
+	"github.com/brainstem/brainstem/internal/devenv"
+	"github.com/brainstem/brainstem/internal/devenv/devenvtest"
 	"github.com/brainstem/brainstem/shard"
-	"github.com/brainstem/brainstem/shard/corpus"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/tools"
 )
@@ -98,19 +99,10 @@ func writeHeavyBrain(t testing.TB, n int, extraBig bool) *heavyBrain {
 // of up to heavyMaxNote bytes, and no per-user rate limit.
 func startHeavyEnv(t testing.TB, brain string) *devenv.Env {
 	t.Helper()
-	env, err := devenv.Start(context.Background(), devenv.Config{Brain: brain, Data: t.TempDir(),
+	return devenvtest.Start(t, devenv.Config{Brain: brain,
 		Gateway: func(c *gateway.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 },
 		Shard:   func(c *shard.Config) { c.MaxNoteBytes = heavyMaxNote },
 	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Close(); err != nil {
-			t.Errorf("closing the dev environment: %v", err)
-		}
-	})
-	return env
 }
 
 // queryAnswer is a brain_query answer as the tests read it.

@@ -9,8 +9,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/devenv"
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/internal/devenv"
+	"github.com/brainstem/brainstem/internal/devenv/devenvtest"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -19,19 +20,10 @@ import (
 // so that what a test observes is the shard's decision on each call.
 func startLiveEnv(t *testing.T) *devenv.Env {
 	t.Helper()
-	env, err := devenv.Start(context.Background(), devenv.Config{Data: t.TempDir(), PolicyPoll: -1, Gateway: func(c *gateway.Config) {
+	return devenvtest.Start(t, devenv.Config{PolicyPoll: -1, Gateway: func(c *gateway.Config) {
 		c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6
 		c.Sessions.DenyTTL = time.Nanosecond
 	}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Close(); err != nil {
-			t.Errorf("closing the dev environment: %v", err)
-		}
-	})
-	return env
 }
 
 func toolCode(t *testing.T, text string) string {

@@ -2,7 +2,6 @@ package e2e
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -11,8 +10,9 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/brainstem/brainstem/devenv"
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/internal/devenv"
+	"github.com/brainstem/brainstem/internal/devenv/devenvtest"
 )
 
 // lockedBuffer is a goroutine-safe log sink.
@@ -44,11 +44,7 @@ func TestLogLines(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	env, err := devenv.Start(context.Background(), devenv.Config{Data: t.TempDir(), Logger: logger, AuditLog: audit})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { env.Close() })
+	env := devenvtest.Start(t, devenv.Config{Logger: logger, AuditLog: audit})
 	alice, _, err := env.Token("alice@example.com", nil)
 	if err != nil {
 		t.Fatal(err)

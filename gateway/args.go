@@ -202,7 +202,7 @@ func skipValue(b []byte, i int) (end int, fit bool) {
 // numberFits reports whether a JSON number decodes into a float64: only an
 // exponent or more than 300 digits can take it beyond the largest one.
 func numberFits(num []byte) bool {
-	if len(num) <= 300 && bytes.IndexAny(num, "eE") < 0 {
+	if len(num) <= 300 && !bytes.ContainsAny(num, "eE") {
 		return true
 	}
 	_, err := strconv.ParseFloat(string(num), 64)

@@ -300,25 +300,6 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	return res, nil
 }
 
-// readableWings returns the wings the caller may read, the failures among
-// the others that may be named to the caller (disclosable), and how many
-// other wings failed without a known grant (not named).
-func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) (readable []*wing, failed []unavailableWing, hidden int) {
-	caps, errs := g.capsAll(ctx, ci)
-	for i, c := range caps {
-		switch {
-		case c.Has(brain.CapRead):
-			readable = append(readable, g.wings[i])
-		case g.disclosable(ci, g.wings[i], errs[i]):
-			e := classify(errs[i], g.wings[i].name)
-			failed = append(failed, unavailableWing{Wing: g.wings[i].name, Code: e.Code, Error: e.Message})
-		case errs[i] != nil && !errors.Is(errs[i], errNotAdmitted):
-			hidden++
-		}
-	}
-	return readable, failed, hidden
-}
-
 // capsAll is the caller's capabilities in every wing (minting where needed),
 // bounded like a cross-wing search by limits.fanout_timeout: a wing that
 // cannot say in time counts as unreachable, so brain_wings, tools/list and

@@ -74,6 +74,13 @@ type TLSFiles struct {
 	KeyFile  string `yaml:"key_file"`
 }
 
+// shardFiles names the files of shards.tls for pki.ReadFiles, which names
+// them in its errors by their configuration keys.
+func (t TLSFiles) shardFiles() pki.Files {
+	return pki.Files{CA: t.CAFile, Cert: t.CertFile, Key: t.KeyFile,
+		CAName: "shards.tls.ca_file", CertName: "shards.tls.cert_file", KeyName: "shards.tls.key_file"}
+}
+
 // ShardsConfig configures the gateway's shard clients.
 type ShardsConfig struct {
 	// TLS is the gateway's mTLS client identity and the internal CA.
@@ -301,26 +308,25 @@ func CheckConfig(path string, checkFiles bool, now time.Time) (warnings []string
 // checkFiles reads and checks the certificate files the config names.
 func (c Config) checkFiles(now time.Time) (warnings []string, err error) {
 	var errs []error
-	read := func(key, path string) []byte {
-		if path == "" {
-			return nil
-		}
-		b, err := os.ReadFile(path)
+	// A file not named is Validate's to report.
+	if t := c.Shards.TLS; t.CAFile != "" && t.CertFile != "" && t.KeyFile != "" {
+		id, err := pki.ReadFiles(t.shardFiles())
 		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: %s: %w", ErrConfig, key, err))
-		}
-		return b
-	}
-	ca := read("shards.tls.ca_file", c.Shards.TLS.CAFile)
-	cert := read("shards.tls.cert_file", c.Shards.TLS.CertFile)
-	key := read("shards.tls.key_file", c.Shards.TLS.KeyFile)
-	if ca != nil && cert != nil && key != nil {
-		w, err := pki.CheckIdentity(ca, cert, key, pki.RoleGateway, now)
-		for _, s := range w {
-			warnings = append(warnings, "shards.tls: "+s)
-		}
-		if err != nil {
-			errs = append(errs, fmt.Errorf("%w: shards.tls: %w", ErrConfig, err))
+			each := []error{err}
+			if j, ok := err.(interface{ Unwrap() []error }); ok {
+				each = j.Unwrap() // one line per file
+			}
+			for _, e := range each {
+				errs = append(errs, fmt.Errorf("%w: %w", ErrConfig, e))
+			}
+		} else {
+			w, err := id.Check(pki.RoleGateway, now)
+			for _, s := range w {
+				warnings = append(warnings, "shards.tls: "+s)
+			}
+			if err != nil {
+				errs = append(errs, fmt.Errorf("%w: shards.tls: %w", ErrConfig, err))
+			}
 		}
 	}
 	if c.TLS.CertFile != "" && c.TLS.KeyFile != "" {

@@ -169,20 +169,8 @@ func (g *Gateway) checkOwnRole(tc *tls.Config) {
 func dialShards(cfg Config, opt Options) (map[string]shardClient, *tls.Config, error) {
 	base := opt.ShardTLS
 	if base == nil {
-		ca, err := os.ReadFile(cfg.Shards.TLS.CAFile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("gateway: shards.tls.ca_file: %w", err)
-		}
-		cert, err := os.ReadFile(cfg.Shards.TLS.CertFile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("gateway: shards.tls.cert_file: %w", err)
-		}
-		key, err := os.ReadFile(cfg.Shards.TLS.KeyFile)
-		if err != nil {
-			return nil, nil, fmt.Errorf("gateway: shards.tls.key_file: %w", err)
-		}
-		base, err = pki.ClientTLS(ca, cert, key, "")
-		if err != nil {
+		var err error
+		if base, err = pki.LoadClientTLS(cfg.Shards.TLS.shardFiles(), ""); err != nil {
 			return nil, nil, fmt.Errorf("gateway: shards.tls: %w", err)
 		}
 	}

@@ -222,27 +222,10 @@ func Run(ctx context.Context, opt Options) error {
 		if opt.SignIn == nil {
 			return errors.New("join: no sign-in client")
 		}
-		d, err := signin.Discover(ctx, hc, mcpURL)
-		if err != nil {
-			return fail("metadata", err)
+		var step string
+		if token, step, err = checkSignIn(ctx, opt, hc, mcpURL); err != nil {
+			return fail(step, err)
 		}
-		fmt.Fprintf(out, "  ✓ metadata: a Brainstem MCP endpoint; sign-in through %s\n", d.Server.Issuer)
-		if _, err := signin.Register(ctx, hc, d.Server.RegistrationEndpoint, "Brainstem CLI (brainstem join check)", []string{signin.RegisteredRedirectURI}); err != nil {
-			return fail("registration", err)
-		}
-		fmt.Fprintln(out, "  ✓ registration: MCP clients can register themselves")
-		rec, err := opt.SignIn.Token(ctx, mcpURL)
-		how := "stored sign-in"
-		if errors.Is(err, signin.ErrNotSignedIn) || errors.Is(err, signin.ErrSignInEnded) {
-			fmt.Fprintln(out, "  … sign-in: not signed in yet; signing in now")
-			rec, err = opt.SignIn.Login(ctx, mcpURL)
-			how = "signed in now"
-		}
-		if err != nil {
-			return fail("sign-in", err)
-		}
-		fmt.Fprintf(out, "  ✓ sign-in: %s (%s, kept in %s)\n", who(rec), how, opt.SignIn.Store.Path(mcpURL))
-		token = rec.AccessToken
 	} else {
 		metaURL, err := signin.ProtectedResourceMetadataURL(mcpURL)
 		if err == nil {
@@ -262,7 +245,41 @@ func Run(ctx context.Context, opt Options) error {
 	} else {
 		fmt.Fprintf(out, "  ✓ access: %s: %s\n", plural(len(w.Wings), "wing"), w)
 	}
+	return register(ctx, opt, mcpURL)
+}
 
+// checkSignIn checks the gateway's metadata and registration, then signs
+// in (a stored sign-in, or the browser flow) and returns the access token,
+// or the step that failed and why.
+func checkSignIn(ctx context.Context, opt Options, hc *http.Client, mcpURL string) (token, step string, err error) {
+	out := opt.Out
+	d, err := signin.Discover(ctx, hc, mcpURL)
+	if err != nil {
+		return "", "metadata", err
+	}
+	fmt.Fprintf(out, "  ✓ metadata: a Brainstem MCP endpoint; sign-in through %s\n", d.Server.Issuer)
+	if _, err := signin.Register(ctx, hc, d.Server.RegistrationEndpoint, "Brainstem CLI (brainstem join check)", []string{signin.RegisteredRedirectURI}); err != nil {
+		return "", "registration", err
+	}
+	fmt.Fprintln(out, "  ✓ registration: MCP clients can register themselves")
+	rec, err := opt.SignIn.Token(ctx, mcpURL)
+	how := "stored sign-in"
+	if errors.Is(err, signin.ErrNotSignedIn) || errors.Is(err, signin.ErrSignInEnded) {
+		fmt.Fprintln(out, "  … sign-in: not signed in yet; signing in now")
+		rec, err = opt.SignIn.Login(ctx, mcpURL)
+		how = "signed in now"
+	}
+	if err != nil {
+		return "", "sign-in", err
+	}
+	fmt.Fprintf(out, "  ✓ sign-in: %s (%s, kept in %s)\n", who(rec), how, opt.SignIn.Store.Path(mcpURL))
+	return rec.AccessToken, "", nil
+}
+
+// register registers the server with Claude Code (or says how to) and
+// prints the Cursor and VS Code settings.
+func register(ctx context.Context, opt Options, mcpURL string) error {
+	out := opt.Out
 	plan := &Plan{Name: opt.Name, MCPURL: mcpURL, Token: opt.Token}
 	line := "claude " + Quote(plan.ClaudeArgs())
 	fmt.Fprintln(out, "\nClaude Code:")
@@ -300,4 +317,30 @@ func plural(n int, noun string) string {
 		return "1 " + noun
 	}
 	return fmt.Sprintf("%d %ss", n, noun)
+}
+
+// PrintToken prints a fresh access token for mcpURL from the sign-in sc
+// keeps (refreshed when it is about to expire): the token alone, or with
+// jsonHeader {"Authorization":"Bearer …"}, the output Claude Code's
+// headersHelper expects (`brainstem token`).
+func PrintToken(ctx context.Context, sc *signin.Client, mcpURL string, jsonHeader bool, out io.Writer) error {
+	rec, err := sc.Token(ctx, mcpURL)
+	switch {
+	case errors.Is(err, signin.ErrNotSignedIn):
+		return fmt.Errorf("not signed in to %s: run `brainstem login %s` first", mcpURL, mcpURL)
+	case errors.Is(err, signin.ErrSignInEnded):
+		return fmt.Errorf("%w; run `brainstem login %s` to sign in again", err, mcpURL)
+	case err != nil:
+		return err
+	}
+	if !jsonHeader {
+		_, err = fmt.Fprintln(out, rec.AccessToken)
+		return err
+	}
+	b, err := json.Marshal(map[string]string{"Authorization": "Bearer " + rec.AccessToken})
+	if err != nil {
+		return err
+	}
+	_, err = fmt.Fprintln(out, string(b))
+	return err
 }

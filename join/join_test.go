@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/devenv"
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/internal/devenv"
+	"github.com/brainstem/brainstem/internal/devenv/devenvtest"
 	"github.com/brainstem/brainstem/internal/testbrowser"
 	"github.com/brainstem/brainstem/join"
 	"github.com/brainstem/brainstem/signin"
@@ -73,16 +74,7 @@ func TestPlan(t *testing.T) {
 
 func startDev(t *testing.T, mutate func(*gateway.Config)) *devenv.Env {
 	t.Helper()
-	env, err := devenv.Start(context.Background(), devenv.Config{Data: t.TempDir(), Gateway: mutate})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if err := env.Close(); err != nil {
-			t.Errorf("closing the dev environment: %v", err)
-		}
-	})
-	return env
+	return devenvtest.Start(t, devenv.Config{Gateway: mutate})
 }
 
 // browserAs signs in as email with a scripted browser; noBrowser fails the

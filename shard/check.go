@@ -69,20 +69,18 @@ func Check(f Files, now time.Time) (warnings []string, err error) {
 			}
 		}
 	}
-	read := func(flag, path string) []byte {
-		if path == "" {
-			bad("%s is required", flag)
-			return nil
+	id, err := pki.ReadFiles(pki.Files{CA: f.TLSCA, Cert: f.TLSCert, Key: f.TLSKey,
+		CAName: "--tls-ca", CertName: "--tls-cert", KeyName: "--tls-key"})
+	if err != nil {
+		each := []error{err}
+		if j, ok := err.(interface{ Unwrap() []error }); ok {
+			each = j.Unwrap() // one line per file
 		}
-		b, err := os.ReadFile(path)
-		if err != nil {
-			bad("%s: %v", flag, err)
+		for _, e := range each {
+			errs = append(errs, fmt.Errorf("%w: %w", ErrCheck, e))
 		}
-		return b
-	}
-	ca, cert, key := read("--tls-ca", f.TLSCA), read("--tls-cert", f.TLSCert), read("--tls-key", f.TLSKey)
-	if ca != nil && cert != nil && key != nil {
-		w, err := pki.CheckIdentity(ca, cert, key, pki.RoleShard, now)
+	} else {
+		w, err := id.Check(pki.RoleShard, now)
 		warnings = append(warnings, w...)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%w: --tls-cert/--tls-key: %w", ErrCheck, err))

@@ -94,19 +94,9 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	var pol *policyVersion
-	var seen fileVersion
-	if cfg.PolicyFile != "" {
-		var err error
-		if pol, seen, err = loadPolicyFile(cfg.PolicyFile, cfg.Now()); err != nil {
-			return nil, fmt.Errorf("shard: policy of wing %q: %w", cfg.Wing, err)
-		}
-	} else {
-		cp, err := auth.CompilePolicy(cfg.Policy)
-		if err != nil {
-			return nil, fmt.Errorf("shard: policy of wing %q: %w", cfg.Wing, err)
-		}
-		pol = &policyVersion{compiled: cp, loadedAt: cfg.Now()}
+	pol, seen, err := initialPolicy(cfg)
+	if err != nil {
+		return nil, err
 	}
 	if cfg.Key.Private == nil {
 		return nil, errors.New("shard: no signing key")
@@ -132,14 +122,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		_ = st.Close()
 		return nil, fmt.Errorf("shard: %w", err)
 	}
-	jopt := cfg.Idempotency
-	jopt.Path = filepath.Join(cfg.StateDir, "idempotency.journal")
-	jopt.Settle = tools.Settle(st)
-	jopt.Logger = cfg.Logger.With("wing", cfg.Wing)
-	if jopt.Now == nil {
-		jopt.Now = cfg.Now
-	}
-	journal, err := idempotency.Open(jopt)
+	journal, err := openJournal(cfg, st)
 	if err != nil {
 		_ = st.Close()
 		return nil, fmt.Errorf("shard: idempotency journal of wing %q (set the state directory): %w", cfg.Wing, err)
@@ -164,19 +147,54 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	}
 	s.policy.reloadOK = func() { s.metrics.policyReloads.WithLabelValues("ok").Inc() }
 	s.policy.reloadKO = func() { s.metrics.policyReloads.WithLabelValues("error").Inc() }
-	poll := cfg.PolicyPoll
+	s.startPolicyWatch()
+	return s, nil
+}
+
+// initialPolicy is the policy in force at Open: the policy file's (which
+// must be valid then), else cfg.Policy.
+func initialPolicy(cfg Config) (*policyVersion, fileVersion, error) {
+	if cfg.PolicyFile != "" {
+		pol, seen, err := loadPolicyFile(cfg.PolicyFile, cfg.Now())
+		if err != nil {
+			return nil, fileVersion{}, fmt.Errorf("shard: policy of wing %q: %w", cfg.Wing, err)
+		}
+		return pol, seen, nil
+	}
+	cp, err := auth.CompilePolicy(cfg.Policy)
+	if err != nil {
+		return nil, fileVersion{}, fmt.Errorf("shard: policy of wing %q: %w", cfg.Wing, err)
+	}
+	return &policyVersion{compiled: cp, loadedAt: cfg.Now()}, fileVersion{}, nil
+}
+
+// openJournal opens the wing's idempotency journal in its state directory.
+func openJournal(cfg Config, st *store.Store) (*idempotency.Journal, error) {
+	jopt := cfg.Idempotency
+	jopt.Path = filepath.Join(cfg.StateDir, "idempotency.journal")
+	jopt.Settle = tools.Settle(st)
+	jopt.Logger = cfg.Logger.With("wing", cfg.Wing)
+	if jopt.Now == nil {
+		jopt.Now = cfg.Now
+	}
+	return idempotency.Open(jopt)
+}
+
+// startPolicyWatch polls the policy file every cfg.PolicyPoll (when there
+// is a file and polling is on) until Close.
+func (s *Service) startPolicyWatch() {
+	poll := s.cfg.PolicyPoll
 	if poll == 0 {
 		poll = DefaultPolicyPoll
 	}
-	if cfg.PolicyFile != "" && poll > 0 {
-		go func() {
-			defer close(s.done)
-			s.watchPolicy(poll, s.stop)
-		}()
-	} else {
+	if s.cfg.PolicyFile == "" || poll <= 0 {
 		close(s.done)
+		return
 	}
-	return s, nil
+	go func() {
+		defer close(s.done)
+		s.watchPolicy(poll, s.stop)
+	}()
 }
 
 type journalStats = idempotency.Stats

@@ -53,6 +53,22 @@ type Client struct {
 	ClientName string
 }
 
+// NewDefault is the sign-in client of a command line on this machine: the
+// sign-ins kept in the user's configuration directory (DefaultStore), the
+// system browser, or none with noBrowser (the sign-in URL is then only
+// printed), messages on out, timeout for the browser to come back.
+func NewDefault(out io.Writer, noBrowser bool, timeout time.Duration) (*Client, error) {
+	store, err := DefaultStore()
+	if err != nil {
+		return nil, err
+	}
+	c := &Client{Store: store, Out: out, CallbackTimeout: timeout, HTTP: &http.Client{Timeout: 30 * time.Second}}
+	if noBrowser {
+		c.Browser = BrowserFunc(func(context.Context, string) error { return errors.New("--no-browser") })
+	}
+	return c, nil
+}
+
 func (c *Client) httpClient() *http.Client {
 	if c.HTTP != nil {
 		return c.HTTP
@@ -108,32 +124,9 @@ func (c *Client) Login(ctx context.Context, mcpURL string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
-	timeout := c.CallbackTimeout
-	if timeout <= 0 {
-		timeout = DefaultCallbackTimeout
-	}
-	browser := c.Browser
-	if browser == nil {
-		browser = SystemBrowser{}
-	}
-	out := c.out()
-	fmt.Fprintf(out, "Signing in to %s with %s.\n", mcpURL, d.Server.Issuer)
-	if err := browser.Open(ctx, authURL); err != nil {
-		fmt.Fprintf(out, "Could not open a browser (%v).\nOpen this URL in a browser on this computer:\n\n  %s\n\n", err, authURL)
-	} else {
-		fmt.Fprintf(out, "Your browser opens the sign-in page. If it does not, open this URL in a browser on this computer:\n\n  %s\n\n", authURL)
-	}
-	fmt.Fprintf(out, "Waiting up to %s for the sign-in to finish…\n", timeout)
-	res, err := l.wait(ctx, timeout)
+	res, err := c.browse(ctx, l, mcpURL, d.Server.Issuer, authURL)
 	if err != nil {
-		if errors.Is(err, ErrCallbackTimeout) {
-			return nil, fmt.Errorf("%w: run `brainstem login %s` again and finish the sign-in in the browser; the browser must run on this computer, since the sign-in ends at %s",
-				err, mcpURL, l.RedirectURI())
-		}
 		return nil, err
-	}
-	if res.err != nil {
-		return nil, res.err
 	}
 	// RFC 9207: the answer must come from the server the request went to.
 	if res.iss != "" || d.Server.IssParameterSupported {
@@ -159,6 +152,36 @@ func (c *Client) Login(ctx context.Context, mcpURL string) (*Record, error) {
 		return nil, err
 	}
 	return rec, nil
+}
+
+// browse opens the browser on authURL (or asks the user to) and waits, at
+// most CallbackTimeout, for the sign-in's answer on l.
+func (c *Client) browse(ctx context.Context, l *callbackListener, mcpURL, issuer, authURL string) (callbackResult, error) {
+	timeout := c.CallbackTimeout
+	if timeout <= 0 {
+		timeout = DefaultCallbackTimeout
+	}
+	browser := c.Browser
+	if browser == nil {
+		browser = SystemBrowser{}
+	}
+	out := c.out()
+	fmt.Fprintf(out, "Signing in to %s with %s.\n", mcpURL, issuer)
+	if err := browser.Open(ctx, authURL); err != nil {
+		fmt.Fprintf(out, "Could not open a browser (%v).\nOpen this URL in a browser on this computer:\n\n  %s\n\n", err, authURL)
+	} else {
+		fmt.Fprintf(out, "Your browser opens the sign-in page. If it does not, open this URL in a browser on this computer:\n\n  %s\n\n", authURL)
+	}
+	fmt.Fprintf(out, "Waiting up to %s for the sign-in to finish…\n", timeout)
+	res, err := l.wait(ctx, timeout)
+	if err != nil {
+		if errors.Is(err, ErrCallbackTimeout) {
+			return res, fmt.Errorf("%w: run `brainstem login %s` again and finish the sign-in in the browser; the browser must run on this computer, since the sign-in ends at %s",
+				err, mcpURL, l.RedirectURI())
+		}
+		return res, err
+	}
+	return res, res.err
 }
 
 // Token returns mcpURL's stored sign-in with an access token usable for at

@@ -16,6 +16,8 @@ import (
 	"runtime"
 	"strings"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
 // Limits and modes of the sign-in files.
@@ -230,8 +232,9 @@ func checkPrivate(p string, st fs.FileInfo) error {
 	return nil
 }
 
-// Save writes the record atomically: a private temp file in the same
-// directory, fsync, rename over the old file, fsync of the directory.
+// Save writes the record atomically and durably (package atomicfile: a
+// private temporary file in the same directory, fsync, rename over the old
+// file, fsync of the directory).
 func (s *Store) Save(r *Record) error {
 	b, err := EncodeRecord(r)
 	if err != nil {
@@ -240,31 +243,10 @@ func (s *Store) Save(r *Record) error {
 	if err := s.ensureDir(); err != nil {
 		return err
 	}
-	p := s.Path(r.MCPURL)
-	tmp, err := os.CreateTemp(s.Dir, ".signin-*.tmp")
-	if err != nil {
-		return fmt.Errorf("signin: %w", err)
+	if err := atomicfile.WriteFile(s.Path(r.MCPURL), b, FileMode); err != nil {
+		return fmt.Errorf("signin: saving the sign-in: %w", err)
 	}
-	defer os.Remove(tmp.Name()) // no-op after the rename
-	if err := tmp.Chmod(FileMode); err != nil && runtime.GOOS != "windows" {
-		tmp.Close()
-		return fmt.Errorf("signin: %w", err)
-	}
-	if _, err := tmp.Write(b); err != nil {
-		tmp.Close()
-		return fmt.Errorf("signin: writing %s: %w", tmp.Name(), err)
-	}
-	if err := tmp.Sync(); err != nil {
-		tmp.Close()
-		return fmt.Errorf("signin: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("signin: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), p); err != nil {
-		return fmt.Errorf("signin: %w", err)
-	}
-	return syncDir(s.Dir)
+	return nil
 }
 
 // ensureDir creates the directory private, and makes an existing one so.
@@ -283,21 +265,6 @@ func (s *Store) ensureDir() error {
 		if err := os.Chmod(s.Dir, DirMode); err != nil {
 			return fmt.Errorf("signin: making %s private: %w", s.Dir, err)
 		}
-	}
-	return nil
-}
-
-func syncDir(dir string) error {
-	if runtime.GOOS == "windows" {
-		return nil // directories cannot be opened for sync there
-	}
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("signin: %w", err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("signin: syncing %s: %w", dir, err)
 	}
 	return nil
 }

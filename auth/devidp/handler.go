@@ -117,24 +117,24 @@ type oauthError struct {
 // parseAuthRequest validates the parameters of an authorization request.
 // A bad client_id or redirect_uri cannot be redirected to (fatal); other
 // problems are sent back to the client's redirect_uri.
-func (p *Provider) parseAuthRequest(q url.Values) (ar authRequest, fatal error, redirectErr *oauthError) {
+func (p *Provider) parseAuthRequest(q url.Values) (ar authRequest, redirectErr *oauthError, fatal error) {
 	ar = authRequest{
 		ClientID: q.Get("client_id"), RedirectURI: q.Get("redirect_uri"), State: q.Get("state"),
 		Challenge: q.Get("code_challenge"), Nonce: q.Get("nonce"), Scope: q.Get("scope"),
 	}
 	if ar.ClientID != p.cfg.ClientID {
-		return ar, fmt.Errorf("unknown client_id %q: this development IdP serves only %q", ar.ClientID, p.cfg.ClientID), nil
+		return ar, nil, fmt.Errorf("unknown client_id %q: this development IdP serves only %q", ar.ClientID, p.cfg.ClientID)
 	}
 	if err := checkRedirectURI(ar.RedirectURI); err != nil {
-		return ar, err, nil
+		return ar, nil, err
 	}
 	switch {
 	case q.Get("response_type") != "code":
-		return ar, nil, &oauthError{"unsupported_response_type", "response_type must be code"}
+		return ar, &oauthError{"unsupported_response_type", "response_type must be code"}, nil
 	case q.Get("code_challenge_method") != "S256" || !validPKCE(ar.Challenge):
-		return ar, nil, &oauthError{"invalid_request", "PKCE is required: send code_challenge (43 base64url characters) with code_challenge_method=S256"}
+		return ar, &oauthError{"invalid_request", "PKCE is required: send code_challenge (43 base64url characters) with code_challenge_method=S256"}, nil
 	case len(ar.State) > 512 || len(ar.Nonce) > 512 || len(ar.Scope) > 512:
-		return ar, nil, &oauthError{"invalid_request", "state, nonce and scope are limited to 512 bytes"}
+		return ar, &oauthError{"invalid_request", "state, nonce and scope are limited to 512 bytes"}, nil
 	}
 	return ar, nil, nil
 }
@@ -147,7 +147,7 @@ func checkRedirectURI(s string) error {
 		return fmt.Errorf("redirect_uri %q is not a URL", s)
 	}
 	if u.Scheme != "http" || !isLoopbackHost(u.Hostname()) || u.Fragment != "" || u.User != nil {
-		return fmt.Errorf("redirect_uri %q is not allowed: this development IdP redirects only to http://127.0.0.1:<port>/..., http://[::1]:<port>/... or http://localhost:<port>/...", s)
+		return fmt.Errorf("redirect_uri %q is not allowed: this development IdP redirects only to http://127.0.0.1:<port>/<path>, http://[::1]:<port>/<path> or http://localhost:<port>/<path>", s)
 	}
 	return nil
 }
@@ -192,7 +192,7 @@ type loginData struct {
 }
 
 func (p *Provider) authorizeForm(w http.ResponseWriter, r *http.Request) {
-	ar, fatal, rerr := p.parseAuthRequest(r.URL.Query())
+	ar, rerr, fatal := p.parseAuthRequest(r.URL.Query())
 	if fatal != nil {
 		httpErrorPage(w, http.StatusBadRequest, fatal.Error())
 		return
@@ -219,7 +219,7 @@ func (p *Provider) authorizeSubmit(w http.ResponseWriter, r *http.Request) {
 		httpErrorPage(w, http.StatusBadRequest, "the form could not be read: "+err.Error())
 		return
 	}
-	ar, fatal, rerr := p.parseAuthRequest(r.PostForm)
+	ar, rerr, fatal := p.parseAuthRequest(r.PostForm)
 	if fatal != nil {
 		httpErrorPage(w, http.StatusBadRequest, fatal.Error())
 		return

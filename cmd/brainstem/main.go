@@ -1,6 +1,9 @@
 // Command brainstem is the one binary of Brainstem: the gateway, a shard, the
 // one-machine development environment and the tooling around them. It only
-// parses flags and wires packages together; the logic lives in those packages.
+// declares flags and wires packages together; the logic lives in those
+// packages, the command-line conventions in internal/cli (flags from the
+// environment, usage errors and exit statuses) and each command's help in
+// usage/<command>.txt.
 //
 // Exit codes: 0 success, 1 runtime failure, 2 bad usage or invalid
 // configuration.
@@ -8,7 +11,7 @@ package main
 
 import (
 	"context"
-	"errors"
+	"embed"
 	"flag"
 	"fmt"
 	"io"
@@ -16,37 +19,54 @@ import (
 	"os/signal"
 	"strings"
 	"syscall"
+
+	"github.com/brainstem/brainstem/internal/cli"
 )
 
 // version is stamped at build time: -ldflags "-X main.version=v1.2.3".
 var version = "dev"
 
-// usageError marks a bad command line (exit code 2).
-type usageError struct{ msg string }
+// streams are a command's standard streams.
+type streams struct {
+	in       io.Reader
+	out, err io.Writer
+}
 
-func (e usageError) Error() string { return e.msg }
+// command runs one command with the arguments after its name; every
+// command has this form.
+type command func(ctx context.Context, args []string, s streams) error
 
-const topUsage = `brainstem — one MCP URL for your company's brain
+// commands are the commands of the binary by name; usage/brainstem.txt,
+// the top usage, lists each.
+func commands() map[string]command {
+	return map[string]command{
+		"dev": runDev, "gateway": runGateway, "shard": runShard, "check": runCheck, "ca": runCA,
+		"login": runLogin, "token": runToken, "join": runJoin, "doctor": runDoctor, "load": runLoad,
+		"version": func(_ context.Context, _ []string, s streams) error {
+			_, err := fmt.Fprintln(s.out, "brainstem", version)
+			return err
+		},
+	}
+}
 
-Usage:
-  brainstem dev [flags]            run an identity provider, a gateway and three shards on loopback
-  brainstem dev token --email E    print a development token for another user
-  brainstem dev idp [--port N]     run only the development identity provider
-  brainstem gateway --config F     run the public MCP gateway (--check-config to validate F)
-  brainstem shard [flags]          serve one wing over QUIC (or --stdio for one local developer)
-  brainstem check BRAIN            check a brain directory (the CI check of a brain repository)
-  brainstem ca init|issue [flags]  create the internal CA and gateway/shard certificates
-  brainstem login URL              sign in to a brain (browser) and show the wings you reach
-  brainstem token URL              print a fresh access token (--json-header for headersHelper)
-  brainstem join URL               check the sign-in chain, then connect Claude Code (and print Cursor/VS Code settings)
-  brainstem doctor URL             check every step an MCP client takes to reach a brain, with fixes
-  brainstem load --url U --token T drive an MCP endpoint with concurrent clients (benchmark)
-  brainstem version                print the version
+//go:embed usage/*.txt
+var usageFS embed.FS
 
-Every flag can also be set from the environment as BRAINSTEM_<FLAG>, e.g.
-BRAINSTEM_CONFIG=/etc/brainstem/gateway.yaml. Run 'brainstem <command> -h' for its flags.
-Exit codes: 0 ok, 1 failure, 2 bad usage or invalid configuration.
-`
+// usage is the help of a command: usage/<name>.txt, spaces in name
+// becoming dashes; "brainstem" is the top usage.
+func usage(name string) string {
+	text, err := usageFS.ReadFile("usage/" + strings.ReplaceAll(name, " ", "-") + ".txt")
+	if err != nil {
+		panic(err) // a command without its usage file: caught by TestEveryCommandHasUsage
+	}
+	return string(text)
+}
+
+// newFlagSet is the flag set of a command, whose -h prints its usage and
+// the flags.
+func newFlagSet(name string, s streams) *flag.FlagSet {
+	return cli.NewFlagSet(name, s.err, usage(name))
+}
 
 func main() { os.Exit(runWithSignals()) }
 
@@ -60,92 +80,19 @@ func runWithSignals() int {
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) int {
 	if len(args) == 0 {
-		fmt.Fprint(stderr, topUsage)
+		fmt.Fprint(stderr, usage("brainstem"))
 		return 2
 	}
-	var err error
-	switch args[0] {
-	case "dev":
-		err = runDev(ctx, args[1:], stdout, stderr)
-	case "gateway":
-		err = runGateway(ctx, args[1:], stdout, stderr)
-	case "shard":
-		err = runShard(ctx, args[1:], stdin, stdout, stderr)
-	case "check":
-		err = runCheck(ctx, args[1:], stdout, stderr)
-	case "ca":
-		err = runCA(args[1:], stdout, stderr)
-	case "join":
-		err = runJoin(ctx, args[1:], stdout, stderr)
-	case "login":
-		err = runLogin(ctx, args[1:], stdout, stderr)
-	case "token":
-		err = runToken(ctx, args[1:], stdout, stderr)
-	case "doctor":
-		err = runDoctor(ctx, args[1:], stdout, stderr)
-	case "load":
-		err = runLoad(ctx, args[1:], stdout, stderr)
-	case "version", "--version", "-version":
-		fmt.Fprintln(stdout, "brainstem", version)
-		return 0
-	case "help", "-h", "--help":
-		fmt.Fprint(stdout, topUsage)
+	switch name := strings.TrimLeft(args[0], "-"); name {
+	case "help", "h":
+		fmt.Fprint(stdout, usage("brainstem"))
 		return 0
 	default:
-		fmt.Fprintf(stderr, "brainstem: unknown command %q\n\n%s", args[0], topUsage)
-		return 2
-	}
-	var ue usageError
-	switch {
-	case err == nil:
-		return 0
-	case errors.Is(err, flag.ErrHelp):
-		return 0
-	case errors.As(err, &ue):
-		fmt.Fprintln(stderr, "brainstem:", err)
-		return 2
-	default:
-		fmt.Fprintln(stderr, "brainstem:", err)
-		return 1
-	}
-}
-
-// newFlagSet makes a flag set whose errors are returned, not fatal.
-func newFlagSet(name string, stderr io.Writer, usage string) *flag.FlagSet {
-	fs := flag.NewFlagSet(name, flag.ContinueOnError)
-	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
-	return fs
-}
-
-// parseFlags parses args, then fills every flag not given on the command line
-// from BRAINSTEM_<FLAG> (dashes become underscores).
-func parseFlags(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			return err
+		cmd, ok := commands()[name]
+		if !ok {
+			fmt.Fprintf(stderr, "brainstem: unknown command %q\n\n%s", args[0], usage("brainstem"))
+			return 2
 		}
-		return usageError{err.Error()}
+		return cli.ExitCode(cmd(ctx, args[1:], streams{in: stdin, out: stdout, err: stderr}), stderr)
 	}
-	given := map[string]bool{}
-	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
-	var errs []error
-	fs.VisitAll(func(f *flag.Flag) {
-		if given[f.Name] {
-			return
-		}
-		env := "BRAINSTEM_" + strings.ToUpper(strings.ReplaceAll(f.Name, "-", "_"))
-		if v, ok := os.LookupEnv(env); ok {
-			if err := fs.Set(f.Name, v); err != nil {
-				errs = append(errs, fmt.Errorf("%s=%q: %w", env, v, err))
-			}
-		}
-	})
-	if err := errors.Join(errs...); err != nil {
-		return usageError{err.Error()}
-	}
-	return nil
 }

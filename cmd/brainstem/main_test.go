@@ -86,17 +86,26 @@ func TestUsageAndVersion(t *testing.T) {
 	}
 }
 
-func TestEnvOverridesFlags(t *testing.T) {
-	t.Setenv("BRAINSTEM_WING", "from-env")
-	fs := newFlagSet("x", io.Discard, "")
-	wing := fs.String("wing", "", "")
-	brain := fs.String("brain", "", "")
-	t.Setenv("BRAINSTEM_BRAIN", "env-brain")
-	if err := parseFlags(fs, []string{"--brain", "flag-brain"}); err != nil {
-		t.Fatal(err)
+// TestEveryCommandHasUsage: the top usage names every command, and every
+// command (and dev's subcommands) answers -h with its own usage and flags.
+func TestEveryCommandHasUsage(t *testing.T) {
+	top := usage("brainstem")
+	names := []string{"dev token", "dev idp", "ca init"}
+	for name := range commands() {
+		names = append(names, name)
+		if !strings.Contains(top, "\n  brainstem "+name+" ") {
+			t.Errorf("the top usage does not list %q", name)
+		}
 	}
-	if *wing != "from-env" || *brain != "flag-brain" {
-		t.Errorf("wing=%q brain=%q: the environment fills unset flags only", *wing, *brain)
+	for _, name := range names {
+		if name == "version" || name == "ca" { // ca: see "ca init"
+			continue
+		}
+		var out, errb strings.Builder
+		code := run(context.Background(), append(strings.Fields(name), "-h"), strings.NewReader(""), &out, &errb)
+		if code != 0 || !strings.HasPrefix(errb.String(), "Usage: brainstem "+strings.Fields(name)[0]) || !strings.Contains(errb.String(), "  -") {
+			t.Errorf("brainstem %s -h: code %d, stderr %q; want its usage and flags", name, code, errb.String())
+		}
 	}
 }
 

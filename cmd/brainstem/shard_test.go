@@ -13,11 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/prometheus/client_golang/prometheus"
-
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
-	"github.com/brainstem/brainstem/shard"
 )
 
 // shardProcess is `brainstem shard` running as a child process.
@@ -176,57 +173,4 @@ func TestShardFlushesOnSIGTERM(t *testing.T) {
 		t.Errorf("the restarted shard did not load its snapshot: %v", sh.seen)
 	}
 	sh.stop(t)
-}
-
-// TestShardMetricsCountSkippedFiles: brainstem_shard_skipped_files exports
-// the files the shard does not load, by kind.
-func TestShardMetricsCountSkippedFiles(t *testing.T) {
-	brain := t.TempDir()
-	for rel, content := range map[string]string{
-		"wiki/payments/facts/good.md":          "# Good\nok\n",
-		"wiki/payments/facts/ends-in-dash-.md": "# Bad\nx\n",
-		"wiki/payments/facts/Upper.md":         "# Bad\nx\n",
-		"wiki/payments/loose.md":               "# Loose\nx\n",
-	} {
-		p := filepath.Join(brain, filepath.FromSlash(rel))
-		if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-			t.Fatal(err)
-		}
-		if err := os.WriteFile(p, []byte(content), 0o644); err != nil {
-			t.Fatal(err)
-		}
-	}
-	svc, err := shard.Open(context.Background(), shard.Config{Brain: brain, Wing: "payments", Key: mustKey()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer svc.Close()
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(shardMetrics("payments", svc)...)
-	families, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	got := map[string]float64{}
-	for _, f := range families {
-		if f.GetName() != "brainstem_shard_skipped_files" {
-			continue
-		}
-		for _, m := range f.GetMetric() {
-			labels := map[string]string{}
-			for _, l := range m.GetLabel() {
-				labels[l.GetName()] = l.GetValue()
-			}
-			if labels["wing"] != "payments" {
-				t.Errorf("labels %v", labels)
-			}
-			got[labels["kind"]] = m.GetGauge().GetValue()
-		}
-	}
-	want := map[string]float64{"name": 2, "place": 1, "type": 0, "size": 0, "read": 0}
-	for k, v := range want {
-		if got[k] != v {
-			t.Errorf("skipped files of kind %s = %v, want %v (all: %v)", k, got[k], v, got)
-		}
-	}
 }

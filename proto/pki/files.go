@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strings"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
 // File names used by InitDir and IssueFiles. Issued files follow the
@@ -22,10 +24,10 @@ const (
 )
 
 // WriteFiles writes each file of files (name → content) into dir, creating
-// dir (0700) if needed. Each file is written to a temporary file, synced and
-// renamed into place, then the directory is synced, so a crash leaves either
-// the old or the new content. Names ending in ".key" get mode 0600, others
-// 0644. Names must be plain file names (no path separators).
+// dir (0700) if needed. Each file is replaced atomically and durably
+// (package atomicfile), so a crash leaves either the old or the new
+// content. Names ending in ".key" get mode 0600, others 0644. Names must be
+// plain file names (no path separators).
 func WriteFiles(dir string, files map[string][]byte) error {
 	names := make([]string, 0, len(files))
 	for name := range files {
@@ -43,53 +45,9 @@ func WriteFiles(dir string, files map[string][]byte) error {
 		if strings.HasSuffix(name, ".key") {
 			mode = 0o600
 		}
-		if err := writeFileAtomic(dir, name, files[name], mode); err != nil {
-			return err
+		if err := atomicfile.WriteFile(filepath.Join(dir, name), files[name], mode); err != nil {
+			return fmt.Errorf("pki: write %s: %w", name, err)
 		}
-	}
-	return syncDir(dir)
-}
-
-func writeFileAtomic(dir, name string, data []byte, mode fs.FileMode) error {
-	f, err := os.CreateTemp(dir, "."+name+".tmp-*")
-	if err != nil {
-		return fmt.Errorf("pki: write %s: %w", name, err)
-	}
-	tmp := f.Name()
-	ok := false
-	defer func() {
-		if !ok {
-			f.Close()
-			os.Remove(tmp)
-		}
-	}()
-	if err := f.Chmod(mode); err != nil {
-		return fmt.Errorf("pki: write %s: %w", name, err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fmt.Errorf("pki: write %s: %w", name, err)
-	}
-	if err := f.Sync(); err != nil {
-		return fmt.Errorf("pki: write %s: %w", name, err)
-	}
-	if err := f.Close(); err != nil {
-		return fmt.Errorf("pki: write %s: %w", name, err)
-	}
-	if err := os.Rename(tmp, filepath.Join(dir, name)); err != nil {
-		return fmt.Errorf("pki: write %s: %w", name, err)
-	}
-	ok = true
-	return nil
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("pki: sync %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("pki: sync %s: %w", dir, err)
 	}
 	return nil
 }

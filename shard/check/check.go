@@ -438,3 +438,25 @@ func (r *Report) WriteText(w io.Writer) error {
 	_, err := io.WriteString(w, b.String())
 	return err
 }
+
+// WriteJSON writes the report as indented JSON (`brainstem check --json`).
+func (r *Report) WriteJSON(w io.Writer) error {
+	b, err := json.MarshalIndent(r, "", "  ")
+	if err != nil {
+		return err
+	}
+	_, err = w.Write(append(b, '\n'))
+	return err
+}
+
+// ErrProblems is Err's error: the brain has problems.
+var ErrProblems = errors.New("check: problems found")
+
+// Err is nil for a clean brain, else an error wrapping ErrProblems that
+// counts the problems (the exit status of `brainstem check`).
+func (r *Report) Err() error {
+	if r.OK() {
+		return nil
+	}
+	return fmt.Errorf("%w: %d in %s", ErrProblems, len(r.Problems), r.Root)
+}

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
 // Whole is the part number of an intent whose answer is the whole call's
@@ -150,6 +152,40 @@ func Open(opt Options) (*Journal, error) {
 	if opt.Settle == nil {
 		return nil, errors.New("idempotency: no Settle function")
 	}
+	opt = opt.withDefaults()
+	j := &Journal{
+		opt: opt, log: opt.Logger, now: opt.Now, dir: filepath.Dir(opt.Path),
+		entries: map[string]*entry{}, lru: list.New(), callers: map[string]*list.List{},
+	}
+	if err := os.MkdirAll(j.dir, 0o700); err != nil {
+		return nil, fmt.Errorf("idempotency: %w", err)
+	}
+	f, err := os.OpenFile(opt.Path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("idempotency: %w", err)
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("%w: %s: %v", ErrLocked, opt.Path, err)
+	}
+	j.f = f
+	rewrite, err := j.load()
+	if err != nil {
+		f.Close()
+		return nil, err
+	}
+	j.settleOpen()
+	if rewrite || j.size > compactMin && j.size > 2*j.bytes {
+		if err := j.compact(); err != nil {
+			j.Close()
+			return nil, err
+		}
+	}
+	return j, nil
+}
+
+// withDefaults fills the zero fields of opt.
+func (opt Options) withDefaults() Options {
 	if opt.TTL <= 0 {
 		opt.TTL = DefaultTTL
 	}
@@ -168,60 +204,52 @@ func Open(opt Options) (*Journal, error) {
 	if opt.Logger == nil {
 		opt.Logger = slog.New(slog.DiscardHandler)
 	}
-	j := &Journal{
-		opt: opt, log: opt.Logger, now: opt.Now, dir: filepath.Dir(opt.Path),
-		entries: map[string]*entry{}, lru: list.New(), callers: map[string]*list.List{},
-	}
-	if err := os.MkdirAll(j.dir, 0o700); err != nil {
-		return nil, fmt.Errorf("idempotency: %w", err)
-	}
-	f, err := os.OpenFile(opt.Path, os.O_RDWR|os.O_CREATE|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("idempotency: %w", err)
-	}
-	if err := lockFile(f); err != nil {
-		f.Close()
-		return nil, fmt.Errorf("%w: %s: %v", ErrLocked, opt.Path, err)
-	}
-	j.f = f
+	return opt
+}
+
+// load replays the records of the file, cutting off a tail torn by a crash,
+// or keeping what precedes damage in the middle (and a copy of the file);
+// then the file must be rewritten. It leaves j.f open either way.
+func (j *Journal) load() (rewrite bool, err error) {
+	f, path := j.f, j.opt.Path
 	good, rerr := readRecords(bufio.NewReaderSize(f, 64<<10), func(r *record) error {
 		j.replay(r)
 		return nil
 	})
-	rewrite := false
 	var torn tornTail
 	switch {
 	case rerr == nil:
 	case errors.As(rerr, &torn):
-		j.log.Warn("idempotency: cutting off a record torn by a crash", "path", opt.Path, "offset", good)
+		j.log.Warn("idempotency: cutting off a record torn by a crash", "path", path, "offset", good)
 		if err := f.Truncate(good); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("idempotency: cut the torn tail of %s: %w", opt.Path, err)
+			return false, fmt.Errorf("idempotency: cut the torn tail of %s: %w", path, err)
 		}
 		if err := f.Sync(); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("idempotency: %w", err)
+			return false, fmt.Errorf("idempotency: %w", err)
 		}
 	case errors.Is(rerr, ErrCorrupt):
 		// Damage in the middle (a disk fault, not a crash): keep what
 		// precedes it, and a copy of the whole file for inspection.
-		aside := fmt.Sprintf("%s.corrupt-%d", opt.Path, j.now().Unix())
+		aside := fmt.Sprintf("%s.corrupt-%d", path, j.now().Unix())
 		j.log.Error("idempotency: the journal is corrupt; keeping the records before the damage and a copy of the file",
-			"path", opt.Path, "offset", good, "copy", aside, "err", rerr)
-		if err := copyFile(opt.Path, aside); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("idempotency: copy the corrupt journal aside: %w", err)
+			"path", path, "offset", good, "copy", aside, "err", rerr)
+		if err := copyFile(path, aside); err != nil {
+			return false, fmt.Errorf("idempotency: copy the corrupt journal aside: %w", err)
 		}
 		if err := f.Truncate(good); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("idempotency: cut the damaged part of %s: %w", opt.Path, err)
+			return false, fmt.Errorf("idempotency: cut the damaged part of %s: %w", path, err)
 		}
 		rewrite = true
 	default:
-		f.Close()
-		return nil, fmt.Errorf("idempotency: read %s: %w", opt.Path, rerr)
+		return false, fmt.Errorf("idempotency: read %s: %w", path, rerr)
 	}
 	j.size = good
+	return rewrite, nil
+}
+
+// settleOpen forgets what is past retention, then settles every intent a
+// crash left open: its key records whether the write landed.
+func (j *Journal) settleOpen() {
 	j.mu.Lock()
 	j.evictLocked(nil)
 	var open []*entry
@@ -241,13 +269,6 @@ func Open(opt Options) (*Journal, error) {
 		}
 		c.Release()
 	}
-	if rewrite || j.size > compactMin && j.size > 2*j.bytes {
-		if err := j.compact(); err != nil {
-			j.Close()
-			return nil, err
-		}
-	}
-	return j, nil
 }
 
 // replay applies one record read from the file to the memory state.
@@ -654,7 +675,9 @@ func (j *Journal) append(r *record, sync bool, apply func()) error {
 }
 
 // compact rewrites the journal with only what is remembered: a temporary
-// file, fsync, rename over the journal, fsync of the directory.
+// file, fsync, rename over the journal, fsync of the directory (package
+// atomicfile). The new file is opened and locked before it replaces the
+// journal, so no other process can take the journal in between.
 func (j *Journal) compact() error {
 	j.fileMu.Lock()
 	defer j.fileMu.Unlock()
@@ -664,12 +687,41 @@ func (j *Journal) compact() error {
 		return ErrClosed
 	}
 	j.evictLocked(nil)
-	tmp, err := os.CreateTemp(j.dir, ".tmp-journal-*")
+	tmp, err := atomicfile.New(j.opt.Path, 0o600)
 	if err != nil {
 		return fmt.Errorf("idempotency: compact: %w", err)
 	}
-	defer os.Remove(tmp.Name())
+	defer tmp.Cleanup()
 	w := bufio.NewWriterSize(tmp, 256<<10)
+	size, err := j.writeRemembered(w)
+	if err == nil {
+		err = w.Flush()
+	}
+	if err != nil {
+		return fmt.Errorf("idempotency: compact: %w", err)
+	}
+	f, err := os.OpenFile(tmp.Name(), os.O_RDWR|os.O_APPEND, 0o600)
+	if err != nil {
+		return fmt.Errorf("idempotency: compact: %w", err)
+	}
+	if err := lockFile(f); err != nil {
+		f.Close()
+		return fmt.Errorf("idempotency: compact: %w", err)
+	}
+	if err := tmp.Replace(); err != nil {
+		f.Close()
+		return fmt.Errorf("idempotency: compact: %w", err)
+	}
+	old := j.f
+	j.f, j.size = f, size
+	old.Close()
+	j.log.Debug("idempotency: journal compacted", "bytes", size, "keys", len(j.entries))
+	return nil
+}
+
+// writeRemembered writes a record for everything remembered, oldest
+// first, and returns the bytes written. j.mu is held.
+func (j *Journal) writeRemembered(w io.Writer) (int64, error) {
 	var buf []byte
 	var size int64
 	put := func(r *record) error {
@@ -681,6 +733,7 @@ func (j *Journal) compact() error {
 		_, err = w.Write(buf)
 		return err
 	}
+	var err error
 	for el := j.lru.Front(); el != nil && err == nil; el = el.Next() {
 		e := el.Value.(*entry)
 		base := record{at: e.at, email: e.email, key: e.key, tool: e.tool, fp: e.fp}
@@ -703,39 +756,7 @@ func (j *Journal) compact() error {
 			err = put(&r)
 		}
 	}
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		err = tmp.Sync()
-	}
-	if cerr := tmp.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
-		return fmt.Errorf("idempotency: compact: %w", err)
-	}
-	f, err := os.OpenFile(tmp.Name(), os.O_RDWR|os.O_APPEND, 0o600)
-	if err != nil {
-		return fmt.Errorf("idempotency: compact: %w", err)
-	}
-	if err := lockFile(f); err != nil {
-		f.Close()
-		return fmt.Errorf("idempotency: compact: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), j.opt.Path); err != nil {
-		f.Close()
-		return fmt.Errorf("idempotency: compact: %w", err)
-	}
-	if err := syncDir(j.dir); err != nil {
-		f.Close()
-		return fmt.Errorf("idempotency: compact: %w", err)
-	}
-	old := j.f
-	j.f, j.size = f, size
-	old.Close()
-	j.log.Debug("idempotency: journal compacted", "bytes", size, "keys", len(j.entries))
-	return nil
+	return size, err
 }
 
 // Close syncs and closes the journal. Calls in flight fail with ErrClosed.
@@ -774,18 +795,6 @@ func (j *Journal) Stats() Stats {
 	defer j.mu.Unlock()
 	return Stats{Keys: len(j.entries), Bytes: j.bytes, FileBytes: j.size,
 		Replays: j.replays.Load(), Conflicts: j.conflicts.Load(), Evictions: j.evictions.Load()}
-}
-
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
 }
 
 func copyFile(src, dst string) error {

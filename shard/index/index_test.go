@@ -10,11 +10,18 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/brainstem/brainstem/shard/corpus"
+	"github.com/brainstem/brainstem/internal/corpus"
 	"github.com/brainstem/brainstem/shard/index"
 )
 
 // build returns an index holding docs.
+// idfOneOfTwo is BM25's idf, log(1 + (N - df + 0.5) / (df + 0.5)), of a
+// term in one document of two.
+func idfOneOfTwo() float64 {
+	n, df := 2.0, 1.0
+	return math.Log(1 + (n-df+0.5)/(df+0.5))
+}
+
 func build(docs []index.Doc) *index.Index {
 	ix := index.New()
 	for _, d := range docs {
@@ -111,7 +118,7 @@ func TestTitleBoostConfig(t *testing.T) {
 			t.Errorf("boost %d: TotalLength %d, want %d", boost, st.TotalLength, wantLen)
 		}
 		tf, dl, avgdl := 1+float64(boost), 2+float64(boost), float64(2+boost+1+boost)/2
-		want := math.Log(1+1.5/1.5) * tf * 2.2 / (tf + 1.2*(0.25+0.75*dl/avgdl))
+		want := idfOneOfTwo() * tf * 2.2 / (tf + 1.2*(0.25+0.75*dl/avgdl))
 		if got := ix.Search("alpha", index.Options{}); len(got) != 1 || math.Abs(got[0].Score-want) > 1e-12 {
 			t.Errorf("boost %d: hits %+v, want score %v", boost, got, want)
 		}
@@ -391,7 +398,7 @@ func TestTermFrequencySaturates(t *testing.T) {
 	}
 	avgdl := float64(st.TotalLength) / 2
 	tf := float64(index.MaxBodyTF) + 2*float64(index.MaxTitleTF)
-	want := math.Log(1+1.5/1.5) * tf * 2.2 / (tf + 1.2*(0.25+0.75*dl/avgdl))
+	want := idfOneOfTwo() * tf * 2.2 / (tf + 1.2*(0.25+0.75*dl/avgdl))
 	hits := ix.Search("kiwi", index.Options{})
 	if len(hits) != 1 || math.Abs(hits[0].Score-want) > 1e-12 {
 		t.Fatalf("hits %+v, want one with score %v", hits, want)

@@ -108,13 +108,27 @@ func Load(r io.Reader) (*Index, error) {
 	if int(boost) != ix.boost {
 		return nil, fmt.Errorf("%w: title boost %d", ErrCorrupt, boost)
 	}
-	ix.terms = make([]term, 0, min(nterms, 1<<12))
-	for range nterms {
+	if err := ix.loadTerms(d, nterms); err != nil {
+		return nil, err
+	}
+	if err := ix.loadDocs(d); err != nil {
+		return nil, err
+	}
+	if err := ix.checkPostings(); err != nil {
+		return nil, err
+	}
+	return ix, nil
+}
+
+// loadTerms reads the n terms of the dictionary and their postings.
+func (ix *Index) loadTerms(d *decoder, n uint64) error {
+	ix.terms = make([]term, 0, min(n, 1<<12))
+	for range n {
 		name := string(d.bytes(int(d.uvarint(MaxTokenBytes))))
 		n := int(d.uvarint(math.MaxUint32))
 		raw := d.bytes(10 * n)
 		if d.err != nil {
-			return nil, d.err
+			return d.err
 		}
 		tm := term{docs: make([]uint32, n), tfs: make([]uint16, n), offs: make([]uint32, n)}
 		for i := range n {
@@ -123,17 +137,23 @@ func Load(r io.Reader) (*Index, error) {
 			tm.offs[i] = binary.LittleEndian.Uint32(raw[6*n+4*i:])
 		}
 		if _, dup := ix.dict[name]; dup {
-			return nil, fmt.Errorf("%w: term %q twice", ErrCorrupt, name)
+			return fmt.Errorf("%w: term %q twice", ErrCorrupt, name)
 		}
 		if !slices.IsSorted(tm.docs) {
-			return nil, fmt.Errorf("%w: postings of %q out of order", ErrCorrupt, name)
+			return fmt.Errorf("%w: postings of %q out of order", ErrCorrupt, name)
 		}
 		ix.dict[name] = uint32(len(ix.terms))
 		ix.terms = append(ix.terms, tm)
 	}
+	return nil
+}
+
+// loadDocs reads the documents (live ones and tombstones), counting the
+// document frequencies of their terms.
+func (ix *Index) loadDocs(d *decoder) error {
 	ndocs := d.uvarint(math.MaxUint32 - 1)
 	if d.err != nil {
-		return nil, d.err
+		return d.err
 	}
 	ix.docs = make([]docInfo, 0, min(ndocs, 1<<12))
 	ix.lens = make([]uint32, 0, min(ndocs, 1<<12))
@@ -142,18 +162,18 @@ func Load(r io.Reader) (*Index, error) {
 		l := d.u32()
 		ids := d.bytes(int(d.uvarint(math.MaxUint32)))
 		if d.err != nil {
-			return nil, d.err
+			return d.err
 		}
 		ord := uint32(len(ix.docs))
 		di := docInfo{id: id}
 		if l == deadLen {
 			if id != "" || len(ids) != 0 {
-				return nil, fmt.Errorf("%w: tombstone %d holds data", ErrCorrupt, ord)
+				return fmt.Errorf("%w: tombstone %d holds data", ErrCorrupt, ord)
 			}
 			ix.dead++
 		} else {
 			if _, dup := ix.byID[id]; dup || id == "" {
-				return nil, fmt.Errorf("%w: document id %q twice or empty", ErrCorrupt, id)
+				return fmt.Errorf("%w: document id %q twice or empty", ErrCorrupt, id)
 			}
 			ix.byID[id] = ord
 			ix.live++
@@ -168,30 +188,34 @@ func Load(r io.Reader) (*Index, error) {
 				ix.terms[t].df++
 			}, &bad)
 			if bad {
-				return nil, fmt.Errorf("%w: term ids of %q", ErrCorrupt, id)
+				return fmt.Errorf("%w: term ids of %q", ErrCorrupt, id)
 			}
 		}
 		ix.docs = append(ix.docs, di)
 		ix.lens = append(ix.lens, l)
 	}
-	// Every posting must name an existing ordinal, and each term's live
-	// postings must be exactly its document frequency.
+	return nil
+}
+
+// checkPostings verifies that every posting names an existing ordinal, and
+// that each term's live postings are exactly its document frequency.
+func (ix *Index) checkPostings() error {
 	for id := range ix.terms {
 		tm := &ix.terms[id]
 		live := int64(0)
 		for _, o := range tm.docs {
 			if o >= uint32(len(ix.docs)) {
-				return nil, fmt.Errorf("%w: posting ordinal %d of %d", ErrCorrupt, o, len(ix.docs))
+				return fmt.Errorf("%w: posting ordinal %d of %d", ErrCorrupt, o, len(ix.docs))
 			}
 			if ix.lens[o] != deadLen {
 				live++
 			}
 		}
 		if live != tm.df {
-			return nil, fmt.Errorf("%w: document frequency of term %d is %d, postings say %d", ErrCorrupt, id, tm.df, live)
+			return fmt.Errorf("%w: document frequency of term %d is %d, postings say %d", ErrCorrupt, id, tm.df, live)
 		}
 	}
-	return ix, nil
+	return nil
 }
 
 // decodeIDsChecked is decodeIDs that stops on a malformed varint or an

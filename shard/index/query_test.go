@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/brainstem/brainstem/shard/corpus"
+	"github.com/brainstem/brainstem/internal/corpus"
 	"github.com/brainstem/brainstem/shard/index"
 )
 

@@ -129,9 +129,24 @@ func (ix *Index) Query(query string, opt Options) Result {
 		s.scores = make([]float64, len(ix.docs)+len(ix.docs)/8)
 		s.masks = make([]uint64, len(s.scores))
 	}
+	tids := make([]int32, len(terms)) // dictionary id of each query term, -1 if none
+	ix.accumulateLocked(s, terms, tids, sc)
+	h, total := ix.topLocked(s, limit, opt.Filter)
+	hits := make([]Hit, len(h))
+	for i, c := range h {
+		hits[i] = ix.hitLocked(c.ord, c.score, c.mask, terms, tids)
+	}
+	s.heap = h[:0]
+	ix.scratch.Put(s)
+	return Result{Hits: hits, Total: total}
+}
+
+// accumulateLocked adds each query term's score to the documents holding
+// it (s.scores, s.masks, s.touched) and sets tids[i] to the dictionary id
+// of terms[i], -1 for none. Callers hold ix.mu.
+func (ix *Index) accumulateLocked(s *scratch, terms []string, tids []int32, sc scoring) {
 	scores, masks, lens := s.scores, s.masks, ix.lens
 	touched := s.touched[:0]
-	tids := make([]int32, len(terms)) // dictionary id of each query term, -1 if none
 
 	for i, t := range terms {
 		tids[i] = -1
@@ -160,13 +175,19 @@ func (ix *Index) Query(query string, opt Options) Result {
 			masks[d] |= bit
 		}
 	}
+	s.touched = touched
+}
 
+// topLocked takes the best limit of the touched documents admitted by
+// filter, best first, and counts all those admitted; it clears the
+// scratch scores as it goes. Callers hold ix.mu.
+func (ix *Index) topLocked(s *scratch, limit int, filter func(id string) bool) ([]cand, int) {
 	h := s.heap[:0]
 	total := 0
-	for _, ord := range touched {
-		c := cand{score: scores[ord], ord: ord, mask: masks[ord]}
-		scores[ord], masks[ord] = 0, 0
-		if opt.Filter != nil && !opt.Filter(ix.docs[ord].id) {
+	for _, ord := range s.touched {
+		c := cand{score: s.scores[ord], ord: ord, mask: s.masks[ord]}
+		s.scores[ord], s.masks[ord] = 0, 0
+		if filter != nil && !filter(ix.docs[ord].id) {
 			continue
 		}
 		total++
@@ -181,21 +202,14 @@ func (ix *Index) Query(query string, opt Options) Result {
 			ix.down(h, 0)
 		}
 	}
-
+	s.touched = s.touched[:0]
 	slices.SortFunc(h, func(a, b cand) int {
 		if ix.better(a, b) {
 			return -1
 		}
 		return 1
 	})
-	hits := make([]Hit, len(h))
-	for i, c := range h {
-		hits[i] = ix.hitLocked(c.ord, c.score, c.mask, terms, tids)
-	}
-
-	s.touched, s.heap = touched[:0], h[:0]
-	ix.scratch.Put(s)
-	return Result{Hits: hits, Total: total}
+	return h, total
 }
 
 // hitLocked builds the Hit of ordinal ord: the terms of mask and the first

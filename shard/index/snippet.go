@@ -172,16 +172,11 @@ func snippetAt(r io.ReaderAt, size, match int64, maxRunes int, span, maxSpan int
 		anchor := max(match, 0) // no match: the window starts the body
 		lo, hi := max(anchor-before, 0), min(anchor+after, size)
 		end := min(hi+1, size) // one byte more tells whether a rune starts at hi
-		if int64(cap(buf)) < end-lo {
-			buf = make([]byte, end-lo)
+		b, err := readWindow(r, buf, lo, end-lo)
+		if err != nil {
+			return "", err
 		}
-		b := buf[:end-lo]
-		if n, err := r.ReadAt(b, lo); n < len(b) {
-			if err == nil || errors.Is(err, io.EOF) {
-				err = io.ErrUnexpectedEOF
-			}
-			return "", fmt.Errorf("index: snippet: read %d bytes at %d: %w", len(b), lo, err)
-		}
+		buf = b
 		// Start and end on rune starts. A byte that is not a UTF-8
 		// continuation byte begins a rune however the bytes before it
 		// decode, so the window decodes as the whole body does.
@@ -202,20 +197,10 @@ func snippetAt(r io.ReaderAt, size, match int64, maxRunes int, span, maxSpan int
 				after *= 2 // too little after the offset to see its token
 				continue
 			}
-			e := 0
-			if at < len(raw) {
-				e = tokenEnd(raw[at:])
-			}
-			// Inside a token is not a token start: the token runes just
-			// before the offset continue a token when one of them can start
-			// it (a run of combining marks after a space starts nothing).
-			inside, unknown := precededByToken(raw[:at])
-			if unknown && lo+from > 0 && before < maxSpan {
+			e, unknown := tokenAt(raw, at, atStart)
+			if unknown && before < maxSpan {
 				before *= 2 // the run of token runes reaches the window's start
 				continue
-			}
-			if inside {
-				e = 0
 			}
 			if ms < 0 || e == 0 {
 				match = -1 // no token starts at the offset: it is stale
@@ -248,6 +233,38 @@ func snippetAt(r io.ReaderAt, size, match int64, maxRunes int, span, maxSpan int
 			return cutWindow(runes, ms, me, atStart, atEnd, maxRunes), nil // a run of white space longer than the cap
 		}
 	}
+}
+
+// readWindow reads n bytes at lo, into buf when it is large enough.
+func readWindow(r io.ReaderAt, buf []byte, lo, n int64) ([]byte, error) {
+	if int64(cap(buf)) < n {
+		buf = make([]byte, n)
+	}
+	b := buf[:n]
+	if got, err := r.ReadAt(b, lo); got < len(b) {
+		if err == nil || errors.Is(err, io.EOF) {
+			err = io.ErrUnexpectedEOF
+		}
+		return nil, fmt.Errorf("index: snippet: read %d bytes at %d: %w", len(b), lo, err)
+	}
+	return b, nil
+}
+
+// tokenAt is the length in bytes of the token that starts at raw[at:], or 0
+// when none does: not a token, or inside one (the token runes just before
+// the offset continue a token when one of them can start it; a run of
+// combining marks after a space starts nothing). unknown reports that the
+// answer may depend on bytes before raw: the run of token runes before the
+// offset reaches raw's start, and raw does not start the body.
+func tokenAt(raw []byte, at int, startsBody bool) (e int, unknown bool) {
+	if at < len(raw) {
+		e = tokenEnd(raw[at:])
+	}
+	inside, reachesStart := precededByToken(raw[:at])
+	if inside {
+		e = 0
+	}
+	return e, reachesStart && !startsBody
 }
 
 // precededByToken reports whether the token runes that end s (right before

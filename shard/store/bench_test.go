@@ -13,7 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/shard/corpus"
+	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/internal/corpus"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 )
 
@@ -234,7 +235,7 @@ func BenchmarkWrite(b *testing.B) {
 	for i := range 200 {
 		p := filepath.Join(dir, fmt.Sprintf("zz-baseline-%d-%d.md", time.Now().UnixNano(), i))
 		t0 := time.Now()
-		if err := createFile(p, []byte(body)); err != nil {
+		if err := atomicfile.CreateFile(p, []byte(body), filePerm); err != nil {
 			b.Fatal(err)
 		}
 		base = append(base, time.Since(t0))

@@ -35,10 +35,10 @@
 //
 // # Durability
 //
-// Every write goes to a temporary file named ".tmp-*" in the destination
-// directory, which is written, fsynced, then linked (create: never replaces)
-// or renamed (update: atomic replace) into place, and the directory is
-// fsynced. A crash therefore leaves either the old or the new file, never a
+// Every write goes through package atomicfile: a temporary file named
+// ".tmp-*" in the destination directory, which is written, fsynced, then
+// linked (create: never replaces) or renamed (update: atomic replace) into
+// place, and the directory is fsynced. A crash therefore leaves either the old or the new file, never a
 // torn one; leftover ".tmp-*" files are ignored by scans and removed by Open.
 // Session log lines are appended with O_APPEND and fsynced before the call
 // returns. Writers of one note are serialised by a per-note lock, and creation

@@ -2,18 +2,20 @@ package store
 
 import (
 	"errors"
-	"fmt"
 	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 	"strings"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
-// tmpPrefix starts the name of every temporary file the store writes. Scans
-// and listings ignore such files and Open removes them.
-const tmpPrefix = ".tmp-"
+// tmpPrefix starts the name of every temporary file the store writes
+// (package atomicfile names them). Scans and listings ignore such files and
+// Open removes them.
+const tmpPrefix = atomicfile.TempPrefix
 
 // filePerm is the mode of notes, session logs and _index.md: readable by the
 // editors and git tooling that share the brain directory.
@@ -29,103 +31,6 @@ type fileSig struct {
 
 func sigOf(fi fs.FileInfo) fileSig {
 	return fileSig{size: fi.Size(), mtime: fi.ModTime().UnixNano(), ino: inodeOf(fi)}
-}
-
-// writeTemp writes data to a new fsynced temporary file in dir and returns
-// its path. The caller links or renames it into place, or removes it.
-func writeTemp(dir string, data []byte) (string, error) {
-	f, err := os.CreateTemp(dir, tmpPrefix+"*")
-	if err != nil {
-		return "", err
-	}
-	name := f.Name()
-	fail := func(err error) (string, error) {
-		f.Close()
-		os.Remove(name)
-		return "", err
-	}
-	if err := f.Chmod(filePerm); err != nil {
-		return fail(err)
-	}
-	if _, err := f.Write(data); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(name)
-		return "", err
-	}
-	return name, nil
-}
-
-// syncDir fsyncs a directory so that entries created, renamed or removed in
-// it survive a crash.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return err
-	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
-		err = cerr
-	}
-	return err
-}
-
-// createFile durably creates path with data and fails with an error wrapping
-// fs.ErrExist when path already exists. It never replaces a file: the
-// temporary file is hard-linked to path, and link(2) refuses an existing
-// target atomically, even against writers outside this process. On a
-// filesystem without hard links it falls back to an existence check and a
-// rename, which is atomic against this store's writers (they hold the
-// note's lock) but not against another process creating the same file in
-// between.
-func createFile(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := writeTemp(dir, data)
-	if err != nil {
-		return err
-	}
-	defer os.Remove(tmp)
-	if err := os.Link(tmp, path); err != nil {
-		var le *os.LinkError
-		if errors.As(err, &le) && errors.Is(le.Err, fs.ErrExist) {
-			return fmt.Errorf("%s: %w", filepath.Base(path), fs.ErrExist)
-		}
-		if !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, fs.ErrPermission) {
-			return err
-		}
-		if _, serr := os.Lstat(path); serr == nil {
-			return fmt.Errorf("%s: %w", filepath.Base(path), fs.ErrExist)
-		} else if !errors.Is(serr, fs.ErrNotExist) {
-			return serr
-		}
-		if err := os.Rename(tmp, path); err != nil {
-			return err
-		}
-		return syncDir(dir)
-	}
-	if err := os.Remove(tmp); err != nil {
-		return err
-	}
-	return syncDir(dir)
-}
-
-// replaceFile durably and atomically replaces (or creates) path with data:
-// readers see the old bytes or the new ones, never a mix.
-func replaceFile(path string, data []byte) error {
-	dir := filepath.Dir(path)
-	tmp, err := writeTemp(dir, data)
-	if err != nil {
-		return err
-	}
-	if err := os.Rename(tmp, path); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	return syncDir(dir)
 }
 
 // readFileLimit reads a regular file of at most limit bytes and returns its
@@ -213,7 +118,7 @@ func removeTemps(dir string) (int, error) {
 		n++
 	}
 	if n > 0 {
-		return n, syncDir(dir)
+		return n, atomicfile.SyncDir(dir)
 	}
 	return 0, nil
 }

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
 // MarkOp is the kind of change a Mark describes.
@@ -165,7 +166,7 @@ func (s *Store) removeIfHash(rel, hash string) error {
 	if err := os.Remove(abs); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: remove %s: %w", rel, err)
 	}
-	return syncDir(filepath.Dir(abs))
+	return atomicfile.SyncDir(filepath.Dir(abs))
 }
 
 // wingFile resolves a brain-relative path that must lie in one of this

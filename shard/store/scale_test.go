@@ -14,7 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/shard/corpus"
+	"github.com/brainstem/brainstem/internal/corpus"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/index"
 )

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
 // MaxSessionEntryBytes bounds one session_log entry (compact JSON).
@@ -38,6 +39,32 @@ type sessionLine struct {
 	Entry json.RawMessage `json:"entry"`
 }
 
+// encodeSessionLine checks a session entry and encodes its line, newline
+// included.
+func (s *Store) encodeSessionLine(session, by string, entry json.RawMessage) ([]byte, error) {
+	if err := brain.ValidSession(session); err != nil {
+		return nil, invalid(err)
+	}
+	if by == "" {
+		return nil, refuse(ErrInvalid, "a session line needs its author's email")
+	}
+	var compact bytes.Buffer
+	if err := json.Compact(&compact, entry); err != nil {
+		return nil, refuse(ErrInvalid, "the session entry is not valid JSON: %v", err)
+	}
+	if compact.Len() == 0 || compact.Bytes()[0] != '{' {
+		return nil, refuse(ErrInvalid, "the session entry must be a JSON object")
+	}
+	if compact.Len() > MaxSessionEntryBytes {
+		return nil, refuse(ErrTooLarge, "the session entry is %d bytes, over the %d-byte limit", compact.Len(), MaxSessionEntryBytes)
+	}
+	line, err := json.Marshal(sessionLine{At: s.now().UTC().Format(time.RFC3339Nano), By: by, Entry: compact.Bytes()})
+	if err != nil {
+		return nil, fmt.Errorf("store: encode session line: %w", err)
+	}
+	return append(line, '\n'), nil
+}
+
 // AppendSession appends one line {"at","by","entry"} to
 // sessions/<wing>/<session>.jsonl with O_APPEND and fsyncs it before
 // returning. entry must be a JSON object of at most MaxSessionEntryBytes
@@ -48,27 +75,10 @@ func (s *Store) AppendSession(ctx context.Context, session, by string, entry jso
 	if err := s.checkOpen(); err != nil {
 		return "", 0, err
 	}
-	if err := brain.ValidSession(session); err != nil {
-		return "", 0, invalid(err)
-	}
-	if by == "" {
-		return "", 0, refuse(ErrInvalid, "a session line needs its author's email")
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, entry); err != nil {
-		return "", 0, refuse(ErrInvalid, "the session entry is not valid JSON: %v", err)
-	}
-	if compact.Len() == 0 || compact.Bytes()[0] != '{' {
-		return "", 0, refuse(ErrInvalid, "the session entry must be a JSON object")
-	}
-	if compact.Len() > MaxSessionEntryBytes {
-		return "", 0, refuse(ErrTooLarge, "the session entry is %d bytes, over the %d-byte limit", compact.Len(), MaxSessionEntryBytes)
-	}
-	line, err := json.Marshal(sessionLine{At: s.now().UTC().Format(time.RFC3339Nano), By: by, Entry: compact.Bytes()})
+	line, err := s.encodeSessionLine(session, by, entry)
 	if err != nil {
-		return "", 0, fmt.Errorf("store: encode session line: %w", err)
+		return "", 0, err
 	}
-	line = append(line, '\n')
 	rel := brain.SessionPath(s.wing, session)
 	abs, err := s.abs(rel)
 	if err != nil {
@@ -116,7 +126,7 @@ func (s *Store) AppendSession(ctx context.Context, session, by string, entry jso
 		return "", 0, fmt.Errorf("store: sync %s: %w", rel, err)
 	}
 	if created {
-		if err := syncDir(filepath.Dir(abs)); err != nil {
+		if err := atomicfile.SyncDir(filepath.Dir(abs)); err != nil {
 			return "", 0, fmt.Errorf("store: sync %s: %w", rel, err)
 		}
 	}

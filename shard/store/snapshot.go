@@ -20,6 +20,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/shard/index"
 )
 
@@ -166,7 +167,7 @@ func (s *Store) saveSnapshot() error {
 		os.Remove(tmp)
 		return err
 	}
-	if err := syncDir(dir); err != nil {
+	if err := atomicfile.SyncDir(dir); err != nil {
 		return err
 	}
 	s.snap.dirty.Add(-dirty)

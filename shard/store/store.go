@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/layout"
 )
@@ -181,6 +182,24 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("store: open: %w", err)
 	}
+	s := storeFor(root, opt)
+	if err := s.prepareDirs(); err != nil {
+		return nil, err
+	}
+	if err := s.load(ctx, opt.Progress); err != nil {
+		return nil, err
+	}
+	if err := s.syncTOC(true); err != nil {
+		return nil, err
+	}
+	s.startBackground(ctx, opt)
+	s.snap.afterOpen(s)
+	return s, nil
+}
+
+// storeFor is the store of opt at root with its defaults, before anything
+// is read.
+func storeFor(root string, opt Options) *Store {
 	s := &Store{
 		root:      root,
 		wing:      opt.Wing,
@@ -222,15 +241,12 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 			s.snap.dir = filepath.Join(root, stateDirName)
 		}
 	}
-	if err := s.prepareDirs(); err != nil {
-		return nil, err
-	}
-	if err := s.load(ctx, opt.Progress); err != nil {
-		return nil, err
-	}
-	if err := s.syncTOC(true); err != nil {
-		return nil, err
-	}
+	return s
+}
+
+// startBackground starts the watcher, the rescanner and the write-behind
+// _index.md, as opt asks; Close stops them.
+func (s *Store) startBackground(ctx context.Context, opt Options) {
 	interval := opt.RescanInterval
 	rctx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	s.cancel = cancel
@@ -254,8 +270,6 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 		s.wg.Add(1)
 		go s.tocLoop(rctx)
 	}
-	s.snap.afterOpen(s)
-	return s, nil
 }
 
 // Close stops the rescanner and the watcher, brings a write-behind
@@ -335,7 +349,7 @@ func (s *Store) prepareDirs() error {
 			if err := os.Mkdir(p, 0o755); err != nil && !errors.Is(err, fs.ErrExist) {
 				return fmt.Errorf("store: open: create %s: %w", rel, err)
 			}
-			if err := syncDir(filepath.Dir(p)); err != nil {
+			if err := atomicfile.SyncDir(filepath.Dir(p)); err != nil {
 				return fmt.Errorf("store: open: sync %s: %w", rel, err)
 			}
 		case err != nil:
@@ -392,8 +406,24 @@ func (f noteFile) path() string { return filepath.Join(f.dir, f.id.Slug+brain.No
 // own temporary files) and _index.md are not part of the wing's notes and
 // are passed over.
 func (s *Store) scanFiles() ([]noteFile, error) {
+	skipped, err := s.scanWingDir()
+	if err != nil {
+		return nil, err
+	}
 	var out []noteFile
-	var skipped []Skipped
+	for _, hall := range brain.Halls() {
+		files, skips, err := s.scanHall(hall)
+		if err != nil {
+			return nil, err
+		}
+		out, skipped = append(out, files...), append(skipped, skips...)
+	}
+	s.skips.setScan(s.log, skipped)
+	return out, nil
+}
+
+// scanWingDir reports what the wing's directory holds besides its halls.
+func (s *Store) scanWingDir() (skipped []Skipped, err error) {
 	wingRel := brain.WingDir(brain.TopWiki, s.wing)
 	wingDir, err := s.dirOf(wingRel)
 	if err != nil {
@@ -417,61 +447,64 @@ func (s *Store) scanFiles() ([]noteFile, error) {
 			skipped = append(skipped, Skipped{Path: rel, Kind: SkipPlace, Reason: "not in a hall: notes are files " + wingRel + "/<hall>/<slug>.md"})
 		}
 	}
-	for _, hall := range brain.Halls() {
-		hallRel := brain.HallDir(s.wing, hall)
-		dir, err := s.hallDir(hall)
-		if err != nil {
-			if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, ErrInvalid) {
-				return nil, fmt.Errorf("store: scan %s: %w", hallRel, err)
-			}
-			continue // missing, or reported above as a symlink
+	return skipped, nil
+}
+
+// scanHall lists the note files of one hall, and what it holds that is not
+// loaded. A missing hall holds nothing.
+func (s *Store) scanHall(hall string) (out []noteFile, skipped []Skipped, err error) {
+	hallRel := brain.HallDir(s.wing, hall)
+	dir, err := s.hallDir(hall)
+	if err != nil {
+		if !errors.Is(err, fs.ErrNotExist) && !errors.Is(err, ErrInvalid) {
+			return nil, nil, fmt.Errorf("store: scan %s: %w", hallRel, err)
 		}
-		entries, err := os.ReadDir(dir)
+		return nil, nil, nil // missing, or reported above as a symlink
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil, nil
+		}
+		return nil, nil, fmt.Errorf("store: scan %s: %w", hallRel, err)
+	}
+	for _, e := range entries {
+		name := e.Name()
+		if layout.Hidden(name) {
+			continue
+		}
+		rel := hallRel + "/" + name
+		if e.IsDir() {
+			skipped = append(skipped, Skipped{Path: rel + "/", Kind: SkipPlace, Reason: "a directory inside a hall: notes are files directly in " + hallRel + "/"})
+			continue
+		}
+		if !e.Type().IsRegular() {
+			skipped = append(skipped, Skipped{Path: rel, Kind: SkipType, Reason: "not a regular file (symbolic links are not followed)"})
+			continue
+		}
+		slug, err := layout.NoteFile(name)
+		if err != nil {
+			skipped = append(skipped, Skipped{Path: rel, Kind: SkipName, Reason: reasonOf(err) + "; rename the file to be loaded"})
+			continue
+		}
+		fi, err := e.Info()
 		if err != nil {
 			if errors.Is(err, fs.ErrNotExist) {
 				continue
 			}
-			return nil, fmt.Errorf("store: scan %s: %w", hallRel, err)
+			return nil, nil, fmt.Errorf("store: scan %s: %w", hallRel, err)
 		}
-		for _, e := range entries {
-			name := e.Name()
-			if layout.Hidden(name) {
-				continue
-			}
-			rel := hallRel + "/" + name
-			if e.IsDir() {
-				skipped = append(skipped, Skipped{Path: rel + "/", Kind: SkipPlace, Reason: "a directory inside a hall: notes are files directly in " + hallRel + "/"})
-				continue
-			}
-			if !e.Type().IsRegular() {
-				skipped = append(skipped, Skipped{Path: rel, Kind: SkipType, Reason: "not a regular file (symbolic links are not followed)"})
-				continue
-			}
-			slug, err := layout.NoteFile(name)
-			if err != nil {
-				skipped = append(skipped, Skipped{Path: rel, Kind: SkipName, Reason: reasonOf(err) + "; rename the file to be loaded"})
-				continue
-			}
-			fi, err := e.Info()
-			if err != nil {
-				if errors.Is(err, fs.ErrNotExist) {
-					continue
-				}
-				return nil, fmt.Errorf("store: scan %s: %w", hallRel, err)
-			}
-			if fi.Size() > int64(s.maxNote) {
-				skipped = append(skipped, Skipped{Path: rel, Kind: SkipSize, Reason: sizeReason(fi.Size(), s.maxNote)})
-				continue
-			}
-			out = append(out, noteFile{
-				id:  brain.ID{Wing: s.wing, Hall: hall, Slug: slug},
-				dir: dir,
-				sig: sigOf(fi),
-			})
+		if fi.Size() > int64(s.maxNote) {
+			skipped = append(skipped, Skipped{Path: rel, Kind: SkipSize, Reason: sizeReason(fi.Size(), s.maxNote)})
+			continue
 		}
+		out = append(out, noteFile{
+			id:  brain.ID{Wing: s.wing, Hall: hall, Slug: slug},
+			dir: dir,
+			sig: sigOf(fi),
+		})
 	}
-	s.skips.setScan(s.log, skipped)
-	return out, nil
+	return out, skipped, nil
 }
 
 // readResult is a note file read, parsed, hashed and tokenized by a load

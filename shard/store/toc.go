@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
 // tocHeader starts every generated _index.md.
@@ -87,7 +88,7 @@ func (s *Store) syncTOC(force bool) error {
 			}
 		}
 	}
-	if err := replaceFile(p, content); err != nil {
+	if err := atomicfile.WriteFile(p, content, filePerm); err != nil {
 		return fmt.Errorf("store: write %s: %w", rel, err)
 	}
 	fi, err := os.Lstat(p)

@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/layout"
 )
@@ -140,7 +141,7 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 		if err := s.hookCreate(n.Hook, t, mark, note); err != nil {
 			return nil, err
 		}
-		if err := createFile(t.abs, raw); err != nil {
+		if err := atomicfile.CreateFile(t.abs, raw, filePerm); err != nil {
 			return nil, s.createErr(t.Path, err)
 		}
 		return note, nil
@@ -153,7 +154,7 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 		unlock()
 		return nil, err
 	}
-	if err := createFile(t.abs, raw); err != nil {
+	if err := atomicfile.CreateFile(t.abs, raw, filePerm); err != nil {
 		unlock()
 		return nil, s.createErr(t.Path, err)
 	}
@@ -284,7 +285,7 @@ func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
 		unlock()
 		return nil, err
 	}
-	if err := replaceFile(abs, raw); err != nil {
+	if err := atomicfile.WriteFile(abs, raw, filePerm); err != nil {
 		unlock()
 		return nil, fmt.Errorf("store: write %s: %w", id.Path(), err)
 	}
@@ -310,21 +311,9 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook H
 	if err := s.checkOpen(); err != nil {
 		return nil, nil, err
 	}
-	if err := brain.ValidHall(hall); err != nil {
-		return nil, nil, invalid(err)
-	}
-	if err := brain.ValidInboxName(name); err != nil {
-		return nil, nil, invalid(err)
-	}
-	if slug == "" {
-		slug = name
-	}
-	id := brain.ID{Wing: s.wing, Hall: hall, Slug: slug}
-	if err := id.Validate(); err != nil {
-		return nil, nil, invalid(err)
-	}
-	if by == "" {
-		return nil, nil, refuse(ErrInvalid, "a promotion needs the curator's email")
+	id, err := s.promotionID(name, hall, slug, by)
+	if err != nil {
+		return nil, nil, err
 	}
 	inRel := brain.InboxPath(s.wing, name)
 	inAbs, err := s.abs(inRel)
@@ -355,27 +344,10 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook H
 		unlock()
 		return nil, nil, refuse(ErrExists, "%s already exists; the inbox note was left untouched: promote it with another slug", id)
 	}
-	doc, err := frontmatter.Parse(old)
+	raw, promotedAt, err := s.promoted(old, name, hall, by, inRel)
 	if err != nil {
 		unlock()
-		return nil, nil, refuse(ErrInvalid, "inbox note %s has a frontmatter the store cannot edit safely (%v); fix the file first", inRel, err)
-	}
-	if _, ok := doc.Get(KeyTitle); !ok {
-		doc.Set(KeyTitle, parseNote(old, name).title)
-	}
-	doc.Set(KeyWing, s.wing)
-	doc.Set(KeyHall, hall)
-	promotedAt := rfc3339(s.now())
-	doc.Set(KeyPromotedBy, by)
-	doc.Set(KeyPromotedAt, promotedAt)
-	if err := doc.Err(); err != nil {
-		unlock()
-		return nil, nil, refuse(ErrInvalid, "cannot edit the frontmatter of %s: %v", inRel, err)
-	}
-	raw := doc.Bytes()
-	if len(raw) > s.maxNote {
-		unlock()
-		return nil, nil, refuse(ErrTooLarge, "the note would be %d bytes, over the %d-byte limit", len(raw), s.maxNote)
+		return nil, nil, err
 	}
 	n := s.noteOf(id.String(), "", id.Path(), raw, id.Slug)
 	tunnels := s.tunnelsOf(s.parseLinks(n.Body))
@@ -384,7 +356,7 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook H
 		unlock()
 		return nil, nil, err
 	}
-	if err := createFile(wikiAbs, raw); err != nil {
+	if err := atomicfile.CreateFile(wikiAbs, raw, filePerm); err != nil {
 		unlock()
 		if errors.Is(err, fs.ErrExist) {
 			return nil, nil, refuse(ErrExists, "%s already exists; the inbox note was left untouched: promote it with another slug", id)
@@ -399,13 +371,61 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook H
 	if err := os.Remove(inAbs); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("store: %s was written but the inbox file %s could not be removed (remove it by hand): %w", id, inRel, err)
 	}
-	if err := syncDir(filepath.Dir(inAbs)); err != nil {
+	if err := atomicfile.SyncDir(filepath.Dir(inAbs)); err != nil {
 		return nil, nil, fmt.Errorf("store: sync inbox: %w", err)
 	}
 	if err := s.tocChanged(); err != nil {
 		return nil, nil, err
 	}
 	return n, tunnels, nil
+}
+
+// promotionID checks a promotion's arguments and returns the note it
+// creates (slug defaults to the inbox name).
+func (s *Store) promotionID(name, hall, slug, by string) (brain.ID, error) {
+	if err := brain.ValidHall(hall); err != nil {
+		return brain.ID{}, invalid(err)
+	}
+	if err := brain.ValidInboxName(name); err != nil {
+		return brain.ID{}, invalid(err)
+	}
+	if slug == "" {
+		slug = name
+	}
+	id := brain.ID{Wing: s.wing, Hall: hall, Slug: slug}
+	if err := id.Validate(); err != nil {
+		return brain.ID{}, invalid(err)
+	}
+	if by == "" {
+		return brain.ID{}, refuse(ErrInvalid, "a promotion needs the curator's email")
+	}
+	return id, nil
+}
+
+// promoted is the inbox note old (at inRel) as the wiki note it becomes:
+// its title kept or derived, its wing and hall set, and stamped promoted by
+// by now.
+func (s *Store) promoted(old []byte, name, hall, by, inRel string) (raw []byte, promotedAt string, err error) {
+	doc, err := frontmatter.Parse(old)
+	if err != nil {
+		return nil, "", refuse(ErrInvalid, "inbox note %s has a frontmatter the store cannot edit safely (%v); fix the file first", inRel, err)
+	}
+	if _, ok := doc.Get(KeyTitle); !ok {
+		doc.Set(KeyTitle, parseNote(old, name).title)
+	}
+	doc.Set(KeyWing, s.wing)
+	doc.Set(KeyHall, hall)
+	promotedAt = rfc3339(s.now())
+	doc.Set(KeyPromotedBy, by)
+	doc.Set(KeyPromotedAt, promotedAt)
+	if err := doc.Err(); err != nil {
+		return nil, "", refuse(ErrInvalid, "cannot edit the frontmatter of %s: %v", inRel, err)
+	}
+	raw = doc.Bytes()
+	if len(raw) > s.maxNote {
+		return nil, "", refuse(ErrTooLarge, "the note would be %d bytes, over the %d-byte limit", len(raw), s.maxNote)
+	}
+	return raw, promotedAt, nil
 }
 
 // readErr maps a read failure of what (a note id or a brain-relative

@@ -766,10 +766,33 @@ func (s *Set) ingest(ctx context.Context, c Caller, raw []byte, _ *index.Stats) 
 // an earlier call are reported created as they were then.
 func (s *Set) ingestPages(ctx context.Context, c Caller, a ingestArgs, k *keyCall) (ingestResult, error) {
 	res := ingestResult{DryRun: a.DryRun, Pages: make([]ingestPageResult, len(a.Pages))}
-	notes := make([]store.NewNote, len(a.Pages))
-	done := make([]bool, len(a.Pages)) // written by an earlier call with the key
+	notes, done, err := s.planPages(ctx, c, a, k, &res)
+	if err != nil {
+		return res, err
+	}
+	s.writePages(ctx, a, k, &res, notes, done)
+	for _, pr := range res.Pages {
+		switch pr.Status {
+		case StatusCreated:
+			res.Created++
+		case StatusExists:
+			res.Exists++
+		case StatusInvalid:
+			res.Invalid++
+		case StatusFailed:
+			res.Failed++
+		}
+	}
+	return res, nil
+}
+
+// planPages is ingestPages' first pass: it validates every page and plans
+// its note, writing nothing, and fills res.Pages; done marks the pages an
+// earlier call with the key wrote.
+func (s *Set) planPages(ctx context.Context, c Caller, a ingestArgs, k *keyCall, res *ingestResult) (notes []store.NewNote, done []bool, err error) {
+	notes = make([]store.NewNote, len(a.Pages))
+	done = make([]bool, len(a.Pages)) // written by an earlier call with the key
 	firstOf := map[string]int{}
-	// Pass 1: validate every page; nothing is written yet.
 	for i, p := range a.Pages {
 		pr := &res.Pages[i]
 		if b, ok := k.committed(i); ok && !a.DryRun {
@@ -797,7 +820,7 @@ func (s *Set) ingestPages(ctx context.Context, c Caller, a ingestArgs, k *keyCal
 			_, msg := s.classify("brain_ingest_raw", err)
 			pr.Status, pr.Error = StatusInvalid, fmt.Sprintf("pages[%d]: %s", i, msg)
 		case err != nil:
-			return res, err
+			return nil, nil, err
 		default:
 			pr.ID, pr.Path, pr.Status = t.ID, t.Path, StatusCreated
 			if j, dup := firstOf[t.ID]; dup {
@@ -807,7 +830,12 @@ func (s *Set) ingestPages(ctx context.Context, c Caller, a ingestArgs, k *keyCal
 			}
 		}
 	}
-	// Pass 2: write the pages that would be created.
+	return notes, done, nil
+}
+
+// writePages is ingestPages' second pass: it writes the pages that would
+// be created, each under its part of the idempotency key.
+func (s *Set) writePages(ctx context.Context, a ingestArgs, k *keyCall, res *ingestResult, notes []store.NewNote, done []bool) {
 	for i := range res.Pages {
 		pr := &res.Pages[i]
 		if pr.Status != StatusCreated || a.DryRun || done[i] {
@@ -832,19 +860,6 @@ func (s *Set) ingestPages(ctx context.Context, c Caller, a ingestArgs, k *keyCal
 			pr.Status, pr.Error = StatusFailed, fmt.Sprintf("pages[%d] was not written: %s", i, msg)
 		}
 	}
-	for _, pr := range res.Pages {
-		switch pr.Status {
-		case StatusCreated:
-			res.Created++
-		case StatusExists:
-			res.Exists++
-		case StatusInvalid:
-			res.Invalid++
-		case StatusFailed:
-			res.Failed++
-		}
-	}
-	return res, nil
 }
 
 func withHook(n store.NewNote, h store.Hook) store.NewNote {

@@ -24,8 +24,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/quic-go/quic-go"
-
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/devidp"
 	"github.com/brainstem/brainstem/auth/sso"
@@ -35,6 +33,7 @@ import (
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/shard"
+	"github.com/brainstem/brainstem/shardserver"
 )
 
 // ClientID is the audience of the development identity provider's tokens.
@@ -56,6 +55,9 @@ type Config struct {
 	Version  string
 	Logger   *slog.Logger // everything the servers log
 	AuditLog io.Writer    // the gateway's audit lines; nil discards them
+	// CallsPerSecond, when positive, is the gateway's per-user rate limit
+	// (burst: twice as many); `brainstem load` needs more than the default.
+	CallsPerSecond float64
 	// Gateway, when set, adjusts the gateway's configuration before it
 	// starts (benchmarks raise the per-user rate limit with it).
 	Gateway func(*gateway.Config)
@@ -108,11 +110,59 @@ type Env struct {
 
 // Start brings everything up and returns once the gateway is serving.
 func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
+	if cfg, err = cfg.withDefaults(); err != nil {
+		return nil, err
+	}
+	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
+	e := &Env{cfg: cfg, cancel: cancel, errs: make(chan error, 16), Notes: map[string]int64{}, shards: map[string]*shard.Service{}}
+	defer func() {
+		if err != nil {
+			_ = e.Close()
+		}
+	}()
+	if err := e.prepareDirs(); err != nil {
+		return nil, err
+	}
+	if e.Wings, err = listWings(e.BrainDir); err != nil {
+		return nil, err
+	}
+	ls, err := e.listen()
+	if err != nil {
+		return nil, err
+	}
+	// The gateway's authorization server is the dev IdP's one confidential
+	// client, as it is a company IdP's in production.
+	clientSecret := randomSecret()
+	if err := e.startIdP(runCtx, ls.idp, clientSecret); err != nil {
+		return nil, err
+	}
+	ids, err := newIdentities(cfg.Host)
+	if err != nil {
+		return nil, err
+	}
+	e.shardTLS, e.addrs = ids.gateway, map[string]string{}
+	var gwWings []gateway.WingConfig
+	for i, w := range e.Wings {
+		addr, err := e.startShard(runCtx, w, ls.shards[i], ids.shard)
+		if err != nil {
+			return nil, err
+		}
+		e.addrs[w] = addr
+		gwWings = append(gwWings, gateway.WingConfig{Name: w, Address: addr, ServerName: "localhost"})
+	}
+	if err := e.startGateway(runCtx, ls, gwWings, clientSecret); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// withDefaults checks the host and fills the defaults.
+func (cfg Config) withDefaults() (Config, error) {
 	if cfg.Host == "" {
 		cfg.Host = "127.0.0.1"
 	}
 	if ip := net.ParseIP(cfg.Host); ip == nil || !ip.IsLoopback() {
-		return nil, fmt.Errorf("devenv: host %q is not a loopback address; the development environment never listens elsewhere", cfg.Host)
+		return cfg, fmt.Errorf("devenv: host %q is not a loopback address; the development environment never listens elsewhere", cfg.Host)
 	}
 	if cfg.TokenTTL == 0 {
 		cfg.TokenTTL = 8 * time.Hour
@@ -123,71 +173,70 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if cfg.AuditLog == nil {
 		cfg.AuditLog = io.Discard
 	}
-	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
-	e := &Env{cfg: cfg, cancel: cancel, errs: make(chan error, 16), Notes: map[string]int64{}, shards: map[string]*shard.Service{}}
-	defer func() {
-		if err != nil {
-			_ = e.Close()
-		}
-	}()
+	return cfg, nil
+}
 
-	if err := e.prepareDirs(); err != nil {
-		return nil, err
-	}
-	wings, err := listWings(e.BrainDir)
-	if err != nil {
-		return nil, err
-	}
-	e.Wings = wings
+// listeners are the sockets of the environment, opened before anything
+// starts so that a busy port fails fast with the flag to change.
+type listeners struct {
+	idp, public, admin net.Listener
+	shards             []net.PacketConn // one per wing, in e.Wings order
+}
 
-	// Listeners first, so a busy port fails fast with the flag to change.
-	idpLn, err := e.listenTCP(cfg.IdPPort, "identity provider", "--idp-port")
-	if err != nil {
+func (e *Env) listen() (*listeners, error) {
+	var ls listeners
+	var err error
+	if ls.idp, err = e.listenTCP(e.cfg.IdPPort, "identity provider", "--idp-port"); err != nil {
 		return nil, err
 	}
-	pubLn, err := e.listenTCP(cfg.GatewayPort, "gateway", "--port")
-	if err != nil {
+	if ls.public, err = e.listenTCP(e.cfg.GatewayPort, "gateway", "--port"); err != nil {
 		return nil, err
 	}
-	adminLn, err := e.listenTCP(cfg.AdminPort, "gateway admin endpoint", "--admin-port")
-	if err != nil {
+	if ls.admin, err = e.listenTCP(e.cfg.AdminPort, "gateway admin endpoint", "--admin-port"); err != nil {
 		return nil, err
 	}
-	shardConns := make([]net.PacketConn, len(wings))
-	for i, w := range wings {
+	for i, w := range e.Wings {
 		port := 0
-		if cfg.ShardBasePort != 0 {
-			port = cfg.ShardBasePort + i
+		if e.cfg.ShardBasePort != 0 {
+			port = e.cfg.ShardBasePort + i
 		}
-		addr := net.JoinHostPort(cfg.Host, strconv.Itoa(port))
+		addr := net.JoinHostPort(e.cfg.Host, strconv.Itoa(port))
 		pc, err := net.ListenPacket("udp", addr)
 		if err != nil {
 			return nil, &PortError{What: "shard " + w, Flag: "--shard-port", Addr: addr, Err: err}
 		}
 		e.closers = append(e.closers, pc.Close)
-		shardConns[i] = pc
+		ls.shards = append(ls.shards, pc)
 	}
+	return &ls, nil
+}
 
-	// Identity provider.
-	e.IssuerURL = "http://" + idpLn.Addr().String()
-	// The gateway's authorization server is the dev IdP's one confidential
-	// client, as it is a company IdP's in production.
-	clientSecret := randomSecret()
+// startIdP serves the development identity provider on ln.
+func (e *Env) startIdP(ctx context.Context, ln net.Listener, clientSecret string) error {
+	e.IssuerURL = "http://" + ln.Addr().String()
 	idp, err := devidp.New(devidp.Config{Issuer: e.IssuerURL, ClientID: ClientID, ClientSecret: clientSecret,
-		TokenTTL: cfg.TokenTTL, Logger: cfg.Logger.With("component", "devidp")})
+		TokenTTL: e.cfg.TokenTTL, Logger: e.cfg.Logger.With("component", "devidp")})
 	if err != nil {
-		return nil, fmt.Errorf("devenv: identity provider: %w", err)
+		return fmt.Errorf("devenv: identity provider: %w", err)
 	}
 	e.idp = idp
-	e.stopIdP = e.serveHTTP(runCtx, idpLn, idpMux(idp, cfg.TokenTTL))
+	e.stopIdP = e.serveHTTP(ctx, ln, idpMux(idp, e.cfg.TokenTTL))
+	return nil
+}
 
-	// Internal CA and certificates, in memory: nothing outlives the process.
+// identities are the mTLS identities of the environment, from an internal
+// CA in memory: nothing outlives the process.
+type identities struct {
+	shard   pki.Identity // every shard's
+	gateway *tls.Config  // the gateway's client configuration
+}
+
+func newIdentities(host string) (*identities, error) {
 	ca, err := pki.NewCA("brainstem dev CA", 24*time.Hour)
 	if err != nil {
 		return nil, fmt.Errorf("devenv: %w", err)
 	}
-	names := []string{"localhost", cfg.Host}
-	shardCert, shardKey, err := ca.Issue(pki.RoleShard, names, 24*time.Hour)
+	shardCert, shardKey, err := ca.Issue(pki.RoleShard, []string{"localhost", host}, 24*time.Hour)
 	if err != nil {
 		return nil, fmt.Errorf("devenv: %w", err)
 	}
@@ -195,44 +244,24 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	if err != nil {
 		return nil, fmt.Errorf("devenv: %w", err)
 	}
-	shardTLS, err := pki.ServerTLS(ca.CertPEM(), shardCert, shardKey)
+	gwTLS, err := pki.Identity{CA: ca.CertPEM(), Cert: gwCert, Key: gwKey}.ClientTLS("localhost")
 	if err != nil {
 		return nil, fmt.Errorf("devenv: %w", err)
 	}
-	gwTLS, err := pki.ClientTLS(ca.CertPEM(), gwCert, gwKey, "localhost")
-	if err != nil {
-		return nil, fmt.Errorf("devenv: %w", err)
-	}
-	resetSecret, err := pki.PrivateKeyDER(shardKey)
-	if err != nil {
-		return nil, fmt.Errorf("devenv: %w", err)
-	}
+	return &identities{shard: pki.Identity{CA: ca.CertPEM(), Cert: shardCert, Key: shardKey}, gateway: gwTLS}, nil
+}
 
-	// Shards.
-	e.shardTLS, e.addrs = gwTLS, map[string]string{}
-	var gwWings []gateway.WingConfig
-	for i, w := range wings {
-		resetKey, err := proto.DeriveStatelessResetKey(resetSecret, "wing "+w)
-		if err != nil {
-			return nil, fmt.Errorf("devenv: %w", err)
-		}
-		addr, err := e.startShard(runCtx, w, shardConns[i], shardTLS, resetKey)
-		if err != nil {
-			return nil, err
-		}
-		e.addrs[w] = addr
-		gwWings = append(gwWings, gateway.WingConfig{Name: w, Address: addr, ServerName: "localhost"})
-	}
-
-	// Gateway.
-	e.MCPURL = "http://" + pubLn.Addr().String() + "/mcp"
-	e.AdminURL = "http://" + adminLn.Addr().String()
+// startGateway starts the gateway, with its authorization server in front
+// of the development IdP, over the shards of wings.
+func (e *Env) startGateway(ctx context.Context, ls *listeners, wings []gateway.WingConfig, clientSecret string) error {
+	e.MCPURL = "http://" + ls.public.Addr().String() + "/mcp"
+	e.AdminURL = "http://" + ls.admin.Addr().String()
 	gcfg := gateway.DefaultConfig()
-	gcfg.PublicURL = "http://" + pubLn.Addr().String()
-	gcfg.Listen = pubLn.Addr().String()
-	gcfg.AdminListen = adminLn.Addr().String()
+	gcfg.PublicURL = "http://" + ls.public.Addr().String()
+	gcfg.Listen = ls.public.Addr().String()
+	gcfg.AdminListen = ls.admin.Addr().String()
 	gcfg.OIDC.Issuers = []sso.IssuerConfig{{URL: e.IssuerURL, Audiences: []string{ClientID}, Algorithms: []string{"RS256"}}}
-	gcfg.Wings = gwWings
+	gcfg.Wings = wings
 	gcfg.OAuth = oauth.Config{
 		Enabled:        true,
 		SigningKeyFile: filepath.Join(e.DataDir, "keys", "oauth.pem"),
@@ -242,35 +271,36 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 		ClientMetadata: oauth.ClientMetadataConfig{AllowLoopback: true},
 	}
 	if _, err := auth.LoadOrCreateKey(gcfg.OAuth.SigningKeyFile); err != nil {
-		return nil, fmt.Errorf("devenv: the gateway's signing key: %w", err)
+		return fmt.Errorf("devenv: the gateway's signing key: %w", err)
 	}
 	gcfg.DrainGrace = 0 // nothing balances load in front of a development gateway
-	if cfg.Gateway != nil {
-		cfg.Gateway(&gcfg)
+	if r := e.cfg.CallsPerSecond; r > 0 {
+		gcfg.Limits.CallsPerSecond, gcfg.Limits.Burst = r, int(r)*2
 	}
-	gw, err := gateway.New(runCtx, gcfg, gateway.Options{Logger: cfg.Logger.With("component", "gateway"), AuditLog: cfg.AuditLog, ShardTLS: gwTLS})
+	if e.cfg.Gateway != nil {
+		e.cfg.Gateway(&gcfg)
+	}
+	gw, err := gateway.New(ctx, gcfg, gateway.Options{Logger: e.cfg.Logger.With("component", "gateway"), AuditLog: e.cfg.AuditLog, ShardTLS: e.shardTLS})
 	if err != nil {
-		return nil, fmt.Errorf("devenv: gateway: %w", err)
+		return fmt.Errorf("devenv: gateway: %w", err)
 	}
 	e.closers = append(e.closers, gw.Close)
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		if err := gw.Serve(runCtx, pubLn, adminLn); err != nil && !errors.Is(err, context.Canceled) {
+		if err := gw.Serve(ctx, ls.public, ls.admin); err != nil && !errors.Is(err, context.Canceled) {
 			e.errs <- fmt.Errorf("gateway: %w", err)
 		}
 	}()
-	return e, nil
+	return nil
 }
 
-func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, tlsConf *tls.Config, resetKey *quic.StatelessResetKey) (string, error) {
+// startShard serves wing on pc with the shard identity id (a shard server
+// without an admin endpoint) and returns its address.
+func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, id pki.Identity) (string, error) {
 	policy, policyFile, err := e.policy(wing)
 	if err != nil {
 		return "", err
-	}
-	key, err := auth.LoadOrCreateKey(filepath.Join(e.DataDir, "keys", wing+".pem"))
-	if err != nil {
-		return "", fmt.Errorf("devenv: shard key of %s: %w", wing, err)
 	}
 	var progress func(done, total int)
 	if e.cfg.Progress != nil {
@@ -280,35 +310,29 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, tl
 	// place: `brainstem shard --stdio` on the same checkout keeps its own.
 	scfg := shard.Config{
 		Brain: e.BrainDir, Wing: wing, Policy: policy, PolicyFile: policyFile, PolicyPoll: e.cfg.PolicyPoll,
-		StateDir: filepath.Join(e.DataDir, "state", wing), Key: key, Version: e.cfg.Version,
+		StateDir: filepath.Join(e.DataDir, "state", wing), Version: e.cfg.Version,
 		Logger: e.cfg.Logger.With("component", "shard"), Progress: progress, // the shard adds "wing"
 	}
 	if e.cfg.Shard != nil {
 		e.cfg.Shard(&scfg)
 	}
-	svc, err := shard.Open(ctx, scfg)
+	srv, err := shardserver.New(ctx, shardserver.Config{Shard: scfg, KeyFile: filepath.Join(e.DataDir, "keys", wing+".pem"),
+		Identity: id, DrainTimeout: 5 * time.Second})
 	if err != nil {
 		return "", fmt.Errorf("devenv: %w", err)
 	}
-	e.closers = append(e.closers, svc.Close)
-	e.shards[wing] = svc
-	if h, err := svc.Health(ctx); err == nil {
+	e.closers = append(e.closers, srv.Close)
+	e.shards[wing] = srv.Service()
+	if h, err := srv.Service().Health(ctx); err == nil {
 		e.Notes[wing] = h.Notes
 	}
-	srv := proto.NewServer(svc, proto.ServerConfig{TLS: tlsConf, StatelessResetKey: resetKey,
-		Logger: e.cfg.Logger.With("component", "proto", "wing", wing)})
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
-		if err := srv.Serve(ctx, pc); err != nil && !errors.Is(err, context.Canceled) {
+		if err := srv.Serve(ctx, pc, nil); err != nil {
 			e.errs <- fmt.Errorf("shard %s: %w", wing, err)
 		}
 	}()
-	e.closers = append(e.closers, func() error {
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		return srv.Shutdown(sctx)
-	})
 	return pc.LocalAddr().String(), nil
 }
 

@@ -72,6 +72,15 @@ type Result struct {
 }
 
 // String is the one-line summary `brainstem load` prints.
+// Err is nil when every call got an answer, else an error counting the
+// transport or protocol failures (the exit status of `brainstem load`).
+func (r Result) Err() error {
+	if r.Errors > 0 {
+		return fmt.Errorf("load: %d calls failed", r.Errors)
+	}
+	return nil
+}
+
 func (r Result) String() string {
 	s := fmt.Sprintf("%d calls in %s: %.0f calls/s, p50 %s, p99 %s, max %s, %d tool errors, %d failures",
 		r.Calls, r.Elapsed.Round(time.Millisecond), r.CallsPerSecond, r.P50, r.P99, r.Max, r.ToolErrors, r.Errors)
@@ -153,68 +162,82 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		}
 		clients[i] = c
 	}
-
-	req := mcp.CallToolRequest{Params: mcp.CallToolParams{Name: cfg.Tool, Arguments: cfg.Arguments}}
 	runCtx, cancel := context.WithTimeout(ctx, cfg.Duration)
 	defer cancel()
-	var (
-		wg         sync.WaitGroup
-		mu         sync.Mutex
-		lat        []time.Duration
-		toolErrs   atomic.Int64
-		failures   atomic.Int64
-		behind     atomic.Int64
-		firstError atomic.Value
-	)
-	start := time.Now()
-	deadline := start.Add(cfg.Duration)
+	t := &tally{cfg: cfg, req: mcp.CallToolRequest{Params: mcp.CallToolParams{Name: cfg.Tool, Arguments: cfg.Arguments}}, start: time.Now()}
+	t.deadline = t.start.Add(cfg.Duration)
+	var wg sync.WaitGroup
 	for k, c := range clients {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			local := make([]time.Duration, 0, 1024)
-			var prevEnd time.Time
-			for j := 0; runCtx.Err() == nil; j++ {
-				late := false // still waiting for the previous answer at this call's slot
-				if cfg.Rate > 0 {
-					slot := start.Add(time.Duration((float64(k) + float64(j)*float64(cfg.Clients)) / cfg.Rate * float64(time.Second)))
-					if !slot.Before(deadline) {
-						break
-					}
-					late = prevEnd.After(slot.Add(behindSlack))
-					if !waitUntil(runCtx, slot) {
-						break
-					}
-				}
-				t0 := time.Now()
-				res, err := c.CallTool(runCtx, req)
-				prevEnd = time.Now()
-				d := prevEnd.Sub(t0)
-				if err != nil {
-					if runCtx.Err() != nil {
-						break // the run ended mid-call: not a failure
-					}
-					failures.Add(1)
-					firstError.CompareAndSwap(nil, err.Error())
-					continue
-				}
-				if res.IsError {
-					toolErrs.Add(1)
-				}
-				if late {
-					behind.Add(1)
-				}
-				local = append(local, d)
-			}
-			mu.Lock()
-			lat = append(lat, local...)
-			mu.Unlock()
+			t.drive(runCtx, c, k)
 		}()
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
-	r := Result{Calls: int64(len(lat)), ToolErrors: toolErrs.Load(), Errors: failures.Load(), Behind: behind.Load(), Elapsed: elapsed}
-	if s, ok := firstError.Load().(string); ok {
+	return t.result(time.Since(t.start)), nil
+}
+
+// tally is one run: its schedule and what its clients measured.
+type tally struct {
+	cfg             Config
+	req             mcp.CallToolRequest
+	start, deadline time.Time
+
+	mu         sync.Mutex
+	lat        []time.Duration
+	toolErrs   atomic.Int64
+	failures   atomic.Int64
+	behind     atomic.Int64
+	firstError atomic.Value
+}
+
+// drive has client c, the k-th, call until the run ends.
+func (t *tally) drive(ctx context.Context, c *client.Client, k int) {
+	local := make([]time.Duration, 0, 1024)
+	var prevEnd time.Time
+	for j := 0; ctx.Err() == nil; j++ {
+		late := false // still waiting for the previous answer at this call's slot
+		if t.cfg.Rate > 0 {
+			slot := t.start.Add(time.Duration((float64(k) + float64(j)*float64(t.cfg.Clients)) / t.cfg.Rate * float64(time.Second)))
+			if !slot.Before(t.deadline) {
+				break
+			}
+			late = prevEnd.After(slot.Add(behindSlack))
+			if !waitUntil(ctx, slot) {
+				break
+			}
+		}
+		t0 := time.Now()
+		res, err := c.CallTool(ctx, t.req)
+		prevEnd = time.Now()
+		d := prevEnd.Sub(t0)
+		if err != nil {
+			if ctx.Err() != nil {
+				break // the run ended mid-call: not a failure
+			}
+			t.failures.Add(1)
+			t.firstError.CompareAndSwap(nil, err.Error())
+			continue
+		}
+		if res.IsError {
+			t.toolErrs.Add(1)
+		}
+		if late {
+			t.behind.Add(1)
+		}
+		local = append(local, d)
+	}
+	t.mu.Lock()
+	t.lat = append(t.lat, local...)
+	t.mu.Unlock()
+}
+
+// result is the figures of the run, which took elapsed.
+func (t *tally) result(elapsed time.Duration) Result {
+	lat := t.lat
+	r := Result{Calls: int64(len(lat)), ToolErrors: t.toolErrs.Load(), Errors: t.failures.Load(), Behind: t.behind.Load(), Elapsed: elapsed}
+	if s, ok := t.firstError.Load().(string); ok {
 		r.FirstError = s
 	}
 	if len(lat) > 0 {
@@ -224,7 +247,7 @@ func Run(ctx context.Context, cfg Config) (Result, error) {
 		r.Max = lat[len(lat)-1]
 		r.CallsPerSecond = float64(len(lat)) / elapsed.Seconds()
 	}
-	return r, nil
+	return r
 }
 
 // waitUntil returns at t (true), or when ctx ends first (false).

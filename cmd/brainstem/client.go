@@ -1,0 +1,191 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"strings"
+	"time"
+
+	"github.com/brainstem/brainstem/doctor"
+	"github.com/brainstem/brainstem/internal/cli"
+	"github.com/brainstem/brainstem/internal/loadgen"
+	"github.com/brainstem/brainstem/join"
+	"github.com/brainstem/brainstem/proto/pki"
+	"github.com/brainstem/brainstem/shard/check"
+	"github.com/brainstem/brainstem/signin"
+)
+
+// The tools around the servers: login, token, join, doctor (a developer's
+// machine), check and ca (a brain's repository, an operator), load.
+
+func runLogin(ctx context.Context, args []string, s streams) error {
+	fs := newFlagSet("login", s)
+	noBrowser := fs.Bool("no-browser", false, "print the sign-in URL instead of opening a browser")
+	timeout := fs.Duration("timeout", signin.DefaultCallbackTimeout, "how long to wait for the browser")
+	mcpURL, err := parseWithURL(fs, args, "login")
+	if err != nil {
+		return err
+	}
+	sc, err := signin.NewDefault(s.out, *noBrowser, *timeout)
+	if err != nil {
+		return err
+	}
+	_, err = join.Login(ctx, sc, sc.HTTP, mcpURL, s.out)
+	return err
+}
+
+func runToken(ctx context.Context, args []string, s streams) error {
+	fs := newFlagSet("token", s)
+	jsonHeader := fs.Bool("json-header", false, `print {"Authorization":"Bearer …"} (for headersHelper)`)
+	mcpURL, err := parseWithURL(fs, args, "token")
+	if err != nil {
+		return err
+	}
+	sc, err := signin.NewDefault(s.err, true, 0)
+	if err != nil {
+		return err
+	}
+	return join.PrintToken(ctx, sc, mcpURL, *jsonHeader, s.out)
+}
+
+func runJoin(ctx context.Context, args []string, s streams) error {
+	fs := newFlagSet("join", s)
+	opt := join.Options{Out: s.out, Err: s.err}
+	fs.StringVar(&opt.Name, "name", "brainstem", "the MCP server name in your clients")
+	fs.StringVar(&opt.Token, "token", "", "register this bearer token as a header (clients without OAuth) instead of signing in")
+	fs.BoolVar(&opt.DryRun, "dry-run", false, "check and sign in, but print the `claude mcp add` line instead of running it")
+	noBrowser := fs.Bool("no-browser", false, "print the sign-in URL instead of opening a browser")
+	timeout := fs.Duration("timeout", signin.DefaultCallbackTimeout, "how long to wait for the browser")
+	if _, err := parseWithURL(fs, args, "join"); err != nil {
+		return err
+	}
+	sc, err := signin.NewDefault(s.out, *noBrowser, *timeout)
+	if err != nil {
+		return err
+	}
+	opt.URL, opt.SignIn, opt.HTTP = fs.Arg(0), sc, sc.HTTP
+	return join.Run(ctx, opt)
+}
+
+func runDoctor(ctx context.Context, args []string, s streams) error {
+	fs := newFlagSet("doctor", s)
+	token := fs.String("token", "", "check tools/list and brain_wings with this bearer token (default: your stored sign-in)")
+	if _, err := parseWithURL(fs, args, "doctor"); err != nil {
+		return err
+	}
+	sc, err := signin.NewDefault(s.err, true, 0)
+	if err != nil {
+		return err
+	}
+	rep, err := doctor.Run(ctx, doctor.Config{URL: fs.Arg(0), Token: *token, SignIn: sc, HTTP: sc.HTTP})
+	if err != nil {
+		return cli.UsageError{Msg: err.Error()}
+	}
+	rep.Print(s.out)
+	return rep.Err()
+}
+
+// parseWithURL parses a command line of one URL and flags and returns the
+// URL as an MCP URL (doctor's as given: it reports a bad URL as a step).
+func parseWithURL(fs *flag.FlagSet, args []string, cmd string) (string, error) {
+	if err := cli.Parse(fs, args); err != nil {
+		return "", err
+	}
+	if fs.NArg() != 1 {
+		return "", cli.Usagef("%s: want exactly one URL, e.g. brainstem %s https://brain.acme.com", cmd, cmd)
+	}
+	if cmd == "doctor" {
+		return fs.Arg(0), nil
+	}
+	u, err := join.MCPURL(fs.Arg(0))
+	return u, cli.UsageIf(err, join.ErrURL)
+}
+
+func runCheck(ctx context.Context, args []string, s streams) error {
+	fs := newFlagSet("check", s)
+	maxNote := fs.Int("max-note-bytes", check.DefaultMaxNoteBytes, "the shards' note size limit (their --max-note-bytes)")
+	asJSON := fs.Bool("json", false, "print the report as JSON")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return cli.Usagef("check: give the brain directory, e.g. brainstem check ./brain")
+	}
+	rep, err := check.Brain(ctx, fs.Arg(0), check.Options{MaxNoteBytes: *maxNote})
+	if err != nil {
+		return cli.UsageError{Msg: err.Error()}
+	}
+	write := rep.WriteText
+	if *asJSON {
+		write = rep.WriteJSON
+	}
+	if err := write(s.out); err != nil {
+		return err
+	}
+	return rep.Err()
+}
+
+func runCA(_ context.Context, args []string, s streams) error {
+	fs := newFlagSet("ca", s)
+	if len(args) == 0 || (args[0] != "init" && args[0] != "issue") {
+		fs.Usage()
+		return cli.Usagef("ca: want init or issue")
+	}
+	dir := fs.String("dir", "", "the CA directory (ca.crt, ca.key)")
+	role := fs.String("role", "", "issue: gateway or shard")
+	names := fs.String("name", "", "issue: comma-separated DNS names or IPs")
+	out := fs.String("out", "", "issue: where to write tls.crt, tls.key and ca.crt")
+	validity := fs.Duration("validity", pki.DefaultCertValidity, "issue: certificate lifetime")
+	if err := cli.Parse(fs, args[1:]); err != nil {
+		return err
+	}
+	switch r, err := pki.ParseRole(*role); {
+	case *dir == "":
+		return cli.Usagef("ca: --dir is required")
+	case args[0] == "init":
+		ca, err := pki.InitDir(*dir)
+		if err == nil {
+			fmt.Fprintf(s.out, "created CA %q in %s (expires %s)\n", ca.Certificate().Subject.CommonName, *dir, ca.Certificate().NotAfter.Format(time.DateOnly))
+		}
+		return err
+	case err != nil:
+		return cli.UsageError{Msg: err.Error()}
+	case *out == "" || *names == "":
+		return cli.Usagef("ca issue: --name and --out are required")
+	default:
+		err := pki.IssueFiles(*dir, *out, r, cli.List(*names), *validity)
+		if err == nil {
+			fmt.Fprintf(s.out, "issued a %s certificate for %s into %s\n", r, strings.Join(cli.List(*names), ", "), *out)
+		}
+		return err
+	}
+}
+
+func runLoad(ctx context.Context, args []string, s streams) error {
+	fs := newFlagSet("load", s)
+	var cfg loadgen.Config
+	fs.StringVar(&cfg.URL, "url", "", "the MCP endpoint, e.g. http://127.0.0.1:8080/mcp (required)")
+	tokens := fs.String("token", "", "bearer token(s), comma-separated (required)")
+	fs.IntVar(&cfg.Clients, "clients", 64, "concurrent MCP clients")
+	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long to issue calls")
+	fs.StringVar(&cfg.Tool, "tool", "brain_get", "the tool every client calls")
+	argsJSON := fs.String("args", `{"id":"payments/decisions/use-idempotency-keys"}`, "the call's arguments (a JSON object)")
+	fs.BoolVar(&cfg.Legacy, "legacy", false, "use the session-based protocol 2025-06-18 instead of negotiating")
+	fs.Float64Var(&cfg.Rate, "rate", 0, "calls per second across all clients, on a fixed schedule (0: as fast as answered)")
+	if err := cli.Parse(fs, args); err != nil {
+		return err
+	}
+	cfg.Tokens, cfg.Arguments = cli.List(*tokens), json.RawMessage(*argsJSON)
+	res, err := loadgen.Run(ctx, cfg)
+	if errors.Is(err, loadgen.ErrConfig) {
+		return cli.UsageError{Msg: err.Error()}
+	}
+	if err == nil {
+		fmt.Fprintln(s.out, res)
+		err = res.Err()
+	}
+	return err
+}

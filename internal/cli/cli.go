@@ -1,0 +1,190 @@
+// Package cli holds the command-line conventions of the brainstem binary,
+// so that cmd/brainstem only declares flags and wires packages: flag sets
+// whose errors are returned, flags and arguments in any order, every flag
+// also settable from the environment (BRAINSTEM_<FLAG>), usage errors (exit
+// status 2), the process logger and the output of --check-config.
+package cli
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log/slog"
+	"os"
+	"strings"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/collectors"
+
+	"github.com/brainstem/brainstem/gateway"
+)
+
+// UsageError marks a bad command line or configuration (exit status 2).
+type UsageError struct{ Msg string }
+
+func (e UsageError) Error() string { return e.Msg }
+
+// Usagef is a UsageError with a formatted message.
+func Usagef(format string, args ...any) error { return UsageError{fmt.Sprintf(format, args...)} }
+
+// ExitCode prints err (if any) on stderr and returns the exit status:
+// 0 success (or -h), 2 a UsageError, 1 anything else.
+func ExitCode(err error, stderr io.Writer) int {
+	var ue UsageError
+	switch {
+	case err == nil, errors.Is(err, flag.ErrHelp):
+		return 0
+	case errors.As(err, &ue):
+		fmt.Fprintln(stderr, "brainstem:", err)
+		return 2
+	default:
+		fmt.Fprintln(stderr, "brainstem:", err)
+		return 1
+	}
+}
+
+// NewFlagSet makes a flag set whose errors are returned, not fatal, and
+// whose -h prints usage and then the flags.
+func NewFlagSet(name string, stderr io.Writer, usage string) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(stderr)
+	fs.Usage = func() {
+		fmt.Fprint(stderr, usage)
+		fs.PrintDefaults()
+	}
+	return fs
+}
+
+// Parse parses args, flags and positional arguments in any order
+// (brainstem join URL --token T), then fills every flag not given on the
+// command line from BRAINSTEM_<FLAG> (upper case, dashes become
+// underscores). Its errors are UsageErrors, or flag.ErrHelp.
+func Parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(interspersed(fs, args)); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return UsageError{err.Error()}
+	}
+	given := map[string]bool{}
+	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
+	var errs []error
+	fs.VisitAll(func(f *flag.Flag) {
+		if given[f.Name] {
+			return
+		}
+		env := EnvName(f.Name)
+		if v, ok := os.LookupEnv(env); ok {
+			if err := fs.Set(f.Name, v); err != nil {
+				errs = append(errs, fmt.Errorf("%s=%q: %w", env, v, err))
+			}
+		}
+	})
+	if err := errors.Join(errs...); err != nil {
+		return UsageError{err.Error()}
+	}
+	return nil
+}
+
+// EnvName is the environment variable that sets a flag.
+func EnvName(flag string) string {
+	return "BRAINSTEM_" + strings.ToUpper(strings.ReplaceAll(flag, "-", "_"))
+}
+
+// interspersed moves the flags of args (with the values of non-boolean
+// flags) before the positional arguments, which package flag wants last;
+// "--" ends the flags.
+func interspersed(fs *flag.FlagSet, args []string) []string {
+	var flags, rest []string
+	for i := 0; i < len(args); i++ {
+		a := args[i]
+		if a == "--" {
+			rest = append(rest, args[i+1:]...)
+			break
+		}
+		if len(a) < 2 || a[0] != '-' {
+			rest = append(rest, a)
+			continue
+		}
+		flags = append(flags, a)
+		name := strings.TrimLeft(a, "-")
+		if strings.Contains(name, "=") {
+			continue
+		}
+		if f := fs.Lookup(name); f != nil {
+			if b, ok := f.Value.(interface{ IsBoolFlag() bool }); ok && b.IsBoolFlag() {
+				continue
+			}
+			if i+1 < len(args) {
+				flags = append(flags, args[i+1])
+				i++
+			}
+		}
+	}
+	if len(rest) == 0 {
+		return flags
+	}
+	return append(append(flags, "--"), rest...)
+}
+
+// Logger builds the process logger from --log-format (json, the
+// production format, or text) and --log-level; durations are logged in
+// seconds (gateway.NewLogger).
+func Logger(w io.Writer, format, level string) (*slog.Logger, error) {
+	var lvl slog.Level
+	if err := lvl.UnmarshalText([]byte(level)); err != nil {
+		return nil, Usagef("--log-level %q: want debug, info, warn or error", level)
+	}
+	f := strings.ToLower(format)
+	if f != "json" && f != "text" {
+		return nil, Usagef("--log-format %q: want json or text", format)
+	}
+	l, err := gateway.NewLogger(w, gateway.LogConfig{Format: f, Level: level})
+	if err != nil {
+		return nil, UsageError{err.Error()}
+	}
+	return l, nil
+}
+
+// Checked prints the warnings of a --check-config and that what was
+// checked is valid, or returns the problems as a UsageError.
+func Checked(w io.Writer, what string, warnings []string, err error) error {
+	for _, x := range warnings {
+		fmt.Fprintln(w, "warning:", x)
+	}
+	if err != nil {
+		return Usagef("%s is invalid:\n%v", what, err)
+	}
+	_, err = fmt.Fprintf(w, "%s is valid\n", what)
+	return err
+}
+
+// List splits a comma-separated flag value, dropping empty items.
+func List(s string) []string {
+	var out []string
+	for _, x := range strings.Split(s, ",") {
+		if x = strings.TrimSpace(x); x != "" {
+			out = append(out, x)
+		}
+	}
+	return out
+}
+
+// UsageIf makes err a UsageError when it wraps target (a package's
+// configuration error), and returns it unchanged otherwise.
+func UsageIf(err, target error) error {
+	if err != nil && errors.Is(err, target) {
+		return UsageError{err.Error()}
+	}
+	return err
+}
+
+// ProcessRegistry is a metrics registry holding the Go runtime and process
+// collectors (go_goroutines, process_resident_memory_bytes ...), which
+// every server's /metrics carries.
+func ProcessRegistry() *prometheus.Registry {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	return reg
+}

@@ -1,0 +1,98 @@
+package cli
+
+import (
+	"errors"
+	"flag"
+	"io"
+	"reflect"
+	"strings"
+	"testing"
+)
+
+func TestEnvFillsUnsetFlags(t *testing.T) {
+	t.Setenv("BRAINSTEM_WING", "from-env")
+	t.Setenv("BRAINSTEM_BRAIN", "env-brain")
+	t.Setenv("BRAINSTEM_MAX_NOTE_BYTES", "not a number")
+	fs := NewFlagSet("x", io.Discard, "")
+	wing := fs.String("wing", "", "")
+	brain := fs.String("brain", "", "")
+	if err := Parse(fs, []string{"--brain", "flag-brain"}); err != nil {
+		t.Fatal(err)
+	}
+	if *wing != "from-env" || *brain != "flag-brain" {
+		t.Errorf("wing=%q brain=%q: the environment fills unset flags only", *wing, *brain)
+	}
+	fs.Int("max-note-bytes", 0, "")
+	var ue UsageError
+	if err := Parse(fs, nil); !errors.As(err, &ue) || !strings.Contains(err.Error(), "BRAINSTEM_MAX_NOTE_BYTES") {
+		t.Errorf("a bad environment value: %v, want a usage error naming the variable", err)
+	}
+}
+
+func TestFlagsAndArgumentsInAnyOrder(t *testing.T) {
+	tests := []struct {
+		args  []string
+		token string
+		bare  bool
+		rest  []string
+	}{
+		{[]string{"https://x", "--token", "T"}, "T", false, []string{"https://x"}},
+		{[]string{"--bare", "https://x", "--token=T"}, "T", true, []string{"https://x"}},
+		{[]string{"a", "--", "--token", "b"}, "", false, []string{"a", "--token", "b"}},
+		{[]string{"-", "-bare"}, "", true, []string{"-"}},
+	}
+	for _, tt := range tests {
+		fs := NewFlagSet("x", io.Discard, "")
+		token := fs.String("token", "", "")
+		bare := fs.Bool("bare", false, "")
+		if err := Parse(fs, tt.args); err != nil {
+			t.Fatalf("%v: %v", tt.args, err)
+		}
+		if *token != tt.token || *bare != tt.bare || !reflect.DeepEqual(fs.Args(), tt.rest) {
+			t.Errorf("%v: token %q bare %v rest %q; want %q %v %q", tt.args, *token, *bare, fs.Args(), tt.token, tt.bare, tt.rest)
+		}
+	}
+	fs := NewFlagSet("x", io.Discard, "")
+	var ue UsageError
+	if err := Parse(fs, []string{"--bogus", "x"}); !errors.As(err, &ue) {
+		t.Errorf("an unknown flag: %v, want a usage error", err)
+	}
+	if err := Parse(fs, []string{"-h"}); !errors.Is(err, flag.ErrHelp) {
+		t.Errorf("-h: %v, want flag.ErrHelp", err)
+	}
+}
+
+func TestExitCode(t *testing.T) {
+	var b strings.Builder
+	for _, tt := range []struct {
+		err  error
+		want int
+	}{{nil, 0}, {flag.ErrHelp, 0}, {Usagef("bad %s", "flag"), 2}, {errors.New("boom"), 1}} {
+		if got := ExitCode(tt.err, &b); got != tt.want {
+			t.Errorf("ExitCode(%v) = %d, want %d", tt.err, got, tt.want)
+		}
+	}
+	if b.String() != "brainstem: bad flag\nbrainstem: boom\n" {
+		t.Errorf("printed %q", b.String())
+	}
+}
+
+func TestCheckedAndList(t *testing.T) {
+	var b strings.Builder
+	if err := Checked(&b, "x.yaml", []string{"expires soon"}, nil); err != nil || b.String() != "warning: expires soon\nx.yaml is valid\n" {
+		t.Errorf("valid: %v %q", err, b.String())
+	}
+	var ue UsageError
+	if err := Checked(&b, "x.yaml", nil, errors.New("no wings")); !errors.As(err, &ue) || !strings.Contains(err.Error(), "x.yaml is invalid:\nno wings") {
+		t.Errorf("invalid: %v", err)
+	}
+	if got := List(" a, ,b ,"); !reflect.DeepEqual(got, []string{"a", "b"}) {
+		t.Errorf("List = %q", got)
+	}
+	if _, err := Logger(io.Discard, "xml", "info"); !errors.As(err, &ue) {
+		t.Errorf("Logger with a bad format: %v", err)
+	}
+	if _, err := Logger(io.Discard, "text", "loud"); !errors.As(err, &ue) {
+		t.Errorf("Logger with a bad level: %v", err)
+	}
+}
