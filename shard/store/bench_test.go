@@ -19,7 +19,7 @@ import (
 )
 
 // benchBrain is a brain directory holding one wing ("bench") generated with
-// shard/corpus, written once per process. Its size comes from
+// internal/corpus, written once per process. Its size comes from
 // BRAINSTEM_BENCH_DOCS (default 100000); BRAINSTEM_BENCH_CORPUS=heavy uses
 // the heavy-tailed corpus (notes of up to 2 MB; the store's note limit is
 // raised to 4 MiB for it).
