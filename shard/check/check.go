@@ -204,60 +204,56 @@ func (c *checker) wikiWing(ctx context.Context, wing string) {
 
 func (c *checker) hall(wing, hall string) {
 	dir := brain.HallDir(wing, hall)
-	for _, e := range c.entries(dir) {
-		name := e.Name()
-		rel := dir + "/" + name
-		if c.hidden(rel, name) || !c.regularOrDir(rel, e) {
-			continue
-		}
-		if e.IsDir() {
-			c.problem(rel+"/", "a directory inside a hall: notes are files directly in %s/", dir)
-			continue
-		}
+	c.eachFile(dir, "a directory inside a hall: notes are files directly in "+dir+"/", func(rel, name string) {
 		slug, err := layout.NoteFile(name)
 		if err != nil {
 			c.problem(rel, "%s; the shard does not load it", reason(err))
-			continue
+			return
 		}
 		raw, ok := c.read(rel)
 		if !ok {
-			continue
+			return
 		}
 		id := brain.ID{Wing: wing, Hall: hall, Slug: slug}
 		c.notes[id.String()] = true
 		c.rep.Notes++
 		c.rep.PerWing[wing]++
 		c.note(rel, wing, hall, raw)
-	}
+	})
 }
 
 func (c *checker) inboxWing(wing string) {
 	dir := brain.WingDir(brain.TopInbox, wing)
-	for _, e := range c.entries(dir) {
-		name := e.Name()
-		rel := dir + "/" + name
-		if c.hidden(rel, name) || !c.regularOrDir(rel, e) {
-			continue
-		}
-		if e.IsDir() {
-			c.problem(rel+"/", "a directory inside the inbox: inbox notes are files %s/<name>.md", dir)
-			continue
-		}
+	c.eachFile(dir, "a directory inside the inbox: inbox notes are files "+dir+"/<name>.md", func(rel, name string) {
 		if _, err := layout.InboxFile(name); err != nil {
 			c.problem(rel, "%s; brain_pending does not list it", reason(err))
-			continue
+			return
 		}
 		raw, ok := c.read(rel)
 		if !ok {
-			continue
+			return
 		}
 		c.rep.Inbox++
 		c.note(rel, wing, "", raw)
-	}
+	})
 }
 
 func (c *checker) sessionsWing(wing string) {
 	dir := brain.WingDir(brain.TopSessions, wing)
+	c.eachFile(dir, "a directory inside sessions: session logs are files "+dir+"/<session>.jsonl", func(rel, name string) {
+		if _, err := layout.SessionFile(name); err != nil {
+			c.problem(rel, "%s", reason(err))
+			return
+		}
+		c.rep.Sessions++
+		c.session(rel)
+	})
+}
+
+// eachFile calls fn for every regular file directly in dir (hidden entries
+// and what is neither a file nor a directory are reported by hidden and
+// regularOrDir); a directory there is reported with dirProblem.
+func (c *checker) eachFile(dir, dirProblem string, fn func(rel, name string)) {
 	for _, e := range c.entries(dir) {
 		name := e.Name()
 		rel := dir + "/" + name
@@ -265,15 +261,10 @@ func (c *checker) sessionsWing(wing string) {
 			continue
 		}
 		if e.IsDir() {
-			c.problem(rel+"/", "a directory inside sessions: session logs are files %s/<session>.jsonl", dir)
+			c.problem(rel+"/", "%s", dirProblem)
 			continue
 		}
-		if _, err := layout.SessionFile(name); err != nil {
-			c.problem(rel, "%s", reason(err))
-			continue
-		}
-		c.rep.Sessions++
-		c.session(rel)
+		fn(rel, name)
 	}
 }
 
