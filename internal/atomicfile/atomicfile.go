@@ -132,20 +132,17 @@ func (p *Pending) Cleanup() {
 // WriteFile durably and atomically replaces (or creates) path with data,
 // mode perm.
 func WriteFile(path string, data []byte, perm fs.FileMode) error {
-	p, err := New(path, perm)
-	if err != nil {
-		return err
-	}
-	defer p.Cleanup()
-	if _, err := p.Write(data); err != nil {
-		return err
-	}
-	return p.Replace()
+	return write(path, data, perm, (*Pending).Replace)
 }
 
 // CreateFile durably creates path with data, mode perm, and fails with an
 // error wrapping fs.ErrExist when path exists (see Pending.Create).
 func CreateFile(path string, data []byte, perm fs.FileMode) error {
+	return write(path, data, perm, (*Pending).Create)
+}
+
+// write writes data to a pending file for path and ends it with finish.
+func write(path string, data []byte, perm fs.FileMode, finish func(*Pending) error) error {
 	p, err := New(path, perm)
 	if err != nil {
 		return err
@@ -154,7 +151,7 @@ func CreateFile(path string, data []byte, perm fs.FileMode) error {
 	if _, err := p.Write(data); err != nil {
 		return err
 	}
-	return p.Create()
+	return finish(p)
 }
 
 // SyncDir fsyncs a directory so that the entries created, renamed or
