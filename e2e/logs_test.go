@@ -3,7 +3,6 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -13,6 +12,7 @@ import (
 	"github.com/brainstem/brainstem/gateway"
 	"github.com/brainstem/brainstem/internal/devenv"
 	"github.com/brainstem/brainstem/internal/devenv/devenvtest"
+	"github.com/brainstem/brainstem/internal/logcheck"
 )
 
 // lockedBuffer is a goroutine-safe log sink.
@@ -85,7 +85,7 @@ func TestLogLines(t *testing.T) {
 	refused := 0
 	for name, text := range map[string]string{"log": logs.String(), "audit": audit.String()} {
 		for i, line := range strings.Split(strings.TrimSpace(text), "\n") {
-			if err := noDuplicateKeys(line); err != nil {
+			if err := logcheck.DuplicateKey(line); err != nil {
 				t.Errorf("%s line %d: %v\n%s", name, i+1, err, line)
 			}
 			for _, tok := range []string{alice, bob, forged} {
@@ -116,47 +116,4 @@ func TestLogLines(t *testing.T) {
 	if !strings.Contains(audit.String(), `"duration_seconds":`) {
 		t.Error("audit lines lack duration_seconds")
 	}
-}
-
-// noDuplicateKeys reports a key that appears twice in one JSON object of
-// line (at any depth).
-func noDuplicateKeys(line string) error {
-	dec := json.NewDecoder(strings.NewReader(line))
-	var walk func() error
-	walk = func() error {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				key := k.(string)
-				if seen[key] {
-					return fmt.Errorf("key %q appears twice", key)
-				}
-				seen[key] = true
-				if err := walk(); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		case json.Delim('['):
-			for dec.More() {
-				if err := walk(); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		}
-		return nil
-	}
-	return walk()
 }

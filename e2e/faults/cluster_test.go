@@ -25,6 +25,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/deploy/examples"
+	"github.com/brainstem/brainstem/internal/logcheck"
 )
 
 // bin is the brainstem binary under test, built once by TestMain.
@@ -289,7 +290,7 @@ func (c *cluster) stopAll() {
 			if !strings.HasPrefix(line, "{") {
 				continue
 			}
-			if err := noDuplicateKeys(line); err != nil {
+			if err := logcheck.DuplicateKey(line); err != nil {
 				c.t.Errorf("%s line %d: %v: %s", filepath.Base(p.log), i+1, err, line)
 			}
 		}
@@ -432,52 +433,6 @@ func freeUDP(t *testing.T) int {
 	}
 	defer pc.Close()
 	return pc.LocalAddr().(*net.UDPAddr).Port
-}
-
-// noDuplicateKeys reports a key that appears twice in one JSON object of
-// line (at any depth).
-func noDuplicateKeys(line string) error {
-	dec := json.NewDecoder(strings.NewReader(line))
-	var walk func() error
-	walk = func() error {
-		tok, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		switch tok {
-		case json.Delim('{'):
-			seen := map[string]bool{}
-			for dec.More() {
-				k, err := dec.Token()
-				if err != nil {
-					return err
-				}
-				key, _ := k.(string)
-				if seen[key] {
-					return fmt.Errorf("key %q appears twice", key)
-				}
-				seen[key] = true
-				if err := walk(); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		case json.Delim('['):
-			for dec.More() {
-				if err := walk(); err != nil {
-					return err
-				}
-			}
-			_, err = dec.Token()
-			return err
-		}
-		return nil
-	}
-	if err := walk(); err != nil && !errors.Is(err, io.EOF) {
-		return err
-	}
-	return nil
 }
 
 // udpRelay forwards datagrams between the gateway and one shard on
