@@ -123,7 +123,7 @@ func TestLayout(t *testing.T) {
 	// run. Everything else is the binary (cmd/), tooling and test support
 	// (internal/), end-to-end tests (e2e/) or data (deploy/examples).
 	productPackages := []string{"auth", "proto", "shard", "shardserver", "gateway", "signin", "join", "doctor", "brain"}
-	tooling := []string{"internal/devenv", "internal/loadgen", "internal/corpus", "internal/cli", "internal/testbrowser", "internal/logcheck"}
+	tooling := []string{"internal/devenv", "internal/loadgen", "internal/corpus", "internal/cli", "internal/testbrowser", "internal/logcheck", "internal/emailcases"}
 	for _, p := range listPackages(t) {
 		product := false
 		for _, d := range productPackages {

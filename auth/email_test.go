@@ -1,50 +1,14 @@
 package auth
 
 import (
-	"bufio"
 	"errors"
-	"os"
-	"strconv"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/internal/emailcases"
 )
-
-// emailCase is one line of testdata/emails.txt: an input and its canonical
-// form, or refused.
-type emailCase struct {
-	in, want string
-	refused  bool
-}
-
-func readEmailCases(t testing.TB, path string) []emailCase {
-	t.Helper()
-	f, err := os.Open(path)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	var out []emailCase
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		want, quoted, ok := strings.Cut(line, " ")
-		in, err := strconv.Unquote(quoted)
-		if !ok || err != nil {
-			t.Fatalf("%s: bad line %q: %v", path, line, err)
-		}
-		out = append(out, emailCase{in: in, want: want, refused: want == "!"})
-	}
-	if len(out) < 20 {
-		t.Fatalf("%s: only %d cases", path, len(out))
-	}
-	return out
-}
 
 // TestEmailRuleInPoliciesAndTokens: the policy and the shard-token minter
 // apply the email rule. A refused address gets no capability, not even
@@ -58,46 +22,47 @@ func TestEmailRuleInPoliciesAndTokens(t *testing.T) {
 	m := NewMinter("w", key, time.Minute, nil)
 	v := NewTokenVerifier("w", nil, key.Public())
 	open := Policy{Readers: []string{"*"}, Curators: []string{"email:kate@example.com", "email:stan@acme.com", "email:ann@acme.com"}}
-	for _, c := range readEmailCases(t, "testdata/emails.txt") {
-		caps := open.Caps(c.in, nil)
-		tok, _, err := m.Mint(c.in, brain.CapRead, time.Time{})
-		if c.refused {
+	for _, c := range emailcases.Load(t) {
+		caps := open.Caps(c.In, nil)
+		tok, _, err := m.Mint(c.In, brain.CapRead, time.Time{})
+		if c.Refused {
 			if caps != 0 {
-				t.Errorf("Policy.Caps(%q) = %v, want none", c.in, caps)
+				t.Errorf("Policy.Caps(%q) = %v, want none", c.In, caps)
 			}
 			if err == nil {
-				t.Errorf("Mint(%q) signed a token", c.in)
+				t.Errorf("Mint(%q) signed a token", c.In)
 			}
-			if _, err := ParsePrincipal("email:" + c.in); err == nil {
-				t.Errorf("ParsePrincipal(email:%q) accepted", c.in)
+			if _, err := ParsePrincipal("email:" + c.In); err == nil {
+				t.Errorf("ParsePrincipal(email:%q) accepted", c.In)
 			}
 			continue
 		}
 		if caps == 0 {
-			t.Errorf("Policy.Caps(%q) = none, want read", c.in)
+			t.Errorf("Policy.Caps(%q) = none, want read", c.In)
 		}
 		if err != nil {
-			t.Errorf("Mint(%q): %v", c.in, err)
+			t.Errorf("Mint(%q): %v", c.In, err)
 			continue
 		}
 		claims, err := v.Verify(tok)
-		if err != nil || claims.Email != c.want {
-			t.Errorf("Verify(token for %q) = %q, %v; want %q", c.in, claims.Email, err, c.want)
+		if err != nil || claims.Email != c.Want {
+			t.Errorf("Verify(token for %q) = %q, %v; want %q", c.In, claims.Email, err, c.Want)
 		}
 	}
 }
 
-// TestCanonicalEmail runs testdata/emails.txt through the rule itself.
+// TestCanonicalEmail runs the email attack list (internal/emailcases)
+// through the rule itself.
 func TestCanonicalEmail(t *testing.T) {
-	for _, c := range readEmailCases(t, "testdata/emails.txt") {
-		got, err := CanonicalEmail(c.in)
+	for _, c := range emailcases.Load(t) {
+		got, err := CanonicalEmail(c.In)
 		switch {
-		case c.refused && err == nil:
-			t.Errorf("CanonicalEmail(%q) = %q, want a refusal", c.in, got)
-		case c.refused && (!errors.Is(err, ErrBadEmail) || got != ""):
-			t.Errorf("CanonicalEmail(%q) = %q, %v; want ErrBadEmail", c.in, got, err)
-		case !c.refused && (err != nil || got != c.want):
-			t.Errorf("CanonicalEmail(%q) = %q, %v; want %q", c.in, got, err, c.want)
+		case c.Refused && err == nil:
+			t.Errorf("CanonicalEmail(%q) = %q, want a refusal", c.In, got)
+		case c.Refused && (!errors.Is(err, ErrBadEmail) || got != ""):
+			t.Errorf("CanonicalEmail(%q) = %q, %v; want ErrBadEmail", c.In, got, err)
+		case !c.Refused && (err != nil || got != c.Want):
+			t.Errorf("CanonicalEmail(%q) = %q, %v; want %q", c.In, got, err, c.Want)
 		}
 	}
 }

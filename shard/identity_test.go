@@ -1,20 +1,18 @@
 package shard
 
 import (
-	"bufio"
 	"context"
-	"os"
 	"strconv"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/internal/emailcases"
 	"github.com/brainstem/brainstem/proto"
 )
 
 // TestMintAppliesEmailRule: the shard applies the email rule to the email a
-// gateway vouches for (auth/testdata/emails.txt): a refused address gets a
+// gateway vouches for (internal/emailcases): a refused address gets a
 // bad_request and no token, even where the policy admits "*", and never the
 // rights of the address it would fold onto (the Kelvin sign K is not k).
 func TestMintAppliesEmailRule(t *testing.T) {
@@ -26,24 +24,10 @@ func TestMintAppliesEmailRule(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
-	f, err := os.Open("../auth/testdata/emails.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		want, quoted, _ := strings.Cut(line, " ")
-		in, err := strconv.Unquote(quoted)
-		if err != nil {
-			t.Fatalf("bad line %q", line)
-		}
+	for _, c := range emailcases.Load(t) {
+		in, want := c.In, c.Want
 		resp, err := svc.Mint(context.Background(), proto.Peer{Role: "gateway"}, &proto.MintRequest{Email: in, NotAfter: time.Now().Add(time.Hour)})
-		if want == "!" {
+		if c.Refused {
 			if proto.CodeOf(err) != proto.CodeBadRequest {
 				var caps []string
 				if resp != nil {

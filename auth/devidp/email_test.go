@@ -1,38 +1,22 @@
 package devidp
 
 import (
-	"bufio"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/emailcases"
 )
 
 // TestMintAppliesEmailRule: the development IdP refuses what the email rule
-// refuses (auth/testdata/emails.txt) instead of signing it, and signs the
+// refuses (internal/emailcases) instead of signing it, and signs the
 // canonical form of the rest.
 func TestMintAppliesEmailRule(t *testing.T) {
 	p := serve(t, newClock())
 	v := verifier(t, p, newClock())
-	f, err := os.Open("../testdata/emails.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		want, quoted, _ := strings.Cut(line, " ")
-		in, err := strconv.Unquote(quoted)
-		if err != nil {
-			t.Fatalf("bad line %q", line)
-		}
+	for _, c := range emailcases.Load(t) {
+		in, want := c.In, c.Want
 		tok, _, err := p.Mint(in, nil, time.Minute)
-		if want == "!" {
+		if c.Refused {
 			if err == nil {
 				t.Errorf("Mint(%q) signed a token", in)
 			}

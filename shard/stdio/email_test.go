@@ -1,40 +1,24 @@
 package stdio
 
 import (
-	"bufio"
 	"errors"
-	"os"
-	"strconv"
-	"strings"
 	"testing"
+
+	"github.com/brainstem/brainstem/internal/emailcases"
 )
 
 // TestCheckEmailRule: the stdio author (git's user.email) obeys the email
-// rule of auth/testdata/emails.txt.
+// rule (internal/emailcases).
 func TestCheckEmailRule(t *testing.T) {
-	f, err := os.Open("../../auth/testdata/emails.txt")
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer f.Close()
-	sc := bufio.NewScanner(f)
-	for sc.Scan() {
-		line := sc.Text()
-		if line == "" || strings.HasPrefix(line, "#") {
-			continue
-		}
-		want, quoted, _ := strings.Cut(line, " ")
-		in, err := strconv.Unquote(quoted)
-		if err != nil {
-			t.Fatalf("bad line %q", line)
-		}
+	for _, c := range emailcases.Load(t) {
+		in, want := c.In, c.Want
 		got, err := checkEmail(in)
 		switch {
-		case want == "!" && err == nil:
+		case c.Refused && err == nil:
 			t.Errorf("checkEmail(%q) accepted %q", in, got)
-		case want == "!" && !errors.Is(err, ErrNoEmail):
+		case c.Refused && !errors.Is(err, ErrNoEmail):
 			t.Errorf("checkEmail(%q): %v does not wrap ErrNoEmail", in, err)
-		case want != "!" && (err != nil || got != want):
+		case !c.Refused && (err != nil || got != want):
 			t.Errorf("checkEmail(%q) = %q, %v; want %q", in, got, err, want)
 		}
 	}
