@@ -1,12 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/brainstem/brainstem/gateway"
@@ -15,31 +13,13 @@ import (
 	"github.com/brainstem/brainstem/internal/logcheck"
 )
 
-// lockedBuffer is a goroutine-safe log sink.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // TestLogLines runs the whole environment (identity provider, shards,
 // gateway) with the production logger, makes ordinary and failing calls,
 // and checks every JSON log and audit line: no key appears twice in an
 // object, one line per refused token names its kind, issuer and client IP
 // and never the token, and durations are seconds.
 func TestLogLines(t *testing.T) {
-	logs, audit := &lockedBuffer{}, &lockedBuffer{}
+	logs, audit := &logcheck.Buffer{}, &logcheck.Buffer{}
 	logger, err := gateway.NewLogger(logs, gateway.LogConfig{Format: "json", Level: "debug"})
 	if err != nil {
 		t.Fatal(err)

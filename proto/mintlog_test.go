@@ -1,42 +1,23 @@
 package proto
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"log/slog"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/brainstem/brainstem/internal/logcheck"
 	"github.com/brainstem/brainstem/proto/pki"
 )
-
-// lockedBuffer is a bytes.Buffer safe for a logger and a reader.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
 
 // TestRefusedMintIsLogged: a mint from a peer that is not a gateway is
 // refused before the handler, and the server logs it with the peer
 // certificate's role and the reason.
 func TestRefusedMintIsLogged(t *testing.T) {
 	f := newFixture(t)
-	var logs lockedBuffer
+	var logs logcheck.Buffer
 	srv := startServer(t, f, &handler{}, ServerConfig{Logger: slog.New(slog.NewJSONHandler(&logs, nil))}, "127.0.0.1:0")
 	c := newClient(t, f, srv.Addr().String(), ClientConfig{TLS: f.clientTLS(t, pki.RoleShard), DialTimeout: 2 * time.Second})
 	if _, err := c.Mint(context.Background(), &MintRequest{RequestID: "m-1", Email: "ada@acme.com"}); CodeOf(err) != CodeWrongRole {

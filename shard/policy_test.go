@@ -2,17 +2,16 @@ package shard
 
 import (
 	"context"
-	"encoding/json"
 	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/brainstem/brainstem/internal/logcheck"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -46,30 +45,6 @@ func sample(t *testing.T, reg *prometheus.Registry, name string, labels ...strin
 		}
 	}
 	return 0, false
-}
-
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) lines(msg string) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(l.b.String(), "\n") {
-		var rec map[string]any
-		if json.Unmarshal([]byte(line), &rec) == nil && strings.HasPrefix(rec["msg"].(string), msg) {
-			out = append(out, rec)
-		}
-	}
-	return out
 }
 
 // configMap lays a policy out as a Kubernetes ConfigMap volume does:
@@ -111,7 +86,7 @@ func (c *configMap) update(t *testing.T, policy string) {
 	}
 }
 
-func openLive(t *testing.T, file string, logs *lockedBuffer, reg prometheus.Registerer) *Service {
+func openLive(t *testing.T, file string, logs *logcheck.Buffer, reg prometheus.Registerer) *Service {
 	t.Helper()
 	now := &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
 	svc, err := Open(context.Background(), Config{
@@ -135,7 +110,7 @@ func openLive(t *testing.T, file string, logs *lockedBuffer, reg prometheus.Regi
 // policy in force stays.
 func TestPolicyEditEnforcedOnNextCall(t *testing.T) {
 	cm := newConfigMap(t, "readers: [\"email:rita@example.com\", \"group:auditors\"]\nwriters: [\"email:will@example.com\"]\n")
-	var logs lockedBuffer
+	var logs logcheck.Buffer
 	reg := prometheus.NewRegistry()
 	svc := openLive(t, cm.path(), &logs, reg)
 	ctx := context.Background()
@@ -169,10 +144,10 @@ func TestPolicyEditEnforcedOnNextCall(t *testing.T) {
 	if got, _ := svc.PolicySHA256(); got != sha {
 		t.Fatal("the policy in force changed after a broken edit")
 	}
-	if len(logs.lines("policy file rejected")) != 1 {
-		t.Fatalf("the broken policy was not logged (once): %v", logs.lines("policy file rejected"))
+	if len(logs.Lines("policy file rejected")) != 1 {
+		t.Fatalf("the broken policy was not logged (once): %v", logs.Lines("policy file rejected"))
 	}
-	if _, err := svc.ReloadPolicy(false); err == nil || len(logs.lines("policy file rejected")) != 1 {
+	if _, err := svc.ReloadPolicy(false); err == nil || len(logs.Lines("policy file rejected")) != 1 {
 		t.Fatal("the same broken version is logged again or accepted")
 	}
 	if err := call(rita, "brain_get", get); err != nil {
@@ -211,12 +186,12 @@ func TestPolicyEditEnforcedOnNextCall(t *testing.T) {
 	}
 
 	// Logs and metrics.
-	refused := logs.lines("mint refused")
+	refused := logs.Lines("mint refused")
 	if len(refused) != 1 || refused[0]["peer_role"] != "gateway" || refused[0]["peer_cn"] != "gw-1" || refused[0]["request_id"] != "m-9" ||
 		!strings.Contains(refused[0]["reason"].(string), "policy") {
 		t.Errorf("refused mints logged as %v", refused)
 	}
-	if len(logs.lines("policy reloaded")) != 1 {
+	if len(logs.Lines("policy reloaded")) != 1 {
 		t.Error("the reload was not logged")
 	}
 	ok, _ := sample(t, reg, "brainstem_shard_policy_reloads_total", "result", "ok")

@@ -1,11 +1,13 @@
-// Package logcheck holds the checks the end-to-end suites apply to every
-// JSON log and audit line the product writes.
+// Package logcheck captures the JSON log lines the product writes, for
+// tests, and holds the checks the end-to-end suites apply to every one.
 package logcheck
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 )
 
 // DuplicateKey reports a key that appears twice in one JSON object of line
@@ -49,4 +51,39 @@ func DuplicateKey(line string) error {
 		return nil
 	}
 	return walk()
+}
+
+// Buffer is a goroutine-safe sink for a logger that a test reads while the
+// logger may still write.
+type Buffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *Buffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+// String is everything written so far.
+func (l *Buffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
+}
+
+// Lines decodes the JSON lines written so far whose "msg" starts with msg.
+func (l *Buffer) Lines(msg string) []map[string]any {
+	var out []map[string]any
+	for line := range strings.Lines(l.String()) {
+		var rec map[string]any
+		if json.Unmarshal([]byte(line), &rec) != nil {
+			continue
+		}
+		if m, ok := rec["msg"].(string); ok && strings.HasPrefix(m, msg) {
+			out = append(out, rec)
+		}
+	}
+	return out
 }

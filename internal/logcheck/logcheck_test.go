@@ -19,3 +19,17 @@ func TestDuplicateKey(t *testing.T) {
 		}
 	}
 }
+
+func TestBufferLines(t *testing.T) {
+	var b Buffer
+	b.Write([]byte("{\"msg\":\"policy reloaded\",\"n\":1}\nnot json\n{\"msg\":\"policy file rejected; kept\"}\n{\"msg\":7}\n{\"msg\":\"policy reloaded\",\"n\":2}"))
+	if got := b.Lines("policy reloaded"); len(got) != 2 || got[1]["n"] != 2.0 {
+		t.Errorf("Lines(policy reloaded) = %v", got)
+	}
+	if got := b.Lines("policy file rejected"); len(got) != 1 {
+		t.Errorf("Lines(policy file rejected) = %v", got)
+	}
+	if got := b.Lines("mint"); len(got) != 0 {
+		t.Errorf("Lines(mint) = %v", got)
+	}
+}

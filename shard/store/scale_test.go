@@ -3,7 +3,6 @@ package store
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"log/slog"
 	"os"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/internal/corpus"
+	"github.com/brainstem/brainstem/internal/logcheck"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/index"
 )
@@ -23,33 +23,8 @@ import (
 // by the test look old enough to be trusted by their signature.
 func lateClock() time.Time { return time.Now().Add(time.Minute) }
 
-// logBuffer collects a store's JSON log lines.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (l *logBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// lines returns the decoded log lines whose msg is msg.
-func (l *logBuffer) lines(msg string) []map[string]any {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	var out []map[string]any
-	for _, line := range strings.Split(l.buf.String(), "\n") {
-		var m map[string]any
-		if json.Unmarshal([]byte(line), &m) == nil && m["msg"] == msg {
-			out = append(out, m)
-		}
-	}
-	return out
-}
-
-func (l *logBuffer) logger() *slog.Logger {
+// jsonLogger is a debug-level JSON logger writing to l.
+func jsonLogger(l *logcheck.Buffer) *slog.Logger {
 	return slog.New(slog.NewJSONHandler(l, &slog.HandlerOptions{Level: slog.LevelDebug}))
 }
 
@@ -277,7 +252,7 @@ func TestRankAndFetch(t *testing.T) {
 // warning, and forgotten once fixed.
 func TestSkippedFilesAreReported(t *testing.T) {
 	root := t.TempDir()
-	var logs logBuffer
+	var logs logcheck.Buffer
 	writeFile(t, root, "wiki/payments/facts/good.md", "# Good\nok\n")
 	writeFile(t, root, "wiki/payments/facts/trailing-.md", "# Trailing\nx\n")
 	writeFile(t, root, "wiki/payments/facts/Upper.md", "# Upper\nx\n")
@@ -291,7 +266,7 @@ func TestSkippedFilesAreReported(t *testing.T) {
 	if err := os.Symlink(filepath.Join(root, "wiki/payments/facts/good.md"), filepath.Join(root, "wiki/payments/facts/link.md")); err != nil {
 		t.Skip("symlinks unsupported:", err)
 	}
-	s, err := Open(context.Background(), Options{Root: root, Wing: testWing, RescanInterval: -1, MaxNoteBytes: 1000, Logger: logs.logger()})
+	s, err := Open(context.Background(), Options{Root: root, Wing: testWing, RescanInterval: -1, MaxNoteBytes: 1000, Logger: jsonLogger(&logs)})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -320,7 +295,7 @@ func TestSkippedFilesAreReported(t *testing.T) {
 	}
 	check("open", want)
 	warned := map[string]int{}
-	for _, l := range logs.lines("store: file not loaded") {
+	for _, l := range logs.Lines("store: file not loaded") {
 		warned[l["path"].(string)]++
 		if l["level"] != "WARN" || l["reason"] == "" {
 			t.Errorf("log line %v", l)
@@ -343,7 +318,7 @@ func TestSkippedFilesAreReported(t *testing.T) {
 	check("rescan", slices.DeleteFunc(slices.Clone(want), func(sk Skipped) bool {
 		return strings.Contains(sk.Path, "trailing") || strings.Contains(sk.Path, "big")
 	}))
-	if n := len(logs.lines("store: file not loaded")); n != len(want) {
+	if n := len(logs.Lines("store: file not loaded")); n != len(want) {
 		t.Errorf("%d warnings after a rescan, want the %d of Open", n, len(want))
 	}
 	if hits, _ := s.Search(context.Background(), "trailing", SearchOptions{}); len(hits) != 1 {
@@ -393,12 +368,12 @@ func TestIndexBatchedByDefault(t *testing.T) {
 func TestSnapshotRestart(t *testing.T) {
 	root := t.TempDir()
 	ctx := context.Background()
-	openWith := func(progress *[2]int, logs *logBuffer) *Store {
+	openWith := func(progress *[2]int, logs *logcheck.Buffer) *Store {
 		t.Helper()
 		opt := Options{Root: root, Wing: testWing, RescanInterval: -1, wallNow: lateClock,
 			Progress: func(done, total int) { *progress = [2]int{done, total} }}
 		if logs != nil {
-			opt.Logger = logs.logger()
+			opt.Logger = jsonLogger(logs)
 		}
 		s, err := Open(ctx, opt)
 		if err != nil {
@@ -466,10 +441,10 @@ func TestSnapshotRestart(t *testing.T) {
 	data, _ := os.ReadFile(snap)
 	data[len(data)/2] ^= 0xff
 	os.WriteFile(snap, data, 0o644)
-	var logs logBuffer
+	var logs logcheck.Buffer
 	s = openWith(&prog, &logs)
-	if prog[1] != 40 || len(logs.lines("store: the index snapshot is unusable; reading every note (it is rebuilt)")) != 1 {
-		t.Errorf("corrupt snapshot: read %d files, warnings %v", prog[1], logs.lines("store: the index snapshot is unusable; reading every note (it is rebuilt)"))
+	if prog[1] != 40 || len(logs.Lines("store: the index snapshot is unusable; reading every note (it is rebuilt)")) != 1 {
+		t.Errorf("corrupt snapshot: read %d files, warnings %v", prog[1], logs.Lines("store: the index snapshot is unusable; reading every note (it is rebuilt)"))
 	}
 	same(s, full)
 	s.Close()
