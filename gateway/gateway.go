@@ -268,13 +268,21 @@ func (g *Gateway) setURLs() error {
 	for _, is := range cfg.OIDC.Issuers {
 		issuers = append(issuers, is.URL)
 	}
-	g.metadataJSON, _ = brain.Marshal(protectedResourceMetadata{
-		Resource:               cfg.mcpURL(),
-		AuthorizationServers:   issuers,
+	g.metadataJSON = resourceMetadata(cfg.mcpURL(), issuers, nil)
+	return nil
+}
+
+// resourceMetadata is the RFC 9728 document of the MCP endpoint at
+// resource, naming its authorization servers and scopes.
+func resourceMetadata(resource string, servers, scopes []string) []byte {
+	b, _ := brain.Marshal(protectedResourceMetadata{ // strings only: cannot fail
+		Resource:               resource,
+		AuthorizationServers:   servers,
+		ScopesSupported:        scopes,
 		BearerMethodsSupported: []string{"header"},
 		ResourceName:           "Brainstem",
 	})
-	return nil
+	return b
 }
 
 // newState builds what the gateway keeps about its callers: the rate
@@ -363,13 +371,7 @@ func (g *Gateway) startFacade(ctx context.Context, idp identityVerifier, opt Opt
 	}
 	g.facade = f
 	g.verifier = bearerVerifier{facade: f, idp: idp}
-	g.metadataJSON, _ = brain.Marshal(protectedResourceMetadata{
-		Resource:               g.cfg.mcpURL(),
-		AuthorizationServers:   []string{f.Issuer()},
-		ScopesSupported:        f.Scopes(),
-		BearerMethodsSupported: []string{"header"},
-		ResourceName:           "Brainstem",
-	})
+	g.metadataJSON = resourceMetadata(g.cfg.mcpURL(), []string{f.Issuer()}, f.Scopes())
 	g.public = g.buildPublicHandler()
 	g.publicSrv.Handler = g.public
 	return nil
