@@ -111,39 +111,64 @@ func TestContractImportsNothing(t *testing.T) {
 	}
 }
 
-// TestLayout enforces the layout of the module: every package is product,
-// internal, the binary, end-to-end tests or data; the product never depends
-// on the tooling under internal/ (the development environment, the load
+// layers is the layout of the module, lowest first: a package may import
+// the packages of its own top-level directory and of lower layers, never
+// of its own layer's other directories or of a higher one (no arrow runs
+// back up). internal/ holds product-grade leaves only (how a file is
+// written durably, the binary codec, the process logger); the product is
+// layers 1 to 5; tooling/ (the development environment, the load
 // generator, the benchmark corpora, the CLI's conventions, the test
-// browser), which may itself use the product; cmd/brainstem may use
-// anything. internal/atomicfile is the one internal package the product
-// uses: how files are written is not API.
+// browser, the log and email checks) may use the product, which never
+// uses it; cmd/brainstem wires everything; e2e/ is tests only.
+var layers = [][]string{
+	{"internal"},
+	{"brain"},
+	{"proto", "signin", "deploy"},
+	{"auth", "join"},
+	{"gateway", "shard", "doctor"},
+	{"shardserver"},
+	{"tooling"},
+	{"cmd"},
+	{"e2e", ""}, // "" is the module's root package (its doc and these tests)
+}
+
+// layerOf returns the layer and top-level directory of a package of the
+// module, or -1.
+func layerOf(pkg string) (int, string) {
+	dir := ""
+	if pkg != module {
+		rest, ok := strings.CutPrefix(pkg, module+"/")
+		if !ok {
+			return -1, ""
+		}
+		dir, _, _ = strings.Cut(rest, "/")
+	}
+	for i, l := range layers {
+		if slices.Contains(l, dir) {
+			return i, dir
+		}
+	}
+	return -1, dir
+}
+
+// TestLayout enforces layers over every package's imports: each package
+// belongs to a layer, and imports only its own directory and lower layers.
 func TestLayout(t *testing.T) {
-	// The directories of the product: what is deployed and what its users
-	// run. Everything else is the binary (cmd/), tooling and test support
-	// (internal/), end-to-end tests (e2e/) or data (deploy/examples).
-	productPackages := []string{"auth", "proto", "shard", "shardserver", "gateway", "signin", "join", "doctor", "brain"}
-	tooling := []string{"internal/devenv", "internal/loadgen", "internal/corpus", "internal/cli", "internal/testbrowser", "internal/logcheck", "internal/emailcases"}
 	for _, p := range listPackages(t) {
-		product := false
-		for _, d := range productPackages {
-			product = product || under(p.ImportPath, d)
-		}
-		known := product || p.ImportPath == module
-		for _, d := range []string{"internal", "cmd", "e2e", "deploy/examples"} {
-			known = known || under(p.ImportPath, d)
-		}
-		if !known {
-			t.Errorf("%s is neither product (productPackages) nor internal/, cmd/, e2e/ or deploy/examples: place it, and list it here if it is product", p.ImportPath)
-		}
-		if !product {
+		from, dir := layerOf(p.ImportPath)
+		if from < 0 {
+			t.Errorf("%s (directory %s/) is in no layer: place it in layers", p.ImportPath, dir)
 			continue
 		}
-		for _, dep := range p.Deps {
-			for _, f := range tooling {
-				if under(dep, f) {
-					t.Errorf("%s imports %s: the product must not depend on tooling (internal/ is for what is not product API)", p.ImportPath, dep)
-				}
+		for _, imp := range p.Imports {
+			to, tdir := layerOf(imp)
+			switch {
+			case to < 0 && tdir == "":
+				continue // not of the module
+			case tdir == dir:
+				continue
+			case to >= from:
+				t.Errorf("%s (layer %d) imports %s (layer %d): an arrow back up; move the code down, or what it needs", p.ImportPath, from, imp, to)
 			}
 		}
 	}

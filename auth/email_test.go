@@ -7,7 +7,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
-	"github.com/brainstem/brainstem/internal/emailcases"
+	"github.com/brainstem/brainstem/tooling/emailcases"
 )
 
 // TestEmailRuleInPoliciesAndTokens: the policy and the shard-token minter
@@ -51,7 +51,7 @@ func TestEmailRuleInPoliciesAndTokens(t *testing.T) {
 	}
 }
 
-// TestCanonicalEmail runs the email attack list (internal/emailcases)
+// TestCanonicalEmail runs the email attack list (tooling/emailcases)
 // through the rule itself.
 func TestCanonicalEmail(t *testing.T) {
 	for _, c := range emailcases.Load(t) {

@@ -10,7 +10,7 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 
-	"github.com/brainstem/brainstem/internal/corpus"
+	"github.com/brainstem/brainstem/tooling/corpus"
 	"github.com/brainstem/brainstem/shard/index"
 )
 

@@ -11,9 +11,9 @@ import (
 
 	"github.com/brainstem/brainstem/doctor"
 	"github.com/brainstem/brainstem/gateway"
-	"github.com/brainstem/brainstem/internal/devenv"
-	"github.com/brainstem/brainstem/internal/devenv/devenvtest"
-	"github.com/brainstem/brainstem/internal/testbrowser"
+	"github.com/brainstem/brainstem/tooling/devenv"
+	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
+	"github.com/brainstem/brainstem/tooling/testbrowser"
 	"github.com/brainstem/brainstem/signin"
 )
 

@@ -34,9 +34,9 @@ import (
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/gateway"
 	"github.com/brainstem/brainstem/gateway/oauth"
-	"github.com/brainstem/brainstem/internal/devenv"
-	"github.com/brainstem/brainstem/internal/devenv/devenvtest"
-	"github.com/brainstem/brainstem/internal/testbrowser"
+	"github.com/brainstem/brainstem/tooling/devenv"
+	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
+	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
 // The Dex interop test signs in through the gateway's authorization server

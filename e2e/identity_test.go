@@ -11,7 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 
-	"github.com/brainstem/brainstem/internal/devenv"
+	"github.com/brainstem/brainstem/tooling/devenv"
 )
 
 // These tests hold the identity rules of docs/security.md through the real

@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/gateway"
-	"github.com/brainstem/brainstem/internal/devenv"
-	"github.com/brainstem/brainstem/internal/devenv/devenvtest"
+	"github.com/brainstem/brainstem/tooling/devenv"
+	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 	"github.com/brainstem/brainstem/proto"
 )
 

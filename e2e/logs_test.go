@@ -7,10 +7,10 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/brainstem/brainstem/gateway"
-	"github.com/brainstem/brainstem/internal/devenv"
-	"github.com/brainstem/brainstem/internal/devenv/devenvtest"
-	"github.com/brainstem/brainstem/internal/logcheck"
+	"github.com/brainstem/brainstem/internal/logging"
+	"github.com/brainstem/brainstem/tooling/devenv"
+	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
+	"github.com/brainstem/brainstem/tooling/logcheck"
 )
 
 // TestLogLines runs the whole environment (identity provider, shards,
@@ -20,7 +20,7 @@ import (
 // and never the token, and durations are seconds.
 func TestLogLines(t *testing.T) {
 	logs, audit := &logcheck.Buffer{}, &logcheck.Buffer{}
-	logger, err := gateway.NewLogger(logs, gateway.LogConfig{Format: "json", Level: "debug"})
+	logger, err := logging.New(logs, "json", "debug")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -20,6 +20,7 @@ import (
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/internal/logging"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 )
@@ -370,7 +371,7 @@ func (c Config) validate(requireShardTLS bool) error {
 	default:
 		p.add("log.format", "%q must be json or text", c.Log.Format)
 	}
-	if _, err := parseLevel(c.Log.Level); err != nil {
+	if _, err := logging.ParseLevel(c.Log.Level); err != nil {
 		p.add("log.level", "%v", err)
 	}
 	if c.DrainTimeout <= 0 {

@@ -17,7 +17,7 @@
 //	if err == nil {
 //		err = cfg.Validate()
 //	}
-//	logger, _ := gateway.NewLogger(os.Stderr, cfg.Log)
+//	logger, _ := logging.New(os.Stderr, cfg.Log.Format, cfg.Log.Level) // internal/logging
 //	gw, err := gateway.New(ctx, cfg, gateway.Options{Logger: logger, AuditLog: os.Stdout})
 //	public, _ := net.Listen("tcp", cfg.Listen)
 //	admin, _ := net.Listen("tcp", cfg.AdminListen)

@@ -590,47 +590,6 @@ func (w slogWriter) Write(p []byte) (int, error) {
 	return len(p), nil
 }
 
-// NewLogger builds the process logger from the log section (for cmd; every
-// brainstem process logs through it). Durations are written in seconds as
-// floats, as the metrics are, never in raw nanoseconds.
-func NewLogger(w io.Writer, lc LogConfig) (*slog.Logger, error) {
-	lvl, err := parseLevel(lc.Level)
-	if err != nil {
-		return nil, fmt.Errorf("gateway: log.level: %w", err)
-	}
-	opts := &slog.HandlerOptions{Level: lvl, ReplaceAttr: secondsForDurations}
-	switch lc.Format {
-	case "json", "":
-		return slog.New(slog.NewJSONHandler(w, opts)), nil
-	case "text":
-		return slog.New(slog.NewTextHandler(w, opts)), nil
-	}
-	return nil, fmt.Errorf("gateway: log.format: %q must be json or text", lc.Format)
-}
-
-// secondsForDurations is a slog ReplaceAttr: a time.Duration value becomes
-// its seconds as a float.
-func secondsForDurations(_ []string, a slog.Attr) slog.Attr {
-	if a.Value.Kind() == slog.KindDuration {
-		return slog.Float64(a.Key, a.Value.Duration().Seconds())
-	}
-	return a
-}
-
-func parseLevel(s string) (slog.Level, error) {
-	switch strings.ToLower(s) {
-	case "debug":
-		return slog.LevelDebug, nil
-	case "info", "":
-		return slog.LevelInfo, nil
-	case "warn", "warning":
-		return slog.LevelWarn, nil
-	case "error":
-		return slog.LevelError, nil
-	}
-	return 0, fmt.Errorf("%q must be debug, info, warn or error", s)
-}
-
 // certReloader serves the public certificate and re-reads the files when
 // they change (checked at most every certCheckInterval), so a rotated
 // Kubernetes secret is picked up without a restart.

@@ -1,11 +1,9 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
-	"log/slog"
 	"net/http"
 	"slices"
 	"strings"
@@ -285,19 +283,6 @@ func TestToolDescriptorsKept(t *testing.T) {
 		if !strings.Contains(string(body), want) {
 			t.Errorf("tools/list lacks %s: %s", want, body)
 		}
-	}
-}
-
-// TestLoggerSeconds: the process logger writes durations as seconds.
-func TestLoggerSeconds(t *testing.T) {
-	var b bytes.Buffer
-	l, err := NewLogger(&b, LogConfig{Format: "json", Level: "info"})
-	if err != nil {
-		t.Fatal(err)
-	}
-	l.Info("x", "wait", 1500*time.Millisecond, slog.Group("g", "d", 2*time.Second))
-	if s := b.String(); !strings.Contains(s, `"wait":1.5`) || !strings.Contains(s, `"g":{"d":2}`) {
-		t.Fatalf("durations not in seconds: %s", s)
 	}
 }
 

@@ -20,7 +20,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/gateway/oauth"
-	"github.com/brainstem/brainstem/internal/testbrowser"
+	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
 // withOAuth turns the gateway's authorization server on over the test IdP,

@@ -13,9 +13,9 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/gateway"
-	"github.com/brainstem/brainstem/internal/devenv"
-	"github.com/brainstem/brainstem/internal/devenv/devenvtest"
-	"github.com/brainstem/brainstem/internal/testbrowser"
+	"github.com/brainstem/brainstem/tooling/devenv"
+	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
+	"github.com/brainstem/brainstem/tooling/testbrowser"
 	"github.com/brainstem/brainstem/join"
 	"github.com/brainstem/brainstem/signin"
 )

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/internal/logcheck"
+	"github.com/brainstem/brainstem/tooling/logcheck"
 	"github.com/brainstem/brainstem/proto/pki"
 )
 

@@ -7,12 +7,12 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/auth"
-	"github.com/brainstem/brainstem/internal/emailcases"
+	"github.com/brainstem/brainstem/tooling/emailcases"
 	"github.com/brainstem/brainstem/proto"
 )
 
 // TestMintAppliesEmailRule: the shard applies the email rule to the email a
-// gateway vouches for (internal/emailcases): a refused address gets a
+// gateway vouches for (tooling/emailcases): a refused address gets a
 // bad_request and no token, even where the policy admits "*", and never the
 // rights of the address it would fold onto (the Kelvin sign K is not k).
 func TestMintAppliesEmailRule(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/brainstem/brainstem/internal/logcheck"
+	"github.com/brainstem/brainstem/tooling/logcheck"
 	"github.com/brainstem/brainstem/proto"
 )
 

@@ -3,7 +3,7 @@ package signin_test
 // These tests sign in to a real development environment (devenv: the dev
 // IdP, shards and a gateway with its authorization server, on loopback
 // ports chosen by the kernel), driving a scripted browser
-// (internal/testbrowser) through the injected Browser.
+// (tooling/testbrowser) through the injected Browser.
 
 import (
 	"context"
@@ -17,9 +17,9 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/gateway"
-	"github.com/brainstem/brainstem/internal/devenv"
-	"github.com/brainstem/brainstem/internal/devenv/devenvtest"
-	"github.com/brainstem/brainstem/internal/testbrowser"
+	"github.com/brainstem/brainstem/tooling/devenv"
+	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
+	"github.com/brainstem/brainstem/tooling/testbrowser"
 	"github.com/brainstem/brainstem/signin"
 )
 

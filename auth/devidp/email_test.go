@@ -4,11 +4,11 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/internal/emailcases"
+	"github.com/brainstem/brainstem/tooling/emailcases"
 )
 
 // TestMintAppliesEmailRule: the development IdP refuses what the email rule
-// refuses (internal/emailcases) instead of signing it, and signs the
+// refuses (tooling/emailcases) instead of signing it, and signs the
 // canonical form of the rest.
 func TestMintAppliesEmailRule(t *testing.T) {
 	p := serve(t, newClock())

@@ -8,11 +8,11 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
-	"github.com/brainstem/brainstem/internal/emailcases"
+	"github.com/brainstem/brainstem/tooling/emailcases"
 )
 
 // TestEmailRule runs the email attack list shared with package auth
-// (internal/emailcases) through Verify: an email the rule refuses is
+// (tooling/emailcases) through Verify: an email the rule refuses is
 // refused with EmailMissing (401 invalid_token) and never becomes an
 // identity; an accepted one becomes exactly its canonical form. A trusted
 // IdP's "\u212aate@example.com" (Kelvin sign) is not kate@example.com.

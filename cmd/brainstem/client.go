@@ -10,8 +10,8 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/doctor"
-	"github.com/brainstem/brainstem/internal/cli"
-	"github.com/brainstem/brainstem/internal/loadgen"
+	"github.com/brainstem/brainstem/tooling/cli"
+	"github.com/brainstem/brainstem/tooling/loadgen"
 	"github.com/brainstem/brainstem/join"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/shard/check"

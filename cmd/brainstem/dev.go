@@ -7,8 +7,8 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/brainstem/brainstem/internal/cli"
-	"github.com/brainstem/brainstem/internal/devenv"
+	"github.com/brainstem/brainstem/tooling/cli"
+	"github.com/brainstem/brainstem/tooling/devenv"
 )
 
 // The one-machine environment: brainstem dev, dev token and dev idp.

@@ -1,7 +1,7 @@
 // Command brainstem is the one binary of Brainstem: the gateway, a shard, the
 // one-machine development environment and the tooling around them. It only
 // declares flags and wires packages together; the logic lives in those
-// packages, the command-line conventions in internal/cli (flags from the
+// packages, the command-line conventions in tooling/cli (flags from the
 // environment, usage errors and exit statuses) and each command's help in
 // usage/<command>.txt.
 //
@@ -20,7 +20,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/brainstem/brainstem/internal/cli"
+	"github.com/brainstem/brainstem/tooling/cli"
 )
 
 // version is stamped at build time: -ldflags "-X main.version=v1.2.3".

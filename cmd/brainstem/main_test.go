@@ -19,7 +19,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/brainstem/brainstem/internal/testbrowser"
+	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
 // TestMain lets the tests run this binary's main as a subprocess: with

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/gateway"
-	"github.com/brainstem/brainstem/internal/cli"
+	"github.com/brainstem/brainstem/tooling/cli"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/shard/idempotency"

@@ -25,7 +25,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/deploy/examples"
-	"github.com/brainstem/brainstem/internal/logcheck"
+	"github.com/brainstem/brainstem/tooling/logcheck"
 )
 
 // bin is the brainstem binary under test, built once by TestMain.

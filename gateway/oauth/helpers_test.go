@@ -3,7 +3,7 @@ package oauth
 // Test harness: a real development IdP (auth/devidp) as the upstream, the
 // real SSO verifier (auth/sso) for its ID tokens, and the authorization
 // server on a loopback listener, driven by a scripted browser
-// (internal/testbrowser) and plain HTTP token requests. One clock is shared
+// (tooling/testbrowser) and plain HTTP token requests. One clock is shared
 // by all three so tests can step over expiries.
 
 import (
@@ -24,7 +24,7 @@ import (
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/devidp"
 	"github.com/brainstem/brainstem/auth/sso"
-	"github.com/brainstem/brainstem/internal/testbrowser"
+	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
 const testSecret = "upstream-client-secret"

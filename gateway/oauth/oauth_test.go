@@ -20,7 +20,7 @@ import (
 	"golang.org/x/oauth2"
 
 	"github.com/brainstem/brainstem/auth/sso"
-	"github.com/brainstem/brainstem/internal/testbrowser"
+	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
 func TestMetadata(t *testing.T) {

@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/internal/corpus"
+	"github.com/brainstem/brainstem/tooling/corpus"
 	"github.com/brainstem/brainstem/shard/index"
 )
 

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/brainstem/brainstem/internal/corpus"
+	"github.com/brainstem/brainstem/tooling/corpus"
 	"github.com/brainstem/brainstem/shard/index"
 )
 

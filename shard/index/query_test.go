@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/brainstem/brainstem/internal/corpus"
+	"github.com/brainstem/brainstem/tooling/corpus"
 	"github.com/brainstem/brainstem/shard/index"
 )
 

@@ -4,11 +4,11 @@ import (
 	"errors"
 	"testing"
 
-	"github.com/brainstem/brainstem/internal/emailcases"
+	"github.com/brainstem/brainstem/tooling/emailcases"
 )
 
 // TestCheckEmailRule: the stdio author (git's user.email) obeys the email
-// rule (internal/emailcases).
+// rule (tooling/emailcases).
 func TestCheckEmailRule(t *testing.T) {
 	for _, c := range emailcases.Load(t) {
 		in, want := c.In, c.Want

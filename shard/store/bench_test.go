@@ -14,12 +14,12 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
-	"github.com/brainstem/brainstem/internal/corpus"
+	"github.com/brainstem/brainstem/tooling/corpus"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 )
 
 // benchBrain is a brain directory holding one wing ("bench") generated with
-// internal/corpus, written once per process. Its size comes from
+// tooling/corpus, written once per process. Its size comes from
 // BRAINSTEM_BENCH_DOCS (default 100000); BRAINSTEM_BENCH_CORPUS=heavy uses
 // the heavy-tailed corpus (notes of up to 2 MB; the store's note limit is
 // raised to 4 MiB for it).

@@ -13,8 +13,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/internal/corpus"
-	"github.com/brainstem/brainstem/internal/logcheck"
+	"github.com/brainstem/brainstem/tooling/corpus"
+	"github.com/brainstem/brainstem/tooling/logcheck"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/index"
 )

@@ -14,10 +14,9 @@ import (
 	"os"
 	"strings"
 
+	"github.com/brainstem/brainstem/internal/logging"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/collectors"
-
-	"github.com/brainstem/brainstem/gateway"
 )
 
 // UsageError marks a bad command line or configuration (exit status 2).
@@ -130,7 +129,7 @@ func interspersed(fs *flag.FlagSet, args []string) []string {
 
 // Logger builds the process logger from --log-format (json, the
 // production format, or text) and --log-level; durations are logged in
-// seconds (gateway.NewLogger).
+// seconds (internal/logging).
 func Logger(w io.Writer, format, level string) (*slog.Logger, error) {
 	var lvl slog.Level
 	if err := lvl.UnmarshalText([]byte(level)); err != nil {
@@ -140,7 +139,7 @@ func Logger(w io.Writer, format, level string) (*slog.Logger, error) {
 	if f != "json" && f != "text" {
 		return nil, Usagef("--log-format %q: want json or text", format)
 	}
-	l, err := gateway.NewLogger(w, gateway.LogConfig{Format: f, Level: level})
+	l, err := logging.New(w, f, level)
 	if err != nil {
 		return nil, UsageError{err.Error()}
 	}

@@ -7,7 +7,7 @@ import (
 	"context"
 	"testing"
 
-	"github.com/brainstem/brainstem/internal/devenv"
+	"github.com/brainstem/brainstem/tooling/devenv"
 )
 
 // Start starts cfg on ports the kernel picks, its state in a directory of
