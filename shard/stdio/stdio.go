@@ -54,8 +54,8 @@ func NewServer(set *tools.Set, caller tools.Caller, logger *slog.Logger) (*serve
 		byName[d.Name] = d
 	}
 	s := server.NewMCPServer("brainstem-"+set.Wing(), version(), server.WithToolCapabilities(false), server.WithRecovery())
-	for _, t := range set.Tools() {
-		tool := mcp.NewToolWithRawSchema(t.Name, t.Description, t.Schema)
+	for _, t := range set.Specs() {
+		tool := mcp.NewToolWithRawSchema(t.Name, t.Description, t.Schema())
 		if d, ok := byName[t.Name]; ok {
 			a := d.Annotations
 			tool.Annotations = mcp.ToolAnnotation{Title: a.Title, ReadOnlyHint: &a.ReadOnlyHint,

@@ -148,7 +148,7 @@ func TestStdioEveryTool(t *testing.T) {
 		}
 		seen[cl.name] = true
 	}
-	for _, tool := range set.Tools() {
+	for _, tool := range set.Specs() {
 		if !seen[tool.Name] {
 			t.Errorf("tool %s not exercised over stdio", tool.Name)
 		}

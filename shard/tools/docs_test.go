@@ -100,18 +100,18 @@ func generatedBlocks(t *testing.T) map[string]string {
 	}
 	blocks["errors"] = errs.String()
 	yes := map[bool]string{true: "yes", false: "no"}
-	for _, sp := range s.specs {
+	for _, sp := range s.Specs() {
 		var b strings.Builder
-		fmt.Fprintf(&b, "**Capability:** `%s` · read-only: %s · destructive: %s · idempotent: %s\n\n", sp.needs.Strongest(), yes[sp.readOnly], yes[sp.destructive], yes[sp.idempotent])
-		fmt.Fprintf(&b, "%s\n\n", sp.desc)
-		b.WriteString(argsTable(sp.props))
+		fmt.Fprintf(&b, "**Capability:** `%s` · read-only: %s · destructive: %s · idempotent: %s\n\n", sp.Capability().Strongest(), yes[sp.ReadOnly], yes[sp.Destructive], yes[sp.Idempotent])
+		fmt.Fprintf(&b, "%s\n\n", sp.Description)
+		b.WriteString(sp.ArgsTable())
 		b.WriteString("\n")
-		ex, ok := byTool[sp.name]
+		ex, ok := byTool[sp.Name]
 		if !ok {
-			t.Fatalf("no doc example for %s", sp.name)
+			t.Fatalf("no doc example for %s", sp.Name)
 		}
 		b.WriteString(ex)
-		blocks[sp.name] = b.String()
+		blocks[sp.Name] = b.String()
 	}
 	var lim strings.Builder
 	lim.WriteString("| limit | default | error |\n|---|---|---|\n")

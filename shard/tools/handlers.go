@@ -7,10 +7,9 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"unicode"
-	"unicode/utf8"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/shard/idempotency"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/layout"
@@ -23,162 +22,70 @@ const (
 	descHall = "One of facts, decisions, failures, hypotheses, sources."
 )
 
-func (s *Set) wingProp() prop { return prop{name: "wing", typ: "string", desc: descWing} }
+// wingArg is the optional wing argument; it routes the call at the gateway.
+func wingArg() toolspec.Arg {
+	return toolspec.Arg{Name: "wing", Type: toolspec.String, Desc: descWing, Route: toolspec.RouteWing}
+}
+
+// idArg is a required note id, which also routes the call.
+func idArg(missing string) toolspec.Arg {
+	return toolspec.Arg{Name: "id", Type: toolspec.String, Required: true, Min: toolspec.Int(1), Missing: missing, Route: toolspec.RouteRef,
+		Desc: "Note id wing/hall/slug."}
+}
+
+func hallArg(desc string, required bool) toolspec.Arg {
+	return toolspec.Arg{Name: "hall", Type: toolspec.String, Enum: brain.Halls(), Required: required, Desc: desc,
+		Missing: "one of " + brain.HallList}
+}
+
+func limitArg(def, max int) toolspec.Arg {
+	return toolspec.Arg{Name: "limit", Type: toolspec.Integer, Min: toolspec.Int(1), Max: toolspec.Int(max), Default: def, Desc: "Maximum number of notes."}
+}
+
+// slugCheck applies the slug rule, naming the argument when it is not
+// "slug" itself.
+func slugCheck(name, v string) error {
+	err := brain.ValidSlug(v)
+	if e, ok := brain.As(err); ok && name != "slug" {
+		return brain.Wrap(err, e.Code, "%s: %s", name, e.Message)
+	}
+	return err
+}
+
+func (s *Set) titleArg(required bool, desc string) toolspec.Arg {
+	return toolspec.Arg{Name: "title", Type: toolspec.String, Required: required, Min: minOne(required), MaxBytes: s.lim.MaxTitleBytes, Line: true, Desc: desc}
+}
+
+func (s *Set) bodyArg(desc string) toolspec.Arg {
+	return toolspec.Arg{Name: "body", Type: toolspec.String, Required: true, Min: toolspec.Int(1), MaxBytes: s.lim.MaxBodyBytes,
+		TooLarge: "split it into several notes", Desc: desc}
+}
+
+func (s *Set) tagsArg(desc string) toolspec.Arg {
+	return toolspec.Arg{Name: "tags", Type: toolspec.Array, Max: toolspec.Int(s.lim.MaxTags), Desc: desc,
+		Items: &toolspec.Arg{Name: "tag", Type: toolspec.String, Required: true, MaxBytes: s.lim.MaxTagBytes, Line: true}}
+}
+
+func minOne(required bool) *int {
+	if required {
+		return toolspec.Int(1)
+	}
+	return nil
+}
 
 // define lists the tools in their fixed descriptor order.
-func (s *Set) define() []*spec {
-	l := s.lim
-	halls := brain.Halls()
-	return []*spec{
-		{
-			name: brain.QueryTool, title: "Search the brain", needs: brain.CapRead, readOnly: true, idempotent: true,
-			desc: "Full-text (BM25) search over the curated notes of the team brain. Use it first whenever you need " +
-				"what the team already knows, decided or learned (facts, decisions, failures, hypotheses, sources) before " +
-				"answering or writing. Returns {hits:[{id, wing, hall, title, score, snippet, path, content_hash}], total}, " +
-				"best first; total is the number of notes that match (in every wing searched), however many hits are returned. " +
-				"Fetch a hit's full text with brain_get. Without wing, the gateway searches every wing you can read.",
-			props: []prop{
-				{name: "query", typ: "string", required: true, min: ip(1), desc: fmt.Sprintf("Words to search for (at most %d bytes and %d searchable words; case and common English stop words are ignored).", l.MaxQueryBytes, l.MaxQueryTerms)},
-				s.wingProp(),
-				{name: "hall", typ: "string", enum: halls, desc: "Only search notes of this hall."},
-				{name: "limit", typ: "integer", min: ip(1), max: ip(brain.QueryMaxLimit), def: brain.QueryDefaultLimit, desc: "Maximum number of hits."},
-			},
-			run: s.query,
-		},
-		{
-			name: "brain_get", title: "Read a note", needs: brain.CapRead, readOnly: true, idempotent: true,
-			desc: "Read one note in full: a curated note by id (wing/hall/slug) or path (wiki/wing/hall/slug.md), or an " +
-				"inbox note by path (inbox/wing/name.md). Returns {id, path, content_hash, frontmatter, body}; frontmatter " +
-				"keeps the file's key order, values are strings or arrays of strings. Pass content_hash as expected_hash " +
-				"to brain_update to avoid overwriting someone else's change.",
-			props: []prop{
-				{name: "id", typ: "string", desc: "Note id wing/hall/slug (or its wiki path). Give id or path, not both."},
-				{name: "path", typ: "string", desc: "Brain-relative path: wiki/wing/hall/slug.md or inbox/wing/name.md."},
-				s.wingProp(),
-			},
-			run: s.get,
-		},
-		{
-			name: "brain_list", title: "List notes", needs: brain.CapRead, readOnly: true, idempotent: true,
-			desc: "List the curated notes of the wing, ordered by id, optionally of one hall, a page at a time. Returns " +
-				"{notes:[{id, hall, title, path, updated_at}], next_cursor}; pass next_cursor back as cursor for the next " +
-				"page (it is \"\" on the last page). Use brain_query to find notes by content.",
-			props: []prop{
-				s.wingProp(),
-				{name: "hall", typ: "string", enum: halls, desc: "Only list notes of this hall."},
-				{name: "cursor", typ: "string", desc: "The next_cursor of the previous page; omit for the first page."},
-				{name: "limit", typ: "integer", min: ip(1), max: ip(ListMaxLimit), def: ListDefaultLimit, desc: "Maximum number of notes."},
-			},
-			run: s.list,
-		},
-		{
-			name: "brain_links", title: "Links of a note", needs: brain.CapRead, readOnly: true, idempotent: true,
-			desc: "Show how a note connects to others through [[wing/hall/slug]] wikilinks. Returns {id, outbound, " +
-				"backlinks, tunnels}: outbound = every note it links to, backlinks = notes of the same wing linking to it, " +
-				"tunnels = its outbound links into other wings. Follow them with brain_get.",
-			props: []prop{
-				{name: "id", typ: "string", required: true, min: ip(1), desc: "Note id wing/hall/slug."},
-				s.wingProp(),
-			},
-			run: s.links,
-		},
-		{
-			name: "brain_pending", title: "Inbox of the wing", needs: brain.CapRead, readOnly: true, idempotent: true,
-			desc: "List the notes waiting in the wing's inbox for a curator, oldest first. Returns {pending:[{name, path, " +
-				"title, hall, created_by, created_at, excerpt}]} (hall is the author's suggestion, excerpt the first 200 " +
-				"characters of the body); [] when the inbox is empty. Curators promote them with brain_promote.",
-			props: []prop{
-				s.wingProp(),
-				{name: "limit", typ: "integer", min: ip(1), max: ip(PendingMaxLimit), def: PendingDefaultLimit, desc: "Maximum number of notes."},
-			},
-			run: s.pending,
-		},
-		{
-			name: "brain_write", title: "Write a new note", needs: brain.CapWrite,
-			desc: "Create a new note, recording you as its author. Write to the inbox (inbox: true) when a curator should " +
-				"review it, or straight into the wiki under a hall. Link related notes with [[wing/hall/slug]]. Never " +
-				"overwrites: if the slug is taken you get already_exists (change an existing note with brain_update). " +
-				"Returns {id, path, content_hash} (id is \"\" for an inbox note).",
-			props: []prop{
-				{name: "title", typ: "string", required: true, min: ip(1), desc: fmt.Sprintf("One-line title (at most %d bytes).", l.MaxTitleBytes)},
-				{name: "body", typ: "string", required: true, min: ip(1), desc: fmt.Sprintf("Markdown body (at most %d bytes).", l.MaxBodyBytes)},
-				{name: "hall", typ: "string", enum: halls, desc: "Hall of the note: required for the wiki, a suggestion for the curator in the inbox."},
-				{name: "slug", typ: "string", desc: "File name without .md: lowercase letters, digits and single hyphens, at most 96 bytes. Default: made from the title."},
-				{name: "tags", typ: "array", max: ip(l.MaxTags), items: &prop{typ: "string"}, desc: fmt.Sprintf("Tags (each at most %d bytes).", l.MaxTagBytes)},
-				{name: "inbox", typ: "boolean", def: false, desc: "Write to the inbox for review instead of the wiki."},
-				s.wingProp(),
-				s.keyProp(),
-			},
-			run: s.write,
-		},
-		{
-			name: "brain_update", title: "Supersede a note's body", needs: brain.CapWrite, destructive: true,
-			desc: "Replace the body (and optionally the title) of an existing curated note, recording who, when, why " +
-				"(reason) and the content hash it supersedes; every other frontmatter field is kept. Never creates a note " +
-				"(not_found). Pass the content_hash you read as expected_hash: if the note changed since, you get conflict " +
-				"with the current hash and nothing is written. Returns {id, path, content_hash}.",
-			props: []prop{
-				{name: "id", typ: "string", required: true, min: ip(1), desc: "Note id wing/hall/slug."},
-				{name: "body", typ: "string", required: true, min: ip(1), desc: fmt.Sprintf("The complete new markdown body (at most %d bytes).", l.MaxBodyBytes)},
-				{name: "reason", typ: "string", required: true, min: ip(1), desc: fmt.Sprintf("Why the note changes, recorded as supersede_reason (one line, at most %d bytes).", l.MaxReasonBytes)},
-				{name: "expected_hash", typ: "string", desc: "The content_hash the change is based on (64 hex digits); the update fails with conflict if the note changed."},
-				{name: "title", typ: "string", desc: "New title; omit to keep it."},
-				s.wingProp(),
-				s.keyProp(),
-			},
-			run: s.update,
-		},
-		{
-			name: "brain_ingest_raw", title: "Import pages", needs: brain.CapWrite,
-			desc: fmt.Sprintf("Import up to %d pre-structured pages into the wiki in one call, e.g. a document split into notes. "+
-				"Every page is validated before any is written; each is reported as created, exists (never overwritten), "+
-				"invalid (with error; skipped) or failed (with error: not written, e.g. the disk or the call's time ran out). "+
-				"Exactly the pages reported created were written. With an idempotency_key, calling again with the same "+
-				"arguments and key writes only the pages not written yet (pages written by the first call stay created) "+
-				"and, once none failed, answers the same report every time. dry_run reports what would happen and writes "+
-				"nothing. Returns {dry_run, created, exists, invalid, failed, pages:[{id, path, status, content_hash?, error?}]}.", l.MaxPages),
-			props: []prop{
-				{name: "pages", typ: "array", required: true, min: ip(1), max: ip(l.MaxPages), desc: "The pages to write.",
-					items: &prop{typ: "object", desc: "A page.", props: []prop{
-						{name: "hall", typ: "string", required: true, enum: halls, desc: "Hall of the page."},
-						{name: "slug", typ: "string", desc: "File name without .md; default: made from the title."},
-						{name: "title", typ: "string", required: true, min: ip(1), desc: "One-line title."},
-						{name: "body", typ: "string", required: true, min: ip(1), desc: "Markdown body."},
-						{name: "tags", typ: "array", items: &prop{typ: "string"}, desc: "Tags."},
-					}}},
-				{name: "dry_run", typ: "boolean", def: false, desc: "Validate and report without writing anything."},
-				s.wingProp(),
-				s.keyProp(),
-			},
-			run: s.ingest,
-		},
-		{
-			name: "session_log", title: "Log to a session", needs: brain.CapWrite,
-			desc: "Append one JSON object to the wing's append-only log of a work session (sessions/<wing>/<session>.jsonl), " +
-				"stamped with the time and your email: use it to keep a trail of what you did and found. Returns " +
-				"{session, path, line} where line is the entry's line number in the log.",
-			props: []prop{
-				{name: "session", typ: "string", required: true, min: ip(1), desc: "Session id: letters, digits, '.', '_' and '-', at most 128 bytes, not starting with '.'."},
-				{name: "entry", typ: "object", required: true, desc: fmt.Sprintf("Any JSON object (at most %d bytes as compact JSON).", l.MaxEntryBytes)},
-				s.wingProp(),
-				s.keyProp(),
-			},
-			run: s.sessionLog,
-		},
-		{
-			name: "brain_promote", title: "Promote an inbox note", needs: brain.CapCurate, destructive: true,
-			desc: "Curators only: move a reviewed inbox note into the wiki as wiki/<wing>/<hall>/<slug>.md, recording you " +
-				"as promoter. If the slug is taken you get already_exists and the inbox note is left untouched (choose " +
-				"another slug). Returns {id, path, content_hash, tunnels} where tunnels are its links into other wings.",
-			props: []prop{
-				{name: "name", typ: "string", required: true, min: ip(1), desc: "Inbox name, as brain_pending lists it."},
-				{name: "hall", typ: "string", required: true, enum: halls, desc: descHall},
-				{name: "slug", typ: "string", desc: "Slug of the wiki note; default: the inbox name."},
-				s.wingProp(),
-				s.keyProp(),
-			},
-			run: s.promote,
-		},
+func (s *Set) define() []Tool {
+	return []Tool{
+		s.queryTool(),
+		Define(s.getSpec(), s.get),
+		Define(s.listSpec(), s.list),
+		Define(s.linksSpec(), s.links),
+		Define(s.pendingSpec(), s.pending),
+		Define(s.writeSpec(), s.write),
+		Define(s.updateSpec(), s.update),
+		Define(s.ingestSpec(), s.ingest),
+		Define(s.sessionLogSpec(), s.sessionLog),
+		Define(s.promoteSpec(), s.promote),
 	}
 }
 
@@ -190,115 +97,59 @@ func (s *Set) checkWing(w string) error {
 	return nil
 }
 
-// checkLimit validates an optional limit.
-func checkLimit(v *int, lo, hi, def int) (int, error) {
-	if v == nil {
-		return def, nil
-	}
-	if *v < lo || *v > hi {
-		return 0, invalid("limit must be between %d and %d, got %d", lo, hi, *v)
-	}
-	return *v, nil
-}
-
-// checkText validates a one-line text argument.
-func checkText(what, v string, max int, required bool) error {
-	if required && strings.TrimSpace(v) == "" {
-		return invalid("%s is required and must not be blank", what)
-	}
-	if len(v) > max {
-		return tooLarge("%s is %d bytes, over the %d-byte limit", what, len(v), max)
-	}
-	if !utf8.ValidString(v) {
-		return invalid("%s is not valid UTF-8", what)
-	}
-	if i := strings.IndexFunc(v, unicode.IsControl); i >= 0 {
-		return invalid("%s must be one line without control characters (found %q at byte %d)", what, v[i:i+1], i)
-	}
-	return nil
-}
-
-func (s *Set) checkBody(what, v string) error {
-	if strings.TrimSpace(v) == "" {
-		return invalid("%s is required and must not be blank", what)
-	}
-	if len(v) > s.lim.MaxBodyBytes {
-		return tooLarge("%s is %d bytes, over the %d-byte limit: split it into several notes", what, len(v), s.lim.MaxBodyBytes)
-	}
-	if !utf8.ValidString(v) {
-		return invalid("%s is not valid UTF-8", what)
-	}
-	return nil
-}
-
-func (s *Set) checkTags(what string, tags []string) error {
-	if len(tags) > s.lim.MaxTags {
-		return tooLarge("%s has %d tags, the limit is %d", what, len(tags), s.lim.MaxTags)
-	}
-	for i, t := range tags {
-		if err := checkText(fmt.Sprintf("%s[%d]", what, i), t, s.lim.MaxTagBytes, true); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
-func checkHall(h string, required bool) error {
-	if h == "" {
-		if required {
-			return invalid("hall is required: one of %s", brain.HallList)
-		}
-		return nil
-	}
-	return brain.ValidHall(h)
-}
-
-func checkSlug(what, v string) error {
-	if v == "" {
-		return nil
-	}
-	err := brain.ValidSlug(v)
-	if e, ok := brain.As(err); ok && what != "slug" {
-		return brain.Wrap(err, e.Code, "%s: %s", what, e.Message)
-	}
-	return err
-}
-
 // ---- brain_query
+
+func (s *Set) querySpec() *toolspec.Spec {
+	return &toolspec.Spec{
+		Name: brain.QueryTool, Title: "Search the brain", Needs: brain.CapRead, ReadOnly: true, Idempotent: true, Fanout: toolspec.FanoutSearch,
+		Description: "Full-text (BM25) search over the curated notes of the team brain. Use it first whenever you need " +
+			"what the team already knows, decided or learned (facts, decisions, failures, hypotheses, sources) before " +
+			"answering or writing. Returns {hits:[{id, wing, hall, title, score, snippet, path, content_hash}], total}, " +
+			"best first; total is the number of notes that match (in every wing searched), however many hits are returned. " +
+			"Fetch a hit's full text with brain_get. Without wing, the gateway searches every wing you can read.",
+		Args: []toolspec.Arg{
+			{Name: "query", Type: toolspec.String, Required: true, Min: toolspec.Int(1), MaxBytes: s.lim.MaxQueryBytes, TooLarge: "use fewer, more specific words",
+				Desc:  fmt.Sprintf("Words to search for (at most %d bytes and %d searchable words; case and common English stop words are ignored).", s.lim.MaxQueryBytes, s.lim.MaxQueryTerms),
+				Check: s.checkQueryTerms},
+			wingArg(),
+			hallArg("Only search notes of this hall.", false),
+			{Name: "limit", Type: toolspec.Integer, Min: toolspec.Int(1), Max: toolspec.Int(brain.QueryMaxLimit), Default: brain.QueryDefaultLimit, Desc: "Maximum number of hits."},
+		},
+	}
+}
+
+func (s *Set) checkQueryTerms(_, q string) error {
+	if n := len(index.Tokenize(q)); n > s.lim.MaxQueryTerms {
+		return tooLarge("query has %d searchable words, the limit is %d: use fewer, more specific words", n, s.lim.MaxQueryTerms)
+	}
+	return nil
+}
 
 type queryArgs struct {
 	Query string `json:"query"`
-	Wing  string `json:"wing"`
+	WingArg
 	Hall  string `json:"hall"`
-	Limit *int   `json:"limit"`
+	Limit int    `json:"limit"`
 }
 
-// queryOptions validates brain_query's arguments.
-func (s *Set) queryOptions(raw []byte, stats *index.Stats) (string, store.SearchOptions, error) {
-	var a queryArgs
-	if err := decode(raw, &a, s.byName[brain.QueryTool].props); err != nil {
-		return "", store.SearchOptions{}, err
-	}
-	if err := s.checkWing(a.Wing); err != nil {
-		return "", store.SearchOptions{}, err
-	}
-	if strings.TrimSpace(a.Query) == "" {
-		return "", store.SearchOptions{}, invalid("query is required and must not be blank")
-	}
-	if len(a.Query) > s.lim.MaxQueryBytes {
-		return "", store.SearchOptions{}, tooLarge("query is %d bytes, over the %d-byte limit: use fewer, more specific words", len(a.Query), s.lim.MaxQueryBytes)
-	}
-	if n := len(index.Tokenize(a.Query)); n > s.lim.MaxQueryTerms {
-		return "", store.SearchOptions{}, tooLarge("query has %d searchable words, the limit is %d: use fewer, more specific words", n, s.lim.MaxQueryTerms)
-	}
-	if err := checkHall(a.Hall, false); err != nil {
-		return "", store.SearchOptions{}, err
-	}
-	limit, err := checkLimit(a.Limit, 1, brain.QueryMaxLimit, brain.QueryDefaultLimit)
-	if err != nil {
-		return "", store.SearchOptions{}, err
-	}
-	return a.Query, store.SearchOptions{Hall: a.Hall, Limit: limit, Stats: stats, SnippetRunes: SnippetRunes}, nil
+// queryTool is brain_query, whose call also serves the rank and fetch
+// steps of a cross-wing search (CallOptions).
+func (s *Set) queryTool() Tool {
+	spec := s.querySpec()
+	return Tool{Spec: spec, call: func(ctx context.Context, s *Set, _ Caller, raw []byte, opt CallOptions) (any, error) {
+		a, err := decodeArgs[queryArgs](s, spec, raw)
+		if err != nil {
+			return nil, err
+		}
+		so := store.SearchOptions{Hall: a.Hall, Limit: a.Limit, Stats: opt.Stats, SnippetRunes: SnippetRunes}
+		switch {
+		case len(opt.Fetch) > 0:
+			return s.queryFetch(ctx, a.Query, so, opt.Fetch)
+		case opt.Rank:
+			return s.queryRank(a.Query, so)
+		}
+		return s.query(ctx, a.Query, so)
+	}}
 }
 
 func (s *Set) hitsOf(hits []store.Hit) []brain.Hit {
@@ -311,11 +162,7 @@ func (s *Set) hitsOf(hits []store.Hit) []brain.Hit {
 
 // query answers brain_query: the best hits, rendered, and total, the
 // number of notes of the wing that match (however many are returned).
-func (s *Set) query(ctx context.Context, _ Caller, raw []byte, stats *index.Stats) (any, error) {
-	q, opt, err := s.queryOptions(raw, stats)
-	if err != nil {
-		return nil, err
-	}
+func (s *Set) query(ctx context.Context, q string, opt store.SearchOptions) (any, error) {
 	r, err := s.st.Query(ctx, q, opt)
 	if err != nil {
 		return nil, err
@@ -325,11 +172,7 @@ func (s *Set) query(ctx context.Context, _ Caller, raw []byte, stats *index.Stat
 
 // queryRank answers the rank step of a cross-wing brain_query:
 // {"ranked":[{"id","score"}],"total"}, from the index alone.
-func (s *Set) queryRank(_ context.Context, raw []byte, stats *index.Stats) (any, error) {
-	q, opt, err := s.queryOptions(raw, stats)
-	if err != nil {
-		return nil, err
-	}
+func (s *Set) queryRank(q string, opt store.SearchOptions) (any, error) {
 	ranked, total, err := s.st.Rank(q, opt)
 	if err != nil {
 		return nil, err
@@ -344,11 +187,7 @@ func (s *Set) queryRank(_ context.Context, raw []byte, stats *index.Stats) (any,
 // queryFetch answers the fetch step of a cross-wing brain_query: the hits
 // of the given ids, rendered exactly as brain_query renders them,
 // {"hits":[...]}.
-func (s *Set) queryFetch(ctx context.Context, raw []byte, stats *index.Stats, ids []string) (any, error) {
-	q, opt, err := s.queryOptions(raw, stats)
-	if err != nil {
-		return nil, err
-	}
+func (s *Set) queryFetch(ctx context.Context, q string, opt store.SearchOptions, ids []string) (any, error) {
 	for _, id := range ids {
 		pid, err := brain.ParseID(id)
 		if err != nil || pid.Wing != s.Wing() {
@@ -364,10 +203,25 @@ func (s *Set) queryFetch(ctx context.Context, raw []byte, stats *index.Stats, id
 
 // ---- brain_get
 
+func (s *Set) getSpec() *toolspec.Spec {
+	return &toolspec.Spec{
+		Name: "brain_get", Title: "Read a note", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
+		Description: "Read one note in full: a curated note by id (wing/hall/slug) or path (wiki/wing/hall/slug.md), or an " +
+			"inbox note by path (inbox/wing/name.md). Returns {id, path, content_hash, frontmatter, body}; frontmatter " +
+			"keeps the file's key order, values are strings or arrays of strings. Pass content_hash as expected_hash " +
+			"to brain_update to avoid overwriting someone else's change.",
+		Args: []toolspec.Arg{
+			{Name: "id", Type: toolspec.String, Route: toolspec.RouteRef, Desc: "Note id wing/hall/slug (or its wiki path). Give id or path, not both."},
+			{Name: "path", Type: toolspec.String, Route: toolspec.RoutePath, Desc: "Brain-relative path: wiki/wing/hall/slug.md or inbox/wing/name.md."},
+			wingArg(),
+		},
+	}
+}
+
 type getArgs struct {
 	ID   string `json:"id"`
 	Path string `json:"path"`
-	Wing string `json:"wing"`
+	WingArg
 }
 
 // frontmatter marshals fields as a JSON object in file order.
@@ -409,14 +263,7 @@ type getResult struct {
 	Body        string      `json:"body"`
 }
 
-func (s *Set) get(ctx context.Context, _ Caller, raw []byte, _ *index.Stats) (any, error) {
-	var a getArgs
-	if err := decode(raw, &a, s.byName["brain_get"].props); err != nil {
-		return nil, err
-	}
-	if err := s.checkWing(a.Wing); err != nil {
-		return nil, err
-	}
+func (s *Set) get(ctx context.Context, _ Caller, a *getArgs) (any, error) {
 	ref := a.ID
 	switch {
 	case a.ID != "" && a.Path != "":
@@ -441,11 +288,26 @@ func (s *Set) get(ctx context.Context, _ Caller, raw []byte, _ *index.Stats) (an
 
 // ---- brain_list
 
+func (s *Set) listSpec() *toolspec.Spec {
+	return &toolspec.Spec{
+		Name: "brain_list", Title: "List notes", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
+		Description: "List the curated notes of the wing, ordered by id, optionally of one hall, a page at a time. Returns " +
+			"{notes:[{id, hall, title, path, updated_at}], next_cursor}; pass next_cursor back as cursor for the next " +
+			"page (it is \"\" on the last page). Use brain_query to find notes by content.",
+		Args: []toolspec.Arg{
+			wingArg(),
+			hallArg("Only list notes of this hall.", false),
+			{Name: "cursor", Type: toolspec.String, Desc: "The next_cursor of the previous page; omit for the first page."},
+			limitArg(ListDefaultLimit, ListMaxLimit),
+		},
+	}
+}
+
 type listArgs struct {
-	Wing   string `json:"wing"`
+	WingArg
 	Hall   string `json:"hall"`
 	Cursor string `json:"cursor"`
-	Limit  *int   `json:"limit"`
+	Limit  int    `json:"limit"`
 }
 
 type listNote struct {
@@ -461,22 +323,8 @@ type listResult struct {
 	NextCursor string     `json:"next_cursor"`
 }
 
-func (s *Set) list(_ context.Context, _ Caller, raw []byte, _ *index.Stats) (any, error) {
-	var a listArgs
-	if err := decode(raw, &a, s.byName["brain_list"].props); err != nil {
-		return nil, err
-	}
-	if err := s.checkWing(a.Wing); err != nil {
-		return nil, err
-	}
-	if err := checkHall(a.Hall, false); err != nil {
-		return nil, err
-	}
-	limit, err := checkLimit(a.Limit, 1, ListMaxLimit, ListDefaultLimit)
-	if err != nil {
-		return nil, err
-	}
-	entries, next, err := s.st.List(a.Hall, a.Cursor, limit)
+func (s *Set) list(_ context.Context, _ Caller, a *listArgs) (any, error) {
+	entries, next, err := s.st.List(a.Hall, a.Cursor, a.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -489,9 +337,19 @@ func (s *Set) list(_ context.Context, _ Caller, raw []byte, _ *index.Stats) (any
 
 // ---- brain_links
 
+func (s *Set) linksSpec() *toolspec.Spec {
+	return &toolspec.Spec{
+		Name: "brain_links", Title: "Links of a note", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
+		Description: "Show how a note connects to others through [[wing/hall/slug]] wikilinks. Returns {id, outbound, " +
+			"backlinks, tunnels}: outbound = every note it links to, backlinks = notes of the same wing linking to it, " +
+			"tunnels = its outbound links into other wings. Follow them with brain_get.",
+		Args: []toolspec.Arg{idArg("a note id wing/hall/slug"), wingArg()},
+	}
+}
+
 type linksArgs struct {
-	ID   string `json:"id"`
-	Wing string `json:"wing"`
+	ID string `json:"id"`
+	WingArg
 }
 
 type linksResult struct {
@@ -501,17 +359,7 @@ type linksResult struct {
 	Tunnels   []string `json:"tunnels"`
 }
 
-func (s *Set) links(_ context.Context, _ Caller, raw []byte, _ *index.Stats) (any, error) {
-	var a linksArgs
-	if err := decode(raw, &a, s.byName["brain_links"].props); err != nil {
-		return nil, err
-	}
-	if err := s.checkWing(a.Wing); err != nil {
-		return nil, err
-	}
-	if a.ID == "" {
-		return nil, invalid("id is required: a note id wing/hall/slug")
-	}
+func (s *Set) links(_ context.Context, _ Caller, a *linksArgs) (any, error) {
 	l, err := s.st.Links(a.ID)
 	if err != nil {
 		return nil, hint(err, store.ErrNotFound, "brain_query or brain_list find existing ids")
@@ -521,9 +369,19 @@ func (s *Set) links(_ context.Context, _ Caller, raw []byte, _ *index.Stats) (an
 
 // ---- brain_pending
 
+func (s *Set) pendingSpec() *toolspec.Spec {
+	return &toolspec.Spec{
+		Name: "brain_pending", Title: "Inbox of the wing", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
+		Description: "List the notes waiting in the wing's inbox for a curator, oldest first. Returns {pending:[{name, path, " +
+			"title, hall, created_by, created_at, excerpt}]} (hall is the author's suggestion, excerpt the first 200 " +
+			"characters of the body); [] when the inbox is empty. Curators promote them with brain_promote.",
+		Args: []toolspec.Arg{wingArg(), limitArg(PendingDefaultLimit, PendingMaxLimit)},
+	}
+}
+
 type pendingArgs struct {
-	Wing  string `json:"wing"`
-	Limit *int   `json:"limit"`
+	WingArg
+	Limit int `json:"limit"`
 }
 
 type pendingNote struct {
@@ -540,19 +398,8 @@ type pendingResult struct {
 	Pending []pendingNote `json:"pending"`
 }
 
-func (s *Set) pending(ctx context.Context, _ Caller, raw []byte, _ *index.Stats) (any, error) {
-	var a pendingArgs
-	if err := decode(raw, &a, s.byName["brain_pending"].props); err != nil {
-		return nil, err
-	}
-	if err := s.checkWing(a.Wing); err != nil {
-		return nil, err
-	}
-	limit, err := checkLimit(a.Limit, 1, PendingMaxLimit, PendingDefaultLimit)
-	if err != nil {
-		return nil, err
-	}
-	ps, err := s.st.Pending(ctx, limit)
+func (s *Set) pending(ctx context.Context, _ Caller, a *pendingArgs) (any, error) {
+	ps, err := s.st.Pending(ctx, a.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -565,15 +412,35 @@ func (s *Set) pending(ctx context.Context, _ Caller, raw []byte, _ *index.Stats)
 
 // ---- brain_write
 
+func (s *Set) writeSpec() *toolspec.Spec {
+	return &toolspec.Spec{
+		Name: "brain_write", Title: "Write a new note", Needs: brain.CapWrite,
+		Description: "Create a new note, recording you as its author. Write to the inbox (inbox: true) when a curator should " +
+			"review it, or straight into the wiki under a hall. Link related notes with [[wing/hall/slug]]. Never " +
+			"overwrites: if the slug is taken you get already_exists (change an existing note with brain_update). " +
+			"Returns {id, path, content_hash} (id is \"\" for an inbox note).",
+		Args: []toolspec.Arg{
+			s.titleArg(true, fmt.Sprintf("One-line title (at most %d bytes).", s.lim.MaxTitleBytes)),
+			s.bodyArg(fmt.Sprintf("Markdown body (at most %d bytes).", s.lim.MaxBodyBytes)),
+			hallArg("Hall of the note: required for the wiki, a suggestion for the curator in the inbox.", false),
+			{Name: "slug", Type: toolspec.String, Check: slugCheck, Desc: "File name without .md: lowercase letters, digits and single hyphens, at most 96 bytes. Default: made from the title."},
+			s.tagsArg(fmt.Sprintf("Tags (each at most %d bytes).", s.lim.MaxTagBytes)),
+			{Name: "inbox", Type: toolspec.Boolean, Default: false, Desc: "Write to the inbox for review instead of the wiki."},
+			wingArg(),
+			s.keyArg(),
+		},
+	}
+}
+
 type writeArgs struct {
-	Title          string   `json:"title"`
-	Body           string   `json:"body"`
-	Hall           string   `json:"hall"`
-	Slug           string   `json:"slug"`
-	Tags           []string `json:"tags"`
-	Inbox          bool     `json:"inbox"`
-	Wing           string   `json:"wing"`
-	IdempotencyKey string   `json:"idempotency_key"`
+	Title string   `json:"title"`
+	Body  string   `json:"body"`
+	Hall  string   `json:"hall"`
+	Slug  string   `json:"slug"`
+	Tags  []string `json:"tags"`
+	Inbox bool     `json:"inbox"`
+	WingArg
+	KeyArg
 }
 
 type writeResult struct {
@@ -588,35 +455,20 @@ func writeResultOf(n *store.Note) writeResult {
 
 func writeIntent(in store.Intent) any { return writeResultOf(in.Note) }
 
-// checkNote validates the fields of a note to create.
-func (s *Set) checkNote(prefix, title, body, hall, slug string, tags []string, inbox bool) error {
-	if err := checkText(prefix+"title", title, s.lim.MaxTitleBytes, true); err != nil {
-		return err
-	}
-	if err := s.checkBody(prefix+"body", body); err != nil {
-		return err
-	}
-	if err := checkHall(hall, !inbox); err != nil {
-		return err
-	}
-	if err := checkSlug(prefix+"slug", slug); err != nil {
-		return err
+// checkPlacement is what the spec cannot say of a note to create: a wiki
+// note needs a hall, and a title without letters or digits needs a slug.
+func checkPlacement(prefix, title, hall, slug string, inbox bool) error {
+	if hall == "" && !inbox {
+		return invalid("%shall is required: one of %s", prefix, brain.HallList)
 	}
 	if slug == "" && layout.Slugify(title) == "" {
 		return invalid("%stitle %q has no letters or digits to make a slug from: pass a slug", prefix, title)
 	}
-	return s.checkTags(prefix+"tags", tags)
+	return nil
 }
 
-func (s *Set) write(ctx context.Context, c Caller, raw []byte, _ *index.Stats) (any, error) {
-	var a writeArgs
-	if err := decode(raw, &a, s.byName["brain_write"].props); err != nil {
-		return nil, err
-	}
-	if err := s.checkWing(a.Wing); err != nil {
-		return nil, err
-	}
-	if err := s.checkNote("", a.Title, a.Body, a.Hall, a.Slug, a.Tags, a.Inbox); err != nil {
+func (s *Set) write(ctx context.Context, c Caller, a *writeArgs) (any, error) {
+	if err := checkPlacement("", a.Title, a.Hall, a.Slug, a.Inbox); err != nil {
 		return nil, err
 	}
 	key := a.IdempotencyKey
@@ -633,53 +485,53 @@ func (s *Set) write(ctx context.Context, c Caller, raw []byte, _ *index.Stats) (
 
 // ---- brain_update
 
+func (s *Set) updateSpec() *toolspec.Spec {
+	return &toolspec.Spec{
+		Name: "brain_update", Title: "Supersede a note's body", Needs: brain.CapWrite, Destructive: true,
+		Description: "Replace the body (and optionally the title) of an existing curated note, recording who, when, why " +
+			"(reason) and the content hash it supersedes; every other frontmatter field is kept. Never creates a note " +
+			"(not_found). Pass the content_hash you read as expected_hash: if the note changed since, you get conflict " +
+			"with the current hash and nothing is written. Returns {id, path, content_hash}.",
+		Args: []toolspec.Arg{
+			idArg("the note id wing/hall/slug (brain_write creates new notes)"),
+			s.bodyArg(fmt.Sprintf("The complete new markdown body (at most %d bytes).", s.lim.MaxBodyBytes)),
+			s.reasonArg("Why the note changes, recorded as supersede_reason"),
+			expectedHashArg("the update fails with conflict if the note changed."),
+			s.titleArg(false, "New title; omit to keep it."),
+			wingArg(),
+			s.keyArg(),
+		},
+	}
+}
+
+func (s *Set) reasonArg(why string) toolspec.Arg {
+	return toolspec.Arg{Name: "reason", Type: toolspec.String, Required: true, Min: toolspec.Int(1), MaxBytes: s.lim.MaxReasonBytes, Line: true,
+		Desc: fmt.Sprintf("%s (one line, at most %d bytes).", why, s.lim.MaxReasonBytes)}
+}
+
+func expectedHashArg(effect string) toolspec.Arg {
+	return toolspec.Arg{Name: "expected_hash", Type: toolspec.String, Check: checkHash,
+		Desc: "The content_hash the change is based on (64 hex digits); " + effect}
+}
+
+func checkHash(name, h string) error {
+	if len(h) != 64 || strings.Trim(h, "0123456789abcdef") != "" {
+		return invalid("%s must be a content_hash: 64 lowercase hex digits, as brain_get returns it", name)
+	}
+	return nil
+}
+
 type updateArgs struct {
-	ID             string `json:"id"`
-	Body           string `json:"body"`
-	Reason         string `json:"reason"`
-	ExpectedHash   string `json:"expected_hash"`
-	Title          string `json:"title"`
-	Wing           string `json:"wing"`
-	IdempotencyKey string `json:"idempotency_key"`
+	ID           string `json:"id"`
+	Body         string `json:"body"`
+	Reason       string `json:"reason"`
+	ExpectedHash string `json:"expected_hash"`
+	Title        string `json:"title"`
+	WingArg
+	KeyArg
 }
 
-func isHash(h string) bool {
-	if len(h) != 64 {
-		return false
-	}
-	for i := 0; i < len(h); i++ {
-		if c := h[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f') {
-			return false
-		}
-	}
-	return true
-}
-
-func (s *Set) update(ctx context.Context, c Caller, raw []byte, _ *index.Stats) (any, error) {
-	var a updateArgs
-	if err := decode(raw, &a, s.byName["brain_update"].props); err != nil {
-		return nil, err
-	}
-	if err := s.checkWing(a.Wing); err != nil {
-		return nil, err
-	}
-	if a.ID == "" {
-		return nil, invalid("id is required: the note id wing/hall/slug (brain_write creates new notes)")
-	}
-	if err := s.checkBody("body", a.Body); err != nil {
-		return nil, err
-	}
-	if err := checkText("reason", a.Reason, s.lim.MaxReasonBytes, true); err != nil {
-		return nil, err
-	}
-	if a.Title != "" {
-		if err := checkText("title", a.Title, s.lim.MaxTitleBytes, true); err != nil {
-			return nil, err
-		}
-	}
-	if a.ExpectedHash != "" && !isHash(a.ExpectedHash) {
-		return nil, invalid("expected_hash must be a content_hash: 64 lowercase hex digits, as brain_get returns it")
-	}
+func (s *Set) update(ctx context.Context, c Caller, a *updateArgs) (any, error) {
 	key := a.IdempotencyKey
 	a.IdempotencyKey, a.Wing = "", ""
 	return s.keyed(ctx, c, "brain_update", key, a, func(k *keyCall) (any, error) {
@@ -694,6 +546,33 @@ func (s *Set) update(ctx context.Context, c Caller, raw []byte, _ *index.Stats) 
 
 // ---- brain_ingest_raw
 
+func (s *Set) ingestSpec() *toolspec.Spec {
+	return &toolspec.Spec{
+		Name: "brain_ingest_raw", Title: "Import pages", Needs: brain.CapWrite,
+		Description: fmt.Sprintf("Import up to %d pre-structured pages into the wiki in one call, e.g. a document split into notes. "+
+			"Every page is validated before any is written; each is reported as created, exists (never overwritten), "+
+			"invalid (with error; skipped) or failed (with error: not written, e.g. the disk or the call's time ran out). "+
+			"Exactly the pages reported created were written. With an idempotency_key, calling again with the same "+
+			"arguments and key writes only the pages not written yet (pages written by the first call stay created) "+
+			"and, once none failed, answers the same report every time. dry_run reports what would happen and writes "+
+			"nothing. Returns {dry_run, created, exists, invalid, failed, pages:[{id, path, status, content_hash?, error?}]}.", s.lim.MaxPages),
+		Args: []toolspec.Arg{
+			{Name: "pages", Type: toolspec.Array, Required: true, Min: toolspec.Int(1), Max: toolspec.Int(s.lim.MaxPages), Reported: true,
+				Missing: "at least one page {hall, title, body}", TooLarge: "split the import", Desc: "The pages to write.",
+				Items: &toolspec.Arg{Type: toolspec.Object, Desc: "A page.", Props: []toolspec.Arg{
+					hallArg("Hall of the page.", true),
+					{Name: "slug", Type: toolspec.String, Check: slugCheck, Desc: "File name without .md; default: made from the title."},
+					s.titleArg(true, "One-line title."),
+					s.bodyArg("Markdown body."),
+					s.tagsArg("Tags."),
+				}}},
+			{Name: "dry_run", Type: toolspec.Boolean, Default: false, Desc: "Validate and report without writing anything."},
+			wingArg(),
+			s.keyArg(),
+		},
+	}
+}
+
 type ingestPage struct {
 	Hall  string   `json:"hall"`
 	Slug  string   `json:"slug"`
@@ -703,10 +582,10 @@ type ingestPage struct {
 }
 
 type ingestArgs struct {
-	Pages          []ingestPage `json:"pages"`
-	DryRun         bool         `json:"dry_run"`
-	Wing           string       `json:"wing"`
-	IdempotencyKey string       `json:"idempotency_key"`
+	Pages  []ingestPage `json:"pages"`
+	DryRun bool         `json:"dry_run"`
+	WingArg
+	KeyArg
 }
 
 // Page statuses of brain_ingest_raw.
@@ -738,24 +617,11 @@ type ingestResult struct {
 // final answer, so a retry with the key writes them.
 func (r ingestResult) incomplete() bool { return r.Failed > 0 }
 
-func (s *Set) ingest(ctx context.Context, c Caller, raw []byte, _ *index.Stats) (any, error) {
-	var a ingestArgs
-	if err := decode(raw, &a, s.byName["brain_ingest_raw"].props); err != nil {
-		return nil, err
-	}
-	if err := s.checkWing(a.Wing); err != nil {
-		return nil, err
-	}
-	if len(a.Pages) == 0 {
-		return nil, invalid("pages is required: at least one page {hall, title, body}")
-	}
-	if len(a.Pages) > s.lim.MaxPages {
-		return nil, tooLarge("%d pages, the limit is %d per call: split the import", len(a.Pages), s.lim.MaxPages)
-	}
+func (s *Set) ingest(ctx context.Context, c Caller, a *ingestArgs) (any, error) {
 	key := a.IdempotencyKey
 	a.IdempotencyKey, a.Wing = "", ""
 	return s.keyed(ctx, c, "brain_ingest_raw", key, a, func(k *keyCall) (any, error) {
-		return s.ingestPages(ctx, c, a, k)
+		return s.ingestPages(ctx, c, *a, k)
 	})
 }
 
@@ -802,8 +668,11 @@ func (s *Set) planPages(ctx context.Context, c Caller, a ingestArgs, k *keyCall,
 				continue
 			}
 		}
-		prefix := fmt.Sprintf("pages[%d].", i)
-		if err := s.checkNote(prefix, p.Title, p.Body, p.Hall, p.Slug, p.Tags, false); err != nil {
+		err := s.byName["brain_ingest_raw"].Spec.CheckItem("pages", i, &a.Pages[i])
+		if err == nil {
+			err = checkPlacement(fmt.Sprintf("pages[%d].", i), p.Title, p.Hall, p.Slug, false)
+		}
+		if err != nil {
 			_, msg := s.classify("brain_ingest_raw", err)
 			pr.Status, pr.Error = StatusInvalid, msg
 			continue
@@ -869,11 +738,33 @@ func withHook(n store.NewNote, h store.Hook) store.NewNote {
 
 // ---- session_log
 
+func (s *Set) sessionLogSpec() *toolspec.Spec {
+	return &toolspec.Spec{
+		Name: "session_log", Title: "Log to a session", Needs: brain.CapWrite,
+		Description: "Append one JSON object to the wing's append-only log of a work session (sessions/<wing>/<session>.jsonl), " +
+			"stamped with the time and your email: use it to keep a trail of what you did and found. Returns " +
+			"{session, path, line} where line is the entry's line number in the log.",
+		Args: []toolspec.Arg{
+			sessionArg(),
+			{Name: "entry", Type: toolspec.Object, Required: true, Missing: `a JSON object, e.g. {"did":"..."}`,
+				Desc: fmt.Sprintf("Any JSON object (at most %d bytes as compact JSON).", s.lim.MaxEntryBytes)},
+			wingArg(),
+			s.keyArg(),
+		},
+	}
+}
+
+func sessionArg() toolspec.Arg {
+	return toolspec.Arg{Name: "session", Type: toolspec.String, Required: true, Min: toolspec.Int(1), Missing: "an id for your work session, e.g. 2026-11-30-fix-login",
+		Check: func(_, v string) error { return brain.ValidSession(v) },
+		Desc:  "Session id: letters, digits, '.', '_' and '-', at most 128 bytes, not starting with '.'."}
+}
+
 type sessionArgs struct {
-	Session        string          `json:"session"`
-	Entry          json.RawMessage `json:"entry"`
-	Wing           string          `json:"wing"`
-	IdempotencyKey string          `json:"idempotency_key"`
+	Session string          `json:"session"`
+	Entry   json.RawMessage `json:"entry"`
+	WingArg
+	KeyArg
 }
 
 type sessionResult struct {
@@ -882,27 +773,14 @@ type sessionResult struct {
 	Line    int    `json:"line"`
 }
 
-func (s *Set) sessionLog(ctx context.Context, c Caller, raw []byte, _ *index.Stats) (any, error) {
-	var a sessionArgs
-	if err := decode(raw, &a, s.byName["session_log"].props); err != nil {
-		return nil, err
-	}
-	if err := s.checkWing(a.Wing); err != nil {
-		return nil, err
-	}
-	if a.Session == "" {
-		return nil, invalid("session is required: an id for your work session, e.g. 2026-11-30-fix-login")
-	}
+func (s *Set) sessionLog(ctx context.Context, c Caller, a *sessionArgs) (any, error) {
 	entry := bytes.TrimSpace(a.Entry)
-	if len(entry) == 0 || entry[0] != '{' {
-		return nil, invalid("entry is required and must be a JSON object, e.g. {\"did\":\"...\"}")
-	}
 	var compact bytes.Buffer
 	if err := json.Compact(&compact, entry); err == nil && compact.Len() > s.lim.MaxEntryBytes {
 		return nil, tooLarge("entry is %d bytes, over the %d-byte limit", compact.Len(), s.lim.MaxEntryBytes)
 	}
 	key := a.IdempotencyKey
-	fp := sessionArgs{Session: a.Session, Entry: entry}
+	fp := sessionArgs{Session: a.Session, Entry: entry} // wing and key are not part of what the call does
 	if key != "" || c.IdempotencyKey != "" {
 		canon, err := canonicalJSON(entry)
 		if err != nil {
@@ -923,12 +801,29 @@ func (s *Set) sessionLog(ctx context.Context, c Caller, raw []byte, _ *index.Sta
 
 // ---- brain_promote
 
+func (s *Set) promoteSpec() *toolspec.Spec {
+	return &toolspec.Spec{
+		Name: "brain_promote", Title: "Promote an inbox note", Needs: brain.CapCurate, Destructive: true,
+		Description: "Curators only: move a reviewed inbox note into the wiki as wiki/<wing>/<hall>/<slug>.md, recording you " +
+			"as promoter. If the slug is taken you get already_exists and the inbox note is left untouched (choose " +
+			"another slug). Returns {id, path, content_hash, tunnels} where tunnels are its links into other wings.",
+		Args: []toolspec.Arg{
+			{Name: "name", Type: toolspec.String, Required: true, Min: toolspec.Int(1), Missing: "the inbox name brain_pending lists",
+				Check: func(_, v string) error { return brain.ValidInboxName(v) }, Desc: "Inbox name, as brain_pending lists it."},
+			hallArg(descHall, true),
+			{Name: "slug", Type: toolspec.String, Check: slugCheck, Desc: "Slug of the wiki note; default: the inbox name."},
+			wingArg(),
+			s.keyArg(),
+		},
+	}
+}
+
 type promoteArgs struct {
-	Name           string `json:"name"`
-	Hall           string `json:"hall"`
-	Slug           string `json:"slug"`
-	Wing           string `json:"wing"`
-	IdempotencyKey string `json:"idempotency_key"`
+	Name string `json:"name"`
+	Hall string `json:"hall"`
+	Slug string `json:"slug"`
+	WingArg
+	KeyArg
 }
 
 type promoteResult struct {
@@ -938,23 +833,7 @@ type promoteResult struct {
 	Tunnels     []string `json:"tunnels"`
 }
 
-func (s *Set) promote(ctx context.Context, c Caller, raw []byte, _ *index.Stats) (any, error) {
-	var a promoteArgs
-	if err := decode(raw, &a, s.byName["brain_promote"].props); err != nil {
-		return nil, err
-	}
-	if err := s.checkWing(a.Wing); err != nil {
-		return nil, err
-	}
-	if err := checkHall(a.Hall, true); err != nil {
-		return nil, err
-	}
-	if a.Name == "" {
-		return nil, invalid("name is required: the inbox name brain_pending lists")
-	}
-	if err := checkSlug("slug", a.Slug); err != nil {
-		return nil, err
-	}
+func (s *Set) promote(ctx context.Context, c Caller, a *promoteArgs) (any, error) {
 	key := a.IdempotencyKey
 	a.IdempotencyKey, a.Wing = "", ""
 	return s.keyed(ctx, c, "brain_promote", key, a, func(k *keyCall) (any, error) {

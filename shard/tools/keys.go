@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/shard/idempotency"
 	"github.com/brainstem/brainstem/shard/store"
 )
@@ -59,13 +60,13 @@ func ValidIdempotencyKey(k string) error {
 	return nil
 }
 
-func (s *Set) keyProp() prop {
+func (s *Set) keyArg() toolspec.Arg {
 	ttl := idempotency.DefaultTTL
 	if s.journal != nil {
 		ttl = s.journal.TTL()
 	}
-	return prop{name: IdempotencyKeyArg, typ: "string", min: ip(1), max: ip(MaxIdempotencyKeyBytes), pattern: "^[A-Za-z0-9._:-]+$",
-		desc: "Optional but recommended: a unique string you make up for this one write (a UUID is ideal; 1 to 128 letters, digits, " +
+	return toolspec.Arg{Name: IdempotencyKeyArg, Type: toolspec.String, Min: toolspec.Int(1), Max: toolspec.Int(MaxIdempotencyKeyBytes), Pattern: "^[A-Za-z0-9._:-]+$",
+		Desc: "Optional but recommended: a unique string you make up for this one write (a UUID is ideal; 1 to 128 letters, digits, " +
 			"'.', '_', ':' and '-'). If the call fails with unavailable, timeout or outcome_unknown, or you are unsure it " +
 			"went through, call again with the same arguments and the same key: the write happens at most once and you " +
 			"get the first answer again. Reusing a key with different arguments is a conflict. Keys are remembered for " +

@@ -1,19 +1,17 @@
 package tools
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"log/slog"
 	"runtime/debug"
-	"slices"
 	"strings"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/shard/idempotency"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/store"
@@ -29,11 +27,55 @@ type Caller struct {
 	IdempotencyKey string
 }
 
-// Tool describes one tool.
+// Tool is one tool of a Set: its spec, the single declaration every part
+// of Brainstem derives the tool from (toolspec), and its handler. Make one
+// with Define.
 type Tool struct {
-	Name, Description string
-	Schema            json.RawMessage // JSON Schema of the arguments
-	Needs             brain.Caps      // capability a caller must hold
+	Spec *toolspec.Spec
+	call func(ctx context.Context, s *Set, c Caller, args []byte, opt CallOptions) (any, error)
+}
+
+// Define returns the tool of spec whose handler is run: Set.Call decodes
+// and validates a call's arguments into an A with spec.Decode (one pass),
+// checks the optional wing argument (WingArg) against the set's wing, and
+// hands run the result. A's fields carry the arguments' names as json tags.
+func Define[A any](spec *toolspec.Spec, run func(ctx context.Context, c Caller, args *A) (any, error)) Tool {
+	return Tool{Spec: spec, call: func(ctx context.Context, s *Set, c Caller, raw []byte, _ CallOptions) (any, error) {
+		a, err := decodeArgs[A](s, spec, raw)
+		if err != nil {
+			return nil, err
+		}
+		return run(ctx, c, a)
+	}}
+}
+
+// decodeArgs is the prologue every tool shares: decode and validate the
+// arguments with the spec, then check the wing argument.
+func decodeArgs[A any](s *Set, spec *toolspec.Spec, raw []byte) (*A, error) {
+	a := new(A)
+	if err := spec.Unmarshal(raw, a); err != nil {
+		return nil, err
+	}
+	if w, ok := any(a).(interface{ wingName() string }); ok {
+		if err := s.checkWing(w.wingName()); err != nil {
+			return nil, err
+		}
+	}
+	return a, spec.Check(a)
+}
+
+// WingArg is the optional wing argument of every tool (embed it in the
+// arguments' struct): through the gateway it picks the shard; here it must
+// be the set's wing when given.
+type WingArg struct {
+	Wing string `json:"wing"`
+}
+
+func (w *WingArg) wingName() string { return w.Wing }
+
+// KeyArg is the idempotency_key argument of every write tool (embed it).
+type KeyArg struct {
+	IdempotencyKey string `json:"idempotency_key"`
 }
 
 // Options configures New.
@@ -44,6 +86,8 @@ type Options struct {
 	// call that carries a key is refused (internal) rather than run
 	// without the guarantee.
 	Journal *idempotency.Journal
+	// Extra tools are served after the brain tools, exactly like them.
+	Extra []Tool
 }
 
 // Set is the brain tools of one wing. It is safe for concurrent use.
@@ -52,35 +96,37 @@ type Set struct {
 	journal *idempotency.Journal
 	log     *slog.Logger
 	lim     Limits
-	specs   []*spec
-	byName  map[string]*spec
+	tools   []Tool
+	byName  map[string]*Tool
 	desc    json.RawMessage
 
 	testStage func(stage string) // crash tests: called at each stage of a keyed write
 }
 
-// spec is one tool: its descriptor parts and its handler.
-type spec struct {
-	name, title, desc                 string
-	props                             []prop
-	needs                             brain.Caps
-	readOnly, destructive, idempotent bool
-	run                               func(ctx context.Context, c Caller, args []byte, stats *index.Stats) (any, error)
-	schema                            json.RawMessage
-}
-
-// New returns the tool set over st.
+// New returns the tool set over st: the brain tools, then opt.Extra.
 func New(st *store.Store, opt Options) *Set {
-	s := &Set{st: st, journal: opt.Journal, log: opt.Logger, lim: opt.Limits.withDefaults(), byName: map[string]*spec{}}
+	s := &Set{st: st, journal: opt.Journal, log: opt.Logger, lim: opt.Limits.withDefaults(), byName: map[string]*Tool{}}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)
 	}
-	s.specs = s.define()
-	for _, sp := range s.specs {
-		sp.schema = schema(sp.props)
-		s.byName[sp.name] = sp
+	s.tools = append(s.define(), opt.Extra...)
+	descs := make([]json.RawMessage, len(s.tools))
+	for i := range s.tools {
+		t := &s.tools[i]
+		if err := t.Spec.Validate(); err != nil {
+			panic(err.Error()) // declarations are constants: a programming error
+		}
+		if _, dup := s.byName[t.Spec.Name]; dup {
+			panic("tools: tool " + t.Spec.Name + " defined twice")
+		}
+		s.byName[t.Spec.Name] = t
+		descs[i] = t.Spec.Descriptor()
 	}
-	s.desc = s.descriptors()
+	b, err := brain.Marshal(descs)
+	if err != nil {
+		panic("tools: descriptors: " + err.Error())
+	}
+	s.desc = b
 	return s
 }
 
@@ -90,39 +136,6 @@ func (s *Set) Wing() string { return s.st.Wing() }
 // Limits returns the limits in force (defaults filled in).
 func (s *Set) Limits() Limits { return s.lim }
 
-// descriptor is one entry of Descriptors, in field order.
-type descriptor struct {
-	Name        string            `json:"name"`
-	Description string            `json:"description"`
-	InputSchema json.RawMessage   `json:"inputSchema"`
-	Annotations annotations       `json:"annotations"`
-	Meta        map[string]string `json:"_meta"` // brain.CapabilityMetaKey: the capability the tool needs
-}
-
-type annotations struct {
-	Title           string `json:"title"`
-	ReadOnlyHint    bool   `json:"readOnlyHint"`
-	DestructiveHint bool   `json:"destructiveHint"`
-	IdempotentHint  bool   `json:"idempotentHint"`
-	OpenWorldHint   bool   `json:"openWorldHint"`
-}
-
-func (s *Set) descriptors() json.RawMessage {
-	out := make([]descriptor, len(s.specs))
-	for i, sp := range s.specs {
-		out[i] = descriptor{
-			Name: sp.name, Description: sp.desc, InputSchema: sp.schema,
-			Annotations: annotations{Title: sp.title, ReadOnlyHint: sp.readOnly, DestructiveHint: sp.destructive, IdempotentHint: sp.idempotent},
-			Meta:        map[string]string{brain.CapabilityMetaKey: sp.needs.Strongest()},
-		}
-	}
-	b, err := brain.Marshal(out)
-	if err != nil {
-		panic("tools: descriptors: " + err.Error()) // built from constants: a programming error
-	}
-	return b
-}
-
 // Descriptors returns the JSON array tools/list shows, in a fixed order:
 // per tool {"name","description","inputSchema","annotations":{"title",
 // "readOnlyHint","destructiveHint","idempotentHint","openWorldHint"},
@@ -130,22 +143,22 @@ func (s *Set) descriptors() json.RawMessage {
 // not modify the returned bytes.
 func (s *Set) Descriptors() json.RawMessage { return s.desc }
 
-// Tools returns the tools in descriptor order.
-func (s *Set) Tools() []Tool {
-	out := make([]Tool, len(s.specs))
-	for i, sp := range s.specs {
-		out[i] = Tool{Name: sp.name, Description: sp.desc, Schema: sp.schema, Needs: sp.needs}
+// Specs returns the tools' specs in descriptor order.
+func (s *Set) Specs() []*toolspec.Spec {
+	out := make([]*toolspec.Spec, len(s.tools))
+	for i := range s.tools {
+		out[i] = s.tools[i].Spec
 	}
 	return out
 }
 
 // Needs returns the capability the named tool requires.
 func (s *Set) Needs(name string) (brain.Caps, bool) {
-	sp, ok := s.byName[name]
+	t, ok := s.byName[name]
 	if !ok {
 		return 0, false
 	}
-	return sp.needs, true
+	return t.Spec.Capability(), true
 }
 
 // QueryStats returns this wing's BM25 statistics for a query, for the
@@ -175,15 +188,15 @@ type CallOptions struct {
 
 // CallWith is Call with the transport's options.
 func (s *Set) CallWith(ctx context.Context, c Caller, name string, args []byte, opt CallOptions) (result []byte, isError bool) {
-	stats := opt.Stats
-	sp, ok := s.byName[name]
+	t, ok := s.byName[name]
 	if !ok {
 		return brain.EncodeError(brain.CodeUnknownTool, fmt.Sprintf("there is no tool %q in wing %q; the tools are: %s", name, s.Wing(), strings.Join(s.names(), ", "))), true
 	}
-	if !c.Caps.Has(sp.needs) {
-		return brain.EncodeError(brain.CodeForbidden, fmt.Sprintf("%s needs the %s capability in wing %q; you have: %s; ask a curator of the wing to grant it", name, sp.needs.Strongest(), s.Wing(), c.Caps)), true
+	needs := t.Spec.Capability()
+	if !c.Caps.Has(needs) {
+		return brain.EncodeError(brain.CodeForbidden, fmt.Sprintf("%s needs the %s capability in wing %q; you have: %s; ask a curator of the wing to grant it", name, needs.Strongest(), s.Wing(), c.Caps)), true
 	}
-	if sp.needs.Has(brain.CapWrite) {
+	if t.Spec.Writes() {
 		// Every write records its author: only a canonical address
 		// (auth.CanonicalEmail) may be one, whatever built the Caller.
 		if e, err := auth.CanonicalEmail(c.Email); err != nil || e != c.Email {
@@ -196,16 +209,7 @@ func (s *Set) CallWith(ctx context.Context, c Caller, name string, args []byte, 
 	if err := ctx.Err(); err != nil {
 		return brain.EncodeError(brain.CodeInternal, "the call was cancelled or timed out before it ran: "+err.Error()), true
 	}
-	run := sp.run
-	if name == brain.QueryTool && (opt.Rank || len(opt.Fetch) > 0) {
-		run = func(ctx context.Context, _ Caller, args []byte, stats *index.Stats) (any, error) {
-			if len(opt.Fetch) > 0 {
-				return s.queryFetch(ctx, args, stats, opt.Fetch)
-			}
-			return s.queryRank(ctx, args, stats)
-		}
-	}
-	v, err := s.run(ctx, sp.name, run, c, args, stats)
+	v, err := s.run(ctx, t, c, args, opt)
 	if err != nil {
 		return s.errorOf(name, err), true
 	}
@@ -220,20 +224,20 @@ func (s *Set) CallWith(ctx context.Context, c Caller, name string, args []byte, 
 	return b, false
 }
 
-func (s *Set) run(ctx context.Context, name string, run func(context.Context, Caller, []byte, *index.Stats) (any, error), c Caller, args []byte, stats *index.Stats) (v any, err error) {
+func (s *Set) run(ctx context.Context, t *Tool, c Caller, args []byte, opt CallOptions) (v any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
-			s.log.Error("tools: panic in tool", "tool", name, "panic", r, "stack", string(debug.Stack()))
+			s.log.Error("tools: panic in tool", "tool", t.Spec.Name, "panic", r, "stack", string(debug.Stack()))
 			v, err = nil, errors.New("tools: panic in tool")
 		}
 	}()
-	return run(ctx, c, args, stats)
+	return t.call(ctx, s, c, args, opt)
 }
 
 func (s *Set) names() []string {
-	out := make([]string, len(s.specs))
-	for i, sp := range s.specs {
-		out[i] = sp.name
+	out := make([]string, len(s.tools))
+	for i := range s.tools {
+		out[i] = s.tools[i].Spec.Name
 	}
 	return out
 }
@@ -282,128 +286,4 @@ func (s *Set) classify(tool string, err error) (brain.Code, string) {
 	}
 	s.log.Error("tools: internal error", "tool", tool, "err", err)
 	return brain.CodeInternal, "the shard failed to run " + tool + "; the error is logged on the shard, retrying may help"
-}
-
-// decode decodes args strictly into v: unknown fields (names are exact: a
-// key equal to a known one only under case folding is unknown too),
-// trailing data and type mismatches are invalid_argument errors naming the
-// argument.
-func decode(args []byte, v any, known []prop) error {
-	trimmed := bytes.TrimSpace(args)
-	if len(trimmed) == 0 || bytes.Equal(trimmed, []byte("null")) {
-		trimmed = []byte("{}")
-	}
-	if trimmed[0] != '{' {
-		return invalid("the arguments must be a JSON object")
-	}
-	if err := exactNames(trimmed, known, ""); err != nil {
-		return err
-	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var te *json.UnmarshalTypeError
-		var se *json.SyntaxError
-		switch {
-		case errors.As(err, &te):
-			field := te.Field
-			if field == "" {
-				field = "arguments"
-			}
-			return invalid("argument %q must be %s, not %s", field, jsonType(te.Type.Kind().String()), te.Value)
-		case errors.As(err, &se):
-			return invalid("the arguments are not valid JSON: %v (at byte %d)", err, se.Offset)
-		case errors.Is(err, io.ErrUnexpectedEOF):
-			return invalid("the arguments are not valid JSON: they end too early")
-		case strings.HasPrefix(err.Error(), "json: unknown field "):
-			name := strings.TrimPrefix(err.Error(), "json: unknown field ")
-			return invalid("unknown argument %s; this tool accepts: %s", name, propNames(known))
-		default:
-			return invalid("the arguments cannot be decoded: %v", err)
-		}
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return invalid("the arguments must be one JSON object, with nothing after it")
-	}
-	return nil
-}
-
-// exactNames refuses any key of the JSON object obj that is not exactly the
-// name of one of props. encoding/json matches struct fields to keys
-// case-insensitively (with Unicode folding: "LIMIT", or "\u017flug" for
-// slug), which would let an argument in through a spelling the schema does
-// not have. Objects inside array and object arguments with known properties
-// are checked too; where names the enclosing argument ("pages[2]"). Input
-// that is not a JSON object is left to the typed decode to report.
-func exactNames(obj []byte, props []prop, where string) error {
-	var m map[string]json.RawMessage
-	if json.Unmarshal(obj, &m) != nil {
-		return nil
-	}
-	var unknown []string
-	for k, v := range m {
-		i := slices.IndexFunc(props, func(p prop) bool { return p.name == k })
-		if i < 0 {
-			unknown = append(unknown, k)
-			continue
-		}
-		p := props[i]
-		switch {
-		case p.typ == "array" && p.items != nil && p.items.props != nil:
-			var items []json.RawMessage
-			if json.Unmarshal(v, &items) != nil {
-				continue
-			}
-			for j, it := range items {
-				if err := exactNames(it, p.items.props, fmt.Sprintf("%s%s[%d]", dotted(where), k, j)); err != nil {
-					return err
-				}
-			}
-		case p.typ == "object" && p.props != nil:
-			if err := exactNames(v, p.props, dotted(where)+k); err != nil {
-				return err
-			}
-		}
-	}
-	if len(unknown) == 0 {
-		return nil
-	}
-	slices.Sort(unknown)
-	if where == "" {
-		return invalid("unknown argument %q; this tool accepts: %s (names are case-sensitive)", unknown[0], propNames(props))
-	}
-	return invalid("unknown argument %q in %s; it accepts: %s (names are case-sensitive)", unknown[0], where, propNames(props))
-}
-
-func dotted(where string) string {
-	if where == "" {
-		return ""
-	}
-	return where + "."
-}
-
-func propNames(ps []prop) string {
-	n := make([]string, len(ps))
-	for i, p := range ps {
-		n[i] = p.name
-	}
-	return strings.Join(n, ", ")
-}
-
-func jsonType(kind string) string {
-	switch kind {
-	case "string":
-		return "a string"
-	case "int", "int64", "int32":
-		return "an integer"
-	case "bool":
-		return "a boolean"
-	case "slice":
-		return "an array"
-	case "struct", "map":
-		return "an object"
-	case "float64":
-		return "a number"
-	}
-	return "a " + kind
 }

@@ -100,7 +100,7 @@ func TestDescriptors(t *testing.T) {
 			AdditionalProperties *bool                      `json:"additionalProperties"`
 		} `json:"inputSchema"`
 		Annotations map[string]any    `json:"annotations"`
-		Meta        map[string]string `json:"_meta"`
+		Meta        map[string]any `json:"_meta"`
 	}
 	if err := json.Unmarshal(s.Descriptors(), &ds); err != nil {
 		t.Fatal(err)
@@ -111,15 +111,15 @@ func TestDescriptors(t *testing.T) {
 	if len(ds) != len(wantOrder) {
 		t.Fatalf("%d descriptors", len(ds))
 	}
-	tools := s.Tools()
+	specs := s.Specs()
 	for i, d := range ds {
-		if d.Name != wantOrder[i] || tools[i].Name != d.Name {
+		if d.Name != wantOrder[i] || specs[i].Name != d.Name {
 			t.Errorf("descriptor %d = %s, want %s", i, d.Name, wantOrder[i])
 		}
 		if d.Meta[brain.CapabilityMetaKey] != wantCap[d.Name] {
 			t.Errorf("%s capability %q, want %q", d.Name, d.Meta[brain.CapabilityMetaKey], wantCap[d.Name])
 		}
-		if needs, ok := s.Needs(d.Name); !ok || needs.Strongest() != wantCap[d.Name] || tools[i].Needs != needs {
+		if needs, ok := s.Needs(d.Name); !ok || needs.Strongest() != wantCap[d.Name] || specs[i].Capability() != needs {
 			t.Errorf("Needs(%s) = %v", d.Name, needs)
 		}
 		if d.InputSchema.Type != "object" || d.InputSchema.AdditionalProperties == nil || *d.InputSchema.AdditionalProperties {
@@ -210,7 +210,7 @@ func TestCallGuards(t *testing.T) {
 		}
 	}
 	// Every tool refuses a wing other than the shard's, naming the shard's.
-	for _, tool := range s.Tools() {
+	for _, tool := range s.Specs() {
 		res, isErr := call(t, s, curator, tool.Name, `{"wing":"billing"}`)
 		code, msg := errCode(t, res)
 		if !isErr || code != brain.CodeInvalidArgument || !strings.Contains(msg, `"payments"`) {
@@ -537,7 +537,7 @@ func FuzzCall(f *testing.F) {
 		}
 	}
 	s, _, _ := newSet(f)
-	tools := s.Tools()
+	tools := s.Specs()
 	f.Fuzz(func(t *testing.T, which uint8, args string) {
 		name := tools[int(which)%len(tools)].Name
 		res, isErr := s.Call(context.Background(), curator, name, []byte(args), nil)
