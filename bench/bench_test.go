@@ -10,8 +10,8 @@ import (
 
 	"github.com/blevesearch/bleve/v2"
 
-	"github.com/brainstem/brainstem/tooling/corpus"
 	"github.com/brainstem/brainstem/shard/index"
+	"github.com/brainstem/brainstem/tooling/corpus"
 )
 
 // data is the corpus and both indexes, built once per process on first use.

@@ -10,8 +10,8 @@ import (
 	"github.com/blevesearch/bleve/v2"
 	"github.com/blevesearch/bleve/v2/search"
 
-	"github.com/brainstem/brainstem/tooling/corpus"
 	"github.com/brainstem/brainstem/shard/index"
+	"github.com/brainstem/brainstem/tooling/corpus"
 )
 
 // TestCompare builds both engines over the same corpus (BRAINSTEM_BENCH_DOCS

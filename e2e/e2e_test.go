@@ -21,11 +21,11 @@ import (
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway"
-	"github.com/brainstem/brainstem/tooling/devenv"
-	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/shard/stdio"
 	"github.com/brainstem/brainstem/shard/tools"
+	"github.com/brainstem/brainstem/tooling/devenv"
+	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 )
 
 func startEnv(t testing.TB) *devenv.Env {

@@ -18,12 +18,12 @@ import (
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway"
-	"github.com/brainstem/brainstem/tooling/corpus"
-	"github.com/brainstem/brainstem/tooling/devenv"
-	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/tools"
+	"github.com/brainstem/brainstem/tooling/corpus"
+	"github.com/brainstem/brainstem/tooling/devenv"
+	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 )
 
 // heavyMaxNote is the note size limit of the heavy-tailed brains: their

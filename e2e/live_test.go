@@ -10,9 +10,9 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
-	"github.com/brainstem/brainstem/proto"
 )
 
 // startLiveEnv is startEnv with the shards' policy polling off (the tests

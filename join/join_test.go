@@ -13,11 +13,11 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/join"
+	"github.com/brainstem/brainstem/signin"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
-	"github.com/brainstem/brainstem/join"
-	"github.com/brainstem/brainstem/signin"
 )
 
 func TestMCPURL(t *testing.T) {

@@ -8,8 +8,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/tooling/logcheck"
 	"github.com/brainstem/brainstem/proto/pki"
+	"github.com/brainstem/brainstem/tooling/logcheck"
 )
 
 // TestRefusedMintIsLogged: a mint from a peer that is not a gateway is

@@ -7,8 +7,8 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/auth"
-	"github.com/brainstem/brainstem/tooling/emailcases"
 	"github.com/brainstem/brainstem/proto"
+	"github.com/brainstem/brainstem/tooling/emailcases"
 )
 
 // TestMintAppliesEmailRule: the shard applies the email rule to the email a

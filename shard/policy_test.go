@@ -11,8 +11,8 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
-	"github.com/brainstem/brainstem/tooling/logcheck"
 	"github.com/brainstem/brainstem/proto"
+	"github.com/brainstem/brainstem/tooling/logcheck"
 )
 
 // sample returns the value of the series name (counter or gauge) on reg

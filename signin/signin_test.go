@@ -17,10 +17,10 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/signin"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
-	"github.com/brainstem/brainstem/signin"
 )
 
 func startDev(t *testing.T, mutate func(*gateway.Config)) *devenv.Env {

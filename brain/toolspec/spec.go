@@ -86,9 +86,9 @@ type Arg struct {
 	// reporting each bad item instead of refusing the call: Decode checks
 	// only the items' names and types, and the tool calls CheckItem.
 	Reported bool
-	Route Route // how this argument routes the call ("" for none)
-	Items *Arg  // an array's items
-	Props []Arg // an object's properties; nil with Object: any JSON object (decoded as json.RawMessage)
+	Route    Route // how this argument routes the call ("" for none)
+	Items    *Arg  // an array's items
+	Props    []Arg // an object's properties; nil with Object: any JSON object (decoded as json.RawMessage)
 }
 
 // Int returns a pointer to n, for Min and Max.
@@ -96,11 +96,11 @@ func Int(n int) *int { return &n }
 
 // Spec is the declaration of one tool.
 type Spec struct {
-	Name, Title, Description  string
-	Needs                     brain.Caps // the capability a caller must hold (read when zero)
-	ReadOnly, Destructive     bool       // annotations
-	Idempotent                bool
-	Args                      []Arg
+	Name, Title, Description string
+	Needs                    brain.Caps // the capability a caller must hold (read when zero)
+	ReadOnly, Destructive    bool       // annotations
+	Idempotent               bool
+	Args                     []Arg
 	// Fanout names how the gateway runs the tool when no argument routes
 	// it: "" refuses such a call (invalid_argument), FanoutSearch runs it
 	// as a search over every wing the caller can read.

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/doctor"
-	"github.com/brainstem/brainstem/tooling/cli"
-	"github.com/brainstem/brainstem/tooling/loadgen"
 	"github.com/brainstem/brainstem/join"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/shard/check"
 	"github.com/brainstem/brainstem/signin"
+	"github.com/brainstem/brainstem/tooling/cli"
+	"github.com/brainstem/brainstem/tooling/loadgen"
 )
 
 // The tools around the servers: login, token, join, doctor (a developer's

@@ -10,12 +10,12 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/gateway"
-	"github.com/brainstem/brainstem/tooling/cli"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/shard/idempotency"
 	"github.com/brainstem/brainstem/shard/store"
 	"github.com/brainstem/brainstem/shardserver"
+	"github.com/brainstem/brainstem/tooling/cli"
 )
 
 // The servers: brainstem gateway and brainstem shard.

@@ -11,8 +11,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/tooling/corpus"
 	"github.com/brainstem/brainstem/shard/index"
+	"github.com/brainstem/brainstem/tooling/corpus"
 )
 
 // benchSeed is the corpus seed of every benchmark.

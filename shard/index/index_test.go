@@ -10,8 +10,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/brainstem/brainstem/tooling/corpus"
 	"github.com/brainstem/brainstem/shard/index"
+	"github.com/brainstem/brainstem/tooling/corpus"
 )
 
 // build returns an index holding docs.

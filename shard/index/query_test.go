@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/brainstem/brainstem/tooling/corpus"
 	"github.com/brainstem/brainstem/shard/index"
+	"github.com/brainstem/brainstem/tooling/corpus"
 )
 
 // TestQueryTotal: Total counts every matching document the filter admits,

@@ -14,8 +14,8 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
-	"github.com/brainstem/brainstem/tooling/corpus"
 	"github.com/brainstem/brainstem/shard/frontmatter"
+	"github.com/brainstem/brainstem/tooling/corpus"
 )
 
 // benchBrain is a brain directory holding one wing ("bench") generated with

@@ -13,10 +13,10 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/tooling/corpus"
-	"github.com/brainstem/brainstem/tooling/logcheck"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/index"
+	"github.com/brainstem/brainstem/tooling/corpus"
+	"github.com/brainstem/brainstem/tooling/logcheck"
 )
 
 // lateClock is a wall clock ahead of the real one, so that files written

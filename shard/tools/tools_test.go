@@ -99,7 +99,7 @@ func TestDescriptors(t *testing.T) {
 			Required             []string                   `json:"required"`
 			AdditionalProperties *bool                      `json:"additionalProperties"`
 		} `json:"inputSchema"`
-		Annotations map[string]any    `json:"annotations"`
+		Annotations map[string]any `json:"annotations"`
 		Meta        map[string]any `json:"_meta"`
 	}
 	if err := json.Unmarshal(s.Descriptors(), &ds); err != nil {

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/brainstem/brainstem/tooling/corpus"
 	"github.com/brainstem/brainstem/shard/index"
+	"github.com/brainstem/brainstem/tooling/corpus"
 )
 
 // hashNotes is a digest of every field of every note.
