@@ -10,21 +10,35 @@ import (
 )
 
 // A call's arguments go to the shard byte for byte. The gateway reads a few
-// fields of them — the routing fields, the agent's idempotency key, and
-// brain_query's query and limit for a cross-wing search — and finds them
-// all in one pass (scanArgs), made once per call: on the lean path while
-// checking that mcp-go would take the arguments, else in the tool handler.
+// fields of them — the arguments its tool's spec names as routing it
+// (toolspec.Meta.Routes), the agent's idempotency key, and a search's query
+// and limit for a cross-wing search — and finds them all in one pass
+// (scanArgs), made once per call: on the lean path while checking that
+// mcp-go would take the arguments, else in the tool handler.
 
-// callArgs are the argument fields the gateway reads, found by their exact
+// callArgs are the top-level members of a call's arguments, by their exact
 // names, the last of duplicates winning, as encoding/json's map decoding
 // finds them (its struct decoding would also take "WING" or "Id", which
-// the shard refuses as unknown arguments). Each is the raw JSON value
-// inside the arguments, nil when absent.
+// the shard refuses as unknown arguments). Each value is the raw JSON
+// inside the arguments.
 type callArgs struct {
-	shape          argsShape
-	wing, id, path rawRef // routing
-	key            rawRef // idempotency_key: read, not routed on (see idempotencyKey)
-	query, limit   rawRef // brain_query's, for a cross-wing search
+	shape  argsShape
+	fields []argField
+}
+
+type argField struct {
+	name string
+	v    rawRef
+}
+
+// get returns the raw value of the member named name, nil when absent.
+func (a *callArgs) get(name string) rawRef {
+	for i := len(a.fields) - 1; i >= 0; i-- {
+		if a.fields[i].name == name {
+			return a.fields[i].v
+		}
+	}
+	return nil
 }
 
 // argsShape is what the arguments are as a whole.
@@ -37,24 +51,17 @@ const (
 	argsInvalid                  // not JSON at all
 )
 
+// maxArgFields bounds the members scanArgs keeps: a shard refuses more
+// arguments than a tool has anyway, and no tool has this many.
+const maxArgFields = 64
+
 func (a *callArgs) set(name []byte, v rawRef) {
-	switch string(name) {
-	case "wing":
-		a.wing = v
-	case "id":
-		a.id = v
-	case "path":
-		a.path = v
-	case "idempotency_key":
-		a.key = v
-	case "query":
-		a.query = v
-	case "limit":
-		a.limit = v
+	if len(a.fields) < maxArgFields {
+		a.fields = append(a.fields, argField{string(name), v})
 	}
 }
 
-// scanArgs walks arguments once: it finds the fields of callArgs and
+// scanArgs walks arguments once: it finds the members of callArgs and
 // reports whether every number in the arguments fits a float64, which is
 // what encoding/json needs to decode them into an interface (as mcp-go
 // does; nothing else about valid JSON can fail there). The arguments are

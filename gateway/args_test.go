@@ -30,9 +30,17 @@ func FuzzScanArgs(f *testing.F) {
 		if perr != nil {
 			return
 		}
-		for name, got := range map[string]rawRef{"wing": a.wing, "id": a.id, "path": a.path, "idempotency_key": a.key, "query": a.query, "limit": a.limit} {
-			if !bytes.Equal(got, m[name]) || (got == nil) != (m[name] == nil) {
+		if len(m) > maxArgFields {
+			return
+		}
+		for name := range m {
+			if got := a.get(name); !bytes.Equal(got, m[name]) || (got == nil) != (m[name] == nil) {
 				t.Fatalf("%q: %s = %q, encoding/json finds %q", b, name, got, m[name])
+			}
+		}
+		for _, f := range a.fields {
+			if _, ok := m[f.name]; !ok {
+				t.Fatalf("%q: the walk found %q, encoding/json does not", b, f.name)
 			}
 		}
 		var v any

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -51,7 +52,7 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 	if err != nil {
 		return nil, g.hide(ci, w, err)
 	}
-	write := g.toolNeed(req.Tool) != brain.CapRead
+	write := g.writes(req.Tool)
 	freshRejected := 0
 	var lost error // the first lost answer: from then on the call may have run
 	for {
@@ -100,19 +101,6 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 	}
 }
 
-// toolNeed is the capability a shard tool needs, from its descriptor
-// (_meta["brainstem/capability"]); a tool the gateway does not know counts
-// as a write (it has no idempotency key, so a lost answer is never sent
-// again).
-func (g *Gateway) toolNeed(tool string) brain.Caps {
-	if cat := g.cat.Load(); cat != nil {
-		if e, ok := cat.by[tool]; ok {
-			return e.desc.need
-		}
-	}
-	return brain.CapWrite
-}
-
 func sleepCtx(ctx context.Context, d time.Duration) error {
 	t := time.NewTimer(d)
 	defer t.Stop()
@@ -149,19 +137,14 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 	if err != nil {
 		return g.fail(rec, classify(err, ""))
 	}
-	if name == brain.QueryTool {
-		has, err := a.hasWing()
-		if err != nil {
-			return g.fail(rec, classify(err, ""))
-		}
-		if !has {
-			rec.Wing = "*"
-			return g.fanoutQuery(ctx, ci, args, &a, rec)
-		}
-	}
-	wingName, ok, err := a.route()
+	meta, _ := g.toolMeta(name)
+	wingName, ok, err := a.route(meta.Routes)
 	if err != nil {
 		return g.fail(rec, classify(err, ""))
+	}
+	if !ok && meta.Fanout == toolspec.FanoutSearch {
+		rec.Wing = "*"
+		return g.fanoutQuery(ctx, ci, args, &a, rec)
 	}
 	if !ok {
 		return g.fail(rec, newError(brain.CodeInvalidArgument, ErrInvalidArgument,
@@ -173,7 +156,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 		return g.fail(rec, g.noWing(ctx, ci, wingName))
 	}
 	req := &proto.CallRequest{RequestID: ci.requestID, Tool: name, Args: args}
-	if g.writes(w, name) {
+	if meta.Writes() {
 		req.IdempotencyKey = idempotencyKey(a.agentKey())
 	}
 	resp, err := g.callWing(ctx, ci, w, req)

@@ -268,7 +268,7 @@ func FuzzRouteWing(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, args []byte) {
-		w, ok, err := routeWing(args)
+		w, ok, err := routeWing(args, getRoutes)
 		if err != nil {
 			var ge *Error
 			if !errors.As(err, &ge) || ge.Code != brain.CodeInvalidArgument {
@@ -313,7 +313,7 @@ func FuzzParseToolDescriptors(f *testing.F) {
 			return
 		}
 		for _, td := range tools {
-			if td.Name == "" || td.need == 0 {
+			if td.Name == "" || td.meta.Needs == 0 {
 				t.Fatalf("accepted %+v", td)
 			}
 			if _, err := json.Marshal(td.mcpTool()); err != nil {

@@ -41,16 +41,17 @@ func parseQueryArgs(args []byte) (query string, limit int, err error) {
 // queryLimit reads brain_query's query and limit (brain.QueryDefaultLimit when
 // absent).
 func (a *callArgs) queryLimit() (query string, limit int, err error) {
-	if a.query == nil || string(a.query) == "null" {
+	rawQuery, rawLimit := a.get("query"), a.get("limit")
+	if rawQuery == nil || string(rawQuery) == "null" {
 		return "", 0, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "brain_query needs a \"query\" string")
 	}
-	if query, _, err = a.str("query", a.query); err != nil {
+	if query, _, err = a.str("query", rawQuery); err != nil {
 		return "", 0, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "brain_query needs a \"query\" string")
 	}
 	limit = brain.QueryDefaultLimit
-	if a.limit != nil && string(a.limit) != "null" {
+	if rawLimit != nil && string(rawLimit) != "null" {
 		var f float64
-		if err := json.Unmarshal(a.limit, &f); err != nil || f != float64(int(f)) || f < 1 || f > brain.QueryMaxLimit {
+		if err := json.Unmarshal(rawLimit, &f); err != nil || f != float64(int(f)) || f < 1 || f > brain.QueryMaxLimit {
 			return "", 0, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "\"limit\" must be an integer from 1 to %d", brain.QueryMaxLimit)
 		}
 		limit = int(f)

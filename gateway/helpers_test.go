@@ -36,6 +36,7 @@ import (
 	"github.com/brainstem/brainstem/auth/devidp"
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 )
@@ -193,11 +194,11 @@ func (w *testWing) toolCount(tool string) int64 {
 }
 
 const testToolsJSON = `[
- {"name":"brain_get","description":"get a note","inputSchema":{"type":"object","properties":{"id":{"type":"string"},"wing":{"type":"string"}},"anyOf":[{"required":["id"]},{"required":["path"]}]},"annotations":{"readOnlyHint":true},"_meta":{"brainstem/capability":"read"}},
- {"name":"brain_write","description":"write a note","inputSchema":{"type":"object","properties":{"wing":{"type":"string"},"id":{"type":"string"},"body":{"type":"string"}}},"_meta":{"brainstem/capability":"write"}},
- {"name":"brain_query","description":"search","inputSchema":{"type":"object","properties":{"query":{"type":"string"},"wing":{"type":"string"},"limit":{"type":"integer"}}},"_meta":{"brainstem/capability":"read"}},
- {"name":"brain_promote","description":"promote","inputSchema":{"type":"object","properties":{"wing":{"type":"string"}}},"_meta":{"brainstem/capability":"curate"}},
- {"name":"brain_slow","description":"waits","inputSchema":{"type":"object","properties":{"wing":{"type":"string"}}},"_meta":{"brainstem/capability":"read"}}
+ {"name":"brain_get","description":"get a note","inputSchema":{"type":"object","properties":{"id":{"type":"string"},"wing":{"type":"string"}},"anyOf":[{"required":["id"]},{"required":["path"]}]},"annotations":{"readOnlyHint":true},"_meta":{"brainstem/capability":"read","brainstem/route":[{"arg":"wing","as":"wing"},{"arg":"id","as":"ref"},{"arg":"path","as":"path"}]}},
+ {"name":"brain_write","description":"write a note","inputSchema":{"type":"object","properties":{"wing":{"type":"string"},"id":{"type":"string"},"body":{"type":"string"}}},"_meta":{"brainstem/capability":"write","brainstem/route":[{"arg":"wing","as":"wing"},{"arg":"id","as":"ref"}]}},
+ {"name":"brain_query","description":"search","inputSchema":{"type":"object","properties":{"query":{"type":"string"},"wing":{"type":"string"},"limit":{"type":"integer"}}},"_meta":{"brainstem/capability":"read","brainstem/route":[{"arg":"wing","as":"wing"}],"brainstem/fanout":"search"}},
+ {"name":"brain_promote","description":"promote","inputSchema":{"type":"object","properties":{"wing":{"type":"string"}}},"_meta":{"brainstem/capability":"curate","brainstem/route":[{"arg":"wing","as":"wing"}]}},
+ {"name":"brain_slow","description":"waits","inputSchema":{"type":"object","properties":{"wing":{"type":"string"}}},"_meta":{"brainstem/capability":"read","brainstem/route":[{"arg":"wing","as":"wing"}]}}
 ]`
 
 func newTestWing(t testing.TB, name string, policy auth.Policy) *testWing {
@@ -895,3 +896,7 @@ func rawPost(t testing.TB, url string, body string, hdr map[string]string) (*htt
 const initBody = `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":{},"clientInfo":{"name":"raw","version":"0"}}}`
 
 var policyOpen = auth.Policy{Readers: []string{"*"}, Writers: []string{"*"}}
+
+// getRoutes are brain_get's routing arguments: the shape of every route
+// (a wing, a note reference, a path), which testdata/routes.txt exercises.
+var getRoutes = []toolspec.RouteArg{{Arg: "wing", As: toolspec.RouteWing}, {Arg: "id", As: toolspec.RouteRef}, {Arg: "path", As: toolspec.RoutePath}}

@@ -55,7 +55,7 @@ func readCases(t *testing.T, name string) [][2]string {
 func TestRouteWingCases(t *testing.T) {
 	for _, c := range readCases(t, "testdata/routes.txt") {
 		want, args := c[0], c[1]
-		wing, ok, err := routeWing([]byte(args))
+		wing, ok, err := routeWing([]byte(args), getRoutes)
 		var got string
 		switch {
 		case err != nil:

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -29,33 +30,32 @@ func (a *callArgs) str(name string, raw rawRef) (s string, ok bool, err error) {
 	return s, s != "", nil
 }
 
-// hasWing reports whether the arguments carry a non-empty "wing".
-func (a *callArgs) hasWing() (bool, error) {
-	_, ok, err := a.str("wing", a.wing)
-	return ok, err
-}
-
-// route derives the wing a call addresses: the "wing" argument; else the
-// wing of "id", a note reference (a note id, or a wiki or inbox path); else
-// the wing of "path", a wiki or inbox path. Both are read as the shard
-// reads them (brain.RefWing). ok is false when no wing is derivable; err
-// reports a malformed argument (an *Error with brain.CodeInvalidArgument).
-func (a *callArgs) route() (wing string, ok bool, err error) {
-	if s, ok, err := a.str("wing", a.wing); err != nil || ok {
-		return s, ok, err
-	}
-	if s, ok, err := a.str("id", a.id); err != nil {
-		return "", false, err
-	} else if ok {
-		if w, _ := brain.RefWing(s); w != "" {
-			return w, true, nil
+// route derives the wing a call addresses from the arguments its tool's
+// spec names, in order (toolspec.Meta.Routes): a wing argument is the
+// wing; a note reference (an id, or a wiki or inbox path) names its wing
+// as the shard reads it (brain.RefWing); a path argument routes only as a
+// path. ok is false when no wing is derivable; err reports a malformed
+// argument (an *Error with brain.CodeInvalidArgument).
+func (a *callArgs) route(routes []toolspec.RouteArg) (wing string, ok bool, err error) {
+	for _, r := range routes {
+		s, ok, err := a.str(r.Arg, a.get(r.Arg))
+		if err != nil {
+			return "", false, err
 		}
-	}
-	if s, ok, err := a.str("path", a.path); err != nil {
-		return "", false, err
-	} else if ok {
-		if w, isPath := brain.RefWing(s); isPath && w != "" {
-			return w, true, nil
+		if !ok {
+			continue
+		}
+		switch w, isPath := brain.RefWing(s); r.As {
+		case toolspec.RouteWing:
+			return s, true, nil
+		case toolspec.RouteRef:
+			if w != "" {
+				return w, true, nil
+			}
+		case toolspec.RoutePath:
+			if isPath && w != "" {
+				return w, true, nil
+			}
 		}
 	}
 	return "", false, nil
@@ -66,42 +66,40 @@ func (a *callArgs) route() (wing string, ok bool, err error) {
 // argument itself).
 func (a *callArgs) agentKey() string {
 	var k string
-	if a.key == nil || json.Unmarshal(a.key, &k) != nil || len(k) > proto.MaxIdempotencyKeyBytes {
+	raw := a.get(brain.IdempotencyKeyArg)
+	if raw == nil || json.Unmarshal(raw, &k) != nil || len(k) > proto.MaxIdempotencyKeyBytes {
 		return ""
 	}
 	return k
 }
 
 // routeWing parses args and routes them (route).
-func routeWing(args []byte) (wing string, ok bool, err error) {
+func routeWing(args []byte, routes []toolspec.RouteArg) (wing string, ok bool, err error) {
 	a, err := parseArgs(args)
 	if err != nil {
 		return "", false, err
 	}
-	return a.route()
+	return a.route(routes)
 }
 
-// writes reports whether the tool needs write or curate in wing w (from
-// the capability in its descriptor's _meta; the catalog's when the wing's
-// own descriptors are not known yet).
-func (g *Gateway) writes(w *wing, tool string) bool {
-	need, found := brain.Caps(0), false
-	if ts := w.tools.Load(); ts != nil {
-		for _, t := range *ts {
-			if t.Name == tool {
-				need, found = t.need, true
-				break
-			}
+// toolMeta is what the gateway knows of a shard tool, from the spec its
+// descriptor carries (the catalog: the first wing in config order that
+// advertises it); ok is false for a tool no wing advertises.
+func (g *Gateway) toolMeta(tool string) (toolspec.Meta, bool) {
+	if cat := g.cat.Load(); cat != nil {
+		if e, ok := cat.by[tool]; ok {
+			return e.desc.meta, true
 		}
 	}
-	if !found {
-		if cat := g.cat.Load(); cat != nil {
-			if e, ok := cat.by[tool]; ok {
-				need = e.desc.need
-			}
-		}
-	}
-	return need&(brain.CapWrite|brain.CapCurate) != 0
+	return toolspec.Meta{}, false
+}
+
+// writes reports whether a call of tool changes a wing: its spec needs
+// write or curate. A tool the gateway does not know counts as a write (it
+// carries no idempotency key, so a lost answer is never sent again).
+func (g *Gateway) writes(tool string) bool {
+	m, ok := g.toolMeta(tool)
+	return !ok || m.Writes()
 }
 
 // idempotencyKey is the key the gateway sends with a write call: the

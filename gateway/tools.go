@@ -140,7 +140,7 @@ func catalogSignature(c *catalog) any {
 	out := make([]entry, 0, len(c.tools))
 	for _, t := range c.tools {
 		e := c.by[t.Name]
-		out = append(out, entry{t.mcpTool(), uint8(e.desc.need), e.wings})
+		out = append(out, entry{t.mcpTool(), uint8(e.desc.meta.Needs), e.wings})
 	}
 	return out
 }
@@ -202,7 +202,7 @@ func (g *Gateway) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool 
 			continue
 		}
 		for _, wi := range e.wings {
-			if caps[wi].Has(e.desc.need) {
+			if caps[wi].Has(e.desc.meta.Needs) {
 				out = append(out, t)
 				break
 			}

@@ -11,7 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -60,7 +60,7 @@ type toolDescriptor struct {
 	InputSchema json.RawMessage     `json:"inputSchema"`
 	Annotations *mcp.ToolAnnotation `json:"annotations,omitempty"`
 	Meta        map[string]any      `json:"_meta,omitempty"`
-	need        brain.Caps
+	meta        toolspec.Meta       // read from Meta: the tool's capability, routing and fan-out
 }
 
 // parseToolDescriptors decodes and checks a shard's ListTools answer.
@@ -89,14 +89,11 @@ func parseToolDescriptors(raw json.RawMessage) ([]toolDescriptor, error) {
 		if len(t.InputSchema) == 0 || json.Unmarshal(t.InputSchema, &schema) != nil {
 			return nil, fmt.Errorf("gateway: tool descriptors: %q has no inputSchema object", t.Name)
 		}
-		t.need = brain.CapRead
-		if c, ok := t.Meta[brain.CapabilityMetaKey].(string); ok {
-			caps, err := brain.ParseCaps([]string{c})
-			if err != nil {
-				return nil, fmt.Errorf("gateway: tool descriptors: %q: %w", t.Name, err)
-			}
-			t.need = caps
+		m, err := toolspec.ParseMeta(t.Meta)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: tool descriptors: %q: %w", t.Name, err)
 		}
+		t.meta = m
 		tool := t.mcpTool()
 		if err := mcp.ValidateParamHeaderAnnotations(&tool); err != nil {
 			return nil, fmt.Errorf("gateway: tool descriptors: %q: %w", t.Name, err)
@@ -159,7 +156,7 @@ func buildCatalog(wings []*wing, log *slog.Logger) *catalog {
 func sameDescriptor(a, b toolDescriptor) bool {
 	ja, _ := json.Marshal(a.mcpTool())
 	jb, _ := json.Marshal(b.mcpTool())
-	return string(ja) == string(jb) && a.need == b.need
+	return string(ja) == string(jb)
 }
 
 func (c *catalog) names() []string {

@@ -31,10 +31,10 @@ func TestCatalogUnion(t *testing.T) {
 	if got := strings.Join(cat.names(), ","); got != "brain_get,only_a,only_b" {
 		t.Fatal(got)
 	}
-	if e := cat.by["brain_get"]; e.desc.Description != "from a" || len(e.wings) != 2 || e.desc.need != brain.CapRead {
+	if e := cat.by["brain_get"]; e.desc.Description != "from a" || len(e.wings) != 2 || e.desc.meta.Needs != brain.CapRead {
 		t.Fatalf("%+v", e)
 	}
-	if cat.by["only_a"].desc.need != brain.CapCurate || cat.by["only_b"].desc.need != brain.CapWrite || cat.by["only_b"].wings[0] != 1 {
+	if cat.by["only_a"].desc.meta.Needs != brain.CapCurate || cat.by["only_b"].desc.meta.Needs != brain.CapWrite || cat.by["only_b"].wings[0] != 1 {
 		t.Fatalf("%+v %+v", cat.by["only_a"], cat.by["only_b"])
 	}
 	if !strings.Contains(logs.String(), "disagree") || !strings.Contains(logs.String(), "ignored_from=b") {

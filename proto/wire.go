@@ -8,6 +8,8 @@ import (
 	"math"
 	"sort"
 	"time"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 // Frame layout (see docs/protocol.md):
@@ -49,7 +51,7 @@ const (
 	MaxVersionBytes      = 128
 	MaxErrorMessageBytes = 8 << 10
 	// MaxIdempotencyKeyBytes bounds CallRequest.IdempotencyKey.
-	MaxIdempotencyKeyBytes = 128
+	MaxIdempotencyKeyBytes = brain.MaxIdempotencyKeyBytes
 	// MaxFetchIDs and MaxFetchIDBytes bound CallRequest.Fetch.
 	MaxFetchIDs     = 1024
 	MaxFetchIDBytes = 1 << 10

@@ -32,11 +32,11 @@ import (
 // land. A write is therefore never applied twice, and an answer that was
 // sent is always the one a retry gets.
 
-// MaxIdempotencyKeyBytes bounds an idempotency key.
-const MaxIdempotencyKeyBytes = 128
+// MaxIdempotencyKeyBytes bounds an idempotency key (brain's rule).
+const MaxIdempotencyKeyBytes = brain.MaxIdempotencyKeyBytes
 
-// IdempotencyKeyArg is the argument every write tool accepts.
-const IdempotencyKeyArg = "idempotency_key"
+// IdempotencyKeyArg is the argument every write tool accepts (brain's).
+const IdempotencyKeyArg = brain.IdempotencyKeyArg
 
 // ErrInvalidIdempotencyKey reports a key that is empty, too long or uses a
 // character outside A–Z a–z 0–9 . _ : - (answered invalid_argument).
