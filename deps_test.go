@@ -123,8 +123,8 @@ func TestContractImportsNothing(t *testing.T) {
 var layers = [][]string{
 	{"internal"},
 	{"brain"},
-	{"proto", "signin", "deploy"},
-	{"auth", "join"},
+	{"search", "signin", "deploy"},
+	{"proto", "auth", "join"},
 	{"gateway", "shard", "doctor"},
 	{"shardserver"},
 	{"tooling"},

@@ -33,11 +33,11 @@
 //
 // # Tokenizer
 //
-// [Tokenize] splits text on every rune that is neither a letter nor a digit
+// [search.Tokenize] splits text on every rune that is neither a letter nor a digit
 // (unicode.IsLetter, unicode.IsDigit; combining marks continue a token so
 // that scripts such as Devanagari are not split inside words), folds case
 // with Unicode simple case folding (ToLower(ToUpper(r)), so "Σ", "σ" and "ς"
-// are one letter), drops tokens longer than [MaxTokenBytes] bytes and drops
+// are one letter), drops tokens longer than [search.MaxTokenBytes] bytes and drops
 // English stop words. The stop list is bleve's "stop_en" list (the Snowball
 // English list, used by bleve's "standard" analyzer) without its apostrophe
 // forms, which this tokenizer can never produce, plus "s" and "t", the

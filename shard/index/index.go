@@ -6,6 +6,8 @@ import (
 	"slices"
 	"strings"
 	"sync"
+
+	"github.com/brainstem/brainstem/search"
 )
 
 // BM25 parameters.
@@ -174,11 +176,11 @@ func (ix *Index) Prepare(d Doc) *Prepared {
 		tc = &termCounts{slot: make(map[string]int32, 256)}
 	}
 	var bodyLen, titleLen int64
-	forEachToken(d.Body, func(tok string, start, _ int) {
+	search.ForEachToken(d.Body, func(tok string, start, _ int) {
 		tc.add(tok, 0, start)
 		bodyLen++
 	})
-	forEachToken(d.Title, func(tok string, _, _ int) {
+	search.ForEachToken(d.Title, func(tok string, _, _ int) {
 		tc.add(tok, 1, 0)
 		titleLen++
 	})
@@ -299,7 +301,7 @@ func (ix *Index) Len() int {
 // total weighted length, and the document frequency of each of the query's
 // terms (0 for terms it does not contain).
 func (ix *Index) Stats(query string) Stats {
-	terms := queryTerms(query)
+	terms := search.Terms(query)
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
 	st := Stats{Docs: ix.live, TotalLength: ix.totalLen, DocFreq: make(map[string]int64, len(terms))}

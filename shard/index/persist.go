@@ -8,6 +8,8 @@ import (
 	"io"
 	"math"
 	"slices"
+
+	"github.com/brainstem/brainstem/search"
 )
 
 // persistMagic starts an index written by Save. persistVersion changes
@@ -124,7 +126,7 @@ func Load(r io.Reader) (*Index, error) {
 func (ix *Index) loadTerms(d *decoder, n uint64) error {
 	ix.terms = make([]term, 0, min(n, 1<<12))
 	for range n {
-		name := string(d.bytes(int(d.uvarint(MaxTokenBytes))))
+		name := string(d.bytes(int(d.uvarint(search.MaxTokenBytes))))
 		n := int(d.uvarint(math.MaxUint32))
 		raw := d.bytes(10 * n)
 		if d.err != nil {

@@ -4,14 +4,12 @@ import (
 	"math"
 	"slices"
 	"strings"
+
+	"github.com/brainstem/brainstem/search"
 )
 
 // DefaultLimit is the number of hits Search returns when Options.Limit <= 0.
 const DefaultLimit = 10
-
-// MaxQueryTerms is the number of distinct query terms Search scores; later
-// terms are ignored.
-const MaxQueryTerms = 64
 
 // scratch holds per-search accumulators indexed by document ordinal. Only
 // the entries listed in touched are non-zero between uses.
@@ -27,18 +25,6 @@ type cand struct {
 	score float64
 	ord   uint32
 	mask  uint64
-}
-
-// queryTerms returns the distinct terms of query in order of first
-// appearance, at most MaxQueryTerms of them.
-func queryTerms(query string) []string {
-	var terms []string
-	forEachToken(query, func(tok string, _, _ int) {
-		if len(terms) < MaxQueryTerms && !slices.Contains(terms, tok) {
-			terms = append(terms, tok)
-		}
-	})
-	return terms
 }
 
 // Result is the answer of [Index.Query]: the best hits and the number of
@@ -104,7 +90,7 @@ func (sc *scoring) termScore(idf float64, p uint16, dl uint32) float64 {
 // every live document holding at least one query term and admitted by
 // Options.Filter, not only the returned hits.
 func (ix *Index) Query(query string, opt Options) Result {
-	terms := queryTerms(query)
+	terms := search.Terms(query)
 	if len(terms) == 0 {
 		return Result{}
 	}
@@ -239,7 +225,7 @@ func (ix *Index) hitLocked(ord uint32, score float64, mask uint64, terms []strin
 // Options.Filter are ignored. It is how a cross-wing search renders only
 // the hits that survived the merge.
 func (ix *Index) Score(query string, ids []string, opt Options) []Hit {
-	terms := queryTerms(query)
+	terms := search.Terms(query)
 	if len(terms) == 0 || len(ids) == 0 {
 		return nil
 	}

@@ -8,6 +8,8 @@ import (
 	"strings"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/brainstem/brainstem/search"
 )
 
 // ellipsis marks where Snippet cut the text.
@@ -16,7 +18,7 @@ const ellipsis = '…'
 // Snippet returns an excerpt of body of at most maxRunes runes (ellipses
 // included): runs of white space become one space, and the window starts a
 // little before the first token that matches one of terms (compared after
-// tokenizing, so terms may be given as returned by [Tokenize] or [Hit]), or
+// tokenizing, so terms may be given as returned by [search.Tokenize] or [Hit]), or
 // at the start of body when nothing matches. The window is cut on rune
 // boundaries, preferably between words, and "…" marks each cut end. The
 // result is valid UTF-8 even when body is not; maxRunes <= 0 gives "".
@@ -35,12 +37,12 @@ func Snippet(body string, terms []string, maxRunes int) string {
 	// Find the first match, as a rune range [ms, me).
 	want := make([]string, 0, len(terms))
 	for _, t := range terms {
-		want = append(want, Tokenize(t)...)
+		want = append(want, search.Tokenize(t)...)
 	}
 	ms, me := 0, 0
 	if len(want) > 0 {
 		startByte, endByte := -1, -1
-		forEachToken(text, func(tok string, s, e int) {
+		search.ForEachToken(text, func(tok string, s, e int) {
 			if startByte < 0 && slices.Contains(want, tok) {
 				startByte, endByte = s, e
 			}
@@ -277,9 +279,9 @@ func precededByToken(s []byte) (inside, unknown bool) {
 	for j := len(s); j > 0; {
 		r, size := utf8.DecodeLastRune(s[:j])
 		switch {
-		case r < utf8.RuneSelf && isASCIIAlnum(byte(r)), r >= utf8.RuneSelf && isTokenStart(r):
+		case r < utf8.RuneSelf && search.IsASCIIAlnum(byte(r)), r >= utf8.RuneSelf && search.IsTokenStart(r):
 			return true, false
-		case r >= utf8.RuneSelf && isTokenRune(r):
+		case r >= utf8.RuneSelf && search.IsTokenRune(r):
 			j -= size
 		default:
 			return false, false
@@ -334,14 +336,14 @@ func tokenEnd(s []byte) int {
 	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if !isASCIIAlnum(c) {
+			if !search.IsASCIIAlnum(c) {
 				break
 			}
 			i++
 			continue
 		}
 		r, size := utf8.DecodeRune(s[i:])
-		if i == 0 && !isTokenStart(r) || i > 0 && !isTokenRune(r) {
+		if i == 0 && !search.IsTokenStart(r) || i > 0 && !search.IsTokenRune(r) {
 			break
 		}
 		i += size

@@ -5,6 +5,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
+	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/index"
 )
 
@@ -67,16 +68,16 @@ func FuzzSnippet(f *testing.F) {
 		}
 		// A match the window must show: when the term occurs and the body
 		// is cut, the first occurrence is inside the snippet.
-		if toks := index.Tokenize(term); max >= 40 && len(toks) == 1 && len(toks[0]) <= 8 {
+		if toks := search.Tokenize(term); max >= 40 && len(toks) == 1 && len(toks[0]) <= 8 {
 			inBody := false
-			for _, bt := range index.Tokenize(body) {
+			for _, bt := range search.Tokenize(body) {
 				if bt == toks[0] {
 					inBody = true
 				}
 			}
 			if inBody {
 				found := false
-				for _, st := range index.Tokenize(got) {
+				for _, st := range search.Tokenize(got) {
 					if st == toks[0] {
 						found = true
 					}

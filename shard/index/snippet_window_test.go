@@ -5,6 +5,8 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/brainstem/brainstem/search"
 )
 
 // firstMatch is the byte offset of the first token of body that is one of
@@ -12,10 +14,10 @@ import (
 func firstMatch(body string, terms []string) int64 {
 	var want []string
 	for _, t := range terms {
-		want = append(want, Tokenize(t)...)
+		want = append(want, search.Tokenize(t)...)
 	}
 	at := int64(-1)
-	forEachToken(body, func(tok string, s, _ int) {
+	search.ForEachToken(body, func(tok string, s, _ int) {
 		if at < 0 && slices.Contains(want, tok) {
 			at = int64(s)
 		}
@@ -167,7 +169,7 @@ func FuzzSnippetAt(f *testing.F) {
 		// The index records the same first match.
 		ix := New()
 		ix.Put(Doc{ID: "w/facts/x", Title: "", Body: body})
-		if len(Tokenize(term)) > MaxQueryTerms {
+		if len(search.Tokenize(term)) > search.MaxQueryTerms {
 			return // the index scores only the first MaxQueryTerms terms
 		}
 		if hits := ix.Search(term, Options{}); len(hits) == 1 && int64(hits[0].Offset) != match {

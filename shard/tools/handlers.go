@@ -10,8 +10,8 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
+	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/idempotency"
-	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/layout"
 	"github.com/brainstem/brainstem/shard/store"
 )
@@ -119,7 +119,7 @@ func (s *Set) querySpec() *toolspec.Spec {
 }
 
 func (s *Set) checkQueryTerms(_, q string) error {
-	if n := len(index.Tokenize(q)); n > s.lim.MaxQueryTerms {
+	if n := len(search.Tokenize(q)); n > s.lim.MaxQueryTerms {
 		return tooLarge("query has %d searchable words, the limit is %d: use fewer, more specific words", n, s.lim.MaxQueryTerms)
 	}
 	return nil

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/index"
 )
 
@@ -85,7 +86,7 @@ func Vocabulary(seed int64) []string {
 		}
 		w := b.String()
 		// Synthetic words must not be stop words ("he", "so", …).
-		if len(w) < 2 || seen[w] || len(index.Tokenize(w)) != 1 {
+		if len(w) < 2 || seen[w] || len(search.Tokenize(w)) != 1 {
 			continue
 		}
 		seen[w] = true

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/brainstem/brainstem/shard/index"
+	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/tooling/corpus"
 )
 
@@ -156,7 +156,7 @@ func TestQueries(t *testing.T) {
 			if len(ws) != terms {
 				t.Fatalf("query %q has %d words, want %d", q, len(ws), terms)
 			}
-			if got := index.Tokenize(q); len(got) != terms {
+			if got := search.Tokenize(q); len(got) != terms {
 				t.Fatalf("query %q tokenizes to %q: stop words or duplicates", q, got)
 			}
 			for _, w := range ws {

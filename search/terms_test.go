@@ -1,4 +1,4 @@
-package index_test
+package search_test
 
 import (
 	"slices"
@@ -6,7 +6,7 @@ import (
 	"testing"
 	"unicode/utf8"
 
-	"github.com/brainstem/brainstem/shard/index"
+	"github.com/brainstem/brainstem/search"
 )
 
 func TestTokenize(t *testing.T) {
@@ -42,7 +42,7 @@ func TestTokenize(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got := index.Tokenize(tt.in)
+			got := search.Tokenize(tt.in)
 			if !slices.Equal(got, tt.want) {
 				t.Errorf("Tokenize(%q) = %q, want %q", tt.in, got, tt.want)
 			}
@@ -55,15 +55,15 @@ func FuzzTokenize(f *testing.F) {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
-		for _, tok := range index.Tokenize(s) {
-			if tok == "" || len(tok) > index.MaxTokenBytes {
+		for _, tok := range search.Tokenize(s) {
+			if tok == "" || len(tok) > search.MaxTokenBytes {
 				t.Fatalf("token %q has bad length %d", tok, len(tok))
 			}
 			if !utf8.ValidString(tok) {
 				t.Fatalf("token %q is not valid UTF-8", tok)
 			}
 			// Tokens are fixed points: re-tokenizing yields the token itself.
-			if again := index.Tokenize(tok); len(again) != 1 || again[0] != tok {
+			if again := search.Tokenize(tok); len(again) != 1 || again[0] != tok {
 				t.Fatalf("Tokenize(%q) = %q, want the token itself", tok, again)
 			}
 		}

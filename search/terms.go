@@ -1,6 +1,7 @@
-package index
+package search
 
 import (
+	"slices"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -11,31 +12,49 @@ import (
 // separators) are dropped.
 const MaxTokenBytes = 64
 
+// Terms returns the distinct terms of a query, in order of first
+// appearance, at most MaxQueryTerms of them: what a search scores, and what
+// a cross-wing search sends to every wing once the gateway has tokenized
+// the query.
+func Terms(query string) []string {
+	var terms []string
+	ForEachToken(query, func(tok string, _, _ int) {
+		if len(terms) < MaxQueryTerms && !slices.Contains(terms, tok) {
+			terms = append(terms, tok)
+		}
+	})
+	return terms
+}
+
+// MaxQueryTerms is the number of distinct query terms a search scores;
+// later terms are ignored.
+const MaxQueryTerms = 64
+
 // Tokenize splits s into indexable terms: maximal runs of letters and digits,
 // case folded, at most [MaxTokenBytes] bytes long, English stop words
 // removed. Invalid UTF-8 separates tokens. The returned terms are valid UTF-8.
 func Tokenize(s string) []string {
 	var out []string
-	forEachToken(s, func(tok string, _, _ int) {
+	ForEachToken(s, func(tok string, _, _ int) {
 		out = append(out, tok)
 	})
 	return out
 }
 
-// forEachToken calls fn for each term of s with the byte range [start, end)
+// ForEachToken calls fn for each term of s with the byte range [start, end)
 // of s the term came from. Terms that need no folding are substrings of s.
-func forEachToken(s string, fn func(tok string, start, end int)) {
+func ForEachToken(s string, fn func(tok string, start, end int)) {
 	i := 0
 	for i < len(s) {
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if !isASCIIAlnum(c) {
+			if !IsASCIIAlnum(c) {
 				i++
 				continue
 			}
 		} else {
 			r, size := utf8.DecodeRuneInString(s[i:])
-			if !isTokenStart(r) {
+			if !IsTokenStart(r) {
 				i += size
 				continue
 			}
@@ -56,7 +75,7 @@ func forEachToken(s string, fn func(tok string, start, end int)) {
 				continue
 			}
 			r, size := utf8.DecodeRuneInString(s[i:])
-			if !isTokenRune(r) {
+			if !IsTokenRune(r) {
 				break
 			}
 			fold = true
@@ -74,20 +93,21 @@ func forEachToken(s string, fn func(tok string, start, end int)) {
 	}
 }
 
-func isASCIIAlnum(c byte) bool {
+// IsASCIIAlnum reports whether c is an ASCII letter or digit: a token byte.
+func IsASCIIAlnum(c byte) bool {
 	return 'a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9'
 }
 
-// isTokenStart reports whether r can begin a token. utf8.RuneError (invalid
+// IsTokenStart reports whether r can begin a token. utf8.RuneError (invalid
 // input) is a symbol, never a letter, so invalid bytes separate tokens.
-func isTokenStart(r rune) bool {
+func IsTokenStart(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r)
 }
 
-// isTokenRune reports whether r continues a token: letters, digits and
+// IsTokenRune reports whether r continues a token: letters, digits and
 // combining marks (so "é" written as e + U+0301 and Indic vowel signs stay
 // inside their word).
-func isTokenRune(r rune) bool {
+func IsTokenRune(r rune) bool {
 	return unicode.IsLetter(r) || unicode.IsDigit(r) || unicode.Is(unicode.Mark, r)
 }
 
