@@ -15,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/search"
 )
 
 const module = "github.com/brainstem/brainstem"
@@ -257,12 +258,12 @@ func TestNoToolNamesBelowTools(t *testing.T) {
 // tool error envelope: every side refers to brain/ instead of keeping a
 // copy that can drift.
 func TestContractNotCopied(t *testing.T) {
-	contract := map[string]string{brain.CapabilityMetaKey: "brain.CapabilityMetaKey", brain.QueryTool: "brain.QueryTool"}
+	contract := map[string]string{brain.CapabilityMetaKey: "brain.CapabilityMetaKey", search.Tool: "search.Tool"}
 	for _, c := range brain.Codes() {
 		contract[string(c.Code)] = "a brain.Code"
 	}
 	for _, p := range listPackages(t) {
-		if under(p.ImportPath, "brain") {
+		if under(p.ImportPath, "brain") || under(p.ImportPath, "search") {
 			continue
 		}
 		for _, f := range p.GoFiles {

@@ -13,6 +13,7 @@ import (
 	"github.com/blevesearch/bleve/v2/search"
 	bleveindex "github.com/blevesearch/bleve_index_api"
 
+	brainsearch "github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/index"
 )
 
@@ -115,13 +116,13 @@ func BleveRequest(q string, boost float64) *bleve.SearchRequest {
 // cardinality" is the fields' total token count, so that bleve's average
 // field length is the real one. (bleve 2.6 derives it from the number of
 // distinct terms in the field, which at 100,000 notes makes the average body
-// length 1 token.) The counts come from search.Tokenize, which yields the
+// length 1 token.) The counts come from brainsearch.Tokenize, which yields the
 // same tokens as bleve's standard analyzer on the synthetic corpus.
 func TrueFieldLengths(docs []index.Doc) *search.BM25Stats {
 	var title, body int
 	for _, d := range docs {
-		title += len(search.Tokenize(d.Title))
-		body += len(search.Tokenize(d.Body))
+		title += len(brainsearch.Tokenize(d.Title))
+		body += len(brainsearch.Tokenize(d.Body))
 	}
 	return &search.BM25Stats{
 		DocCount:         float64(len(docs)),

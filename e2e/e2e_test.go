@@ -220,7 +220,7 @@ func crossWingSample(t *testing.T) {
 		if len(merged.Wings) != 3 || len(merged.Unavailable) != 0 {
 			t.Fatalf("%q answered by %v, unavailable %v", q, merged.Wings, merged.Unavailable)
 		}
-		unionText, isErr := svc.Tools().Call(context.Background(), reader, "brain_query", args, nil)
+		unionText, isErr := svc.Tools().Call(context.Background(), reader, "brain_query", args)
 		if isErr {
 			t.Fatalf("union %q: %s", q, unionText)
 		}

@@ -178,7 +178,7 @@ func crossWingHeavy(t *testing.T) {
 		if len(merged.Wings) != 3 || len(merged.Unavailable) != 0 {
 			t.Fatalf("%q answered by %v, unavailable %v", q, merged.Wings, merged.Unavailable)
 		}
-		res, isErr := union.Tools().Call(context.Background(), reader, "brain_query", args, nil)
+		res, isErr := union.Tools().Call(context.Background(), reader, "brain_query", args)
 		if isErr {
 			t.Fatalf("union %q: %s", q, res)
 		}

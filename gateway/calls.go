@@ -32,49 +32,68 @@ func (g *Gateway) hide(ci *callInfo, w *wing, err error) error {
 	return err
 }
 
-// callWing sends one tool call to a wing with the caller's shard token:
-// minting on a miss, and on CodeUnauthenticated dropping the token and
-// re-minting (once for a cached token, then with bounded backoff for fresh
-// ones). When the connection dies with the call in flight
-// (proto.ErrConnectionLost) the call is sent once more, after the
-// reconnection and within ctx's deadline: a read always, and a write or
-// curate call when it carries an idempotency key (every write the gateway
-// routes does): the shard answers a key it has seen with its first answer,
-// so the write is applied at most once. A write whose answer was lost and
-// whose fate the second sending did not settle is outcome_unknown, quoting
-// the key the agent can retry with (classifyCall). The shard's answer is
-// returned unchanged. A failure to obtain a first grant that the caller
-// must not learn about wraps errWingHidden.
+// callWing sends one tool call to a wing with the caller's shard token
+// (withToken) and returns the shard's answer unchanged.
 func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *proto.CallRequest) (*proto.CallResponse, error) {
+	var resp *proto.CallResponse
+	err := g.withToken(ctx, ci, w, shardOp{what: req.Tool, write: g.writes(req.Tool), key: req.IdempotencyKey,
+		send: func(ctx context.Context, token string) (err error) {
+			req.Token = token
+			resp, err = w.client.Call(ctx, req)
+			return err
+		}})
+	return resp, err
+}
+
+// shardOp is one request to a wing made with the caller's shard token: a
+// tool call, or a step of a cross-wing search.
+type shardOp struct {
+	what  string // the tool (or search step), for logs and errors
+	write bool
+	key   string // the idempotency key a write carries
+	send  func(ctx context.Context, token string) error
+}
+
+// withToken runs op against a wing with the caller's shard token: minting
+// on a miss, and on CodeUnauthenticated dropping the token and re-minting
+// (once for a cached token, then with bounded backoff for fresh ones).
+// When the connection dies with the request in flight
+// (proto.ErrConnectionLost) it is sent once more, after the reconnection
+// and within ctx's deadline: a read always, and a write when it carries an
+// idempotency key (every write the gateway routes does): the shard answers
+// a key it has seen with its first answer, so the write is applied at most
+// once. A write whose answer was lost and whose fate the second sending did
+// not settle is outcome_unknown, quoting the key the agent can retry with
+// (classifyCall). A failure to obtain a first grant that the caller must
+// not learn about wraps errWingHidden.
+func (g *Gateway) withToken(ctx context.Context, ci *callInfo, w *wing, op shardOp) error {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
 	defer cancel()
 	gr, fresh, err := g.sessions.getKey(ctx, ci.id, ci.key, w, ci.requestID)
 	if err != nil {
-		return nil, g.hide(ci, w, err)
+		return g.hide(ci, w, err)
 	}
-	write := g.writes(req.Tool)
 	freshRejected := 0
 	var lost error // the first lost answer: from then on the call may have run
 	for {
-		req.Token = gr.token
-		resp, err := w.client.Call(ctx, req)
+		err := op.send(ctx, gr.token)
 		if err == nil {
 			w.markReached()
-			return resp, nil
+			return nil
 		}
 		if proto.CodeOf(err) == 0 {
-			if errors.Is(err, proto.ErrConnectionLost) && lost == nil && ctx.Err() == nil && (!write || req.IdempotencyKey != "") {
+			if errors.Is(err, proto.ErrConnectionLost) && lost == nil && ctx.Err() == nil && (!op.write || op.key != "") {
 				lost = err
-				g.metrics.lostRetry(w.name, write)
-				ci.logger().Info("connection lost with a call in flight; sending it again", "wing", w.name, "tool", req.Tool,
-					"write", write, "err", err)
+				g.metrics.lostRetry(w.name, op.write)
+				ci.logger().Info("connection lost with a call in flight; sending it again", "wing", w.name, "tool", op.what,
+					"write", op.write, "err", err)
 				continue
 			}
-			return nil, classifyCall(err, lost, w, req, write) // unreachable, lost, timeout, cancelled
+			return classifyCall(err, lost, w, op) // unreachable, lost, timeout, cancelled
 		}
 		w.markReached()
 		if proto.CodeOf(err) != proto.CodeUnauthenticated {
-			return nil, classifyCall(err, lost, w, req, write)
+			return classifyCall(err, lost, w, op)
 		}
 		g.sessions.invalidate(ci.key, w, gr.token)
 		if fresh {
@@ -82,12 +101,12 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 			g.metrics.tokenRejected(w.name, "fresh")
 			if freshRejected >= maxFreshTries {
 				ci.logger().Warn("wing keeps rejecting freshly minted tokens", "wing", w.name, "tries", freshRejected, "err", err)
-				return nil, classifyCall(&Error{Code: brain.CodeUnavailable, Err: errors.Join(ErrTokenRejected, err),
+				return classifyCall(&Error{Code: brain.CodeUnavailable, Err: errors.Join(ErrTokenRejected, err),
 					Message: fmt.Sprintf("wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.name, freshRejected)},
-					lost, w, req, write)
+					lost, w, op)
 			}
 			if err := sleepCtx(ctx, g.cfg.Shards.RetryBase<<(freshRejected-1)); err != nil {
-				return nil, classifyCall(err, lost, w, req, write)
+				return classifyCall(err, lost, w, op)
 			}
 		} else {
 			g.metrics.tokenRejected(w.name, "cached")
@@ -95,7 +114,7 @@ func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *prot
 		}
 		gr, _, err = g.sessions.getKey(ctx, ci.id, ci.key, w, ci.requestID)
 		if err != nil {
-			return nil, classifyCall(err, lost, w, req, write)
+			return classifyCall(err, lost, w, op)
 		}
 		fresh = true
 	}
@@ -144,7 +163,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 	}
 	if !ok && meta.Fanout == toolspec.FanoutSearch {
 		rec.Wing = "*"
-		return g.fanoutQuery(ctx, ci, args, &a, rec)
+		return g.fanoutQuery(ctx, ci, args, rec)
 	}
 	if !ok {
 		return g.fail(rec, newError(brain.CodeInvalidArgument, ErrInvalidArgument,

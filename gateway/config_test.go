@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,6 +17,7 @@ import (
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/proto/pki"
+	"github.com/brainstem/brainstem/search"
 )
 
 // TestLoadConfigExample: the brief's example (what the Helm chart renders)
@@ -324,18 +326,20 @@ func FuzzParseToolDescriptors(f *testing.F) {
 }
 
 // TestQueryLimits: a cross-wing brain_query takes the limit a shard takes
-// (brain.QueryDefaultLimit, at most brain.QueryMaxLimit), so the gateway
-// never accepts a limit every wing would then refuse.
+// (search.DefaultLimit, at most search.MaxLimit), decoded with the search
+// tool's own spec, so the gateway never accepts a limit every wing would
+// then refuse, and refuses it in the words a wing would.
 func TestQueryLimits(t *testing.T) {
+	g := &Gateway{searchSpec: search.Spec(search.NoLimits())}
 	tests := []struct {
 		args string
 		want int // 0: refused
 	}{
-		{`{"query":"x"}`, brain.QueryDefaultLimit},
-		{`{"query":"x","limit":null}`, brain.QueryDefaultLimit},
+		{`{"query":"x"}`, search.DefaultLimit},
+		{`{"query":"x","limit":null}`, search.DefaultLimit},
 		{`{"query":"x","limit":1}`, 1},
-		{fmt.Sprintf(`{"query":"x","limit":%d}`, brain.QueryMaxLimit), brain.QueryMaxLimit},
-		{fmt.Sprintf(`{"query":"x","limit":%d}`, brain.QueryMaxLimit+1), 0},
+		{fmt.Sprintf(`{"query":"x","limit":%d}`, search.MaxLimit), search.MaxLimit},
+		{fmt.Sprintf(`{"query":"x","limit":%d}`, search.MaxLimit+1), 0},
 		{`{"query":"x","limit":1000}`, 0},
 		{`{"query":"x","limit":0}`, 0},
 		{`{"query":"x","limit":-1}`, 0},
@@ -343,56 +347,55 @@ func TestQueryLimits(t *testing.T) {
 		{`{"query":"x","limit":"5"}`, 0},
 	}
 	for _, tt := range tests {
-		_, limit, err := parseQueryArgs([]byte(tt.args))
+		q, err := g.queryOf([]byte(tt.args))
 		switch {
 		case tt.want == 0:
-			var e *Error
-			if !errors.As(err, &e) || e.Code != brain.CodeInvalidArgument || !strings.Contains(e.Message, fmt.Sprint(brain.QueryMaxLimit)) {
-				t.Errorf("%s: %v, want invalid_argument naming the limit %d", tt.args, err, brain.QueryMaxLimit)
+			e, ok := brain.As(err)
+			if !ok || e.Code != brain.CodeInvalidArgument || !strings.Contains(e.Message, "limit") {
+				t.Errorf("%s: %v, want invalid_argument naming the limit", tt.args, err)
 			}
-		case err != nil || limit != tt.want:
-			t.Errorf("%s: limit %d, %v; want %d", tt.args, limit, err, tt.want)
+		case err != nil || q.Limit != tt.want:
+			t.Errorf("%s: limit %d, %v; want %d", tt.args, q.Limit, err, tt.want)
 		}
 	}
 }
 
-// FuzzFanoutMerge: parsing brain_query arguments and a wing's rank and
-// fetch answers never panics, and the merged envelope is valid JSON keeping
-// hit bytes.
+// FuzzFanoutMerge: decoding a search's arguments and matching a wing's
+// rendered hits with the keys asked for never panic, every hit matched is
+// one of the wing's, in the order asked, and the envelope is valid JSON
+// keeping the hit bytes.
 func FuzzFanoutMerge(f *testing.F) {
-	f.Add([]byte(`{"query":"x","limit":2}`), []byte(`{"hits":[{"id":"a/1","score":2},{ "id":"a/2", "score":1 }],"total":2}`))
-	f.Add([]byte(`{"query":"x","limit":2}`), []byte(`{"ranked":[{"id":"a/1","score":2},{"id":"a/2","score":1}],"total":9}`))
-	f.Add([]byte(`{"query":"x","limit":1.5}`), []byte(`{"hits":[],"total":0}`))
-	f.Add([]byte(`{}`), []byte(`{"hits":[1],"total":1}`))
-	f.Fuzz(func(t *testing.T, args, result []byte) {
-		_, limit, err := parseQueryArgs(args)
-		if err != nil {
-			return
-		}
-		fetched, ferr := parseFetched(result)
-		hits, total, err := parseRanked(result, 0)
-		if err != nil {
-			return
-		}
-		if len(hits) > limit {
-			hits = hits[:limit]
-		}
-		var kept []mergedHit
-		for _, h := range hits {
-			if h.raw == nil && ferr == nil {
-				h.raw = fetched[h.key.ID]
-			}
-			if h.raw != nil {
-				kept = append(kept, h)
+	f.Add([]byte(`{"query":"x","limit":2}`), "a/f/1\na/f/2", []byte(`{"id":"a/f/1","score":2}`), []byte(`{ "id":"a/f/2", "score":1 }`))
+	f.Add([]byte(`{"query":"x","limit":1.5}`), "a/f/1", []byte(`{"id":"a/f/2"}`), []byte(`{}`))
+	f.Add([]byte(`{}`), "", []byte(`1`), []byte(`"x"`))
+	g := &Gateway{searchSpec: search.Spec(search.NoLimits())}
+	f.Fuzz(func(t *testing.T, args []byte, keyList string, h1, h2 []byte) {
+		if _, err := g.queryOf(args); err != nil {
+			if _, ok := brain.As(err); !ok {
+				t.Fatalf("queryOf(%q) = %v, not a refusal", args, err)
 			}
 		}
-		out := encodeMerged(kept, total, []string{"a"}, nil)
+		keys := strings.Split(keyList, "\n")
+		if !json.Valid(h1) || !json.Valid(h2) {
+			return
+		}
+		got := hitsByKey(keys, [][]byte{h1, h2})
+		var hits [][]byte
+		for _, k := range keys {
+			if h, ok := got[k]; ok {
+				if !bytes.Equal(h, h1) && !bytes.Equal(h, h2) {
+					t.Fatalf("key %q matched %s, not a hit of the wing", k, h)
+				}
+				hits = append(hits, h)
+			}
+		}
+		out := search.Envelope(hits, 3, []string{"a"}, nil)
 		if !json.Valid(out) {
 			t.Fatalf("invalid envelope %s", out)
 		}
-		for _, h := range kept {
-			if !strings.Contains(string(out), string(h.raw)) {
-				t.Fatalf("hit bytes %s not kept in %s", h.raw, out)
+		for _, h := range hits {
+			if !bytes.Contains(out, h) {
+				t.Fatalf("hit bytes %s not kept in %s", h, out)
 			}
 		}
 	})

@@ -77,6 +77,9 @@ func classify(err error, wing string) *Error {
 	if errors.As(err, &ge) {
 		return ge
 	}
+	if be, ok := brain.As(err); ok { // a refusal by the contract's rules (a tool's spec): safe to show
+		return &Error{Code: be.Code, Message: be.Message, Err: err}
+	}
 	where := "the shard"
 	if wing != "" {
 		where = "wing " + quote(wing)
@@ -145,8 +148,8 @@ func classifyShard(err error, w *wing) *Error {
 // refusal of the request's bytes themselves (the first sending got the
 // same) settles it. A write that timed out is still timeout, and its
 // message quotes the key too.
-func classifyCall(err, lost error, w *wing, req *proto.CallRequest, write bool) *Error {
-	if !write {
+func classifyCall(err, lost error, w *wing, op shardOp) *Error {
+	if !op.write {
 		return classifyShard(err, w)
 	}
 	if lost == nil && proto.CodeOf(err) == 0 && errors.Is(err, proto.ErrConnectionLost) {
@@ -154,18 +157,18 @@ func classifyCall(err, lost error, w *wing, req *proto.CallRequest, write bool) 
 	}
 	if lost == nil || refusedUnrun(err) {
 		e := classifyShard(err, w)
-		if e.Code == brain.CodeTimeout && req.IdempotencyKey != "" {
-			e = &Error{Code: e.Code, Err: e.Err, Message: e.Message + ": the write may or may not have happened. " + retryWith(req.IdempotencyKey)}
+		if e.Code == brain.CodeTimeout && op.key != "" {
+			e = &Error{Code: e.Code, Err: e.Err, Message: e.Message + ": the write may or may not have happened. " + retryWith(op.key)}
 		}
 		return e
 	}
-	what := fmt.Sprintf("the connection to wing %q was lost after %s was sent", w.name, req.Tool)
+	what := fmt.Sprintf("the connection to wing %q was lost after %s was sent", w.name, op.what)
 	if err != nil {
 		what += fmt.Sprintf(", and sending it again did not settle it (%s)", classifyShard(err, w).Message)
 	}
 	hint := "Read the note to check before writing again"
-	if req.IdempotencyKey != "" {
-		hint = retryWith(req.IdempotencyKey)
+	if op.key != "" {
+		hint = retryWith(op.key)
 	}
 	return &Error{Code: brain.CodeOutcomeUnknown, Err: errors.Join(ErrOutcomeUnknown, lost, err),
 		Message: what + ": the write may or may not have happened. " + hint}

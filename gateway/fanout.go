@@ -3,10 +3,8 @@ package gateway
 import (
 	"bytes"
 	"context"
-	"encoding/json"
 	"errors"
 	"slices"
-	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -16,10 +14,10 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
+	"github.com/brainstem/brainstem/search"
 )
 
-// wingsToolName is the gateway's own tool; brain.QueryTool is the other
-// tool it treats specially.
+// wingsToolName is the gateway's own tool.
 const wingsToolName = "brain_wings"
 
 // unavailableWing reports a wing left out of a cross-wing answer.
@@ -29,90 +27,53 @@ type unavailableWing struct {
 	Error string     `json:"error"`
 }
 
-// parseQueryArgs reads brain_query's query and limit from its arguments.
-func parseQueryArgs(args []byte) (query string, limit int, err error) {
-	a, err := parseArgs(args)
-	if err != nil {
-		return "", 0, err
+// queryOf decodes, checks and tokenizes a cross-wing search's arguments,
+// once, with the search tool's own spec: a structural refusal is the one a
+// wing would give. The size limits are the wings' (search.ServeRank).
+func (g *Gateway) queryOf(args []byte) (search.Query, error) {
+	var a search.Args
+	if err := g.searchSpec.Decode(args, &a); err != nil {
+		return search.Query{}, err
 	}
-	return a.queryLimit()
+	return a.Tokenized(), nil
 }
 
-// queryLimit reads brain_query's query and limit (brain.QueryDefaultLimit when
-// absent).
-func (a *callArgs) queryLimit() (query string, limit int, err error) {
-	rawQuery, rawLimit := a.get("query"), a.get("limit")
-	if rawQuery == nil || string(rawQuery) == "null" {
-		return "", 0, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "brain_query needs a \"query\" string")
-	}
-	if query, _, err = a.str("query", rawQuery); err != nil {
-		return "", 0, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "brain_query needs a \"query\" string")
-	}
-	limit = brain.QueryDefaultLimit
-	if rawLimit != nil && string(rawLimit) != "null" {
-		var f float64
-		if err := json.Unmarshal(rawLimit, &f); err != nil || f != float64(int(f)) || f < 1 || f > brain.QueryMaxLimit {
-			return "", 0, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "\"limit\" must be an integer from 1 to %d", brain.QueryMaxLimit)
-		}
-		limit = int(f)
-	}
-	return query, limit, nil
-}
-
-// shardHits is a shard's brain_query result; each hit is kept as raw bytes.
-type shardHits struct {
-	Hits  []json.RawMessage `json:"hits"`
-	Total int64             `json:"total"`
-}
-
-// rankedHits is a shard's answer to the rank step (brain.RankResult). A
-// shard that does not know the step (an older version) answers the whole
-// query instead, with "hits" and no "ranked".
-type rankedHits struct {
-	brain.RankResult
-	Hits []json.RawMessage `json:"hits"`
-}
-
-type mergedHit struct {
-	key  brain.HitKey    // what merging reads of each hit
-	raw  json.RawMessage // the shard's bytes; nil until fetched
-	wing int             // index into the readable wings
-}
-
-// fanoutQuery runs brain_query over every wing the caller may read, in
-// three steps of one round trip each, every wing in parallel:
+// fanoutQuery runs a search over every wing the caller may read, every wing
+// in parallel (the protocol is in search/protocol.go):
 //
-//  1. stats: the caller's capabilities in each wing (minting if needed)
-//     and, where they may read, its corpus statistics for the query,
-//     summed into global statistics;
-//  2. rank: each wing's best ids and scores under the global statistics
-//     (so that scores are comparable), and its number of matching notes,
-//     from its index alone;
-//  3. fetch: after merging by score (desc) and id (asc) and cutting to the
-//     limit, each wing that holds some of the final hits renders those
-//     hits, and only those (a wing that holds none is not asked).
+//  1. grants and statistics: the caller's capabilities in each wing
+//     (minting if needed) and, where they may read, the wing's statistics
+//     of the query's terms, from the replica when it holds them at the
+//     wing's current generation, else asked (Stats), then summed;
+//  2. rank: each wing's best keys and scores under the global statistics,
+//     and its number of matching notes, from its index alone; a wing whose
+//     generation moved answers Stale with fresh statistics, and every wing
+//     ranks again with the new sum (at most twice; the last time taking
+//     the statistics as they come);
+//  3. fetch: after merging (search.Merge) and cutting to the limit, each
+//     wing holding final hits renders those hits, and only those.
 //
 // The hits are returned in merged order, each one's bytes as its shard
-// produced them. total is the sum of the wings' numbers of matching notes.
+// rendered them. total is the sum of the wings' numbers of matching notes.
 // A failing wing is listed under "unavailable" (only to a caller holding a
 // grant there) and never fails the query. The whole search is bounded by
 // limits.fanout_timeout (step 1 by half of it): a wing that has not
 // answered by then is listed under "unavailable" with the others' results,
 // and the audit outcome is "partial".
-func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, a *callArgs, rec *auditRecord) *mcp.CallToolResult {
-	query, limit, err := a.queryLimit()
+func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, rec *auditRecord) *mcp.CallToolResult {
+	q, err := g.queryOf(args)
 	if err != nil {
 		return g.fail(rec, classify(err, ""))
 	}
 	bound := min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout)
 	fctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
-	f := &fanout{g: g, ci: ci, args: args, ctx: ctx, fctx: fctx, bound: bound}
-	if e := f.stats(query); e != nil {
+	f := &fanout{g: g, ci: ci, q: q, ctx: ctx, fctx: fctx, bound: bound, start: time.Now()}
+	if e := f.gather(); e != nil {
 		rec.Missing = wingNames(f.failed)
 		return g.fail(rec, e)
 	}
-	if res := f.rank(limit, rec); res != nil {
+	if res := f.rank(rec); res != nil {
 		return res
 	}
 	f.fetch()
@@ -123,20 +84,22 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, a 
 type fanout struct {
 	g     *Gateway
 	ci    *callInfo
-	args  []byte
+	q     search.Query
 	ctx   context.Context // the caller's
 	fctx  context.Context // ctx bounded by limits.fanout_timeout
 	bound time.Duration
+	start time.Time
 
 	failed []unavailableWing // wings left out, named to the caller
 	// Of the wings the caller may read (step 1 on):
 	readable []*wing
-	errs     []error // each one's failure in the current step
-	global   *proto.CorpusStats
-	hits     []mergedHit // merged and cut to the limit (step 2), fetched (step 3)
-	totals   []int64     // each one's number of matching notes
+	errs     []error        // each one's failure in the current step
+	stats    []search.Stats // each one's statistics of the terms
+	gens     []uint64       // the generation of each one's statistics
+	ranks    []search.WingRank
+	picks    []search.Pick // merged and cut to the limit (step 2)
 	answered []bool
-	fetched  []map[string]json.RawMessage
+	fetched  []map[string][]byte // each one's rendered hits by key (step 3)
 }
 
 // late is a wing's failure within the search: past the search's deadline,
@@ -154,17 +117,18 @@ func (f *fanout) leaveOut(w *wing, err error) {
 	f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
 }
 
-// stats is step 1, per wing and concurrently, within half the bound (a
-// stuck wing does not spend the others' time): the caller's capabilities
-// there (minting if needed), then, where they may read, the corpus
-// statistics of the query, summed into global. It fails when the caller
+// gather is step 1, per wing and concurrently, within half the bound (a
+// stuck wing does not spend the others' time; the rank step ends at three
+// quarters of it, the fetch step with it): the caller's capabilities
+// there (minting if needed), then, where they may read, the statistics of
+// the query's terms, from the replica or asked. It fails when the caller
 // can read no wing that answered.
-func (f *fanout) stats(query string) *Error {
+func (f *fanout) gather() *Error {
 	g := f.g
 	p1ctx, cancel := context.WithTimeout(f.fctx, f.bound/2)
 	defer cancel()
 	n := len(g.wings)
-	canRead, all, errs := make([]bool, n), make([]*proto.CorpusStats, n), make([]error, n)
+	canRead, all, gens, errs := make([]bool, n), make([]search.Stats, n), make([]uint64, n), make([]error, n)
 	g.eachWing(g.wings, errs, func(i int, w *wing) {
 		gr, _, err := g.sessions.get(p1ctx, f.ci.id, w, f.ci.requestID)
 		if err != nil {
@@ -174,15 +138,8 @@ func (f *fanout) stats(query string) *Error {
 		if canRead[i] = gr.caps.Has(brain.CapRead); !canRead[i] {
 			return
 		}
-		st, err := w.client.Stats(p1ctx, &proto.StatsRequest{RequestID: f.ci.requestID, Query: query})
-		if err != nil {
-			errs[i] = err
-			return
-		}
-		w.markReached()
-		all[i] = st
+		all[i], gens[i], errs[i] = f.wingStats(p1ctx, w)
 	})
-	f.global = &proto.CorpusStats{DocFreq: map[string]int64{}}
 	hidden := 0 // wings that failed for a caller holding no grant there: not named
 	for i, w := range g.wings {
 		switch {
@@ -193,7 +150,8 @@ func (f *fanout) stats(query string) *Error {
 				e = f.late(w, errs[i])
 			}
 			f.errs = append(f.errs, e)
-			addStats(f.global, all[i])
+			f.stats = append(f.stats, all[i])
+			f.gens = append(f.gens, gens[i])
 		case g.disclosable(f.ci, w, errs[i]):
 			if e := f.late(w, errs[i]); e.Code != brain.CodeForbidden {
 				f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
@@ -216,59 +174,72 @@ func (f *fanout) stats(query string) *Error {
 	return newError(brain.CodeForbidden, ErrForbidden, "you cannot read any wing; ask a wing's curators for access")
 }
 
-// addStats adds a wing's corpus statistics (nil when it failed) to sum.
-func addStats(sum, st *proto.CorpusStats) {
-	if st == nil {
-		return
+// wingStats is a wing's statistics of the query's terms: the replica's,
+// when it holds them, else asked (and put in the replica).
+func (f *fanout) wingStats(ctx context.Context, w *wing) (search.Stats, uint64, error) {
+	if st, gen, ok := f.g.replica.Lookup(w.idx, f.q.Terms); ok {
+		f.g.metrics.statsReused.Inc()
+		return st, gen, nil
 	}
-	sum.Docs += st.Docs
-	sum.TotalLength += st.TotalLength
-	for term, n := range st.DocFreq {
-		sum.DocFreq[term] += n
+	resp, err := w.client.Stats(ctx, &proto.StatsRequest{RequestID: f.ci.requestID, StatsRequest: search.StatsRequest{Terms: f.q.Terms}})
+	if err != nil {
+		return search.Stats{}, 0, err
 	}
+	w.markReached()
+	f.g.replica.Put(w.idx, resp.Generation, resp.Stats)
+	return resp.Stats, resp.Generation, nil
 }
 
-// rank is step 2: each readable wing ranks its notes with the global
-// statistics; the hits are merged by score (desc) and id (asc) and cut to
-// limit. When no wing answered it returns the search's answer: the first
-// refusal unchanged if every wing refused the arguments (as a wing-scoped
-// call would answer), else unavailable.
-func (f *fanout) rank(limit int, rec *auditRecord) *mcp.CallToolResult {
-	results := make([]*proto.CallResponse, len(f.readable))
-	f.g.eachWing(f.readable, f.errs, func(i int, w *wing) {
-		var err error
-		results[i], err = f.g.callWing(f.fctx, f.ci, w, &proto.CallRequest{RequestID: f.ci.requestID, Tool: brain.QueryTool, Args: f.args, Stats: f.global, Rank: true})
-		if err != nil {
-			f.errs[i] = f.late(w, err)
+// global sums the statistics of the wings still in the search.
+func (f *fanout) global() *search.Stats {
+	sum := &search.Stats{DocFreq: map[string]int64{}}
+	for i := range f.readable {
+		if f.errs[i] == nil {
+			sum.Add(f.stats[i])
 		}
-	})
-	f.totals, f.answered = make([]int64, len(f.readable)), make([]bool, len(f.readable))
-	var firstError *proto.CallResponse
+	}
+	return sum
+}
+
+// maxRankRounds bounds how often a search ranks again because a wing
+// changed meanwhile; the last round takes each wing as it is.
+const maxRankRounds = 3
+
+// rank is step 2: each readable wing ranks its notes with the global
+// statistics, again while some wing answers that it changed (Stale); the
+// hits are merged and cut to the limit. When no wing answered it returns
+// the search's answer: the first refusal unchanged if every wing refused
+// the query (as a wing-scoped call would answer), else unavailable.
+func (f *fanout) rank(rec *auditRecord) *mcp.CallToolResult {
+	f.ranks, f.answered = make([]search.WingRank, len(f.readable)), make([]bool, len(f.readable))
+	refused := make([][]byte, len(f.readable))
+	// The rank step ends at three quarters of the bound, so a wing stuck in
+	// it leaves the others time to render their hits.
+	rctx, cancel := context.WithDeadline(f.fctx, f.start.Add(f.bound*3/4))
+	defer cancel()
+	for round := 1; round <= maxRankRounds && f.rankRound(rctx, round == maxRankRounds, refused); round++ {
+		f.g.metrics.rankAgain.Inc()
+	}
+	var firstRefusal []byte
 	for i, w := range f.readable {
-		switch resp := results[i]; {
+		switch {
 		case errors.Is(f.errs[i], errWingHidden): // the caller lost its grant meanwhile: not named
 		case f.errs[i] != nil:
 			f.leaveOut(w, f.errs[i])
-		case resp.IsError:
-			if firstError == nil {
-				firstError = resp
+		case refused[i] != nil:
+			if firstRefusal == nil {
+				firstRefusal = refused[i]
 			}
-			code, msg := parseToolError(resp.Result)
+			code, msg := parseToolError(refused[i])
 			f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: code, Error: msg})
 		default:
-			part, total, err := parseRanked(resp.Result, i)
-			if err != nil {
-				f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: brain.CodeInternal, Error: err.Error()})
-				continue
-			}
-			f.hits = append(f.hits, part...)
-			f.totals[i], f.answered[i] = total, true
+			f.answered[i] = true
 		}
 	}
 	if !slices.Contains(f.answered, true) {
-		if firstError != nil {
+		if firstRefusal != nil {
 			rec.Outcome = "tool_error"
-			return shardResult(firstError)
+			return shardResult(&proto.CallResponse{Result: firstRefusal, IsError: true})
 		}
 		rec.Missing = wingNames(f.failed)
 		if len(f.failed) == 0 { // every wing was lost meanwhile, none may be named
@@ -276,41 +247,73 @@ func (f *fanout) rank(limit int, rec *auditRecord) *mcp.CallToolResult {
 		}
 		return f.g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing answered: %s", joinFailures(f.failed)))
 	}
-	sort.SliceStable(f.hits, func(i, j int) bool { return f.hits[i].key.Less(f.hits[j].key) })
-	if len(f.hits) > limit {
-		f.hits = f.hits[:limit]
-	}
+	f.picks = search.Merge(f.ranks, f.answered, f.q.Limit)
 	return nil
+}
+
+// rankRound asks every wing still in the search to rank with the current
+// global statistics, assuming the generations they are of (unless last).
+// It reports whether some wing was stale: its fresh statistics are taken
+// (and put in the replica), and the round must be run again.
+func (f *fanout) rankRound(ctx context.Context, last bool, refused [][]byte) (again bool) {
+	global := f.global()
+	stale := make([]bool, len(f.readable))
+	f.g.eachWing(f.readable, f.errs, func(i int, w *wing) {
+		req := &proto.RankRequest{RequestID: f.ci.requestID, RankRequest: search.RankRequest{Query: f.q, Stats: global}}
+		if !last {
+			req.Generation = f.gens[i]
+		}
+		var resp *proto.RankResponse
+		err := f.g.withToken(ctx, f.ci, w, shardOp{what: search.Tool + " rank", send: func(ctx context.Context, token string) (err error) {
+			req.Token = token
+			resp, err = w.client.Rank(ctx, req)
+			return err
+		}})
+		switch {
+		case err != nil:
+			f.errs[i] = f.late(w, err)
+		case resp.Refused != nil:
+			refused[i] = resp.Refused
+		case resp.Stale && resp.Stats != nil:
+			stale[i] = true
+			f.stats[i], f.gens[i] = *resp.Stats, resp.Generation
+			f.g.replica.Put(w.idx, resp.Generation, *resp.Stats)
+		default:
+			f.ranks[i] = search.WingRank{Ranked: resp.Ranked, Total: resp.Total}
+		}
+	})
+	return slices.Contains(stale, true)
 }
 
 // fetch is step 3: the wings holding final hits render those hits, and
 // only those. A wing that fails here is left out altogether: its hits and
 // its notes' count.
 func (f *fanout) fetch() {
-	ids := make([][]string, len(f.readable))
-	for _, h := range f.hits {
-		if h.raw == nil {
-			ids[h.wing] = append(ids[h.wing], h.key.ID)
-		}
+	keys := make([][]string, len(f.readable))
+	for _, p := range f.picks {
+		keys[p.Wing] = append(keys[p.Wing], p.Key)
 	}
-	f.fetched = make([]map[string]json.RawMessage, len(f.readable))
+	f.fetched = make([]map[string][]byte, len(f.readable))
 	errs := make([]error, len(f.readable))
 	for i := range f.readable {
-		if len(ids[i]) == 0 {
+		if len(keys[i]) == 0 {
 			errs[i] = errSkip
 		}
 	}
+	global := f.global()
 	f.g.eachWing(f.readable, errs, func(i int, w *wing) {
-		resp, err := f.g.callWing(f.fctx, f.ci, w, &proto.CallRequest{RequestID: f.ci.requestID, Tool: brain.QueryTool, Args: f.args, Stats: f.global, Fetch: ids[i]})
-		switch {
-		case err != nil:
+		req := &proto.FetchRequest{RequestID: f.ci.requestID, FetchRequest: search.FetchRequest{Query: f.q, Keys: keys[i], Stats: global}}
+		var resp *proto.FetchResponse
+		err := f.g.withToken(f.fctx, f.ci, w, shardOp{what: search.Tool + " fetch", send: func(ctx context.Context, token string) (err error) {
+			req.Token = token
+			resp, err = w.client.Fetch(ctx, req)
+			return err
+		}})
+		if err != nil {
 			errs[i] = f.late(w, err)
-		case resp.IsError:
-			code, msg := parseToolError(resp.Result)
-			errs[i] = newError(code, ErrShardAnswer, "%s", msg)
-		default:
-			f.fetched[i], errs[i] = parseFetched(resp.Result)
+			return
 		}
+		f.fetched[i] = hitsByKey(keys[i], resp.Hits)
 	})
 	for i, w := range f.readable {
 		if errs[i] == nil || errs[i] == errSkip {
@@ -319,8 +322,28 @@ func (f *fanout) fetch() {
 		if !errors.Is(errs[i], errWingHidden) {
 			f.leaveOut(w, errs[i])
 		}
-		f.answered[i], f.totals[i] = false, 0
+		f.answered[i], f.ranks[i].Total = false, 0
 	}
+}
+
+// hitsByKey matches a wing's rendered hits with the keys asked for. The
+// wing answers them in the order asked, leaving out the ones that went or
+// no longer match, so each hit belongs to the first key left whose quoted
+// form it carries as a value (a key is a note id or a brain path, which
+// JSON quotes alike): no hit is decoded.
+func hitsByKey(keys []string, hits [][]byte) map[string][]byte {
+	out := make(map[string][]byte, len(hits))
+	k := 0
+	for _, h := range hits {
+		for k < len(keys) && !bytes.Contains(h, []byte(`:`+strconv.Quote(keys[k]))) {
+			k++
+		}
+		if k < len(keys) {
+			out[keys[k]] = h
+			k++
+		}
+	}
+	return out
 }
 
 // answer is the search's answer: the final hits in merged order, each one's
@@ -328,24 +351,20 @@ func (f *fanout) fetch() {
 // between the steps is left out), the total, the wings that answered and
 // those left out.
 func (f *fanout) answer(rec *auditRecord) *mcp.CallToolResult {
-	final := f.hits[:0]
-	for _, h := range f.hits {
-		switch {
-		case !f.answered[h.wing]:
-		case h.raw != nil:
-			final = append(final, h)
-		default:
-			if raw, ok := f.fetched[h.wing][h.key.ID]; ok {
-				h.raw = raw
-				final = append(final, h)
-			}
+	var hits [][]byte
+	for _, p := range f.picks {
+		if !f.answered[p.Wing] {
+			continue
+		}
+		if raw, ok := f.fetched[p.Wing][p.Key]; ok {
+			hits = append(hits, raw)
 		}
 	}
 	var total int64
 	var names []string
 	for i, w := range f.readable {
 		if f.answered[i] {
-			total += f.totals[i]
+			total += f.ranks[i].Total
 			names = append(names, w.name)
 		}
 	}
@@ -354,7 +373,12 @@ func (f *fanout) answer(rec *auditRecord) *mcp.CallToolResult {
 	if len(f.failed) > 0 {
 		rec.Outcome = outcomePartial
 	}
-	return mcp.NewToolResultText(string(encodeMerged(final, total, names, f.failed)))
+	failed := f.failed
+	if failed == nil {
+		failed = []unavailableWing{}
+	}
+	fj, _ := brain.Marshal(failed)
+	return mcp.NewToolResultText(string(search.Envelope(hits, total, names, fj)))
 }
 
 // outcomePartial is the audit outcome of a cross-wing search that left
@@ -399,78 +423,6 @@ func (g *Gateway) eachWing(wings []*wing, errs []error, fn func(i int, w *wing))
 		})
 	}
 	_ = eg.Wait()
-}
-
-// parseRanked reads a wing's answer to the rank step: ids and scores to
-// fetch later, or, from a shard that answered the whole query, hits whose
-// bytes are already final.
-func parseRanked(result []byte, wing int) ([]mergedHit, int64, error) {
-	var rh rankedHits
-	if err := json.Unmarshal(result, &rh); err != nil {
-		return nil, 0, errors.New("the wing answered a result that is not a brain_query result")
-	}
-	if rh.Ranked != nil {
-		part := make([]mergedHit, 0, len(rh.Ranked))
-		for _, k := range rh.Ranked {
-			part = append(part, mergedHit{key: k, wing: wing})
-		}
-		return part, rh.Total, nil
-	}
-	part := make([]mergedHit, 0, len(rh.Hits))
-	for _, h := range rh.Hits {
-		var k brain.HitKey
-		if err := json.Unmarshal(h, &k); err != nil {
-			return nil, 0, errors.New("the wing answered hits without a numeric score and string id")
-		}
-		part = append(part, mergedHit{key: k, raw: h, wing: wing})
-	}
-	return part, rh.Total, nil
-}
-
-// parseFetched reads a wing's answer to the fetch step: its hits by id.
-func parseFetched(result []byte) (map[string]json.RawMessage, error) {
-	var sh shardHits
-	if err := json.Unmarshal(result, &sh); err != nil {
-		return nil, newError(brain.CodeInternal, ErrShardAnswer, "the wing answered a fetch that is not a list of hits")
-	}
-	out := make(map[string]json.RawMessage, len(sh.Hits))
-	for _, h := range sh.Hits {
-		var k brain.HitKey
-		if err := json.Unmarshal(h, &k); err != nil {
-			return nil, newError(brain.CodeInternal, ErrShardAnswer, "the wing answered hits without a numeric score and string id")
-		}
-		out[k.ID] = h
-	}
-	return out, nil
-}
-
-// encodeMerged writes the cross-wing envelope by hand so each hit's bytes
-// stay exactly as the shard produced them.
-func encodeMerged(hits []mergedHit, total int64, answered []string, failed []unavailableWing) []byte {
-	var b bytes.Buffer
-	b.WriteString(`{"hits":[`)
-	for i, h := range hits {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(h.raw)
-	}
-	b.WriteString(`],"total":`)
-	b.WriteString(strconv.FormatInt(total, 10))
-	b.WriteString(`,"wings":`)
-	if answered == nil {
-		answered = []string{}
-	}
-	wj, _ := brain.Marshal(answered)
-	b.Write(wj)
-	b.WriteString(`,"unavailable":`)
-	if failed == nil {
-		failed = []unavailableWing{}
-	}
-	fj, _ := brain.Marshal(failed)
-	b.Write(fj)
-	b.WriteByte('}')
-	return b.Bytes()
 }
 
 // parseToolError reads a shard's tool error document (brain.DecodeError).

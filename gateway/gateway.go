@@ -29,9 +29,11 @@ import (
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
+	"github.com/brainstem/brainstem/search"
 )
 
 // Version is reported in the MCP server info.
@@ -74,12 +76,17 @@ type Gateway struct {
 	byName   map[string]*wing
 	sessions *sessionCache
 	cat      atomic.Pointer[catalog]
-	refresh  *refresher
-	mcp      *server.MCPServer
-	mcpHTTP  *server.StreamableHTTPServer
-	metrics  *metrics
-	registry *prometheus.Registry
-	audit    *auditLog
+	// replica holds each wing's statistics of recent search terms at the
+	// wing's index generation, so a cross-wing search skips the statistics
+	// round trip while a wing has not changed (search.Replica).
+	replica    *search.Replica
+	searchSpec *toolspec.Spec // the search tool's, to decode a cross-wing query once
+	refresh    *refresher
+	mcp        *server.MCPServer
+	mcpHTTP    *server.StreamableHTTPServer
+	metrics    *metrics
+	registry   *prometheus.Registry
+	audit      *auditLog
 
 	emailLimits *lru.Cache[string, *rate.Limiter]
 	ipBudgets   *lru.Cache[string, *authBudget]
@@ -196,6 +203,9 @@ func loggerOrDiscard(l *slog.Logger) *slog.Logger {
 	return l
 }
 
+// replicaTerms bounds the terms the statistics replica holds per wing.
+const replicaTerms = 1 << 14
+
 // newGateway wires a gateway from already-built dependencies (New builds the
 // real ones). It starts nothing.
 func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]shardClient) (*Gateway, error) {
@@ -223,6 +233,8 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 		g.wings = append(g.wings, w)
 		g.byName[wc.Name] = w
 	}
+	g.replica = search.NewReplica(len(g.wings), replicaTerms)
+	g.searchSpec = search.Spec(search.NoLimits())
 	if err := g.setURLs(); err != nil {
 		return nil, err
 	}

@@ -15,6 +15,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/search"
 )
 
 // TestRoutingAndBytes: calls routed by wing argument, by id and by path
@@ -169,14 +170,14 @@ func TestFanout(t *testing.T) {
 		}
 	}
 	var want shardHits
-	if err := json.Unmarshal(union.query("rust go", 4, nil).Result, &want); err != nil {
+	if err := json.Unmarshal(union.query(search.Terms("rust go"), 4, nil).Result, &want); err != nil {
 		t.Fatal(err)
 	}
 	if len(got.Hits) != 4 || got.Total != want.Total {
 		t.Fatalf("hits %d total %d, want 4 and %d: %s", len(got.Hits), got.Total, want.Total, text)
 	}
 	for i := range got.Hits {
-		var g, w brain.HitKey
+		var g, w hitKey
 		_ = json.Unmarshal(got.Hits[i], &g)
 		_ = json.Unmarshal(want.Hits[i], &w)
 		if g.ID != w.ID || g.Score != w.Score {
@@ -326,10 +327,10 @@ func TestFanoutRendersOnlyFinalHits(t *testing.T) {
 		}
 		return a
 	}
-	keys := func(hits []json.RawMessage) []brain.HitKey {
-		var out []brain.HitKey
+	keys := func(hits []json.RawMessage) []hitKey {
+		var out []hitKey
 		for _, h := range hits {
-			var k brain.HitKey
+			var k hitKey
 			_ = json.Unmarshal(h, &k)
 			out = append(out, k)
 		}
@@ -372,14 +373,27 @@ func TestFanoutRendersOnlyFinalHits(t *testing.T) {
 		}
 	}
 
-	// An older shard answers the whole query in the rank step.
-	e.wings["b"].legacy.Store(true)
+	// The replica: the same search again asks no wing for statistics, and
+	// a wing that changed meanwhile answers stale, is asked again with the
+	// new statistics, and the ranking stays the union's.
+	stats := func() (n int64) {
+		for _, w := range []string{"a", "b", "c"} {
+			n += e.wings[w].statsCalls.Load()
+		}
+		return n
+	}
+	before := stats()
+	search(c, `{"query":"ledger audit","limit":4}`)
+	if stats() != before {
+		t.Errorf("a repeated search asked for statistics %d times", stats()-before)
+	}
+	e.wings["b"].addNote("b/f/new", "audit audit audit", "x@acme.com")
+	e.wings["all"].addNote("b/f/new", "audit audit audit", "x@acme.com")
 	got := search(c, `{"query":"ledger audit","limit":5}`)
 	one := search(other, `{"wing":"all","query":"ledger audit","limit":5}`)
-	if !slices.Equal(keys(got.Hits), keys(one.Hits)) || got.Total != one.Total || len(got.Unavailable) != 0 {
-		t.Fatalf("with an older shard: %v total %d, want %v total %d (unavailable %v)", keys(got.Hits), got.Total, keys(one.Hits), one.Total, got.Unavailable)
+	if !slices.Equal(keys(got.Hits), keys(one.Hits)) || got.Total != one.Total || len(got.Unavailable) != 0 || stats() != before {
+		t.Fatalf("after a change: %v total %d, want %v total %d (unavailable %v, %d stats calls)", keys(got.Hits), got.Total, keys(one.Hits), one.Total, got.Unavailable, stats()-before)
 	}
-	e.wings["b"].legacy.Store(false)
 
 	// A wing that fails the fetch step is listed; its hits are left out.
 	e.wings["a"].failFetch.Store(true)

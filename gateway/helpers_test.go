@@ -39,6 +39,7 @@ import (
 	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
+	"github.com/brainstem/brainstem/search"
 )
 
 // ---------- PKI ----------
@@ -127,11 +128,12 @@ type testWing struct {
 	keyed map[string][]byte
 	// stall makes Stats and brain_query wait for their ctx (a stuck wing).
 	stall      atomic.Bool
-	toolCalls  sync.Map     // tool name → *atomic.Int64
-	legacy     atomic.Bool  // brain_query ignores the rank and fetch steps, as shards before them did
-	failFetch  atomic.Bool  // the fetch step fails (the wing went down in between)
-	rendered   atomic.Int64 // brain_query hits rendered (whole answers and fetches)
-	queryCalls atomic.Int64 // brain_query calls, any step
+	toolCalls  sync.Map      // tool name → *atomic.Int64
+	failFetch  atomic.Bool   // the fetch step fails (the wing went down in between)
+	rendered   atomic.Int64  // brain_query hits rendered (whole answers and fetches)
+	queryCalls atomic.Int64  // brain_query calls, rank and fetch steps
+	statsCalls atomic.Int64  // Stats requests
+	gen        atomic.Uint64 // the index generation: changes with every note
 }
 
 // seenCall is what a Call carried besides its token.
@@ -232,6 +234,7 @@ func (w *testWing) rotateKey(t testing.TB) {
 func (w *testWing) addNote(id, body, author string) {
 	w.mu.Lock()
 	w.notes[id] = testNote{ID: id, Body: body, Author: author}
+	w.gen.Add(1)
 	w.mu.Unlock()
 }
 
@@ -345,6 +348,7 @@ func (w *testWing) Call(ctx context.Context, req *proto.CallRequest) (*proto.Cal
 		first, seen := w.keyed[k]
 		if !seen {
 			w.notes[args.ID] = testNote{ID: args.ID, Body: args.Body, Author: claims.Email}
+			w.gen.Add(1)
 			first = fmt.Appendf(nil, `{"id":%q,"author":%q}`, args.ID, claims.Email)
 			if req.IdempotencyKey != "" {
 				w.keyed[k] = first
@@ -374,17 +378,7 @@ func (w *testWing) Call(ctx context.Context, req *proto.CallRequest) (*proto.Cal
 		if args.Query == "" {
 			return toolErr("invalid_argument", "query is required"), nil
 		}
-		switch {
-		case w.legacy.Load():
-		case req.Rank:
-			return w.rank(args.Query, args.Limit, req.Stats), nil
-		case len(req.Fetch) > 0:
-			if w.failFetch.Load() {
-				return nil, &proto.Error{Code: proto.CodeUnavailable, Message: "draining (test)"}
-			}
-			return w.fetch(args.Query, req.Fetch, req.Stats), nil
-		}
-		return w.query(args.Query, args.Limit, req.Stats), nil
+		return w.query(search.Terms(args.Query), args.Limit, nil), nil
 	}
 	return nil, &proto.Error{Code: proto.CodeUnknownTool, Message: req.Tool}
 }
@@ -399,12 +393,11 @@ type scored struct {
 // corpus statistics when present, so merged cross-wing scores are
 // comparable only if the gateway summed the statistics right. It returns
 // every matching note, best first.
-func (w *testWing) score(q string, st *proto.CorpusStats) []scored {
-	local := w.stats(q)
+func (w *testWing) score(terms []string, st *search.Stats) []scored {
+	local := w.stats(terms)
 	if st == nil {
-		st = local
+		st = &local
 	}
-	terms := strings.Fields(strings.ToLower(q))
 	var hits []scored
 	w.mu.Lock()
 	for _, n := range w.notes {
@@ -435,74 +428,34 @@ func (w *testWing) score(q string, st *proto.CorpusStats) []scored {
 	return hits
 }
 
-// renderHits writes hits with odd spacing the gateway must keep.
-func (w *testWing) renderHits(b *bytes.Buffer, hits []scored) {
-	w.rendered.Add(int64(len(hits)))
-	b.WriteString(`{"hits":[`)
-	for i, h := range hits {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		fmt.Fprintf(b, `{ "id":%q, "score":%s, "wing":%q }`, h.id, strconvF(h.score), w.name)
-	}
-	b.WriteString(`]`)
+// renderHit writes a hit with odd spacing the gateway must keep.
+func (w *testWing) renderHit(h scored) []byte {
+	w.rendered.Add(1)
+	return fmt.Appendf(nil, `{ "id":%q, "score":%s, "wing":%q }`, h.id, strconvF(h.score), w.name)
 }
 
 // query answers a whole brain_query: the best hits, rendered, and total.
-func (w *testWing) query(q string, limit int, st *proto.CorpusStats) *proto.CallResponse {
+func (w *testWing) query(terms []string, limit int, st *search.Stats) *proto.CallResponse {
 	if limit <= 0 {
 		limit = 10
 	}
-	hits := w.score(q, st)
-	total := len(hits)
+	hits := w.score(terms, st)
 	var b bytes.Buffer
-	w.renderHits(&b, hits[:min(limit, len(hits))])
-	fmt.Fprintf(&b, `,"total":%d}`, total)
-	return &proto.CallResponse{Result: b.Bytes()}
-}
-
-// rank answers the rank step: ids and scores only.
-func (w *testWing) rank(q string, limit int, st *proto.CorpusStats) *proto.CallResponse {
-	if limit <= 0 {
-		limit = 10
-	}
-	hits := w.score(q, st)
-	total := len(hits)
-	var b bytes.Buffer
-	b.WriteString(`{"ranked":[`)
+	b.WriteString(`{"hits":[`)
 	for i, h := range hits[:min(limit, len(hits))] {
 		if i > 0 {
-			b.WriteByte(',')
+			b.WriteString(", ")
 		}
-		fmt.Fprintf(&b, `{"id":%q,"score":%s}`, h.id, strconvF(h.score))
+		b.Write(w.renderHit(h))
 	}
-	fmt.Fprintf(&b, `],"total":%d}`, total)
-	return &proto.CallResponse{Result: b.Bytes()}
-}
-
-// fetch answers the fetch step: the named hits, rendered.
-func (w *testWing) fetch(q string, ids []string, st *proto.CorpusStats) *proto.CallResponse {
-	byID := map[string]scored{}
-	for _, h := range w.score(q, st) {
-		byID[h.id] = h
-	}
-	var hits []scored
-	for _, id := range ids {
-		if h, ok := byID[id]; ok {
-			hits = append(hits, h)
-		}
-	}
-	var b bytes.Buffer
-	w.renderHits(&b, hits)
-	b.WriteString(`}`)
+	fmt.Fprintf(&b, `],"total":%d}`, len(hits))
 	return &proto.CallResponse{Result: b.Bytes()}
 }
 
 func strconvF(f float64) string { b, _ := json.Marshal(f); return string(b) }
 
-func (w *testWing) stats(q string) *proto.CorpusStats {
-	st := &proto.CorpusStats{DocFreq: map[string]int64{}}
-	terms := strings.Fields(strings.ToLower(q))
+func (w *testWing) stats(terms []string) search.Stats {
+	st := search.Stats{DocFreq: map[string]int64{}}
 	w.mu.Lock()
 	defer w.mu.Unlock()
 	for _, n := range w.notes {
@@ -510,6 +463,7 @@ func (w *testWing) stats(q string) *proto.CorpusStats {
 		words := strings.Fields(strings.ToLower(n.Body))
 		st.TotalLength += int64(len(words))
 		for _, term := range terms {
+			st.DocFreq[term] += 0
 			for _, wd := range words {
 				if wd == term {
 					st.DocFreq[term]++
@@ -521,12 +475,75 @@ func (w *testWing) stats(q string) *proto.CorpusStats {
 	return st
 }
 
-func (w *testWing) Stats(ctx context.Context, req *proto.StatsRequest) (*proto.CorpusStats, error) {
+func (w *testWing) Stats(ctx context.Context, req *proto.StatsRequest) (*proto.StatsResponse, error) {
+	w.statsCalls.Add(1)
 	if w.stall.Load() {
 		<-ctx.Done()
 		return nil, ctx.Err()
 	}
-	return w.stats(req.Query), nil
+	gen := w.gen.Load()
+	return &proto.StatsResponse{StatsResponse: search.StatsResponse{Stats: w.stats(req.Terms), Generation: gen}}, nil
+}
+
+// Rank answers the rank step: keys and scores only, or stale with fresh
+// statistics when the wing changed since the generation assumed.
+func (w *testWing) Rank(ctx context.Context, req *proto.RankRequest) (*proto.RankResponse, error) {
+	w.queryCalls.Add(1)
+	if err := w.checkToken(req.Token); err != nil {
+		return nil, err
+	}
+	if w.stall.Load() {
+		<-ctx.Done()
+		return nil, ctx.Err()
+	}
+	gen := w.gen.Load()
+	if req.Generation != 0 && req.Generation != gen {
+		st := w.stats(req.Query.Terms)
+		return &proto.RankResponse{RankResponse: search.RankResponse{Generation: gen, Stale: true, Stats: &st}}, nil
+	}
+	hits := w.score(req.Query.Terms, req.Stats)
+	resp := &proto.RankResponse{RankResponse: search.RankResponse{Generation: gen, Total: int64(len(hits))}}
+	for _, h := range hits[:min(max(req.Query.Limit, 1), len(hits))] {
+		resp.Ranked = append(resp.Ranked, search.Ranked{Key: h.id, Score: h.score})
+	}
+	return resp, nil
+}
+
+// checkToken refuses a search step's token as Call does.
+func (w *testWing) checkToken(token string) error {
+	w.tokens.Store(token, true)
+	if w.failCalls.Load() {
+		return &proto.Error{Code: proto.CodeUnauthenticated, Message: "token refused (test)"}
+	}
+	w.mu.Lock()
+	v := w.verifier
+	w.mu.Unlock()
+	if _, err := v.Verify(token); err != nil {
+		return &proto.Error{Code: proto.CodeUnauthenticated, Message: err.Error()}
+	}
+	return nil
+}
+
+// Fetch answers the fetch step: the named hits, rendered.
+func (w *testWing) Fetch(_ context.Context, req *proto.FetchRequest) (*proto.FetchResponse, error) {
+	w.queryCalls.Add(1)
+	if err := w.checkToken(req.Token); err != nil {
+		return nil, err
+	}
+	if w.failFetch.Load() {
+		return nil, &proto.Error{Code: proto.CodeUnavailable, Message: "draining (test)"}
+	}
+	byID := map[string]scored{}
+	for _, h := range w.score(req.Query.Terms, req.Stats) {
+		byID[h.id] = h
+	}
+	resp := &proto.FetchResponse{}
+	for _, k := range req.Keys {
+		if h, ok := byID[k]; ok {
+			resp.Hits = append(resp.Hits, w.renderHit(h))
+		}
+	}
+	return resp, nil
 }
 
 // ---------- proto servers ----------
@@ -900,3 +917,15 @@ var policyOpen = auth.Policy{Readers: []string{"*"}, Writers: []string{"*"}}
 // getRoutes are brain_get's routing arguments: the shape of every route
 // (a wing, a note reference, a path), which testdata/routes.txt exercises.
 var getRoutes = []toolspec.RouteArg{{Arg: "wing", As: toolspec.RouteWing}, {Arg: "id", As: toolspec.RouteRef}, {Arg: "path", As: toolspec.RoutePath}}
+
+// hitKey is what a test reads of a hit: its id and score.
+type hitKey struct {
+	ID    string  `json:"id"`
+	Score float64 `json:"score"`
+}
+
+// shardHits is a brain_query result with each hit kept as raw bytes.
+type shardHits struct {
+	Hits  []json.RawMessage `json:"hits"`
+	Total int64             `json:"total"`
+}

@@ -20,6 +20,8 @@ type metrics struct {
 	leanCalls    prometheus.Counter
 	lostRetries  *prometheus.CounterVec
 	lostWrites   *prometheus.CounterVec
+	statsReused  prometheus.Counter
+	rankAgain    prometheus.Counter
 }
 
 const ns = "brainstem_gateway"
@@ -58,6 +60,10 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 		lostWrites: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "lost_write_retries_total",
 			Help: "Write and curate calls sent again, under their idempotency key, because the connection to the wing died with them in flight."},
 			[]string{"wing"}),
+		statsReused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "search_stats_reused_total",
+			Help: "Wings of cross-wing searches whose statistics came from the gateway's replica, with no statistics round trip."}),
+		rankAgain: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "search_rank_rounds_again_total",
+			Help: "Cross-wing searches ranked again because a wing changed between its statistics and its ranking."}),
 		leanCalls: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lean_tool_calls_total",
 			Help: "Stateless (2026-07-28) tools/call requests answered without mcp-go's transport; every other request goes through mcp-go."}),
 	}
@@ -70,7 +76,7 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 		Help: "Public connections closed at once because limits.max_unauthenticated_conns was reached."},
 		func() float64 { return float64(g.conns.rejected.Load()) })
 	collectors := []prometheus.Collector{m.calls, m.latency, m.cacheHits, m.cacheMisses, m.mints, m.rejected,
-		m.rateLimited, m.authFailures, m.httpRequests, m.leanCalls, m.lostRetries, m.lostWrites, sessions, unauth, connsRefused}
+		m.rateLimited, m.authFailures, m.httpRequests, m.leanCalls, m.lostRetries, m.lostWrites, m.statsReused, m.rankAgain, sessions, unauth, connsRefused}
 	for _, w := range g.wings {
 		collectors = append(collectors,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "shard_connected",

@@ -21,7 +21,9 @@ type shardClient interface {
 	ListTools(ctx context.Context) (*proto.ListToolsResponse, error)
 	Call(ctx context.Context, req *proto.CallRequest) (*proto.CallResponse, error)
 	Mint(ctx context.Context, req *proto.MintRequest) (*proto.MintResponse, error)
-	Stats(ctx context.Context, req *proto.StatsRequest) (*proto.CorpusStats, error)
+	Stats(ctx context.Context, req *proto.StatsRequest) (*proto.StatsResponse, error)
+	Rank(ctx context.Context, req *proto.RankRequest) (*proto.RankResponse, error)
+	Fetch(ctx context.Context, req *proto.FetchRequest) (*proto.FetchResponse, error)
 	Connected() bool
 	State() proto.State
 	Close() error

@@ -221,7 +221,7 @@ func (c *Client) Mint(ctx context.Context, req *MintRequest) (*MintResponse, err
 
 // Stats asks for the corpus statistics of a query's terms. Retried once on a
 // fresh connection if the connection dies before an answer.
-func (c *Client) Stats(ctx context.Context, req *StatsRequest) (*CorpusStats, error) {
+func (c *Client) Stats(ctx context.Context, req *StatsRequest) (*StatsResponse, error) {
 	if req == nil {
 		return nil, fmt.Errorf("proto: stats: %w: nil request", ErrMalformed)
 	}
@@ -230,6 +230,32 @@ func (c *Client) Stats(ctx context.Context, req *StatsRequest) (*CorpusStats, er
 		return nil, err
 	}
 	return decodeStatsResponse(p)
+}
+
+// Rank asks for a wing's ranking of a query (search.RankRequest). It reads
+// only: retried once on a fresh connection if the connection dies.
+func (c *Client) Rank(ctx context.Context, req *RankRequest) (*RankResponse, error) {
+	if req == nil {
+		return nil, fmt.Errorf("proto: rank: %w: nil request", ErrMalformed)
+	}
+	p, err := c.do(ctx, MsgRank, req.RequestID, req, true)
+	if err != nil {
+		return nil, err
+	}
+	return decodeRankResponse(p)
+}
+
+// Fetch asks for a wing's rendered hits of some keys (search.FetchRequest).
+// It reads only: retried once on a fresh connection if the connection dies.
+func (c *Client) Fetch(ctx context.Context, req *FetchRequest) (*FetchResponse, error) {
+	if req == nil {
+		return nil, fmt.Errorf("proto: fetch: %w: nil request", ErrMalformed)
+	}
+	p, err := c.do(ctx, MsgFetch, req.RequestID, req, true)
+	if err != nil {
+		return nil, err
+	}
+	return decodeFetchResponse(p)
 }
 
 // Health asks for the shard's state. Retried once on a fresh connection if

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/proto/pki"
+	"github.com/brainstem/brainstem/search"
 )
 
 // fixture is a CA with a shard and a gateway certificate.
@@ -120,7 +121,7 @@ type handler struct {
 	listTools func(ctx context.Context) (*ListToolsResponse, error)
 	call      func(ctx context.Context, req *CallRequest) (*CallResponse, error)
 	mint      func(ctx context.Context, peer Peer, req *MintRequest) (*MintResponse, error)
-	stats     func(ctx context.Context, req *StatsRequest) (*CorpusStats, error)
+	stats     func(ctx context.Context, req *StatsRequest) (*StatsResponse, error)
 	health    func(ctx context.Context) (*HealthResponse, error)
 }
 
@@ -147,11 +148,33 @@ func (h *handler) Mint(ctx context.Context, peer Peer, req *MintRequest) (*MintR
 	return &MintResponse{Token: "token-for-" + req.Email, Caps: []string{"read"}, Expiry: req.NotAfter}, nil
 }
 
-func (h *handler) Stats(ctx context.Context, req *StatsRequest) (*CorpusStats, error) {
+func (h *handler) Stats(ctx context.Context, req *StatsRequest) (*StatsResponse, error) {
 	if h.stats != nil {
 		return h.stats(ctx, req)
 	}
-	return &CorpusStats{Docs: 3, TotalLength: 30, DocFreq: map[string]int64{req.Query: 2}}, nil
+	df := map[string]int64{}
+	for _, t := range req.Terms {
+		df[t] = 2
+	}
+	return &StatsResponse{search.StatsResponse{Stats: search.Stats{Docs: 3, TotalLength: 30, DocFreq: df}, Generation: 7}}, nil
+}
+
+// Rank ranks every term as a key, scored by its position.
+func (h *handler) Rank(_ context.Context, req *RankRequest) (*RankResponse, error) {
+	resp := &RankResponse{search.RankResponse{Generation: 7, Total: int64(len(req.Query.Terms))}}
+	for i, t := range req.Query.Terms {
+		resp.Ranked = append(resp.Ranked, search.Ranked{Key: t, Score: float64(i) + 0.5})
+	}
+	return resp, nil
+}
+
+// Fetch renders each key as a hit of its own bytes.
+func (h *handler) Fetch(_ context.Context, req *FetchRequest) (*FetchResponse, error) {
+	resp := &FetchResponse{}
+	for _, k := range req.Keys {
+		resp.Hits = append(resp.Hits, []byte(`{"id":"`+k+`"}`))
+	}
+	return resp, nil
 }
 
 func (h *handler) Health(ctx context.Context) (*HealthResponse, error) {

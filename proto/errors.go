@@ -1,8 +1,11 @@
 package proto
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
+
+	"github.com/brainstem/brainstem/internal/codec"
 )
 
 // Code is a protocol error code. Codes are stable: new ones may be added,
@@ -85,4 +88,27 @@ func CodeOf(err error) Code {
 		return pe.Code
 	}
 	return 0
+}
+
+// The error frame: a big-endian uint16 code, then the message (cut to
+// MaxErrorMessageBytes).
+
+func (*Error) msgType() MsgType { return MsgError }
+
+func (v *Error) appendBody(b []byte) ([]byte, error) {
+	msg := v.Message
+	if len(msg) > MaxErrorMessageBytes {
+		msg = msg[:MaxErrorMessageBytes]
+	}
+	b = binary.BigEndian.AppendUint16(b, uint16(v.Code))
+	return codec.AppendString(b, msg), nil
+}
+
+func decodeError(p []byte) (*Error, error) {
+	if len(p) < 2 {
+		return nil, fmt.Errorf("%w: error frame of %d bytes", ErrMalformed, len(p))
+	}
+	d := codec.NewDecoder(p[2:])
+	e := &Error{Code: Code(binary.BigEndian.Uint16(p)), Message: d.String("error message", MaxErrorMessageBytes)}
+	return e, decoded(d.Err())
 }

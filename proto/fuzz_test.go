@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/brainstem/brainstem/search"
 )
 
 // Every decoder is fuzzed: it must never panic, never allocate beyond its
@@ -90,11 +92,8 @@ func FuzzReadFrame(f *testing.F) {
 func FuzzDecodeCallRequest(f *testing.F) {
 	seedRequests(f, MsgCall,
 		&CallRequest{Token: "tok", Tool: "brain_get", Args: []byte(`{"id":"a"}`)},
-		&CallRequest{Tool: "brain_query", Args: []byte(`{}`), Stats: sampleStats},
 		&CallRequest{Token: "tok", Tool: "brain_write", Args: []byte(`{"title":"a"}`), IdempotencyKey: "gw-5f1c0e9a"},
-		&CallRequest{Tool: "brain_ingest_raw", Args: []byte(`{}`), Stats: sampleStats, IdempotencyKey: "import-2026-11-30"},
-		&CallRequest{Tool: "brain_query", Args: []byte(`{}`), Stats: sampleStats, Rank: true},
-		&CallRequest{Tool: "brain_query", Args: []byte(`{}`), Fetch: []string{"w/facts/a", "w/facts/b"}})
+		&CallRequest{Tool: "brain_ingest_raw", Args: []byte(`{}`), IdempotencyKey: "import-2026-11-30"})
 	f.Fuzz(func(t *testing.T, p []byte) {
 		h, req, err := decodeCallRequest(p)
 		if err != nil {
@@ -123,8 +122,39 @@ func FuzzDecodeMintRequest(f *testing.F) {
 	})
 }
 
+func FuzzDecodeRankRequest(f *testing.F) {
+	seedRequests(f, MsgRank,
+		&RankRequest{Token: "tok", RankRequest: search.RankRequest{Query: sampleQuery, Stats: sampleStats, Generation: 9}},
+		&RankRequest{RankRequest: search.RankRequest{Query: search.Query{Text: "x"}}})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		h, req, err := decodeRankRequest(p)
+		if err != nil {
+			return
+		}
+		h2, req2, err := decodeRankRequest(reencodeRequest(t, MsgRank, h, req))
+		if err != nil || h2 != h || !reflect.DeepEqual(req2, req) {
+			t.Fatalf("round trip: %v\n%#v\n%#v", err, req, req2)
+		}
+	})
+}
+
+func FuzzDecodeFetchRequest(f *testing.F) {
+	seedRequests(f, MsgFetch,
+		&FetchRequest{Token: "tok", FetchRequest: search.FetchRequest{Query: sampleQuery, Keys: []string{"w/facts/a"}, Stats: sampleStats}})
+	f.Fuzz(func(t *testing.T, p []byte) {
+		h, req, err := decodeFetchRequest(p)
+		if err != nil {
+			return
+		}
+		h2, req2, err := decodeFetchRequest(reencodeRequest(t, MsgFetch, h, req))
+		if err != nil || h2 != h || !reflect.DeepEqual(req2, req) {
+			t.Fatalf("round trip: %v\n%#v\n%#v", err, req, req2)
+		}
+	})
+}
+
 func FuzzDecodeStatsRequest(f *testing.F) {
-	seedRequests(f, MsgStats, &StatsRequest{Query: "idempotency keys"})
+	seedRequests(f, MsgStats, &StatsRequest{StatsRequest: search.StatsRequest{Terms: []string{"idempotency", "keys"}}})
 	f.Fuzz(func(t *testing.T, p []byte) {
 		h, req, err := decodeStatsRequest(p)
 		if err != nil {
@@ -183,7 +213,15 @@ func FuzzDecodeMintResponse(f *testing.F) {
 }
 
 func FuzzDecodeStatsResponse(f *testing.F) {
-	fuzzResponse(f, decodeStatsResponse, sampleStats)
+	fuzzResponse(f, decodeStatsResponse, &StatsResponse{search.StatsResponse{Stats: *sampleStats, Generation: 3}})
+}
+
+func FuzzDecodeRankResponse(f *testing.F) {
+	fuzzResponse(f, decodeRankResponse, &RankResponse{search.RankResponse{Generation: 3, Total: 2, Stats: sampleStats, Ranked: []search.Ranked{{Key: "w/facts/a", Score: 1}}}})
+}
+
+func FuzzDecodeFetchResponse(f *testing.F) {
+	fuzzResponse(f, decodeFetchResponse, &FetchResponse{search.FetchResponse{Hits: [][]byte{[]byte(`{"id":"a"}`)}}})
 }
 
 func FuzzDecodeHealthResponse(f *testing.F) {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/proto/pki"
+	"github.com/brainstem/brainstem/search"
 	"github.com/quic-go/quic-go"
 )
 
@@ -81,9 +82,18 @@ func TestAllMessages(t *testing.T) {
 		t.Error("no generated request id")
 	}
 
-	st, err := c.Stats(ctx, &StatsRequest{Query: "keys"})
-	if err != nil || st.Docs != 3 || st.DocFreq["keys"] != 2 {
+	st, err := c.Stats(ctx, &StatsRequest{StatsRequest: search.StatsRequest{Terms: []string{"keys"}}})
+	if err != nil || st.Stats.Docs != 3 || st.Stats.DocFreq["keys"] != 2 || st.Generation != 7 {
 		t.Fatalf("Stats = %+v, %v", st, err)
+	}
+	q := search.Query{Text: "idempotency keys", Terms: []string{"idempotency", "keys"}, Tokens: 2, Limit: 10}
+	rk, err := c.Rank(ctx, &RankRequest{Token: "t", RankRequest: search.RankRequest{Query: q, Stats: &st.Stats, Generation: 7}})
+	if err != nil || len(rk.Ranked) != 2 || rk.Ranked[1] != (search.Ranked{Key: "keys", Score: 1.5}) || rk.Total != 2 {
+		t.Fatalf("Rank = %+v, %v", rk, err)
+	}
+	fr, err := c.Fetch(ctx, &FetchRequest{Token: "t", FetchRequest: search.FetchRequest{Query: q, Keys: []string{"w/facts/a"}}})
+	if err != nil || len(fr.Hits) != 1 || string(fr.Hits[0]) != `{"id":"w/facts/a"}` {
+		t.Fatalf("Fetch = %+v, %v", fr, err)
 	}
 	hr, err := c.Health(ctx)
 	if err != nil || *hr != (HealthResponse{Wing: "payments", Ready: true, Notes: 7, Version: "test"}) {

@@ -79,7 +79,9 @@ type Handler interface {
 	ListTools(ctx context.Context) (*ListToolsResponse, error)
 	Call(ctx context.Context, req *CallRequest) (*CallResponse, error)
 	Mint(ctx context.Context, peer Peer, req *MintRequest) (*MintResponse, error)
-	Stats(ctx context.Context, req *StatsRequest) (*CorpusStats, error)
+	Stats(ctx context.Context, req *StatsRequest) (*StatsResponse, error)
+	Rank(ctx context.Context, req *RankRequest) (*RankResponse, error)
+	Fetch(ctx context.Context, req *FetchRequest) (*FetchResponse, error)
 	Health(ctx context.Context) (*HealthResponse, error)
 }
 
@@ -589,6 +591,8 @@ func (s *Server) dispatch(base context.Context, peer Peer, st *quic.Stream, t Ms
 		call  *CallRequest
 		mint  *MintRequest
 		stats *StatsRequest
+		rank  *RankRequest
+		fetch *FetchRequest
 	)
 	switch t {
 	case MsgListTools, MsgHealth:
@@ -599,6 +603,10 @@ func (s *Server) dispatch(base context.Context, peer Peer, st *quic.Stream, t Ms
 		rh, mint, err = decodeMintRequest(p)
 	case MsgStats:
 		rh, stats, err = decodeStatsRequest(p)
+	case MsgRank:
+		rh, rank, err = decodeRankRequest(p)
+	case MsgFetch:
+		rh, fetch, err = decodeFetchRequest(p)
 	default:
 		return nil, rh, &Error{Code: CodeUnknownMethod, Message: fmt.Sprintf("unknown request type 0x%02x", byte(t))}
 	}
@@ -641,6 +649,10 @@ func (s *Server) dispatch(base context.Context, peer Peer, st *quic.Stream, t Ms
 		resp, err = nilIfErr(s.h.Mint(ctx, peer, mint))
 	case MsgStats:
 		resp, err = nilIfErr(s.h.Stats(ctx, stats))
+	case MsgRank:
+		resp, err = nilIfErr(s.h.Rank(ctx, rank))
+	case MsgFetch:
+		resp, err = nilIfErr(s.h.Fetch(ctx, fetch))
 	}
 	if err == nil && resp == nil {
 		err = fmt.Errorf("proto: handler returned neither a response nor an error for %s", t)

@@ -6,10 +6,10 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/internal/codec"
 )
 
 // Frame layout (see docs/protocol.md):
@@ -74,6 +74,8 @@ const (
 	MsgMint      MsgType = 0x03
 	MsgStats     MsgType = 0x04
 	MsgHealth    MsgType = 0x05
+	MsgRank      MsgType = 0x06
+	MsgFetch     MsgType = 0x07
 
 	respBit MsgType = 0x80
 
@@ -82,6 +84,8 @@ const (
 	MsgMintResponse      = MsgMint | respBit
 	MsgStatsResponse     = MsgStats | respBit
 	MsgHealthResponse    = MsgHealth | respBit
+	MsgRankResponse      = MsgRank | respBit
+	MsgFetchResponse     = MsgFetch | respBit
 
 	// MsgGoAway is sent by a draining server on a unidirectional stream:
 	// open no new streams on this connection; close it when idle.
@@ -91,9 +95,10 @@ const (
 )
 
 var msgNames = map[MsgType]string{
-	MsgListTools: "list_tools", MsgCall: "call", MsgMint: "mint", MsgStats: "stats", MsgHealth: "health",
+	MsgListTools: "list_tools", MsgCall: "call", MsgMint: "mint", MsgStats: "stats", MsgHealth: "health", MsgRank: "rank", MsgFetch: "fetch",
 	MsgListToolsResponse: "list_tools_response", MsgCallResponse: "call_response", MsgMintResponse: "mint_response",
-	MsgStatsResponse: "stats_response", MsgHealthResponse: "health_response", MsgGoAway: "goaway", MsgError: "error",
+	MsgStatsResponse: "stats_response", MsgHealthResponse: "health_response", MsgRankResponse: "rank_response",
+	MsgFetchResponse: "fetch_response", MsgGoAway: "goaway", MsgError: "error",
 }
 
 func (t MsgType) String() string {
@@ -176,38 +181,11 @@ func readFrame(r io.Reader, max int) (header, []byte, error) {
 	return h, p, nil
 }
 
-// ---- primitive encoding ----
+// ---- primitive encoding (internal/codec) ----
 //
-// uvarint / varint: encoding/binary varints. str / bytes: uvarint length then
-// the bytes. bool: one byte 0 or 1. time: varint unix nanoseconds, 0 = zero
-// time.
-
-func appendUvarint(b []byte, v uint64) []byte { return binary.AppendUvarint(b, v) }
-func appendVarint(b []byte, v int64) []byte   { return binary.AppendVarint(b, v) }
-
-func appendBytes(b, s []byte) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendStr(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
-func appendBool(b []byte, v bool) []byte {
-	if v {
-		return append(b, 1)
-	}
-	return append(b, 0)
-}
-
-func appendTime(b []byte, t time.Time) []byte {
-	if t.IsZero() {
-		return appendVarint(b, 0)
-	}
-	return appendVarint(b, t.UnixNano())
-}
+// varint/uvarint: encoding/binary, always minimal. str/bytes: uvarint length
+// then the bytes. bool: one byte 0 or 1. time: varint unix nanoseconds, 0 =
+// zero time. float64: eight little-endian bytes of the IEEE 754 bits.
 
 func checkLen(field string, n, limit int) error {
 	if n > limit {
@@ -223,109 +201,16 @@ func checkCount(field string, n, limit int) error {
 	return nil
 }
 
-// reader decodes primitives from a payload. The first error sticks; later
-// reads return zero values.
-type reader struct {
-	b   []byte
-	err error
-}
-
-func (r *reader) fail(format string, args ...any) {
-	if r.err == nil {
-		r.err = fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)
-	}
-}
-
-func (r *reader) uvarint(field string) uint64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.fail("%s: bad varint", field)
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) varint(field string) int64 {
-	if r.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.fail("%s: bad varint", field)
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-// bytes returns a sub-slice of the payload (no copy) of at most limit bytes.
-func (r *reader) bytes(field string, limit int) []byte {
-	n := r.uvarint(field)
-	if r.err != nil {
+// decoded maps a payload decoder's error to the package's: a field over
+// its limit is ErrFieldTooLong, anything else ErrMalformed.
+func decoded(err error) error {
+	switch {
+	case err == nil:
 		return nil
+	case errors.Is(err, codec.ErrTooLong):
+		return fmt.Errorf("%w: %w", ErrFieldTooLong, err)
 	}
-	if n > uint64(limit) {
-		r.err = fmt.Errorf("%w: %s is %d bytes, limit %d", ErrFieldTooLong, field, n, limit)
-		return nil
-	}
-	if n > uint64(len(r.b)) {
-		r.fail("%s: length %d exceeds the %d bytes left", field, n, len(r.b))
-		return nil
-	}
-	v := r.b[:n:n]
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *reader) str(field string, limit int) string {
-	return string(r.bytes(field, limit))
-}
-
-func (r *reader) boolean(field string) bool {
-	if r.err != nil {
-		return false
-	}
-	if len(r.b) == 0 {
-		r.fail("%s: missing", field)
-		return false
-	}
-	v := r.b[0]
-	r.b = r.b[1:]
-	if v > 1 {
-		r.fail("%s: bool byte %d", field, v)
-	}
-	return v == 1
-}
-
-func (r *reader) time(field string) time.Time {
-	v := r.varint(field)
-	if r.err != nil || v == 0 {
-		return time.Time{}
-	}
-	return time.Unix(0, v).UTC()
-}
-
-// count reads a uvarint element count bounded by limit and by the bytes left
-// (every element takes at least one byte), so a hostile count cannot make
-// the decoder allocate.
-func (r *reader) count(field string, limit int) int {
-	n := r.uvarint(field)
-	if r.err != nil {
-		return 0
-	}
-	if n > uint64(limit) {
-		r.err = fmt.Errorf("%w: %s has %d entries, limit %d", ErrFieldTooLong, field, n, limit)
-		return 0
-	}
-	if n > uint64(len(r.b)) {
-		r.fail("%s: %d entries cannot fit in %d bytes", field, n, len(r.b))
-		return 0
-	}
-	return int(n)
+	return fmt.Errorf("%w: %w", ErrMalformed, err)
 }
 
 // ---- request envelope ----
@@ -345,58 +230,16 @@ func appendReqHeader(b []byte, h reqHeader) ([]byte, error) {
 	if t < 0 {
 		t = 0
 	}
-	b = appendUvarint(b, uint64(t))
-	return appendStr(b, h.RequestID), nil
+	b = codec.AppendUvarint(b, uint64(t))
+	return codec.AppendString(b, h.RequestID), nil
 }
 
-func (r *reader) reqHeader() reqHeader {
-	t := r.uvarint("timeout")
+func readReqHeader(d *codec.Decoder) reqHeader {
+	t := d.Uvarint("timeout")
 	if t > math.MaxInt64 {
-		r.fail("timeout out of range")
+		d.Fail("timeout out of range")
 	}
-	return reqHeader{Timeout: time.Duration(t), RequestID: r.str("request id", MaxRequestIDBytes)}
-}
-
-// ---- messages ----
-
-func appendCorpusStats(b []byte, s *CorpusStats) ([]byte, error) {
-	if err := checkCount("stats terms", len(s.DocFreq), MaxTerms); err != nil {
-		return b, err
-	}
-	b = appendVarint(b, s.Docs)
-	b = appendVarint(b, s.TotalLength)
-	b = appendUvarint(b, uint64(len(s.DocFreq)))
-	terms := make([]string, 0, len(s.DocFreq))
-	for t := range s.DocFreq {
-		if err := checkLen("stats term", len(t), MaxTermBytes); err != nil {
-			return b, err
-		}
-		terms = append(terms, t)
-	}
-	sort.Strings(terms) // deterministic bytes
-	for _, t := range terms {
-		b = appendStr(b, t)
-		b = appendVarint(b, s.DocFreq[t])
-	}
-	return b, nil
-}
-
-func (r *reader) corpusStats() *CorpusStats {
-	s := &CorpusStats{Docs: r.varint("docs"), TotalLength: r.varint("total length")}
-	n := r.count("stats terms", MaxTerms)
-	if r.err != nil {
-		return s
-	}
-	s.DocFreq = make(map[string]int64, n)
-	for range n {
-		t := r.str("stats term", MaxTermBytes)
-		f := r.varint("doc freq")
-		if r.err != nil {
-			return s
-		}
-		s.DocFreq[t] = f
-	}
-	return s
+	return reqHeader{Timeout: time.Duration(t), RequestID: d.String("request id", MaxRequestIDBytes)}
 }
 
 // encodeRequest appends the frame of one request to dst.
@@ -438,255 +281,48 @@ func prefixRequest(b []byte, body int, t MsgType, h reqHeader) []byte {
 	return finishFrame(b, start)[start:]
 }
 
+// requestBody is a request message: it appends the fields that follow its
+// request header. Each message's file has its encoding and decoding.
+type requestBody interface {
+	appendBody(b []byte) ([]byte, error)
+}
+
 // appendRequestBody appends the fields of a request that follow its
-// request header.
+// request header (none for ListTools and Health, whose req is nil).
 func appendRequestBody(b []byte, t MsgType, req any) ([]byte, error) {
-	switch t {
-	case MsgListTools, MsgHealth:
-		return b, nil
-	case MsgCall:
-		return appendCallRequest(b, req.(*CallRequest))
-	case MsgMint:
-		return appendMintRequest(b, req.(*MintRequest))
-	case MsgStats:
-		s := req.(*StatsRequest)
-		if err := checkLen("query", len(s.Query), MaxQueryBytes); err != nil {
-			return b, err
-		}
-		return appendStr(b, s.Query), nil
-	}
-	return b, fmt.Errorf("proto: cannot encode request type %s", t)
-}
-
-func appendCallRequest(b []byte, c *CallRequest) ([]byte, error) {
-	if err := checkLen("token", len(c.Token), MaxTokenBytes); err != nil {
-		return b, err
-	}
-	if err := checkLen("tool name", len(c.Tool), MaxToolNameBytes); err != nil {
-		return b, err
-	}
-	if err := checkLen("idempotency key", len(c.IdempotencyKey), MaxIdempotencyKeyBytes); err != nil {
-		return b, err
-	}
-	b = appendStr(b, c.Token)
-	b = appendStr(b, c.Tool)
-	b = appendBytes(b, c.Args)
-	b = appendBool(b, c.Stats != nil)
-	if c.Stats != nil {
-		var err error
-		if b, err = appendCorpusStats(b, c.Stats); err != nil {
-			return b, err
-		}
-	}
-	// Optional fields appended after version 1's first release, in this
-	// order: the idempotency key, then rank and fetch. Each is sent only
-	// when it or a later one is set (the key as "" when only rank or
-	// fetch is), so a plain call keeps its original bytes and an older
-	// shard, which ignores trailing fields, still reads the rest.
-	rankOrFetch := c.Rank || len(c.Fetch) > 0
-	if c.IdempotencyKey != "" || rankOrFetch {
-		b = appendStr(b, c.IdempotencyKey)
-	}
-	if !rankOrFetch {
+	if req == nil && (t == MsgListTools || t == MsgHealth) {
 		return b, nil
 	}
-	if err := checkCount("fetch ids", len(c.Fetch), MaxFetchIDs); err != nil {
-		return b, err
+	if rb, ok := req.(requestBody); ok {
+		return rb.appendBody(b)
 	}
-	b = appendBool(b, c.Rank)
-	b = appendUvarint(b, uint64(len(c.Fetch)))
-	for _, id := range c.Fetch {
-		if err := checkLen("fetch id", len(id), MaxFetchIDBytes); err != nil {
-			return b, err
-		}
-		b = appendStr(b, id)
-	}
-	return b, nil
-}
-
-func appendMintRequest(b []byte, m *MintRequest) ([]byte, error) {
-	if err := checkLen("email", len(m.Email), MaxEmailBytes); err != nil {
-		return b, err
-	}
-	if err := checkCount("groups", len(m.Groups), MaxGroups); err != nil {
-		return b, err
-	}
-	b = appendStr(b, m.Email)
-	b = appendUvarint(b, uint64(len(m.Groups)))
-	for _, g := range m.Groups {
-		if err := checkLen("group", len(g), MaxGroupBytes); err != nil {
-			return b, err
-		}
-		b = appendStr(b, g)
-	}
-	return appendTime(b, m.NotAfter), nil
-}
-
-// decodeCallRequest decodes a Call payload. Args aliases p.
-func decodeCallRequest(p []byte) (reqHeader, *CallRequest, error) {
-	r := reader{b: p}
-	h := r.reqHeader()
-	c := &CallRequest{RequestID: h.RequestID}
-	c.Token = r.str("token", MaxTokenBytes)
-	c.Tool = r.str("tool name", MaxToolNameBytes)
-	c.Args = r.bytes("args", len(p))
-	if r.boolean("stats present") {
-		c.Stats = r.corpusStats()
-	}
-	if r.err == nil && len(r.b) > 0 { // optional: absent in older peers' payloads
-		c.IdempotencyKey = r.str("idempotency key", MaxIdempotencyKeyBytes)
-	}
-	if r.err == nil && len(r.b) > 0 { // rank and fetch, when sent
-		c.Rank = r.boolean("rank")
-		if n := r.count("fetch ids", MaxFetchIDs); n > 0 {
-			c.Fetch = make([]string, 0, n)
-			for range n {
-				c.Fetch = append(c.Fetch, r.str("fetch id", MaxFetchIDBytes))
-			}
-		}
-	}
-	return h, c, r.err
-}
-
-func decodeMintRequest(p []byte) (reqHeader, *MintRequest, error) {
-	r := reader{b: p}
-	h := r.reqHeader()
-	m := &MintRequest{RequestID: h.RequestID}
-	m.Email = r.str("email", MaxEmailBytes)
-	n := r.count("groups", MaxGroups)
-	if n > 0 {
-		m.Groups = make([]string, 0, n)
-		for range n {
-			m.Groups = append(m.Groups, r.str("group", MaxGroupBytes))
-		}
-	}
-	m.NotAfter = r.time("not after")
-	return h, m, r.err
-}
-
-func decodeStatsRequest(p []byte) (reqHeader, *StatsRequest, error) {
-	r := reader{b: p}
-	h := r.reqHeader()
-	s := &StatsRequest{RequestID: h.RequestID, Query: r.str("query", MaxQueryBytes)}
-	return h, s, r.err
+	return b, fmt.Errorf("proto: cannot encode request type %s (%T)", t, req)
 }
 
 // decodeEmptyRequest decodes the payload of ListTools and Health.
 func decodeEmptyRequest(p []byte) (reqHeader, error) {
-	r := reader{b: p}
-	h := r.reqHeader()
-	return h, r.err
+	d := codec.NewDecoder(p)
+	h := readReqHeader(d)
+	return h, decoded(d.Err())
+}
+
+// responseBody is a response message: its frame type and fields.
+type responseBody interface {
+	msgType() MsgType
+	appendBody(b []byte) ([]byte, error)
 }
 
 // encodeResponse appends the response frame for resp (one of the response
 // types) to dst.
 func encodeResponse(dst []byte, resp any) ([]byte, error) {
-	start := len(dst)
-	var b []byte
-	var err error
-	switch v := resp.(type) {
-	case *ListToolsResponse:
-		b = beginFrame(dst, MsgListToolsResponse)
-		b = appendBytes(b, v.Tools)
-	case *CallResponse:
-		b = beginFrame(dst, MsgCallResponse)
-		b = appendBool(b, v.IsError)
-		b = appendBytes(b, v.Result)
-	case *MintResponse:
-		if err := checkLen("token", len(v.Token), MaxTokenBytes); err != nil {
-			return dst, err
-		}
-		if err := checkCount("caps", len(v.Caps), MaxCaps); err != nil {
-			return dst, err
-		}
-		b = beginFrame(dst, MsgMintResponse)
-		b = appendStr(b, v.Token)
-		b = appendUvarint(b, uint64(len(v.Caps)))
-		for _, c := range v.Caps {
-			if err := checkLen("cap", len(c), MaxCapBytes); err != nil {
-				return dst, err
-			}
-			b = appendStr(b, c)
-		}
-		b = appendTime(b, v.Expiry)
-	case *CorpusStats:
-		b = beginFrame(dst, MsgStatsResponse)
-		if b, err = appendCorpusStats(b, v); err != nil {
-			return dst, err
-		}
-	case *HealthResponse:
-		if err := checkLen("wing", len(v.Wing), MaxWingBytes); err != nil {
-			return dst, err
-		}
-		if err := checkLen("version", len(v.Version), MaxVersionBytes); err != nil {
-			return dst, err
-		}
-		b = beginFrame(dst, MsgHealthResponse)
-		b = appendStr(b, v.Wing)
-		b = appendBool(b, v.Ready)
-		b = appendVarint(b, v.Notes)
-		b = appendStr(b, v.Version)
-	case *Error:
-		b = beginFrame(dst, MsgError)
-		msg := v.Message
-		if len(msg) > MaxErrorMessageBytes {
-			msg = msg[:MaxErrorMessageBytes]
-		}
-		b = binary.BigEndian.AppendUint16(b, uint16(v.Code))
-		b = appendStr(b, msg)
-	default:
+	rb, ok := resp.(responseBody)
+	if !ok {
 		return dst, fmt.Errorf("proto: cannot encode response %T", resp)
 	}
+	start := len(dst)
+	b, err := rb.appendBody(beginFrame(dst, rb.msgType()))
+	if err != nil {
+		return dst, err
+	}
 	return finishFrame(b, start), nil
-}
-
-func decodeListToolsResponse(p []byte) (*ListToolsResponse, error) {
-	r := reader{b: p}
-	v := &ListToolsResponse{Tools: r.bytes("tools", len(p))}
-	return v, r.err
-}
-
-func decodeCallResponse(p []byte) (*CallResponse, error) {
-	r := reader{b: p}
-	v := &CallResponse{IsError: r.boolean("is error")}
-	v.Result = r.bytes("result", len(p))
-	return v, r.err
-}
-
-func decodeMintResponse(p []byte) (*MintResponse, error) {
-	r := reader{b: p}
-	v := &MintResponse{Token: r.str("token", MaxTokenBytes)}
-	n := r.count("caps", MaxCaps)
-	if n > 0 {
-		v.Caps = make([]string, 0, n)
-		for range n {
-			v.Caps = append(v.Caps, r.str("cap", MaxCapBytes))
-		}
-	}
-	v.Expiry = r.time("expiry")
-	return v, r.err
-}
-
-func decodeStatsResponse(p []byte) (*CorpusStats, error) {
-	r := reader{b: p}
-	v := r.corpusStats()
-	return v, r.err
-}
-
-func decodeHealthResponse(p []byte) (*HealthResponse, error) {
-	r := reader{b: p}
-	v := &HealthResponse{Wing: r.str("wing", MaxWingBytes)}
-	v.Ready = r.boolean("ready")
-	v.Notes = r.varint("notes")
-	v.Version = r.str("version", MaxVersionBytes)
-	return v, r.err
-}
-
-func decodeError(p []byte) (*Error, error) {
-	if len(p) < 2 {
-		return nil, fmt.Errorf("%w: error frame of %d bytes", ErrMalformed, len(p))
-	}
-	r := reader{b: p[2:]}
-	e := &Error{Code: Code(binary.BigEndian.Uint16(p)), Message: r.str("error message", MaxErrorMessageBytes)}
-	return e, r.err
 }

@@ -12,6 +12,9 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/codec"
+	"github.com/brainstem/brainstem/search"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata golden files")
@@ -48,7 +51,8 @@ func splitFrame(t testing.TB, b []byte, want MsgType) []byte {
 }
 
 var (
-	sampleStats = &CorpusStats{Docs: 42, TotalLength: 4200, DocFreq: map[string]int64{"idempotency": 3, "keys": 9, "ünïcode": 1}}
+	sampleStats = &search.Stats{Docs: 42, TotalLength: 4200, DocFreq: map[string]int64{"idempotency": 3, "keys": 9, "ünïcode": 1}}
+	sampleQuery = search.Query{Text: "Idempotency keys, keys", Terms: []string{"idempotency", "keys"}, Tokens: 3, Hall: "facts", Limit: 10}
 	sampleTime  = time.Date(2026, 11, 30, 6, 0, 0, 123, time.UTC)
 )
 
@@ -60,17 +64,14 @@ func TestRequestRoundTrip(t *testing.T) {
 		req  any
 	}{
 		{"call", MsgCall, &CallRequest{RequestID: "req-1", Token: "tok", Tool: "brain_get", Args: []byte(`{"id":"payments/facts/x"}`)}},
-		{"call with stats", MsgCall, &CallRequest{RequestID: "req-1", Token: "tok", Tool: "brain_query", Args: []byte(`{}`), Stats: sampleStats}},
-		{"call empty stats", MsgCall, &CallRequest{RequestID: "req-1", Tool: "t", Args: []byte{}, Stats: &CorpusStats{DocFreq: map[string]int64{}}}},
+		{"call empty args", MsgCall, &CallRequest{RequestID: "req-1", Tool: "t", Args: []byte{}}},
 		{"call with idempotency key", MsgCall, &CallRequest{RequestID: "req-1", Token: "tok", Tool: "brain_write", Args: []byte(`{"title":"t"}`), IdempotencyKey: "gw-0123456789abcdef"}},
-		{"call with stats and key", MsgCall, &CallRequest{RequestID: "req-1", Tool: "t", Args: []byte(`{}`), Stats: sampleStats, IdempotencyKey: "k"}},
-		{"call rank", MsgCall, &CallRequest{RequestID: "req-1", Token: "tok", Tool: "brain_query", Args: []byte(`{}`), Stats: sampleStats, Rank: true}},
-		{"call fetch", MsgCall, &CallRequest{RequestID: "req-1", Token: "tok", Tool: "brain_query", Args: []byte(`{}`), Stats: sampleStats, Fetch: []string{"payments/facts/a", "payments/facts/b"}}},
-		{"call fetch without stats", MsgCall, &CallRequest{RequestID: "req-1", Tool: "brain_query", Args: []byte(`{}`), Fetch: []string{"a"}}},
-		{"call with key and rank", MsgCall, &CallRequest{RequestID: "req-1", Tool: "brain_query", Args: []byte(`{}`), IdempotencyKey: "k", Rank: true, Fetch: []string{"a"}}},
+		{"rank", MsgRank, &RankRequest{RequestID: "req-1", Token: "tok", RankRequest: search.RankRequest{Query: sampleQuery, Stats: sampleStats, Generation: 99}}},
+		{"rank own stats", MsgRank, &RankRequest{RequestID: "req-1", RankRequest: search.RankRequest{Query: search.Query{Text: "x", Terms: []string{"x"}, Tokens: 1, Limit: 1}}}},
+		{"fetch", MsgFetch, &FetchRequest{RequestID: "req-1", Token: "tok", FetchRequest: search.FetchRequest{Query: sampleQuery, Keys: []string{"payments/facts/a", "inbox/payments/b.md"}, Stats: sampleStats}}},
 		{"mint", MsgMint, &MintRequest{RequestID: "req-1", Email: "ada@acme.com", Groups: []string{"eng", "payments"}, NotAfter: sampleTime}},
 		{"mint no groups zero time", MsgMint, &MintRequest{RequestID: "req-1", Email: "ada@acme.com"}},
-		{"stats", MsgStats, &StatsRequest{RequestID: "req-1", Query: "idempotency keys"}},
+		{"stats", MsgStats, &StatsRequest{RequestID: "req-1", StatsRequest: search.StatsRequest{Terms: []string{"idempotency", "keys"}}}},
 		{"list tools", MsgListTools, nil},
 		{"health", MsgHealth, nil},
 	}
@@ -87,6 +88,10 @@ func TestRequestRoundTrip(t *testing.T) {
 				gotH, got, err = decodeMintRequest(p)
 			case MsgStats:
 				gotH, got, err = decodeStatsRequest(p)
+			case MsgRank:
+				gotH, got, err = decodeRankRequest(p)
+			case MsgFetch:
+				gotH, got, err = decodeFetchRequest(p)
 			default:
 				gotH, err = decodeEmptyRequest(p)
 				got = tt.req
@@ -112,9 +117,10 @@ func TestPrefixRequest(t *testing.T) {
 		typ MsgType
 		req any
 	}{
-		{MsgCall, &CallRequest{Token: "tok", Tool: "brain_query", Args: []byte(`{"query":"x"}`), Stats: sampleStats, IdempotencyKey: "k", Fetch: []string{"a"}}},
+		{MsgCall, &CallRequest{Token: "tok", Tool: "brain_write", Args: []byte(`{"title":"x"}`), IdempotencyKey: "k"}},
 		{MsgMint, &MintRequest{Email: "ada@acme.com", Groups: []string{"eng"}, NotAfter: sampleTime}},
-		{MsgStats, &StatsRequest{Query: "idempotency keys"}},
+		{MsgStats, &StatsRequest{StatsRequest: search.StatsRequest{Terms: []string{"idempotency", "keys"}}}},
+		{MsgRank, &RankRequest{Token: "tok", RankRequest: search.RankRequest{Query: sampleQuery, Stats: sampleStats, Generation: 3}}},
 		{MsgHealth, nil},
 	}
 	timeouts := []time.Duration{time.Hour, 0, 127, 128, 1500 * time.Millisecond, -1, math.MaxInt64, 1}
@@ -146,7 +152,11 @@ func TestResponseRoundTrip(t *testing.T) {
 		{"call", MsgCallResponse, &CallResponse{Result: []byte(`{"id":"x"}`)}, func(p []byte) (any, error) { return decodeCallResponse(p) }},
 		{"call tool error", MsgCallResponse, &CallResponse{Result: []byte(`{"error":{}}`), IsError: true}, func(p []byte) (any, error) { return decodeCallResponse(p) }},
 		{"mint", MsgMintResponse, &MintResponse{Token: "tok", Caps: []string{"read", "write"}, Expiry: sampleTime}, func(p []byte) (any, error) { return decodeMintResponse(p) }},
-		{"stats", MsgStatsResponse, sampleStats, func(p []byte) (any, error) { return decodeStatsResponse(p) }},
+		{"stats", MsgStatsResponse, &StatsResponse{search.StatsResponse{Stats: *sampleStats, Generation: 12}}, func(p []byte) (any, error) { return decodeStatsResponse(p) }},
+		{"rank", MsgRankResponse, &RankResponse{search.RankResponse{Generation: 3, Total: 9, Ranked: []search.Ranked{{Key: "w/facts/a", Score: 2.25}, {Key: "inbox/w/b.md", Score: -0.0}}}}, func(p []byte) (any, error) { return decodeRankResponse(p) }},
+		{"rank stale", MsgRankResponse, &RankResponse{search.RankResponse{Generation: 4, Stale: true, Stats: sampleStats}}, func(p []byte) (any, error) { return decodeRankResponse(p) }},
+		{"rank refused", MsgRankResponse, &RankResponse{search.RankResponse{Refused: []byte(`{"error":{"code":"too_large","message":"m"}}`)}}, func(p []byte) (any, error) { return decodeRankResponse(p) }},
+		{"fetch", MsgFetchResponse, &FetchResponse{search.FetchResponse{Hits: [][]byte{[]byte(`{"id":"a"}`), []byte(`{"id":"b"}`)}}}, func(p []byte) (any, error) { return decodeFetchResponse(p) }},
 		{"health", MsgHealthResponse, &HealthResponse{Wing: "payments", Ready: true, Notes: -1, Version: "v1.2.3"}, func(p []byte) (any, error) { return decodeHealthResponse(p) }},
 		{"error", MsgError, &Error{Code: CodeForbidden, Message: "no"}, func(p []byte) (any, error) { return decodeError(p) }},
 	}
@@ -185,11 +195,16 @@ func TestResponseRoundTrip(t *testing.T) {
 func TestGoldenFrames(t *testing.T) {
 	frames := map[string][]byte{
 		"call_request": mustEncodeRequest(t, MsgCall, reqHeader{Timeout: 2 * time.Second, RequestID: "r1"},
-			&CallRequest{Token: "tok", Tool: "brain_get", Args: []byte(`{"id":"a"}`), Stats: &CorpusStats{Docs: 2, TotalLength: 10, DocFreq: map[string]int64{"a": 1}}}),
+			&CallRequest{Token: "tok", Tool: "brain_get", Args: []byte(`{"id":"a"}`)}),
 		"call_request_idempotency_key": mustEncodeRequest(t, MsgCall, reqHeader{Timeout: 2 * time.Second, RequestID: "r1"},
 			&CallRequest{Token: "tok", Tool: "brain_write", Args: []byte(`{"title":"a"}`), IdempotencyKey: "k-1"}),
-		"call_request_fetch": mustEncodeRequest(t, MsgCall, reqHeader{Timeout: 2 * time.Second, RequestID: "r1"},
-			&CallRequest{Token: "tok", Tool: "brain_query", Args: []byte(`{"query":"a"}`), Stats: &CorpusStats{Docs: 2, TotalLength: 10, DocFreq: map[string]int64{"a": 1}}, Fetch: []string{"w/facts/a"}}),
+		"rank_request": mustEncodeRequest(t, MsgRank, reqHeader{Timeout: 2 * time.Second, RequestID: "r1"},
+			&RankRequest{Token: "tok", RankRequest: search.RankRequest{Query: search.Query{Text: "a", Terms: []string{"a"}, Tokens: 1, Limit: 10},
+				Stats: &search.Stats{Docs: 2, TotalLength: 10, DocFreq: map[string]int64{"a": 1}}, Generation: 5}}),
+		"rank_response": mustEncodeResponse(t, &RankResponse{search.RankResponse{Generation: 5, Total: 1, Ranked: []search.Ranked{{Key: "w/facts/a", Score: 1.5}}}}),
+		"fetch_request": mustEncodeRequest(t, MsgFetch, reqHeader{Timeout: 2 * time.Second, RequestID: "r1"},
+			&FetchRequest{Token: "tok", FetchRequest: search.FetchRequest{Query: search.Query{Text: "a", Terms: []string{"a"}, Tokens: 1, Limit: 10},
+				Keys: []string{"w/facts/a"}, Stats: &search.Stats{Docs: 2, TotalLength: 10, DocFreq: map[string]int64{"a": 1}}}}),
 		"mint_request":  mustEncodeRequest(t, MsgMint, reqHeader{RequestID: "r2"}, &MintRequest{Email: "ada@acme.com", Groups: []string{"eng"}, NotAfter: time.Unix(1800000000, 0)}),
 		"call_response": mustEncodeResponse(t, &CallResponse{Result: []byte(`"ok"`)}),
 		"error":         mustEncodeResponse(t, &Error{Code: CodeUnauthenticated, Message: "re-mint"}),
@@ -265,11 +280,14 @@ func TestEncodeFieldLimits(t *testing.T) {
 		{"token", MsgCall, h, &CallRequest{Token: long(MaxTokenBytes + 1), Tool: "t"}},
 		{"tool", MsgCall, h, &CallRequest{Tool: long(MaxToolNameBytes + 1)}},
 		{"idempotency key", MsgCall, h, &CallRequest{Tool: "t", IdempotencyKey: long(MaxIdempotencyKeyBytes + 1)}},
-		{"stats term", MsgCall, h, &CallRequest{Tool: "t", Stats: &CorpusStats{DocFreq: map[string]int64{long(MaxTermBytes + 1): 1}}}},
+		{"stats term", MsgRank, h, &RankRequest{RankRequest: search.RankRequest{Stats: &search.Stats{DocFreq: map[string]int64{long(MaxTermBytes + 1): 1}}}}},
+		{"query term", MsgStats, h, &StatsRequest{StatsRequest: search.StatsRequest{Terms: []string{long(MaxTermBytes + 1)}}}},
+		{"query terms", MsgStats, h, &StatsRequest{StatsRequest: search.StatsRequest{Terms: make([]string, search.MaxQueryTerms+1)}}},
+		{"fetch keys", MsgFetch, h, &FetchRequest{FetchRequest: search.FetchRequest{Keys: make([]string, MaxFetchIDs+1)}}},
 		{"email", MsgMint, h, &MintRequest{Email: long(MaxEmailBytes + 1)}},
 		{"groups", MsgMint, h, &MintRequest{Email: "a", Groups: make([]string, MaxGroups+1)}},
 		{"group", MsgMint, h, &MintRequest{Email: "a", Groups: []string{long(MaxGroupBytes + 1)}}},
-		{"query", MsgStats, h, &StatsRequest{Query: long(MaxQueryBytes + 1)}},
+		{"query", MsgRank, h, &RankRequest{RankRequest: search.RankRequest{Query: search.Query{Text: long(MaxQueryBytes + 1)}}}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -308,27 +326,27 @@ func TestEncodeFieldLimits(t *testing.T) {
 func TestDecodeHostileCounts(t *testing.T) {
 	// A count far beyond the bytes present must fail before allocating.
 	p := appendReqHeader2(t, reqHeader{RequestID: "r"})
-	p = appendStr(p, "ada@acme.com")
-	p = appendUvarint(p, MaxGroups) // claims 1024 groups, carries none
+	p = codec.AppendString(p, "ada@acme.com")
+	p = codec.AppendUvarint(p, MaxGroups) // claims 1024 groups, carries none
 	if _, _, err := decodeMintRequest(p); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("err = %v, want ErrMalformed", err)
 	}
 	p = appendReqHeader2(t, reqHeader{RequestID: "r"})
-	p = appendStr(p, "ada@acme.com")
-	p = appendUvarint(p, MaxGroups+1)
+	p = codec.AppendString(p, "ada@acme.com")
+	p = codec.AppendUvarint(p, MaxGroups+1)
 	if _, _, err := decodeMintRequest(p); !errors.Is(err, ErrFieldTooLong) {
 		t.Fatalf("err = %v, want ErrFieldTooLong", err)
 	}
 	var s []byte
-	s = appendVarint(s, 1)
-	s = appendVarint(s, 1)
-	s = appendUvarint(s, 1<<40)
+	s = codec.AppendVarint(s, 1)
+	s = codec.AppendVarint(s, 1)
+	s = codec.AppendUvarint(s, 1<<40)
 	if _, err := decodeStatsResponse(s); err == nil {
 		t.Fatal("huge term count accepted")
 	}
 	// A string length beyond its limit is refused even if bytes follow.
 	p = appendReqHeader2(t, reqHeader{RequestID: "r"})
-	p = appendStr(p, strings.Repeat("t", MaxTokenBytes+1))
+	p = codec.AppendString(p, strings.Repeat("t", MaxTokenBytes+1))
 	if _, _, err := decodeCallRequest(p); !errors.Is(err, ErrFieldTooLong) {
 		t.Fatalf("long token: err = %v, want ErrFieldTooLong", err)
 	}
@@ -337,8 +355,8 @@ func TestDecodeHostileCounts(t *testing.T) {
 		t.Fatalf("bool 2: err = %v", err)
 	}
 	// A timeout beyond int64 is malformed.
-	p = appendUvarint(nil, 1<<63)
-	p = appendStr(p, "r")
+	p = codec.AppendUvarint(nil, 1<<63)
+	p = codec.AppendString(p, "r")
 	if _, err := decodeEmptyRequest(p); !errors.Is(err, ErrMalformed) {
 		t.Fatalf("huge timeout: err = %v", err)
 	}
@@ -359,7 +377,7 @@ func TestCallRequestKeyCompatibility(t *testing.T) {
 		t.Fatalf("old payload: key %q, err %v", c.IdempotencyKey, err)
 	}
 	p := bytes.Clone(old[HeaderSize:])
-	p = appendStr(p, strings.Repeat("k", MaxIdempotencyKeyBytes+1))
+	p = codec.AppendString(p, strings.Repeat("k", MaxIdempotencyKeyBytes+1))
 	if _, _, err := decodeCallRequest(p); !errors.Is(err, ErrFieldTooLong) {
 		t.Fatalf("long key: err = %v, want ErrFieldTooLong", err)
 	}

@@ -11,6 +11,7 @@ import (
 
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/tooling/logcheck"
 )
@@ -118,7 +119,11 @@ func TestPolicyEditEnforcedOnNextCall(t *testing.T) {
 	get := []byte(`{"id":"payments/facts/retry-budgets"}`)
 	write := []byte(`{"title":"From Rita","body":"b","hall":"facts"}`)
 	call := func(tok, tool string, args []byte) error {
-		_, err := svc.Call(ctx, &proto.CallRequest{Token: tok, Tool: tool, Args: args})
+		resp, err := svc.Call(ctx, &proto.CallRequest{Token: tok, Tool: tool, Args: args})
+		if err == nil && resp.IsError {
+			code, msg, _ := brain.DecodeError(resp.Result)
+			return brain.Errorf(code, "%s", msg)
+		}
 		return err
 	}
 	rita := mint(t, svc, "rita@example.com", sso).Token
@@ -131,7 +136,7 @@ func TestPolicyEditEnforcedOnNextCall(t *testing.T) {
 			t.Fatalf("before the edit: %v", err)
 		}
 	}
-	if err := call(rita, "brain_write", write); proto.CodeOf(err) != proto.CodeForbidden {
+	if e, ok := brain.As(call(rita, "brain_write", write)); !ok || e.Code != brain.CodeForbidden {
 		t.Fatalf("reader writes before the edit: %v, want forbidden", err)
 	}
 

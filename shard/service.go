@@ -12,9 +12,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
+	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/idempotency"
-	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/store"
 	"github.com/brainstem/brainstem/shard/tools"
 )
@@ -226,47 +227,92 @@ func (s *Service) ListTools(context.Context) (*proto.ListToolsResponse, error) {
 }
 
 // Call verifies the shard token, evaluates the policy in force for the
-// token's identity, checks the capability the tool needs against both, and
-// runs the tool as the token's email.
-//
-// The capabilities a call has are those of the token intersected with
-// those the policy in force grants the token's email and groups, so a
-// policy change is enforced from the next call, not when tokens expire.
-// When the policy in force grants other capabilities than the token
-// records and the call needs one it lacks, the answer is unauthenticated
-// ("mint again"): the gateway drops the token and mints one under the
-// current policy, which either grants the call or refuses it (forbidden).
+// token's identity (authorize), and runs the tool as the token's email
+// with the capabilities both grant; the tool set refuses a call whose
+// tool needs more (a forbidden tool error, like every refusal of a tool).
 func (s *Service) Call(ctx context.Context, req *proto.CallRequest) (*proto.CallResponse, error) {
-	claims, err := s.verifier.Verify(req.Token)
-	switch {
-	case errors.Is(err, auth.ErrWrongWing):
-		return nil, &proto.Error{Code: proto.CodeForbidden, Message: fmt.Sprintf("this shard serves wing %q; the token is for another wing", s.cfg.Wing)}
-	case err != nil:
-		return nil, &proto.Error{Code: proto.CodeUnauthenticated, Message: "shard token rejected (" + err.Error() + "); mint a new one"}
-	}
 	needs, ok := s.tools.Needs(req.Tool)
 	if !ok {
 		return nil, &proto.Error{Code: proto.CodeUnknownTool, Message: fmt.Sprintf("wing %q has no tool %q", s.cfg.Wing, req.Tool)}
 	}
+	claims, caps, err := s.authorize(req.Token, req.RequestID, req.Tool, needs)
+	if err != nil {
+		return nil, err
+	}
+	result, isErr := s.tools.Call(ctx, tools.Caller{Email: claims.Email, Caps: caps, IdempotencyKey: req.IdempotencyKey}, req.Tool, req.Args)
+	return &proto.CallResponse{Result: result, IsError: isErr}, nil
+}
+
+// authorize verifies a shard token and returns its claims and the
+// capabilities the call has: those of the token intersected with those the
+// policy in force grants the token's email and groups, so a policy change
+// is enforced from the next call, not when tokens expire. When the policy
+// grants other capabilities than the token records and the call needs one
+// it lacks, the answer is unauthenticated ("mint again"): the gateway
+// drops the token and mints one under the current policy, which either
+// grants the call or refuses it.
+func (s *Service) authorize(token, requestID, what string, needs brain.Caps) (auth.ShardClaims, brain.Caps, error) {
+	claims, err := s.verifier.Verify(token)
+	switch {
+	case errors.Is(err, auth.ErrWrongWing):
+		return claims, 0, &proto.Error{Code: proto.CodeForbidden, Message: fmt.Sprintf("this shard serves wing %q; the token is for another wing", s.cfg.Wing)}
+	case err != nil:
+		return claims, 0, &proto.Error{Code: proto.CodeUnauthenticated, Message: "shard token rejected (" + err.Error() + "); mint a new one"}
+	}
 	current := s.policy.current().compiled.Caps(claims.Email, claims.Groups)
 	caps := claims.Caps & current
-	if !caps.Has(needs) {
-		if current != claims.Caps {
-			s.metrics.staleGrants.Inc()
-			s.log.Info("call refused: the policy changed since the token was minted", "email", claims.Email, "request_id", req.RequestID,
-				"tool", req.Tool, "token_caps", claims.Caps.String(), "policy_caps", current.String())
-			return nil, &proto.Error{Code: proto.CodeUnauthenticated, Message: fmt.Sprintf("the policy of wing %q changed since this token was minted (it granted %s, the policy now grants %s); mint a new one",
-				s.cfg.Wing, claims.Caps, current)}
-		}
-		return nil, &proto.Error{Code: proto.CodeForbidden, Message: fmt.Sprintf("%s needs %s in wing %q; %s has %s", req.Tool, needs, s.cfg.Wing, claims.Email, caps)}
+	if !caps.Has(needs) && current != claims.Caps {
+		s.metrics.staleGrants.Inc()
+		s.log.Info("call refused: the policy changed since the token was minted", "email", claims.Email, "request_id", requestID,
+			"tool", what, "token_caps", claims.Caps.String(), "policy_caps", current.String())
+		return claims, 0, &proto.Error{Code: proto.CodeUnauthenticated, Message: fmt.Sprintf("the policy of wing %q changed since this token was minted (it granted %s, the policy now grants %s); mint a new one",
+			s.cfg.Wing, claims.Caps, current)}
 	}
-	var stats *index.Stats
-	if req.Stats != nil {
-		stats = &index.Stats{Docs: req.Stats.Docs, TotalLength: req.Stats.TotalLength, DocFreq: req.Stats.DocFreq}
+	return claims, caps, nil
+}
+
+// readSearch authorizes a step of a cross-wing search: the caller must read
+// the wing. A caller who may not is refused as a tool call would be.
+func (s *Service) readSearch(token, requestID, step string) error {
+	claims, caps, err := s.authorize(token, requestID, search.Tool+" "+step, brain.CapRead)
+	if err != nil {
+		return err
 	}
-	result, isErr := s.tools.CallWith(ctx, tools.Caller{Email: claims.Email, Caps: caps, IdempotencyKey: req.IdempotencyKey}, req.Tool, req.Args,
-		tools.CallOptions{Stats: stats, Rank: req.Rank, Fetch: req.Fetch})
-	return &proto.CallResponse{Result: result, IsError: isErr}, nil
+	if !caps.Has(brain.CapRead) {
+		return &proto.Error{Code: proto.CodeForbidden, Message: fmt.Sprintf("%s cannot read wing %q", claims.Email, s.cfg.Wing)}
+	}
+	return nil
+}
+
+// Stats answers the statistics of a query's terms in this wing, and the
+// index generation they are of.
+func (s *Service) Stats(_ context.Context, req *proto.StatsRequest) (*proto.StatsResponse, error) {
+	return &proto.StatsResponse{StatsResponse: *search.ServeStats(s.store, &req.StatsRequest)}, nil
+}
+
+// Rank answers the rank step of a cross-wing search for the token's holder.
+func (s *Service) Rank(_ context.Context, req *proto.RankRequest) (*proto.RankResponse, error) {
+	if err := s.readSearch(req.Token, req.RequestID, "rank"); err != nil {
+		return nil, err
+	}
+	resp, err := search.ServeRank(s.store, s.tools.Limits().Search(), &req.RankRequest)
+	if err != nil {
+		return nil, err
+	}
+	return &proto.RankResponse{RankResponse: *resp}, nil
+}
+
+// Fetch answers the fetch step of a cross-wing search for the token's
+// holder.
+func (s *Service) Fetch(ctx context.Context, req *proto.FetchRequest) (*proto.FetchResponse, error) {
+	if err := s.readSearch(req.Token, req.RequestID, "fetch"); err != nil {
+		return nil, err
+	}
+	resp, err := search.ServeFetch(ctx, s.store, &req.FetchRequest)
+	if err != nil {
+		return nil, err
+	}
+	return &proto.FetchResponse{FetchResponse: *resp}, nil
 }
 
 // Mint evaluates the wing policy for the identity the gateway vouches for and
@@ -301,12 +347,6 @@ func (s *Service) Mint(_ context.Context, peer proto.Peer, req *proto.MintReques
 	s.log.Info("minted", "email", email, "request_id", req.RequestID, "caps", caps.String(), "groups", groups, "expires", exp,
 		"peer_cn", peer.CommonName, "policy_sha256", pol.sha256)
 	return &proto.MintResponse{Token: tok, Caps: caps.Strings(), Expiry: exp}, nil
-}
-
-// Stats answers the corpus statistics of the query's terms in this wing.
-func (s *Service) Stats(_ context.Context, req *proto.StatsRequest) (*proto.CorpusStats, error) {
-	st := s.tools.QueryStats(req.Query)
-	return &proto.CorpusStats{Docs: st.Docs, TotalLength: st.TotalLength, DocFreq: st.DocFreq}, nil
 }
 
 // Health reports the wing and its size.

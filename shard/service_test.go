@@ -13,6 +13,7 @@ import (
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
+	"github.com/brainstem/brainstem/search"
 )
 
 type clock struct {
@@ -81,8 +82,8 @@ func mint(t *testing.T, svc *Service, email string, notAfter time.Time) *proto.M
 
 func TestServiceMintAndCall(t *testing.T) {
 	now := &clock{t: time.Date(2026, 11, 30, 9, 0, 0, 0, time.UTC)}
-	brain := newBrain(t)
-	svc := openService(t, brain, key(t), now)
+	root := newBrain(t)
+	svc := openService(t, root, key(t), now)
 	ctx := context.Background()
 	sso := now.Now().Add(time.Hour)
 
@@ -102,18 +103,27 @@ func TestServiceMintAndCall(t *testing.T) {
 		token string
 		tool  string
 		args  []byte
-		code  proto.Code // 0: the call succeeds
+		code  proto.Code // 0: the call succeeds, or is refused with toolErr
+		// toolErr is the code of the tool error a call is refused with:
+		// capabilities are checked once, by the tool set, like any refusal.
+		toolErr brain.Code
 	}{
-		{"reader reads", reader.Token, "brain_get", get, 0},
-		{"reader reads again (cached token)", reader.Token, "brain_get", get, 0},
-		{"reader cannot write", reader.Token, "brain_write", write, proto.CodeForbidden},
-		{"writer writes", writer.Token, "brain_write", write, 0},
-		{"unknown tool", reader.Token, "brain_nope", get, proto.CodeUnknownTool},
-		{"garbage token", "not-a-token", "brain_get", get, proto.CodeUnauthenticated},
-		{"no token", "", "brain_get", get, proto.CodeUnauthenticated},
+		{"reader reads", reader.Token, "brain_get", get, 0, ""},
+		{"reader reads again (cached token)", reader.Token, "brain_get", get, 0, ""},
+		{"reader cannot write", reader.Token, "brain_write", write, 0, brain.CodeForbidden},
+		{"writer writes", writer.Token, "brain_write", write, 0, ""},
+		{"unknown tool", reader.Token, "brain_nope", get, proto.CodeUnknownTool, ""},
+		{"garbage token", "not-a-token", "brain_get", get, proto.CodeUnauthenticated, ""},
+		{"no token", "", "brain_get", get, proto.CodeUnauthenticated, ""},
 	}
 	for _, tt := range tests {
 		resp, err := svc.Call(ctx, &proto.CallRequest{Token: tt.token, Tool: tt.tool, Args: tt.args})
+		if tt.toolErr != "" {
+			if code, _, _ := brain.DecodeError(resp.Result); err != nil || !resp.IsError || code != tt.toolErr {
+				t.Errorf("%s: %v %s, want the tool error %s", tt.name, err, resp.Result, tt.toolErr)
+			}
+			continue
+		}
 		if tt.code == 0 {
 			if err != nil || resp.IsError {
 				t.Errorf("%s: %v %s", tt.name, err, resp.Result)
@@ -173,8 +183,8 @@ func TestServiceRefusesOtherKeysAndWings(t *testing.T) {
 	}
 
 	// Stats and health answer for the wing.
-	st, err := restarted.Stats(context.Background(), &proto.StatsRequest{Query: "retry budget"})
-	if err != nil || st.Docs != 1 || st.DocFreq["retry"] != 1 {
+	st, err := restarted.Stats(context.Background(), &proto.StatsRequest{StatsRequest: search.StatsRequest{Terms: search.Terms("retry budget")}})
+	if err != nil || st.Stats.Docs != 1 || st.Stats.DocFreq["retry"] != 1 || st.Generation == 0 {
 		t.Errorf("stats %+v, %v", st, err)
 	}
 	h, err := restarted.Health(context.Background())

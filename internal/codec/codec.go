@@ -20,6 +20,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 )
 
@@ -67,6 +68,12 @@ func AppendTime(b []byte, t time.Time) []byte {
 
 // AppendUint32 appends v as four little-endian bytes.
 func AppendUint32(b []byte, v uint32) []byte { return binary.LittleEndian.AppendUint32(b, v) }
+
+// AppendFloat64 appends v as the eight little-endian bytes of its IEEE 754
+// bits: every score crosses the wire exactly.
+func AppendFloat64(b []byte, v float64) []byte {
+	return binary.LittleEndian.AppendUint64(b, math.Float64bits(v))
+}
 
 // timeOf is the time a decoded varint stands for.
 func timeOf(v int64) time.Time {

@@ -16,6 +16,7 @@ func appendAll(b []byte) []byte {
 	b = AppendTime(b, time.Unix(1700000000, 42))
 	b = AppendTime(b, time.Time{})
 	b = AppendUint32(b, 0xdeadbeef)
+	b = AppendFloat64(b, -1.25e-300)
 	return append(b, 7)
 }
 
@@ -33,14 +34,20 @@ func TestRoundTrip(t *testing.T) {
 	t.Run("decoder", func(t *testing.T) {
 		d := NewDecoder(enc)
 		u, v, raw, s, ok := d.Uvarint("u"), d.Varint("v"), d.Bytes("raw", 10), d.String("s", 10), d.Bool("ok")
-		at, zero, w, last := d.Time("at"), d.Time("zero"), d.Uint32("w"), d.Byte("last")
+		at, zero, w := d.Time("at"), d.Time("zero"), d.Uint32("w")
+		if f := d.Float64("f"); f != -1.25e-300 {
+			t.Fatalf("float %v", f)
+		}
+		last := d.Byte("last")
 		check(t, u, v, raw, s, ok, at, zero, w, last, d.Done("the test record"))
 	})
 	t.Run("stream", func(t *testing.T) {
 		d := NewStream(bytes.NewReader(enc))
 		u, v, raw := d.Uvarint("u", 1000), d.Varint("v"), string(d.Bytes("raw", 10))
 		s, ok := d.String("s", 10), d.Bool("ok")
-		at, zero, w, last := d.Time("at"), d.Time("zero"), d.Uint32("w"), d.Byte("last")
+		at, zero, w := d.Time("at"), d.Time("zero"), d.Uint32("w")
+		d.Fixed("f", 8)
+		last := d.Byte("last")
 		check(t, u, v, []byte(raw), s, ok, at, zero, w, last, d.Err())
 	})
 }

@@ -2,6 +2,7 @@ package codec
 
 import (
 	"encoding/binary"
+	"math"
 	"time"
 )
 
@@ -90,6 +91,15 @@ func (d *Decoder) Uint32(field string) uint32 {
 		return 0
 	}
 	return binary.LittleEndian.Uint32(b)
+}
+
+// Float64 reads a float written by AppendFloat64.
+func (d *Decoder) Float64(field string) float64 {
+	b := d.Fixed(field, 8)
+	if b == nil {
+		return 0
+	}
+	return math.Float64frombits(binary.LittleEndian.Uint64(b))
 }
 
 // Fixed reads exactly n bytes.

@@ -3,9 +3,11 @@ package index
 import (
 	"encoding/binary"
 	"math"
+	"math/rand/v2"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/brainstem/brainstem/search"
 )
@@ -52,27 +54,6 @@ type Hit struct {
 	Offset int
 }
 
-// Stats are BM25 corpus statistics: the number of live documents, the sum of
-// their weighted lengths, and document frequencies of some terms. Stats of
-// several indexes add up field by field (see [Stats.Add]).
-type Stats struct {
-	Docs, TotalLength int64
-	DocFreq           map[string]int64
-}
-
-// Add adds o to s field by field (allocating s.DocFreq when needed), so that
-// summing the Stats of every wing gives the Stats of their union.
-func (s *Stats) Add(o Stats) {
-	s.Docs += o.Docs
-	s.TotalLength += o.TotalLength
-	if s.DocFreq == nil {
-		s.DocFreq = make(map[string]int64, len(o.DocFreq))
-	}
-	for t, n := range o.DocFreq {
-		s.DocFreq[t] += n
-	}
-}
-
 // Options tune a [Index.Search].
 type Options struct {
 	// Limit is the maximum number of hits (<= 0 means 10).
@@ -86,7 +67,7 @@ type Options struct {
 	// package documentation). nil, or Docs <= 0, means this index's own.
 	// A query term missing from Stats.DocFreq uses this index's df; a df
 	// above Docs is clamped to Docs.
-	Stats *Stats
+	Stats *search.Stats
 }
 
 // Config configures an [Index].
@@ -121,6 +102,7 @@ type docInfo struct {
 // [New] or [NewWithConfig].
 type Index struct {
 	boost int
+	gen   atomic.Uint64 // Generation
 
 	mu       sync.RWMutex // guards the fields below
 	dict     map[string]uint32
@@ -145,12 +127,21 @@ func NewWithConfig(cfg Config) *Index {
 	if boost <= 0 {
 		boost = DefaultTitleBoost
 	}
-	return &Index{
+	ix := &Index{
 		boost: boost,
 		dict:  make(map[string]uint32),
 		byID:  make(map[string]uint32),
 	}
+	// A random start: an index opened again (a restart) is at another
+	// generation than any it was at before, and none is 0.
+	ix.gen.Store(rand.Uint64()>>1 | 1)
+	return ix
 }
+
+// Generation changes whenever the index does (every Put and every Delete
+// of a document it holds): two equal generations of one index have equal
+// statistics. A cross-wing search checks it to reuse statistics.
+func (ix *Index) Generation() uint64 { return ix.gen.Load() }
 
 // TitleBoost reports the index's title weight.
 func (ix *Index) TitleBoost() int { return ix.boost }
@@ -198,6 +189,7 @@ func (ix *Index) Prepare(d Doc) *Prepared {
 // with the same title boost), replacing any document with the same ID.
 func (ix *Index) PutPrepared(p *Prepared) {
 	ix.mu.Lock()
+	ix.gen.Add(1)
 	if old, ok := ix.byID[p.id]; ok {
 		ix.removeLocked(old)
 	}
@@ -277,6 +269,7 @@ func (ix *Index) Delete(id string) {
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ord, ok := ix.byID[id]; ok {
+		ix.gen.Add(1)
 		ix.removeLocked(ord)
 		ix.maybeCompactLocked()
 	}
@@ -300,11 +293,13 @@ func (ix *Index) Len() int {
 // Stats returns this index's statistics for query: its document count,
 // total weighted length, and the document frequency of each of the query's
 // terms (0 for terms it does not contain).
-func (ix *Index) Stats(query string) Stats {
-	terms := search.Terms(query)
+func (ix *Index) Stats(query string) search.Stats { return ix.StatsOf(search.Terms(query)) }
+
+// StatsOf is Stats of terms already tokenized (search.Terms).
+func (ix *Index) StatsOf(terms []string) search.Stats {
 	ix.mu.RLock()
 	defer ix.mu.RUnlock()
-	st := Stats{Docs: ix.live, TotalLength: ix.totalLen, DocFreq: make(map[string]int64, len(terms))}
+	st := search.Stats{Docs: ix.live, TotalLength: ix.totalLen, DocFreq: make(map[string]int64, len(terms))}
 	for _, t := range terms {
 		var df int64
 		if id, ok := ix.dict[t]; ok {

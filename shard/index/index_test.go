@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 
+	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/tooling/corpus"
 )
@@ -97,7 +98,7 @@ func TestScoreMatchesHandComputedBM25(t *testing.T) {
 		sameHits(t, tt.query, got, tt.want)
 	}
 	st := ix.Stats("alpha zeta")
-	want := index.Stats{Docs: 3, TotalLength: 13, DocFreq: map[string]int64{"alpha": 2, "zeta": 0}}
+	want := search.Stats{Docs: 3, TotalLength: 13, DocFreq: map[string]int64{"alpha": 2, "zeta": 0}}
 	if st.Docs != want.Docs || st.TotalLength != want.TotalLength || !maps.Equal(st.DocFreq, want.DocFreq) {
 		t.Fatalf("Stats = %+v, want %+v", st, want)
 	}
@@ -165,7 +166,7 @@ func TestGlobalStatsEqualUnion(t *testing.T) {
 	}
 	checked := 0
 	for _, q := range queries {
-		var global index.Stats
+		var global search.Stats
 		for _, p := range parts {
 			global.Add(p.Stats(q))
 		}
@@ -329,9 +330,9 @@ func TestSearchEdgeCases(t *testing.T) {
 	}
 	// A Stats with Docs <= 0 means the index's own.
 	own := ix.Search("words", index.Options{})
-	sameHits(t, "zero stats", ix.Search("words", index.Options{Stats: &index.Stats{}}), own)
+	sameHits(t, "zero stats", ix.Search("words", index.Options{Stats: &search.Stats{}}), own)
 	// Inconsistent global stats (df > N) are clamped, never NaN.
-	bad := &index.Stats{Docs: 1, TotalLength: 1, DocFreq: map[string]int64{"words": 50}}
+	bad := &search.Stats{Docs: 1, TotalLength: 1, DocFreq: map[string]int64{"words": 50}}
 	for _, h := range ix.Search("words", index.Options{Stats: bad}) {
 		if math.IsNaN(h.Score) || math.IsInf(h.Score, 0) {
 			t.Errorf("bad stats gave score %v", h.Score)
@@ -366,7 +367,7 @@ func TestConcurrentUse(t *testing.T) {
 		wg.Go(func() {
 			for i := range 200 {
 				q := queries[(r+i)%len(queries)]
-				var st index.Stats
+				var st search.Stats
 				st.Add(ix.Stats(q))
 				ix.Search(q, index.Options{Stats: &st, Filter: func(id string) bool { return !strings.HasSuffix(id, "0") }})
 			}

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/tooling/corpus"
 )
@@ -77,7 +78,7 @@ func TestScoreEqualsSearch(t *testing.T) {
 	}
 	compared := 0
 	for _, q := range append(corpus.Queries(11, 2, 40), corpus.Queries(11, 4, 40)...) {
-		var global index.Stats
+		var global search.Stats
 		global.Add(ix.Stats(q))
 		global.Add(other.Stats(q))
 		for _, opt := range []index.Options{{Limit: 20}, {Limit: 20, Stats: &global}} {

@@ -45,7 +45,7 @@ type scoring struct {
 	n, kb, kl, boost float64
 	docs             int64
 	global           bool
-	stats            *Stats
+	stats            *search.Stats
 }
 
 // scoringLocked derives the constants of a query; ok is false when there is
@@ -90,7 +90,11 @@ func (sc *scoring) termScore(idf float64, p uint16, dl uint32) float64 {
 // every live document holding at least one query term and admitted by
 // Options.Filter, not only the returned hits.
 func (ix *Index) Query(query string, opt Options) Result {
-	terms := search.Terms(query)
+	return ix.QueryTerms(search.Terms(query), opt)
+}
+
+// QueryTerms is Query of terms already tokenized (search.Terms).
+func (ix *Index) QueryTerms(terms []string, opt Options) Result {
 	if len(terms) == 0 {
 		return Result{}
 	}
@@ -225,7 +229,11 @@ func (ix *Index) hitLocked(ord uint32, score float64, mask uint64, terms []strin
 // Options.Filter are ignored. It is how a cross-wing search renders only
 // the hits that survived the merge.
 func (ix *Index) Score(query string, ids []string, opt Options) []Hit {
-	terms := search.Terms(query)
+	return ix.ScoreTerms(search.Terms(query), ids, opt)
+}
+
+// ScoreTerms is Score of terms already tokenized (search.Terms).
+func (ix *Index) ScoreTerms(terms []string, ids []string, opt Options) []Hit {
 	if len(terms) == 0 || len(ids) == 0 {
 		return nil
 	}

@@ -66,7 +66,7 @@ func NewServer(set *tools.Set, caller tools.Caller, logger *slog.Logger) (*serve
 		}
 		name := t.Name
 		s.AddTool(tool, func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			res, isErr := set.Call(ctx, caller, name, req.Params.RawArguments, nil)
+			res, isErr := set.Call(ctx, caller, name, req.Params.RawArguments)
 			if isErr {
 				logger.Debug("stdio: tool error", "tool", name, "result", string(res))
 			}

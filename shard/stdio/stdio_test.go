@@ -142,7 +142,7 @@ func TestStdioEveryTool(t *testing.T) {
 	seen := map[string]bool{}
 	for _, cl := range calls {
 		got, isErr := callTool(t, c, cl.name, cl.args)
-		wantRes, wantErr := twin.Call(ctx, caller, cl.name, []byte(cl.args), nil)
+		wantRes, wantErr := twin.Call(ctx, caller, cl.name, []byte(cl.args))
 		if got != string(wantRes) || isErr != wantErr {
 			t.Errorf("%s(%s):\n stdio  %v %s\n direct %v %s", cl.name, cl.args, isErr, got, wantErr, wantRes)
 		}

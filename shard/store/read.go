@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/index"
 )
 
@@ -118,9 +119,9 @@ type Hit struct {
 
 // SearchOptions tunes Search.
 type SearchOptions struct {
-	Hall  string       // only notes of this hall ("" = all)
-	Limit int          // max hits (<= 0 → 10)
-	Stats *index.Stats // global BM25 statistics, nil → this wing's
+	Hall  string        // only notes of this hall ("" = all)
+	Limit int           // max hits (<= 0 → 10)
+	Stats *search.Stats // global BM25 statistics, nil → this wing's
 	// SnippetRunes bounds the snippet (<= 0 → 200).
 	SnippetRunes int
 }
@@ -168,44 +169,6 @@ func (s *Store) Query(ctx context.Context, query string, opt SearchOptions) (Res
 	r := s.ix.Query(query, iopt)
 	hits, err := s.render(ctx, r.Hits, opt.SnippetRunes)
 	return Result{Hits: hits, Total: r.Total}, err
-}
-
-// Ranked is a hit of Rank: an id and its score, nothing read from disk.
-type Ranked struct {
-	ID    string
-	Score float64
-}
-
-// Rank is the first step of a cross-wing search: the ids and scores of the
-// best notes (as Query would rank them) and the number of matching notes,
-// from the index alone. Fetch then renders the ones that survive the merge
-// of all the wings.
-func (s *Store) Rank(query string, opt SearchOptions) ([]Ranked, int, error) {
-	if err := s.checkOpen(); err != nil {
-		return nil, 0, err
-	}
-	iopt, err := s.indexOptions(opt)
-	if err != nil {
-		return nil, 0, err
-	}
-	r := s.ix.Query(query, iopt)
-	out := make([]Ranked, len(r.Hits))
-	for i, h := range r.Hits {
-		out[i] = Ranked{ID: h.ID, Score: h.Score}
-	}
-	return out, r.Total, nil
-}
-
-// Fetch renders the hits of the given note ids for query, in that order,
-// exactly as Query renders them (scored with opt.Stats, the same bits as
-// Rank gave them); ids that are no longer indexed or no longer match are
-// left out. opt.Hall and opt.Limit are ignored.
-func (s *Store) Fetch(ctx context.Context, query string, ids []string, opt SearchOptions) ([]Hit, error) {
-	if err := s.checkOpen(); err != nil {
-		return nil, err
-	}
-	hits := s.ix.Score(query, ids, index.Options{Stats: opt.Stats})
-	return s.render(ctx, hits, opt.SnippetRunes)
 }
 
 // render reads the title, hash and snippet of each index hit.
@@ -278,10 +241,6 @@ func (s *Store) renderHit(h index.Hit, id brain.ID, abs string, runes int) (Hit,
 	hit.Title, hit.Hash, hit.Snippet = p.title, hex.EncodeToString(sum[:]), index.Snippet(p.body, h.Terms, runes)
 	return hit, true
 }
-
-// Stats returns this wing's BM25 statistics for query, to be summed across
-// wings and passed back as SearchOptions.Stats.
-func (s *Store) Stats(query string) index.Stats { return s.ix.Stats(query) }
 
 // Entry is one note of a listing.
 type Entry struct {

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/tooling/corpus"
@@ -217,32 +218,32 @@ func TestRankAndFetch(t *testing.T) {
 	}
 	defer s.Close()
 	ctx := context.Background()
-	for _, q := range corpus.Queries(1, 2, 10) {
-		st := s.Stats(q)
+	for _, text := range corpus.Queries(1, 2, 10) {
+		q := search.Query{Text: text, Terms: search.Terms(text), Limit: 8}
+		st := s.TermStats(q.Terms)
 		st.Docs *= 3 // as if other wings held more notes
 		st.TotalLength *= 3
-		opt := SearchOptions{Limit: 8, Stats: &st}
-		want, err := s.Query(ctx, q, opt)
+		want, err := s.Query(ctx, text, SearchOptions{Limit: 8, Stats: &st})
 		if err != nil {
 			t.Fatal(err)
 		}
-		ranked, total, err := s.Rank(q, opt)
+		ranked, total, err := s.RankQuery(q, &st)
 		if err != nil || total != want.Total || len(ranked) != len(want.Hits) {
-			t.Fatalf("%q: Rank %d hits total %d (%v), Query %d total %d", q, len(ranked), total, err, len(want.Hits), want.Total)
+			t.Fatalf("%q: Rank %d hits total %d (%v), Query %d total %d", text, len(ranked), total, err, len(want.Hits), want.Total)
 		}
 		var ids []string
 		for i, r := range ranked {
-			if r.ID != want.Hits[i].ID || r.Score != want.Hits[i].Score {
-				t.Fatalf("%q: ranked %+v, queried %+v", q, r, want.Hits[i])
+			if r.Key != want.Hits[i].ID || r.Score != want.Hits[i].Score {
+				t.Fatalf("%q: ranked %+v, queried %+v", text, r, want.Hits[i])
 			}
-			ids = append(ids, r.ID)
+			ids = append(ids, r.Key)
 		}
-		got, err := s.Fetch(ctx, q, append(ids, "payments/facts/not-there"), opt)
-		if err != nil || !slices.Equal(got, want.Hits) {
-			t.Fatalf("%q: Fetch = %+v (%v), Query = %+v", q, got, err, want.Hits)
+		got, err := s.FetchHits(ctx, q, append(ids, "payments/facts/not-there"), &st)
+		if err != nil || !slices.Equal(got, s.searchHits(want.Hits)) {
+			t.Fatalf("%q: Fetch = %+v (%v), Query = %+v", text, got, err, want.Hits)
 		}
 	}
-	if _, _, err := s.Rank("x", SearchOptions{Hall: "ideas"}); !errors.Is(err, ErrInvalid) {
+	if _, _, err := s.RankQuery(search.Query{Text: "x", Terms: []string{"x"}, Hall: "ideas"}, nil); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Rank with a bad hall: %v", err)
 	}
 }

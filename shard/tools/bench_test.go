@@ -28,7 +28,7 @@ func BenchmarkWriteIdempotencyKey(b *testing.B) {
 	}
 	run := func(b *testing.B, s *Set, i int, key string) time.Duration {
 		start := time.Now()
-		res, isErr := s.Call(ctx, writer, "brain_write", args(i, key), nil)
+		res, isErr := s.Call(ctx, writer, "brain_write", args(i, key))
 		d := time.Since(start)
 		if isErr {
 			b.Fatalf("%s", res)

@@ -10,7 +10,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/search"
 	fm "github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/store"
 )
@@ -53,11 +53,11 @@ func TestConcurrentWritersUpdatersPromoters(t *testing.T) {
 			defer wg.Done()
 			for i := range notesPerWriter {
 				// Own note, plus one slug every writer races for.
-				res, isErr := s.Call(ctx, writer, "brain_write", []byte(fmt.Sprintf(`{"title":"W%d note %d","body":"uniqueword%dx%d","hall":"sources"}`, w, i, w, i)), nil)
+				res, isErr := s.Call(ctx, writer, "brain_write", []byte(fmt.Sprintf(`{"title":"W%d note %d","body":"uniqueword%dx%d","hall":"sources"}`, w, i, w, i)))
 				if isErr {
 					fail("write own: %s", res)
 				}
-				res, isErr = s.Call(ctx, writer, "brain_write", []byte(fmt.Sprintf(`{"title":"Contended %d","body":"by writer %d","hall":"decisions"}`, i, w)), nil)
+				res, isErr = s.Call(ctx, writer, "brain_write", []byte(fmt.Sprintf(`{"title":"Contended %d","body":"by writer %d","hall":"decisions"}`, i, w)))
 				switch {
 				case !isErr:
 					mu.Lock()
@@ -78,14 +78,14 @@ func TestConcurrentWritersUpdatersPromoters(t *testing.T) {
 					ContentHash string `json:"content_hash"`
 					Body        string `json:"body"`
 				}
-				res, isErr := s.Call(ctx, reader, "brain_get", []byte(`{"id":"payments/facts/counter"}`), nil)
+				res, isErr := s.Call(ctx, reader, "brain_get", []byte(`{"id":"payments/facts/counter"}`))
 				if isErr || json.Unmarshal(res, &g) != nil {
 					fail("get counter: %s", res)
 					return
 				}
 				marker := fmt.Sprintf("u%d-%d", u, k)
 				args, _ := json.Marshal(map[string]string{"id": "payments/facts/counter", "body": g.Body + marker + "\n", "reason": marker, "expected_hash": g.ContentHash})
-				res, isErr = s.Call(ctx, writer, "brain_update", args, nil)
+				res, isErr = s.Call(ctx, writer, "brain_update", args)
 				switch {
 				case !isErr:
 					mu.Lock()
@@ -108,7 +108,7 @@ func TestConcurrentWritersUpdatersPromoters(t *testing.T) {
 		go func() {
 			defer wg.Done()
 			for i := range inboxNotes {
-				res, isErr := s.Call(ctx, curator, "brain_promote", []byte(fmt.Sprintf(`{"name":"inbox-%d","hall":"hypotheses"}`, i)), nil)
+				res, isErr := s.Call(ctx, curator, "brain_promote", []byte(fmt.Sprintf(`{"name":"inbox-%d","hall":"hypotheses"}`, i)))
 				switch {
 				case !isErr:
 					mu.Lock()
@@ -126,7 +126,7 @@ func TestConcurrentWritersUpdatersPromoters(t *testing.T) {
 		defer wg.Done()
 		for range 30 {
 			for _, c := range []struct{ tool, args string }{{"brain_query", `{"query":"contended inbox note"}`}, {"brain_list", `{"limit":200}`}, {"brain_pending", `{}`}} {
-				if res, isErr := s.Call(ctx, reader, c.tool, []byte(c.args), nil); isErr {
+				if res, isErr := s.Call(ctx, reader, c.tool, []byte(c.args)); isErr {
 					fail("%s: %s", c.tool, res)
 				}
 			}
@@ -210,7 +210,7 @@ func TestConcurrentWritersUpdatersPromoters(t *testing.T) {
 	}
 	for w := range writers {
 		for i := range notesPerWriter {
-			var r brain.QueryResult
+			var r search.Result
 			mustCall(t, s, reader, "brain_query", fmt.Sprintf(`{"query":"uniqueword%dx%d"}`, w, i), &r)
 			if len(r.Hits) != 1 {
 				t.Errorf("note of writer %d #%d not found by its unique word", w, i)

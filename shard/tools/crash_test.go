@@ -91,7 +91,7 @@ func crashChildLoop(t *testing.T, root string) {
 		for _, op := range crashOps(i) {
 			current = op.key
 			enc.Encode(crashEvent{Ev: "begin", Key: op.key})
-			res, isErr := s.Call(context.Background(), op.c, op.tool, []byte(op.args), nil)
+			res, isErr := s.Call(context.Background(), op.c, op.tool, []byte(op.args))
 			enc.Encode(crashEvent{Ev: "ack", Key: op.key, Result: string(res), IsErr: isErr})
 		}
 	}
@@ -185,7 +185,7 @@ func verifyAfterCrash(t *testing.T, root string, begun []string, acked map[strin
 	answers := map[string]string{}
 	for _, key := range begun {
 		op := ops[key]
-		res, isErr := s.Call(context.Background(), op.c, op.tool, []byte(op.args), nil)
+		res, isErr := s.Call(context.Background(), op.c, op.tool, []byte(op.args))
 		if isErr {
 			t.Errorf("retry of %s failed: %s", key, res)
 			continue
@@ -193,7 +193,7 @@ func verifyAfterCrash(t *testing.T, root string, begun []string, acked map[strin
 		if a, ok := acked[key]; ok && a.Result != string(res) {
 			t.Errorf("retry of acknowledged %s answered\n%s\nnot the acknowledged\n%s", key, res, a.Result)
 		}
-		if again, _ := s.Call(context.Background(), op.c, op.tool, []byte(op.args), nil); string(again) != string(res) {
+		if again, _ := s.Call(context.Background(), op.c, op.tool, []byte(op.args)); string(again) != string(res) {
 			t.Errorf("a second retry of %s answered %s, not %s", key, again, res)
 		}
 		answers[key] = string(res)

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/search"
 )
 
 var update = flag.Bool("update", false, "rewrite the generated blocks of docs/tools.md")
@@ -66,7 +67,7 @@ func runExample(t *testing.T, s *Set, ex example) (args, result string, isErr bo
 		}
 		return n.Hash
 	})
-	res, isErr := s.Call(context.Background(), ex.c, ex.tool, []byte(args), nil)
+	res, isErr := s.Call(context.Background(), ex.c, ex.tool, []byte(args))
 	return args, string(res), isErr
 }
 
@@ -131,7 +132,7 @@ func generatedBlocks(t *testing.T) map[string]string {
 		{"searchable words per query", d.MaxQueryTerms, brain.CodeTooLarge},
 		{"pages per brain_ingest_raw", d.MaxPages, brain.CodeTooLarge},
 		{"session_log entry (compact JSON bytes)", d.MaxEntryBytes, brain.CodeTooLarge},
-		{"brain_query limit", brain.QueryMaxLimit, brain.CodeInvalidArgument},
+		{"brain_query limit", search.MaxLimit, brain.CodeInvalidArgument},
 		{"brain_list limit", ListMaxLimit, brain.CodeInvalidArgument},
 		{"brain_pending limit", PendingMaxLimit, brain.CodeInvalidArgument},
 	} {

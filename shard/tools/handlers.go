@@ -76,7 +76,7 @@ func minOne(required bool) *int {
 // define lists the tools in their fixed descriptor order.
 func (s *Set) define() []Tool {
 	return []Tool{
-		s.queryTool(),
+		Define(search.Spec(s.lim.Search()), s.query),
 		Define(s.getSpec(), s.get),
 		Define(s.listSpec(), s.list),
 		Define(s.linksSpec(), s.links),
@@ -97,108 +97,18 @@ func (s *Set) checkWing(w string) error {
 	return nil
 }
 
-// ---- brain_query
+// ---- brain_query (its declaration and its query are the search package's)
 
-func (s *Set) querySpec() *toolspec.Spec {
-	return &toolspec.Spec{
-		Name: brain.QueryTool, Title: "Search the brain", Needs: brain.CapRead, ReadOnly: true, Idempotent: true, Fanout: toolspec.FanoutSearch,
-		Description: "Full-text (BM25) search over the curated notes of the team brain. Use it first whenever you need " +
-			"what the team already knows, decided or learned (facts, decisions, failures, hypotheses, sources) before " +
-			"answering or writing. Returns {hits:[{id, wing, hall, title, score, snippet, path, content_hash}], total}, " +
-			"best first; total is the number of notes that match (in every wing searched), however many hits are returned. " +
-			"Fetch a hit's full text with brain_get. Without wing, the gateway searches every wing you can read.",
-		Args: []toolspec.Arg{
-			{Name: "query", Type: toolspec.String, Required: true, Min: toolspec.Int(1), MaxBytes: s.lim.MaxQueryBytes, TooLarge: "use fewer, more specific words",
-				Desc:  fmt.Sprintf("Words to search for (at most %d bytes and %d searchable words; case and common English stop words are ignored).", s.lim.MaxQueryBytes, s.lim.MaxQueryTerms),
-				Check: s.checkQueryTerms},
-			wingArg(),
-			hallArg("Only search notes of this hall.", false),
-			{Name: "limit", Type: toolspec.Integer, Min: toolspec.Int(1), Max: toolspec.Int(brain.QueryMaxLimit), Default: brain.QueryDefaultLimit, Desc: "Maximum number of hits."},
-		},
-	}
-}
+type queryArgs struct{ search.Args }
 
-func (s *Set) checkQueryTerms(_, q string) error {
-	if n := len(search.Tokenize(q)); n > s.lim.MaxQueryTerms {
-		return tooLarge("query has %d searchable words, the limit is %d: use fewer, more specific words", n, s.lim.MaxQueryTerms)
-	}
-	return nil
-}
+func (a *queryArgs) wingName() string { return a.Wing }
 
-type queryArgs struct {
-	Query string `json:"query"`
-	WingArg
-	Hall  string `json:"hall"`
-	Limit int    `json:"limit"`
-}
-
-// queryTool is brain_query, whose call also serves the rank and fetch
-// steps of a cross-wing search (CallOptions).
-func (s *Set) queryTool() Tool {
-	spec := s.querySpec()
-	return Tool{Spec: spec, call: func(ctx context.Context, s *Set, _ Caller, raw []byte, opt CallOptions) (any, error) {
-		a, err := decodeArgs[queryArgs](s, spec, raw)
-		if err != nil {
-			return nil, err
-		}
-		so := store.SearchOptions{Hall: a.Hall, Limit: a.Limit, Stats: opt.Stats, SnippetRunes: SnippetRunes}
-		switch {
-		case len(opt.Fetch) > 0:
-			return s.queryFetch(ctx, a.Query, so, opt.Fetch)
-		case opt.Rank:
-			return s.queryRank(a.Query, so)
-		}
-		return s.query(ctx, a.Query, so)
-	}}
-}
-
-func (s *Set) hitsOf(hits []store.Hit) []brain.Hit {
-	out := make([]brain.Hit, len(hits))
-	for i, h := range hits {
-		out[i] = brain.Hit{ID: h.ID, Wing: s.Wing(), Hall: h.Hall, Title: h.Title, Score: h.Score, Snippet: h.Snippet, Path: h.Path, ContentHash: h.Hash}
-	}
-	return out
-}
-
-// query answers brain_query: the best hits, rendered, and total, the
-// number of notes of the wing that match (however many are returned).
-func (s *Set) query(ctx context.Context, q string, opt store.SearchOptions) (any, error) {
-	r, err := s.st.Query(ctx, q, opt)
-	if err != nil {
+func (s *Set) query(ctx context.Context, _ Caller, a *queryArgs) (any, error) {
+	q := a.Tokenized()
+	if err := search.Check(q, s.lim.Search()); err != nil {
 		return nil, err
 	}
-	return brain.QueryResult{Hits: s.hitsOf(r.Hits), Total: int64(r.Total)}, nil
-}
-
-// queryRank answers the rank step of a cross-wing brain_query:
-// {"ranked":[{"id","score"}],"total"}, from the index alone.
-func (s *Set) queryRank(q string, opt store.SearchOptions) (any, error) {
-	ranked, total, err := s.st.Rank(q, opt)
-	if err != nil {
-		return nil, err
-	}
-	res := brain.RankResult{Ranked: make([]brain.HitKey, len(ranked)), Total: int64(total)}
-	for i, r := range ranked {
-		res.Ranked[i] = brain.HitKey{ID: r.ID, Score: r.Score}
-	}
-	return res, nil
-}
-
-// queryFetch answers the fetch step of a cross-wing brain_query: the hits
-// of the given ids, rendered exactly as brain_query renders them,
-// {"hits":[...]}.
-func (s *Set) queryFetch(ctx context.Context, q string, opt store.SearchOptions, ids []string) (any, error) {
-	for _, id := range ids {
-		pid, err := brain.ParseID(id)
-		if err != nil || pid.Wing != s.Wing() {
-			return nil, invalid("fetch names %q, which is not a note id of wing %q", id, s.Wing())
-		}
-	}
-	hits, err := s.st.Fetch(ctx, q, ids, opt)
-	if err != nil {
-		return nil, err
-	}
-	return brain.FetchResult{Hits: s.hitsOf(hits)}, nil
+	return s.st.QueryHits(ctx, q)
 }
 
 // ---- brain_get

@@ -230,7 +230,7 @@ func TestKeyedWriteConcurrentRetries(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			res, isErr := s.Call(context.Background(), writer, "brain_write", []byte(`{"title":"Race","body":"b","hall":"facts","idempotency_key":"race"}`), nil)
+			res, isErr := s.Call(context.Background(), writer, "brain_write", []byte(`{"title":"Race","body":"b","hall":"facts","idempotency_key":"race"}`))
 			if isErr {
 				t.Errorf("call %d: %s", i, res)
 			}
@@ -271,7 +271,7 @@ func TestIngestReportsExactlyAndCompletes(t *testing.T) {
 	}
 	s, _, root := newKeyedSet(t, clock)
 	args := []byte(`{"pages":[{"hall":"sources","title":"One","body":"1"},{"hall":"sources","title":"Two","body":"2"},{"hall":"sources","title":"Three","body":"3"}],"idempotency_key":"imp-1"}`)
-	res, isErr := s.Call(ctx, writer, "brain_ingest_raw", args, nil)
+	res, isErr := s.Call(ctx, writer, "brain_ingest_raw", args)
 	var r ingestResult
 	if isErr || json.Unmarshal(res, &r) != nil {
 		t.Fatalf("first ingest: %s", res)
@@ -283,7 +283,7 @@ func TestIngestReportsExactlyAndCompletes(t *testing.T) {
 	if n := countFiles(t, filepath.Join(root, "wiki", wing, "sources")); n != 1 {
 		t.Fatalf("%d pages on disk, the report says 1", n)
 	}
-	second, isErr := s.Call(context.Background(), writer, "brain_ingest_raw", args, nil)
+	second, isErr := s.Call(context.Background(), writer, "brain_ingest_raw", args)
 	var r2 ingestResult
 	if isErr || json.Unmarshal(second, &r2) != nil {
 		t.Fatalf("retry: %s", second)
@@ -294,7 +294,7 @@ func TestIngestReportsExactlyAndCompletes(t *testing.T) {
 	if n := countFiles(t, filepath.Join(root, "wiki", wing, "sources")); n != 3 {
 		t.Fatalf("%d pages on disk after the retry, want 3", n)
 	}
-	third, _ := s.Call(context.Background(), writer, "brain_ingest_raw", args, nil)
+	third, _ := s.Call(context.Background(), writer, "brain_ingest_raw", args)
 	if string(third) != string(second) {
 		t.Fatalf("third call = %s, want the completed report %s", third, second)
 	}

@@ -1,5 +1,7 @@
 package tools
 
+import "github.com/brainstem/brainstem/search"
+
 // Limits bound what a call may carry. A zero field takes its default.
 type Limits struct {
 	MaxArgsBytes   int // raw arguments of one call; default 1 MiB
@@ -51,13 +53,18 @@ func (l Limits) withDefaults() Limits {
 	return l
 }
 
+// Search returns the limits of a query, which the search package applies.
+func (l Limits) Search() search.Limits {
+	return search.Limits{MaxQueryBytes: l.MaxQueryBytes, MaxQueryTerms: l.MaxQueryTerms}
+}
+
 // List limits (not configurable: they are part of the tools' contract;
-// brain_query's are brain.QueryDefaultLimit and brain.QueryMaxLimit, which
+// brain_query's are search.DefaultLimit and search.MaxLimit, which
 // the gateway applies too).
 const (
 	ListDefaultLimit    = 50
 	ListMaxLimit        = 200
 	PendingDefaultLimit = 50
 	PendingMaxLimit     = 200
-	SnippetRunes        = 200
+	SnippetRunes        = search.SnippetRunes
 )

@@ -13,7 +13,6 @@ import (
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/shard/idempotency"
-	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/store"
 )
 
@@ -32,7 +31,7 @@ type Caller struct {
 // with Define.
 type Tool struct {
 	Spec *toolspec.Spec
-	call func(ctx context.Context, s *Set, c Caller, args []byte, opt CallOptions) (any, error)
+	call func(ctx context.Context, s *Set, c Caller, args []byte) (any, error)
 }
 
 // Define returns the tool of spec whose handler is run: Set.Call decodes
@@ -40,7 +39,7 @@ type Tool struct {
 // checks the optional wing argument (WingArg) against the set's wing, and
 // hands run the result. A's fields carry the arguments' names as json tags.
 func Define[A any](spec *toolspec.Spec, run func(ctx context.Context, c Caller, args *A) (any, error)) Tool {
-	return Tool{Spec: spec, call: func(ctx context.Context, s *Set, c Caller, raw []byte, _ CallOptions) (any, error) {
+	return Tool{Spec: spec, call: func(ctx context.Context, s *Set, c Caller, raw []byte) (any, error) {
 		a, err := decodeArgs[A](s, spec, raw)
 		if err != nil {
 			return nil, err
@@ -56,13 +55,16 @@ func decodeArgs[A any](s *Set, spec *toolspec.Spec, raw []byte) (*A, error) {
 	if err := spec.Unmarshal(raw, a); err != nil {
 		return nil, err
 	}
-	if w, ok := any(a).(interface{ wingName() string }); ok {
+	if w, ok := any(a).(wingNamer); ok {
 		if err := s.checkWing(w.wingName()); err != nil {
 			return nil, err
 		}
 	}
 	return a, spec.Check(a)
 }
+
+// wingNamer is the arguments of a tool with a wing argument.
+type wingNamer interface{ wingName() string }
 
 // WingArg is the optional wing argument of every tool (embed it in the
 // arguments' struct): through the gateway it picks the shard; here it must
@@ -161,33 +163,10 @@ func (s *Set) Needs(name string) (brain.Caps, bool) {
 	return t.Spec.Capability(), true
 }
 
-// QueryStats returns this wing's BM25 statistics for a query, for the
-// gateway to sum across wings and send back with brain_query.
-func (s *Set) QueryStats(q string) index.Stats { return s.st.Stats(q) }
-
-// Call runs the named tool for c with the raw JSON arguments args. stats,
-// when non-nil, are the global BM25 statistics brain_query scores with.
-// The result is compact JSON; isError marks an error result
+// Call runs the named tool for c with the raw JSON arguments args. The
+// result is compact JSON; isError marks an error result
 // {"error":{"code","message"}}.
-func (s *Set) Call(ctx context.Context, c Caller, name string, args []byte, stats *index.Stats) (result []byte, isError bool) {
-	return s.CallWith(ctx, c, name, args, CallOptions{Stats: stats})
-}
-
-// CallOptions are what the transport adds to a call besides its arguments.
-type CallOptions struct {
-	// Stats are the global BM25 statistics brain_query scores with.
-	Stats *index.Stats
-	// Rank and Fetch are the two steps of a cross-wing brain_query (see
-	// docs/protocol.md): Rank answers {"ranked":[{"id","score"}],"total"}
-	// without reading any note; Fetch answers {"hits":[...]} for these ids
-	// only, each hit exactly as brain_query renders it. Other tools ignore
-	// them.
-	Rank  bool
-	Fetch []string
-}
-
-// CallWith is Call with the transport's options.
-func (s *Set) CallWith(ctx context.Context, c Caller, name string, args []byte, opt CallOptions) (result []byte, isError bool) {
+func (s *Set) Call(ctx context.Context, c Caller, name string, args []byte) (result []byte, isError bool) {
 	t, ok := s.byName[name]
 	if !ok {
 		return brain.EncodeError(brain.CodeUnknownTool, fmt.Sprintf("there is no tool %q in wing %q; the tools are: %s", name, s.Wing(), strings.Join(s.names(), ", "))), true
@@ -209,7 +188,7 @@ func (s *Set) CallWith(ctx context.Context, c Caller, name string, args []byte, 
 	if err := ctx.Err(); err != nil {
 		return brain.EncodeError(brain.CodeInternal, "the call was cancelled or timed out before it ran: "+err.Error()), true
 	}
-	v, err := s.run(ctx, t, c, args, opt)
+	v, err := s.run(ctx, t, c, args)
 	if err != nil {
 		return s.errorOf(name, err), true
 	}
@@ -224,14 +203,14 @@ func (s *Set) CallWith(ctx context.Context, c Caller, name string, args []byte, 
 	return b, false
 }
 
-func (s *Set) run(ctx context.Context, t *Tool, c Caller, args []byte, opt CallOptions) (v any, err error) {
+func (s *Set) run(ctx context.Context, t *Tool, c Caller, args []byte) (v any, err error) {
 	defer func() {
 		if r := recover(); r != nil {
 			s.log.Error("tools: panic in tool", "tool", t.Spec.Name, "panic", r, "stack", string(debug.Stack()))
 			v, err = nil, errors.New("tools: panic in tool")
 		}
 	}()
-	return t.call(ctx, s, c, args, opt)
+	return t.call(ctx, s, c, args)
 }
 
 func (s *Set) names() []string {

@@ -13,7 +13,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
-	"github.com/brainstem/brainstem/shard/index"
+	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/store"
 )
 
@@ -51,7 +51,7 @@ func newSet(t testing.TB) (*Set, *store.Store, string) {
 // call runs a tool and checks the result is compact, valid JSON.
 func call(t testing.TB, s *Set, c Caller, name, args string) (string, bool) {
 	t.Helper()
-	res, isErr := s.Call(context.Background(), c, name, []byte(args), nil)
+	res, isErr := s.Call(context.Background(), c, name, []byte(args))
 	if !json.Valid(res) {
 		t.Fatalf("%s(%s) returned invalid JSON: %s", name, args, res)
 	}
@@ -189,7 +189,7 @@ func TestCallGuards(t *testing.T) {
 				cancel()
 				ctx = c
 			}
-			res, isErr := s.Call(ctx, tt.c, tt.tool, []byte(tt.args), nil)
+			res, isErr := s.Call(ctx, tt.c, tt.tool, []byte(tt.args))
 			if !isErr {
 				t.Fatalf("succeeded: %s", res)
 			}
@@ -200,12 +200,12 @@ func TestCallGuards(t *testing.T) {
 		})
 	}
 	// Capabilities imply each other: curate alone may read and write.
-	if res, isErr := s.Call(context.Background(), Caller{Email: "c@example.com", Caps: brain.CapCurate}, "brain_list", []byte(`{}`), nil); isErr {
+	if res, isErr := s.Call(context.Background(), Caller{Email: "c@example.com", Caps: brain.CapCurate}, "brain_list", []byte(`{}`)); isErr {
 		t.Errorf("curate-only caller cannot read: %s", res)
 	}
 	// Empty and null arguments are an empty object.
 	for _, args := range []string{"", "null", " {} "} {
-		if res, isErr := s.Call(context.Background(), reader, "brain_list", []byte(args), nil); isErr {
+		if res, isErr := s.Call(context.Background(), reader, "brain_list", []byte(args)); isErr {
 			t.Errorf("brain_list(%q) = %s", args, res)
 		}
 	}
@@ -249,7 +249,7 @@ func TestToolsHappyPaths(t *testing.T) {
 		}
 	})
 	t.Run("brain_query", func(t *testing.T) {
-		var r brain.QueryResult
+		var r search.Result
 		res := mustCall(t, s, reader, "brain_query", `{"query":"idempotency key"}`, &r)
 		if r.Total != 1 || len(r.Hits) != 1 || r.Hits[0].ID != idem || r.Hits[0].Wing != wing || r.Hits[0].Hall != "decisions" ||
 			r.Hits[0].Title != "Use idempotency keys" || r.Hits[0].ContentHash != hIdem || r.Hits[0].Path != "wiki/"+idem+".md" ||
@@ -266,18 +266,8 @@ func TestToolsHappyPaths(t *testing.T) {
 		if res := mustCall(t, s, reader, "brain_query", `{"query":"zebra"}`, nil); res != `{"hits":[],"total":0}` {
 			t.Errorf("no hits = %s", res)
 		}
-		// Global stats change the score, not the hit.
-		var local, global brain.QueryResult
-		mustCall(t, s, reader, "brain_query", `{"query":"retry"}`, &local)
-		st := s.QueryStats("retry")
-		st.Docs *= 10
-		st.TotalLength *= 10
-		res2, isErr := s.Call(context.Background(), reader, "brain_query", []byte(`{"query":"retry"}`), &st)
-		if isErr || json.Unmarshal(res2, &global) != nil || len(global.Hits) != len(local.Hits) || global.Hits[0].Score == local.Hits[0].Score {
-			t.Errorf("global stats ignored: local %+v global %s", local, res2)
-		}
-		if qs := s.QueryStats("retry"); qs.Docs != 3 || qs.DocFreq["retry"] != 2 {
-			t.Errorf("QueryStats = %+v", qs)
+		if qs := s.st.TermStats(search.Terms("retry")); qs.Docs != 3 || qs.DocFreq["retry"] != 2 {
+			t.Errorf("TermStats = %+v", qs)
 		}
 	})
 	t.Run("brain_get", func(t *testing.T) {
@@ -540,7 +530,7 @@ func FuzzCall(f *testing.F) {
 	tools := s.Specs()
 	f.Fuzz(func(t *testing.T, which uint8, args string) {
 		name := tools[int(which)%len(tools)].Name
-		res, isErr := s.Call(context.Background(), curator, name, []byte(args), nil)
+		res, isErr := s.Call(context.Background(), curator, name, []byte(args))
 		if !json.Valid(res) {
 			t.Fatalf("%s(%q) = invalid JSON %q", name, args, res)
 		}
@@ -556,7 +546,7 @@ func FuzzCall(f *testing.F) {
 }
 
 // keep the index import used when only Stats are referenced.
-var _ = index.Stats{}
+var _ = search.Stats{}
 
 // Titles, tags and bodies that YAML would misread unquoted come back from
 // brain_get exactly as written.
@@ -602,12 +592,8 @@ func TestQueryTotalAndSteps(t *testing.T) {
 	}
 	mustCall(t, s, writer, "brain_write", `{"title":"Unrelated","body":"nothing to see\n","hall":"decisions"}`, nil)
 	type hits struct {
-		Hits   []json.RawMessage `json:"hits"`
-		Ranked []struct {
-			ID    string  `json:"id"`
-			Score float64 `json:"score"`
-		} `json:"ranked"`
-		Total *int `json:"total"`
+		Hits  []json.RawMessage `json:"hits"`
+		Total *int              `json:"total"`
 	}
 	decodeHits := func(res []byte) hits {
 		t.Helper()
@@ -618,45 +604,51 @@ func TestQueryTotalAndSteps(t *testing.T) {
 		return h
 	}
 	args := []byte(`{"query":"ledger reconciliation","limit":3}`)
-	res, isErr := s.Call(context.Background(), reader, "brain_query", args, nil)
+	res, isErr := s.Call(context.Background(), reader, "brain_query", args)
 	whole := decodeHits(res)
 	if isErr || len(whole.Hits) != 3 || whole.Total == nil || *whole.Total != 7 {
 		t.Fatalf("brain_query = %s; want 3 hits of 7 matching notes", res)
 	}
-	res, isErr = s.CallWith(context.Background(), reader, "brain_query", args, CallOptions{Rank: true})
-	ranked := decodeHits(res)
-	if isErr || len(ranked.Ranked) != 3 || ranked.Total == nil || *ranked.Total != 7 || len(ranked.Hits) != 0 {
-		t.Fatalf("rank step = %s", res)
+	// The steps of a cross-wing search over the same store: the ranking is
+	// brain_query's, and a fetch renders the very bytes it renders.
+	q := (&search.Args{Query: "ledger reconciliation", Limit: 3}).Tokenized()
+	ranked, err := search.ServeRank(s.st, s.lim.Search(), &search.RankRequest{Query: q})
+	if err != nil || ranked.Stale || len(ranked.Ranked) != 3 || ranked.Total != 7 {
+		t.Fatalf("rank step = %+v, %v", ranked, err)
 	}
-	var ids []string
+	var keys []string
 	for i, r := range ranked.Ranked {
 		var k struct {
 			ID    string  `json:"id"`
 			Score float64 `json:"score"`
 		}
 		json.Unmarshal(whole.Hits[i], &k)
-		if r.ID != k.ID || r.Score != k.Score {
+		if r.Key != k.ID || r.Score != k.Score {
 			t.Fatalf("ranked %d = %+v, brain_query hit %+v", i, r, k)
 		}
-		ids = append(ids, r.ID)
+		keys = append(keys, r.Key)
 	}
-	res, isErr = s.CallWith(context.Background(), reader, "brain_query", args, CallOptions{Fetch: []string{ids[2], ids[0]}})
-	fetched := decodeHits(res)
-	if isErr || len(fetched.Hits) != 2 || fetched.Total != nil {
-		t.Fatalf("fetch step = %s", res)
+	fetched, err := search.ServeFetch(context.Background(), s.st, &search.FetchRequest{Query: q, Keys: []string{keys[2], keys[0], "billing/facts/x"}})
+	if err != nil || len(fetched.Hits) != 2 {
+		t.Fatalf("fetch step = %+v, %v", fetched, err)
 	}
 	if !bytes.Equal(fetched.Hits[0], whole.Hits[2]) || !bytes.Equal(fetched.Hits[1], whole.Hits[0]) {
 		t.Fatalf("fetched hits differ from brain_query's:\n%s\n%s", fetched.Hits, whole.Hits)
 	}
-	// A hall narrows total too; other tools ignore the steps.
-	res, _ = s.Call(context.Background(), reader, "brain_query", []byte(`{"query":"ledger nothing","hall":"decisions"}`), nil)
+	// A stale generation is answered with the fresh statistics, unranked.
+	stale, err := search.ServeRank(s.st, s.lim.Search(), &search.RankRequest{Query: q, Generation: s.st.Generation() + 1})
+	if err != nil || !stale.Stale || stale.Ranked != nil || stale.Stats == nil || stale.Stats.DocFreq["ledger"] != 7 {
+		t.Fatalf("stale rank = %+v, %v", stale, err)
+	}
+	// The shard's limits hold on the rank step as on brain_query.
+	long := (&search.Args{Query: strings.Repeat("word ", 40), Limit: 3}).Tokenized()
+	refused, err := search.ServeRank(s.st, s.lim.Search(), &search.RankRequest{Query: long})
+	if err != nil || !strings.Contains(string(refused.Refused), `"too_large"`) {
+		t.Fatalf("rank of an over-long query = %+v, %v", refused, err)
+	}
+	// A hall narrows total too.
+	res, _ = s.Call(context.Background(), reader, "brain_query", []byte(`{"query":"ledger nothing","hall":"decisions"}`))
 	if h := decodeHits(res); h.Total == nil || *h.Total != 1 || len(h.Hits) != 1 {
 		t.Fatalf("hall-filtered query = %s", res)
-	}
-	if res, isErr := s.CallWith(context.Background(), reader, "brain_query", args, CallOptions{Fetch: []string{"billing/facts/x"}}); !isErr || !strings.Contains(string(res), "invalid_argument") {
-		t.Fatalf("fetch of another wing's id = %s", res)
-	}
-	if res, isErr := s.CallWith(context.Background(), reader, "brain_list", []byte(`{}`), CallOptions{Rank: true}); isErr || !strings.Contains(string(res), `"notes"`) {
-		t.Fatalf("brain_list with rank = %s", res)
 	}
 }

@@ -1,0 +1,119 @@
+package search
+
+import (
+	"fmt"
+
+	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
+)
+
+// Limits bound a query. A zero field takes its default; the gateway, which
+// does not know a shard's limits, decodes with NoLimits and leaves them to
+// the shards (ServeRank applies them with Check).
+type Limits struct {
+	MaxQueryBytes int // default 1,024
+	MaxQueryTerms int // searchable words, duplicates counted; default 32
+}
+
+// DefaultLimits returns the limits a zero Limits stands for.
+func DefaultLimits() Limits { return Limits{MaxQueryBytes: 1024, MaxQueryTerms: 32} }
+
+// WithDefaults fills zero fields from DefaultLimits.
+func (l Limits) WithDefaults() Limits {
+	d := DefaultLimits()
+	if l.MaxQueryBytes <= 0 {
+		l.MaxQueryBytes = d.MaxQueryBytes
+	}
+	if l.MaxQueryTerms <= 0 {
+		l.MaxQueryTerms = d.MaxQueryTerms
+	}
+	return l
+}
+
+// NoLimits is what the gateway decodes a cross-wing query with.
+var noLimits = Limits{MaxQueryBytes: -1, MaxQueryTerms: -1}
+
+// NoLimits returns the limits of a decoder that leaves the size of a query
+// to the shards.
+func NoLimits() Limits { return noLimits }
+
+// Query is brain_query's arguments decoded, checked and tokenized once.
+type Query struct {
+	Text   string
+	Terms  []string // the distinct terms, in order of first appearance (Terms)
+	Tokens int      // the searchable words, duplicates counted, for MaxQueryTerms
+	Hall   string   // "" for every hall
+	Limit  int
+}
+
+// Args are brain_query's arguments as the JSON carries them.
+type Args struct {
+	Query string `json:"query"`
+	Wing  string `json:"wing"`
+	Hall  string `json:"hall"`
+	Limit int    `json:"limit"`
+}
+
+// WingName is the wing argument, for the shard's check that it is its own.
+func (a *Args) WingName() string { return a.Wing }
+
+// Tokenized tokenizes the arguments once into the query they ask for.
+func (a *Args) Tokenized() Query {
+	toks := Tokenize(a.Query)
+	q := Query{Text: a.Query, Tokens: len(toks), Hall: a.Hall, Limit: a.Limit}
+	for _, t := range toks {
+		if len(q.Terms) < MaxQueryTerms && !contains(q.Terms, t) {
+			q.Terms = append(q.Terms, t)
+		}
+	}
+	return q
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// Check applies the limits to a query: its bytes and its searchable words.
+// Its refusals are those of brain_query on one wing, word for word.
+func Check(q Query, lim Limits) error {
+	if lim == noLimits {
+		return nil
+	}
+	lim = lim.WithDefaults()
+	if len(q.Text) > lim.MaxQueryBytes {
+		return brain.Errorf(brain.CodeTooLarge, "query is %d bytes, over the %d-byte limit: use fewer, more specific words", len(q.Text), lim.MaxQueryBytes)
+	}
+	if q.Tokens > lim.MaxQueryTerms {
+		return brain.Errorf(brain.CodeTooLarge, "query has %d searchable words, the limit is %d: use fewer, more specific words", q.Tokens, lim.MaxQueryTerms)
+	}
+	return nil
+}
+
+// Spec is brain_query's declaration, with the limits its description
+// gives (NoLimits: the gateway's copy, whose text no one reads).
+func Spec(lim Limits) *toolspec.Spec {
+	if lim != noLimits {
+		lim = lim.WithDefaults()
+	}
+	return &toolspec.Spec{
+		Name: Tool, Title: "Search the brain", Needs: brain.CapRead, ReadOnly: true, Idempotent: true, Fanout: toolspec.FanoutSearch,
+		Description: "Full-text (BM25) search over the curated notes of the team brain. Use it first whenever you need " +
+			"what the team already knows, decided or learned (facts, decisions, failures, hypotheses, sources) before " +
+			"answering or writing. Returns {hits:[{id, wing, hall, title, score, snippet, path, content_hash}], total}, " +
+			"best first; total is the number of notes that match (in every wing searched), however many hits are returned. " +
+			"Fetch a hit's full text with brain_get. Without wing, the gateway searches every wing you can read.",
+		Args: []toolspec.Arg{
+			{Name: "query", Type: toolspec.String, Required: true, Min: toolspec.Int(1),
+				Desc: fmt.Sprintf("Words to search for (at most %d bytes and %d searchable words; case and common English stop words are ignored).", lim.MaxQueryBytes, lim.MaxQueryTerms)},
+			{Name: "wing", Type: toolspec.String, Route: toolspec.RouteWing,
+				Desc: "The wing to act on. Optional: this shard serves exactly one wing, and a different value is an error. Through the gateway it picks the shard."},
+			{Name: "hall", Type: toolspec.String, Enum: brain.Halls(), Missing: "one of " + brain.HallList, Desc: "Only search notes of this hall."},
+			{Name: "limit", Type: toolspec.Integer, Min: toolspec.Int(1), Max: toolspec.Int(MaxLimit), Default: DefaultLimit, Desc: "Maximum number of hits."},
+		},
+	}
+}
