@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"errors"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -99,7 +100,7 @@ type fanout struct {
 	ranks    []search.WingRank
 	picks    []search.Pick // merged and cut to the limit (step 2)
 	answered []bool
-	fetched  []map[string][]byte // each one's rendered hits by key (step 3)
+	rendered []map[string][]byte // each one's rendered hits by key (steps 2 and 3)
 }
 
 // late is a wing's failure within the search: past the search's deadline,
@@ -258,8 +259,10 @@ func (f *fanout) rank(rec *auditRecord) *mcp.CallToolResult {
 func (f *fanout) rankRound(ctx context.Context, last bool, refused [][]byte) (again bool) {
 	global := f.global()
 	stale := make([]bool, len(f.readable))
+	f.rendered = make([]map[string][]byte, len(f.readable))
 	f.g.eachWing(f.readable, f.errs, func(i int, w *wing) {
-		req := &proto.RankRequest{RequestID: f.ci.requestID, RankRequest: search.RankRequest{Query: f.q, Stats: global}}
+		req := &proto.RankRequest{RequestID: f.ci.requestID, RankRequest: search.RankRequest{Query: f.q, Stats: global,
+			Render: renderAhead(f.q.Limit, f.stats[i].Docs, global.Docs)}}
 		if !last {
 			req.Generation = f.gens[i]
 		}
@@ -280,20 +283,47 @@ func (f *fanout) rankRound(ctx context.Context, last bool, refused [][]byte) (ag
 			f.g.replica.Put(w.idx, resp.Generation, *resp.Stats)
 		default:
 			f.ranks[i] = search.WingRank{Ranked: resp.Ranked, Total: resp.Total}
+			f.rendered[i] = hitsByKey(rankedKeys(resp.Ranked, len(resp.Hits)), resp.Hits)
 		}
 	})
 	return slices.Contains(stale, true)
 }
 
-// fetch is step 3: the wings holding final hits render those hits, and
-// only those. A wing that fails here is left out altogether: its hits and
-// its notes' count.
+// renderAhead is how many of its best hits a wing renders in the rank
+// step: its expected share of the final hits (its share of the notes)
+// plus one, so that most searches need no fetch step, at the cost of a
+// few hits rendered that the merge throws away.
+func renderAhead(limit int, docs, total int64) int {
+	if total <= 0 {
+		return limit
+	}
+	return min(limit, int((int64(limit)*docs+total-1)/total)+1)
+}
+
+// rankedKeys are the keys of the first n ranked hits, and every later
+// one: a wing renders its hits in rank order, leaving out those that went,
+// so a hit may belong to a key beyond the first n.
+func rankedKeys(ranked []search.Ranked, n int) []string {
+	if n == 0 {
+		return nil
+	}
+	keys := make([]string, len(ranked))
+	for i, r := range ranked {
+		keys[i] = r.Key
+	}
+	return keys
+}
+
+// fetch is step 3: the wings holding final hits they did not render ahead
+// render those hits, and only those. A wing that fails here is left out
+// altogether: its hits and its notes' count.
 func (f *fanout) fetch() {
 	keys := make([][]string, len(f.readable))
 	for _, p := range f.picks {
-		keys[p.Wing] = append(keys[p.Wing], p.Key)
+		if _, ok := f.rendered[p.Wing][p.Key]; !ok {
+			keys[p.Wing] = append(keys[p.Wing], p.Key)
+		}
 	}
-	f.fetched = make([]map[string][]byte, len(f.readable))
 	errs := make([]error, len(f.readable))
 	for i := range f.readable {
 		if len(keys[i]) == 0 {
@@ -313,7 +343,10 @@ func (f *fanout) fetch() {
 			errs[i] = f.late(w, err)
 			return
 		}
-		f.fetched[i] = hitsByKey(keys[i], resp.Hits)
+		if f.rendered[i] == nil {
+			f.rendered[i] = map[string][]byte{}
+		}
+		maps.Copy(f.rendered[i], hitsByKey(keys[i], resp.Hits))
 	})
 	for i, w := range f.readable {
 		if errs[i] == nil || errs[i] == errSkip {
@@ -356,7 +389,7 @@ func (f *fanout) answer(rec *auditRecord) *mcp.CallToolResult {
 		if !f.answered[p.Wing] {
 			continue
 		}
-		if raw, ok := f.fetched[p.Wing][p.Key]; ok {
+		if raw, ok := f.rendered[p.Wing][p.Key]; ok {
 			hits = append(hits, raw)
 		}
 	}

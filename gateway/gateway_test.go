@@ -350,26 +350,30 @@ func TestFanoutRendersOnlyFinalHits(t *testing.T) {
 		if !slices.Equal(keys(got.Hits), keys(one.Hits)) || got.Total != one.Total || got.Total <= int64(len(got.Hits)) {
 			t.Fatalf("%s: merged %v total %d; one wing %v total %d", q, keys(got.Hits), got.Total, keys(one.Hits), one.Total)
 		}
-		rendered, holders := int64(0), 0
+		rendered, ahead := int64(0), int64(0)
 		for _, n := range []string{"a", "b", "c"} {
 			w := e.wings[n]
 			rendered += w.rendered.Load()
-			held := 0
+			ahead += w.lastRender.Load()
+			held := int64(0)
 			for _, k := range keys(got.Hits) {
 				if strings.HasPrefix(k.ID, n+"/") {
 					held++
 				}
 			}
-			want := int64(1) // rank only
-			if held > 0 {
-				want, holders = 2, holders+1 // rank, then fetch
+			want := int64(1) // rank, rendering its best hits ahead
+			if held > w.lastRender.Load() {
+				want = 2 // then fetch the final hits beyond them
 			}
 			if w.queryCalls.Load() != want {
-				t.Errorf("%s: wing %s holds %d final hits and got %d brain_query calls, want %d", q, n, held, w.queryCalls.Load(), want)
+				t.Errorf("%s: wing %s holds %d final hits, rendered %d ahead, and got %d search calls, want %d", q, n, held, w.lastRender.Load(), w.queryCalls.Load(), want)
+			}
+			if w.lastRender.Load() < 1 || w.lastRender.Load() > int64(len(got.Hits))/3+2 {
+				t.Errorf("%s: wing %s rendered %d ahead for %d final hits over three equal wings", q, n, w.lastRender.Load(), len(got.Hits))
 			}
 		}
-		if rendered != int64(len(got.Hits)) || holders == 0 {
-			t.Errorf("%s: wings rendered %d hits for %d final ones", q, rendered, len(got.Hits))
+		if rendered < int64(len(got.Hits)) || rendered > int64(len(got.Hits))+ahead {
+			t.Errorf("%s: wings rendered %d hits for %d final ones (%d ahead)", q, rendered, len(got.Hits), ahead)
 		}
 	}
 
@@ -395,8 +399,10 @@ func TestFanoutRendersOnlyFinalHits(t *testing.T) {
 		t.Fatalf("after a change: %v total %d, want %v total %d (unavailable %v, %d stats calls)", keys(got.Hits), got.Total, keys(one.Hits), one.Total, got.Unavailable, stats()-before)
 	}
 
-	// A wing that fails the fetch step is listed; its hits are left out.
+	// A wing that fails the fetch step is listed; its hits are left out
+	// (wing a renders one hit ahead, so it is asked to fetch the others).
 	e.wings["a"].failFetch.Store(true)
+	e.wings["a"].renderCap.Store(1)
 	got = search(c, `{"query":"ledger","limit":30}`)
 	if len(got.Unavailable) != 1 || got.Unavailable[0].Wing != "a" || slices.Contains(got.Wings, "a") {
 		t.Fatalf("fetch failure: wings %v unavailable %+v", got.Wings, got.Unavailable)

@@ -133,6 +133,8 @@ type testWing struct {
 	rendered   atomic.Int64  // brain_query hits rendered (whole answers and fetches)
 	queryCalls atomic.Int64  // brain_query calls, rank and fetch steps
 	statsCalls atomic.Int64  // Stats requests
+	lastRender atomic.Int64  // the Render of the last Rank
+	renderCap  atomic.Int64  // when set, Rank renders at most this many ahead
 	gen        atomic.Uint64 // the index generation: changes with every note
 }
 
@@ -503,9 +505,17 @@ func (w *testWing) Rank(ctx context.Context, req *proto.RankRequest) (*proto.Ran
 	}
 	hits := w.score(req.Query.Terms, req.Stats)
 	resp := &proto.RankResponse{RankResponse: search.RankResponse{Generation: gen, Total: int64(len(hits))}}
-	for _, h := range hits[:min(max(req.Query.Limit, 1), len(hits))] {
-		resp.Ranked = append(resp.Ranked, search.Ranked{Key: h.id, Score: h.score})
+	render := req.Render
+	if c := int(w.renderCap.Load()); c > 0 {
+		render = min(render, c)
 	}
+	for i, h := range hits[:min(max(req.Query.Limit, 1), len(hits))] {
+		resp.Ranked = append(resp.Ranked, search.Ranked{Key: h.id, Score: h.score})
+		if i < render {
+			resp.Hits = append(resp.Hits, w.renderHit(h))
+		}
+	}
+	w.lastRender.Store(int64(req.Render))
 	return resp, nil
 }
 

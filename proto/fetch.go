@@ -63,22 +63,34 @@ func (v *FetchResponse) appendBody(b []byte) ([]byte, error) {
 	if err := checkCount("hits", len(v.Hits), MaxFetchIDs); err != nil {
 		return b, err
 	}
-	b = codec.AppendUvarint(b, uint64(len(v.Hits)))
-	for _, h := range v.Hits {
+	return appendHits(b, v.Hits), nil
+}
+
+func appendHits(b []byte, hits [][]byte) []byte {
+	b = codec.AppendUvarint(b, uint64(len(hits)))
+	for _, h := range hits {
 		b = codec.AppendBytes(b, h)
 	}
-	return b, nil
+	return b
+}
+
+// readHits reads rendered hits; they alias the payload (of size max).
+func readHits(d *codec.Decoder, max int) [][]byte {
+	n := d.Count("hits", MaxFetchIDs)
+	if n == 0 {
+		return nil
+	}
+	hits := make([][]byte, 0, n)
+	for range n {
+		hits = append(hits, d.Bytes("hit", max))
+	}
+	return hits
 }
 
 // decodeFetchResponse decodes a Fetch answer; the hits alias p.
 func decodeFetchResponse(p []byte) (*FetchResponse, error) {
 	d := codec.NewDecoder(p)
 	v := &FetchResponse{}
-	if n := d.Count("hits", MaxFetchIDs); n > 0 {
-		v.Hits = make([][]byte, 0, n)
-		for range n {
-			v.Hits = append(v.Hits, d.Bytes("hit", len(p)))
-		}
-	}
+	v.Hits = readHits(d, len(p))
 	return v, decoded(d.Err())
 }

@@ -57,6 +57,7 @@ func (r *RankRequest) appendBody(b []byte) ([]byte, error) {
 		return b, err
 	}
 	b = codec.AppendUvarint(b, r.Generation)
+	b = codec.AppendUvarint(b, uint64(max(r.Render, 0)))
 	return appendOptionalStats(b, r.Stats)
 }
 
@@ -66,6 +67,7 @@ func decodeRankRequest(p []byte) (reqHeader, *RankRequest, error) {
 	r := &RankRequest{RequestID: h.RequestID, Token: d.String("token", MaxTokenBytes)}
 	r.Query = readQuery(d)
 	r.Generation = d.Uvarint("generation")
+	r.Render = int(min(d.Uvarint("render"), MaxFetchIDs))
 	r.Stats = readOptionalStats(d)
 	return h, r, decoded(d.Err())
 }
@@ -73,9 +75,13 @@ func decodeRankRequest(p []byte) (reqHeader, *RankRequest, error) {
 func (*RankResponse) msgType() MsgType { return MsgRankResponse }
 
 // Rank answer: generation, stale, refused (bytes), the optional fresh
-// statistics, total, then the ranked keys with their scores' bits.
+// statistics, total, the ranked keys with their scores' bits, then the
+// hits rendered ahead.
 func (v *RankResponse) appendBody(b []byte) ([]byte, error) {
 	if err := checkCount("ranked", len(v.Ranked), MaxFetchIDs); err != nil {
+		return b, err
+	}
+	if err := checkCount("hits", len(v.Hits), MaxFetchIDs); err != nil {
 		return b, err
 	}
 	b = codec.AppendUvarint(b, v.Generation)
@@ -94,7 +100,7 @@ func (v *RankResponse) appendBody(b []byte) ([]byte, error) {
 		b = codec.AppendString(b, r.Key)
 		b = codec.AppendFloat64(b, r.Score)
 	}
-	return b, nil
+	return appendHits(b, v.Hits), nil
 }
 
 func decodeRankResponse(p []byte) (*RankResponse, error) {
@@ -114,5 +120,6 @@ func decodeRankResponse(p []byte) (*RankResponse, error) {
 			v.Ranked = append(v.Ranked, search.Ranked{Key: d.String("ranked key", MaxFetchIDBytes), Score: d.Float64("score")})
 		}
 	}
+	v.Hits = readHits(d, len(p))
 	return v, decoded(d.Err())
 }

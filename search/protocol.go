@@ -7,17 +7,21 @@ import (
 	"github.com/brainstem/brainstem/brain"
 )
 
-// A search across wings takes two or three round trips, every wing in
+// A search across wings takes one to three round trips, every wing in
 // parallel (docs/protocol.md):
 //
 //	Stats  terms            → the wing's statistics of the terms and its generation
-//	Rank   query, global    → the best keys and scores under the global statistics,
-//	       statistics,        from the index alone, and the number of matching notes;
-//	       generations        or Stale, with the wing's fresh statistics, when the
-//	                          wing changed since the generation the gateway assumed
-//	Fetch  query, keys,     → the hits of those keys only, rendered
-//	       global statistics
+//	Rank   query, global    → the best keys and scores under the global statistics
+//	       statistics,        and the number of matching notes, with its best Render
+//	       generation,        hits rendered; or Stale, with the wing's fresh
+//	       Render             statistics, when the wing changed since the generation
+//	                          the gateway assumed
+//	Fetch  query, keys,     → the hits of those keys only, rendered: the final hits
+//	       global statistics  a wing holds beyond the ones it rendered ahead
 //
+// Render is the wing's expected share of the final hits plus one, so most
+// searches need no Fetch: a few hits are rendered that the merge throws
+// away, against a round trip saved.
 // The gateway skips Stats while its Replica holds every wing's statistics
 // of the query's terms at the wing's current generation: a generation
 // number, which every answer carries, changes whenever the wing's index
@@ -41,6 +45,7 @@ type RankRequest struct {
 	Query      Query
 	Stats      *Stats // nil: the wing's own
 	Generation uint64
+	Render     int // how many of its best hits to render along (at most Query.Limit)
 }
 
 // RankResponse is a wing's ranking. Stale says the wing's generation is no
@@ -54,6 +59,9 @@ type RankResponse struct {
 	Ranked     []Ranked
 	Total      int64
 	Refused    []byte
+	// Hits are the rendered hits of the first Render ranked keys that still
+	// exist, in rank order (as Fetch renders them).
+	Hits [][]byte
 }
 
 // FetchRequest asks a wing to render the hits of some keys for a query,
@@ -76,7 +84,9 @@ type Source interface {
 	// edit, a restart).
 	Generation() uint64
 	TermStats(terms []string) Stats
-	RankQuery(q Query, stats *Stats) ([]Ranked, int, error)
+	// RankQuery ranks, and renders the best render hits from the same
+	// ranking (no second scoring).
+	RankQuery(ctx context.Context, q Query, stats *Stats, render int) ([]Ranked, int, []Hit, error)
 	FetchHits(ctx context.Context, q Query, keys []string, stats *Stats) ([]Hit, error)
 }
 
@@ -89,7 +99,7 @@ func ServeStats(src Source, req *StatsRequest) *StatsResponse {
 // ServeRank answers a Rank request: refused when the query breaks the
 // wing's limits, stale when the wing is no longer at the request's
 // generation, else ranked.
-func ServeRank(src Source, lim Limits, req *RankRequest) (*RankResponse, error) {
+func ServeRank(ctx context.Context, src Source, lim Limits, req *RankRequest) (*RankResponse, error) {
 	if err := Check(req.Query, lim); err != nil {
 		e, _ := brain.As(err)
 		return &RankResponse{Refused: brain.EncodeError(e.Code, e.Message)}, nil
@@ -99,11 +109,30 @@ func ServeRank(src Source, lim Limits, req *RankRequest) (*RankResponse, error) 
 		st := src.TermStats(req.Query.Terms)
 		return &RankResponse{Generation: gen, Stale: true, Stats: &st}, nil
 	}
-	ranked, total, err := src.RankQuery(req.Query, req.Stats)
+	ranked, total, hits, err := src.RankQuery(ctx, req.Query, req.Stats, min(req.Render, req.Query.Limit))
 	if err != nil {
 		return nil, err
 	}
-	return &RankResponse{Generation: gen, Ranked: ranked, Total: int64(total)}, nil
+	rendered, err := renderAll(hits)
+	if err != nil {
+		return nil, err
+	}
+	return &RankResponse{Generation: gen, Ranked: ranked, Total: int64(total), Hits: rendered}, nil
+}
+
+func renderAll(hits []Hit) ([][]byte, error) {
+	if len(hits) == 0 {
+		return nil, nil
+	}
+	out := make([][]byte, len(hits))
+	for i, h := range hits {
+		b, err := RenderHit(h)
+		if err != nil {
+			return nil, fmt.Errorf("search: render hit %s: %w", h.Path, err)
+		}
+		out[i] = b
+	}
+	return out, nil
 }
 
 // ServeFetch answers a Fetch request, rendering each hit of wing.
@@ -112,13 +141,6 @@ func ServeFetch(ctx context.Context, src Source, req *FetchRequest) (*FetchRespo
 	if err != nil {
 		return nil, err
 	}
-	out := &FetchResponse{Hits: make([][]byte, len(hits))}
-	for i, h := range hits {
-		b, err := RenderHit(h)
-		if err != nil {
-			return nil, fmt.Errorf("search: render hit %s: %w", h.Path, err)
-		}
-		out.Hits[i] = b
-	}
-	return out, nil
+	rendered, err := renderAll(hits)
+	return &FetchResponse{Hits: rendered}, err
 }

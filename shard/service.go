@@ -291,11 +291,11 @@ func (s *Service) Stats(_ context.Context, req *proto.StatsRequest) (*proto.Stat
 }
 
 // Rank answers the rank step of a cross-wing search for the token's holder.
-func (s *Service) Rank(_ context.Context, req *proto.RankRequest) (*proto.RankResponse, error) {
+func (s *Service) Rank(ctx context.Context, req *proto.RankRequest) (*proto.RankResponse, error) {
 	if err := s.readSearch(req.Token, req.RequestID, "rank"); err != nil {
 		return nil, err
 	}
-	resp, err := search.ServeRank(s.store, s.tools.Limits().Search(), &req.RankRequest)
+	resp, err := search.ServeRank(ctx, s.store, s.tools.Limits().Search(), &req.RankRequest)
 	if err != nil {
 		return nil, err
 	}

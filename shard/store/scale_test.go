@@ -227,7 +227,7 @@ func TestRankAndFetch(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		ranked, total, err := s.RankQuery(q, &st)
+		ranked, total, ahead, err := s.RankQuery(ctx, q, &st, 3)
 		if err != nil || total != want.Total || len(ranked) != len(want.Hits) {
 			t.Fatalf("%q: Rank %d hits total %d (%v), Query %d total %d", text, len(ranked), total, err, len(want.Hits), want.Total)
 		}
@@ -242,8 +242,11 @@ func TestRankAndFetch(t *testing.T) {
 		if err != nil || !slices.Equal(got, s.searchHits(want.Hits)) {
 			t.Fatalf("%q: Fetch = %+v (%v), Query = %+v", text, got, err, want.Hits)
 		}
+		if n := min(3, len(want.Hits)); !slices.Equal(ahead, s.searchHits(want.Hits[:n])) {
+			t.Fatalf("%q: rendered ahead %+v, Query %+v", text, ahead, want.Hits[:n])
+		}
 	}
-	if _, _, err := s.RankQuery(search.Query{Text: "x", Terms: []string{"x"}, Hall: "ideas"}, nil); !errors.Is(err, ErrInvalid) {
+	if _, _, _, err := s.RankQuery(ctx, search.Query{Text: "x", Terms: []string{"x"}, Hall: "ideas"}, nil, 0); !errors.Is(err, ErrInvalid) {
 		t.Errorf("Rank with a bad hall: %v", err)
 	}
 }

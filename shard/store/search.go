@@ -22,21 +22,26 @@ func (s *Store) TermStats(terms []string) search.Stats { return s.ix.StatsOf(ter
 
 // RankQuery is the rank step of a search: the keys (note ids) and scores
 // of the best notes for q, scored with stats (nil: the wing's own), and
-// the number of matching notes, from the index alone.
-func (s *Store) RankQuery(q search.Query, stats *search.Stats) ([]search.Ranked, int, error) {
+// the number of matching notes, from the index alone; and the best render
+// of them rendered, from the same ranking.
+func (s *Store) RankQuery(ctx context.Context, q search.Query, stats *search.Stats, render int) ([]search.Ranked, int, []search.Hit, error) {
 	if err := s.checkOpen(); err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	iopt, err := s.indexOptions(SearchOptions{Hall: q.Hall, Limit: q.Limit, Stats: stats})
 	if err != nil {
-		return nil, 0, err
+		return nil, 0, nil, err
 	}
 	r := s.ix.QueryTerms(q.Terms, iopt)
 	out := make([]search.Ranked, len(r.Hits))
 	for i, h := range r.Hits {
 		out[i] = search.Ranked{Key: h.ID, Score: h.Score}
 	}
-	return out, r.Total, nil
+	if render <= 0 {
+		return out, r.Total, nil, nil
+	}
+	hits, err := s.render(ctx, r.Hits[:min(render, len(r.Hits))], search.SnippetRunes)
+	return out, r.Total, s.searchHits(hits), err
 }
 
 // FetchHits renders the hits of keys for q, in that order, exactly as

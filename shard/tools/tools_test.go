@@ -612,8 +612,9 @@ func TestQueryTotalAndSteps(t *testing.T) {
 	// The steps of a cross-wing search over the same store: the ranking is
 	// brain_query's, and a fetch renders the very bytes it renders.
 	q := (&search.Args{Query: "ledger reconciliation", Limit: 3}).Tokenized()
-	ranked, err := search.ServeRank(s.st, s.lim.Search(), &search.RankRequest{Query: q})
-	if err != nil || ranked.Stale || len(ranked.Ranked) != 3 || ranked.Total != 7 {
+	ranked, err := search.ServeRank(context.Background(), s.st, s.lim.Search(), &search.RankRequest{Query: q, Render: 2})
+	if err != nil || ranked.Stale || len(ranked.Ranked) != 3 || ranked.Total != 7 || len(ranked.Hits) != 2 ||
+		!bytes.Equal(ranked.Hits[0], whole.Hits[0]) || !bytes.Equal(ranked.Hits[1], whole.Hits[1]) {
 		t.Fatalf("rank step = %+v, %v", ranked, err)
 	}
 	var keys []string
@@ -636,13 +637,13 @@ func TestQueryTotalAndSteps(t *testing.T) {
 		t.Fatalf("fetched hits differ from brain_query's:\n%s\n%s", fetched.Hits, whole.Hits)
 	}
 	// A stale generation is answered with the fresh statistics, unranked.
-	stale, err := search.ServeRank(s.st, s.lim.Search(), &search.RankRequest{Query: q, Generation: s.st.Generation() + 1})
+	stale, err := search.ServeRank(context.Background(), s.st, s.lim.Search(), &search.RankRequest{Query: q, Generation: s.st.Generation() + 1})
 	if err != nil || !stale.Stale || stale.Ranked != nil || stale.Stats == nil || stale.Stats.DocFreq["ledger"] != 7 {
 		t.Fatalf("stale rank = %+v, %v", stale, err)
 	}
 	// The shard's limits hold on the rank step as on brain_query.
 	long := (&search.Args{Query: strings.Repeat("word ", 40), Limit: 3}).Tokenized()
-	refused, err := search.ServeRank(s.st, s.lim.Search(), &search.RankRequest{Query: long})
+	refused, err := search.ServeRank(context.Background(), s.st, s.lim.Search(), &search.RankRequest{Query: long})
 	if err != nil || !strings.Contains(string(refused.Refused), `"too_large"`) {
 		t.Fatalf("rank of an over-long query = %+v, %v", refused, err)
 	}
