@@ -152,7 +152,7 @@ func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallTo
 }
 
 func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, args []byte, rec *auditRecord) *mcp.CallToolResult {
-	a, err := ci.argsOf(args)
+	a, err := g.argsOf(ci, args)
 	if err != nil {
 		return g.fail(rec, classify(err, ""))
 	}
@@ -199,10 +199,11 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 
 // argsOf returns the fields of the call's arguments: the lean path's scan
 // of them when it made one, else a scan now.
-func (ci *callInfo) argsOf(args []byte) (callArgs, error) {
+func (g *Gateway) argsOf(ci *callInfo, args []byte) (callArgs, error) {
 	if ci.scanned {
 		return ci.args, ci.args.err(args)
 	}
+	g.countParse()
 	return parseArgs(args)
 }
 

@@ -36,6 +36,7 @@ type mcpCall struct {
 	now     time.Time  // when the request was authenticated (rate limits)
 	ci      callInfo   // filled in step by step; handed to the tool handlers through ctx
 	msg     rpcMessage // the JSON-RPC envelope of a POST body, parsed once
+	lean    *leanBody  // a plain tools/call body, walked once (envelope.go); nil otherwise
 	ctx     context.Context
 }
 
@@ -194,7 +195,10 @@ func (g *Gateway) withBody(next mcpHandler) mcpHandler {
 				g.refuseBody(q, err)
 				return
 			}
-			if json.Unmarshal(body, &q.msg) == nil {
+			g.countParse()
+			if lb, ok := leanParse(body); ok {
+				q.lean, q.msg, q.ci.method = &lb, lb.msg, lb.msg.Method
+			} else if json.Unmarshal(body, &q.msg) == nil {
 				q.ci.method = q.msg.Method
 			} else {
 				q.msg = rpcMessage{}

@@ -59,6 +59,10 @@ type callParams struct {
 	Meta      metaRef         `json:"_meta"`
 	Task      *mcp.TaskParams `json:"task,omitempty"`
 	mcp.MultiRoundTripParams
+
+	// walked: the body's one walk found _meta's two members already.
+	walked        bool
+	version, caps rawRef
 }
 
 // mcpParams are the params as a handler receives them from mcp-go, but for
@@ -89,20 +93,22 @@ func (m *metaRef) UnmarshalJSON(b []byte) error {
 
 var errMetaNotMap = errors.New("gateway: _meta does not decode into a map")
 
-// modern reports whether _meta carries what a 2026-07-28 request carries
+// modern reports whether params' _meta carries what a 2026-07-28 request carries
 // on every request, read as mcp-go reads it (Meta.ProtocolVersion, Meta.
 // ClientCapabilities): the protocol version, a string equal to version,
 // and the client's capabilities, which decode into mcp.ClientCapabilities.
-func (m metaRef) modern(version string) bool {
-	var ver, caps rawRef
-	walkJSON(m, func(name []byte, v rawRef) {
-		switch string(name) {
-		case mcp.MetaKeyProtocolVersion:
-			ver = v
-		case mcp.MetaKeyClientCapabilities:
-			caps = v
-		}
-	})
+func (p *callParams) modern(version string) bool {
+	ver, caps := p.version, p.caps
+	if !p.walked {
+		walkJSON(p.Meta, func(name []byte, v rawRef) {
+			switch string(name) {
+			case mcp.MetaKeyProtocolVersion:
+				ver = v
+			case mcp.MetaKeyClientCapabilities:
+				caps = v
+			}
+		})
+	}
 	if v, ok := jsonString(ver); !ok || v != version || caps == nil || string(caps) == "null" {
 		return false
 	}
@@ -162,13 +168,10 @@ func (g *Gateway) leanCall(q *mcpCall) (st *server.ServerTool, p callParams, id 
 	if id, ok = requestIDValue(msg.ID); !ok {
 		return nil, p, nil, false
 	}
-	if len(msg.Params) == 0 || json.Unmarshal(msg.Params, &p) != nil {
-		return nil, p, nil, false
-	}
-	args, fit := scanArgs(p.Arguments)
+	args, fit, ok := g.leanParams(q, &p)
 	// 2026-07-28 carries its version (equal to the header's) and the client's
 	// capabilities in _meta on every request.
-	if !fit || args.shape == argsInvalid || !p.Meta.modern(version) || !standardHeadersMatch(h, p.Name) {
+	if !ok || !fit || args.shape == argsInvalid || !p.modern(version) || !standardHeadersMatch(h, p.Name) {
 		return nil, p, nil, false
 	}
 	st = g.mcp.GetTool(p.Name)
@@ -180,6 +183,30 @@ func (g *Gateway) leanCall(q *mcpCall) (st *server.ServerTool, p callParams, id 
 	}
 	q.ci.args, q.ci.scanned = args, true
 	return st, p, id, true
+}
+
+// leanParams are the call's params and the scan of its arguments: from the
+// body's one walk when it was plain (leanParse), else decoded now as
+// mcp-go decodes them. ok is false for params mcp-go would refuse.
+func (g *Gateway) leanParams(q *mcpCall, p *callParams) (args callArgs, fit, ok bool) {
+	if lb := q.lean; lb != nil {
+		p.Name, p.Arguments = lb.name, lb.argsRaw
+		switch {
+		case lb.metaShape == argsOther || (lb.metaShape == argsObject && !lb.metaFit):
+			return args, false, false // mcp-go refuses a _meta that is not a map
+		case lb.metaShape == argsObject:
+			p.Meta = metaRef(lb.meta)
+		}
+		p.walked, p.version, p.caps = true, lb.version, lb.caps
+		return lb.args, lb.argsFit, true
+	}
+	g.countParse()
+	if len(q.msg.Params) == 0 || json.Unmarshal(q.msg.Params, p) != nil {
+		return args, false, false
+	}
+	g.countParse()
+	args, fit = scanArgs(p.Arguments)
+	return args, fit, true
 }
 
 // standardHeadersMatch is mcp.ValidateStandardHeaders for a tools/call of

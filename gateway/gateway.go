@@ -80,6 +80,7 @@ type Gateway struct {
 	// wing's index generation, so a cross-wing search skips the statistics
 	// round trip while a wing has not changed (search.Replica).
 	replica    *search.Replica
+	parses     atomic.Int64   // decodes of /mcp bodies, params and arguments (a test counts them)
 	searchSpec *toolspec.Spec // the search tool's, to decode a cross-wing query once
 	refresh    *refresher
 	mcp        *server.MCPServer

@@ -38,3 +38,15 @@ func (g *Gateway) OnMintJoinForTest(fn func()) {
 	mustBeTesting("OnMintJoinForTest")
 	g.test.mintJoined = fn
 }
+
+// countParse counts one decode of a request's JSON (a body, params or
+// arguments) for ParsesForTest: a tools/call on the lean path is decoded
+// once.
+func (g *Gateway) countParse() { g.parses.Add(1) }
+
+// ParsesForTest returns how many times the gateway has decoded a request's
+// JSON (bodies, params, arguments) since it started.
+func (g *Gateway) ParsesForTest() int64 {
+	mustBeTesting("ParsesForTest")
+	return g.parses.Load()
+}

@@ -47,6 +47,7 @@ func (s *Spec) Check(dst any) error {
 // Unmarshal is the first half of Decode: the walk of the JSON, its names
 // and its types, without the checks of the values.
 func (s *Spec) Unmarshal(args []byte, dst any) error {
+	s.decodes.Add(1)
 	v := reflect.ValueOf(dst)
 	if v.Kind() != reflect.Pointer || v.Elem().Kind() != reflect.Struct {
 		panic(fmt.Sprintf("toolspec: Decode(%T): want a pointer to a struct", dst)) // a programming error

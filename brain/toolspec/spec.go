@@ -22,6 +22,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/brainstem/brainstem/brain"
 )
@@ -106,8 +107,13 @@ type Spec struct {
 	// as a search over every wing the caller can read.
 	Fanout string
 
-	plans sync.Map // reflect.Type → *plan (decode.go)
+	plans   sync.Map     // reflect.Type → *plan (decode.go)
+	decodes atomic.Int64 // Unmarshal calls (Decodes)
 }
+
+// Decodes returns how many calls' arguments the spec has decoded: one per
+// call, the shard's one decode of them (a test counts it).
+func (s *Spec) Decodes() int64 { return s.decodes.Load() }
 
 // FanoutSearch is the Fanout of a tool searched across wings.
 const FanoutSearch = "search"
