@@ -272,8 +272,7 @@ func FuzzRouteWing(f *testing.F) {
 	f.Fuzz(func(t *testing.T, args []byte) {
 		w, ok, err := routeWing(args, getRoutes)
 		if err != nil {
-			var ge *Error
-			if !errors.As(err, &ge) || ge.Code != brain.CodeInvalidArgument {
+			if e := classify(err, ""); e.Code != brain.CodeInvalidArgument {
 				t.Fatalf("routing error %v is not invalid_argument", err)
 			}
 			return

@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"encoding/json"
@@ -25,9 +26,24 @@ func (a *callArgs) str(name string, raw rawRef) (s string, ok bool, err error) {
 		return "", false, nil
 	}
 	if s, ok = jsonString(raw); !ok {
-		return "", false, newError(brain.CodeInvalidArgument, ErrInvalidArgument, "argument %q must be a string", name)
+		return "", false, toolspec.WrongType(name, toolspec.String, jsonKind(raw))
 	}
 	return s, s != "", nil
+}
+
+// jsonKind names a JSON value's kind as encoding/json's type errors do.
+func jsonKind(raw []byte) string {
+	switch raw[0] {
+	case '"':
+		return "string"
+	case '{':
+		return "object"
+	case '[':
+		return "array"
+	case 't', 'f':
+		return "bool"
+	}
+	return "number"
 }
 
 // route derives the wing a call addresses from the arguments its tool's
@@ -37,10 +53,12 @@ func (a *callArgs) str(name string, raw rawRef) (s string, ok bool, err error) {
 // path. ok is false when no wing is derivable; err reports a malformed
 // argument (an *Error with brain.CodeInvalidArgument).
 func (a *callArgs) route(routes []toolspec.RouteArg) (wing string, ok bool, err error) {
+	var mistyped error // a routing argument that is not a string: the shard's refusal, unless another routes
 	for _, r := range routes {
 		s, ok, err := a.str(r.Arg, a.get(r.Arg))
 		if err != nil {
-			return "", false, err
+			mistyped = cmp.Or(mistyped, err)
+			continue
 		}
 		if !ok {
 			continue
@@ -58,7 +76,7 @@ func (a *callArgs) route(routes []toolspec.RouteArg) (wing string, ok bool, err 
 			}
 		}
 	}
-	return "", false, nil
+	return "", false, mistyped
 }
 
 // agentKey is the agent's idempotency_key, "" when absent or not a string

@@ -59,6 +59,9 @@ type Config struct {
 	// MaxNoteBytes bounds a note file (0 → 1 MiB); larger files are skipped
 	// with a warning.
 	MaxNoteBytes int
+	// Tools are served after the brain tools, exactly like them (a test
+	// declares a tool of its own with tools.Define).
+	Tools []tools.Tool
 }
 
 // Service is one wing served over brainstem/1. It implements proto.Handler:
@@ -133,7 +136,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		cfg:      cfg,
 		store:    st,
 		journal:  journal,
-		tools:    tools.New(st, tools.Options{Logger: log, Journal: journal}),
+		tools:    tools.New(st, tools.Options{Logger: log, Journal: journal, Extra: cfg.Tools}),
 		minter:   auth.NewMinter(cfg.Wing, cfg.Key, cfg.TokenTTL, cfg.Now),
 		log:      log,
 		stop:     make(chan struct{}),

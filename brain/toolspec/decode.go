@@ -278,6 +278,14 @@ func tokenKind(tok json.Token) string {
 	return "value"
 }
 
+// WrongType is the refusal of an argument whose JSON value (a "number", a
+// "string", an "object"… as encoding/json names them) is not of its type:
+// the shard's and, for a routing argument, the gateway's, word for word.
+func WrongType(name string, want Type, got string) error {
+	article := map[Type]string{String: "a string", Integer: "an integer", Boolean: "a boolean", Array: "an array", Object: "an object"}[want]
+	return invalid("argument %q must be %s, not %s", name, article, got)
+}
+
 // typeErr maps a failure to decode one value.
 func typeErr(name string, err error) error {
 	var te *json.UnmarshalTypeError
