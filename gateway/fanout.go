@@ -178,18 +178,22 @@ func (f *fanout) gather() *Error {
 // wingStats is a wing's statistics of the query's terms: the replica's,
 // when it holds them, else asked (and put in the replica).
 func (f *fanout) wingStats(ctx context.Context, w *wing) (search.Stats, uint64, error) {
-	if st, gen, ok := f.g.replica.Lookup(w.idx, f.q.Terms); ok {
+	if st, gen, ok := f.g.replica.Lookup(f.slot(w), f.q.Terms); ok {
 		f.g.metrics.statsReused.Inc()
 		return st, gen, nil
 	}
-	resp, err := w.client.Stats(ctx, &proto.StatsRequest{RequestID: f.ci.requestID, StatsRequest: search.StatsRequest{Terms: f.q.Terms}})
+	resp, err := w.client.Stats(ctx, &proto.StatsRequest{RequestID: f.ci.requestID, StatsRequest: search.StatsRequest{Terms: f.q.Terms, Scope: f.q.Scope}})
 	if err != nil {
 		return search.Stats{}, 0, err
 	}
 	w.markReached()
-	f.g.replica.Put(w.idx, resp.Generation, resp.Stats)
+	f.g.replica.Put(f.slot(w), resp.Generation, resp.Stats)
 	return resp.Stats, resp.Generation, nil
 }
+
+// slot is the replica's slot of a wing's statistics over the search's
+// scope: each scope's statistics are a wing's own.
+func (f *fanout) slot(w *wing) int { return w.idx*len(search.Scopes()) + search.ScopeIndex(f.q.Scope) }
 
 // global sums the statistics of the wings still in the search.
 func (f *fanout) global() *search.Stats {
@@ -280,7 +284,7 @@ func (f *fanout) rankRound(ctx context.Context, last bool, refused [][]byte) (ag
 		case resp.Stale && resp.Stats != nil:
 			stale[i] = true
 			f.stats[i], f.gens[i] = *resp.Stats, resp.Generation
-			f.g.replica.Put(w.idx, resp.Generation, *resp.Stats)
+			f.g.replica.Put(f.slot(w), resp.Generation, *resp.Stats)
 		default:
 			f.ranks[i] = search.WingRank{Ranked: resp.Ranked, Total: resp.Total}
 			f.rendered[i] = hitsByKey(rankedKeys(resp.Ranked, len(resp.Hits)), resp.Hits)

@@ -234,7 +234,7 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 		g.wings = append(g.wings, w)
 		g.byName[wc.Name] = w
 	}
-	g.replica = search.NewReplica(len(g.wings), replicaTerms)
+	g.replica = search.NewReplica(len(g.wings)*len(search.Scopes()), replicaTerms)
 	g.searchSpec = search.Spec(search.NoLimits())
 	if err := g.setURLs(); err != nil {
 		return nil, err

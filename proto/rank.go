@@ -20,12 +20,15 @@ type RankResponse struct {
 	search.RankResponse
 }
 
-// Query: text, terms, the searchable words counted, hall, limit.
+// Query: text, terms, the searchable words counted, hall, scope, limit.
 func appendQuery(b []byte, q *search.Query) ([]byte, error) {
 	if err := checkLen("query", len(q.Text), MaxQueryBytes); err != nil {
 		return b, err
 	}
 	if err := checkLen("hall", len(q.Hall), MaxWingBytes); err != nil {
+		return b, err
+	}
+	if err := checkLen("scope", len(q.Scope), MaxWingBytes); err != nil {
 		return b, err
 	}
 	b = codec.AppendString(b, q.Text)
@@ -35,6 +38,7 @@ func appendQuery(b []byte, q *search.Query) ([]byte, error) {
 	}
 	b = codec.AppendUvarint(b, uint64(q.Tokens))
 	b = codec.AppendString(b, q.Hall)
+	b = codec.AppendString(b, q.Scope)
 	return codec.AppendUvarint(b, uint64(q.Limit)), nil
 }
 
@@ -43,6 +47,7 @@ func readQuery(d *codec.Decoder) search.Query {
 	q.Terms = readTerms(d)
 	q.Tokens = int(min(d.Uvarint("tokens"), MaxQueryBytes))
 	q.Hall = d.String("hall", MaxWingBytes)
+	q.Scope = d.String("scope", MaxWingBytes)
 	q.Limit = int(min(d.Uvarint("limit"), MaxFetchIDs))
 	return q
 }

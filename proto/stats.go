@@ -21,13 +21,20 @@ type StatsResponse struct {
 	search.StatsResponse
 }
 
-func (s *StatsRequest) appendBody(b []byte) ([]byte, error) { return appendTerms(b, s.Terms) }
+func (s *StatsRequest) appendBody(b []byte) ([]byte, error) {
+	if err := checkLen("scope", len(s.Scope), MaxWingBytes); err != nil {
+		return b, err
+	}
+	b, err := appendTerms(b, s.Terms)
+	return codec.AppendString(b, s.Scope), err
+}
 
 func decodeStatsRequest(p []byte) (reqHeader, *StatsRequest, error) {
 	d := codec.NewDecoder(p)
 	h := readReqHeader(d)
 	s := &StatsRequest{RequestID: h.RequestID}
 	s.Terms = readTerms(d)
+	s.Scope = d.String("scope", MaxWingBytes)
 	return h, s, decoded(d.Err())
 }
 

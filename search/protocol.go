@@ -31,6 +31,7 @@ import (
 // StatsRequest asks a wing for its statistics of some terms.
 type StatsRequest struct {
 	Terms []string
+	Scope string
 }
 
 // StatsResponse is a wing's statistics and the generation they are of.
@@ -83,7 +84,7 @@ type Source interface {
 	// Generation changes whenever the index does (a write, an outside
 	// edit, a restart).
 	Generation() uint64
-	TermStats(terms []string) Stats
+	TermStats(terms []string, scope string) Stats
 	// RankQuery ranks, and renders the best render hits from the same
 	// ranking (no second scoring).
 	RankQuery(ctx context.Context, q Query, stats *Stats, render int) ([]Ranked, int, []Hit, error)
@@ -93,7 +94,7 @@ type Source interface {
 // ServeStats answers a Stats request.
 func ServeStats(src Source, req *StatsRequest) *StatsResponse {
 	gen := src.Generation()
-	return &StatsResponse{Stats: src.TermStats(req.Terms), Generation: gen}
+	return &StatsResponse{Stats: src.TermStats(req.Terms, req.Scope), Generation: gen}
 }
 
 // ServeRank answers a Rank request: refused when the query breaks the
@@ -106,7 +107,7 @@ func ServeRank(ctx context.Context, src Source, lim Limits, req *RankRequest) (*
 	}
 	gen := src.Generation()
 	if req.Generation != 0 && req.Generation != gen {
-		st := src.TermStats(req.Query.Terms)
+		st := src.TermStats(req.Query.Terms, req.Query.Scope)
 		return &RankResponse{Generation: gen, Stale: true, Stats: &st}, nil
 	}
 	ranked, total, hits, err := src.RankQuery(ctx, req.Query, req.Stats, min(req.Render, req.Query.Limit))

@@ -1,6 +1,7 @@
 package search
 
 import (
+	"cmp"
 	"fmt"
 
 	"github.com/brainstem/brainstem/brain"
@@ -43,7 +44,29 @@ type Query struct {
 	Terms  []string // the distinct terms, in order of first appearance (Terms)
 	Tokens int      // the searchable words, duplicates counted, for MaxQueryTerms
 	Hall   string   // "" for every hall
+	Scope  string   // ScopeWiki, ScopeInbox or ScopeAll
 	Limit  int
+}
+
+// The scopes of a search: the curated notes, the notes waiting in the
+// inbox for a curator (their hits marked unreviewed), or both.
+const (
+	ScopeWiki  = "wiki"
+	ScopeInbox = "inbox"
+	ScopeAll   = "all"
+)
+
+// Scopes returns the scopes, in a fixed order.
+func Scopes() []string { return []string{ScopeWiki, ScopeInbox, ScopeAll} }
+
+// ScopeIndex is the position of scope in Scopes (0 for an unknown one).
+func ScopeIndex(scope string) int {
+	for i, s := range Scopes() {
+		if s == scope {
+			return i
+		}
+	}
+	return 0
 }
 
 // Args are brain_query's arguments as the JSON carries them.
@@ -51,6 +74,7 @@ type Args struct {
 	Query string `json:"query"`
 	Wing  string `json:"wing"`
 	Hall  string `json:"hall"`
+	Scope string `json:"scope"`
 	Limit int    `json:"limit"`
 }
 
@@ -60,7 +84,7 @@ func (a *Args) WingName() string { return a.Wing }
 // Tokenized tokenizes the arguments once into the query they ask for.
 func (a *Args) Tokenized() Query {
 	toks := Tokenize(a.Query)
-	q := Query{Text: a.Query, Tokens: len(toks), Hall: a.Hall, Limit: a.Limit}
+	q := Query{Text: a.Query, Tokens: len(toks), Hall: a.Hall, Scope: cmp.Or(a.Scope, ScopeWiki), Limit: a.Limit}
 	for _, t := range toks {
 		if len(q.Terms) < MaxQueryTerms && !contains(q.Terms, t) {
 			q.Terms = append(q.Terms, t)
@@ -104,15 +128,17 @@ func Spec(lim Limits) *toolspec.Spec {
 		Name: Tool, Title: "Search the brain", Needs: brain.CapRead, ReadOnly: true, Idempotent: true, Fanout: toolspec.FanoutSearch,
 		Description: "Full-text (BM25) search over the curated notes of the team brain. Use it first whenever you need " +
 			"what the team already knows, decided or learned (facts, decisions, failures, hypotheses, sources) before " +
-			"answering or writing. Returns {hits:[{id, wing, hall, title, score, snippet, path, content_hash}], total}, " +
+			"answering or writing. Returns {hits:[{id, wing, hall, title, score, snippet, path, content_hash, unreviewed?}], total}, " +
 			"best first; total is the number of notes that match (in every wing searched), however many hits are returned. " +
-			"Fetch a hit's full text with brain_get. Without wing, the gateway searches every wing you can read.",
+			"With scope inbox or all it also searches the notes waiting for a curator: their hits have unreviewed: true and " +
+			"no id (read them by path). Fetch a hit's full text with brain_get. Without wing, the gateway searches every wing you can read.",
 		Args: []toolspec.Arg{
 			{Name: "query", Type: toolspec.String, Required: true, Min: toolspec.Int(1),
 				Desc: fmt.Sprintf("Words to search for (at most %d bytes and %d searchable words; case and common English stop words are ignored).", lim.MaxQueryBytes, lim.MaxQueryTerms)},
 			{Name: "wing", Type: toolspec.String, Route: toolspec.RouteWing,
 				Desc: "The wing to act on. Optional: this shard serves exactly one wing, and a different value is an error. Through the gateway it picks the shard."},
 			{Name: "hall", Type: toolspec.String, Enum: brain.Halls(), Missing: "one of " + brain.HallList, Desc: "Only search notes of this hall."},
+			{Name: "scope", Type: toolspec.String, Enum: Scopes(), Desc: "What to search: the curated notes (wiki, the default), the inbox of notes waiting for review (inbox), or both (all)."},
 			{Name: "limit", Type: toolspec.Integer, Min: toolspec.Int(1), Max: toolspec.Int(MaxLimit), Default: DefaultLimit, Desc: "Maximum number of hits."},
 		},
 	}

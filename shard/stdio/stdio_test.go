@@ -134,7 +134,9 @@ func TestStdioEveryTool(t *testing.T) {
 		{"brain_pending", `{}`},
 		{"brain_update", `{"id":"payments/decisions/use-idempotency-keys","body":"Retry safely, always.","reason":"clarity"}`},
 		{"brain_ingest_raw", `{"pages":[{"hall":"facts","title":"Settlement","body":"T+2"}]}`},
+		{"session_list", `{}`}, // empty yet: a log's updated_at is its file's mtime, another in the twin
 		{"session_log", `{"session":"s1","entry":{"did":"things"}}`},
+		{"session_read", `{"session":"s1"}`},
 		{"brain_promote", `{"name":"retry-storms","hall":"hypotheses"}`},
 		{"brain_get", `{"id":"payments/hypotheses/retry-storms"}`},
 		{"brain_write", `{"title":"Use idempotency keys","body":"again","hall":"decisions"}`}, // already_exists

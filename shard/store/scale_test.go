@@ -220,7 +220,7 @@ func TestRankAndFetch(t *testing.T) {
 	ctx := context.Background()
 	for _, text := range corpus.Queries(1, 2, 10) {
 		q := search.Query{Text: text, Terms: search.Terms(text), Limit: 8}
-		st := s.TermStats(q.Terms)
+		st := s.TermStats(q.Terms, search.ScopeWiki)
 		st.Docs *= 3 // as if other wings held more notes
 		st.TotalLength *= 3
 		want, err := s.Query(ctx, text, SearchOptions{Limit: 8, Stats: &st})

@@ -68,6 +68,9 @@ func (s *Store) Rescan(ctx context.Context) error {
 	if len(changed) > 0 {
 		s.log.Debug("store: rescan applied changes made outside the store", "notes", len(changed))
 	}
+	if err := s.syncInbox(ctx); err != nil {
+		return err
+	}
 	return s.syncTOC(s.tocTouched())
 }
 

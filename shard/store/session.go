@@ -3,6 +3,7 @@ package store
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -11,8 +12,13 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"math"
 	"os"
 	"path/filepath"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
@@ -170,4 +176,184 @@ func (s *Store) countLines(session string, f *os.File, size int64) (int, bool, e
 		}
 	}
 	return n, last != '\n', nil
+}
+
+// SessionInfo describes one session log of the wing.
+type SessionInfo struct {
+	Session   string
+	Path      string    // sessions/<wing>/<session>.jsonl
+	Size      int64     // bytes
+	Modified  time.Time // the file's modification time (the listing's order)
+	UpdatedAt string    // when its last line was logged (else the modification time)
+	LastBy    string    // the author of the last line ("" when unreadable)
+}
+
+// ListSessions returns the wing's session logs, most recently written
+// first (then by name), up to limit of them after the cursor returned by a
+// previous call ("" = from the start); next is "" after the last one.
+func (s *Store) ListSessions(cursor string, limit int) (logs []SessionInfo, next string, err error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, "", err
+	}
+	dir, err := s.dirOf(brain.WingDir(brain.TopSessions, s.wing))
+	if err != nil {
+		return nil, "", fmt.Errorf("store: list sessions: %w", err)
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, "", fmt.Errorf("store: list sessions: %w", err)
+	}
+	var all []SessionInfo
+	for _, e := range entries {
+		name, ok := strings.CutSuffix(e.Name(), brain.SessionExt)
+		if !ok || !e.Type().IsRegular() || brain.ValidSession(name) != nil {
+			continue
+		}
+		fi, err := e.Info()
+		if err != nil {
+			continue // removed meanwhile
+		}
+		all = append(all, SessionInfo{Session: name, Path: brain.SessionPath(s.wing, name), Size: fi.Size(), Modified: fi.ModTime().UTC()})
+	}
+	slices.SortFunc(all, func(a, b SessionInfo) int {
+		return cmp.Or(b.Modified.Compare(a.Modified), cmp.Compare(a.Session, b.Session))
+	})
+	start, err := sessionCursor(all, cursor)
+	if err != nil {
+		return nil, "", err
+	}
+	end := min(start+limit, len(all))
+	logs = all[start:end]
+	for i := range logs {
+		last := s.lastLine(filepath.Join(dir, logs[i].Session+brain.SessionExt))
+		logs[i].LastBy, logs[i].UpdatedAt = last.By, cmp.Or(last.At, logs[i].Modified.Format(time.RFC3339Nano))
+	}
+	if end < len(all) {
+		next = encodeSessionCursor(all[end-1])
+	}
+	return logs, next, nil
+}
+
+// A session cursor is the modification time (Unix nanoseconds) and the name
+// of the last log of the previous page.
+func encodeSessionCursor(l SessionInfo) string {
+	return strconv.FormatInt(l.Modified.UnixNano(), 10) + "." + l.Session
+}
+
+func sessionCursor(all []SessionInfo, cursor string) (int, error) {
+	if cursor == "" {
+		return 0, nil
+	}
+	ts, name, ok := strings.Cut(cursor, ".")
+	ns, err := strconv.ParseInt(ts, 10, 64)
+	if !ok || err != nil || brain.ValidSession(name) != nil {
+		return 0, refuse(ErrInvalid, "cursor %q is not one this listing returned: pass next_cursor as it was, or omit it", cursor)
+	}
+	after := SessionInfo{Session: name, Modified: time.Unix(0, ns).UTC()}
+	return sort.Search(len(all), func(i int) bool {
+		return cmp.Or(after.Modified.Compare(all[i].Modified), cmp.Compare(all[i].Session, after.Session)) > 0
+	}), nil
+}
+
+// lastLine reads a log's last complete line (zero when unreadable).
+func (s *Store) lastLine(abs string) sessionLine {
+	f, fi, err := openLimit(abs, math.MaxInt)
+	if err != nil {
+		return sessionLine{}
+	}
+	defer f.Close()
+	tail := min(fi.Size(), MaxSessionEntryBytes+4096)
+	buf := make([]byte, tail)
+	if _, err := f.ReadAt(buf, fi.Size()-tail); err != nil && !errors.Is(err, io.EOF) {
+		return sessionLine{}
+	}
+	buf = bytes.TrimRight(buf, "\n")
+	if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
+		buf = buf[i+1:]
+	}
+	var l sessionLine
+	if json.Unmarshal(buf, &l) != nil {
+		return sessionLine{}
+	}
+	return l
+}
+
+// SessionEntry is one line of a session log.
+type SessionEntry struct {
+	Line  int             // 1-based line number
+	At    string          // when it was logged
+	By    string          // its author's email
+	Entry json.RawMessage // the logged object; nil when the line is not a session line
+}
+
+// ReadSession returns up to limit entries of a session log starting after
+// offset lines (0: from the first), and the total number of lines. A line
+// that is not a session line (an edit by hand, an append a crash cut
+// short) is returned with a nil Entry, so line numbers stay those of the
+// file. A missing log is ErrNotFound.
+func (s *Store) ReadSession(ctx context.Context, session string, offset, limit int) (entries []SessionEntry, total int, err error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, 0, err
+	}
+	if err := brain.ValidSession(session); err != nil {
+		return nil, 0, invalid(err)
+	}
+	rel := brain.SessionPath(s.wing, session)
+	abs, err := s.abs(rel)
+	if err != nil {
+		return nil, 0, err
+	}
+	f, _, err := openLimit(abs, math.MaxInt)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, 0, refuse(ErrNotFound, "no session log %q in wing %q (%s)", session, s.wing, rel)
+		}
+		return nil, 0, fmt.Errorf("store: read %s: %w", rel, err)
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 64<<10)
+	for n := 1; ; n++ {
+		if n%1024 == 0 && ctx.Err() != nil {
+			return nil, 0, fmt.Errorf("store: %w", ctx.Err())
+		}
+		line, err := readLine(r, MaxSessionEntryBytes+4096)
+		if errors.Is(err, io.EOF) && line == nil {
+			return entries, n - 1, nil
+		}
+		if err != nil && !errors.Is(err, io.EOF) {
+			return nil, 0, fmt.Errorf("store: read %s: %w", rel, err)
+		}
+		if n > offset && len(entries) < limit {
+			entries = append(entries, sessionEntryOf(n, line))
+		}
+	}
+}
+
+// readLine reads one line without its newline, keeping at most max bytes
+// of it (a longer line is not a session line: it is returned cut).
+func readLine(r *bufio.Reader, max int) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line) < max {
+			line = append(line, chunk[:min(len(chunk), max-len(line))]...)
+		}
+		switch {
+		case err == nil:
+			return bytes.TrimSuffix(line, []byte("\n")), nil
+		case errors.Is(err, bufio.ErrBufferFull):
+			continue
+		case errors.Is(err, io.EOF) && len(line) > 0:
+			return line, nil
+		}
+		return nil, err
+	}
+}
+
+func sessionEntryOf(n int, line []byte) SessionEntry {
+	var l sessionLine
+	if json.Unmarshal(line, &l) != nil || len(l.Entry) == 0 || l.Entry[0] != '{' {
+		return SessionEntry{Line: n}
+	}
+	return SessionEntry{Line: n, At: l.At, By: l.By, Entry: bytes.Clone(l.Entry)}
 }

@@ -122,6 +122,8 @@ type Store struct {
 
 	skips skipSet // files of the wing that are not loaded
 
+	inbox inboxState // the inbox as search sees it (inbox.go)
+
 	snap snapshotState // the persisted index (see snapshot.go)
 
 	tocDelay time.Duration // > 0: _index.md is written behind (see Options.IndexDelay)
@@ -189,6 +191,9 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if err := s.load(ctx, opt.Progress); err != nil {
 		return nil, err
 	}
+	if err := s.syncInbox(ctx); err != nil {
+		return nil, err
+	}
 	if err := s.syncTOC(true); err != nil {
 		return nil, err
 	}
@@ -212,6 +217,7 @@ func storeFor(root string, opt Options) *Store {
 		notes:     make(map[string]*meta),
 		backlinks: make(map[string]map[string]struct{}),
 		sessLines: make(map[string]sessCount),
+		inbox:     inboxState{files: map[string]inboxFile{}, ix: index.New()},
 	}
 	if s.log == nil {
 		s.log = slog.New(slog.DiscardHandler)

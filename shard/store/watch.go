@@ -105,8 +105,16 @@ func (s *Store) addWatches(w dirWatcher) error {
 			return err
 		}
 	}
+	if dir, err := s.dirOf(brain.WingDir(brain.TopInbox, s.wing)); err == nil {
+		if err := w.add(dir, inboxTag); err != nil && !errors.Is(err, fs.ErrNotExist) {
+			return err
+		}
+	}
 	return nil
 }
+
+// inboxTag tags the events of the inbox directory (no hall has the name).
+const inboxTag = "inbox"
 
 // watchLoop applies batches of events until ctx ends or the reader stops.
 func (s *Store) watchLoop(ctx context.Context, batches <-chan []watchEvent, after func()) {
@@ -151,13 +159,15 @@ func (s *Store) applyEvents(ctx context.Context, evs []watchEvent) {
 	if s.closed.Load() {
 		return
 	}
-	rescan, toc := false, false
+	rescan, toc, inbox := false, false, false
 	notes := map[brain.ID]bool{}
 	for _, ev := range evs {
 		switch {
 		case ev.overflow || ev.dirGone:
 			rescan = true
 		case layout.Hidden(ev.name):
+		case ev.tag == inboxTag:
+			inbox = true
 		case ev.tag == "":
 			if ev.name == brain.IndexSlug+brain.NoteExt {
 				toc = true
@@ -185,6 +195,11 @@ func (s *Store) applyEvents(ctx context.Context, evs []watchEvent) {
 			s.log.Warn("store: rescan after a change failed", "err", err)
 		}
 		return
+	}
+	if inbox {
+		if err := s.syncInbox(ctx); err != nil && ctx.Err() == nil {
+			s.log.Warn("store: following the inbox failed", "err", err)
+		}
 	}
 	changed := false
 	for id := range notes {

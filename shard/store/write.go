@@ -144,6 +144,7 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 		if err := atomicfile.CreateFile(t.abs, raw, filePerm); err != nil {
 			return nil, s.createErr(t.Path, err)
 		}
+		s.inboxWritten(t.Name, raw, t.abs)
 		return note, nil
 	}
 
@@ -371,6 +372,7 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook H
 	if err := os.Remove(inAbs); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, nil, fmt.Errorf("store: %s was written but the inbox file %s could not be removed (remove it by hand): %w", id, inRel, err)
 	}
+	s.inboxWritten(name, nil, inAbs)
 	if err := atomicfile.SyncDir(filepath.Dir(inAbs)); err != nil {
 		return nil, nil, fmt.Errorf("store: sync inbox: %w", err)
 	}

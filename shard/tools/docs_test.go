@@ -38,6 +38,8 @@ var docExamples = []example{
 	{"brain_ingest_raw", `{"pages":[{"hall":"sources","title":"PSP contract","body":"Section 4: timeouts."},{"hall":"facts","title":"Retry budget","body":"duplicate"}]}`, writer},
 	{"session_log", `{"session":"2026-11-30-incident","entry":{"did":"wrote the incident note","note":"payments/failures/card-network-timeouts"}}`, writer},
 	{"brain_promote", `{"name":"retry-storms","hall":"hypotheses"}`, curator},
+	{"session_list", `{}`, reader},
+	{"session_read", `{"session":"2026-11-30-incident","limit":10}`, reader},
 }
 
 // docErrorExamples illustrate error results (run after docExamples).

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"math"
 	"strings"
 
 	"github.com/brainstem/brainstem/brain"
@@ -86,6 +87,8 @@ func (s *Set) define() []Tool {
 		Define(s.ingestSpec(), s.ingest),
 		Define(s.sessionLogSpec(), s.sessionLog),
 		Define(s.promoteSpec(), s.promote),
+		Define(s.sessionListSpec(), s.sessionList),
+		Define(s.sessionReadSpec(), s.sessionRead),
 	}
 }
 
@@ -755,4 +758,111 @@ func (s *Set) promote(ctx context.Context, c Caller, a *promoteArgs) (any, error
 		}
 		return promoteResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash, Tunnels: tunnels}, nil
 	})
+}
+
+// ---- session_list
+
+func (s *Set) sessionListSpec() *toolspec.Spec {
+	return &toolspec.Spec{
+		Name: "session_list", Title: "Session logs of the wing", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
+		Description: "List the wing's session logs (what agents logged with session_log), most recently written first, a page " +
+			"at a time. Returns {sessions:[{session, path, size, updated_at, last_by}], next_cursor} (updated_at and last_by " +
+			"are the time and author of the log's last entry; next_cursor is \"\" on the last page). Read one with session_read.",
+		Args: []toolspec.Arg{
+			wingArg(),
+			{Name: "cursor", Type: toolspec.String, Desc: "The next_cursor of the previous page; omit for the first page."},
+			{Name: "limit", Type: toolspec.Integer, Min: toolspec.Int(1), Max: toolspec.Int(SessionListMaxLimit), Default: SessionListDefaultLimit, Desc: "Maximum number of logs."},
+		},
+	}
+}
+
+type sessionListArgs struct {
+	WingArg
+	Cursor string `json:"cursor"`
+	Limit  int    `json:"limit"`
+}
+
+type sessionInfo struct {
+	Session   string `json:"session"`
+	Path      string `json:"path"`
+	Size      int64  `json:"size"`
+	UpdatedAt string `json:"updated_at"`
+	LastBy    string `json:"last_by"`
+}
+
+type sessionListResult struct {
+	Sessions   []sessionInfo `json:"sessions"`
+	NextCursor string        `json:"next_cursor"`
+}
+
+func (s *Set) sessionList(_ context.Context, _ Caller, a *sessionListArgs) (any, error) {
+	logs, next, err := s.st.ListSessions(a.Cursor, a.Limit)
+	if err != nil {
+		return nil, err
+	}
+	res := sessionListResult{Sessions: make([]sessionInfo, len(logs)), NextCursor: next}
+	for i, l := range logs {
+		res.Sessions[i] = sessionInfo{Session: l.Session, Path: l.Path, Size: l.Size, UpdatedAt: l.UpdatedAt, LastBy: l.LastBy}
+	}
+	return res, nil
+}
+
+// ---- session_read
+
+func (s *Set) sessionReadSpec() *toolspec.Spec {
+	return &toolspec.Spec{
+		Name: "session_read", Title: "Read a session log", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
+		Description: "Read the entries of one session log in order, a page at a time. Returns {session, path, entries:[{line, " +
+			"at, by, entry}], total, next_offset}: total is the log's number of lines, next_offset the offset of the next " +
+			"page (-1 after the last). A line that is not a session entry (edited by hand, cut short by a crash) comes " +
+			"with entry null, so line numbers are the file's.",
+		Args: []toolspec.Arg{
+			{Name: "session", Type: toolspec.String, Required: true, Min: toolspec.Int(1), Missing: "the session id, as session_list lists it",
+				Check: func(_, v string) error { return brain.ValidSession(v) }, Desc: "Session id, as session_list lists it."},
+			wingArg(),
+			{Name: "offset", Type: toolspec.Integer, Min: toolspec.Int(0), Max: toolspec.Int(math.MaxInt32), Default: 0, Desc: "Lines to skip: 0 for the first page, else the previous page's next_offset."},
+			{Name: "limit", Type: toolspec.Integer, Min: toolspec.Int(1), Max: toolspec.Int(SessionReadMaxLimit), Default: SessionReadDefaultLimit, Desc: "Maximum number of entries."},
+		},
+	}
+}
+
+type sessionReadArgs struct {
+	Session string `json:"session"`
+	WingArg
+	Offset int `json:"offset"`
+	Limit  int `json:"limit"`
+}
+
+type sessionEntry struct {
+	Line  int             `json:"line"`
+	At    string          `json:"at"`
+	By    string          `json:"by"`
+	Entry json.RawMessage `json:"entry"`
+}
+
+type sessionReadResult struct {
+	Session    string         `json:"session"`
+	Path       string         `json:"path"`
+	Entries    []sessionEntry `json:"entries"`
+	Total      int            `json:"total"`
+	NextOffset int            `json:"next_offset"`
+}
+
+func (s *Set) sessionRead(ctx context.Context, _ Caller, a *sessionReadArgs) (any, error) {
+	entries, total, err := s.st.ReadSession(ctx, a.Session, a.Offset, a.Limit)
+	if err != nil {
+		return nil, hint(err, store.ErrNotFound, "session_list lists the wing's logs")
+	}
+	res := sessionReadResult{Session: a.Session, Path: brain.SessionPath(s.Wing(), a.Session), Entries: make([]sessionEntry, len(entries)), Total: total, NextOffset: -1}
+	for i, e := range entries {
+		entry := e.Entry
+		if entry == nil {
+			entry = json.RawMessage("null")
+		}
+		res.Entries[i] = sessionEntry{Line: e.Line, At: e.At, By: e.By, Entry: entry}
+	}
+	if next := a.Offset + len(entries); next < total {
+		res.NextOffset = next
+	}
+	return res, nil
 }

@@ -67,4 +67,9 @@ const (
 	PendingDefaultLimit = 50
 	PendingMaxLimit     = 200
 	SnippetRunes        = search.SnippetRunes
+	// session_list and session_read pages.
+	SessionListDefaultLimit = 50
+	SessionListMaxLimit     = 200
+	SessionReadDefaultLimit = 100
+	SessionReadMaxLimit     = 500
 )

@@ -105,9 +105,10 @@ func TestDescriptors(t *testing.T) {
 	if err := json.Unmarshal(s.Descriptors(), &ds); err != nil {
 		t.Fatal(err)
 	}
-	wantOrder := []string{"brain_query", "brain_get", "brain_list", "brain_links", "brain_pending", "brain_write", "brain_update", "brain_ingest_raw", "session_log", "brain_promote"}
+	wantOrder := []string{"brain_query", "brain_get", "brain_list", "brain_links", "brain_pending", "brain_write", "brain_update", "brain_ingest_raw", "session_log", "brain_promote", "session_list", "session_read"}
 	wantCap := map[string]string{"brain_query": "read", "brain_get": "read", "brain_list": "read", "brain_links": "read", "brain_pending": "read",
-		"brain_write": "write", "brain_update": "write", "brain_ingest_raw": "write", "session_log": "write", "brain_promote": "curate"}
+		"brain_write": "write", "brain_update": "write", "brain_ingest_raw": "write", "session_log": "write", "brain_promote": "curate",
+		"session_list": "read", "session_read": "read"}
 	if len(ds) != len(wantOrder) {
 		t.Fatalf("%d descriptors", len(ds))
 	}
@@ -266,7 +267,7 @@ func TestToolsHappyPaths(t *testing.T) {
 		if res := mustCall(t, s, reader, "brain_query", `{"query":"zebra"}`, nil); res != `{"hits":[],"total":0}` {
 			t.Errorf("no hits = %s", res)
 		}
-		if qs := s.st.TermStats(search.Terms("retry")); qs.Docs != 3 || qs.DocFreq["retry"] != 2 {
+		if qs := s.st.TermStats(search.Terms("retry"), search.ScopeWiki); qs.Docs != 3 || qs.DocFreq["retry"] != 2 {
 			t.Errorf("TermStats = %+v", qs)
 		}
 	})
