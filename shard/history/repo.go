@@ -12,12 +12,12 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
-	"github.com/go-git/go-billy/v5/osfs"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
 )
@@ -34,7 +34,7 @@ type repo struct {
 	// prefix is the brain directory's path inside the worktree, "" or
 	// ending in "/": a brain path rel is the tree path prefix+rel.
 	prefix string
-	mu sync.Mutex
+	mu     sync.Mutex
 	// branch is the branch HEAD names (read at Open and before each
 	// commit batch).
 	branch plumbing.ReferenceName

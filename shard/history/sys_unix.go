@@ -12,4 +12,3 @@ import (
 func flockTry(f *os.File) error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 }
-
