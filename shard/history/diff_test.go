@@ -165,7 +165,6 @@ func gitApplies(t *testing.T, from, to, patch string) {
 	}
 }
 
-
 func TestDiffCut(t *testing.T) {
 	from := strings.Repeat("same\n", 5) + strings.Repeat("old line\n", 50)
 	to := strings.Repeat("same\n", 5) + strings.Repeat("new line\n", 50)
