@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"path"
 	"strings"
+	"sync"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -517,19 +518,25 @@ func (h *History) reconcileIndex(ix *versionIndex, c *object.Commit) error {
 // treeCache keeps recently read trees, which a walk through successive
 // commits reads twice (a commit's tree is its child's parent tree).
 type treeCache struct {
-	m map[plumbing.Hash][]object.TreeEntry
+	mu sync.Mutex
+	m  map[plumbing.Hash][]object.TreeEntry
 }
 
 const treeCacheSize = 512
 
 func (tc *treeCache) get(o *objectStore, h plumbing.Hash) ([]object.TreeEntry, error) {
-	if es, ok := tc.m[h]; ok {
+	tc.mu.Lock()
+	es, ok := tc.m[h]
+	tc.mu.Unlock()
+	if ok {
 		return es, nil
 	}
 	es, err := o.tree(h)
 	if err != nil {
 		return nil, err
 	}
+	tc.mu.Lock()
+	defer tc.mu.Unlock()
 	if tc.m == nil || len(tc.m) >= treeCacheSize {
 		tc.m = map[plumbing.Hash][]object.TreeEntry{}
 	}
