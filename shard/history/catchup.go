@@ -525,6 +525,9 @@ type treeCache struct {
 const treeCacheSize = 512
 
 func (tc *treeCache) get(o *objectStore, h plumbing.Hash) ([]object.TreeEntry, error) {
+	if h == emptyTree {
+		return nil, nil // git knows the empty tree without storing it
+	}
 	tc.mu.Lock()
 	es, ok := tc.m[h]
 	tc.mu.Unlock()

@@ -249,10 +249,14 @@ func (h *History) rewrite(lock *lockFile, head plumbing.Hash, req PurgeRequest, 
 	}
 	rw := &rewriter{h: h, b: b, t: t, placeholder: placeholder, memo: map[string]plumbing.Hash{}}
 	ids, newHead, err := rw.commits(head)
+	if err == nil {
+		err = b.finish() // the rewritten history is read back below
+	}
 	if err != nil {
 		b.abort()
 		return PurgeResult{}, err
 	}
+	b = h.objs.batch()
 	if err := h.resetModelTo(newHead); err != nil {
 		b.abort()
 		return PurgeResult{}, err

@@ -103,6 +103,10 @@ func (m *treeModel) load(n *treeNode) error {
 	if n.loaded {
 		return nil
 	}
+	if n.hash == emptyTree {
+		n.loaded = true
+		return nil
+	}
 	es, err := m.o.tree(n.hash)
 	if err != nil {
 		return err
