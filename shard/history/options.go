@@ -170,7 +170,7 @@ type Version struct {
 	// Blob is the git blob id; ContentHash the sha256 hex of the bytes
 	// (both "" when Removed).
 	Blob, ContentHash string
-	// At is the commit's author time.
+	// At is the commit's author time, in UTC.
 	At time.Time
 	// Author is the email of the change's author (for an outside change,
 	// the committer the commit names).

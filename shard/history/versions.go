@@ -111,7 +111,7 @@ func (ix *versionIndex) apply(c *commitInfo, changes []pathChange) {
 // public converts v for callers.
 func (v *version) public() Version {
 	out := Version{
-		ID: v.c.id.String(), Path: v.path, At: v.c.at, Author: v.c.author, Action: v.c.action,
+		ID: v.c.id.String(), Path: v.path, At: v.c.at.UTC(), Author: v.c.author, Action: v.c.action,
 		Tool: v.c.tool, Reason: v.c.reason, Key: v.c.key, Removed: v.removed, Purged: v.purged, From: v.from,
 	}
 	if !v.removed {
