@@ -169,6 +169,16 @@ func (h *History) loadSnapshot() *versionIndex {
 	return ix
 }
 
+// laterLineage reports whether a, rather than b, holds the path both
+// end at: the live one, else the one changed last.
+func laterLineage(a, b *lineage) bool {
+	an, bn := a.newest(), b.newest()
+	if an.removed != bn.removed {
+		return !an.removed
+	}
+	return an.c.at.After(bn.c.at)
+}
+
 // crcReader hashes every byte read through it.
 type crcReader struct {
 	r *bufio.Reader
@@ -283,7 +293,16 @@ func decodeLineages(s *codec.Stream, ix *versionIndex, commits []*commitInfo) er
 // the paths they were moved away from (the latest move wins).
 func (ix *versionIndex) restore(ls []*lineage) {
 	for _, l := range ls {
-		ix.byPath[l.newest().path] = l
+		p := l.newest().path
+		old := ix.byPath[p]
+		if old != nil && !laterLineage(l, old) {
+			ix.buried = append(ix.buried, l)
+			continue
+		}
+		if old != nil {
+			ix.buried = append(ix.buried, old)
+		}
+		ix.byPath[p] = l
 	}
 	movedAt := map[string]time.Time{}
 	for _, l := range ls {

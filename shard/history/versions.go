@@ -45,6 +45,9 @@ type versionIndex struct {
 	commits map[plumbing.Hash]*commitInfo
 	byPath  map[string]*lineage
 	moved   map[string]*lineage
+	// buried are lineages whose path another lineage took (a note moved
+	// onto the path of a removed one): kept, but no longer found by path.
+	buried []*lineage
 }
 
 func newVersionIndex() *versionIndex {
@@ -98,6 +101,9 @@ func (ix *versionIndex) apply(c *commitInfo, changes []pathChange) {
 		}
 		l.vs = append(l.vs, v)
 		if !ch.removed {
+			if old := ix.byPath[ch.path]; old != nil && old != l {
+				ix.buried = append(ix.buried, old)
+			}
 			ix.byPath[ch.path] = l
 			delete(ix.moved, ch.path)
 		}
@@ -253,6 +259,12 @@ func (ix *versionIndex) lineages() []*lineage {
 				seen[l] = true
 				out = append(out, l)
 			}
+		}
+	}
+	for _, l := range ix.buried {
+		if !seen[l] {
+			seen[l] = true
+			out = append(out, l)
 		}
 	}
 	return out
