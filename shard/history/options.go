@@ -57,6 +57,9 @@ type Options struct {
 	// staleLock is the age past which a lock file nobody holds is taken
 	// for a crashed writer's (0: defaultStaleLock). Tests shorten it.
 	staleLock time.Duration
+	// onRead, when set, is told of every tracked file read from disk
+	// (tests count them).
+	onRead func(rel string)
 	// packEvery is the number of loose objects that starts a background
 	// pack (0: defaultPackEvery).
 	packEvery int

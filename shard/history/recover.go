@@ -120,6 +120,9 @@ func (h *History) readFile(rel string) ([]byte, error) {
 	if !fi.Mode().IsRegular() {
 		return nil, fmt.Errorf("history: %s is not a regular file: %w", rel, fs.ErrNotExist)
 	}
+	if h.opt.onRead != nil {
+		h.opt.onRead(rel)
+	}
 	b, err := os.ReadFile(p)
 	if err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return nil, fmt.Errorf("history: %w", err)
