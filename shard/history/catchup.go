@@ -60,6 +60,7 @@ func (h *History) catchUpLocked(head plumbing.Hash) error {
 	}
 	ix.head = head
 	h.ix = ix
+	h.snapDirty += len(order)
 	if len(order) > 0 {
 		h.log.Debug("history: read new commits", "commits", len(order), "head", head)
 	}

@@ -2,7 +2,6 @@ package history
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -463,6 +462,3 @@ func (h *History) Removed(prefix string) []Version {
 	defer h.mu.RUnlock()
 	return h.ix.removed(prefix)
 }
-
-// isClosed reports a closed History.
-func isClosed(err error) bool { return errors.Is(err, errClosed) }

@@ -74,16 +74,6 @@ func (o *objectStore) blob(h plumbing.Hash) ([]byte, error) {
 	return readAll(obj)
 }
 
-// raw returns the type and bytes of object h.
-func (o *objectStore) raw(h plumbing.Hash) (plumbing.ObjectType, []byte, error) {
-	obj, err := o.get(h, plumbing.AnyObject)
-	if err != nil {
-		return 0, nil, err
-	}
-	b, err := readAll(obj)
-	return obj.Type(), b, err
-}
-
 func readAll(obj plumbing.EncodedObject) ([]byte, error) {
 	r, err := obj.Reader()
 	if err != nil {

@@ -92,10 +92,24 @@ func listLoose(dir string) ([]looseObject, error) {
 		for _, f := range files {
 			if n := d.Name() + f.Name(); len(n) == 40 && isHex(n) {
 				out = append(out, looseObject{hash: plumbing.NewHash(n), path: filepath.Join(dir, d.Name(), f.Name())})
+			} else if strings.HasPrefix(f.Name(), "tmp_obj_") {
+				removeIfOld(filepath.Join(dir, d.Name(), f.Name()))
 			}
 		}
 	}
 	return out, nil
+}
+
+// staleTemp is the age past which a temporary object or pack file is
+// taken for one a crashed writer left (git's own writers finish in
+// seconds).
+const staleTemp = time.Hour
+
+// removeIfOld removes a temporary file older than staleTemp.
+func removeIfOld(path string) {
+	if fi, err := os.Lstat(path); err == nil && time.Since(fi.ModTime()) > staleTemp {
+		os.Remove(path)
+	}
 }
 
 func isHex(s string) bool {
@@ -223,6 +237,9 @@ func listPacks(dir string) ([]packInfo, error) {
 	var out []packInfo
 	for _, e := range ents {
 		n := e.Name()
+		if strings.HasPrefix(n, "tmp_pack_") || strings.HasPrefix(n, "tmp_idx_") {
+			removeIfOld(filepath.Join(dir, n))
+		}
 		if !strings.HasPrefix(n, "pack-") || !strings.HasSuffix(n, ".idx") {
 			continue
 		}
