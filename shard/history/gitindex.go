@@ -111,8 +111,30 @@ func (h *History) writeIndex(ctx context.Context) error {
 	}
 	h.idxDirty = map[string]bool{}
 	h.idxAll = false
+	h.seen = nil
 	h.idxLast = time.Now()
 	return nil
+}
+
+// seenFile is the stat data of a file whose bytes the engine read (and
+// found unchanged while reading) and the blob they make.
+type seenFile struct {
+	st   statInfo
+	blob plumbing.Hash
+}
+
+// sawFile remembers that the file rel, of info before (taken before it
+// was read), holds blob, if it did not change while it was read, so that
+// the next .git/index update need not read it again. writeMu is held.
+func (h *History) sawFile(rel string, before fs.FileInfo, blob plumbing.Hash) {
+	after, err := os.Lstat(h.abs(rel))
+	if before == nil || err != nil || statOf(before) != statOf(after) {
+		return
+	}
+	if h.seen == nil {
+		h.seen = map[string]seenFile{}
+	}
+	h.seen[rel] = seenFile{st: statOf(after), blob: blob}
 }
 
 // indexPaths are the brain paths whose entries writeIndex rewrites.
@@ -169,11 +191,13 @@ func (h *History) indexEntry(idx *index.Index, byName map[string]int, drop map[i
 	if err != nil || !fi.Mode().IsRegular() {
 		return nil // no file: git sees it deleted, as it is
 	}
-	b, err := os.ReadFile(h.abs(p))
-	if err != nil || objectHash(plumbing.BlobObject, b) != blob {
-		return nil // other bytes than committed (a change in flight): git compares the content
-	}
 	st := statOf(fi)
+	if seen, ok := h.seen[p]; !ok || seen.blob != blob || seen.st != st {
+		b, err := os.ReadFile(h.abs(p))
+		if err != nil || objectHash(plumbing.BlobObject, b) != blob {
+			return nil // other bytes than committed (a change in flight): git compares the content
+		}
+	}
 	e.CreatedAt, e.ModifiedAt = st.ctime, st.mtime
 	e.Dev, e.Inode, e.UID, e.GID, e.Size = st.dev, st.ino, st.uid, st.gid, st.size
 	return nil

@@ -48,7 +48,8 @@ type History struct {
 	idxDirty map[string]bool // brain paths whose .git/index entry is behind
 	idxAll   bool            // every wing entry of .git/index must be rewritten
 	idxLast  time.Time
-	idxWarn  bool // the skipped index was logged once
+	idxWarn  bool                // the skipped index was logged once
+	seen     map[string]seenFile // files read since the last index update
 	snapLast time.Time
 
 	mu        sync.RWMutex // guards ix and snapDirty

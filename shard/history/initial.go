@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"os"
 	"sort"
 	"strings"
 	"time"
@@ -92,6 +93,7 @@ func (h *History) packFiles(pw *packWriter, files []string) ([]pathChange, error
 		if i > 0 && files[i-1] == p || !h.opt.Tracked(p) || strings.HasPrefix(p, "/") {
 			continue
 		}
+		before, _ := os.Lstat(h.abs(p))
 		b, err := h.readFile(p)
 		if errors.Is(err, fs.ErrNotExist) {
 			continue // removed since it was listed
@@ -103,6 +105,7 @@ func (h *History) packFiles(pw *packWriter, files []string) ([]pathChange, error
 		if err != nil {
 			return nil, err
 		}
+		h.sawFile(p, before, blob)
 		if err := h.tree.set(h.repo.treePath(p), blob, 0); err != nil {
 			return nil, err
 		}
