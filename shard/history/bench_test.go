@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"io/fs"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strconv"
@@ -61,6 +62,9 @@ func corpusBrain(b *testing.B, n int) (*testBrain, []string, int64) {
 func benchOptions(tb *testBrain) Options {
 	opt := tb.optionsFor("bench", tb.state)
 	opt.Now = time.Now
+	if os.Getenv("BRAINSTEM_BENCH_LOG") != "" {
+		opt.Logger = slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: slog.LevelDebug}))
+	}
 	return opt
 }
 

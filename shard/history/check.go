@@ -31,19 +31,15 @@ func (h *History) Check(ctx context.Context) ([]Problem, error) {
 	if err != nil {
 		return nil, fmt.Errorf("history: list the wing's files: %w", err)
 	}
-	known, err := h.headPaths()
-	if err != nil {
-		return nil, err
-	}
-	ops, err := h.diskOps(append(files, known...), h.loadStatCache())
+	ds, err := h.reconcileOps(files, h.loadStatCache())
 	if err != nil {
 		return nil, err
 	}
 	inHead := map[string]bool{}
-	for _, p := range known {
-		inHead[p] = true
+	for _, d := range ds {
+		inHead[d.op.Path] = d.had
 	}
-	for _, op := range ops {
+	for _, op := range pairRenames(ds) {
 		out = append(out, Problem{Path: op.Path, Message: checkMessage(op, inHead[op.Path])})
 	}
 	for _, lock := range []string{h.repo.refPath(h.repo.currentBranch()) + ".lock", h.indexPath() + ".lock"} {

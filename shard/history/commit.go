@@ -111,6 +111,9 @@ func (h *History) applyOps(ops []Op, b objectSink) ([]pathChange, error) {
 		if err := h.tree.set(tp, blob, 0); err != nil {
 			return nil, err
 		}
+		if had {
+			h.tree.hint(blob, old)
+		}
 		changes = append(changes, pathChange{path: op.Path, from: from, blob: blob, sum: sumOf(op.Content),
 			purged: len(op.Content) >= len(purgeNotice) && string(op.Content[:len(purgeNotice)]) == purgeNotice})
 	}
@@ -174,6 +177,7 @@ func (h *History) commitWith(ctx context.Context, mk func(head plumbing.Hash) ([
 		return head, nil, err
 	}
 	h.loose.Add(int64(b.written))
+	h.looseBytes.Add(b.bytes)
 	if newHead == head {
 		return head, nil, nil
 	}
@@ -240,5 +244,7 @@ func (h *History) syncModel(head plumbing.Hash) error {
 // discardModel drops the tree model after a failed build (its nodes may
 // name objects that were never made durable).
 func (h *History) discardModel() {
+	hints := h.tree.hints
 	h.tree = newTreeModel(h.objs)
+	h.tree.hints = hints
 }

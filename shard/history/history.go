@@ -56,9 +56,10 @@ type History struct {
 	ix        *versionIndex
 	snapDirty int
 
-	plog  *pendingLog
-	q     *queue
-	loose atomic.Int64 // loose objects written since the last pack
+	plog       *pendingLog
+	q          *queue
+	loose      atomic.Int64 // loose objects written since the last pack
+	looseBytes atomic.Int64 // and their uncompressed bytes
 
 	stop      chan struct{}
 	done      chan struct{}
@@ -122,6 +123,7 @@ func (h *History) open(ctx context.Context) error {
 	}
 	h.ix = h.loadSnapshot()
 	restored := !h.ix.head.IsZero()
+	h.log.Debug("history: snapshot", "restored", restored, "took_seconds", time.Since(start).Seconds())
 	head, err := h.repo.readRef(h.repo.currentBranch())
 	if err != nil {
 		return err
@@ -146,6 +148,7 @@ func (h *History) open(ctx context.Context) error {
 	if err := h.settle(ctx, rec); err != nil {
 		return err
 	}
+	h.log.Debug("history: settled", "took_seconds", time.Since(start).Seconds())
 	if err := h.writeIndex(ctx); err != nil {
 		h.log.Warn("history: could not update .git/index; git status may show the wing's files as changed until the next commit", "err", err)
 	}
@@ -266,7 +269,7 @@ func (h *History) idle() {
 	h.writeMu.Lock()
 	defer h.writeMu.Unlock()
 	h.indexNow()
-	if h.loose.Load() >= int64(h.opt.packEvery) {
+	if h.loose.Load() >= int64(h.opt.packEvery) || h.looseBytes.Load() >= packBytes {
 		if err := h.packLoose(); err != nil {
 			h.log.Warn("history: could not pack loose objects; retrying later", "err", err)
 		}

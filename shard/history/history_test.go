@@ -182,3 +182,52 @@ func TestIndexKeptInStep(t *testing.T) {
 		t.Errorf("entries whose stat data is stale: %s", out)
 	}
 }
+
+// TestCheck reports each disagreement between the files and the history,
+// and changes nothing.
+func TestCheck(t *testing.T) {
+	ctx := context.Background()
+	b := newBrain(t)
+	for _, n := range []string{"a", "b", "c"} {
+		b.put("wiki/pay/facts/"+n+".md", n+"\n")
+	}
+	h := b.open(b.options())
+	if ps, err := h.Check(ctx); err != nil || len(ps) != 0 {
+		t.Fatalf("a clean brain: %+v %v", ps, err)
+	}
+	b.put("wiki/pay/facts/a.md", "edited\n")
+	os.Remove(filepath.Join(b.root, "wiki/pay/facts/b.md"))
+	b.put("wiki/pay/facts/new.md", "new\n")
+	head := b.git("rev-parse", "HEAD")
+	ps, err := h.Check(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := map[string]string{"wiki/pay/facts/a.md": "differs", "wiki/pay/facts/b.md": "gone", "wiki/pay/facts/new.md": "no version"}
+	if len(ps) != len(want) {
+		t.Fatalf("problems %+v", ps)
+	}
+	for _, p := range ps {
+		if !strings.Contains(p.Message, want[p.Path]) {
+			t.Errorf("%s: %q", p.Path, p.Message)
+		}
+	}
+	if b.git("rev-parse", "HEAD") != head {
+		t.Error("Check committed")
+	}
+	lock := filepath.Join(b.root, ".git", "refs", "heads", "main.lock")
+	if err := os.WriteFile(lock, nil, 0o644); err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-time.Hour)
+	os.Chtimes(lock, old, old)
+	ps, _ = h.Check(ctx)
+	found := false
+	for _, p := range ps {
+		found = found || strings.Contains(p.Message, "main.lock")
+	}
+	if !found {
+		t.Errorf("a stale ref lock is not reported: %+v", ps)
+	}
+	os.Remove(lock)
+}

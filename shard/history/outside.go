@@ -56,22 +56,68 @@ func (h *History) reconcile(ctx context.Context) error {
 	}
 	cache := h.loadStatCache()
 	_, ms, err := h.commitWith(ctx, func(plumbing.Hash) ([]plan, error) {
-		paths := append([]string(nil), files...)
-		known, err := h.headPaths()
-		if err != nil {
+		ds, err := h.reconcileOps(files, cache)
+		if err != nil || len(ds) == 0 {
 			return nil, err
 		}
-		paths = append(paths, known...)
-		ops, err := h.diskOps(paths, cache)
-		if err != nil || len(ops) == 0 {
-			return nil, err
-		}
-		return []plan{h.outsidePlan(ops)}, nil
+		return []plan{h.outsidePlan(pairRenames(ds))}, nil
 	})
 	if len(ms) > 0 {
 		h.log.Info("history: recorded the files changed while the shard was stopped", "files", len(ms[0].changes))
 	}
 	return err
+}
+
+// reconcileOps compares the head's tracked files with the files on disk:
+// one walk of the head's trees, one look at each file.
+func (h *History) reconcileOps(files []string, cache *statCache) ([]diskOp, error) {
+	busy := h.q.busyPaths()
+	onDisk := make(map[string]bool, len(files))
+	for _, f := range files {
+		if h.opt.Tracked(f) {
+			onDisk[f] = true
+		}
+	}
+	inHead := map[string]bool{}
+	var ds []diskOp
+	for _, d := range h.treeDirs() {
+		err := h.tree.files(d, func(p string, blob plumbing.Hash, mode filemode.FileMode) error {
+			rel, ok := h.repo.brainPath(p)
+			if !ok || !isFile(mode) || !h.opt.Tracked(rel) {
+				return nil
+			}
+			inHead[rel] = true
+			if busy[rel] {
+				return nil
+			}
+			if !onDisk[rel] {
+				ds = append(ds, diskOp{op: Op{Path: rel, Remove: true}, had: true, old: blob})
+				return nil
+			}
+			d, changed, err := h.compareFile(rel, true, blob, cache)
+			if changed {
+				ds = append(ds, d)
+			}
+			return err
+		})
+		if err != nil {
+			return nil, err
+		}
+	}
+	sort.Strings(files)
+	for i, f := range files {
+		if !onDisk[f] || inHead[f] || busy[f] || i > 0 && files[i-1] == f {
+			continue
+		}
+		d, changed, err := h.compareFile(f, false, plumbing.ZeroHash, nil)
+		if err != nil {
+			return nil, err
+		}
+		if changed {
+			ds = append(ds, d)
+		}
+	}
+	return ds, nil
 }
 
 // headPaths lists the tracked paths of the tree model (the head).
@@ -100,9 +146,8 @@ type diskOp struct {
 }
 
 // diskOps compares the files at paths with the tree model and returns the
-// operations that bring the tree to the disk; a removed path whose blob
-// an added path has is a rename. cache (optional) skips files whose stat
-// data says they are what the index recorded.
+// operations that bring the tree to the disk. cache (optional) skips
+// files whose stat data says they are what the index recorded.
 func (h *History) diskOps(paths []string, cache *statCache) ([]Op, error) {
 	busy := h.q.busyPaths()
 	sort.Strings(paths)
@@ -111,7 +156,11 @@ func (h *History) diskOps(paths []string, cache *statCache) ([]Op, error) {
 		if i > 0 && paths[i-1] == p || busy[p] {
 			continue
 		}
-		d, changed, err := h.diskOp(p, cache)
+		old, _, had, err := h.tree.lookup(h.repo.treePath(p))
+		if err != nil {
+			return nil, err
+		}
+		d, changed, err := h.compareFile(p, had, old, cache)
 		if err != nil {
 			return nil, err
 		}
@@ -119,6 +168,12 @@ func (h *History) diskOps(paths []string, cache *statCache) ([]Op, error) {
 			ds = append(ds, d)
 		}
 	}
+	return pairRenames(ds), nil
+}
+
+// pairRenames turns the differences into operations: a removed path whose
+// blob an added path has is a rename.
+func pairRenames(ds []diskOp) []Op {
 	gone := map[plumbing.Hash]int{}
 	for i, d := range ds {
 		if d.op.Remove {
@@ -140,19 +195,15 @@ func (h *History) diskOps(paths []string, cache *statCache) ([]Op, error) {
 			ops = append(ops, d.op)
 		}
 	}
-	return ops, nil
+	return ops
 }
 
-// diskOp compares one path.
-func (h *History) diskOp(p string, cache *statCache) (diskOp, bool, error) {
-	tp := h.repo.treePath(p)
-	old, _, had, err := h.tree.lookup(tp)
-	if err != nil {
-		return diskOp{}, false, err
-	}
+// compareFile compares the file at brain path p with the tree's blob old
+// (had: the tree has one).
+func (h *History) compareFile(p string, had bool, old plumbing.Hash, cache *statCache) (diskOp, bool, error) {
 	d := diskOp{op: Op{Path: p}, had: had, old: old}
 	if cache != nil && had {
-		if fi, err := os.Lstat(h.abs(p)); err == nil && cache.clean(tp, fi, old) {
+		if fi, err := os.Lstat(h.abs(p)); err == nil && cache.clean(h.repo.treePath(p), fi, old) {
 			return d, false, nil
 		}
 	}
@@ -161,7 +212,7 @@ func (h *History) diskOp(p string, cache *statCache) (diskOp, bool, error) {
 		if !had {
 			return d, false, nil
 		}
-		d.op.Remove, d.op.HadBase = true, true
+		d.op.Remove = true
 		return d, true, nil
 	}
 	if err != nil {

@@ -58,6 +58,16 @@ func TestPacking(t *testing.T) {
 	if out, err := b.gitErr("fsck", "--strict", "--full"); err != nil {
 		t.Fatalf("git fsck: %v\n%s", err, out)
 	}
+	// The committer's hints made deltas: git's own check lists chains.
+	idxs, _ := filepath.Glob(filepath.Join(b.root, ".git", "objects", "pack", "pack-*.idx"))
+	deltas := false
+	for _, idx := range idxs {
+		out := b.git("verify-pack", "-v", idx)
+		deltas = deltas || strings.Contains(out, "chain length = 1:")
+	}
+	if !deltas {
+		t.Error("no pack holds a delta")
+	}
 	h2 := b.open(b.options())
 	vs, _, err := h2.Versions(ctx, "wiki/pay/facts/n7.md", "", 10)
 	if err != nil || len(vs) != 3 {

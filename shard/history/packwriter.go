@@ -41,6 +41,7 @@ type packWriter struct {
 	bw   *bufio.Writer
 	off  int64
 	seen map[plumbing.Hash]bool
+	offs map[plumbing.Hash]int64 // where each object starts
 	ents []packEntry
 	buf  bytes.Buffer
 	zw   [2]*zlib.Writer
@@ -61,7 +62,7 @@ func (o *objectStore) newPackWriter() (*packWriter, error) {
 	if err != nil {
 		return nil, fmt.Errorf("history: start a pack: %w", err)
 	}
-	p := &packWriter{o: o, dir: dir, f: f, bw: bufio.NewWriterSize(f, 1<<20), seen: map[plumbing.Hash]bool{}}
+	p := &packWriter{o: o, dir: dir, f: f, bw: bufio.NewWriterSize(f, 1<<20), seen: map[plumbing.Hash]bool{}, offs: map[plumbing.Hash]int64{}}
 	hdr := []byte{'P', 'A', 'C', 'K', 0, 0, 0, 2, 0, 0, 0, 0} // the count is fixed up at the end
 	p.bw.Write(hdr)
 	p.off = int64(len(hdr))
@@ -71,16 +72,55 @@ func (o *objectStore) newPackWriter() (*packWriter, error) {
 // put appends an object to the pack (once per id).
 func (p *packWriter) put(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 	h := objectHash(typ, data)
+	return h, p.putKnown(h, typ, data)
+}
+
+// putKnown appends object h, whose bytes are data, whole.
+func (p *packWriter) putKnown(h plumbing.Hash, typ plumbing.ObjectType, data []byte) error {
 	if p.seen[h] {
-		return h, nil
+		return nil
 	}
-	p.seen[h] = true
 	level := 0
 	if typ != plumbing.BlobObject || len(data) > packBlobLevel {
 		level = 1
 	}
+	return p.entry(h, packHeader(typ, len(data)), data, level)
+}
+
+// putDelta appends object h as a delta on base, which must be in the
+// pack: an offset delta when base is already written, else a reference
+// delta (git and go-git resolve both within a pack).
+func (p *packWriter) putDelta(h, base plumbing.Hash, delta []byte) error {
+	if p.seen[h] {
+		return nil
+	}
+	var hdr []byte
+	if off, ok := p.offs[base]; ok {
+		hdr = append(packHeader(plumbing.OFSDeltaObject, len(delta)), ofsDistance(p.off-off)...)
+	} else {
+		hdr = append(packHeader(plumbing.REFDeltaObject, len(delta)), base[:]...)
+	}
+	return p.entry(h, hdr, delta, 0)
+}
+
+// ofsDistance encodes how far back an offset delta's base starts: 7 bits
+// a byte, most significant first, each byte but the last with its high
+// bit set and (a quirk of the format) one less than its value.
+func ofsDistance(n int64) []byte {
+	b := []byte{byte(n & 0x7f)}
+	for n >>= 7; n > 0; n >>= 7 {
+		n--
+		b = append([]byte{byte(0x80 | n&0x7f)}, b...)
+	}
+	return b
+}
+
+// entry writes one pack entry: its header, then data compressed at
+// level (0 default, 1 fastest).
+func (p *packWriter) entry(h plumbing.Hash, hdr, data []byte, level int) error {
+	p.seen[h] = true
 	p.buf.Reset()
-	p.buf.Write(packHeader(typ, len(data)))
+	p.buf.Write(hdr)
 	zw := p.zw[level]
 	if zw == nil {
 		lv := zlib.DefaultCompression
@@ -93,14 +133,76 @@ func (p *packWriter) put(typ plumbing.ObjectType, data []byte) (plumbing.Hash, e
 	zw.Reset(&p.buf)
 	zw.Write(data)
 	if err := zw.Close(); err != nil {
-		return h, fmt.Errorf("history: compress %s: %w", h, err)
+		return fmt.Errorf("history: compress %s: %w", h, err)
 	}
 	if _, err := p.bw.Write(p.buf.Bytes()); err != nil {
-		return h, fmt.Errorf("history: write the pack: %w", err)
+		return fmt.Errorf("history: write the pack: %w", err)
 	}
 	p.ents = append(p.ents, packEntry{hash: h, off: p.off, crc: crc32.ChecksumIEEE(p.buf.Bytes())})
+	p.offs[h] = p.off
 	p.off += int64(p.buf.Len())
-	return h, nil
+	return nil
+}
+
+// copyMax is the longest copy one delta instruction makes (git's limit).
+const copyMax = 0x10000
+
+// prefixSuffixDelta returns a git delta that makes target from base: it
+// copies their common prefix and common suffix and inserts what lies
+// between. That is all a new version of a tree or a note needs (one
+// entry or one passage changed), costs a comparison of the bytes, and
+// needs no index of base. It returns nil when the delta would not be
+// much smaller than target.
+func prefixSuffixDelta(base, target []byte) []byte {
+	pre := 0
+	for pre < len(base) && pre < len(target) && base[pre] == target[pre] {
+		pre++
+	}
+	suf := 0
+	for suf < len(base)-pre && suf < len(target)-pre && base[len(base)-1-suf] == target[len(target)-1-suf] {
+		suf++
+	}
+	mid := target[pre : len(target)-suf]
+	if len(mid) > len(target)/2 {
+		return nil
+	}
+	d := binary.AppendUvarint(nil, uint64(len(base)))
+	d = binary.AppendUvarint(d, uint64(len(target)))
+	d = appendCopy(d, 0, pre)
+	for len(mid) > 0 {
+		n := min(len(mid), 0x7f)
+		d = append(d, byte(n))
+		d = append(d, mid[:n]...)
+		mid = mid[n:]
+	}
+	return appendCopy(d, len(base)-suf, suf)
+}
+
+// appendCopy appends instructions copying n bytes of the base from off.
+func appendCopy(d []byte, off, n int) []byte {
+	for n > 0 {
+		size := min(n, copyMax)
+		op := byte(0x80)
+		var args []byte
+		for i := range 4 {
+			if b := byte(off >> (8 * i)); b != 0 {
+				op |= 1 << i
+				args = append(args, b)
+			}
+		}
+		if size != copyMax { // a size of 0 means 0x10000
+			for i := range 3 {
+				if b := byte(size >> (8 * i)); b != 0 {
+					op |= 0x10 << i
+					args = append(args, b)
+				}
+			}
+		}
+		d = append(append(d, op), args...)
+		off += size
+		n -= size
+	}
+	return d
 }
 
 // packHeader is an entry's type and size: 3 bits of type, then the size

@@ -41,7 +41,7 @@ func (h *History) repack(head plumbing.Hash, except map[plumbing.Hash]bool) (*sc
 	for id := range keep {
 		hashes = append(hashes, id)
 	}
-	if sc.pack, err = h.encodePack(hashes); err != nil {
+	if sc.pack, err = h.encodePack(hashes, nil); err != nil {
 		return nil, err
 	}
 	return sc, nil
@@ -63,6 +63,7 @@ func (h *History) scrub(sc *scrubbing) error {
 		}
 	}
 	h.loose.Store(0)
+	h.looseBytes.Store(0)
 	for _, p := range []string{"logs", "ORIG_HEAD", "FETCH_HEAD", filepath.Join("objects", "info", "commit-graph"),
 		filepath.Join("objects", "info", "commit-graphs"), filepath.Join("objects", "pack", "multi-pack-index")} {
 		if err := os.RemoveAll(filepath.Join(h.repo.common, p)); err != nil {

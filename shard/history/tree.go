@@ -3,6 +3,7 @@ package history
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -17,9 +18,13 @@ import (
 // (a hall's tree of 20,000 entries is re-encoded, the other halls' trees
 // are not even read).
 type treeModel struct {
-	o    *objectStore
-	base plumbing.Hash // the commit the model is the tree of (zero: none)
-	root *treeNode
+	o *objectStore
+	// hints maps a tree or blob the model wrote to the one it replaced at
+	// the same path: the packer makes it a delta on that one.
+	hints   map[plumbing.Hash]plumbing.Hash
+	base    plumbing.Hash // the commit the model is the tree of (zero: none)
+	root    *treeNode
+	scratch []byte // a tree's encoding, reused (written before its parent's)
 	// spare holds the clean nodes of the model before the last reset, by
 	// hash, so that a new head sharing subtrees reuses them unread.
 	spare map[plumbing.Hash][]*treeNode
@@ -29,7 +34,8 @@ type treeModel struct {
 // entries once it is loaded.
 type treeNode struct {
 	hash    plumbing.Hash
-	entries []treeEntry // in git's order (see entryLess)
+	prev    plumbing.Hash // the hash it had before it was made dirty
+	entries []treeEntry   // in git's order (see entryLess)
 	loaded  bool
 	dirty   bool
 }
@@ -50,7 +56,7 @@ var emptyTree = objectHash(plumbing.TreeObject, nil)
 var errNotDir = errors.New("history: a path component is a file")
 
 func newTreeModel(o *objectStore) *treeModel {
-	return &treeModel{o: o, root: &treeNode{hash: emptyTree, loaded: true}}
+	return &treeModel{o: o, root: &treeNode{hash: emptyTree, loaded: true}, hints: map[plumbing.Hash]plumbing.Hash{}}
 }
 
 // reset makes the model the tree of commit base, whose root tree is root
@@ -255,11 +261,34 @@ func (m *treeModel) set(p string, h plumbing.Hash, mode filemode.FileMode) error
 		copy(n.entries[ins+1:], n.entries[ins:])
 		n.entries[ins] = treeEntry{name: name, mode: mode, hash: h}
 	}
-	for _, t := range trail {
-		t.dirty = true
-	}
+	markDirty(trail)
 	return nil
 }
+
+// markDirty marks the nodes on a changed path dirty, remembering the hash
+// each had (the base of its next version's delta).
+func markDirty(trail []*treeNode) {
+	for _, t := range trail {
+		if !t.dirty {
+			t.prev = t.hash
+		}
+		t.dirty = true
+	}
+}
+
+// hint records that object h replaces base at the same path.
+func (m *treeModel) hint(h, base plumbing.Hash) {
+	if base.IsZero() || base == h || base == emptyTree {
+		return
+	}
+	if len(m.hints) >= maxHints {
+		m.hints = map[plumbing.Hash]plumbing.Hash{}
+	}
+	m.hints[h] = base
+}
+
+// maxHints bounds the delta hints kept between two packs.
+const maxHints = 1 << 20
 
 // remove deletes the file at path p, and the directories it leaves empty;
 // it reports whether there was one.
@@ -277,9 +306,7 @@ func (m *treeModel) remove(p string) (bool, error) {
 		return false, nil
 	}
 	n.entries = append(n.entries[:at], n.entries[at+1:]...)
-	for _, t := range trail {
-		t.dirty = true
-	}
+	markDirty(trail)
 	// Prune the directories left empty, deepest first.
 	names := strings.Split(dir, "/")
 	for i := len(trail) - 1; i > 0 && len(trail[i].entries) == 0; i-- {
@@ -312,7 +339,7 @@ func (m *treeModel) writeNode(n *treeNode, b objectSink) (plumbing.Hash, error) 
 		}
 		size += len(e.name) + 28
 	}
-	buf := make([]byte, 0, size)
+	buf := slices.Grow(m.scratch[:0], size)
 	for i := range n.entries {
 		e := &n.entries[i]
 		buf = strconv.AppendUint(buf, uint64(e.mode), 8)
@@ -321,11 +348,13 @@ func (m *treeModel) writeNode(n *treeNode, b objectSink) (plumbing.Hash, error) 
 		buf = append(buf, 0)
 		buf = append(buf, e.hash[:]...)
 	}
+	m.scratch = buf
 	h, err := b.put(plumbing.TreeObject, buf)
 	if err != nil {
 		return h, err
 	}
-	n.hash, n.dirty = h, false
+	m.hint(h, n.prev)
+	n.hash, n.dirty, n.prev = h, false, plumbing.ZeroHash
 	return h, nil
 }
 
