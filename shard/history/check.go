@@ -1,0 +1,64 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"os"
+	"sort"
+	"time"
+)
+
+// Check reports where the files and the history disagree: a tracked file
+// whose bytes are not its last version (changed behind the shard's back
+// and not recorded yet), a file with no version, a version whose file is
+// gone, a committer that keeps failing, a git lock left by a crashed
+// writer. It changes nothing.
+func (h *History) Check(ctx context.Context) ([]Problem, error) {
+	var out []Problem
+	if err := h.fresh(ctx); err != nil {
+		out = append(out, Problem{Message: fmt.Sprintf("the committer cannot commit (%v): changes wait in the pending log", err)})
+	}
+	h.writeMu.Lock()
+	defer h.writeMu.Unlock()
+	head, err := h.repo.readRef(h.repo.currentBranch())
+	if err != nil {
+		return nil, err
+	}
+	if err := h.syncModel(head); err != nil {
+		return nil, err
+	}
+	files, err := h.opt.Files()
+	if err != nil {
+		return nil, fmt.Errorf("history: list the wing's files: %w", err)
+	}
+	ds, err := h.reconcileOps(files, h.loadStatCache())
+	if err != nil {
+		return nil, err
+	}
+	inHead := map[string]bool{}
+	for _, d := range ds {
+		inHead[d.op.Path] = d.had
+	}
+	for _, op := range pairRenames(ds) {
+		out = append(out, Problem{Path: op.Path, Message: checkMessage(op, inHead[op.Path])})
+	}
+	for _, lock := range []string{h.repo.refPath(h.repo.currentBranch()) + ".lock", h.indexPath() + ".lock"} {
+		if fi, err := os.Stat(lock); err == nil && time.Since(fi.ModTime()) > h.opt.staleLock {
+			out = append(out, Problem{Message: fmt.Sprintf("the git lock %s is %v old: a writer may have crashed; remove it if no git command is running", lock, time.Since(fi.ModTime()).Round(time.Second))})
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+func checkMessage(op Op, inHead bool) string {
+	switch {
+	case op.Remove:
+		return "the file is gone but history's last version has it (removed behind the shard's back, not recorded yet)"
+	case op.From != "":
+		return "the file was moved here from " + op.From + " behind the shard's back (not recorded yet)"
+	case !inHead:
+		return "the file has no version in history (created behind the shard's back, not recorded yet)"
+	}
+	return "the file differs from its last version in history (changed behind the shard's back, not recorded yet)"
+}

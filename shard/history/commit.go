@@ -1,0 +1,250 @@
+package history
+
+import (
+	"context"
+	"fmt"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+)
+
+// plan is one commit to make: its message, author, time and operations
+// (brain-relative paths).
+type plan struct {
+	meta       meta
+	author     Identity
+	at         time.Time
+	ops        []Op
+	allowEmpty bool // the purge's audit commit changes no file
+}
+
+// made is a commit built: what the version index records of it.
+type made struct {
+	ci      *commitInfo
+	changes []pathChange
+}
+
+// planOf is the commit of a pending change.
+func (h *History) planOf(p *Pending) plan {
+	c := &p.rec.change
+	m := meta{Subject: c.Subject, Reason: c.Reason, Wing: h.opt.Wing, Action: c.Action, Tool: c.Tool, Key: c.Key, Seq: p.seq}
+	for _, op := range c.Ops {
+		if op.From != "" {
+			m.MovedFrom = append(m.MovedFrom, op.From)
+		}
+	}
+	return plan{meta: m, author: Identity{Name: c.Author, Email: c.Author}, at: p.rec.at, ops: c.Ops}
+}
+
+// build makes the commits of plans on top of base, in order, on the tree
+// model, writing their objects into b; it returns the new head (base
+// when no plan changed anything). Plans that change nothing make no
+// commit.
+func (h *History) build(base plumbing.Hash, plans []plan, b objectSink) (plumbing.Hash, []made, error) {
+	head := base
+	root, err := h.tree.write(b)
+	if err != nil {
+		return head, nil, err
+	}
+	var out []made
+	for _, pl := range plans {
+		changes, err := h.applyOps(pl.ops, b)
+		if err != nil {
+			return head, nil, err
+		}
+		newRoot, err := h.tree.write(b)
+		if err != nil {
+			return head, nil, err
+		}
+		if newRoot == root && !pl.allowEmpty {
+			continue
+		}
+		id, err := writeCommit(b, pl, newRoot, head)
+		if err != nil {
+			return head, nil, err
+		}
+		ci := &commitInfo{id: id, at: pl.at, author: pl.author.Email, action: pl.meta.Action, tool: pl.meta.Tool,
+			reason: oneLine(pl.meta.Reason), key: pl.meta.Key, seq: pl.meta.Seq}
+		out = append(out, made{ci: ci, changes: renamesFirst(changes)})
+		head, root = id, newRoot
+	}
+	return head, out, nil
+}
+
+// applyOps applies one commit's operations to the tree model.
+func (h *History) applyOps(ops []Op, b objectSink) ([]pathChange, error) {
+	var changes []pathChange
+	for _, op := range ops {
+		tp := h.repo.treePath(op.Path)
+		if op.Remove {
+			gone, err := h.tree.remove(tp)
+			if err != nil {
+				return nil, err
+			}
+			if gone {
+				changes = append(changes, pathChange{path: op.Path, removed: true})
+			}
+			continue
+		}
+		from := ""
+		if op.From != "" {
+			gone, err := h.tree.remove(h.repo.treePath(op.From))
+			if err != nil {
+				return nil, err
+			}
+			if gone {
+				from = op.From
+			}
+		}
+		blob, err := b.put(plumbing.BlobObject, op.Content)
+		if err != nil {
+			return nil, err
+		}
+		old, _, had, err := h.tree.lookup(tp)
+		if err != nil {
+			return nil, err
+		}
+		if had && old == blob && from == "" {
+			continue
+		}
+		if err := h.tree.set(tp, blob, 0); err != nil {
+			return nil, err
+		}
+		if had {
+			h.tree.hint(blob, old)
+		}
+		changes = append(changes, pathChange{path: op.Path, from: from, blob: blob, sum: sumOf(op.Content),
+			purged: len(op.Content) >= len(purgeNotice) && string(op.Content[:len(purgeNotice)]) == purgeNotice})
+	}
+	return changes, nil
+}
+
+// writeCommit encodes a commit object into b.
+func writeCommit(b objectSink, pl plan, root, parent plumbing.Hash) (plumbing.Hash, error) {
+	sig := object.Signature{Name: oneLine(pl.author.Name), Email: oneLine(pl.author.Email), When: pl.at}
+	c := &object.Commit{Author: sig, Committer: sig, Message: pl.meta.message(), TreeHash: root}
+	if !parent.IsZero() {
+		c.ParentHashes = []plumbing.Hash{parent}
+	}
+	return putCommit(b, c)
+}
+
+// putCommit encodes c (go-git's encoding) and stores it.
+func putCommit(b objectSink, c *object.Commit) (plumbing.Hash, error) {
+	var mo plumbing.MemoryObject
+	if err := c.Encode(&mo); err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("history: encode a commit: %w", err)
+	}
+	raw, err := readAll(&mo)
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return b.put(plumbing.CommitObject, raw)
+}
+
+// commitPlans makes plans durable commits on the branch: under the ref
+// lock it catches up with the branch head, builds the commits on it,
+// makes their objects durable, then moves the ref. It returns the new
+// head and what each commit made.
+func (h *History) commitPlans(ctx context.Context, plans []plan) (plumbing.Hash, []made, error) {
+	return h.commitWith(ctx, func(plumbing.Hash) ([]plan, error) { return plans, nil })
+}
+
+// commitWith is commitPlans with the plans made by mk under the ref lock,
+// once the model is at the branch head (which mk is given).
+func (h *History) commitWith(ctx context.Context, mk func(head plumbing.Hash) ([]plan, error)) (plumbing.Hash, []made, error) {
+	lock, head, err := h.lockHead(ctx)
+	if err != nil {
+		return plumbing.ZeroHash, nil, err
+	}
+	defer lock.release()
+	plans, err := mk(head)
+	if err != nil || len(plans) == 0 {
+		return head, nil, err
+	}
+	b := h.objs.batch()
+	newHead, ms, err := h.build(head, plans, b)
+	if err == nil && newHead != head {
+		err = b.finish()
+		if err == nil {
+			err = lock.commit([]byte(newHead.String() + "\n"))
+		}
+	}
+	if err != nil {
+		b.abort()
+		h.discardModel()
+		return head, nil, err
+	}
+	h.loose.Add(int64(b.written))
+	h.looseBytes.Add(b.bytes)
+	if newHead == head {
+		return head, nil, nil
+	}
+	h.tree.base = newHead
+	h.mu.Lock()
+	if h.ix.head == head {
+		for _, m := range ms {
+			h.ix.apply(m.ci, m.changes)
+		}
+		h.ix.head = newHead
+	} else {
+		err = h.catchUpLocked(newHead)
+	}
+	h.snapDirty += len(ms)
+	h.mu.Unlock()
+	h.markIndex(ms)
+	return newHead, ms, err
+}
+
+// lockHead takes the ref lock and brings the version index and the tree
+// model to the branch head it guards.
+func (h *History) lockHead(ctx context.Context) (*lockFile, plumbing.Hash, error) {
+	if err := h.followHEAD(); err != nil {
+		return nil, plumbing.ZeroHash, err
+	}
+	lock, err := h.repo.lockRef(ctx)
+	if err != nil {
+		return nil, plumbing.ZeroHash, err
+	}
+	head, err := h.repo.readRef(h.repo.currentBranch())
+	if err == nil {
+		err = h.syncModel(head)
+	}
+	if err != nil {
+		lock.release()
+		return nil, plumbing.ZeroHash, err
+	}
+	return lock, head, nil
+}
+
+// syncModel brings the version index and the tree model to head.
+func (h *History) syncModel(head plumbing.Hash) error {
+	h.mu.Lock()
+	err := h.catchUpLocked(head)
+	h.mu.Unlock()
+	if err != nil {
+		return err
+	}
+	if h.tree.base == head && !head.IsZero() {
+		return nil
+	}
+	root := plumbing.ZeroHash
+	if !head.IsZero() {
+		c, err := h.objs.commit(head)
+		if err != nil {
+			return err
+		}
+		root = c.TreeHash
+	}
+	h.tree.reset(head, root)
+	return nil
+}
+
+// discardModel drops the tree model after a failed build (its nodes may
+// name objects that were never made durable).
+func (h *History) discardModel() {
+	hints := h.tree.hints
+	h.tree = newTreeModel(h.objs)
+	h.tree.hints = hints
+}

@@ -1,0 +1,322 @@
+package history
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+
+	"github.com/go-git/go-billy/v5/osfs"
+	git "github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/cache"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
+
+	"github.com/brainstem/brainstem/internal/atomicfile"
+)
+
+// objectCacheBytes bounds go-git's cache of decoded objects.
+const objectCacheBytes = 16 * cache.MiByte
+
+// repo is the git repository a brain's history lives in, and where its
+// files are.
+type repo struct {
+	worktree string // the worktree root (absolute, symlinks resolved)
+	gitDir   string // the worktree's git directory (HEAD, index)
+	common   string // the common directory (objects, refs, config, info)
+	// prefix is the brain directory's path inside the worktree, "" or
+	// ending in "/": a brain path rel is the tree path prefix+rel.
+	prefix string
+	mu     sync.Mutex
+	// branch is the branch HEAD names (read at Open and before each
+	// commit batch).
+	branch plumbing.ReferenceName
+	st     *filesystem.Storage
+	lt     lockTimes
+}
+
+// openRepo opens the git repository of root (root or a parent, as git
+// finds it), or initialises one at root/.git with branch main.
+func openRepo(opt Options) (*repo, error) {
+	r, err := git.PlainOpenWithOptions(opt.Root, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		r, err = initRepo(opt.Root)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("history: open the git repository of %s: %w", opt.Root, err)
+	}
+	wt, err := r.Worktree()
+	if err != nil {
+		return nil, fmt.Errorf("history: the brain directory %s is inside a git repository without a worktree (a bare repository); give the brain its own directory: %w", opt.Root, err)
+	}
+	rp := &repo{lt: lockTimes{timeout: opt.LockTimeout, stale: opt.staleLock}}
+	if rp.worktree, err = filepath.EvalSymlinks(wt.Filesystem.Root()); err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	st, ok := r.Storer.(*filesystem.Storage)
+	if !ok {
+		return nil, errors.New("history: the repository is not on disk")
+	}
+	rp.gitDir = st.Filesystem().Root()
+	rp.common = rp.gitDir
+	if b, err := os.ReadFile(filepath.Join(rp.gitDir, "commondir")); err == nil {
+		c := strings.TrimSpace(string(b))
+		if !filepath.IsAbs(c) {
+			c = filepath.Join(rp.gitDir, c)
+		}
+		rp.common = filepath.Clean(c)
+	}
+	rel, err := filepath.Rel(rp.worktree, opt.Root)
+	if err != nil || strings.HasPrefix(rel, "..") {
+		return nil, fmt.Errorf("history: the brain directory %s is not inside the worktree %s", opt.Root, rp.worktree)
+	}
+	if rel = filepath.ToSlash(rel); rel != "." {
+		rp.prefix = rel + "/"
+	}
+	if err := rp.checkFormat(); err != nil {
+		return nil, err
+	}
+	if rp.branch, err = rp.headBranch(); err != nil {
+		return nil, err
+	}
+	fsys := osfs.New(rp.gitDir)
+	var storeFS = fsys
+	if rp.common != rp.gitDir {
+		storeFS = dotgit.NewRepositoryFilesystem(fsys, osfs.New(rp.common))
+	}
+	rp.st = filesystem.NewStorageWithOptions(storeFS, cache.NewObjectLRU(objectCacheBytes), filesystem.Options{})
+	return rp, nil
+}
+
+// initRepo runs `git init -b main` on root with go-git, and makes what it
+// wrote durable.
+func initRepo(root string) (*git.Repository, error) {
+	r, err := git.PlainInitWithOptions(root, &git.PlainInitOptions{
+		InitOptions: git.InitOptions{DefaultBranch: plumbing.NewBranchReferenceName("main")},
+	})
+	if err != nil {
+		return nil, err
+	}
+	dot := filepath.Join(root, git.GitDirName)
+	err = filepath.WalkDir(dot, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		if d.IsDir() {
+			return atomicfile.SyncDir(p)
+		}
+		f, err := os.Open(p)
+		if err != nil {
+			return err
+		}
+		err = f.Sync()
+		if cerr := f.Close(); err == nil {
+			err = cerr
+		}
+		return err
+	})
+	if err == nil {
+		err = atomicfile.SyncDir(root)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("make the new repository durable: %w", err)
+	}
+	return r, nil
+}
+
+// checkFormat refuses a repository whose objects are not SHA-1 (git's
+// extensions.objectFormat), which this engine does not write.
+func (r *repo) checkFormat() error {
+	b, err := os.ReadFile(filepath.Join(r.common, "config"))
+	if err != nil {
+		return fmt.Errorf("history: read the repository's config: %w", err)
+	}
+	for _, l := range strings.Split(string(b), "\n") {
+		k, v, ok := strings.Cut(strings.ToLower(strings.TrimSpace(l)), "=")
+		if ok && strings.TrimSpace(k) == "objectformat" && strings.TrimSpace(v) != "sha1" {
+			return fmt.Errorf("history: the repository at %s uses %s object names; history needs a sha1 repository", r.common, strings.TrimSpace(v))
+		}
+	}
+	return nil
+}
+
+// headBranch reads HEAD, which must name a branch.
+func (r *repo) headBranch() (plumbing.ReferenceName, error) {
+	b, err := os.ReadFile(filepath.Join(r.gitDir, "HEAD"))
+	if err != nil {
+		return "", fmt.Errorf("history: read HEAD: %w", err)
+	}
+	target, ok := strings.CutPrefix(strings.TrimSpace(string(b)), "ref: ")
+	if !ok || !strings.HasPrefix(target, "refs/heads/") {
+		return "", fmt.Errorf("history: the brain's git repository (%s) has a detached HEAD; history is committed on a branch: check out one (git -C %s switch main, or another branch) and start again", r.worktree, r.worktree)
+	}
+	return plumbing.ReferenceName(target), nil
+}
+
+// currentBranch is the branch commits go on.
+func (r *repo) currentBranch() plumbing.ReferenceName {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.branch
+}
+
+// refPath is the loose file of a ref.
+func (r *repo) refPath(name plumbing.ReferenceName) string {
+	return filepath.Join(r.common, filepath.FromSlash(string(name)))
+}
+
+// readRef returns the commit a ref names (the zero hash for an unborn
+// branch): its loose file, else its line in packed-refs.
+func (r *repo) readRef(name plumbing.ReferenceName) (plumbing.Hash, error) {
+	b, err := os.ReadFile(r.refPath(name))
+	if err == nil {
+		s := strings.TrimSpace(string(b))
+		if strings.HasPrefix(s, "ref: ") {
+			return plumbing.ZeroHash, fmt.Errorf("history: %s is a symbolic ref; history needs a plain branch", name)
+		}
+		if !plumbing.IsHash(s) {
+			return plumbing.ZeroHash, fmt.Errorf("history: %s holds %q, not a commit id", name, s)
+		}
+		return plumbing.NewHash(s), nil
+	}
+	if !errors.Is(err, fs.ErrNotExist) {
+		return plumbing.ZeroHash, fmt.Errorf("history: read %s: %w", name, err)
+	}
+	refs, err := r.packedRefs()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	return refs[name], nil
+}
+
+// packedRefs reads the packed-refs file (missing: none).
+func (r *repo) packedRefs() (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	b, err := os.ReadFile(filepath.Join(r.common, "packed-refs"))
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("history: read packed-refs: %w", err)
+	}
+	refs := map[plumbing.ReferenceName]plumbing.Hash{}
+	sc := bufio.NewScanner(bytes.NewReader(b))
+	sc.Buffer(nil, 1<<20)
+	for sc.Scan() {
+		l := sc.Text()
+		if l == "" || l[0] == '#' || l[0] == '^' {
+			continue
+		}
+		h, name, ok := strings.Cut(l, " ")
+		if ok && plumbing.IsHash(h) {
+			refs[plumbing.ReferenceName(name)] = plumbing.NewHash(h)
+		}
+	}
+	return refs, nil
+}
+
+// allRefs lists every ref of the repository but HEAD: loose and packed.
+func (r *repo) allRefs() (map[plumbing.ReferenceName]plumbing.Hash, error) {
+	refs, err := r.packedRefs()
+	if err != nil {
+		return nil, err
+	}
+	if refs == nil {
+		refs = map[plumbing.ReferenceName]plumbing.Hash{}
+	}
+	top := filepath.Join(r.common, "refs")
+	err = filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil
+			}
+			return err
+		}
+		if d.IsDir() || strings.HasSuffix(p, ".lock") {
+			return nil
+		}
+		b, err := os.ReadFile(p)
+		if err != nil {
+			return nil // removed meanwhile
+		}
+		rel, _ := filepath.Rel(r.common, p)
+		if s := strings.TrimSpace(string(b)); plumbing.IsHash(s) {
+			refs[plumbing.ReferenceName(filepath.ToSlash(rel))] = plumbing.NewHash(s)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, fmt.Errorf("history: list refs: %w", err)
+	}
+	return refs, nil
+}
+
+// lockRef takes the branch's ref lock.
+func (r *repo) lockRef(ctx context.Context) (*lockFile, error) {
+	p := r.refPath(r.currentBranch())
+	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
+		return nil, fmt.Errorf("history: %w", err)
+	}
+	return acquireLock(ctx, p, r.lt)
+}
+
+// excludeLines are the patterns .git/info/exclude must list so that the
+// brain's generated and append-only files never show in git status.
+func (r *repo) excludeLines() []string {
+	p := "/" + r.prefix
+	return []string{p + "sessions/", p + "wiki/*/_index.md", p + ".brainstem/"}
+}
+
+// ensureExclude appends the missing excludeLines to info/exclude; it never
+// removes a line.
+func (r *repo) ensureExclude() error {
+	path := filepath.Join(r.common, "info", "exclude")
+	old, err := os.ReadFile(path)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("history: read %s: %w", path, err)
+	}
+	have := map[string]bool{}
+	for _, l := range strings.Split(string(old), "\n") {
+		have[strings.TrimSpace(l)] = true
+	}
+	add := ""
+	for _, l := range r.excludeLines() {
+		if !have[l] {
+			add += l + "\n"
+		}
+	}
+	if add == "" {
+		return nil
+	}
+	if len(old) > 0 && old[len(old)-1] != '\n' {
+		old = append(old, '\n')
+	}
+	if len(old) == 0 || !bytes.Contains(old, []byte("brainstem")) {
+		add = "# brainstem: generated tables of contents, session logs and shard state are not history\n" + add
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return fmt.Errorf("history: %w", err)
+	}
+	if err := atomicfile.WriteFile(path, append(old, add...), 0o644); err != nil {
+		return fmt.Errorf("history: write %s: %w", path, err)
+	}
+	return nil
+}
+
+// treePath is the worktree path of a brain-relative path.
+func (r *repo) treePath(rel string) string { return r.prefix + rel }
+
+// brainPath is the brain-relative path of a worktree path, and whether it
+// lies in the brain.
+func (r *repo) brainPath(p string) (string, bool) {
+	if r.prefix == "" {
+		return p, true
+	}
+	return strings.CutPrefix(p, r.prefix)
+}

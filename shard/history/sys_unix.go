@@ -1,0 +1,14 @@
+//go:build unix
+
+package history
+
+import (
+	"os"
+	"syscall"
+)
+
+// flockTry takes an exclusive advisory lock on f, failing at once if
+// another process holds one.
+func flockTry(f *os.File) error {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
+}
