@@ -114,6 +114,7 @@ teardown() {
 }
 report_teardown() {
   local rc=$?
+  set +e # gathering what failed must not itself stop the teardown
   if ((rc != 0)); then
     rm -rf "$logs"
     mkdir -p "$logs"
