@@ -21,6 +21,7 @@ import (
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/shard/stdio"
+	"github.com/brainstem/brainstem/shard/store"
 	"github.com/brainstem/brainstem/shard/tools"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
@@ -223,7 +224,7 @@ func shardTools(t *testing.T, brainDir, wing string, keys *sync.Map) *tools.Set 
 		t.Fatal(err)
 	}
 	svc, err := shard.Open(context.Background(), shard.Config{Brain: brainDir, Wing: wing, Key: key, StateDir: t.TempDir(),
-		Tools: []tools.Tool{echoTool(wing, keys)}})
+		Tools: []tools.Tool{echoTool(wing, keys)}, History: store.HistoryOptions{Off: true}}) // a second reader of the wing
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/brainstem/brainstem/gateway"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/shard/stdio"
+	"github.com/brainstem/brainstem/shard/store"
 	"github.com/brainstem/brainstem/shard/tools"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
@@ -67,7 +68,8 @@ func stdioClient(t testing.TB, brain, wing, email string) *client.Client {
 	if err != nil {
 		t.Fatal(err)
 	}
-	svc, err := shard.Open(context.Background(), shard.Config{Brain: brain, Wing: wing, Key: key})
+	svc, err := shard.Open(context.Background(), shard.Config{Brain: brain, Wing: wing, Key: key, StateDir: t.TempDir(),
+		History: store.HistoryOptions{Off: true}}) // a second reader of a wing the dev shard serves
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -62,6 +62,9 @@ type Config struct {
 	// Tools are served after the brain tools, exactly like them (a test
 	// declares a tool of its own with tools.Define).
 	Tools []tools.Tool
+	// History configures the wing's history in git (on by default; see
+	// docs/history.md).
+	History store.HistoryOptions
 }
 
 // Service is one wing served over brainstem/1. It implements proto.Handler:
@@ -117,6 +120,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		IndexDelay:   cfg.IndexDelay,
 		MaxNoteBytes: cfg.MaxNoteBytes,
 		StateDir:     cfg.StateDir,
+		History:      cfg.History,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shard: %w", err)

@@ -98,3 +98,29 @@ func named(what string, err error) error {
 	}
 	return fmt.Errorf("%s: %w", what, err)
 }
+
+// RewriteLinks returns body with every wikilink that a note of wing
+// resolves to from pointing at to instead, written as it was (the wing
+// kept only when the link named it, alias and anchor kept), and how many
+// links it rewrote.
+func RewriteLinks(body, wing string, from, to brain.ID) (string, int) {
+	if !strings.Contains(body, "[[") {
+		return body, 0
+	}
+	n := 0
+	out := wikilink.ReplaceAllStringFunc(body, func(text string) string {
+		m := wikilink.FindStringSubmatch(text)
+		target := strings.TrimSuffix(strings.TrimSpace(m[1]), brain.NoteExt)
+		id, err := LinkID(wing, target)
+		if err != nil || id != from {
+			return text
+		}
+		n++
+		repl := to.String()
+		if strings.Count(target, "/") == 1 && to.Wing == wing {
+			repl = to.Hall + "/" + to.Slug
+		}
+		return "[[" + repl + text[2+len(m[1]):]
+	})
+	return out, n
+}

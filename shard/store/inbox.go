@@ -75,6 +75,7 @@ func (s *Store) syncInbox(ctx context.Context) error {
 		if !seen[name] {
 			in.ix.Delete(brain.InboxPath(s.wing, name))
 			delete(in.files, name)
+			s.noteOutside(brain.InboxPath(s.wing, name))
 		}
 	}
 	return nil
@@ -90,13 +91,18 @@ func (s *Store) syncInboxFile(abs, name string) {
 	}
 	at := s.wallNow()
 	raw, sig, err := readFileLimit(abs, s.maxNote)
+	rel := brain.InboxPath(s.wing, name)
 	if err != nil {
-		in.ix.Delete(brain.InboxPath(s.wing, name))
+		in.ix.Delete(rel)
 		delete(in.files, name)
 		if !errors.Is(err, fs.ErrNotExist) {
-			s.log.Warn("store: inbox note not searchable", "path", brain.InboxPath(s.wing, name), "err", err)
+			s.log.Warn("store: inbox note not searchable", "path", rel, "err", err)
 		}
+		s.noteOutside(rel)
 		return
+	}
+	if f, ok := in.files[name]; !ok || f.hash != sha256.Sum256(raw) {
+		s.noteOutside(rel)
 	}
 	s.indexInboxNote(name, raw, sig, at.UnixNano())
 }

@@ -102,7 +102,7 @@ func TestHookAndSettle(t *testing.T) {
 	// inbox file is finished by Settle.
 	inbox := mustCreate(t, s, NewNote{Title: "Idea", Body: "i", Inbox: true})
 	saved := readFile(t, root, inbox.Path)
-	p, _, err := s.Promote(ctx, inbox.Name, "hypotheses", "", "cora@example.com", capture(&in, nil))
+	p, _, err := s.Promote(ctx, Promotion{Name: inbox.Name, Hall: "hypotheses", By: "cora@example.com", Hook: capture(&in, nil)})
 	if err != nil || in.Mark.Remove != inbox.Path || in.Mark.Hash != p.Hash {
 		t.Fatalf("promote: %v %+v", err, in.Mark)
 	}

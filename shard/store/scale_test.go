@@ -161,7 +161,9 @@ func TestSearchSnippetsFromWindows(t *testing.T) {
 	bodies := heavyBrain(t, root)
 	ctx := context.Background()
 	open := func(wall func() time.Time) *Store {
-		s, err := Open(ctx, Options{Root: root, Wing: testWing, RescanInterval: -1, MaxNoteBytes: 4 << 20, wallNow: wall, NoSnapshot: true})
+		s, err := Open(ctx, Options{Root: root, Wing: testWing, RescanInterval: -1, MaxNoteBytes: 4 << 20, wallNow: wall, NoSnapshot: true,
+			History: HistoryOptions{Off: true}}) // two stores of one wing at once: one history only
+
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -410,7 +412,7 @@ func TestSnapshotRestart(t *testing.T) {
 	if prog[1] != 2 {
 		t.Errorf("restart read %d files, want the 2 changed ones", prog[1])
 	}
-	full, err := Open(ctx, Options{Root: root, Wing: testWing, RescanInterval: -1, NoSnapshot: true})
+	full, err := Open(ctx, Options{Root: root, Wing: testWing, RescanInterval: -1, NoSnapshot: true, History: HistoryOptions{Off: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

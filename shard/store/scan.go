@@ -95,6 +95,9 @@ func (s *Store) refresh(id brain.ID) {
 		} else {
 			s.skipRead(id, err)
 		}
+		if s.metaOf(id.String()) != nil {
+			s.noteOutside(id.Path())
+		}
 		s.forget(id)
 		return
 	}
@@ -104,6 +107,7 @@ func (s *Store) refresh(id brain.ID) {
 		s.retrust(key, m, at.UnixNano())
 		return
 	}
+	s.noteOutside(id.Path())
 	s.apply(id, raw, sig, at)
 }
 

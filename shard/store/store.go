@@ -19,6 +19,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/shard/history"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/layout"
 )
@@ -88,6 +89,9 @@ type Options struct {
 	// NoSnapshot disables the snapshot: every Open reads and indexes every
 	// note.
 	NoSnapshot bool
+	// History configures the wing's history in git (history.go): on
+	// unless History.Off.
+	History HistoryOptions
 
 	afterPass  func()           // test hook: called after each background rescan pass
 	afterWatch func()           // test hook: called after each batch of watched changes
@@ -123,6 +127,11 @@ type Store struct {
 	skips skipSet // files of the wing that are not loaded
 
 	inbox inboxState // the inbox as search sees it (inbox.go)
+
+	hist    *history.History // the wing's history; nil when it keeps none (history.go)
+	outMu   sync.Mutex       // guards outPend
+	outPend map[string]bool  // paths seen changed behind the store's back, not yet recorded
+	outKick chan struct{}    // wakes outsideLoop
 
 	snap snapshotState // the persisted index (see snapshot.go)
 
@@ -194,7 +203,11 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 	if err := s.syncInbox(ctx); err != nil {
 		return nil, err
 	}
+	if err := s.openHistory(ctx, opt); err != nil {
+		return nil, err
+	}
 	if err := s.syncTOC(true); err != nil {
+		_ = s.closeHistory()
 		return nil, err
 	}
 	s.startBackground(ctx, opt)
@@ -276,6 +289,11 @@ func (s *Store) startBackground(ctx context.Context, opt Options) {
 		s.wg.Add(1)
 		go s.tocLoop(rctx)
 	}
+	if s.hist != nil {
+		s.outKick = make(chan struct{}, 1)
+		s.wg.Add(1)
+		go s.outsideLoop(rctx)
+	}
 }
 
 // Close stops the rescanner and the watcher, brings a write-behind
@@ -294,6 +312,7 @@ func (s *Store) Close() error {
 	if err := s.saveSnapshot(); err != nil {
 		s.log.Warn("store: could not save the index snapshot; the next start re-reads the wing", "err", err)
 	}
+	errs = append(errs, s.closeHistory())
 	return errors.Join(errs...)
 }
 

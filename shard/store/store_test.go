@@ -235,6 +235,9 @@ func snapshot(t *testing.T, root string) string {
 	t.Helper()
 	var b strings.Builder
 	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && (d.Name() == ".git" || d.Name() == ".brainstem") {
+			return filepath.SkipDir // history and the store's state: not the brain's files
+		}
 		if err != nil || d.IsDir() {
 			return err
 		}
@@ -365,7 +368,7 @@ func TestPromote(t *testing.T) {
 	}
 	for _, tt := range errTests {
 		t.Run(tt.name, func(t *testing.T) {
-			_, _, err := s.Promote(ctx, tt.inbox, tt.hall, tt.slug, "cur@example.com", nil)
+			_, _, err := s.Promote(ctx, Promotion{Name: tt.inbox, Hall: tt.hall, Slug: tt.slug, By: "cur@example.com"})
 			if !errors.Is(err, tt.want) {
 				t.Fatalf("err = %v, want %v", err, tt.want)
 			}
@@ -375,7 +378,7 @@ func TestPromote(t *testing.T) {
 		t.Fatal("failed promotions changed the brain")
 	}
 
-	n, tunnels, err := s.Promote(ctx, in.Name, "decisions", "", "cur@example.com", nil)
+	n, tunnels, err := s.Promote(ctx, Promotion{Name: in.Name, Hall: "decisions", By: "cur@example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -716,7 +719,7 @@ func TestHandWrittenNotes(t *testing.T) {
 	s, root := newStore(t)
 	ctx := context.Background()
 	writeFile(t, root, "inbox/payments/plain.md", "# Plain idea\nNo frontmatter at all.\n")
-	n, _, err := s.Promote(ctx, "plain", "facts", "", "cur@example.com", nil)
+	n, _, err := s.Promote(ctx, Promotion{Name: "plain", Hall: "facts", By: "cur@example.com"})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -769,7 +772,7 @@ func TestIndexWriteBehind(t *testing.T) {
 		t.Errorf("_index.md after Rescan:\n%s", got)
 	}
 	mustCreate(t, s, NewNote{Title: "Third", Body: "b", Hall: "facts"})
-	if _, _, err := s.Promote(ctx, mustCreate(t, s, NewNote{Title: "Fourth", Body: "b", Inbox: true}).Name, "decisions", "", "cur@example.com", nil); err != nil {
+	if _, _, err := s.Promote(ctx, Promotion{Name: mustCreate(t, s, NewNote{Title: "Fourth", Body: "b", Inbox: true}).Name, Hall: "decisions", By: "cur@example.com"}); err != nil {
 		t.Fatal(err)
 	}
 	if err := s.Close(); err != nil {

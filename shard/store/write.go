@@ -1,7 +1,9 @@
 package store
 
 import (
+	"cmp"
 	"context"
+	"crypto/sha256"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -32,6 +34,8 @@ type NewNote struct {
 	By string
 	// Hook, if set, is called before the note is written (see Hook).
 	Hook Hook
+	// Prov is what history records of the change besides the file.
+	Prov Provenance
 }
 
 // Target is where a NewNote goes.
@@ -141,7 +145,13 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 		if err := s.hookCreate(n.Hook, t, mark, note); err != nil {
 			return nil, err
 		}
-		if err := atomicfile.CreateFile(t.abs, raw, filePerm); err != nil {
+		rec, err := s.begin(ActionCreate, n.By, n.Prov, subject(n.Prov, ActionCreate, t.Path), put(t.Path, raw, nil))
+		if err != nil {
+			return nil, err
+		}
+		err = atomicfile.CreateFile(t.abs, raw, filePerm)
+		rec.done(err)
+		if err != nil {
 			return nil, s.createErr(t.Path, err)
 		}
 		s.inboxWritten(t.Name, raw, t.abs)
@@ -155,7 +165,14 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 		unlock()
 		return nil, err
 	}
-	if err := atomicfile.CreateFile(t.abs, raw, filePerm); err != nil {
+	rec, err := s.begin(ActionCreate, n.By, n.Prov, subject(n.Prov, ActionCreate, t.ID), put(t.Path, raw, nil))
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	err = atomicfile.CreateFile(t.abs, raw, filePerm)
+	rec.done(err)
+	if err != nil {
 		unlock()
 		return nil, s.createErr(t.Path, err)
 	}
@@ -224,6 +241,9 @@ type Change struct {
 	By string
 	// Hook, if set, is called before the new version is written (see Hook).
 	Hook Hook
+	// Prov is what history records of the change besides the file (its
+	// Reason is Reason when empty).
+	Prov Provenance
 }
 
 // Update supersedes the body of an existing wiki note. It stamps
@@ -286,7 +306,16 @@ func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
 		unlock()
 		return nil, err
 	}
-	if err := atomicfile.WriteFile(abs, raw, filePerm); err != nil {
+	prov := c.Prov
+	prov.Reason = cmp.Or(prov.Reason, c.Reason)
+	rec, err := s.begin(ActionUpdate, c.By, prov, subject(prov, ActionUpdate, id.String()), put(id.Path(), raw, old))
+	if err != nil {
+		unlock()
+		return nil, err
+	}
+	err = atomicfile.WriteFile(abs, raw, filePerm)
+	rec.done(err)
+	if err != nil {
 		unlock()
 		return nil, fmt.Errorf("store: write %s: %w", id.Path(), err)
 	}
@@ -301,22 +330,33 @@ func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
 	return note, nil
 }
 
-// Promote moves inbox note name into the wiki as wiki/<wing>/<hall>/<slug>.md
-// (slug "" → name). It validates the hall before touching the filesystem,
-// refuses an existing target (ErrExists) leaving the inbox file untouched,
-// writes the wiki note (stamping wing, hall, promoted_by and promoted_at,
-// keeping every other frontmatter line), then deletes the inbox file and
-// rewrites _index.md. It returns the new note and its tunnels. hook, if
-// set, is called before the wiki note is written (see Hook).
-func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook Hook) (*Note, []string, error) {
+// Promotion describes a promotion of an inbox note (Promote).
+type Promotion struct {
+	Name, Hall string
+	Slug       string // "" → Name
+	Title      string // "" keeps the note's title (or derives one)
+	By         string // the curator's verified email (promoted_by)
+	Hook       Hook   // if set, called before the wiki note is written (see Hook)
+	Prov       Provenance
+}
+
+// Promote moves inbox note p.Name into the wiki as
+// wiki/<wing>/<hall>/<slug>.md. It validates the hall before touching the
+// filesystem, refuses an existing target (ErrExists) leaving the inbox file
+// untouched, writes the wiki note (stamping wing, hall, promoted_by and
+// promoted_at, and the title when given, keeping every other frontmatter
+// line), then deletes the inbox file and rewrites _index.md. It returns
+// the new note and its tunnels. In history the inbox note becomes the wiki
+// note: one lineage.
+func (s *Store) Promote(ctx context.Context, p Promotion) (*Note, []string, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, nil, err
 	}
-	id, err := s.promotionID(name, hall, slug, by)
+	id, err := s.promotionID(p.Name, p.Hall, p.Slug, p.By)
 	if err != nil {
 		return nil, nil, err
 	}
-	inRel := brain.InboxPath(s.wing, name)
+	inRel := brain.InboxPath(s.wing, p.Name)
 	inAbs, err := s.abs(inRel)
 	if err != nil {
 		return nil, nil, err
@@ -330,56 +370,67 @@ func (s *Store) Promote(ctx context.Context, name, hall, slug, by string, hook H
 	}
 
 	// Lock order: inbox name, then note. Nothing locks them the other way.
-	unlockIn := s.locks.lock("i:" + name)
+	unlockIn := s.locks.lock("i:" + p.Name)
 	defer unlockIn()
 	unlock := s.locks.lock("w:" + id.String())
+	defer unlock()
 	old, _, err := readFileLimit(inAbs, s.maxNote)
 	if err != nil {
-		unlock()
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, refuse(ErrNotFound, "no inbox note %q (%s)", name, inRel)
+			return nil, nil, refuse(ErrNotFound, "no inbox note %q (%s)", p.Name, inRel)
 		}
 		return nil, nil, s.readErr(inRel, err)
 	}
 	if _, err := os.Lstat(wikiAbs); err == nil {
-		unlock()
 		return nil, nil, refuse(ErrExists, "%s already exists; the inbox note was left untouched: promote it with another slug", id)
 	}
-	raw, promotedAt, err := s.promoted(old, name, hall, by, inRel)
+	raw, promotedAt, err := s.promoted(old, p, inRel)
 	if err != nil {
-		unlock()
 		return nil, nil, err
 	}
 	n := s.noteOf(id.String(), "", id.Path(), raw, id.Slug)
 	tunnels := s.tunnelsOf(s.parseLinks(n.Body))
-	mark := Mark{Op: MarkCreate, Path: id.Path(), Hash: n.Hash, Stamp: StampPromoted, By: by, At: promotedAt, Remove: inRel, RemoveHash: HashOf(old)}
-	if err := runHook(hook, Intent{Mark: mark, Note: n, Tunnels: tunnels}); err != nil {
-		unlock()
+	mark := Mark{Op: MarkCreate, Path: id.Path(), Hash: n.Hash, Stamp: StampPromoted, By: p.By, At: promotedAt, Remove: inRel, RemoveHash: HashOf(old)}
+	if err := runHook(p.Hook, Intent{Mark: mark, Note: n, Tunnels: tunnels}); err != nil {
 		return nil, nil, err
 	}
-	if err := atomicfile.CreateFile(wikiAbs, raw, filePerm); err != nil {
-		unlock()
-		if errors.Is(err, fs.ErrExist) {
-			return nil, nil, refuse(ErrExists, "%s already exists; the inbox note was left untouched: promote it with another slug", id)
-		}
-		return nil, nil, fmt.Errorf("store: write %s: %w", id.Path(), err)
-	}
-	err = s.applyFile(id, wikiAbs, raw)
-	unlock()
-	if err != nil {
+	if err := s.promoteFiles(id, p, inRel, inAbs, wikiAbs, old, raw); err != nil {
 		return nil, nil, err
-	}
-	if err := os.Remove(inAbs); err != nil && !errors.Is(err, fs.ErrNotExist) {
-		return nil, nil, fmt.Errorf("store: %s was written but the inbox file %s could not be removed (remove it by hand): %w", id, inRel, err)
-	}
-	s.inboxWritten(name, nil, inAbs)
-	if err := atomicfile.SyncDir(filepath.Dir(inAbs)); err != nil {
-		return nil, nil, fmt.Errorf("store: sync inbox: %w", err)
 	}
 	if err := s.tocChanged(); err != nil {
 		return nil, nil, err
 	}
 	return n, tunnels, nil
+}
+
+// promoteFiles writes the promoted note, removes the inbox file and
+// records both in history as one change. Callers hold both locks.
+func (s *Store) promoteFiles(id brain.ID, p Promotion, inRel, inAbs, wikiAbs string, old, raw []byte) error {
+	op := put(id.Path(), raw, nil)
+	op.From, op.Base, op.HadBase = inRel, sha256.Sum256(old), true
+	rec, err := s.begin(ActionPromote, p.By, p.Prov, subject(p.Prov, ActionPromote, id.String()), op)
+	if err != nil {
+		return err
+	}
+	if err := atomicfile.CreateFile(wikiAbs, raw, filePerm); err != nil {
+		rec.done(err)
+		if errors.Is(err, fs.ErrExist) {
+			return refuse(ErrExists, "%s already exists; the inbox note was left untouched: promote it with another slug", id)
+		}
+		return fmt.Errorf("store: write %s: %w", id.Path(), err)
+	}
+	defer rec.done(nil) // the wiki note landed: whatever follows, the next start settles the inbox file
+	if err := s.applyFile(id, wikiAbs, raw); err != nil {
+		return err
+	}
+	if err := os.Remove(inAbs); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("store: %s was written but the inbox file %s could not be removed (remove it by hand): %w", id, inRel, err)
+	}
+	s.inboxWritten(p.Name, nil, inAbs)
+	if err := atomicfile.SyncDir(filepath.Dir(inAbs)); err != nil {
+		return fmt.Errorf("store: sync inbox: %w", err)
+	}
+	return nil
 }
 
 // promotionID checks a promotion's arguments and returns the note it
@@ -407,18 +458,20 @@ func (s *Store) promotionID(name, hall, slug, by string) (brain.ID, error) {
 // promoted is the inbox note old (at inRel) as the wiki note it becomes:
 // its title kept or derived, its wing and hall set, and stamped promoted by
 // by now.
-func (s *Store) promoted(old []byte, name, hall, by, inRel string) (raw []byte, promotedAt string, err error) {
+func (s *Store) promoted(old []byte, p Promotion, inRel string) (raw []byte, promotedAt string, err error) {
 	doc, err := frontmatter.Parse(old)
 	if err != nil {
 		return nil, "", refuse(ErrInvalid, "inbox note %s has a frontmatter the store cannot edit safely (%v); fix the file first", inRel, err)
 	}
-	if _, ok := doc.Get(KeyTitle); !ok {
-		doc.Set(KeyTitle, parseNote(old, name).title)
+	if p.Title != "" {
+		doc.Set(KeyTitle, p.Title)
+	} else if _, ok := doc.Get(KeyTitle); !ok {
+		doc.Set(KeyTitle, parseNote(old, p.Name).title)
 	}
 	doc.Set(KeyWing, s.wing)
-	doc.Set(KeyHall, hall)
+	doc.Set(KeyHall, p.Hall)
 	promotedAt = rfc3339(s.now())
-	doc.Set(KeyPromotedBy, by)
+	doc.Set(KeyPromotedBy, p.By)
 	doc.Set(KeyPromotedAt, promotedAt)
 	if err := doc.Err(); err != nil {
 		return nil, "", refuse(ErrInvalid, "cannot edit the frontmatter of %s: %v", inRel, err)

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -90,6 +91,12 @@ func (s *Set) define() []Tool {
 		Define(s.sessionListSpec(), s.sessionList),
 		Define(s.sessionReadSpec(), s.sessionRead),
 	}
+}
+
+// prov is what history records of a tool's change: the tool, the reason,
+// and the call's idempotency key (the argument's, else the transport's).
+func prov(tool, reason, key string, c Caller) store.Provenance {
+	return store.Provenance{Tool: tool, Reason: reason, Key: cmp.Or(key, c.IdempotencyKey)}
 }
 
 // checkWing enforces the optional wing argument.
@@ -388,7 +395,7 @@ func (s *Set) write(ctx context.Context, c Caller, a *writeArgs) (any, error) {
 	a.IdempotencyKey, a.Wing = "", "" // not part of what the call does
 	return s.keyed(ctx, c, "brain_write", key, a, func(k *keyCall) (any, error) {
 		n, err := s.st.Create(ctx, store.NewNote{Title: a.Title, Body: a.Body, Hall: a.Hall, Slug: a.Slug, Tags: a.Tags, Inbox: a.Inbox, By: c.Email,
-			Hook: k.hook(idempotency.Whole, writeIntent)})
+			Hook: k.hook(idempotency.Whole, writeIntent), Prov: prov("brain_write", "", key, c)})
 		if err != nil {
 			return nil, hint(err, store.ErrExists, "brain_update changes an existing note")
 		}
@@ -449,7 +456,7 @@ func (s *Set) update(ctx context.Context, c Caller, a *updateArgs) (any, error) 
 	a.IdempotencyKey, a.Wing = "", ""
 	return s.keyed(ctx, c, "brain_update", key, a, func(k *keyCall) (any, error) {
 		n, err := s.st.Update(ctx, store.Change{ID: a.ID, Body: a.Body, Reason: a.Reason, ExpectedHash: a.ExpectedHash, Title: a.Title, By: c.Email,
-			Hook: k.hook(idempotency.Whole, writeIntent)})
+			Hook: k.hook(idempotency.Whole, writeIntent), Prov: prov("brain_update", a.Reason, key, c)})
 		if err != nil {
 			return nil, hint(err, store.ErrNotFound, "brain_update never creates a note: brain_write does")
 		}
@@ -590,7 +597,8 @@ func (s *Set) planPages(ctx context.Context, c Caller, a ingestArgs, k *keyCall,
 			pr.Status, pr.Error = StatusInvalid, msg
 			continue
 		}
-		notes[i] = store.NewNote{Title: p.Title, Body: p.Body, Hall: p.Hall, Slug: p.Slug, Tags: p.Tags, By: c.Email}
+		notes[i] = store.NewNote{Title: p.Title, Body: p.Body, Hall: p.Hall, Slug: p.Slug, Tags: p.Tags, By: c.Email,
+			Prov: prov("brain_ingest_raw", "", k.key(), c)}
 		t, err := s.st.Plan(notes[i])
 		switch {
 		case errors.Is(err, store.ErrExists):
@@ -725,6 +733,7 @@ func (s *Set) promoteSpec() *toolspec.Spec {
 				Check: func(_, v string) error { return brain.ValidInboxName(v) }, Desc: "Inbox name, as brain_pending lists it."},
 			hallArg(descHall, true),
 			{Name: "slug", Type: toolspec.String, Check: slugCheck, Desc: "Slug of the wiki note; default: the inbox name."},
+			s.titleArg(false, "New title of the wiki note; omit to keep the inbox note's."),
 			wingArg(),
 			s.keyArg(),
 		},
@@ -732,9 +741,10 @@ func (s *Set) promoteSpec() *toolspec.Spec {
 }
 
 type promoteArgs struct {
-	Name string `json:"name"`
-	Hall string `json:"hall"`
-	Slug string `json:"slug"`
+	Name  string `json:"name"`
+	Hall  string `json:"hall"`
+	Slug  string `json:"slug"`
+	Title string `json:"title"`
 	WingArg
 	KeyArg
 }
@@ -750,9 +760,10 @@ func (s *Set) promote(ctx context.Context, c Caller, a *promoteArgs) (any, error
 	key := a.IdempotencyKey
 	a.IdempotencyKey, a.Wing = "", ""
 	return s.keyed(ctx, c, "brain_promote", key, a, func(k *keyCall) (any, error) {
-		n, tunnels, err := s.st.Promote(ctx, a.Name, a.Hall, a.Slug, c.Email, k.hook(idempotency.Whole, func(in store.Intent) any {
-			return promoteResult{ID: in.Note.ID, Path: in.Note.Path, ContentHash: in.Note.Hash, Tunnels: in.Tunnels}
-		}))
+		n, tunnels, err := s.st.Promote(ctx, store.Promotion{Name: a.Name, Hall: a.Hall, Slug: a.Slug, Title: a.Title, By: c.Email,
+			Hook: k.hook(idempotency.Whole, func(in store.Intent) any {
+				return promoteResult{ID: in.Note.ID, Path: in.Note.Path, ContentHash: in.Note.Hash, Tunnels: in.Tunnels}
+			}), Prov: prov("brain_promote", "", key, c)})
 		if err != nil {
 			return nil, hint(err, store.ErrNotFound, "brain_pending lists the inbox")
 		}

@@ -155,6 +155,7 @@ type incomplete interface{ incomplete() bool }
 // keyCall is the idempotency state of one call that carries a key. A nil
 // *keyCall (no key) records nothing.
 type keyCall struct {
+	id     string // the key
 	claim  *idempotency.Claim
 	parts  map[int][]byte // parts committed by earlier calls with the key
 	log    *slog.Logger
@@ -231,6 +232,14 @@ func (k *keyCall) stage(name string) {
 	}
 }
 
+// key is the call's idempotency key ("" for none).
+func (k *keyCall) key() string {
+	if k == nil {
+		return ""
+	}
+	return k.id
+}
+
 // committed returns the answer of a part an earlier call with the key
 // committed.
 func (k *keyCall) committed(part int) ([]byte, bool) {
@@ -276,7 +285,7 @@ func (s *Set) keyed(ctx context.Context, c Caller, tool, argKey string, args any
 		return rawResult{ans.Bytes, ans.IsError}, nil
 	}
 	defer claim.Release()
-	k := &keyCall{claim: claim, parts: claim.Parts(), log: s.log.With("tool", tool), test: s.testStage}
+	k := &keyCall{id: key, claim: claim, parts: claim.Parts(), log: s.log.With("tool", tool), test: s.testStage}
 	v, err := run(k)
 	_, _, err = k.settle(idempotency.Whole, err) // a one-change tool's intent
 	if k.whole != nil {

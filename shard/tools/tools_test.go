@@ -489,6 +489,9 @@ func tree(t testing.TB, root string) string {
 	t.Helper()
 	var b strings.Builder
 	err := filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
+		if err == nil && d.IsDir() && (d.Name() == ".git" || d.Name() == ".brainstem") {
+			return filepath.SkipDir // history and the store's state: not the brain's files
+		}
 		if err != nil || d.IsDir() {
 			return err
 		}
