@@ -8,6 +8,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/internal/codec"
 )
 
@@ -63,10 +64,10 @@ func (k kind) String() string {
 	return fmt.Sprintf("kind_%d", byte(k))
 }
 
-// Field limits of a record. A record over them is refused when written
-// (ErrTooLarge) and is corrupt when read.
+// Field limits of a record (and brain.MaxEmailBytes for its email). A
+// record over them is refused when written (ErrTooLarge) and is corrupt
+// when read.
 const (
-	MaxEmailBytes  = 320
 	MaxKeyBytes    = 128
 	MaxToolBytes   = 128
 	MaxMarkBytes   = 64 << 10
@@ -103,7 +104,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // appendRecord appends the framed record to dst.
 func appendRecord(dst []byte, r *record) ([]byte, error) {
 	switch {
-	case len(r.email) > MaxEmailBytes:
+	case len(r.email) > brain.MaxEmailBytes:
 		return dst, fmt.Errorf("%w: email of %d bytes", ErrTooLarge, len(r.email))
 	case len(r.key) > MaxKeyBytes:
 		return dst, fmt.Errorf("%w: key of %d bytes", ErrTooLarge, len(r.key))
@@ -155,7 +156,7 @@ func decodeRecord(p []byte) (*record, error) {
 	// Not d.Time: the journal writes the zero time's UnixNano like any
 	// other, and reads it back the same way.
 	r.at = time.Unix(0, d.Varint("at")).UTC()
-	r.email = d.String("email", MaxEmailBytes)
+	r.email = d.String("email", brain.MaxEmailBytes)
 	r.key = d.String("key", MaxKeyBytes)
 	switch r.kind {
 	case kindIntent:
