@@ -166,10 +166,7 @@ func DefaultConfig() Config {
 	return Config{
 		Listen:      ":8443",
 		AdminListen: ":9090",
-		OIDC: sso.Config{
-			GroupsClaim: "groups",
-			ClockSkew:   30 * time.Second,
-		},
+		OIDC:        sso.DefaultConfig(),
 		Shards: ShardsConfig{
 			CallTimeout:     30 * time.Second,
 			MaxInFlight:     256,
