@@ -154,7 +154,7 @@ func TestResponseRoundTrip(t *testing.T) {
 		{"call tool error", MsgCallResponse, &CallResponse{Result: []byte(`{"error":{}}`), IsError: true}, func(p []byte) (any, error) { return decodeCallResponse(p) }},
 		{"mint", MsgMintResponse, &MintResponse{Token: "tok", Caps: []string{"read", "write"}, Expiry: sampleTime}, func(p []byte) (any, error) { return decodeMintResponse(p) }},
 		{"stats", MsgStatsResponse, &StatsResponse{search.StatsResponse{Stats: *sampleStats, Generation: 12}}, func(p []byte) (any, error) { return decodeStatsResponse(p) }},
-		{"rank", MsgRankResponse, &RankResponse{search.RankResponse{Generation: 3, Total: 9, Ranked: []search.Ranked{{Key: "w/facts/a", Score: 2.25}, {Key: "inbox/w/b.md", Score: -0.0}}, Hits: [][]byte{[]byte(`{"id":"w/facts/a"}`)}}}, func(p []byte) (any, error) { return decodeRankResponse(p) }},
+		{"rank", MsgRankResponse, &RankResponse{search.RankResponse{Generation: 3, Total: 9, Ranked: []search.Ranked{{Key: "w/facts/a", Score: 2.25}, {Key: "inbox/w/b.md", Score: math.Copysign(0, -1)}}, Hits: [][]byte{[]byte(`{"id":"w/facts/a"}`)}}}, func(p []byte) (any, error) { return decodeRankResponse(p) }},
 		{"rank stale", MsgRankResponse, &RankResponse{search.RankResponse{Generation: 4, Stale: true, Stats: sampleStats}}, func(p []byte) (any, error) { return decodeRankResponse(p) }},
 		{"rank refused", MsgRankResponse, &RankResponse{search.RankResponse{Refused: []byte(`{"error":{"code":"too_large","message":"m"}}`)}}, func(p []byte) (any, error) { return decodeRankResponse(p) }},
 		{"fetch", MsgFetchResponse, &FetchResponse{search.FetchResponse{Hits: [][]byte{[]byte(`{"id":"a"}`), []byte(`{"id":"b"}`)}}}, func(p []byte) (any, error) { return decodeFetchResponse(p) }},

@@ -260,7 +260,7 @@ func expectDelim(dec *json.Decoder, want json.Delim, where string) error {
 }
 
 func tokenKind(tok json.Token) string {
-	switch tok.(type) {
+	switch tok := tok.(type) {
 	case string:
 		return "string"
 	case float64, json.Number:
@@ -270,7 +270,7 @@ func tokenKind(tok json.Token) string {
 	case nil:
 		return "null"
 	case json.Delim:
-		if tok.(json.Delim) == '[' {
+		if tok == '[' {
 			return "array"
 		}
 		return "object"
