@@ -88,7 +88,7 @@ func FuzzCanonicalEmail(f *testing.F) {
 			t.Fatalf("CanonicalEmail(%q) = %q is not a fixed point: %q, %v", s, e, again, err)
 		}
 		at := strings.IndexByte(e, '@')
-		if len(e) > MaxEmailBytes || at <= 0 || at > MaxEmailLocalPart || at == len(e)-1 || strings.Count(e, "@") != 1 {
+		if len(e) > brain.MaxEmailBytes || at <= 0 || at > MaxEmailLocalPart || at == len(e)-1 || strings.Count(e, "@") != 1 {
 			t.Fatalf("CanonicalEmail(%q) = %q breaks the shape", s, e)
 		}
 		for i := 0; i < len(e); i++ {

@@ -8,6 +8,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 // Identity is a verified caller. Email is the one identity dimension used
@@ -20,12 +22,10 @@ type Identity struct {
 	Expiry  time.Time // when the SSO token that proved this identity expires
 }
 
-// Limits of an email address (RFC 5321 §4.5.3.1, and the 254 bytes a
-// forward path leaves for the address itself).
-const (
-	MaxEmailBytes     = 254
-	MaxEmailLocalPart = 64
-)
+// MaxEmailLocalPart bounds the part of an email address before its '@'
+// (RFC 5321 §4.5.3.1.1). The whole address is bounded by
+// brain.MaxEmailBytes, the one limit every layer applies.
+const MaxEmailLocalPart = 64
 
 // ErrBadEmail is wrapped by every refusal of CanonicalEmail.
 var ErrBadEmail = errors.New("auth: not an acceptable email address")
@@ -48,7 +48,7 @@ var ErrBadEmail = errors.New("auth: not an acceptable email address")
 //   - exactly one '@', a local part of 1 to 64 bytes of letters, digits, '.'
 //     and !#$%&'*+/=?^_`{|}~- (no quoted forms, no comments), and a domain
 //     of dot-separated, non-empty labels of letters, digits and '-';
-//   - at most MaxEmailBytes bytes in all.
+//   - at most brain.MaxEmailBytes (254) bytes in all.
 //
 // The rule is deliberately narrower than RFC 5322: every address a company
 // IdP issues to a person fits it, and what does not fit is refused rather
@@ -58,8 +58,8 @@ func CanonicalEmail(s string) (string, error) {
 	if s == "" {
 		return "", fmt.Errorf("%w: empty", ErrBadEmail)
 	}
-	if len(s) > MaxEmailBytes {
-		return "", fmt.Errorf("%w: %d bytes, the limit is %d", ErrBadEmail, len(s), MaxEmailBytes)
+	if len(s) > brain.MaxEmailBytes {
+		return "", fmt.Errorf("%w: %d bytes, the limit is %d", ErrBadEmail, len(s), brain.MaxEmailBytes)
 	}
 	at := -1
 	lower := false

@@ -15,8 +15,9 @@
 //     failure carrying a code and a message that is safe to show (error.go);
 //   - capabilities and their implication: curate implies write, write
 //     implies read (caps.go);
-//   - brain_query's limits and the shape of its hits and of the rank step of
-//     a cross-wing search (query.go).
+//   - the idempotency key's argument and its limit (keys.go);
+//   - the longest email address, MaxEmailBytes (email.go), which the email
+//     rule, the wire, the idempotency journal and the sign-in files share.
 //
 // The documentation (docs/tools.md) and the Helm chart's schema
 // (helm/brainstem/values.schema.json) are tested against this package.

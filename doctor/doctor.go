@@ -149,7 +149,7 @@ type run struct {
 	clientID string
 	answer   *signin.ChallengeAnswer
 	token    string
-	session  *join.Session
+	probe    *join.Probe
 }
 
 // Run walks the chain. The error is only for a URL that cannot be a
@@ -171,8 +171,8 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	}
 	r.metaURL, _ = signin.ProtectedResourceMetadataURL(r.mcpURL)
 	defer func() {
-		if r.session != nil {
-			_ = r.session.Close()
+		if r.probe != nil {
+			_ = r.probe.Close()
 		}
 	}()
 
@@ -516,13 +516,13 @@ func (r *run) tokenFix(err error) string {
 
 // tools lists the tools with the token, as an agent does first.
 func (r *run) tools(ctx context.Context) bool {
-	s, err := join.Connect(ctx, r.hc, r.mcpURL, r.token)
+	p, err := join.OpenProbe(ctx, r.hc, r.mcpURL, r.token)
 	if err != nil {
 		r.fail(StepTools, err.Error(), r.tokenFix(err))
 		return false
 	}
-	r.session = s
-	names, err := s.Tools(ctx)
+	r.probe = p
+	names, err := p.Tools(ctx)
 	if err != nil {
 		r.fail(StepTools, err.Error(), r.tokenFix(err))
 		return false
@@ -537,7 +537,7 @@ func (r *run) tools(ctx context.Context) bool {
 
 // wings calls brain_wings.
 func (r *run) wings(ctx context.Context) {
-	w, err := r.session.Wings(ctx)
+	w, err := r.probe.Wings(ctx)
 	if err != nil {
 		r.fail(StepWings, err.Error(), r.tokenFix(err))
 		return

@@ -312,7 +312,7 @@ func buildGetBench(b *testing.B, url string, pc *proto.Client, ssoTokens, shardT
 // BenchmarkMintStorm: E emails × 3 wings × 8 concurrent first calls each
 // must cause exactly 3E mints (one per (email, wing)) and no error. E is
 // BRAINSTEM_BENCH_STORM_EMAILS (default 100; the figure in
-// docs/performance-gateway.md uses 10000). It drives the session cache with
+// docs/performance-gateway.md uses 10000). It drives the grant cache with
 // real proto clients and real shards; SSO verification is not part of it.
 func BenchmarkMintStorm(b *testing.B) {
 	emails := 100
@@ -349,7 +349,7 @@ func BenchmarkMintStorm(b *testing.B) {
 						inner.Add(1)
 						go func() {
 							defer inner.Done()
-							if _, _, err := e.gw.sessions.get(context.Background(), id, w, ""); err != nil {
+							if _, _, err := e.gw.grants.get(context.Background(), id, w, ""); err != nil {
 								errs.Add(1)
 							}
 						}()
@@ -375,10 +375,10 @@ func BenchmarkMintStorm(b *testing.B) {
 	}
 }
 
-// BenchmarkSessionHeap measures the heap held per cached session with three
-// wing tokens (real Ed25519 shard tokens), including the LRU entry and the
-// email key; and separately with the per-email rate limiter.
-func BenchmarkSessionHeap(b *testing.B) {
+// BenchmarkGrantCacheHeap measures the heap held per caller in the grant
+// cache with three wing tokens (real Ed25519 shard tokens), including the
+// LRU entry and the email key; and separately the per-email rate limiter.
+func BenchmarkGrantCacheHeap(b *testing.B) {
 	const n = 2000
 	names := []string{"payments", "search", "platform"}
 	var wings []*wing
@@ -391,7 +391,7 @@ func BenchmarkSessionHeap(b *testing.B) {
 		}
 		minters[name] = auth.NewMinter(name, key, 0, nil)
 	}
-	// Tokens minted up front (their bytes are what a session holds).
+	// Tokens minted up front (their bytes are what an entry holds).
 	type tok struct {
 		s   string
 		exp time.Time
@@ -411,7 +411,7 @@ func BenchmarkSessionHeap(b *testing.B) {
 		tokenBytes += len(t.s)
 	}
 	for range b.N {
-		sc := newSessionCache(wings, n*2, time.Hour, time.Minute, time.Second, time.Now, nopMetrics{}, loggerOrDiscard(nil))
+		sc := newGrantCache(wings, n*2, time.Hour, time.Minute, time.Second, time.Now, nopMetrics{}, loggerOrDiscard(nil))
 		emails := make([]string, n)
 		for i := range n {
 			emails[i] = fmt.Sprintf("person%05d@acme.com", i)
@@ -421,13 +421,13 @@ func BenchmarkSessionHeap(b *testing.B) {
 		runtime.ReadMemStats(&before)
 		for i, email := range emails {
 			for j, w := range wings {
-				// Clone so the session owns its token bytes, as after a mint.
-				sc.store(sessionKey(email), w, grant{token: string([]byte(toks[i][j].s)), caps: brain.CapRead | brain.CapWrite, expiry: toks[i][j].exp})
+				// Clone so the entry owns its token bytes, as after a mint.
+				sc.store(grantKey(email), w, grant{token: string([]byte(toks[i][j].s)), caps: brain.CapRead | brain.CapWrite, expiry: toks[i][j].exp})
 			}
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)
-		perSession := float64(after.HeapAlloc-before.HeapAlloc) / n
+		perCaller := float64(after.HeapAlloc-before.HeapAlloc) / n
 		lim, _ := newLimiterCache(n * 2)
 		runtime.GC()
 		runtime.ReadMemStats(&before)
@@ -439,8 +439,8 @@ func BenchmarkSessionHeap(b *testing.B) {
 		perLimiter := float64(after.HeapAlloc-before.HeapAlloc) / n
 		runtime.KeepAlive(sc)
 		runtime.KeepAlive(lim)
-		b.ReportMetric(perSession, "heap-bytes/session")
-		b.ReportMetric(float64(tokenBytes), "token-bytes/session")
+		b.ReportMetric(perCaller, "heap-bytes/caller")
+		b.ReportMetric(float64(tokenBytes), "token-bytes/caller")
 		b.ReportMetric(perLimiter, "heap-bytes/limiter")
 	}
 }

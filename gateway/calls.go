@@ -26,7 +26,7 @@ var errWingHidden = errors.New("gateway: the caller cannot be told about this wi
 // hide wraps a failure to obtain a grant with errWingHidden unless the
 // caller is known to have a capability in the wing (least disclosure).
 func (g *Gateway) hide(ci *callInfo, w *wing, err error) error {
-	if errors.Is(err, errNotAdmitted) || g.sessions.held(ci.key, w) == 0 {
+	if errors.Is(err, errNotAdmitted) || g.grants.held(ci.key, w) == 0 {
 		return errors.Join(errWingHidden, err)
 	}
 	return err
@@ -69,7 +69,7 @@ type shardOp struct {
 func (g *Gateway) withToken(ctx context.Context, ci *callInfo, w *wing, op shardOp) error {
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
 	defer cancel()
-	gr, fresh, err := g.sessions.getKey(ctx, ci.id, ci.key, w, ci.requestID)
+	gr, fresh, err := g.grants.getKey(ctx, ci.id, ci.key, w, ci.requestID)
 	if err != nil {
 		return g.hide(ci, w, err)
 	}
@@ -95,7 +95,7 @@ func (g *Gateway) withToken(ctx context.Context, ci *callInfo, w *wing, op shard
 		if proto.CodeOf(err) != proto.CodeUnauthenticated {
 			return classifyCall(err, lost, w, op)
 		}
-		g.sessions.invalidate(ci.key, w, gr.token)
+		g.grants.invalidate(ci.key, w, gr.token)
 		if fresh {
 			freshRejected++
 			g.metrics.tokenRejected(w.name, "fresh")
@@ -112,7 +112,7 @@ func (g *Gateway) withToken(ctx context.Context, ci *callInfo, w *wing, op shard
 			g.metrics.tokenRejected(w.name, "cached")
 			ci.logger().Info("wing rejected a cached token; re-minting", "wing", w.name, "err", err)
 		}
-		gr, _, err = g.sessions.getKey(ctx, ci.id, ci.key, w, ci.requestID)
+		gr, _, err = g.grants.getKey(ctx, ci.id, ci.key, w, ci.requestID)
 		if err != nil {
 			return classifyCall(err, lost, w, op)
 		}
@@ -231,7 +231,7 @@ func (g *Gateway) noWing(ctx context.Context, ci *callInfo, name string) *Error 
 // disclosable reports whether a wing that failed in capsAll may be named
 // to the caller: only when the caller is known to hold a capability there.
 func (g *Gateway) disclosable(ci *callInfo, w *wing, err error) bool {
-	return err != nil && !errors.Is(err, errNotAdmitted) && g.sessions.held(ci.key, w) != 0
+	return err != nil && !errors.Is(err, errNotAdmitted) && g.grants.held(ci.key, w) != 0
 }
 
 // fail records a gateway error and renders it as a tool error.
@@ -310,7 +310,7 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 func (g *Gateway) capsAll(ctx context.Context, ci *callInfo) ([]brain.Caps, []error) {
 	ctx, cancel := context.WithTimeout(ctx, min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout))
 	defer cancel()
-	return g.sessions.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
+	return g.grants.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
 }
 
 // wingLabel bounds the metrics' wing label to configured wings.

@@ -51,7 +51,9 @@ type Config struct {
 	Wings []WingConfig `yaml:"wings"`
 	// Limits bounds what one caller or one address can make the gateway do.
 	Limits LimitsConfig `yaml:"limits"`
-	// Sessions bounds the email-keyed cache of shard tokens.
+	// Sessions bounds the grant cache: the shard tokens held per email and
+	// group set (grantCache; the design brief's "session cache"). The key
+	// keeps the name operators know (docs/decisions.md, "Issue 18: names").
 	Sessions SessionsConfig `yaml:"sessions"`
 	// Log selects the log format and level.
 	Log LogConfig `yaml:"log"`
@@ -140,10 +142,12 @@ type LimitsConfig struct {
 	ClientIPHeader string `yaml:"client_ip_header"`
 }
 
-// SessionsConfig bounds the session cache.
+// SessionsConfig, the sessions section, bounds the grant cache. MaxEntries
+// also sizes the per-email rate limiters, and IdleTTL also ends an idle
+// MCP session of the session-based protocol (2025-06-18).
 type SessionsConfig struct {
-	MaxEntries int           `yaml:"max_entries"` // distinct emails cached
-	IdleTTL    time.Duration `yaml:"idle_ttl"`    // an email's entry is dropped after this long unused
+	MaxEntries int           `yaml:"max_entries"` // callers (email and group set) in the grant cache
+	IdleTTL    time.Duration `yaml:"idle_ttl"`    // a caller's entry is dropped after this long unused
 	// DenyTTL is how long a wing's "no access" answer is remembered.
 	DenyTTL time.Duration `yaml:"deny_ttl"`
 }
@@ -166,10 +170,7 @@ func DefaultConfig() Config {
 	return Config{
 		Listen:      ":8443",
 		AdminListen: ":9090",
-		OIDC: sso.Config{
-			GroupsClaim: "groups",
-			ClockSkew:   30 * time.Second,
-		},
+		OIDC:        sso.DefaultConfig(),
 		Shards: ShardsConfig{
 			CallTimeout:     30 * time.Second,
 			MaxInFlight:     256,

@@ -31,12 +31,8 @@ func TestLoadConfigExample(t *testing.T) {
 	want.PublicURL = "https://brain.acme.com"
 	want.TLS = TLSFiles{CertFile: "/etc/brainstem/tls/tls.crt", KeyFile: "/etc/brainstem/tls/tls.key"}
 	want.AllowedOrigins = []string{}
-	want.OIDC = sso.Config{
-		Issuers:        []sso.IssuerConfig{{URL: "https://login.acme.com", Audiences: []string{"brainstem"}, Algorithms: []string{"RS256"}}},
-		GroupsClaim:    "groups",
-		AllowedDomains: []string{"acme.com"},
-		ClockSkew:      30 * time.Second,
-	}
+	want.OIDC.Issuers = []sso.IssuerConfig{{URL: "https://login.acme.com", Audiences: []string{"brainstem"}, Algorithms: []string{"RS256"}}}
+	want.OIDC.AllowedDomains = []string{"acme.com"}
 	want.Shards.TLS = TLSFiles{CAFile: "/etc/brainstem/mtls/ca.crt", CertFile: "/etc/brainstem/mtls/tls.crt", KeyFile: "/etc/brainstem/mtls/tls.key"}
 	want.Wings = []WingConfig{{Name: "payments", Address: "payments-0.payments.brainstem.svc:7443", ServerName: "payments.shard.brainstem"}}
 	want.OAuth = oauth.Config{

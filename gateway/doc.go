@@ -1,7 +1,8 @@
 // Package gateway is the public MCP endpoint: Streamable HTTP at /mcp,
-// SSO authentication with RFC 6750/9728 challenges, the session cache of
-// shard tokens (keyed by email and group set, so a grant follows the token in
-// hand), routing by wing, cross-wing search fan-out, rate limits, the audit
+// SSO authentication with RFC 6750/9728 challenges, the grant cache of
+// shard tokens (grants.go: what the design brief and the configuration's
+// sessions section call the session cache; keyed by email and group set, so
+// a grant follows the token in hand), routing by wing, cross-wing search fan-out, rate limits, the audit
 // log and metrics. It never parses or rewrites a shard's result for a
 // wing-scoped call, and it tells a caller nothing about wings the caller
 // cannot reach.
@@ -27,7 +28,7 @@
 // New does not fail when a shard is unreachable: the wing is retried in the
 // background and /readyz reports it until it answers.
 //
-// See docs/architecture.md (request path, session cache, singleflight,
+// See docs/architecture.md (request path, grant cache, singleflight,
 // fan-out, error mapping) and docs/operating.md (every config key, metrics,
 // probes, audit log format).
 package gateway

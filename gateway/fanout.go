@@ -131,7 +131,7 @@ func (f *fanout) gather() *Error {
 	n := len(g.wings)
 	canRead, all, gens, errs := make([]bool, n), make([]search.Stats, n), make([]uint64, n), make([]error, n)
 	g.eachWing(g.wings, errs, func(i int, w *wing) {
-		gr, _, err := g.sessions.get(p1ctx, f.ci.id, w, f.ci.requestID)
+		gr, _, err := g.grants.get(p1ctx, f.ci.id, w, f.ci.requestID)
 		if err != nil {
 			errs[i] = err
 			return

@@ -74,7 +74,7 @@ type Gateway struct {
 	facade   *oauth.Server    // the gateway's authorization server; nil when off
 	wings    []*wing
 	byName   map[string]*wing
-	sessions *sessionCache
+	grants   *grantCache
 	cat      atomic.Pointer[catalog]
 	// replica holds each wing's statistics of recent search terms at the
 	// wing's index generation, so a cross-wing search skips the statistics
@@ -300,7 +300,7 @@ func resourceMetadata(resource string, servers, scopes []string) []byte {
 
 // newState builds what the gateway keeps about its callers: the rate
 // limiters, the failed-authentication budgets, the connection tracker, the
-// audit log, the session cache and the metrics.
+// audit log, the grant cache and the metrics.
 func (g *Gateway) newState(opt Options) error {
 	cfg := g.cfg
 	var err error
@@ -321,9 +321,9 @@ func (g *Gateway) newState(opt Options) error {
 	// The cache needs metrics and metrics read the cache: build the cache
 	// with a forwarding sink first.
 	sink := &metricsSink{}
-	g.sessions = newSessionCache(g.wings, cfg.Sessions.MaxEntries, cfg.Sessions.IdleTTL, cfg.Sessions.DenyTTL,
+	g.grants = newGrantCache(g.wings, cfg.Sessions.MaxEntries, cfg.Sessions.IdleTTL, cfg.Sessions.DenyTTL,
 		cfg.Shards.CallTimeout, g.now, sink, g.log)
-	g.sessions.test = &g.test
+	g.grants.test = &g.test
 	if g.metrics, err = newMetrics(g.registry, g); err != nil {
 		return fmt.Errorf("gateway: metrics: %w", err)
 	}
@@ -405,7 +405,7 @@ func (b bearerVerifier) Verify(ctx context.Context, raw string) (auth.Identity, 
 	return b.idp.Verify(ctx, raw)
 }
 
-// metricsSink forwards session-cache events to the metrics once built.
+// metricsSink forwards grant-cache events to the metrics once built.
 type metricsSink struct{ m *metrics }
 
 func (s *metricsSink) cacheHit()                   { s.m.cacheHit() }

@@ -25,7 +25,7 @@ var supportedProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18
 // tool handlers through the request context.
 type callInfo struct {
 	id        auth.Identity
-	key       sessionKey // the session cache key of id: email and group set
+	key       grantKey // the grant cache key of id: email and group set
 	requestID string
 	method    string // JSON-RPC method of a POST ("" otherwise)
 	base      *slog.Logger

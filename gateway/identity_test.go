@@ -117,7 +117,7 @@ func TestDownWingNotDisclosed(t *testing.T) {
 	}
 }
 
-// TestSingleflightPerGroupSet: the session cache keys on email and group
+// TestSingleflightPerGroupSet: the grant cache keys on email and group
 // set. Concurrent first calls by one email with the same groups in two
 // orders share one mint; the same email with another group set gets its
 // own mint (and its own answer: here the policy's refusal).
@@ -171,7 +171,7 @@ func TestHeldCapsOutliveTheToken(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	fc := &fakeMintClient{exp: now.Add(10 * time.Minute)}
 	w := &wing{idx: 0, name: "w", client: fc}
-	sc := newSessionCache([]*wing{w}, 10, time.Hour, time.Minute, time.Second, func() time.Time { return now }, nopMetrics{}, loggerOrDiscard(nil))
+	sc := newGrantCache([]*wing{w}, 10, time.Hour, time.Minute, time.Second, func() time.Time { return now }, nopMetrics{}, loggerOrDiscard(nil))
 	alice := auth.Identity{Email: "alice@acme.com", Groups: []string{"x"}, Expiry: now.Add(time.Hour)}
 	if _, _, err := sc.get(context.Background(), alice, w, "r"); err != nil {
 		t.Fatal(err)

@@ -36,7 +36,7 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}},
 			[]string{"tool", "wing"}),
 		cacheHits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "session_cache_hits_total",
-			Help: "Shard-token lookups answered from the session cache."}),
+			Help: "Shard-token lookups answered from the grant cache (the session cache)."}),
 		cacheMisses: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "session_cache_misses_total",
 			Help: "Shard-token lookups that needed a mint."}),
 		mints: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "mints_total",
@@ -68,7 +68,7 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 			Help: "Stateless (2026-07-28) tools/call requests answered without mcp-go's transport; every other request goes through mcp-go."}),
 	}
 	sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "sessions",
-		Help: "Emails currently in the session cache."}, func() float64 { return float64(g.sessions.Len()) })
+		Help: "Callers (email and group set) currently in the grant cache (the session cache)."}, func() float64 { return float64(g.grants.Len()) })
 	unauth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "unauthenticated_connections",
 		Help: "Public connections that have not carried an authenticated request (bounded by limits.max_unauthenticated_conns)."},
 		func() float64 { return float64(g.conns.unauth.Load()) })

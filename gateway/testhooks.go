@@ -31,7 +31,7 @@ func (g *Gateway) SetLeanPathForTest(on bool) {
 	g.chain = g.mcpChain()
 }
 
-// OnMintJoinForTest makes fn be called each time a lookup of the session
+// OnMintJoinForTest makes fn be called each time a lookup of the grant
 // cache has joined a mint flight, so that a test can wait until all its
 // racing callers are in the flight. Call it before the calls it observes.
 func (g *Gateway) OnMintJoinForTest(fn func()) {

@@ -2,8 +2,8 @@
 // `brainstem login` (sign in and show the wings the user reaches) and
 // `brainstem join` (check the whole sign-in chain, then register the MCP
 // server with Claude Code and print the Cursor and VS Code settings). The
-// OAuth steps are package signin's; this package adds the MCP session
-// (mcp-go's client) that proves a token works, and the clients' settings.
+// OAuth steps are package signin's; this package adds the Probe (an MCP
+// client, mcp-go's) that proves a token works, and the clients' settings.
 package join
 
 import (
@@ -147,12 +147,12 @@ func who(rec *signin.Record) string {
 }
 
 func wingsWith(ctx context.Context, hc *http.Client, mcpURL, token string) (*Wings, error) {
-	s, err := Connect(ctx, hc, mcpURL, token)
+	p, err := OpenProbe(ctx, hc, mcpURL, token)
 	if err != nil {
 		return nil, err
 	}
-	defer s.Close()
-	return s.Wings(ctx)
+	defer p.Close()
+	return p.Wings(ctx)
 }
 
 func printWings(out io.Writer, w *Wings) {

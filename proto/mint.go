@@ -3,6 +3,7 @@ package proto
 import (
 	"time"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/internal/codec"
 )
 
@@ -24,7 +25,7 @@ type MintResponse struct {
 }
 
 func (m *MintRequest) appendBody(b []byte) ([]byte, error) {
-	if err := checkLen("email", len(m.Email), MaxEmailBytes); err != nil {
+	if err := checkLen("email", len(m.Email), brain.MaxEmailBytes); err != nil {
 		return b, err
 	}
 	if err := checkCount("groups", len(m.Groups), MaxGroups); err != nil {
@@ -45,7 +46,7 @@ func decodeMintRequest(p []byte) (reqHeader, *MintRequest, error) {
 	d := codec.NewDecoder(p)
 	h := readReqHeader(d)
 	m := &MintRequest{RequestID: h.RequestID}
-	m.Email = d.String("email", MaxEmailBytes)
+	m.Email = d.String("email", brain.MaxEmailBytes)
 	if n := d.Count("groups", MaxGroups); n > 0 {
 		m.Groups = make([]string, 0, n)
 		for range n {

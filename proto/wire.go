@@ -39,7 +39,6 @@ const (
 	MaxRequestIDBytes    = 128
 	MaxTokenBytes        = 8 << 10
 	MaxToolNameBytes     = 128
-	MaxEmailBytes        = 320
 	MaxGroups            = 1024
 	MaxGroupBytes        = 512
 	MaxCaps              = 16

@@ -13,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/internal/codec"
 	"github.com/brainstem/brainstem/search"
 )
@@ -285,7 +286,7 @@ func TestEncodeFieldLimits(t *testing.T) {
 		{"query term", MsgStats, h, &StatsRequest{StatsRequest: search.StatsRequest{Terms: []string{long(MaxTermBytes + 1)}}}},
 		{"query terms", MsgStats, h, &StatsRequest{StatsRequest: search.StatsRequest{Terms: make([]string, search.MaxQueryTerms+1)}}},
 		{"fetch keys", MsgFetch, h, &FetchRequest{FetchRequest: search.FetchRequest{Keys: make([]string, MaxFetchIDs+1)}}},
-		{"email", MsgMint, h, &MintRequest{Email: long(MaxEmailBytes + 1)}},
+		{"email", MsgMint, h, &MintRequest{Email: long(brain.MaxEmailBytes + 1)}},
 		{"groups", MsgMint, h, &MintRequest{Email: "a", Groups: make([]string, MaxGroups+1)}},
 		{"group", MsgMint, h, &MintRequest{Email: "a", Groups: []string{long(MaxGroupBytes + 1)}}},
 		{"query", MsgRank, h, &RankRequest{RankRequest: search.RankRequest{Query: search.Query{Text: long(MaxQueryBytes + 1)}}}},

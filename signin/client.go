@@ -11,6 +11,8 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 // Defaults of a Client.
@@ -264,7 +266,7 @@ func displayEmail(token string) string {
 	var c struct {
 		Email string `json:"email"`
 	}
-	if json.Unmarshal(b, &c) != nil || len(c.Email) > 320 || strings.ContainsFunc(c.Email, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+	if json.Unmarshal(b, &c) != nil || len(c.Email) > brain.MaxEmailBytes || strings.ContainsFunc(c.Email, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
 		return ""
 	}
 	return c.Email

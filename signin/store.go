@@ -17,6 +17,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
@@ -144,7 +145,7 @@ func (r *Record) validate() error {
 	if !strings.EqualFold(r.TokenType, "Bearer") {
 		bad("token_type %.40q is not Bearer", r.TokenType)
 	}
-	if len(r.Scope) > 1024 || len(r.Email) > 320 || strings.ContainsFunc(r.Scope+r.Email, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
+	if len(r.Scope) > 1024 || len(r.Email) > brain.MaxEmailBytes || strings.ContainsFunc(r.Scope+r.Email, func(c rune) bool { return c < 0x20 || c == 0x7f }) {
 		bad("scope or email holds control characters or is too long")
 	}
 	if len(errs) > 0 {

@@ -48,7 +48,22 @@ const (
 	MaxJWKSKeys = 100
 	// DefaultHTTPTimeout is the timeout of the default HTTP client.
 	DefaultHTTPTimeout = 10 * time.Second
+	// DefaultAlgorithm is an issuer's signing algorithm when it pins none.
+	DefaultAlgorithm = "RS256"
 )
+
+// DefaultConfig returns every default of a Config in one place: the
+// values a zero field takes, and those the gateway's configuration starts
+// from (its oidc section), so the two cannot differ.
+func DefaultConfig() Config {
+	return Config{
+		GroupsClaim:         DefaultGroupsClaim,
+		ClockSkew:           DefaultClockSkew,
+		CacheSize:           DefaultCacheSize,
+		CacheTTL:            DefaultCacheTTL,
+		JWKSRefetchInterval: DefaultJWKSRefetchInterval,
+	}
+}
 
 // IssuerConfig is one trusted OIDC issuer.
 type IssuerConfig struct {
@@ -69,7 +84,8 @@ type IssuerConfig struct {
 	TrustEmail bool `yaml:"trust_email" json:"trust_email"`
 }
 
-// Config configures a Verifier. Zero values take the defaults above.
+// Config configures a Verifier. Zero values take the defaults of
+// DefaultConfig.
 type Config struct {
 	Issuers []IssuerConfig `yaml:"issuers" json:"issuers"`
 	// GroupsClaim names the claim holding the groups. A name containing dots
@@ -191,22 +207,24 @@ func isLoopbackHost(h string) bool {
 	return ip != nil && ip.IsLoopback()
 }
 
-// withDefaults returns the config with zero values replaced by defaults.
+// withDefaults returns the config with zero values replaced by those of
+// DefaultConfig.
 func (c Config) withDefaults() Config {
+	d := DefaultConfig()
 	if c.GroupsClaim == "" {
-		c.GroupsClaim = DefaultGroupsClaim
+		c.GroupsClaim = d.GroupsClaim
 	}
 	if c.ClockSkew == 0 {
-		c.ClockSkew = DefaultClockSkew
+		c.ClockSkew = d.ClockSkew
 	}
 	if c.CacheSize == 0 {
-		c.CacheSize = DefaultCacheSize
+		c.CacheSize = d.CacheSize
 	}
 	if c.CacheTTL == 0 {
-		c.CacheTTL = DefaultCacheTTL
+		c.CacheTTL = d.CacheTTL
 	}
 	if c.JWKSRefetchInterval == 0 {
-		c.JWKSRefetchInterval = DefaultJWKSRefetchInterval
+		c.JWKSRefetchInterval = d.JWKSRefetchInterval
 	}
 	if c.Now == nil {
 		c.Now = time.Now
@@ -224,7 +242,7 @@ func (c Config) withDefaults() Config {
 	issuers := make([]IssuerConfig, len(c.Issuers))
 	for i, is := range c.Issuers {
 		if len(is.Algorithms) == 0 {
-			is.Algorithms = []string{"RS256"}
+			is.Algorithms = []string{DefaultAlgorithm}
 		}
 		issuers[i] = is
 	}

@@ -55,8 +55,8 @@ func runJoin(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("join", s)
 	opt := join.Options{Out: s.out, Err: s.err}
 	fs.StringVar(&opt.Name, "name", "brainstem", "the MCP server name in your clients")
-	fs.StringVar(&opt.Token, "token", "", "register this bearer token as a header (clients without OAuth) instead of signing in")
-	fs.BoolVar(&opt.DryRun, "dry-run", false, "check and sign in, but print the `claude mcp add` line instead of running it")
+	fs.StringVar(&opt.Token, "token", "", "register this bearer `token` as a header (clients without OAuth) instead of signing in")
+	fs.BoolVar(&opt.DryRun, "dry-run", false, "check and sign in, but print the 'claude mcp add' line instead of running it")
 	noBrowser := fs.Bool("no-browser", false, "print the sign-in URL instead of opening a browser")
 	timeout := fs.Duration("timeout", signin.DefaultCallbackTimeout, "how long to wait for the browser")
 	if _, err := parseWithURL(fs, args, "join"); err != nil {
@@ -72,7 +72,7 @@ func runJoin(ctx context.Context, args []string, s streams) error {
 
 func runDoctor(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("doctor", s)
-	token := fs.String("token", "", "check tools/list and brain_wings with this bearer token (default: your stored sign-in)")
+	token := fs.String("token", "", "check tools/list and brain_wings with this bearer `token` (default: your stored sign-in)")
 	if _, err := parseWithURL(fs, args, "doctor"); err != nil {
 		return err
 	}
@@ -130,15 +130,14 @@ func runCheck(ctx context.Context, args []string, s streams) error {
 
 func runCA(_ context.Context, args []string, s streams) error {
 	fs := newFlagSet("ca", s)
-	if len(args) == 0 || (args[0] != "init" && args[0] != "issue") {
-		fs.Usage()
-		return cli.Usagef("ca: want init or issue")
-	}
-	dir := fs.String("dir", "", "the CA directory (ca.crt, ca.key)")
-	role := fs.String("role", "", "issue: gateway or shard")
-	names := fs.String("name", "", "issue: comma-separated DNS names or IPs")
-	out := fs.String("out", "", "issue: where to write tls.crt, tls.key and ca.crt")
+	dir := fs.String("dir", "", "the CA `directory` (ca.crt, ca.key)")
+	role := fs.String("role", "", "issue: the certificate's `role`, gateway or shard")
+	names := fs.String("name", "", "issue: the certificate's DNS `names` or IPs, comma-separated")
+	out := fs.String("out", "", "issue: the `directory` to write tls.crt, tls.key and ca.crt into")
 	validity := fs.Duration("validity", pki.DefaultCertValidity, "issue: certificate lifetime")
+	if err := cli.Subcommand(fs, args, "init", "issue"); err != nil {
+		return err
+	}
 	if err := cli.Parse(fs, args[1:]); err != nil {
 		return err
 	}
@@ -167,12 +166,12 @@ func runCA(_ context.Context, args []string, s streams) error {
 func runLoad(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("load", s)
 	var cfg loadgen.Config
-	fs.StringVar(&cfg.URL, "url", "", "the MCP endpoint, e.g. http://127.0.0.1:8080/mcp (required)")
-	tokens := fs.String("token", "", "bearer token(s), comma-separated (required)")
+	fs.StringVar(&cfg.URL, "url", "", "the MCP endpoint's `url`, e.g. http://127.0.0.1:8080/mcp (required)")
+	tokens := fs.String("token", "", "bearer `tokens`, comma-separated (required)")
 	fs.IntVar(&cfg.Clients, "clients", 64, "concurrent MCP clients")
 	fs.DurationVar(&cfg.Duration, "duration", 10*time.Second, "how long to issue calls")
-	fs.StringVar(&cfg.Tool, "tool", "brain_get", "the tool every client calls")
-	argsJSON := fs.String("args", `{"id":"payments/decisions/use-idempotency-keys"}`, "the call's arguments (a JSON object)")
+	fs.StringVar(&cfg.Tool, "tool", "brain_get", "the `tool` every client calls")
+	argsJSON := fs.String("args", `{"id":"payments/decisions/use-idempotency-keys"}`, "the call's arguments, a JSON `object`")
 	fs.BoolVar(&cfg.Legacy, "legacy", false, "use the session-based protocol 2025-06-18 instead of negotiating")
 	fs.Float64Var(&cfg.Rate, "rate", 0, "calls per second across all clients, on a fixed schedule (0: as fast as answered)")
 	if err := cli.Parse(fs, args); err != nil {

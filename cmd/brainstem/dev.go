@@ -22,15 +22,15 @@ func runDev(ctx context.Context, args []string, s streams) error {
 	}
 	fs := newFlagSet("dev", s)
 	var cfg devenv.Config
-	fs.StringVar(&cfg.Brain, "brain", "", "serve this existing brain directory in place (default: a copy of the sample brain)")
-	fs.StringVar(&cfg.Data, "data", "", "keep state (brain copy, shard keys, policies, logs) in this directory between runs (default: a temporary directory removed on exit)")
-	fs.StringVar(&cfg.Host, "host", "127.0.0.1", "loopback address to listen on")
+	fs.StringVar(&cfg.Brain, "brain", "", "serve this existing brain `directory` in place (default: a copy of the sample brain)")
+	fs.StringVar(&cfg.Data, "data", "", "keep state (brain copy, shard keys, policies, logs) in this `directory` between runs (default: a temporary directory removed on exit)")
+	fs.StringVar(&cfg.Host, "host", "127.0.0.1", "loopback `address` to listen on")
 	fs.IntVar(&cfg.GatewayPort, "port", 8080, "gateway port (the MCP URL)")
 	fs.IntVar(&cfg.AdminPort, "admin-port", 9090, "gateway admin port (/metrics, /healthz, /readyz)")
 	fs.IntVar(&cfg.IdPPort, "idp-port", 5556, "development identity provider port")
 	fs.IntVar(&cfg.ShardBasePort, "shard-port", 7401, "first shard UDP port; wing i uses shard-port+i")
-	fs.Float64Var(&cfg.CallsPerSecond, "calls-per-second", 0, "per-user rate limit of the gateway (0: the gateway default); raise it to load-test with `brainstem load`")
-	user := fs.String("email", "alice@example.com", "the demo user whose token is printed")
+	fs.Float64Var(&cfg.CallsPerSecond, "calls-per-second", 0, "per-user rate limit of the gateway (0: the gateway default); raise it to load-test with 'brainstem load'")
+	user := fs.String("email", "alice@example.com", "the `email` of the demo user whose token is printed")
 	logLevel := fs.String("log-level", "info", "log level of the log file: debug, info, warn, error")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -49,9 +49,9 @@ func runDev(ctx context.Context, args []string, s streams) error {
 
 func runDevToken(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("dev token", s)
-	email := fs.String("email", "", "the user's email (required)")
-	groups := fs.String("groups", "", "comma-separated groups, e.g. people-team")
-	idp := fs.String("idp", "http://127.0.0.1:5556", "the identity provider URL `brainstem dev` printed")
+	email := fs.String("email", "", "the user's `email` (required)")
+	groups := fs.String("groups", "", "the user's `groups`, comma-separated, e.g. people-team")
+	idp := fs.String("idp", "http://127.0.0.1:5556", "the identity provider's `url`, as 'brainstem dev' printed it")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
@@ -68,7 +68,7 @@ func runDevToken(ctx context.Context, args []string, s streams) error {
 
 func runDevIdP(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("dev idp", s)
-	host := fs.String("host", "127.0.0.1", "loopback address to listen on")
+	host := fs.String("host", "127.0.0.1", "loopback `address` to listen on")
 	port := fs.Int("port", 5556, "port to listen on (0: any free port)")
 	ttl := fs.Duration("token-ttl", 8*time.Hour, "lifetime of the tokens it issues")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")

@@ -14,6 +14,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
@@ -439,7 +440,7 @@ func (j *Journal) evictLocked(caller *string) {
 //
 // An intent left open by a crash or a failed write is settled first.
 func (j *Journal) Begin(ctx context.Context, email, key, tool string, fp [32]byte) (*Claim, *Answer, error) {
-	if len(email) > MaxEmailBytes || len(key) > MaxKeyBytes || len(tool) > MaxToolBytes {
+	if len(email) > brain.MaxEmailBytes || len(key) > MaxKeyBytes || len(tool) > MaxToolBytes {
 		return nil, nil, fmt.Errorf("%w: email, key or tool name over its limit", ErrTooLarge)
 	}
 	id := entryID(email, key)

@@ -7,6 +7,9 @@ import (
 	"hash/crc32"
 	"io"
 	"time"
+
+	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/internal/codec"
 )
 
 // The journal file is a sequence of records, each framed as
@@ -32,7 +35,7 @@ import (
 //	part:   str tool · 32 bytes fingerprint · varint part · bytes answer
 //
 // where str and bytes are a uvarint length and the bytes, and bool is one
-// byte 0 or 1. A record torn by a crash (the tail of the file) fails its
+// byte 0 or 1 (internal/codec's primitives; varints in their minimal form). A record torn by a crash (the tail of the file) fails its
 // length or checksum and is cut off when the journal is opened.
 
 type kind byte
@@ -61,10 +64,10 @@ func (k kind) String() string {
 	return fmt.Sprintf("kind_%d", byte(k))
 }
 
-// Field limits of a record. A record over them is refused when written
-// (ErrTooLarge) and is corrupt when read.
+// Field limits of a record (and brain.MaxEmailBytes for its email). A
+// record over them is refused when written (ErrTooLarge) and is corrupt
+// when read.
 const (
-	MaxEmailBytes  = 320
 	MaxKeyBytes    = 128
 	MaxToolBytes   = 128
 	MaxMarkBytes   = 64 << 10
@@ -101,7 +104,7 @@ var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 // appendRecord appends the framed record to dst.
 func appendRecord(dst []byte, r *record) ([]byte, error) {
 	switch {
-	case len(r.email) > MaxEmailBytes:
+	case len(r.email) > brain.MaxEmailBytes:
 		return dst, fmt.Errorf("%w: email of %d bytes", ErrTooLarge, len(r.email))
 	case len(r.key) > MaxKeyBytes:
 		return dst, fmt.Errorf("%w: key of %d bytes", ErrTooLarge, len(r.key))
@@ -115,31 +118,27 @@ func appendRecord(dst []byte, r *record) ([]byte, error) {
 	start := len(dst)
 	b := append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
 	b = append(b, byte(r.kind))
-	b = binary.AppendVarint(b, r.at.UnixNano())
-	b = appendStr(b, r.email)
-	b = appendStr(b, r.key)
+	b = codec.AppendVarint(b, r.at.UnixNano())
+	b = codec.AppendString(b, r.email)
+	b = codec.AppendString(b, r.key)
 	switch r.kind {
 	case kindIntent:
-		b = appendStr(b, r.tool)
+		b = codec.AppendString(b, r.tool)
 		b = append(b, r.fp[:]...)
-		b = binary.AppendVarint(b, int64(r.part))
-		b = appendStr(b, string(r.mark))
-		b = appendStr(b, string(r.answer))
+		b = codec.AppendVarint(b, int64(r.part))
+		b = codec.AppendBytes(b, r.mark)
+		b = codec.AppendBytes(b, r.answer)
 	case kindCommit, kindAbort:
 	case kindFinal:
-		b = appendStr(b, r.tool)
+		b = codec.AppendString(b, r.tool)
 		b = append(b, r.fp[:]...)
-		if r.isErr {
-			b = append(b, 1)
-		} else {
-			b = append(b, 0)
-		}
-		b = appendStr(b, string(r.answer))
+		b = codec.AppendBool(b, r.isErr)
+		b = codec.AppendBytes(b, r.answer)
 	case kindPart:
-		b = appendStr(b, r.tool)
+		b = codec.AppendString(b, r.tool)
 		b = append(b, r.fp[:]...)
-		b = binary.AppendVarint(b, int64(r.part))
-		b = appendStr(b, string(r.answer))
+		b = codec.AppendVarint(b, int64(r.part))
+		b = codec.AppendBytes(b, r.answer)
 	default:
 		return dst, fmt.Errorf("idempotency: cannot encode record kind %s", r.kind)
 	}
@@ -149,147 +148,51 @@ func appendRecord(dst []byte, r *record) ([]byte, error) {
 	return b, nil
 }
 
-func appendStr(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
-}
-
 // decodeRecord decodes one record payload (without its frame). Slices in
-// the record alias p.
+// the record alias p. Every error wraps ErrCorrupt.
 func decodeRecord(p []byte) (*record, error) {
-	d := decoder{b: p}
-	r := &record{kind: kind(d.byte("kind"))}
-	r.at = time.Unix(0, d.varint("at")).UTC()
-	r.email = string(d.bytes("email", MaxEmailBytes))
-	r.key = string(d.bytes("key", MaxKeyBytes))
+	d := codec.NewDecoder(p)
+	r := &record{kind: kind(d.Byte("kind"))}
+	// Not d.Time: the journal writes the zero time's UnixNano like any
+	// other, and reads it back the same way.
+	r.at = time.Unix(0, d.Varint("at")).UTC()
+	r.email = d.String("email", brain.MaxEmailBytes)
+	r.key = d.String("key", MaxKeyBytes)
 	switch r.kind {
 	case kindIntent:
-		r.tool = string(d.bytes("tool", MaxToolBytes))
-		copy(r.fp[:], d.fixed("fingerprint", 32))
-		r.part = d.part()
-		r.mark = d.bytes("mark", MaxMarkBytes)
-		r.answer = d.bytes("answer", MaxAnswerBytes)
+		r.tool = d.String("tool", MaxToolBytes)
+		copy(r.fp[:], d.Fixed("fingerprint", len(r.fp)))
+		r.part = readPart(d)
+		r.mark = d.Bytes("mark", MaxMarkBytes)
+		r.answer = d.Bytes("answer", MaxAnswerBytes)
 	case kindCommit, kindAbort:
 	case kindFinal:
-		r.tool = string(d.bytes("tool", MaxToolBytes))
-		copy(r.fp[:], d.fixed("fingerprint", 32))
-		switch d.byte("is_error") {
-		case 0:
-		case 1:
-			r.isErr = true
-		default:
-			d.fail("is_error is not 0 or 1")
-		}
-		r.answer = d.bytes("answer", MaxAnswerBytes)
+		r.tool = d.String("tool", MaxToolBytes)
+		copy(r.fp[:], d.Fixed("fingerprint", len(r.fp)))
+		r.isErr = d.Bool("is_error")
+		r.answer = d.Bytes("answer", MaxAnswerBytes)
 	case kindPart:
-		r.tool = string(d.bytes("tool", MaxToolBytes))
-		copy(r.fp[:], d.fixed("fingerprint", 32))
-		r.part = d.part()
-		r.answer = d.bytes("answer", MaxAnswerBytes)
+		r.tool = d.String("tool", MaxToolBytes)
+		copy(r.fp[:], d.Fixed("fingerprint", len(r.fp)))
+		r.part = readPart(d)
+		r.answer = d.Bytes("answer", MaxAnswerBytes)
 	default:
-		d.fail("unknown record kind %d", byte(r.kind))
+		d.Fail("unknown record kind %d", byte(r.kind))
 	}
-	if d.err == nil && len(d.b) != 0 {
-		d.fail("%d bytes after the record", len(d.b))
-	}
-	if d.err != nil {
-		return nil, d.err
+	if err := d.Done("the record"); err != nil {
+		return nil, fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
 	return r, nil
 }
 
-// decoder reads primitives; the first error sticks.
-type decoder struct {
-	b   []byte
-	err error
-}
-
-func (d *decoder) fail(format string, args ...any) {
-	if d.err == nil {
-		d.err = fmt.Errorf("%w: "+format, append([]any{ErrCorrupt}, args...)...)
-	}
-}
-
-func (d *decoder) byte(field string) byte {
-	if d.err != nil {
-		return 0
-	}
-	if len(d.b) == 0 {
-		d.fail("%s missing", field)
-		return 0
-	}
-	v := d.b[0]
-	d.b = d.b[1:]
-	return v
-}
-
-func (d *decoder) varint(field string) int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b)
-	if n <= 0 || n != varintLen(v) {
-		d.fail("%s: bad varint", field) // malformed or not minimal
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
-
-func uvarintLen(v uint64) int {
-	var b [binary.MaxVarintLen64]byte
-	return binary.PutUvarint(b[:], v)
-}
-
-func varintLen(v int64) int {
-	var b [binary.MaxVarintLen64]byte
-	return binary.PutVarint(b[:], v)
-}
-
-// part reads a part number: -1 (the whole call) or 0…maxParts-1.
-func (d *decoder) part() int {
-	v := d.varint("part")
+// readPart reads a part number: -1 (the whole call) or 0…maxParts-1.
+func readPart(d *codec.Decoder) int {
+	v := d.Varint("part")
 	if v < Whole || v >= maxParts {
-		d.fail("part %d out of range", v)
+		d.Fail("part %d out of range", v)
 		return 0
 	}
 	return int(v)
-}
-
-func (d *decoder) fixed(field string, n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	if len(d.b) < n {
-		d.fail("%s: %d bytes left, want %d", field, len(d.b), n)
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
-}
-
-func (d *decoder) bytes(field string, limit int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	n, k := binary.Uvarint(d.b)
-	if k <= 0 || k != uvarintLen(n) {
-		d.fail("%s: bad length", field)
-		return nil
-	}
-	d.b = d.b[k:]
-	if n > uint64(limit) {
-		d.fail("%s of %d bytes, the limit is %d", field, n, limit)
-		return nil
-	}
-	if n > uint64(len(d.b)) {
-		d.fail("%s of %d bytes, only %d left", field, n, len(d.b))
-		return nil
-	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
 }
 
 // readRecords reads framed records from r until the end, calling fn for

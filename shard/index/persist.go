@@ -9,6 +9,7 @@ import (
 	"math"
 	"slices"
 
+	"github.com/brainstem/brainstem/internal/codec"
 	"github.com/brainstem/brainstem/search"
 )
 
@@ -25,7 +26,13 @@ const (
 var ErrCorrupt = errors.New("index: saved index is corrupt or from another version")
 
 // Save writes the whole index to w in a compact binary form that Load reads
-// back, tombstones included. It holds the index's read lock while it
+// back, tombstones included: the magic, a little-endian uint32 version, the
+// title boost and the dictionary's size (uvarints), every term (its name,
+// a string, then its posting count and one block of the postings' ordinals,
+// term frequencies and offsets as little-endian uint32, uint16 and uint32
+// arrays), the document count, and every document (id, a string; length,
+// a little-endian uint32; its term ids, bytes), in internal/codec's
+// primitives. It holds the index's read lock while it
 // writes: puts and deletes wait (and searches that arrive while one of them
 // waits).
 func (ix *Index) Save(w io.Writer) error {
@@ -34,9 +41,9 @@ func (ix *Index) Save(w io.Writer) error {
 	bw := bufio.NewWriterSize(w, 1<<20)
 	var b []byte
 	b = append(b, persistMagic...)
-	b = binary.LittleEndian.AppendUint32(b, persistVersion)
-	b = binary.AppendUvarint(b, uint64(ix.boost))
-	b = binary.AppendUvarint(b, uint64(len(ix.terms)))
+	b = codec.AppendUint32(b, persistVersion)
+	b = codec.AppendUvarint(b, uint64(ix.boost))
+	b = codec.AppendUvarint(b, uint64(len(ix.terms)))
 	if _, err := bw.Write(b); err != nil {
 		return err
 	}
@@ -47,10 +54,8 @@ func (ix *Index) Save(w io.Writer) error {
 	}
 	for id := range ix.terms {
 		tm := &ix.terms[id]
-		b = b[:0]
-		b = binary.AppendUvarint(b, uint64(len(names[id])))
-		b = append(b, names[id]...)
-		b = binary.AppendUvarint(b, uint64(len(tm.docs)))
+		b = codec.AppendString(b[:0], names[id])
+		b = codec.AppendUvarint(b, uint64(len(tm.docs)))
 		for _, d := range tm.docs {
 			b = binary.LittleEndian.AppendUint32(b, d)
 		}
@@ -64,17 +69,14 @@ func (ix *Index) Save(w io.Writer) error {
 			return err
 		}
 	}
-	b = binary.AppendUvarint(b[:0], uint64(len(ix.docs)))
+	b = codec.AppendUvarint(b[:0], uint64(len(ix.docs)))
 	if _, err := bw.Write(b); err != nil {
 		return err
 	}
 	for ord, d := range ix.docs {
-		b = b[:0]
-		b = binary.AppendUvarint(b, uint64(len(d.id)))
-		b = append(b, d.id...)
-		b = binary.LittleEndian.AppendUint32(b, ix.lens[ord])
-		b = binary.AppendUvarint(b, uint64(len(d.terms)))
-		b = append(b, d.terms...)
+		b = codec.AppendString(b[:0], d.id)
+		b = codec.AppendUint32(b, ix.lens[ord])
+		b = codec.AppendBytes(b, d.terms)
 		if _, err := bw.Write(b); err != nil {
 			return err
 		}
@@ -89,22 +91,24 @@ func (ix *Index) Save(w io.Writer) error {
 // wrapping ErrCorrupt rather than building a wrong index. Load reads
 // exactly what Save wrote: r may continue with other data.
 func Load(r io.Reader) (*Index, error) {
-	br, ok := r.(io.ByteReader)
-	if !ok {
+	if _, ok := r.(io.ByteReader); !ok {
 		return nil, errors.New("index: Load needs an io.ByteReader (e.g. a *bufio.Reader) so that it reads no further than the index")
 	}
-	d := &decoder{r: r, br: br}
-	head := d.bytes(len(persistMagic) + 4)
-	if d.err != nil {
-		return nil, d.err
+	// An io.ByteReader is not buffered again: the stream reads through r,
+	// no further than the index.
+	d := codec.NewStream(r)
+	magic := string(d.Fixed("magic", len(persistMagic)))
+	version := d.Uint32("version")
+	if err := d.Err(); err != nil {
+		return nil, corrupt(err)
 	}
-	if string(head[:len(persistMagic)]) != persistMagic || binary.LittleEndian.Uint32(head[len(persistMagic):]) != persistVersion {
+	if magic != persistMagic || version != persistVersion {
 		return nil, fmt.Errorf("%w: unknown header", ErrCorrupt)
 	}
-	boost := d.uvarint(math.MaxInt32)
-	nterms := d.uvarint(math.MaxUint32 - 1)
-	if d.err != nil {
-		return nil, d.err
+	boost := d.Uvarint("title boost", math.MaxInt32)
+	nterms := d.Uvarint("terms", math.MaxUint32-1)
+	if err := d.Err(); err != nil {
+		return nil, corrupt(err)
 	}
 	ix := NewWithConfig(Config{TitleBoost: int(boost)})
 	if int(boost) != ix.boost {
@@ -123,14 +127,14 @@ func Load(r io.Reader) (*Index, error) {
 }
 
 // loadTerms reads the n terms of the dictionary and their postings.
-func (ix *Index) loadTerms(d *decoder, n uint64) error {
+func (ix *Index) loadTerms(d *codec.Stream, n uint64) error {
 	ix.terms = make([]term, 0, min(n, 1<<12))
 	for range n {
-		name := string(d.bytes(int(d.uvarint(search.MaxTokenBytes))))
-		n := int(d.uvarint(math.MaxUint32))
-		raw := d.bytes(10 * n)
-		if d.err != nil {
-			return d.err
+		name := d.String("term", search.MaxTokenBytes)
+		n := int(d.Uvarint("postings", math.MaxUint32))
+		raw := d.Fixed("postings", 10*n)
+		if err := d.Err(); err != nil {
+			return corrupt(err)
 		}
 		tm := term{docs: make([]uint32, n), tfs: make([]uint16, n), offs: make([]uint32, n)}
 		for i := range n {
@@ -152,19 +156,19 @@ func (ix *Index) loadTerms(d *decoder, n uint64) error {
 
 // loadDocs reads the documents (live ones and tombstones), counting the
 // document frequencies of their terms.
-func (ix *Index) loadDocs(d *decoder) error {
-	ndocs := d.uvarint(math.MaxUint32 - 1)
-	if d.err != nil {
-		return d.err
+func (ix *Index) loadDocs(d *codec.Stream) error {
+	ndocs := d.Uvarint("documents", math.MaxUint32-1)
+	if err := d.Err(); err != nil {
+		return corrupt(err)
 	}
 	ix.docs = make([]docInfo, 0, min(ndocs, 1<<12))
 	ix.lens = make([]uint32, 0, min(ndocs, 1<<12))
 	for range ndocs {
-		id := string(d.bytes(int(d.uvarint(1 << 16))))
-		l := d.u32()
-		ids := d.bytes(int(d.uvarint(math.MaxUint32)))
-		if d.err != nil {
-			return d.err
+		id := d.String("document id", 1<<16)
+		l := d.Uint32("document length")
+		ids := d.Bytes("term ids", math.MaxUint32)
+		if err := d.Err(); err != nil {
+			return corrupt(err)
 		}
 		ord := uint32(len(ix.docs))
 		di := docInfo{id: id}
@@ -236,64 +240,11 @@ func decodeIDsChecked(buf []byte, fn func(uint32), bad *bool) {
 	}
 }
 
-// decoder reads Save's primitives; the first error sticks.
-type decoder struct {
-	r   io.Reader
-	br  io.ByteReader
-	err error
-	buf []byte
-}
-
-func (d *decoder) u32() uint32 {
-	b := d.bytes(4)
-	if d.err != nil {
-		return 0
+// corrupt wraps a decoding error in ErrCorrupt; an error of the reader
+// itself is returned as it is.
+func corrupt(err error) error {
+	if errors.Is(err, codec.ErrMalformed) || errors.Is(err, codec.ErrTooLong) {
+		return fmt.Errorf("%w: %w", ErrCorrupt, err)
 	}
-	return binary.LittleEndian.Uint32(b)
-}
-
-func (d *decoder) uvarint(limit uint64) uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, err := binary.ReadUvarint(d.br)
-	if err != nil {
-		d.fail(err)
-		return 0
-	}
-	if v > limit {
-		d.err = fmt.Errorf("%w: count %d over %d", ErrCorrupt, v, limit)
-		return 0
-	}
-	return v
-}
-
-// bytes reads n bytes into a reused buffer (valid until the next call),
-// growing it in steps so that a corrupt length fails on the missing bytes
-// before it allocates much more than the input holds.
-func (d *decoder) bytes(n int) []byte {
-	if d.err != nil || n < 0 {
-		if n < 0 {
-			d.err = fmt.Errorf("%w: negative length", ErrCorrupt)
-		}
-		return nil
-	}
-	d.buf = d.buf[:0]
-	for len(d.buf) < n {
-		chunk := min(n-len(d.buf), 1<<20)
-		start := len(d.buf)
-		d.buf = slices.Grow(d.buf, chunk)[:start+chunk]
-		if _, err := io.ReadFull(d.r, d.buf[start:]); err != nil {
-			d.fail(err)
-			return nil
-		}
-	}
-	return d.buf
-}
-
-func (d *decoder) fail(err error) {
-	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-		err = fmt.Errorf("%w: truncated", ErrCorrupt)
-	}
-	d.err = err
+	return err
 }

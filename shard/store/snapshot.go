@@ -12,7 +12,6 @@ import (
 	"math"
 	"os"
 	"path/filepath"
-	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -21,6 +20,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/internal/codec"
 	"github.com/brainstem/brainstem/shard/index"
 )
 
@@ -204,24 +204,24 @@ func (s *Store) prepareStateDir() error {
 func writeSnapshotHeader(w io.Writer, wing string, metas []snapMeta) error {
 	b := make([]byte, 0, 64<<10)
 	b = append(b, snapshotMagic...)
-	b = binary.LittleEndian.AppendUint32(b, snapshotVersion)
-	b = appendStr(b, wing)
-	b = binary.AppendUvarint(b, uint64(len(metas)))
+	b = codec.AppendUint32(b, snapshotVersion)
+	b = codec.AppendString(b, wing)
+	b = codec.AppendUvarint(b, uint64(len(metas)))
 	for _, sm := range metas {
 		m := sm.m
-		b = appendStr(b, sm.id)
-		b = appendStr(b, m.title)
-		b = appendStr(b, m.updatedAt)
-		b = binary.AppendUvarint(b, uint64(len(m.links)))
+		b = codec.AppendString(b, sm.id)
+		b = codec.AppendString(b, m.title)
+		b = codec.AppendString(b, m.updatedAt)
+		b = codec.AppendUvarint(b, uint64(len(m.links)))
 		for _, l := range m.links {
-			b = appendStr(b, l)
+			b = codec.AppendString(b, l)
 		}
-		b = binary.AppendVarint(b, m.sig.size)
-		b = binary.AppendVarint(b, m.sig.mtime)
-		b = binary.AppendUvarint(b, m.sig.ino)
+		b = codec.AppendVarint(b, m.sig.size)
+		b = codec.AppendVarint(b, m.sig.mtime)
+		b = codec.AppendUvarint(b, m.sig.ino)
 		b = append(b, m.hash[:]...)
-		b = binary.AppendUvarint(b, uint64(m.bodyOff))
-		b = binary.AppendVarint(b, m.readAt)
+		b = codec.AppendUvarint(b, uint64(m.bodyOff))
+		b = codec.AppendVarint(b, m.readAt)
 		if len(b) > 48<<10 {
 			if _, err := w.Write(b); err != nil {
 				return err
@@ -231,11 +231,6 @@ func writeSnapshotHeader(w io.Writer, wing string, metas []snapMeta) error {
 	}
 	_, err := w.Write(b)
 	return err
-}
-
-func appendStr(b []byte, s string) []byte {
-	b = binary.AppendUvarint(b, uint64(len(s)))
-	return append(b, s...)
 }
 
 // loadSnapshot restores the index and the notes' metadata from the wing's
@@ -278,47 +273,28 @@ func (s *Store) loadSnapshot() bool {
 // errSnapshot wraps every reason a snapshot is refused.
 var errSnapshot = errors.New("not a snapshot of this wing by this version")
 
-// readSnapshot decodes a snapshot, verifying its checksum.
+// maxSnapString bounds a string of the snapshot (an id, a title, a link).
+const maxSnapString = brain.MaxPathLen * 64
+
+// readSnapshot decodes a snapshot, verifying its checksum: every byte
+// before the trailer is read through cr, which hashes it (the stream and
+// index.Load read through cr itself, cr being an io.ByteReader), and the
+// trailer is read past it.
 func readSnapshot(r io.Reader, wing string) (*index.Index, map[string]*meta, error) {
 	crc := crc32.New(crc32.MakeTable(crc32.Castagnoli))
 	cr := &crcReader{r: bufio.NewReaderSize(r, 256<<10), h: crc}
-	d := snapDecoder{r: cr}
-	if head := d.bytes(len(snapshotMagic) + 4); d.err == nil &&
-		(string(head[:len(snapshotMagic)]) != snapshotMagic || binary.LittleEndian.Uint32(head[len(snapshotMagic):]) != snapshotVersion) {
+	d := codec.NewStream(cr)
+	magic := string(d.Fixed("magic", len(snapshotMagic)))
+	version := d.Uint32("version")
+	if d.Err() == nil && (magic != snapshotMagic || version != snapshotVersion) {
 		return nil, nil, fmt.Errorf("%w: unknown header", errSnapshot)
 	}
-	if w := d.str(); d.err == nil && w != wing {
+	if w := d.String("wing", maxSnapString); d.Err() == nil && w != wing {
 		return nil, nil, fmt.Errorf("%w: it is of wing %q", errSnapshot, w)
 	}
-	n := d.uvarint(math.MaxInt32)
-	if d.err != nil {
-		return nil, nil, d.err
-	}
-	notes := make(map[string]*meta, min(n, 1<<10))
-	for range n {
-		id := d.str()
-		m := &meta{title: d.str(), updatedAt: d.str()}
-		if nl := d.uvarint(1 << 20); nl > 0 {
-			m.links = make([]string, 0, min(nl, 64))
-			for range nl {
-				m.links = append(m.links, d.str())
-			}
-		}
-		m.sig.size = d.varint()
-		m.sig.mtime = d.varint()
-		m.sig.ino = d.uvarint(math.MaxUint64)
-		copy(m.hash[:], d.bytes(len(m.hash)))
-		m.bodyOff = uint32(d.uvarint(math.MaxUint32))
-		m.readAt = d.varint()
-		if d.err != nil {
-			return nil, nil, d.err
-		}
-		pid, err := brain.ParseID(id)
-		if err != nil || pid.Wing != wing || notes[id] != nil {
-			return nil, nil, fmt.Errorf("%w: bad note id %q", errSnapshot, id)
-		}
-		m.hall = pid.Hall
-		notes[id] = m
+	notes, err := readSnapshotNotes(d, wing)
+	if err != nil {
+		return nil, nil, err
 	}
 	ix, err := index.Load(cr)
 	if err != nil {
@@ -336,6 +312,50 @@ func readSnapshot(r io.Reader, wing string) (*index.Index, map[string]*meta, err
 		return nil, nil, fmt.Errorf("%w: data after the checksum", errSnapshot)
 	}
 	return ix, notes, nil
+}
+
+// readSnapshotNotes reads the notes' metadata of a snapshot of wing.
+func readSnapshotNotes(d *codec.Stream, wing string) (map[string]*meta, error) {
+	n := d.Uvarint("notes", math.MaxInt32)
+	if err := d.Err(); err != nil {
+		return nil, snapshotErr(err)
+	}
+	notes := make(map[string]*meta, min(n, 1<<10))
+	for range n {
+		id := d.String("note id", maxSnapString)
+		m := &meta{title: d.String("title", maxSnapString), updatedAt: d.String("updated_at", maxSnapString)}
+		if nl := d.Uvarint("links", 1<<20); nl > 0 {
+			m.links = make([]string, 0, min(nl, 64))
+			for range nl {
+				m.links = append(m.links, d.String("link", maxSnapString))
+			}
+		}
+		m.sig.size = d.Varint("size")
+		m.sig.mtime = d.Varint("mtime")
+		m.sig.ino = d.Uvarint("inode", math.MaxUint64)
+		copy(m.hash[:], d.Fixed("hash", len(m.hash)))
+		m.bodyOff = uint32(d.Uvarint("body offset", math.MaxUint32))
+		m.readAt = d.Varint("read at")
+		if err := d.Err(); err != nil {
+			return nil, snapshotErr(err)
+		}
+		pid, err := brain.ParseID(id)
+		if err != nil || pid.Wing != wing || notes[id] != nil {
+			return nil, fmt.Errorf("%w: bad note id %q", errSnapshot, id)
+		}
+		m.hall = pid.Hall
+		notes[id] = m
+	}
+	return notes, nil
+}
+
+// snapshotErr wraps a decoding error in errSnapshot; an error of the
+// reader itself is returned as it is.
+func snapshotErr(err error) error {
+	if errors.Is(err, codec.ErrMalformed) || errors.Is(err, codec.ErrTooLong) {
+		return fmt.Errorf("%w: %w", errSnapshot, err)
+	}
+	return err
 }
 
 // crcReader hashes exactly the bytes read through it.
@@ -356,65 +376,4 @@ func (c *crcReader) ReadByte() (byte, error) {
 		c.h.Write([]byte{b})
 	}
 	return b, err
-}
-
-// snapDecoder reads the snapshot's primitives; the first error sticks.
-type snapDecoder struct {
-	r   *crcReader
-	err error
-	buf []byte
-}
-
-func (d *snapDecoder) fail(err error) {
-	if d.err == nil {
-		if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) {
-			err = fmt.Errorf("%w: truncated", errSnapshot)
-		}
-		d.err = err
-	}
-}
-
-func (d *snapDecoder) uvarint(limit uint64) uint64 {
-	if d.err != nil {
-		return 0
-	}
-	v, err := binary.ReadUvarint(d.r)
-	if err != nil {
-		d.fail(err)
-		return 0
-	}
-	if v > limit {
-		d.fail(fmt.Errorf("%w: count %d over %d", errSnapshot, v, limit))
-		return 0
-	}
-	return v
-}
-
-func (d *snapDecoder) varint() int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, err := binary.ReadVarint(d.r)
-	if err != nil {
-		d.fail(err)
-	}
-	return v
-}
-
-// bytes reads n bytes into a reused buffer (valid until the next call).
-func (d *snapDecoder) bytes(n int) []byte {
-	if d.err != nil {
-		return nil
-	}
-	d.buf = slices.Grow(d.buf[:0], n)[:n]
-	if _, err := io.ReadFull(d.r, d.buf); err != nil {
-		d.fail(err)
-		return nil
-	}
-	return d.buf
-}
-
-func (d *snapDecoder) str() string {
-	n := d.uvarint(brain.MaxPathLen * 64)
-	return string(d.bytes(int(n)))
 }

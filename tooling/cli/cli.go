@@ -12,6 +12,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/brainstem/brainstem/internal/logging"
@@ -84,6 +85,21 @@ func Parse(fs *flag.FlagSet, args []string) error {
 		return UsageError{err.Error()}
 	}
 	return nil
+}
+
+// Subcommand checks that args start with one of names, the subcommands of
+// fs's command (brainstem ca init). If they do not, it prints fs's usage
+// and returns flag.ErrHelp for -h, else a UsageError naming the
+// subcommands.
+func Subcommand(fs *flag.FlagSet, args []string, names ...string) error {
+	if len(args) > 0 && slices.Contains(names, args[0]) {
+		return nil
+	}
+	fs.Usage()
+	if len(args) > 0 && slices.Contains([]string{"-h", "-help", "--h", "--help"}, args[0]) {
+		return flag.ErrHelp
+	}
+	return Usagef("%s: want %s", fs.Name(), strings.Join(names, " or "))
 }
 
 // EnvName is the environment variable that sets a flag.

@@ -96,3 +96,21 @@ func TestCheckedAndList(t *testing.T) {
 		t.Errorf("Logger with a bad level: %v", err)
 	}
 }
+
+func TestSubcommand(t *testing.T) {
+	var out strings.Builder
+	fs := NewFlagSet("ca", &out, "Usage: brainstem ca init|issue\n")
+	fs.String("dir", "", "the CA `directory`")
+	if err := Subcommand(fs, []string{"issue", "--dir", "x"}, "init", "issue"); err != nil || out.Len() != 0 {
+		t.Fatalf("a known subcommand: %v, printed %q", err, out.String())
+	}
+	if err := Subcommand(fs, []string{"-h"}, "init", "issue"); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "-dir directory") {
+		t.Fatalf("-h: %v, printed %q; want the usage and flags, and flag.ErrHelp", err, out.String())
+	}
+	var ue UsageError
+	for _, args := range [][]string{nil, {"nope"}, {"--dir", "x"}} {
+		if err := Subcommand(fs, args, "init", "issue"); !errors.As(err, &ue) || err.Error() != "ca: want init or issue" {
+			t.Errorf("%q: %v, want the usage error naming init and issue", args, err)
+		}
+	}
+}

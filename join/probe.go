@@ -39,15 +39,18 @@ func (e *TokenRefusedError) Error() string {
 	return s
 }
 
-// Session is an MCP client session with a bearer token, as an agent has.
-type Session struct {
+// Probe checks a bearer token against the MCP endpoint the way an agent
+// uses it: an MCP client (mcp-go's Streamable HTTP client) connected with
+// the token, which lists the tools and calls brain_wings. A refusal of the
+// token is a *TokenRefusedError.
+type Probe struct {
 	c   *client.Client
 	rec *authRecorder
 }
 
-// Connect opens an MCP session to mcpURL with token (mcp-go's Streamable
-// HTTP client: initialize, then requests).
-func Connect(ctx context.Context, hc *http.Client, mcpURL, token string) (*Session, error) {
+// OpenProbe connects to mcpURL with token: initialize, after which the
+// probe's requests follow.
+func OpenProbe(ctx context.Context, hc *http.Client, mcpURL, token string) (*Probe, error) {
 	rec := &authRecorder{next: hc.Transport}
 	if rec.next == nil {
 		rec.next = http.DefaultTransport
@@ -60,27 +63,27 @@ func Connect(ctx context.Context, hc *http.Client, mcpURL, token string) (*Sessi
 	if err != nil {
 		return nil, fmt.Errorf("join: %w", err)
 	}
-	s := &Session{c: c, rec: rec}
+	p := &Probe{c: c, rec: rec}
 	if err := c.Start(ctx); err != nil {
-		return nil, s.wrap(err)
+		return nil, p.wrap(err)
 	}
 	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
 		ClientInfo: mcp.Implementation{Name: "brainstem", Version: "cli"},
 	}}); err != nil {
 		_ = c.Close()
-		return nil, s.wrap(err)
+		return nil, p.wrap(err)
 	}
-	return s, nil
+	return p, nil
 }
 
-// Close ends the session.
-func (s *Session) Close() error { return s.c.Close() }
+// Close closes the probe's connection.
+func (p *Probe) Close() error { return p.c.Close() }
 
 // Tools lists the names of the tools the caller may use, sorted.
-func (s *Session) Tools(ctx context.Context) ([]string, error) {
-	res, err := s.c.ListTools(ctx, mcp.ListToolsRequest{})
+func (p *Probe) Tools(ctx context.Context) ([]string, error) {
+	res, err := p.c.ListTools(ctx, mcp.ListToolsRequest{})
 	if err != nil {
-		return nil, s.wrap(err)
+		return nil, p.wrap(err)
 	}
 	names := make([]string, 0, len(res.Tools))
 	for _, t := range res.Tools {
@@ -122,10 +125,10 @@ func (w *Wings) String() string {
 var ErrToolFailed = errors.New("join: the tool answered an error")
 
 // Wings calls brain_wings.
-func (s *Session) Wings(ctx context.Context) (*Wings, error) {
-	res, err := s.c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "brain_wings", Arguments: map[string]any{}}})
+func (p *Probe) Wings(ctx context.Context) (*Wings, error) {
+	res, err := p.c.CallTool(ctx, mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "brain_wings", Arguments: map[string]any{}}})
 	if err != nil {
-		return nil, s.wrap(err)
+		return nil, p.wrap(err)
 	}
 	if len(res.Content) != 1 {
 		return nil, fmt.Errorf("%w: brain_wings answered %d content items, want 1", ErrToolFailed, len(res.Content))
@@ -149,8 +152,8 @@ func (s *Session) Wings(ctx context.Context) (*Wings, error) {
 
 // wrap turns mcp-go's 401/403 errors into a TokenRefusedError carrying the
 // challenge's error and description.
-func (s *Session) wrap(err error) error {
-	if st, hdr := s.rec.last(); st == http.StatusUnauthorized || st == http.StatusForbidden {
+func (p *Probe) wrap(err error) error {
+	if st, hdr := p.rec.last(); st == http.StatusUnauthorized || st == http.StatusForbidden {
 		e := &TokenRefusedError{Status: st}
 		if cs, perr := signin.ParseChallenges(hdr...); perr == nil {
 			if b, ok := signin.Bearer(cs); ok {

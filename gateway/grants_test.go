@@ -116,15 +116,15 @@ func TestFreshTokenRejected(t *testing.T) {
 	}
 }
 
-// TestSessionCacheUnit covers expiry rules without the network: a grant is
+// TestGrantCacheUnit covers expiry rules without the network: a grant is
 // never used past its expiry, never outlives the SSO token, and two emails
 // never share one.
-func TestSessionCacheUnit(t *testing.T) {
+func TestGrantCacheUnit(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	fc := &fakeMintClient{exp: now.Add(10 * time.Minute)}
 	w := &wing{idx: 0, name: "w", client: fc}
-	sc := newSessionCache([]*wing{w}, 10, time.Hour, time.Minute, time.Second, clock, nopMetrics{}, loggerOrDiscard(nil))
+	sc := newGrantCache([]*wing{w}, 10, time.Hour, time.Minute, time.Second, clock, nopMetrics{}, loggerOrDiscard(nil))
 	alice := auth.Identity{Email: "alice@acme.com", Expiry: now.Add(2 * time.Minute)}
 	bob := auth.Identity{Email: "bob@acme.com", Expiry: now.Add(time.Hour)}
 
@@ -174,7 +174,7 @@ func (nopMetrics) cacheMiss()            {}
 func (nopMetrics) minted(string, string) {}
 
 // fakeMintClient is a shardClient whose Mint returns "tok:<email>:<n>"; it
-// exists only for TestSessionCacheUnit's clock-driven checks.
+// exists only for TestGrantCacheUnit's clock-driven checks.
 type fakeMintClient struct {
 	shardClient
 	n    atomic.Int64

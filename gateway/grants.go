@@ -29,52 +29,54 @@ type grant struct {
 	denied bool      // the wing's policy does not admit the caller; remembered until expiry
 }
 
-// sessionKey identifies a session: the canonical email and the canonical
-// group set of the token in hand. A grant therefore follows the token: a
-// token with other groups finds another session and is minted for, at once,
-// and the same groups in another order find the same session. It is the
-// email itself for a token without groups, else the email, a NUL (which no
-// canonical email holds) and the first 16 bytes of auth.GroupsDigest, so a
-// session costs no more memory than an email-keyed one did, and only a
-// token with groups costs a digest (and one small allocation) per request.
-type sessionKey string
+// grantKey identifies a caller's entry in the grant cache: the canonical
+// email and the canonical group set of the token in hand. A grant therefore
+// follows the token: a token with other groups finds another entry and is
+// minted for, at once, and the same groups in another order find the same
+// entry. It is the email itself for a token without groups, else the
+// email, a NUL (which no canonical email holds) and the first 16 bytes of
+// auth.GroupsDigest, so an entry costs no more memory than an email-keyed
+// one did, and only a token with groups costs a digest (and one small
+// allocation) per request.
+type grantKey string
 
-// keyOf returns the session key of a verified identity.
-func keyOf(id auth.Identity) sessionKey {
+// keyOf returns the grant-cache key of a verified identity.
+func keyOf(id auth.Identity) grantKey {
 	if len(id.Groups) == 0 {
-		return sessionKey(id.Email)
+		return grantKey(id.Email)
 	}
 	d := auth.GroupsDigest(id.Groups)
 	if d == ([32]byte{}) { // only empty group names
-		return sessionKey(id.Email)
+		return grantKey(id.Email)
 	}
-	return sessionKey(id.Email + "\x00" + string(d[:16]))
+	return grantKey(id.Email + "\x00" + string(d[:16]))
 }
 
 func (g grant) usable(now time.Time) bool { return !g.expiry.IsZero() && now.Before(g.expiry) }
 
-// session holds one (email, group set)'s grants, indexed by wing index. It
-// lives only in memory.
-type session struct {
+// callerGrants is one caller's entry in the grant cache: the grants of
+// one (email, group set), indexed by wing index. It lives only in memory.
+type callerGrants struct {
 	mu      sync.Mutex
 	grants  []grant
 	renewed atomic.Int64 // monotonic-ish unix nanos of the last idle-TTL renewal
 }
 
-// sessionMetrics are the counters the cache reports to.
-type sessionMetrics interface {
+// grantMetrics are the counters the cache reports to.
+type grantMetrics interface {
 	cacheHit()
 	cacheMiss()
 	minted(wing, outcome string)
 }
 
-// sessionCache is the cache of shard tokens, keyed by email and group set
-// (sessionKey). An entry is dropped after idleTTL without use or when the
+// grantCache is the cache of shard tokens, keyed by email and group set
+// (grantKey): the design brief's "session cache", configured by the
+// sessions section (SessionsConfig). An entry is dropped after idleTTL without use or when the
 // cache is full (LRU); a grant inside is used only until its expiry, which
 // never exceeds the SSO token's. Concurrent first calls for one (email,
 // group set, wing) share one mint.
-type sessionCache struct {
-	lru         *expirable.LRU[sessionKey, *session]
+type grantCache struct {
+	lru         *expirable.LRU[grantKey, *callerGrants]
 	createMu    sync.Mutex // serialises creating an email's entry
 	flight      singleflight.Group
 	wings       []*wing
@@ -82,7 +84,7 @@ type sessionCache struct {
 	idleTTL     time.Duration
 	denyTTL     time.Duration
 	mintTimeout time.Duration
-	metrics     sessionMetrics
+	metrics     grantMetrics
 	log         *slog.Logger
 	test        *testHooks // the gateway's (Gateway.OnMintJoinForTest)
 }
@@ -91,9 +93,9 @@ type sessionCache struct {
 // than sent, so it does not expire in flight.
 const expiryMargin = 5 * time.Second
 
-func newSessionCache(wings []*wing, maxEntries int, idleTTL, denyTTL, mintTimeout time.Duration, now func() time.Time, m sessionMetrics, log *slog.Logger) *sessionCache {
-	return &sessionCache{
-		lru:         expirable.NewLRU[sessionKey, *session](maxEntries, nil, idleTTL),
+func newGrantCache(wings []*wing, maxEntries int, idleTTL, denyTTL, mintTimeout time.Duration, now func() time.Time, m grantMetrics, log *slog.Logger) *grantCache {
+	return &grantCache{
+		lru:         expirable.NewLRU[grantKey, *callerGrants](maxEntries, nil, idleTTL),
 		wings:       wings,
 		now:         now,
 		idleTTL:     idleTTL,
@@ -104,12 +106,12 @@ func newSessionCache(wings []*wing, maxEntries int, idleTTL, denyTTL, mintTimeou
 	}
 }
 
-// Len is the number of cached sessions.
-func (c *sessionCache) Len() int { return c.lru.Len() }
+// Len is the number of callers (email and group set) in the cache.
+func (c *grantCache) Len() int { return c.lru.Len() }
 
-// session returns the key's entry, creating it, and renews its idle TTL
+// entry returns the key's entry, creating it, and renews its idle TTL
 // (expirable.LRU's Get does not).
-func (c *sessionCache) session(key sessionKey) *session {
+func (c *grantCache) entry(key grantKey) *callerGrants {
 	if s, ok := c.lru.Get(key); ok {
 		c.renew(key, s)
 		return s
@@ -119,15 +121,16 @@ func (c *sessionCache) session(key sessionKey) *session {
 	if s, ok := c.lru.Get(key); ok {
 		return s
 	}
-	s := &session{grants: make([]grant, len(c.wings))}
+	s := &callerGrants{grants: make([]grant, len(c.wings))}
 	s.renewed.Store(time.Now().UnixNano())
 	c.lru.Add(key, s)
 	return s
 }
 
 // renew re-adds the entry (resetting its TTL) at most a few times per idle
-// period, so a busy session is not dropped and the hot path stays cheap.
-func (c *sessionCache) renew(key sessionKey, s *session) {
+// period, so a busy caller's entry is not dropped and the hot path stays
+// cheap.
+func (c *grantCache) renew(key grantKey, s *callerGrants) {
 	now := time.Now().UnixNano()
 	last := s.renewed.Load()
 	if time.Duration(now-last) < c.idleTTL/8 {
@@ -139,8 +142,8 @@ func (c *sessionCache) renew(key sessionKey, s *session) {
 }
 
 // cached returns a usable grant without minting.
-func (c *sessionCache) cached(key sessionKey, w *wing) (grant, bool) {
-	s := c.session(key)
+func (c *grantCache) cached(key grantKey, w *wing) (grant, bool) {
+	s := c.entry(key)
 	now := c.now()
 	s.mu.Lock()
 	g := s.grants[w.idx]
@@ -167,11 +170,11 @@ func (c *sessionCache) cached(key sessionKey, w *wing) (grant, bool) {
 // reports whether it was minted for this call (shared mints count). A
 // remembered or new refusal is an *Error with brain.CodeForbidden wrapping
 // errNotAdmitted.
-func (c *sessionCache) get(ctx context.Context, id auth.Identity, w *wing, requestID string) (g grant, fresh bool, err error) {
+func (c *grantCache) get(ctx context.Context, id auth.Identity, w *wing, requestID string) (g grant, fresh bool, err error) {
 	return c.getKey(ctx, id, keyOf(id), w, requestID)
 }
 
-func (c *sessionCache) getKey(ctx context.Context, id auth.Identity, key sessionKey, w *wing, requestID string) (g grant, fresh bool, err error) {
+func (c *grantCache) getKey(ctx context.Context, id auth.Identity, key grantKey, w *wing, requestID string) (g grant, fresh bool, err error) {
 	if g, ok := c.cached(key, w); ok {
 		c.metrics.cacheHit()
 		if g.denied {
@@ -189,7 +192,7 @@ func (c *sessionCache) getKey(ctx context.Context, id auth.Identity, key session
 // held returns the capabilities the gateway last learned the caller (the
 // key) has in a wing, whether or not the token is still usable; 0 when it
 // never learned any or the wing refused the caller.
-func (c *sessionCache) held(key sessionKey, w *wing) brain.Caps {
+func (c *grantCache) held(key grantKey, w *wing) brain.Caps {
 	s, ok := c.lru.Peek(key)
 	if !ok {
 		return 0
@@ -204,7 +207,7 @@ func (c *sessionCache) held(key sessionKey, w *wing) brain.Caps {
 
 // invalidate drops the caller's token for a wing if it still holds token
 // (a concurrent re-mint's newer token is kept).
-func (c *sessionCache) invalidate(key sessionKey, w *wing, token string) {
+func (c *grantCache) invalidate(key grantKey, w *wing, token string) {
 	s, ok := c.lru.Peek(key)
 	if !ok {
 		return
@@ -235,7 +238,7 @@ type mintResult struct {
 // runs on a detached context with its own timeout, so one impatient caller
 // does not fail the others; each caller still stops waiting when its own
 // ctx ends.
-func (c *sessionCache) mint(ctx context.Context, id auth.Identity, key sessionKey, w *wing, requestID string) (grant, error) {
+func (c *grantCache) mint(ctx context.Context, id auth.Identity, key grantKey, w *wing, requestID string) (grant, error) {
 	flightKey := w.name + "\x00" + string(key)
 	ch := c.flight.DoChan(flightKey, func() (any, error) {
 		return c.mintFlight(ctx, id, key, w, requestID), nil
@@ -257,7 +260,7 @@ func (c *sessionCache) mint(ctx context.Context, id auth.Identity, key sessionKe
 // mintFlight is one mint flight: it asks the shard (on a context detached
 // from the first caller's, with its own timeout) and stores the answer, a
 // grant or a refusal.
-func (c *sessionCache) mintFlight(ctx context.Context, id auth.Identity, key sessionKey, w *wing, requestID string) mintResult {
+func (c *grantCache) mintFlight(ctx context.Context, id auth.Identity, key grantKey, w *wing, requestID string) mintResult {
 	// A flight that just finished may have stored a grant between this
 	// caller's cache miss and its joining: use it rather than mint again.
 	if g, ok := c.cached(key, w); ok {
@@ -309,7 +312,7 @@ func (c *sessionCache) mintFlight(ctx context.Context, id auth.Identity, key ses
 // mintFailed handles a mint the shard refused or did not answer: a policy
 // refusal is remembered for denyTTL; a refusal of this gateway's
 // certificate is reported for /readyz, not remembered per user.
-func (c *sessionCache) mintFailed(id auth.Identity, key sessionKey, w *wing, requestID string, err error) mintResult {
+func (c *grantCache) mintFailed(id auth.Identity, key grantKey, w *wing, requestID string, err error) mintResult {
 	switch proto.CodeOf(err) {
 	case proto.CodeForbidden:
 		c.metrics.minted(w.name, "forbidden")
@@ -332,8 +335,8 @@ func (c *sessionCache) mintFailed(id auth.Identity, key sessionKey, w *wing, req
 	return mintResult{err: e}
 }
 
-func (c *sessionCache) store(key sessionKey, w *wing, g grant) {
-	s := c.session(key)
+func (c *grantCache) store(key grantKey, w *wing, g grant) {
+	s := c.entry(key)
 	s.mu.Lock()
 	s.grants[w.idx] = g
 	s.mu.Unlock()
@@ -343,7 +346,7 @@ func (c *sessionCache) store(key sessionKey, w *wing, g grant) {
 // needed (concurrently, at most limit at once). A wing that cannot be
 // reached (or is known to be down) or refuses the
 // caller has zero caps; errs records why.
-func (c *sessionCache) capsAll(ctx context.Context, id auth.Identity, requestID string, limit int) (caps []brain.Caps, errs []error) {
+func (c *grantCache) capsAll(ctx context.Context, id auth.Identity, requestID string, limit int) (caps []brain.Caps, errs []error) {
 	caps = make([]brain.Caps, len(c.wings))
 	errs = make([]error, len(c.wings))
 	sem := make(chan struct{}, max(limit, 1))
