@@ -68,7 +68,7 @@ func (k kind) String() string {
 // record over them is refused when written (ErrTooLarge) and is corrupt
 // when read.
 const (
-	MaxKeyBytes    = 128
+	MaxKeyBytes    = brain.MaxIdempotencyKeyBytes
 	MaxToolBytes   = 128
 	MaxMarkBytes   = 64 << 10
 	MaxAnswerBytes = 16 << 20
