@@ -11,6 +11,7 @@ const (
 	CodeInvalidArgument Code = "invalid_argument" // an argument is missing, malformed or unknown, or names no wing
 	CodeNotFound        Code = "not_found"        // the note or inbox note does not exist
 	CodeAlreadyExists   Code = "already_exists"   // a create or promote would overwrite a note
+	CodeMoved           Code = "moved"            // the note was moved: the message names where it is now
 	CodeConflict        Code = "conflict"         // expected_hash is stale, or the idempotency_key was used for another call
 	CodeForbidden       Code = "forbidden"        // the caller lacks the capability (or the verified email a write records)
 	CodeTooLarge        Code = "too_large"        // an argument, a note or a message exceeds a size limit
@@ -45,8 +46,9 @@ type CodeInfo struct {
 func Codes() []CodeInfo {
 	return []CodeInfo{
 		{CodeInvalidArgument, FromShard | FromGateway, "an argument is missing, malformed or unknown (the message names it), `wing` is not the shard's wing, or the gateway can derive no wing from the arguments (`wing`, a note `id`, a `path`)"},
-		{CodeNotFound, FromShard, "the note or inbox note does not exist"},
-		{CodeAlreadyExists, FromShard, "a create or promote would overwrite a note: nothing was written"},
+		{CodeNotFound, FromShard, "the note or inbox note does not exist (an archived note: the message says who archived it, when and why; `brain_restore` brings it back), or the version is not in the wing's history"},
+		{CodeAlreadyExists, FromShard, "a create, promote, move or restore would overwrite a note: nothing was written"},
+		{CodeMoved, FromShard, "the note was moved (`brain_move`); the message names its id now, who moved it and when: read it there"},
 		{CodeConflict, FromShard, "`expected_hash` is not the note's current hash (the message gives the current hash), or the `idempotency_key` was already used for another call (another tool or other arguments; the message says when): nothing was written"},
 		{CodeForbidden, FromShard | FromGateway, "the caller lacks the capability the tool needs, has no verified email (writes), or named another wing's note; from the gateway, a cross-wing `brain_query` by someone who can read no wing"},
 		{CodeTooLarge, FromShard | FromGateway, "an argument, a note or the request exceeds a size limit (the message gives it)"},

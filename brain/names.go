@@ -222,6 +222,23 @@ type ID struct {
 	Wing, Hall, Slug string
 }
 
+// VersionRule is what a version id is: the git commit that made the
+// version, as brain_history lists it.
+const VersionRule = "40 hexadecimal digits, a version id as brain_history lists it"
+
+// ValidVersion checks a version id.
+func ValidVersion(s string) error {
+	if len(s) != 40 {
+		return reject(ErrInvalidName, "version %s is not a version id: a version is %s", preview(s), VersionRule)
+	}
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
+			return reject(ErrInvalidName, "version %s has %s: a version is %s", preview(s), badByte(s, i), VersionRule)
+		}
+	}
+	return nil
+}
+
 // ParseID parses and validates a note id "wing/hall/slug". It also accepts
 // the note's brain-relative path "wiki/wing/hall/slug.md" (with or without
 // ".md") and "wing/hall/slug.md". Nothing is normalised: no leading '/',

@@ -467,3 +467,26 @@ func TestParseInboxPath(t *testing.T) {
 		}
 	}
 }
+
+func TestValidVersion(t *testing.T) {
+	for _, tc := range []struct {
+		v  string
+		ok bool
+	}{
+		{"0123456789abcdef0123456789abcdef01234567", true},
+		{"0123456789ABCDEF0123456789abcdef01234567", true},
+		{"", false},
+		{"0123456789abcdef", false},
+		{"0123456789abcdef0123456789abcdef012345678", false},
+		{"0123456789abcdef0123456789abcdef0123456g", false},
+		{"HEAD~1", false},
+	} {
+		err := ValidVersion(tc.v)
+		if (err == nil) != tc.ok {
+			t.Errorf("ValidVersion(%q) = %v, want ok %v", tc.v, err, tc.ok)
+		}
+		if err != nil && !errors.Is(err, ErrInvalidName) {
+			t.Errorf("ValidVersion(%q) = %v, not ErrInvalidName", tc.v, err)
+		}
+	}
+}

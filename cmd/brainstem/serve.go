@@ -81,6 +81,7 @@ func runShard(ctx context.Context, args []string, s streams) error {
 	fs.IntVar(&sc.Idempotency.MaxKeysPerCaller, "idempotency-max-keys-per-caller", idempotency.DefaultMaxKeysPerCaller, "idempotency keys remembered at most per caller")
 	fs.StringVar(&cfg.KeyFile, "key-file", "", "PEM `file` of the shard-token signing key, created if missing (default: a new key each start, which makes the gateway re-mint)")
 	fs.DurationVar(&sc.IndexDelay, "index-delay", store.DefaultIndexDelay, "rewrite the wing's _index.md at most this often after a change (0: on every write, which costs more as the wing grows); shutdown always brings it up to date")
+	fs.BoolVar(&sc.History.AllowPurge, "allow-purge", false, "let curators purge content from the wing's history for good (brain_purge); off: it is refused")
 	fs.IntVar(&sc.MaxNoteBytes, "max-note-bytes", store.DefaultMaxNoteBytes, "largest note file the shard loads or writes; larger files are skipped with a warning")
 	fs.DurationVar(&sc.TokenTTL, "token-ttl", 10*time.Minute, "lifetime of the shard tokens this shard mints")
 	admin := fs.String("admin-listen", ":9091", "HTTP `address` for /healthz, /readyz and /metrics (empty: off)")

@@ -396,3 +396,45 @@ func decodeIDs(buf []byte, fn func(uint32)) {
 		fn(prev)
 	}
 }
+
+// Scrub compacts the index now and drops every dictionary term that no
+// live document holds, renumbering the others, so that nothing of a
+// deleted or replaced document's text (its words) stays in the index or in
+// what Save writes. A purge of history calls it; the statistics and every
+// search's answer are unchanged.
+func (ix *Index) Scrub() {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	ix.compactLocked()
+	remap := make([]uint32, len(ix.terms))
+	n := uint32(0)
+	for id := range ix.terms {
+		if ix.terms[id].df == 0 {
+			remap[id] = deadLen
+			continue
+		}
+		remap[id] = n
+		ix.terms[n] = ix.terms[id]
+		n++
+	}
+	if int(n) == len(ix.terms) {
+		return
+	}
+	clear(ix.terms[n:])
+	ix.terms = slices.Clip(ix.terms[:n])
+	dict := make(map[string]uint32, n)
+	for t, id := range ix.dict {
+		if nid := remap[id]; nid != deadLen {
+			dict[t] = nid
+		}
+	}
+	ix.dict = dict
+	var ids []uint32
+	for ord := range ix.docs {
+		d := &ix.docs[ord]
+		ids = ids[:0]
+		decodeIDs(d.terms, func(id uint32) { ids = append(ids, remap[id]) })
+		d.terms = encodeIDs(ids) // remap keeps the order
+	}
+	ix.gen.Add(1)
+}

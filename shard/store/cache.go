@@ -105,3 +105,12 @@ func noteSize(n *Note) int64 {
 	}
 	return size
 }
+
+// clear empties the cache.
+func (c *noteCache) clear() {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	for el := c.ll.Front(); el != nil; el = c.ll.Front() {
+		c.removeLocked(el)
+	}
+}

@@ -18,6 +18,7 @@ var (
 	ErrTooLarge  = errors.New("store: too large")
 	ErrForbidden = errors.New("store: forbidden")
 	ErrClosed    = errors.New("store: closed")
+	ErrMoved     = errors.New("store: moved")
 )
 
 // codes gives each sentinel the code a caller receives.
@@ -29,6 +30,7 @@ var codes = map[error]brain.Code{
 	ErrTooLarge:  brain.CodeTooLarge,
 	ErrForbidden: brain.CodeForbidden,
 	ErrClosed:    brain.CodeInternal,
+	ErrMoved:     brain.CodeMoved,
 }
 
 // errClosed is every call's answer once the store is closed.

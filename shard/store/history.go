@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/history"
@@ -49,6 +50,11 @@ type HistoryOptions struct {
 	// Service is the author of the initial commit and of outside edits
 	// (zero: history's default).
 	Service history.Identity
+	// Now is the clock of commit times (nil: the wall clock). Commits
+	// carry the time they are made, not the store's Options.Now; tests
+	// and the generated docs, whose version ids must not change from run
+	// to run, set it.
+	Now func() time.Time
 }
 
 // openHistory opens the wing's history once the notes are loaded.
@@ -63,12 +69,12 @@ func (s *Store) openHistory(ctx context.Context, opt Options) error {
 	h, err := history.Open(ctx, history.Options{
 		Root: s.root, Wing: s.wing, StateDir: filepath.Join(stateDir, "history"),
 		Tracked: s.tracked, Files: s.trackedFiles, Dirs: []string{brain.WingDir(brain.TopWiki, s.wing), brain.WingDir(brain.TopInbox, s.wing)},
-		Logger: s.log, Service: opt.History.Service, AllowPurge: opt.History.AllowPurge, // commits carry the wall clock
+		Logger: s.log, Service: opt.History.Service, AllowPurge: opt.History.AllowPurge, Now: opt.History.Now,
 	})
 	if err != nil {
 		return fmt.Errorf("store: history of wing %q: %w", s.wing, err)
 	}
-	s.hist = h
+	s.hist, s.purgeOK = h, opt.History.AllowPurge
 	return nil
 }
 

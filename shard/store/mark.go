@@ -23,6 +23,8 @@ const (
 	MarkCreate  MarkOp = "create"  // a new file: a note, an inbox note, a promoted note
 	MarkReplace MarkOp = "replace" // a note's new version (brain_update)
 	MarkAppend  MarkOp = "append"  // bytes appended to a session log
+	MarkRemove  MarkOp = "remove"  // a note's file removed (brain_archive)
+	MarkPurge   MarkOp = "purge"   // content purged from history (brain_purge)
 )
 
 // Stamps name the frontmatter fields a created file keeps for life, which
@@ -39,8 +41,10 @@ const (
 type Mark struct {
 	Op   MarkOp `json:"op"`
 	Path string `json:"path"` // brain-relative slash path of the file changed
-	// Hash is the content hash the file will have (create, replace), or the
-	// sha256 of the appended bytes (append).
+	// Hash is the content hash the file will have (create, replace), the
+	// sha256 of the appended bytes (append), the content hash of the file
+	// removed (remove), or the content hash purged ("" for every version;
+	// purge, whose Path is the note's path).
 	Hash string `json:"hash"`
 	// Offset and Size locate the appended bytes (append only).
 	Offset int64 `json:"offset,omitempty"`
@@ -64,6 +68,9 @@ type Intent struct {
 	Note    *Note    // Create, Update, Promote: the note as it will be
 	Tunnels []string // Promote: the note's links into other wings
 	Line    int      // AppendSession: the 1-based number of the new line
+	// Outcome is what the call returns if the change lands: Archived
+	// (Archive), Moved (Move), Purged (Purge).
+	Outcome any
 }
 
 // Hook is called by a write under the lock of the note (or session log) it
@@ -145,6 +152,19 @@ func (s *Store) Settle(m Mark) (bool, error) {
 		}
 		sum := sha256.Sum256(buf)
 		return hex.EncodeToString(sum[:]) == m.Hash, nil
+	case MarkRemove:
+		raw, _, err := readFileLimit(abs, s.maxNote)
+		switch {
+		case errors.Is(err, fs.ErrNotExist):
+			return true, nil
+		case err != nil:
+			return false, fmt.Errorf("store: settle %s: %w", m.Path, err)
+		}
+		// Another file there was written after the removal (the note's lock
+		// kept everyone else off it until then).
+		return HashOf(raw) != m.Hash, nil
+	case MarkPurge:
+		return s.purgeSettled(m)
 	}
 	return false, fmt.Errorf("store: settle: unknown change %q: %w", m.Op, ErrInvalid)
 }

@@ -50,7 +50,7 @@ func (s *Store) Get(ctx context.Context, ref string) (*Note, error) {
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			s.refresh(id)
-			return nil, refuse(ErrNotFound, "no note %s in wing %q", id, s.wing)
+			return nil, s.goneErr(noteRef{id: id, rel: id.Path()})
 		}
 		return nil, s.readErr(id.String(), err)
 	}
@@ -104,7 +104,7 @@ func (s *Store) getInbox(ref string) (*Note, error) {
 	n, _, err := s.readNote(abs, "", name, rel, name)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, refuse(ErrNotFound, "no inbox note %s (it may have been promoted)", rel)
+			return nil, s.goneErr(noteRef{name: name, rel: rel})
 		}
 		return nil, s.readErr(rel, err)
 	}

@@ -129,6 +129,7 @@ type Store struct {
 	inbox inboxState // the inbox as search sees it (inbox.go)
 
 	hist    *history.History // the wing's history; nil when it keeps none (history.go)
+	purgeOK bool             // HistoryOptions.AllowPurge
 	outMu   sync.Mutex       // guards outPend
 	outPend map[string]bool  // paths seen changed behind the store's back, not yet recorded
 	outKick chan struct{}    // wakes outsideLoop

@@ -268,10 +268,10 @@ func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
 		return nil, fmt.Errorf("store: %w", err)
 	}
 	unlock := s.locks.lock("w:" + id.String())
-	old, _, err := readFileLimit(abs, s.maxNote)
+	old, err := s.readNoteFile(noteRef{id: id, rel: id.Path()}, abs)
 	if err != nil {
 		unlock()
-		return nil, s.readErr(id.String(), err)
+		return nil, err
 	}
 	cur := HashOf(old)
 	if c.ExpectedHash != "" && c.ExpectedHash != cur {
@@ -496,6 +496,19 @@ func (s *Store) readErr(what string, err error) error {
 	default:
 		return fmt.Errorf("store: read %s: %w", what, err)
 	}
+}
+
+// readNoteFile reads note r's file at abs: a missing file is goneErr
+// (what became of the note), any other failure readErr.
+func (s *Store) readNoteFile(r noteRef, abs string) ([]byte, error) {
+	raw, _, err := readFileLimit(abs, s.maxNote)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return nil, s.goneErr(r)
+	case err != nil:
+		return nil, s.readErr(r.String(), err)
+	}
+	return raw, nil
 }
 
 // wikiRef parses a note id or wiki path of this wing and resolves it.

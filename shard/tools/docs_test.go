@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"os"
 	"regexp"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -40,12 +41,19 @@ var docExamples = []example{
 	{"brain_promote", `{"name":"retry-storms","hall":"hypotheses"}`, curator},
 	{"session_list", `{}`, reader},
 	{"session_read", `{"session":"2026-11-30-incident","limit":10}`, reader},
+	{"brain_history", `{"id":"payments/facts/retry-budget"}`, reader},
+	{"brain_diff", `{"id":"payments/facts/retry-budget","from":"{{version payments/facts/retry-budget 1}}"}`, reader},
+	{"brain_restore", `{"id":"payments/facts/retry-budget","version":"{{version payments/facts/retry-budget 1}}","reason":"three retries was right after all"}`, writer},
+	{"brain_archive", `{"id":"payments/sources/psp-contract","reason":"superseded by the signed contract"}`, curator},
+	{"brain_move", `{"id":"payments/facts/retry-budget","hall":"decisions","reason":"a limit we chose, not a fact we found"}`, curator},
+	{"brain_purge", `{"id":"payments/sources/psp-contract","reason":"the contract is confidential"}`, curator},
 }
 
 // docErrorExamples illustrate error results (run after docExamples).
 var docErrorExamples = []example{
-	{"brain_write", `{"title":"Retry budget","body":"again","hall":"facts"}`, writer},
-	{"brain_update", `{"id":"payments/facts/retry-budget","body":"x","reason":"stale","expected_hash":"{{hash payments/decisions/use-idempotency-keys}}"}`, writer},
+	{"brain_write", `{"title":"Use idempotency keys","body":"again","hall":"decisions"}`, writer},
+	{"brain_update", `{"id":"payments/decisions/use-idempotency-keys","body":"x","reason":"stale","expected_hash":"{{hash payments/decisions/retry-budget}}"}`, writer},
+	{"brain_get", `{"id":"payments/facts/retry-budget"}`, reader},
 	{"brain_query", `{"query":"retry","colour":"blue"}`, reader},
 	{"brain_write", `{"title":"Card network timeouts","body":"Mastercard timed out too.\n","hall":"failures","idempotency_key":"4f9c2e1a-card-timeouts"}`, writer},
 }
@@ -59,8 +67,13 @@ func docFixture(t *testing.T) *Set {
 	return s
 }
 
-var hashRef = regexp.MustCompile(`\{\{hash ([^}]+)\}\}`)
+var (
+	hashRef    = regexp.MustCompile(`\{\{hash ([^}]+)\}\}`)
+	versionRef = regexp.MustCompile(`\{\{version ([^ }]+) ([0-9]+)\}\}`)
+)
 
+// runExample runs ex, with {{hash ID}} replaced by the note's content hash
+// and {{version ID N}} by its Nth newest version (0: the newest).
 func runExample(t *testing.T, s *Set, ex example) (args, result string, isErr bool) {
 	args = hashRef.ReplaceAllStringFunc(ex.args, func(m string) string {
 		n, err := s.st.Get(context.Background(), hashRef.FindStringSubmatch(m)[1])
@@ -68,6 +81,15 @@ func runExample(t *testing.T, s *Set, ex example) (args, result string, isErr bo
 			t.Fatal(err)
 		}
 		return n.Hash
+	})
+	args = versionRef.ReplaceAllStringFunc(args, func(m string) string {
+		sub := versionRef.FindStringSubmatch(m)
+		n, _ := strconv.Atoi(sub[2])
+		h, err := s.st.Versions(context.Background(), sub[1], "", n+1)
+		if err != nil || len(h.Versions) <= n {
+			t.Fatalf("%s: %v", m, err)
+		}
+		return h.Versions[n].ID
 	})
 	res, isErr := s.Call(context.Background(), ex.c, ex.tool, []byte(args))
 	return args, string(res), isErr

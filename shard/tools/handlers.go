@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"math"
 	"strings"
+	"time"
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
@@ -90,6 +91,12 @@ func (s *Set) define() []Tool {
 		Define(s.promoteSpec(), s.promote),
 		Define(s.sessionListSpec(), s.sessionList),
 		Define(s.sessionReadSpec(), s.sessionRead),
+		Define(s.historySpec(), s.history),
+		Define(s.diffSpec(), s.diff),
+		Define(s.restoreSpec(), s.restore),
+		Define(s.archiveSpec(), s.archive),
+		Define(s.moveSpec(), s.move),
+		Define(s.purgeSpec(), s.purge),
 	}
 }
 
@@ -129,18 +136,22 @@ func (s *Set) getSpec() *toolspec.Spec {
 		Description: "Read one note in full: a curated note by id (wing/hall/slug) or path (wiki/wing/hall/slug.md), or an " +
 			"inbox note by path (inbox/wing/name.md). Returns {id, path, content_hash, frontmatter, body}; frontmatter " +
 			"keeps the file's key order, values are strings or arrays of strings. Pass content_hash as expected_hash " +
-			"to brain_update to avoid overwriting someone else's change.",
+			"to brain_update to avoid overwriting someone else's change. With version, the note as it was at that version " +
+			"(brain_history lists them; the answer adds version, and path is where the note was then). A note that was " +
+			"moved answers moved with its new id; an archived one not_found saying who archived it and why.",
 		Args: []toolspec.Arg{
 			{Name: "id", Type: toolspec.String, Route: toolspec.RouteRef, Desc: "Note id wing/hall/slug (or its wiki path). Give id or path, not both."},
 			{Name: "path", Type: toolspec.String, Route: toolspec.RoutePath, Desc: "Brain-relative path: wiki/wing/hall/slug.md or inbox/wing/name.md."},
+			versionArg("version", false, "A version of the note, as brain_history lists it; omit for the current one."),
 			wingArg(),
 		},
 	}
 }
 
 type getArgs struct {
-	ID   string `json:"id"`
-	Path string `json:"path"`
+	ID      string `json:"id"`
+	Path    string `json:"path"`
+	Version string `json:"version"`
 	WingArg
 }
 
@@ -181,6 +192,7 @@ type getResult struct {
 	ContentHash string      `json:"content_hash"`
 	Frontmatter frontmatter `json:"frontmatter"`
 	Body        string      `json:"body"`
+	Version     string      `json:"version,omitempty"`
 }
 
 func (s *Set) get(ctx context.Context, _ Caller, a *getArgs) (any, error) {
@@ -196,12 +208,20 @@ func (s *Set) get(ctx context.Context, _ Caller, a *getArgs) (any, error) {
 			return nil, invalid("path %q must start with wiki/ or inbox/ (for an id wing/hall/slug use the id argument)", a.Path)
 		}
 	}
+	if a.Version != "" {
+		n, v, err := s.st.GetVersion(ctx, ref, a.Version)
+		if err != nil {
+			return nil, historyHint(err)
+		}
+		return getResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash, Frontmatter: frontmatter(n.Fields), Body: n.Body, Version: v.ID}, nil
+	}
 	n, err := s.st.Get(ctx, ref)
 	if err != nil {
+		err = hint(err, store.ErrMoved, "brain_get that id")
 		if strings.HasPrefix(ref, brain.TopInbox+"/") {
 			return nil, hint(err, store.ErrNotFound, "brain_pending lists the inbox")
 		}
-		return nil, hint(err, store.ErrNotFound, "brain_query or brain_list find existing ids")
+		return nil, hint(err, store.ErrNotFound, "brain_query or brain_list find existing ids; brain_history lists what history knows of it")
 	}
 	return getResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash, Frontmatter: frontmatter(n.Fields), Body: n.Body}, nil
 }
@@ -213,21 +233,25 @@ func (s *Set) listSpec() *toolspec.Spec {
 		Name: "brain_list", Title: "List notes", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
 		Description: "List the curated notes of the wing, ordered by id, optionally of one hall, a page at a time. Returns " +
 			"{notes:[{id, hall, title, path, updated_at}], next_cursor}; pass next_cursor back as cursor for the next " +
-			"page (it is \"\" on the last page). Use brain_query to find notes by content.",
+			"page (it is \"\" on the last page). Use brain_query to find notes by content. With archived true, the " +
+			"archived notes instead: {notes:[{id, hall, title, path, archived_at, archived_by, reason}], next_cursor} " +
+			"(title is that of the last version; brain_restore brings one back).",
 		Args: []toolspec.Arg{
 			wingArg(),
 			hallArg("Only list notes of this hall.", false),
 			{Name: "cursor", Type: toolspec.String, Desc: "The next_cursor of the previous page; omit for the first page."},
 			limitArg(ListDefaultLimit, ListMaxLimit),
+			{Name: "archived", Type: toolspec.Boolean, Default: false, Desc: "List the archived notes instead of the current ones."},
 		},
 	}
 }
 
 type listArgs struct {
 	WingArg
-	Hall   string `json:"hall"`
-	Cursor string `json:"cursor"`
-	Limit  int    `json:"limit"`
+	Hall     string `json:"hall"`
+	Cursor   string `json:"cursor"`
+	Limit    int    `json:"limit"`
+	Archived bool   `json:"archived"`
 }
 
 type listNote struct {
@@ -243,7 +267,34 @@ type listResult struct {
 	NextCursor string     `json:"next_cursor"`
 }
 
-func (s *Set) list(_ context.Context, _ Caller, a *listArgs) (any, error) {
+type archivedNote struct {
+	ID         string `json:"id"`
+	Hall       string `json:"hall"`
+	Title      string `json:"title"`
+	Path       string `json:"path"`
+	ArchivedAt string `json:"archived_at"`
+	ArchivedBy string `json:"archived_by"`
+	Reason     string `json:"reason"`
+}
+
+type archivedResult struct {
+	Notes      []archivedNote `json:"notes"`
+	NextCursor string         `json:"next_cursor"`
+}
+
+func (s *Set) list(ctx context.Context, _ Caller, a *listArgs) (any, error) {
+	if a.Archived {
+		notes, next, err := s.st.Archived(ctx, a.Hall, a.Cursor, a.Limit)
+		if err != nil {
+			return nil, err
+		}
+		res := archivedResult{Notes: make([]archivedNote, len(notes)), NextCursor: next}
+		for i, n := range notes {
+			res.Notes[i] = archivedNote{ID: n.ID, Hall: n.Hall, Title: n.Title, Path: n.Path, ArchivedAt: n.Removal.At.UTC().Format(time.RFC3339),
+				ArchivedBy: n.Removal.Author, Reason: n.Removal.Reason}
+		}
+		return res, nil
+	}
 	entries, next, err := s.st.List(a.Hall, a.Cursor, a.Limit)
 	if err != nil {
 		return nil, err

@@ -22,7 +22,8 @@ func newKeyedSet(t testing.TB, now func() time.Time) (*Set, *store.Store, string
 	if now == nil {
 		now = fixedClock()
 	}
-	st, err := store.Open(context.Background(), store.Options{Root: root, Wing: wing, Now: now, RescanInterval: -1})
+	st, err := store.Open(context.Background(), store.Options{Root: root, Wing: wing, Now: now, RescanInterval: -1,
+		History: store.HistoryOptions{AllowPurge: true, Now: fixedClock()}}) // version ids stay the same from run to run
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -75,6 +76,34 @@ func TestKeyedWritesApplyOnce(t *testing.T) {
 	wiki := func(h string) func() int {
 		return func() int { return countFiles(t, filepath.Join(root, "wiki", wing, h)) }
 	}
+	// The history tools' notes, and the versions they name.
+	for _, slug := range []string{"to-restore", "to-archive", "to-move", "to-purge"} {
+		mustCall(t, s, writer, "brain_write", `{"title":"`+slug+`","body":"one\n","hall":"facts","slug":"`+slug+`"}`, nil)
+		mustCall(t, s, writer, "brain_update", `{"id":"payments/facts/`+slug+`","body":"two\n","reason":"second"}`, nil)
+	}
+	oldest := func(slug string) string {
+		h, err := st.Versions(ctx, "payments/facts/"+slug, "", 2)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return h.Versions[1].ID
+	}
+	versions := func(slug string, purged bool) func() int {
+		return func() int {
+			h, err := st.Versions(ctx, "payments/facts/"+slug, "", 100)
+			if err != nil {
+				t.Fatal(err)
+			}
+			n := 0
+			for _, v := range h.Versions {
+				if !purged || v.Purged {
+					n++
+				}
+			}
+			return n
+		}
+	}
+	restoreV, purgeV := oldest("to-restore"), oldest("to-purge")
 	tests := []struct {
 		tool        string
 		c           Caller
@@ -107,6 +136,26 @@ func TestKeyedWritesApplyOnce(t *testing.T) {
 			`{"hall":"hypotheses","name":"to-promote","idempotency_key":"p-1"}`,
 			`{"name":"to-promote","hall":"facts","idempotency_key":"p-1"}`,
 			wiki("hypotheses")},
+		{"brain_restore", writer,
+			`{"id":"payments/facts/to-restore","version":"` + restoreV + `","reason":"back","idempotency_key":"r-1"}`,
+			`{"reason":"back","version":"` + restoreV + `","idempotency_key":"r-1","id":"payments/facts/to-restore"}`,
+			`{"id":"payments/facts/to-restore","version":"` + restoreV + `","reason":"other","idempotency_key":"r-1"}`,
+			versions("to-restore", false)},
+		{"brain_archive", curator,
+			`{"id":"payments/facts/to-archive","reason":"old","idempotency_key":"a-1"}`,
+			`{"reason":"old","id":"payments/facts/to-archive","idempotency_key":"a-1"}`,
+			`{"id":"payments/facts/to-archive","reason":"older","idempotency_key":"a-1"}`,
+			versions("to-archive", false)},
+		{"brain_move", curator,
+			`{"id":"payments/facts/to-move","hall":"decisions","reason":"chosen","idempotency_key":"m-1"}`,
+			`{"hall":"decisions","id":"payments/facts/to-move","reason":"chosen","idempotency_key":"m-1"}`,
+			`{"id":"payments/facts/to-move","hall":"sources","reason":"chosen","idempotency_key":"m-1"}`,
+			wiki("decisions")},
+		{"brain_purge", curator,
+			`{"id":"payments/facts/to-purge","version":"` + purgeV + `","reason":"leak","idempotency_key":"x-1"}`,
+			`{"version":"` + purgeV + `","reason":"leak","id":"payments/facts/to-purge","idempotency_key":"x-1"}`,
+			`{"id":"payments/facts/to-purge","reason":"leak","idempotency_key":"x-1"}`,
+			versions("to-purge", true)},
 	}
 	for _, tt := range tests {
 		t.Run(tt.tool, func(t *testing.T) {

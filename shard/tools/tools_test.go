@@ -105,10 +105,12 @@ func TestDescriptors(t *testing.T) {
 	if err := json.Unmarshal(s.Descriptors(), &ds); err != nil {
 		t.Fatal(err)
 	}
-	wantOrder := []string{"brain_query", "brain_get", "brain_list", "brain_links", "brain_pending", "brain_write", "brain_update", "brain_ingest_raw", "session_log", "brain_promote", "session_list", "session_read"}
+	wantOrder := []string{"brain_query", "brain_get", "brain_list", "brain_links", "brain_pending", "brain_write", "brain_update", "brain_ingest_raw", "session_log", "brain_promote", "session_list", "session_read",
+		"brain_history", "brain_diff", "brain_restore", "brain_archive", "brain_move", "brain_purge"}
 	wantCap := map[string]string{"brain_query": "read", "brain_get": "read", "brain_list": "read", "brain_links": "read", "brain_pending": "read",
 		"brain_write": "write", "brain_update": "write", "brain_ingest_raw": "write", "session_log": "write", "brain_promote": "curate",
-		"session_list": "read", "session_read": "read"}
+		"session_list": "read", "session_read": "read", "brain_history": "read", "brain_diff": "read", "brain_restore": "write",
+		"brain_archive": "curate", "brain_move": "curate", "brain_purge": "curate"}
 	if len(ds) != len(wantOrder) {
 		t.Fatalf("%d descriptors", len(ds))
 	}
