@@ -130,7 +130,7 @@ func (u *user) writeArgs(wing, args string) (callRec, *written) {
 		rec.code = "bad_answer"
 		return rec, nil
 	}
-	return rec, &written{Path: out.Path, Hash: out.ContentHash}
+	return rec, &written{Path: out.Path, Hash: out.ContentHash, Author: u.email}
 }
 
 // recorder collects calls and acknowledged writes from many goroutines.

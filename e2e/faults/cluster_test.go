@@ -391,9 +391,10 @@ func (c *cluster) metricFloat(series string) float64 {
 	return f
 }
 
-// written is an acknowledged brain_write.
+// written is an acknowledged brain_write: its file, content hash and
+// author.
 type written struct {
-	Path, Hash string
+	Path, Hash, Author string
 }
 
 // verifyWrites checks that every acknowledged write is on disk, intact.

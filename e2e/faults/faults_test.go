@@ -272,6 +272,12 @@ func TestKillShardUnderWriteLoop(t *testing.T) {
 	report(t, "acknowledged writes: %d, lost or damaged: %d; outcome_unknown answers: %d; lost writes the gateway sent again: %s",
 		len(writes), lostWrites, all.codes["outcome_unknown"], c.metric(`brainstem_gateway_lost_write_retries_total{wing="payments"}`))
 	c.verifyOnce(rec.keyedWrites())
+	// Stopped cleanly, the shard has committed everything that landed.
+	if _, err := c.shard(victim).term(20 * time.Second); err != nil {
+		t.Fatal(err)
+	}
+	commits := c.verifyHistory(victim, writes)
+	report(t, "history: every acknowledged write is a commit with its author and content (%d commits of wing %s), and the head is what is on disk", commits, victim)
 	gwLog := c.logOf("gateway")
 	for _, want := range []string{`"msg":"proto: connection lost","wing":"payments"`, "the shard is reachable again"} {
 		if !strings.Contains(gwLog, want) {

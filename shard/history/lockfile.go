@@ -16,8 +16,10 @@ import (
 
 // defaultStaleLock is the age past which a lock file that no live
 // Brainstem process holds is taken for one a crash left behind. Git holds
-// its ref and index locks for milliseconds.
-const defaultStaleLock = 5 * time.Second
+// its ref and index locks for milliseconds (but for the index while
+// `git commit` waits for its editor); a shard killed and started again
+// at once waits this long for its own lock (docs/history.md).
+const defaultStaleLock = time.Second
 
 // lockFile is git's lock protocol for one file: <file>.lock is created
 // exclusively (O_CREATE|O_EXCL), written, fsynced and renamed over the

@@ -220,6 +220,11 @@ func (h *History) compareFile(p string, had bool, old plumbing.Hash, cache *stat
 	}
 	d.blob = objectHash(plumbing.BlobObject, b)
 	if had && d.blob == old {
+		if cache != nil {
+			// Unchanged, but .git/index did not say so (a crash came before
+			// its update): bring the entry up to date.
+			h.idxDirty[p] = true
+		}
 		return d, false, nil
 	}
 	d.op.Content = b
