@@ -5,12 +5,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
 	"testing"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/search"
+	"github.com/brainstem/brainstem/shard/history"
 	fm "github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/store"
 )
@@ -237,4 +240,132 @@ func listAll(t *testing.T, s *Set) string {
 			return b.String()
 		}
 	}
+}
+
+// TestConcurrentHistoryOfOneNote: 20 callers update, move (between two
+// places) and archive-and-restore one note at once. Each call succeeds or
+// is refused; afterwards the note's history is one linear lineage holding
+// exactly one version per acknowledged change, with its author and
+// reason, its newest version is the file on disk, and git agrees.
+func TestConcurrentHistoryOfOneNote(t *testing.T) {
+	s, st, root := newSet(t)
+	ctx := context.Background()
+	places := [2]string{"payments/facts/contended", "payments/decisions/contended"}
+	mustCall(t, s, writer, "brain_write", `{"title":"Contended","body":"v0\n","hall":"facts","slug":"contended"}`, nil)
+	const callers, rounds = 20, 6
+	var mu sync.Mutex
+	acked := map[string]string{} // reason → the action it must be recorded as
+	var wg sync.WaitGroup
+	for i := range callers {
+		wg.Go(func() {
+			c := Caller{Email: fmt.Sprintf("c%02d@example.com", i), Caps: curator.Caps}
+			for r := range rounds {
+				reason := fmt.Sprintf("c%02d-r%d", i, r)
+				for _, id := range places { // wherever the note is now
+					var res []byte
+					var isErr bool
+					action := ""
+					switch i % 3 {
+					case 0:
+						action = "update"
+						res, isErr = s.Call(ctx, c, "brain_update", []byte(fmt.Sprintf(`{"id":%q,"body":"%s\n","reason":%q}`, id, reason, reason)))
+					case 1:
+						other := places[0]
+						if id == places[0] {
+							other = places[1]
+						}
+						action = "move"
+						res, isErr = s.Call(ctx, c, "brain_move", []byte(fmt.Sprintf(`{"id":%q,"hall":%q,"reason":%q}`, id, strings.Split(other, "/")[1], reason)))
+					case 2:
+						action = "archive"
+						res, isErr = s.Call(ctx, c, "brain_archive", []byte(fmt.Sprintf(`{"id":%q,"reason":%q}`, id, reason)))
+						if !isErr {
+							mu.Lock()
+							acked[reason] = action
+							mu.Unlock()
+							h, err := st.Versions(ctx, id, "", 2)
+							if err != nil {
+								t.Error(err)
+								return
+							}
+							back := reason + "-back"
+							res, isErr = s.Call(ctx, c, "brain_restore", []byte(fmt.Sprintf(`{"id":%q,"version":%q,"reason":%q}`, id, h.Versions[1].ID, back)))
+							reason, action = back, "restore"
+						}
+					}
+					if !isErr {
+						mu.Lock()
+						acked[reason] = action
+						mu.Unlock()
+						break
+					}
+					if code, _ := errCode(t, string(res)); code == brain.CodeInternal {
+						t.Errorf("%s %s: %s", action, id, res)
+					}
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if len(acked) < callers {
+		t.Fatalf("only %d changes were acknowledged", len(acked))
+	}
+
+	// Where is the note now? Its lineage, by its first id.
+	var vs []history.Version
+	cursor := ""
+	for {
+		h, err := st.Versions(ctx, places[0], cursor, 1000)
+		if err != nil {
+			t.Fatal(err)
+		}
+		vs = append(vs, h.Versions...)
+		if cursor = h.Next; cursor == "" {
+			break
+		}
+	}
+	seen := map[string]bool{}
+	for _, v := range vs[:len(vs)-1] {
+		want, ok := acked[v.Reason]
+		if !ok || want != v.Action || seen[v.Reason] || v.Author != strings.SplitN(v.Reason, "-", 2)[0]+"@example.com" {
+			t.Errorf("version %s: %s by %s (%q): not one acknowledged change, or twice", v.ID, v.Action, v.Author, v.Reason)
+		}
+		seen[v.Reason] = true
+	}
+	if len(vs)-1 != len(acked) || vs[len(vs)-1].Action != "create" {
+		t.Errorf("%d versions after the create for %d acknowledged changes", len(vs)-1, len(acked))
+	}
+	newest := vs[0]
+	raw, err := os.ReadFile(filepath.Join(root, filepath.FromSlash(newest.Path)))
+	if newest.Removed || err != nil || store.HashOf(raw) != newest.ContentHash {
+		t.Errorf("the newest version %+v is not the file on disk (%v)", newest, err)
+	}
+	for _, p := range places {
+		if p != strings.TrimSuffix(strings.TrimPrefix(newest.Path, "wiki/"), ".md") {
+			if _, err := os.Stat(filepath.Join(root, "wiki", p+".md")); err == nil {
+				t.Errorf("%s exists besides the newest version at %s", p, newest.Path)
+			}
+		}
+	}
+	// git: one linear history; its commits of the note are the versions.
+	git := func(args ...string) string {
+		out, err := exec.Command("git", append([]string{"-C", root}, args...)...).Output()
+		if err != nil {
+			t.Fatalf("git %v: %v", args, err)
+		}
+		return strings.TrimSpace(string(out))
+	}
+	if m := git("rev-list", "--merges", "HEAD"); m != "" {
+		t.Errorf("merge commits in history: %s", m)
+	}
+	logged := strings.Fields(git("log", "--format=%H", "--", "wiki/"+places[0]+".md", "wiki/"+places[1]+".md"))
+	if len(logged) != len(vs) {
+		t.Fatalf("git log lists %d commits of the note, history %d versions", len(logged), len(vs))
+	}
+	for i, v := range vs {
+		if logged[i] != v.ID {
+			t.Errorf("commit %d: git %s, history %s", i, logged[i], v.ID)
+		}
+	}
+	t.Logf("%d acknowledged changes by %d callers, %d versions", len(acked), callers, len(vs))
 }
