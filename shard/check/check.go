@@ -18,6 +18,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/frontmatter"
+	"github.com/brainstem/brainstem/shard/history"
 	"github.com/brainstem/brainstem/shard/layout"
 )
 
@@ -64,8 +65,9 @@ type checker struct {
 	opt   Options
 	rep   *Report
 	wings map[string]bool
-	notes map[string]bool // ids of the curated notes present (link targets)
-	links []pendingLink   // resolved once every note is known
+	notes map[string]bool     // ids of the curated notes present (link targets)
+	links []pendingLink       // resolved once every note is known
+	files map[string][]string // wing → its note files and inbox notes (history's tracked paths)
 }
 
 type pendingLink struct {
@@ -92,7 +94,7 @@ func Brain(ctx context.Context, root string, opt Options) (*Report, error) {
 		return nil, fmt.Errorf("%w: %s has no wiki/ directory (a brain holds wiki/, inbox/ and sessions/)", ErrNotBrain, root)
 	}
 	c := &checker{root: root, opt: opt, rep: &Report{Root: root, PerWing: map[string]int{}, Problems: []Problem{}},
-		wings: map[string]bool{}, notes: map[string]bool{}}
+		wings: map[string]bool{}, notes: map[string]bool{}, files: map[string][]string{}}
 	for _, top := range []string{brain.TopWiki, brain.TopInbox, brain.TopSessions} {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("check: %w", err)
@@ -108,8 +110,34 @@ func Brain(ctx context.Context, root string, opt Options) (*Report, error) {
 		c.rep.Wings = append(c.rep.Wings, w)
 	}
 	slices.Sort(c.rep.Wings)
+	for _, w := range c.rep.Wings {
+		if err := ctx.Err(); err != nil {
+			return nil, fmt.Errorf("check: %w", err)
+		}
+		c.history(ctx, w)
+	}
 	slices.SortStableFunc(c.rep.Problems, func(a, b Problem) int { return strings.Compare(a.Path, b.Path) })
 	return c.rep, nil
+}
+
+// history reports where wing's files and its git history disagree
+// (history.CheckDisk: read only, beside a running shard or none).
+func (c *checker) history(ctx context.Context, wing string) {
+	problems, err := history.CheckDisk(ctx, history.Options{Root: c.root, Wing: wing,
+		Tracked: func(rel string) bool { return layout.Tracked(rel, wing) },
+		Files:   func() ([]string, error) { return c.files[wing], nil },
+		Dirs:    []string{brain.WingDir(brain.TopWiki, wing), brain.WingDir(brain.TopInbox, wing)}})
+	if err != nil {
+		c.problem(brain.WingDir(brain.TopWiki, wing)+"/", "its history cannot be read: %v", err)
+		return
+	}
+	for _, p := range problems {
+		path := p.Path
+		if path == "" {
+			path = brain.WingDir(brain.TopWiki, wing) + "/"
+		}
+		c.problem(path, "history: %s", p.Message)
+	}
 }
 
 func (c *checker) problem(p, format string, args ...any) {
@@ -216,6 +244,7 @@ func (c *checker) hall(wing, hall string) {
 		}
 		id := brain.ID{Wing: wing, Hall: hall, Slug: slug}
 		c.notes[id.String()] = true
+		c.files[wing] = append(c.files[wing], rel)
 		c.rep.Notes++
 		c.rep.PerWing[wing]++
 		c.note(rel, wing, hall, raw)
@@ -234,6 +263,7 @@ func (c *checker) inboxWing(wing string) {
 			return
 		}
 		c.rep.Inbox++
+		c.files[wing] = append(c.files[wing], rel)
 		c.note(rel, wing, "", raw)
 	})
 }

@@ -3,9 +3,7 @@ package history
 import (
 	"context"
 	"fmt"
-	"os"
 	"sort"
-	"time"
 )
 
 // Check reports where the files and the history disagree: a tracked file
@@ -42,11 +40,7 @@ func (h *History) Check(ctx context.Context) ([]Problem, error) {
 	for _, op := range pairRenames(ds) {
 		out = append(out, Problem{Path: op.Path, Message: checkMessage(op, inHead[op.Path])})
 	}
-	for _, lock := range []string{h.repo.refPath(h.repo.currentBranch()) + ".lock", h.indexPath() + ".lock"} {
-		if fi, err := os.Stat(lock); err == nil && time.Since(fi.ModTime()) > h.opt.staleLock {
-			out = append(out, Problem{Message: fmt.Sprintf("the git lock %s is %v old: a writer may have crashed; remove it if no git command is running", lock, time.Since(fi.ModTime()).Round(time.Second))})
-		}
-	}
+	out = append(out, h.lockProblems()...)
 	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
 	return out, nil
 }

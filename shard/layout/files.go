@@ -99,6 +99,26 @@ func named(what string, err error) error {
 	return fmt.Errorf("%s: %w", what, err)
 }
 
+// Tracked reports whether the brain-relative path rel is in wing's
+// history: a note file wiki/<wing>/<hall>/<slug>.md or an inbox note
+// inbox/<wing>/<name>.md (never _index.md, never a session log).
+func Tracked(rel, wing string) bool {
+	top, w, err := brain.ValidPath(rel)
+	if err != nil || w != wing {
+		return false
+	}
+	parts := strings.Split(rel, "/")
+	switch {
+	case top == brain.TopWiki && len(parts) == 4:
+		_, err := NoteFile(parts[3])
+		return err == nil && brain.ValidHall(parts[2]) == nil
+	case top == brain.TopInbox && len(parts) == 3:
+		_, err := InboxFile(parts[2])
+		return err == nil
+	}
+	return false
+}
+
 // RewriteLinks returns body with every wikilink that a note of wing
 // resolves to from pointing at to instead, written as it was (the wing
 // kept only when the link named it, alias and anchor kept), and how many

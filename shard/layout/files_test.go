@@ -47,3 +47,27 @@ func TestFileNames(t *testing.T) {
 		}
 	}
 }
+
+func TestTracked(t *testing.T) {
+	for _, tc := range []struct {
+		rel  string
+		want bool
+	}{
+		{"wiki/payments/facts/retry.md", true},
+		{"inbox/payments/idea.md", true},
+		{"wiki/payments/_index.md", false},
+		{"wiki/payments/facts/_index.md", false},
+		{"wiki/payments/gossip/retry.md", false},
+		{"wiki/billing/facts/retry.md", false},
+		{"sessions/payments/s1.jsonl", false},
+		{"wiki/payments/facts/.tmp-retry.md", false},
+		{"wiki/payments/facts/retry.txt", false},
+		{"wiki/payments/facts/sub/retry.md", false},
+		{"inbox/payments/../billing/x.md", false},
+		{".brainstem/payments/x.md", false},
+	} {
+		if got := layout.Tracked(tc.rel, "payments"); got != tc.want {
+			t.Errorf("Tracked(%q) = %v, want %v", tc.rel, got, tc.want)
+		}
+	}
+}

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"path/filepath"
-	"strings"
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
@@ -81,24 +80,8 @@ func (s *Store) openHistory(ctx context.Context, opt Options) error {
 // History returns the wing's history, nil when it keeps none.
 func (s *Store) History() *history.History { return s.hist }
 
-// tracked reports which brain-relative paths are history: the wing's note
-// files and inbox notes.
-func (s *Store) tracked(rel string) bool {
-	top, wing, err := brain.ValidPath(rel)
-	if err != nil || wing != s.wing {
-		return false
-	}
-	parts := strings.Split(rel, "/")
-	switch {
-	case top == brain.TopWiki && len(parts) == 4:
-		_, err := layout.NoteFile(parts[3])
-		return err == nil && brain.ValidHall(parts[2]) == nil
-	case top == brain.TopInbox && len(parts) == 3:
-		_, err := layout.InboxFile(parts[2])
-		return err == nil
-	}
-	return false
-}
+// tracked reports which brain-relative paths are history (layout.Tracked).
+func (s *Store) tracked(rel string) bool { return layout.Tracked(rel, s.wing) }
 
 // trackedFiles lists the wing's notes and inbox notes on disk now.
 func (s *Store) trackedFiles() ([]string, error) {

@@ -1,0 +1,93 @@
+package history
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	"github.com/go-git/go-git/v5/storage/filesystem"
+)
+
+// CheckDisk is Check for `brainstem check`: it compares the wing's files
+// with the branch head without opening the history (no state directory,
+// no lock, nothing recorded or written), so it runs beside a shard that
+// serves the wing, or with none. A brain without a repository, or a wing
+// with no commit yet, has nothing to disagree with: the shard makes the
+// initial commit when it starts. Options.StateDir is not used.
+func CheckDisk(ctx context.Context, opt Options) ([]Problem, error) {
+	if opt.StateDir == "" {
+		opt.StateDir = "unused"
+	}
+	opt, err := opt.withDefaults()
+	if err != nil {
+		return nil, err
+	}
+	r, err := git.PlainOpenWithOptions(opt.Root, &git.PlainOpenOptions{DetectDotGit: true, EnableDotGitCommonDir: true})
+	if errors.Is(err, git.ErrRepositoryNotExists) {
+		return nil, nil
+	}
+	if st, ok := r.Storer.(*filesystem.Storage); err == nil && ok {
+		for _, f := range []string{"HEAD", "config"} {
+			if _, err := os.Stat(filepath.Join(st.Filesystem().Root(), f)); err != nil {
+				return nil, nil // a .git directory git would not take for a repository either
+			}
+		}
+	}
+	h := &History{opt: opt, log: opt.Logger, idxDirty: map[string]bool{}, q: newQueue(0)}
+	if h.repo, err = openRepo(opt); err != nil {
+		return nil, err
+	}
+	h.objs = newObjectStore(h.repo)
+	h.tree = newTreeModel(h.objs)
+	head, err := h.repo.readRef(h.repo.currentBranch())
+	if err != nil || head.IsZero() {
+		return nil, err
+	}
+	c, err := h.objs.commit(head)
+	if err != nil {
+		return nil, err
+	}
+	h.tree.reset(head, c.TreeHash)
+	paths, err := h.headPaths()
+	if err != nil || len(paths) == 0 {
+		return nil, err // no version of the wing yet
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	files, err := opt.Files()
+	if err != nil {
+		return nil, fmt.Errorf("history: list the wing's files: %w", err)
+	}
+	ds, err := h.reconcileOps(files, h.loadStatCache())
+	if err != nil {
+		return nil, err
+	}
+	inHead := map[string]bool{}
+	for _, d := range ds {
+		inHead[d.op.Path] = d.had
+	}
+	var out []Problem
+	for _, op := range pairRenames(ds) {
+		out = append(out, Problem{Path: op.Path, Message: checkMessage(op, inHead[op.Path])})
+	}
+	out = append(out, h.lockProblems()...)
+	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
+	return out, nil
+}
+
+// lockProblems reports git locks older than a crashed writer's would be.
+func (h *History) lockProblems() []Problem {
+	var out []Problem
+	for _, lock := range []string{h.repo.refPath(h.repo.currentBranch()) + ".lock", h.indexPath() + ".lock"} {
+		if fi, err := os.Stat(lock); err == nil && time.Since(fi.ModTime()) > h.opt.staleLock {
+			out = append(out, Problem{Message: fmt.Sprintf("the git lock %s is %v old: a writer may have crashed; remove it if no git command is running", lock, time.Since(fi.ModTime()).Round(time.Second))})
+		}
+	}
+	return out
+}
