@@ -12,6 +12,9 @@ import (
 // gone, a committer that keeps failing, a git lock left by a crashed
 // writer. It changes nothing.
 func (h *History) Check(ctx context.Context) ([]Problem, error) {
+	if err := h.closed(); err != nil {
+		return nil, err
+	}
 	var out []Problem
 	if err := h.fresh(ctx); err != nil {
 		out = append(out, Problem{Message: fmt.Sprintf("the committer cannot commit (%v): changes wait in the pending log", err)})

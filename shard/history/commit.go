@@ -163,21 +163,25 @@ func (h *History) commitWith(ctx context.Context, mk func(head plumbing.Hash) ([
 	if err != nil || len(plans) == 0 {
 		return head, nil, err
 	}
-	b := h.objs.batch()
+	b, err := h.sinkFor(plans)
+	if err != nil {
+		return head, nil, err
+	}
 	newHead, ms, err := h.build(head, plans, b)
 	if err == nil && newHead != head {
-		err = b.finish()
+		err = b.done()
 		if err == nil {
 			err = lock.commit([]byte(newHead.String() + "\n"))
 		}
 	}
+	if err != nil || newHead == head {
+		b.drop()
+	}
 	if err != nil {
-		b.abort()
 		h.discardModel()
 		return head, nil, err
 	}
-	h.loose.Add(int64(b.written))
-	h.looseBytes.Add(b.bytes)
+	b.account(h)
 	if newHead == head {
 		return head, nil, nil
 	}
@@ -195,6 +199,31 @@ func (h *History) commitWith(ctx context.Context, mk func(head plumbing.Hash) ([
 	h.mu.Unlock()
 	h.markIndex(ms)
 	return newHead, ms, err
+}
+
+// batchSink is where a commit batch's objects go.
+type batchSink interface {
+	objectSink
+	done() error      // make the objects durable and visible
+	drop()            // remove what was written
+	account(*History) // count what it left for the packer
+}
+
+// sinkFor picks the objects' home for a batch: loose objects for one
+// commit, one pack for several. In a pack, a hall's tree that several
+// commits of the batch change is written whole once and then as deltas
+// of a few bytes; as loose objects each commit would write it whole
+// (2 MB for the largest hall of a 100,000-note wing).
+func (h *History) sinkFor(plans []plan) (batchSink, error) {
+	if len(plans) < 2 {
+		return h.objs.batch(), nil
+	}
+	pw, err := h.objs.newPackWriter()
+	if err != nil {
+		return nil, err
+	}
+	pw.dedupe = true
+	return pw, nil
 }
 
 // lockHead takes the ref lock and brings the version index and the tree

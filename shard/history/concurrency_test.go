@@ -85,9 +85,15 @@ func TestConcurrentWriters(t *testing.T) {
 	if n := strings.Count(b.git("rev-list", "HEAD"), "\n"); n != writers*each+25 {
 		t.Errorf("%d commits, want %d", n, writers*each+25)
 	}
-	if out, err := b.gitErr("fsck", "--strict"); err != nil {
+	if out, err := b.gitErr("fsck", "--strict", "--full"); err != nil {
 		t.Fatalf("git fsck: %v\n%s", err, out)
 	}
+	// Batches of several commits went into packs, merged as they come.
+	counts := b.git("count-objects", "-v")
+	if packs := countField(counts, "packs"); packs > 12 {
+		t.Errorf("%d packs after one test:\n%s", packs, counts)
+	}
+	t.Log(counts)
 }
 
 // TestTwoWingsOneRepository: two Historys on one repository (two wings,

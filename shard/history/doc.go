@@ -18,11 +18,13 @@
 //
 // The write path of the caller (the store) is Begin, which appends the
 // change with the full new content of every file to the pending log under
-// Options.StateDir and fsyncs it (concurrent Begins share one fsync); then
-// the caller changes the files durably; then Landed (or Abandon). A
+// Options.StateDir and starts its fsync (concurrent Begins share one);
+// then the caller changes the files durably; then Landed, which returns
+// once the record is durable too (or Abandon). A
 // committer goroutine commits landed changes in sequence order, one commit
-// per change, in batches: the batch's loose objects (written here with
-// crypto/sha1 and compress/zlib) are fsynced, then the branch ref is moved
+// per change, in batches: the batch's objects (written here with
+// crypto/sha1 and compress/zlib: loose for one commit, one pack with
+// deltas for several) are made durable, then the branch ref is moved
 // under git's lock protocol. An in-memory model of the wing's trees
 // rebuilds only the trees on the changed paths. Flush waits until what
 // landed is committed; the reads call it, so history is read-your-writes.
@@ -54,8 +56,9 @@
 // # Housekeeping
 //
 // .git/index is kept in step with the commits for the wing's paths (so
-// `git status` is clean); loose objects are packed in the background with
-// go-git's encoder, and small packs merged geometrically. Purge, when
+// `git status` is clean); loose objects are packed in the background (each
+// tree and blob a delta on the version it replaced), and small packs are
+// merged geometrically. Purge, when
 // enabled, rewrites history to replace purged versions by a notice, then
 // repacks so that the bytes leave the disk.
 //

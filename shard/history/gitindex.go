@@ -63,6 +63,7 @@ func (h *History) writeIndex(ctx context.Context) error {
 	if len(h.idxDirty) == 0 && !h.idxAll {
 		return nil
 	}
+	start := time.Now()
 	lock, err := acquireLock(ctx, h.indexPath(), h.repo.lt)
 	if err != nil {
 		return err
@@ -113,6 +114,7 @@ func (h *History) writeIndex(ctx context.Context) error {
 	h.idxAll = false
 	h.seen = nil
 	h.idxLast = time.Now()
+	h.idxTook = h.idxLast.Sub(start)
 	return nil
 }
 

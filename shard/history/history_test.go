@@ -231,3 +231,33 @@ func TestCheck(t *testing.T) {
 	}
 	os.Remove(lock)
 }
+
+// TestClosed: every call after Close fails with a clear error and
+// changes nothing.
+func TestClosed(t *testing.T) {
+	ctx := context.Background()
+	b := newBrain(t)
+	b.put("wiki/pay/facts/a.md", "a\n")
+	h := b.open(b.options())
+	if err := h.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if err := h.Close(); err != nil {
+		t.Fatalf("a second Close: %v", err)
+	}
+	if _, err := h.Begin(Change{Ops: []Op{{Path: "wiki/pay/facts/a.md", Content: []byte("x")}}, Author: "a@acme.com", Action: "u"}); err == nil {
+		t.Error("Begin after Close")
+	}
+	if _, _, err := h.Versions(ctx, "wiki/pay/facts/a.md", "", 1); err == nil {
+		t.Error("Versions after Close")
+	}
+	if err := h.Outside(ctx, []string{"wiki/pay/facts/a.md"}); err == nil {
+		t.Error("Outside after Close")
+	}
+	if _, err := h.Check(ctx); err == nil {
+		t.Error("Check after Close")
+	}
+	if _, ok := h.Latest("wiki/pay/facts/a.md"); !ok {
+		t.Error("Latest answers from memory after Close")
+	}
+}

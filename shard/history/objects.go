@@ -221,6 +221,11 @@ func (b *looseBatch) put(typ plumbing.ObjectType, data []byte) (plumbing.Hash, e
 	return h, nil
 }
 
+// putTree stores a tree (loose objects are never deltas).
+func (b *looseBatch) putTree(data []byte, _ plumbing.Hash) (plumbing.Hash, error) {
+	return b.put(plumbing.TreeObject, data)
+}
+
 // finish makes every object of the batch durable and visible.
 func (b *looseBatch) finish() error {
 	if err := parallel(len(b.files), func(i int) error {
@@ -253,6 +258,15 @@ func (b *looseBatch) finish() error {
 		return fmt.Errorf("history: fsync object directories: %w", err)
 	}
 	return nil
+}
+
+func (b *looseBatch) done() error { return b.finish() }
+func (b *looseBatch) drop()       { b.abort() }
+
+// account counts the loose objects left for the packer.
+func (b *looseBatch) account(h *History) {
+	h.loose.Add(int64(b.written))
+	h.looseBytes.Add(b.bytes)
 }
 
 // abort removes the temporary files not yet renamed into place.

@@ -16,9 +16,12 @@ type Identity struct {
 	Name, Email string
 }
 
-// DefaultService is the identity of the commits the engine makes itself:
-// the initial commit and outside edits.
-var DefaultService = Identity{Name: "Brainstem", Email: "history@brainstem.invalid"}
+// The identity of the commits the engine makes itself (the initial
+// commit and outside edits) unless Options.Service names another.
+const (
+	DefaultServiceName  = "Brainstem"
+	DefaultServiceEmail = "history@brainstem.invalid"
+)
 
 // DefaultLockTimeout is how long a git lock (a ref's or the index's) held
 // by another process is waited for before the operation fails.
@@ -46,7 +49,7 @@ type Options struct {
 	// Now is the clock of commit times (nil: time.Now).
 	Now func() time.Time
 	// Service is the author of the initial commit and of outside edits
-	// (zero: DefaultService).
+	// (zero: DefaultServiceName <DefaultServiceEmail>).
 	Service Identity
 	// AllowPurge enables Purge (off by default).
 	AllowPurge bool
@@ -108,7 +111,7 @@ func (opt Options) withDefaults() (Options, error) {
 		opt.Now = time.Now
 	}
 	if opt.Service.Email == "" {
-		opt.Service = DefaultService
+		opt.Service = Identity{Name: DefaultServiceName, Email: DefaultServiceEmail}
 	}
 	if opt.Service.Name == "" {
 		opt.Service.Name = opt.Service.Email

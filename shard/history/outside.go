@@ -21,6 +21,9 @@ import (
 // (a pull already committed them) records nothing; a path a change in
 // flight is about to commit is left to that change.
 func (h *History) Outside(ctx context.Context, paths []string) error {
+	if err := h.closed(); err != nil {
+		return err
+	}
 	for _, p := range paths {
 		if !h.opt.Tracked(p) {
 			return fmt.Errorf("history: %q is not a tracked path of wing %s", p, h.opt.Wing)

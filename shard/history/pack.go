@@ -3,6 +3,7 @@ package history
 import (
 	"bufio"
 	"context"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -22,25 +23,25 @@ import (
 )
 
 // Packing policy: loose objects are packed once there are this many
-// (each commit writes a blob, the trees on its path and itself), with
-// deltas searched in a window of packWindow objects; then the smallest
-// packs are merged while the next is less than twice their sum
-// (git's geometric repacking, factor 2), which keeps the number of packs
-// logarithmic in the number of objects.
+// (each commit of a batch of one writes a blob, the trees on its path
+// and itself) or they hold packBytes, and every mergeEvery packs of
+// commit batches the smallest packs are merged while the next is less
+// than twice their sum (git's geometric repacking, factor 2), which
+// keeps the number of packs logarithmic in the number of objects.
 const (
 	defaultPackEvery = 1000
-	packBytes        = 64 << 20 // or once the loose objects hold this much
-	packWindow       = 10
+	packBytes        = 64 << 20
+	mergeEvery       = 4
 	geometricFactor  = 2
 )
 
 // packLoose packs every loose object of the repository into one new pack
-// (go-git's encoder, with deltas), makes it durable, deletes the loose
-// objects it holds, then merges small packs. Another process packing at
+// (encodePack: deltas on the objects they replaced), makes it durable,
+// deletes the loose objects it holds, then merges small packs. Another process packing at
 // the same time makes it skip a round. writeMu is held.
 func (h *History) packLoose() error {
-	lock, err := acquireLock(context.Background(), filepath.Join(h.repo.common, "brainstem-packing"), lockTimes{stale: time.Hour})
-	if err != nil {
+	lock := h.packingLock()
+	if lock == nil {
 		return nil // someone else is packing
 	}
 	defer lock.release()
@@ -68,7 +69,17 @@ func (h *History) packLoose() error {
 	h.loose.Store(0)
 	h.looseBytes.Store(0)
 	h.log.Debug("history: packed loose objects", "objects", len(loose), "took_seconds", time.Since(start).Seconds())
-	return h.mergePacks()
+	return h.mergeLocked()
+}
+
+// packingLock takes the repository's packing lock, or returns nil when
+// another process packs: one packer at a time.
+func (h *History) packingLock() *lockFile {
+	lock, err := acquireLock(context.Background(), filepath.Join(h.repo.common, "brainstem-packing"), lockTimes{stale: time.Hour})
+	if err != nil {
+		return nil
+	}
+	return lock
 }
 
 // looseObject is a loose object file.
@@ -361,14 +372,31 @@ func listPacks(dir string) ([]packInfo, error) {
 		if _, err := os.Stat(base + ".pack"); err != nil {
 			continue
 		}
-		idx, err := readIdx(base + ".idx")
+		c, err := idxCount(base + ".idx")
 		if err != nil {
 			return nil, err
 		}
-		c, _ := idx.Count()
 		out = append(out, packInfo{base: base, count: c})
 	}
 	return out, nil
+}
+
+// idxCount reads the number of objects of a pack index (version 2): the
+// last entry of its fan-out table.
+func idxCount(path string) (int64, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return 0, fmt.Errorf("history: %w", err)
+	}
+	defer f.Close()
+	var hdr [8 + 256*4]byte
+	if _, err := io.ReadFull(f, hdr[:]); err != nil {
+		return 0, fmt.Errorf("history: read %s: %w", path, err)
+	}
+	if string(hdr[:4]) != "\xfftOc" || binary.BigEndian.Uint32(hdr[4:8]) != 2 {
+		return 0, fmt.Errorf("history: %s is not a version 2 pack index", path)
+	}
+	return int64(binary.BigEndian.Uint32(hdr[len(hdr)-4:])), nil
 }
 
 func readIdx(path string) (*idxfile.MemoryIndex, error) {
@@ -402,8 +430,19 @@ func geometricSplit(counts []int64) int {
 	return k
 }
 
-// mergePacks merges the small packs geometricSplit picks into one.
+// mergePacks merges the small packs geometricSplit picks into one, under
+// the packing lock.
 func (h *History) mergePacks() error {
+	lock := h.packingLock()
+	if lock == nil {
+		return nil
+	}
+	defer lock.release()
+	return h.mergeLocked()
+}
+
+func (h *History) mergeLocked() error {
+	h.newPacks.Store(0)
 	dir := filepath.Join(h.objs.dir, "pack")
 	packs, err := listPacks(dir)
 	if err != nil {
@@ -444,7 +483,7 @@ func (h *History) mergePacks() error {
 		}
 		it.Close()
 	}
-	packHash, err := h.encodePack(hashes, nil)
+	packHash, err := h.encodePack(hashes, h.tree.hints)
 	if err != nil {
 		return err
 	}

@@ -42,8 +42,8 @@ func TestPacking(t *testing.T) {
 	h := b.open(opt)
 	for i := range 60 {
 		b.write(h, "ann@acme.com", Op{Path: fmt.Sprintf("wiki/pay/facts/n%d.md", i%30), Content: []byte(note("n", strings.Repeat("word ", 200)+fmt.Sprint(i, " edit")))})
+		flush(t, h) // one commit a batch: loose objects
 		if i%10 == 9 {
-			flush(t, h)
 			h.q.poke() // idle: the committer packs
 		}
 	}

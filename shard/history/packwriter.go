@@ -18,10 +18,13 @@ import (
 	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
-// objectSink receives the objects of a commit: loose objects (a batch of
-// the committer) or a pack (the initial commit).
+// objectSink receives the objects of commits: loose objects (a batch of
+// one commit) or a pack (a batch of several, the initial commit).
 type objectSink interface {
 	put(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error)
+	// putTree stores a tree that replaces the tree base at its path (zero
+	// for none): a pack makes it a delta on base when base is in it.
+	putTree(data []byte, base plumbing.Hash) (plumbing.Hash, error)
 }
 
 // packBlobLevel is the size up to which a blob in a pack written by the
@@ -42,9 +45,15 @@ type packWriter struct {
 	off  int64
 	seen map[plumbing.Hash]bool
 	offs map[plumbing.Hash]int64 // where each object starts
-	ents []packEntry
-	buf  bytes.Buffer
-	zw   [2]*zlib.Writer
+	// recent holds the bytes of the newest version of each large tree
+	// written, the base of the next version's delta.
+	recent map[plumbing.Hash][]byte
+	// dedupe skips objects the repository already has (a batch of
+	// commits; the initial commit writes everything).
+	dedupe bool
+	ents   []packEntry
+	buf    bytes.Buffer
+	zw     [2]*zlib.Writer
 }
 
 type packEntry struct {
@@ -72,7 +81,37 @@ func (o *objectStore) newPackWriter() (*packWriter, error) {
 // put appends an object to the pack (once per id).
 func (p *packWriter) put(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
 	h := objectHash(typ, data)
+	if p.seen[h] || p.dedupe && p.o.has(h) {
+		p.seen[h] = true
+		return h, nil
+	}
 	return h, p.putKnown(h, typ, data)
+}
+
+// putTree appends a tree, as a delta on base when base is a large tree
+// this pack holds (a hall's tree changed by several commits of a batch
+// is written whole once, then as deltas of a few bytes).
+func (p *packWriter) putTree(data []byte, base plumbing.Hash) (plumbing.Hash, error) {
+	h := objectHash(plumbing.TreeObject, data)
+	if p.seen[h] || p.dedupe && p.o.has(h) {
+		p.seen[h] = true
+		return h, nil
+	}
+	if len(data) <= largeObject {
+		return h, p.putKnown(h, plumbing.TreeObject, data)
+	}
+	if p.recent == nil {
+		p.recent = map[plumbing.Hash][]byte{}
+	}
+	if bd, ok := p.recent[base]; ok {
+		if delta := prefixSuffixDelta(bd, data); delta != nil {
+			delete(p.recent, base)
+			p.recent[h] = append(bd[:0], data...)
+			return h, p.putDelta(h, base, delta)
+		}
+	}
+	p.recent[h] = append([]byte(nil), data...)
+	return h, p.putKnown(h, plumbing.TreeObject, data)
 }
 
 // putKnown appends object h, whose bytes are data, whole.
@@ -154,14 +193,11 @@ const copyMax = 0x10000
 // needs no index of base. It returns nil when the delta would not be
 // much smaller than target.
 func prefixSuffixDelta(base, target []byte) []byte {
-	pre := 0
-	for pre < len(base) && pre < len(target) && base[pre] == target[pre] {
-		pre++
+	if len(target) < 64 {
+		return nil // a delta header and a copy are as long
 	}
-	suf := 0
-	for suf < len(base)-pre && suf < len(target)-pre && base[len(base)-1-suf] == target[len(target)-1-suf] {
-		suf++
-	}
+	pre := commonPrefix(base, target)
+	suf := commonSuffix(base[pre:], target[pre:])
 	mid := target[pre : len(target)-suf]
 	if len(mid) > len(target)/2 {
 		return nil
@@ -176,6 +212,36 @@ func prefixSuffixDelta(base, target []byte) []byte {
 		mid = mid[n:]
 	}
 	return appendCopy(d, len(base)-suf, suf)
+}
+
+// commonPrefix is the length of the longest common prefix of a and b,
+// compared a block at a time (bytes.Equal is vectorised) then a byte at a
+// time.
+func commonPrefix(a, b []byte) int {
+	const block = 256
+	n := min(len(a), len(b))
+	i := 0
+	for i+block <= n && bytes.Equal(a[i:i+block], b[i:i+block]) {
+		i += block
+	}
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	return i
+}
+
+// commonSuffix is the length of the longest common suffix of a and b.
+func commonSuffix(a, b []byte) int {
+	const block = 256
+	n := min(len(a), len(b))
+	i := 0
+	for i+block <= n && bytes.Equal(a[len(a)-i-block:len(a)-i], b[len(b)-i-block:len(b)-i]) {
+		i += block
+	}
+	for i < n && a[len(a)-1-i] == b[len(b)-1-i] {
+		i++
+	}
+	return i
 }
 
 // appendCopy appends instructions copying n bytes of the base from off.
@@ -302,6 +368,20 @@ func (p *packWriter) writeIdx(packHash plumbing.Hash) (string, error) {
 	}
 	return f.Name(), nil
 }
+
+func (p *packWriter) done() error {
+	_, err := p.finish()
+	return err
+}
+
+func (p *packWriter) drop() {
+	if p.f != nil {
+		p.abort()
+	}
+}
+
+// account counts the pack toward the next merge of small packs.
+func (p *packWriter) account(h *History) { h.newPacks.Add(1) }
 
 // abort removes the unfinished pack.
 func (p *packWriter) abort() {

@@ -27,6 +27,10 @@ type Pending struct {
 	seq   uint64
 	rec   *record
 	state int // guarded by h.q.mu
+	// synced is closed once the record is durable (or its fsync failed,
+	// syncErr).
+	synced  chan struct{}
+	syncErr error
 }
 
 // Seq is the change's sequence number in the wing's pending log (the
@@ -44,6 +48,7 @@ type queue struct {
 	err      error               // the committer's last failure, nil after a success
 	errGen   uint64              // counts failures
 	wake     chan struct{}       // tells the committer there is work (buffered 1)
+	rush     bool                // a caller waits: commit what is there now
 }
 
 func newQueue(done uint64) *queue {
@@ -55,6 +60,31 @@ func (q *queue) poke() {
 	case q.wake <- struct{}{}:
 	default:
 	}
+}
+
+// hurry asks the committer to commit what landed without gathering more.
+func (q *queue) hurry() {
+	q.mu.Lock()
+	q.rush = true
+	q.mu.Unlock()
+	q.poke()
+}
+
+// ready reports how many changes the committer could take now (landed or
+// abandoned, in order from done+1), up to max, and whether a caller is
+// waiting.
+func (q *queue) ready(max int) (int, bool) {
+	q.mu.Lock()
+	defer q.mu.Unlock()
+	n := 0
+	for s := q.done + 1; n < max; s++ {
+		p := q.recs[s]
+		if p == nil || p.state == inFlight {
+			break
+		}
+		n++
+	}
+	return n, q.rush
 }
 
 // advanceLocked reports progress to the waiters.
@@ -70,6 +100,7 @@ func (q *queue) advanceLocked() {
 func (q *queue) take(max, maxBytes int) []*Pending {
 	q.mu.Lock()
 	defer q.mu.Unlock()
+	q.rush = false
 	var out []*Pending
 	n, size := 0, 0
 	for s := q.done + 1; n < max && size < maxBytes; s++ {
@@ -116,6 +147,10 @@ func (q *queue) fail(err error) {
 // committer fails after the call began, or ctx ends.
 func (q *queue) wait(ctx context.Context, target uint64) error {
 	q.mu.Lock()
+	if q.done < target {
+		q.rush = true
+		q.poke()
+	}
 	gen := q.errGen
 	for q.done < target {
 		if q.errGen != gen {
@@ -155,11 +190,12 @@ func (q *queue) busyPaths() map[string]bool {
 	return busy
 }
 
-// Begin records c in the pending log, durably, before the caller changes
-// the files: concurrent Begins share one fsync. The caller then makes the
-// files hold the change, durably, and calls Landed, or calls Abandon if
-// it did not change them. Changes are committed in the order of their
-// Begin, one commit each.
+// Begin records c in the pending log before the caller changes the files,
+// and starts making the record durable: its fsync (shared by concurrent
+// Begins) runs while the caller makes the files hold the change, durably,
+// and Landed returns once both are. The caller calls Landed before it
+// acknowledges the change, or Abandon if it did not change the files.
+// Changes are committed in the order of their Begin, one commit each.
 func (h *History) Begin(c Change) (*Pending, error) {
 	if err := h.checkChange(&c); err != nil {
 		return nil, err
@@ -174,23 +210,31 @@ func (h *History) Begin(c Change) (*Pending, error) {
 		return nil, err
 	}
 	l.next++
-	p := &Pending{h: h, seq: r.seq, rec: r}
+	p := &Pending{h: h, seq: r.seq, rec: r, synced: make(chan struct{})}
 	h.q.mu.Lock()
 	h.q.recs[p.seq] = p
 	h.q.last = p.seq
 	h.q.mu.Unlock()
 	l.mu.Unlock()
-	if err := l.syncTo(off); err != nil {
-		p.Abandon()
-		return nil, err
-	}
+	go func() {
+		p.syncErr = l.syncTo(off)
+		close(p.synced)
+	}()
 	return p, nil
 }
 
-// Landed queues the change for its commit: the files hold it durably.
-// It appends a marker to the pending log without waiting for it to be
+// Landed queues the change for its commit: the files hold it durably. It
+// returns once the change's record is durable too, so that the caller
+// acknowledges a change only when a crash can no longer lose its author.
+// It appends a marker to the pending log without waiting for that to be
 // durable (recovery settles a lost marker from the files).
-func (p *Pending) Landed() { p.end(landed, kindLanded) }
+func (p *Pending) Landed() {
+	<-p.synced
+	if p.syncErr != nil {
+		p.h.log.Error("history: a change's record may not be durable; after a crash now its files would be recorded as an outside edit", "seq", p.seq, "err", p.syncErr)
+	}
+	p.end(landed, kindLanded)
+}
 
 // Abandon drops the change: the files were not changed.
 func (p *Pending) Abandon() { p.end(abandoned, kindAbandon) }

@@ -27,6 +27,9 @@ import (
 // log keeps no segment from before. Commits after the purge point get new
 // ids. It must be enabled (Options.AllowPurge).
 func (h *History) Purge(ctx context.Context, req PurgeRequest) (PurgeResult, error) {
+	if err := h.closed(); err != nil {
+		return PurgeResult{}, err
+	}
 	if !h.opt.AllowPurge {
 		return PurgeResult{}, brain.Errorf(brain.CodeInvalidArgument, "purging history is disabled for this wing: an operator enables it in the shard's configuration; until then, update or archive the note instead")
 	}

@@ -41,7 +41,7 @@ func (h *History) repack(head plumbing.Hash, except map[plumbing.Hash]bool) (*sc
 	for id := range keep {
 		hashes = append(hashes, id)
 	}
-	if sc.pack, err = h.encodePack(hashes, nil); err != nil {
+	if sc.pack, err = h.encodePack(hashes, h.tree.hints); err != nil {
 		return nil, err
 	}
 	return sc, nil

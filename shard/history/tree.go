@@ -287,8 +287,9 @@ func (m *treeModel) hint(h, base plumbing.Hash) {
 	m.hints[h] = base
 }
 
-// maxHints bounds the delta hints kept between two packs.
-const maxHints = 1 << 20
+// maxHints bounds the delta hints kept (about 25 MB; a commit leaves one
+// a changed tree or blob).
+const maxHints = 1 << 18
 
 // remove deletes the file at path p, and the directories it leaves empty;
 // it reports whether there was one.
@@ -349,7 +350,7 @@ func (m *treeModel) writeNode(n *treeNode, b objectSink) (plumbing.Hash, error) 
 		buf = append(buf, e.hash[:]...)
 	}
 	m.scratch = buf
-	h, err := b.put(plumbing.TreeObject, buf)
+	h, err := b.putTree(buf, n.prev)
 	if err != nil {
 		return h, err
 	}
