@@ -13,8 +13,8 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/search"
-	"github.com/brainstem/brainstem/shard/history"
 	fm "github.com/brainstem/brainstem/shard/frontmatter"
+	"github.com/brainstem/brainstem/shard/history"
 	"github.com/brainstem/brainstem/shard/store"
 )
 
@@ -255,60 +255,86 @@ func TestConcurrentHistoryOfOneNote(t *testing.T) {
 	const callers, rounds = 20, 6
 	var mu sync.Mutex
 	acked := map[string]string{} // reason → the action it must be recorded as
+	// land retries one change, wherever the note is now, until it is
+	// acknowledged: a call may be refused while another caller has the note
+	// archived or moved, but never with an internal error, and a bounded
+	// number of tries always lands (each refusal means someone else's
+	// change landed).
+	land := func(c Caller, action, reason string, call func(id string) ([]byte, bool)) bool {
+		for range 500 {
+			for _, id := range places {
+				res, isErr := call(id)
+				if !isErr {
+					if !strings.Contains(string(res), `"unchanged":true`) { // a restore to what is there is no change
+						mu.Lock()
+						acked[reason] = action
+						mu.Unlock()
+					}
+					return true
+				}
+				if code, _ := errCode(t, string(res)); code == brain.CodeInternal {
+					t.Errorf("%s %s by %s: %s", action, id, c.Email, res)
+					return false
+				}
+			}
+		}
+		t.Errorf("%s %q by %s: never acknowledged", action, reason, c.Email)
+		return false
+	}
 	var wg sync.WaitGroup
 	for i := range callers {
 		wg.Go(func() {
 			c := Caller{Email: fmt.Sprintf("c%02d@example.com", i), Caps: curator.Caps}
 			for r := range rounds {
 				reason := fmt.Sprintf("c%02d-r%d", i, r)
-				for _, id := range places { // wherever the note is now
-					var res []byte
-					var isErr bool
-					action := ""
-					switch i % 3 {
-					case 0:
-						action = "update"
-						res, isErr = s.Call(ctx, c, "brain_update", []byte(fmt.Sprintf(`{"id":%q,"body":"%s\n","reason":%q}`, id, reason, reason)))
-					case 1:
+				switch i % 3 {
+				case 0:
+					land(c, "update", reason, func(id string) ([]byte, bool) {
+						return s.Call(ctx, c, "brain_update", []byte(fmt.Sprintf(`{"id":%q,"body":"%s\n","reason":%q}`, id, reason, reason)))
+					})
+				case 1:
+					land(c, "move", reason, func(id string) ([]byte, bool) {
 						other := places[0]
 						if id == places[0] {
 							other = places[1]
 						}
-						action = "move"
-						res, isErr = s.Call(ctx, c, "brain_move", []byte(fmt.Sprintf(`{"id":%q,"hall":%q,"reason":%q}`, id, strings.Split(other, "/")[1], reason)))
-					case 2:
-						action = "archive"
-						res, isErr = s.Call(ctx, c, "brain_archive", []byte(fmt.Sprintf(`{"id":%q,"reason":%q}`, id, reason)))
-						if !isErr {
-							mu.Lock()
-							acked[reason] = action
-							mu.Unlock()
-							h, err := st.Versions(ctx, id, "", 2)
-							if err != nil {
-								t.Error(err)
-								return
-							}
-							back := reason + "-back"
-							res, isErr = s.Call(ctx, c, "brain_restore", []byte(fmt.Sprintf(`{"id":%q,"version":%q,"reason":%q}`, id, h.Versions[1].ID, back)))
-							reason, action = back, "restore"
+						return s.Call(ctx, c, "brain_move", []byte(fmt.Sprintf(`{"id":%q,"hall":%q,"reason":%q}`, id, strings.Split(other, "/")[1], reason)))
+					})
+				case 2:
+					var archivedAt string
+					if !land(c, "archive", reason, func(id string) ([]byte, bool) {
+						res, isErr := s.Call(ctx, c, "brain_archive", []byte(fmt.Sprintf(`{"id":%q,"reason":%q}`, id, reason)))
+						archivedAt = id
+						return res, isErr
+					}) {
+						return
+					}
+					// Bring it back: restore the version before this
+					// caller's archive (others may have changed it since;
+					// restoring an older version is a change too).
+					back := reason + "-back"
+					land(c, "restore", back, func(id string) ([]byte, bool) {
+						h, err := st.Versions(ctx, archivedAt, "", 2)
+						if err != nil {
+							t.Error(err)
+							return nil, false
 						}
-					}
-					if !isErr {
-						mu.Lock()
-						acked[reason] = action
-						mu.Unlock()
-						break
-					}
-					if code, _ := errCode(t, string(res)); code == brain.CodeInternal {
-						t.Errorf("%s %s: %s", action, id, res)
-					}
+						return s.Call(ctx, c, "brain_restore", []byte(fmt.Sprintf(`{"id":%q,"version":%q,"reason":%q}`, id, h.Versions[1].ID, back)))
+					})
 				}
 			}
 		})
 	}
 	wg.Wait()
-	if len(acked) < callers {
-		t.Fatalf("only %d changes were acknowledged", len(acked))
+	if t.Failed() {
+		t.FailNow()
+	}
+	for i := range callers {
+		for r := range rounds {
+			if reason := fmt.Sprintf("c%02d-r%d", i, r); acked[reason] == "" {
+				t.Fatalf("change %s was not acknowledged", reason)
+			}
+		}
 	}
 
 	// Where is the note now? Its lineage, by its first id.
