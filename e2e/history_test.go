@@ -345,3 +345,54 @@ func onDisk(t *testing.T, dir, s string) bool {
 	}
 	return found
 }
+
+// TestMoveReportsLinksFromOtherWings: the links into a moved note from the
+// mover's other wings are listed in the move's answer (that wing's shard
+// cannot rewrite them); a wing the mover cannot read is neither asked nor
+// named, though a note there links to it too.
+func TestMoveReportsLinksFromOtherWings(t *testing.T) {
+	env := startLiveEnv(t)
+	// people-ops without alice, before she calls anything.
+	if err := os.WriteFile(env.PolicyPath("people-ops"), []byte("curators: [\"group:people-team\"]\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	if changed, err := env.ReloadPolicy("people-ops"); !changed || err != nil {
+		t.Fatalf("reload: %v %v", changed, err)
+	}
+	alice := httpClient(t, env.MCPURL, token(t, env, "alice@example.com"))
+	carol := httpClient(t, env.MCPURL, token(t, env, "carol@example.com", "people-team"))
+	const id, to = "platform/decisions/e2e-moved", "platform/facts/e2e-moved"
+	mustJSON(t, alice, "brain_write", `{"wing":"platform","hall":"decisions","slug":"e2e-moved","title":"Moved","body":"m\n"}`, nil)
+	mustJSON(t, alice, "brain_write", `{"wing":"payments","hall":"facts","slug":"e2e-tunnel","title":"Tunnel","body":"See [[`+id+`]].\n"}`, nil)
+	mustJSON(t, carol, "brain_write", `{"wing":"people-ops","hall":"facts","slug":"e2e-tunnel","title":"Tunnel","body":"See [[`+id+`]].\n"}`, nil)
+
+	var links struct{ Backlinks []string }
+	mustJSON(t, carol, "brain_links", `{"wing":"people-ops","id":"`+id+`"}`, &links)
+	if !slices.Equal(links.Backlinks, []string{"people-ops/facts/e2e-tunnel"}) {
+		t.Fatalf("people-ops' links into %s: %v", id, links.Backlinks)
+	}
+	if code, _ := callErr(t, alice, "brain_links", `{"wing":"people-ops","id":"`+id+`"}`); code != "unknown_wing" {
+		t.Fatalf("alice asks people-ops: %s", code)
+	}
+
+	text := mustJSON(t, alice, "brain_move", `{"id":"`+id+`","hall":"facts","reason":"a fact"}`, nil)
+	var mv struct {
+		ID        string
+		MovedFrom string   `json:"moved_from"`
+		Other     []string `json:"linked_from_other_wings"`
+		Unchecked []string `json:"linked_from_other_wings_unchecked"`
+	}
+	if err := json.Unmarshal([]byte(text), &mv); err != nil {
+		t.Fatal(err)
+	}
+	if mv.ID != to || mv.MovedFrom != id || !slices.Equal(mv.Other, []string{"payments/facts/e2e-tunnel"}) || mv.Unchecked != nil {
+		t.Fatalf("move: %s", text)
+	}
+	if strings.Contains(text, "people-ops") {
+		t.Fatalf("the move's answer names a wing alice cannot read: %s", text)
+	}
+	// The link elsewhere keeps the old id, which answers where it went.
+	if code, msg := callErr(t, alice, "brain_get", `{"id":"`+id+`"}`); code != "moved" || !strings.Contains(msg, to) {
+		t.Fatalf("get of the old id: %s %s", code, msg)
+	}
+}

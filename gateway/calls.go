@@ -193,6 +193,8 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 	rec.Outcome = "ok"
 	if resp.IsError {
 		rec.Outcome = "tool_error"
+	} else if meta.CrossLinks != nil {
+		resp.Result = g.withCrossLinks(ctx, ci, meta.CrossLinks, w, resp.Result)
 	}
 	return shardResult(resp)
 }

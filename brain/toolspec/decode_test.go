@@ -149,6 +149,7 @@ func TestMetaRoundTrip(t *testing.T) {
 	s := testSpec()
 	s.Args = append(s.Args, Arg{Name: "id", Type: String, Route: RouteRef})
 	s.Fanout = FanoutSearch
+	s.CrossLinks = &CrossLinks{From: "moved_from", Ask: "brain_links", Into: "linked_from_other_wings"}
 	var d struct {
 		Meta map[string]any `json:"_meta"`
 	}
@@ -159,7 +160,7 @@ func TestMetaRoundTrip(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Meta{Needs: brain.CapWrite, Routes: []RouteArg{{"wing", RouteWing}, {"id", RouteRef}}, Fanout: FanoutSearch}
+	want := Meta{Needs: brain.CapWrite, Routes: []RouteArg{{"wing", RouteWing}, {"id", RouteRef}}, Fanout: FanoutSearch, CrossLinks: s.CrossLinks}
 	if !reflect.DeepEqual(m, want) || !m.Writes() {
 		t.Fatalf("meta %+v, want %+v", m, want)
 	}
@@ -168,6 +169,10 @@ func TestMetaRoundTrip(t *testing.T) {
 		{MetaRoute: "wing"},
 		{MetaRoute: []any{map[string]any{"arg": "wing", "as": "elsewhere"}}},
 		{MetaFanout: "all"},
+		{MetaCrossLinks: "moved_from"},
+		{MetaCrossLinks: map[string]any{"from": "moved_from", "ask": "brain_links"}},
+		{MetaCrossLinks: map[string]any{"from": "Moved-From", "ask": "brain_links", "into": "x"}},
+		{MetaCrossLinks: map[string]any{"from": "a", "ask": strings.Repeat("b", 65), "into": "c"}},
 	} {
 		if _, err := ParseMeta(bad); err == nil {
 			t.Errorf("ParseMeta(%v) accepted it", bad)

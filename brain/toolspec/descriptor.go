@@ -18,6 +18,9 @@ const (
 	MetaRoute = "brainstem/route"
 	// MetaFanout is Spec.Fanout, when set.
 	MetaFanout = "brainstem/fanout"
+	// MetaCrossLinks is Spec.CrossLinks, when set:
+	// {"from":"moved_from","ask":"brain_links","into":"linked_from_other_wings"}.
+	MetaCrossLinks = "brainstem/cross-links"
 )
 
 // descriptor is a tool as tools/list shows it, its keys in this order.
@@ -38,28 +41,31 @@ type annotations struct {
 }
 
 type meta struct {
-	Capability string     `json:"brainstem/capability"`
-	Route      []RouteArg `json:"brainstem/route,omitempty"`
-	Fanout     string     `json:"brainstem/fanout,omitempty"`
+	Capability string      `json:"brainstem/capability"`
+	Route      []RouteArg  `json:"brainstem/route,omitempty"`
+	Fanout     string      `json:"brainstem/fanout,omitempty"`
+	CrossLinks *CrossLinks `json:"brainstem/cross-links,omitempty"`
 }
 
 // Descriptor returns the tool as tools/list shows it:
 // {"name","description","inputSchema","annotations":{"title",
 // "readOnlyHint","destructiveHint","idempotentHint","openWorldHint"},
-// "_meta":{"brainstem/capability","brainstem/route"?,"brainstem/fanout"?}}.
+// "_meta":{"brainstem/capability","brainstem/route"?,"brainstem/fanout"?,
+// "brainstem/cross-links"?}}.
 func (s *Spec) Descriptor() json.RawMessage {
 	return marshal(descriptor{
 		Name: s.Name, Description: s.Description, InputSchema: s.Schema(),
 		Annotations: annotations{Title: s.Title, ReadOnlyHint: s.ReadOnly, DestructiveHint: s.Destructive, IdempotentHint: s.Idempotent},
-		Meta:        meta{Capability: s.Capability().Strongest(), Route: s.Routes(), Fanout: s.Fanout},
+		Meta:        meta{Capability: s.Capability().Strongest(), Route: s.Routes(), Fanout: s.Fanout, CrossLinks: s.CrossLinks},
 	})
 }
 
 // Meta is what the gateway reads of a tool from its descriptor's _meta.
 type Meta struct {
-	Needs  brain.Caps // read when the descriptor names none
-	Routes []RouteArg
-	Fanout string
+	Needs      brain.Caps // read when the descriptor names none
+	Routes     []RouteArg
+	Fanout     string
+	CrossLinks *CrossLinks
 }
 
 // Writes reports whether the tool changes the wing (Writes).
@@ -101,5 +107,30 @@ func ParseMeta(m map[string]any) (Meta, error) {
 		}
 		out.Fanout = FanoutSearch
 	}
+	if c, ok := m[MetaCrossLinks]; ok {
+		obj, _ := c.(map[string]any)
+		var cl CrossLinks
+		cl.From, _ = obj["from"].(string)
+		cl.Ask, _ = obj["ask"].(string)
+		cl.Into, _ = obj["into"].(string)
+		if !metaName(cl.From) || !metaName(cl.Into) || !metaName(cl.Ask) {
+			return Meta{}, fmt.Errorf("toolspec: %s %v is not {\"from\":<field>,\"ask\":<tool>,\"into\":<field>}", MetaCrossLinks, c)
+		}
+		out.CrossLinks = &cl
+	}
 	return out, nil
+}
+
+// metaName reports whether s is a field or tool name a descriptor may name:
+// 1 to 64 of a-z, 0-9 and '_'.
+func metaName(s string) bool {
+	if s == "" || len(s) > 64 {
+		return false
+	}
+	for _, r := range s {
+		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
+			return false
+		}
+	}
+	return true
 }

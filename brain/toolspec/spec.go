@@ -106,6 +106,10 @@ type Spec struct {
 	// it: "" refuses such a call (invalid_argument), FanoutSearch runs it
 	// as a search over every wing the caller can read.
 	Fanout string
+	// CrossLinks, on a tool that changes where a note lives, has the
+	// gateway report the links into the note from the caller's other wings,
+	// which the tool's own wing cannot see or rewrite.
+	CrossLinks *CrossLinks
 
 	plans   sync.Map     // reflect.Type → *plan (decode.go)
 	decodes atomic.Int64 // Unmarshal calls (Decodes)
@@ -114,6 +118,18 @@ type Spec struct {
 // Decodes returns how many calls' arguments the spec has decoded: one per
 // call, the shard's one decode of them (a test counts it).
 func (s *Spec) Decodes() int64 { return s.decodes.Load() }
+
+// CrossLinks says where a successful answer names the note (From, a string
+// field of the answer object), which tool the gateway asks each other wing
+// the caller can read with {"wing","id"} (Ask; its answer's "backlinks" are
+// that wing's notes linking to the id), and the field of the answer it adds
+// them in (Into, a sorted list of ids; Into+"_unchecked" lists the wings
+// that could not say).
+type CrossLinks struct {
+	From string `json:"from"`
+	Ask  string `json:"ask"`
+	Into string `json:"into"`
+}
 
 // FanoutSearch is the Fanout of a tool searched across wings.
 const FanoutSearch = "search"

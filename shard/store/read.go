@@ -334,6 +334,21 @@ func (s *Store) Links(id string) (Links, error) {
 	return l, nil
 }
 
+// LinkersOf returns the notes of this wing that link to the note ref, a
+// note id of any wing, sorted: for a note of another wing, the links into
+// it from here (which that wing's store cannot know). The note need not
+// exist: links to a moved or archived note still count.
+func (s *Store) LinkersOf(ref string) ([]string, error) {
+	if err := s.checkOpen(); err != nil {
+		return nil, err
+	}
+	id, err := brain.ParseID(ref)
+	if err != nil {
+		return nil, invalid(err)
+	}
+	return s.linkersOf(id.String()), nil
+}
+
 // Pending is an inbox note waiting for a curator.
 type Pending struct {
 	Name, Path, Title, Hall, CreatedBy, CreatedAt, Excerpt string

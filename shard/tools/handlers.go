@@ -313,8 +313,11 @@ func (s *Set) linksSpec() *toolspec.Spec {
 		Name: "brain_links", Title: "Links of a note", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
 		Description: "Show how a note connects to others through [[wing/hall/slug]] wikilinks. Returns {id, outbound, " +
 			"backlinks, tunnels}: outbound = every note it links to, backlinks = notes of the same wing linking to it, " +
-			"tunnels = its outbound links into other wings. Follow them with brain_get.",
-		Args: []toolspec.Arg{idArg("a note id wing/hall/slug"), wingArg()},
+			"tunnels = its outbound links into other wings. Follow them with brain_get. With wing naming another " +
+			"wing than the id's, backlinks = the notes of that wing linking to the id (the tunnels into it), and " +
+			"outbound and tunnels are empty.",
+		// wing routes first: {wing, id} of a note elsewhere asks that wing.
+		Args: []toolspec.Arg{wingArg(), idArg("a note id wing/hall/slug")},
 	}
 }
 
@@ -331,6 +334,14 @@ type linksResult struct {
 }
 
 func (s *Set) links(_ context.Context, _ Caller, a *linksArgs) (any, error) {
+	if w, _ := brain.RefWing(a.ID); a.Wing != "" && w != a.Wing { // the links into a note of another wing
+		from, err := s.st.LinkersOf(a.ID)
+		if err != nil {
+			return nil, err
+		}
+		id, _ := brain.ParseID(a.ID)
+		return linksResult{ID: id.String(), Outbound: []string{}, Backlinks: from, Tunnels: []string{}}, nil
+	}
 	l, err := s.st.Links(a.ID)
 	if err != nil {
 		return nil, hint(err, store.ErrNotFound, "brain_query or brain_list find existing ids")

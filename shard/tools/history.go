@@ -277,8 +277,11 @@ func (s *Set) moveSpec() *toolspec.Spec {
 			"history that keeps its versions. Every [[link]] to it from a note of this wing is rewritten to the new id in " +
 			"the same change; links from other wings keep the old id, and brain_get of it answers moved with the new " +
 			"one. A move onto an existing note is already_exists. " +
-			"Returns {id, path, content_hash, moved_from, links_rewritten, rewritten_in}: links_rewritten counts the " +
-			"links changed, rewritten_in lists the notes they are in.",
+			"Returns {id, path, content_hash, moved_from, links_rewritten, rewritten_in, linked_from_other_wings}: " +
+			"links_rewritten counts the links changed, rewritten_in lists the notes they are in, " +
+			"linked_from_other_wings the notes of your other wings that still link to the old id (through the " +
+			"gateway; linked_from_other_wings_unchecked names wings that could not say).",
+		CrossLinks: &toolspec.CrossLinks{From: "moved_from", Ask: "brain_links", Into: "linked_from_other_wings"},
 		Args: []toolspec.Arg{
 			idArg("the note id wing/hall/slug"),
 			hallArg("The hall it goes to; omit to keep its hall.", false),

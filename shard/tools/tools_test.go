@@ -318,6 +318,22 @@ func TestToolsHappyPaths(t *testing.T) {
 		if want := `{"id":"payments/facts/retry-budget","outbound":[],"backlinks":["` + idem + `"],"tunnels":[]}`; res != want {
 			t.Errorf("links\n got %s\nwant %s", res, want)
 		}
+		// With this wing named, a note of another wing: the links into it from here.
+		for _, tc := range []struct{ args, want string }{
+			{`{"wing":"payments","id":"billing/decisions/ledger"}`, `{"id":"billing/decisions/ledger","outbound":[],"backlinks":["` + idem + `"],"tunnels":[]}`},
+			{`{"wing":"payments","id":"billing/facts/nothing-links-here"}`, `{"id":"billing/facts/nothing-links-here","outbound":[],"backlinks":[],"tunnels":[]}`},
+		} {
+			if res := mustCall(t, s, reader, "brain_links", tc.args, nil); res != tc.want {
+				t.Errorf("links %s\n got %s\nwant %s", tc.args, res, tc.want)
+			}
+		}
+		for _, bad := range []string{`{"wing":"payments","id":"billing"}`, `{"wing":"billing","id":"billing/decisions/ledger"}`} {
+			if res, isErr := call(t, s, reader, "brain_links", bad); !isErr {
+				t.Errorf("links %s = %s", bad, res)
+			} else if code, _ := errCode(t, res); code != brain.CodeInvalidArgument {
+				t.Errorf("links %s = %s, want invalid_argument", bad, res)
+			}
+		}
 	})
 	t.Run("brain_pending", func(t *testing.T) {
 		res := mustCall(t, s, reader, "brain_pending", `{}`, nil)

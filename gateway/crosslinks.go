@@ -1,0 +1,75 @@
+package gateway
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"slices"
+
+	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
+	"github.com/brainstem/brainstem/proto"
+)
+
+// withCrossLinks adds to a successful answer of a tool that declares
+// toolspec.CrossLinks (brain_move) the notes of the caller's other readable
+// wings that link to the note the answer names: the wing that moved it
+// cannot see them or rewrite them. Each such wing is asked, concurrently and
+// bounded like a cross-wing search, with cl.Ask {"wing","id"}; a wing that
+// cannot say is named under Into+"_unchecked". Wings the caller cannot read
+// are not asked and not named. An answer without the From field is returned
+// as it is.
+func (g *Gateway) withCrossLinks(ctx context.Context, ci *callInfo, cl *toolspec.CrossLinks, from *wing, result []byte) []byte {
+	var fields map[string]json.RawMessage
+	var id string
+	if json.Unmarshal(result, &fields) != nil || json.Unmarshal(fields[cl.From], &id) != nil || id == "" {
+		return result
+	}
+	caps, errs := g.capsAll(ctx, ci)
+	linked := make([][]string, len(g.wings))
+	unchecked := make([]bool, len(g.wings))
+	for i, w := range g.wings {
+		switch {
+		case w == from || (errs[i] == nil && !caps[i].Has(brain.CapRead)):
+			errs[i] = errSkip
+		case errs[i] != nil:
+			// Not reachable now: named only where the caller is known to
+			// hold a grant, as a cross-wing search names its missing wings.
+			unchecked[i] = g.disclosable(ci, w, errs[i])
+		}
+	}
+	ctx, cancel := context.WithTimeout(ctx, min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout))
+	defer cancel()
+	g.eachWing(g.wings, errs, func(i int, w *wing) {
+		a, _ := json.Marshal(map[string]string{"wing": w.name, "id": id})
+		resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: cl.Ask, Args: a})
+		var ans struct {
+			Backlinks []string `json:"backlinks"`
+		}
+		if err != nil || resp.IsError || json.Unmarshal(resp.Result, &ans) != nil {
+			ci.logger().Warn("a wing could not list its links to a moved note", "wing", w.name, "tool", cl.Ask, "err", err)
+			unchecked[i] = true
+			return
+		}
+		linked[i] = ans.Backlinks
+	})
+	all := []string{}
+	var names []string
+	for i, w := range g.wings {
+		if unchecked[i] {
+			names = append(names, w.name)
+		}
+		all = append(all, linked[i]...)
+	}
+	slices.Sort(all)
+	extra, _ := json.Marshal(all)
+	out := bytes.TrimRight(result, " \n")
+	out = append(out[:len(out)-1:len(out)-1], `,"`+cl.Into+`":`...)
+	out = append(out, extra...)
+	if names != nil {
+		u, _ := json.Marshal(names)
+		out = append(append(append(out, `,"`+cl.Into+`_unchecked":`...), u...), '}')
+		return out
+	}
+	return append(out, '}')
+}
