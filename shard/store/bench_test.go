@@ -384,7 +384,7 @@ func BenchmarkRestart(b *testing.B) {
 	if err != nil {
 		b.Fatal(err)
 	}
-	notes := s.Len() // the benchmark's notes, and any an earlier benchmark kept in a kept brain
+	notes := s.Len()                  // the benchmark's notes, and any an earlier benchmark kept in a kept brain
 	if err := s.Close(); err != nil { // saves the snapshot
 		b.Fatal(err)
 	}
