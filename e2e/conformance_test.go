@@ -87,7 +87,7 @@ func TestToolConformance(t *testing.T) {
 	for _, p := range paths {
 		got := p.list(t)
 		for name, d := range want {
-			if !sameJSONFields(t, got[name], d, "name", "description", "inputSchema", "_meta") {
+			if !sameJSONFields(t, got[name], d, "name", "description", "inputSchema", "outputSchema", "_meta") {
 				t.Errorf("%s: %s is described otherwise:\n%s\nwant\n%s", p.name, name, got[name], d)
 			}
 		}

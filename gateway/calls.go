@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -146,6 +147,7 @@ func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallTo
 		}
 		rec := auditRecord{Tool: name, BytesIn: len(args), Args: args}
 		res := g.runShardTool(ctx, ci, name, args, &rec)
+		g.structure(name, res)
 		g.finish(ci, &rec, res, start)
 		return res, nil
 	}
@@ -197,6 +199,31 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 		resp.Result = g.withCrossLinks(ctx, ci, meta.CrossLinks, w, resp.Result)
 	}
 	return shardResult(resp)
+}
+
+// structure gives a successful answer of a tool that declares an
+// outputSchema its JSON as structuredContent too: the text content's very
+// bytes (every answer is a JSON object; MCP 2025-06-18 and later).
+func (g *Gateway) structure(tool string, res *mcp.CallToolResult) {
+	if res.IsError || !g.structured(tool) {
+		return
+	}
+	if text, ok := plainText(res); ok {
+		res.RawStructuredContent = json.RawMessage(text)
+	}
+}
+
+// structured reports whether tool declares an outputSchema.
+func (g *Gateway) structured(tool string) bool {
+	if tool == wingsToolName {
+		return true
+	}
+	if cat := g.cat.Load(); cat != nil {
+		if e, ok := cat.by[tool]; ok {
+			return len(e.desc.OutputSchema) > 0
+		}
+	}
+	return false
 }
 
 // argsOf returns the fields of the call's arguments: the lean path's scan
@@ -267,6 +294,17 @@ func (g *Gateway) finish(ci *callInfo, rec *auditRecord, res *mcp.CallToolResult
 	}
 }
 
+// wingsAnswer is brain_wings' answer (its outputSchema is derived from it).
+type wingsAnswer struct {
+	Wings       []wingCaps        `json:"wings"`
+	Unavailable []unavailableWing `json:"unavailable,omitempty"`
+}
+
+type wingCaps struct {
+	Wing         string   `json:"wing"`
+	Capabilities []string `json:"capabilities"`
+}
+
 // wingsTool answers brain_wings: the wings the caller can reach and the
 // capabilities they hold there.
 func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -277,14 +315,7 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	start := time.Now()
 	rec := auditRecord{Tool: wingsToolName, Wing: "*", BytesIn: len(req.Params.RawArguments), Args: req.Params.RawArguments}
 	caps, errs := g.capsAll(ctx, ci)
-	type wingCaps struct {
-		Wing         string   `json:"wing"`
-		Capabilities []string `json:"capabilities"`
-	}
-	out := struct {
-		Wings       []wingCaps        `json:"wings"`
-		Unavailable []unavailableWing `json:"unavailable,omitempty"`
-	}{Wings: []wingCaps{}}
+	out := wingsAnswer{Wings: []wingCaps{}}
 	for i, c := range caps {
 		if c != 0 {
 			out.Wings = append(out.Wings, wingCaps{g.wings[i].name, c.Strings()})
@@ -300,6 +331,7 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return g.fail(&rec, classify(err, "")), nil
 	}
 	res := mcp.NewToolResultText(string(body))
+	g.structure(wingsToolName, res)
 	rec.Outcome = "ok"
 	g.finish(ci, &rec, res, start)
 	return res, nil

@@ -135,8 +135,8 @@ func (g *Gateway) serveStatelessCall(q *mcpCall) bool {
 		out = mcp.NewJSONRPCError(mcp.NewRequestId(id), mcp.INTERNAL_ERROR,
 			fmt.Sprintf("tool '%s' handler returned no result", p.Name), nil)
 	default:
-		if text, ok := plainText(res); ok {
-			if b, err := g.textAnswers.encode(id, text, res.IsError); err == nil {
+		if text, structured, ok := leanText(res); ok {
+			if b, err := g.textAnswers.encode(id, text, res.IsError, structured); err == nil {
 				writeAnswer(&q.rec, g.log, b)
 				return true
 			}
@@ -262,26 +262,56 @@ func plainText(res *mcp.CallToolResult) (string, bool) {
 	return tc.Text, reflect.DeepEqual(rest, mcp.CallToolResult{})
 }
 
-// textAnswers writes the JSON-RPC answer of a plain-text 2026-07-28 result
-// byte for byte as mcp-go's encoder does, without its detour through a map,
-// a second marshal and a compacting pass over the (often large) text. The
-// bytes around the text are taken, once, from mcp-go's own encoding of a
-// marker result, so they follow mcp-go's key order and stamping.
-type textAnswers struct {
-	head, tail [2][]byte // by IsError
+// leanText is plainText of a result that may also carry its text as
+// structuredContent (Gateway.structure), which the lean encoder writes too.
+func leanText(res *mcp.CallToolResult) (text string, structured, ok bool) {
+	raw := res.RawStructuredContent
+	if raw != nil {
+		r := *res
+		r.RawStructuredContent = nil
+		res = &r
+	}
+	text, ok = plainText(res)
+	if raw != nil && (!ok || string(raw) != text) {
+		return "", false, false
+	}
+	return text, raw != nil, ok
 }
 
-const textMarker = "\x00brainstem:text\x00"
+// textAnswers writes the JSON-RPC answer of a plain-text 2026-07-28 result
+// (and of one whose structuredContent is its text) byte for byte as
+// mcp-go's encoder does, without its detour through a map, a second
+// marshal and a compacting pass over the (often large) text. The bytes
+// around the text are taken, once, from mcp-go's own encoding of a marker
+// result, so they follow mcp-go's key order and stamping.
+type textAnswers struct {
+	// By variant: a text, an error text, a text with its structuredContent.
+	// parts[v] are the bytes before the text, then (for the last) between
+	// the text and the structured content, then after.
+	parts [3][][]byte
+}
+
+const (
+	textMarker       = "\x00brainstem:text\x00"
+	structuredMarker = "\x00brainstem:structured\x00"
+)
 
 func newTextAnswers() (*textAnswers, error) {
 	var t textAnswers
-	marker, err := json.Marshal(textMarker)
+	tm, err := json.Marshal(textMarker)
 	if err != nil {
 		return nil, err
 	}
-	for i, isErr := range []bool{false, true} {
+	sm, err := json.Marshal(structuredMarker)
+	if err != nil {
+		return nil, err
+	}
+	for v := range t.parts {
 		res := mcp.NewToolResultText(textMarker)
-		res.IsError = isErr
+		res.IsError = v == 1
+		if v == 2 {
+			res.RawStructuredContent = sm
+		}
 		stampModern(res)
 		var buf bytes.Buffer
 		if err := json.NewEncoder(&buf).Encode(mcp.NewJSONRPCResultResponse(mcp.NewRequestId(0), res)); err != nil {
@@ -292,16 +322,23 @@ func newTextAnswers() (*textAnswers, error) {
 		if !ok {
 			return nil, fmt.Errorf("gateway: unexpected JSON-RPC envelope %q", buf.Bytes())
 		}
-		head, tail, ok := bytes.Cut(b, marker)
-		if !ok || bytes.Contains(tail, marker) {
+		head, rest, ok := bytes.Cut(b, tm)
+		if !ok || bytes.Contains(rest, tm) {
 			return nil, fmt.Errorf("gateway: unexpected result encoding %q", buf.Bytes())
 		}
-		t.head[i], t.tail[i] = head, tail
+		t.parts[v] = [][]byte{head, rest}
+		if v == 2 {
+			mid, tail, ok := bytes.Cut(rest, sm)
+			if !ok || bytes.Contains(tail, sm) || bytes.Contains(head, sm) {
+				return nil, fmt.Errorf("gateway: unexpected structured result encoding %q", buf.Bytes())
+			}
+			t.parts[v] = [][]byte{head, mid, tail}
+		}
 	}
 	return &t, nil
 }
 
-func (t *textAnswers) encode(id any, text string, isErr bool) ([]byte, error) {
+func (t *textAnswers) encode(id any, text string, isErr, structured bool) ([]byte, error) {
 	idJSON, err := json.Marshal(id)
 	if err != nil {
 		return nil, err
@@ -310,17 +347,31 @@ func (t *textAnswers) encode(id any, text string, isErr bool) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	i := 0
-	if isErr {
-		i = 1
+	v := 0
+	var sc []byte
+	switch {
+	case isErr:
+		v = 1
+	case structured:
+		v = 2
+		// As the encoder writes a json.RawMessage: compacted, with <, >
+		// and & escaped.
+		if sc, err = json.Marshal(json.RawMessage(text)); err != nil {
+			return nil, err
+		}
 	}
-	b := make([]byte, 0, 64+len(idJSON)+len(t.head[i])+len(textJSON)+len(t.tail[i]))
+	p := t.parts[v]
+	b := make([]byte, 0, 64+len(idJSON)+len(textJSON)+len(sc)+len(p[0])+len(p[1])+64)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, idJSON...)
 	b = append(b, `,"result":`...)
-	b = append(b, t.head[i]...)
+	b = append(b, p[0]...)
 	b = append(b, textJSON...)
-	b = append(b, t.tail[i]...)
+	b = append(b, p[1]...)
+	if v == 2 {
+		b = append(b, sc...)
+		b = append(b, p[2]...)
+	}
 	return b, nil
 }
 

@@ -228,6 +228,9 @@ func TestLeanPathMatchesMCPGo(t *testing.T) {
 			}
 			// A lean answer is a result or an error, except where mcp-go
 			// itself answers nothing (a result JSON cannot encode).
+			if tc.name == "brain_wings" && !bytes.Contains(lbody, []byte(`"structuredContent":{"wings":`)) {
+				t.Errorf("brain_wings' answer has no structuredContent: %s", lbody)
+			}
 			if tc.lean && len(pbody) > 0 && (lresp.StatusCode != http.StatusOK || !bytes.Contains(lbody, []byte(`"resultType":"complete"`)) && !bytes.Contains(lbody, []byte(`"error":{`))) {
 				t.Errorf("lean answer is neither a result nor an error: %d %s", lresp.StatusCode, lbody)
 			}

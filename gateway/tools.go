@@ -10,6 +10,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/brainstem/brainstem/brain/toolspec"
 )
 
 // wingsToolSchema is brain_wings' input schema: no arguments.
@@ -19,6 +21,7 @@ func wingsTool() mcp.Tool {
 	t := mcp.NewToolWithRawSchema(wingsToolName,
 		"List the wings (areas of the team brain) you can reach and your capabilities in each (read, write, curate).",
 		json.RawMessage(wingsToolSchema))
+	t.RawOutputSchema = toolspec.SchemaOf(wingsAnswer{})
 	ro := true
 	t.Annotations = mcp.ToolAnnotation{Title: "Wings", ReadOnlyHint: &ro}
 	return t

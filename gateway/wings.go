@@ -53,16 +53,18 @@ func (w *wing) down() bool { return w.client.State().Down }
 const maxToolsPerWing = 256
 
 // toolDescriptor is one tool as a shard describes it. Only the fields the
-// gateway registers with mcp-go are kept; unknown annotation keys and
-// outputSchema are dropped (the gateway answers text content only).
+// gateway registers with mcp-go are kept; unknown annotation keys are
+// dropped. A tool with an outputSchema has its answers' JSON passed on as
+// structuredContent too (structured).
 type toolDescriptor struct {
-	Name        string              `json:"name"`
-	Title       string              `json:"title,omitempty"`
-	Description string              `json:"description"`
-	InputSchema json.RawMessage     `json:"inputSchema"`
-	Annotations *mcp.ToolAnnotation `json:"annotations,omitempty"`
-	Meta        map[string]any      `json:"_meta,omitempty"`
-	meta        toolspec.Meta       // read from Meta: the tool's capability, routing and fan-out
+	Name         string              `json:"name"`
+	Title        string              `json:"title,omitempty"`
+	Description  string              `json:"description"`
+	InputSchema  json.RawMessage     `json:"inputSchema"`
+	OutputSchema json.RawMessage     `json:"outputSchema,omitempty"`
+	Annotations  *mcp.ToolAnnotation `json:"annotations,omitempty"`
+	Meta         map[string]any      `json:"_meta,omitempty"`
+	meta         toolspec.Meta       // read from Meta: the tool's capability, routing and fan-out
 }
 
 // parseToolDescriptors decodes and checks a shard's ListTools answer.
@@ -91,6 +93,12 @@ func parseToolDescriptors(raw json.RawMessage) ([]toolDescriptor, error) {
 		if len(t.InputSchema) == 0 || json.Unmarshal(t.InputSchema, &schema) != nil {
 			return nil, fmt.Errorf("gateway: tool descriptors: %q has no inputSchema object", t.Name)
 		}
+		var out struct {
+			Type string `json:"type"`
+		}
+		if len(t.OutputSchema) > 0 && (json.Unmarshal(t.OutputSchema, &out) != nil || out.Type != "object") {
+			return nil, fmt.Errorf("gateway: tool descriptors: %q has an outputSchema that is not of type object", t.Name)
+		}
 		m, err := toolspec.ParseMeta(t.Meta)
 		if err != nil {
 			return nil, fmt.Errorf("gateway: tool descriptors: %q: %w", t.Name, err)
@@ -107,6 +115,7 @@ func parseToolDescriptors(raw json.RawMessage) ([]toolDescriptor, error) {
 func (t toolDescriptor) mcpTool() mcp.Tool {
 	tool := mcp.NewToolWithRawSchema(t.Name, t.Description, t.InputSchema)
 	tool.Title = t.Title
+	tool.RawOutputSchema = t.OutputSchema
 	if t.Annotations != nil {
 		tool.Annotations = *t.Annotations
 	}

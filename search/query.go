@@ -126,6 +126,7 @@ func Spec(lim Limits) *toolspec.Spec {
 	}
 	return &toolspec.Spec{
 		Name: Tool, Title: "Search the brain", Needs: brain.CapRead, ReadOnly: true, Idempotent: true, Fanout: toolspec.FanoutSearch,
+		Result: Result{},
 		Description: "Full-text (BM25) search over the curated notes of the team brain. Use it first whenever you need " +
 			"what the team already knows, decided or learned (facts, decisions, failures, hypotheses, sources) before " +
 			"answering or writing. Returns {hits:[{id, wing, hall, title, score, snippet, path, content_hash, unreviewed?}], total}, " +

@@ -25,11 +25,12 @@ const (
 
 // descriptor is a tool as tools/list shows it, its keys in this order.
 type descriptor struct {
-	Name        string          `json:"name"`
-	Description string          `json:"description"`
-	InputSchema json.RawMessage `json:"inputSchema"`
-	Annotations annotations     `json:"annotations"`
-	Meta        meta            `json:"_meta"`
+	Name         string          `json:"name"`
+	Description  string          `json:"description"`
+	InputSchema  json.RawMessage `json:"inputSchema"`
+	OutputSchema json.RawMessage `json:"outputSchema,omitempty"`
+	Annotations  annotations     `json:"annotations"`
+	Meta         meta            `json:"_meta"`
 }
 
 type annotations struct {
@@ -48,13 +49,13 @@ type meta struct {
 }
 
 // Descriptor returns the tool as tools/list shows it:
-// {"name","description","inputSchema","annotations":{"title",
+// {"name","description","inputSchema","outputSchema"?,"annotations":{"title",
 // "readOnlyHint","destructiveHint","idempotentHint","openWorldHint"},
 // "_meta":{"brainstem/capability","brainstem/route"?,"brainstem/fanout"?,
 // "brainstem/cross-links"?}}.
 func (s *Spec) Descriptor() json.RawMessage {
 	return marshal(descriptor{
-		Name: s.Name, Description: s.Description, InputSchema: s.Schema(),
+		Name: s.Name, Description: s.Description, InputSchema: s.Schema(), OutputSchema: s.OutputSchema(),
 		Annotations: annotations{Title: s.Title, ReadOnlyHint: s.ReadOnly, DestructiveHint: s.Destructive, IdempotentHint: s.Idempotent},
 		Meta:        meta{Capability: s.Capability().Strongest(), Route: s.Routes(), Fanout: s.Fanout, CrossLinks: s.CrossLinks},
 	})

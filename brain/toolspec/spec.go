@@ -20,6 +20,7 @@ package toolspec
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -110,6 +111,11 @@ type Spec struct {
 	// gateway report the links into the note from the caller's other wings,
 	// which the tool's own wing cannot see or rewrite.
 	CrossLinks *CrossLinks
+	// Result is a value of the type of the tool's successful answer (its
+	// zero value will do), a struct: the tool declares the outputSchema
+	// derived from it (OutputSchema), and its answers carry their JSON as
+	// structuredContent too. nil declares none.
+	Result any
 
 	plans   sync.Map     // reflect.Type → *plan (decode.go)
 	decodes atomic.Int64 // Unmarshal calls (Decodes)
@@ -176,6 +182,11 @@ func (s *Spec) Validate() error {
 	}
 	if s.Fanout != "" && s.Fanout != FanoutSearch {
 		return fmt.Errorf("toolspec: %s: unknown fanout %q", s.Name, s.Fanout)
+	}
+	if s.Result != nil {
+		if t := reflect.TypeOf(s.Result); t.Kind() != reflect.Struct && (t.Kind() != reflect.Pointer || t.Elem().Kind() != reflect.Struct) {
+			return fmt.Errorf("toolspec: %s: Result is a %s; an answer is an object, so a struct", s.Name, t)
+		}
 	}
 	return validateArgs(s.Name, s.Args)
 }

@@ -56,6 +56,8 @@ func NewServer(set *tools.Set, caller tools.Caller, logger *slog.Logger) (*serve
 	s := server.NewMCPServer("brainstem-"+set.Wing(), version(), server.WithToolCapabilities(false), server.WithRecovery())
 	for _, t := range set.Specs() {
 		tool := mcp.NewToolWithRawSchema(t.Name, t.Description, t.Schema())
+		tool.RawOutputSchema = t.OutputSchema()
+		structured := tool.RawOutputSchema != nil
 		if d, ok := byName[t.Name]; ok {
 			a := d.Annotations
 			tool.Annotations = mcp.ToolAnnotation{Title: a.Title, ReadOnlyHint: &a.ReadOnlyHint,
@@ -72,6 +74,9 @@ func NewServer(set *tools.Set, caller tools.Caller, logger *slog.Logger) (*serve
 			}
 			r := mcp.NewToolResultText(string(res))
 			r.IsError = isErr
+			if structured && !isErr { // the same JSON as structuredContent
+				r.RawStructuredContent = res
+			}
 			return r, nil
 		})
 	}

@@ -22,8 +22,9 @@ import (
 
 func newSet(t *testing.T) *tools.Set {
 	t.Helper()
+	now := func() time.Time { return time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC) }
 	st, err := store.Open(context.Background(), store.Options{Root: t.TempDir(), Wing: "payments", RescanInterval: -1,
-		Now: func() time.Time { return time.Date(2026, 11, 30, 8, 0, 0, 0, time.UTC) }})
+		Now: now, History: store.HistoryOptions{AllowPurge: true, Now: now}})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -117,7 +118,7 @@ func TestStdioEveryTool(t *testing.T) {
 		var n string
 		json.Unmarshal(w["name"], &n)
 		got := byName[n]
-		for _, k := range []string{"name", "description", "inputSchema", "annotations", "_meta"} {
+		for _, k := range []string{"name", "description", "inputSchema", "outputSchema", "annotations", "_meta"} {
 			if !jsonEqual(t, got[k], w[k]) {
 				t.Errorf("tools/list %s.%s = %s, want %s", w["name"], k, got[k], w[k])
 			}
@@ -140,9 +141,24 @@ func TestStdioEveryTool(t *testing.T) {
 		{"brain_promote", `{"name":"retry-storms","hall":"hypotheses"}`},
 		{"brain_get", `{"id":"payments/hypotheses/retry-storms"}`},
 		{"brain_write", `{"title":"Use idempotency keys","body":"again","hall":"decisions"}`}, // already_exists
+		// History: with one clock and the same changes, both brains make the same commits.
+		{"brain_history", `{"id":"payments/decisions/use-idempotency-keys"}`},
+		{"brain_diff", `{"id":"payments/decisions/use-idempotency-keys","from":"{{v1}}"}`},
+		{"brain_restore", `{"id":"payments/decisions/use-idempotency-keys","version":"{{v1}}","reason":"the first was right"}`},
+		{"brain_move", `{"id":"payments/facts/settlement","hall":"decisions","reason":"a decision"}`},
+		{"brain_archive", `{"id":"payments/decisions/settlement","reason":"old"}`},
+		{"brain_purge", `{"id":"payments/decisions/settlement","reason":"confidential"}`},
 	}
 	seen := map[string]bool{}
 	for _, cl := range calls {
+		if strings.Contains(cl.args, "{{v1}}") {
+			h, _ := callTool(t, c, "brain_history", `{"id":"payments/decisions/use-idempotency-keys"}`)
+			var vs struct{ Versions []struct{ Version string } }
+			if err := json.Unmarshal([]byte(h), &vs); err != nil || len(vs.Versions) < 2 {
+				t.Fatalf("history: %s", h)
+			}
+			cl.args = strings.ReplaceAll(cl.args, "{{v1}}", vs.Versions[len(vs.Versions)-1].Version)
+		}
 		got, isErr := callTool(t, c, cl.name, cl.args)
 		wantRes, wantErr := twin.Call(ctx, caller, cl.name, []byte(cl.args))
 		if got != string(wantRes) || isErr != wantErr {
