@@ -51,8 +51,11 @@ type Client struct {
 	CallbackTimeout time.Duration
 	// RefreshMargin: see DefaultRefreshMargin; 0 means the default.
 	RefreshMargin time.Duration
-	// ClientName is the name registered; "" means DefaultClientName.
+	// ClientName is the name registered; "" means DefaultClientName
+	// (DefaultDeviceClientName for LoginDevice).
 	ClientName string
+	// Sleep waits between device-flow polls; nil means a timer.
+	Sleep func(context.Context, time.Duration) error
 }
 
 // NewDefault is the sign-in client of a command line on this machine: the
