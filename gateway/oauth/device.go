@@ -503,27 +503,13 @@ func (s *Server) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 		s.errorPageFor(w, http.StatusTooManyRequests, "Too many codes tried", "Too many codes were tried from your address. Wait a minute and try again.")
 		return
 	}
-	typed := r.PostForm.Get("user_code")
-	code, err := normalizeUserCode(typed)
+	g, err := s.lookupUserCode(r.PostForm.Get("user_code"), s.now())
 	if err != nil {
 		s.count("device_page", "refused")
-		s.renderCodeForm(w, http.StatusBadRequest, "", "That is not a code: a code is 8 letters, like BCDF-GHJK.")
+		s.renderCodeForm(w, http.StatusBadRequest, "", userCodeProblem(err))
 		return
 	}
-	g := s.devices.byUserCode(code)
 	now := s.now()
-	var problem string
-	switch {
-	case g == nil:
-		problem = "No sign-in request has this code. Check the code your device shows, or start again there (codes work once, for " + human(DeviceCodeTTL) + ")."
-	case now.After(g.exp):
-		problem = "This code has expired. Start the sign-in again on your device."
-	}
-	if problem != "" {
-		s.count("device_page", "refused")
-		s.renderCodeForm(w, http.StatusBadRequest, "", problem)
-		return
-	}
 	a := deviceApproval{ID: g.id, CSRF: randomString(16), Exp: s.now().Add(LoginTTL).Unix()}
 	sealed, err := s.keys.seal(purposeDeviceApprove, a)
 	if err != nil {
@@ -553,6 +539,35 @@ func (s *Server) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 		TokenTTL: human(s.cfg.AccessTokenTTL), RefreshTTL: human(s.cfg.RefreshTokenTTL),
 		Action: s.issuer + PathDevice, Token: sealed,
 	}, s.up.origin())
+}
+
+// lookupUserCode finds the pending request of a typed code:
+// ErrUserCodeFormat, ErrUserCodeUnknown (also once used: a used code finds
+// nothing) or ErrDeviceExpired otherwise.
+func (s *Server) lookupUserCode(typed string, now time.Time) (*deviceGrant, error) {
+	code, err := normalizeUserCode(typed)
+	if err != nil {
+		return nil, err
+	}
+	g := s.devices.byUserCode(code)
+	switch {
+	case g == nil:
+		return nil, ErrUserCodeUnknown
+	case now.After(g.exp):
+		return nil, ErrDeviceExpired
+	}
+	return g, nil
+}
+
+// userCodeProblem is what the code entry page says of a refused code.
+func userCodeProblem(err error) string {
+	switch {
+	case errors.Is(err, ErrUserCodeFormat):
+		return "That is not a code: a code is 8 letters, like BCDF-GHJK."
+	case errors.Is(err, ErrDeviceExpired):
+		return "This code has expired. Start the sign-in again on your device."
+	}
+	return "No sign-in request has this code. Check the code your device shows, or start again there (codes work once, for " + human(DeviceCodeTTL) + ")."
 }
 
 // clientLabelLong names a client on the approval page: a metadata
@@ -593,9 +608,9 @@ func (s *Server) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 		s.devices.update(g, func(g *deviceGrant) {
 			switch {
 			case now.After(g.exp):
-				problem = "The code expired. Start the sign-in again on your device."
+				problem = userCodeProblem(ErrDeviceExpired)
 			case g.status != devicePending:
-				problem = "This code was already used."
+				problem = "This code was already used (" + ErrUserCodeUsed.Error() + ")."
 			case decision == "deny":
 				g.status, g.reason = deviceDenied, " by the user"
 			default:

@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -507,6 +508,31 @@ func TestUserCodes(t *testing.T) {
 	for in, want := range map[string]string{"bcdf-ghjk": "BCDFGHJK", " BCDF GHJK ": "BCDFGHJK", "BcDfGhJk": "BCDFGHJK"} {
 		if got, err := normalizeUserCode(in); err != nil || got != want {
 			t.Errorf("%q → %q %v", in, got, err)
+		}
+	}
+}
+
+// TestLookupUserCodeErrors: each refusal of a typed code is its named error.
+func TestLookupUserCodeErrors(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	r := e.replicas[0]
+	id := e.deviceApp(r)
+	dev := e.device(r, id)
+	now := e.clock.Now()
+	for _, tc := range []struct {
+		typed string
+		at    time.Time
+		want  error
+	}{
+		{"BCDF", now, ErrUserCodeFormat},
+		{"AAAA-AAAA", now, ErrUserCodeFormat},
+		{strings.Repeat("B", 33), now, ErrUserCodeFormat},
+		{"BCDF-GHJK", now, ErrUserCodeUnknown},
+		{dev["user_code"].(string), now.Add(DeviceCodeTTL + time.Second), ErrDeviceExpired},
+		{dev["user_code"].(string), now, nil},
+	} {
+		if _, err := r.srv.lookupUserCode(tc.typed, tc.at); !errors.Is(err, tc.want) {
+			t.Errorf("%q: %v, want %v", tc.typed, err, tc.want)
 		}
 	}
 }
