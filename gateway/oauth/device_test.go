@@ -536,3 +536,62 @@ func TestLookupUserCodeErrors(t *testing.T) {
 		}
 	}
 }
+
+// TestDeviceRegistration: a client registers the device grant alone (no
+// redirect URI) or with the code flow; what the grant types leave out is
+// refused, and the grants are part of the signed id.
+func TestDeviceRegistration(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	r := e.replicas[0]
+	for body, want := range map[string]string{
+		`{"grant_types":["` + GrantTypeDevice + `"]}`:                                                              "[refresh_token " + GrantTypeDevice + "]",
+		`{"grant_types":["authorization_code","` + GrantTypeDevice + `"],"redirect_uris":["http://127.0.0.1/cb"]}`: "[authorization_code refresh_token " + GrantTypeDevice + "]",
+		`{"redirect_uris":["http://127.0.0.1/cb"]}`:                                                                "[authorization_code refresh_token]",
+	} {
+		st, out := e.register(r, body)
+		if st != http.StatusCreated || fmt.Sprint(out["grant_types"]) != want {
+			t.Errorf("%s: %d %v, want grant types %s", body, st, out, want)
+			continue
+		}
+		c, err := r.srv.parseRegisteredClient(out["client_id"].(string))
+		if err != nil || c.Device != strings.Contains(want, GrantTypeDevice) {
+			t.Errorf("%s: parsed %+v %v", body, c, err)
+		}
+	}
+	for _, tc := range []struct{ body, code string }{
+		{`{"grant_types":["refresh_token"]}`, "invalid_client_metadata"},
+		{`{"grant_types":["` + GrantTypeDevice + `"],"redirect_uris":["http://127.0.0.1/cb"]}`, "invalid_redirect_uri"},
+		{`{"grant_types":["authorization_code","` + GrantTypeDevice + `"]}`, "invalid_redirect_uri"},
+		{`{"grant_types":["urn:ietf:params:oauth:grant-type:device_code "]}`, "invalid_client_metadata"},
+	} {
+		st, out := e.register(r, tc.body)
+		if st != http.StatusBadRequest || out["error"] != tc.code {
+			t.Errorf("%s: %d %v, want 400 %s", tc.body, st, out, tc.code)
+		}
+	}
+}
+
+// TestDeviceMetadataDocumentClient: a client ID metadata document that
+// lists the device grant may start device sign-ins; one that does not may
+// not.
+func TestDeviceMetadataDocumentClient(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	r := e.replicas[0]
+	ln, base := listen(t)
+	mux := http.NewServeMux()
+	for _, p := range []struct{ path, grants string }{{"/device.json", `["` + GrantTypeDevice + `"]`}, {"/code.json", `["authorization_code"]`}} {
+		mux.HandleFunc(p.path, func(w http.ResponseWriter, _ *http.Request) {
+			w.Header().Set("Content-Type", "application/json")
+			fmt.Fprintf(w, `{"client_id":%q,"client_name":"Doc App","redirect_uris":["http://127.0.0.1/callback"],"grant_types":%s}`, base+p.path, p.grants)
+		})
+	}
+	serve(t, ln, mux)
+	dev := e.device(r, base+"/device.json")
+	b := testbrowser.New()
+	page := typeCode(t, b, r, dev["user_code"].(string))
+	if !strings.Contains(page.Body, "Doc App") || !strings.Contains(page.Body, ln.Addr().String()) || strings.Contains(page.Body, "registered itself") {
+		t.Fatalf("approval page: %s", testbrowser.Text(page.Body))
+	}
+	st, out := e.postForm(r, PathDeviceAuthorization, url.Values{"client_id": {base + "/code.json"}}, "x")
+	wantTokenError(t, st, out, http.StatusBadRequest, "unauthorized_client")
+}
