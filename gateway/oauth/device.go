@@ -270,7 +270,7 @@ func (s *Server) serveDeviceAuthorization(w http.ResponseWriter, r *http.Request
 
 func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*deviceResponse, *tokenError) {
 	if !s.allow(r, "device_authorization", deviceAuthPerMin) {
-		return nil, &tokenError{http.StatusTooManyRequests, "slow_down", ErrDeviceRate.Error() + "; try again in a minute", time.Minute}
+		return nil, &tokenError{http.StatusTooManyRequests, "temporarily_unavailable", ErrDeviceRate.Error() + "; try again in a minute", time.Minute}
 	}
 	form, clientID, terr := s.tokenForm(w, r)
 	if terr != nil {

@@ -372,7 +372,7 @@ func TestDeviceRateLimits(t *testing.T) {
 		e.device(r, id)
 	}
 	st, out := e.postForm(r, PathDeviceAuthorization, url.Values{"client_id": {id}}, "x")
-	wantTokenError(t, st, out, http.StatusTooManyRequests, "slow_down")
+	wantTokenError(t, st, out, http.StatusTooManyRequests, "temporarily_unavailable")
 
 	b := testbrowser.New()
 	for i := range deviceVerifyPerMin {
