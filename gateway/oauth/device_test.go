@@ -485,7 +485,18 @@ func TestDeviceAttackList(t *testing.T) {
 	if n < 20 {
 		t.Fatalf("only %d attack lines read", n)
 	}
-	// Nothing refused changed the real request: it is still pending.
+	// Nothing refused changed the real request: never polled, interval
+	// untouched, still pending and found by its code.
+	uc, _ := normalizeUserCode(dev["user_code"].(string))
+	g := r.srv.devices.byUserCode(uc)
+	if g == nil {
+		t.Fatal("the genuine request is gone")
+	}
+	r.srv.devices.update(g, func(g *deviceGrant) {
+		if g.status != devicePending || !g.lastPoll.IsZero() || g.interval != DevicePollInterval {
+			t.Errorf("the genuine request changed: status %d, last poll %v, interval %v", g.status, g.lastPoll, g.interval)
+		}
+	})
 	e.clock.Advance(time.Minute)
 	st, out := e.token(r, poll(id, dev))
 	wantTokenError(t, st, out, http.StatusBadRequest, "authorization_pending")

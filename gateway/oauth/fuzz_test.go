@@ -177,3 +177,29 @@ func FuzzUserCode(f *testing.F) {
 		}
 	})
 }
+
+// FuzzDevicePageForm: no form posted to the verification page makes it
+// panic, and without the page's own sealed token and CSRF cookie nothing
+// is accepted: every answer is an error page, never the approval page or
+// a redirect to the IdP.
+func FuzzDevicePageForm(f *testing.F) {
+	s := fuzzServer(f)
+	f.Add("step=code&user_code=BCDF-GHJK&token=x")
+	f.Add("step=approve&decision=allow&token=x")
+	f.Add("step=code&step=approve")
+	f.Add("%zz")
+	f.Add("step=code&token=" + strings.Repeat("A", 200))
+	f.Fuzz(func(t *testing.T, body string) {
+		req := httptest.NewRequest(http.MethodPost, PathDevice, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Cookie", cookieDeviceCSRF+"=x")
+		w := httptest.NewRecorder()
+		s.serveDeviceForm(w, req)
+		if w.Code < 400 || w.Header().Get("Location") != "" || strings.Contains(w.Body.String(), `name="decision"`) {
+			t.Fatalf("%q: %d %s", body, w.Code, w.Header().Get("Location"))
+		}
+		if !strings.Contains(w.Header().Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+			t.Fatalf("%q: a page without the CSP", body)
+		}
+	})
+}
