@@ -120,29 +120,14 @@ func Quote(args []string) string {
 	return strings.Join(out, " ")
 }
 
-// Login signs in to mcpURL through sc (the browser flow), then calls
-// brain_wings with the new token and prints who is signed in and the wings
-// they reach.
+// Login signs in to mcpURL through sc (the browser flow, or the device
+// flow when sc.Device is set), then calls brain_wings with the new token
+// and prints who is signed in and the wings they reach.
 func Login(ctx context.Context, sc *signin.Client, hc *http.Client, mcpURL string, out io.Writer) (*signin.Record, error) {
 	rec, err := sc.Login(ctx, mcpURL)
 	if err != nil {
 		return nil, err
 	}
-	return signedIn(ctx, sc, hc, mcpURL, out, rec)
-}
-
-// LoginDevice is Login with the device flow (`brainstem login --device`):
-// the user approves in a browser on any computer.
-func LoginDevice(ctx context.Context, sc *signin.Client, hc *http.Client, mcpURL string, out io.Writer) (*signin.Record, error) {
-	rec, err := sc.LoginDevice(ctx, mcpURL)
-	if err != nil {
-		return nil, err
-	}
-	return signedIn(ctx, sc, hc, mcpURL, out, rec)
-}
-
-// signedIn checks a new sign-in with brain_wings and prints it.
-func signedIn(ctx context.Context, sc *signin.Client, hc *http.Client, mcpURL string, out io.Writer, rec *signin.Record) (*signin.Record, error) {
 	fmt.Fprintf(out, "\nSigned in to %s as %s.\n", mcpURL, who(rec))
 	w, err := wingsWith(ctx, hc, mcpURL, rec.AccessToken)
 	if err != nil {

@@ -34,10 +34,7 @@ func runLogin(ctx context.Context, args []string, s streams) error {
 	if err != nil {
 		return err
 	}
-	if *device {
-		_, err = join.LoginDevice(ctx, sc, sc.HTTP, mcpURL, s.out)
-		return err
-	}
+	sc.Device = *device
 	_, err = join.Login(ctx, sc, sc.HTTP, mcpURL, s.out)
 	return err
 }
