@@ -123,21 +123,24 @@ type deviceGrant struct {
 
 // deviceStore holds a replica's device requests by id and by user code.
 type deviceStore struct {
-	mu     sync.Mutex
-	byID   map[string]*deviceGrant
-	byCode map[string]*deviceGrant // digest of the user code → request
+	mu        sync.Mutex
+	byID      map[string]*deviceGrant
+	byCode    map[string]*deviceGrant // digest of the user code → request
+	lastPurge time.Time
 }
 
 func newDeviceStore() *deviceStore {
 	return &deviceStore{byID: map[string]*deviceGrant{}, byCode: map[string]*deviceGrant{}}
 }
 
-// add stores g after dropping expired requests; ErrDeviceFull when the
-// store is full of live ones.
+// add stores g, dropping expired requests first at most once a minute
+// (and whenever the store is full); ErrDeviceFull when it is full of live
+// ones.
 func (d *deviceStore) add(g *deviceGrant, now time.Time) error {
 	d.mu.Lock()
 	defer d.mu.Unlock()
-	if len(d.byID) >= MaxDeviceGrants {
+	if len(d.byID) >= MaxDeviceGrants || now.Sub(d.lastPurge) >= time.Minute {
+		d.lastPurge = now
 		for id, old := range d.byID {
 			if now.After(old.exp) {
 				delete(d.byID, id)

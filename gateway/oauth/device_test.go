@@ -606,3 +606,33 @@ func TestDeviceMetadataDocumentClient(t *testing.T) {
 	st, out := e.postForm(r, PathDeviceAuthorization, url.Values{"client_id": {base + "/code.json"}}, "x")
 	wantTokenError(t, st, out, http.StatusBadRequest, "unauthorized_client")
 }
+
+// TestDeviceStoreBounds: expired requests are dropped, a full store of live
+// requests refuses new ones (ErrDeviceFull) and forgets none.
+func TestDeviceStoreBounds(t *testing.T) {
+	d := newDeviceStore()
+	now := time.Unix(1e9, 0)
+	add := func(at time.Time) error {
+		for {
+			g := &deviceGrant{id: randomString(16), userCode: newUserCode(), created: at, exp: at.Add(DeviceCodeTTL)}
+			if err := d.add(g, at); !errors.Is(err, errUserCodeTaken) {
+				return err
+			}
+		}
+	}
+	if err := add(now); err != nil {
+		t.Fatal(err)
+	}
+	later := now.Add(DeviceCodeTTL + time.Minute)
+	if err := add(later); err != nil || len(d.byID) != 1 || len(d.byCode) != 1 {
+		t.Fatalf("the expired request was kept: %v, %d held", err, len(d.byID))
+	}
+	for len(d.byID) < MaxDeviceGrants {
+		if err := add(later); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if err := add(later.Add(time.Minute)); !errors.Is(err, ErrDeviceFull) || len(d.byID) != MaxDeviceGrants {
+		t.Fatalf("full store: %v, %d held", err, len(d.byID))
+	}
+}
