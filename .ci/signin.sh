@@ -4,6 +4,9 @@
 #  - the official TypeScript SDK's OAuth client, registering dynamically and
 #    with a client ID metadata document (served locally over https, trusted by
 #    the gateway through SSL_CERT_FILE);
+#  - `brainstem login --device` (RFC 8628): the code it prints is typed into
+#    the gateway's verification page in Chromium, the dev IdP login follows,
+#    and the stored token lists the tools and calls brain_wings;
 #  - the Claude Code CLI from npm: a server added with only its URL is
 #    reported as needing authentication (not as a failure), and
 #    `claude mcp login` completes through the browser, after which the server
@@ -29,7 +32,7 @@ if [ ! -x "$ccdir/node_modules/.bin/claude" ]; then
   npm install --prefix "$ccdir" --no-audit --no-fund --loglevel=error @anthropic-ai/claude-code@2.1.332 >/dev/null 2>&1
 fi
 claude=$root/$ccdir/node_modules/.bin/claude
-cp .ci/signin-e2e.mjs .ci/claude-login.mjs .ci/metadata-doc.mjs "$npmdir/"
+cp .ci/signin-e2e.mjs .ci/device-e2e.mjs .ci/claude-login.mjs .ci/metadata-doc.mjs "$npmdir/"
 
 tmp=$(mktemp -d)
 pids=()
@@ -63,6 +66,9 @@ echo "--- TypeScript SDK OAuth client, dynamic registration"
 node "$npmdir/signin-e2e.mjs" "$url" dcr
 echo "--- TypeScript SDK OAuth client, client ID metadata document"
 node "$npmdir/signin-e2e.mjs" "$url" cimd "https://127.0.0.1:$((port + 10))/client.json" "$tmp/cert.pem" "$tmp/key.pem"
+
+echo "--- brainstem login --device, the code typed into the page in Chromium"
+node "$npmdir/device-e2e.mjs" "$url" "$tmp/brainstem" "$tmp/device-config"
 
 echo "--- Claude Code CLI $("$claude" --version 2>/dev/null)"
 mkdir -p "$tmp/home" "$tmp/claude" "$tmp/proj"

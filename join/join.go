@@ -120,9 +120,9 @@ func Quote(args []string) string {
 	return strings.Join(out, " ")
 }
 
-// Login signs in to mcpURL through sc (the browser flow), then calls
-// brain_wings with the new token and prints who is signed in and the wings
-// they reach.
+// Login signs in to mcpURL through sc (the browser flow, or the device
+// flow when sc.Device is set), then calls brain_wings with the new token
+// and prints who is signed in and the wings they reach.
 func Login(ctx context.Context, sc *signin.Client, hc *http.Client, mcpURL string, out io.Writer) (*signin.Record, error) {
 	rec, err := sc.Login(ctx, mcpURL)
 	if err != nil {

@@ -51,8 +51,14 @@ type Client struct {
 	CallbackTimeout time.Duration
 	// RefreshMargin: see DefaultRefreshMargin; 0 means the default.
 	RefreshMargin time.Duration
-	// ClientName is the name registered; "" means DefaultClientName.
+	// ClientName is the name registered; "" means DefaultClientName
+	// (DefaultDeviceClientName for LoginDevice).
 	ClientName string
+	// Sleep waits between device-flow polls; nil means a timer.
+	Sleep func(context.Context, time.Duration) error
+	// Device makes Login use the device authorization grant (LoginDevice):
+	// no browser on this computer, a code typed into one anywhere.
+	Device bool
 }
 
 // NewDefault is the sign-in client of a command line on this machine: the
@@ -94,9 +100,12 @@ func (c *Client) out() io.Writer {
 
 // Login signs the user in to mcpURL: discovery, dynamic registration, the
 // authorization code flow with PKCE S256 and resource = mcpURL through the
-// browser and a loopback redirect, then the code exchange. The tokens are
-// saved before Login returns.
+// browser and a loopback redirect, then the code exchange (or, with
+// Device, LoginDevice). The tokens are saved before Login returns.
 func (c *Client) Login(ctx context.Context, mcpURL string) (*Record, error) {
+	if c.Device {
+		return c.LoginDevice(ctx, mcpURL)
+	}
 	if c.Store == nil {
 		return nil, errors.New("signin: no store to keep the sign-in in")
 	}

@@ -64,6 +64,7 @@ type ServerMetadata struct {
 	TokenEndpoint                     string   `json:"token_endpoint"`
 	RegistrationEndpoint              string   `json:"registration_endpoint"`
 	RevocationEndpoint                string   `json:"revocation_endpoint"`
+	DeviceAuthorizationEndpoint       string   `json:"device_authorization_endpoint"`
 	ScopesSupported                   []string `json:"scopes_supported"`
 	ResponseTypesSupported            []string `json:"response_types_supported"`
 	GrantTypesSupported               []string `json:"grant_types_supported"`
@@ -209,6 +210,7 @@ func FetchServerMetadata(ctx context.Context, hc *http.Client, issuer string) (*
 		for _, ep := range []struct{ name, v string }{
 			{"authorization_endpoint", m.AuthorizationEndpoint}, {"token_endpoint", m.TokenEndpoint},
 			{"registration_endpoint", m.RegistrationEndpoint}, {"revocation_endpoint", m.RevocationEndpoint},
+			{"device_authorization_endpoint", m.DeviceAuthorizationEndpoint},
 		} {
 			if ep.v == "" {
 				continue

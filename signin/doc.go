@@ -10,6 +10,12 @@
 //	browser ──▶ http://127.0.0.1:<port>/callback?code&state&iss   (one valid answer is accepted)
 //	POST token endpoint: code + verifier + resource ──▶ access token, rotating refresh token
 //
+// LoginDevice (`brainstem login --device`, RFC 8628) needs no browser on
+// this computer: it registers a device client, posts to the device
+// authorization endpoint, prints the verification URL and the user code,
+// and polls the token endpoint every interval (plus 5 s at each
+// slow_down) until the user approved in a browser anywhere.
+//
 // A sign-in is kept per MCP URL in the user's configuration directory
 // (Store): one JSON file, mode 0600, in a 0700 directory, written
 // atomically (temp file, fsync, rename, fsync of the directory); a file

@@ -49,13 +49,18 @@ type Registration struct {
 
 // Register registers a public client with loopback redirect URIs.
 func Register(ctx context.Context, hc *http.Client, endpoint, name string, redirectURIs []string) (*Registration, error) {
-	body, err := json.Marshal(map[string]any{
+	return register(ctx, hc, endpoint, map[string]any{
 		"client_name":                name,
 		"redirect_uris":              redirectURIs,
 		"grant_types":                []string{"authorization_code", "refresh_token"},
 		"response_types":             []string{"code"},
 		"token_endpoint_auth_method": "none",
 	})
+}
+
+// register posts client metadata to the registration endpoint.
+func register(ctx context.Context, hc *http.Client, endpoint string, meta map[string]any) (*Registration, error) {
+	body, err := json.Marshal(meta)
 	if err != nil {
 		return nil, fmt.Errorf("signin: %w", err)
 	}

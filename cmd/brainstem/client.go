@@ -24,6 +24,7 @@ import (
 func runLogin(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("login", s)
 	noBrowser := fs.Bool("no-browser", false, "print the sign-in URL instead of opening a browser")
+	device := fs.Bool("device", false, "sign in with a code typed into a browser on any computer (RFC 8628), for a computer without a browser")
 	timeout := fs.Duration("timeout", signin.DefaultCallbackTimeout, "how long to wait for the browser")
 	mcpURL, err := parseWithURL(fs, args, "login")
 	if err != nil {
@@ -33,6 +34,7 @@ func runLogin(ctx context.Context, args []string, s streams) error {
 	if err != nil {
 		return err
 	}
+	sc.Device = *device
 	_, err = join.Login(ctx, sc, sc.HTTP, mcpURL, s.out)
 	return err
 }

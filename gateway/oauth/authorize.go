@@ -71,6 +71,7 @@ type loginState struct {
 	Challenge   string `json:"ch"`
 	Verifier    string `json:"v"` // PKCE verifier of the upstream request
 	Nonce       string `json:"n"`
+	Device      string `json:"d,omitempty"` // the device request it approves (device flow)
 	Exp         int64  `json:"e"`
 }
 
@@ -323,6 +324,11 @@ func (s *Server) startLogin(w http.ResponseWriter, r *http.Request, req authzReq
 		Challenge: req.Challenge, Verifier: randomString(32), Nonce: randomString(16),
 		Exp: s.now().Add(LoginTTL).Unix(),
 	}
+	s.sendToIdP(w, r, ls)
+}
+
+// sendToIdP sends the browser to the IdP with the login cookie of ls.
+func (s *Server) sendToIdP(w http.ResponseWriter, r *http.Request, ls loginState) {
 	sealed, err := s.keys.seal(purposeLogin, ls)
 	if err != nil {
 		s.serverError(w, err)
@@ -344,7 +350,9 @@ func (s *Server) startLogin(w http.ResponseWriter, r *http.Request, req authzReq
 
 // serveCallback is GET /oauth/callback: the IdP's answer. The facade
 // does not redeem the IdP's code here: it seals it into its own code, and
-// redeems it when the client redeems that (see serveToken).
+// redeems it when the client redeems that (see serveToken). A device
+// approval is the exception (finishDevice): there is no client redirect to
+// carry a code, so the IdP's code is redeemed here.
 func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	sid := q.Get("state")
@@ -370,6 +378,10 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 		// RFC 9207: the answer comes from another authorization server.
 		s.count("callback", "refused")
 		s.errorPageFor(w, http.StatusBadRequest, "Invalid sign-in answer", "The answer names another identity provider than this gateway's.")
+		return
+	}
+	if ls.Device != "" {
+		s.finishDevice(w, r, ls)
 		return
 	}
 	if e := q.Get("error"); e != "" {

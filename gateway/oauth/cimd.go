@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"net/netip"
 	"net/url"
+	"slices"
 	"strconv"
 	"strings"
 	"syscall"
@@ -233,6 +234,7 @@ type metadataDocument struct {
 	ClientName              string   `json:"client_name"`
 	RedirectURIs            []string `json:"redirect_uris"`
 	TokenEndpointAuthMethod string   `json:"token_endpoint_auth_method"`
+	GrantTypes              []string `json:"grant_types"`
 }
 
 func (f *metadataFetcher) fetch(ctx context.Context, s *Server, u *url.URL, id string) (*Client, time.Duration, error) {
@@ -279,7 +281,7 @@ func (f *metadataFetcher) fetch(ctx context.Context, s *Server, u *url.URL, id s
 	if len(doc.RedirectURIs) > MaxRedirectURIs {
 		return nil, 0, fmt.Errorf("%w: %d redirect URIs; the limit is %d", ErrMetadataDocument, len(doc.RedirectURIs), MaxRedirectURIs)
 	}
-	c := &Client{ID: id, Name: name, MetadataHost: u.Host}
+	c := &Client{ID: id, Name: name, MetadataHost: u.Host, Device: slices.Contains(doc.GrantTypes, GrantTypeDevice)}
 	for _, r := range doc.RedirectURIs {
 		// A document may name https redirect URIs on its own host; anything
 		// else must pass the same rules as a registration.

@@ -44,6 +44,26 @@ type Client struct {
 	Dynamic bool
 	// MetadataHost is the host of a metadata document client.
 	MetadataHost string
+	// Device is true for a client that may use the device authorization
+	// grant: it registered the grant type, or its document lists it.
+	Device bool
+	// NoCodeFlow is true for a registered client that registered only the
+	// device grant (and the refresh token): it has no redirect URI.
+	NoCodeFlow bool
+}
+
+// grantTypes are the grant types a client may use, as the registration
+// answer lists them.
+func (c *Client) grantTypes() []string {
+	var g []string
+	if !c.NoCodeFlow {
+		g = append(g, "authorization_code")
+	}
+	g = append(g, "refresh_token")
+	if c.Device {
+		g = append(g, GrantTypeDevice)
+	}
+	return g
 }
 
 // clientClaims is the signed payload of a registered client id.
@@ -52,6 +72,10 @@ type clientClaims struct {
 	RedirectURIs []string `json:"r"`
 	IssuedAt     int64    `json:"t"`
 	Nonce        string   `json:"j"` // makes every registration's id distinct
+	// Device: the client registered the device grant; DeviceOnly: and not
+	// the authorization code grant (it then has no redirect URIs).
+	Device     bool `json:"d,omitempty"`
+	DeviceOnly bool `json:"do,omitempty"`
 }
 
 // ErrClientID reports a client id that is neither validly signed by this
@@ -89,10 +113,20 @@ func (s *Server) register(body []byte, now time.Time) (*Client, *registrationErr
 	}
 	// token_endpoint_auth_method: every client is public. RFC 7591 §3.2.1
 	// lets the server replace a requested value; the answer says "none".
+	device, codeFlow := false, len(req.GrantTypes) == 0
 	for _, g := range req.GrantTypes {
-		if g != "authorization_code" && g != "refresh_token" {
-			return nil, &registrationError{"invalid_client_metadata", fmt.Sprintf("grant type %.40q is not supported (authorization_code and refresh_token are)", g)}
+		switch g {
+		case "authorization_code":
+			codeFlow = true
+		case "refresh_token":
+		case GrantTypeDevice:
+			device = true
+		default:
+			return nil, &registrationError{"invalid_client_metadata", fmt.Sprintf("grant type %.40q is not supported (authorization_code, refresh_token and %s are)", g, GrantTypeDevice)}
 		}
+	}
+	if !codeFlow && !device {
+		return nil, &registrationError{"invalid_client_metadata", "grant_types names neither authorization_code nor " + GrantTypeDevice}
 	}
 	for _, rt := range req.ResponseTypes {
 		if rt != "code" {
@@ -103,7 +137,10 @@ func (s *Server) register(body []byte, now time.Time) (*Client, *registrationErr
 	if err != nil {
 		return nil, &registrationError{"invalid_client_metadata", err.Error()}
 	}
-	if len(req.RedirectURIs) == 0 {
+	if !codeFlow && len(req.RedirectURIs) > 0 {
+		return nil, &registrationError{"invalid_redirect_uri", "redirect_uris are for the authorization_code grant, which grant_types does not name"}
+	}
+	if codeFlow && len(req.RedirectURIs) == 0 {
 		return nil, &registrationError{"invalid_redirect_uri", "redirect_uris is required: at least one redirect URI"}
 	}
 	if len(req.RedirectURIs) > MaxRedirectURIs {
@@ -114,7 +151,8 @@ func (s *Server) register(body []byte, now time.Time) (*Client, *registrationErr
 			return nil, &registrationError{"invalid_redirect_uri", err.Error()}
 		}
 	}
-	c := clientClaims{Name: name, RedirectURIs: req.RedirectURIs, IssuedAt: now.Unix(), Nonce: randomString(6)}
+	c := clientClaims{Name: name, RedirectURIs: req.RedirectURIs, IssuedAt: now.Unix(), Nonce: randomString(6),
+		Device: device, DeviceOnly: !codeFlow}
 	payload, err := json.Marshal(c)
 	if err != nil {
 		return nil, &registrationError{"invalid_client_metadata", err.Error()}
@@ -124,7 +162,7 @@ func (s *Server) register(body []byte, now time.Time) (*Client, *registrationErr
 	if len(id) > MaxClientIDBytes {
 		return nil, &registrationError{"invalid_client_metadata", fmt.Sprintf("the client metadata is too large (its id would be %d bytes; the limit is %d): register fewer or shorter redirect URIs", len(id), MaxClientIDBytes)}
 	}
-	return &Client{ID: id, Name: name, RedirectURIs: req.RedirectURIs, Dynamic: true}, nil
+	return &Client{ID: id, Name: name, RedirectURIs: req.RedirectURIs, Dynamic: true, Device: device, NoCodeFlow: !codeFlow}, nil
 }
 
 // parseRegisteredClient checks the signature of a registered client id and
@@ -148,10 +186,10 @@ func (s *Server) parseRegisteredClient(id string) (*Client, error) {
 		return nil, ErrClientID
 	}
 	var c clientClaims
-	if err := json.Unmarshal(payload, &c); err != nil || len(c.RedirectURIs) == 0 {
+	if err := json.Unmarshal(payload, &c); err != nil || len(c.RedirectURIs) == 0 && !c.DeviceOnly || c.DeviceOnly && (!c.Device || len(c.RedirectURIs) > 0) {
 		return nil, ErrClientID
 	}
-	return &Client{ID: id, Name: c.Name, RedirectURIs: c.RedirectURIs, Dynamic: true}, nil
+	return &Client{ID: id, Name: c.Name, RedirectURIs: c.RedirectURIs, Dynamic: true, Device: c.Device, NoCodeFlow: c.DeviceOnly}, nil
 }
 
 // cleanClientName trims a client name and refuses control characters and

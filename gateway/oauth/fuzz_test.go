@@ -2,7 +2,11 @@ package oauth
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"net/http"
+	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -27,7 +31,8 @@ func fuzzServer(f *testing.F) *Server {
 	}
 	s, err := New(context.Background(), Config{
 		Enabled: true, SigningKeyFile: "unused",
-		Upstream: UpstreamConfig{Issuer: "http://127.0.0.1:1", ClientID: "c", ClientSecret: "s"},
+		Upstream:       UpstreamConfig{Issuer: "http://127.0.0.1:1", ClientID: "c", ClientSecret: "s"},
+		ClientMetadata: ClientMetadataConfig{Disabled: true}, // no fetches from fuzzed client ids
 	}, Options{Issuer: "http://127.0.0.1:1", Resource: "http://127.0.0.1:1/mcp", Verifier: refusingVerifier{}, Keys: []auth.KeyPair{k}})
 	if err != nil {
 		f.Fatal(err)
@@ -84,7 +89,7 @@ func FuzzOpenSealed(f *testing.F) {
 	f.Add(ls[:len(ls)-1])
 	valid := map[string]string{ls: purposeLogin, code: purposeCode}
 	f.Fuzz(func(t *testing.T, v string) {
-		for _, purpose := range []string{purposeLogin, purposeCode, purposeRefresh, purposeConsent, purposeRequest} {
+		for _, purpose := range []string{purposeLogin, purposeCode, purposeRefresh, purposeConsent, purposeRequest, purposeDeviceCode, purposeDeviceForm, purposeDeviceApprove} {
 			var out map[string]any
 			if err := s.keys.open(purpose, v, maxRefreshBytes, &out); err == nil && valid[v] != purpose {
 				t.Fatalf("%q opened as %s", v, purpose)
@@ -110,6 +115,91 @@ func FuzzVerifyAccessToken(f *testing.F) {
 		id, err := s.Verify(context.Background(), tok)
 		if err == nil && (tok != at || id.Email != "a@example.com") {
 			t.Fatalf("%q verified as %+v", tok, id)
+		}
+	})
+}
+
+// FuzzDeviceAuthorizationForm: no form body makes the device authorization
+// endpoint panic; it answers a device code only to the one client
+// registered for the device grant, and every answer is JSON.
+func FuzzDeviceAuthorizationForm(f *testing.F) {
+	s := fuzzServer(f)
+	dev, rerr := s.register([]byte(`{"client_name":"D","grant_types":["`+GrantTypeDevice+`"]}`), time.Now())
+	if rerr != nil {
+		f.Fatal(rerr)
+	}
+	good := url.Values{"client_id": {dev.ID}}.Encode()
+	f.Add(good)
+	f.Add(good + "&scope=mcp&resource=http%3A%2F%2F127.0.0.1%3A1%2Fmcp")
+	f.Add(good + "&client_id=x")
+	f.Add("client_id=")
+	f.Add("client_id=https%3A%2F%2Fexample.com%2Fc.json")
+	f.Add("%zz=1")
+	f.Add(good + "&scope=admin")
+	f.Fuzz(func(t *testing.T, body string) {
+		req := httptest.NewRequest(http.MethodPost, "/device_authorization", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.RemoteAddr = "192.0.2.1:1234"
+		s.limits.Purge() // the per-address budget is not under test
+		w := httptest.NewRecorder()
+		s.serveDeviceAuthorization(w, req)
+		var out map[string]any
+		if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
+			t.Fatalf("%q: answer is not JSON: %s", body, w.Body)
+		}
+		if w.Code == http.StatusOK {
+			form, err := url.ParseQuery(body)
+			if err != nil || form.Get("client_id") != dev.ID {
+				t.Fatalf("%q: a device code for another client: %v", body, out)
+			}
+			if _, err := normalizeUserCode(out["user_code"].(string)); err != nil {
+				t.Fatalf("%q: user code %v", body, out["user_code"])
+			}
+		} else if out["error"] == "" {
+			t.Fatalf("%q: %d without an error code", body, w.Code)
+		}
+	})
+}
+
+// FuzzUserCode: the verification page's reading of a typed code never
+// panics and accepts only 8 letters of the alphabet.
+func FuzzUserCode(f *testing.F) {
+	for _, s := range []string{"BCDF-GHJK", "bcdf ghjk", "AAAA-AAAA", "", "----", "ＢＣＤＦ", "BCDFGHJK\x00"} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, in string) {
+		c, err := normalizeUserCode(in)
+		if err != nil {
+			return
+		}
+		if len(c) != UserCodeLength || strings.Trim(c, userCodeAlphabet) != "" {
+			t.Fatalf("%q read as %q", in, c)
+		}
+	})
+}
+
+// FuzzDevicePageForm: no form posted to the verification page makes it
+// panic, and without the page's own sealed token and CSRF cookie nothing
+// is accepted: every answer is an error page, never the approval page or
+// a redirect to the IdP.
+func FuzzDevicePageForm(f *testing.F) {
+	s := fuzzServer(f)
+	f.Add("step=code&user_code=BCDF-GHJK&token=x")
+	f.Add("step=approve&decision=allow&token=x")
+	f.Add("step=code&step=approve")
+	f.Add("%zz")
+	f.Add("step=code&token=" + strings.Repeat("A", 200))
+	f.Fuzz(func(t *testing.T, body string) {
+		req := httptest.NewRequest(http.MethodPost, PathDevice, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Cookie", cookieDeviceCSRF+"=x")
+		w := httptest.NewRecorder()
+		s.serveDeviceForm(w, req)
+		if w.Code < 400 || w.Header().Get("Location") != "" || strings.Contains(w.Body.String(), `name="decision"`) {
+			t.Fatalf("%q: %d %s", body, w.Code, w.Header().Get("Location"))
+		}
+		if !strings.Contains(w.Header().Get("Content-Security-Policy"), "frame-ancestors 'none'") {
+			t.Fatalf("%q: a page without the CSP", body)
 		}
 	})
 }

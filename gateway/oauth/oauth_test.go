@@ -40,7 +40,7 @@ func TestMetadata(t *testing.T) {
 		want := map[string]any{
 			"issuer": r.url, "authorization_endpoint": r.url + "/authorize", "token_endpoint": r.url + "/token",
 			"registration_endpoint": r.url + "/register", "revocation_endpoint": r.url + "/revoke", "jwks_uri": r.url + "/jwks",
-			"client_id_metadata_document_supported": true,
+			"client_id_metadata_document_supported": true, "device_authorization_endpoint": r.url + "/device_authorization",
 		}
 		for k, v := range want {
 			if m[k] != v {
@@ -55,7 +55,7 @@ func TestMetadata(t *testing.T) {
 				t.Errorf("%s: %s = %v, want [%s]", path, k, m[k], v)
 			}
 		}
-		if fmt.Sprint(m["grant_types_supported"]) != "[authorization_code refresh_token]" {
+		if fmt.Sprint(m["grant_types_supported"]) != "[authorization_code refresh_token "+GrantTypeDevice+"]" {
 			t.Errorf("grant_types_supported = %v", m["grant_types_supported"])
 		}
 	}

@@ -32,6 +32,10 @@ const (
 	PathRegister  = "/register"
 	PathRevoke    = "/revoke"
 	PathJWKS      = "/jwks"
+	// PathDeviceAuthorization is the RFC 8628 device authorization endpoint.
+	PathDeviceAuthorization = "/device_authorization"
+	// PathDevice is the device flow's verification page.
+	PathDevice = "/device"
 )
 
 // Bounds of the per-replica memories (codes redeemed, refresh tokens used,
@@ -101,6 +105,7 @@ type Server struct {
 	revoked       *lru.Cache[string, time.Time]     // access token id or refresh family → until
 	verified      *lru.Cache[[32]byte, accessEntry] // access tokens verified recently
 	limits        *lru.Cache[string, *rate.Limiter]
+	devices       *deviceStore // device requests issued by this replica
 
 	requests     *prometheus.CounterVec
 	metadataJSON []byte
@@ -211,6 +216,7 @@ func (s *Server) newMemory(reg prometheus.Registerer) error {
 	s.revoked, _ = lru.New[string, time.Time](memorySize)
 	s.verified, _ = lru.New[[32]byte, accessEntry](memorySize)
 	s.limits, _ = lru.New[string, *rate.Limiter](limiterCacheSize)
+	s.devices = newDeviceStore()
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "brainstem_gateway_oauth_requests_total",
 		Help: "Requests to the gateway's authorization server, by endpoint and outcome (ok, refused, unavailable, error).",
@@ -238,10 +244,11 @@ func (s *Server) metadata() map[string]any {
 		"registration_endpoint":                          s.issuer + PathRegister,
 		"revocation_endpoint":                            s.issuer + PathRevoke,
 		"jwks_uri":                                       s.issuer + PathJWKS,
+		"device_authorization_endpoint":                  s.issuer + PathDeviceAuthorization,
 		"scopes_supported":                               []string{Scope},
 		"response_types_supported":                       []string{"code"},
 		"response_modes_supported":                       []string{"query"},
-		"grant_types_supported":                          []string{"authorization_code", "refresh_token"},
+		"grant_types_supported":                          []string{"authorization_code", "refresh_token", GrantTypeDevice},
 		"code_challenge_methods_supported":               []string{"S256"},
 		"token_endpoint_auth_methods_supported":          []string{"none"},
 		"revocation_endpoint_auth_methods_supported":     []string{"none"},
@@ -263,10 +270,13 @@ func (s *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+s.base+PathAuthorize, s.serveAuthorize)
 	mux.HandleFunc("POST "+s.base+PathAuthorize, s.serveConsent)
 	mux.HandleFunc("GET "+s.base+PathCallback, s.serveCallback)
+	mux.HandleFunc("GET "+s.base+PathDevice, s.serveDevicePage)
+	mux.HandleFunc("POST "+s.base+PathDevice, s.serveDeviceForm)
 	for _, p := range []struct {
 		path string
 		h    http.HandlerFunc
-	}{{PathToken, s.serveToken}, {PathRegister, s.serveRegister}, {PathRevoke, s.serveRevoke}} {
+	}{{PathToken, s.serveToken}, {PathRegister, s.serveRegister}, {PathRevoke, s.serveRevoke},
+		{PathDeviceAuthorization, s.serveDeviceAuthorization}} {
 		mux.HandleFunc("POST "+s.base+p.path, withCORS(p.h))
 		mux.HandleFunc("OPTIONS "+s.base+p.path, withCORS(nil))
 	}

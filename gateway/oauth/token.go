@@ -113,11 +113,17 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		body, terr = s.redeemCode(r.Context(), form, clientID)
 	case "refresh_token":
 		body, terr = s.redeemRefresh(r.Context(), form, clientID)
+	case GrantTypeDevice:
+		body, terr = s.redeemDevice(r, form, clientID)
 	default:
-		terr = &tokenError{http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code or refresh_token", 0}
+		terr = &tokenError{http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code, refresh_token or " + GrantTypeDevice, 0}
 	}
 	endpoint := "token_" + grant
-	if grant != "authorization_code" && grant != "refresh_token" {
+	switch grant {
+	case "authorization_code", "refresh_token":
+	case GrantTypeDevice:
+		endpoint = "token_device_code"
+	default:
 		endpoint = "token"
 	}
 	if terr != nil {
@@ -478,7 +484,7 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		"client_id":                  c.ID,
 		"client_id_issued_at":        now.Unix(),
 		"redirect_uris":              c.RedirectURIs,
-		"grant_types":                []string{"authorization_code", "refresh_token"},
+		"grant_types":                c.grantTypes(),
 		"response_types":             []string{"code"},
 		"token_endpoint_auth_method": "none",
 	}
