@@ -62,14 +62,6 @@ func (q *queue) poke() {
 	}
 }
 
-// hurry asks the committer to commit what landed without gathering more.
-func (q *queue) hurry() {
-	q.mu.Lock()
-	q.rush = true
-	q.mu.Unlock()
-	q.poke()
-}
-
 // ready reports how many changes the committer could take now (landed or
 // abandoned, in order from done+1), up to max, and whether a caller is
 // waiting.
