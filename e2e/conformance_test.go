@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
@@ -305,7 +306,9 @@ func mustTransport(t *testing.T, url, token string) *transport.StreamableHTTP {
 // rawList is tools/list as the server wrote it (mcp-go's ListTools drops
 // schema keywords it does not know).
 func rawList(t *testing.T, c *client.Client) map[string]json.RawMessage {
-	resp, err := c.GetTransport().SendRequest(context.Background(), transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(1)), Method: "tools/list"})
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	resp, err := c.GetTransport().SendRequest(ctx, transport.JSONRPCRequest{JSONRPC: "2.0", ID: mcp.NewRequestId(int64(1)), Method: "tools/list"})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -168,7 +168,7 @@ func runChild(t *testing.T, root string, seed uint64, n int, begun map[string]bo
 	w.Close()
 	var acked []string
 	sc := bufio.NewScanner(r)
-	for len(acked) < n && sc.Scan() {
+	read := func() {
 		line := sc.Text()
 		f := strings.Fields(line)
 		if f[0] == "B" && f[1] != "rm" {
@@ -178,8 +178,16 @@ func runChild(t *testing.T, root string, seed uint64, n int, begun map[string]bo
 			acked = append(acked, strings.TrimPrefix(line, "A "))
 		}
 	}
+	for len(acked) < n && sc.Scan() {
+		read()
+	}
 	cmd.Process.Signal(syscall.SIGKILL)
 	cmd.Wait()
+	// The child went on until the kill: what it began meanwhile may be on
+	// disk and in history, so read the rest of its report too.
+	for sc.Scan() {
+		read()
+	}
 	r.Close()
 	if len(acked) < n {
 		t.Fatalf("the child stopped after %d acknowledgements:\n%s", len(acked), stderr.String())
