@@ -2,8 +2,11 @@ package console_test
 
 import (
 	"io"
+
+	"golang.org/x/net/html"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 
@@ -132,4 +135,212 @@ func body(t testing.TB, r *http.Response) string {
 		t.Fatal(err)
 	}
 	return string(b)
+}
+
+// TestUnreadableLikeMissing: as bob, people-ops (which he cannot reach)
+// answers exactly as a wing that does not exist, its notes as missing
+// notes; payments (read only) shows no promote or archive form, and a
+// forged promote POST with his own valid CSRF token is refused by the
+// shard's capability check.
+func TestUnreadableLikeMissing(t *testing.T) {
+	env, _ := startEnv(t)
+	bob := signIn(t, env, "bob@example.com", "")
+	pairs := [][2]string{
+		{"w/people-ops", "w/no-such-wing"},
+		{"w/people-ops/inbox", "w/no-such-wing/inbox"},
+		{"w/people-ops/archive", "w/no-such-wing/archive"},
+		{"w/people-ops/new", "w/no-such-wing/new"},
+		{"w/people-ops/inbox/2026-11-21-on-call-swap-etiquette", "w/no-such-wing/inbox/2026-11-21-on-call-swap-etiquette"},
+		{"n/people-ops/facts/leave-policy-summary", "n/payments/facts/no-such-note"},
+		{"n/people-ops/facts/leave-policy-summary/history", "n/payments/facts/no-such-note/history"},
+		{"n/people-ops/facts/leave-policy-summary", "no/such/page"},
+	}
+	for _, p := range pairs {
+		hidden, missing := bob.get(p[0]), bob.get(p[1])
+		if hidden.Status != http.StatusNotFound || missing.Status != http.StatusNotFound || hidden.Body != missing.Body {
+			t.Errorf("%s (%d) and %s (%d) must be the same 404:\n%s\n%s", p[0], hidden.Status, p[1], missing.Status,
+				testbrowser.Text(hidden.Body), testbrowser.Text(missing.Body))
+		}
+	}
+	if home := bob.mustGet(""); strings.Contains(home.Body, "people-ops") {
+		t.Error("bob's home names people-ops")
+	}
+	if s := bob.mustGet("search?q=leave+policy&scope=all"); strings.Contains(s.Body, `href="/console/n/people-ops/`) || strings.Contains(s.Body, `href="/console/w/people-ops/`) {
+		t.Error("bob's search shows people-ops notes")
+	}
+	inboxNote := bob.mustGet("w/payments/inbox/2026-11-18-psp-timeout-tuning")
+	if strings.Contains(inboxNote.Body, "/promote") || strings.Contains(inboxNote.Body, "/archive\"") {
+		t.Error("bob sees a promote or archive form in payments, where he may not curate")
+	}
+	if inbox := bob.mustGet("w/payments/inbox"); !strings.Contains(inbox.Body, "needs the curate capability") {
+		t.Error("bob's payments inbox does not say promoting needs curate")
+	}
+	// A forged promote: a well-formed form with bob's own CSRF token.
+	resp := bob.post("w/payments/inbox/2026-11-18-psp-timeout-tuning/promote",
+		url.Values{"csrf": {bob.csrf()}, "hall": {"decisions"}}, http.Header{"Origin": {strings.TrimSuffix(env.ConsoleURL, "/console/")}})
+	if b := body(t, resp); resp.StatusCode != http.StatusForbidden || !strings.Contains(b, "forbidden") || !strings.Contains(b, "curate") {
+		t.Fatalf("a forged promote by bob: %d: %s", resp.StatusCode, testbrowser.Text(b))
+	}
+	if p := bob.mustGet("w/payments/inbox"); !strings.Contains(p.Body, "psp-timeout-tuning") {
+		t.Fatal("the inbox note is gone after a refused promote")
+	}
+}
+
+// TestForgedRequests: a cross-site form post (Origin, Sec-Fetch-Site), a
+// form without the CSRF token or with another session's, and a stolen
+// cookie replayed after sign-out are refused and change nothing.
+func TestForgedRequests(t *testing.T) {
+	env, _ := startEnv(t)
+	alice := signIn(t, env, "alice@example.com", "")
+	other := signIn(t, env, "alice@example.com", "")
+	origin := strings.TrimSuffix(env.ConsoleURL, "/console/")
+	path := "w/payments/inbox/2026-11-18-psp-timeout-tuning/promote"
+	good := url.Values{"csrf": {alice.csrf()}, "hall": {"decisions"}}
+	for _, c := range []struct {
+		name   string
+		vals   url.Values
+		header http.Header
+		status int
+	}{
+		{"cross-site origin", good, http.Header{"Origin": {"http://evil.example"}}, http.StatusForbidden},
+		{"same-site other port", good, http.Header{"Origin": {"http://127.0.0.1:1"}}, http.StatusForbidden},
+		{"sec-fetch-site cross-site", good, http.Header{"Sec-Fetch-Site": {"cross-site"}}, http.StatusForbidden},
+		{"sec-fetch-site same-site", good, http.Header{"Sec-Fetch-Site": {"same-site"}, "Origin": {origin}}, http.StatusForbidden},
+		{"no csrf token", url.Values{"hall": {"decisions"}}, http.Header{"Origin": {origin}}, http.StatusForbidden},
+		{"another session's token", url.Values{"csrf": {other.csrf()}, "hall": {"decisions"}}, http.Header{"Origin": {origin}}, http.StatusForbidden},
+		{"a form over the limit", url.Values{"csrf": {alice.csrf()}, "hall": {"decisions"}, "body": {strings.Repeat("a", 600<<10)}}, http.Header{"Origin": {origin}}, http.StatusRequestEntityTooLarge},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			resp := alice.post(path, c.vals, c.header)
+			if b := body(t, resp); resp.StatusCode != c.status {
+				t.Fatalf("%d, want %d: %s", resp.StatusCode, c.status, testbrowser.Text(b))
+			}
+		})
+	}
+	if p := alice.mustGet("w/payments/inbox"); !strings.Contains(p.Body, "psp-timeout-tuning") {
+		t.Fatal("a refused request promoted the note")
+	}
+	// Sign out, then replay the cookie and a valid-looking form.
+	cookies := alice.b.Cookies(mustURL(t, env.ConsoleURL))
+	token := alice.csrf()
+	home := alice.mustGet("")
+	alice.submit(home, alice.form(home, "/logout"), nil)
+	thief := &user{t: t, b: testbrowser.New(), console: env.ConsoleURL}
+	thief.b.SetCookies(mustURL(t, env.ConsoleURL), cookies)
+	resp := thief.post(path, url.Values{"csrf": {token}, "hall": {"decisions"}}, http.Header{"Origin": {origin}})
+	if b := body(t, resp); resp.StatusCode != http.StatusUnauthorized {
+		t.Fatalf("a replayed cookie's POST: %d: %s", resp.StatusCode, testbrowser.Text(b))
+	}
+	if p := thief.get("w/payments/inbox"); p.Status != http.StatusUnauthorized {
+		t.Fatalf("a replayed cookie's GET: %d", p.Status)
+	}
+	if p := other.mustGet("w/payments/inbox"); !strings.Contains(p.Body, "psp-timeout-tuning") {
+		t.Fatal("the replayed POST promoted the note")
+	}
+}
+
+// TestSecurityHeaders: every answer of the console, signed in or not,
+// carries the CSP, framing, sniffing and referrer headers; the session
+// cookie is HttpOnly, SameSite=Lax, and not Secure on loopback http.
+func TestSecurityHeaders(t *testing.T) {
+	env, _ := startEnv(t)
+	alice := signIn(t, env, "alice@example.com", "")
+	anon := &user{t: t, b: testbrowser.New(), console: env.ConsoleURL}
+	pages := []*testbrowser.Page{anon.get(""), anon.get("signed-out"), anon.get("callback"), anon.get("static/console.css"),
+		alice.get(""), alice.get("w/payments"), alice.get("w/payments/inbox"), alice.get("n/payments/facts/ledger-double-entry-model"),
+		alice.get("n/payments/facts/ledger-double-entry-model/history"), alice.get("search?q=ledger"), alice.get("w/payments/new"),
+		alice.get("w/payments/archive"), alice.get("nope")}
+	for _, p := range pages {
+		h := p.Header
+		if csp := h.Get("Content-Security-Policy"); !strings.Contains(csp, "default-src 'self'") || !strings.Contains(csp, "frame-ancestors 'none'") ||
+			strings.Contains(csp, "unsafe-inline") || strings.Contains(csp, "unsafe-eval") {
+			t.Errorf("%s: CSP %q", p.URL.Path, csp)
+		}
+		if h.Get("X-Frame-Options") != "DENY" || h.Get("X-Content-Type-Options") != "nosniff" || h.Get("Referrer-Policy") != "same-origin" {
+			t.Errorf("%s: headers %v", p.URL.Path, h)
+		}
+	}
+	if strings.Contains(alice.mustGet("").Body, "<script") || strings.Contains(alice.mustGet("").Body, "style=") {
+		t.Error("a page carries inline script or style")
+	}
+	login := anon.get("login")
+	var found bool
+	for _, c := range login.Header.Values("Set-Cookie") {
+		if strings.HasPrefix(c, "brainstem-console-login=") {
+			found = true
+			if !strings.Contains(c, "HttpOnly") || !strings.Contains(c, "SameSite=Lax") || strings.Contains(c, "Secure") {
+				t.Errorf("login cookie %q", c)
+			}
+		}
+	}
+	if !found || login.Status != http.StatusFound {
+		t.Errorf("login: %d, cookies %v", login.Status, login.Header.Values("Set-Cookie"))
+	}
+}
+
+// TestAttackNotesThroughTheGateway writes every attack note through the
+// console's form, then reads its page: nothing of the attack is left as
+// markup (the browser test checks that no script runs).
+func TestAttackNotesThroughTheGateway(t *testing.T) {
+	env, _ := startEnv(t)
+	alice := signIn(t, env, "alice@example.com", "")
+	for _, a := range attacks(t) {
+		t.Run(a.Name, func(t *testing.T) {
+			form := alice.mustGet("w/payments/new")
+			ans := alice.submit(form, alice.form(form, "/new"), map[string]string{"title": a.Title, "body": a.Body,
+				"tags": strings.Join(a.Tags, ","), "hall": "facts", "slug": "attack-" + a.Name, "inbox": ""})
+			if ans.Status != http.StatusSeeOther {
+				t.Fatalf("write: %d: %s", ans.Status, testbrowser.Text(ans.Body))
+			}
+			p := alice.mustGet(strings.TrimPrefix(ans.Location.Path, "/console/"))
+			checkPage(t, p.Body)
+			if !strings.Contains(p.Body, "Frontmatter") {
+				t.Error("the page shows no frontmatter")
+			}
+		})
+	}
+}
+
+// pageElements are the elements a console page may hold: its own frame and
+// forms, and the sanitizer's allow-list inside a note.
+const pageElements = "html head meta title link body header nav main section article aside h1 h2 h3 h4 h5 h6 p br hr " +
+	"a ul ol li span strong em del code pre blockquote table caption thead tbody tr th td form input button label select option textarea fieldset legend"
+
+// checkPage parses a page and fails on any element outside pageElements,
+// any event-handler or style attribute, a link, form or resource to
+// another scheme than http(s), mailto or relative, a stylesheet or form
+// target of another origin, and any meta but the charset and viewport.
+func checkPage(t *testing.T, page string) {
+	t.Helper()
+	z := html.NewTokenizer(strings.NewReader(page))
+	for {
+		tt := z.Next()
+		if tt == html.ErrorToken {
+			return
+		}
+		if tt != html.StartTagToken && tt != html.SelfClosingTagToken {
+			continue
+		}
+		tok := z.Token()
+		if !slices.Contains(strings.Fields(pageElements), tok.Data) {
+			t.Errorf("element <%s>", tok.Data)
+		}
+		for _, a := range tok.Attr {
+			k := strings.ToLower(a.Key)
+			switch {
+			case strings.HasPrefix(k, "on") || k == "style" || k == "srcdoc" || k == "formaction" || k == "src":
+				t.Errorf("attribute %s=%q on <%s>", k, a.Val, tok.Data)
+			case k == "href" || k == "action":
+				u, err := url.Parse(strings.TrimSpace(a.Val))
+				if err != nil || (u.Scheme != "" && u.Scheme != "http" && u.Scheme != "https" && u.Scheme != "mailto") {
+					t.Errorf("%s=%q on <%s>", k, a.Val, tok.Data)
+				}
+				if (tok.Data == "form" || tok.Data == "link") && !strings.HasPrefix(a.Val, "/console/") {
+					t.Errorf("<%s %s=%q> leaves the console", tok.Data, k, a.Val)
+				}
+			case tok.Data == "meta" && k != "charset" && !(k == "name" && a.Val == "viewport") && k != "content":
+				t.Errorf("<meta %s=%q>", k, a.Val)
+			}
+		}
+	}
 }

@@ -3,8 +3,10 @@ package console_test
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"net/http"
 	"net/url"
+	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -142,4 +144,32 @@ func (u *user) post(path string, vals url.Values, header http.Header) *http.Resp
 func (u *user) csrf() string {
 	u.t.Helper()
 	return u.form(u.mustGet(""), "/logout").Fields.Get("csrf")
+}
+
+// attack is one line of testdata/attacks.txt.
+type attack struct {
+	Name  string   `json:"name"`
+	Title string   `json:"title"`
+	Tags  []string `json:"tags"`
+	Body  string   `json:"body"`
+}
+
+func attacks(t testing.TB) []attack {
+	t.Helper()
+	b, err := os.ReadFile("testdata/attacks.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out []attack
+	for _, line := range strings.Split(string(b), "\n") {
+		if line = strings.TrimSpace(line); line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		var a attack
+		if err := json.Unmarshal([]byte(line), &a); err != nil {
+			t.Fatalf("attacks.txt: %v", err)
+		}
+		out = append(out, a)
+	}
+	return out
 }
