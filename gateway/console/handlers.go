@@ -147,7 +147,11 @@ func (c *Console) form(h pageHandler) http.HandlerFunc {
 // cookie cleared, and a link to sign in again.
 func (c *Console) ended(w http.ResponseWriter, err error) {
 	c.log.Debug("console: session refused", "err", err)
-	c.setCookie(w, cookieSession, "", -1)
+	if !errors.Is(err, errNoSession) {
+		// Only a cookie that was sent is cleared: a cross-site post arrives
+		// without the (SameSite=Lax) cookie, and must not sign anyone out.
+		c.setCookie(w, cookieSession, "", -1)
+	}
 	c.plainPage(w, http.StatusUnauthorized, "Signed out", "Your console session has ended or was signed out. Sign in again.", true)
 }
 
