@@ -107,8 +107,6 @@ func (rq *request) caps(wing string) []string {
 	return nil
 }
 
-func (rq *request) can(wing, cap string) bool { return slices.Contains(rq.caps(wing), cap) }
-
 // page wraps a GET handler: signed in (else to the sign-in), then render.
 func (c *Console) page(h pageHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {

@@ -160,3 +160,26 @@ func TestInputLimits(t *testing.T) {
 }
 
 func second[T any](_ T, err error) error { return err }
+
+// TestSafeNext: the page to return to after signing in is a console path,
+// never another site.
+func TestSafeNext(t *testing.T) {
+	c := &Console{prefix: "/console/"}
+	for in, want := range map[string]string{
+		"":                              "/console/",
+		"/console/w/payments/inbox":     "/console/w/payments/inbox",
+		"/console/search?q=a&scope=all": "/console/search?q=a&scope=all",
+		"https://evil.example/":         "/console/",
+		"//evil.example/console/":       "/console/",
+		"/console/\\evil.example":       "/console/",
+		"/consolex":                     "/console/",
+		"/mcp":                          "/console/",
+		"/console/\r\nLocation: x":      "/console/",
+		"javascript:alert(1)":           "/console/",
+		"/console/" + strings.Repeat("a", maxNextBytes): "/console/",
+	} {
+		if got := c.safeNext(in); got != want {
+			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)
+		}
+	}
+}
