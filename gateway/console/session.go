@@ -39,14 +39,16 @@ const (
 // carries the identity and expiry, and which sign-out revokes) and the
 // session's CSRF secret.
 type session struct {
-	Token string `json:"t"`
-	CSRF  string `json:"x"`
-	Exp   int64  `json:"e"`
+	Token  string `json:"t"`
+	Client string `json:"c"` // the console's client id the token was issued to
+	CSRF   string `json:"x"`
+	Exp    int64  `json:"e"`
 }
 
 // loginState is the sealed login cookie between /console/login and
 // /console/callback.
 type loginState struct {
+	Client   string `json:"c"` // the console's client id at the start (replicas may differ while a key rotates)
 	State    string `json:"s"`
 	Verifier string `json:"v"`
 	Next     string `json:"n"`
@@ -109,7 +111,7 @@ func (c *Console) authenticate(r *http.Request) (session, auth.Identity, error) 
 // verifier, then the facade sends the browser to the IdP.
 func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 	next := c.safeNext(r.URL.Query().Get("next"))
-	ls := loginState{State: randomString(16), Verifier: randomString(32), Next: next, Exp: c.now().Add(loginTTL).Unix()}
+	ls := loginState{Client: c.clientID, State: randomString(16), Verifier: randomString(32), Next: next, Exp: c.now().Add(loginTTL).Unix()}
 	sealed, err := c.facade.SealFirstParty(purposeLogin, ls)
 	if err != nil {
 		c.serverError(w, err)
@@ -135,13 +137,13 @@ func (c *Console) serveCallback(w http.ResponseWriter, r *http.Request) {
 		c.plainPage(w, http.StatusForbidden, "Sign-in refused", "The identity provider refused the sign-in: "+truncate(q.Get("error_description"), 300), true)
 		return
 	}
-	tok, err := c.facade.ExchangeFirstParty(r.Context(), c.clientID, c.callback, q.Get("code"), ls.Verifier)
+	tok, err := c.facade.ExchangeFirstParty(r.Context(), ls.Client, c.callback, q.Get("code"), ls.Verifier)
 	if err != nil {
 		c.log.Info("console: sign-in refused", "err", err)
 		c.plainPage(w, http.StatusForbidden, "Sign-in refused", "The sign-in could not be completed: "+truncate(err.Error(), 300), true)
 		return
 	}
-	s := session{Token: tok.AccessToken, CSRF: randomString(24), Exp: tok.Expiry.Unix()}
+	s := session{Token: tok.AccessToken, Client: ls.Client, CSRF: randomString(24), Exp: tok.Expiry.Unix()}
 	sealed, err := c.facade.SealFirstParty(purposeSession, s)
 	if err != nil {
 		c.serverError(w, err)
@@ -169,7 +171,7 @@ func (c *Console) serveLogout(w http.ResponseWriter, r *http.Request) {
 		c.plainPage(w, status, "Request refused", msg, false)
 		return
 	}
-	c.facade.RevokeFirstParty(c.clientID, s.Token)
+	c.facade.RevokeFirstParty(s.Client, s.Token)
 	c.setCookie(w, cookieSession, "", -1)
 	http.Redirect(w, r, c.prefix+"signed-out", http.StatusSeeOther)
 }

@@ -2,18 +2,21 @@ package oauth
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
 // The gateway's own browser client (the curators' console, gateway/console)
 // signs in through this server like any client — the same IdP round trip,
 // the same code, PKCE and token checks — with three differences that make
-// it first party: it registers itself in process at start, it skips the
+// it first party: its client id is made in process (on the issuer's own
+// origin, so without the redirect rules of dynamic registration), it skips the
 // consent page (it is the gateway's own page on the gateway's own origin,
 // so there is nobody else to consent to), and it exchanges its code and
 // revokes its token by method call instead of over HTTP.
@@ -32,19 +35,34 @@ type FirstPartyToken struct {
 	Expiry      time.Time
 }
 
-// RegisterFirstParty registers the gateway's own client with its redirect
-// URI (on the gateway's origin) and returns its client id. Any replica
-// accepts the id of any other: it is signed, not stored.
+// RegisterFirstParty returns the client id of the gateway's own client
+// with its redirect URI (on the gateway's origin, so not subject to the
+// redirect-URI rules of dynamic registration). The id is signed like a
+// registered one and made the same way on every replica holding the same
+// current key; any replica accepts the id of any other.
 func (s *Server) RegisterFirstParty(name, redirectURI string) (string, error) {
-	body, err := json.Marshal(registrationRequest{RedirectURIs: []string{redirectURI}, ClientName: name})
+	if _, err := cleanClientName(name); err != nil || name == "" {
+		return "", fmt.Errorf("oauth: first-party client name %q: %w", name, ErrClientID)
+	}
+	u, err := url.Parse(redirectURI)
+	if err != nil || !strings.EqualFold(u.Scheme+"://"+u.Host, originOf(s.issuer)) || !plainURI(redirectURI) || u.Fragment != "" {
+		return "", fmt.Errorf("oauth: first-party redirect URI %q is not on the issuer's origin: %w", redirectURI, ErrClientID)
+	}
+	payload, err := json.Marshal(clientClaims{Name: name, RedirectURIs: []string{redirectURI}, Nonce: "first-party"})
 	if err != nil {
-		return "", fmt.Errorf("oauth: first-party registration: %w", err)
+		return "", fmt.Errorf("oauth: first-party client: %w", err)
 	}
-	c, rerr := s.register(body, s.now())
-	if rerr != nil {
-		return "", fmt.Errorf("oauth: first-party registration: %w", rerr)
+	enc := registeredPrefix + base64.RawURLEncoding.EncodeToString(payload)
+	return enc + "." + base64.RawURLEncoding.EncodeToString(s.keys.mac([]byte(enc))), nil
+}
+
+// originOf is the scheme://host of a URL.
+func originOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
 	}
-	return c.ID, nil
+	return u.Scheme + "://" + u.Host
 }
 
 // AuthorizeFirstParty sends the browser to the IdP for the first-party
