@@ -23,6 +23,9 @@ type consoleTools struct{ g *Gateway }
 // a tool error, exactly as /mcp would answer it.
 func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, args []byte) console.Result {
 	g := t.g
+	// The request carried a verified session: its connection no longer
+	// counts against limits.max_unauthenticated_conns, as after /mcp's.
+	markAuthenticated(ctx)
 	ci := &callInfo{id: id, key: keyOf(id), requestID: requestID(""), method: "tools/call", base: g.log.With("client", "console")}
 	if lim := g.emailLimiter(id.Email); !lim.AllowN(g.now(), 1) {
 		g.metrics.rateLimited.WithLabelValues("email").Inc()

@@ -183,3 +183,26 @@ func TestSafeNext(t *testing.T) {
 		}
 	}
 }
+
+// FuzzRenderSafe: whatever the markdown, the rendered note holds only the
+// allow-list's elements and attributes and links of the allowed schemes.
+func FuzzRenderSafe(f *testing.F) {
+	b, err := os.ReadFile("testdata/attacks.txt")
+	if err != nil {
+		f.Fatal(err)
+	}
+	for _, line := range strings.Split(string(b), "\n") {
+		var a attack
+		if json.Unmarshal([]byte(line), &a) == nil {
+			f.Add(a.Body)
+		}
+	}
+	rd := newRenderer("/console/")
+	f.Fuzz(func(t *testing.T, body string) {
+		out, err := rd.render(body, "payments")
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkSafe(t, "fuzz", string(out))
+	})
+}
