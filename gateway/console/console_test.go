@@ -344,3 +344,20 @@ func checkPage(t *testing.T, page string) {
 		}
 	}
 }
+
+// TestNoteLinks: a note page shows its outbound links, backlinks, tunnels
+// to other wings and tunnels in from the other wings the reader reads.
+func TestNoteLinks(t *testing.T) {
+	env, _ := startEnv(t)
+	alice := signIn(t, env, "alice@example.com", "")
+	p := alice.mustGet("n/payments/facts/pci-dss-scope-boundary")
+	if !strings.Contains(p.Body, `href="/console/n/platform/facts/cluster-inventory"`) {
+		t.Errorf("no tunnel in from platform: %s", testbrowser.Text(p.Body))
+	}
+	p = alice.mustGet("n/platform/facts/rpc-latency-budgets")
+	for _, want := range []string{`href="/console/n/payments/facts/psp-integrations-overview"`, `href="/console/n/platform/decisions/standardise-on-opentelemetry-tracing"`} {
+		if !strings.Contains(p.Body, want) {
+			t.Errorf("the note page lacks the link %s", want)
+		}
+	}
+}

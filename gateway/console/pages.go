@@ -6,6 +6,7 @@ import (
 	"html/template"
 	"net/http"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/brainstem/brainstem/brain"
@@ -361,8 +362,11 @@ type links struct {
 type noteData struct {
 	Note  shown
 	Links links
-	Caps  []string
-	Key   string
+	// TunnelsIn are the notes of the person's other readable wings that
+	// link to this one (brain_links with their wing).
+	TunnelsIn []string
+	Caps      []string
+	Key       string
 }
 
 // note is brain_get (at ?version=) and brain_links of a wiki note.
@@ -391,6 +395,7 @@ func (c *Console) note(rq *request) answer {
 		if err := rq.call("brain_links", map[string]any{"id": id.String()}, &d.Links); err != nil {
 			return readFailed(err)
 		}
+		d.TunnelsIn = tunnelsIn(rq, id)
 	}
 	return answer{status: http.StatusOK, page: "note", title: s.Title, data: d}
 }
@@ -605,4 +610,20 @@ func (c *Console) writeNote(rq *request) answer {
 		}
 	}
 	return answer{redirect: c.noteURL(out.ID)}
+}
+
+// tunnelsIn asks each other wing the person reads which of its notes link
+// to id; a wing that cannot answer is left out (the page is about the note).
+func tunnelsIn(rq *request, id brain.ID) []string {
+	var in []string
+	for _, w := range rq.myWings() {
+		if w.Wing == id.Wing || !slices.Contains(w.Capabilities, "read") {
+			continue
+		}
+		var l links
+		if rq.call("brain_links", map[string]any{"wing": w.Wing, "id": id.String()}, &l) == nil {
+			in = append(in, l.Backlinks...)
+		}
+	}
+	return in
 }
