@@ -220,6 +220,30 @@ func TestForgedRequests(t *testing.T) {
 	if p := alice.mustGet("w/payments/inbox"); !strings.Contains(p.Body, "psp-timeout-tuning") {
 		t.Fatal("a refused request promoted the note")
 	}
+	// A post without the cookie (a cross-site post: SameSite=Lax keeps it
+	// back) is refused and clears nothing; a tampered cookie is refused.
+	anon := &user{t: t, b: testbrowser.New(), console: env.ConsoleURL}
+	resp := anon.post(path, good, http.Header{"Origin": {"http://evil.example"}})
+	if b := body(t, resp); resp.StatusCode != http.StatusUnauthorized || len(resp.Header.Values("Set-Cookie")) != 0 {
+		t.Fatalf("a post without the cookie: %d %v: %s", resp.StatusCode, resp.Header.Values("Set-Cookie"), testbrowser.Text(b))
+	}
+	tampered := 0
+	for _, c := range alice.b.Cookies(mustURL(t, env.ConsoleURL)) {
+		if c.Name != "brainstem-console" {
+			continue
+		}
+		tampered++
+		forged := testbrowser.New()
+		v := []byte(c.Value)
+		v[len(v)/2] ^= 1
+		forged.SetCookies(mustURL(t, env.ConsoleURL), []*http.Cookie{{Name: c.Name, Value: string(v), Path: "/"}})
+		if p, err := forged.Get(t.Context(), env.ConsoleURL+"w/payments/inbox"); err != nil || p.Status != http.StatusUnauthorized {
+			t.Fatalf("a tampered cookie: %v %d", err, p.Status)
+		}
+	}
+	if tampered != 1 {
+		t.Fatalf("%d session cookies", tampered)
+	}
 	// Sign out, then replay the cookie and a valid-looking form.
 	cookies := alice.b.Cookies(mustURL(t, env.ConsoleURL))
 	token := alice.csrf()
@@ -227,7 +251,7 @@ func TestForgedRequests(t *testing.T) {
 	alice.submit(home, alice.form(home, "/logout"), nil)
 	thief := &user{t: t, b: testbrowser.New(), console: env.ConsoleURL}
 	thief.b.SetCookies(mustURL(t, env.ConsoleURL), cookies)
-	resp := thief.post(path, url.Values{"csrf": {token}, "hall": {"decisions"}}, http.Header{"Origin": {origin}})
+	resp = thief.post(path, url.Values{"csrf": {token}, "hall": {"decisions"}}, http.Header{"Origin": {origin}})
 	if b := body(t, resp); resp.StatusCode != http.StatusUnauthorized {
 		t.Fatalf("a replayed cookie's POST: %d: %s", resp.StatusCode, testbrowser.Text(b))
 	}
