@@ -6,6 +6,7 @@ import (
 	"golang.org/x/net/html"
 	"net/http"
 	"net/url"
+	"regexp"
 	"slices"
 	"strings"
 	"testing"
@@ -94,6 +95,15 @@ func TestCuratorsDay(t *testing.T) {
 	}
 	if p := alice.mustGet("n/payments/decisions/refunds-post-as-reversals"); !strings.Contains(p.Body, "ledger-double-entry-model") {
 		t.Fatalf("the restored note: %s", testbrowser.Text(p.Body))
+	}
+	// The promoted note's history: the promotion's diff against the inbox version.
+	ph := alice.mustGet("n/payments/sources/black-friday-2026-throughput/history")
+	m := regexp.MustCompile(`href="/console/(n/payments/sources/black-friday-2026-throughput/diff\?from=[0-9a-f]{40}&amp;to=[0-9a-f]{40})"`).FindStringSubmatch(ph.Body)
+	if m == nil {
+		t.Fatalf("the history offers no diff of a change: %s", testbrowser.Text(ph.Body))
+	}
+	if d := alice.mustGet(strings.ReplaceAll(m[1], "&amp;", "&")); !strings.Contains(d.Body, `class="add"`) || !strings.Contains(d.Body, "promoted_by: alice@example.com") {
+		t.Fatalf("the promotion's diff: %s", testbrowser.Text(d.Body))
 	}
 
 	for _, tool := range []string{"brain_promote", "brain_write", "brain_archive", "brain_restore"} {

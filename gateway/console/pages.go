@@ -409,6 +409,9 @@ type version struct {
 	Reason  string `json:"reason"`
 	Removed bool   `json:"removed"`
 	Purged  bool   `json:"purged"`
+	// Prev is the next older version on this page whose content can be
+	// compared ("" for the oldest): the diff of this version's change.
+	Prev string `json:"-"`
 }
 
 func (c *Console) history(rq *request) answer {
@@ -431,6 +434,14 @@ func (c *Console) history(rq *request) answer {
 	}
 	if err := rq.call("brain_history", args, &out); err != nil {
 		return readFailed(err)
+	}
+	for i := range out.Versions {
+		for _, older := range out.Versions[i+1:] {
+			if !older.Removed && !older.Purged {
+				out.Versions[i].Prev = older.Version
+				break
+			}
+		}
 	}
 	return answer{status: http.StatusOK, page: "history", title: "History of " + id.String(), data: struct {
 		ID       string
