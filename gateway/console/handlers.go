@@ -163,11 +163,12 @@ func (c *Console) respond(rq *request, a answer) {
 }
 
 func (c *Console) render(w http.ResponseWriter, status int, page string, l layout) {
-	t := c.pages[page]
 	var buf bytes.Buffer
-	if t == nil {
-		status, buf = http.StatusInternalServerError, *bytes.NewBufferString("internal error: no page " + page + "\n")
-	} else if err := t.ExecuteTemplate(&buf, "layout", l); err != nil {
+	err := fmt.Errorf("console: no page %q", page)
+	if t := c.pages[page]; t != nil {
+		err = t.ExecuteTemplate(&buf, "layout", l)
+	}
+	if err != nil {
 		c.log.Error("console: render", "page", page, "err", err)
 		status = http.StatusInternalServerError
 		buf.Reset()
