@@ -3,10 +3,6 @@ package console_test
 import (
 	"encoding/json"
 	"io"
-
-	"golang.org/x/net/html"
-
-	"github.com/brainstem/brainstem/gateway"
 	"net/http"
 	"net/url"
 	"regexp"
@@ -14,6 +10,9 @@ import (
 	"strings"
 	"testing"
 
+	"golang.org/x/net/html"
+
+	"github.com/brainstem/brainstem/gateway"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
