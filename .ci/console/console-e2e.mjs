@@ -209,7 +209,19 @@ for (const at of attacks) {
   await checkPage(a, `attack ${at.name}`);
   if (at.name === "svg-script") await shot(a, "attack-note");
 }
-await go(a, "search?q=window+pwned&scope=all", "attack search");
+// Two of them through the inbox too: the inbox list, the review page.
+for (const at of attacks.filter((x) => x.name === "html-in-title" || x.name === "event-handler-img")) {
+  await go(a, "w/payments/new", "new again");
+  await a.fill("#title", at.title);
+  await a.fill("#body", at.body);
+  await a.fill("#slug", `inbox-attack-${at.name}`);
+  resp = await clickAndWait(a, "form.new button[type=submit]");
+  if (resp.status() !== 200 || !a.url().endsWith(`/w/payments/inbox/inbox-attack-${at.name}`)) fail(`inbox attack ${at.name}: landed at ${a.url()} (${resp.status()})`);
+  await checkPage(a, `inboxnote attack ${at.name}`);
+}
+await go(a, "w/payments/inbox", "inbox with attacks");
+await go(a, "w/payments", "wing with attacks");
+await go(a, "search?q=window+pwned&scope=all", "search with attacks");
 step(`${attacks.length} attack notes rendered with no script running and no CSP violation`);
 
 // Forged requests: a page of another origin posts a promote form.
