@@ -30,6 +30,7 @@ import (
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
+	"github.com/brainstem/brainstem/gateway/console"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
@@ -72,6 +73,7 @@ type Gateway struct {
 	now      func() time.Time
 	verifier identityVerifier // the bearer tokens /mcp accepts: the IdP's and the facade's
 	facade   *oauth.Server    // the gateway's authorization server; nil when off
+	console  *console.Console // the curators' console; nil when the facade is off
 	wings    []*wing
 	byName   map[string]*wing
 	grants   *grantCache
@@ -384,6 +386,9 @@ func (g *Gateway) startFacade(ctx context.Context, idp identityVerifier, opt Opt
 	}
 	g.facade = f
 	g.verifier = bearerVerifier{facade: f, idp: idp}
+	if err := g.startConsole(); err != nil {
+		return fmt.Errorf("gateway: console: %w", err)
+	}
 	g.metadataJSON = resourceMetadata(g.cfg.mcpURL(), []string{f.Issuer()}, f.Scopes())
 	g.public = g.buildPublicHandler()
 	g.publicSrv.Handler = g.public

@@ -215,6 +215,9 @@ func (g *Gateway) buildPublicHandler() http.Handler {
 	if g.facade != nil {
 		g.facade.Register(mux)
 	}
+	if g.console != nil {
+		mux.Handle(g.console.Prefix(), g.console)
+	}
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)

@@ -155,7 +155,7 @@ func startDev(t *testing.T) *devProcess {
 		t.Fatalf("brainstem dev printed no URL/token/idp:\n%s", strings.Join(printed, "\n"))
 	}
 	go io.Copy(io.Discard, stdout)
-	for _, want := range []string{"claude mcp add --transport http brainstem " + d.url, "mcp-inspector", "--method tools/list", "mcpServers", "Logs:"} {
+	for _, want := range []string{"claude mcp add --transport http brainstem " + d.url, "  Console:  http://", "mcp-inspector", "--method tools/list", "mcpServers", "Logs:"} {
 		if !strings.Contains(strings.Join(printed, "\n"), want) && !strings.Contains(strings.Join(printed, "\n"), strings.Replace(want, "mcp-inspector", "@modelcontextprotocol/inspector", 1)) {
 			t.Errorf("brainstem dev output lacks %q", want)
 		}

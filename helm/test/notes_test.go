@@ -96,6 +96,7 @@ func TestNotes(t *testing.T) {
 		{"sign-in on", []string{defaultValues, valuesFile(t, oauthOverlay)}, []string{
 			"claude mcp add --transport http brainstem https://brain.acme.com/mcp\n",
 			"client brainstem must have this redirect URI:\n\n  https://brain.acme.com/oauth/callback\n",
+			"the console in a browser, with the same sign-in: https://brain.acme.com/console/\n",
 			"Secret rel-brainstem-gateway-oauth-signing;",
 		}},
 		{"explicit public URL", []string{defaultValues, valuesFile(t, "publicURL: https://knowledge.acme.com/\ningress: {host: knowledge.acme.com}")}, []string{

@@ -121,6 +121,7 @@ func (e *Env) PrintBanner(w io.Writer, user string, took time.Duration, logPath 
 Brainstem dev is ready: %d wings (%s), %d notes, in %s.
 
   MCP URL:  %s
+  Console:  %s  (curators: sign in in a browser; alice@example.com curates every wing)
   Sign-in:  any MCP client with OAuth signs in with the URL alone: the gateway's authorization
             server sends the browser to the development IdP, where any email is accepted
             (bob@example.com reads payments only; carol@example.com with group people-team
@@ -146,7 +147,7 @@ Brain:  %s
 Logs:   %s
 Press Ctrl-C to stop.
 `, len(e.Wings), strings.Join(e.Wings, ", "), notes, took.Round(time.Millisecond),
-		e.MCPURL, join.Quote(plan.ClaudeArgs()), indent(plan.CursorJSON()), indent(plan.VSCodeJSON()),
+		e.MCPURL, e.ConsoleURL, join.Quote(plan.ClaudeArgs()), indent(plan.CursorJSON()), indent(plan.VSCodeJSON()),
 		user, exp.UTC().Format(time.RFC3339), tok, e.MCPURL, header, e.MCPURL, header, e.IssuerURL,
 		e.IssuerURL, e.AdminURL, e.AdminURL, e.BrainDir, logPath)
 	return err

@@ -87,13 +87,14 @@ func (e *PortError) Unwrap() error { return e.Err }
 
 // Env is a running development environment.
 type Env struct {
-	MCPURL    string   // the gateway's MCP endpoint
-	IssuerURL string   // the identity provider
-	AdminURL  string   // the gateway's metrics and probes
-	BrainDir  string   // the brain being served
-	DataDir   string   // state directory
-	Wings     []string // sorted
-	Notes     map[string]int64
+	MCPURL     string   // the gateway's MCP endpoint
+	ConsoleURL string   // the curators' console on the gateway's origin
+	IssuerURL  string   // the identity provider
+	AdminURL   string   // the gateway's metrics and probes
+	BrainDir   string   // the brain being served
+	DataDir    string   // state directory
+	Wings      []string // sorted
+	Notes      map[string]int64
 
 	idp      *devidp.Provider
 	stopIdP  func() error
@@ -285,6 +286,7 @@ func (e *Env) startGateway(ctx context.Context, ls *listeners, wings []gateway.W
 		return fmt.Errorf("devenv: gateway: %w", err)
 	}
 	e.closers = append(e.closers, gw.Close)
+	e.ConsoleURL = gw.ConsoleURL()
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()

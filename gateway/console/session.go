@@ -1,0 +1,229 @@
+package console
+
+import (
+	"crypto/rand"
+	"crypto/sha256"
+	"crypto/subtle"
+	"encoding/base64"
+	"errors"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/brainstem/brainstem/auth"
+)
+
+// Cookie names (on https, __Host- prefixed: Secure, Path=/, no Domain).
+const (
+	cookieSession = "brainstem-console"
+	cookieLogin   = "brainstem-console-login"
+)
+
+// Sealing purposes of the console's cookies.
+const (
+	purposeSession = "console session"
+	purposeLogin   = "console login"
+)
+
+// Bounds of the sign-in.
+const (
+	loginTTL = 10 * time.Minute
+	// maxCookieBytes keeps a cookie within what every browser stores.
+	maxCookieBytes = 3800
+	// maxNextBytes bounds the page to return to after signing in.
+	maxNextBytes = 1024
+)
+
+// session is the sealed session cookie: the facade's access token (which
+// carries the identity and expiry, and which sign-out revokes) and the
+// session's CSRF secret.
+type session struct {
+	Token  string `json:"t"`
+	Client string `json:"c"` // the console's client id the token was issued to
+	CSRF   string `json:"x"`
+	Exp    int64  `json:"e"`
+}
+
+// loginState is the sealed login cookie between /console/login and
+// /console/callback.
+type loginState struct {
+	Client   string `json:"c"` // the console's client id at the start (replicas may differ while a key rotates)
+	State    string `json:"s"`
+	Verifier string `json:"v"`
+	Next     string `json:"n"`
+	Exp      int64  `json:"e"`
+}
+
+// errNoSession: no session cookie at all. errSessionEnded: a cookie that
+// no longer opens, or whose token is expired or revoked.
+var (
+	errNoSession    = errors.New("console: not signed in")
+	errSessionEnded = errors.New("console: the session has ended")
+)
+
+func (c *Console) cookieName(name string) string {
+	if c.secure {
+		return "__Host-" + name
+	}
+	return name
+}
+
+func (c *Console) setCookie(w http.ResponseWriter, name, value string, maxAge time.Duration) {
+	ck := &http.Cookie{Name: c.cookieName(name), Value: value, Path: "/", HttpOnly: true, Secure: c.secure,
+		SameSite: http.SameSiteLaxMode, MaxAge: int(maxAge / time.Second)}
+	if maxAge <= 0 {
+		ck.MaxAge = -1
+	}
+	http.SetCookie(w, ck)
+}
+
+func (c *Console) cookie(r *http.Request, name string) string {
+	ck, err := r.Cookie(c.cookieName(name))
+	if err != nil {
+		return ""
+	}
+	return ck.Value
+}
+
+// authenticate opens the session cookie and verifies its access token as
+// /mcp verifies a bearer token (signature, audience, expiry, revocation).
+func (c *Console) authenticate(r *http.Request) (session, auth.Identity, error) {
+	raw := c.cookie(r, cookieSession)
+	if raw == "" {
+		return session{}, auth.Identity{}, errNoSession
+	}
+	var s session
+	if err := c.facade.OpenFirstParty(purposeSession, raw, maxCookieBytes, &s); err != nil {
+		return session{}, auth.Identity{}, errors.Join(errSessionEnded, err)
+	}
+	if c.now().Unix() >= s.Exp || s.CSRF == "" {
+		return session{}, auth.Identity{}, errSessionEnded
+	}
+	id, err := c.facade.Verify(r.Context(), s.Token)
+	if err != nil {
+		return session{}, auth.Identity{}, errors.Join(errSessionEnded, err)
+	}
+	return s, id, nil
+}
+
+// serveLogin starts a sign-in: a login cookie with the state and PKCE
+// verifier, then the facade sends the browser to the IdP.
+func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
+	next := c.safeNext(r.URL.Query().Get("next"))
+	ls := loginState{Client: c.clientID, State: randomString(16), Verifier: randomString(32), Next: next, Exp: c.now().Add(loginTTL).Unix()}
+	sealed, err := c.facade.SealFirstParty(purposeLogin, ls)
+	if err != nil {
+		c.serverError(w, err)
+		return
+	}
+	c.setCookie(w, cookieLogin, sealed, loginTTL)
+	sum := sha256.Sum256([]byte(ls.Verifier))
+	c.facade.AuthorizeFirstParty(w, r, c.clientID, c.callback, ls.State, base64.RawURLEncoding.EncodeToString(sum[:]))
+}
+
+// serveCallback finishes a sign-in: the state must be the login cookie's,
+// the code is redeemed with its verifier, and the session cookie is set.
+func (c *Console) serveCallback(w http.ResponseWriter, r *http.Request) {
+	q := r.URL.Query()
+	var ls loginState
+	if err := c.facade.OpenFirstParty(purposeLogin, c.cookie(r, cookieLogin), maxCookieBytes, &ls); err != nil ||
+		c.now().Unix() > ls.Exp || subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(ls.State)) != 1 {
+		c.plainPage(w, http.StatusBadRequest, "Sign-in not started here", "This sign-in was not started in this browser, has expired or was already completed.", true)
+		return
+	}
+	c.setCookie(w, cookieLogin, "", -1)
+	if e := q.Get("error"); e != "" {
+		c.plainPage(w, http.StatusForbidden, "Sign-in refused", "The identity provider refused the sign-in: "+truncate(q.Get("error_description"), 300), true)
+		return
+	}
+	tok, err := c.facade.ExchangeFirstParty(r.Context(), ls.Client, c.callback, q.Get("code"), ls.Verifier)
+	if err != nil {
+		c.log.Info("console: sign-in refused", "err", err)
+		c.plainPage(w, http.StatusForbidden, "Sign-in refused", "The sign-in could not be completed: "+truncate(err.Error(), 300), true)
+		return
+	}
+	s := session{Token: tok.AccessToken, Client: ls.Client, CSRF: randomString(24), Exp: tok.Expiry.Unix()}
+	sealed, err := c.facade.SealFirstParty(purposeSession, s)
+	if err != nil {
+		c.serverError(w, err)
+		return
+	}
+	if len(sealed) > maxCookieBytes {
+		c.plainPage(w, http.StatusBadRequest, "Sign-in refused", "Your account is in too many groups for a console session cookie; ask an administrator to limit the groups claim.", true)
+		return
+	}
+	c.setCookie(w, cookieSession, sealed, tok.Expiry.Sub(c.now()))
+	w.Header().Set("Cache-Control", "no-store")
+	http.Redirect(w, r, ls.Next, http.StatusSeeOther)
+}
+
+// serveLogout signs out: the form's CSRF token and origin are checked, the
+// access token is revoked and the cookie cleared.
+func (c *Console) serveLogout(w http.ResponseWriter, r *http.Request) {
+	s, _, err := c.authenticate(r)
+	if err != nil {
+		c.setCookie(w, cookieSession, "", -1)
+		http.Redirect(w, r, c.prefix+"signed-out", http.StatusSeeOther)
+		return
+	}
+	if status, msg := c.checkForm(w, r, s); status != 0 {
+		c.plainPage(w, status, "Request refused", msg, false)
+		return
+	}
+	c.facade.RevokeFirstParty(s.Client, s.Token)
+	c.setCookie(w, cookieSession, "", -1)
+	http.Redirect(w, r, c.prefix+"signed-out", http.StatusSeeOther)
+}
+
+func (c *Console) serveSignedOut(w http.ResponseWriter, _ *http.Request) {
+	c.plainPage(w, http.StatusOK, "Signed out", "You are signed out of the Brainstem console.", true)
+}
+
+// checkForm refuses a state-changing request that did not come from the
+// console's own page: another origin (Origin, Sec-Fetch-Site), an
+// unreadable or oversized form, or a CSRF token that is not the session's.
+// It returns 0 when the request may go on.
+func (c *Console) checkForm(w http.ResponseWriter, r *http.Request, s session) (int, string) {
+	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
+		return http.StatusForbidden, "The form was not sent from the console's own page (Sec-Fetch-Site: " + truncate(site, 40) + ")."
+	}
+	if o := r.Header.Get("Origin"); o != "" && !strings.EqualFold(o, c.origin) {
+		return http.StatusForbidden, "The form was sent from another origin."
+	}
+	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	if err := r.ParseForm(); err != nil {
+		return http.StatusRequestEntityTooLarge, "The form could not be read or is over the console's limit."
+	}
+	tok := r.PostForm.Get("csrf")
+	if tok == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.CSRF)) != 1 {
+		return http.StatusForbidden, "The form does not carry this session's CSRF token; reload the page and try again."
+	}
+	return 0, ""
+}
+
+// safeNext keeps a return path only when it is a page of the console.
+func (c *Console) safeNext(next string) string {
+	if next == "" || len(next) > maxNextBytes || !strings.HasPrefix(next, c.prefix) || strings.ContainsAny(next, "\\\r\n\t") {
+		return c.prefix
+	}
+	u, err := url.Parse(next)
+	if err != nil || u.Scheme != "" || u.Host != "" || strings.HasPrefix(next, "//") {
+		return c.prefix
+	}
+	return next
+}
+
+func randomString(n int) string {
+	b := make([]byte, n)
+	_, _ = rand.Read(b)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// truncate cuts s to at most n bytes, on a character boundary.
+func truncate(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return strings.ToValidUTF8(s[:n], "") + "…"
+}
