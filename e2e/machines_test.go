@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -318,5 +319,66 @@ func TestMachineIdentities(t *testing.T) {
 		if strings.Contains(all, s) {
 			t.Fatalf("the logs hold a secret, a hash or a JWT (%.8s…)", s)
 		}
+	}
+}
+
+// TestMachineScript runs .ci/machine-e2e.sh, the CI job of docs/sign-in.md
+// written with curl, jq and openssl only, against the real gateway: once
+// with a client secret and once with an Ed25519 key (private_key_jwt). Each
+// writes a note authored by its account; a wing its policy does not name
+// makes the script fail with unknown_wing.
+func TestMachineScript(t *testing.T) {
+	for _, tool := range []string{"bash", "curl", "jq", "openssl", "basenc", "git"} {
+		if _, err := exec.LookPath(tool); err != nil {
+			t.Skipf("%s is not installed: %v", tool, err)
+		}
+	}
+	secret, hash := newMachineSecret(t)
+	_, key, err := ed25519.GenerateKey(rand.Reader)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKIXPublicKey(key.Public())
+	priv, _ := x509.MarshalPKCS8PrivateKey(key)
+	keyFile := filepath.Join(t.TempDir(), "bot-private.pem")
+	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: priv}), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	logs := &lockedBuffer{}
+	env := machineEnv(t, t.TempDir(), []oauth.ServiceAccount{
+		{ID: "ci", Credentials: []oauth.Credential{{SecretSHA256: hash}}},
+		{ID: "bot", Credentials: []oauth.Credential{{PublicKey: string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))}}},
+	}, logs)
+	t.Cleanup(func() { _ = env.Close() })
+	allowMachines(t, env)
+	run := func(id, wing string, cred ...string) (string, error) {
+		cmd := exec.Command("bash", "../.ci/machine-e2e.sh")
+		cmd.Env = append(os.Environ(), "BRAINSTEM_URL="+strings.TrimSuffix(env.MCPURL, "/mcp"),
+			"BRAINSTEM_CLIENT_ID="+id, "BRAINSTEM_WING="+wing, "BRAINSTEM_CLIENT_SECRET=", "BRAINSTEM_CLIENT_KEY=")
+		cmd.Env = append(cmd.Env, cred...)
+		out, err := cmd.CombinedOutput()
+		return strings.TrimSpace(string(out)), err
+	}
+	for _, c := range []struct {
+		id   string
+		cred string
+	}{{"ci", "BRAINSTEM_CLIENT_SECRET=" + secret}, {"bot", "BRAINSTEM_CLIENT_KEY=" + keyFile}} {
+		path, err := run(c.id, "platform", c.cred)
+		if err != nil || !strings.HasPrefix(path, "inbox/platform/") {
+			t.Fatalf("%s: %v\n%s", c.id, err, path)
+		}
+		if by := gitIn(t, env.BrainDir, "log", "--format=%ae", "--", path); strings.TrimSpace(by) != c.id+"@clients.brainstem.invalid" {
+			t.Fatalf("%s: %s is authored by %q", c.id, path, by)
+		}
+		out, err := run(c.id, "payments", c.cred)
+		if err == nil || !strings.Contains(out, "unknown_wing") {
+			t.Fatalf("%s writing to payments: %v\n%s", c.id, err, out)
+		}
+	}
+	if out, err := run("ci", "platform", "BRAINSTEM_CLIENT_SECRET="+strings.Repeat("0", 64)); err == nil {
+		t.Fatalf("a wrong secret: %s", out)
+	}
+	if strings.Contains(logs.String(), secret) {
+		t.Fatal("the logs hold the secret")
 	}
 }
