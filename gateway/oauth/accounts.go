@@ -60,8 +60,8 @@ type ServiceAccount struct {
 type Credential struct {
 	// SecretSHA256 is the lowercase hex SHA-256 of a client secret
 	// (client_secret_basic or client_secret_post). The secret itself is
-	// never configured: generate 32 random bytes ("openssl rand -base64
-	// 32"), give it to the machine, configure its hash ("printf %s
+	// never configured: generate 32 random bytes ("openssl rand -hex 32"),
+	// give the secret to the machine and configure its hash ("printf %s
 	// "$secret" | sha256sum"). Secrets shorter than MinSecretBytes are
 	// refused at the token endpoint whatever their hash.
 	SecretSHA256 string `yaml:"secret_sha256"`
