@@ -130,6 +130,10 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (*account,
 				match, found = c, 1
 			}
 		}
+	} else {
+		// As much work for an unknown account as for one credential.
+		var none [sha256.Size]byte
+		subtle.ConstantTimeCompare(sum[:], none[:])
 	}
 	now := s.now()
 	switch {

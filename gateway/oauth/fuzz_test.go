@@ -278,3 +278,31 @@ func FuzzClientCredentialsForm(f *testing.F) {
 		}
 	})
 }
+
+// FuzzServiceAccountCredential: no configured hash or public key makes the
+// credential parsers panic; a key they accept is pinned to EdDSA, ES256 or
+// RS256, and a hash they accept is 32 bytes.
+func FuzzServiceAccountCredential(f *testing.F) {
+	f.Add(publicPEM(f, newEd25519(f)))
+	f.Add(publicPEM(f, newP256(f)))
+	f.Add("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
+	f.Add(secretHash("x"))
+	f.Add(strings.ToUpper(secretHash("x")) + "  -\n")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, in string) {
+		if k, err := parsePublicKey([]byte(in)); err == nil {
+			switch k.alg {
+			case jose.EdDSA, jose.ES256, jose.RS256:
+			default:
+				t.Fatalf("%q: algorithm %s", in, k.alg)
+			}
+		}
+		if h, err := parseSecretHash(in); err == nil && len(h) != 32 {
+			t.Fatalf("%q: a %d-byte hash", in, len(h))
+		}
+		c, err := loadCredential(Credential{SecretSHA256: in})
+		if err == nil && len(c.hash) != 32 {
+			t.Fatalf("%q: loaded a %d-byte hash", in, len(c.hash))
+		}
+	})
+}
