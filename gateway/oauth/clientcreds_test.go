@@ -673,3 +673,28 @@ func TestClientCredentialsAttackList(t *testing.T) {
 	mustToken(t, e, r, assertionForm(m.bot.assertion(t, r, now, nil)))
 	wantNoSecrets(t, m)
 }
+
+// TestClientCredentialsLimits: the per-address budget answers 429 with
+// Retry-After once spent, and a full replay memory refuses new assertions
+// with 503 rather than forget one.
+func TestClientCredentialsLimits(t *testing.T) {
+	e, r, m := newMachineEnv(t)
+	wrong := machine{id: "ci", secret: newSecret(t)}.secretForm()
+	for i := range clientCredentialsPerMin {
+		if st, out := e.token(r, wrong); st != http.StatusUnauthorized {
+			t.Fatalf("request %d: %d %v", i, st, out)
+		}
+	}
+	st, out := e.token(r, m.ci.secretForm())
+	wantTokenError(t, st, out, http.StatusTooManyRequests, "temporarily_unavailable")
+	e.clock.Advance(time.Minute)
+	mustToken(t, e, r, m.ci.secretForm())
+
+	r.srv.assertions = newAssertionStore(1)
+	now := e.clock.Now()
+	mustToken(t, e, r, assertionForm(m.bot.assertion(t, r, now, nil)))
+	st, out = e.token(r, assertionForm(m.bot.assertion(t, r, now, nil)))
+	wantTokenError(t, st, out, http.StatusServiceUnavailable, "temporarily_unavailable")
+	e.clock.Advance(2 * time.Minute) // the first assertion expired: room again
+	mustToken(t, e, r, assertionForm(m.bot.assertion(t, r, e.clock.Now(), nil)))
+}
