@@ -209,6 +209,15 @@ func loadServiceAccounts(accts []ServiceAccount, log *slog.Logger) (map[string]*
 	return out, nil
 }
 
+// CheckServiceAccounts reads every credential file of the service
+// accounts and reports each one that is missing or does not hold a hash or
+// a public key (`brainstem gateway --check-config`). It changes nothing
+// and logs nothing.
+func (c Config) CheckServiceAccounts() error {
+	_, err := loadServiceAccounts(c.ServiceAccounts, slog.New(slog.DiscardHandler))
+	return err
+}
+
 func loadCredential(c Credential) (credential, error) {
 	cred := credential{notAfter: c.NotAfter}
 	hash, pemKey := c.SecretSHA256, []byte(c.PublicKey)
