@@ -67,10 +67,8 @@ func (s *Server) redeemClientCredentials(r *http.Request, form url.Values) ([]by
 	if !s.allow(r, "client_credentials", clientCredentialsPerMin) {
 		return nil, &tokenError{http.StatusTooManyRequests, "temporarily_unavailable", "too many token requests from your address; try again in a minute", time.Minute}
 	}
-	acc, cred, method, terr := s.authenticateClient(r, form)
-	if terr != nil {
-		return nil, terr
-	}
+	// The request is checked before the client authenticates, so that a
+	// wrong resource or scope does not spend a single-use assertion.
 	if res, ok := form["resource"]; ok && !s.isResource(res[0]) {
 		return nil, &tokenError{http.StatusBadRequest, "invalid_target", "resource must be the MCP endpoint " + s.resource, 0}
 	}
@@ -80,6 +78,10 @@ func (s *Server) redeemClientCredentials(r *http.Request, form url.Values) ([]by
 				return nil, &tokenError{http.StatusBadRequest, "invalid_scope", "the only scope is " + Scope, 0}
 			}
 		}
+	}
+	acc, cred, method, terr := s.authenticateClient(r, form)
+	if terr != nil {
+		return nil, terr
 	}
 	return s.issueServiceToken(r, acc, cred, method)
 }

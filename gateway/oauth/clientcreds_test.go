@@ -408,13 +408,14 @@ func TestClientAssertionRefusals(t *testing.T) {
 			wantTokenError(t, st, out, want, tt.code)
 		})
 	}
-	// A jti is spent once a key of the account verified the assertion,
-	// even when the request is then refused (here for its resource).
+	// A request refused for its resource does not spend the assertion's
+	// jti (the request is checked first); a redeemed one is spent.
 	a := m.bot.assertion(t, r, now, nil)
 	f := assertionForm(a)
 	f.Set("resource", "https://evil.example/mcp")
 	st, out := e.token(r, f)
 	wantTokenError(t, st, out, http.StatusBadRequest, "invalid_target")
+	mustToken(t, e, r, assertionForm(a))
 	st, out = e.token(r, assertionForm(a))
 	wantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
 	// A forged assertion with a live jti does not spend it for the
