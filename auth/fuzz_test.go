@@ -12,7 +12,9 @@ import (
 
 func FuzzParsePrincipal(f *testing.F) {
 	for _, s := range []string{"*", "email:a@b.c", "EMAIL: A@B.C", "domain:acme.com", "group:eng", "group:realm:x",
-		"email:", "domain:@x", "grp:x", "", " * ", "email:a@b@c", "group:\x00", "domain:.x", "email:\u00e9@\u00e9.fr"} {
+		"email:", "domain:@x", "grp:x", "", " * ", "email:a@b@c", "group:\x00", "domain:.x", "email:\u00e9@\u00e9.fr",
+		"client:ci", "CLIENT: release-bot ", "client:", "client:Ci", "client:-x", "email:ci@clients.brainstem.invalid",
+		"domain:clients.brainstem.invalid", "email:x.y@clients.brainstem.invalid"} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, s string) {
@@ -40,6 +42,8 @@ func FuzzParsePrincipal(f *testing.F) {
 			again = "domain:" + p.Value
 		case PrincipalGroup:
 			again = "group:" + p.Value
+		case PrincipalClient:
+			again = "client:" + p.Value
 		default:
 			t.Fatalf("unknown kind %d", p.Kind)
 		}
@@ -60,6 +64,20 @@ func FuzzParsePrincipal(f *testing.F) {
 		case PrincipalDomain:
 			if pol.Caps("x@"+p.Value, nil) != brain.CapRead|brain.CapWrite {
 				t.Fatalf("domain principal %q does not admit x@%s", s, p.Value)
+			}
+		case PrincipalClient:
+			email, err := ServiceAccountEmail(p.Value)
+			if err != nil || pol.Caps(email, nil) != brain.CapRead|brain.CapWrite {
+				t.Fatalf("client principal %q does not admit %q (%v)", s, email, err)
+			}
+		}
+		// Only a client: principal admits a service account, and it admits
+		// no one else.
+		for _, email := range []string{"ci@" + ServiceAccountDomain, p.Value + "@" + ServiceAccountDomain} {
+			id, isSA := ServiceAccountID(email)
+			got := pol.Caps(email, []string{p.Value})
+			if want := isSA && p.Kind == PrincipalClient && p.Value == id; (got != 0) != want {
+				t.Fatalf("principal %q gives service account %q caps %v", s, email, got)
 			}
 		}
 	})

@@ -27,7 +27,7 @@ const (
 // Policy errors.
 var (
 	// ErrBadPrincipal reports a principal string that is not one of "*",
-	// "email:<address>", "domain:<name>" or "group:<name>".
+	// "email:<address>", "domain:<name>", "group:<name>" or "client:<id>".
 	ErrBadPrincipal = errors.New("auth: bad principal")
 	// ErrPolicyTooLarge reports a policy file or list over the limits above.
 	ErrPolicyTooLarge = errors.New("auth: policy too large")
@@ -40,6 +40,12 @@ var (
 //	"email:a@b.c"    one person (the address must pass CanonicalEmail)
 //	"domain:b.c"     everyone whose email's part after the last '@' is exactly b.c
 //	"group:name"     members of an IdP group (exact, case-sensitive)
+//	"client:id"      one service account (the gateway's client credentials grant)
+//
+// Service accounts (emails at ServiceAccountDomain) match client:<id> and
+// nothing else: not "*", no domain and no group, so a machine reaches only
+// the wings whose policy names it. No person matches client:<id>, and
+// email: and domain: principals at ServiceAccountDomain are refused.
 //
 // Capabilities imply each other (brain.Caps.Implied): a curator can also
 // write and read, a writer can also read.
@@ -58,17 +64,19 @@ const (
 	PrincipalEmail                           // "email:"
 	PrincipalDomain                          // "domain:"
 	PrincipalGroup                           // "group:"
+	PrincipalClient                          // "client:"
 )
 
 // Principal is one parsed policy entry.
 type Principal struct {
 	Kind  PrincipalKind
-	Value string // canonical email, lowercased domain or group name; "" for anyone
+	Value string // canonical email, lowercased domain, group name or service account id; "" for anyone
 }
 
 // ParsePrincipal parses one policy entry. Emails are canonicalised by
 // CanonicalEmail (an address it refuses is a bad principal) and domains are
-// lowercased; group names are kept exactly as written (trimmed).
+// lowercased; group names are kept exactly as written (trimmed); a service
+// account id must pass CheckServiceAccountID.
 func ParsePrincipal(s string) (Principal, error) {
 	if len(s) > MaxPrincipalBytes {
 		return Principal{}, fmt.Errorf("%w: %d bytes, the limit is %d", ErrPolicyTooLarge, len(s), MaxPrincipalBytes)
@@ -79,13 +87,18 @@ func ParsePrincipal(s string) (Principal, error) {
 	}
 	kind, value, ok := strings.Cut(t, ":")
 	if !ok {
-		return Principal{}, fmt.Errorf("%w %q: want \"*\", \"email:<address>\", \"domain:<name>\" or \"group:<name>\"", ErrBadPrincipal, s)
+		return Principal{}, fmt.Errorf("%w %q: want \"*\", \"email:<address>\", \"domain:<name>\", \"group:<name>\" or \"client:<id>\"", ErrBadPrincipal, s)
 	}
 	switch strings.ToLower(trimASCIISpace(kind)) {
 	case "email":
 		e, err := CanonicalEmail(value)
 		if err != nil {
 			return Principal{}, fmt.Errorf("%w %q: not an email address (want email:name@example.com): %w", ErrBadPrincipal, s, err)
+		}
+		if id, ok := ServiceAccountID(e); ok {
+			return Principal{}, fmt.Errorf("%w %q: a service account is named client:%s", ErrBadPrincipal, s, id)
+		} else if IsServiceAccountDomain(e) {
+			return Principal{}, fmt.Errorf("%w %q: the domain %s is reserved for service accounts (client:<id>)", ErrBadPrincipal, s, ServiceAccountDomain)
 		}
 		return Principal{Kind: PrincipalEmail, Value: e}, nil
 	case "domain":
@@ -96,6 +109,9 @@ func ParsePrincipal(s string) (Principal, error) {
 		if d == "" || err != nil {
 			return Principal{}, fmt.Errorf("%w %q: not a domain name (want domain:example.com, without '@', in ASCII: xn-- for an internationalised one)", ErrBadPrincipal, s)
 		}
+		if IsServiceAccountDomain(e) {
+			return Principal{}, fmt.Errorf("%w %q: the domain %s is reserved for service accounts; name each one as client:<id>", ErrBadPrincipal, s, ServiceAccountDomain)
+		}
 		return Principal{Kind: PrincipalDomain, Value: e[len("x@"):]}, nil
 	case "group":
 		value = trimASCIISpace(value)
@@ -103,8 +119,14 @@ func ParsePrincipal(s string) (Principal, error) {
 			return Principal{}, fmt.Errorf("%w %q: empty or unprintable group name (want group:<name>)", ErrBadPrincipal, s)
 		}
 		return Principal{Kind: PrincipalGroup, Value: value}, nil
+	case "client":
+		value = trimASCIISpace(value)
+		if err := CheckServiceAccountID(value); err != nil {
+			return Principal{}, fmt.Errorf("%w %q: not a service account id (want client:<id>): %w", ErrBadPrincipal, s, err)
+		}
+		return Principal{Kind: PrincipalClient, Value: value}, nil
 	default:
-		return Principal{}, fmt.Errorf("%w %q: unknown kind %q (want \"*\", email:, domain: or group:)", ErrBadPrincipal, s, kind)
+		return Principal{}, fmt.Errorf("%w %q: unknown kind %q (want \"*\", email:, domain:, group: or client:)", ErrBadPrincipal, s, kind)
 	}
 }
 
@@ -118,8 +140,13 @@ func hasControl(s string) bool {
 }
 
 // matches reports whether the principal admits a caller with a canonical
-// email, its domain and groups.
+// email, its domain and groups. A service account (domain
+// ServiceAccountDomain) matches only its client: principal.
 func (p Principal) matches(email, domain string, groups []string) bool {
+	if domain == ServiceAccountDomain {
+		id, ok := ServiceAccountID(email)
+		return ok && p.Kind == PrincipalClient && p.Value == id
+	}
 	switch p.Kind {
 	case PrincipalAnyone:
 		return true
@@ -280,6 +307,7 @@ type compiledList struct {
 	caps                    brain.Caps
 	anyone                  bool
 	emails, domains, groups map[string]struct{}
+	clients                 map[string]struct{} // service account ids
 }
 
 // CompilePolicy validates p (reporting every problem, as Validate does) and
@@ -290,7 +318,8 @@ func CompilePolicy(p Policy) (*CompiledPolicy, error) {
 	}
 	cp := &CompiledPolicy{src: p, groups: map[string]struct{}{}}
 	for i, l := range p.lists() {
-		cl := compiledList{caps: l.caps, emails: map[string]struct{}{}, domains: map[string]struct{}{}, groups: map[string]struct{}{}}
+		cl := compiledList{caps: l.caps, emails: map[string]struct{}{}, domains: map[string]struct{}{},
+			groups: map[string]struct{}{}, clients: map[string]struct{}{}}
 		for _, s := range l.entries {
 			pr, err := ParsePrincipal(s)
 			if err != nil {
@@ -306,6 +335,8 @@ func CompilePolicy(p Policy) (*CompiledPolicy, error) {
 			case PrincipalGroup:
 				cl.groups[pr.Value] = struct{}{}
 				cp.groups[pr.Value] = struct{}{}
+			case PrincipalClient:
+				cl.clients[pr.Value] = struct{}{}
 			}
 		}
 		cp.lists[i] = cl
@@ -335,6 +366,16 @@ func (cp *CompiledPolicy) grant(email string, groups []string, via bool) (brain.
 		domain = email[at+1:]
 	}
 	var c brain.Caps
+	if domain == ServiceAccountDomain {
+		// A service account: its client: principal only, no groups carried.
+		id, ok := ServiceAccountID(email)
+		for i := range cp.lists {
+			if _, named := cp.lists[i].clients[id]; ok && named {
+				c |= cp.lists[i].caps
+			}
+		}
+		return c, nil
+	}
 	var through []string
 	for i := len(cp.lists) - 1; i >= 0; i-- { // strongest first
 		l := &cp.lists[i]

@@ -292,7 +292,8 @@ func ParseConfig(data []byte) (Config, error) {
 // shards.tls must be a gateway-role certificate whose key matches, valid at
 // now and chaining to shards.tls.ca_file for client use (a shard refuses
 // every mint otherwise), and tls must be a certificate and key that belong
-// together and are valid at now. Every problem is reported at once;
+// together and are valid at now; each service account's credential file
+// must hold a SHA-256 or a public key. Every problem is reported at once;
 // warnings name certificates that expire within pki.ExpiryWarning.
 func CheckConfig(path string, checkFiles bool, now time.Time) (warnings []string, err error) {
 	cfg, err := LoadConfig(path)
@@ -307,7 +308,8 @@ func CheckConfig(path string, checkFiles bool, now time.Time) (warnings []string
 	return warnings, errors.Join(errs...)
 }
 
-// checkFiles reads and checks the certificate files the config names.
+// checkFiles reads and checks the certificate files the config names, and
+// the service accounts' credential files.
 func (c Config) checkFiles(now time.Time) (warnings []string, err error) {
 	var errs []error
 	// A file not named is Validate's to report.
@@ -329,6 +331,11 @@ func (c Config) checkFiles(now time.Time) (warnings []string, err error) {
 			if err != nil {
 				errs = append(errs, fmt.Errorf("%w: shards.tls: %w", ErrConfig, err))
 			}
+		}
+	}
+	if c.OAuth.Enabled {
+		if err := c.OAuth.CheckServiceAccounts(); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %w", ErrConfig, err))
 		}
 	}
 	if c.TLS.CertFile != "" && c.TLS.KeyFile != "" {

@@ -463,3 +463,55 @@ wings: [{name: payments, address: "127.0.0.1:7443"}]
 		})
 	}
 }
+
+// TestCheckConfigServiceAccounts: --check-config reads the service
+// accounts' credential files: a missing file or one that holds neither a
+// SHA-256 nor a public key is refused, naming its key.
+func TestCheckConfigServiceAccounts(t *testing.T) {
+	dir := t.TempDir()
+	write := func(name, content string) string {
+		p := filepath.Join(dir, name)
+		if err := os.WriteFile(p, []byte(content), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		return p
+	}
+	hash := write("ci.sha256", strings.Repeat("ab", 32)+"  -\n")
+	bad := write("bad.sha256", "not a hash\n")
+	config := func(file string) string {
+		return write("gateway.yaml", fmt.Sprintf(`public_url: https://brain.acme.com
+tls: {cert_file: /x/tls.crt, key_file: /x/tls.key}
+oidc: {issuers: [{url: https://login.acme.com, audiences: [brainstem]}]}
+oauth:
+  enabled: true
+  signing_key_file: /x/signing.pem
+  upstream: {issuer: https://login.acme.com, client_id: brainstem, client_secret_file: /x/secret}
+  service_accounts:
+    - id: ci
+      credentials:
+        - secret_sha256_file: %q
+          not_after: 2027-01-31T00:00:00Z
+shards: {tls: {ca_file: /x/ca.crt, cert_file: /x/gw.crt, key_file: /x/gw.key}}
+wings: [{name: payments, address: "127.0.0.1:7443"}]
+`, file))
+	}
+	cfg, err := LoadConfig(config(hash))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cfg.Validate(); err != nil {
+		t.Fatal(err)
+	}
+	if got := cfg.OAuth.ServiceAccounts[0].Credentials[0].NotAfter; !got.Equal(time.Date(2027, 1, 31, 0, 0, 0, 0, time.UTC)) {
+		t.Fatalf("not_after = %v", got)
+	}
+	if err := cfg.OAuth.CheckServiceAccounts(); err != nil {
+		t.Fatalf("a good hash file: %v", err)
+	}
+	for file, want := range map[string]string{bad: "not a hex SHA-256", filepath.Join(dir, "none"): "no such file"} {
+		_, err := CheckConfig(config(file), true, time.Now())
+		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "oauth.service_accounts[0].credentials[0]") || !strings.Contains(err.Error(), want) {
+			t.Errorf("%s: err = %v, want %q", file, err, want)
+		}
+	}
+}

@@ -346,7 +346,8 @@ func (v *Verifier) checkTimes(c *claims, now time.Time) *Error {
 
 // checkEmail applies the email rules: an email the email rule accepts,
 // verified (email_verified true, or absent from a TrustEmail issuer), and
-// within AllowedDomains. It returns the canonical email.
+// within AllowedDomains, and not at auth.ServiceAccountDomain. It returns
+// the canonical email.
 func (v *Verifier) checkEmail(is *issuer, c *claims) (string, *Error) {
 	if !c.HasEmail {
 		return "", newError(EmailMissing, "the token has no email claim; sign in again granting the email scope", nil)
@@ -361,6 +362,13 @@ func (v *Verifier) checkEmail(is *issuer, c *claims) (string, *Error) {
 			fmt.Sprintf("the email address %s is not verified by your identity provider; verify it there, then sign in again", email), nil)
 	}
 	domain := email[strings.LastIndexByte(email, '@')+1:]
+	if domain == auth.ServiceAccountDomain {
+		// Only the gateway's own authorization server issues identities
+		// there (the client credentials grant): an IdP that lets a person
+		// set this address must not make them a service account.
+		return "", newError(DomainNotAllowed,
+			fmt.Sprintf("addresses at %s are reserved for the gateway's service accounts", domain), nil)
+	}
 	if v.domains != nil && !v.domains[domain] {
 		return "", newError(DomainNotAllowed,
 			fmt.Sprintf("accounts at %s are not allowed here; sign in with your company account", domain), nil)

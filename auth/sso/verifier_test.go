@@ -94,6 +94,8 @@ func TestTokenMatrix(t *testing.T) {
 		{"trust_email: email_verified false", sign(with(c, "email_verified", false)), func(c *Config) { c.Issuers[0].TrustEmail = true }, EmailUnverified, "insufficient_scope", 403},
 		{"trust_email: email still required", sign(without(without(c, "email_verified"), "email")), func(c *Config) { c.Issuers[0].TrustEmail = true }, EmailMissing, "invalid_token", 401},
 		{"domain not allowed", valid, func(c *Config) { c.AllowedDomains = []string{"acme.io"} }, DomainNotAllowed, "insufficient_scope", 403},
+		{"service account domain is reserved", sign(with(c, "email", "ci@clients.brainstem.invalid")), nil, DomainNotAllowed, "insufficient_scope", 403},
+		{"service account domain is reserved, any case", sign(with(c, "email", "Ann@CLIENTS.brainstem.invalid")), nil, DomainNotAllowed, "insufficient_scope", 403},
 		{"subdomain is not the domain", sign(with(c, "email", "ann@eu.acme.com")), func(c *Config) { c.AllowedDomains = []string{"acme.com"} }, DomainNotAllowed, "insufficient_scope", 403},
 		{"not a JWT", "hello", nil, MalformedToken, "invalid_token", 401},
 		{"four parts", valid + ".x", nil, MalformedToken, "invalid_token", 401},

@@ -72,6 +72,14 @@ type Config struct {
 	RedirectSchemes []string `yaml:"redirect_schemes"`
 	// ClientMetadata configures client ID metadata documents (https client ids).
 	ClientMetadata ClientMetadataConfig `yaml:"client_metadata"`
+	// ServiceAccounts are machine identities that sign in with the client
+	// credentials grant (see ServiceAccount). The gateway reads them at
+	// start: a changed list takes effect when it restarts.
+	ServiceAccounts []ServiceAccount `yaml:"service_accounts"`
+	// ServiceAccountTokenTTL is the lifetime of a service account's access
+	// token: default DefaultServiceAccountTokenTTL, at most
+	// MaxServiceAccountTokenTTL.
+	ServiceAccountTokenTTL time.Duration `yaml:"service_account_token_ttl"`
 }
 
 // UpstreamConfig names the IdP and the facade's client there.
@@ -133,6 +141,9 @@ func (c Config) withDefaults() Config {
 	if c.ConsentTTL == 0 {
 		c.ConsentTTL = DefaultConsentTTL
 	}
+	if c.ServiceAccountTokenTTL == 0 {
+		c.ServiceAccountTokenTTL = DefaultServiceAccountTokenTTL
+	}
 	if len(c.Upstream.Scopes) == 0 {
 		c.Upstream.Scopes = DefaultUpstreamScopes
 	}
@@ -144,6 +155,9 @@ func (c Config) withDefaults() Config {
 // hosts relax the https rules, as for `brainstem dev`).
 func (c Config) Validate(publicURL string) error {
 	if !c.Enabled {
+		if len(c.ServiceAccounts) > 0 {
+			return errors.New("oauth.service_accounts: the gateway's authorization server issues their tokens; set oauth.enabled")
+		}
 		return nil
 	}
 	var errs []error
@@ -191,6 +205,8 @@ func (c Config) Validate(publicURL string) error {
 	check("refresh_reuse_grace", c.RefreshReuseGrace, time.Second, time.Minute)
 	check("code_ttl", c.CodeTTL, 10*time.Second, DefaultCodeTTL)
 	check("consent_ttl", c.ConsentTTL, time.Minute, 365*24*time.Hour)
+	check("service_account_token_ttl", c.ServiceAccountTokenTTL, time.Minute, MaxServiceAccountTokenTTL)
+	validateServiceAccounts(c.ServiceAccounts, bad)
 	for i, r := range c.RedirectURIs {
 		if err := checkAllowlistedRedirect(r); err != nil {
 			bad(fmt.Sprintf("redirect_uris[%d]", i), "%v", err)

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	jose "github.com/go-jose/go-jose/v4"
+
 	"github.com/brainstem/brainstem/auth"
 )
 
@@ -25,15 +27,25 @@ func (refusingVerifier) Verify(context.Context, string) (auth.Identity, error) {
 // call): enough for the decoders.
 func fuzzServer(f *testing.F) *Server {
 	f.Helper()
+	return fuzzServerWith(f, nil)
+}
+
+// fuzzServerWith is fuzzServer with its configuration adjusted by mutate.
+func fuzzServerWith(f *testing.F, mutate func(*Config)) *Server {
+	f.Helper()
 	k, err := auth.GenerateKey()
 	if err != nil {
 		f.Fatal(err)
 	}
-	s, err := New(context.Background(), Config{
+	cfg := Config{
 		Enabled: true, SigningKeyFile: "unused",
 		Upstream:       UpstreamConfig{Issuer: "http://127.0.0.1:1", ClientID: "c", ClientSecret: "s"},
 		ClientMetadata: ClientMetadataConfig{Disabled: true}, // no fetches from fuzzed client ids
-	}, Options{Issuer: "http://127.0.0.1:1", Resource: "http://127.0.0.1:1/mcp", Verifier: refusingVerifier{}, Keys: []auth.KeyPair{k}})
+	}
+	if mutate != nil {
+		mutate(&cfg)
+	}
+	s, err := New(context.Background(), cfg, Options{Issuer: "http://127.0.0.1:1", Resource: "http://127.0.0.1:1/mcp", Verifier: refusingVerifier{}, Keys: []auth.KeyPair{k}})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -200,6 +212,97 @@ func FuzzDevicePageForm(f *testing.F) {
 		}
 		if !strings.Contains(w.Header().Get("Content-Security-Policy"), "frame-ancestors 'none'") {
 			t.Fatalf("%q: a page without the CSP", body)
+		}
+	})
+}
+
+// FuzzClientCredentialsForm: no form body makes the client credentials
+// grant panic; every answer is JSON, and a token is issued only to a
+// genuine secret of its account or to a genuine assertion, once.
+func FuzzClientCredentialsForm(f *testing.F) {
+	secret := newSecret(f)
+	key := newEd25519(f)
+	s := fuzzServerWith(f, func(c *Config) {
+		c.ServiceAccounts = []ServiceAccount{
+			{ID: "ci", Credentials: []Credential{{SecretSHA256: secretHash(secret)}}},
+			{ID: "bot", Credentials: []Credential{{PublicKey: publicPEM(f, key)}}},
+		}
+	})
+	r := &replica{srv: s, url: "http://127.0.0.1:1"}
+	bot := machine{id: "bot", key: key, alg: jose.EdDSA}
+	genuine := map[string]bool{}
+	now := time.Now()
+	for _, over := range []map[string]any{nil, {"aud": r.url}, {"aud": []string{r.url + PathToken}}} {
+		a := bot.assertion(f, r, now, over)
+		genuine[a] = true
+		f.Add(assertionForm(a).Encode())
+	}
+	good := machine{id: "ci", secret: secret}.secretForm()
+	f.Add(good.Encode())
+	f.Add(good.Encode() + "&resource=http%3A%2F%2F127.0.0.1%3A1%2Fmcp&scope=mcp")
+	f.Add(good.Encode() + "&client_id=bot")
+	f.Add("grant_type=client_credentials&client_id=ci&client_secret=" + secretHash(secret))
+	f.Add("grant_type=client_credentials&client_assertion_type=x&client_assertion=a.b.c")
+	f.Add("grant_type=client_credentials")
+	f.Fuzz(func(t *testing.T, body string) {
+		req := httptest.NewRequest(http.MethodPost, "/token", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.RemoteAddr = "192.0.2.1:1234"
+		s.limits.Purge() // the per-address budget is not under test
+		w := httptest.NewRecorder()
+		s.serveToken(w, req)
+		var out map[string]any
+		if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
+			t.Fatalf("%q: answer is not JSON: %s", body, w.Body)
+		}
+		if w.Code != http.StatusOK {
+			if out["error"] == "" {
+				t.Fatalf("%q: %d without an error code", body, w.Code)
+			}
+			return
+		}
+		form, err := url.ParseQuery(body)
+		if err != nil {
+			t.Fatalf("%q: a token for a form that does not parse", body)
+		}
+		bySecret := form.Get("client_id") == "ci" && form.Get("client_secret") == secret
+		byKey := genuine[form.Get("client_assertion")]
+		if !bySecret && !byKey {
+			t.Fatalf("%q: a token without a genuine credential: %v", body, out)
+		}
+		if byKey {
+			delete(genuine, form.Get("client_assertion")) // once only
+		}
+		if _, err := s.Verify(context.Background(), out["access_token"].(string)); err != nil {
+			t.Fatalf("%q: the token issued does not verify: %v", body, err)
+		}
+	})
+}
+
+// FuzzServiceAccountCredential: no configured hash or public key makes the
+// credential parsers panic; a key they accept is pinned to EdDSA, ES256 or
+// RS256, and a hash they accept is 32 bytes.
+func FuzzServiceAccountCredential(f *testing.F) {
+	f.Add(publicPEM(f, newEd25519(f)))
+	f.Add(publicPEM(f, newP256(f)))
+	f.Add("-----BEGIN PUBLIC KEY-----\nAAAA\n-----END PUBLIC KEY-----\n")
+	f.Add(secretHash("x"))
+	f.Add(strings.ToUpper(secretHash("x")) + "  -\n")
+	f.Add("")
+	f.Fuzz(func(t *testing.T, in string) {
+		if k, err := parsePublicKey([]byte(in)); err == nil {
+			switch k.alg {
+			case jose.EdDSA, jose.ES256, jose.RS256:
+			default:
+				t.Fatalf("%q: algorithm %s", in, k.alg)
+			}
+		}
+		if h, err := parseSecretHash(in); err == nil && len(h) != 32 {
+			t.Fatalf("%q: a %d-byte hash", in, len(h))
+		}
+		c, err := loadCredential(Credential{SecretSHA256: in})
+		if err == nil && len(c.hash) != 32 {
+			t.Fatalf("%q: loaded a %d-byte hash", in, len(c.hash))
 		}
 	})
 }

@@ -118,6 +118,11 @@ func newEnv(t *testing.T, n int, mutate func(*Config)) *testEnv {
 }
 
 func (e *testEnv) addReplica(mutate func(*Config)) *replica {
+	return e.addReplicaWith(mutate, nil)
+}
+
+// addReplicaWith is addReplica with its options adjusted by opts.
+func (e *testEnv) addReplicaWith(mutate func(*Config), opts func(*Options)) *replica {
 	t := e.t
 	ln, u := listen(t)
 	cfg := Config{
@@ -138,7 +143,11 @@ func (e *testEnv) addReplica(mutate func(*Config)) *replica {
 	if err != nil {
 		t.Fatal(err)
 	}
-	srv, err := New(ctx, cfg, Options{Issuer: u, Resource: u + "/mcp", Verifier: v, Keys: e.keys, Now: e.clock.Now})
+	opt := Options{Issuer: u, Resource: u + "/mcp", Verifier: v, Keys: e.keys, Now: e.clock.Now}
+	if opts != nil {
+		opts(&opt)
+	}
+	srv, err := New(ctx, cfg, opt)
 	if err != nil {
 		t.Fatal(err)
 	}

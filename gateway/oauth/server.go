@@ -105,7 +105,9 @@ type Server struct {
 	revoked       *lru.Cache[string, time.Time]     // access token id or refresh family → until
 	verified      *lru.Cache[[32]byte, accessEntry] // access tokens verified recently
 	limits        *lru.Cache[string, *rate.Limiter]
-	devices       *deviceStore // device requests issued by this replica
+	devices       *deviceStore        // device requests issued by this replica
+	accounts      map[string]*account // service accounts by client id
+	assertions    *assertionStore     // jti of client assertions accepted here
 
 	requests     *prometheus.CounterVec
 	metadataJSON []byte
@@ -159,6 +161,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		s.meta = newMetadataFetcher(cfg.ClientMetadata, s.now)
 	}
 	if err := s.newMemory(opt.Registerer); err != nil {
+		return nil, err
+	}
+	if s.accounts, err = loadServiceAccounts(cfg.ServiceAccounts, s.log); err != nil {
 		return nil, err
 	}
 	s.metadataJSON, err = json.Marshal(s.metadata())
@@ -217,6 +222,7 @@ func (s *Server) newMemory(reg prometheus.Registerer) error {
 	s.verified, _ = lru.New[[32]byte, accessEntry](memorySize)
 	s.limits, _ = lru.New[string, *rate.Limiter](limiterCacheSize)
 	s.devices = newDeviceStore()
+	s.assertions = newAssertionStore(maxAssertionsRemembered)
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "brainstem_gateway_oauth_requests_total",
 		Help: "Requests to the gateway's authorization server, by endpoint and outcome (ok, refused, unavailable, error).",
@@ -235,9 +241,11 @@ func (s *Server) Issuer() string { return s.issuer }
 // Scopes are the scopes the server grants.
 func (s *Server) Scopes() []string { return []string{Scope} }
 
-// metadata is the RFC 8414 document.
+// metadata is the RFC 8414 document. The client credentials grant and
+// its client authentication methods are listed when service accounts are
+// configured.
 func (s *Server) metadata() map[string]any {
-	return map[string]any{
+	m := map[string]any{
 		"issuer":                                         s.issuer,
 		"authorization_endpoint":                         s.issuer + PathAuthorize,
 		"token_endpoint":                                 s.issuer + PathToken,
@@ -255,6 +263,12 @@ func (s *Server) metadata() map[string]any {
 		"client_id_metadata_document_supported":          s.meta != nil,
 		"authorization_response_iss_parameter_supported": true,
 	}
+	if len(s.accounts) > 0 {
+		m["grant_types_supported"] = []string{"authorization_code", "refresh_token", GrantTypeDevice, GrantTypeClientCredentials}
+		m["token_endpoint_auth_methods_supported"] = []string{"none", "client_secret_basic", "client_secret_post", "private_key_jwt"}
+		m["token_endpoint_auth_signing_alg_values_supported"] = []string{"EdDSA", "ES256", "RS256"}
+	}
+	return m
 }
 
 // Register adds the server's endpoints to mux: the metadata at the RFC 8414

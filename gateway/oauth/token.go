@@ -98,7 +98,17 @@ func invalidRequest(format string, args ...any) *tokenError {
 
 // serveToken is POST /token.
 func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
-	form, clientID, terr := s.tokenForm(w, r)
+	form, terr := readTokenForm(w, r)
+	if terr == nil && form.Get("grant_type") == GrantTypeClientCredentials {
+		// A service account authenticates itself; it is no registered client.
+		body, terr := s.redeemClientCredentials(r, form)
+		s.answerToken(w, r, "token_client_credentials", body, terr)
+		return
+	}
+	var clientID string
+	if terr == nil {
+		clientID, terr = s.tokenClient(r, form)
+	}
 	if terr != nil {
 		s.count("token", "refused")
 		s.writeTokenError(w, terr)
@@ -116,7 +126,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	case GrantTypeDevice:
 		body, terr = s.redeemDevice(r, form, clientID)
 	default:
-		terr = &tokenError{http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code, refresh_token or " + GrantTypeDevice, 0}
+		terr = &tokenError{http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code, refresh_token, " + GrantTypeDevice + " or " + GrantTypeClientCredentials, 0}
 	}
 	endpoint := "token_" + grant
 	switch grant {
@@ -126,12 +136,21 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	default:
 		endpoint = "token"
 	}
+	s.answerToken(w, r, endpoint, body, terr)
+}
+
+// answerToken counts and writes a token endpoint's answer. A failed client
+// authentication that used HTTP Basic gets the challenge RFC 6749 §5.2 asks.
+func (s *Server) answerToken(w http.ResponseWriter, r *http.Request, endpoint string, body []byte, terr *tokenError) {
 	if terr != nil {
 		outcome := "refused"
 		if terr.status >= 500 {
 			outcome = "unavailable"
 		}
 		s.count(endpoint, outcome)
+		if _, _, basic := r.BasicAuth(); basic && terr.code == "invalid_client" {
+			w.Header().Set("WWW-Authenticate", `Basic realm="brainstem"`)
+		}
 		s.writeTokenError(w, terr)
 		return
 	}
@@ -143,37 +162,56 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 // parameter at most once, and the public client's id (in the form or as
 // the user of HTTP Basic authentication).
 func (s *Server) tokenForm(w http.ResponseWriter, r *http.Request) (url.Values, string, *tokenError) {
+	form, terr := readTokenForm(w, r)
+	if terr != nil {
+		return nil, "", terr
+	}
+	clientID, terr := s.tokenClient(r, form)
+	if terr != nil {
+		return nil, "", terr
+	}
+	return form, clientID, nil
+}
+
+// readTokenForm reads a form body with each parameter at most once.
+func readTokenForm(w http.ResponseWriter, r *http.Request) (url.Values, *tokenError) {
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/x-www-form-urlencoded" {
-		return nil, "", invalidRequest("the body must be application/x-www-form-urlencoded")
+		return nil, invalidRequest("the body must be application/x-www-form-urlencoded")
 	}
 	data, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxFormBytes))
 	if err != nil {
-		return nil, "", invalidRequest("the body could not be read or is over %d bytes", maxFormBytes)
+		return nil, invalidRequest("the body could not be read or is over %d bytes", maxFormBytes)
 	}
 	form, err := url.ParseQuery(string(data))
 	if err != nil {
-		return nil, "", invalidRequest("the body is not a valid form")
+		return nil, invalidRequest("the body is not a valid form")
 	}
 	for k, v := range form {
 		if len(v) > 1 {
-			return nil, "", invalidRequest("the parameter %q appears more than once", k)
+			return nil, invalidRequest("the parameter %q appears more than once", k)
 		}
 	}
+	return form, nil
+}
+
+// tokenClient is the public client's id of a token or revocation request
+// (in the form or as the user of HTTP Basic authentication).
+func (s *Server) tokenClient(r *http.Request, form url.Values) (string, *tokenError) {
 	clientID := form.Get("client_id")
 	if user, _, ok := r.BasicAuth(); ok {
-		user, err = url.QueryUnescape(user) // RFC 6749 §2.3.1
+		user, err := url.QueryUnescape(user) // RFC 6749 §2.3.1
 		if err != nil || clientID != "" && clientID != user {
-			return nil, "", invalidRequest("client_id in the form and in Basic authentication differ")
+			return "", invalidRequest("client_id in the form and in Basic authentication differ")
 		}
 		clientID = user
 	}
 	if clientID == "" {
-		return nil, "", &tokenError{http.StatusUnauthorized, "invalid_client", "client_id is required", 0}
+		return "", &tokenError{http.StatusUnauthorized, "invalid_client", "client_id is required", 0}
 	}
 	if !s.knownClientID(clientID) {
-		return nil, "", &tokenError{http.StatusUnauthorized, "invalid_client", "the client id is not one this gateway issued; register again", 0}
+		return "", &tokenError{http.StatusUnauthorized, "invalid_client", "the client id is not one this gateway issued; register again", 0}
 	}
-	return form, clientID, nil
+	return clientID, nil
 }
 
 // knownClientID reports whether a client id is validly signed, or a

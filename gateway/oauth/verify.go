@@ -90,6 +90,11 @@ func (s *Server) Verify(_ context.Context, raw string) (auth.Identity, error) {
 	if err != nil || email != c.Email {
 		return auth.Identity{}, sso.NewError(sso.EmailMissing, "the access token carries no valid email", err)
 	}
+	if auth.IsServiceAccountDomain(email) {
+		if err := s.checkServiceIdentity(c); err != nil {
+			return auth.Identity{}, err
+		}
+	}
 	exp := time.Unix(c.Expiry, 0)
 	id := auth.Identity{Email: email, Groups: c.Groups, Issuer: s.issuer, Subject: c.Subject, Expiry: exp}
 	until := now.Add(accessCacheTTL)

@@ -55,6 +55,16 @@ type scenarioValues struct {
 				ExistingSecret string `yaml:"existingSecret"`
 			} `yaml:"previous"`
 		} `yaml:"signingKey"`
+		ServiceAccounts []struct {
+			Credentials []struct {
+				SecretSHA256 *struct {
+					ExistingSecret string `yaml:"existingSecret"`
+				} `yaml:"secretSha256"`
+				PublicKey *struct {
+					ExistingSecret string `yaml:"existingSecret"`
+				} `yaml:"publicKey"`
+			} `yaml:"credentials"`
+		} `yaml:"serviceAccounts"`
 	} `yaml:"oauth"`
 	MTLS struct {
 		Mode            string `yaml:"mode"`
@@ -275,6 +285,16 @@ func secretSources(r release, v scenarioValues) map[string]bool {
 	}
 	for _, p := range v.OAuth.SigningKey.Previous {
 		out[p.ExistingSecret] = true
+	}
+	for _, a := range v.OAuth.ServiceAccounts {
+		for _, c := range a.Credentials {
+			if c.SecretSHA256 != nil {
+				out[c.SecretSHA256.ExistingSecret] = true
+			}
+			if c.PublicKey != nil {
+				out[c.PublicKey.ExistingSecret] = true
+			}
+		}
 	}
 	if v.MTLS.Mode == "existingSecrets" {
 		out[v.MTLS.ExistingSecrets.Gateway] = true

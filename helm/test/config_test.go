@@ -94,6 +94,19 @@ type oauthConf struct {
 		Disabled     bool     `yaml:"disabled"`
 		AllowedHosts []string `yaml:"allowed_hosts"`
 	} `yaml:"client_metadata"`
+	ServiceAccountTokenTTL string           `yaml:"service_account_token_ttl"`
+	ServiceAccounts        []serviceAccount `yaml:"service_accounts"`
+}
+
+// serviceAccount is one entry of oauth.service_accounts.
+type serviceAccount struct {
+	ID          string `yaml:"id"`
+	Name        string `yaml:"name"`
+	Credentials []struct {
+		SecretSHA256File string `yaml:"secret_sha256_file"`
+		PublicKeyFile    string `yaml:"public_key_file"`
+		NotAfter         string `yaml:"not_after"`
+	} `yaml:"credentials"`
 }
 
 type shardsCfg struct {

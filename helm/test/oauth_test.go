@@ -50,7 +50,15 @@ func checkOAuth(t *testing.T, r release, v scenarioValues, cfg gatewayConfig) {
 		return
 	}
 	files := append([]string{cfg.OAuth.SigningKeyFile, cfg.OAuth.Upstream.ClientSecretFile}, cfg.OAuth.PreviousSigningKeyFiles...)
+	for _, a := range cfg.OAuth.ServiceAccounts {
+		for _, c := range a.Credentials {
+			files = append(files, c.SecretSHA256File+c.PublicKeyFile)
+		}
+	}
 	checkFilesProvided(t, r, v, d, files...)
+	if n := len(cfg.OAuth.ServiceAccounts); n != len(v.OAuth.ServiceAccounts) {
+		t.Errorf("%d service accounts in gateway.yaml, %d in values", n, len(v.OAuth.ServiceAccounts))
+	}
 	if n := len(cfg.OAuth.PreviousSigningKeyFiles); n != len(v.OAuth.SigningKey.Previous) {
 		t.Errorf("%d previous signing keys in gateway.yaml, %d in values", n, len(v.OAuth.SigningKey.Previous))
 	}
@@ -377,6 +385,9 @@ var oauthAccepted = []struct{ name, overlay string }{
 	{"oauth ttls in compound and fractional forms", oauthOverlay + "  accessTokenTTL: 0h59m60s\n  refreshTokenTTL: 89h60m\n  refreshReuseGrace: 0.5m\n  codeTTL: 59999ms\n  consentTTL: 1h30m"},
 	{"oauth loopback and https redirect uris, private schemes", oauthOverlay + "  redirectURIs: ['https://vscode.dev/redirect', 'http://localhost:8080/cb', 'http://[::1]/cb', 'https://app.acme.com/cb?x=1']\n  redirectSchemes: [cursor, vscode, com.example.app, x-app+1]"},
 	{"oauth off with empty upstream", "oauth: {enabled: false}"},
+	{"service account token ttl at its bounds", oauthOverlay + "  serviceAccountTokenTTL: 15m"},
+	{"service account token ttl at its lower bound", oauthOverlay + "  serviceAccountTokenTTL: 1m"},
+	{"service accounts, a rotation and a key", oauthOverlay + "  serviceAccounts: [{id: ci, credentials: [{secretSha256: {existingSecret: s, key: a}, notAfter: '2027-01-01T00:00:00+01:00'}, {secretSha256: {existingSecret: s, key: b}}]}, {id: " + strings.Repeat("b", 63) + ", credentials: [{publicKey: {existingSecret: k, key: pub.pem}}]}]"},
 	{"trust email", "oidc: {issuers: [{url: 'https://login.acme.com', audiences: [brainstem], trustEmail: true}]}"},
 }
 

@@ -67,6 +67,7 @@ func TestValuesRejected(t *testing.T) {
 		{"ingress cert-manager without issuer", `ingress: {tls: {certManager: {enabled: true}}}`, []string{"ingress.tls.certManager.issuer"}},
 	}
 	cases = append(cases, oauthRejected...)
+	cases = append(cases, machinesRejected...)
 	cases = append(cases, tunablesRejected...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -93,7 +94,7 @@ func TestValuesAccepted(t *testing.T) {
 		{"1-char and digit wing names", `wings: [{name: a, policy: {}}, {name: "9", policy: {}}, {name: a-9, policy: {}}]`},
 		{"names that only start like reserved ones", `wings: [{name: console, policy: {}}, {name: com10, policy: {}}, {name: nul-1, policy: {}}]`},
 		{"ports at the limits", "gateway: {ports: {https: 1, admin: 65535}, service: {port: 65535, adminPort: 1}}\nshard: {ports: {quic: 65535, admin: 1}}"},
-		{"every principal kind", `wings: [{name: payments, policy: {readers: ["*"], writers: ["email:a@acme.com", "domain:acme.com"], curators: ["group:leads"]}}]`},
+		{"every principal kind", `wings: [{name: payments, policy: {readers: ["*"], writers: ["email:a@acme.com", "domain:acme.com", "client:ci-1_x"], curators: ["group:leads"]}}]`},
 		{"existing secrets complete", `mtls: {mode: existingSecrets, existingSecrets: {gateway: gw, shards: {payments: p}}}`},
 		{"cert-manager with an external issuer", `mtls: {mode: certManager, certManager: {createIssuer: false, issuerRef: {name: corp-ca, kind: ClusterIssuer}}}`},
 		{"no ingress, public url given", `ingress: {enabled: false}` + "\npublicURL: https://brain.acme.com"},

@@ -277,7 +277,14 @@ depend on them so a bad values file fails before anything renders.
 {{- fail (printf "brainstem: oauth.upstream.authParams.%s: the gateway sets this parameter itself; remove it" $k) -}}
 {{- end -}}
 {{- end -}}
-{{- $bounds := dict "accessTokenTTL" (list 60 3600 "1m" "1h") "refreshTokenTTL" (list 3600 7776000 "1h" "2160h") "refreshReuseGrace" (list 1 60 "1s" "1m") "codeTTL" (list 10 60 "10s" "60s") "consentTTL" (list 60 31536000 "1m" "8760h") -}}
+{{- $ids := dict -}}
+{{- range $i, $a := $o.serviceAccounts -}}
+{{- if hasKey $ids $a.id -}}
+{{- fail (printf "brainstem: oauth.serviceAccounts[%d].id: %q is also serviceAccounts[%v]: each account needs a unique id" $i $a.id (index $ids $a.id)) -}}
+{{- end -}}
+{{- $_ := set $ids $a.id $i -}}
+{{- end -}}
+{{- $bounds := dict "serviceAccountTokenTTL" (list 60 900 "1m" "15m") "accessTokenTTL" (list 60 3600 "1m" "1h") "refreshTokenTTL" (list 3600 7776000 "1h" "2160h") "refreshReuseGrace" (list 1 60 "1s" "1m") "codeTTL" (list 10 60 "10s" "60s") "consentTTL" (list 60 31536000 "1m" "8760h") -}}
 {{- range $key, $b := $bounds -}}
 {{- with index $o $key -}}
 {{- $sec := include "brainstem.durationSeconds" . | float64 -}}
@@ -286,6 +293,9 @@ depend on them so a bad values file fails before anything renders.
 {{- end -}}
 {{- end -}}
 {{- end -}}
+{{- end -}}
+{{- if and (not .Values.oauth.enabled) .Values.oauth.serviceAccounts -}}
+{{- fail "brainstem: oauth.serviceAccounts: the gateway's authorization server issues their tokens; set oauth.enabled" -}}
 {{- end -}}
 {{- include "brainstem.validateTunables" . -}}
 {{- $_ := include "brainstem.publicURL" . -}}
