@@ -133,12 +133,13 @@ func jsonString(raw []byte) (s string, ok bool) {
 }
 
 // unquoteKey returns an object key without its quotes, decoding escapes
-// (rare in keys: "w\u0069ng" is "wing", for encoding/json and the shard).
+// (rare in keys: "w\u0069ng" is "wing", for encoding/json and the shard)
+// and, as encoding/json does, turning invalid UTF-8 into U+FFFD.
 func unquoteKey(q []byte) []byte {
 	if len(q) < 2 {
 		return nil
 	}
-	if bytes.IndexByte(q, '\\') < 0 {
+	if bytes.IndexByte(q, '\\') < 0 && utf8.Valid(q) {
 		return q[1 : len(q)-1]
 	}
 	var s string
