@@ -1,7 +1,6 @@
 package e2e
 
 import (
-	"bytes"
 	"context"
 	"crypto/ed25519"
 	"crypto/rand"
@@ -19,7 +18,6 @@ import (
 	"os/exec"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +27,7 @@ import (
 	"github.com/brainstem/brainstem/gateway"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/tooling/devenv"
+	"github.com/brainstem/brainstem/tooling/logcheck"
 )
 
 // These tests are the CI-style scripts of issue 21's machine identities:
@@ -37,27 +36,9 @@ import (
 // calls /mcp with a real MCP client, against the real gateway, shards and
 // development IdP on loopback.
 
-// lockedBuffer collects what the servers log.
-type lockedBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (l *lockedBuffer) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.Write(p)
-}
-
-func (l *lockedBuffer) String() string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.b.String()
-}
-
 // machineEnv starts the development environment in data with the given
 // service accounts, logging and auditing into logs.
-func machineEnv(t *testing.T, data string, accounts []oauth.ServiceAccount, logs *lockedBuffer) *devenv.Env {
+func machineEnv(t *testing.T, data string, accounts []oauth.ServiceAccount, logs *logcheck.Buffer) *devenv.Env {
 	t.Helper()
 	env, err := devenv.Start(context.Background(), devenv.Config{
 		Data:     data,
@@ -243,7 +224,7 @@ func TestMachineIdentities(t *testing.T) {
 	rotating := []oauth.ServiceAccount{
 		{ID: "ci", Name: "CI", Credentials: []oauth.Credential{{SecretSHA256: oldHash}, {SecretSHA256: newHash}}}, bot, stranger,
 	}
-	logs := &lockedBuffer{}
+	logs := &logcheck.Buffer{}
 	env := machineEnv(t, data, rotating, logs)
 	allowMachines(t, env)
 
@@ -344,7 +325,7 @@ func TestMachineScript(t *testing.T) {
 	if err := os.WriteFile(keyFile, pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: priv}), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	logs := &lockedBuffer{}
+	logs := &logcheck.Buffer{}
 	env := machineEnv(t, t.TempDir(), []oauth.ServiceAccount{
 		{ID: "ci", Credentials: []oauth.Credential{{SecretSHA256: hash}}},
 		{ID: "bot", Credentials: []oauth.Credential{{PublicKey: string(pem.EncodeToMemory(&pem.Block{Type: "PUBLIC KEY", Bytes: der}))}}},

@@ -1,45 +1,26 @@
 package console_test
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 
 	"github.com/brainstem/brainstem/gateway"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
+	"github.com/brainstem/brainstem/tooling/logcheck"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
-// syncBuffer collects the audit lines the gateway writes.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // startEnv starts a development environment (IdP, shards, gateway on
 // loopback) and returns it with its audit log.
-func startEnv(t testing.TB) (*devenv.Env, *syncBuffer) {
+func startEnv(t testing.TB) (*devenv.Env, *logcheck.Buffer) {
 	t.Helper()
-	audit := &syncBuffer{}
+	audit := &logcheck.Buffer{}
 	env := devenvtest.Start(t, devenv.Config{AuditLog: audit, Gateway: func(c *gateway.Config) {
 		c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6
 	}})

@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"crypto"
 	"crypto/ecdsa"
@@ -24,7 +23,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -32,6 +30,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/tooling/logcheck"
 )
 
 // machine is a service account's client side: its id and its secret or
@@ -129,24 +128,7 @@ func assertionForm(a string) url.Values {
 type machines struct {
 	ci, ciNext, bot, es machine
 	accounts            []ServiceAccount
-	logs                *syncBuffer
-}
-
-type syncBuffer struct {
-	mu sync.Mutex
-	b  bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
+	logs                *logcheck.Buffer
 }
 
 func newMachines(t *testing.T, now time.Time) *machines {
@@ -156,7 +138,7 @@ func newMachines(t *testing.T, now time.Time) *machines {
 		ciNext: machine{id: "ci", secret: newSecret(t)},
 		bot:    machine{id: "bot", key: newEd25519(t), alg: jose.EdDSA},
 		es:     machine{id: "es", key: newP256(t), alg: jose.ES256},
-		logs:   &syncBuffer{},
+		logs:   &logcheck.Buffer{},
 	}
 	keyFile := filepath.Join(t.TempDir(), "bot.pem")
 	if err := os.WriteFile(keyFile, []byte(publicPEM(t, m.bot.key)), 0o600); err != nil {
