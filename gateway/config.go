@@ -45,6 +45,8 @@ type Config struct {
 	// OAuth configures the gateway's own authorization server, through
 	// which MCP clients sign in with nothing but the URL (see gateway/oauth).
 	OAuth oauth.Config `yaml:"oauth"`
+	// Peers lets the gateway's replicas reach each other (PeersConfig).
+	Peers PeersConfig `yaml:"peers"`
 	// Shards configures the QUIC connections to the wings' shards.
 	Shards ShardsConfig `yaml:"shards"`
 	// Wings lists every wing and where its shard listens.
@@ -370,6 +372,7 @@ func (c Config) validate(requireShardTLS bool) error {
 		p = append(p, fmt.Errorf("%w: oidc: %w", ErrConfig, err))
 	}
 	p = append(p, c.validateOAuth()...)
+	c.validatePeers(&p)
 	c.Shards.validate(&p, requireShardTLS)
 	validateWings(&p, c.Wings)
 	c.Limits.validate(&p)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -182,6 +183,16 @@ func TestValidateReportsEverything(t *testing.T) {
 		{"oauth http redirect", func(c *Config) { c.OAuth.RedirectURIs = []string{"http://vscode.dev/redirect"} }, "oauth.redirect_uris[0]"},
 		{"oauth web scheme", func(c *Config) { c.OAuth.RedirectSchemes = []string{"javascript"} }, "oauth.redirect_schemes[0]"},
 		{"oauth loopback documents in production", func(c *Config) { c.OAuth.ClientMetadata.AllowLoopback = true }, "client_metadata.allow_loopback"},
+		{"peers by dns", func(c *Config) { c.Peers = PeersConfig{DNS: "brainstem-gateway-peers.brainstem.svc"} }, ""},
+		{"peers by address", func(c *Config) {
+			c.Peers = PeersConfig{Addresses: []string{"10.0.0.1:9090", "10.0.0.2:9090"}, Advertise: "10.0.0.1:9090"}
+		}, ""},
+		{"peers bad dns", func(c *Config) { c.Peers = PeersConfig{DNS: "http://peers"} }, "peers.dns"},
+		{"peers bad address", func(c *Config) { c.Peers = PeersConfig{Addresses: []string{"10.0.0.1"}} }, "peers.addresses[0]"},
+		{"peers bad port", func(c *Config) { c.Peers = PeersConfig{DNS: "peers", Port: 70000} }, "peers.port"},
+		{"peers bad advertise", func(c *Config) { c.Peers = PeersConfig{DNS: "peers", Advertise: "10.0.0.1"} }, "peers.advertise"},
+		{"peers advertise alone", func(c *Config) { c.Peers = PeersConfig{Advertise: "10.0.0.1:9090"} }, "need peers.dns or peers.addresses"},
+		{"peers without oauth", func(c *Config) { c.OAuth, c.Peers = oauth.Config{}, PeersConfig{DNS: "peers"} }, "enable oauth or remove peers"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -513,5 +524,49 @@ wings: [{name: payments, address: "127.0.0.1:7443"}]
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "oauth.service_accounts[0].credentials[0]") || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want %q", file, err, want)
 		}
+	}
+}
+
+// TestAdvertiseHost: the address a replica tells its peers, from
+// admin_listen or this host's addresses.
+func TestAdvertiseHost(t *testing.T) {
+	nets := func(cidrs ...string) func() ([]net.Addr, error) {
+		return func() ([]net.Addr, error) {
+			var out []net.Addr
+			for _, c := range cidrs {
+				ip, n, err := net.ParseCIDR(c)
+				if err != nil {
+					t.Fatal(err)
+				}
+				n.IP = ip
+				out = append(out, n)
+			}
+			return out, nil
+		}
+	}
+	for _, c := range []struct {
+		name, admin string
+		addrs       func() ([]net.Addr, error)
+		want, err   string
+	}{
+		{"admin_listen names it", "10.1.2.3", nets("10.9.9.9/8"), "10.1.2.3", ""},
+		{"the pod's address", "", nets("127.0.0.1/8", "::1/128", "10.244.0.7/24"), "10.244.0.7", ""},
+		{"IPv4 first", "0.0.0.0", nets("fd00::7/64", "10.244.0.7/24"), "10.244.0.7", ""},
+		{"IPv6 only", "::", nets("::1/128", "fd00::7/64"), "fd00::7", ""},
+		{"loopback only", "", nets("127.0.0.1/8"), "", "set peers.advertise"},
+		{"no addresses", "", func() ([]net.Addr, error) { return nil, errors.New("boom") }, "", "set peers.advertise"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			got, err := advertiseHost(c.admin, c.addrs)
+			if c.err != "" {
+				if err == nil || !strings.Contains(err.Error(), c.err) {
+					t.Fatalf("err %v, want %q", err, c.err)
+				}
+				return
+			}
+			if err != nil || got != c.want {
+				t.Fatalf("%q %v, want %q", got, err, c.want)
+			}
+		})
 	}
 }

@@ -376,10 +376,14 @@ func (g *Gateway) newMCPServer() {
 // IdP whose ID tokens idp verifies, mounts its endpoints, names it in the
 // protected-resource metadata, and accepts its access tokens at /mcp.
 func (g *Gateway) startFacade(ctx context.Context, idp identityVerifier, opt Options) error {
+	peers, err := g.cfg.peers(net.DefaultResolver, net.InterfaceAddrs)
+	if err != nil {
+		return err
+	}
 	f, err := oauth.New(ctx, g.cfg.OAuth, oauth.Options{
 		Issuer: strings.TrimRight(g.cfg.PublicURL, "/"), Resource: g.cfg.mcpURL(), Verifier: idp,
 		HTTPClient: opt.HTTPClient, Now: g.now, Logger: g.log.With("component", "oauth"),
-		Registerer: g.registry, ClientIP: g.clientIP,
+		Registerer: g.registry, ClientIP: g.clientIP, Peers: peers,
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: oauth: %w", err)
@@ -495,6 +499,16 @@ func (g *Gateway) readiness() readinessReport {
 func (g *Gateway) buildAdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(g.registry, promhttp.HandlerOpts{Registry: g.registry}))
+	if g.cfg.Peers.Enabled() {
+		// The other replicas, for device sign-ins (gateway/oauth, peers.go).
+		mux.HandleFunc("POST "+oauth.PathPeer, func(w http.ResponseWriter, r *http.Request) {
+			if g.facade == nil {
+				http.NotFound(w, r)
+				return
+			}
+			g.facade.PeerHandler().ServeHTTP(w, r)
+		})
+	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")

@@ -72,6 +72,7 @@ type loginState struct {
 	Verifier    string `json:"v"` // PKCE verifier of the upstream request
 	Nonce       string `json:"n"`
 	Device      string `json:"d,omitempty"` // the device request it approves (device flow)
+	Holder      string `json:"h,omitempty"` // the replica holding that request (peers.go)
 	Exp         int64  `json:"e"`
 }
 
@@ -367,6 +368,9 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 		s.errorPageFor(w, http.StatusBadRequest, "This sign-in was not started in this browser",
 			"The sign-in was started in another browser, has expired, or was already completed. Start it again from your application.")
 		return
+	}
+	if ls.Device != "" && s.elsewhere(r, ls.Holder) && s.devices.get(ls.Device) == nil && s.forward(w, r, ls.Holder, nil) {
+		return // a device approval another replica holds: finished there
 	}
 	s.setCookie(w, cookieLogin+sid, "", -1, http.SameSiteLaxMode)
 	if s.now().Unix() > ls.Exp {

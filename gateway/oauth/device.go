@@ -247,6 +247,7 @@ type deviceCodeState struct {
 	ID     string `json:"i"`
 	Client string `json:"c"` // digest of the client id
 	Exp    int64  `json:"e"`
+	Holder string `json:"h,omitempty"` // the issuing replica's peer address (peers.go)
 }
 
 // deviceResponse is RFC 8628 §3.2.
@@ -305,7 +306,7 @@ func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*d
 		s.log.Warn("oauth: device request refused", "err", err)
 		return nil, &tokenError{http.StatusServiceUnavailable, "temporarily_unavailable", ErrDeviceFull.Error() + "; try again shortly", 30 * time.Second}
 	}
-	sealed, err := s.keys.seal(purposeDeviceCode, deviceCodeState{ID: g.id, Client: digest(clientID), Exp: g.exp.Unix()})
+	sealed, err := s.keys.seal(purposeDeviceCode, deviceCodeState{ID: g.id, Client: digest(clientID), Exp: g.exp.Unix(), Holder: s.holder()})
 	if err != nil {
 		return nil, &tokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
 	}
@@ -356,11 +357,27 @@ func describeComputer(ua string) string {
 	return ua
 }
 
+// openDeviceCode opens a device code (without its prefix check failing,
+// ok is false).
+func (s *Server) openDeviceCode(form url.Values) (dc deviceCodeState, ok bool) {
+	raw, ok := strings.CutPrefix(form.Get("device_code"), devicePrefix)
+	return dc, ok && s.keys.open(purposeDeviceCode, raw, maxDeviceCodeBytes, &dc) == nil
+}
+
+// passDevicePoll passes a poll of a device request another replica holds
+// to that replica, and reports whether it answered.
+func (s *Server) passDevicePoll(w http.ResponseWriter, r *http.Request, form url.Values) bool {
+	dc, ok := s.openDeviceCode(form)
+	if !ok || !s.elsewhere(r, dc.Holder) || s.devices.get(dc.ID) != nil {
+		return false
+	}
+	return s.forward(w, r, dc.Holder, []byte(form.Encode()))
+}
+
 // redeemDevice is the token endpoint's device_code grant (RFC 8628 §3.4).
 func (s *Server) redeemDevice(r *http.Request, form url.Values, clientID string) ([]byte, *tokenError) {
-	raw, ok := strings.CutPrefix(form.Get("device_code"), devicePrefix)
-	var dc deviceCodeState
-	if !ok || s.keys.open(purposeDeviceCode, raw, maxDeviceCodeBytes, &dc) != nil {
+	dc, ok := s.openDeviceCode(form)
+	if !ok {
 		return nil, invalidGrant("the device code is not valid")
 	}
 	now := s.now()
@@ -374,7 +391,10 @@ func (s *Server) redeemDevice(r *http.Request, form url.Values, clientID string)
 		return nil, &tokenError{http.StatusBadRequest, "slow_down", ErrDeviceRate.Error() + " (polling)", 0}
 	}
 	g := s.devices.get(dc.ID)
-	if g == nil {
+	switch {
+	case g == nil && s.elsewhere(r, dc.Holder):
+		return nil, invalidGrant("%s; start the sign-in again", ErrPeerUnreachable.Error())
+	case g == nil:
 		return nil, invalidGrant("this gateway replica holds no such device request (made at another replica, or before a restart); start the sign-in again")
 	}
 	var (
@@ -417,9 +437,10 @@ type deviceForm struct {
 
 // deviceApproval is the sealed token of the approval form.
 type deviceApproval struct {
-	ID   string `json:"i"`
-	CSRF string `json:"x"`
-	Exp  int64  `json:"e"`
+	ID     string `json:"i"`
+	CSRF   string `json:"x"`
+	Exp    int64  `json:"e"`
+	Holder string `json:"h,omitempty"` // the replica holding the request (peers.go)
 }
 
 // serveDevicePage is GET /device: the form to type the user code in,
@@ -507,13 +528,20 @@ func (s *Server) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	g, err := s.lookupUserCode(r.PostForm.Get("user_code"), s.now())
+	if errors.Is(err, ErrUserCodeUnknown) && s.mayPass(r) {
+		// Perhaps another replica issued it.
+		code, _ := normalizeUserCode(r.PostForm.Get("user_code"))
+		if peer := s.findHolder(r.Context(), code); peer != "" && s.forward(w, r, peer, []byte(r.PostForm.Encode())) {
+			return
+		}
+	}
 	if err != nil {
 		s.count("device_page", "refused")
 		s.renderCodeForm(w, http.StatusBadRequest, "", userCodeProblem(err))
 		return
 	}
 	now := s.now()
-	a := deviceApproval{ID: g.id, CSRF: randomString(16), Exp: s.now().Add(LoginTTL).Unix()}
+	a := deviceApproval{ID: g.id, CSRF: randomString(16), Exp: s.now().Add(LoginTTL).Unix(), Holder: s.holder()}
 	sealed, err := s.keys.seal(purposeDeviceApprove, a)
 	if err != nil {
 		s.serverError(w, err)
@@ -594,6 +622,9 @@ func (s *Server) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 		s.errorPageFor(w, http.StatusForbidden, "Invalid answer", "The approval does not belong to this browser. Type the code again.")
 		return
 	}
+	if s.elsewhere(r, a.Holder) && s.devices.get(a.ID) == nil && s.forward(w, r, a.Holder, []byte(r.PostForm.Encode())) {
+		return
+	}
 	decision := r.PostForm.Get("decision")
 	if decision != "allow" && decision != "deny" {
 		s.count("device_page", "refused")
@@ -634,7 +665,7 @@ func (s *Server) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.count("device_page", "ok")
-	s.sendToIdP(w, r, loginState{SID: sid, Device: g.id, Verifier: randomString(32), Nonce: randomString(16),
+	s.sendToIdP(w, r, loginState{SID: sid, Device: g.id, Holder: s.holder(), Verifier: randomString(32), Nonce: randomString(16),
 		Exp: now.Add(LoginTTL).Unix()})
 }
 

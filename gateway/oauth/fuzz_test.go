@@ -306,3 +306,44 @@ func FuzzServiceAccountCredential(f *testing.F) {
 		}
 	})
 }
+
+// FuzzPeerRequest: a peer request sealed with the replicas' key but with
+// any operation, target, method, path and body never makes the peer
+// endpoint panic, and is answered only when it is a find or a step of the
+// device flow for this replica; anything else is refused unanswered.
+func FuzzPeerRequest(f *testing.F) {
+	self := "10.0.0.1:9090"
+	s := fuzzServer(f)
+	s.peers = &Peers{Self: self, List: func(context.Context) ([]string, error) { return nil, nil }}
+	f.Add("find", self, "", "", "BCDFGHJK", "")
+	f.Add("forward", self, http.MethodPost, PathToken, "", "grant_type="+GrantTypeDevice+"&device_code=bsd1.x&client_id=x")
+	f.Add("forward", self, http.MethodPost, PathDevice, "", "step=code&user_code=BCDF-GHJK")
+	f.Add("forward", self, http.MethodGet, PathCallback+"?state=aaaaaaaaaaaaaaaaaaaaaa&code=x", "", "")
+	f.Add("forward", self, http.MethodPost, PathRegister, "", "{}")
+	f.Add("forward", "10.0.0.2:9090", http.MethodPost, PathToken, "", "")
+	f.Add("forward", self, http.MethodPost, "/../token", "", "")
+	f.Fuzz(func(t *testing.T, op, to, method, uri, code, body string) {
+		sealed, err := s.keys.seal(purposePeerRequest, peerRequest{Op: op, To: to, Nonce: randomString(8), Exp: s.now().Add(peerTTL).Unix(),
+			Code: code, Method: method, URI: uri, Body: []byte(body), IP: "192.0.2.1",
+			Header: map[string][]string{"Content-Type": {"application/x-www-form-urlencoded"}}})
+		if err != nil {
+			t.Skip()
+		}
+		w := httptest.NewRecorder()
+		s.servePeer(w, httptest.NewRequest(http.MethodPost, PathPeer, strings.NewReader(sealed)))
+		answered := w.Code == http.StatusOK
+		allowed := to == self && (op == "find" || op == "forward" && s.forwardable(method, pathOf(uri)))
+		if answered != allowed {
+			t.Fatalf("op %q to %q %s %q: status %d, allowed %v", op, to, method, uri, w.Code, allowed)
+		}
+		if answered {
+			var ans peerAnswer
+			if err := s.keys.open(purposePeerAnswer, w.Body.String(), maxPeerBytes, &ans); err != nil {
+				t.Fatalf("an answer that does not open: %v", err)
+			}
+			if op == "forward" && ans.Status == http.StatusOK && strings.Contains(string(ans.Body), "access_token") {
+				t.Fatalf("tokens for a made-up request: %s", ans.Body)
+			}
+		}
+	})
+}

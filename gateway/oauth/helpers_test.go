@@ -123,8 +123,15 @@ func (e *testEnv) addReplica(mutate func(*Config)) *replica {
 
 // addReplicaWith is addReplica with its options adjusted by opts.
 func (e *testEnv) addReplicaWith(mutate func(*Config), opts func(*Options)) *replica {
+	ln, u := listen(e.t)
+	r := e.replicaAt(ln, u, mutate, opts)
+	e.replicas = append(e.replicas, r)
+	return r
+}
+
+// replicaAt starts a replica serving on ln with issuer u.
+func (e *testEnv) replicaAt(ln net.Listener, u string, mutate func(*Config), opts func(*Options)) *replica {
 	t := e.t
-	ln, u := listen(t)
 	cfg := Config{
 		Enabled:        true,
 		SigningKeyFile: "unused: keys are given",
@@ -154,9 +161,7 @@ func (e *testEnv) addReplicaWith(mutate func(*Config), opts func(*Options)) *rep
 	mux := http.NewServeMux()
 	srv.Register(mux)
 	serve(t, ln, mux)
-	r := &replica{srv: srv, url: u}
-	e.replicas = append(e.replicas, r)
-	return r
+	return &replica{srv: srv, url: u}
 }
 
 // app is an MCP client: its redirect URI, PKCE pair and client id.

@@ -80,6 +80,10 @@ type Options struct {
 	// ClientIP returns the address limits are counted against; nil means
 	// the TCP peer.
 	ClientIP func(*http.Request) string
+	// Peers, when set, lets a device sign-in started at one replica
+	// complete through any other (peers.go); nil keeps each one on the
+	// replica that issued it.
+	Peers *Peers
 }
 
 // Server is the authorization server. It is safe for concurrent use.
@@ -105,9 +109,12 @@ type Server struct {
 	revoked       *lru.Cache[string, time.Time]     // access token id or refresh family → until
 	verified      *lru.Cache[[32]byte, accessEntry] // access tokens verified recently
 	limits        *lru.Cache[string, *rate.Limiter]
-	devices       *deviceStore        // device requests issued by this replica
-	accounts      map[string]*account // service accounts by client id
-	assertions    *assertionStore     // jti of client assertions accepted here
+	devices       *deviceStore                  // device requests issued by this replica
+	accounts      map[string]*account           // service accounts by client id
+	assertions    *assertionStore               // jti of client assertions accepted here
+	peers         *Peers                        // the other replicas; nil without
+	peerNonces    *lru.Cache[string, time.Time] // peer requests seen → until they expire
+	handlers      *http.ServeMux                // this server's endpoints, for requests passed by a peer
 
 	requests     *prometheus.CounterVec
 	metadataJSON []byte
@@ -144,6 +151,19 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if s.clientIP == nil {
 		s.clientIP = peerIP
 	}
+	direct := s.clientIP
+	s.clientIP = func(r *http.Request) string {
+		if ip, ok := forwardedIP(r); ok { // passed by a peer: its client's
+			return ip
+		}
+		return direct(r)
+	}
+	if p := opt.Peers; p != nil {
+		if p.Self == "" || p.List == nil {
+			return nil, errors.New("oauth: peers need this replica's address and a way to list the others")
+		}
+		s.peers = p
+	}
 	if err := s.loadKeys(opt); err != nil {
 		return nil, err
 	}
@@ -166,6 +186,11 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if s.accounts, err = loadServiceAccounts(cfg.ServiceAccounts, s.log); err != nil {
 		return nil, err
 	}
+	if s.peerNonces, err = lru.New[string, time.Time](memorySize); err != nil {
+		return nil, err
+	}
+	s.handlers = http.NewServeMux()
+	s.Register(s.handlers)
 	s.metadataJSON, err = json.Marshal(s.metadata())
 	if err != nil {
 		return nil, fmt.Errorf("oauth: metadata: %w", err)

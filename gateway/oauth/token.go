@@ -124,6 +124,9 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	case "refresh_token":
 		body, terr = s.redeemRefresh(r.Context(), form, clientID)
 	case GrantTypeDevice:
+		if s.passDevicePoll(w, r, form) {
+			return
+		}
 		body, terr = s.redeemDevice(r, form, clientID)
 	default:
 		terr = &tokenError{http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code, refresh_token, " + GrantTypeDevice + " or " + GrantTypeClientCredentials, 0}

@@ -12,7 +12,7 @@ import (
 // the gateway also reads (drain_timeout, drain_grace, shards.retry_base,
 // shards.keep_alive, shards.idle_timeout, limits.fanout_timeout, the
 // limits' HTTP timeouts, limits.max_unauthenticated_conns,
-// limits.client_ip_header, sessions.deny_ttl, oauth, oidc.issuers[].trust_email). Decoding the rendered file with
+// limits.client_ip_header, sessions.deny_ttl, oauth, peers, oidc.issuers[].trust_email). Decoding the rendered file with
 // KnownFields proves the chart emits no other key.
 type gatewayConfig struct {
 	PublicURL      string    `yaml:"public_url"`
@@ -24,9 +24,12 @@ type gatewayConfig struct {
 	DrainGrace     string    `yaml:"drain_grace"`
 	OIDC           oidcConf  `yaml:"oidc"`
 	OAuth          oauthConf `yaml:"oauth"`
-	Shards         shardsCfg `yaml:"shards"`
-	Wings          []wingCfg `yaml:"wings"`
-	Limits         struct {
+	Peers          struct {
+		DNS string `yaml:"dns"`
+	} `yaml:"peers"`
+	Shards shardsCfg `yaml:"shards"`
+	Wings  []wingCfg `yaml:"wings"`
+	Limits struct {
 		MaxBodyBytes        int64   `yaml:"max_body_bytes"`
 		CallsPerSecond      float64 `yaml:"calls_per_second"`
 		Burst               int     `yaml:"burst"`

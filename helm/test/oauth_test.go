@@ -36,6 +36,7 @@ func checkOAuth(t *testing.T, r release, v scenarioValues, cfg gatewayConfig) {
 	if cfg.OAuth.Enabled != v.OAuth.Enabled || hasSum != v.OAuth.Enabled {
 		t.Fatalf("oauth.enabled %v: gateway.yaml oauth.enabled %v, checksum/oauth present %v", v.OAuth.Enabled, cfg.OAuth.Enabled, hasSum)
 	}
+	checkPeers(t, r, v, cfg)
 	if !v.OAuth.Enabled {
 		for _, n := range []string{oauthSigningSecret, oauthClientSecret} {
 			if _, ok := r.find("Secret", n); ok {
@@ -72,6 +73,59 @@ func checkOAuth(t *testing.T, r release, v scenarioValues, cfg gatewayConfig) {
 	}
 	if v.OAuth.SigningKey.ExistingSecret == "" {
 		parseSigningKey(t, secretData(t, r, oauthSigningSecret)["signing.pem"])
+	}
+}
+
+// checkPeers: with oauth, the gateway's replicas find each other (device
+// sign-ins): a headless Service of every gateway pod, ready or not, on the
+// admin port, named in gateway.yaml's peers.dns, and a NetworkPolicy rule
+// that admits the gateway pods, and only them, to each other's admin port.
+// Without oauth, none of it.
+func checkPeers(t *testing.T, r release, v scenarioValues, cfg gatewayConfig) {
+	t.Helper()
+	d := r.one(t, "Deployment")
+	name := d.name() + "-peers"
+	svc, ok := r.find("Service", name)
+	if !v.OAuth.Enabled {
+		if ok || cfg.Peers.DNS != "" {
+			t.Errorf("oauth is off but the peers Service (%v) or peers.dns (%q) is rendered", ok, cfg.Peers.DNS)
+		}
+		return
+	}
+	if !ok {
+		t.Fatalf("no Service %s for the gateway's replicas", name)
+	}
+	if dig(svc, "spec", "clusterIP") != "None" || dig(svc, "spec", "publishNotReadyAddresses") != true {
+		t.Errorf("%s: want a headless Service publishing not-ready pods: %v", name, dig(svc, "spec"))
+	}
+	podLabels := stringMap(t, dig(d, "spec", "template", "metadata", "labels"))
+	if !selects(stringMap(t, dig(svc, "spec", "selector")), podLabels) {
+		t.Errorf("%s does not select the gateway pods", name)
+	}
+	if p := digList(t, svc, "spec", "ports"); len(p) != 1 || dig(p[0], "port") != defAdminPort {
+		t.Errorf("%s ports %v, want the admin port %d", name, p, defAdminPort)
+	}
+	if want := name + "." + dig(svc, "metadata", "namespace").(string) + ".svc"; cfg.Peers.DNS != want {
+		t.Errorf("peers.dns %q, want %q", cfg.Peers.DNS, want)
+	}
+	np, ok := r.find("NetworkPolicy", d.name())
+	if !ok { // networkPolicy.enabled: false
+		return
+	}
+	found := false
+	for _, rule := range digList(t, np, "spec", "ingress") {
+		from, _ := dig(rule, "from").([]any)
+		ports, _ := dig(rule, "ports").([]any)
+		if len(from) != 1 || len(ports) != 1 || dig(ports[0], "port") != defAdminPort {
+			continue
+		}
+		if sel, ok := dig(from[0], "podSelector", "matchLabels").(map[string]any); ok && len(from[0].(map[string]any)) == 1 &&
+			selects(stringMap(t, sel), podLabels) {
+			found = true
+		}
+	}
+	if !found {
+		t.Errorf("%s: no rule admits the gateway pods to each other's admin port", np.name())
 	}
 }
 

@@ -418,10 +418,16 @@ func publicKeysEqual(a, b crypto.PublicKey) bool {
 // validDNSName accepts RFC 1123 host names (letters, digits, '-', '.'), an
 // optional leading "*." wildcard, at most 253 bytes.
 func validDNSName(n string) bool {
+	return ValidHostName(strings.TrimPrefix(n, "*."))
+}
+
+// ValidHostName reports whether n is an RFC 1123 host name: labels of 1 to
+// 63 letters, digits and '-' (not at either end), separated by '.', at
+// most 253 bytes.
+func ValidHostName(n string) bool {
 	if n == "" || len(n) > 253 {
 		return false
 	}
-	n = strings.TrimPrefix(n, "*.")
 	for _, label := range strings.Split(n, ".") {
 		if label == "" || len(label) > 63 || label[0] == '-' || label[len(label)-1] == '-' {
 			return false

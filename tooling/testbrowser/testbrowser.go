@@ -29,10 +29,13 @@ type Browser struct {
 }
 
 // New returns a browser with an empty cookie jar.
-func New() *Browser {
+func New() *Browser { return NewWith(nil) }
+
+// NewWith is New with the requests made by rt (nil: http.DefaultTransport).
+func NewWith(rt http.RoundTripper) *Browser {
 	jar, _ := cookiejar.New(nil) // never fails without options
 	return &Browser{client: &http.Client{
-		Jar: jar,
+		Jar: jar, Transport: rt,
 		CheckRedirect: func(*http.Request, []*http.Request) error {
 			return http.ErrUseLastResponse // redirects are followed by Follow, hop by hop
 		},

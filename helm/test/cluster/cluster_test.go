@@ -66,6 +66,7 @@ func TestCluster(t *testing.T) {
 	}{
 		{"install", c.install},
 		{"sign-in", c.signIn},
+		{"device-sign-in", c.deviceSignIn},
 		{"calls", c.calls},
 		{"shard-kill", c.shardKill},
 		{"upgrade", c.upgrade},
@@ -287,6 +288,133 @@ func (c *checks) signIn(t *testing.T) {
 	}
 	c.token = tok.AccessToken
 	t.Logf("ok   sign-in through the gateway's Service: registration, consent, Dex's login form, callback, token")
+}
+
+// deviceSignIn: the device flow (brainstem login --device) through the
+// gateway's Service with a new connection for every request, so the
+// steps land on both replicas; whichever replica a step reaches, it is
+// passed to the one that issued the code (peers.dns, the headless
+// Service). The replicas' metrics must show steps passed between them.
+func (c *checks) deviceSignIn(t *testing.T) {
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	tr := http.DefaultTransport.(*http.Transport).Clone()
+	tr.DisableKeepAlives = true
+	hc := &http.Client{Transport: tr, Timeout: callTO}
+	base := "https://" + publicHost
+	post := func(path string, body url.Values, contentType string, raw []byte) map[string]any {
+		t.Helper()
+		var rd *bytes.Reader
+		if raw != nil {
+			rd = bytes.NewReader(raw)
+		} else {
+			rd = bytes.NewReader([]byte(body.Encode()))
+		}
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, base+path, rd)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", contentType)
+		resp, err := hc.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		var out map[string]any
+		if err := json.NewDecoder(resp.Body).Decode(&out); err != nil {
+			t.Fatalf("%s: %d: %v", path, resp.StatusCode, err)
+		}
+		out["_status"] = resp.StatusCode
+		return out
+	}
+	reg := post("/register", nil, "application/json",
+		[]byte(`{"client_name":"brainstem cluster device check","grant_types":["urn:ietf:params:oauth:grant-type:device_code","refresh_token"]}`))
+	id, _ := reg["client_id"].(string)
+	if id == "" {
+		t.Fatalf("register: %v", reg)
+	}
+	before := peerSteps(t)
+	dev := post("/device_authorization", url.Values{"client_id": {id}}, "application/x-www-form-urlencoded", nil)
+	code, _ := dev["user_code"].(string)
+	devCode, _ := dev["device_code"].(string)
+	if code == "" || devCode == "" {
+		t.Fatalf("device_authorization: %v", dev)
+	}
+	b := testbrowser.NewWith(tr)
+	p, err := b.Get(ctx, base+"/device")
+	if err != nil {
+		t.Fatal(err)
+	}
+	for step := 0; ; step++ {
+		if step == 8 {
+			t.Fatalf("the device approval did not end: %s %d %s", p.URL, p.Status, testbrowser.Text(p.Body))
+		}
+		var f *testbrowser.Form
+		switch {
+		case p.Status == http.StatusOK && strings.Contains(p.Body, `name="user_code"`):
+			if f, err = p.Form(); err == nil {
+				p, err = b.Submit(ctx, p, f, map[string]string{"user_code": code}, "")
+			}
+		case p.Status == http.StatusOK && strings.Contains(p.Body, `name="decision"`):
+			if f, err = p.Form(); err == nil {
+				if p, err = b.Submit(ctx, p, f, nil, "allow"); err == nil {
+					p, err = b.Follow(ctx, p, nil)
+				}
+			}
+		case strings.HasPrefix(p.URL.String(), issuer) && strings.Contains(p.Body, `name="password"`):
+			if f, err = p.Form(); err == nil {
+				if p, err = b.Submit(ctx, p, f, map[string]string{"login": email, "password": password}, ""); err == nil {
+					p, err = b.Follow(ctx, p, nil)
+				}
+			}
+		case p.Status == http.StatusOK && strings.Contains(p.Body, "You are signed in as "+email):
+			step = -1
+		default:
+			t.Fatalf("device approval stopped at %s with %d: %s", p.URL, p.Status, testbrowser.Text(p.Body))
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		if step < 0 {
+			break
+		}
+	}
+	// The approval is done before the first poll: it gets the tokens.
+	tok := post("/token", url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:device_code"}, "device_code": {devCode}, "client_id": {id}},
+		"application/x-www-form-urlencoded", nil)
+	if tok["access_token"] == nil {
+		t.Fatalf("device token: %v", tok)
+	}
+	after := peerSteps(t)
+	if after <= before {
+		t.Fatalf("no step was passed between the replicas (%v → %v): every request reached the issuing replica, so this run proves nothing; run it again", before, after)
+	}
+	t.Logf("ok   device sign-in through the Service, new connection per request: %v steps passed between the replicas", after-before)
+}
+
+// peerSteps is the number of device sign-in steps the gateway replicas
+// passed to each other (brainstem_oauth_requests_total{endpoint="peer",
+// outcome="forwarded"}), summed over the pods, read through the API
+// server's proxy to each pod's admin port.
+func peerSteps(t *testing.T) float64 {
+	t.Helper()
+	pods := strings.Fields(kubectl(t, "-n", namespace, "get", "pods", "-l", "app.kubernetes.io/component=gateway", "-o", "jsonpath={.items[*].metadata.name}"))
+	if len(pods) < 2 {
+		t.Fatalf("want 2 gateway pods, got %v", pods)
+	}
+	var sum float64
+	for _, pod := range pods {
+		metrics := kubectl(t, "get", "--raw", "/api/v1/namespaces/"+namespace+"/pods/"+pod+":9090/proxy/metrics")
+		for _, line := range strings.Split(metrics, "\n") {
+			if strings.HasPrefix(line, "brainstem_oauth_requests_total{") && strings.Contains(line, `endpoint="peer"`) && strings.Contains(line, `outcome="forwarded"`) {
+				var v float64
+				if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
+					sum += v
+				}
+			}
+		}
+	}
+	return sum
 }
 
 func initRequest() mcp.InitializeRequest {
