@@ -393,7 +393,7 @@ func (c *checks) deviceSignIn(t *testing.T) {
 }
 
 // peerSteps is the number of device sign-in steps the gateway replicas
-// passed to each other (brainstem_oauth_requests_total{endpoint="peer",
+// passed to each other (brainstem_gateway_oauth_requests_total{endpoint="peer",
 // outcome="forwarded"}), summed over the pods, read through the API
 // server's proxy to each pod's admin port.
 func peerSteps(t *testing.T) float64 {
@@ -406,7 +406,7 @@ func peerSteps(t *testing.T) float64 {
 	for _, pod := range pods {
 		metrics := kubectl(t, "get", "--raw", "/api/v1/namespaces/"+namespace+"/pods/"+pod+":9090/proxy/metrics")
 		for _, line := range strings.Split(metrics, "\n") {
-			if strings.HasPrefix(line, "brainstem_oauth_requests_total{") && strings.Contains(line, `endpoint="peer"`) && strings.Contains(line, `outcome="forwarded"`) {
+			if strings.HasPrefix(line, "brainstem_gateway_oauth_requests_total{") && strings.Contains(line, `endpoint="peer"`) && strings.Contains(line, `outcome="forwarded"`) {
 				var v float64
 				if _, err := fmt.Sscan(line[strings.LastIndexByte(line, ' ')+1:], &v); err == nil {
 					sum += v
