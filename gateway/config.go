@@ -140,6 +140,9 @@ type LimitsConfig struct {
 	// by a trusted proxy; its right-most address is the client IP for the
 	// failed-authentication limit. Empty: the TCP peer address.
 	ClientIPHeader string `yaml:"client_ip_header"`
+	// ResourcesPageSize is how many notes one resources/list page holds
+	// (default 100, at most 200: brain_list's largest page).
+	ResourcesPageSize int `yaml:"resources_page_size"`
 }
 
 // SessionsConfig, the sessions section, bounds the grant cache. MaxEntries
@@ -190,6 +193,7 @@ func DefaultConfig() Config {
 			BodyTimeout:             10 * time.Second,
 			IdleConnTimeout:         90 * time.Second,
 			MaxUnauthenticatedConns: 1024,
+			ResourcesPageSize:       100,
 		},
 		Sessions: SessionsConfig{
 			MaxEntries: 100000,
@@ -512,6 +516,9 @@ func (l LimitsConfig) validate(p *problems) {
 	}
 	if l.FanoutConcurrency < 1 {
 		p.add("limits.fanout_concurrency", "must be at least 1 (got %d)", l.FanoutConcurrency)
+	}
+	if l.ResourcesPageSize < 1 || l.ResourcesPageSize > maxResourcesPageSize {
+		p.add("limits.resources_page_size", "must be between 1 and %d (got %d)", maxResourcesPageSize, l.ResourcesPageSize)
 	}
 	if l.FanoutTimeout < 100*time.Millisecond {
 		p.add("limits.fanout_timeout", "must be at least 100ms (got %s)", l.FanoutTimeout)

@@ -337,13 +337,18 @@ func (g *Gateway) newState(opt Options) error {
 // the public http.Server.
 func (g *Gateway) newMCPServer() {
 	cfg := g.cfg
+	hooks := &server.Hooks{}
+	resourceHooks(hooks)
 	g.mcp = server.NewMCPServer(serverName, Version,
 		server.WithToolCapabilities(true),
+		server.WithResourceCapabilities(false, true),
+		server.WithHooks(hooks),
 		server.WithToolFilter(g.filterTools),
 		server.WithRecovery(),
 		server.WithInstructions("Brainstem is the team brain: curated notes (wiki) and unreviewed notes (inbox) per wing. "+
 			"Call brain_wings to see the wings you can reach, brain_query to search them all."),
 	)
+	g.mcp.AddResourceTemplate(noteTemplate(), readTemplateHandler)
 	// Every wait on a peer is bounded: headers (header_timeout), the body
 	// (body_timeout, set per request by the /mcp chain), idle keep-alive
 	// connections (idle_conn_timeout), and connections without an
