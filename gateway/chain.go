@@ -317,6 +317,10 @@ func (g *Gateway) serveMCPGo(q *mcpCall) {
 		if !g.prepareResources(q) {
 			return // answered an error
 		}
+	case "prompts/get":
+		if !g.preparePrompt(q) {
+			return // answered an error
+		}
 	}
 	g.mcpHTTP.ServeHTTP(&q.rec, q.r.WithContext(q.ctx))
 }

@@ -425,7 +425,8 @@ func rpcCodeOf(e *Error, modern bool) int {
 			return rpcInvalidParams
 		}
 		return rpcResourceNotFound
-	case errors.Is(e, ErrBadCursor), errors.Is(e, ErrBadParams), e.Code == brain.CodeInvalidArgument, e.Code == brain.CodeTooLarge:
+	case errors.Is(e, ErrBadCursor), errors.Is(e, ErrBadParams), e.Code == brain.CodeInvalidArgument, e.Code == brain.CodeTooLarge,
+		e.Code == brain.CodeUnknownWing, e.Code == brain.CodeForbidden:
 		return rpcInvalidParams
 	}
 	return rpcInternalError

@@ -78,6 +78,8 @@ type Gateway struct {
 	byName   map[string]*wing
 	grants   *grantCache
 	cat      atomic.Pointer[catalog]
+	// promptCat is the union of the wings' prompts (prompts.go).
+	promptCat atomic.Pointer[promptCatalog]
 	// replica holds each wing's statistics of recent search terms at the
 	// wing's index generation, so a cross-wing search skips the statistics
 	// round trip while a wing has not changed (search.Replica).
@@ -342,6 +344,8 @@ func (g *Gateway) newMCPServer() {
 	g.mcp = server.NewMCPServer(serverName, Version,
 		server.WithToolCapabilities(true),
 		server.WithResourceCapabilities(false, true),
+		server.WithPromptCapabilities(true),
+		server.WithPromptFilter(g.filterPrompts),
 		server.WithHooks(hooks),
 		server.WithToolFilter(g.filterTools),
 		server.WithRecovery(),

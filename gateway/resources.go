@@ -254,6 +254,7 @@ type resourceParams struct {
 type prepared struct {
 	list     *mcp.ListResourcesResult
 	contents []mcp.ResourceContents
+	prompt   *mcp.GetPromptResult
 }
 
 // prepareResources serves the gateway's part of resources/list and
