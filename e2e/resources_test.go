@@ -26,7 +26,11 @@ var protocolVersions = []string{mcp.ProtocolVersion20260728, mcp.ProtocolVersion
 // versionClient is an MCP client of the gateway speaking one revision.
 func versionClient(t *testing.T, env *devenv.Env, email, version string) *client.Client {
 	t.Helper()
-	return initialize(t, client.NewClient(mustTransport(t, env.MCPURL, token(t, env, email)), client.WithProtocolVersion(version)))
+	c := initialize(t, client.NewClient(mustTransport(t, env.MCPURL, token(t, env, email)), client.WithProtocolVersion(version)))
+	if got := c.ProtocolVersion(); got != version {
+		t.Fatalf("the client speaks %s, not %s", got, version)
+	}
+	return c
 }
 
 // resourcePage is the page size the resources tests run with: small, so

@@ -94,6 +94,10 @@ type ShardsConfig struct {
 	MaxInFlight int `yaml:"max_in_flight"`
 	// RefreshInterval is how often tool descriptors are re-fetched.
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
+	// WatchInterval is how often, while an MCP client listens for
+	// notifications, the gateway asks every wing for its change generation
+	// (watch.go); a change is notified within about this long. Default 500ms.
+	WatchInterval time.Duration `yaml:"watch_interval"`
 	// RetryBase is the first backoff delay when a shard rejects a freshly
 	// minted token (then doubled; 3 tries in all).
 	RetryBase time.Duration `yaml:"retry_base"`
@@ -178,6 +182,7 @@ func DefaultConfig() Config {
 			CallTimeout:     30 * time.Second,
 			MaxInFlight:     256,
 			RefreshInterval: time.Minute,
+			WatchInterval:   500 * time.Millisecond,
 			RetryBase:       100 * time.Millisecond,
 			KeepAlive:       proto.DefaultKeepAlive,
 			IdleTimeout:     proto.DefaultIdleTimeout,
@@ -464,6 +469,9 @@ func (s ShardsConfig) validate(p *problems, requireTLS bool) {
 	}
 	if s.MaxInFlight < 1 {
 		p.add("shards.max_in_flight", "must be at least 1 (got %d)", s.MaxInFlight)
+	}
+	if s.WatchInterval < 50*time.Millisecond || s.WatchInterval > time.Minute {
+		p.add("shards.watch_interval", "must be between 50ms and 1m (got %s)", s.WatchInterval)
 	}
 	if s.RefreshInterval < time.Second {
 		p.add("shards.refresh_interval", "must be at least 1s (got %s)", s.RefreshInterval)

@@ -87,6 +87,7 @@ type Gateway struct {
 	parses     atomic.Int64   // decodes of /mcp bodies, params and arguments (a test counts them)
 	searchSpec *toolspec.Spec // the search tool's, to decode a cross-wing query once
 	refresh    *refresher
+	watch      *watcher // change notifications (watch.go)
 	mcp        *server.MCPServer
 	mcpHTTP    *server.StreamableHTTPServer
 	metrics    *metrics
@@ -113,6 +114,7 @@ type Gateway struct {
 	draining    atomic.Bool // Serve was told to stop; answers close their connections
 	stopRefresh context.CancelFunc
 	refreshDone chan struct{}
+	watchDone   chan struct{}
 	closeOnce   sync.Once
 	closeErr    error
 	served      atomic.Bool
@@ -246,6 +248,7 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 	if err := g.newState(opt); err != nil {
 		return nil, err
 	}
+	g.watch = newWatcher(g)
 	g.newMCPServer()
 	var err error
 	if g.textAnswers, err = newTextAnswers(); err != nil {
@@ -341,6 +344,7 @@ func (g *Gateway) newMCPServer() {
 	cfg := g.cfg
 	hooks := &server.Hooks{}
 	resourceHooks(hooks)
+	g.watch.hooks(hooks)
 	g.mcp = server.NewMCPServer(serverName, Version,
 		server.WithToolCapabilities(true),
 		server.WithResourceCapabilities(false, true),
@@ -438,6 +442,11 @@ func (g *Gateway) start(ctx context.Context) {
 	go func() {
 		defer close(g.refreshDone)
 		g.refresh.loop(lctx)
+	}()
+	g.watchDone = make(chan struct{})
+	go func() {
+		defer close(g.watchDone)
+		g.watch.loop(lctx)
 	}()
 }
 
@@ -590,6 +599,7 @@ func (g *Gateway) Close() error {
 		if g.stopRefresh != nil {
 			g.stopRefresh()
 			<-g.refreshDone
+			<-g.watchDone
 		}
 		if !g.served.Load() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -22,6 +22,10 @@ type metrics struct {
 	lostWrites   *prometheus.CounterVec
 	statsReused  prometheus.Counter
 	rankAgain    prometheus.Counter
+	// Change notifications (watch.go).
+	watchChanges  prometheus.Counter
+	notified      prometheus.Counter
+	notifyDropped prometheus.Counter
 }
 
 const ns = "brainstem_gateway"
@@ -64,6 +68,12 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 			Help: "Wings of cross-wing searches whose statistics came from the gateway's replica, with no statistics round trip."}),
 		rankAgain: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "search_rank_rounds_again_total",
 			Help: "Cross-wing searches ranked again because a wing changed between its statistics and its ranking."}),
+		watchChanges: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "watch_changes_total",
+			Help: "Wing changes (a new change generation) the watcher saw while clients listened for notifications."}),
+		notified: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "notifications_sent_total",
+			Help: "notifications/resources/list_changed handed to listening clients' streams."}),
+		notifyDropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "notifications_dropped_total",
+			Help: "Change notifications not sent because the client's stream was full (it is not reading it)."}),
 		leanCalls: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lean_tool_calls_total",
 			Help: "Stateless (2026-07-28) tools/call requests answered without mcp-go's transport; every other request goes through mcp-go."}),
 	}
@@ -76,7 +86,8 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 		Help: "Public connections closed at once because limits.max_unauthenticated_conns was reached."},
 		func() float64 { return float64(g.conns.rejected.Load()) })
 	collectors := []prometheus.Collector{m.calls, m.latency, m.cacheHits, m.cacheMisses, m.mints, m.rejected,
-		m.rateLimited, m.authFailures, m.httpRequests, m.leanCalls, m.lostRetries, m.lostWrites, m.statsReused, m.rankAgain, sessions, unauth, connsRefused}
+		m.rateLimited, m.authFailures, m.httpRequests, m.leanCalls, m.lostRetries, m.lostWrites, m.statsReused, m.rankAgain,
+		m.watchChanges, m.notified, m.notifyDropped, sessions, unauth, connsRefused}
 	for _, w := range g.wings {
 		collectors = append(collectors,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "shard_connected",
