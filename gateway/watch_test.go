@@ -15,10 +15,10 @@ import (
 // fakeSession is a listener's stream, read by the test.
 type fakeSession struct{ ch chan mcp.JSONRPCNotification }
 
-func (f *fakeSession) Initialize()                                          {}
-func (f *fakeSession) Initialized() bool                                    { return true }
+func (f *fakeSession) Initialize()                                         {}
+func (f *fakeSession) Initialized() bool                                   { return true }
 func (f *fakeSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return f.ch }
-func (f *fakeSession) SessionID() string                                    { return "fake" }
+func (f *fakeSession) SessionID() string                                   { return "fake" }
 
 // listenerOf is the watcher's listener of email's session.
 func listenerOf(t *testing.T, g *Gateway, email string) *listener {
