@@ -88,7 +88,7 @@ func (s *Set) definePrompts() []*toolspec.Prompt {
 					"   - merge it into an existing note: brain_update that note (with its content_hash as expected_hash), then reject the inbox note;\n" +
 					"   - reject it: brain_archive with {\"id\": <its path>, \"reason\": <why>}.\n" +
 					"4. Finish with a table: each inbox note, the decision, and the resulting note id."},
-				{Role: "user", When: "limit", Text: "Review at most {{limit}} notes: pass that number as \"limit\" to brain_pending."},
+				{Role: "user", When: "limit", Text: "Review at most {{limit}} notes: pass that number, as an integer, as \"limit\" to brain_pending."},
 			},
 		},
 	}
