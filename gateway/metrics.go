@@ -68,15 +68,10 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 			Help: "Wings of cross-wing searches whose statistics came from the gateway's replica, with no statistics round trip."}),
 		rankAgain: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "search_rank_rounds_again_total",
 			Help: "Cross-wing searches ranked again because a wing changed between its statistics and its ranking."}),
-		watchChanges: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "watch_changes_total",
-			Help: "Wing changes (a new change generation) the watcher saw while clients listened for notifications."}),
-		notified: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "notifications_sent_total",
-			Help: "notifications/resources/list_changed handed to listening clients' streams."}),
-		notifyDropped: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "notifications_dropped_total",
-			Help: "Change notifications not sent because the client's stream was full (it is not reading it)."}),
 		leanCalls: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lean_tool_calls_total",
 			Help: "Stateless (2026-07-28) tools/call requests answered without mcp-go's transport; every other request goes through mcp-go."}),
 	}
+	m.watchChanges, m.notified, m.notifyDropped = watchMetrics()
 	sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "sessions",
 		Help: "Callers (email and group set) currently in the grant cache (the session cache)."}, func() float64 { return float64(g.grants.Len()) })
 	unauth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "unauthenticated_connections",
@@ -112,6 +107,16 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// watchMetrics are the change watcher's counters (watch.go).
+func watchMetrics() (changes, sent, dropped prometheus.Counter) {
+	return prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "watch_changes_total",
+			Help: "Wing changes (a new change generation) the watcher saw while clients listened for notifications."}),
+		prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "notifications_sent_total",
+			Help: "notifications/resources/list_changed handed to listening clients' streams."}),
+		prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "notifications_dropped_total",
+			Help: "Change notifications not sent because the client's stream was full (it is not reading it)."})
 }
 
 func b2f(b bool) float64 {

@@ -148,6 +148,9 @@ func (g *Gateway) listResources(ctx context.Context, ci *callInfo, cursor string
 				res.Resources = append(res.Resources, noteResource(n))
 			}
 			shardCursor = ans.NextCursor
+			if len(ans.Notes) == 0 {
+				shardCursor = "" // a wing that pages nothing is done (never loop on it)
+			}
 			if shardCursor == "" || len(res.Resources) >= size {
 				break
 			}

@@ -81,6 +81,7 @@ func TestNotifyAcrossReplicas(t *testing.T) {
 	e.startGatewayOn(ln, cfg, Options{})
 
 	tok := e.idp.token(t, "alice@acme.com")
+	//lint:ignore SA1019 the session protocol's GET stream is what a 2025-* client listens on
 	listening := newMCPClient(t, e.url, tok, true, transport.WithContinuousListening())
 	heard := make(chan struct{}, 4)
 	listening.OnNotification(func(n mcp.JSONRPCNotification) {
