@@ -98,13 +98,19 @@ type listAnswer struct {
 	NextCursor string     `json:"next_cursor"`
 }
 
-// readableWings are the wings the caller can read, by name.
-func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) []*wing {
-	caps, _ := g.capsAll(ctx, ci)
+// readableWings are the wings the caller can read, by name, and those
+// that could not say while the caller is known to hold a grant there
+// (named to them only, as brain_wings does).
+func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) ([]*wing, []unavailableWing) {
+	caps, errs := g.capsAll(ctx, ci)
 	var out []*wing
+	var down []unavailableWing
 	for i, c := range caps {
 		if c.Has(brain.CapRead) {
 			out = append(out, g.wings[i])
+		} else if g.disclosable(ci, g.wings[i], errs[i]) {
+			e := classify(errs[i], g.wings[i].name)
+			down = append(down, unavailableWing{Wing: g.wings[i].name, Code: e.Code, Error: e.Message})
 		}
 	}
 	slices.SortFunc(out, func(a, b *wing) int {
@@ -116,8 +122,12 @@ func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) []*wing {
 		}
 		return 0
 	})
-	return out
+	return out, down
 }
+
+// metaUnavailable is the _meta key of resources/list naming the wings the
+// caller reads that could not be listed (brain_query's "unavailable").
+const metaUnavailable = "brainstem/unavailable"
 
 // listResources answers one resources/list page for the caller.
 func (g *Gateway) listResources(ctx context.Context, ci *callInfo, cursor string) (*mcp.ListResourcesResult, error) {
@@ -127,7 +137,12 @@ func (g *Gateway) listResources(ctx context.Context, ci *callInfo, cursor string
 	}
 	size := g.cfg.Limits.ResourcesPageSize
 	res := &mcp.ListResourcesResult{Resources: []mcp.Resource{}}
-	wings := g.readableWings(ctx, ci)
+	wings, down := g.readableWings(ctx, ci)
+	defer func() {
+		if len(down) > 0 {
+			res.Meta = &mcp.Meta{AdditionalFields: map[string]any{metaUnavailable: down}}
+		}
+	}()
 	for i, w := range wings {
 		shardCursor := ""
 		switch {
@@ -141,8 +156,14 @@ func (g *Gateway) listResources(ctx context.Context, ci *callInfo, cursor string
 		}
 		for {
 			ans, err := g.listWing(ctx, ci, w, shardCursor, size-len(res.Resources))
-			if err != nil {
+			if errors.Is(err, ErrBadCursor) {
 				return nil, err
+			}
+			if err != nil { // the listing goes on without it, saying so (as brain_query does)
+				e := classify(err, w.name)
+				down = append(down, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
+				shardCursor = ""
+				break
 			}
 			for _, n := range ans.Notes {
 				res.Resources = append(res.Resources, noteResource(n))

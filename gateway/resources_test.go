@@ -2,11 +2,14 @@ package gateway
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
+	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
@@ -95,4 +98,38 @@ func FuzzResourceCursor(f *testing.F) {
 			t.Fatalf("%q: %+v re-encodes to %+v %v", s, c, again, err)
 		}
 	})
+}
+
+// TestResourcesWingDown: resources/list of a caller who reads a wing
+// whose shard is down lists the others and names it in
+// _meta["brainstem/unavailable"]; a caller without a grant there is not
+// told of it.
+func TestResourcesWingDown(t *testing.T) {
+	e := newEnv(t, []string{"open", "closed"}, map[string]auth.Policy{
+		"open":   policyOpen,
+		"closed": {Readers: []string{"email:alice@acme.com"}},
+	}, func(c *Config, _ *Options) { c.Shards.CallTimeout = 2 * time.Second })
+	alice := e.client(t, e.idp.token(t, "alice@acme.com"), false)
+	bob := e.client(t, e.idp.token(t, "bob@acme.com"), false)
+	list := func(c *client.Client) *mcp.ListResourcesResult {
+		res, err := c.ListResourcesByPage(context.Background(), mcp.ListResourcesRequest{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res
+	}
+	if b, _ := json.Marshal(list(alice).Meta); strings.Contains(string(b), metaUnavailable) {
+		t.Fatalf("every wing up: _meta %s", b)
+	}
+	e.shards["closed"].stop()
+	for _, c := range []struct {
+		who  *client.Client
+		told bool
+	}{{alice, true}, {bob, false}} {
+		res := list(c.who)
+		b, _ := json.Marshal(res.Meta)
+		if told := strings.Contains(string(b), `"wing":"closed"`); told != c.told {
+			t.Errorf("told %v of the down wing, want %v: %s", told, c.told, b)
+		}
+	}
 }
