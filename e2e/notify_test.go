@@ -21,10 +21,12 @@ const notifyDeadline = 2 * time.Second
 // changeListener counts the notifications/resources/list_changed a client
 // receives and lets a test wait for the next one.
 type changeListener struct {
-	mu    sync.Mutex
-	n     int
-	acked chan struct{} // closed on subscriptions/acknowledged (2026-07-28)
-	next  chan struct{} // signalled on every list_changed
+	mu      sync.Mutex
+	n       int
+	updated []string      // the URIs of notifications/resources/updated, in order
+	upd     chan struct{} // signalled on every resources/updated
+	acked   chan struct{} // closed on subscriptions/acknowledged (2026-07-28)
+	next    chan struct{} // signalled on every list_changed
 }
 
 func (l *changeListener) count() int { l.mu.Lock(); defer l.mu.Unlock(); return l.n }
@@ -32,9 +34,9 @@ func (l *changeListener) count() int { l.mu.Lock(); defer l.mu.Unlock(); return 
 // listen opens a listening client for email on version: the GET stream of
 // a session (2025-*), or a subscriptions/listen stream asking for
 // resourcesListChanged (2026-07-28), acknowledged before it returns.
-func listen(t *testing.T, env *devenv.Env, email, version string) *changeListener {
+func listen(t *testing.T, env *devenv.Env, email, version string, subscribe ...string) *changeListener {
 	t.Helper()
-	l := &changeListener{acked: make(chan struct{}), next: make(chan struct{}, 16)}
+	l := &changeListener{acked: make(chan struct{}), next: make(chan struct{}, 16), upd: make(chan struct{}, 16)}
 	var once sync.Once
 	opts := []transport.StreamableHTTPCOption{transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token(t, env, email)})}
 	if version != mcp.ProtocolVersion20260728 {
@@ -55,14 +57,31 @@ func listen(t *testing.T, env *devenv.Env, email, version string) *changeListene
 			l.n++
 			l.mu.Unlock()
 			l.next <- struct{}{}
+		case mcp.MethodNotificationResourceUpdated:
+			uri, _ := n.Params.AdditionalFields["uri"].(string)
+			l.mu.Lock()
+			l.updated = append(l.updated, uri)
+			l.mu.Unlock()
+			l.upd <- struct{}{}
 		}
 	})
 	initialize(t, c)
 	if got := c.ProtocolVersion(); got != version {
 		t.Fatalf("the listener speaks %s, not %s", got, version)
 	}
+	if version != mcp.ProtocolVersion20260728 {
+		for _, uri := range subscribe {
+			req := mcp.SubscribeRequest{}
+			req.Params.URI = uri
+			//lint:ignore SA1019 resources/subscribe is how a 2025-* client subscribes
+			if err := c.Subscribe(context.Background(), req); err != nil {
+				t.Fatalf("resources/subscribe %s: %v", uri, err)
+			}
+		}
+	}
 	if version == mcp.ProtocolVersion20260728 {
-		stop, err := c.ListenAsync(context.Background(), mcp.SubscriptionFilter{ResourcesListChanged: true}, func(err error) { t.Errorf("listen: %v", err) })
+		filter := mcp.SubscriptionFilter{ResourcesListChanged: true, ResourceSubscriptions: subscribe}
+		stop, err := c.ListenAsync(context.Background(), filter, func(err error) { t.Errorf("listen: %v", err) })
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -123,6 +142,47 @@ func TestChangeNotifications(t *testing.T) {
 			bob.wait(t, "bob, a second platform write", at)
 			if n := bob.count(); n != 2 {
 				t.Errorf("bob heard %d notifications for two platform writes and a people-ops write; want 2", n)
+			}
+		})
+	}
+}
+
+// TestResourceUpdated: on each protocol revision a client subscribed to a
+// note (resources/subscribe, or the resourceSubscriptions of its
+// subscriptions/listen) hears notifications/resources/updated with its URI
+// within 2 s of a change of that note, and not of a change of another note
+// of the wing (whose resources/list_changed it hears).
+func TestResourceUpdated(t *testing.T) {
+	env := startResourcesEnv(t)
+	const id = "platform/decisions/use-quic-for-internal-rpc"
+	for _, version := range protocolVersions {
+		t.Run(version, func(t *testing.T) {
+			sub := listen(t, env, "alice@example.com", version, "brain://"+id)
+			writer := versionClient(t, env, "alice@example.com", version)
+			text, isErr := call(t, writer, "brain_update", fmt.Sprintf(`{"id":%q,"body":"QUIC, %s.\n","reason":"notification test"}`, id, version))
+			if isErr {
+				t.Fatalf("brain_update: %s", text)
+			}
+			at := time.Now()
+			select {
+			case <-sub.upd:
+				t.Logf("%s: resources/updated %v after the update", version, time.Since(at).Round(time.Millisecond))
+			case <-time.After(notifyDeadline):
+				t.Fatalf("no notifications/resources/updated within %s", notifyDeadline)
+			}
+			// Another note of the wing: the list changed, the subscribed note
+			// did not (an updated notice would precede list_changed on the
+			// ordered stream).
+			sub.wait(t, "the update's list_changed", at)
+			text, isErr = call(t, writer, "brain_write", fmt.Sprintf(`{"wing":"platform","hall":"facts","slug":"upd-%s","title":"Other","body":"x\n"}`, version))
+			if isErr {
+				t.Fatalf("brain_write: %s", text)
+			}
+			sub.wait(t, "a write of another note", time.Now())
+			sub.mu.Lock()
+			defer sub.mu.Unlock()
+			if len(sub.updated) != 1 || sub.updated[0] != "brain://"+id {
+				t.Errorf("resources/updated for %v, want once for brain://%s", sub.updated, id)
 			}
 		})
 	}

@@ -347,7 +347,7 @@ func (g *Gateway) newMCPServer() {
 	g.watch.hooks(hooks)
 	g.mcp = server.NewMCPServer(serverName, Version,
 		server.WithToolCapabilities(true),
-		server.WithResourceCapabilities(false, true),
+		server.WithResourceCapabilities(true, true),
 		server.WithPromptCapabilities(true),
 		server.WithPromptFilter(g.filterPrompts),
 		server.WithHooks(hooks),
