@@ -1,12 +1,13 @@
 // Drives a running `brainstem dev` with the official TypeScript MCP SDK:
 // resources (list every page, read, the template), prompts (list, get, a
-// refused argument) and a change notification, as alice and as bob, on one
+// refused argument) and change notifications (list_changed, and
+// resources/updated of a subscribed note), as alice and as bob, on one
 // protocol revision (the SDK speaks 2025-11-25 and older; 2025-06-18 is
 // pinned by rewriting the initialize request's protocolVersion).
 // Usage: node resources-e2e.mjs <mcp-url> <alice-token> <bob-token> <protocol-version>
 import { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { StreamableHTTPClientTransport } from "@modelcontextprotocol/sdk/client/streamableHttp.js";
-import { ResourceListChangedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
+import { ResourceListChangedNotificationSchema, ResourceUpdatedNotificationSchema } from "@modelcontextprotocol/sdk/types.js";
 
 const [url, aliceToken, bobToken, version] = process.argv.slice(2);
 function fail(msg) { console.error(`FAIL (${version}):`, msg); process.exit(1); }
@@ -51,7 +52,7 @@ async function listAll(client) {
 const alice = await connect(aliceToken);
 const bob = await connect(bobToken);
 const caps = alice.getServerCapabilities();
-if (!caps.resources?.listChanged || !caps.prompts) fail(`capabilities ${JSON.stringify(caps)}`);
+if (!caps.resources?.listChanged || !caps.resources?.subscribe || !caps.prompts) fail(`capabilities ${JSON.stringify(caps)}`);
 
 // Resources: alice every wing, bob never people-ops.
 const a = await listAll(alice);
@@ -96,6 +97,19 @@ const w = await alice.callTool({ name: "brain_write", arguments: { wing: "platfo
 if (w.isError) fail(`brain_write: ${w.content[0].text}`);
 const at = await Promise.race([notified, new Promise((r) => setTimeout(() => r(0), 2000))]);
 if (!at) fail("no notifications/resources/list_changed within 2 s of a write");
+
+// resources/updated: alice subscribes to a platform note, bob (a platform
+// writer) updates it.
+const watched = "brain://platform/decisions/use-quic-for-internal-rpc";
+let updated;
+const gotUpdate = new Promise((resolve) => { updated = resolve; });
+alice.setNotificationHandler(ResourceUpdatedNotificationSchema, (n) => { if (n.params.uri === watched) updated(Date.now()); });
+await alice.subscribeResource({ uri: watched });
+const ustart = Date.now();
+const u = await bob.callTool({ name: "brain_update", arguments: { id: "platform/decisions/use-quic-for-internal-rpc", body: `QUIC (${version} ${ustart}).\n`, reason: "ci: resources/updated" } });
+if (u.isError) fail(`brain_update: ${u.content[0].text}`);
+const uat = await Promise.race([gotUpdate, new Promise((r) => setTimeout(() => r(0), 2000))]);
+if (!uat) fail(`no notifications/resources/updated for ${watched} within 2 s of its update`);
 await alice.close();
 await bob.close();
-console.log(`resources e2e ${version}: alice ${a.uris.length} resources in ${a.pages} pages, bob ${b.uris.length} (no people-ops); prompts ok; notified ${at - start} ms after the write`);
+console.log(`resources e2e ${version}: alice ${a.uris.length} resources in ${a.pages} pages, bob ${b.uris.length} (no people-ops); prompts ok; list_changed ${at - start} ms after a write, resources/updated ${uat - ustart} ms after an update`);
