@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"slices"
+	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -113,15 +114,7 @@ func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) ([]*wing, []u
 			down = append(down, unavailableWing{Wing: g.wings[i].name, Code: e.Code, Error: e.Message})
 		}
 	}
-	slices.SortFunc(out, func(a, b *wing) int {
-		switch {
-		case a.name < b.name:
-			return -1
-		case a.name > b.name:
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(out, func(a, b *wing) int { return strings.Compare(a.name, b.name) })
 	return out, down
 }
 
@@ -166,7 +159,11 @@ func (g *Gateway) listResources(ctx context.Context, ci *callInfo, cursor string
 				break
 			}
 			for _, n := range ans.Notes {
-				res.Resources = append(res.Resources, noteResource(n))
+				// Only the wing's own note ids, and no more than the page
+				// holds, whatever a shard answers.
+				if id, err := brain.ParseID(n.ID); err == nil && id.Wing == w.name && id.String() == n.ID && len(res.Resources) < size {
+					res.Resources = append(res.Resources, noteResource(n))
+				}
 			}
 			shardCursor = ans.NextCursor
 			if len(ans.Notes) == 0 {
