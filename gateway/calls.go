@@ -272,16 +272,23 @@ func (g *Gateway) fail(rec *auditRecord, e *Error) *mcp.CallToolResult {
 
 // finish writes the audit line and the metrics of one tool call.
 func (g *Gateway) finish(ci *callInfo, rec *auditRecord, res *mcp.CallToolResult, start time.Time) {
-	lat := time.Since(start)
-	rec.Time = g.now()
-	rec.RequestID = ci.requestID
-	rec.Email = ci.id.Email
-	rec.Latency = lat
 	for _, c := range res.Content {
 		if t, ok := c.(mcp.TextContent); ok {
 			rec.BytesOut += len(t.Text)
 		}
 	}
+	g.finishRecord(ci, rec, start)
+}
+
+// finishRecord writes the audit line and the metrics of one request whose
+// record is complete but for its time, caller and latency: a tool call,
+// or a resources or prompts request (rec.Tool is then the method).
+func (g *Gateway) finishRecord(ci *callInfo, rec *auditRecord, start time.Time) {
+	lat := time.Since(start)
+	rec.Time = g.now()
+	rec.RequestID = ci.requestID
+	rec.Email = ci.id.Email
+	rec.Latency = lat
 	if rec.Outcome == "" {
 		rec.Outcome = "ok"
 	}

@@ -310,8 +310,17 @@ func (g *Gateway) serveCall(q *mcpCall) {
 
 // serveMCPGo hands the request to mcp-go's Streamable HTTP server.
 func (g *Gateway) serveMCPGo(q *mcpCall) {
-	if q.ci.method == "tools/list" {
+	switch q.ci.method {
+	case "tools/list":
 		g.refresh.ensure(q.r.Context())
+	case "resources/list", "resources/read":
+		if !g.prepareResources(q) {
+			return // answered an error
+		}
+	case "prompts/get":
+		if !g.preparePrompt(q) {
+			return // answered an error
+		}
 	}
 	g.mcpHTTP.ServeHTTP(&q.rec, q.r.WithContext(q.ctx))
 }

@@ -96,6 +96,10 @@ type ShardsConfig struct {
 	MaxInFlight int `yaml:"max_in_flight"`
 	// RefreshInterval is how often tool descriptors are re-fetched.
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
+	// WatchInterval is how often, while an MCP client listens for
+	// notifications, the gateway asks every wing for its change generation
+	// (watch.go); a change is notified within about this long. Default 500ms.
+	WatchInterval time.Duration `yaml:"watch_interval"`
 	// RetryBase is the first backoff delay when a shard rejects a freshly
 	// minted token (then doubled; 3 tries in all).
 	RetryBase time.Duration `yaml:"retry_base"`
@@ -142,6 +146,9 @@ type LimitsConfig struct {
 	// by a trusted proxy; its right-most address is the client IP for the
 	// failed-authentication limit. Empty: the TCP peer address.
 	ClientIPHeader string `yaml:"client_ip_header"`
+	// ResourcesPageSize is how many notes one resources/list page holds
+	// (default 100, at most 200: brain_list's largest page).
+	ResourcesPageSize int `yaml:"resources_page_size"`
 }
 
 // SessionsConfig, the sessions section, bounds the grant cache. MaxEntries
@@ -177,6 +184,7 @@ func DefaultConfig() Config {
 			CallTimeout:     30 * time.Second,
 			MaxInFlight:     256,
 			RefreshInterval: time.Minute,
+			WatchInterval:   500 * time.Millisecond,
 			RetryBase:       100 * time.Millisecond,
 			KeepAlive:       proto.DefaultKeepAlive,
 			IdleTimeout:     proto.DefaultIdleTimeout,
@@ -192,6 +200,7 @@ func DefaultConfig() Config {
 			BodyTimeout:             10 * time.Second,
 			IdleConnTimeout:         90 * time.Second,
 			MaxUnauthenticatedConns: 1024,
+			ResourcesPageSize:       100,
 		},
 		Sessions: SessionsConfig{
 			MaxEntries: 100000,
@@ -464,6 +473,9 @@ func (s ShardsConfig) validate(p *problems, requireTLS bool) {
 	if s.MaxInFlight < 1 {
 		p.add("shards.max_in_flight", "must be at least 1 (got %d)", s.MaxInFlight)
 	}
+	if s.WatchInterval < 50*time.Millisecond || s.WatchInterval > time.Minute {
+		p.add("shards.watch_interval", "must be between 50ms and 1m (got %s)", s.WatchInterval)
+	}
 	if s.RefreshInterval < time.Second {
 		p.add("shards.refresh_interval", "must be at least 1s (got %s)", s.RefreshInterval)
 	}
@@ -515,6 +527,9 @@ func (l LimitsConfig) validate(p *problems) {
 	}
 	if l.FanoutConcurrency < 1 {
 		p.add("limits.fanout_concurrency", "must be at least 1 (got %d)", l.FanoutConcurrency)
+	}
+	if l.ResourcesPageSize < 1 || l.ResourcesPageSize > maxResourcesPageSize {
+		p.add("limits.resources_page_size", "must be between 1 and %d (got %d)", maxResourcesPageSize, l.ResourcesPageSize)
 	}
 	if l.FanoutTimeout < 100*time.Millisecond {
 		p.add("limits.fanout_timeout", "must be at least 100ms (got %s)", l.FanoutTimeout)

@@ -44,6 +44,15 @@ var (
 	ErrBadRequestID      = errors.New("gateway: JSON-RPC id is neither a string nor a number")
 	ErrOutcomeUnknown    = errors.New("gateway: the write's outcome is unknown")
 	ErrMintRefused       = errors.New("gateway: the shard refuses this gateway's mints")
+	// ErrResourceNotFound: resources/read of a note the caller cannot
+	// read, for whatever reason (missing, moved, archived, in a wing that
+	// does not admit them or does not exist): one answer for all.
+	ErrResourceNotFound = errors.New("gateway: resource not found")
+	// ErrBadCursor: a resources/list cursor the gateway did not issue.
+	ErrBadCursor = errors.New("gateway: invalid cursor")
+	// ErrBadParams: params of a resources or prompts request that are not
+	// what the method takes.
+	ErrBadParams = errors.New("gateway: invalid params")
 	// ErrShardAnswer wraps a shard's refusal or malformed answer within a
 	// cross-wing search (the wing is then listed as unavailable).
 	ErrShardAnswer = errors.New("gateway: a wing's answer could not be used")
@@ -394,6 +403,54 @@ func refuse(w http.ResponseWriter, err error, id []byte, message string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(r.status)
 	_, _ = w.Write(jsonRPCErrorBody(id, r.rpcCode, message, r.toolCode))
+}
+
+// JSON-RPC error codes of the answers to resources and prompts requests
+// (MCP: -32602 invalid params, -32603 internal error, -32002 resource not
+// found, which 2026-07-28 folds into -32602, as mcp-go answers it).
+const (
+	rpcInvalidParams    = -32602
+	rpcInternalError    = -32603
+	rpcResourceNotFound = -32002
+)
+
+// rpcCodeOf maps the failure of a resources or prompts request (an *Error
+// from classify, or one of the sentinels above) to its JSON-RPC error
+// code: the one table for these methods. modern is the 2026-07-28
+// revision.
+func rpcCodeOf(e *Error, modern bool) int {
+	switch {
+	case errors.Is(e, ErrResourceNotFound):
+		if modern {
+			return rpcInvalidParams
+		}
+		return rpcResourceNotFound
+	case errors.Is(e, ErrBadCursor), errors.Is(e, ErrBadParams), e.Code == brain.CodeInvalidArgument, e.Code == brain.CodeTooLarge,
+		e.Code == brain.CodeUnknownWing, e.Code == brain.CodeForbidden:
+		return rpcInvalidParams
+	}
+	return rpcInternalError
+}
+
+// notFoundCodes are the tool error codes a note read answers that all
+// mean, to a resources/read, "no such resource for you": the note is
+// missing, moved or archived, or its wing does not exist or does not
+// admit the caller (unknown_wing, which the gateway also answers for a
+// wing it may not disclose), or the caller may not read there.
+func notFoundCode(c brain.Code) bool {
+	switch c {
+	case brain.CodeNotFound, brain.CodeMoved, brain.CodeUnknownWing, brain.CodeForbidden:
+		return true
+	}
+	return false
+}
+
+// writeRPCError answers a JSON-RPC request with an error (HTTP 200: the
+// request was received and answered); the tool error code goes in data.
+func writeRPCError(w http.ResponseWriter, id []byte, code int, e *Error) {
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(http.StatusOK)
+	_, _ = w.Write(jsonRPCErrorBody(id, code, e.Message, e.Code))
 }
 
 func quote(s string) string { return fmt.Sprintf("%q", s) }

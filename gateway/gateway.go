@@ -78,6 +78,8 @@ type Gateway struct {
 	byName   map[string]*wing
 	grants   *grantCache
 	cat      atomic.Pointer[catalog]
+	// promptCat is the union of the wings' prompts (prompts.go).
+	promptCat atomic.Pointer[promptCatalog]
 	// replica holds each wing's statistics of recent search terms at the
 	// wing's index generation, so a cross-wing search skips the statistics
 	// round trip while a wing has not changed (search.Replica).
@@ -85,6 +87,7 @@ type Gateway struct {
 	parses     atomic.Int64   // decodes of /mcp bodies, params and arguments (a test counts them)
 	searchSpec *toolspec.Spec // the search tool's, to decode a cross-wing query once
 	refresh    *refresher
+	watch      *watcher // change notifications (watch.go)
 	mcp        *server.MCPServer
 	mcpHTTP    *server.StreamableHTTPServer
 	metrics    *metrics
@@ -111,6 +114,7 @@ type Gateway struct {
 	draining    atomic.Bool // Serve was told to stop; answers close their connections
 	stopRefresh context.CancelFunc
 	refreshDone chan struct{}
+	watchDone   chan struct{}
 	closeOnce   sync.Once
 	closeErr    error
 	served      atomic.Bool
@@ -244,6 +248,7 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 	if err := g.newState(opt); err != nil {
 		return nil, err
 	}
+	g.watch = newWatcher(g)
 	g.newMCPServer()
 	var err error
 	if g.textAnswers, err = newTextAnswers(); err != nil {
@@ -337,13 +342,21 @@ func (g *Gateway) newState(opt Options) error {
 // the public http.Server.
 func (g *Gateway) newMCPServer() {
 	cfg := g.cfg
+	hooks := &server.Hooks{}
+	resourceHooks(hooks)
+	g.watch.hooks(hooks)
 	g.mcp = server.NewMCPServer(serverName, Version,
 		server.WithToolCapabilities(true),
+		server.WithResourceCapabilities(true, true),
+		server.WithPromptCapabilities(true),
+		server.WithPromptFilter(g.filterPrompts),
+		server.WithHooks(hooks),
 		server.WithToolFilter(g.filterTools),
 		server.WithRecovery(),
 		server.WithInstructions("Brainstem is the team brain: curated notes (wiki) and unreviewed notes (inbox) per wing. "+
 			"Call brain_wings to see the wings you can reach, brain_query to search them all."),
 	)
+	g.mcp.AddResourceTemplate(noteTemplate(), readTemplateHandler)
 	// Every wait on a peer is bounded: headers (header_timeout), the body
 	// (body_timeout, set per request by the /mcp chain), idle keep-alive
 	// connections (idle_conn_timeout), and connections without an
@@ -433,6 +446,11 @@ func (g *Gateway) start(ctx context.Context) {
 	go func() {
 		defer close(g.refreshDone)
 		g.refresh.loop(lctx)
+	}()
+	g.watchDone = make(chan struct{})
+	go func() {
+		defer close(g.watchDone)
+		g.watch.loop(lctx)
 	}()
 }
 
@@ -595,6 +613,7 @@ func (g *Gateway) Close() error {
 		if g.stopRefresh != nil {
 			g.stopRefresh()
 			<-g.refreshDone
+			<-g.watchDone
 		}
 		if !g.served.Load() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)

@@ -18,9 +18,11 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"math"
 	"net"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -274,7 +276,7 @@ func (w *testWing) Mint(ctx context.Context, peer proto.Peer, req *proto.MintReq
 
 func (w *testWing) toolNeed(tool string) (brain.Caps, bool) {
 	switch tool {
-	case "brain_get", "brain_query", "brain_slow":
+	case "brain_get", "brain_query", "brain_slow", "brain_list":
 		return brain.CapRead, true
 	case "brain_write":
 		return brain.CapWrite, true
@@ -364,6 +366,23 @@ func (w *testWing) Call(ctx context.Context, req *proto.CallRequest) (*proto.Cal
 		return &proto.CallResponse{Result: first}, nil
 	case "brain_promote":
 		return &proto.CallResponse{Result: []byte(`{"promoted":true}`)}, nil
+	case "brain_list": // every note, by id, in one page
+		w.mu.Lock()
+		ids := slices.Sorted(maps.Keys(w.notes))
+		w.mu.Unlock()
+		type note struct {
+			ID    string `json:"id"`
+			Title string `json:"title"`
+		}
+		out := struct {
+			Notes      []note `json:"notes"`
+			NextCursor string `json:"next_cursor"`
+		}{Notes: []note{}}
+		for _, id := range ids {
+			out.Notes = append(out.Notes, note{id, "Note " + id})
+		}
+		b, _ := json.Marshal(out)
+		return &proto.CallResponse{Result: b}, nil
 	case "brain_slow":
 		select {
 		case w.slowIn <- struct{}{}:

@@ -22,6 +22,10 @@ type metrics struct {
 	lostWrites   *prometheus.CounterVec
 	statsReused  prometheus.Counter
 	rankAgain    prometheus.Counter
+	// Change notifications (watch.go).
+	watchChanges  prometheus.Counter
+	notified      prometheus.Counter
+	notifyDropped prometheus.Counter
 }
 
 const ns = "brainstem_gateway"
@@ -67,6 +71,7 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 		leanCalls: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lean_tool_calls_total",
 			Help: "Stateless (2026-07-28) tools/call requests answered without mcp-go's transport; every other request goes through mcp-go."}),
 	}
+	m.watchChanges, m.notified, m.notifyDropped = watchMetrics()
 	sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "sessions",
 		Help: "Callers (email and group set) currently in the grant cache (the session cache)."}, func() float64 { return float64(g.grants.Len()) })
 	unauth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "unauthenticated_connections",
@@ -76,7 +81,8 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 		Help: "Public connections closed at once because limits.max_unauthenticated_conns was reached."},
 		func() float64 { return float64(g.conns.rejected.Load()) })
 	collectors := []prometheus.Collector{m.calls, m.latency, m.cacheHits, m.cacheMisses, m.mints, m.rejected,
-		m.rateLimited, m.authFailures, m.httpRequests, m.leanCalls, m.lostRetries, m.lostWrites, m.statsReused, m.rankAgain, sessions, unauth, connsRefused}
+		m.rateLimited, m.authFailures, m.httpRequests, m.leanCalls, m.lostRetries, m.lostWrites, m.statsReused, m.rankAgain,
+		m.watchChanges, m.notified, m.notifyDropped, sessions, unauth, connsRefused}
 	for _, w := range g.wings {
 		collectors = append(collectors,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "shard_connected",
@@ -101,6 +107,16 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 		}
 	}
 	return m, nil
+}
+
+// watchMetrics are the change watcher's counters (watch.go).
+func watchMetrics() (changes, sent, dropped prometheus.Counter) {
+	return prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "watch_changes_total",
+			Help: "Wing changes (a new change generation) the watcher saw while clients listened for notifications."}),
+		prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "notifications_sent_total",
+			Help: "notifications/resources/list_changed handed to listening clients' streams."}),
+		prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "notifications_dropped_total",
+			Help: "Change notifications not sent because the client's stream was full (it is not reading it)."})
 }
 
 func b2f(b bool) float64 {

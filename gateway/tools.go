@@ -32,11 +32,12 @@ func wingsTool() mcp.Tool {
 // has never answered), and on demand (a tools/list while a wing's tools are
 // unknown; a shard answering unknown_tool).
 type refresher struct {
-	g       *Gateway
-	flight  singleflight.Group
-	kick    chan struct{}
-	mu      sync.Mutex
-	lastSig string
+	g             *Gateway
+	flight        singleflight.Group
+	kick          chan struct{}
+	mu            sync.Mutex
+	lastSig       string
+	lastPromptSig string // under mu
 }
 
 func newRefresher(g *Gateway) *refresher {
@@ -107,11 +108,18 @@ func (r *refresher) refresh(ctx context.Context) {
 				return nil
 			}
 			w.tools.Store(&tools)
+			prompts, err := parsePromptDescriptors(resp.Prompts)
+			if err != nil {
+				g.log.Error("a wing declared unusable prompts; keeping the previous ones", "wing", w.name, "err", err)
+				return nil
+			}
+			w.prompts.Store(&prompts)
 			return nil
 		})
 	}
 	_ = eg.Wait()
 	r.register()
+	r.registerPrompts()
 }
 
 // register builds the catalog and hands it to mcp-go when it changed.

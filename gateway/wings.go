@@ -36,6 +36,7 @@ type wing struct {
 	client  shardClient
 	reached atomic.Bool // answered at least once (any message)
 	tools   atomic.Pointer[[]toolDescriptor]
+	prompts atomic.Pointer[[]promptDescriptor]
 	// mintRefused says why the wing's shard refuses every mint from this
 	// gateway (its certificate's role), nil when mints are accepted. The
 	// gateway is not ready while it is set.

@@ -201,7 +201,7 @@ func fuzzResponse[T any](f *testing.F, decode func([]byte) (*T, error), seeds ..
 }
 
 func FuzzDecodeListToolsResponse(f *testing.F) {
-	fuzzResponse(f, decodeListToolsResponse, &ListToolsResponse{Tools: []byte(`[{"name":"brain_get"}]`)})
+	fuzzResponse(f, decodeListToolsResponse, &ListToolsResponse{Tools: []byte(`[{"name":"brain_get"}]`), Prompts: []byte(`[{"name":"review_inbox"}]`)})
 }
 
 func FuzzDecodeCallResponse(f *testing.F) {

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"path/filepath"
+	"strings"
 	"sync"
 	"time"
 
@@ -230,7 +231,7 @@ func (s *Service) SkippedFiles(kind string) int { return s.store.SkippedCount(ki
 
 // ListTools answers the tool descriptors, unparsed.
 func (s *Service) ListTools(context.Context) (*proto.ListToolsResponse, error) {
-	return &proto.ListToolsResponse{Tools: s.tools.Descriptors()}, nil
+	return &proto.ListToolsResponse{Tools: s.tools.Descriptors(), Prompts: s.tools.PromptDescriptors()}, nil
 }
 
 // Call verifies the shard token, evaluates the policy in force for the
@@ -238,6 +239,9 @@ func (s *Service) ListTools(context.Context) (*proto.ListToolsResponse, error) {
 // with the capabilities both grant; the tool set refuses a call whose
 // tool needs more (a forbidden tool error, like every refusal of a tool).
 func (s *Service) Call(ctx context.Context, req *proto.CallRequest) (*proto.CallResponse, error) {
+	if name, ok := strings.CutPrefix(req.Tool, proto.PromptCall); ok {
+		return s.getPrompt(ctx, req, name)
+	}
 	needs, ok := s.tools.Needs(req.Tool)
 	if !ok {
 		return nil, &proto.Error{Code: proto.CodeUnknownTool, Message: fmt.Sprintf("wing %q has no tool %q", s.cfg.Wing, req.Tool)}
@@ -247,6 +251,22 @@ func (s *Service) Call(ctx context.Context, req *proto.CallRequest) (*proto.Call
 		return nil, err
 	}
 	result, isErr := s.tools.Call(ctx, tools.Caller{Email: claims.Email, Caps: caps, IdempotencyKey: req.IdempotencyKey}, req.Tool, req.Args)
+	return &proto.CallResponse{Result: result, IsError: isErr}, nil
+}
+
+// getPrompt answers a prompts/get (proto.PromptCall) as Call answers a
+// tool call: the token and the policy in force, then the prompt's own
+// capability and arguments (tools.Set.GetPrompt).
+func (s *Service) getPrompt(ctx context.Context, req *proto.CallRequest, name string) (*proto.CallResponse, error) {
+	needs, ok := s.tools.PromptNeeds(name)
+	if !ok {
+		return nil, &proto.Error{Code: proto.CodeUnknownTool, Message: fmt.Sprintf("wing %q has no prompt %q", s.cfg.Wing, name)}
+	}
+	claims, caps, err := s.authorize(req.Token, req.RequestID, req.Tool, needs)
+	if err != nil {
+		return nil, err
+	}
+	result, isErr := s.tools.GetPrompt(ctx, tools.Caller{Email: claims.Email, Caps: caps}, name, req.Args)
 	return &proto.CallResponse{Result: result, IsError: isErr}, nil
 }
 

@@ -16,6 +16,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/shard/tools"
 )
 
@@ -53,7 +54,8 @@ func NewServer(set *tools.Set, caller tools.Caller, logger *slog.Logger) (*serve
 	for _, d := range ds {
 		byName[d.Name] = d
 	}
-	s := server.NewMCPServer("brainstem-"+set.Wing(), version(), server.WithToolCapabilities(false), server.WithRecovery())
+	s := server.NewMCPServer("brainstem-"+set.Wing(), version(), server.WithToolCapabilities(false),
+		server.WithPromptCapabilities(false), server.WithRecovery())
 	for _, t := range set.Specs() {
 		tool := mcp.NewToolWithRawSchema(t.Name, t.Description, t.Schema())
 		tool.RawOutputSchema = t.OutputSchema()
@@ -80,7 +82,40 @@ func NewServer(set *tools.Set, caller tools.Caller, logger *slog.Logger) (*serve
 			return r, nil
 		})
 	}
+	addPrompts(s, set, caller)
 	return s, nil
+}
+
+// addPrompts serves the set's prompts (tools.Set.GetPrompt: the same
+// validation and messages as through the gateway).
+func addPrompts(s *server.MCPServer, set *tools.Set, caller tools.Caller) {
+	for _, p := range set.Prompts() {
+		mp := mcp.Prompt{Name: p.Name, Title: p.Title, Description: p.Description}
+		for _, a := range p.Args {
+			mp.Arguments = append(mp.Arguments, mcp.PromptArgument{Name: a.Name, Description: a.Desc, Required: a.Required})
+		}
+		name := p.Name
+		s.AddPrompt(mp, func(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+			args, err := json.Marshal(req.Params.Arguments)
+			if err != nil {
+				return nil, fmt.Errorf("stdio: prompt arguments: %w", err)
+			}
+			res, isErr := set.GetPrompt(ctx, caller, name, args)
+			if isErr {
+				_, msg, _ := brain.DecodeError(res)
+				return nil, errors.New(msg)
+			}
+			var pr toolspec.PromptResult
+			if err := json.Unmarshal(res, &pr); err != nil {
+				return nil, fmt.Errorf("stdio: prompt %s: %w", name, err)
+			}
+			out := &mcp.GetPromptResult{Description: pr.Description, Messages: make([]mcp.PromptMessage, len(pr.Messages))}
+			for i, m := range pr.Messages {
+				out.Messages[i] = mcp.PromptMessage{Role: mcp.Role(m.Role), Content: mcp.NewTextContent(m.Content.Text)}
+			}
+			return out, nil
+		})
+	}
 }
 
 // Serve answers MCP requests read from in with responses written to out

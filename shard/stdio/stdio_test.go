@@ -16,6 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/shard/store"
 	"github.com/brainstem/brainstem/shard/tools"
 )
@@ -265,4 +266,39 @@ func FuzzCheckEmail(f *testing.F) {
 			t.Fatalf("checkEmail(%q) accepted %q", s, e)
 		}
 	})
+}
+
+// TestStdioPrompts: the stdio server offers the set's prompts with the
+// same messages as the set answers, and refuses bad arguments with the
+// same message.
+func TestStdioPrompts(t *testing.T) {
+	set := newSet(t)
+	caller := tools.Caller{Email: "dev@example.com", Caps: AllCaps}
+	c := startServer(t, set, caller)
+	ctx := context.Background()
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "t", Version: "0"}}}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.ListPrompts(ctx, mcp.ListPromptsRequest{})
+	if err != nil || len(list.Prompts) != len(set.Prompts()) {
+		t.Fatalf("prompts/list: %+v %v", list, err)
+	}
+	req := mcp.GetPromptRequest{}
+	req.Params.Name, req.Params.Arguments = "review_inbox", map[string]string{"wing": "payments"}
+	res, err := c.GetPrompt(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	raw, isErr := set.GetPrompt(ctx, caller, "review_inbox", []byte(`{"wing":"payments"}`))
+	var want toolspec.PromptResult
+	if isErr || json.Unmarshal(raw, &want) != nil || len(want.Messages) != 1 || len(res.Messages) != 1 {
+		t.Fatalf("review_inbox: %+v (set: %s)", res, raw)
+	}
+	if tc, ok := res.Messages[0].Content.(mcp.TextContent); !ok || tc.Text != want.Messages[0].Content.Text || !strings.Contains(tc.Text, `brain_pending with {"wing": "payments"}`) {
+		t.Errorf("stdio's message %+v is not the set's %s", res.Messages[0].Content, raw)
+	}
+	req.Params.Arguments = map[string]string{"wing": "payments", "limit": "7"}
+	if _, err := c.GetPrompt(ctx, req); err == nil || !strings.Contains(err.Error(), "limit must be one of") {
+		t.Errorf("a bad argument: %v", err)
+	}
 }

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/search"
 )
 
@@ -163,9 +164,42 @@ func generatedBlocks(t *testing.T) map[string]string {
 		fmt.Fprintf(&lim, "| %s | %d | `%s` |\n", r.what, r.v, r.code)
 	}
 	blocks["limits"] = lim.String()
+	for name, b := range promptBlocks(t, s) {
+		blocks[name] = b
+	}
 	blocks["codes"] = codesTable()
 	blocks["names"] = namesList()
 	return blocks
+}
+
+// docPromptExamples are the documented prompts/get arguments, by prompt.
+var docPromptExamples = map[string]string{
+	"capture_learnings":  `{"wing":"payments","focus":"the card network incident"}`,
+	"search_before_task": `{"task":"Add a retry to the PSP capture call"}`,
+	"review_inbox":       `{"wing":"payments","limit":"25"}`,
+}
+
+// promptBlocks renders each prompt's block: its capability, description,
+// arguments and the messages prompts/get answers for the example.
+func promptBlocks(t *testing.T, s *Set) map[string]string {
+	out := map[string]string{}
+	all := Caller{Email: "doc@example.com", Caps: brain.CapRead | brain.CapWrite | brain.CapCurate}
+	for _, p := range s.Prompts() {
+		args, ok := docPromptExamples[p.Name]
+		if !ok {
+			t.Fatalf("no doc example for prompt %s", p.Name)
+		}
+		res, isErr := s.GetPrompt(context.Background(), all, p.Name, []byte(args))
+		if isErr {
+			t.Fatalf("doc example of prompt %s: %s", p.Name, res)
+		}
+		var b strings.Builder
+		fmt.Fprintf(&b, "**%s** · for callers with `%s` in the wing\n\n%s\n\n", p.Title, p.Capability().Strongest(), p.Description)
+		b.WriteString((&toolspec.Spec{Args: p.Args}).ArgsTable())
+		fmt.Fprintf(&b, "\nExample arguments:\n\n```json\n%s\n```\n\nResult:\n\n```json\n%s\n```\n", indentJSON(t, args), indentJSON(t, string(res)))
+		out["prompt_"+p.Name] = b.String()
+	}
+	return out
 }
 
 // codesTable is every code a client can receive (brain.Codes), who answers

@@ -102,6 +102,10 @@ type Set struct {
 	byName  map[string]*Tool
 	desc    json.RawMessage
 
+	prompts      []*toolspec.Prompt
+	promptByName map[string]*toolspec.Prompt
+	promptDesc   json.RawMessage
+
 	testStage func(stage string) // crash tests: called at each stage of a keyed write
 }
 
@@ -129,7 +133,29 @@ func New(st *store.Store, opt Options) *Set {
 		panic("tools: descriptors: " + err.Error())
 	}
 	s.desc = b
+	s.setPrompts(s.definePrompts())
 	return s
+}
+
+// setPrompts validates the prompts and builds their descriptors.
+func (s *Set) setPrompts(prompts []*toolspec.Prompt) {
+	s.prompts, s.promptByName = prompts, map[string]*toolspec.Prompt{}
+	descs := make([]json.RawMessage, len(prompts))
+	for i, p := range prompts {
+		if err := p.Validate(); err != nil {
+			panic(err.Error()) // declarations are constants: a programming error
+		}
+		if _, dup := s.promptByName[p.Name]; dup {
+			panic("tools: prompt " + p.Name + " defined twice")
+		}
+		s.promptByName[p.Name] = p
+		descs[i] = p.Descriptor()
+	}
+	b, err := brain.Marshal(descs)
+	if err != nil {
+		panic("tools: prompt descriptors: " + err.Error())
+	}
+	s.promptDesc = b
 }
 
 // Wing returns the wing the set serves.

@@ -1,0 +1,271 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
+	"github.com/brainstem/brainstem/proto"
+)
+
+// Prompts, as tools: the shards declare them (toolspec.Prompt, in their
+// ListTools answer), the gateway advertises their union filtered by the
+// caller's capabilities (prompts/list), and a prompts/get goes to the
+// shard of the wing its arguments route to (proto.PromptCall), which
+// validates the arguments with the same rules as a tool's and renders the
+// messages. A prompt no argument routes (search_before_task without a
+// wing) is asked of the first wing, in config order, that declares it and
+// where the caller holds its capability: its messages do not depend on
+// the wing.
+
+// maxPromptsPerWing bounds what one shard may declare.
+const maxPromptsPerWing = 64
+
+// promptDescriptor is one prompt as a shard declares it.
+type promptDescriptor struct {
+	Name        string               `json:"name"`
+	Title       string               `json:"title,omitempty"`
+	Description string               `json:"description"`
+	Arguments   []mcp.PromptArgument `json:"arguments"`
+	Meta        map[string]any       `json:"_meta,omitempty"`
+	meta        toolspec.Meta
+}
+
+// parsePromptDescriptors decodes and checks a shard's prompts (nil: none).
+func parsePromptDescriptors(raw json.RawMessage) ([]promptDescriptor, error) {
+	if len(raw) == 0 {
+		return nil, nil
+	}
+	var ps []promptDescriptor
+	if err := json.Unmarshal(raw, &ps); err != nil {
+		return nil, fmt.Errorf("gateway: prompt descriptors: %w", err)
+	}
+	if len(ps) > maxPromptsPerWing {
+		return nil, fmt.Errorf("gateway: prompt descriptors: %d prompts, more than %d", len(ps), maxPromptsPerWing)
+	}
+	seen := map[string]bool{}
+	for i := range ps {
+		p := &ps[i]
+		if p.Name == "" || len(p.Name)+len(proto.PromptCall) > proto.MaxToolNameBytes || seen[p.Name] {
+			return nil, fmt.Errorf("gateway: prompt descriptors: prompt %d has no valid name or is listed twice", i)
+		}
+		seen[p.Name] = true
+		m, err := toolspec.ParseMeta(p.Meta)
+		if err != nil {
+			return nil, fmt.Errorf("gateway: prompt descriptors: %q: %w", p.Name, err)
+		}
+		p.meta = m
+	}
+	return ps, nil
+}
+
+func (p promptDescriptor) mcpPrompt() mcp.Prompt {
+	mp := mcp.Prompt{Name: p.Name, Title: p.Title, Description: p.Description, Arguments: p.Arguments}
+	if len(p.Meta) > 0 {
+		mp.Meta = &mcp.Meta{AdditionalFields: p.Meta}
+	}
+	return mp
+}
+
+// promptCatalog is the union of the wings' prompts: by name, the first
+// wing (in config order) wins when two disagree.
+type promptCatalog struct {
+	prompts []promptDescriptor // sorted by name
+	by      map[string]*promptEntry
+}
+
+type promptEntry struct {
+	desc  promptDescriptor
+	wings []int // indexes of the wings declaring it
+}
+
+func buildPromptCatalog(wings []*wing) *promptCatalog {
+	c := &promptCatalog{by: map[string]*promptEntry{}}
+	for _, w := range wings {
+		ps := w.prompts.Load()
+		if ps == nil {
+			continue
+		}
+		for _, p := range *ps {
+			e, ok := c.by[p.Name]
+			if !ok {
+				e = &promptEntry{desc: p}
+				c.by[p.Name] = e
+				c.prompts = append(c.prompts, p)
+			}
+			e.wings = append(e.wings, w.idx)
+		}
+	}
+	slices.SortFunc(c.prompts, func(a, b promptDescriptor) int { return strings.Compare(a.Name, b.Name) })
+	return c
+}
+
+// registerPrompts hands the prompt catalog to mcp-go when it changed.
+func (r *refresher) registerPrompts() {
+	g := r.g
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	cat := buildPromptCatalog(g.wings)
+	type entry struct {
+		Prompt mcp.Prompt
+		Wings  []int
+	}
+	sigOf := make([]entry, 0, len(cat.prompts))
+	for _, p := range cat.prompts {
+		sigOf = append(sigOf, entry{p.mcpPrompt(), cat.by[p.Name].wings})
+	}
+	sig, _ := json.Marshal(sigOf)
+	if string(sig) == r.lastPromptSig && g.promptCat.Load() != nil {
+		return
+	}
+	prompts := make([]server.ServerPrompt, 0, len(cat.prompts))
+	for _, p := range cat.prompts {
+		prompts = append(prompts, server.ServerPrompt{Prompt: p.mcpPrompt(), Handler: preparedPrompt})
+	}
+	g.promptCat.Store(cat)
+	g.mcp.SetPrompts(prompts...)
+	r.lastPromptSig = string(sig)
+}
+
+// filterPrompts is mcp-go's prompt filter: the prompts the caller holds
+// the capability of in at least one wing declaring them.
+func (g *Gateway) filterPrompts(ctx context.Context, prompts []mcp.Prompt) []mcp.Prompt {
+	ci := callInfoFrom(ctx)
+	cat := g.promptCat.Load()
+	if ci == nil || cat == nil {
+		return nil
+	}
+	caps, _ := g.capsAll(ctx, ci)
+	out := prompts[:0:0]
+	for _, p := range prompts {
+		if e, ok := cat.by[p.Name]; ok && g.promptWing(e, caps) != nil {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// promptWing is the first wing declaring the prompt where caps hold its
+// capability, nil if none.
+func (g *Gateway) promptWing(e *promptEntry, caps []brain.Caps) *wing {
+	for _, wi := range e.wings {
+		if caps[wi].Has(e.desc.meta.Needs) {
+			return g.wings[wi]
+		}
+	}
+	return nil
+}
+
+// preparedPrompt is mcp-go's handler of every prompt: it returns what
+// preparePrompt got from the shard.
+func preparedPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+	if ci := callInfoFrom(ctx); ci != nil && ci.prepared != nil && ci.prepared.prompt != nil {
+		return ci.prepared.prompt, nil
+	}
+	return nil, fmt.Errorf("prompt %q was not prepared by the gateway: %w", req.Params.Name, server.ErrPromptNotFound)
+}
+
+// promptParams are prompts/get's params, the arguments kept raw for the
+// shard (MCP: an object of strings).
+type promptParams struct {
+	Name      string          `json:"name"`
+	Arguments json.RawMessage `json:"arguments"`
+}
+
+// preparePrompt serves the gateway's part of prompts/get: it routes the
+// prompt, asks the shard, and leaves the result for mcp-go (or answers an
+// error itself, returning false). A prompt the caller may not see is left
+// to mcp-go, which answers it as unknown.
+func (g *Gateway) preparePrompt(q *mcpCall) bool {
+	var p promptParams
+	if q.msg.ID == nil || len(q.msg.Params) == 0 || json.Unmarshal(q.msg.Params, &p) != nil {
+		return true
+	}
+	cat := g.promptCat.Load()
+	if cat == nil || cat.by[p.Name] == nil {
+		return true
+	}
+	res, err := g.getPrompt(q.ctx, &q.ci, cat.by[p.Name], p)
+	if err != nil {
+		if errors.Is(err, errPromptHidden) {
+			return true
+		}
+		e := classify(err, "")
+		writeRPCError(&q.rec, q.msg.ID, rpcCodeOf(e, mcp.IsModernProtocol(q.r.Header.Get(mcp.HeaderProtocolVersion))), e)
+		return false
+	}
+	q.ci.prepared = &prepared{prompt: res}
+	return true
+}
+
+// errPromptHidden: the caller holds the prompt's capability in no wing
+// declaring it, so for them it does not exist.
+var errPromptHidden = errors.New("gateway: the prompt is not the caller's")
+
+// getPrompt asks the routed (or first suitable) wing for the prompt.
+func (g *Gateway) getPrompt(ctx context.Context, ci *callInfo, e *promptEntry, p promptParams) (*mcp.GetPromptResult, error) {
+	start := time.Now()
+	args := []byte(p.Arguments)
+	if len(args) == 0 || string(args) == "null" {
+		args = []byte("{}")
+	}
+	rec := auditRecord{Tool: string(mcp.MethodPromptsGet) + " " + e.desc.Name, BytesIn: len(args), Args: args}
+	defer g.finishRecord(ci, &rec, start)
+	fail := func(err *Error) (*mcp.GetPromptResult, error) {
+		rec.Outcome, rec.err = string(err.Code), err
+		return nil, err
+	}
+	a, err := parseArgs(args)
+	if err != nil {
+		return fail(newError(brain.CodeInvalidArgument, ErrBadParams, "the arguments of prompt %q must be a JSON object of strings: %s", e.desc.Name, classify(err, "").Message))
+	}
+	wingName, routed, err := a.route(e.desc.meta.Routes)
+	if err != nil {
+		return fail(classify(err, ""))
+	}
+	// A prompt prompts/list does not show the caller does not exist for
+	// them, whatever the arguments.
+	caps, _ := g.capsAll(ctx, ci)
+	w := g.promptWing(e, caps)
+	if w == nil {
+		rec.Outcome = string(brain.CodeNotFound)
+		return nil, errPromptHidden
+	}
+	if routed {
+		if w = g.byName[wingName]; w == nil || !slices.Contains(e.wings, w.idx) {
+			return fail(g.noWing(ctx, ci, wingName))
+		}
+	}
+	rec.Wing = w.name
+	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: proto.PromptCall + e.desc.Name, Args: args})
+	if errors.Is(err, errWingHidden) {
+		return fail(g.noWing(ctx, ci, wingName))
+	}
+	if err != nil {
+		return fail(classify(err, w.name))
+	}
+	rec.BytesOut = len(resp.Result)
+	if resp.IsError {
+		code, msg, _ := brain.DecodeError(resp.Result)
+		return fail(&Error{Code: code, Message: msg, Err: ErrShardAnswer})
+	}
+	var pr toolspec.PromptResult
+	if err := json.Unmarshal(resp.Result, &pr); err != nil {
+		return fail(newError(brain.CodeInternal, errors.Join(ErrShardAnswer, err), "wing %q answered prompt %q with unreadable messages", w.name, e.desc.Name))
+	}
+	res := &mcp.GetPromptResult{Description: pr.Description, Messages: make([]mcp.PromptMessage, len(pr.Messages))}
+	for i, m := range pr.Messages {
+		res.Messages[i] = mcp.PromptMessage{Role: mcp.Role(m.Role), Content: mcp.NewTextContent(m.Content.Text)}
+	}
+	rec.Outcome = "ok"
+	return res, nil
+}
