@@ -380,6 +380,7 @@ func (g *Gateway) startFacade(ctx context.Context, idp identityVerifier, opt Opt
 		Issuer: strings.TrimRight(g.cfg.PublicURL, "/"), Resource: g.cfg.mcpURL(), Verifier: idp,
 		HTTPClient: opt.HTTPClient, Now: g.now, Logger: g.log.With("component", "oauth"),
 		Registerer: g.registry, ClientIP: g.clientIP,
+		AllowedDomains: g.cfg.OIDC.AllowedDomains, GroupsClaim: g.cfg.OIDC.GroupsClaim,
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: oauth: %w", err)

@@ -80,6 +80,10 @@ type Options struct {
 	// ClientIP returns the address limits are counted against; nil means
 	// the TCP peer.
 	ClientIP func(*http.Request) string
+	// AllowedDomains and GroupsClaim are the oidc section's email domain
+	// rule and groups claim, applied to identity assertions too.
+	AllowedDomains []string
+	GroupsClaim    string
 }
 
 // Server is the authorization server. It is safe for concurrent use.
@@ -108,6 +112,7 @@ type Server struct {
 	devices       *deviceStore        // device requests issued by this replica
 	accounts      map[string]*account // service accounts by client id
 	assertions    *assertionStore     // jti of client assertions accepted here
+	enterprise    *enterprise         // nil: no ID-JAGs accepted
 
 	requests     *prometheus.CounterVec
 	metadataJSON []byte
@@ -164,6 +169,11 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		return nil, err
 	}
 	if s.accounts, err = loadServiceAccounts(cfg.ServiceAccounts, s.log); err != nil {
+		return nil, err
+	}
+	eopt := opt
+	eopt.Now, eopt.Logger, eopt.HTTPClient = s.now, s.log, hc
+	if s.enterprise, err = newEnterprise(ctx, cfg.Enterprise, s.issuer, eopt); err != nil {
 		return nil, err
 	}
 	s.metadataJSON, err = json.Marshal(s.metadata())
@@ -243,7 +253,8 @@ func (s *Server) Scopes() []string { return []string{Scope} }
 
 // metadata is the RFC 8414 document. The client credentials grant and
 // its client authentication methods are listed when service accounts are
-// configured.
+// configured, the JWT bearer grant and the ID-JAG profile when enterprise
+// IdPs are.
 func (s *Server) metadata() map[string]any {
 	m := map[string]any{
 		"issuer":                                         s.issuer,
@@ -256,18 +267,23 @@ func (s *Server) metadata() map[string]any {
 		"scopes_supported":                               []string{Scope},
 		"response_types_supported":                       []string{"code"},
 		"response_modes_supported":                       []string{"query"},
-		"grant_types_supported":                          []string{"authorization_code", "refresh_token", GrantTypeDevice},
 		"code_challenge_methods_supported":               []string{"S256"},
 		"token_endpoint_auth_methods_supported":          []string{"none"},
 		"revocation_endpoint_auth_methods_supported":     []string{"none"},
 		"client_id_metadata_document_supported":          s.meta != nil,
 		"authorization_response_iss_parameter_supported": true,
 	}
+	grants := []string{"authorization_code", "refresh_token", GrantTypeDevice}
 	if len(s.accounts) > 0 {
-		m["grant_types_supported"] = []string{"authorization_code", "refresh_token", GrantTypeDevice, GrantTypeClientCredentials}
+		grants = append(grants, GrantTypeClientCredentials)
 		m["token_endpoint_auth_methods_supported"] = []string{"none", "client_secret_basic", "client_secret_post", "private_key_jwt"}
 		m["token_endpoint_auth_signing_alg_values_supported"] = []string{"EdDSA", "ES256", "RS256"}
 	}
+	if s.enterprise != nil {
+		grants = append(grants, GrantTypeJWTBearer)
+		m["authorization_grant_profiles_supported"] = []string{GrantProfileIDJAG}
+	}
+	m["grant_types_supported"] = grants
 	return m
 }
 

@@ -105,6 +105,13 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		s.answerToken(w, r, "token_client_credentials", body, terr)
 		return
 	}
+	if terr == nil && form.Get("grant_type") == GrantTypeJWTBearer {
+		// The client of an enterprise IdP: a public client or a service
+		// account, checked against the IdP's clients (idjag.go).
+		body, terr := s.redeemIDJAG(r, form)
+		s.answerToken(w, r, "token_jwt_bearer", body, terr)
+		return
+	}
 	var clientID string
 	if terr == nil {
 		clientID, terr = s.tokenClient(r, form)
@@ -126,7 +133,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 	case GrantTypeDevice:
 		body, terr = s.redeemDevice(r, form, clientID)
 	default:
-		terr = &tokenError{http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code, refresh_token, " + GrantTypeDevice + " or " + GrantTypeClientCredentials, 0}
+		terr = &tokenError{http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code, refresh_token, " + GrantTypeDevice + ", " + GrantTypeClientCredentials + " or " + GrantTypeJWTBearer, 0}
 	}
 	endpoint := "token_" + grant
 	switch grant {
