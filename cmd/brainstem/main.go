@@ -41,7 +41,7 @@ type command func(ctx context.Context, args []string, s streams) error
 func commands() map[string]command {
 	return map[string]command{
 		"dev": runDev, "gateway": runGateway, "shard": runShard, "check": runCheck, "ca": runCA,
-		"login": runLogin, "token": runToken, "join": runJoin, "doctor": runDoctor, "load": runLoad,
+		"login": runLogin, "token": runToken, "join": runJoin, "doctor": runDoctor, "load": runLoad, "signins": runSignins,
 		"version": func(_ context.Context, _ []string, s streams) error {
 			_, err := fmt.Fprintln(s.out, "brainstem", version)
 			return err

@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/auth/offboard"
 )
 
 // Scope is the one scope the facade grants: use of the MCP endpoint.
@@ -84,6 +85,10 @@ type Options struct {
 	// rule and groups claim, applied to identity assertions too.
 	AllowedDomains []string
 	GroupsClaim    string
+	// Ended, when set, is the sign-ins an operator ended (offboarding):
+	// access tokens (console cookies hold one) and refresh tokens of those
+	// people issued before their not_before are refused.
+	Ended *offboard.List
 }
 
 // Server is the authorization server. It is safe for concurrent use.
@@ -109,10 +114,12 @@ type Server struct {
 	revoked       *lru.Cache[string, time.Time]     // access token id or refresh family → until
 	verified      *lru.Cache[[32]byte, accessEntry] // access tokens verified recently
 	limits        *lru.Cache[string, *rate.Limiter]
-	devices       *deviceStore        // device requests issued by this replica
-	accounts      map[string]*account // service accounts by client id
-	assertions    *assertionStore     // jti of client assertions accepted here
-	enterprise    *enterprise         // nil: no ID-JAGs accepted
+	devices       *deviceStore               // device requests issued by this replica
+	accounts      map[string]*account        // service accounts by client id
+	assertions    *assertionStore            // jti of client assertions accepted here
+	enterprise    *enterprise                // nil: no ID-JAGs accepted
+	ended         *offboard.List             // never nil; empty without offboarding
+	signins       *lru.Cache[string, SignIn] // sign-ins seen by this replica, by family
 
 	requests     *prometheus.CounterVec
 	metadataJSON []byte
@@ -139,6 +146,10 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	s := &Server{
 		cfg: cfg, issuer: strings.TrimRight(opt.Issuer, "/"), base: u.Path, resource: opt.Resource,
 		secure: u.Scheme == "https", verifier: opt.Verifier, now: opt.Now, log: opt.Logger, clientIP: opt.ClientIP,
+		ended: opt.Ended,
+	}
+	if s.ended == nil {
+		s.ended = offboard.NewList()
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -232,6 +243,7 @@ func (s *Server) newMemory(reg prometheus.Registerer) error {
 	s.verified, _ = lru.New[[32]byte, accessEntry](memorySize)
 	s.limits, _ = lru.New[string, *rate.Limiter](limiterCacheSize)
 	s.devices = newDeviceStore()
+	s.signins, _ = lru.New[string, SignIn](memorySize)
 	s.assertions = newAssertionStore(maxAssertionsRemembered)
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "brainstem_gateway_oauth_requests_total",

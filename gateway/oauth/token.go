@@ -57,6 +57,7 @@ type refreshState struct {
 	Groups []string `json:"g,omitempty"`
 	Up     string   `json:"u"` // the IdP's refresh token
 	Exp    int64    `json:"e"` // the end of the sign-in
+	Iat    int64    `json:"t"` // when this refresh token was issued (offboarding)
 }
 
 // refreshUse records the first use of a refresh token on this replica.
@@ -302,6 +303,12 @@ func (s *Server) redeemRefresh(ctx context.Context, form url.Values, clientID st
 	case s.isRevoked("f:"+rs.Family, now):
 		return nil, invalidGrant("the refresh token was revoked; sign in again")
 	}
+	if e, ended := s.ended.Ended(rs.Email, time.Unix(rs.Iat, 0)); ended {
+		s.revoked.Add("f:"+rs.Family, time.Unix(rs.Exp, 0))
+		s.log.Info("oauth: refresh refused: an operator ended the sign-ins", "email", rs.Email,
+			"not_before", e.NotBefore.Format(time.RFC3339), "reason", e.Reason)
+		return nil, invalidGrant("an operator ended your sign-ins (%s); sign in again", e.NotBefore.Format(time.RFC3339))
+	}
 	if res, ok := form["resource"]; ok && !s.isResource(res[0]) {
 		return nil, &tokenError{http.StatusBadRequest, "invalid_target", "resource must be the MCP endpoint " + s.resource, 0}
 	}
@@ -473,7 +480,7 @@ func (s *Server) issue(id auth.Identity, clientID, upRefresh, family string, fam
 	if upRefresh != "" {
 		sealed, err := s.keys.seal(purposeRefresh, refreshState{
 			ID: randomString(16), Family: family, Client: digest(clientID), Email: id.Email, Groups: id.Groups,
-			Up: upRefresh, Exp: familyExp,
+			Up: upRefresh, Exp: familyExp, Iat: now.Unix(),
 		})
 		if err != nil {
 			return nil, &tokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
@@ -486,6 +493,7 @@ func (s *Server) issue(id auth.Identity, clientID, upRefresh, family string, fam
 	}
 	s.log.Info("oauth: tokens issued", "grant", grant, "email", id.Email, "groups", len(id.Groups),
 		"client", clientLabel(clientID), "refresh_token", resp.RefreshToken != "")
+	s.recordSignIn(family, id.Email, clientID, grant, now, exp, familyExp)
 	return body, nil
 }
 
