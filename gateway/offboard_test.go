@@ -3,13 +3,16 @@ package gateway
 import (
 	"context"
 	"crypto/rand"
+	"crypto/sha256"
 	"encoding/hex"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -307,4 +310,103 @@ func TestSigninsAdminRefusals(t *testing.T) {
 	if resp.StatusCode != http.StatusNotFound {
 		t.Fatalf("without admin_token_file: %d", resp.StatusCode)
 	}
+}
+
+// TestSigninsAdminAttackList runs testdata/signins-admin.txt against one
+// replica's admin listener.
+func TestSigninsAdminAttackList(t *testing.T) {
+	p := startReplicaPair(t)
+	data, err := os.ReadFile("testdata/signins-admin.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		f := strings.SplitN(line, " ", 5)
+		if len(f) != 5 {
+			t.Fatalf("bad line %q", line)
+		}
+		want, _ := strconv.Atoi(f[0])
+		var body io.Reader
+		if f[4] != "-" {
+			body = strings.NewReader(f[4])
+		}
+		req, err := http.NewRequest(f[1], p.admins[0]+f[2], body)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if f[3] != "-" {
+			h, err := url.PathUnescape(strings.ReplaceAll(f[3], "$TOKEN", p.admin.Token))
+			if err != nil {
+				t.Fatal(err)
+			}
+			req.Header["Authorization"] = []string{h}
+		}
+		if body != nil {
+			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		}
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			// net/http refuses to send a header with a NUL: that request
+			// cannot reach the server at all.
+			if strings.Contains(err.Error(), "invalid header") {
+				n++
+				continue
+			}
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("%s: %d, want %d", line, resp.StatusCode, want)
+		}
+		n++
+	}
+	if n < 20 {
+		t.Fatalf("only %d cases", n)
+	}
+	if es := p.gws[0].ended.Entries(); len(es) != 0 {
+		t.Fatalf("the attacks changed the list: %+v", es)
+	}
+}
+
+// FuzzSigninsEndForm: whatever the form, POST /signins/end with the
+// operator token answers 200 only for an entry offboard.Check accepts, and
+// then enforces exactly that email; anything else changes nothing.
+func FuzzSigninsEndForm(f *testing.F) {
+	for _, s := range []string{"email=bob@acme.com", "email=Bob@Acme.com&not_before=2026-12-02T10:00:00Z&reason=left",
+		"email=bob", "email=bob@acme.com&not_before=x", "email=a@b.co&email=c@d.co", "%zz", "reason=%0A", ""} {
+		f.Add(s)
+	}
+	// The handler of a gateway holding only what it uses.
+	sum := sha256.Sum256([]byte("operator-token-0123456789abcdef0123"))
+	g := &Gateway{log: loggerOrDiscard(nil), now: time.Now, ended: offboard.NewList(), adminToken: sum[:]}
+	g.grants = newGrantCache(nil, 100, time.Minute, time.Minute, time.Second, time.Now, nopMetrics{}, g.log)
+	f.Fuzz(func(t *testing.T, body string) {
+		before := len(g.ended.Entries())
+		req := httptest.NewRequest(http.MethodPost, "/signins/end", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		req.Header.Set("Authorization", "Bearer operator-token-0123456789abcdef0123")
+		w := httptest.NewRecorder()
+		g.serveSigninsEnd(w, req)
+		form, perr := url.ParseQuery(body)
+		if w.Code != http.StatusOK {
+			if len(g.ended.Entries()) != before {
+				t.Fatalf("%q: refused (%d) but the list changed", body, w.Code)
+			}
+			return
+		}
+		if perr != nil {
+			t.Fatalf("%q: accepted a form that does not parse", body)
+		}
+		ce, err := offboard.Check(offboard.Entry{Email: form.Get("email"), NotBefore: time.Now(), Reason: form.Get("reason")})
+		if err != nil {
+			t.Fatalf("%q: accepted an entry Check refuses: %v", body, err)
+		}
+		if _, ended := g.ended.Ended(ce.Email, time.Time{}); !ended {
+			t.Fatalf("%q: accepted but %s is not enforced", body, ce.Email)
+		}
+	})
 }
