@@ -202,7 +202,7 @@ func TestOffboardingTwoReplicas(t *testing.T) {
 
 	// Ended through the shared file.
 	start := time.Now()
-	if err := offboard.AddToFile(p.file, offboard.Entry{Email: "alice@acme.com", NotBefore: ceilSecond(time.Now()), Reason: "left"}); err != nil {
+	if err := offboard.AddToFile(p.file, offboard.Entry{Email: "alice@acme.com", NotBefore: offboard.CeilSecond(time.Now()), Reason: "left"}); err != nil {
 		t.Fatal(err)
 	}
 	p.waitEnded(t, "alice@acme.com", start.Add(5*time.Second))
@@ -233,7 +233,7 @@ func TestOffboardingTwoReplicas(t *testing.T) {
 		t.Fatalf("after: %+v", signins)
 	}
 	// A new sign-in (after not_before) works again.
-	for time.Now().Before(ceilSecond(start)) {
+	for time.Now().Before(offboard.CeilSecond(start)) {
 		time.Sleep(10 * time.Millisecond) // iat is in seconds: the next second is after not_before
 	}
 	again := signInFull(t, p.base, "alice@acme.com")
@@ -246,7 +246,7 @@ func TestOffboardingTwoReplicas(t *testing.T) {
 	// Ended through the admin endpoints, as `brainstem signins end` does:
 	// every replica enforces it when End returns.
 	carol := signInFull(t, p.base, "carol@acme.com")
-	reports, err := p.admin.End(ctx, p.admins, offboard.Entry{Email: "carol@acme.com", NotBefore: ceilSecond(time.Now())})
+	reports, err := p.admin.End(ctx, p.admins, offboard.Entry{Email: "carol@acme.com", NotBefore: offboard.CeilSecond(time.Now())})
 	if err != nil || len(reports) != 2 || !reports[0].Changed || !reports[1].Changed {
 		t.Fatalf("end: %v %+v", err, reports)
 	}

@@ -153,7 +153,7 @@ func (g *Gateway) serveSigninsEnd(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, "the form could not be read: "+err.Error(), http.StatusBadRequest)
 		return
 	}
-	e := offboard.Entry{Email: r.PostForm.Get("email"), Reason: r.PostForm.Get("reason"), NotBefore: ceilSecond(g.now())}
+	e := offboard.Entry{Email: r.PostForm.Get("email"), Reason: r.PostForm.Get("reason"), NotBefore: offboard.CeilSecond(g.now())}
 	if nb := r.PostForm.Get("not_before"); nb != "" {
 		t, err := time.Parse(time.RFC3339, nb)
 		if err != nil {
@@ -192,16 +192,6 @@ func (g *Gateway) writeSignins(w http.ResponseWriter, email string, changed bool
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	_ = json.NewEncoder(w).Encode(rep)
-}
-
-// ceilSecond rounds t up to the next whole second: tokens carry iat in
-// seconds, so a token issued in the second an operator ends a sign-in is
-// refused too.
-func ceilSecond(t time.Time) time.Time {
-	if c := t.Truncate(time.Second); !c.Equal(t) {
-		return c.Add(time.Second)
-	}
-	return t
 }
 
 func peerHost(r *http.Request) string {

@@ -183,3 +183,25 @@ func FuzzParse(f *testing.F) {
 		}
 	})
 }
+
+// TestParseNotBefore: now is rounded up to the second; durations and
+// RFC 3339 are read; anything else is an error.
+func TestParseNotBefore(t *testing.T) {
+	now := time.Date(2026, 12, 2, 10, 0, 0, 500, time.UTC)
+	for in, want := range map[string]time.Time{
+		"now": now.Truncate(time.Second).Add(time.Second), "now+2m": now.Truncate(time.Second).Add(2*time.Minute + time.Second),
+		"2026-12-01T00:00:00Z": time.Date(2026, 12, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		if got, err := ParseNotBefore(in, now); err != nil || !got.Equal(want) {
+			t.Errorf("%s: %v %v, want %v", in, got, err, want)
+		}
+	}
+	for _, in := range []string{"", "yesterday", "now-1m", "now+x", "2026-12-01"} {
+		if _, err := ParseNotBefore(in, now); err == nil {
+			t.Errorf("%q accepted", in)
+		}
+	}
+	if c := CeilSecond(t0); !c.Equal(t0) {
+		t.Errorf("CeilSecond of a whole second: %v", c)
+	}
+}

@@ -1,9 +1,12 @@
-package main
+// Package signins is the command `brainstem signins list|end`: offboarding
+// through every gateway replica's admin endpoint (auth/offboard.Admin), and
+// the ended sign-ins file.
+package signins
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"io"
 	"os"
 	"strings"
 	"text/tabwriter"
@@ -13,10 +16,10 @@ import (
 	"github.com/brainstem/brainstem/tooling/cli"
 )
 
-// runSignins is `brainstem signins list|end`: offboarding through every
-// gateway replica's admin endpoint (auth/offboard.Admin).
-func runSignins(ctx context.Context, args []string, s streams) error {
-	fs := newFlagSet("signins", s)
+// Run is `brainstem signins list|end` with the arguments after "signins";
+// usage returns a command's help text by name (the binary's usage files).
+func Run(ctx context.Context, args []string, out, errw io.Writer, usage func(string) string) error {
+	fs := cli.NewFlagSet("signins", errw, usage("signins"))
 	admins := fs.String("admin", "", "each gateway replica's admin `urls`, comma-separated, e.g. http://10.0.0.7:9090")
 	resolve := fs.Bool("resolve", false, "a name in --admin that resolves to several addresses (a headless Service) means each of them")
 	tokenFile := fs.String("token-file", "", "the `file` holding the operator token (the gateway's signins.admin_token_file)")
@@ -43,12 +46,12 @@ func runSignins(ctx context.Context, args []string, s streams) error {
 	}
 	admin := offboard.Admin{Token: strings.TrimSpace(string(tok))}
 	if args[0] == "list" {
-		return listSignins(ctx, admin, replicas, *email, s)
+		return printList(ctx, out, admin, replicas, *email)
 	}
 	if *email == "" {
 		return cli.Usagef("signins end: --email is required")
 	}
-	nb, err := parseNotBefore(*notBefore, time.Now())
+	nb, err := offboard.ParseNotBefore(*notBefore, time.Now())
 	if err != nil {
 		return cli.UsageError{Msg: "signins end: --not-before: " + err.Error()}
 	}
@@ -56,25 +59,14 @@ func runSignins(ctx context.Context, args []string, s streams) error {
 	if err != nil {
 		return cli.UsageError{Msg: "signins end: " + err.Error()}
 	}
-	if *file != "" {
-		if err := offboard.AddToFile(*file, e); err != nil {
-			return err
-		}
-		fmt.Fprintf(s.out, "added to %s: %s, not before %s\n", *file, e.Email, e.NotBefore.Format(time.RFC3339))
-	}
-	reports, err := admin.End(ctx, replicas, e)
-	for _, r := range reports {
-		fmt.Fprintf(s.out, "replica %s: the sign-ins of %s are ended (tokens issued before %s are refused)\n", r.Replica, e.Email, e.NotBefore.Format(time.RFC3339))
-	}
-	if err != nil {
-		return fmt.Errorf("signins end: %d of %d replicas took the entry; add it to the ended sign-ins file (--file, or the ConfigMap) so the others get it: %w", len(reports), len(replicas), err)
-	}
-	return nil
+	return printEnd(ctx, out, admin, replicas, e, *file)
 }
 
-func listSignins(ctx context.Context, admin offboard.Admin, replicas []string, email string, s streams) error {
-	reports, signins, err := admin.List(ctx, replicas, email)
-	tw := tabwriter.NewWriter(s.out, 0, 0, 2, ' ', 0)
+// printList asks every replica for email's sign-ins and prints them, the
+// entries each replica enforces, and how many replicas answered.
+func printList(ctx context.Context, w io.Writer, a offboard.Admin, replicas []string, email string) error {
+	reports, signins, err := a.List(ctx, replicas, email)
+	tw := tabwriter.NewWriter(w, 0, 0, 2, ' ', 0)
 	fmt.Fprintln(tw, "EMAIL\tCLIENT\tGRANT\tLAST SEEN\tACCESS EXPIRES\tSIGN-IN ENDS\tENDED\tREPLICAS")
 	for _, si := range signins {
 		ends := "-"
@@ -89,38 +81,35 @@ func listSignins(ctx context.Context, admin offboard.Admin, replicas []string, e
 	}
 	for _, r := range reports {
 		for _, e := range r.Ended {
-			fmt.Fprintf(s.out, "replica %s enforces: %s not before %s %s\n", r.Replica, e.Email, e.NotBefore.Format(time.RFC3339), e.Reason)
+			fmt.Fprintf(w, "replica %s enforces: %s not before %s %s\n", r.Replica, e.Email, e.NotBefore.Format(time.RFC3339), e.Reason)
 		}
 	}
-	fmt.Fprintf(s.out, "%d sign-ins seen by %d of %d replicas since they started\n", len(signins), len(reports), len(replicas))
+	fmt.Fprintf(w, "%d sign-ins seen by %d of %d replicas since they started\n", len(signins), len(reports), len(replicas))
 	if err != nil {
 		return fmt.Errorf("signins list: %w", err)
 	}
 	return nil
 }
 
-// parseNotBefore reads now, now+DURATION or an RFC 3339 time; now is
-// rounded up to the second (tokens carry iat in seconds).
-func parseNotBefore(s string, now time.Time) (time.Time, error) {
-	ceil := func(t time.Time) time.Time {
-		if c := t.Truncate(time.Second); !c.Equal(t) {
-			return c.Add(time.Second)
-		}
-		return t
-	}
-	switch {
-	case s == "now":
-		return ceil(now), nil
-	case strings.HasPrefix(s, "now+"):
-		d, err := time.ParseDuration(strings.TrimPrefix(s, "now+"))
-		if err != nil || d < 0 {
-			return time.Time{}, errors.New("want now+DURATION, e.g. now+2m")
-		}
-		return ceil(now.Add(d)), nil
-	}
-	t, err := time.Parse(time.RFC3339, s)
+// printEnd adds e to file (when set), posts it to every replica and prints
+// what each answered; it fails naming the replicas that did not take it.
+func printEnd(ctx context.Context, w io.Writer, a offboard.Admin, replicas []string, e offboard.Entry, file string) error {
+	e, err := offboard.Check(e)
 	if err != nil {
-		return time.Time{}, fmt.Errorf("want now, now+DURATION or RFC 3339 (e.g. %s)", now.UTC().Format(time.RFC3339))
+		return err
 	}
-	return t, nil
+	if file != "" {
+		if err := offboard.AddToFile(file, e); err != nil {
+			return err
+		}
+		fmt.Fprintf(w, "added to %s: %s, not before %s\n", file, e.Email, e.NotBefore.Format(time.RFC3339))
+	}
+	reports, err := a.End(ctx, replicas, e)
+	for _, r := range reports {
+		fmt.Fprintf(w, "replica %s: the sign-ins of %s are ended (tokens issued before %s are refused)\n", r.Replica, e.Email, e.NotBefore.Format(time.RFC3339))
+	}
+	if err != nil {
+		return fmt.Errorf("signins end: %d of %d replicas took the entry; add it to the ended sign-ins file (--file, or the ConfigMap) so the others get it: %w", len(reports), len(replicas), err)
+	}
+	return nil
 }
