@@ -4,7 +4,9 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
+	"os"
 	"strings"
 	"testing"
 	"time"
@@ -87,4 +89,98 @@ func TestTokenExchangeIDJAG(t *testing.T) {
 	if st, out := post(form(nil)); st != http.StatusBadRequest || !strings.Contains(out["error_description"].(string), "disabled") {
 		t.Fatalf("disabled: %d %v", st, out)
 	}
+}
+
+// TestTokenExchangeAttackList runs testdata/token_exchange.txt.
+func TestTokenExchangeAttackList(t *testing.T) {
+	clk := newClock()
+	p := serve(t, clk)
+	idt, _, _ := p.Mint("alice@example.com", nil, 0)
+	expired, _, _ := p.Mint("alice@example.com", nil, time.Second)
+	other, _ := New(Config{Issuer: "http://127.0.0.1:1"})
+	foreign, _, _ := other.Mint("alice@example.com", nil, 0)
+	jag, _, _ := p.MintIDJAG(IDJAGClaims{Email: "alice@example.com", Audience: p.Issuer()})
+	clk.Add(2 * time.Second)
+	vars := strings.NewReplacer("$IDT", url.QueryEscape(idt), "$OTHER", url.QueryEscape(foreign), "$JAG", url.QueryEscape(jag), "$EXPIRED", url.QueryEscape(expired))
+	data, err := os.ReadFile("testdata/token_exchange.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if line == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		want, body, _ := strings.Cut(line, " ")
+		resp, err := http.Post(p.Issuer()+"/token", "application/x-www-form-urlencoded", strings.NewReader(vars.Replace(body)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out map[string]any
+		_ = json.NewDecoder(resp.Body).Decode(&out)
+		resp.Body.Close()
+		if out["error"] != want || out["access_token"] != nil {
+			t.Errorf("%s: %d %v, want %s", line, resp.StatusCode, out, want)
+		}
+		n++
+	}
+	if n < 15 {
+		t.Fatalf("only %d cases", n)
+	}
+}
+
+// FuzzTokenExchange: whatever the form, the exchange answers an ID-JAG
+// only for a genuine, unexpired ID token of the provider and the required
+// parameters, addressed to the requested audience.
+func FuzzTokenExchange(f *testing.F) {
+	p, err := New(Config{Issuer: "http://127.0.0.1:1"})
+	if err != nil {
+		f.Fatal(err)
+	}
+	idt, _, _ := p.Mint("alice@example.com", nil, time.Hour)
+	good := url.Values{"grant_type": {GrantTypeTokenExchange}, "requested_token_type": {TokenTypeIDJAG}, "client_id": {DefaultClientID},
+		"subject_token": {idt}, "subject_token_type": {TokenTypeIDToken}, "audience": {"https://gw"}}
+	f.Add(good.Encode())
+	f.Add(good.Encode() + "&resource=https%3A%2F%2Fgw%2Fmcp&scope=mcp")
+	f.Add(strings.Replace(good.Encode(), "audience=", "audience=&x=", 1))
+	f.Add("grant_type=" + url.QueryEscape(GrantTypeTokenExchange))
+	h := p.Handler()
+	f.Fuzz(func(t *testing.T, body string) {
+		req := httptest.NewRequest(http.MethodPost, "http://127.0.0.1:1/token", strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+		w := httptest.NewRecorder()
+		h.ServeHTTP(w, req)
+		if w.Code != http.StatusOK {
+			return
+		}
+		form, err := url.ParseQuery(body)
+		if err != nil || form.Get("grant_type") != GrantTypeTokenExchange {
+			return // another grant (a code or refresh token the fuzzer cannot know is never 200)
+		}
+		var out map[string]any
+		if err := json.Unmarshal(w.Body.Bytes(), &out); err != nil {
+			t.Fatalf("%q: %v", body, err)
+		}
+		jag, _ := out["access_token"].(string)
+		if form.Get("subject_token") != idt || jag == "" {
+			t.Fatalf("%q: an ID-JAG without the genuine ID token: %v", body, out)
+		}
+		if c := claimsOfT(t, jag); c["aud"] != form.Get("audience") || c["sub"] != "alice@example.com" {
+			t.Fatalf("%q: ID-JAG claims %v", body, c)
+		}
+	})
+}
+
+func claimsOfT(t *testing.T, jwt string) map[string]any {
+	t.Helper()
+	parts := strings.Split(jwt, ".")
+	b, err := base64.RawURLEncoding.DecodeString(parts[1])
+	if err != nil {
+		t.Fatal(err)
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		t.Fatal(err)
+	}
+	return m
 }
