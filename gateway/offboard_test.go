@@ -410,3 +410,39 @@ func FuzzSigninsEndForm(f *testing.F) {
 		}
 	})
 }
+
+// TestSigninsConfig: the signins section's problems are reported by the
+// check and by New, each naming its key.
+func TestSigninsConfig(t *testing.T) {
+	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen})
+	dir := t.TempDir()
+	short := filepath.Join(dir, "short")
+	_ = os.WriteFile(short, []byte("too-short"), 0o600)
+	bad := filepath.Join(dir, "bad.yaml")
+	_ = os.WriteFile(bad, []byte("ended: [{email: nope, not_before: 2026-12-02T10:00:00Z}]\n"), 0o600)
+	wcs := []WingConfig{{Name: "payments", Address: e.shards["payments"].addr, ServerName: "localhost"}}
+	for _, tc := range []struct {
+		name    string
+		s       SigninsConfig
+		noAdmin bool
+		want    string
+	}{
+		{"token without the admin listener", SigninsConfig{AdminTokenFile: short}, true, "signins.admin_token_file: the /signins endpoints are served on admin_listen"},
+		{"spaces", SigninsConfig{EndedFile: " x"}, false, "signins.ended_file: \" x\" has surrounding spaces"},
+		{"missing file", SigninsConfig{EndedFile: filepath.Join(dir, "none.yaml")}, false, "signins.ended_file"},
+		{"bad file", SigninsConfig{EndedFile: bad}, false, "ended[0]: email"},
+		{"short token", SigninsConfig{AdminTokenFile: short}, false, "want 32 to"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := e.config(wcs, "http://127.0.0.1:1")
+			cfg.Signins = tc.s
+			if tc.noAdmin {
+				cfg.AdminListen = ""
+			}
+			_, err := New(context.Background(), cfg, Options{ShardTLS: e.pki.gwTLS})
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("New: %v, want %q", err, tc.want)
+			}
+		})
+	}
+}

@@ -51,9 +51,9 @@ func (s SigninsConfig) validate(p *problems, adminListen string) {
 	if s.AdminTokenFile != "" && adminListen == "" {
 		p.add("signins.admin_token_file", "the /signins endpoints are served on admin_listen, which is not set")
 	}
-	for key, v := range map[string]string{"signins.ended_file": s.EndedFile, "signins.admin_token_file": s.AdminTokenFile} {
-		if v != "" && strings.TrimSpace(v) != v {
-			p.add(key, "%q has surrounding spaces", v)
+	for _, f := range []struct{ key, v string }{{"signins.ended_file", s.EndedFile}, {"signins.admin_token_file", s.AdminTokenFile}} {
+		if f.v != "" && strings.TrimSpace(f.v) != f.v {
+			p.add(f.key, "%q has surrounding spaces", f.v)
 		}
 	}
 }
