@@ -4,6 +4,8 @@
 #  - the official TypeScript SDK's OAuth client, registering dynamically and
 #    with a client ID metadata document (served locally over https, trusted by
 #    the gateway through SSL_CERT_FILE);
+#  - enterprise-managed authorization: an ID-JAG of the development IdP
+#    exchanged at /token by the SDK's OAuth client (idjag-e2e.mjs);
 #  - `brainstem login --device` (RFC 8628): the code it prints is typed into
 #    the gateway's verification page in Chromium, the dev IdP login follows,
 #    and the stored token lists the tools and calls brain_wings;
@@ -32,7 +34,7 @@ if [ ! -x "$ccdir/node_modules/.bin/claude" ]; then
   npm install --prefix "$ccdir" --no-audit --no-fund --loglevel=error @anthropic-ai/claude-code@2.1.332 >/dev/null 2>&1
 fi
 claude=$root/$ccdir/node_modules/.bin/claude
-cp .ci/signin-e2e.mjs .ci/device-e2e.mjs .ci/claude-login.mjs .ci/metadata-doc.mjs "$npmdir/"
+cp .ci/signin-e2e.mjs .ci/device-e2e.mjs .ci/idjag-e2e.mjs .ci/claude-login.mjs .ci/metadata-doc.mjs "$npmdir/"
 
 tmp=$(mktemp -d)
 pids=()
@@ -60,6 +62,7 @@ done
 grep -q '^  Token:' "$tmp/dev.out" || { cat "$tmp/dev.out"; echo "brainstem dev did not become ready"; exit 1; }
 url=$(awk '/^  MCP URL:/ {print $3}' "$tmp/dev.out")
 token=$(awk '/^  Token:/ {print $2}' "$tmp/dev.out")
+idp=$(awk '/^Identity provider:/ {print $3}' "$tmp/dev.out")
 echo "dev is up at $url"
 
 echo "--- TypeScript SDK OAuth client, dynamic registration"
@@ -69,6 +72,9 @@ node "$npmdir/signin-e2e.mjs" "$url" cimd "https://127.0.0.1:$((port + 10))/clie
 
 echo "--- brainstem login --device, the code typed into the page in Chromium"
 node "$npmdir/device-e2e.mjs" "$url" "$tmp/brainstem" "$tmp/device-config"
+
+echo "--- enterprise-managed authorization (ID-JAG), the TypeScript SDK's OAuth client with the JWT bearer grant"
+node "$npmdir/idjag-e2e.mjs" "$url" "$idp"
 
 echo "--- Claude Code CLI $("$claude" --version 2>/dev/null)"
 mkdir -p "$tmp/home" "$tmp/claude" "$tmp/proj"

@@ -20,6 +20,10 @@ type Identity struct {
 	Issuer  string    // for logs only
 	Subject string    // for logs only
 	Expiry  time.Time // when the SSO token that proved this identity expires
+	// IssuedAt is when that token was issued (its iat; zero when it has
+	// none). Offboarding refuses tokens issued before an operator ended
+	// the person's sign-ins.
+	IssuedAt time.Time
 }
 
 // MaxEmailLocalPart bounds the part of an email address before its '@'

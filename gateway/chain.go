@@ -180,6 +180,9 @@ func (g *Gateway) authenticate(r *http.Request) (auth.Identity, error) {
 	if id.Email, err = auth.CanonicalEmail(id.Email); err != nil {
 		return auth.Identity{}, fmt.Errorf("gateway: the verifier returned an identity without an acceptable email: %w", err)
 	}
+	if err := g.checkEnded(id); err != nil {
+		return auth.Identity{}, err
+	}
 	return id, nil
 }
 

@@ -57,6 +57,9 @@ type Config struct {
 	// group set (grantCache; the design brief's "session cache"). The key
 	// keeps the name operators know (docs/decisions.md, "Issue 18: names").
 	Sessions SessionsConfig `yaml:"sessions"`
+	// Signins configures offboarding: the ended sign-ins every replica
+	// enforces, and the operator's admin endpoints (SigninsConfig).
+	Signins SigninsConfig `yaml:"signins"`
 	// Log selects the log format and level.
 	Log LogConfig `yaml:"log"`
 	// Audit configures the per-call audit log.
@@ -386,6 +389,7 @@ func (c Config) validate(requireShardTLS bool) error {
 	validateWings(&p, c.Wings)
 	c.Limits.validate(&p)
 	c.Sessions.validate(&p)
+	c.Signins.validate(&p, c.AdminListen)
 	switch c.Log.Format {
 	case "json", "text":
 	default:

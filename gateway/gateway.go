@@ -27,6 +27,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/auth/offboard"
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
@@ -111,6 +112,12 @@ type Gateway struct {
 	headerBindings bindingMemo
 	test           testHooks // set only by the ForTest methods (testhooks.go)
 
+	ended        *offboard.List    // sign-ins an operator ended (signins.go)
+	endedWatcher *offboard.Watcher // follows signins.ended_file; nil without one
+	adminToken   []byte            // SHA-256 of the operator's token; nil: /signins off
+	stopSignins  context.CancelFunc
+	signinsDone  chan struct{}
+
 	draining    atomic.Bool // Serve was told to stop; answers close their connections
 	stopRefresh context.CancelFunc
 	refreshDone chan struct{}
@@ -143,6 +150,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Gateway, error) {
 		return nil, err
 	}
 	g, err := newGateway(cfg, opt, v, clients)
+	if err == nil {
+		err = g.loadSignins()
+	}
 	if err == nil && cfg.OAuth.Enabled {
 		err = g.startFacade(ctx, v, opt)
 	}
@@ -224,6 +234,7 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 		byName:   map[string]*wing{},
 		registry: opt.Registry,
 		origins:  map[string]bool{},
+		ended:    offboard.NewList(),
 	}
 	if g.now == nil {
 		g.now = time.Now
@@ -397,6 +408,7 @@ func (g *Gateway) startFacade(ctx context.Context, idp identityVerifier, opt Opt
 		Issuer: strings.TrimRight(g.cfg.PublicURL, "/"), Resource: g.cfg.mcpURL(), Verifier: idp,
 		HTTPClient: opt.HTTPClient, Now: g.now, Logger: g.log.With("component", "oauth"),
 		Registerer: g.registry, ClientIP: g.clientIP, Peers: peers,
+		AllowedDomains: g.cfg.OIDC.AllowedDomains, GroupsClaim: g.cfg.OIDC.GroupsClaim, Ended: g.ended,
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: oauth: %w", err)
@@ -452,6 +464,12 @@ func (g *Gateway) start(ctx context.Context) {
 		defer close(g.watchDone)
 		g.watch.loop(lctx)
 	}()
+	sctx, stopSignins := context.WithCancel(context.WithoutCancel(ctx))
+	g.stopSignins, g.signinsDone = stopSignins, make(chan struct{})
+	go func() {
+		defer close(g.signinsDone)
+		g.runSignins(sctx)
+	}()
 }
 
 // RefreshTools fetches every wing's tool descriptors now and re-registers
@@ -465,7 +483,8 @@ func (g *Gateway) RefreshTools(ctx context.Context) {
 // /.well-known/oauth-protected-resource[/<path>/mcp].
 func (g *Gateway) Handler() http.Handler { return g.public }
 
-// AdminHandler serves /metrics, /healthz and /readyz.
+// AdminHandler serves /metrics, /healthz, /readyz and the operator's
+// /signins endpoints (signins.go).
 func (g *Gateway) AdminHandler() http.Handler { return g.admin }
 
 // MCPURL is the MCP endpoint URL (public_url + "/mcp").
@@ -531,6 +550,8 @@ func (g *Gateway) buildAdminHandler() http.Handler {
 		w.Header().Set("Content-Type", "text/plain; charset=utf-8")
 		_, _ = io.WriteString(w, "ok\n")
 	})
+	mux.HandleFunc("GET /signins", g.serveSignins)
+	mux.HandleFunc("POST /signins/end", g.serveSigninsEnd)
 	mux.HandleFunc("/readyz", func(w http.ResponseWriter, r *http.Request) {
 		body := g.readiness()
 		w.Header().Set("Content-Type", "application/json")
@@ -614,6 +635,10 @@ func (g *Gateway) Close() error {
 			g.stopRefresh()
 			<-g.refreshDone
 			<-g.watchDone
+		}
+		if g.stopSignins != nil {
+			g.stopSignins()
+			<-g.signinsDone
 		}
 		if !g.served.Load() {
 			ctx, cancel := context.WithTimeout(context.Background(), time.Second)

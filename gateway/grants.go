@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -108,6 +109,27 @@ func newGrantCache(wings []*wing, maxEntries int, idleTTL, denyTTL, mintTimeout 
 
 // Len is the number of callers (email and group set) in the cache.
 func (c *grantCache) Len() int { return c.lru.Len() }
+
+// dropEmails forgets every entry of these emails (whatever their group
+// sets): an operator ended their sign-ins, so no shard token minted for
+// them before is used again.
+func (c *grantCache) dropEmails(emails []string) int {
+	if len(emails) == 0 {
+		return 0
+	}
+	set := make(map[string]bool, len(emails))
+	for _, e := range emails {
+		set[e] = true
+	}
+	n := 0
+	for _, k := range c.lru.Keys() {
+		email, _, _ := strings.Cut(string(k), "\x00")
+		if set[email] && c.lru.Remove(k) {
+			n++
+		}
+	}
+	return n
+}
 
 // entry returns the key's entry, creating it, and renews its idle TTL
 // (expirable.LRU's Get does not).

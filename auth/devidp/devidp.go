@@ -26,6 +26,8 @@ import (
 const (
 	// DefaultClientID is the audience of the provider's tokens.
 	DefaultClientID = "brainstem"
+	// DefaultAssertionClientID is Config.AssertionClientID's default.
+	DefaultAssertionClientID = "brainstem-agent"
 	// DefaultTokenTTL is the lifetime of ID and access tokens.
 	DefaultTokenTTL = time.Hour
 	// CodeTTL is how long an authorization code can be exchanged.
@@ -65,6 +67,11 @@ type Config struct {
 	ClientSecret string
 	// TokenTTL is the lifetime of ID and access tokens; default 1h.
 	TokenTTL time.Duration
+	// AssertionClientID is the client_id the provider names in the ID-JAGs
+	// its token exchange issues: the client's id at the authorization
+	// server the ID-JAG is for (a company IdP keeps that mapping per
+	// client); default DefaultAssertionClientID.
+	AssertionClientID string
 	// Now is the clock; default time.Now.
 	Now func() time.Time
 	// Logger receives the development warning and request errors; nil discards.
@@ -74,7 +81,8 @@ type Config struct {
 // Provider is a small, real OpenID Connect provider for development and
 // tests: discovery, JWKS, an authorization endpoint with a login form that
 // accepts any email, and a token endpoint (authorization_code with PKCE S256,
-// refresh_token with rotation). It keeps everything in memory.
+// refresh_token with rotation, and the token exchange of an ID token for an
+// ID-JAG). It keeps everything in memory.
 type Provider struct {
 	cfg    Config
 	base   string // issuer without a trailing slash
@@ -113,6 +121,9 @@ func New(cfg Config) (*Provider, error) {
 	}
 	if cfg.TokenTTL == 0 {
 		cfg.TokenTTL = DefaultTokenTTL
+	}
+	if cfg.AssertionClientID == "" {
+		cfg.AssertionClientID = DefaultAssertionClientID
 	}
 	if cfg.TokenTTL < 0 {
 		return nil, fmt.Errorf("devidp: negative token ttl %v", cfg.TokenTTL)

@@ -81,7 +81,7 @@ func (p *Provider) discovery(w http.ResponseWriter, _ *http.Request) {
 		"response_types_supported":              []string{"code"},
 		"subject_types_supported":               []string{"public"},
 		"id_token_signing_alg_values_supported": []string{"RS256"},
-		"grant_types_supported":                 []string{"authorization_code", "refresh_token"},
+		"grant_types_supported":                 []string{"authorization_code", "refresh_token", GrantTypeTokenExchange},
 		"code_challenge_methods_supported":      []string{"S256"},
 		"token_endpoint_auth_methods_supported": p.authMethods(),
 		"scopes_supported":                      []string{"openid", "email", "profile", "groups", "offline_access"},
@@ -340,8 +340,10 @@ func (p *Provider) token(w http.ResponseWriter, r *http.Request) {
 		p.exchangeCode(w, f)
 	case "refresh_token":
 		p.exchangeRefresh(w, f)
+	case GrantTypeTokenExchange:
+		p.exchangeToken(w, f)
 	default:
-		writeJSON(w, http.StatusBadRequest, oauthError{"unsupported_grant_type", "grant_type must be authorization_code or refresh_token"})
+		writeJSON(w, http.StatusBadRequest, oauthError{"unsupported_grant_type", "grant_type must be authorization_code, refresh_token or " + GrantTypeTokenExchange})
 	}
 }
 

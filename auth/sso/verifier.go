@@ -256,7 +256,11 @@ func (v *Verifier) verifyToken(ctx context.Context, raw string, now time.Time, i
 	if e != nil {
 		return auth.Identity{}, e
 	}
-	return auth.Identity{Email: email, Groups: c.Groups, Issuer: c.Issuer, Subject: c.Subject, Expiry: *c.Expiry}, nil
+	id := auth.Identity{Email: email, Groups: c.Groups, Issuer: c.Issuer, Subject: c.Subject, Expiry: *c.Expiry}
+	if c.IssuedAt != nil {
+		id.IssuedAt = *c.IssuedAt
+	}
+	return id, nil
 }
 
 // issuerOf returns the configured issuer the token names, and refuses an

@@ -21,6 +21,7 @@ import (
 	"syscall"
 
 	"github.com/brainstem/brainstem/tooling/cli"
+	"github.com/brainstem/brainstem/tooling/signins"
 )
 
 // version is stamped at build time: -ldflags "-X main.version=v1.2.3".
@@ -41,7 +42,7 @@ type command func(ctx context.Context, args []string, s streams) error
 func commands() map[string]command {
 	return map[string]command{
 		"dev": runDev, "gateway": runGateway, "shard": runShard, "check": runCheck, "ca": runCA,
-		"login": runLogin, "token": runToken, "join": runJoin, "doctor": runDoctor, "load": runLoad,
+		"login": runLogin, "token": runToken, "join": runJoin, "doctor": runDoctor, "load": runLoad, "signins": func(c context.Context, a []string, s streams) error { return signins.Run(c, a, s.out, s.err, usage) },
 		"version": func(_ context.Context, _ []string, s streams) error {
 			_, err := fmt.Fprintln(s.out, "brainstem", version)
 			return err

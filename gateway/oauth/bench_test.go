@@ -3,6 +3,7 @@ package oauth
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -12,6 +13,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/auth/offboard"
 )
 
 // benchToken is an access token of s for alice with three groups.
@@ -56,6 +58,30 @@ func BenchmarkVerifyAccessToken(b *testing.B) {
 		}
 	})
 	b.Run("cached", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.Verify(ctx, tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	// Offboarding's cost: the same, with 10,000 people's sign-ins ended
+	// (none of them alice).
+	var ended []offboard.Entry
+	for i := range 10000 {
+		ended = append(ended, offboard.Entry{Email: fmt.Sprintf("left-%d@example.com", i), NotBefore: time.Now()})
+	}
+	s.ended.SetFile(ended)
+	b.Run("uncached, 10000 ended sign-ins", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			s.verified.Purge()
+			if _, err := s.Verify(ctx, tok); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("cached, 10000 ended sign-ins", func(b *testing.B) {
 		b.ReportAllocs()
 		for b.Loop() {
 			if _, err := s.Verify(ctx, tok); err != nil {

@@ -80,6 +80,11 @@ type Config struct {
 	// token: default DefaultServiceAccountTokenTTL, at most
 	// MaxServiceAccountTokenTTL.
 	ServiceAccountTokenTTL time.Duration `yaml:"service_account_token_ttl"`
+	// Enterprise configures enterprise-managed authorization: the company
+	// IdPs whose identity assertions (ID-JAG) the token endpoint exchanges
+	// for access tokens without consent (see EnterpriseConfig). Read at
+	// start, like ServiceAccounts.
+	Enterprise EnterpriseConfig `yaml:"enterprise"`
 }
 
 // UpstreamConfig names the IdP and the facade's client there.
@@ -158,6 +163,9 @@ func (c Config) Validate(publicURL string) error {
 		if len(c.ServiceAccounts) > 0 {
 			return errors.New("oauth.service_accounts: the gateway's authorization server issues their tokens; set oauth.enabled")
 		}
+		if len(c.Enterprise.IdPs) > 0 {
+			return errors.New("oauth.enterprise: the gateway's authorization server accepts the identity assertions; set oauth.enabled")
+		}
 		return nil
 	}
 	var errs []error
@@ -207,6 +215,7 @@ func (c Config) Validate(publicURL string) error {
 	check("consent_ttl", c.ConsentTTL, time.Minute, 365*24*time.Hour)
 	check("service_account_token_ttl", c.ServiceAccountTokenTTL, time.Minute, MaxServiceAccountTokenTTL)
 	validateServiceAccounts(c.ServiceAccounts, bad)
+	validateEnterprise(c.Enterprise, bad)
 	for i, r := range c.RedirectURIs {
 		if err := checkAllowlistedRedirect(r); err != nil {
 			bad(fmt.Sprintf("redirect_uris[%d]", i), "%v", err)

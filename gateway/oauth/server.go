@@ -19,6 +19,7 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/auth/offboard"
 )
 
 // Scope is the one scope the facade grants: use of the MCP endpoint.
@@ -84,6 +85,14 @@ type Options struct {
 	// complete through any other (peers.go); nil keeps each one on the
 	// replica that issued it.
 	Peers *Peers
+	// AllowedDomains and GroupsClaim are the oidc section's email domain
+	// rule and groups claim, applied to identity assertions too.
+	AllowedDomains []string
+	GroupsClaim    string
+	// Ended, when set, is the sign-ins an operator ended (offboarding):
+	// access tokens (console cookies hold one) and refresh tokens of those
+	// people issued before their not_before are refused.
+	Ended *offboard.List
 }
 
 // Server is the authorization server. It is safe for concurrent use.
@@ -115,6 +124,9 @@ type Server struct {
 	peers         *Peers                        // the other replicas; nil without
 	peerNonces    *lru.Cache[string, time.Time] // peer requests seen → until they expire
 	handlers      *http.ServeMux                // this server's endpoints, for requests passed by a peer
+	enterprise    *enterprise                   // nil: no ID-JAGs accepted
+	ended         *offboard.List                // never nil; empty without offboarding
+	signins       *lru.Cache[string, SignIn]    // sign-ins seen by this replica, by family
 
 	requests     *prometheus.CounterVec
 	metadataJSON []byte
@@ -141,6 +153,10 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	s := &Server{
 		cfg: cfg, issuer: strings.TrimRight(opt.Issuer, "/"), base: u.Path, resource: opt.Resource,
 		secure: u.Scheme == "https", verifier: opt.Verifier, now: opt.Now, log: opt.Logger, clientIP: opt.ClientIP,
+		ended: opt.Ended,
+	}
+	if s.ended == nil {
+		s.ended = offboard.NewList()
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -191,6 +207,11 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	s.handlers = http.NewServeMux()
 	s.Register(s.handlers)
+	eopt := opt
+	eopt.Now, eopt.Logger, eopt.HTTPClient = s.now, s.log, hc
+	if s.enterprise, err = newEnterprise(ctx, cfg.Enterprise, s.issuer, eopt); err != nil {
+		return nil, err
+	}
 	s.metadataJSON, err = json.Marshal(s.metadata())
 	if err != nil {
 		return nil, fmt.Errorf("oauth: metadata: %w", err)
@@ -247,6 +268,7 @@ func (s *Server) newMemory(reg prometheus.Registerer) error {
 	s.verified, _ = lru.New[[32]byte, accessEntry](memorySize)
 	s.limits, _ = lru.New[string, *rate.Limiter](limiterCacheSize)
 	s.devices = newDeviceStore()
+	s.signins, _ = lru.New[string, SignIn](memorySize)
 	s.assertions = newAssertionStore(maxAssertionsRemembered)
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "brainstem_gateway_oauth_requests_total",
@@ -268,7 +290,8 @@ func (s *Server) Scopes() []string { return []string{Scope} }
 
 // metadata is the RFC 8414 document. The client credentials grant and
 // its client authentication methods are listed when service accounts are
-// configured.
+// configured, the JWT bearer grant and the ID-JAG profile when enterprise
+// IdPs are.
 func (s *Server) metadata() map[string]any {
 	m := map[string]any{
 		"issuer":                                         s.issuer,
@@ -281,18 +304,23 @@ func (s *Server) metadata() map[string]any {
 		"scopes_supported":                               []string{Scope},
 		"response_types_supported":                       []string{"code"},
 		"response_modes_supported":                       []string{"query"},
-		"grant_types_supported":                          []string{"authorization_code", "refresh_token", GrantTypeDevice},
 		"code_challenge_methods_supported":               []string{"S256"},
 		"token_endpoint_auth_methods_supported":          []string{"none"},
 		"revocation_endpoint_auth_methods_supported":     []string{"none"},
 		"client_id_metadata_document_supported":          s.meta != nil,
 		"authorization_response_iss_parameter_supported": true,
 	}
+	grants := []string{"authorization_code", "refresh_token", GrantTypeDevice}
 	if len(s.accounts) > 0 {
-		m["grant_types_supported"] = []string{"authorization_code", "refresh_token", GrantTypeDevice, GrantTypeClientCredentials}
+		grants = append(grants, GrantTypeClientCredentials)
 		m["token_endpoint_auth_methods_supported"] = []string{"none", "client_secret_basic", "client_secret_post", "private_key_jwt"}
 		m["token_endpoint_auth_signing_alg_values_supported"] = []string{"EdDSA", "ES256", "RS256"}
 	}
+	if s.enterprise != nil {
+		grants = append(grants, GrantTypeJWTBearer)
+		m["authorization_grant_profiles_supported"] = []string{GrantProfileIDJAG}
+	}
+	m["grant_types_supported"] = grants
 	return m
 }
 

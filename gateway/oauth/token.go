@@ -57,6 +57,7 @@ type refreshState struct {
 	Groups []string `json:"g,omitempty"`
 	Up     string   `json:"u"` // the IdP's refresh token
 	Exp    int64    `json:"e"` // the end of the sign-in
+	Iat    int64    `json:"t"` // when this refresh token was issued (offboarding)
 }
 
 // refreshUse records the first use of a refresh token on this replica.
@@ -105,6 +106,13 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		s.answerToken(w, r, "token_client_credentials", body, terr)
 		return
 	}
+	if terr == nil && form.Get("grant_type") == GrantTypeJWTBearer {
+		// The client of an enterprise IdP: a public client or a service
+		// account, checked against the IdP's clients (idjag.go).
+		body, terr := s.redeemIDJAG(r, form)
+		s.answerToken(w, r, "token_jwt_bearer", body, terr)
+		return
+	}
 	var clientID string
 	if terr == nil {
 		clientID, terr = s.tokenClient(r, form)
@@ -129,7 +137,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		}
 		body, terr = s.redeemDevice(r, form, clientID)
 	default:
-		terr = &tokenError{http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code, refresh_token, " + GrantTypeDevice + " or " + GrantTypeClientCredentials, 0}
+		terr = &tokenError{http.StatusBadRequest, "unsupported_grant_type", "grant_type must be authorization_code, refresh_token, " + GrantTypeDevice + ", " + GrantTypeClientCredentials + " or " + GrantTypeJWTBearer, 0}
 	}
 	endpoint := "token_" + grant
 	switch grant {
@@ -297,6 +305,12 @@ func (s *Server) redeemRefresh(ctx context.Context, form url.Values, clientID st
 		return nil, invalidGrant("the sign-in expired; sign in again")
 	case s.isRevoked("f:"+rs.Family, now):
 		return nil, invalidGrant("the refresh token was revoked; sign in again")
+	}
+	if e, ended := s.ended.Ended(rs.Email, time.Unix(rs.Iat, 0)); ended {
+		s.revoked.Add("f:"+rs.Family, time.Unix(rs.Exp, 0))
+		s.log.Info("oauth: refresh refused: an operator ended the sign-ins", "email", rs.Email,
+			"not_before", e.NotBefore.Format(time.RFC3339), "reason", e.Reason)
+		return nil, invalidGrant("an operator ended your sign-ins (%s); sign in again", e.NotBefore.Format(time.RFC3339))
 	}
 	if res, ok := form["resource"]; ok && !s.isResource(res[0]) {
 		return nil, &tokenError{http.StatusBadRequest, "invalid_target", "resource must be the MCP endpoint " + s.resource, 0}
@@ -469,7 +483,7 @@ func (s *Server) issue(id auth.Identity, clientID, upRefresh, family string, fam
 	if upRefresh != "" {
 		sealed, err := s.keys.seal(purposeRefresh, refreshState{
 			ID: randomString(16), Family: family, Client: digest(clientID), Email: id.Email, Groups: id.Groups,
-			Up: upRefresh, Exp: familyExp,
+			Up: upRefresh, Exp: familyExp, Iat: now.Unix(),
 		})
 		if err != nil {
 			return nil, &tokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
@@ -482,6 +496,7 @@ func (s *Server) issue(id auth.Identity, clientID, upRefresh, family string, fam
 	}
 	s.log.Info("oauth: tokens issued", "grant", grant, "email", id.Email, "groups", len(id.Groups),
 		"client", clientLabel(clientID), "refresh_token", resp.RefreshToken != "")
+	s.recordSignIn(family, id.Email, clientID, grant, now, exp, familyExp)
 	return body, nil
 }
 

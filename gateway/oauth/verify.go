@@ -62,6 +62,9 @@ func (s *Server) Verify(_ context.Context, raw string) (auth.Identity, error) {
 		if s.isRevoked("j:"+e.jti, now) || s.isRevoked("f:"+e.family, now) {
 			return auth.Identity{}, sso.NewError(sso.Expired, "the access token was revoked; sign in again", nil)
 		}
+		if err := s.checkEnded(e.id); err != nil {
+			return auth.Identity{}, err
+		}
 		id := e.id
 		id.Groups = append([]string(nil), e.id.Groups...)
 		return id, nil
@@ -96,7 +99,10 @@ func (s *Server) Verify(_ context.Context, raw string) (auth.Identity, error) {
 		}
 	}
 	exp := time.Unix(c.Expiry, 0)
-	id := auth.Identity{Email: email, Groups: c.Groups, Issuer: s.issuer, Subject: c.Subject, Expiry: exp}
+	id := auth.Identity{Email: email, Groups: c.Groups, Issuer: s.issuer, Subject: c.Subject, Expiry: exp, IssuedAt: time.Unix(c.IssuedAt, 0)}
+	if err := s.checkEnded(id); err != nil {
+		return auth.Identity{}, err
+	}
 	until := now.Add(accessCacheTTL)
 	if exp.Before(until) {
 		until = exp
@@ -136,4 +142,13 @@ func (s *Server) parseAccessToken(raw string) (accessClaims, error) {
 		return accessClaims{}, sso.NewError(sso.MalformedToken, "the token's claims do not decode", err)
 	}
 	return c, nil
+}
+
+// checkEnded refuses an identity whose token was issued before an
+// operator ended the person's sign-ins (offboarding).
+func (s *Server) checkEnded(id auth.Identity) error {
+	if e, ended := s.ended.Ended(id.Email, id.IssuedAt); ended {
+		return sso.NewError(sso.Expired, fmt.Sprintf("an operator ended the sign-ins of %s (%s); sign in again", id.Email, e.NotBefore.Format(time.RFC3339)), nil)
+	}
+	return nil
 }

@@ -12,7 +12,8 @@ import (
 // the gateway also reads (drain_timeout, drain_grace, shards.retry_base,
 // shards.keep_alive, shards.idle_timeout, limits.fanout_timeout, the
 // limits' HTTP timeouts, limits.max_unauthenticated_conns,
-// limits.client_ip_header, sessions.deny_ttl, oauth, peers, oidc.issuers[].trust_email). Decoding the rendered file with
+// limits.client_ip_header, sessions.deny_ttl, oauth, peers, oidc.issuers[].trust_email,
+// signins). Decoding the rendered file with
 // KnownFields proves the chart emits no other key.
 type gatewayConfig struct {
 	PublicURL      string    `yaml:"public_url"`
@@ -47,6 +48,10 @@ type gatewayConfig struct {
 		IdleTTL    string `yaml:"idle_ttl"`
 		DenyTTL    string `yaml:"deny_ttl"`
 	} `yaml:"sessions"`
+	Signins struct {
+		EndedFile      string `yaml:"ended_file"`
+		AdminTokenFile string `yaml:"admin_token_file"`
+	} `yaml:"signins"`
 	Log struct {
 		Format string `yaml:"format"`
 		Level  string `yaml:"level"`
@@ -99,6 +104,14 @@ type oauthConf struct {
 	} `yaml:"client_metadata"`
 	ServiceAccountTokenTTL string           `yaml:"service_account_token_ttl"`
 	ServiceAccounts        []serviceAccount `yaml:"service_accounts"`
+	Enterprise             struct {
+		IdPs []struct {
+			Issuer     string   `yaml:"issuer"`
+			Clients    []string `yaml:"clients"`
+			Algorithms []string `yaml:"algorithms"`
+			TrustEmail bool     `yaml:"trust_email"`
+		} `yaml:"idps"`
+	} `yaml:"enterprise"`
 }
 
 // serviceAccount is one entry of oauth.service_accounts.

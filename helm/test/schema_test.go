@@ -68,6 +68,7 @@ func TestValuesRejected(t *testing.T) {
 	}
 	cases = append(cases, oauthRejected...)
 	cases = append(cases, machinesRejected...)
+	cases = append(cases, signinsRejected...)
 	cases = append(cases, tunablesRejected...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -16,6 +16,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/brainstem/brainstem/auth/devidp"
+	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/join"
 )
 
@@ -115,6 +117,7 @@ func (e *Env) PrintBanner(w io.Writer, user string, took time.Duration, logPath 
 		notes += n
 	}
 	header := "Authorization: Bearer " + tok
+	gw := strings.TrimSuffix(e.MCPURL, "/mcp")
 	plan := join.Plan{Name: "brainstem", MCPURL: e.MCPURL}
 	indent := func(s string) string { return strings.ReplaceAll(s, "\n", "\n    ") }
 	_, err = fmt.Fprintf(w, `
@@ -142,6 +145,11 @@ For clients without OAuth, a ready token (user %s, expires %s):
   npx @modelcontextprotocol/inspector --cli %s --transport http --method tools/list --header "%s"
   Other users: go run ./cmd/brainstem dev token --email bob@example.com --idp %s
 
+Enterprise-managed authorization (ID-JAG, no consent screen): the IdP vouches for its client
+%s, which exchanges the assertion at the gateway (docs/sign-in.md):
+  curl -s %s/dev/id-jag -d email=alice@example.com -d audience=%s -d resource=%s
+  curl -s %s/token -d grant_type=%s -d client_id=%s -d assertion=<id_jag>
+
 Identity provider: %s   Metrics and probes: %s/metrics  %s/readyz
 Brain:  %s
 Logs:   %s
@@ -149,6 +157,7 @@ Press Ctrl-C to stop.
 `, len(e.Wings), strings.Join(e.Wings, ", "), notes, took.Round(time.Millisecond),
 		e.MCPURL, e.ConsoleURL, join.Quote(plan.ClaudeArgs()), indent(plan.CursorJSON()), indent(plan.VSCodeJSON()),
 		user, exp.UTC().Format(time.RFC3339), tok, e.MCPURL, header, e.MCPURL, header, e.IssuerURL,
+		devidp.DefaultAssertionClientID, e.IssuerURL, gw, e.MCPURL, gw, oauth.GrantTypeJWTBearer, devidp.DefaultAssertionClientID,
 		e.IssuerURL, e.AdminURL, e.AdminURL, e.BrainDir, logPath)
 	return err
 }

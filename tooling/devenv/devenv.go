@@ -270,6 +270,11 @@ func (e *Env) startGateway(ctx context.Context, ls *listeners, wings []gateway.W
 		// Client metadata documents served on this machine, for testing
 		// the flow without a public host.
 		ClientMetadata: oauth.ClientMetadataConfig{AllowLoopback: true},
+		// The development IdP vouches for its managed client with ID-JAGs
+		// (its token exchange, or POST /dev/id-jag).
+		Enterprise: oauth.EnterpriseConfig{IdPs: []oauth.EnterpriseIdP{{
+			Issuer: e.IssuerURL, Clients: []string{devidp.DefaultAssertionClientID},
+		}}},
 	}
 	if _, err := auth.LoadOrCreateKey(gcfg.OAuth.SigningKeyFile); err != nil {
 		return fmt.Errorf("devenv: the gateway's signing key: %w", err)
@@ -354,6 +359,16 @@ func (e *Env) Token(email string, groups []string) (string, time.Time, error) {
 	return e.idp.Mint(email, groups, e.cfg.TokenTTL)
 }
 
+// IDJAG is an identity assertion (ID-JAG) of the development IdP for email,
+// addressed to the gateway's authorization server and its MCP endpoint,
+// for the client devidp.DefaultAssertionClientID: what a company IdP's
+// token exchange gives a client it manages (enterprise-managed
+// authorization). The gateway trusts the development IdP for these
+// (oauth.enterprise).
+func (e *Env) IDJAG(email string) (string, time.Time, error) {
+	return e.idp.MintIDJAG(devidp.IDJAGClaims{Email: email, Audience: strings.TrimSuffix(e.MCPURL, "/mcp"), Resource: e.MCPURL, Scope: oauth.Scope})
+}
+
 // idpMux serves the identity provider and POST /dev/token, which lets
 // `brainstem dev token` (another process) get a token from it. It adds no
 // power: the provider's login page already lets anyone on this machine sign
@@ -382,6 +397,27 @@ func idpMux(idp *devidp.Provider, ttl time.Duration) http.Handler {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, "{\"token\":%q,\"expires_at\":%q}\n", tok, exp.UTC().Format(time.RFC3339))
+	})))
+	// POST /dev/id-jag is the token exchange without the client's secret
+	// and ID token: an ID-JAG for email, audience and resource. No more
+	// power than /dev/token: the ID token it would exchange is one away.
+	mux.Handle("POST /dev/id-jag", devidp.LoopbackOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.Body = http.MaxBytesReader(w, r.Body, devidp.MaxFormBytes)
+		var (
+			tok string
+			exp time.Time
+			err = errors.New("audience is required: the gateway's URL")
+		)
+		if r.FormValue("audience") != "" {
+			tok, exp, err = idp.MintIDJAG(devidp.IDJAGClaims{Email: r.FormValue("email"), Audience: r.FormValue("audience"),
+				Resource: r.FormValue("resource"), Scope: r.FormValue("scope")})
+		}
+		if err != nil {
+			http.Error(w, "want email=, audience= (the gateway's URL) and optionally resource= and scope=: "+err.Error(), http.StatusBadRequest)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, "{\"id_jag\":%q,\"expires_at\":%q}\n", tok, exp.UTC().Format(time.RFC3339))
 	})))
 	return mux
 }

@@ -9,10 +9,11 @@ import (
 	"testing"
 )
 
-// TestDevTokenRefusesForeignHostAndOrigin: /dev/token hands out a token for
-// any email, so, like the IdP it sits beside, it answers only requests
-// addressed to a loopback name from no or a loopback Origin (a DNS-rebinding
-// page has its own name in Host and Origin). And it applies the email rule.
+// TestDevTokenRefusesForeignHostAndOrigin: /dev/token and /dev/id-jag hand
+// out a token (an ID-JAG) for any email, so, like the IdP they sit beside,
+// they answer only requests addressed to a loopback name from no or a
+// loopback Origin (a DNS-rebinding page has its own name in Host and
+// Origin). And they apply the email rule; /dev/id-jag wants an audience.
 func TestDevTokenRefusesForeignHostAndOrigin(t *testing.T) {
 	env, err := Start(context.Background(), Config{Data: t.TempDir()})
 	if err != nil {
@@ -24,9 +25,10 @@ func TestDevTokenRefusesForeignHostAndOrigin(t *testing.T) {
 		}
 	})
 	u, _ := url.Parse(env.IssuerURL)
-	post := func(host, origin, email string) (int, string) {
+	post := func(path, host, origin, email string) (int, string) {
 		t.Helper()
-		req, err := http.NewRequest(http.MethodPost, env.IssuerURL+"/dev/token", strings.NewReader(url.Values{"email": {email}}.Encode()))
+		form := url.Values{"email": {email}, "audience": {"http://127.0.0.1:1"}}
+		req, err := http.NewRequest(http.MethodPost, env.IssuerURL+path, strings.NewReader(form.Encode()))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -56,9 +58,21 @@ func TestDevTokenRefusesForeignHostAndOrigin(t *testing.T) {
 		{u.Host, "", "\u212aate@example.com", http.StatusBadRequest},
 		{u.Host, "", "bob\n@example.com", http.StatusBadRequest},
 	} {
-		status, body := post(tc.host, tc.origin, tc.email)
-		if status != tc.status || (status == http.StatusOK) != strings.Contains(body, `"token"`) {
-			t.Errorf("Host %q Origin %q email %q: %d %s; want %d", tc.host, tc.origin, tc.email, status, body, tc.status)
+		for path, field := range map[string]string{"/dev/token": `"token"`, "/dev/id-jag": `"id_jag"`} {
+			status, body := post(path, tc.host, tc.origin, tc.email)
+			if status != tc.status || (status == http.StatusOK) != strings.Contains(body, field) {
+				t.Errorf("%s Host %q Origin %q email %q: %d %s; want %d", path, tc.host, tc.origin, tc.email, status, body, tc.status)
+			}
 		}
+	}
+	req, _ := http.NewRequest(http.MethodPost, env.IssuerURL+"/dev/id-jag", strings.NewReader("email=bob@example.com"))
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusBadRequest {
+		t.Errorf("/dev/id-jag without an audience: %d", resp.StatusCode)
 	}
 }

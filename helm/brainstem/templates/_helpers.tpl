@@ -297,6 +297,9 @@ depend on them so a bad values file fails before anything renders.
 {{- if and (not .Values.oauth.enabled) .Values.oauth.serviceAccounts -}}
 {{- fail "brainstem: oauth.serviceAccounts: the gateway's authorization server issues their tokens; set oauth.enabled" -}}
 {{- end -}}
+{{- if and (not .Values.oauth.enabled) .Values.oauth.enterprise.idps -}}
+{{- fail "brainstem: oauth.enterprise.idps: the gateway's authorization server accepts the identity assertions; set oauth.enabled" -}}
+{{- end -}}
 {{- include "brainstem.validateTunables" . -}}
 {{- $_ := include "brainstem.publicURL" . -}}
 {{- if and .Values.publicURL .Values.ingress.enabled .Values.ingress.host -}}
