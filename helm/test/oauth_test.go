@@ -84,7 +84,7 @@ func checkOAuth(t *testing.T, r release, v scenarioValues, cfg gatewayConfig) {
 func checkPeers(t *testing.T, r release, v scenarioValues, cfg gatewayConfig) {
 	t.Helper()
 	d := r.one(t, "Deployment")
-	name := d.name() + "-peers"
+	name := d.name() + "-admin"
 	svc, ok := r.find("Service", name)
 	if !v.OAuth.Enabled {
 		if ok || cfg.Peers.DNS != "" {
