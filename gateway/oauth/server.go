@@ -167,18 +167,8 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if s.clientIP == nil {
 		s.clientIP = peerIP
 	}
-	direct := s.clientIP
-	s.clientIP = func(r *http.Request) string {
-		if ip, ok := forwardedIP(r); ok { // passed by a peer: its client's
-			return ip
-		}
-		return direct(r)
-	}
-	if p := opt.Peers; p != nil {
-		if p.Self == "" || p.List == nil {
-			return nil, errors.New("oauth: peers need this replica's address and a way to list the others")
-		}
-		s.peers = p
+	if err := s.setPeers(opt.Peers); err != nil {
+		return nil, err
 	}
 	if err := s.loadKeys(opt); err != nil {
 		return nil, err
@@ -217,6 +207,25 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		return nil, fmt.Errorf("oauth: metadata: %w", err)
 	}
 	return s, nil
+}
+
+// setPeers sets the other replicas (peers.go): limits count a passed
+// request against its original client's address.
+func (s *Server) setPeers(p *Peers) error {
+	direct := s.clientIP
+	s.clientIP = func(r *http.Request) string {
+		if ip, ok := forwardedIP(r); ok { // passed by a peer: its client's
+			return ip
+		}
+		return direct(r)
+	}
+	if p != nil {
+		if p.Self == "" || p.List == nil {
+			return errors.New("oauth: peers need this replica's address and a way to list the others")
+		}
+		s.peers = p
+	}
+	return nil
 }
 
 // loadKeys loads the signing keys (opt.Keys, else the key files) and
