@@ -58,6 +58,23 @@ func errClientAuth() *tokenError {
 	return &tokenError{http.StatusUnauthorized, "invalid_client", "client authentication failed", 0}
 }
 
+// checkTarget refuses a token request whose resource is not the MCP
+// endpoint or whose scope names anything but Scope (the grants without a
+// user's consent check them before any credential is spent).
+func (s *Server) checkTarget(form url.Values) *tokenError {
+	if res, ok := form["resource"]; ok && !s.isResource(res[0]) {
+		return &tokenError{http.StatusBadRequest, "invalid_target", "resource must be the MCP endpoint " + s.resource, 0}
+	}
+	if sc, ok := form["scope"]; ok {
+		for _, v := range strings.Fields(sc[0]) {
+			if v != Scope {
+				return &tokenError{http.StatusBadRequest, "invalid_scope", "the only scope is " + Scope, 0}
+			}
+		}
+	}
+	return nil
+}
+
 // redeemClientCredentials authenticates a service account (a client
 // secret, or a private_key_jwt assertion) and issues its access token.
 func (s *Server) redeemClientCredentials(r *http.Request, form url.Values) ([]byte, *tokenError) {
@@ -69,15 +86,8 @@ func (s *Server) redeemClientCredentials(r *http.Request, form url.Values) ([]by
 	}
 	// The request is checked before the client authenticates, so that a
 	// wrong resource or scope does not spend a single-use assertion.
-	if res, ok := form["resource"]; ok && !s.isResource(res[0]) {
-		return nil, &tokenError{http.StatusBadRequest, "invalid_target", "resource must be the MCP endpoint " + s.resource, 0}
-	}
-	if sc, ok := form["scope"]; ok {
-		for _, v := range strings.Fields(sc[0]) {
-			if v != Scope {
-				return nil, &tokenError{http.StatusBadRequest, "invalid_scope", "the only scope is " + Scope, 0}
-			}
-		}
+	if terr := s.checkTarget(form); terr != nil {
+		return nil, terr
 	}
 	acc, cred, method, terr := s.authenticateClient(r, form)
 	if terr != nil {

@@ -211,15 +211,8 @@ func (s *Server) redeemIDJAG(r *http.Request, form url.Values) ([]byte, *tokenEr
 	}
 	// The request is checked before the client authenticates or the
 	// assertion is verified, so a wrong resource or scope spends neither.
-	if res, ok := form["resource"]; ok && !s.isResource(res[0]) {
-		return nil, &tokenError{http.StatusBadRequest, "invalid_target", "resource must be the MCP endpoint " + s.resource, 0}
-	}
-	if sc, ok := form["scope"]; ok {
-		for _, v := range strings.Fields(sc[0]) {
-			if v != Scope {
-				return nil, &tokenError{http.StatusBadRequest, "invalid_scope", "the only scope is " + Scope, 0}
-			}
-		}
+	if terr := s.checkTarget(form); terr != nil {
+		return nil, terr
 	}
 	raw := form.Get("assertion")
 	if raw == "" {
