@@ -287,11 +287,7 @@ func (s *Server) callPeer(ctx context.Context, peer string, req peerRequest) (*p
 		return nil, fmt.Errorf("%w: %w", ErrPeerUnreachable, err)
 	}
 	hr.Header.Set("Content-Type", "text/plain")
-	hc := s.peers.Client
-	if hc == nil {
-		hc = &http.Client{Timeout: peerTimeout}
-	}
-	resp, err := hc.Do(hr)
+	resp, err := s.peers.Client.Do(hr)
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPeerUnreachable, err)
 	}

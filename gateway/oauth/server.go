@@ -223,7 +223,11 @@ func (s *Server) setPeers(p *Peers) error {
 		if p.Self == "" || p.List == nil {
 			return errors.New("oauth: peers need this replica's address and a way to list the others")
 		}
-		s.peers = p
+		pc := *p
+		if pc.Client == nil {
+			pc.Client = &http.Client{Timeout: peerTimeout}
+		}
+		s.peers = &pc
 	}
 	return nil
 }
