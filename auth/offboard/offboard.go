@@ -109,6 +109,9 @@ func check(e Entry) (Entry, error) {
 	if e.NotBefore.IsZero() {
 		return Entry{}, fmt.Errorf("%s: not_before is required (RFC 3339, e.g. %s)", email, time.Now().UTC().Format(time.RFC3339))
 	}
+	if y := e.NotBefore.UTC().Year(); y < 1 || y > 9999 {
+		return Entry{}, fmt.Errorf("%s: not_before %s is outside the years 0001 to 9999 in UTC (RFC 3339)", email, e.NotBefore.Format(time.RFC3339))
+	}
 	if len(e.Reason) > MaxReasonBytes || strings.ContainsFunc(e.Reason, func(r rune) bool { return r < ' ' || r == 0x7f }) {
 		return Entry{}, fmt.Errorf("%s: reason is over %d bytes or unprintable", email, MaxReasonBytes)
 	}

@@ -54,7 +54,8 @@ func TestParse(t *testing.T) {
 			t.Errorf("missing %q in %v", want, err)
 		}
 	}
-	for _, s := range []string{"ended: yes", "other: []", "ended:\n  - email: a@acme.com\n    not_before: tomorrow\n", "ended:\n  - {email: a@acme.com, not_before: 2026-12-02T10:00:00Z, extra: 1}"} {
+	for _, s := range []string{"ended: yes", "other: []", "ended:\n  - email: a@acme.com\n    not_before: tomorrow\n", "ended:\n  - {email: a@acme.com, not_before: 2026-12-02T10:00:00Z, extra: 1}",
+		"ended:\n  - {email: a@acme.com, not_before: 0001-01-01T00:00:00+01:00}"} {
 		if _, err := Parse([]byte(s)); !errors.Is(err, ErrBadFile) {
 			t.Errorf("%q: %v, want ErrBadFile", s, err)
 		}
