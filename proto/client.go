@@ -1,6 +1,8 @@
 package proto
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -398,7 +400,7 @@ func (c *Client) do(ctx context.Context, t MsgType, id string, req any, idempote
 	// Encode now, once, to refuse invalid or over-limit requests before
 	// waiting or dialing. Each send writes only the headers again in front
 	// of the body, so the shard gets the time actually left.
-	f, err := c.encode(t, id, req, timeout)
+	f, err := c.encode(t, id, req, timeout, trace.SpanContextFromContext(ctx))
 	if err != nil {
 		return nil, err
 	}
@@ -416,15 +418,17 @@ func (c *Client) do(ctx context.Context, t MsgType, id string, req any, idempote
 // after room for the frame and request headers, which prefixRequest writes
 // in front of it for each send.
 type outFrame struct {
-	buf  *[]byte
-	body int // offset of the body in *buf
-	t    MsgType
-	id   string
+	buf   *[]byte
+	body  int // offset of the body in *buf
+	t     MsgType
+	flags byte // flagTrace when the body ends with the trace trailer
+	id    string
 }
 
-// encode encodes a request's body into a pooled buffer and checks the
-// frame (with timeout) against the size limit.
-func (c *Client) encode(t MsgType, id string, req any, timeout time.Duration) (outFrame, error) {
+// encode encodes a request's body into a pooled buffer, followed by the
+// trace trailer when sc is valid (the caller's span), and checks the frame
+// (with timeout) against the size limit.
+func (c *Client) encode(t MsgType, id string, req any, timeout time.Duration, sc trace.SpanContext) (outFrame, error) {
 	if err := checkLen("request id", len(id), MaxRequestIDBytes); err != nil {
 		return outFrame{}, fmt.Errorf("proto: %s: %w", t, err)
 	}
@@ -435,8 +439,12 @@ func (c *Client) encode(t MsgType, id string, req any, timeout time.Duration) (o
 		c.bufs.put(buf)
 		return outFrame{}, fmt.Errorf("proto: %s: %w", t, err)
 	}
+	var flags byte
+	if sc.IsValid() {
+		b, flags = appendTraceTrailer(completeBody(b, req), sc), flagTrace
+	}
 	*buf = b
-	f := outFrame{buf: buf, body: room, t: t, id: id}
+	f := outFrame{buf: buf, body: room, t: t, flags: flags, id: id}
 	if n := len(f.frame(timeout)) - HeaderSize; n > c.max {
 		c.bufs.put(buf)
 		return outFrame{}, fmt.Errorf("%w: %s request of %d bytes, limit %d", ErrTooLarge, t, n, c.max)
@@ -446,7 +454,7 @@ func (c *Client) encode(t MsgType, id string, req any, timeout time.Duration) (o
 
 // frame writes the headers with the time left and returns the whole frame.
 func (f *outFrame) frame(timeout time.Duration) []byte {
-	return prefixRequest(*f.buf, f.body, f.t, reqHeader{Timeout: timeout, RequestID: f.id})
+	return prefixRequest(*f.buf, f.body, f.t, f.flags, reqHeader{Timeout: timeout, RequestID: f.id})
 }
 
 // free recycles the buffer.

@@ -1,6 +1,10 @@
 package proto
 
 import (
+	"github.com/brainstem/brainstem/internal/tracing"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"crypto/tls"
 	"errors"
@@ -123,6 +127,10 @@ type ServerConfig struct {
 	// restarts (e.g. an HKDF of the shard's private key); never share it
 	// between shards.
 	StatelessResetKey *quic.StatelessResetKey
+	// Tracer, when set, starts a server span per request, a child of the
+	// caller's span that the request's trace trailer carries; the handler's
+	// ctx holds it. nil (the default) traces nothing.
+	Tracer trace.Tracer
 }
 
 // Server serves one Handler over QUIC. Create it with NewServer, run it with
@@ -130,6 +138,7 @@ type ServerConfig struct {
 // Serve's context (immediate).
 type Server struct {
 	h        Handler
+	tracer   trace.Tracer        // nil: no server spans (the trailer is still read)
 	mem      *semaphore.Weighted // request payload bytes in flight
 	resetKey *quic.StatelessResetKey
 	tls      *tls.Config
@@ -228,7 +237,7 @@ func NewServer(h Handler, cfg ServerConfig) *Server {
 		memLimit = int64(maxMsg)
 	}
 	return &Server{
-		h: h, mem: semaphore.NewWeighted(memLimit), resetKey: cfg.StatelessResetKey, tls: tc, quic: qc, max: maxMsg, reqTO: reqTO, grace: grace, log: log,
+		h: h, tracer: cfg.Tracer, mem: semaphore.NewWeighted(memLimit), resetKey: cfg.StatelessResetKey, tls: tc, quic: qc, max: maxMsg, reqTO: reqTO, grace: grace, log: log,
 		ready:    make(chan struct{}),
 		stopped:  make(chan struct{}),
 		conns:    make(map[*quic.Conn]struct{}),
@@ -514,9 +523,17 @@ func (s *Server) serveStream(base context.Context, peer Peer, st *quic.Stream) {
 		return
 	}
 
-	resp, rh, err := s.dispatch(base, peer, st, h.typ, payload)
+	base, p, span, err := s.startSpan(base, h, payload)
+	defer span.End()
 	if err != nil {
-		s.writeError(st, s.toError(rh, h.typ, err))
+		s.writeError(st, &Error{Code: CodeBadRequest, Message: trimPrefix(err.Error())})
+		return
+	}
+	resp, rh, err := s.dispatch(base, peer, st, h.typ, p)
+	if err != nil {
+		e := s.toError(rh, h.typ, err)
+		spanEnding(span, rh, e, 0)
+		s.writeError(st, e)
 		return
 	}
 	buf := s.bufs.get()
@@ -533,11 +550,49 @@ func (s *Server) serveStream(base context.Context, peer Peer, st *quic.Stream) {
 		s.writeError(st, &Error{Code: CodeTooLarge, Message: fmt.Sprintf("response of %d bytes exceeds the shard's limit of %d", len(out)-HeaderSize, s.max)})
 		return
 	}
+	spanEnding(span, rh, nil, len(out)-HeaderSize)
 	if _, err := st.Write(out); err != nil {
 		st.CancelWrite(streamCodeRefused)
 		return
 	}
 	st.Close()
+}
+
+// startSpan cuts the trace trailer off a request payload that has one and
+// puts the caller's span context into ctx, then, when the server traces,
+// starts the request's server span below it. Untraced, the span is the
+// context's non-recording one and nothing is allocated.
+func (s *Server) startSpan(ctx context.Context, h header, p []byte) (context.Context, []byte, trace.Span, error) {
+	if h.flags&flagTrace != 0 {
+		var sc trace.SpanContext
+		var err error
+		if p, sc, err = cutTraceTrailer(p); err != nil {
+			return ctx, p, trace.SpanFromContext(ctx), err
+		}
+		if sc.IsValid() {
+			ctx = trace.ContextWithRemoteSpanContext(ctx, sc)
+		}
+	}
+	if s.tracer == nil {
+		return ctx, p, trace.SpanFromContext(ctx), nil
+	}
+	ctx, span := s.tracer.Start(ctx, "brainstem/1 "+h.typ.String(), trace.WithSpanKind(trace.SpanKindServer))
+	return ctx, p, span, nil
+}
+
+// spanEnding records a request's outcome on its server span: the request
+// id, the error code or the response's size.
+func spanEnding(span trace.Span, rh reqHeader, e *Error, size int) {
+	if !span.IsRecording() {
+		return
+	}
+	span.SetAttributes(tracing.KeyRequestID.String(rh.RequestID))
+	if e != nil {
+		span.SetAttributes(tracing.KeyCode.String(e.Code.String()))
+		span.SetStatus(codes.Error, "")
+		return
+	}
+	span.SetAttributes(tracing.KeyBytes.Int(size))
 }
 
 // errBusy is returned when a request's payload cannot be admitted under

@@ -18,7 +18,8 @@ import (
 //	0      1    magic   0xB5
 //	1      1    version 1
 //	2      1    type    message type
-//	3      1    flags   0 in version 1; receivers ignore unknown bits
+//	3      1    flags   0x01 refused (error frames), 0x02 trace trailer
+//	                    (requests, trace.go); receivers ignore unknown bits
 //	4      4    length  payload length, big-endian u32
 //	8      n    payload
 const (
@@ -269,14 +270,14 @@ func requestPrefixRoom(idLen int) int {
 // encodeRequest produces. A client writes it again, cheaply, each time it
 // sends the request, with the time left then; the body is encoded once.
 // The request id must be within MaxRequestIDBytes (checked by the caller).
-func prefixRequest(b []byte, body int, t MsgType, h reqHeader) []byte {
+func prefixRequest(b []byte, body int, t MsgType, flags byte, h reqHeader) []byte {
 	var hdr [2 * binary.MaxVarintLen64]byte
 	n := binary.PutUvarint(hdr[:], uint64(max(h.Timeout, 0)))
 	n += binary.PutUvarint(hdr[n:], uint64(len(h.RequestID)))
 	start := body - len(h.RequestID) - n - HeaderSize
 	copy(b[start+HeaderSize:], hdr[:n])
 	copy(b[start+HeaderSize+n:], h.RequestID)
-	b[start], b[start+1], b[start+2], b[start+3] = frameMagic, Version, byte(t), 0
+	b[start], b[start+1], b[start+2], b[start+3] = frameMagic, Version, byte(t), flags
 	return finishFrame(b, start)[start:]
 }
 

@@ -134,7 +134,7 @@ func TestPrefixRequest(t *testing.T) {
 			}
 			for _, d := range timeouts {
 				h := reqHeader{Timeout: d, RequestID: id}
-				if got, want := prefixRequest(b, room, r.typ, h), mustEncodeRequest(t, r.typ, h, r.req); !bytes.Equal(got, want) {
+				if got, want := prefixRequest(b, room, r.typ, 0, h), mustEncodeRequest(t, r.typ, h, r.req); !bytes.Equal(got, want) {
 					t.Fatalf("%s, id %q, timeout %v:\n got %x\nwant %x", r.typ, id, d, got, want)
 				}
 			}
