@@ -67,7 +67,9 @@ type shardOp struct {
 // not settle is outcome_unknown, quoting the key the agent can retry with
 // (classifyCall). A failure to obtain a first grant that the caller must
 // not learn about wraps errWingHidden.
-func (g *Gateway) withToken(ctx context.Context, ci *callInfo, w *wing, op shardOp) error {
+func (g *Gateway) withToken(ctx context.Context, ci *callInfo, w *wing, op shardOp) (err error) {
+	ctx, span := shardSpan(ctx, op.what, w)
+	defer func() { endShardSpan(span, err) }()
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
 	defer cancel()
 	gr, fresh, err := g.grants.getKey(ctx, ci.id, ci.key, w, ci.requestID)
@@ -293,6 +295,9 @@ func (g *Gateway) finishRecord(ci *callInfo, rec *auditRecord, start time.Time) 
 		rec.Outcome = "ok"
 	}
 	g.metrics.call(rec.Tool, g.wingLabel(rec.Wing), rec.Outcome, lat)
+	if ci.span != nil {
+		g.spanRecord(ci.span, rec)
+	}
 	g.audit.write(rec)
 	if rec.err != nil && (rec.err.Code == brain.CodeInternal) {
 		ci.logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "err", rec.err.Err)

@@ -298,6 +298,10 @@ func (g *Gateway) withRateLimit(next mcpHandler) mcpHandler {
 func (g *Gateway) withCallInfo(next mcpHandler) mcpHandler {
 	return func(q *mcpCall) {
 		q.ctx = context.WithValue(q.r.Context(), callInfoKey{}, &q.ci)
+		if g.tracer != nil {
+			g.traced(q, next)
+			return
+		}
 		next(q)
 	}
 }

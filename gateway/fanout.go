@@ -182,7 +182,9 @@ func (f *fanout) wingStats(ctx context.Context, w *wing) (search.Stats, uint64, 
 		f.g.metrics.statsReused.Inc()
 		return st, gen, nil
 	}
+	ctx, span := shardSpan(ctx, search.Tool+" stats", w)
 	resp, err := w.client.Stats(ctx, &proto.StatsRequest{RequestID: f.ci.requestID, StatsRequest: search.StatsRequest{Terms: f.q.Terms, Scope: f.q.Scope}})
+	endShardSpan(span, err)
 	if err != nil {
 		return search.Stats{}, 0, err
 	}

@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"github.com/brainstem/brainstem/internal/tracing"
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -65,6 +68,10 @@ type Options struct {
 	Registry *prometheus.Registry
 	// HTTPClient, when set, is used by the SSO verifier (discovery, JWKS).
 	HTTPClient *http.Client
+	// Tracing, when on, makes each /mcp request a server span and each
+	// shard request a client span (traces.go); nil or off traces nothing.
+	// Close flushes it and shuts it down.
+	Tracing *tracing.Tracing
 }
 
 // Gateway is the public MCP endpoint in front of every wing.
@@ -93,7 +100,12 @@ type Gateway struct {
 	mcpHTTP    *server.StreamableHTTPServer
 	metrics    *metrics
 	registry   *prometheus.Registry
-	audit      *auditLog
+	// tracing is Options.Tracing, flushed and shut down by Close.
+	tracing *tracing.Tracing
+	// tracer starts the /mcp server spans; nil when tracing is off.
+	tracer         trace.Tracer
+	traceSensitive bool // identities and arguments may go into attributes
+	audit          *auditLog
 
 	emailLimits *lru.Cache[string, *rate.Limiter]
 	ipBudgets   *lru.Cache[string, *authBudget]
@@ -227,14 +239,16 @@ const replicaTerms = 1 << 14
 // real ones). It starts nothing.
 func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]shardClient) (*Gateway, error) {
 	g := &Gateway{
-		cfg:      cfg,
-		log:      loggerOrDiscard(opt.Logger),
-		now:      opt.Now,
-		verifier: v,
-		byName:   map[string]*wing{},
-		registry: opt.Registry,
-		origins:  map[string]bool{},
-		ended:    offboard.NewList(),
+		cfg:            cfg,
+		log:            loggerOrDiscard(opt.Logger),
+		now:            opt.Now,
+		verifier:       v,
+		byName:         map[string]*wing{},
+		registry:       opt.Registry,
+		tracer:         opt.Tracing.RootTracer(),
+		traceSensitive: opt.Tracing.IsSensitive(),
+		origins:        map[string]bool{},
+		ended:          offboard.NewList(),
 	}
 	if g.now == nil {
 		g.now = time.Now
@@ -651,6 +665,11 @@ func (g *Gateway) Close() error {
 				errs = append(errs, fmt.Errorf("wing %s: %w", w.name, err))
 			}
 		}
+		ctx, cancel := context.WithTimeout(context.Background(), traceFlushTimeout)
+		if err := g.tracing.Shutdown(ctx); err != nil {
+			errs = append(errs, err)
+		}
+		cancel()
 		if len(errs) > 0 {
 			g.closeErr = fmt.Errorf("gateway: close: %w", errors.Join(errs...))
 		}

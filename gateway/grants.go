@@ -299,11 +299,13 @@ func (c *grantCache) mintFlight(ctx context.Context, id auth.Identity, key grant
 		Groups:    id.Groups,
 		NotAfter:  id.Expiry,
 	}
+	mctx, span := shardSpan(mctx, "mint", w)
 	resp, err := w.client.Mint(mctx, mreq)
 	if errors.Is(err, proto.ErrConnectionLost) && proto.CodeOf(err) == 0 {
 		// A mint changes nothing on the shard: ask again (once).
 		resp, err = w.client.Mint(mctx, mreq)
 	}
+	endShardSpan(span, err)
 	if err != nil {
 		return c.mintFailed(id, key, w, requestID, err)
 	}

@@ -496,25 +496,7 @@ func (s *Server) serveStream(base context.Context, peer Peer, st *quic.Stream) {
 		}
 	}
 	if err != nil {
-		var code Code
-		switch {
-		case errors.Is(err, errBusy):
-			code = CodeUnavailable
-		case errors.Is(err, ErrTooLarge):
-			code = CodeTooLarge
-		case errors.Is(err, ErrVersion):
-			code = CodeVersion
-		case errors.Is(err, ErrMalformed):
-			code = CodeBadRequest
-		default: // the stream died (reset, deadline, connection closed): nobody to answer
-			s.log.Debug("proto: reading request", "err", err)
-			st.CancelRead(streamCodeRefused)
-			st.CancelWrite(streamCodeRefused)
-			return
-		}
-		st.CancelRead(streamCodeRefused)
-		s.log.Warn("proto: refused request", "type", h.typ.String(), "code", code.String(), "err", err)
-		s.writeError(st, &Error{Code: code, Message: trimPrefix(err.Error())})
+		s.refuseRead(st, h, err)
 		return
 	}
 	st.SetReadDeadline(time.Time{})
@@ -593,6 +575,30 @@ func spanEnding(span trace.Span, rh reqHeader, e *Error, size int) {
 		return
 	}
 	span.SetAttributes(tracing.KeyBytes.Int(size))
+}
+
+// refuseRead answers a request that could not be read: with an error
+// frame, or, when the stream itself died, with nothing.
+func (s *Server) refuseRead(st *quic.Stream, h header, err error) {
+	var code Code
+	switch {
+	case errors.Is(err, errBusy):
+		code = CodeUnavailable
+	case errors.Is(err, ErrTooLarge):
+		code = CodeTooLarge
+	case errors.Is(err, ErrVersion):
+		code = CodeVersion
+	case errors.Is(err, ErrMalformed):
+		code = CodeBadRequest
+	default: // the stream died (reset, deadline, connection closed): nobody to answer
+		s.log.Debug("proto: reading request", "err", err)
+		st.CancelRead(streamCodeRefused)
+		st.CancelWrite(streamCodeRefused)
+		return
+	}
+	st.CancelRead(streamCodeRefused)
+	s.log.Warn("proto: refused request", "type", h.typ.String(), "code", code.String(), "err", err)
+	s.writeError(st, &Error{Code: code, Message: trimPrefix(err.Error())})
 }
 
 // errBusy is returned when a request's payload cannot be admitted under

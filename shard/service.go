@@ -1,6 +1,8 @@
 package shard
 
 import (
+	"github.com/brainstem/brainstem/internal/tracing"
+
 	"context"
 	"errors"
 	"fmt"
@@ -250,7 +252,9 @@ func (s *Service) Call(ctx context.Context, req *proto.CallRequest) (*proto.Call
 	if err != nil {
 		return nil, err
 	}
+	ctx, span := s.workSpan(ctx, "store "+req.Tool, req.Tool)
 	result, isErr := s.tools.Call(ctx, tools.Caller{Email: claims.Email, Caps: caps, IdempotencyKey: req.IdempotencyKey}, req.Tool, req.Args)
+	endWork(span, len(result), isErr, nil)
 	return &proto.CallResponse{Result: result, IsError: isErr}, nil
 }
 
@@ -313,8 +317,11 @@ func (s *Service) readSearch(token, requestID, step string) error {
 
 // Stats answers the statistics of a query's terms in this wing, and the
 // index generation they are of.
-func (s *Service) Stats(_ context.Context, req *proto.StatsRequest) (*proto.StatsResponse, error) {
-	return &proto.StatsResponse{StatsResponse: *search.ServeStats(s.store, &req.StatsRequest)}, nil
+func (s *Service) Stats(ctx context.Context, req *proto.StatsRequest) (*proto.StatsResponse, error) {
+	_, span := s.workSpan(ctx, "index stats", search.Tool+" stats")
+	resp := search.ServeStats(s.store, &req.StatsRequest)
+	endWork(span, 0, false, nil)
+	return &proto.StatsResponse{StatsResponse: *resp}, nil
 }
 
 // Rank answers the rank step of a cross-wing search for the token's holder.
@@ -322,7 +329,12 @@ func (s *Service) Rank(ctx context.Context, req *proto.RankRequest) (*proto.Rank
 	if err := s.readSearch(req.Token, req.RequestID, "rank"); err != nil {
 		return nil, err
 	}
+	ctx, span := s.workSpan(ctx, "index rank", search.Tool+" rank")
 	resp, err := search.ServeRank(ctx, s.store, s.tools.Limits().Search(), &req.RankRequest)
+	if span.IsRecording() && resp != nil {
+		span.SetAttributes(tracing.KeyCount.Int(len(resp.Ranked)))
+	}
+	endWork(span, 0, false, err)
 	if err != nil {
 		return nil, err
 	}
@@ -335,7 +347,12 @@ func (s *Service) Fetch(ctx context.Context, req *proto.FetchRequest) (*proto.Fe
 	if err := s.readSearch(req.Token, req.RequestID, "fetch"); err != nil {
 		return nil, err
 	}
+	ctx, span := s.workSpan(ctx, "store fetch", search.Tool+" fetch")
 	resp, err := search.ServeFetch(ctx, s.store, &req.FetchRequest)
+	if span.IsRecording() && resp != nil {
+		span.SetAttributes(tracing.KeyCount.Int(len(resp.Hits)))
+	}
+	endWork(span, 0, false, err)
 	if err != nil {
 		return nil, err
 	}

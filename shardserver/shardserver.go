@@ -7,6 +7,8 @@
 package shardserver
 
 import (
+	"github.com/brainstem/brainstem/internal/tracing"
+
 	"context"
 	"crypto/tls"
 	"errors"
@@ -59,6 +61,11 @@ type Config struct {
 	// Reload, when set, makes the shard re-read its policy file on every
 	// value (brainstem shard sends SIGHUP there).
 	Reload <-chan os.Signal
+	// Tracing, when on, makes each brainstem/1 request a server span below
+	// the gateway's (the request's trace trailer) and the store and index
+	// work child spans; nil or off traces nothing. Close flushes it and
+	// shuts it down.
+	Tracing *tracing.Tracing
 }
 
 // ErrConfig wraps every problem Validate reports.
@@ -144,7 +151,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	}
 	reg.MustRegister(skippedFiles(cfg.Shard.Wing, svc)...)
 	s := &Server{cfg: cfg, svc: svc, log: log, done: make(chan struct{})}
-	s.quic = proto.NewServer(svc, proto.ServerConfig{TLS: tlsConf, Logger: log, StatelessResetKey: resetKey})
+	s.quic = proto.NewServer(svc, proto.ServerConfig{TLS: tlsConf, Logger: log, StatelessResetKey: resetKey, Tracer: cfg.Tracing.RootTracer()})
 	s.admin = s.adminHandler(reg)
 	return s, nil
 }
@@ -297,8 +304,14 @@ func (s *Server) Close() error {
 		stop()
 		<-s.done
 	}
-	return s.svc.Close()
+	err := s.svc.Close()
+	ctx, cancel := context.WithTimeout(context.Background(), traceFlushTimeout)
+	defer cancel()
+	return errors.Join(err, s.cfg.Tracing.Shutdown(ctx))
 }
+
+// traceFlushTimeout bounds Close's export of the spans not yet sent.
+const traceFlushTimeout = 5 * time.Second
 
 // adminHandler answers the probes from the wing's health (/readyz also
 // says 503 while draining) and /metrics from reg.

@@ -39,11 +39,11 @@ func runGateway(ctx context.Context, args []string, s streams) error {
 	if err := cfg.Validate(); err != nil {
 		return cli.Usagef("%s is invalid:\n%v", *configPath, err)
 	}
-	logger, err := cli.Logger(s.err, cfg.Log.Format, cfg.Log.Level)
+	logger, tr, err := cli.Observability(s.err, cfg.Log.Format, cfg.Log.Level, "brainstem-gateway")
 	if err != nil {
 		return err
 	}
-	gw, err := gateway.New(ctx, cfg, gateway.Options{Logger: logger, AuditLog: os.Stdout, Registry: cli.ProcessRegistry()})
+	gw, err := gateway.New(ctx, cfg, gateway.Options{Logger: logger, AuditLog: os.Stdout, Registry: cli.ProcessRegistry(), Tracing: tr})
 	if err != nil {
 		return err
 	}
@@ -103,7 +103,7 @@ func runShard(ctx context.Context, args []string, s streams) error {
 		sc.PolicyPoll = -1 // the flag's 0 is SIGHUP only
 	}
 	var err error
-	if sc.Logger, err = cli.Logger(s.err, *logFormat, *logLevel); err != nil {
+	if sc.Logger, cfg.Tracing, err = cli.Observability(s.err, *logFormat, *logLevel, "brainstem-shard"); err != nil {
 		return err
 	}
 	sc.Version = version

@@ -18,7 +18,8 @@ import (
 const Scope = "github.com/brainstem/brainstem"
 
 // Attribute keys brainstem sets. None carries a token, an email or note
-// content; KeyEmail and KeyQuery are set only when Settings.Sensitive.
+// content; KeyEmail and KeyArgs (a call's arguments: the
+// query text, a note's body) are set only when Settings.Sensitive.
 const (
 	KeyTool      = attribute.Key("brainstem.tool")
 	KeyWing      = attribute.Key("brainstem.wing")
@@ -26,10 +27,11 @@ const (
 	KeyRequestID = attribute.Key("brainstem.request_id")
 	KeyCode      = attribute.Key("brainstem.code")
 	KeyBytes     = attribute.Key("brainstem.result_bytes")
+	KeyBytesIn   = attribute.Key("brainstem.request_bytes")
 	KeyCount     = attribute.Key("brainstem.result_count")
 	KeyStatus    = attribute.Key("http.response.status_code")
 	KeyEmail     = attribute.Key("enduser.id")
-	KeyQuery     = attribute.Key("brainstem.query")
+	KeyArgs      = attribute.Key("brainstem.arguments")
 )
 
 // Tracing is a process's tracer. The zero value and a Tracing from Setup
@@ -42,6 +44,17 @@ type Tracing struct {
 	Sensitive bool
 	tp        *sdktrace.TracerProvider
 }
+
+// RootTracer is Tracer, or nil for a nil Tracing.
+func (t *Tracing) RootTracer() trace.Tracer {
+	if t == nil {
+		return nil
+	}
+	return t.Tracer
+}
+
+// IsSensitive reports Sensitive, false for a nil Tracing.
+func (t *Tracing) IsSensitive() bool { return t != nil && t.Sensitive }
 
 // Enabled reports whether spans are recorded and exported.
 func (t *Tracing) Enabled() bool { return t != nil && t.Tracer != nil }

@@ -6,6 +6,8 @@
 package cli
 
 import (
+	"github.com/brainstem/brainstem/internal/tracing"
+
 	"errors"
 	"flag"
 	"fmt"
@@ -141,6 +143,22 @@ func interspersed(fs *flag.FlagSet, args []string) []string {
 		return flags
 	}
 	return append(append(flags, "--"), rest...)
+}
+
+// Observability builds the process logger (Logger) and its tracing from
+// the OTEL_* environment (tracing.Setup, service.name service unless
+// OTEL_SERVICE_NAME says otherwise): the one place the gateway and shard
+// commands read them. An environment tracing refuses is a usage error.
+func Observability(w io.Writer, format, level, service string) (*slog.Logger, *tracing.Tracing, error) {
+	l, err := Logger(w, format, level)
+	if err != nil {
+		return nil, nil, err
+	}
+	tr, err := tracing.Setup(os.LookupEnv, service)
+	if err != nil {
+		return nil, nil, UsageError{err.Error()}
+	}
+	return l, tr, nil
 }
 
 // Logger builds the process logger from --log-format (json, the

@@ -5,6 +5,8 @@
 package devenv
 
 import (
+	"github.com/brainstem/brainstem/internal/tracing"
+
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -70,6 +72,10 @@ type Config struct {
 	// (<data>/policies/<wing>.yaml) for edits: 0 → the shard default,
 	// negative → only ReloadPolicy (tests).
 	PolicyPoll time.Duration
+	// Tracing, when set, gives the gateway (service "brainstem-gateway")
+	// and each shard ("brainstem-shard-<wing>") their tracing; each server
+	// flushes and shuts down its own at Close. nil traces nothing.
+	Tracing func(service string) (*tracing.Tracing, error)
 }
 
 // PortError says which listener could not bind, naming the flag to change.
@@ -286,7 +292,12 @@ func (e *Env) startGateway(ctx context.Context, ls *listeners, wings []gateway.W
 	if e.cfg.Gateway != nil {
 		e.cfg.Gateway(&gcfg)
 	}
-	gw, err := gateway.New(ctx, gcfg, gateway.Options{Logger: e.cfg.Logger.With("component", "gateway"), AuditLog: e.cfg.AuditLog, ShardTLS: e.shardTLS})
+	tr, err := e.tracing("brainstem-gateway")
+	if err != nil {
+		return err
+	}
+	gw, err := gateway.New(ctx, gcfg, gateway.Options{Logger: e.cfg.Logger.With("component", "gateway"), AuditLog: e.cfg.AuditLog, ShardTLS: e.shardTLS,
+		Tracing: tr})
 	if err != nil {
 		return fmt.Errorf("devenv: gateway: %w", err)
 	}
@@ -323,8 +334,12 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, id
 	if e.cfg.Shard != nil {
 		e.cfg.Shard(&scfg)
 	}
+	tr, err := e.tracing("brainstem-shard-" + wing)
+	if err != nil {
+		return "", err
+	}
 	srv, err := shardserver.New(ctx, shardserver.Config{Shard: scfg, KeyFile: filepath.Join(e.DataDir, "keys", wing+".pem"),
-		Identity: id, DrainTimeout: 5 * time.Second})
+		Identity: id, DrainTimeout: 5 * time.Second, Tracing: tr})
 	if err != nil {
 		return "", fmt.Errorf("devenv: %w", err)
 	}
@@ -341,6 +356,18 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, id
 		}
 	}()
 	return pc.LocalAddr().String(), nil
+}
+
+// tracing is the tracing of one server (Config.Tracing), nil when off.
+func (e *Env) tracing(service string) (*tracing.Tracing, error) {
+	if e.cfg.Tracing == nil {
+		return nil, nil
+	}
+	tr, err := e.cfg.Tracing(service)
+	if err != nil {
+		return nil, fmt.Errorf("devenv: tracing of %s: %w", service, err)
+	}
+	return tr, nil
 }
 
 // DialShard returns a brainstem/1 client for wing's shard holding the

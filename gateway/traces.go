@@ -1,0 +1,121 @@
+package gateway
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"net/http"
+	"time"
+
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/propagation"
+	"go.opentelemetry.io/otel/trace"
+
+	"github.com/brainstem/brainstem/internal/tracing"
+	"github.com/brainstem/brainstem/proto"
+)
+
+// Traces (docs/operating.md, "Traces"). With tracing on, each /mcp request
+// is a server span, the child of the client's W3C traceparent from the
+// request's params._meta (MCP 2026-07-28) or, failing that, its HTTP
+// traceparent header; each request to a shard is a client span below it,
+// whose context brainstem/1 carries to the shard (proto's trace trailer).
+// With tracing off (Options.Tracing nil or off) none of this runs: the
+// chain checks one pointer.
+
+// traceFlushTimeout bounds Close's export of the spans not yet sent.
+const traceFlushTimeout = 5 * time.Second
+
+// maxSensitiveArgs bounds the arguments put into a span when the operator
+// opted in to content (BRAINSTEM_TRACE_SENSITIVE).
+const maxSensitiveArgs = 1 << 10
+
+// traced runs the rest of the chain inside the request's server span.
+func (g *Gateway) traced(q *mcpCall, next mcpHandler) {
+	ctx := propagation.TraceContext{}.Extract(q.ctx, propagation.HeaderCarrier(q.r.Header))
+	if tp := metaTraceparent(q.msg.Params); tp != "" {
+		ctx = tracing.Remote(ctx, tp)
+	}
+	name := "mcp"
+	if q.ci.method != "" {
+		name = "mcp " + q.ci.method
+	}
+	ctx, span := g.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
+	defer span.End()
+	if span.IsRecording() {
+		span.SetAttributes(tracing.KeyMethod.String(q.ci.method), tracing.KeyRequestID.String(q.ci.requestID))
+		if g.traceSensitive {
+			span.SetAttributes(tracing.KeyEmail.String(q.ci.id.Email))
+		}
+		q.ci.span = span
+	}
+	q.ctx = ctx
+	next(q)
+	if span.IsRecording() {
+		st := q.rec.status
+		if st == 0 {
+			st = http.StatusOK
+		}
+		span.SetAttributes(tracing.KeyStatus.Int(st))
+	}
+}
+
+// metaTraceparent is params._meta.traceparent, or "".
+func metaTraceparent(params []byte) string {
+	if len(params) == 0 {
+		return ""
+	}
+	var p struct {
+		Meta struct {
+			Traceparent string `json:"traceparent"`
+		} `json:"_meta"`
+	}
+	if json.Unmarshal(params, &p) != nil {
+		return ""
+	}
+	return p.Meta.Traceparent
+}
+
+// spanRecord puts a finished call's outcome on its server span: the tool,
+// the wing, the outcome (ok, tool_error, partial or an error code) and the
+// sizes; the arguments only when the operator opted in.
+func (g *Gateway) spanRecord(span trace.Span, rec *auditRecord) {
+	span.SetAttributes(tracing.KeyTool.String(rec.Tool), tracing.KeyWing.String(rec.Wing),
+		tracing.KeyCode.String(rec.Outcome), tracing.KeyBytes.Int(rec.BytesOut), tracing.KeyBytesIn.Int(rec.BytesIn))
+	if g.traceSensitive {
+		args := rec.Args
+		if len(args) > maxSensitiveArgs {
+			args = args[:maxSensitiveArgs]
+		}
+		span.SetAttributes(tracing.KeyArgs.String(string(args)))
+	}
+	if rec.err != nil {
+		span.SetStatus(codes.Error, "")
+	}
+}
+
+// shardSpan starts the client span of one request to a wing, below the
+// call's span when that one is recording (tracing.Child).
+func shardSpan(ctx context.Context, what string, w *wing) (context.Context, trace.Span) {
+	ctx, span := tracing.Child(ctx, "shard "+what, trace.SpanKindClient)
+	if span.IsRecording() {
+		span.SetAttributes(tracing.KeyWing.String(w.name), tracing.KeyTool.String(what))
+	}
+	return ctx, span
+}
+
+// endShardSpan ends a shard span with the request's error code, if any.
+func endShardSpan(span trace.Span, err error) {
+	if !span.IsRecording() {
+		return
+	}
+	if err != nil {
+		var e *Error
+		if errors.As(err, &e) {
+			span.SetAttributes(tracing.KeyCode.String(string(e.Code)))
+		} else if c := proto.CodeOf(err); c != 0 {
+			span.SetAttributes(tracing.KeyCode.String(c.String()))
+		}
+	}
+	tracing.End(span, err)
+}
