@@ -1,6 +1,9 @@
 package gateway
 
 import (
+	"github.com/brainstem/brainstem/internal/tracing"
+	"github.com/brainstem/brainstem/tooling/otlptest"
+
 	"bytes"
 	"context"
 	"encoding/json"
@@ -33,6 +36,12 @@ import (
 // benchEnv is newEnv without debug logging or a retained audit buffer.
 func benchEnv(b testing.TB, names []string) *testEnv {
 	b.Helper()
+	return benchEnvTraced(b, names, nil)
+}
+
+// benchEnvTraced is benchEnv with the gateway's tracing tr (nil: off).
+func benchEnvTraced(b testing.TB, names []string, tr *tracing.Tracing) *testEnv {
+	b.Helper()
 	e := &testEnv{t: b, pki: newTestPKI(b), idp: startIdP(b), wings: map[string]*testWing{},
 		shards: map[string]*shardServer{}, audit: &syncBuffer{}, logs: &syncBuffer{}}
 	var wcs []WingConfig
@@ -50,7 +59,7 @@ func benchEnv(b testing.TB, names []string) *testEnv {
 	e.url = e.base + "/mcp"
 	cfg := e.config(wcs, e.base)
 	cfg.Sessions.MaxEntries = 200000
-	gw, err := New(context.Background(), cfg, Options{Logger: slog.New(slog.DiscardHandler), AuditLog: io.Discard, ShardTLS: e.pki.gwTLS})
+	gw, err := New(context.Background(), cfg, Options{Logger: slog.New(slog.DiscardHandler), AuditLog: io.Discard, ShardTLS: e.pki.gwTLS, Tracing: tr})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -458,10 +467,25 @@ func cpuTime() time.Duration {
 // brain_get, in process: the public handler called directly (no client,
 // no TCP), the shard behind real QUIC. lean=false sends the same request
 // through mcp-go's transport, for comparison.
+//
+// The tracing=on variants export every call's spans (the server span and
+// the shard request's client span, all sampled) to a real OTLP/HTTP
+// receiver on loopback: the cost of tracing on (docs/performance.md).
 func BenchmarkServeToolCall(b *testing.B) {
-	for _, lean := range []bool{true, false} {
-		b.Run("lean="+strconv.FormatBool(lean), func(b *testing.B) {
-			e := benchEnv(b, []string{"payments"})
+	for _, v := range []struct {
+		lean, traced bool
+	}{{true, false}, {false, false}, {true, true}, {false, true}} {
+		name := "lean=" + strconv.FormatBool(v.lean)
+		if v.traced {
+			name += ",tracing=on"
+		}
+		lean := v.lean
+		b.Run(name, func(b *testing.B) {
+			var tr *tracing.Tracing
+			if v.traced {
+				tr = benchTracing(b)
+			}
+			e := benchEnvTraced(b, []string{"payments"}, tr)
 			e.gw.SetLeanPathForTest(lean)
 			e.wings["payments"].addNote("payments/decisions/idem", "use idempotency keys for every payment write", "a@acme.com")
 			body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"brain_get","arguments":{"id":"payments/decisions/idem"},` + modernMeta + `}}`
@@ -489,4 +513,22 @@ func BenchmarkServeToolCall(b *testing.B) {
 			}
 		})
 	}
+}
+
+// benchTracing is tracing on, exporting to an otlptest receiver.
+func benchTracing(b *testing.B) *tracing.Tracing {
+	recv := otlptest.Start(b)
+	tr, err := tracing.New(tracing.Settings{Enabled: true, Endpoint: recv.Endpoint() + "/v1/traces", Sampler: tracing.SamplerAlwaysOn, Ratio: 1}, "bench")
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() {
+		if err := tr.ForceFlush(context.Background()); err != nil {
+			b.Error(err)
+		}
+		if recv.Posts() == 0 {
+			b.Error("no spans reached the receiver")
+		}
+	})
+	return tr
 }

@@ -96,11 +96,14 @@ func (g *Gateway) spanRecord(span trace.Span, rec *auditRecord) {
 
 // shardSpan starts the client span of one request to a wing, below the
 // call's span when that one is recording (tracing.Child).
+// Untraced, it costs a context lookup: the span's name is built only for a
+// recording span.
 func shardSpan(ctx context.Context, what string, w *wing) (context.Context, trace.Span) {
-	ctx, span := tracing.Child(ctx, "shard "+what, trace.SpanKindClient)
-	if span.IsRecording() {
-		span.SetAttributes(tracing.KeyWing.String(w.name), tracing.KeyTool.String(what))
+	if parent := trace.SpanFromContext(ctx); !parent.IsRecording() {
+		return ctx, parent
 	}
+	ctx, span := tracing.Child(ctx, "shard "+what, trace.SpanKindClient)
+	span.SetAttributes(tracing.KeyWing.String(w.name), tracing.KeyTool.String(what))
 	return ctx, span
 }
 

@@ -252,7 +252,7 @@ func (s *Service) Call(ctx context.Context, req *proto.CallRequest) (*proto.Call
 	if err != nil {
 		return nil, err
 	}
-	ctx, span := s.workSpan(ctx, "store "+req.Tool, req.Tool)
+	ctx, span := s.workSpan(ctx, "store", req.Tool, req.Tool)
 	result, isErr := s.tools.Call(ctx, tools.Caller{Email: claims.Email, Caps: caps, IdempotencyKey: req.IdempotencyKey}, req.Tool, req.Args)
 	endWork(span, len(result), isErr, nil)
 	return &proto.CallResponse{Result: result, IsError: isErr}, nil
@@ -318,7 +318,7 @@ func (s *Service) readSearch(token, requestID, step string) error {
 // Stats answers the statistics of a query's terms in this wing, and the
 // index generation they are of.
 func (s *Service) Stats(ctx context.Context, req *proto.StatsRequest) (*proto.StatsResponse, error) {
-	_, span := s.workSpan(ctx, "index stats", search.Tool+" stats")
+	_, span := s.workSpan(ctx, "index", "stats", searchStats)
 	resp := search.ServeStats(s.store, &req.StatsRequest)
 	endWork(span, 0, false, nil)
 	return &proto.StatsResponse{StatsResponse: *resp}, nil
@@ -329,7 +329,7 @@ func (s *Service) Rank(ctx context.Context, req *proto.RankRequest) (*proto.Rank
 	if err := s.readSearch(req.Token, req.RequestID, "rank"); err != nil {
 		return nil, err
 	}
-	ctx, span := s.workSpan(ctx, "index rank", search.Tool+" rank")
+	ctx, span := s.workSpan(ctx, "index", "rank", searchRank)
 	resp, err := search.ServeRank(ctx, s.store, s.tools.Limits().Search(), &req.RankRequest)
 	if span.IsRecording() && resp != nil {
 		span.SetAttributes(tracing.KeyCount.Int(len(resp.Ranked)))
@@ -347,7 +347,7 @@ func (s *Service) Fetch(ctx context.Context, req *proto.FetchRequest) (*proto.Fe
 	if err := s.readSearch(req.Token, req.RequestID, "fetch"); err != nil {
 		return nil, err
 	}
-	ctx, span := s.workSpan(ctx, "store fetch", search.Tool+" fetch")
+	ctx, span := s.workSpan(ctx, "store", "fetch", searchFetch)
 	resp, err := search.ServeFetch(ctx, s.store, &req.FetchRequest)
 	if span.IsRecording() && resp != nil {
 		span.SetAttributes(tracing.KeyCount.Int(len(resp.Hits)))

@@ -6,6 +6,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/brainstem/brainstem/internal/tracing"
+	"github.com/brainstem/brainstem/search"
 )
 
 // workSpan names the request's server span (started by proto.Server, a
@@ -14,13 +15,16 @@ import (
 // the request. Both only when the request's trace is recorded: untraced,
 // ctx and its non-recording span come back unchanged. No attribute carries
 // the caller's email, token or any note content.
-func (s *Service) workSpan(ctx context.Context, name, tool string) (context.Context, trace.Span) {
+//
+// The span is named kind+" "+what ("store brain_get", "index rank"), built
+// only when recording.
+func (s *Service) workSpan(ctx context.Context, kind, what, tool string) (context.Context, trace.Span) {
 	parent := trace.SpanFromContext(ctx)
 	if !parent.IsRecording() {
 		return ctx, parent
 	}
 	parent.SetAttributes(tracing.KeyWing.String(s.cfg.Wing), tracing.KeyTool.String(tool))
-	ctx, span := tracing.Child(ctx, name, trace.SpanKindInternal)
+	ctx, span := tracing.Child(ctx, kind+" "+what, trace.SpanKindInternal)
 	span.SetAttributes(tracing.KeyWing.String(s.cfg.Wing))
 	return ctx, span
 }
@@ -37,3 +41,10 @@ func endWork(span trace.Span, size int, isErr bool, err error) {
 	}
 	tracing.End(span, err)
 }
+
+// The tool attribute of the cross-wing search's steps.
+const (
+	searchStats = search.Tool + " stats"
+	searchRank  = search.Tool + " rank"
+	searchFetch = search.Tool + " fetch"
+)

@@ -342,3 +342,36 @@ checked against the idle_timeout in force (either's default: 1s, 2.5s).
 {{- fail (printf "brainstem: gateway.config.shards.keep_alive: %s must be more than 0 and at most half of shards.idle_timeout (%s), the gateway's bounds" (default "1s" $c.shards.keep_alive) (default "2.5s" $c.shards.idle_timeout)) -}}
 {{- end -}}
 {{- end -}}
+
+{{/*
+The OTEL_* environment of a gateway or shard container when tracing is on
+(docs/operating.md, "Traces"). Call with (dict "root" $ "service" "<name>").
+*/}}
+{{- define "brainstem.tracingEnv" -}}
+{{- $t := .root.Values.tracing -}}
+{{- if $t.enabled }}
+- name: OTEL_EXPORTER_OTLP_ENDPOINT
+  value: {{ required "tracing.endpoint is required when tracing.enabled" $t.endpoint | quote }}
+- name: OTEL_EXPORTER_OTLP_PROTOCOL
+  value: http/protobuf
+- name: OTEL_SERVICE_NAME
+  value: {{ .service | quote }}
+- name: OTEL_TRACES_SAMPLER
+  value: {{ $t.sampler | quote }}
+{{- with $t.samplerArg }}
+- name: OTEL_TRACES_SAMPLER_ARG
+  value: {{ . | quote }}
+{{- end }}
+{{- with $t.headersSecret }}
+- name: OTEL_EXPORTER_OTLP_HEADERS
+  valueFrom:
+    secretKeyRef:
+      name: {{ . }}
+      key: headers
+{{- end }}
+{{- if $t.sensitive }}
+- name: BRAINSTEM_TRACE_SENSITIVE
+  value: "true"
+{{- end }}
+{{- end }}
+{{- end }}
