@@ -286,3 +286,43 @@ func TestTracesOff(t *testing.T) {
 		})
 	}
 }
+
+// TestTracesSensitiveOptIn: BRAINSTEM_TRACE_SENSITIVE=true is the one way
+// the caller's email and the call's arguments reach the spans (and so the
+// byte check of TestTracesCrossWingQuery can see them when present).
+func TestTracesSensitiveOptIn(t *testing.T) {
+	te := startTracedEnv(t, func(recv string) func(string) (string, bool) {
+		return func(k string) (string, bool) {
+			switch k {
+			case tracing.EnvEndpoint:
+				return recv, true
+			case tracing.EnvSensitive:
+				return "true", true
+			}
+			return "", false
+		}
+	})
+	tok := token(t, te.Env, "alice@example.com")
+	postCall(t, te.MCPURL, tok, "brain_query", `{"query":"chargeback evidence"}`, "", "")
+	te.flush(t)
+	ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+	defer cancel()
+	_, err := te.recv.Wait(ctx, func(spans []otlptest.Span) bool {
+		for _, s := range spans {
+			email, _ := s.Attr(string(tracing.KeyEmail))
+			args, _ := s.Attr(string(tracing.KeyArgs))
+			if email == "alice@example.com" && strings.Contains(args, "chargeback evidence") {
+				return true
+			}
+		}
+		return false
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, raw := range te.recv.Raw() {
+		if bytes.Contains(raw, []byte(tok)) {
+			t.Fatal("the bearer token reached a span even so")
+		}
+	}
+}

@@ -1,6 +1,8 @@
 package gateway
 
 import (
+	"go.opentelemetry.io/otel/trace"
+
 	"context"
 	"encoding/json"
 	"errors"
@@ -150,7 +152,7 @@ func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallTo
 		rec := auditRecord{Tool: name, BytesIn: len(args), Args: args}
 		res := g.runShardTool(ctx, ci, name, args, &rec)
 		g.structure(name, res)
-		g.finish(ci, &rec, res, start)
+		g.finish(ctx, ci, &rec, res, start)
 		return res, nil
 	}
 }
@@ -273,19 +275,19 @@ func (g *Gateway) fail(rec *auditRecord, e *Error) *mcp.CallToolResult {
 }
 
 // finish writes the audit line and the metrics of one tool call.
-func (g *Gateway) finish(ci *callInfo, rec *auditRecord, res *mcp.CallToolResult, start time.Time) {
+func (g *Gateway) finish(ctx context.Context, ci *callInfo, rec *auditRecord, res *mcp.CallToolResult, start time.Time) {
 	for _, c := range res.Content {
 		if t, ok := c.(mcp.TextContent); ok {
 			rec.BytesOut += len(t.Text)
 		}
 	}
-	g.finishRecord(ci, rec, start)
+	g.finishRecord(ctx, ci, rec, start)
 }
 
 // finishRecord writes the audit line and the metrics of one request whose
 // record is complete but for its time, caller and latency: a tool call,
 // or a resources or prompts request (rec.Tool is then the method).
-func (g *Gateway) finishRecord(ci *callInfo, rec *auditRecord, start time.Time) {
+func (g *Gateway) finishRecord(ctx context.Context, ci *callInfo, rec *auditRecord, start time.Time) {
 	lat := time.Since(start)
 	rec.Time = g.now()
 	rec.RequestID = ci.requestID
@@ -295,8 +297,10 @@ func (g *Gateway) finishRecord(ci *callInfo, rec *auditRecord, start time.Time) 
 		rec.Outcome = "ok"
 	}
 	g.metrics.call(rec.Tool, g.wingLabel(rec.Wing), rec.Outcome, lat)
-	if ci.span != nil {
-		g.spanRecord(ci.span, rec)
+	if g.tracer != nil {
+		if span := trace.SpanFromContext(ctx); span.IsRecording() {
+			g.spanRecord(span, rec)
+		}
 	}
 	g.audit.write(rec)
 	if rec.err != nil && (rec.err.Code == brain.CodeInternal) {
@@ -345,7 +349,7 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	res := mcp.NewToolResultText(string(body))
 	g.structure(wingsToolName, res)
 	rec.Outcome = "ok"
-	g.finish(ci, &rec, res, start)
+	g.finish(ctx, ci, &rec, res, start)
 	return res, nil
 }
 

@@ -45,7 +45,7 @@ func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, a
 		start := time.Now()
 		rec := auditRecord{Tool: tool, BytesIn: len(args), Args: args}
 		res = g.fail(&rec, newError(brain.CodeUnknownTool, ErrInvalidArgument, "no tool %q", tool))
-		g.finish(ci, &rec, res, start)
+		g.finish(ctx, ci, &rec, res, start)
 	}
 	var text strings.Builder
 	for _, c := range res.Content {

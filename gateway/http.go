@@ -1,8 +1,6 @@
 package gateway
 
 import (
-	"go.opentelemetry.io/otel/trace"
-
 	"context"
 	"crypto/rand"
 	"encoding/hex"
@@ -36,9 +34,6 @@ type callInfo struct {
 	// handler reads them instead of scanning again. Valid when scanned.
 	args    callArgs
 	scanned bool
-	// span is the request's server span when it is recording (traces.go);
-	// nil when tracing is off or the request is not sampled.
-	span trace.Span
 	// prepared is what the chain computed for a resources or prompts
 	// request, which mcp-go's handler returns (resources.go).
 	prepared *prepared

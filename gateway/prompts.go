@@ -219,7 +219,7 @@ func (g *Gateway) getPrompt(ctx context.Context, ci *callInfo, e *promptEntry, p
 		args = []byte("{}")
 	}
 	rec := auditRecord{Tool: string(mcp.MethodPromptsGet) + " " + e.desc.Name, BytesIn: len(args), Args: args}
-	defer g.finishRecord(ci, &rec, start)
+	defer g.finishRecord(ctx, ci, &rec, start)
 	fail := func(err *Error) (*mcp.GetPromptResult, error) {
 		rec.Outcome, rec.err = string(err.Code), err
 		return nil, err

@@ -246,7 +246,7 @@ func (g *Gateway) readResource(ctx context.Context, ci *callInfo, uri string) ([
 	res := g.runShardTool(ctx, ci, "brain_get", args, &rec)
 	text, _ := plainText(res)
 	rec.BytesOut = len(text)
-	defer g.finishRecord(ci, &rec, start)
+	defer g.finishRecord(ctx, ci, &rec, start)
 	if res.IsError {
 		code, msg, _ := brain.DecodeError([]byte(text))
 		if notFoundCode(code) {
@@ -314,7 +314,7 @@ func (g *Gateway) prepareResources(q *mcpCall) bool {
 func (g *Gateway) auditedList(ctx context.Context, ci *callInfo, cursor string) (*mcp.ListResourcesResult, error) {
 	start := time.Now()
 	rec := auditRecord{Tool: string(mcp.MethodResourcesList), Wing: "*", BytesIn: len(cursor)}
-	defer g.finishRecord(ci, &rec, start)
+	defer g.finishRecord(ctx, ci, &rec, start)
 	res, err := g.listResources(ctx, ci, cursor)
 	if err != nil {
 		e := classify(err, "")

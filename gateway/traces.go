@@ -47,7 +47,6 @@ func (g *Gateway) traced(q *mcpCall, next mcpHandler) {
 		if g.traceSensitive {
 			span.SetAttributes(tracing.KeyEmail.String(q.ci.id.Email))
 		}
-		q.ci.span = span
 	}
 	q.ctx = ctx
 	next(q)

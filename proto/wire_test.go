@@ -211,9 +211,10 @@ func TestGoldenFrames(t *testing.T) {
 		"fetch_request": mustEncodeRequest(t, MsgFetch, reqHeader{Timeout: 2 * time.Second, RequestID: "r1"},
 			&FetchRequest{Token: "tok", FetchRequest: search.FetchRequest{Query: search.Query{Text: "a", Terms: []string{"a"}, Tokens: 1, Limit: 10},
 				Keys: []string{"w/facts/a"}, Stats: &search.Stats{Docs: 2, TotalLength: 10, DocFreq: map[string]int64{"a": 1}}}}),
-		"mint_request":  mustEncodeRequest(t, MsgMint, reqHeader{RequestID: "r2"}, &MintRequest{Email: "ada@acme.com", Groups: []string{"eng"}, NotAfter: time.Unix(1800000000, 0)}),
-		"call_response": mustEncodeResponse(t, &CallResponse{Result: []byte(`"ok"`)}),
-		"error":         mustEncodeResponse(t, &Error{Code: CodeUnauthenticated, Message: "re-mint"}),
+		"mint_request":        mustEncodeRequest(t, MsgMint, reqHeader{RequestID: "r2"}, &MintRequest{Email: "ada@acme.com", Groups: []string{"eng"}, NotAfter: time.Unix(1800000000, 0)}),
+		"call_request_traced": tracedFrame(t, &CallRequest{Token: "tok", Tool: "brain_get", Args: []byte(`{"id":"a"}`)}),
+		"call_response":       mustEncodeResponse(t, &CallResponse{Result: []byte(`"ok"`)}),
+		"error":               mustEncodeResponse(t, &Error{Code: CodeUnauthenticated, Message: "re-mint"}),
 	}
 	for name, b := range frames {
 		path := filepath.Join("testdata", name+".hex")
@@ -406,4 +407,16 @@ func TestMsgTypeString(t *testing.T) {
 	if MsgCall.String() != "call" || MsgType(0x42).String() != "type_0x42" {
 		t.Fatalf("got %q, %q", MsgCall.String(), MsgType(0x42).String())
 	}
+}
+
+// tracedFrame is req's frame as a client sends it from within the span of
+// testSpanContext: flag 0x02, the empty idempotency key, the trace trailer.
+func tracedFrame(t *testing.T, req *CallRequest) []byte {
+	t.Helper()
+	c := &Client{max: DefaultMaxMessageBytes}
+	f, err := c.encode(MsgCall, "r1", req, 2*time.Second, testSpanContext())
+	if err != nil {
+		t.Fatal(err)
+	}
+	return bytes.Clone(f.frame(2 * time.Second))
 }
