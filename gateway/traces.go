@@ -36,14 +36,11 @@ func (g *Gateway) traced(q *mcpCall, next mcpHandler) {
 	if tp := metaTraceparent(q.msg.Params); tp != "" {
 		ctx = tracing.Remote(ctx, tp)
 	}
-	name := "mcp"
-	if q.ci.method != "" {
-		name = "mcp " + q.ci.method
-	}
-	ctx, span := g.tracer.Start(ctx, name, trace.WithSpanKind(trace.SpanKindServer))
+	method := spanMethod(q.ci.method)
+	ctx, span := g.tracer.Start(ctx, "mcp "+method, trace.WithSpanKind(trace.SpanKindServer))
 	defer span.End()
 	if span.IsRecording() {
-		span.SetAttributes(tracing.KeyMethod.String(q.ci.method), tracing.KeyRequestID.String(q.ci.requestID))
+		span.SetAttributes(tracing.KeyMethod.String(method), tracing.KeyRequestID.String(q.ci.requestID))
 		if g.traceSensitive {
 			span.SetAttributes(tracing.KeyEmail.String(q.ci.id.Email))
 		}
@@ -57,6 +54,28 @@ func (g *Gateway) traced(q *mcpCall, next mcpHandler) {
 		}
 		span.SetAttributes(tracing.KeyStatus.Int(st))
 	}
+}
+
+// maxSpanMethod bounds the JSON-RPC method named in a span: the method is
+// the client's, and a span name should not be whatever a client sends.
+const maxSpanMethod = 64
+
+// spanMethod is the request's JSON-RPC method as a span names it:
+// "request" for a request without one (a GET or DELETE), "other" for a
+// method that is not a short MCP-like name (letters, '/', '_', '-').
+func spanMethod(m string) string {
+	if m == "" {
+		return "request"
+	}
+	if len(m) > maxSpanMethod {
+		return "other"
+	}
+	for _, c := range []byte(m) {
+		if !(c >= 'a' && c <= 'z' || c == '/' || c == '_' || c == '-' || c >= 'A' && c <= 'Z') {
+			return "other"
+		}
+	}
+	return m
 }
 
 // metaTraceparent is params._meta.traceparent, or "".
