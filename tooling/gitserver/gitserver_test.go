@@ -3,24 +3,20 @@ package gitserver
 import (
 	"context"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 )
 
-// gitRun runs the git CLI in dir with a fixed identity.
+var ada = Person{Name: "Ada", Email: "ada@example.com"}
+
 func gitRun(t *testing.T, dir string, args ...string) string {
 	t.Helper()
-	cmd := exec.Command("git", args...)
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GIT_AUTHOR_NAME=Ada", "GIT_AUTHOR_EMAIL=ada@example.com",
-		"GIT_COMMITTER_NAME=Ada", "GIT_COMMITTER_EMAIL=ada@example.com", "GIT_TERMINAL_PROMPT=0")
-	out, err := cmd.CombinedOutput()
+	out, err := ada.Git(dir, args...)
 	if err != nil {
-		t.Fatalf("git %v: %v\n%s", args, err, out)
+		t.Fatal(err)
 	}
-	return string(out)
+	return out
 }
 
 // roundTrip pushes a commit to url and clones it back.
@@ -52,9 +48,7 @@ func TestHTTP(t *testing.T) {
 	base := strings.TrimPrefix(h.URL, "http://")
 	roundTrip(t, "http://ada:s3cret@"+base+"/brain.git")
 
-	cmd := exec.Command("git", "ls-remote", "http://ada:wrong@"+base+"/brain.git")
-	cmd.Env = append(os.Environ(), "GIT_TERMINAL_PROMPT=0")
-	if out, err := cmd.CombinedOutput(); err == nil {
+	if out, err := ada.Git(t.TempDir(), "ls-remote", "http://ada:wrong@"+base+"/brain.git"); err == nil {
 		t.Fatalf("wrong password accepted: %s", out)
 	}
 }
