@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/go-git/go-git/v5"
 	gitconfig "github.com/go-git/go-git/v5/config"
@@ -50,6 +51,7 @@ type Remote struct {
 	local  plumbing.ReferenceName // the branch the wing commits on
 	track  plumbing.ReferenceName // where the fetched remote head is kept
 	secret string                 // read at each use; scrubbed from errors
+	now    func() time.Time       // the clock of merge commits
 }
 
 // Open connects the repository of the brain directory dir to cfg's
@@ -78,7 +80,7 @@ func Open(dir string, cfg Config, log *slog.Logger) (*Remote, error) {
 	}
 	rem := git.NewRemote(repo.Storer, &gitconfig.RemoteConfig{Name: remoteName, URLs: []string{cfg.URL}})
 	return &Remote{cfg: cfg, log: log, repo: repo, rem: rem, local: head.Target(),
-		track: plumbing.NewRemoteReferenceName(remoteName, cfg.Branch)}, nil
+		track: plumbing.NewRemoteReferenceName(remoteName, cfg.Branch), now: time.Now}, nil
 }
 
 func checkRoot(repo *git.Repository, dir string) error {
