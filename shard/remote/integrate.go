@@ -60,6 +60,7 @@ type Integration struct {
 	Changed   []string
 	Conflicts []Conflict
 	Rejected  []Rejected
+	files     map[string]entry // the merged entry of each Changed path
 }
 
 // Integrate merges the remote head into the local head, as one merge
@@ -118,7 +119,7 @@ func (r *Remote) sides(local, remote plumbing.Hash) (lc, rc, base *object.Commit
 
 // merge returns the merged flat tree and what it settled.
 func (r *Remote) merge(base, local, remote map[string]entry, maxFile int64) (Integration, map[string]entry) {
-	var in Integration
+	in := Integration{files: map[string]entry{}}
 	merged := make(map[string]entry, len(remote))
 	for p, e := range remote {
 		merged[p] = e
@@ -162,6 +163,7 @@ func (r *Remote) merge(base, local, remote map[string]entry, maxFile int64) (Int
 		}
 		if take != l {
 			in.Changed = append(in.Changed, p)
+			in.files[p] = take
 		}
 	}
 	sort.Strings(in.Changed)

@@ -52,6 +52,7 @@ type Remote struct {
 	track  plumbing.ReferenceName // where the fetched remote head is kept
 	secret string                 // read at each use; scrubbed from errors
 	now    func() time.Time       // the clock of merge commits
+	root   string                 // the brain directory
 }
 
 // Open connects the repository of the brain directory dir to cfg's
@@ -80,7 +81,7 @@ func Open(dir string, cfg Config, log *slog.Logger) (*Remote, error) {
 	}
 	rem := git.NewRemote(repo.Storer, &gitconfig.RemoteConfig{Name: remoteName, URLs: []string{cfg.URL}})
 	return &Remote{cfg: cfg, log: log, repo: repo, rem: rem, local: head.Target(),
-		track: plumbing.NewRemoteReferenceName(remoteName, cfg.Branch), now: time.Now}, nil
+		track: plumbing.NewRemoteReferenceName(remoteName, cfg.Branch), now: time.Now, root: dir}, nil
 }
 
 func checkRoot(repo *git.Repository, dir string) error {

@@ -49,11 +49,17 @@ type HTTP struct {
 // StartHTTP serves root's bare repositories over smart HTTP on a loopback
 // port; every request must carry user and password as basic auth.
 func StartHTTP(root, user, password string) (*HTTP, error) {
+	return StartHTTPOn("127.0.0.1:0", root, user, password)
+}
+
+// StartHTTPOn is StartHTTP on addr (a server restarted on the address of
+// one closed, for tests of a remote that comes back).
+func StartHTTPOn(addr, root, user, password string) (*HTTP, error) {
 	git, err := exec.LookPath("git")
 	if err != nil {
 		return nil, ErrNoGit
 	}
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return nil, fmt.Errorf("gitserver: %w", err)
 	}
