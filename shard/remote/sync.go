@@ -88,25 +88,36 @@ func (s *Syncer) Status() Status {
 	return st
 }
 
-// Run runs rounds until ctx ends: every pull interval, at each Trigger,
-// and after a failure with a backoff doubling from BackoffMin to
-// BackoffMax.
+// Run runs rounds until ctx ends: every PushDelay when the wing has
+// commits the remote lacks (so a batch of commits waits at most
+// PushDelay), every pull interval, at each Trigger, and after a failure
+// with a backoff doubling from BackoffMin to BackoffMax.
 func (s *Syncer) Run(ctx context.Context) {
-	wait := s.r.cfg.PullInterval
-	backoff := BackoffMin
+	cfg := s.r.cfg
+	tick := min(cfg.PushDelay, cfg.PullInterval)
+	var since, backoff time.Duration // since the last round; 0: not failing
 	for {
+		wait := tick
+		if backoff > 0 {
+			wait = backoff
+		}
 		select {
 		case <-ctx.Done():
 			return
 		case <-s.wake:
+			since = cfg.PullInterval
 		case <-s.after(wait):
+			since += wait
 		}
-		if err := s.Round(ctx); err != nil && ctx.Err() == nil {
-			wait = backoff
-			backoff = min(2*backoff, BackoffMax)
+		if backoff == 0 && since < cfg.PullInterval && !s.r.ahead() {
 			continue
 		}
-		wait, backoff = s.r.cfg.PullInterval, BackoffMin
+		since = 0
+		if err := s.Round(ctx); err != nil && ctx.Err() == nil {
+			backoff = min(max(2*backoff, BackoffMin), BackoffMax)
+			continue
+		}
+		backoff = 0
 	}
 }
 
@@ -197,6 +208,17 @@ func (r *Remote) head() (plumbing.Hash, error) {
 		return plumbing.ZeroHash, fmt.Errorf("remote: read %s: %w", r.local, err)
 	}
 	return ref.Hash(), nil
+}
+
+// ahead reports whether the wing's head differs from the last remote head
+// seen (or cannot be read).
+func (r *Remote) ahead() bool {
+	head, err := r.head()
+	if err != nil {
+		return true
+	}
+	ref, err := r.repo.Storer.Reference(r.track)
+	return err != nil || ref.Hash() != head
 }
 
 // unpushed counts the commits reachable from the wing's head and not

@@ -130,7 +130,8 @@ func TestSyncerRemoteDown(t *testing.T) {
 	}
 }
 
-// TestSyncerBackoff: a failing remote is retried after 1 s, 2 s, 4 s...
+// TestSyncerBackoff: unpushed commits are pushed after the push delay; a
+// failing remote is retried after 1 s, 2 s, 4 s...
 func TestSyncerBackoff(t *testing.T) {
 	r, err := Open(brainRepo(t), Config{URL: "http://127.0.0.1:1/brain.git", Wing: "eng"}, nil)
 	if err != nil {
@@ -149,7 +150,7 @@ func TestSyncerBackoff(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() { defer close(done); NewSyncer(r, service, nil, after).Run(ctx) }()
-	want := []time.Duration{DefaultPullInterval, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
+	want := []time.Duration{DefaultPushDelay, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
 	for i, w := range want {
 		if got := <-waits; got != w {
 			t.Fatalf("wait %d = %v, want %v", i, got, w)
