@@ -42,11 +42,16 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// TestRemoteRoundTrip: a person's clone edits a note and adds another,
-// then pushes; both reach brain_get, search and brain_history with the
-// person's authorship. An agent's write reaches the person's next pull.
-func TestRemoteRoundTrip(t *testing.T) {
-	ctx := context.Background()
+// remoteRig is a shard whose wing syncs with a bare repository served
+// by git http-backend, and a person's clone of it.
+type remoteRig struct {
+	svc         *Service
+	bare, clone string
+	now         *clock
+}
+
+func newRemoteRig(t *testing.T, pushDelay, pull time.Duration) *remoteRig {
+	t.Helper()
 	root := t.TempDir()
 	bare, err := gitserver.InitBare(root, "brain.git")
 	if err != nil {
@@ -59,22 +64,42 @@ func TestRemoteRoundTrip(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(tokenFile, []byte(remoteToken), 0o600)
-
 	now := &clock{t: time.Now()}
-	svc, err := Open(ctx, Config{
+	svc, err := Open(context.Background(), Config{
 		Brain: newBrain(t), Wing: "payments", Key: key(t), Now: now.Now,
 		Policy: auth.Policy{Readers: []string{"domain:example.com"}, Writers: []string{"email:wendy@example.com"}},
 		Remote: &remote.Config{URL: srv.URL + "/brain.git", TokenFile: tokenFile, Username: "git",
-			PushDelay: 100 * time.Millisecond, PullInterval: remote.MinPullInterval},
+			PushDelay: pushDelay, PushMaxDelay: pushDelay, PullInterval: pull},
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	t.Cleanup(func() { svc.Close() })
+	svc.Remote().Trigger()
 	eventually(t, "the initial push", func() bool { _, err := ada.Git(bare, "rev-parse", "--verify", "main"); return err == nil })
-
 	clone := filepath.Join(t.TempDir(), "c")
 	adaGit(t, t.TempDir(), "clone", "--quiet", strings.Replace(srv.URL, "http://", "http://git:"+remoteToken+"@", 1)+"/brain.git", clone)
+	return &remoteRig{svc: svc, bare: bare, clone: clone, now: now}
+}
+
+// call calls tool as email and returns its result (failing on an error).
+func (g *remoteRig) call(t *testing.T, email, tool, args string) string {
+	t.Helper()
+	tok := mint(t, g.svc, email, g.now.Now().Add(time.Hour)).Token
+	resp, err := g.svc.Call(context.Background(), &proto.CallRequest{Token: tok, Tool: tool, Args: []byte(args)})
+	if err != nil || resp.IsError {
+		t.Fatalf("%s: %v %s", tool, err, resp.Result)
+	}
+	return string(resp.Result)
+}
+
+// TestRemoteRoundTrip: a person's clone edits a note and adds another,
+// then pushes; both reach brain_get, search and brain_history with the
+// person's authorship. An agent's write reaches the person's next pull.
+func TestRemoteRoundTrip(t *testing.T) {
+	ctx := context.Background()
+	g := newRemoteRig(t, 100*time.Millisecond, remote.MinPullInterval)
+	svc, bare, clone := g.svc, g.bare, g.clone
 	os.WriteFile(filepath.Join(clone, "wiki/payments/facts/retry-budgets.md"), []byte(strings.Replace(note, "with a budget", "with a budget of ten percent", 1)), 0o644)
 	os.WriteFile(filepath.Join(clone, "wiki/payments/facts/idempotent-refunds.md"), []byte("---\ntitle: Idempotent refunds\n---\nRefunds carry a zebracorn key.\n"), 0o644)
 	adaGit(t, clone, "add", "-A")
@@ -82,9 +107,9 @@ func TestRemoteRoundTrip(t *testing.T) {
 	adaGit(t, clone, "push", "--quiet", "origin", "main")
 	svc.Remote().Trigger()
 
-	reader := mint(t, svc, "reader@example.com", now.Now().Add(time.Hour)).Token
 	call := func(tool, args string) string {
-		resp, err := svc.Call(ctx, &proto.CallRequest{Token: reader, Tool: tool, Args: []byte(args)})
+		tok := mint(t, svc, "reader@example.com", g.now.Now().Add(time.Hour)).Token
+		resp, err := svc.Call(ctx, &proto.CallRequest{Token: tok, Tool: tool, Args: []byte(args)})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -107,11 +132,7 @@ func TestRemoteRoundTrip(t *testing.T) {
 		}
 	}
 
-	writer := mint(t, svc, "wendy@example.com", now.Now().Add(time.Hour)).Token
-	resp, err := svc.Call(ctx, &proto.CallRequest{Token: writer, Tool: "brain_write", Args: []byte(`{"hall":"facts","title":"Agent fact","body":"written by the agent"}`)})
-	if err != nil || resp.IsError {
-		t.Fatalf("brain_write: %v %s", err, resp.Result)
-	}
+	g.call(t, "wendy@example.com", "brain_write", `{"hall":"facts","title":"Agent fact","body":"written by the agent"}`)
 	eventually(t, "the agent's note in the remote", func() bool {
 		_, err := ada.Git(bare, "cat-file", "-e", "main:wiki/payments/facts/agent-fact.md")
 		return err == nil
@@ -139,5 +160,36 @@ func TestRemoteRefusesPurge(t *testing.T) {
 		if !errors.Is(err, want) {
 			t.Errorf("force %v: Open = %v, want %v", force, err, want)
 		}
+	}
+}
+
+// TestRemoteConflict: the agent and a person change one note at the same
+// time; the person's (the remote's) version is current, the agent's stays
+// in history, the conflict is counted, and the remote holds both.
+func TestRemoteConflict(t *testing.T) {
+	g := newRemoteRig(t, time.Hour, time.Hour) // rounds only on Trigger
+	g.call(t, "wendy@example.com", "brain_update", `{"id":"payments/facts/retry-budgets","body":"the agent's budget\n","reason":"agent"}`)
+	os.WriteFile(filepath.Join(g.clone, "wiki/payments/facts/retry-budgets.md"), []byte(strings.Replace(note, "with a budget", "with the person's budget", 1)), 0o644)
+	adaGit(t, g.clone, "commit", "--quiet", "-am", "Ada's budget")
+	adaGit(t, g.clone, "push", "--quiet", "origin", "main")
+	g.svc.Remote().Trigger()
+	eventually(t, "the conflict settled", func() bool { return g.svc.Remote().Status().Conflicts == 1 })
+	eventually(t, "the person's version current", func() bool {
+		return strings.Contains(g.call(t, "reader@example.com", "brain_get", `{"id":"payments/facts/retry-budgets"}`), "the person's budget")
+	})
+	h := g.call(t, "reader@example.com", "brain_history", `{"id":"payments/facts/retry-budgets"}`)
+	if !strings.Contains(h, "wendy@example.com") || !strings.Contains(h, "ada@example.com") {
+		t.Fatalf("history lacks a side: %s", h)
+	}
+	eventually(t, "the merge pushed", func() bool {
+		out, err := ada.Git(g.bare, "log", "--format=%s", "main")
+		return err == nil && strings.Contains(out, "Integrate main")
+	})
+	adaGit(t, g.clone, "pull", "--quiet", "--ff-only")
+	if log := adaGit(t, g.clone, "log", "--full-history", "-p", "--format=%ae", "--", "wiki/payments/facts/retry-budgets.md"); !strings.Contains(log, "the agent's budget") {
+		t.Fatalf("the agent's version is not in the remote's history:\n%s", log)
+	}
+	if st := g.svc.Remote().Status(); len(st.Recent) != 1 || st.Recent[0].Path != "wiki/payments/facts/retry-budgets.md" {
+		t.Fatalf("status %+v", st)
 	}
 }
