@@ -116,7 +116,7 @@ func (r *Remote) auth() (transport.AuthMethod, error) {
 	c := r.cfg
 	switch {
 	case c.TokenFile != "":
-		tok, err := readSecret(c.TokenFile)
+		tok, err := ReadSecret(c.TokenFile)
 		if err != nil {
 			return nil, err
 		}
@@ -139,7 +139,9 @@ func (r *Remote) auth() (transport.AuthMethod, error) {
 	return nil, nil
 }
 
-func readSecret(path string) (string, error) {
+// ReadSecret reads a secret from its file (surrounding space trimmed);
+// errors name the file, never the content.
+func ReadSecret(path string) (string, error) {
 	b, err := os.ReadFile(path)
 	if err != nil {
 		return "", fmt.Errorf("%w: %s: %w", ErrSecretFile, path, errors.Unwrap(err))
