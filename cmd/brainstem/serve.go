@@ -13,6 +13,7 @@ import (
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/shard/idempotency"
+	"github.com/brainstem/brainstem/shard/remote"
 	"github.com/brainstem/brainstem/shard/store"
 	"github.com/brainstem/brainstem/shardserver"
 	"github.com/brainstem/brainstem/tooling/cli"
@@ -87,6 +88,7 @@ func runShard(ctx context.Context, args []string, s streams) error {
 	admin := fs.String("admin-listen", ":9091", "HTTP `address` for /healthz, /readyz and /metrics (empty: off)")
 	logFormat := fs.String("log-format", "json", "log format: json or text")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	gitRemote := remote.Flags(fs)
 	check := fs.Bool("check-config", false, "check the brain, --policy, --key-file and the TLS identity (role, key, expiry, CA chain), then exit")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
@@ -96,12 +98,7 @@ func runShard(ctx context.Context, args []string, s streams) error {
 			TLSCA: cfg.TLS.CA, TLSCert: cfg.TLS.Cert, TLSKey: cfg.TLS.Key}, time.Now())
 		return cli.Checked(s.out, "shard configuration", warnings, err)
 	}
-	if sc.IndexDelay == 0 {
-		sc.IndexDelay = -1 // the flag's 0 is write-through
-	}
-	if sc.PolicyPoll <= 0 {
-		sc.PolicyPoll = -1 // the flag's 0 is SIGHUP only
-	}
+	sc.IndexDelay, sc.PolicyPoll, sc.Remote = cli.FlagZero(sc.IndexDelay), cli.FlagZero(sc.PolicyPoll), gitRemote()
 	var err error
 	if sc.Logger, err = cli.Logger(s.err, *logFormat, *logLevel); err != nil {
 		return err
