@@ -3,11 +3,15 @@ package shard
 import (
 	"context"
 	"errors"
+	"log/slog"
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/proto"
@@ -191,5 +195,78 @@ func TestRemoteConflict(t *testing.T) {
 	}
 	if st := g.svc.Remote().Status(); len(st.Recent) != 1 || st.Recent[0].Path != "wiki/payments/facts/retry-budgets.md" {
 		t.Fatalf("status %+v", st)
+	}
+}
+
+// syncBuffer is a concurrency-safe log sink.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// TestRemoteWrongCredentials: a wrong token gives a clear error in the
+// log and the metrics, the wing keeps serving, and the token (nor the
+// right one) appears in neither.
+func TestRemoteWrongCredentials(t *testing.T) {
+	root := t.TempDir()
+	if _, err := gitserver.InitBare(root, "brain.git"); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := gitserver.StartHTTP(root, "git", remoteToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	const wrong = "wrong-tok-77aa"
+	tokenFile := filepath.Join(t.TempDir(), "token")
+	os.WriteFile(tokenFile, []byte(wrong), 0o600)
+	logs := &syncBuffer{}
+	reg := prometheus.NewRegistry()
+	svc, err := Open(context.Background(), Config{
+		Brain: newBrain(t), Wing: "payments", Key: key(t), Metrics: reg,
+		Logger: slog.New(slog.NewJSONHandler(logs, nil)),
+		Policy: auth.Policy{Readers: []string{"domain:example.com"}},
+		Remote: &remote.Config{URL: srv.URL + "/brain.git", TokenFile: tokenFile, Username: "git", PushDelay: time.Hour, PullInterval: time.Hour},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	svc.Remote().Trigger()
+	eventually(t, "the refusal logged", func() bool { return strings.Contains(logs.String(), "refused the credentials") })
+	var metrics strings.Builder
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	failed := 0.0
+	for _, f := range fams {
+		metrics.WriteString(f.String())
+		if f.GetName() == "brainstem_remote_last_sync_failed" {
+			failed = f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	if failed != 1 {
+		t.Fatalf("brainstem_remote_last_sync_failed = %v", failed)
+	}
+	for _, secret := range []string{wrong, remoteToken} {
+		if strings.Contains(logs.String(), secret) || strings.Contains(metrics.String(), secret) {
+			t.Fatalf("a secret leaked:\n%s", logs.String())
+		}
+	}
+	if h, err := svc.Health(context.Background()); err != nil || !h.Ready {
+		t.Fatalf("the wing is not ready: %+v %v", h, err)
 	}
 }
