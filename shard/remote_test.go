@@ -270,3 +270,34 @@ func TestRemoteWrongCredentials(t *testing.T) {
 		t.Fatalf("the wing is not ready: %+v %v", h, err)
 	}
 }
+
+// TestCheckRemote: --check-config says why a wing would not sync (here a
+// wrong token), quoting no secret, and passes with the right one.
+func TestCheckRemote(t *testing.T) {
+	root := t.TempDir()
+	if _, err := gitserver.InitBare(root, "brain.git"); err != nil {
+		t.Fatal(err)
+	}
+	srv, err := gitserver.StartHTTP(root, "git", remoteToken)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { srv.Close() })
+	dir := t.TempDir()
+	right, wrong := filepath.Join(dir, "right"), filepath.Join(dir, "wrong")
+	os.WriteFile(right, []byte(remoteToken), 0o600)
+	os.WriteFile(wrong, []byte("wrong-tok-1234"), 0o600)
+	cfg := func(tok string) *remote.Config {
+		return &remote.Config{URL: srv.URL + "/brain.git", TokenFile: tok, Username: "git"}
+	}
+	if err := checkRemote(Files{Wing: "payments", Remote: cfg(right)}); err != nil {
+		t.Fatalf("right token: %v", err)
+	}
+	err = checkRemote(Files{Wing: "payments", Remote: cfg(wrong)})
+	if !errors.Is(err, ErrCheck) || !errors.Is(err, remote.ErrCredentials) || strings.Contains(err.Error(), "wrong-tok-1234") {
+		t.Fatalf("wrong token: %v", err)
+	}
+	if err := checkRemote(Files{Wing: "payments"}); err != nil {
+		t.Fatalf("no remote: %v", err)
+	}
+}

@@ -95,7 +95,7 @@ func runShard(ctx context.Context, args []string, s streams) error {
 	}
 	if *check {
 		warnings, err := shard.Check(shard.Files{Brain: sc.Brain, Wing: sc.Wing, Policy: sc.PolicyFile, KeyFile: cfg.KeyFile,
-			TLSCA: cfg.TLS.CA, TLSCert: cfg.TLS.Cert, TLSKey: cfg.TLS.Key}, time.Now())
+			TLSCA: cfg.TLS.CA, TLSCert: cfg.TLS.Cert, TLSKey: cfg.TLS.Key, Remote: gitRemote()}, time.Now())
 		return cli.Checked(s.out, "shard configuration", warnings, err)
 	}
 	sc.IndexDelay, sc.PolicyPoll, sc.Remote = cli.FlagZero(sc.IndexDelay), cli.FlagZero(sc.PolicyPoll), gitRemote()
