@@ -4,14 +4,17 @@ import (
 	"context"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/shard/remote"
+	"github.com/brainstem/brainstem/shard/store"
 	"github.com/brainstem/brainstem/tooling/gitserver"
 )
 
@@ -65,5 +68,56 @@ func BenchmarkWriteRemote(b *testing.B) {
 			slices.Sort(lat)
 			b.ReportMetric(float64(lat[len(lat)/2].Microseconds()), "p50-µs")
 		})
+	}
+}
+
+// BenchmarkPullThousandCommits: the remote gains 1,000 commits touching
+// 10,000 notes (made with git fast-import); the time from the trigger to
+// the last note being searchable.
+func BenchmarkPullThousandCommits(b *testing.B) {
+	for range b.N {
+		b.StopTimer()
+		root := b.TempDir()
+		bare, err := gitserver.InitBare(root, "brain.git")
+		if err != nil {
+			b.Fatal(err)
+		}
+		var stream strings.Builder
+		for c := range 1000 {
+			fmt.Fprintf(&stream, "commit refs/heads/main\ncommitter Ada <ada@example.com> %d +0000\ndata 9\nbatch %03d\n", 1700000000+c, c)
+			for n := range 10 {
+				body := fmt.Sprintf("---\ntitle: Note %d %d\n---\nword%dx%d\n", c, n, c, n)
+				fmt.Fprintf(&stream, "M 100644 inline wiki/payments/facts/n%d-%d.md\ndata %d\n%s\n", c, n, len(body), body)
+			}
+		}
+		cmd := exec.Command("git", "-C", bare, "fast-import", "--quiet")
+		cmd.Stdin = strings.NewReader(stream.String())
+		if out, err := cmd.CombinedOutput(); err != nil {
+			b.Fatalf("fast-import: %v %s", err, out)
+		}
+		k, _ := auth.GenerateKey()
+		brain := b.TempDir()
+		os.MkdirAll(filepath.Join(brain, "wiki", "payments", "facts"), 0o755)
+		svc, err := Open(context.Background(), Config{Brain: brain, Wing: "payments", Key: k,
+			Remote: &remote.Config{URL: bare, PushDelay: time.Hour, PullInterval: time.Hour}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.StartTimer()
+		start := time.Now()
+		svc.Remote().Trigger()
+		for {
+			hits, err := svc.store.Search(context.Background(), "word999x9", store.SearchOptions{})
+			if err == nil && len(hits) == 1 {
+				break
+			}
+			if time.Since(start) > 2*time.Minute {
+				b.Fatalf("not searchable after 2 min (status %+v)", svc.Remote().Status())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+		b.ReportMetric(time.Since(start).Seconds(), "s-to-searchable")
+		b.StopTimer()
+		svc.Close()
 	}
 }

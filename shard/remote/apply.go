@@ -84,11 +84,11 @@ func (r *Remote) moveBranch(old, next plumbing.Hash) error {
 			os.Remove(ref + ".lock")
 		}
 	}()
-	cur, err := r.repo.Storer.Reference(r.local)
+	cur, err := r.head()
 	if err != nil {
-		return fmt.Errorf("remote: read %s: %w", r.local, err)
+		return err
 	}
-	if cur.Hash() != old {
+	if cur != old {
 		return ErrLocalMoved
 	}
 	if _, err := lock.WriteString(next.String() + "\n"); err != nil {

@@ -101,11 +101,14 @@ func (r *Remote) Integrate(local, remote plumbing.Hash, by Identity, maxFile int
 type Identity struct{ Name, Email string }
 
 func (r *Remote) sides(local, remote plumbing.Hash) (lc, rc, base *object.Commit, err error) {
-	if lc, err = r.repo.CommitObject(local); err != nil {
-		return nil, nil, nil, fmt.Errorf("remote: local head: %w", err)
-	}
 	if rc, err = r.repo.CommitObject(remote); err != nil {
 		return nil, nil, nil, fmt.Errorf("remote: remote head: %w", err)
+	}
+	if local.IsZero() { // a wing with no commit yet
+		return nil, rc, nil, nil
+	}
+	if lc, err = r.repo.CommitObject(local); err != nil {
+		return nil, nil, nil, fmt.Errorf("remote: local head: %w", err)
 	}
 	bases, err := lc.MergeBase(rc)
 	if err != nil {
@@ -247,6 +250,9 @@ func (r *Remote) writeMerge(tree, local, remote plumbing.Hash, by Identity, conf
 		msg += fmt.Sprintf("\n%d conflicting note(s): the remote's version is current, this wing's stays in history.\n", conflicts)
 	}
 	c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree, ParentHashes: []plumbing.Hash{local, remote}}
+	if local.IsZero() {
+		c.ParentHashes = c.ParentHashes[1:]
+	}
 	obj := r.repo.Storer.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("remote: encode the merge commit: %w", err)

@@ -197,13 +197,16 @@ func (r *Remote) Push(ctx context.Context) (Pushed, error) {
 	if err != nil {
 		return Pushed{}, err
 	}
-	local, err := r.repo.Storer.Reference(r.local)
+	local, err := r.head()
 	if err != nil {
-		return Pushed{}, fmt.Errorf("remote: read %s: %w", r.local, err)
+		return Pushed{}, err
 	}
-	p := Pushed{From: remote, To: local.Hash()}
+	p := Pushed{From: remote, To: local}
 	if remote == p.To {
 		return p, nil
+	}
+	if local.IsZero() { // a wing with no commit yet: the remote's are its first
+		return Pushed{From: remote, To: remote}, ErrRemoteMoved
 	}
 	if ok, err := r.contains(p.To, remote); err != nil || !ok {
 		return Pushed{From: remote, To: remote}, errors.Join(err, ErrRemoteMoved)

@@ -204,7 +204,10 @@ func (s *Syncer) failed(err error) {
 
 func (r *Remote) head() (plumbing.Hash, error) {
 	ref, err := r.repo.Storer.Reference(r.local)
-	if err != nil {
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		return plumbing.ZeroHash, nil // no commit yet
+	case err != nil:
 		return plumbing.ZeroHash, fmt.Errorf("remote: read %s: %w", r.local, err)
 	}
 	return ref.Hash(), nil
@@ -231,6 +234,9 @@ func (r *Remote) unpushed() (int, error) {
 	stop := plumbing.ZeroHash
 	if ref, err := r.repo.Storer.Reference(r.track); err == nil {
 		stop = ref.Hash()
+	}
+	if head.IsZero() {
+		return 0, nil
 	}
 	seen := map[plumbing.Hash]bool{stop: true}
 	queue := []plumbing.Hash{head}

@@ -159,3 +159,28 @@ func TestSyncerBackoff(t *testing.T) {
 	cancel()
 	<-done
 }
+
+// TestSyncerEmptyWing: a wing with no commit yet takes the remote's as
+// its first (found by the pull benchmark: the push read a missing ref).
+func TestSyncerEmptyWing(t *testing.T) {
+	url, tokenFile := httpRemote(t)
+	seed := t.TempDir()
+	runGit(t, ada, seed, "init", "--quiet", "--initial-branch=main", ".")
+	commitFile(t, ada, seed, "wiki/eng/facts/first.md", "---\ntitle: First\n---\nfrom Ada\n", "Ada's first")
+	runGit(t, ada, seed, "push", "--quiet", strings.Replace(url, "http://", "http://git:"+token+"@", 1), "main")
+	dir := t.TempDir()
+	runGit(t, agent, dir, "init", "--quiet", "--initial-branch=main", ".")
+	r, err := Open(dir, Config{URL: url, Wing: "eng", TokenFile: tokenFile, Username: "git"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := NewSyncer(r, service, nil, nil).Round(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if b, _ := os.ReadFile(filepath.Join(dir, "wiki/eng/facts/first.md")); !strings.Contains(string(b), "from Ada") {
+		t.Fatalf("the note on disk: %q", b)
+	}
+	if log := runGit(t, agent, dir, "log", "--format=%ae %s", "main"); !strings.Contains(log, "ada@example.com Ada's first") {
+		t.Fatalf("the wing's history lacks Ada's commit:\n%s", log)
+	}
+}
