@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,7 @@ import (
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto/pki"
+	"github.com/brainstem/brainstem/shard/remote"
 )
 
 // Files names what a shard serving over QUIC reads at start.
@@ -18,6 +20,9 @@ type Files struct {
 	Policy                 string // the wing policy (YAML)
 	KeyFile                string // the shard-token signing key; "" or missing means one is created
 	TLSCA, TLSCert, TLSKey string // the internal CA bundle and this shard's mTLS identity
+	// Remote, when set, is the wing's git remote: checked and reached
+	// (its refs listed) with its credentials.
+	Remote *remote.Config
 }
 
 // ErrCheck wraps every problem Check finds.
@@ -86,5 +91,27 @@ func Check(f Files, now time.Time) (warnings []string, err error) {
 			errs = append(errs, fmt.Errorf("%w: --tls-cert/--tls-key: %w", ErrCheck, err))
 		}
 	}
+	if err := checkRemote(f); err != nil {
+		errs = append(errs, err)
+	}
 	return warnings, errors.Join(errs...)
+}
+
+// remoteProbeTimeout bounds the check's call to the git remote.
+const remoteProbeTimeout = 15 * time.Second
+
+// checkRemote says why the wing's remote would not sync: its settings, its
+// credential files, or what the remote answers when its refs are listed.
+func checkRemote(f Files) error {
+	if f.Remote == nil {
+		return nil
+	}
+	cfg := *f.Remote
+	cfg.Wing = f.Wing
+	ctx, cancel := context.WithTimeout(context.Background(), remoteProbeTimeout)
+	defer cancel()
+	if err := remote.Probe(ctx, cfg); err != nil {
+		return fmt.Errorf("%w: --git-remote %s: %w", ErrCheck, cfg.Redacted(), err)
+	}
+	return nil
 }

@@ -19,6 +19,7 @@ import (
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/idempotency"
+	"github.com/brainstem/brainstem/shard/remote"
 	"github.com/brainstem/brainstem/shard/store"
 	"github.com/brainstem/brainstem/shard/tools"
 )
@@ -68,6 +69,9 @@ type Config struct {
 	// History configures the wing's history in git (on by default; see
 	// docs/history.md).
 	History store.HistoryOptions
+	// Remote, when set, is the wing's git remote (docs/operating.md): its
+	// Wing is this shard's. Nil: the wing stays on its volume.
+	Remote *remote.Config
 }
 
 // Service is one wing served over brainstem/1. It implements proto.Handler:
@@ -86,6 +90,7 @@ type Service struct {
 	stop     chan struct{} // ends the policy watcher
 	done     chan struct{}
 	closing  sync.Once
+	remote   *remoteSync // nil without Config.Remote
 }
 
 // verifiedTokens bounds the cache of verified shard tokens: one per active
@@ -159,6 +164,10 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	s.policy.reloadOK = func() { s.metrics.policyReloads.WithLabelValues("ok").Inc() }
 	s.policy.reloadKO = func() { s.metrics.policyReloads.WithLabelValues("error").Inc() }
 	s.startPolicyWatch()
+	if err := s.startRemote(); err != nil {
+		_ = s.Close()
+		return nil, err
+	}
 	return s, nil
 }
 
@@ -221,6 +230,7 @@ func (s *Service) Tools() *tools.Set { return s.tools }
 func (s *Service) Close() error {
 	s.closing.Do(func() { close(s.stop) })
 	<-s.done
+	s.stopRemote()
 	return errors.Join(s.journal.Close(), s.store.Close())
 }
 

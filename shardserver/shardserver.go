@@ -188,7 +188,8 @@ func (s *Server) Service() *shard.Service { return s.svc }
 // Serve fails first).
 func (s *Server) Ready() <-chan struct{} { return s.quic.Ready() }
 
-// AdminHandler serves /healthz, /readyz and /metrics.
+// AdminHandler serves /healthz, /readyz, /metrics and POST
+// /remote/webhook (a git host's signed push event: a pull at once).
 func (s *Server) AdminHandler() http.Handler { return s.admin }
 
 // Serve serves brainstem/1 on pc and the admin endpoint on admin (nil: none)
@@ -331,6 +332,7 @@ func (s *Server) adminHandler(reg *prometheus.Registry) http.Handler {
 	}
 	mux.HandleFunc("GET /healthz", probe)
 	mux.HandleFunc("GET /readyz", probe)
+	mux.HandleFunc("POST /remote/webhook", s.webhook)
 	return mux
 }
 

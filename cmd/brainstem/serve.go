@@ -13,6 +13,7 @@ import (
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/shard/idempotency"
+	"github.com/brainstem/brainstem/shard/remote"
 	"github.com/brainstem/brainstem/shard/store"
 	"github.com/brainstem/brainstem/shardserver"
 	"github.com/brainstem/brainstem/tooling/cli"
@@ -87,21 +88,17 @@ func runShard(ctx context.Context, args []string, s streams) error {
 	admin := fs.String("admin-listen", ":9091", "HTTP `address` for /healthz, /readyz and /metrics (empty: off)")
 	logFormat := fs.String("log-format", "json", "log format: json or text")
 	logLevel := fs.String("log-level", "info", "log level: debug, info, warn, error")
+	gitRemote := remote.Flags(fs)
 	check := fs.Bool("check-config", false, "check the brain, --policy, --key-file and the TLS identity (role, key, expiry, CA chain), then exit")
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
 	if *check {
 		warnings, err := shard.Check(shard.Files{Brain: sc.Brain, Wing: sc.Wing, Policy: sc.PolicyFile, KeyFile: cfg.KeyFile,
-			TLSCA: cfg.TLS.CA, TLSCert: cfg.TLS.Cert, TLSKey: cfg.TLS.Key}, time.Now())
+			TLSCA: cfg.TLS.CA, TLSCert: cfg.TLS.Cert, TLSKey: cfg.TLS.Key, Remote: gitRemote()}, time.Now())
 		return cli.Checked(s.out, "shard configuration", warnings, err)
 	}
-	if sc.IndexDelay == 0 {
-		sc.IndexDelay = -1 // the flag's 0 is write-through
-	}
-	if sc.PolicyPoll <= 0 {
-		sc.PolicyPoll = -1 // the flag's 0 is SIGHUP only
-	}
+	sc.IndexDelay, sc.PolicyPoll, sc.Remote = cli.FlagZero(sc.IndexDelay), cli.FlagZero(sc.PolicyPoll), gitRemote()
 	var err error
 	if sc.Logger, cfg.Tracing, err = cli.Observability(s.err, *logFormat, *logLevel, "brainstem-shard"); err != nil {
 		return err

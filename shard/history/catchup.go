@@ -208,7 +208,7 @@ func (h *History) commitChanges(c *object.Commit) (*commitInfo, []pathChange, er
 		return nil, nil, err
 	}
 	m := parseMessage(c.Message)
-	ci := &commitInfo{id: c.Hash, at: c.Author.When, author: c.Author.Email, action: ActionOutside}
+	ci := &commitInfo{id: c.Hash, at: c.Author.When, author: c.Author.Email, action: ActionOutside, reason: subject(m, c.Message)}
 	if m.ours {
 		ci.action, ci.tool, ci.reason, ci.key = m.Action, m.Tool, m.Reason, m.Key
 		if ci.action == "" {
@@ -488,7 +488,7 @@ func (h *History) reconcileIndex(ix *versionIndex, c *object.Commit) error {
 		}
 	}
 	m := parseMessage(c.Message)
-	ci := &commitInfo{id: c.Hash, at: c.Author.When, author: c.Author.Email, action: ActionOutside}
+	ci := &commitInfo{id: c.Hash, at: c.Author.When, author: c.Author.Email, action: ActionOutside, reason: subject(m, c.Message)}
 	if m.ours && m.Action != "" {
 		ci.action, ci.tool, ci.reason, ci.key = m.Action, m.Tool, m.Reason, m.Key
 	}

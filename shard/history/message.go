@@ -165,3 +165,22 @@ func trailerLine(l string) (key, value string, ok bool) {
 	}
 	return k, oneLine(v), true
 }
+
+// maxSubject bounds the subject of a person's commit kept as its reason.
+const maxSubject = 200
+
+// subject is the reason of a commit without Brainstem trailers (a
+// person's, pulled from a remote): its message's first line, bounded, so
+// that brain_history shows why they changed the note. Commits of the
+// engine keep their own reason.
+func subject(m meta, msg string) string {
+	if m.ours {
+		return ""
+	}
+	line, _, _ := strings.Cut(strings.TrimSpace(msg), "\n")
+	line = strings.TrimSpace(line)
+	if len(line) > maxSubject {
+		line = strings.ToValidUTF8(line[:maxSubject], "")
+	}
+	return line
+}

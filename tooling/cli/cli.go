@@ -16,6 +16,7 @@ import (
 	"os"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/brainstem/brainstem/internal/logging"
 	"github.com/prometheus/client_golang/prometheus"
@@ -220,4 +221,14 @@ func ProcessRegistry() *prometheus.Registry {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
 	return reg
+}
+
+// FlagZero maps a duration flag's 0 (or less) to -1: on a flag 0 means
+// "never" or "every time", while the packages' Config reads 0 as their
+// default and a negative duration as that choice.
+func FlagZero(d time.Duration) time.Duration {
+	if d <= 0 {
+		return -1
+	}
+	return d
 }

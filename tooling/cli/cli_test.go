@@ -7,6 +7,7 @@ import (
 	"reflect"
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestEnvFillsUnsetFlags(t *testing.T) {
@@ -111,6 +112,14 @@ func TestSubcommand(t *testing.T) {
 	for _, args := range [][]string{nil, {"nope"}, {"--dir", "x"}} {
 		if err := Subcommand(fs, args, "init", "issue"); !errors.As(err, &ue) || err.Error() != "ca: want init or issue" {
 			t.Errorf("%q: %v, want the usage error naming init and issue", args, err)
+		}
+	}
+}
+
+func TestFlagZero(t *testing.T) {
+	for in, want := range map[time.Duration]time.Duration{0: -1, -5: -1, time.Second: time.Second} {
+		if got := FlagZero(in); got != want {
+			t.Errorf("FlagZero(%v) = %v, want %v", in, got, want)
 		}
 	}
 }

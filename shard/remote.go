@@ -1,0 +1,87 @@
+package shard
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/brainstem/brainstem/shard/history"
+	"github.com/brainstem/brainstem/shard/remote"
+)
+
+// remoteSync is the wing's link to its git remote, when Config.Remote is
+// set: its syncer runs until Close.
+type remoteSync struct {
+	syncer *remote.Syncer
+	stop   context.CancelFunc
+	done   chan struct{}
+}
+
+// startRemote connects the wing's repository to Config.Remote and starts
+// its syncer; merges are made by the history's service identity.
+func (s *Service) startRemote() error {
+	if s.cfg.Remote == nil {
+		return nil
+	}
+	cfg := *s.cfg.Remote
+	cfg.Wing = s.cfg.Wing
+	if err := purgeAllowed(s.cfg.History.AllowPurge, cfg); err != nil {
+		return err
+	}
+	r, err := remote.Open(s.cfg.Brain, cfg, s.log)
+	if err != nil {
+		return fmt.Errorf("shard: remote of wing %q: %w", s.cfg.Wing, err)
+	}
+	by := remote.Identity{Name: s.cfg.History.Service.Name, Email: s.cfg.History.Service.Email}
+	if by.Name == "" {
+		by = remote.Identity{Name: history.DefaultServiceName, Email: history.DefaultServiceEmail}
+	}
+	syncer := remote.NewSyncer(r, by, s.log, nil)
+	if s.cfg.Metrics != nil {
+		for _, c := range syncer.Collectors() {
+			if err := s.cfg.Metrics.Register(c); err != nil {
+				return fmt.Errorf("shard: remote metrics: %w", err)
+			}
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	s.remote = &remoteSync{syncer: syncer, stop: cancel, done: make(chan struct{})}
+	go func() {
+		defer close(s.remote.done)
+		syncer.Run(ctx)
+	}()
+	s.log.Info("remote: syncing", "url", cfg.Redacted(), "branch", cfg.WithDefaults().Branch, "prefix", cfg.Prefix())
+	return nil
+}
+
+// ErrForcePushNotBuilt: the force push that must follow a purge when a
+// remote is set is not built yet, so purge and remote exclude each other.
+var ErrForcePushNotBuilt = errors.New("shard: a purge with a remote set needs a force push of the rewritten history, which this version does not do yet: turn purge off or remove the remote")
+
+// purgeAllowed refuses purge with a remote: purged content must never be
+// pushed, and a merge of the remote's old history would bring it back.
+func purgeAllowed(allowPurge bool, cfg remote.Config) error {
+	switch {
+	case !allowPurge:
+		return nil
+	case !cfg.ForcePushOnPurge:
+		return fmt.Errorf("shard: wing %q: %w", cfg.Wing, remote.ErrPurgeNeedsForcePush)
+	}
+	return fmt.Errorf("shard: wing %q: %w", cfg.Wing, ErrForcePushNotBuilt)
+}
+
+// Remote returns the wing's syncer (nil without a remote): the webhook
+// triggers it, `brainstem check` reads its status.
+func (s *Service) Remote() *remote.Syncer {
+	if s.remote == nil {
+		return nil
+	}
+	return s.remote.syncer
+}
+
+func (s *Service) stopRemote() {
+	if s.remote != nil {
+		s.remote.stop()
+		<-s.remote.done
+	}
+}

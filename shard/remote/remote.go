@@ -1,0 +1,281 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/go-git/go-git/v5"
+	gitconfig "github.com/go-git/go-git/v5/config"
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/plumbing/transport"
+	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
+	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+)
+
+// remoteName names the in-memory remote: the repository's config is
+// never changed, and the fetched head is kept at refs/remotes/<it>/<branch>.
+const remoteName = "brainstem"
+
+// Named errors of Open, Fetch and Push.
+var (
+	// ErrRemoteMoved: the remote branch has commits the wing's branch does
+	// not; they must be fetched and integrated before a push.
+	ErrRemoteMoved = errors.New("remote: the remote branch moved; fetch and integrate first")
+	// ErrCredentials: the remote refused the credentials (or wants some).
+	ErrCredentials = errors.New("remote: the remote refused the credentials")
+	// ErrSecretFile: a credential file cannot be read or is empty.
+	ErrSecretFile = errors.New("remote: cannot read a credential file")
+	// ErrNestedRoot: the brain directory is not the root of its git
+	// worktree, so its paths would not map to wiki/<wing>/ in the remote.
+	ErrNestedRoot = errors.New("remote: the brain directory must be the root of its git repository")
+	// ErrDetached: the repository's HEAD names no branch.
+	ErrDetached = errors.New("remote: the repository's HEAD is detached")
+	// ErrPurgeNeedsForcePush: a purge rewrites pushed history; with a
+	// remote set it needs Config.ForcePushOnPurge.
+	ErrPurgeNeedsForcePush = errors.New("remote: a purge with a remote set rewrites the remote's history and needs the force-push-on-purge setting")
+)
+
+// Remote pushes and fetches one wing's branch.
+type Remote struct {
+	cfg    Config
+	log    *slog.Logger
+	repo   *git.Repository
+	rem    *git.Remote
+	local  plumbing.ReferenceName // the branch the wing commits on
+	track  plumbing.ReferenceName // where the fetched remote head is kept
+	secret string                 // read at each use; scrubbed from errors
+	now    func() time.Time       // the clock of merge commits
+	root   string                 // the brain directory
+}
+
+// Open connects the repository of the brain directory dir to cfg's
+// remote. Nothing is sent until Fetch or Push.
+func Open(dir string, cfg Config, log *slog.Logger) (*Remote, error) {
+	if err := cfg.Validate(); err != nil {
+		return nil, err
+	}
+	cfg = cfg.WithDefaults()
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	repo, err := git.PlainOpenWithOptions(dir, &git.PlainOpenOptions{DetectDotGit: true})
+	if err != nil {
+		return nil, fmt.Errorf("remote: open the repository of %s: %w", dir, err)
+	}
+	if err := checkRoot(repo, dir); err != nil {
+		return nil, err
+	}
+	head, err := repo.Storer.Reference(plumbing.HEAD)
+	if err != nil {
+		return nil, fmt.Errorf("remote: read HEAD: %w", err)
+	}
+	if head.Type() != plumbing.SymbolicReference {
+		return nil, ErrDetached
+	}
+	rem := git.NewRemote(repo.Storer, &gitconfig.RemoteConfig{Name: remoteName, URLs: []string{cfg.URL}})
+	return &Remote{cfg: cfg, log: log, repo: repo, rem: rem, local: head.Target(),
+		track: plumbing.NewRemoteReferenceName(remoteName, cfg.Branch), now: time.Now, root: dir}, nil
+}
+
+func checkRoot(repo *git.Repository, dir string) error {
+	wt, err := repo.Worktree()
+	if err != nil {
+		return fmt.Errorf("remote: %w", err)
+	}
+	want, err1 := filepath.EvalSymlinks(dir)
+	got, err2 := filepath.EvalSymlinks(wt.Filesystem.Root())
+	if err := errors.Join(err1, err2); err != nil {
+		return fmt.Errorf("remote: %w", err)
+	}
+	if want != got {
+		return fmt.Errorf("%w (%s is under %s)", ErrNestedRoot, dir, got)
+	}
+	return nil
+}
+
+// Config returns the remote's configuration, defaults filled.
+func (r *Remote) Config() Config { return r.cfg }
+
+// CheckPurge refuses a purge unless the force-push setting allows it.
+func (r *Remote) CheckPurge() error {
+	if !r.cfg.ForcePushOnPurge {
+		return ErrPurgeNeedsForcePush
+	}
+	return nil
+}
+
+// auth reads the credentials from their files.
+func (r *Remote) auth() (transport.AuthMethod, error) {
+	c := r.cfg
+	switch {
+	case c.TokenFile != "":
+		tok, err := ReadSecret(c.TokenFile)
+		if err != nil {
+			return nil, err
+		}
+		r.secret = tok
+		return &githttp.BasicAuth{Username: c.Username, Password: tok}, nil
+	case c.SSHKeyFile != "":
+		user := "git"
+		if ep, err := transport.NewEndpoint(c.URL); err == nil && ep.User != "" {
+			user = ep.User
+		}
+		keys, err := gitssh.NewPublicKeysFromFile(user, c.SSHKeyFile, "")
+		if err != nil {
+			return nil, fmt.Errorf("%w: the SSH key %s does not parse (an unencrypted private key is needed)", ErrSecretFile, c.SSHKeyFile)
+		}
+		if keys.HostKeyCallback, err = gitssh.NewKnownHostsCallback(c.KnownHostsFile); err != nil {
+			return nil, fmt.Errorf("%w: known_hosts %s: %w", ErrSecretFile, c.KnownHostsFile, err)
+		}
+		return keys, nil
+	}
+	return nil, nil
+}
+
+// ReadSecret reads a secret from its file (surrounding space trimmed);
+// errors name the file, never the content.
+func ReadSecret(path string) (string, error) {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return "", fmt.Errorf("%w: %s: %w", ErrSecretFile, path, errors.Unwrap(err))
+	}
+	s := strings.TrimSpace(string(b))
+	if s == "" {
+		return "", fmt.Errorf("%w: %s is empty", ErrSecretFile, path)
+	}
+	return s, nil
+}
+
+// Fetch brings the remote branch's new commits into the repository's
+// objects and returns the remote head (zero when the remote has no such
+// branch yet).
+func (r *Remote) Fetch(ctx context.Context) (plumbing.Hash, error) {
+	auth, err := r.auth()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	spec := gitconfig.RefSpec("+" + plumbing.NewBranchReferenceName(r.cfg.Branch).String() + ":" + r.track.String())
+	err = r.rem.FetchContext(ctx, &git.FetchOptions{RemoteName: remoteName, RefSpecs: []gitconfig.RefSpec{spec}, Auth: auth})
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+	case errors.Is(err, transport.ErrEmptyRemoteRepository), isNoSuchRef(err):
+		return plumbing.ZeroHash, nil
+	default:
+		return plumbing.ZeroHash, r.wrap("fetch", err)
+	}
+	ref, err := r.repo.Storer.Reference(r.track)
+	if err != nil {
+		return plumbing.ZeroHash, fmt.Errorf("remote: read %s: %w", r.track, err)
+	}
+	return ref.Hash(), nil
+}
+
+func isNoSuchRef(err error) bool {
+	var nf git.NoMatchingRefSpecError
+	return errors.As(err, &nf)
+}
+
+// Pushed is what one Push did.
+type Pushed struct {
+	// From is the remote head before, To the wing's head pushed (equal
+	// when there was nothing to push).
+	From, To plumbing.Hash
+}
+
+// Push fetches the remote head and, when the wing's branch contains it,
+// pushes the branch to it. A remote with commits the branch lacks gives
+// ErrRemoteMoved (nothing is pushed): integrate them, then push again.
+func (r *Remote) Push(ctx context.Context) (Pushed, error) {
+	remote, err := r.Fetch(ctx)
+	if err != nil {
+		return Pushed{}, err
+	}
+	local, err := r.head()
+	if err != nil {
+		return Pushed{}, err
+	}
+	p := Pushed{From: remote, To: local}
+	if remote == p.To {
+		return p, nil
+	}
+	if local.IsZero() { // a wing with no commit yet: the remote's are its first
+		return Pushed{From: remote, To: remote}, ErrRemoteMoved
+	}
+	if ok, err := r.contains(p.To, remote); err != nil || !ok {
+		return Pushed{From: remote, To: remote}, errors.Join(err, ErrRemoteMoved)
+	}
+	auth, err := r.auth()
+	if err != nil {
+		return Pushed{}, err
+	}
+	spec := gitconfig.RefSpec(r.local.String() + ":" + plumbing.NewBranchReferenceName(r.cfg.Branch).String())
+	err = r.rem.PushContext(ctx, &git.PushOptions{RemoteName: remoteName, RefSpecs: []gitconfig.RefSpec{spec}, Auth: auth})
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+	case strings.Contains(err.Error(), "non-fast-forward"), strings.Contains(err.Error(), "fetch first"):
+		return Pushed{From: remote, To: remote}, ErrRemoteMoved // moved again since the fetch
+	default:
+		return Pushed{From: remote, To: remote}, r.wrap("push", err)
+	}
+	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.track, p.To)); err != nil {
+		return p, fmt.Errorf("remote: record the pushed head: %w", err)
+	}
+	return p, nil
+}
+
+// contains reports whether commit head has ancestor (or is it).
+func (r *Remote) contains(head, ancestor plumbing.Hash) (bool, error) {
+	if ancestor.IsZero() || head == ancestor {
+		return true, nil
+	}
+	h, err := r.repo.CommitObject(head)
+	if err != nil {
+		return false, fmt.Errorf("remote: %w", err)
+	}
+	a, err := r.repo.CommitObject(ancestor)
+	if err != nil {
+		return false, fmt.Errorf("remote: %w", err)
+	}
+	ok, err := a.IsAncestor(h)
+	if err != nil {
+		return false, fmt.Errorf("remote: %w", err)
+	}
+	return ok, nil
+}
+
+// Commit returns a commit of the repository (a fetched one included).
+func (r *Remote) Commit(h plumbing.Hash) (*object.Commit, error) { return r.repo.CommitObject(h) }
+
+// wrap names what failed and where, maps refused credentials to
+// ErrCredentials, and scrubs the secret from the message in any case.
+func (r *Remote) wrap(op string, err error) error {
+	if errors.Is(err, transport.ErrAuthenticationRequired) || errors.Is(err, transport.ErrAuthorizationFailed) {
+		err = fmt.Errorf("%w (%s %s: check the token or key file and its access to the repository): %w", ErrCredentials, op, r.cfg.Redacted(), err)
+	} else {
+		err = fmt.Errorf("remote: %s %s: %w", op, r.cfg.Redacted(), err)
+	}
+	return scrub(err, r.secret)
+}
+
+// scrubbed is an error whose message has the secret replaced.
+type scrubbed struct {
+	msg string
+	err error
+}
+
+func (e *scrubbed) Error() string { return e.msg }
+func (e *scrubbed) Unwrap() error { return e.err }
+
+func scrub(err error, secret string) error {
+	if err == nil || secret == "" || !strings.Contains(err.Error(), secret) {
+		return err
+	}
+	return &scrubbed{msg: strings.ReplaceAll(err.Error(), secret, "[secret]"), err: err}
+}

@@ -1,0 +1,286 @@
+package remote
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// Backoff bounds of a failing sync: the wait doubles from the first to
+// the last.
+const (
+	BackoffMin = time.Second
+	BackoffMax = time.Minute
+	// maxRounds bounds fetch-integrate-push attempts in one round while
+	// the remote keeps moving.
+	maxRounds = 3
+	// maxCount bounds the walk that counts the commits not yet pushed.
+	maxCount = 10000
+)
+
+// Status is what a Syncer knows of its remote, for metrics, logs and
+// `brainstem check`. No field holds a secret.
+type Status struct {
+	// LastSync is when a round last ended with the remote holding every
+	// local commit (zero: never); LastError is the error of the last round
+	// (empty when it succeeded), scrubbed of secrets.
+	LastSync  time.Time
+	LastError string
+	// Unpushed is the number of local commits the remote lacks (at most
+	// maxCount), as of the last round.
+	Unpushed int
+	// Conflicts counts the notes settled by the conflict rule since start;
+	// Recent lists the last ones (and Rejected the bad files of the last
+	// integration), for `brainstem check`.
+	Conflicts int
+	Recent    []Conflict
+	Rejected  []Rejected
+	Pushes    int
+}
+
+// Syncer runs the rounds of one wing's remote: fetch, integrate what the
+// remote has that the wing lacks, push.
+type Syncer struct {
+	r     *Remote
+	log   *slog.Logger
+	by    Identity
+	after func(time.Duration) <-chan time.Time
+	wake  chan struct{}
+
+	mu sync.Mutex
+	st Status
+}
+
+// NewSyncer returns the syncer of r; merges are made by by. after is the
+// clock of waits (nil: time.After); tests inject theirs.
+func NewSyncer(r *Remote, by Identity, log *slog.Logger, after func(time.Duration) <-chan time.Time) *Syncer {
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
+	}
+	if after == nil {
+		after = time.After
+	}
+	return &Syncer{r: r, log: log, by: by, after: after, wake: make(chan struct{}, 1)}
+}
+
+// Trigger asks for a round now (a webhook call, a batch of commits); it
+// never blocks.
+func (s *Syncer) Trigger() {
+	select {
+	case s.wake <- struct{}{}:
+	default:
+	}
+}
+
+// Status returns a copy of the syncer's status.
+func (s *Syncer) Status() Status {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := s.st
+	st.Recent = append([]Conflict(nil), st.Recent...)
+	st.Rejected = append([]Rejected(nil), st.Rejected...)
+	return st
+}
+
+// Run runs rounds until ctx ends: every PushDelay when the wing has
+// commits the remote lacks (so a batch of commits waits at most
+// PushDelay), every pull interval, at each Trigger, and after a failure
+// with a backoff doubling from BackoffMin to BackoffMax.
+func (s *Syncer) Run(ctx context.Context) {
+	cfg := s.r.cfg
+	tick := min(cfg.PushDelay, cfg.PullInterval)
+	var since, backoff time.Duration // since the last round; 0: not failing
+	for {
+		wait := tick
+		if backoff > 0 {
+			wait = backoff
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-s.wake:
+			since = cfg.PullInterval
+		case <-s.after(wait):
+			since += wait
+		}
+		if backoff == 0 && since < cfg.PullInterval && !s.r.ahead() {
+			continue
+		}
+		since = 0
+		if err := s.Round(ctx); err != nil && ctx.Err() == nil {
+			backoff = min(max(2*backoff, BackoffMin), BackoffMax)
+			continue
+		}
+		backoff = 0
+	}
+}
+
+// Round fetches, integrates and pushes once (again, up to maxRounds
+// times, while the remote moves in between).
+func (s *Syncer) Round(ctx context.Context) error {
+	var err error
+	for range maxRounds {
+		var p Pushed
+		if p, err = s.r.Push(ctx); err == nil {
+			s.succeeded(p)
+			return nil
+		}
+		if !errors.Is(err, ErrRemoteMoved) {
+			break
+		}
+		if err = s.integrate(ctx); err != nil && !errors.Is(err, ErrLocalMoved) {
+			break
+		}
+	}
+	s.failed(err)
+	return err
+}
+
+func (s *Syncer) integrate(ctx context.Context) error {
+	remote, err := s.r.Fetch(ctx)
+	if err != nil {
+		return err
+	}
+	local, err := s.r.head()
+	if err != nil {
+		return err
+	}
+	in, err := s.r.Integrate(local, remote, s.by, 0)
+	if err != nil {
+		return err
+	}
+	if err := s.r.Apply(local, in); err != nil {
+		return err
+	}
+	for _, c := range in.Conflicts {
+		s.log.Warn("remote: conflict: the remote's version is current, the wing's stays in history (brain_restore settles it)",
+			"path", c.Path, "local", c.Local, "remote", c.Remote, "merge", in.Commit)
+	}
+	for _, rej := range in.Rejected {
+		s.log.Warn("remote: file not loaded", "path", rej.Path, "kind", rej.Kind, "reason", rej.Reason)
+	}
+	s.log.Info("remote: integrated", "merge", in.Commit, "changed", len(in.Changed), "conflicts", len(in.Conflicts), "rejected", len(in.Rejected))
+	s.mu.Lock()
+	s.st.Conflicts += len(in.Conflicts)
+	s.st.Recent = append(s.st.Recent, in.Conflicts...)
+	if n := len(s.st.Recent); n > 100 {
+		s.st.Recent = s.st.Recent[n-100:]
+	}
+	s.st.Rejected = in.Rejected
+	s.mu.Unlock()
+	return nil
+}
+
+func (s *Syncer) succeeded(p Pushed) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.st.LastError != "" {
+		s.log.Info("remote: in sync again", "url", s.r.cfg.Redacted(), "head", p.To)
+	}
+	if p.From != p.To {
+		s.st.Pushes++
+	}
+	s.st.LastSync, s.st.LastError, s.st.Unpushed = s.r.now(), "", 0
+}
+
+func (s *Syncer) failed(err error) {
+	n, cerr := s.r.unpushed()
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if cerr == nil {
+		s.st.Unpushed = n
+	}
+	if s.st.LastError != err.Error() {
+		s.log.Warn("remote: sync failed; writes go on locally and the push is retried", "url", s.r.cfg.Redacted(), "err", err)
+	}
+	s.st.LastError = err.Error()
+}
+
+func (r *Remote) head() (plumbing.Hash, error) {
+	ref, err := r.repo.Storer.Reference(r.local)
+	switch {
+	case errors.Is(err, plumbing.ErrReferenceNotFound):
+		return plumbing.ZeroHash, nil // no commit yet
+	case err != nil:
+		return plumbing.ZeroHash, fmt.Errorf("remote: read %s: %w", r.local, err)
+	}
+	return ref.Hash(), nil
+}
+
+// ahead reports whether the wing's head differs from the last remote head
+// seen (or cannot be read).
+func (r *Remote) ahead() bool {
+	head, err := r.head()
+	if err != nil {
+		return true
+	}
+	ref, err := r.repo.Storer.Reference(r.track)
+	return err != nil || ref.Hash() != head
+}
+
+// unpushed counts the commits reachable from the wing's head and not
+// from the last remote head seen (at most maxCount).
+func (r *Remote) unpushed() (int, error) {
+	head, err := r.head()
+	if err != nil {
+		return 0, err
+	}
+	stop := plumbing.ZeroHash
+	if ref, err := r.repo.Storer.Reference(r.track); err == nil {
+		stop = ref.Hash()
+	}
+	if head.IsZero() {
+		return 0, nil
+	}
+	seen := map[plumbing.Hash]bool{stop: true}
+	queue := []plumbing.Hash{head}
+	n := 0
+	for len(queue) > 0 && n < maxCount {
+		h := queue[0]
+		queue = queue[1:]
+		if seen[h] {
+			continue
+		}
+		seen[h] = true
+		c, err := r.repo.CommitObject(h)
+		if err != nil {
+			return n, fmt.Errorf("remote: %w", err)
+		}
+		n++
+		queue = append(queue, c.ParentHashes...)
+	}
+	return n, nil
+}
+
+// Collectors are the syncer's Prometheus series (label-free; the last
+// error's text is in the log and `brainstem check`, never in a label).
+func (s *Syncer) Collectors() []prometheus.Collector {
+	const ns = "brainstem_remote"
+	g := func(name, help string, f func(Status) float64) prometheus.Collector {
+		return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: name, Help: help}, func() float64 { return f(s.Status()) })
+	}
+	return []prometheus.Collector{
+		g("unpushed_commits", "Local commits the remote does not hold yet (as of the last sync round).", func(st Status) float64 { return float64(st.Unpushed) }),
+		g("last_sync_timestamp_seconds", "When the remote last held every local commit (Unix seconds; 0: never).", func(st Status) float64 {
+			if st.LastSync.IsZero() {
+				return 0
+			}
+			return float64(st.LastSync.UnixNano()) / 1e9
+		}),
+		g("last_sync_failed", "1 when the last sync round failed (the error is logged and listed by brainstem check), else 0.", func(st Status) float64 {
+			if st.LastError != "" {
+				return 1
+			}
+			return 0
+		}),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "conflicts_total", Help: "Notes changed on both sides, settled by the conflict rule (the remote's version is current)."},
+			func() float64 { return float64(s.Status().Conflicts) }),
+		g("rejected_files", "Files of the remote reported and not loaded at the last integration.", func(st Status) float64 { return float64(len(st.Rejected)) }),
+	}
+}

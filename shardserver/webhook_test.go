@@ -1,0 +1,95 @@
+package shardserver
+
+import (
+	"bytes"
+	"context"
+	"encoding/hex"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/brainstem/brainstem/shard/remote"
+	"github.com/brainstem/brainstem/tooling/gitserver"
+)
+
+func post(h http.Handler, body []byte, header, value string) int {
+	rec := httptest.NewRecorder()
+	req := httptest.NewRequest(http.MethodPost, "/remote/webhook", bytes.NewReader(body))
+	if header != "" {
+		req.Header.Set(header, value)
+	}
+	h.ServeHTTP(rec, req)
+	return rec.Code
+}
+
+// TestWebhookTriggersPull: a signed push event makes the wing pull within
+// 5 s (the pull interval being an hour); unsigned, wrongly signed and
+// oversized calls are refused.
+func TestWebhookTriggersPull(t *testing.T) {
+	f := newFixture(t)
+	root := t.TempDir()
+	bare, err := gitserver.InitBare(root, "brain.git")
+	if err != nil {
+		t.Fatal(err)
+	}
+	secretFile := filepath.Join(t.TempDir(), "webhook")
+	os.WriteFile(secretFile, []byte("hook-secret\n"), 0o600)
+	cfg := f.config(nil)
+	cfg.Shard.Remote = &remote.Config{URL: bare, PushDelay: time.Hour, PullInterval: time.Hour, WebhookSecretFile: secretFile}
+	srv, err := New(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer srv.Close()
+
+	ada := gitserver.Person{Name: "Ada", Email: "ada@example.com"}
+	work := t.TempDir()
+	note := filepath.Join(work, "wiki/payments/facts/from-ada.md")
+	os.MkdirAll(filepath.Dir(note), 0o755)
+	os.WriteFile(note, []byte("---\ntitle: From Ada\n---\nhello\n"), 0o644)
+	for _, args := range [][]string{{"init", "--quiet", "--initial-branch=main", "."}, {"add", "-A"}, {"commit", "--quiet", "-m", "Ada's note"}, {"push", "--quiet", bare, "main"}} {
+		if _, err := ada.Git(work, args...); err != nil {
+			t.Fatal(err)
+		}
+	}
+
+	h := srv.AdminHandler()
+	body := []byte(`{"ref":"refs/heads/main"}`)
+	good := "sha256=" + hex.EncodeToString(remote.Sign([]byte("hook-secret"), body))
+	for _, tt := range []struct {
+		name          string
+		body          []byte
+		header, value string
+		want          int
+	}{
+		{"unsigned", body, "", "", http.StatusUnauthorized},
+		{"wrong secret", body, "X-Hub-Signature-256", "sha256=" + hex.EncodeToString(remote.Sign([]byte("nope"), body)), http.StatusForbidden},
+		{"gitlab wrong token", body, "X-Gitlab-Token", "nope", http.StatusForbidden},
+		{"oversized", bytes.Repeat([]byte("x"), remote.MaxWebhookBody+1), "X-Hub-Signature-256", good, http.StatusRequestEntityTooLarge},
+	} {
+		if code := post(h, tt.body, tt.header, tt.value); code != tt.want {
+			t.Errorf("%s: %d, want %d", tt.name, code, tt.want)
+		}
+	}
+	if _, err := os.Stat(filepath.Join(f.brain, "wiki/payments/facts/from-ada.md")); err == nil {
+		t.Fatal("pulled before any valid webhook call")
+	}
+	if code := post(h, body, "X-Hub-Signature-256", good); code != http.StatusAccepted {
+		t.Fatalf("signed call: %d", code)
+	}
+	deadline := time.Now().Add(5 * time.Second)
+	for {
+		b, err := os.ReadFile(filepath.Join(f.brain, "wiki/payments/facts/from-ada.md"))
+		if err == nil && strings.Contains(string(b), "hello") {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no pull within 5 s of the webhook (status %+v)", srv.Service().Remote().Status())
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}
