@@ -7,7 +7,6 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -18,6 +17,7 @@ import (
 	"github.com/brainstem/brainstem/shard/remote"
 	"github.com/brainstem/brainstem/shard/store"
 	"github.com/brainstem/brainstem/tooling/gitserver"
+	"github.com/brainstem/brainstem/tooling/logcheck"
 )
 
 const remoteToken = "tok-5e4d3c2b1a"
@@ -198,24 +198,6 @@ func TestRemoteConflict(t *testing.T) {
 	}
 }
 
-// syncBuffer is a concurrency-safe log sink.
-type syncBuffer struct {
-	mu sync.Mutex
-	b  strings.Builder
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.b.String()
-}
-
 // TestRemoteWrongCredentials: a wrong token gives a clear error in the
 // log and the metrics, the wing keeps serving, and the token (nor the
 // right one) appears in neither.
@@ -232,7 +214,7 @@ func TestRemoteWrongCredentials(t *testing.T) {
 	const wrong = "wrong-tok-77aa"
 	tokenFile := filepath.Join(t.TempDir(), "token")
 	os.WriteFile(tokenFile, []byte(wrong), 0o600)
-	logs := &syncBuffer{}
+	logs := &logcheck.Buffer{}
 	reg := prometheus.NewRegistry()
 	svc, err := Open(context.Background(), Config{
 		Brain: newBrain(t), Wing: "payments", Key: key(t), Metrics: reg,
