@@ -1,9 +1,6 @@
 package gateway
 
 import (
-	"github.com/brainstem/brainstem/internal/tracing"
-	"github.com/brainstem/brainstem/tooling/otlptest"
-
 	"bytes"
 	"context"
 	"encoding/json"
@@ -30,7 +27,9 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/internal/tracing"
 	"github.com/brainstem/brainstem/proto"
+	"github.com/brainstem/brainstem/tooling/otlptest"
 )
 
 // benchEnv is newEnv without debug logging or a retained audit buffer.

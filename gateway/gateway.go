@@ -1,9 +1,6 @@
 package gateway
 
 import (
-	"github.com/brainstem/brainstem/internal/tracing"
-	"go.opentelemetry.io/otel/trace"
-
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -27,6 +24,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/quic-go/quic-go"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/time/rate"
 
 	"github.com/brainstem/brainstem/auth"
@@ -36,6 +34,7 @@ import (
 	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/console"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/internal/tracing"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/search"

@@ -1,8 +1,6 @@
 package proto
 
 import (
-	"go.opentelemetry.io/otel/trace"
-
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -18,6 +16,7 @@ import (
 	"time"
 
 	"github.com/quic-go/quic-go"
+	"go.opentelemetry.io/otel/trace"
 )
 
 // ClientConfig configures a Client.

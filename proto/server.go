@@ -1,10 +1,6 @@
 package proto
 
 import (
-	"github.com/brainstem/brainstem/internal/tracing"
-	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/trace"
-
 	"context"
 	"crypto/tls"
 	"errors"
@@ -17,9 +13,13 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/quic-go/quic-go"
+	"go.opentelemetry.io/otel/codes"
+	"go.opentelemetry.io/otel/trace"
 	"golang.org/x/sync/semaphore"
+
+	"github.com/brainstem/brainstem/internal/tracing"
+	"github.com/brainstem/brainstem/proto/pki"
 )
 
 // Application error codes on QUIC streams and connections (not to be

@@ -1,8 +1,6 @@
 package shard
 
 import (
-	"github.com/brainstem/brainstem/internal/tracing"
-
 	"context"
 	"errors"
 	"fmt"
@@ -16,6 +14,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/internal/tracing"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/idempotency"
