@@ -67,7 +67,7 @@ func newRemoteRig(t *testing.T, pushDelay, pull time.Duration) *remoteRig {
 	}
 	t.Cleanup(func() { srv.Close() })
 	tokenFile := filepath.Join(t.TempDir(), "token")
-	os.WriteFile(tokenFile, []byte(remoteToken), 0o600)
+	mustWrite(t, tokenFile, []byte(remoteToken), 0o600)
 	now := &clock{t: time.Now()}
 	svc, err := Open(context.Background(), Config{
 		Brain: newBrain(t), Wing: "payments", Key: key(t), Now: now.Now,
@@ -104,8 +104,8 @@ func TestRemoteRoundTrip(t *testing.T) {
 	ctx := context.Background()
 	g := newRemoteRig(t, 100*time.Millisecond, remote.MinPullInterval)
 	svc, bare, clone := g.svc, g.bare, g.clone
-	os.WriteFile(filepath.Join(clone, "wiki/payments/facts/retry-budgets.md"), []byte(strings.Replace(note, "with a budget", "with a budget of ten percent", 1)), 0o644)
-	os.WriteFile(filepath.Join(clone, "wiki/payments/facts/idempotent-refunds.md"), []byte("---\ntitle: Idempotent refunds\n---\nRefunds carry a zebracorn key.\n"), 0o644)
+	mustWrite(t, filepath.Join(clone, "wiki/payments/facts/retry-budgets.md"), []byte(strings.Replace(note, "with a budget", "with a budget of ten percent", 1)), 0o644)
+	mustWrite(t, filepath.Join(clone, "wiki/payments/facts/idempotent-refunds.md"), []byte("---\ntitle: Idempotent refunds\n---\nRefunds carry a zebracorn key.\n"), 0o644)
 	adaGit(t, clone, "add", "-A")
 	adaGit(t, clone, "commit", "--quiet", "-m", "Refunds are idempotent")
 	adaGit(t, clone, "push", "--quiet", "origin", "main")
@@ -173,7 +173,7 @@ func TestRemoteRefusesPurge(t *testing.T) {
 func TestRemoteConflict(t *testing.T) {
 	g := newRemoteRig(t, time.Hour, time.Hour) // rounds only on Trigger
 	g.call(t, "wendy@example.com", "brain_update", `{"id":"payments/facts/retry-budgets","body":"the agent's budget\n","reason":"agent"}`)
-	os.WriteFile(filepath.Join(g.clone, "wiki/payments/facts/retry-budgets.md"), []byte(strings.Replace(note, "with a budget", "with the person's budget", 1)), 0o644)
+	mustWrite(t, filepath.Join(g.clone, "wiki/payments/facts/retry-budgets.md"), []byte(strings.Replace(note, "with a budget", "with the person's budget", 1)), 0o644)
 	adaGit(t, g.clone, "commit", "--quiet", "-am", "Ada's budget")
 	adaGit(t, g.clone, "push", "--quiet", "origin", "main")
 	g.svc.Remote().Trigger()
@@ -213,7 +213,7 @@ func TestRemoteWrongCredentials(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	const wrong = "wrong-tok-77aa"
 	tokenFile := filepath.Join(t.TempDir(), "token")
-	os.WriteFile(tokenFile, []byte(wrong), 0o600)
+	mustWrite(t, tokenFile, []byte(wrong), 0o600)
 	logs := &logcheck.Buffer{}
 	reg := prometheus.NewRegistry()
 	svc, err := Open(context.Background(), Config{
@@ -267,8 +267,8 @@ func TestCheckRemote(t *testing.T) {
 	t.Cleanup(func() { srv.Close() })
 	dir := t.TempDir()
 	right, wrong := filepath.Join(dir, "right"), filepath.Join(dir, "wrong")
-	os.WriteFile(right, []byte(remoteToken), 0o600)
-	os.WriteFile(wrong, []byte("wrong-tok-1234"), 0o600)
+	mustWrite(t, right, []byte(remoteToken), 0o600)
+	mustWrite(t, wrong, []byte("wrong-tok-1234"), 0o600)
 	cfg := func(tok string) *remote.Config {
 		return &remote.Config{URL: srv.URL + "/brain.git", TokenFile: tok, Username: "git"}
 	}
@@ -281,5 +281,13 @@ func TestCheckRemote(t *testing.T) {
 	}
 	if err := checkRemote(Files{Wing: "payments"}); err != nil {
 		t.Fatalf("no remote: %v", err)
+	}
+}
+
+// mustWrite writes a file of the test or fails it.
+func mustWrite(t *testing.T, path string, data []byte, perm os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, data, perm); err != nil {
+		t.Fatal(err)
 	}
 }

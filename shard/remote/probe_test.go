@@ -3,7 +3,6 @@ package remote
 import (
 	"context"
 	"errors"
-	"os"
 	"path/filepath"
 	"strings"
 	"testing"
@@ -16,7 +15,7 @@ func TestProbe(t *testing.T) {
 		t.Fatalf("probe of an empty remote with the right token: %v", err)
 	}
 	wrong := filepath.Join(t.TempDir(), "token")
-	os.WriteFile(wrong, []byte("not-it-4321"), 0o600)
+	mustWrite(t, wrong, []byte("not-it-4321"), 0o600)
 	err := Probe(ctx, Config{URL: url, Wing: "eng", TokenFile: wrong, Username: "git"})
 	if !errors.Is(err, ErrCredentials) || strings.Contains(err.Error(), "not-it-4321") {
 		t.Fatalf("probe with a wrong token = %v", err)

@@ -64,7 +64,7 @@ func httpRemote(t *testing.T) (url, tokenFile string) {
 	}
 	t.Cleanup(func() { srv.Close() })
 	tokenFile = filepath.Join(t.TempDir(), "token")
-	os.WriteFile(tokenFile, []byte(token+"\n"), 0o600)
+	mustWrite(t, tokenFile, []byte(token+"\n"), 0o600)
 	return srv.URL + "/brain.git", tokenFile
 }
 
@@ -148,7 +148,7 @@ func TestWrongCredentials(t *testing.T) {
 	url, _ := httpRemote(t)
 	wrong := filepath.Join(t.TempDir(), "token")
 	const bad = "wrong-secret-1234"
-	os.WriteFile(wrong, []byte(bad), 0o600)
+	mustWrite(t, wrong, []byte(bad), 0o600)
 	r, err := Open(brainRepo(t), Config{URL: url, Wing: "eng", TokenFile: wrong, Username: "git"}, nil)
 	if err != nil {
 		t.Fatal(err)
@@ -206,5 +206,13 @@ func TestOpenRefusesNestedRootAndPurge(t *testing.T) {
 	cfg.ForcePushOnPurge = true
 	if r, _ = Open(dir, cfg, nil); r.CheckPurge() != nil {
 		t.Fatal("CheckPurge refused with ForcePushOnPurge")
+	}
+}
+
+// mustWrite writes a file of the test or fails it.
+func mustWrite(t *testing.T, path string, data []byte, perm os.FileMode) {
+	t.Helper()
+	if err := os.WriteFile(path, data, perm); err != nil {
+		t.Fatal(err)
 	}
 }
