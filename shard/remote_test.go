@@ -2,7 +2,9 @@ package shard
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -14,6 +16,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/proto"
+	"github.com/brainstem/brainstem/shard/check"
 	"github.com/brainstem/brainstem/shard/remote"
 	"github.com/brainstem/brainstem/shard/store"
 	"github.com/brainstem/brainstem/tooling/gitserver"
@@ -196,6 +199,45 @@ func TestRemoteConflict(t *testing.T) {
 	if st := g.svc.Remote().Status(); len(st.Recent) != 1 || st.Recent[0].Path != "wiki/payments/facts/retry-budgets.md" {
 		t.Fatalf("status %+v", st)
 	}
+	// brainstem check lists the conflict until someone settles it, here
+	// by restoring the agent's version.
+	if open := openConflicts(t, g.svc.cfg.Brain); len(open) != 1 || open[0] != "wiki/payments/facts/retry-budgets.md" {
+		t.Fatalf("brainstem check lists %v as open conflicts", open)
+	}
+	var hist struct {
+		Versions []struct{ Version, By string }
+	}
+	if err := json.Unmarshal([]byte(h), &hist); err != nil {
+		t.Fatal(err)
+	}
+	agents := ""
+	for _, v := range hist.Versions {
+		if v.By == "wendy@example.com" {
+			agents = v.Version
+		}
+	}
+	g.call(t, "wendy@example.com", "brain_restore", fmt.Sprintf(`{"id":"payments/facts/retry-budgets","version":%q,"reason":"the agent's budget is right"}`, agents))
+	if open := openConflicts(t, g.svc.cfg.Brain); len(open) != 0 {
+		t.Fatalf("after the restore, brainstem check still lists %v", open)
+	}
+}
+
+// openConflicts returns the paths `brainstem check` lists as open
+// conflicts of the brain's remote.
+func openConflicts(t *testing.T, dir string) []string {
+	t.Helper()
+	rep, err := check.Brain(context.Background(), dir, check.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if rep.Remote == nil {
+		t.Fatalf("brainstem check reports no remote: %+v", rep)
+	}
+	var paths []string
+	for _, c := range rep.Remote.Open {
+		paths = append(paths, c.Path)
+	}
+	return paths
 }
 
 // TestRemoteWrongCredentials: a wrong token gives a clear error in the
@@ -250,6 +292,28 @@ func TestRemoteWrongCredentials(t *testing.T) {
 	}
 	if h, err := svc.Health(context.Background()); err != nil || !h.Ready {
 		t.Fatalf("the wing is not ready: %+v %v", h, err)
+	}
+	// brainstem check says why the wing does not sync, quoting no secret.
+	rep, err := check.Brain(context.Background(), svc.cfg.Brain, check.Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var text strings.Builder
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"remote: the wing does not sync with", "refused the credentials", "Fix: the remote refused the credentials: check the token"} {
+		if !strings.Contains(text.String(), want) {
+			t.Errorf("brainstem check lacks %q:\n%s", want, text.String())
+		}
+	}
+	if rep.Err() == nil {
+		t.Error("brainstem check passes a wing that does not sync")
+	}
+	for _, secret := range []string{wrong, remoteToken} {
+		if strings.Contains(text.String(), secret) {
+			t.Fatalf("brainstem check quotes a secret:\n%s", text.String())
+		}
 	}
 }
 

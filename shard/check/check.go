@@ -51,6 +51,7 @@ type Report struct {
 	Sessions int            `json:"sessions"` // session logs
 	PerWing  map[string]int `json:"per_wing"` // curated notes by wing
 	Problems []Problem      `json:"problems"` // sorted by path; empty when the brain is clean
+	Remote   *Remote        `json:"remote,omitempty"` // the git remote's last status; nil without one
 }
 
 // OK reports whether the brain has no problem.
@@ -116,6 +117,7 @@ func Brain(ctx context.Context, root string, opt Options) (*Report, error) {
 		}
 		c.history(ctx, w)
 	}
+	c.remote()
 	slices.SortStableFunc(c.rep.Problems, func(a, b Problem) int { return strings.Compare(a.Path, b.Path) })
 	return c.rep, nil
 }
@@ -448,6 +450,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	for _, p := range r.Problems {
 		fmt.Fprintf(&b, "%s: %s\n", p.Path, p.Message)
+	}
+	if r.Remote != nil {
+		r.Remote.writeText(&b)
 	}
 	fmt.Fprintf(&b, "brain %s: %d wings (%s), %d notes, %d inbox notes, %d session logs: ",
 		r.Root, len(r.Wings), strings.Join(r.Wings, ", "), r.Notes, r.Inbox, r.Sessions)

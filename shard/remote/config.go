@@ -44,6 +44,11 @@ type Config struct {
 	Branch string
 	// Wing whose notes this remote holds under wiki/<Wing>/ (required).
 	Wing string
+	// SharedWings are the other wings served from the same brain
+	// directory, and so from the same repository (the dev stack): one
+	// remote per repository integrates every wing's notes, and the other
+	// wings' shards run none.
+	SharedWings []string
 	// TokenFile holds the HTTPS token, sent as the password of basic auth
 	// with Username (default DefaultUsername; GitHub takes any name, GitLab
 	// "oauth2", Gitea the token's owner). HTTPS only.
@@ -108,8 +113,10 @@ func (c Config) Validate() error {
 	if err != nil {
 		errs = append(errs, err)
 	}
-	if err := brain.ValidWing(c.Wing); err != nil {
-		errs = append(errs, fmt.Errorf("%w: %w", ErrBadWing, err))
+	for _, w := range c.Wings() {
+		if err := brain.ValidWing(w); err != nil {
+			errs = append(errs, fmt.Errorf("%w: %w", ErrBadWing, err))
+		}
 	}
 	if !validBranch(c.Branch) {
 		errs = append(errs, fmt.Errorf("%w %q", ErrBadBranch, c.Branch))
@@ -204,8 +211,18 @@ func (c Config) Redacted() string {
 	return u.String()
 }
 
-// Prefix is the directory of the wing's notes in the remote's tree.
-func (c Config) Prefix() string { return "wiki/" + c.Wing + "/" }
+// Wings are the wings whose notes the remote integrates: Wing, then
+// SharedWings.
+func (c Config) Wings() []string { return append([]string{c.Wing}, c.SharedWings...) }
+
+// Prefix is the directory of the wing's notes in the remote's tree
+// (wiki/{a,b}/ for several wings).
+func (c Config) Prefix() string {
+	if len(c.SharedWings) == 0 {
+		return "wiki/" + c.Wing + "/"
+	}
+	return "wiki/{" + strings.Join(c.Wings(), ",") + "}/"
+}
 
 // validBranch applies git's check-ref-format rules that matter here.
 func validBranch(b string) bool {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"sort"
 	"strings"
 
@@ -93,7 +94,7 @@ func (r *Remote) Integrate(local, remote plumbing.Hash, by Identity, maxFile int
 	if err != nil {
 		return Integration{}, err
 	}
-	in.Commit, err = r.writeMerge(tree, local, remote, by, len(in.Conflicts))
+	in.Commit, err = r.writeMerge(tree, local, remote, by, in.Conflicts)
 	return in, err
 }
 
@@ -175,10 +176,15 @@ func (r *Remote) merge(base, local, remote map[string]entry, maxFile int64) (Int
 	return in, merged
 }
 
-// ours reports whether the slash path p lies textually under the wing's
-// directories.
+// ours reports whether the slash path p lies textually under the
+// directories of one of the remote's wings.
 func (r *Remote) ours(p string) bool {
-	return strings.HasPrefix(p, "wiki/"+r.cfg.Wing+"/") || strings.HasPrefix(p, "inbox/"+r.cfg.Wing+"/")
+	for _, dir := range r.dirs {
+		if strings.HasPrefix(p, dir) {
+			return true
+		}
+	}
+	return false
 }
 
 // check reports whether the remote's file e at p may not be loaded
@@ -198,7 +204,7 @@ func (r *Remote) check(p string, e entry, maxFile int64) (Rejected, bool) {
 			return Rejected{Path: p, Kind: RejectName, Reason: "not a note path of the wing"}, true
 		}
 		return Rejected{Path: p, Kind: RejectOutside, Reason: "not under wiki/<wing>/ or inbox/<wing>/"}, true
-	case wing != r.cfg.Wing:
+	case !slices.Contains(r.cfg.Wings(), wing):
 		return Rejected{}, true
 	case !layout.Tracked(p, wing):
 		return Rejected{Path: p, Kind: RejectName, Reason: "not a note: wiki/<wing>/<hall>/<slug>.md or inbox/<wing>/<name>.md"}, true
@@ -243,11 +249,18 @@ func (r *Remote) checkContent(p string, e entry, maxFile int64) (Rejected, bool)
 	return Rejected{}, false
 }
 
-func (r *Remote) writeMerge(tree, local, remote plumbing.Hash, by Identity, conflicts int) (plumbing.Hash, error) {
+func (r *Remote) writeMerge(tree, local, remote plumbing.Hash, by Identity, conflicts []Conflict) (plumbing.Hash, error) {
 	sig := object.Signature{Name: by.Name, Email: by.Email, When: r.now()}
 	msg := fmt.Sprintf("Integrate %s of %s\n", r.cfg.Branch, r.cfg.Redacted())
-	if conflicts > 0 {
-		msg += fmt.Sprintf("\n%d conflicting note(s): the remote's version is current, this wing's stays in history.\n", conflicts)
+	if len(conflicts) > 0 {
+		msg += fmt.Sprintf("\n%d conflicting note(s): the remote's version is current, this wing's stays in history.\n\n", len(conflicts))
+		for i, c := range conflicts {
+			if i == maxRecent {
+				msg += fmt.Sprintf("Conflict: … and %d more\n", len(conflicts)-i)
+				break
+			}
+			msg += "Conflict: " + c.Path + "\n"
+		}
 	}
 	c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree, ParentHashes: []plumbing.Hash{local, remote}}
 	if local.IsZero() {

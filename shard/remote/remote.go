@@ -17,6 +17,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 // remoteName names the in-memory remote: the repository's config is
@@ -53,6 +55,7 @@ type Remote struct {
 	secret string                 // read at each use; scrubbed from errors
 	now    func() time.Time       // the clock of merge commits
 	root   string                 // the brain directory
+	dirs   []string               // wiki/<w>/ and inbox/<w>/ of each wing
 }
 
 // Open connects the repository of the brain directory dir to cfg's
@@ -80,8 +83,12 @@ func Open(dir string, cfg Config, log *slog.Logger) (*Remote, error) {
 		return nil, ErrDetached
 	}
 	rem := git.NewRemote(repo.Storer, &gitconfig.RemoteConfig{Name: remoteName, URLs: []string{cfg.URL}})
+	var dirs []string
+	for _, w := range cfg.Wings() {
+		dirs = append(dirs, brain.TopWiki+"/"+w+"/", brain.TopInbox+"/"+w+"/")
+	}
 	return &Remote{cfg: cfg, log: log, repo: repo, rem: rem, local: head.Target(),
-		track: plumbing.NewRemoteReferenceName(remoteName, cfg.Branch), now: time.Now, root: dir}, nil
+		track: plumbing.NewRemoteReferenceName(remoteName, cfg.Branch), now: time.Now, root: dir, dirs: dirs}, nil
 }
 
 func checkRoot(repo *git.Repository, dir string) error {

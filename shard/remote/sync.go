@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"path/filepath"
 	"sync"
 	"time"
 
@@ -22,6 +23,8 @@ const (
 	maxRounds = 3
 	// maxCount bounds the walk that counts the commits not yet pushed.
 	maxCount = 10000
+	// maxRecent bounds the conflicts a Status lists.
+	maxRecent = 100
 )
 
 // Status is what a Syncer knows of its remote, for metrics, logs and
@@ -39,7 +42,7 @@ type Status struct {
 	// Recent lists the last ones (and Rejected the bad files of the last
 	// integration), for `brainstem check`.
 	Conflicts int
-	Recent    []Conflict
+	Recent    []ConflictRecord
 	Rejected  []Rejected
 	Pushes    int
 }
@@ -66,7 +69,14 @@ func NewSyncer(r *Remote, by Identity, log *slog.Logger, after func(time.Duratio
 	if after == nil {
 		after = time.After
 	}
-	return &Syncer{r: r, log: log, by: by, after: after, wake: make(chan struct{}, 1)}
+	s := &Syncer{r: r, log: log, by: by, after: after, wake: make(chan struct{}, 1)}
+	if path := r.statusPath(); path != "" {
+		// The conflicts listed before a restart stay listed.
+		if rep, ok, err := ReadReport(filepath.Dir(filepath.Dir(path))); err == nil && ok {
+			s.st.Recent = rep.Conflicts
+		}
+	}
+	return s
 }
 
 // Trigger asks for a round now (a webhook call, a batch of commits); it
@@ -83,7 +93,7 @@ func (s *Syncer) Status() Status {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	st := s.st
-	st.Recent = append([]Conflict(nil), st.Recent...)
+	st.Recent = append([]ConflictRecord(nil), st.Recent...)
 	st.Rejected = append([]Rejected(nil), st.Rejected...)
 	return st
 }
@@ -166,11 +176,18 @@ func (s *Syncer) integrate(ctx context.Context) error {
 		s.log.Warn("remote: file not loaded", "path", rej.Path, "kind", rej.Kind, "reason", rej.Reason)
 	}
 	s.log.Info("remote: integrated", "merge", in.Commit, "changed", len(in.Changed), "conflicts", len(in.Conflicts), "rejected", len(in.Rejected))
+	when := s.r.now().UTC()
 	s.mu.Lock()
 	s.st.Conflicts += len(in.Conflicts)
-	s.st.Recent = append(s.st.Recent, in.Conflicts...)
-	if n := len(s.st.Recent); n > 100 {
-		s.st.Recent = s.st.Recent[n-100:]
+	for _, c := range in.Conflicts {
+		rec := ConflictRecord{Path: c.Path, Local: c.Local.String(), Merge: in.Commit.String(), When: when}
+		if !c.Remote.IsZero() {
+			rec.Remote = c.Remote.String()
+		}
+		s.st.Recent = append(s.st.Recent, rec)
+	}
+	if n := len(s.st.Recent); n > maxRecent {
+		s.st.Recent = s.st.Recent[n-maxRecent:]
 	}
 	s.st.Rejected = in.Rejected
 	s.mu.Unlock()
@@ -179,7 +196,6 @@ func (s *Syncer) integrate(ctx context.Context) error {
 
 func (s *Syncer) succeeded(p Pushed) {
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if s.st.LastError != "" {
 		s.log.Info("remote: in sync again", "url", s.r.cfg.Redacted(), "head", p.To)
 	}
@@ -187,19 +203,24 @@ func (s *Syncer) succeeded(p Pushed) {
 		s.st.Pushes++
 	}
 	s.st.LastSync, s.st.LastError, s.st.Unpushed = s.r.now(), "", 0
+	rep := s.r.report(s.st, nil)
+	s.mu.Unlock()
+	s.r.saveReport(rep)
 }
 
 func (s *Syncer) failed(err error) {
 	n, cerr := s.r.unpushed()
 	s.mu.Lock()
-	defer s.mu.Unlock()
 	if cerr == nil {
 		s.st.Unpushed = n
 	}
 	if s.st.LastError != err.Error() {
-		s.log.Warn("remote: sync failed; writes go on locally and the push is retried", "url", s.r.cfg.Redacted(), "err", err)
+		s.log.Warn("remote: sync failed; writes go on locally and the push is retried", "url", s.r.cfg.Redacted(), "err", err, "hint", Hint(err))
 	}
 	s.st.LastError = err.Error()
+	rep := s.r.report(s.st, err)
+	s.mu.Unlock()
+	s.r.saveReport(rep)
 }
 
 func (r *Remote) head() (plumbing.Hash, error) {
