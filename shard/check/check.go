@@ -45,12 +45,12 @@ type Problem struct {
 // Report is the result of checking a brain.
 type Report struct {
 	Root     string         `json:"root"`
-	Wings    []string       `json:"wings"`    // every wing seen in wiki/, inbox/ or sessions/, sorted
-	Notes    int            `json:"notes"`    // curated notes a shard would load
-	Inbox    int            `json:"inbox"`    // inbox notes
-	Sessions int            `json:"sessions"` // session logs
-	PerWing  map[string]int `json:"per_wing"` // curated notes by wing
-	Problems []Problem      `json:"problems"` // sorted by path; empty when the brain is clean
+	Wings    []string       `json:"wings"`            // every wing seen in wiki/, inbox/ or sessions/, sorted
+	Notes    int            `json:"notes"`            // curated notes a shard would load
+	Inbox    int            `json:"inbox"`            // inbox notes
+	Sessions int            `json:"sessions"`         // session logs
+	PerWing  map[string]int `json:"per_wing"`         // curated notes by wing
+	Problems []Problem      `json:"problems"`         // sorted by path; empty when the brain is clean
 	Remote   *Remote        `json:"remote,omitempty"` // the git remote's last status; nil without one
 }
 
