@@ -30,6 +30,7 @@ func runDev(ctx context.Context, args []string, s streams) error {
 	fs.IntVar(&cfg.IdPPort, "idp-port", 5556, "development identity provider port")
 	fs.IntVar(&cfg.ShardBasePort, "shard-port", 7401, "first shard UDP port; wing i uses shard-port+i")
 	fs.Float64Var(&cfg.CallsPerSecond, "calls-per-second", 0, "per-user rate limit of the gateway (0: the gateway default); raise it to load-test with 'brainstem load'")
+	fs.StringVar(&cfg.GitRemote, "git-remote", "", "sync every wing with this git remote: a bare repository's `path` (created if missing) or a URL needing no credentials")
 	user := fs.String("email", "alice@example.com", "the `email` of the demo user whose token is printed")
 	logLevel := fs.String("log-level", "info", "log level of the log file: debug, info, warn, error")
 	if err := cli.Parse(fs, args); err != nil {

@@ -152,14 +152,24 @@ Enterprise-managed authorization (ID-JAG, no consent screen): the IdP vouches fo
 
 Identity provider: %s   Metrics and probes: %s/metrics  %s/readyz
 Brain:  %s
-Logs:   %s
+%sLogs:   %s
 Press Ctrl-C to stop.
 `, len(e.Wings), strings.Join(e.Wings, ", "), notes, took.Round(time.Millisecond),
 		e.MCPURL, e.ConsoleURL, join.Quote(plan.ClaudeArgs()), indent(plan.CursorJSON()), indent(plan.VSCodeJSON()),
 		user, exp.UTC().Format(time.RFC3339), tok, e.MCPURL, header, e.MCPURL, header, e.IssuerURL,
 		devidp.DefaultAssertionClientID, e.IssuerURL, gw, e.MCPURL, gw, oauth.GrantTypeJWTBearer, devidp.DefaultAssertionClientID,
-		e.IssuerURL, e.AdminURL, e.AdminURL, e.BrainDir, logPath)
+		e.IssuerURL, e.AdminURL, e.AdminURL, e.BrainDir, e.remoteLine(), logPath)
 	return err
+}
+
+// remoteLine is the banner's line about Config.GitRemote ("" without).
+func (e *Env) remoteLine() string {
+	if e.remote == nil {
+		return ""
+	}
+	return fmt.Sprintf("Git:    every wing syncs with %s (branch %s): pushes within %s, pulls every %s.\n"+
+		"        git clone it, edit a note under wiki/<wing>/, commit and push: brain_get and search have it.\n",
+		e.remote.Redacted(), e.remote.WithDefaults().Branch, DevPushDelay, DevPullInterval)
 }
 
 // maxTokenAnswer bounds the identity provider's answer to FetchToken.

@@ -35,7 +35,9 @@ import (
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/shard"
+	"github.com/brainstem/brainstem/shard/remote"
 	"github.com/brainstem/brainstem/shardserver"
+	"github.com/brainstem/brainstem/tooling/gitserver"
 )
 
 // ClientID is the audience of the development identity provider's tokens.
@@ -76,7 +78,20 @@ type Config struct {
 	// and each shard ("brainstem-shard-<wing>") their tracing; each server
 	// flushes and shuts down its own at Close. nil traces nothing.
 	Tracing func(service string) (*tracing.Tracing, error)
+	// GitRemote, when set, is a git remote every wing syncs with (`brainstem
+	// dev --git-remote`): a bare repository's path (created when missing)
+	// or a URL that needs no credentials. The wings share the brain
+	// directory's repository, so one syncer (the first wing's shard's)
+	// integrates all of them; it pulls every DevPullInterval.
+	GitRemote string
 }
+
+// The dev stack's git remote timing: short, so that a push from a clone
+// shows at once.
+const (
+	DevPullInterval = time.Second
+	DevPushDelay    = 500 * time.Millisecond
+)
 
 // PortError says which listener could not bind, naming the flag to change.
 type PortError struct {
@@ -106,6 +121,7 @@ type Env struct {
 	stopIdP  func() error
 	shardTLS *tls.Config       // the gateway's mTLS client identity
 	addrs    map[string]string // wing → shard address
+	remote   *remote.Config    // Config.GitRemote's, nil without one
 	cfg      Config
 	tempData bool
 	cancel   context.CancelFunc
@@ -141,6 +157,9 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	// client, as it is a company IdP's in production.
 	clientSecret := randomSecret()
 	if err := e.startIdP(runCtx, ls.idp, clientSecret); err != nil {
+		return nil, err
+	}
+	if e.remote, err = e.gitRemote(); err != nil {
 		return nil, err
 	}
 	ids, err := newIdentities(cfg.Host)
@@ -331,6 +350,9 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, id
 		StateDir: filepath.Join(e.DataDir, "state", wing), Version: e.cfg.Version,
 		Logger: e.cfg.Logger.With("component", "shard"), Progress: progress, // the shard adds "wing"
 	}
+	if e.remote != nil && wing == e.Wings[0] {
+		scfg.Remote = e.remote
+	}
 	if e.cfg.Shard != nil {
 		e.cfg.Shard(&scfg)
 	}
@@ -356,6 +378,33 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, id
 		}
 	}()
 	return pc.LocalAddr().String(), nil
+}
+
+// gitRemote is the remote of Config.GitRemote (nil without one): a
+// path is made absolute, and a bare repository with branch main is
+// created there when nothing is.
+func (e *Env) gitRemote() (*remote.Config, error) {
+	url := e.cfg.GitRemote
+	if url == "" || len(e.Wings) == 0 {
+		return nil, nil
+	}
+	if !strings.Contains(url, "://") && !strings.Contains(url, "@") {
+		abs, err := filepath.Abs(url)
+		if err != nil {
+			return nil, fmt.Errorf("devenv: --git-remote: %w", err)
+		}
+		if _, err := os.Stat(abs); errors.Is(err, fs.ErrNotExist) {
+			if _, err := gitserver.InitBare(filepath.Dir(abs), filepath.Base(abs)); err != nil {
+				return nil, fmt.Errorf("devenv: --git-remote: create a bare repository at %s: %w", abs, err)
+			}
+		}
+		url = abs
+	}
+	rc := &remote.Config{URL: url, Wing: e.Wings[0], SharedWings: e.Wings[1:], PushDelay: DevPushDelay, PullInterval: DevPullInterval}
+	if err := rc.Validate(); err != nil {
+		return nil, fmt.Errorf("devenv: --git-remote: %w", err)
+	}
+	return rc, nil
 }
 
 // tracing is the tracing of one server (Config.Tracing), nil when off.
