@@ -90,7 +90,7 @@ func TestRemoteOutageUnderWrites(t *testing.T) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	log, err := ada.Git(bare, "log", "--format=commit", "--name-only", "main", "--", "wiki/payments/facts/")
+	log, err := ada.Git(bare, "log", "--format=%H", "--name-only", "main", "--", "wiki/payments/facts/")
 	if err != nil {
 		t.Fatal(err)
 	}
