@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
 // remoteName names the in-memory remote: the repository's config is
@@ -79,9 +80,15 @@ func Open(dir string, cfg Config, log *slog.Logger) (*Remote, error) {
 	if head.Type() != plumbing.SymbolicReference {
 		return nil, ErrDetached
 	}
-	rem := git.NewRemote(repo.Storer, &gitconfig.RemoteConfig{Name: remoteName, URLs: []string{cfg.URL}})
-	return &Remote{cfg: cfg, log: log, repo: repo, rem: rem, local: head.Target(),
-		track: plumbing.NewRemoteReferenceName(remoteName, cfg.Branch), now: time.Now, root: dir}, nil
+	fs, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return nil, errNotOnDisk
+	}
+	local, track := head.Target(), plumbing.NewRemoteReferenceName(remoteName, cfg.Branch)
+	refs := refStorer{Storage: fs, names: []plumbing.ReferenceName{local, track}}
+	rem := git.NewRemote(refs, &gitconfig.RemoteConfig{Name: remoteName, URLs: []string{cfg.URL}})
+	return &Remote{cfg: cfg, log: log, repo: repo, rem: rem, local: local,
+		track: track, now: time.Now, root: dir}, nil
 }
 
 func checkRoot(repo *git.Repository, dir string) error {

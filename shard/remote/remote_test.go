@@ -144,6 +144,32 @@ func TestPushUpToDateAndAgain(t *testing.T) {
 	}
 }
 
+// TestPushBesideRefLock: a fetch and a push made while the history
+// engine holds the branch's ref lock (refs/heads/main.lock, empty while a
+// commit is being made, then holding the next head) succeed: the lock is
+// no reference.
+func TestPushBesideRefLock(t *testing.T) {
+	ctx := context.Background()
+	url, tokenFile := httpRemote(t)
+	dir := brainRepo(t)
+	r, err := Open(dir, Config{URL: url, Wing: "eng", TokenFile: tokenFile, Username: "git"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(dir, ".git", "refs", "heads", "main.lock")
+	head := strings.TrimSpace(runGit(t, agent, dir, "rev-parse", "main"))
+	for _, content := range []string{"", head + "\n"} {
+		mustWrite(t, lock, []byte(content), 0o644)
+		if _, err := r.Fetch(ctx); err != nil {
+			t.Fatalf("fetch beside the lock %q: %v", content, err)
+		}
+		p, err := r.Push(ctx)
+		if err != nil || p.To.String() != head {
+			t.Fatalf("push beside the lock %q: %+v, %v", content, p, err)
+		}
+	}
+}
+
 func TestWrongCredentials(t *testing.T) {
 	url, _ := httpRemote(t)
 	wrong := filepath.Join(t.TempDir(), "token")
