@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
 )
@@ -87,11 +86,7 @@ func (r *Remote) stage(b *atomicfile.Batch, p string, e entry) error {
 // <ref>.lock created exclusively, checked against old, written, synced
 // and renamed over the ref.
 func (r *Remote) moveBranch(old, next plumbing.Hash) error {
-	fs, ok := r.repo.Storer.(*filesystem.Storage)
-	if !ok {
-		return errNotOnDisk
-	}
-	ref := filepath.Join(fs.Filesystem().Root(), filepath.FromSlash(r.local.String()))
+	ref := filepath.Join(r.store.Filesystem().Root(), filepath.FromSlash(r.local.String()))
 	lock, err := os.OpenFile(ref+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("%w (%s is locked: %w)", ErrLocalMoved, r.local, err)

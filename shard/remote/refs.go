@@ -21,8 +21,10 @@ type refStorer struct {
 	names []plumbing.ReferenceName
 }
 
-// IterReferences lists the named references that exist.
+// IterReferences lists the named references that exist, then has go-git
+// list the packs again (see Remote.head), so that their commits are seen.
 func (s refStorer) IterReferences() (storer.ReferenceIter, error) {
+	defer s.Reindex()
 	var refs []*plumbing.Reference
 	for _, n := range s.names {
 		ref, err := s.Reference(n)

@@ -48,6 +48,7 @@ type Remote struct {
 	cfg    Config
 	log    *slog.Logger
 	repo   *git.Repository
+	store  *filesystem.Storage // repo's storage
 	rem    *git.Remote
 	local  plumbing.ReferenceName // the branch the wing commits on
 	track  plumbing.ReferenceName // where the fetched remote head is kept
@@ -87,7 +88,7 @@ func Open(dir string, cfg Config, log *slog.Logger) (*Remote, error) {
 	local, track := head.Target(), plumbing.NewRemoteReferenceName(remoteName, cfg.Branch)
 	refs := refStorer{Storage: fs, names: []plumbing.ReferenceName{local, track}}
 	rem := git.NewRemote(refs, &gitconfig.RemoteConfig{Name: remoteName, URLs: []string{cfg.URL}})
-	return &Remote{cfg: cfg, log: log, repo: repo, rem: rem, local: local,
+	return &Remote{cfg: cfg, log: log, repo: repo, store: fs, rem: rem, local: local,
 		track: track, now: time.Now, root: dir}, nil
 }
 
@@ -222,7 +223,8 @@ func (r *Remote) Push(ctx context.Context) (Pushed, error) {
 	if err != nil {
 		return Pushed{}, err
 	}
-	spec := gitconfig.RefSpec(r.local.String() + ":" + plumbing.NewBranchReferenceName(r.cfg.Branch).String())
+	// The head checked above, by hash: the branch may have moved since.
+	spec := gitconfig.RefSpec(p.To.String() + ":" + plumbing.NewBranchReferenceName(r.cfg.Branch).String())
 	err = r.rem.PushContext(ctx, &git.PushOptions{RemoteName: remoteName, RefSpecs: []gitconfig.RefSpec{spec}, Auth: auth})
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):

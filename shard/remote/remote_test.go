@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -166,6 +167,30 @@ func TestPushBesideRefLock(t *testing.T) {
 		p, err := r.Push(ctx)
 		if err != nil || p.To.String() != head {
 			t.Fatalf("push beside the lock %q: %+v, %v", content, p, err)
+		}
+	}
+}
+
+// TestPushSeesNewPacks: a commit made after the first push whose objects
+// are only in a new pack (as the history engine writes them) is pushed:
+// go-git, which lists the packs once, is made to list them again.
+func TestPushSeesNewPacks(t *testing.T) {
+	ctx := context.Background()
+	url, tokenFile := httpRemote(t)
+	dir := brainRepo(t)
+	r, err := Open(dir, Config{URL: url, Wing: "eng", TokenFile: tokenFile, Username: "git"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Push(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		commitFile(t, agent, dir, fmt.Sprintf("wiki/eng/facts/p%d.md", i), "p\n", "add p")
+		runGit(t, agent, dir, "repack", "-d", "-q") // the loose objects go to a new pack
+		head := strings.TrimSpace(runGit(t, agent, dir, "rev-parse", "main"))
+		if p, err := r.Push(ctx); err != nil || p.To.String() != head {
+			t.Fatalf("push %d after a new pack: %+v, %v", i, p, err)
 		}
 	}
 }

@@ -202,7 +202,12 @@ func (s *Syncer) failed(err error) {
 	s.st.LastError = err.Error()
 }
 
+// head reads the wing's branch. go-git lists the repository's packs once
+// and never again, so that the history engine's commits since, each in a
+// pack of its own, would stay unseen ("object not found"); head makes it
+// list them again, after the read, so that the commit read is seen.
 func (r *Remote) head() (plumbing.Hash, error) {
+	defer r.store.Reindex()
 	ref, err := r.repo.Storer.Reference(r.local)
 	switch {
 	case errors.Is(err, plumbing.ErrReferenceNotFound):
