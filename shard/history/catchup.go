@@ -335,6 +335,9 @@ func (h *History) diffRec(a, b plumbing.Hash, dir string, out []fileDiff) ([]fil
 
 // diffEntry compares one name of two trees (x or y nil: absent there).
 func (h *History) diffEntry(x, y *object.TreeEntry, dir string, out []fileDiff) ([]fileDiff, error) {
+	if x != nil && y != nil && x.Mode == y.Mode && x.Hash == y.Hash {
+		return out, nil // the same file or tree: most names of a big hall
+	}
 	e := x
 	if e == nil {
 		e = y

@@ -8,7 +8,6 @@ import (
 	"path/filepath"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
 )
@@ -17,30 +16,49 @@ import (
 // merge is dropped and made again on the new head at the next round.
 var ErrLocalMoved = errors.New("remote: the wing's branch moved during the merge; integrating again")
 
-// Apply makes the merge current as a hand `git pull` would: it moves the
-// wing's branch from local to the merge commit under git's lock protocol,
-// then writes the changed notes to the brain directory (durably), where
-// the store's watcher loads them and the history engine reads the merge
-// (whose bytes the files now equal, so nothing is recorded as outside).
+// errNotOnDisk: the repository's storage is not a directory (it always is
+// for a brain directory).
+var errNotOnDisk = errors.New("remote: the repository is not on disk")
+
+// Apply makes the merge current as a hand `git pull` would, with one
+// filesystem sync for all the changed notes instead of two per note:
+// their new bytes go to temporary files beside them (hidden: the store
+// and history ignore them, and the store's Open removes those a crash
+// leaves) and are made durable together with everything the fetch and
+// the merge wrote; then the wing's branch moves from local to the merge
+// commit under git's lock protocol (the pull is acknowledged); then the
+// temporary files are renamed over the notes and removed notes deleted,
+// each directory synced once. The store's watcher loads them and the
+// history engine reads the merge, whose bytes the files already equal
+// when the watcher sees them, so nothing is recorded as outside. A wing
+// that committed meanwhile (ErrLocalMoved) leaves the notes untouched.
 func (r *Remote) Apply(local plumbing.Hash, in Integration) error {
+	var b atomicfile.Batch
+	defer b.Cleanup()
+	for _, p := range in.Changed {
+		if err := r.stage(&b, p, in.files[p]); err != nil {
+			return err
+		}
+	}
+	if err := b.Sync(); err != nil {
+		return fmt.Errorf("remote: %w", err)
+	}
 	if err := r.moveBranch(local, in.Commit); err != nil {
 		return err
 	}
-	for _, p := range in.Changed {
-		if err := r.writeNote(p, in.files[p]); err != nil {
-			return err
-		}
+	if err := b.Commit(); err != nil {
+		return fmt.Errorf("remote: write the merged notes: %w", err)
 	}
 	return nil
 }
 
-func (r *Remote) writeNote(p string, e entry) error {
+// stage adds the merged entry e of note p to the batch (a removal when e
+// is zero).
+func (r *Remote) stage(b *atomicfile.Batch, p string, e entry) error {
 	path := filepath.Join(r.root, filepath.FromSlash(p))
 	if e.Hash.IsZero() {
-		if err := os.Remove(path); err != nil && !errors.Is(err, os.ErrNotExist) {
-			return fmt.Errorf("remote: remove %s: %w", p, err)
-		}
-		return atomicfile.SyncDir(filepath.Dir(path))
+		b.Remove(path)
+		return nil
 	}
 	blob, err := r.repo.BlobObject(e.Hash)
 	if err != nil {
@@ -58,7 +76,7 @@ func (r *Remote) writeNote(p string, e entry) error {
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("remote: %w", err)
 	}
-	if err := atomicfile.WriteFile(path, data, 0o644); err != nil {
+	if err := b.Add(path, data, 0o644); err != nil {
 		return fmt.Errorf("remote: write %s: %w", p, err)
 	}
 	return nil
@@ -68,11 +86,7 @@ func (r *Remote) writeNote(p string, e entry) error {
 // <ref>.lock created exclusively, checked against old, written, synced
 // and renamed over the ref.
 func (r *Remote) moveBranch(old, next plumbing.Hash) error {
-	fs, ok := r.repo.Storer.(*filesystem.Storage)
-	if !ok {
-		return errors.New("remote: the repository is not on disk")
-	}
-	ref := filepath.Join(fs.Filesystem().Root(), filepath.FromSlash(r.local.String()))
+	ref := filepath.Join(r.store.Filesystem().Root(), filepath.FromSlash(r.local.String()))
 	lock, err := os.OpenFile(ref+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("%w (%s is locked: %w)", ErrLocalMoved, r.local, err)

@@ -17,6 +17,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/transport"
 	githttp "github.com/go-git/go-git/v5/plumbing/transport/http"
 	gitssh "github.com/go-git/go-git/v5/plumbing/transport/ssh"
+	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/brainstem/brainstem/brain"
 )
@@ -49,6 +50,7 @@ type Remote struct {
 	cfg    Config
 	log    *slog.Logger
 	repo   *git.Repository
+	store  *filesystem.Storage // repo's storage
 	rem    *git.Remote
 	local  plumbing.ReferenceName // the branch the wing commits on
 	track  plumbing.ReferenceName // where the fetched remote head is kept
@@ -82,13 +84,19 @@ func Open(dir string, cfg Config, log *slog.Logger) (*Remote, error) {
 	if head.Type() != plumbing.SymbolicReference {
 		return nil, ErrDetached
 	}
-	rem := git.NewRemote(repo.Storer, &gitconfig.RemoteConfig{Name: remoteName, URLs: []string{cfg.URL}})
+	fs, ok := repo.Storer.(*filesystem.Storage)
+	if !ok {
+		return nil, errNotOnDisk
+	}
+	local, track := head.Target(), plumbing.NewRemoteReferenceName(remoteName, cfg.Branch)
+	refs := refStorer{Storage: fs, names: []plumbing.ReferenceName{local, track}}
+	rem := git.NewRemote(refs, &gitconfig.RemoteConfig{Name: remoteName, URLs: []string{cfg.URL}})
 	var dirs []string
 	for _, w := range cfg.Wings() {
 		dirs = append(dirs, brain.TopWiki+"/"+w+"/", brain.TopInbox+"/"+w+"/")
 	}
-	return &Remote{cfg: cfg, log: log, repo: repo, rem: rem, local: head.Target(),
-		track: plumbing.NewRemoteReferenceName(remoteName, cfg.Branch), now: time.Now, root: dir, dirs: dirs}, nil
+	return &Remote{cfg: cfg, log: log, repo: repo, store: fs, rem: rem, local: local,
+		track: track, now: time.Now, root: dir, dirs: dirs}, nil
 }
 
 func checkRoot(repo *git.Repository, dir string) error {
@@ -196,13 +204,26 @@ type Pushed struct {
 	From, To plumbing.Hash
 }
 
-// Push fetches the remote head and, when the wing's branch contains it,
-// pushes the branch to it. A remote with commits the branch lacks gives
-// ErrRemoteMoved (nothing is pushed): integrate them, then push again.
+// Push asks the remote for its branch's head and, when the wing's branch
+// contains it, pushes the branch to it. The remote is fetched only when
+// its head is not the one last seen (a push of the wing's own commits
+// costs one exchange, not a fetch and a push). A remote with commits the
+// branch lacks gives ErrRemoteMoved (nothing is pushed): integrate them,
+// then push again.
 func (r *Remote) Push(ctx context.Context) (Pushed, error) {
-	remote, err := r.Fetch(ctx)
+	auth, err := r.auth()
 	if err != nil {
 		return Pushed{}, err
+	}
+	sess, ar, remote, err := r.receivePack(ctx, auth)
+	if err != nil {
+		return Pushed{}, r.wrap("push", err)
+	}
+	defer sess.Close()
+	if !r.seen(remote) {
+		if remote, err = r.Fetch(ctx); err != nil {
+			return Pushed{}, err
+		}
 	}
 	local, err := r.head()
 	if err != nil {
@@ -218,15 +239,11 @@ func (r *Remote) Push(ctx context.Context) (Pushed, error) {
 	if ok, err := r.contains(p.To, remote); err != nil || !ok {
 		return Pushed{From: remote, To: remote}, errors.Join(err, ErrRemoteMoved)
 	}
-	auth, err := r.auth()
-	if err != nil {
-		return Pushed{}, err
-	}
-	spec := gitconfig.RefSpec(r.local.String() + ":" + plumbing.NewBranchReferenceName(r.cfg.Branch).String())
-	err = r.rem.PushContext(ctx, &git.PushOptions{RemoteName: remoteName, RefSpecs: []gitconfig.RefSpec{spec}, Auth: auth})
+	// The head checked above: the branch may have moved since.
+	err = r.sendPack(ctx, sess, ar, remote, p.To)
 	switch {
-	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
-	case strings.Contains(err.Error(), "non-fast-forward"), strings.Contains(err.Error(), "fetch first"):
+	case err == nil:
+	case errors.Is(err, ErrRemoteMoved), strings.Contains(err.Error(), "non-fast-forward"), strings.Contains(err.Error(), "fetch first"):
 		return Pushed{From: remote, To: remote}, ErrRemoteMoved // moved again since the fetch
 	default:
 		return Pushed{From: remote, To: remote}, r.wrap("push", err)
@@ -235,6 +252,16 @@ func (r *Remote) Push(ctx context.Context) (Pushed, error) {
 		return p, fmt.Errorf("remote: record the pushed head: %w", err)
 	}
 	return p, nil
+}
+
+// seen reports whether the remote head h is the one last fetched or
+// pushed (or none, and none was).
+func (r *Remote) seen(h plumbing.Hash) bool {
+	ref, err := r.repo.Storer.Reference(r.track)
+	if err != nil {
+		return false
+	}
+	return ref.Hash() == h
 }
 
 // contains reports whether commit head has ancestor (or is it).

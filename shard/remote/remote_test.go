@@ -3,6 +3,7 @@ package remote
 import (
 	"context"
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
 	"strings"
@@ -141,6 +142,56 @@ func TestPushUpToDateAndAgain(t *testing.T) {
 	runGit(t, ada, t.TempDir(), "clone", "--quiet", strings.Replace(url, "http://", "http://git:"+token+"@", 1), clone)
 	if n := strings.TrimSpace(runGit(t, ada, clone, "rev-list", "--count", "HEAD")); n != "2" {
 		t.Fatalf("the remote has %s commits, want 2", n)
+	}
+}
+
+// TestPushBesideRefLock: a fetch and a push made while the history
+// engine holds the branch's ref lock (refs/heads/main.lock, empty while a
+// commit is being made, then holding the next head) succeed: the lock is
+// no reference.
+func TestPushBesideRefLock(t *testing.T) {
+	ctx := context.Background()
+	url, tokenFile := httpRemote(t)
+	dir := brainRepo(t)
+	r, err := Open(dir, Config{URL: url, Wing: "eng", TokenFile: tokenFile, Username: "git"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	lock := filepath.Join(dir, ".git", "refs", "heads", "main.lock")
+	head := strings.TrimSpace(runGit(t, agent, dir, "rev-parse", "main"))
+	for _, content := range []string{"", head + "\n"} {
+		mustWrite(t, lock, []byte(content), 0o644)
+		if _, err := r.Fetch(ctx); err != nil {
+			t.Fatalf("fetch beside the lock %q: %v", content, err)
+		}
+		p, err := r.Push(ctx)
+		if err != nil || p.To.String() != head {
+			t.Fatalf("push beside the lock %q: %+v, %v", content, p, err)
+		}
+	}
+}
+
+// TestPushSeesNewPacks: a commit made after the first push whose objects
+// are only in a new pack (as the history engine writes them) is pushed:
+// go-git, which lists the packs once, is made to list them again.
+func TestPushSeesNewPacks(t *testing.T) {
+	ctx := context.Background()
+	url, tokenFile := httpRemote(t)
+	dir := brainRepo(t)
+	r, err := Open(dir, Config{URL: url, Wing: "eng", TokenFile: tokenFile, Username: "git"}, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := r.Push(ctx); err != nil {
+		t.Fatal(err)
+	}
+	for i := range 2 {
+		commitFile(t, agent, dir, fmt.Sprintf("wiki/eng/facts/p%d.md", i), "p\n", "add p")
+		runGit(t, agent, dir, "repack", "-d", "-q") // the loose objects go to a new pack
+		head := strings.TrimSpace(runGit(t, agent, dir, "rev-parse", "main"))
+		if p, err := r.Push(ctx); err != nil || p.To.String() != head {
+			t.Fatalf("push %d after a new pack: %+v, %v", i, p, err)
+		}
 	}
 }
 

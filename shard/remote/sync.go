@@ -134,22 +134,30 @@ func (s *Syncer) Run(ctx context.Context) {
 // Round fetches, integrates and pushes once (again, up to maxRounds
 // times, while the remote moves in between).
 func (s *Syncer) Round(ctx context.Context) error {
-	var err error
+	err := s.attempts(ctx)
+	if err != nil {
+		s.failed(err)
+	}
+	return err
+}
+
+// attempts pushes, integrating what the remote gained in between, up to
+// maxRounds times.
+func (s *Syncer) attempts(ctx context.Context) error {
 	for range maxRounds {
-		var p Pushed
-		if p, err = s.r.Push(ctx); err == nil {
+		p, err := s.r.Push(ctx)
+		if err == nil {
 			s.succeeded(p)
 			return nil
 		}
 		if !errors.Is(err, ErrRemoteMoved) {
-			break
+			return err
 		}
-		if err = s.integrate(ctx); err != nil && !errors.Is(err, ErrLocalMoved) {
-			break
+		if err := s.integrate(ctx); err != nil && !errors.Is(err, ErrLocalMoved) {
+			return err
 		}
 	}
-	s.failed(err)
-	return err
+	return fmt.Errorf("%w (still after %d attempts in one round)", ErrRemoteMoved, maxRounds)
 }
 
 func (s *Syncer) integrate(ctx context.Context) error {
@@ -223,7 +231,12 @@ func (s *Syncer) failed(err error) {
 	s.r.saveReport(rep)
 }
 
+// head reads the wing's branch. go-git lists the repository's packs once
+// and never again, so that the history engine's commits since, each in a
+// pack of its own, would stay unseen ("object not found"); head makes it
+// list them again, after the read, so that the commit read is seen.
 func (r *Remote) head() (plumbing.Hash, error) {
+	defer r.store.Reindex()
 	ref, err := r.repo.Storer.Reference(r.local)
 	switch {
 	case errors.Is(err, plumbing.ErrReferenceNotFound):
