@@ -115,6 +115,23 @@ func checkRoot(repo *git.Repository, dir string) error {
 	return nil
 }
 
+// localRoundTimeout bounds a round with a remote on this machine (a
+// repository path: see roundContext).
+const localRoundTimeout = 2 * time.Minute
+
+// roundContext is the context of one round. Over the file transport (a
+// repository path) go-git runs git's receive-pack and upload-pack as child
+// processes, and a transfer cut mid-stream by a cancelled context makes it
+// wait for them with no bound (their own children hold the pipes open):
+// the shard's Close hung. So a round on a path is not cut by shutdown; it
+// ends within localRoundTimeout. Network transports are cut at once.
+func (r *Remote) roundContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	if ep, err := transport.NewEndpoint(r.cfg.URL); err == nil && ep.Protocol == "file" {
+		return context.WithTimeout(context.WithoutCancel(ctx), localRoundTimeout)
+	}
+	return context.WithCancel(ctx)
+}
+
 // Config returns the remote's configuration, defaults filled.
 func (r *Remote) Config() Config { return r.cfg }
 

@@ -134,6 +134,8 @@ func (s *Syncer) Run(ctx context.Context) {
 // Round fetches, integrates and pushes once (again, up to maxRounds
 // times, while the remote moves in between).
 func (s *Syncer) Round(ctx context.Context) error {
+	ctx, cancel := s.r.roundContext(ctx)
+	defer cancel()
 	err := s.attempts(ctx)
 	if err != nil {
 		s.failed(err)
