@@ -118,6 +118,12 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.StateDir == "" {
 		cfg.StateDir = filepath.Join(cfg.Brain, ".brainstem", cfg.Wing)
 	}
+	// Before the store reads the notes: a pull a crash cut is finished.
+	if n, err := remote.Recover(cfg.Brain); err != nil {
+		return nil, fmt.Errorf("shard: wing %q: %w", cfg.Wing, err)
+	} else if n > 0 {
+		log.Warn("remote: finished a pull that a crash had cut", "notes", n)
+	}
 	st, err := store.Open(ctx, store.Options{
 		Root:         cfg.Brain,
 		Wing:         cfg.Wing,

@@ -43,11 +43,19 @@ func (r *Remote) Apply(local plumbing.Hash, in Integration) error {
 	if err := b.Sync(); err != nil {
 		return fmt.Errorf("remote: %w", err)
 	}
+	journal := filepath.Join(r.store.Filesystem().Root(), filepath.FromSlash(ApplyFile))
+	if err := writeJournal(journal, applyJournal{Commit: in.Commit.String(), Paths: in.Changed}); err != nil {
+		return err
+	}
 	if err := r.moveBranch(local, in.Commit); err != nil {
+		os.Remove(journal)
 		return err
 	}
 	if err := b.Commit(); err != nil {
 		return fmt.Errorf("remote: write the merged notes: %w", err)
+	}
+	if err := os.Remove(journal); err != nil {
+		return fmt.Errorf("remote: %w", err)
 	}
 	return nil
 }
