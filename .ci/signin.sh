@@ -95,7 +95,9 @@ docport=$((port + 11))
 node "$root/$npmdir/metadata-doc.mjs" "https://127.0.0.1:$docport/claude.json" "$tmp/cert.pem" "$tmp/key.pem" \
   "Claude Code (brainstem)" http://localhost/callback http://127.0.0.1/callback >"$tmp/doc.out" 2>&1 &
 pids+=($!)
-for _ in $(seq 1 100); do grep -q serving "$tmp/doc.out" && break; sleep 0.1; done
+# Node may start slowly on a loaded machine: wait for it, and say so if it never serves.
+for _ in $(seq 1 600); do grep -q serving "$tmp/doc.out" && break; sleep 0.1; done
+grep -q serving "$tmp/doc.out" || { echo "FAIL: the metadata document server did not start:"; cat "$tmp/doc.out"; exit 1; }
 MCP_OAUTH_CLIENT_METADATA_URL=https://127.0.0.1:$docport/claude.json CLAUDE=$claude \
   node "$root/$npmdir/claude-login.mjs" brainstem dave@example.com
 list=$("$claude" mcp list </dev/null 2>&1)
