@@ -6,7 +6,6 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
 	"time"
 
 	"gopkg.in/yaml.v3"
@@ -39,17 +38,9 @@ type ConfigFile struct {
 
 // ReadFile reads a --git-config file (unknown keys are refused).
 func ReadFile(path string) (ConfigFile, error) {
-	f, err := os.Open(path)
+	b, err := readBounded(path, maxConfigFile)
 	if err != nil {
 		return ConfigFile{}, fmt.Errorf("%w: %w", ErrConfigFile, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxConfigFile+1))
-	switch {
-	case err != nil:
-		return ConfigFile{}, fmt.Errorf("%w: %w", ErrConfigFile, err)
-	case len(b) > maxConfigFile:
-		return ConfigFile{}, fmt.Errorf("%w: %s is over %d bytes", ErrConfigFile, path, maxConfigFile)
 	}
 	return parseFile(path, b)
 }

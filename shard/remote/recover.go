@@ -95,23 +95,31 @@ func Recover(dir string) (int, error) {
 	return n, nil
 }
 
+// readBounded reads the file at path, refusing one over limit bytes (a
+// missing file's error is fs.ErrNotExist): the files of the sync state
+// and the remote's configuration file.
+func readBounded(path string, limit int) ([]byte, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	b, err := io.ReadAll(io.LimitReader(f, int64(limit)+1))
+	if err == nil && len(b) > limit {
+		err = fmt.Errorf("%s is over %d bytes", path, limit)
+	}
+	return b, err
+}
+
 // readJournal reads the journal at path (ok false: none).
 func readJournal(path string) (applyJournal, bool, error) {
 	var j applyJournal
-	f, err := os.Open(path)
+	b, err := readBounded(path, maxJournal)
 	if errors.Is(err, fs.ErrNotExist) {
 		return j, false, nil
 	}
 	if err != nil {
 		return j, false, fmt.Errorf("%w: %w", ErrJournal, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxJournal+1))
-	switch {
-	case err != nil:
-		return j, false, fmt.Errorf("%w: %s: %w", ErrJournal, path, err)
-	case len(b) > maxJournal:
-		return j, false, fmt.Errorf("%w: %s is over %d bytes", ErrJournal, path, maxJournal)
 	}
 	if err := json.Unmarshal(b, &j); err != nil || !plumbing.IsHash(j.Commit) {
 		return j, false, fmt.Errorf("%w: %s: not a journal (%v)", ErrJournal, path, err)

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"net"
 	"os"
@@ -126,20 +125,12 @@ func (r *Remote) saveReport(rep Report) {
 // ReadReport reads the status file of the repository whose git directory
 // is gitDir; ok is false when there is none (no remote has run there).
 func ReadReport(gitDir string) (rep Report, ok bool, err error) {
-	f, err := os.Open(filepath.Join(gitDir, filepath.FromSlash(StatusFile)))
+	b, err := readBounded(filepath.Join(gitDir, filepath.FromSlash(StatusFile)), maxStatusFile)
 	if errors.Is(err, fs.ErrNotExist) {
 		return Report{}, false, nil
 	}
 	if err != nil {
 		return Report{}, false, fmt.Errorf("%w: %w", ErrStatusFile, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxStatusFile+1))
-	switch {
-	case err != nil:
-		return Report{}, false, fmt.Errorf("%w: %w", ErrStatusFile, err)
-	case len(b) > maxStatusFile:
-		return Report{}, false, fmt.Errorf("%w: over %d bytes", ErrStatusFile, maxStatusFile)
 	}
 	if err := json.Unmarshal(b, &rep); err != nil {
 		return Report{}, false, fmt.Errorf("%w: %w", ErrStatusFile, err)
