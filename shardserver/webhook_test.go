@@ -27,10 +27,11 @@ func post(h http.Handler, body []byte, header, value string) int {
 	return rec.Code
 }
 
-// TestWebhookTriggersPull: a signed push event makes the wing pull within
-// 5 s (the pull interval being an hour); unsigned, wrongly signed and
-// oversized calls are refused.
-func TestWebhookTriggersPull(t *testing.T) {
+// webhookWing serves a wing whose remote (a bare repository, pulled every
+// hour) holds a note of Ada's the wing has not pulled, with a webhook
+// secret of "hook-secret".
+func webhookWing(t *testing.T) (*fixture, *Server) {
+	t.Helper()
 	f := newFixture(t)
 	root := t.TempDir()
 	bare, err := gitserver.InitBare(root, "brain.git")
@@ -38,25 +39,37 @@ func TestWebhookTriggersPull(t *testing.T) {
 		t.Fatal(err)
 	}
 	secretFile := filepath.Join(t.TempDir(), "webhook")
-	os.WriteFile(secretFile, []byte("hook-secret\n"), 0o600)
+	if err := os.WriteFile(secretFile, []byte("hook-secret\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
 	cfg := f.config(nil)
 	cfg.Shard.Remote = &remote.Config{URL: bare, PushDelay: time.Hour, PullInterval: time.Hour, WebhookSecretFile: secretFile}
 	srv, err := New(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer srv.Close()
-
+	t.Cleanup(func() { srv.Close() })
 	ada := gitserver.Person{Name: "Ada", Email: "ada@example.com"}
 	work := t.TempDir()
-	note := filepath.Join(work, "wiki/payments/facts/from-ada.md")
-	os.MkdirAll(filepath.Dir(note), 0o755)
-	os.WriteFile(note, []byte("---\ntitle: From Ada\n---\nhello\n"), 0o644)
+	if err := os.MkdirAll(filepath.Join(work, "wiki/payments/facts"), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(work, "wiki/payments/facts/from-ada.md"), []byte("---\ntitle: From Ada\n---\nhello\n"), 0o644); err != nil {
+		t.Fatal(err)
+	}
 	for _, args := range [][]string{{"init", "--quiet", "--initial-branch=main", "."}, {"add", "-A"}, {"commit", "--quiet", "-m", "Ada's note"}, {"push", "--quiet", bare, "main"}} {
 		if _, err := ada.Git(work, args...); err != nil {
 			t.Fatal(err)
 		}
 	}
+	return f, srv
+}
+
+// TestWebhookTriggersPull: a signed push event makes the wing pull within
+// 5 s (the pull interval being an hour); unsigned, wrongly signed and
+// oversized calls are refused.
+func TestWebhookTriggersPull(t *testing.T) {
+	f, srv := webhookWing(t)
 
 	h := srv.AdminHandler()
 	body := []byte(`{"ref":"refs/heads/main"}`)
@@ -99,37 +112,8 @@ func TestWebhookTriggersPull(t *testing.T) {
 // over HTTP to the admin endpoint, gets its status and triggers no pull;
 // then a signed call does.
 func TestWebhookAttacks(t *testing.T) {
-	f := newFixture(t)
-	root := t.TempDir()
-	bare, err := gitserver.InitBare(root, "brain.git")
-	if err != nil {
-		t.Fatal(err)
-	}
-	secretFile := filepath.Join(t.TempDir(), "webhook")
-	if err := os.WriteFile(secretFile, []byte("hook-secret\n"), 0o600); err != nil {
-		t.Fatal(err)
-	}
-	cfg := f.config(nil)
-	cfg.Shard.Remote = &remote.Config{URL: bare, PushDelay: time.Hour, PullInterval: time.Hour, WebhookSecretFile: secretFile}
-	srv, err := New(context.Background(), cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer srv.Close()
-	ada := gitserver.Person{Name: "Ada", Email: "ada@example.com"}
-	work := t.TempDir()
+	f, srv := webhookWing(t)
 	pulled := filepath.Join(f.brain, "wiki/payments/facts/from-ada.md")
-	if err := os.MkdirAll(filepath.Join(work, "wiki/payments/facts"), 0o755); err != nil {
-		t.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(work, "wiki/payments/facts/from-ada.md"), []byte("---\ntitle: From Ada\n---\nhello\n"), 0o644); err != nil {
-		t.Fatal(err)
-	}
-	for _, args := range [][]string{{"init", "--quiet", "--initial-branch=main", "."}, {"add", "-A"}, {"commit", "--quiet", "-m", "Ada's note"}, {"push", "--quiet", bare, "main"}} {
-		if _, err := ada.Git(work, args...); err != nil {
-			t.Fatal(err)
-		}
-	}
 	hs := httptest.NewServer(srv.AdminHandler())
 	defer hs.Close()
 
