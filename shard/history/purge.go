@@ -25,7 +25,8 @@ import (
 // pack and every other pack, loose object, reflog and ORIG_HEAD/FETCH_HEAD
 // is deleted, .git/index and the snapshot are rewritten, and the pending
 // log keeps no segment from before. Commits after the purge point get new
-// ids. It must be enabled (Options.AllowPurge).
+// ids. It must be enabled (Options.AllowPurge). An error after the branch
+// moved comes with the result (its Blobs set): the rewrite stands.
 func (h *History) Purge(ctx context.Context, req PurgeRequest) (PurgeResult, error) {
 	if err := h.closed(); err != nil {
 		return PurgeResult{}, err
@@ -58,7 +59,7 @@ func (h *History) Purge(ctx context.Context, req PurgeRequest) (PurgeResult, err
 	}
 	res, err := h.rewrite(lock, head, req, target)
 	if err != nil {
-		return PurgeResult{}, err
+		return res, err // res is set once the branch names the rewrite
 	}
 	h.plog.dropThrough(h.q.doneSeq())
 	h.idxAll = true

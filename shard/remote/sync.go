@@ -45,6 +45,9 @@ type Status struct {
 	Recent    []ConflictRecord
 	Rejected  []Rejected
 	Pushes    int
+	// ForcePushPending is set while the force push of a purge's rewritten
+	// history has not reached the remote (the rounds retry it).
+	ForcePushPending bool
 }
 
 // Syncer runs the rounds of one wing's remote: fetch, integrate what the
@@ -55,6 +58,10 @@ type Syncer struct {
 	by    Identity
 	after func(time.Duration) <-chan time.Time
 	wake  chan struct{}
+
+	// hold is held by a round and by a purge, from its sync to its force
+	// push: no round runs between.
+	hold sync.Mutex
 
 	mu sync.Mutex
 	st Status
@@ -76,6 +83,7 @@ func NewSyncer(r *Remote, by Identity, log *slog.Logger, after func(time.Duratio
 			s.st.Recent = rep.Conflicts
 		}
 	}
+	_, s.st.ForcePushPending, _ = r.pendingForcePush()
 	return s
 }
 
@@ -134,9 +142,11 @@ func (s *Syncer) Run(ctx context.Context) {
 // Round fetches, integrates and pushes once (again, up to maxRounds
 // times, while the remote moves in between).
 func (s *Syncer) Round(ctx context.Context) error {
+	s.hold.Lock()
+	defer s.hold.Unlock()
 	ctx, cancel := s.r.roundContext(ctx)
 	defer cancel()
-	err := s.attempts(ctx)
+	err := s.round(ctx)
 	if err != nil {
 		s.failed(err)
 	}
