@@ -271,3 +271,53 @@ func checkReport(t *testing.T, g *remoteRig) (string, error) {
 	}
 	return out.String(), rep.Err()
 }
+
+// TestRemotePurgeCatchesUp: the remote gains a person's commit after the
+// purge synced with it (the force push was refused meanwhile); the next
+// round takes that commit's change as one ordinary commit, never as a
+// merge parent, and force pushes: the person's note is in the wing and
+// the remote, the purged content in neither.
+func TestRemotePurgeCatchesUp(t *testing.T) {
+	g, blob := purgeRig(t, false)
+	adaGit(t, g.clone, "pull", "--quiet", "--ff-only")
+	if res, isErr := g.purgeSecretVersion(t); isErr {
+		t.Fatalf("brain_purge: %s", res)
+	}
+	mustWrite(t, filepath.Join(g.clone, "wiki/payments/facts/late-fact.md"), []byte("---\ntitle: Late fact\n---\nPushed after the purge synced: a quokka.\n"), 0o644)
+	adaGit(t, g.clone, "add", "-A")
+	adaGit(t, g.clone, "commit", "--quiet", "-m", "A late fact")
+	adaGit(t, g.clone, "push", "--quiet", "origin", "main")
+	late := strings.TrimSpace(adaGit(t, g.clone, "rev-parse", "HEAD"))
+	adaGit(t, g.bare, "config", "receive.denyNonFastForwards", "false")
+	if err := g.svc.Remote().Round(context.Background()); err != nil {
+		t.Fatalf("round: %v", err)
+	}
+	eventually(t, "the late note in brain_get", func() bool {
+		tok := mint(t, g.svc, "reader@example.com", g.now.Now().Add(time.Hour)).Token
+		resp, err := g.svc.Call(context.Background(), &proto.CallRequest{Token: tok, Tool: "brain_get", Args: []byte(`{"id":"payments/facts/late-fact"}`)})
+		return err == nil && !resp.IsError && strings.Contains(string(resp.Result), "quokka")
+	})
+	head := strings.TrimSpace(adaGit(t, g.bare, "rev-parse", "main"))
+	if local := strings.TrimSpace(adaGit(t, g.svc.cfg.Brain, "rev-parse", "HEAD")); local != head {
+		t.Fatalf("the remote is at %s, the wing at %s", head, local)
+	}
+	if _, err := ada.Git(g.bare, "merge-base", "--is-ancestor", late, head); err == nil {
+		t.Error("the person's commit is an ancestor of the pushed head: its history (the purged content) came back")
+	}
+	if parents := strings.Fields(adaGit(t, g.bare, "rev-list", "--parents", "-1", head)); len(parents) != 2 {
+		t.Errorf("the catch-up commit has parents %v, want one", parents[1:])
+	}
+	if msg := adaGit(t, g.bare, "log", "-1", "--format=%s", head); !strings.Contains(msg, "since the purge") {
+		t.Errorf("the remote's head is %q, not the catch-up commit", msg)
+	}
+	if out := adaGit(t, g.bare, "show", "main:wiki/payments/facts/late-fact.md"); !strings.Contains(out, "quokka") {
+		t.Errorf("the remote lacks the late note: %s", out)
+	}
+	assertNoSecret(t, g, blob)
+	if _, err := ada.Git(g.svc.cfg.Brain, "cat-file", "-e", blob); err == nil {
+		t.Error("the wing's repository holds the purged blob again")
+	}
+	if st := g.svc.Remote().Status(); st.ForcePushPending || st.LastError != "" {
+		t.Errorf("status %+v", st)
+	}
+}

@@ -2,6 +2,7 @@ package remote
 
 import (
 	"context"
+	"errors"
 	"fmt"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -26,6 +27,11 @@ func (s *Syncer) round(ctx context.Context) error {
 func (s *Syncer) forcePush(ctx context.Context, lease plumbing.Hash) error {
 	s.setPending(true)
 	p, err := s.r.ForcePush(ctx, lease)
+	if errors.Is(err, ErrLeaseMoved) {
+		if lease, err = s.catchUp(ctx, lease); err == nil {
+			p, err = s.r.ForcePush(ctx, lease)
+		}
+	}
 	if err != nil {
 		s.log.Warn("remote: the force push of the purged history is pending; the next rounds retry it", "url", s.r.cfg.Redacted(), "lease", lease, "err", err)
 		return err
@@ -77,4 +83,16 @@ func (r *Remote) ForcePush(ctx context.Context, lease plumbing.Hash) (Pushed, er
 		return p, fmt.Errorf("remote: record the pushed head: %w", err)
 	}
 	return p, nil
+}
+
+// ahead is Remote.ahead under the hold: go-git's storage is not safe for
+// concurrent use, and a purge's sync or force push may be running in
+// another goroutine; while one is, it reports false (the purge does the
+// round's work).
+func (s *Syncer) ahead() bool {
+	if !s.hold.TryLock() {
+		return false
+	}
+	defer s.hold.Unlock()
+	return s.r.ahead()
 }

@@ -270,6 +270,11 @@ func (r *Remote) writeMerge(tree, local, remote plumbing.Hash, by Identity, conf
 	if local.IsZero() {
 		c.ParentHashes = c.ParentHashes[1:]
 	}
+	return r.putCommit(c)
+}
+
+// putCommit stores commit c.
+func (r *Remote) putCommit(c *object.Commit) (plumbing.Hash, error) {
 	obj := r.repo.Storer.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("remote: encode the merge commit: %w", err)

@@ -72,8 +72,10 @@ func Hint(err error) string {
 		return "the remote's head holds a tree git cannot read: fix the remote branch (revert the commit that made it)"
 	case errors.Is(err, ErrPurgedContent):
 		return "a clone made before a purge pushed the purged history back: force push the wing's branch again (or reset the remote branch) and have every clone re-cloned"
+	case errors.Is(err, ErrLeaseLost):
+		return "someone rewrote the remote branch after a purge synced with it: reset the remote branch to the wing's (push it from the brain's repository with --force) so that the purge's force push lands"
 	case errors.Is(err, ErrLeaseMoved):
-		return "the remote moved after a purge synced with it: the force push of the purged history waits; check who pushed, then reset the remote branch to the lease or remove its new commits"
+		return "the remote kept moving while the purge's force push was retried: it is retried; if it persists, look for another writer pushing in a loop"
 	case errors.Is(err, ErrRemoteMoved):
 		return "the remote kept moving during every attempt of the round: it is retried; if it persists, look for another writer pushing in a loop"
 	case errors.As(err, &ne), errors.Is(err, transport.ErrRepositoryNotFound), strings.Contains(err.Error(), "connection refused"),

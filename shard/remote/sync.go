@@ -127,7 +127,7 @@ func (s *Syncer) Run(ctx context.Context) {
 		case <-s.after(wait):
 			since += wait
 		}
-		if backoff == 0 && since < cfg.PullInterval && !s.r.ahead() {
+		if backoff == 0 && since < cfg.PullInterval && !s.ahead() {
 			continue
 		}
 		since = 0
