@@ -70,17 +70,35 @@ func (r *Remote) pendingForcePush() (lease plumbing.Hash, pending bool, err erro
 	if errors.Is(err, fs.ErrNotExist) {
 		return plumbing.ZeroHash, false, nil
 	}
-	var fp forcePush
 	if err == nil {
-		err = json.Unmarshal(b, &fp)
-	}
-	if err == nil && fp.Lease != "" && !plumbing.IsHash(fp.Lease) {
-		err = fmt.Errorf("lease %q is not a commit id", fp.Lease)
+		lease, err = parseForcePush(b)
 	}
 	if err != nil {
 		return plumbing.ZeroHash, false, fmt.Errorf("%w (%s): %w", errForcePushFile, ForcePushFile, err)
 	}
-	return plumbing.NewHash(fp.Lease), true, nil
+	return lease, true, nil
+}
+
+// parseForcePush reads the lease of a pending force push file.
+func parseForcePush(b []byte) (plumbing.Hash, error) {
+	var fp forcePush
+	if err := json.Unmarshal(b, &fp); err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if fp.Lease != "" && (len(fp.Lease) != 40 || !plumbing.IsHash(fp.Lease)) {
+		return plumbing.ZeroHash, fmt.Errorf("lease %q is not a commit id", fp.Lease)
+	}
+	return plumbing.NewHash(fp.Lease), nil
+}
+
+// formatForcePush is the file of a force push owed with lease.
+func formatForcePush(lease plumbing.Hash, since time.Time) ([]byte, error) {
+	fp := forcePush{Since: since.UTC()}
+	if !lease.IsZero() {
+		fp.Lease = lease.String()
+	}
+	b, err := json.Marshal(fp)
+	return append(b, '\n'), err
 }
 
 // setForcePush records (or, with pending false, clears) the force push
@@ -93,16 +111,12 @@ func (r *Remote) setForcePush(lease plumbing.Hash, pending bool) error {
 		}
 		return atomicfile.SyncDir(filepath.Dir(path))
 	}
-	fp := forcePush{Since: r.now().UTC()}
-	if !lease.IsZero() {
-		fp.Lease = lease.String()
-	}
-	b, err := json.Marshal(fp)
+	b, err := formatForcePush(lease, r.now())
 	if err == nil {
 		err = os.MkdirAll(filepath.Dir(path), 0o755)
 	}
 	if err == nil {
-		err = atomicfile.WriteFile(path, append(b, '\n'), 0o644)
+		err = atomicfile.WriteFile(path, b, 0o644)
 	}
 	if err != nil {
 		return fmt.Errorf("remote: record the pending force push: %w", err)
@@ -116,17 +130,42 @@ func (r *Remote) purged() (map[plumbing.Hash]bool, error) {
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}
-	if err != nil {
-		return nil, fmt.Errorf("remote: read %s: %w", PurgedFile, err)
+	if err == nil {
+		var set map[plumbing.Hash]bool
+		if set, err = parsePurged(b); err == nil {
+			return set, nil
+		}
 	}
+	return nil, fmt.Errorf("remote: read %s: %w", PurgedFile, err)
+}
+
+// parsePurged reads a purged file: blob ids in hex, one a line.
+func parsePurged(b []byte) (map[plumbing.Hash]bool, error) {
 	set := map[plumbing.Hash]bool{}
 	for _, l := range strings.Fields(string(b)) {
-		if !plumbing.IsHash(l) {
-			return nil, fmt.Errorf("remote: %s holds %q, not a blob id", PurgedFile, l)
+		if len(l) != 40 || !plumbing.IsHash(l) {
+			return nil, fmt.Errorf("%q is not a blob id", l)
 		}
 		set[plumbing.NewHash(l)] = true
 	}
 	return set, nil
+}
+
+// formatPurged is the purged file of set and the ids (hex) more.
+func formatPurged(set map[plumbing.Hash]bool, more []string) ([]byte, error) {
+	lines := make([]string, 0, len(set)+len(more))
+	for h := range set {
+		lines = append(lines, h.String())
+	}
+	for _, b := range more {
+		if len(b) != 40 || !plumbing.IsHash(b) {
+			return nil, fmt.Errorf("remote: %q is not a blob id", b)
+		}
+		lines = append(lines, strings.ToLower(b))
+	}
+	slices.Sort(lines)
+	lines = slices.Compact(lines)
+	return []byte(strings.Join(lines, "\n") + "\n"), nil
 }
 
 // addPurged records the blob ids (hex) a purge removed.
@@ -135,23 +174,15 @@ func (r *Remote) addPurged(blobs []string) error {
 	if err != nil {
 		return err
 	}
-	lines := make([]string, 0, len(set)+len(blobs))
-	for h := range set {
-		lines = append(lines, h.String())
+	b, err := formatPurged(set, blobs)
+	if err != nil {
+		return err
 	}
-	for _, b := range blobs {
-		if !plumbing.IsHash(b) {
-			return fmt.Errorf("remote: %q is not a blob id", b)
-		}
-		lines = append(lines, b)
-	}
-	slices.Sort(lines)
-	lines = slices.Compact(lines)
 	path := r.gitPath(PurgedFile)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
 		return fmt.Errorf("remote: %w", err)
 	}
-	if err := atomicfile.WriteFile(path, []byte(strings.Join(lines, "\n")+"\n"), 0o644); err != nil {
+	if err := atomicfile.WriteFile(path, b, 0o644); err != nil {
 		return fmt.Errorf("remote: record the purged blobs: %w", err)
 	}
 	return nil
@@ -252,7 +283,8 @@ func (h *PurgeHold) Finish(ctx context.Context, purged []string) error {
 	if err := s.r.addPurged(purged); err != nil {
 		return err
 	}
-	rctx, cancel := s.r.roundContext(ctx)
+	// Bounded: the curator's call waits for it, and the purge is done.
+	rctx, cancel := context.WithTimeout(ctx, localRoundTimeout)
 	defer cancel()
 	if err := s.forcePush(rctx, h.lease); err != nil {
 		s.failed(err)
