@@ -184,7 +184,8 @@ func TestRemotePurgeNeedsRemote(t *testing.T) {
 
 // TestRemotePurgePending: a remote that refuses the force push (branch
 // protection) leaves the purge done locally and the push pending, listed
-// in Status; once the remote allows it, the next round force pushes.
+// in Status and by brainstem check, across a restart; once the remote
+// allows it, the next round force pushes.
 func TestRemotePurgePending(t *testing.T) {
 	g, blob := purgeRig(t, false)
 	if res, isErr := g.purgeSecretVersion(t); isErr {
@@ -205,6 +206,20 @@ func TestRemotePurgePending(t *testing.T) {
 	}
 	if text, _ := checkReport(t, g); !strings.Contains(text, "not force pushed") {
 		t.Errorf("brainstem check does not list the pending force push:\n%s", text)
+	}
+	// The pending force push survives a restart.
+	cfg := g.svc.cfg
+	if err := g.svc.Close(); err != nil {
+		t.Fatal(err)
+	}
+	svc, err := Open(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { svc.Close() })
+	g.svc = svc
+	if st := g.svc.Remote().Status(); !st.ForcePushPending {
+		t.Fatalf("status after a restart: %+v", st)
 	}
 	adaGit(t, g.bare, "config", "receive.denyNonFastForwards", "false")
 	g.svc.Remote().Trigger()
