@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
+
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/shard/check"
 	"github.com/brainstem/brainstem/shard/remote"
@@ -194,6 +196,9 @@ func TestRemotePurgePending(t *testing.T) {
 	if st := g.svc.Remote().Status(); !st.ForcePushPending || st.LastError == "" {
 		t.Fatalf("status after a refused force push: %+v", st)
 	}
+	if v := pendingGauge(t, g.svc.Remote()); v != 1 {
+		t.Errorf("brainstem_remote_force_push_pending = %v while pending", v)
+	}
 	if vs := g.versionsOf(t); !vs[1].Purged {
 		t.Fatalf("the purge is not done locally: %+v", vs)
 	}
@@ -225,6 +230,9 @@ func TestRemotePurgePending(t *testing.T) {
 	g.svc.Remote().Trigger()
 	eventually(t, "the pending force push done", func() bool { return !g.svc.Remote().Status().ForcePushPending })
 	assertNoSecret(t, g, blob)
+	if v := pendingGauge(t, g.svc.Remote()); v != 0 {
+		t.Errorf("brainstem_remote_force_push_pending = %v once pushed", v)
+	}
 	if text, _ := checkReport(t, g); strings.Contains(text, "not force pushed") || !strings.Contains(text, "in sync") {
 		t.Errorf("brainstem check after the force push:\n%s", text)
 	}
@@ -334,5 +342,46 @@ func TestRemotePurgeCatchesUp(t *testing.T) {
 	}
 	if st := g.svc.Remote().Status(); st.ForcePushPending || st.LastError != "" {
 		t.Errorf("status %+v", st)
+	}
+}
+
+// pendingGauge is the syncer's brainstem_remote_force_push_pending.
+func pendingGauge(t *testing.T, s *remote.Syncer) float64 {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(s.Collectors()...)
+	fams, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, f := range fams {
+		if f.GetName() == "brainstem_remote_force_push_pending" {
+			return f.GetMetric()[0].GetGauge().GetValue()
+		}
+	}
+	t.Fatal("no brainstem_remote_force_push_pending")
+	return 0
+}
+
+// TestRemotePurgeEveryVersion: a purge of every version removes the note
+// (its removal is pushed with the rewrite) and no clone finds any of it.
+func TestRemotePurgeEveryVersion(t *testing.T) {
+	g, blob := purgeRig(t, true)
+	tok := mint(t, g.svc, curatorOfT, g.now.Now().Add(time.Hour)).Token
+	resp, err := g.svc.Call(context.Background(), &proto.CallRequest{Token: tok, Tool: "brain_purge",
+		Args: []byte(`{"id":"payments/facts/retry-budgets","reason":"the whole note leaked"}`)})
+	if err != nil || resp.IsError {
+		t.Fatalf("brain_purge: %v %s", err, resp.Result)
+	}
+	if _, err := ada.Git(g.bare, "cat-file", "-e", "main:"+budgets); err == nil {
+		t.Error("the remote's branch still has the note")
+	}
+	local := strings.TrimSpace(adaGit(t, g.svc.cfg.Brain, "rev-parse", "HEAD"))
+	if head := strings.TrimSpace(adaGit(t, g.bare, "rev-parse", "main")); head != local {
+		t.Errorf("the remote is at %s, the wing at %s", head, local)
+	}
+	assertNoSecret(t, g, blob)
+	if log := adaGit(t, g.freshClone(t), "log", "--all", "-p"); strings.Contains(log, "Retries: redacted") {
+		t.Error("a fresh clone still holds the current version's content")
 	}
 }

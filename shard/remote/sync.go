@@ -328,5 +328,11 @@ func (s *Syncer) Collectors() []prometheus.Collector {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "conflicts_total", Help: "Notes changed on both sides, settled by the conflict rule (the remote's version is current)."},
 			func() float64 { return float64(s.Status().Conflicts) }),
 		g("rejected_files", "Files of the remote reported and not loaded at the last integration.", func(st Status) float64 { return float64(len(st.Rejected)) }),
+		g("force_push_pending", "1 while a purge's rewritten history has not been force pushed to the remote (retried at each round), else 0.", func(st Status) float64 {
+			if st.ForcePushPending {
+				return 1
+			}
+			return 0
+		}),
 	}
 }
