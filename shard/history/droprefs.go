@@ -15,13 +15,18 @@ import (
 
 // droppable reports whether a purge with PurgeRequest.DropRefs drop may
 // delete ref name: it lies under one of the prefixes and is a loose ref
-// (a packed one stays, so it still refuses the purge).
+// only (a packed one stays, so it still refuses the purge).
 func (r *repo) droppable(name plumbing.ReferenceName, drop []string) bool {
 	for _, p := range drop {
-		if p != "" && strings.HasPrefix(string(name), p) {
-			_, err := os.Stat(r.refPath(name))
-			return err == nil
+		if p == "" || !strings.HasPrefix(string(name), p) {
+			continue
 		}
+		if _, err := os.Stat(r.refPath(name)); err != nil {
+			return false
+		}
+		packed, err := r.packedRefs()
+		_, isPacked := packed[name]
+		return err == nil && !isPacked
 	}
 	return false
 }

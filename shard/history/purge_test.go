@@ -215,6 +215,23 @@ func TestPurgeDropsRefs(t *testing.T) {
 		t.Fatal("a prefix that does not cover the ref let the purge through")
 	}
 	req.DropRefs = []string{"refs/remotes/brainstem/"}
+	b.git("pack-refs", "--all") // packed (and no loose file): not dropped
+	if _, err := h.Purge(ctx, req); err == nil {
+		t.Fatal("a packed ref under DropRefs let the purge through")
+	}
+	b.git("update-ref", "refs/remotes/brainstem/main", "HEAD") // packed and loose
+	if _, err := h.Purge(ctx, req); err == nil {
+		t.Fatal("a ref both loose and packed let the purge through")
+	}
+	head := strings.TrimSpace(b.git("rev-parse", "HEAD"))
+	b.git("update-ref", "-d", "refs/remotes/brainstem/main")
+	loose := filepath.Join(b.root, ".git", "refs", "remotes", "brainstem", "main")
+	if err := os.MkdirAll(filepath.Dir(loose), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(loose, []byte(head+"\n"), 0o644); err != nil { // loose only, as go-git writes it
+		t.Fatal(err)
+	}
 	res, err := h.Purge(ctx, req)
 	if err != nil {
 		t.Fatal(err)
