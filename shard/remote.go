@@ -2,11 +2,11 @@ package shard
 
 import (
 	"context"
-	"errors"
 	"fmt"
 
 	"github.com/brainstem/brainstem/shard/history"
 	"github.com/brainstem/brainstem/shard/remote"
+	"github.com/brainstem/brainstem/shard/store"
 )
 
 // remoteSync is the wing's link to its git remote, when Config.Remote is
@@ -46,6 +46,9 @@ func (s *Service) startRemote() error {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	s.remote = &remoteSync{syncer: syncer, stop: cancel, done: make(chan struct{})}
+	if l, ok := s.cfg.History.Remote.(*purgeLink); ok {
+		l.syncer = syncer
+	}
 	go func() {
 		defer close(s.remote.done)
 		syncer.Run(ctx)
@@ -54,20 +57,29 @@ func (s *Service) startRemote() error {
 	return nil
 }
 
-// ErrForcePushNotBuilt: the force push that must follow a purge when a
-// remote is set is not built yet, so purge and remote exclude each other.
-var ErrForcePushNotBuilt = errors.New("shard: a purge with a remote set needs a force push of the rewritten history, which this version does not do yet: turn purge off or remove the remote")
-
-// purgeAllowed refuses purge with a remote: purged content must never be
-// pushed, and a merge of the remote's old history would bring it back.
+// purgeAllowed refuses purge with a remote unless the operator allowed
+// the force push a purge then needs: purged content must never be pushed,
+// and the remote's old history must be replaced.
 func purgeAllowed(allowPurge bool, cfg remote.Config) error {
-	switch {
-	case !allowPurge:
-		return nil
-	case !cfg.ForcePushOnPurge:
+	if allowPurge && !cfg.ForcePushOnPurge {
 		return fmt.Errorf("shard: wing %q: %w", cfg.Wing, remote.ErrPurgeNeedsForcePush)
 	}
-	return fmt.Errorf("shard: wing %q: %w", cfg.Wing, ErrForcePushNotBuilt)
+	return nil
+}
+
+// purgeLink is the wing's remote as the store's purge meets it
+// (store.RemotePurge): the syncer, once startRemote made it.
+type purgeLink struct{ syncer *remote.Syncer }
+
+func (l *purgeLink) HoldForPurge(ctx context.Context) (store.PurgeHold, error) {
+	if l.syncer == nil {
+		return nil, nil
+	}
+	h, err := l.syncer.HoldForPurge(ctx)
+	if err != nil {
+		return nil, err
+	}
+	return h, nil
 }
 
 // Remote returns the wing's syncer (nil without a remote): the webhook

@@ -124,6 +124,9 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	} else if n > 0 {
 		log.Warn("remote: finished a pull that a crash had cut", "notes", n)
 	}
+	if cfg.Remote != nil {
+		cfg.History.Remote = &purgeLink{} // the syncer joins it in startRemote
+	}
 	st, err := store.Open(ctx, store.Options{
 		Root:         cfg.Brain,
 		Wing:         cfg.Wing,

@@ -53,6 +53,9 @@ func (c *checker) remote() {
 		}
 		c.problem("remote", "%s", msg)
 	}
+	if rep.ForcePushPending {
+		c.problem("remote", "a purge's rewritten history is not force pushed to %s yet (the shard retries it at each round): until it is, the remote still holds the purged content; see the error above", rep.URL)
+	}
 	for _, rej := range rep.Rejected {
 		c.problem(rej.Path, "in the remote, not loaded (%s): %s; fix or remove it there", rej.Kind, rej.Reason)
 	}

@@ -207,6 +207,12 @@ type PurgeRequest struct {
 	// Reason is required; it is recorded in the purge notice and the
 	// audit commit.
 	Reason string
+	// DropRefs are prefixes of refs (e.g. refs/remotes/brainstem/) the
+	// purge deletes with the rewrite instead of refusing because they
+	// reach the content: the remote-tracking ref of a remote that the
+	// rewritten branch is then force pushed to. Only loose refs are
+	// dropped; a packed one still refuses the purge.
+	DropRefs []string
 }
 
 // PurgeResult is what a purge did.
@@ -224,6 +230,9 @@ type PurgeResult struct {
 	Path string
 	// Rewritten is the number of commits rewritten (they have new ids).
 	Rewritten int
+	// Blobs are the ids (hex) of the blobs purged, sorted: a remote
+	// refuses history that holds one again.
+	Blobs []string
 }
 
 // Problem is a disagreement between the brain's files and its history.

@@ -25,7 +25,8 @@ import (
 // pack and every other pack, loose object, reflog and ORIG_HEAD/FETCH_HEAD
 // is deleted, .git/index and the snapshot are rewritten, and the pending
 // log keeps no segment from before. Commits after the purge point get new
-// ids. It must be enabled (Options.AllowPurge).
+// ids. It must be enabled (Options.AllowPurge). An error after the branch
+// moved comes with the result (its Blobs set): the rewrite stands.
 func (h *History) Purge(ctx context.Context, req PurgeRequest) (PurgeResult, error) {
 	if err := h.closed(); err != nil {
 		return PurgeResult{}, err
@@ -53,12 +54,12 @@ func (h *History) Purge(ctx context.Context, req PurgeRequest) (PurgeResult, err
 	if err != nil {
 		return PurgeResult{}, err
 	}
-	if err := h.checkOtherRefs(target); err != nil {
+	if err := h.checkOtherRefs(target, req.DropRefs); err != nil {
 		return PurgeResult{}, err
 	}
 	res, err := h.rewrite(lock, head, req, target)
 	if err != nil {
-		return PurgeResult{}, err
+		return res, err // res is set once the branch names the rewrite
 	}
 	h.plog.dropThrough(h.q.doneSeq())
 	h.idxAll = true
@@ -148,9 +149,10 @@ func anyVictim(t *purgeTarget) plumbing.Hash {
 	return plumbing.ZeroHash
 }
 
-// checkOtherRefs refuses when a ref other than the branch reaches a
-// purged blob: rewriting the branch would not remove the bytes.
-func (h *History) checkOtherRefs(t *purgeTarget) error {
+// checkOtherRefs refuses when a ref other than the branch (and the loose
+// refs the purge drops) reaches a purged blob: rewriting the branch would
+// not remove the bytes.
+func (h *History) checkOtherRefs(t *purgeTarget, drop []string) error {
 	refs, err := h.repo.allRefs()
 	if err != nil {
 		return err
@@ -159,7 +161,7 @@ func (h *History) checkOtherRefs(t *purgeTarget) error {
 	seen := map[plumbing.Hash]bool{}
 	var names []string
 	for name, id := range refs {
-		if name == branch {
+		if name == branch || h.repo.droppable(name, drop) {
 			continue
 		}
 		reach, err := h.reaches(id, t, seen)
@@ -271,6 +273,9 @@ func (h *History) rewrite(lock *lockFile, head plumbing.Hash, req PurgeRequest, 
 		err = b.finish()
 	}
 	if err == nil {
+		err = h.repo.dropRefs(req.DropRefs)
+	}
+	if err == nil {
 		sc, err = h.repack(finalHead, t.victims)
 	}
 	if err == nil {
@@ -320,6 +325,10 @@ func (h *History) purgedIndex(req PurgeRequest, t *purgeTarget, ids map[plumbing
 	defer h.mu.Unlock()
 	h.ix.remap(ids)
 	res := PurgeResult{Path: req.Path, RemoveFile: t.every, Rewritten: len(ids)}
+	for b := range t.victims {
+		res.Blobs = append(res.Blobs, b.String())
+	}
+	sort.Strings(res.Blobs)
 	sum := sumOf(text)
 	for _, l := range h.ix.lineages() {
 		for i := range l.vs {

@@ -196,3 +196,52 @@ func assertGone(t *testing.T, b *testBrain, text string) {
 		t.Errorf("git fsck: %v\n%s", err, out)
 	}
 }
+
+// TestPurgeDropsRefs: a ref under PurgeRequest.DropRefs (a remote's
+// tracking ref) that reaches the content refuses no purge: it is deleted
+// with the rewrite and its bytes leave the disk; a ref outside still
+// refuses.
+func TestPurgeDropsRefs(t *testing.T) {
+	ctx := context.Background()
+	b, h, vs := purgeBrain(t)
+	p := "wiki/pay/facts/launch.md"
+	b.git("update-ref", "refs/remotes/brainstem/main", "HEAD")
+	req := PurgeRequest{Path: p, Version: vs[1].ID, Author: "cur@acme.com", Reason: "a secret was pasted"}
+	if _, err := h.Purge(ctx, req); err == nil || !strings.Contains(err.Error(), "refs/remotes/brainstem/main") {
+		t.Fatalf("purge without DropRefs: %v", err)
+	}
+	req.DropRefs = []string{"refs/remotes/other/"}
+	if _, err := h.Purge(ctx, req); err == nil {
+		t.Fatal("a prefix that does not cover the ref let the purge through")
+	}
+	req.DropRefs = []string{"refs/remotes/brainstem/"}
+	b.git("pack-refs", "--all") // packed (and no loose file): not dropped
+	if _, err := h.Purge(ctx, req); err == nil {
+		t.Fatal("a packed ref under DropRefs let the purge through")
+	}
+	b.git("update-ref", "refs/remotes/brainstem/main", "HEAD") // packed and loose
+	if _, err := h.Purge(ctx, req); err == nil {
+		t.Fatal("a ref both loose and packed let the purge through")
+	}
+	head := strings.TrimSpace(b.git("rev-parse", "HEAD"))
+	b.git("update-ref", "-d", "refs/remotes/brainstem/main")
+	loose := filepath.Join(b.root, ".git", "refs", "remotes", "brainstem", "main")
+	if err := os.MkdirAll(filepath.Dir(loose), 0o755); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(loose, []byte(head+"\n"), 0o644); err != nil { // loose only, as go-git writes it
+		t.Fatal(err)
+	}
+	res, err := h.Purge(ctx, req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(res.Blobs) != 1 || len(res.Blobs[0]) != 40 {
+		t.Fatalf("Blobs = %v", res.Blobs)
+	}
+	if _, err := b.gitErr("rev-parse", "--verify", "refs/remotes/brainstem/main"); err == nil {
+		t.Error("the dropped ref is still there")
+	}
+	h.Close()
+	assertGone(t, b, secret)
+}

@@ -69,7 +69,8 @@ type Integration struct {
 // remote's tree is kept; under them each note takes the side that changed
 // it since the merge base (none: the empty tree), the remote's when both
 // did (a Conflict), and a file of the remote that may not be loaded is
-// kept as the remote has it (a Rejected). maxFile bounds a file read (0:
+// kept as the remote has it (a Rejected). A remote head whose new commits
+// hold a purged blob is refused (ErrPurgedContent). maxFile bounds a file read (0:
 // DefaultMaxFileBytes).
 func (r *Remote) Integrate(local, remote plumbing.Hash, by Identity, maxFile int64) (Integration, error) {
 	if maxFile <= 0 {
@@ -77,6 +78,9 @@ func (r *Remote) Integrate(local, remote plumbing.Hash, by Identity, maxFile int
 	}
 	lc, rc, base, err := r.sides(local, remote)
 	if err != nil {
+		return Integration{}, err
+	}
+	if err := r.refusePurged(local, remote); err != nil {
 		return Integration{}, err
 	}
 	trees := [3]map[string]entry{}
@@ -266,6 +270,11 @@ func (r *Remote) writeMerge(tree, local, remote plumbing.Hash, by Identity, conf
 	if local.IsZero() {
 		c.ParentHashes = c.ParentHashes[1:]
 	}
+	return r.putCommit(c)
+}
+
+// putCommit stores commit c.
+func (r *Remote) putCommit(c *object.Commit) (plumbing.Hash, error) {
 	obj := r.repo.Storer.NewEncodedObject()
 	if err := c.Encode(obj); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("remote: encode the merge commit: %w", err)

@@ -42,7 +42,7 @@ var (
 	ErrDetached = errors.New("remote: the repository's HEAD is detached")
 	// ErrPurgeNeedsForcePush: a purge rewrites pushed history; with a
 	// remote set it needs Config.ForcePushOnPurge.
-	ErrPurgeNeedsForcePush = errors.New("remote: a purge with a remote set rewrites the remote's history and needs the force-push-on-purge setting")
+	ErrPurgeNeedsForcePush = errors.New("remote: a purge with a remote set rewrites the remote's history and needs the force-push-on-purge setting (--git-force-push-on-purge, with a remote branch that accepts force pushes), or turn purge off")
 )
 
 // Remote pushes and fetches one wing's branch.

@@ -57,6 +57,13 @@ func (r *Remote) receivePack(ctx context.Context, auth transport.AuthMethod) (tr
 // the wing's history and slowed the writes beside it. A remote branch
 // that was not at old when the session opened gives ErrRemoteMoved.
 func (r *Remote) sendPack(ctx context.Context, sess transport.ReceivePackSession, ar *packp.AdvRefs, old, head plumbing.Hash) error {
+	return r.send(ctx, sess, ar, old, head, old)
+}
+
+// send is sendPack with the objects of the commits base lacks (zero:
+// every object head reaches, for a force push, whose old head is no
+// longer in the repository).
+func (r *Remote) send(ctx context.Context, sess transport.ReceivePackSession, ar *packp.AdvRefs, old, head, base plumbing.Hash) error {
 	branch := plumbing.NewBranchReferenceName(r.cfg.Branch)
 	refs, err := ar.AllReferences()
 	if err != nil {
@@ -65,7 +72,7 @@ func (r *Remote) sendPack(ctx context.Context, sess transport.ReceivePackSession
 	if cur, ok := refs[branch]; ok != !old.IsZero() || ok && cur.Hash() != old {
 		return ErrRemoteMoved
 	}
-	hs, err := r.newObjects(head, old)
+	hs, err := r.newObjects(head, base)
 	if err != nil {
 		return err
 	}

@@ -43,6 +43,9 @@ type Report struct {
 	Pushes    int              `json:"pushes"`
 	Conflicts []ConflictRecord `json:"conflicts"` // the last 100, oldest first
 	Rejected  []Rejected       `json:"rejected"`  // of the last integration
+	// ForcePushPending: a purge's rewritten history has not reached the
+	// remote yet (the syncer retries it).
+	ForcePushPending bool `json:"force_push_pending,omitempty"`
 }
 
 // ConflictRecord is a Conflict as reported: blob ids in hex, with the
@@ -67,6 +70,12 @@ func Hint(err error) string {
 		return "a credential file cannot be read: check that the Secret is mounted where --git-token-file or --git-ssh-key-file point, and readable by the shard"
 	case errors.Is(err, ErrBadTree):
 		return "the remote's head holds a tree git cannot read: fix the remote branch (revert the commit that made it)"
+	case errors.Is(err, ErrPurgedContent):
+		return "a clone made before a purge pushed the purged history back: force push the wing's branch again (or reset the remote branch) and have every clone re-cloned"
+	case errors.Is(err, ErrLeaseLost):
+		return "someone rewrote the remote branch after a purge synced with it: reset the remote branch to the wing's (push it from the brain's repository with --force) so that the purge's force push lands"
+	case errors.Is(err, ErrLeaseMoved):
+		return "the remote kept moving while the purge's force push was retried: it is retried; if it persists, look for another writer pushing in a loop"
 	case errors.Is(err, ErrRemoteMoved):
 		return "the remote kept moving during every attempt of the round: it is retried; if it persists, look for another writer pushing in a loop"
 	case errors.As(err, &ne), errors.Is(err, transport.ErrRepositoryNotFound), strings.Contains(err.Error(), "connection refused"),
@@ -90,7 +99,7 @@ func (r *Remote) statusPath() string {
 func (r *Remote) report(st Status, lastErr error) Report {
 	rep := Report{URL: r.cfg.Redacted(), Branch: r.cfg.Branch, Wings: r.cfg.Wings(), Updated: r.now().UTC(),
 		LastSync: st.LastSync.UTC(), LastError: st.LastError, Hint: Hint(lastErr), Unpushed: st.Unpushed, Pushes: st.Pushes,
-		Conflicts: st.Recent, Rejected: st.Rejected}
+		Conflicts: st.Recent, Rejected: st.Rejected, ForcePushPending: st.ForcePushPending}
 	if st.LastSync.IsZero() {
 		rep.LastSync = time.Time{}
 	}

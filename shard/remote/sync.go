@@ -45,6 +45,9 @@ type Status struct {
 	Recent    []ConflictRecord
 	Rejected  []Rejected
 	Pushes    int
+	// ForcePushPending is set while the force push of a purge's rewritten
+	// history has not reached the remote (the rounds retry it).
+	ForcePushPending bool
 }
 
 // Syncer runs the rounds of one wing's remote: fetch, integrate what the
@@ -55,6 +58,10 @@ type Syncer struct {
 	by    Identity
 	after func(time.Duration) <-chan time.Time
 	wake  chan struct{}
+
+	// hold is held by a round and by a purge, from its sync to its force
+	// push: no round runs between.
+	hold sync.Mutex
 
 	mu sync.Mutex
 	st Status
@@ -76,6 +83,7 @@ func NewSyncer(r *Remote, by Identity, log *slog.Logger, after func(time.Duratio
 			s.st.Recent = rep.Conflicts
 		}
 	}
+	_, s.st.ForcePushPending, _ = r.pendingForcePush()
 	return s
 }
 
@@ -109,7 +117,7 @@ func (s *Syncer) Run(ctx context.Context) {
 	tick := min(cfg.PushDelay, cfg.PullInterval)
 	var since, backoff time.Duration // since the last round; 0: not failing
 	var p pending
-	p.head, _ = s.r.ahead()
+	p.head, _ = s.ahead()
 	for {
 		wait := tick
 		if backoff > 0 {
@@ -123,7 +131,7 @@ func (s *Syncer) Run(ctx context.Context) {
 		case <-s.after(wait):
 			since += wait
 		}
-		push := p.due(s.r, wait, cfg.PushMaxDelay)
+		push := p.due(s, wait, cfg.PushMaxDelay)
 		if backoff == 0 && since < cfg.PullInterval && !push {
 			continue
 		}
@@ -146,8 +154,8 @@ type pending struct {
 // due reports whether the wing's commits should be pushed now, after a
 // wait of waited: the wing is ahead of the remote and either its head
 // did not move during the wait or the commits have waited maxDelay.
-func (p *pending) due(r *Remote, waited, maxDelay time.Duration) bool {
-	head, ahead := r.ahead()
+func (p *pending) due(s *Syncer, waited, maxDelay time.Duration) bool {
+	head, ahead := s.ahead()
 	quiet := head == p.head
 	p.head = head
 	if !ahead {
@@ -161,9 +169,11 @@ func (p *pending) due(r *Remote, waited, maxDelay time.Duration) bool {
 // Round fetches, integrates and pushes once (again, up to maxRounds
 // times, while the remote moves in between).
 func (s *Syncer) Round(ctx context.Context) error {
+	s.hold.Lock()
+	defer s.hold.Unlock()
 	ctx, cancel := s.r.roundContext(ctx)
 	defer cancel()
-	err := s.attempts(ctx)
+	err := s.round(ctx)
 	if err != nil {
 		s.failed(err)
 	}
@@ -345,5 +355,11 @@ func (s *Syncer) Collectors() []prometheus.Collector {
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "conflicts_total", Help: "Notes changed on both sides, settled by the conflict rule (the remote's version is current)."},
 			func() float64 { return float64(s.Status().Conflicts) }),
 		g("rejected_files", "Files of the remote reported and not loaded at the last integration.", func(st Status) float64 { return float64(len(st.Rejected)) }),
+		g("force_push_pending", "1 while a purge's rewritten history has not been force pushed to the remote (retried at each round), else 0.", func(st Status) float64 {
+			if st.ForcePushPending {
+				return 1
+			}
+			return 0
+		}),
 	}
 }

@@ -54,6 +54,28 @@ type HistoryOptions struct {
 	// and the generated docs, whose version ids must not change from run
 	// to run, set it.
 	Now func() time.Time
+	// Remote is the wing's git remote as a purge meets it (nil: none):
+	// the shard wires it when the wing has a remote.
+	Remote RemotePurge
+}
+
+// RemotePurge is the wing's git remote as a purge meets it.
+type RemotePurge interface {
+	// HoldForPurge stops the remote's syncing and brings the remote and
+	// the wing in sync; an error refuses the purge, nothing changed. A
+	// nil hold (and error) means there is no remote.
+	HoldForPurge(ctx context.Context) (PurgeHold, error)
+}
+
+// PurgeHold is a remote held for a purge.
+type PurgeHold interface {
+	// DropRefs are the ref prefixes the purge drops with its rewrite
+	// (history.PurgeRequest.DropRefs).
+	DropRefs() []string
+	// Finish is called once, with the purged blob ids (nil when the purge
+	// did not happen): it force pushes the rewritten history, or leaves
+	// that push pending, and resumes syncing.
+	Finish(ctx context.Context, purged []string) error
 }
 
 // openHistory opens the wing's history once the notes are loaded.
@@ -73,7 +95,7 @@ func (s *Store) openHistory(ctx context.Context, opt Options) error {
 	if err != nil {
 		return fmt.Errorf("store: history of wing %q: %w", s.wing, err)
 	}
-	s.hist, s.purgeOK = h, opt.History.AllowPurge
+	s.hist, s.purgeOK, s.remote = h, opt.History.AllowPurge, opt.History.Remote
 	return nil
 }
 

@@ -519,6 +519,8 @@ type Purging struct {
 	By      string
 	Hook    Hook
 	Prov    Provenance
+
+	dropRefs []string // the held remote's (PurgeHold.DropRefs)
 }
 
 // Purged is what a purge did.
@@ -554,9 +556,42 @@ func (s *Store) Purge(ctx context.Context, p Purging) (Purged, error) {
 	if p.By == "" {
 		return Purged{}, refuse(ErrInvalid, "a purge needs the curator's email")
 	}
-	r, err := s.lineage(ctx, p.Ref)
+	hold, err := s.holdRemote(ctx)
 	if err != nil {
 		return Purged{}, err
+	}
+	var blobs []string
+	if hold != nil {
+		defer func() {
+			if ferr := hold.Finish(context.WithoutCancel(ctx), blobs); ferr != nil {
+				s.log.Error("store: the purge's remote state could not be recorded", "err", ferr)
+			}
+		}()
+		p.dropRefs = hold.DropRefs()
+	}
+	res, blobs, err := s.purge(ctx, p)
+	return res, err
+}
+
+// holdRemote holds the wing's remote, if it has one, for a purge.
+func (s *Store) holdRemote(ctx context.Context) (PurgeHold, error) {
+	if s.remote == nil {
+		return nil, nil
+	}
+	hold, err := s.remote.HoldForPurge(ctx)
+	if err != nil {
+		s.log.Warn("store: purge refused: the remote cannot be synced first", "err", err)
+		return nil, brain.Wrap(err, brain.CodeUnavailable, "the purge needs the wing's git remote reachable and in sync first, so that the remote holds nothing the wing lacks; nothing was changed: retry once brainstem check shows the wing in sync")
+	}
+	return hold, nil
+}
+
+// purge is Purge once the remote (if any) is held: it returns the ids of
+// the blobs purged.
+func (s *Store) purge(ctx context.Context, p Purging) (Purged, []string, error) {
+	r, err := s.lineage(ctx, p.Ref)
+	if err != nil {
+		return Purged{}, nil, err
 	}
 	unlock := s.locks.lock(r.lockKey())
 	defer unlock()
@@ -564,29 +599,29 @@ func (s *Store) Purge(ctx context.Context, p Purging) (Purged, error) {
 	if p.Version != "" {
 		v, _, err := s.hist.Read(ctx, r.rel, p.Version)
 		if err != nil {
-			return Purged{}, err
+			return Purged{}, nil, err
 		}
 		if v.Purged {
-			return Purged{}, refuse(ErrInvalid, "version %s of %s is already purged", v.ID, r)
+			return Purged{}, nil, refuse(ErrInvalid, "version %s of %s is already purged", v.ID, r)
 		}
 		victim = v.ContentHash
 	}
 	count, err := s.purgeCount(ctx, r.rel, victim)
 	if err != nil {
-		return Purged{}, err
+		return Purged{}, nil, err
 	}
 	if count == 0 {
-		return Purged{}, refuse(ErrInvalid, "%s has no content left in history to purge", r)
+		return Purged{}, nil, refuse(ErrInvalid, "%s has no content left in history to purge", r)
 	}
 	res := Purged{Ref: r.String(), Path: r.rel, Versions: count, Removed: p.Version == ""}
 	if err := runHook(p.Hook, Intent{Mark: Mark{Op: MarkPurge, Path: r.rel, Hash: victim}, Outcome: res}); err != nil {
-		return Purged{}, err
+		return Purged{}, nil, err
 	}
 	prov := p.Prov
 	prov.Reason = cmp.Or(prov.Reason, p.Reason)
 	abs, err := s.abs(r.rel)
 	if err != nil {
-		return Purged{}, err
+		return Purged{}, nil, err
 	}
 	if p.Version == "" {
 		// The note leaves the brain first, as a change of its own: no
@@ -595,22 +630,22 @@ func (s *Store) Purge(ctx context.Context, p Purging) (Purged, error) {
 		switch {
 		case err == nil:
 			if err := s.removeFile(r, abs, old, history.ActionPurge, p.By, prov); err != nil {
-				return Purged{}, err
+				return Purged{}, nil, err
 			}
 		case !errors.Is(err, fs.ErrNotExist):
-			return Purged{}, s.readErr(r.String(), err)
+			return Purged{}, nil, s.readErr(r.String(), err)
 		}
 	}
 	hr, err := s.hist.Purge(ctx, history.PurgeRequest{Path: r.rel, Version: p.Version, Author: p.By, Tool: prov.Tool,
-		Subject: subject(prov, history.ActionPurge, r.String()), Reason: prov.Reason})
+		Subject: subject(prov, history.ActionPurge, r.String()), Reason: prov.Reason, DropRefs: p.dropRefs})
 	if err != nil {
-		return Purged{}, err
+		return Purged{}, hr.Blobs, err // Blobs set: the history was rewritten all the same
 	}
 	s.log.Info("store: purged from history", "path", r.rel, "versions", count, "rewritten_commits", hr.Rewritten, "curator", p.By)
 	if err := s.scrub(); err != nil {
-		return res, err
+		return res, hr.Blobs, err
 	}
-	return res, nil
+	return res, hr.Blobs, nil
 }
 
 // purgeCount counts the versions of the lineage at rel that a purge of

@@ -130,6 +130,7 @@ type Store struct {
 
 	hist    *history.History // the wing's history; nil when it keeps none (history.go)
 	purgeOK bool             // HistoryOptions.AllowPurge
+	remote  RemotePurge      // HistoryOptions.Remote
 	outMu   sync.Mutex       // guards outPend
 	outPend map[string]bool  // paths seen changed behind the store's back, not yet recorded
 	outKick chan struct{}    // wakes outsideLoop
