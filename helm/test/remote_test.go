@@ -4,11 +4,16 @@ import (
 	"encoding/json"
 	"fmt"
 	"maps"
+	"net/url"
 	"path"
 	"reflect"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/brainstem/brainstem/shard/remote"
 )
 
 // remoteDir is where the chart mounts a wing's remote credentials.
@@ -501,4 +506,85 @@ var remoteAccepted = []struct{ name, overlay string }{
 	{"ipv6 egress", `wings: [{name: payments, policy: {}, remote: {enabled: true, url: "https://github.com/acme/brain.git", egress: [{cidr: "2a0a:a440::/29"}]}}]`},
 	{"one wing opts out of the shard's remote", `shard: {allowPurge: true, remote: {enabled: true, url: "https://github.com/acme/brain.git"}}
 wings: [{name: payments, policy: {}, remote: {enabled: false}}]`},
+}
+
+// FuzzRemoteURL: any string as a wing's remote URL is either refused by the
+// chart with an error naming the URL, or accepted by the shard's own
+// remote.Config.Validate too, passed on unchanged as --git-remote, and
+// opened in the egress policy on the port the shard will dial (its
+// transport's, or the URL's own), with no port for a path. The seeds run in
+// every `go test`.
+func FuzzRemoteURL(f *testing.F) {
+	for _, s := range []string{
+		"https://github.com/acme/brain.git", "http://gitea.svc:3000/a/b.git", "https://h:0443/x", "https://h:99999/x",
+		"https://h:0/x", "https://h?x:1", "https://a@b?c@d", "https://bot@github.com/a.git", "https://u:p@h/x",
+		"https://%zz/x", "https://h/%zz", "https://h/a%20b", "HTTPS://h/x", "ftp://h/x", "https://", "https://h:/x",
+		"git@github.com:acme/brain.git", "ssh://git@[::1]:2222/x", "ssh://git@h/x", "git://h:9419/x", "git://h",
+		"file:///srv/b.git", "file://host/x", "/srv/b.git", "", "relative/path", "a@b:", "https://h/\x01", "{{ .Values }}",
+	} {
+		f.Add(s)
+	}
+	f.Fuzz(func(t *testing.T, raw string) {
+		if !utf8.ValidString(raw) {
+			return // values files are UTF-8 text: such a URL cannot reach the chart
+		}
+		values := valuesFile(t, fmt.Sprintf("wings:\n  - {name: payments, policy: {}, remote: {enabled: true, url: %s}}\n", yamlQuote(raw)))
+		out, err := helmTemplate([]string{defaultValues, values})
+		if err != nil {
+			if !strings.Contains(err.Error(), "/wings/0/remote/url") && !strings.Contains(err.Error(), "remote.url") {
+				t.Fatalf("URL %q refused without naming the URL: %v", raw, err)
+			}
+			return
+		}
+		cfg := remote.Config{URL: raw, Wing: "payments"}
+		if err := cfg.Validate(); err != nil {
+			t.Fatalf("the chart accepts URL %q, the shard refuses it: %v", raw, err)
+		}
+		objs, err := decodeManifests(out)
+		if err != nil {
+			t.Fatal(err)
+		}
+		r := release{raw: out, objs: objs}
+		if got := gitFlags(t, shardOf(t, r, "payments"))["git-remote"]; got != raw {
+			t.Fatalf("--git-remote=%q, want %q", got, raw)
+		}
+		want := []string{kubeDNS}
+		if port := shardPort(t, cfg); port != 0 {
+			want = append(want, fmt.Sprintf("TCP/%d -> *", port))
+		}
+		if got := egressPolicies(t, r)["payments"]; !slices.Equal(got, want) {
+			t.Fatalf("URL %q: egress %q, want %q", raw, got, want)
+		}
+	})
+}
+
+// shardPort is the TCP port the shard dials for cfg's URL (0: none, a path).
+func shardPort(t *testing.T, cfg remote.Config) int {
+	t.Helper()
+	kind, err := cfg.Transport()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defaults := map[remote.Transport]int{remote.SSH: 22, remote.Git: 9418}
+	if kind == remote.File {
+		return 0
+	}
+	u, err := url.Parse(cfg.URL)
+	if err != nil || u.Scheme == "" || !strings.Contains(cfg.URL, "://") {
+		return defaults[kind] // user@host:path
+	}
+	if p := u.Port(); p != "" {
+		n, err := strconv.Atoi(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if u.Scheme == "http" {
+		return 80
+	}
+	if kind == remote.HTTPS {
+		return 443
+	}
+	return defaults[kind]
 }

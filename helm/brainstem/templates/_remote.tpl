@@ -46,7 +46,8 @@ The TCP port a URL's host is dialled on: its explicit port, or its scheme's
 (https 443, http 80, ssh and user@host:path 22, git 9418); "" for a path.
 */}}
 {{- define "brainstem.urlPort" -}}
-{{- $explicit := regexReplaceAll "^[a-z]+://([^@/]*@)?(\\[[^\\]]*\\]|[^:/]*)(:([0-9]+))?([/?#].*)?$" . "${4}" -}}
+{{- $explicit := regexReplaceAll "^[a-z]+://([^@/?#]*@)?(\\[[^\\]]*\\]|[^:/?#]*)(:([0-9]+))?([/?#].*)?$" . "${4}" -}}
+{{- $explicit = regexReplaceAll "^0+([0-9])" $explicit "${1}" -}}
 {{- if and (regexMatch "^[a-z]+://" .) (regexMatch "^[0-9]+$" $explicit) -}}{{ $explicit }}
 {{- else if hasPrefix "https://" . -}}443
 {{- else if hasPrefix "http://" . -}}80
@@ -161,6 +162,10 @@ its flags.
 {{- fail (printf "%s.url: required when the remote is enabled (set it on the wing or in shard.remote)" $at) -}}
 {{- end -}}
 {{- $kind := include "brainstem.remote.transport" $r.url -}}
+{{- $port := include "brainstem.urlPort" $r.url -}}
+{{- if and $port (or (gt (len $port) 5) (lt (int $port) 1) (gt (int $port) 65535)) -}}
+{{- fail (printf "%s.url: port %s is outside 1..65535" $at $port) -}}
+{{- end -}}
 {{- if and $r.token.secretName $r.sshKey.secretName -}}
 {{- fail (printf "%s: both token and sshKey are set (one may come from shard.remote): a remote takes exactly one kind of credential" $at) -}}
 {{- end -}}
