@@ -22,9 +22,18 @@ win over a wing's explicit `false`.
 {{- toJson $out -}}
 {{- end -}}
 
-{{/* The wing's effective remote, as JSON. */}}
+{{/*
+The wing's effective remote, as JSON; its maps are present even when a
+values file set them to null, so the templates can read their keys.
+*/}}
 {{- define "brainstem.remote" -}}
-{{- include "brainstem.overlay" (dict "base" .root.Values.shard.remote "over" (.wing.remote | default dict)) -}}
+{{- $r := include "brainstem.overlay" (dict "base" .root.Values.shard.remote "over" (.wing.remote | default dict)) | fromJson -}}
+{{- range (list "token" "sshKey" "knownHosts" "webhookSecret" "webhookIngress") -}}
+{{- $_ := set $r . (get $r . | default dict) -}}
+{{- end -}}
+{{- $_ := set $r.webhookIngress "tls" ($r.webhookIngress.tls | default dict) -}}
+{{- $_ := set $r.webhookIngress.tls "certManager" ($r.webhookIngress.tls.certManager | default dict) -}}
+{{- toJson $r -}}
 {{- end -}}
 
 {{/*
