@@ -7,6 +7,7 @@ import (
 	"net/url"
 	"path"
 	"reflect"
+	"regexp"
 	"slices"
 	"strconv"
 	"strings"
@@ -462,8 +463,11 @@ var remoteRejected = []struct {
 	{"remote without url", `wings: [{name: payments, policy: {}, remote: {enabled: true}}]`, []string{"wings[0] (payments): remote.url", "required"}},
 	{"shard remote without url", `shard: {remote: {enabled: true}}`, []string{"wings[0] (payments): remote.url", "required"}},
 	{"url but not enabled", `wings: [{name: payments, policy: {}, remote: {url: "https://github.com/acme/brain.git"}}]`, []string{"remote.url is set but the remote is not enabled", "enabled: true"}},
-	{"password in the url", `wings: [{name: payments, policy: {}, remote: {enabled: true, url: "https://bot:s3cret@github.com/acme/brain.git"}}]`, []string{"/wings/0/remote/url"}},
-	{"url of no known form", `wings: [{name: payments, policy: {}, remote: {enabled: true, url: "ftp://github.com/acme/brain.git"}}]`, []string{"/wings/0/remote/url"}},
+	{"password in the url", `wings: [{name: payments, policy: {}, remote: {enabled: true, url: "https://bot:s3cret@github.com/acme/brain.git"}}]`, []string{"wings[0] (payments): remote.url: carries a password", "remote.token"}},
+	{"password in a disabled remote's url", `shard: {remote: {url: "https://bot:s3cret@github.com/acme/brain.git"}}`, []string{"remote.url: carries a password"}},
+	{"url of no known form", `wings: [{name: payments, policy: {}, remote: {enabled: true, url: "ftp://github.com/acme/brain.git"}}]`, []string{"wings[0] (payments): remote.url: not an https://"}},
+	{"url with a bad escape", `wings: [{name: payments, policy: {}, remote: {enabled: true, url: "https://github.com/acme/%zz.git"}}]`, []string{"remote.url: not an https://"}},
+	{"url with a port over 65535", `wings: [{name: payments, policy: {}, remote: {enabled: true, url: "https://github.com:65536/acme/brain.git"}}]`, []string{"remote.url: port 65536 is outside 1..65535"}},
 	{"token and ssh key in one remote", `wings: [{name: payments, policy: {}, remote: {enabled: true, url: "https://github.com/acme/brain.git", token: {secretName: t}, sshKey: {secretName: k}}}]`, []string{"/wings/0/remote"}},
 	{"token from shard, ssh key on the wing", `shard: {remote: {token: {secretName: t}}}
 wings: [{name: payments, policy: {}, remote: {enabled: true, url: "git@github.com:acme/brain.git", sshKey: {secretName: k}, knownHosts: {value: x}}}]`, []string{"wings[0] (payments): remote", "exactly one kind of credential"}},
@@ -509,7 +513,8 @@ wings: [{name: payments, policy: {}, remote: {enabled: false}}]`},
 }
 
 // FuzzRemoteURL: any string as a wing's remote URL is either refused by the
-// chart with an error naming the URL, or accepted by the shard's own
+// chart with an error naming remote.url and not repeating the URL (it may
+// carry a password), or accepted by the shard's own
 // remote.Config.Validate too, passed on unchanged as --git-remote, and
 // opened in the egress policy on the port the shard will dial (its
 // transport's, or the URL's own), with no port for a path. The seeds run in
@@ -521,6 +526,7 @@ func FuzzRemoteURL(f *testing.F) {
 		"https://%zz/x", "https://h/%zz", "https://h/a%20b", "HTTPS://h/x", "ftp://h/x", "https://", "https://h:/x",
 		"git@github.com:acme/brain.git", "ssh://git@[::1]:2222/x", "ssh://git@h/x", "git://h:9419/x", "git://h",
 		"file:///srv/b.git", "file://host/x", "/srv/b.git", "", "relative/path", "a@b:", "https://h/\x01", "{{ .Values }}",
+		"https://bot:hunter22@h/x", "https://bot:hunter22/x@h/%zz",
 	} {
 		f.Add(s)
 	}
@@ -531,8 +537,11 @@ func FuzzRemoteURL(f *testing.F) {
 		values := valuesFile(t, fmt.Sprintf("wings:\n  - {name: payments, policy: {}, remote: {enabled: true, url: %s}}\n", yamlQuote(raw)))
 		out, err := helmTemplate([]string{defaultValues, values})
 		if err != nil {
-			if !strings.Contains(err.Error(), "/wings/0/remote/url") && !strings.Contains(err.Error(), "remote.url") {
-				t.Fatalf("URL %q refused without naming the URL: %v", raw, err)
+			if !strings.Contains(err.Error(), "remote.url") {
+				t.Fatalf("URL %q refused without naming remote.url: %v", raw, err)
+			}
+			if m := passwordRE.FindStringSubmatch(raw); m != nil && len(m[1]) >= 6 && strings.Contains(err.Error(), m[1]) {
+				t.Fatalf("the refusal repeats the URL's password %q: %v", m[1], err)
 			}
 			return
 		}
@@ -557,6 +566,9 @@ func FuzzRemoteURL(f *testing.F) {
 		}
 	})
 }
+
+// passwordRE finds the password of a URL's user information.
+var passwordRE = regexp.MustCompile(`://[^/?#@]*:([^@]+)@`)
 
 // shardPort is the TCP port the shard dials for cfg's URL (0: none, a path).
 func shardPort(t *testing.T, cfg remote.Config) int {
@@ -587,4 +599,25 @@ func shardPort(t *testing.T, cfg remote.Config) int {
 		return 443
 	}
 	return defaults[kind]
+}
+
+// TestRemoteURLSecretNotRepeated: a remote URL that carries a password is
+// refused without the password in the error, whichever rule refuses it.
+func TestRemoteURLSecretNotRepeated(t *testing.T) {
+	t.Parallel()
+	for _, u := range []string{
+		"https://bot:pw-7Qx2v9@github.com/acme/brain.git", // a password
+		"ssh://git:pw-7Qx2v9@github.com/acme/brain.git",
+		"https://bot:pw-7Qx2v9/x@github.com/acme/brain.git", // a password with a slash: not even a URL
+		"https://bot:pw-7Qx2v9@github.com/%zz",
+	} {
+		_, err := helmTemplate([]string{defaultValues, valuesFile(t, fmt.Sprintf("wings: [{name: payments, policy: {}, remote: {enabled: true, url: %q}}]\n", u))})
+		if err == nil {
+			t.Errorf("%s rendered", u)
+			continue
+		}
+		if strings.Contains(err.Error(), "pw-7Qx2v9") {
+			t.Errorf("the refusal of a URL with a password repeats it: %v", err)
+		}
+	}
 }

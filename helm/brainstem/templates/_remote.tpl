@@ -166,6 +166,14 @@ its flags.
 {{- if and (not $r.enabled) (hasKey ($w.remote | default dict) "url") (not (hasKey $w.remote "enabled")) -}}
 {{- fail (printf "%s.url is set but the remote is not enabled: add enabled: true to the wing's remote (or shard.remote)" $at) -}}
 {{- end -}}
+{{- with $r.url -}}
+{{- if regexMatch `^[A-Za-z][A-Za-z0-9+.-]*://[^/?#@]*:[^/?#@]*@` . -}}
+{{- fail (printf "%s.url: carries a password (user:password@): put the token in a Secret and name it in remote.token (this message does not repeat the URL)" $at) -}}
+{{- end -}}
+{{- if not (regexMatch `^((https?|ssh|git)://([A-Za-z0-9._~!$&'()*+,;=-]+@)?(\[[0-9A-Fa-f:.]+\]|[A-Za-z0-9.-]+)(:[0-9]{1,5})?([/?#]([^\s%\x00-\x1f\x7f]|%[0-9A-Fa-f]{2})*)?|file:///([^\s%\x00-\x1f\x7f]|%[0-9A-Fa-f]{2})*|/\S*|[^\s@/:]+@[^\s/:]+:\S+)$` .) -}}
+{{- fail (printf "%s.url: not an https://, http://, ssh://, git:// or file:/// URL (lowercase scheme, a host, a port of at most 5 digits, valid %%-escapes, no spaces or control characters), user@host:path or an absolute path (this message does not repeat the URL)" $at) -}}
+{{- end -}}
+{{- end -}}
 {{- if $r.enabled -}}
 {{- if not $r.url -}}
 {{- fail (printf "%s.url: required when the remote is enabled (set it on the wing or in shard.remote)" $at) -}}
@@ -179,10 +187,10 @@ its flags.
 {{- fail (printf "%s: both token and sshKey are set (one may come from shard.remote): a remote takes exactly one kind of credential" $at) -}}
 {{- end -}}
 {{- if and $r.token.secretName (ne $kind "https") -}}
-{{- fail (printf "%s.token: a token is for https:// URLs, and %q is a %s URL (use sshKey, or no credential)" $at $r.url (default "unknown" $kind)) -}}
+{{- fail (printf "%s.token: a token is for https:// URLs, and remote.url is a %s URL (use sshKey, or no credential)" $at (default "unknown" $kind)) -}}
 {{- end -}}
 {{- if and $r.sshKey.secretName (ne $kind "ssh") -}}
-{{- fail (printf "%s.sshKey: an SSH key is for ssh:// and user@host:path URLs, and %q is a %s URL (use token, or no credential)" $at $r.url (default "unknown" $kind)) -}}
+{{- fail (printf "%s.sshKey: an SSH key is for ssh:// and user@host:path URLs, and remote.url is a %s URL (use token, or no credential)" $at (default "unknown" $kind)) -}}
 {{- end -}}
 {{- $kh := $r.knownHosts -}}
 {{- $khSources := 0 -}}
