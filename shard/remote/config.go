@@ -58,9 +58,10 @@ type Config struct {
 	// KnownHostsFile the known_hosts file the host key is checked against
 	// (required with SSHKeyFile). SSH only.
 	SSHKeyFile, KnownHostsFile string
-	// PushDelay is how long the first commit not yet pushed waits for more
-	// before a push (default DefaultPushDelay); PushMaxDelay bounds the
-	// batching while commits keep coming (default DefaultPushMaxDelay).
+	// PushDelay is the quiet gap a push waits for: commits not yet pushed
+	// are pushed once no new one came for PushDelay (default
+	// DefaultPushDelay). PushMaxDelay bounds the wait while commits keep
+	// coming (default the larger of DefaultPushMaxDelay and PushDelay).
 	PushDelay, PushMaxDelay time.Duration
 	// PullInterval is how often the remote is fetched (default
 	// DefaultPullInterval; at least MinPullInterval).

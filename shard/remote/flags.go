@@ -20,8 +20,8 @@ var ErrConfigFile = errors.New("remote: bad --git-config file")
 
 // ConfigFile is the --git-config file: the remote's settings in YAML, one key
 // per flag (url, branch, token_file, username, ssh_key_file,
-// known_hosts_file, push_delay, pull_interval, webhook_secret_file,
-// force_push_on_purge). A flag given on the command line wins over the
+// known_hosts_file, push_delay, push_max_delay, pull_interval,
+// webhook_secret_file, force_push_on_purge). A flag given on the command line wins over the
 // file's key.
 type ConfigFile struct {
 	URL               string        `yaml:"url"`
@@ -31,6 +31,7 @@ type ConfigFile struct {
 	SSHKeyFile        string        `yaml:"ssh_key_file"`
 	KnownHostsFile    string        `yaml:"known_hosts_file"`
 	PushDelay         time.Duration `yaml:"push_delay"`
+	PushMaxDelay      time.Duration `yaml:"push_max_delay"`
 	PullInterval      time.Duration `yaml:"pull_interval"`
 	WebhookSecretFile string        `yaml:"webhook_secret_file"`
 	ForcePushOnPurge  bool          `yaml:"force_push_on_purge"`
@@ -62,10 +63,10 @@ func parseFile(path string, b []byte) (ConfigFile, error) {
 func Flags(fs *flag.FlagSet) func() *Config {
 	var c, fromFile Config
 	fileSet := false
-	fs.Func("git-config", "YAML `file` of the wing's remote (keys: url, branch, token_file, username, ssh_key_file, known_hosts_file, push_delay, pull_interval, webhook_secret_file, force_push_on_purge); a --git-* flag wins over its key", func(path string) error {
+	fs.Func("git-config", "YAML `file` of the wing's remote (keys: url, branch, token_file, username, ssh_key_file, known_hosts_file, push_delay, push_max_delay, pull_interval, webhook_secret_file, force_push_on_purge); a --git-* flag wins over its key", func(path string) error {
 		f, err := ReadFile(path)
 		fromFile = Config{URL: f.URL, Branch: f.Branch, TokenFile: f.TokenFile, Username: f.Username, SSHKeyFile: f.SSHKeyFile,
-			KnownHostsFile: f.KnownHostsFile, PushDelay: f.PushDelay, PullInterval: f.PullInterval,
+			KnownHostsFile: f.KnownHostsFile, PushDelay: f.PushDelay, PushMaxDelay: f.PushMaxDelay, PullInterval: f.PullInterval,
 			WebhookSecretFile: f.WebhookSecretFile, ForcePushOnPurge: f.ForcePushOnPurge}
 		fileSet = true
 		return err
@@ -85,7 +86,8 @@ func Flags(fs *flag.FlagSet) func() *Config {
 	str("git-username", DefaultUsername, "basic auth `user` sent with the token (GitLab: oauth2)", func(c *Config) *string { return &c.Username })
 	str("git-ssh-key-file", "", "`file` of the SSH deploy key (unencrypted private key)", func(c *Config) *string { return &c.SSHKeyFile })
 	str("git-known-hosts", "", "known_hosts `file` the SSH host key is checked against (required with --git-ssh-key-file)", func(c *Config) *string { return &c.KnownHostsFile })
-	dur("git-push-delay", DefaultPushDelay, "push the wing's commits at most this long after they are made", func(c *Config) *time.Duration { return &c.PushDelay })
+	dur("git-push-delay", DefaultPushDelay, "push the wing's commits once no new one came for this long", func(c *Config) *time.Duration { return &c.PushDelay })
+	dur("git-push-max-delay", 0, "push the wing's commits at the latest this long after they are made, while new ones keep coming (0: 10s, or the push delay when longer)", func(c *Config) *time.Duration { return &c.PushMaxDelay })
 	dur("git-pull-interval", DefaultPullInterval, "fetch the remote this often (a webhook call pulls at once)", func(c *Config) *time.Duration { return &c.PullInterval })
 	str("git-webhook-secret-file", "", "`file` of the secret git host webhooks are signed with (POST /remote/webhook on the admin endpoint; empty: off)", func(c *Config) *string { return &c.WebhookSecretFile })
 	fs.BoolVar(&c.ForcePushOnPurge, "git-force-push-on-purge", false, "let a purge rewrite the remote's history (off: purge and a remote exclude each other)")
@@ -93,7 +95,7 @@ func Flags(fs *flag.FlagSet) func() *Config {
 	return func() *Config {
 		out := c
 		if fileSet {
-			out = fromFile.WithDefaults()
+			out = fromFile
 			fs.Visit(func(f *flag.Flag) {
 				if set := fields[f.Name]; set != nil {
 					set(&out, &c)
@@ -103,7 +105,7 @@ func Flags(fs *flag.FlagSet) func() *Config {
 		if out.URL == "" {
 			return nil
 		}
-		out.PushMaxDelay = max(out.PushDelay, DefaultPushMaxDelay)
+		out = out.WithDefaults()
 		return &out
 	}
 }

@@ -40,7 +40,7 @@ func TestFlags(t *testing.T) {
 func TestConfigFile(t *testing.T) {
 	dir := t.TempDir()
 	good := filepath.Join(dir, "remote.yaml")
-	mustWriteFile(t, good, "url: https://git.example.com/acme/brain.git\nbranch: brain\ntoken_file: /run/secrets/git-token\nusername: oauth2\npush_delay: 3s\npull_interval: 1m\nwebhook_secret_file: /run/secrets/hook\nforce_push_on_purge: true\n")
+	mustWriteFile(t, good, "url: https://git.example.com/acme/brain.git\nbranch: brain\ntoken_file: /run/secrets/git-token\nusername: oauth2\npush_delay: 3s\npush_max_delay: 20s\npull_interval: 1m\nwebhook_secret_file: /run/secrets/hook\nforce_push_on_purge: true\n")
 	parse := func(args ...string) (*Config, error) {
 		fs := flag.NewFlagSet("shard", flag.ContinueOnError)
 		fs.SetOutput(io.Discard)
@@ -55,7 +55,7 @@ func TestConfigFile(t *testing.T) {
 		t.Fatal(err)
 	}
 	want := Config{URL: "https://git.example.com/acme/brain.git", Branch: "brain", TokenFile: "/run/secrets/git-token", Username: "oauth2",
-		PushDelay: 3 * time.Second, PushMaxDelay: DefaultPushMaxDelay, PullInterval: time.Minute, WebhookSecretFile: "/run/secrets/hook", ForcePushOnPurge: true}
+		PushDelay: 3 * time.Second, PushMaxDelay: 20 * time.Second, PullInterval: time.Minute, WebhookSecretFile: "/run/secrets/hook", ForcePushOnPurge: true}
 	if !reflect.DeepEqual(*c, want) {
 		t.Fatalf("from the file:\n got %+v\nwant %+v", *c, want)
 	}
@@ -66,6 +66,19 @@ func TestConfigFile(t *testing.T) {
 		c, err := parse(args...)
 		if err != nil || c.PullInterval != 5*time.Second || c.Branch != "brain" {
 			t.Fatalf("%v: %+v %v", args, c, err)
+		}
+	}
+	// Without a max delay anywhere, it follows the push delay that wins.
+	short := filepath.Join(dir, "short.yaml")
+	mustWriteFile(t, short, "url: https://git.example.com/b.git\npush_delay: 3s\n")
+	for args, want := range map[string]time.Duration{
+		short:                             DefaultPushMaxDelay,
+		short + " --git-push-delay 30s":   30 * time.Second,
+		good + " --git-push-max-delay 1m": time.Minute,
+	} {
+		c, err := parse(append([]string{"--git-config"}, strings.Fields(args)...)...)
+		if err != nil || c.PushMaxDelay != want {
+			t.Fatalf("%s: %+v %v, want max delay %v", args, c, err, want)
 		}
 	}
 	for name, body := range map[string]string{

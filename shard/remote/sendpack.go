@@ -1,13 +1,15 @@
 package remote
 
 import (
+	"bytes"
 	"container/heap"
 	"context"
+	"errors"
 	"fmt"
 	"io"
+	"math"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
@@ -106,48 +108,133 @@ func (r *Remote) newObjects(head, old plumbing.Hash) ([]plumbing.Hash, error) {
 	if err != nil {
 		return nil, err
 	}
-	have := map[plumbing.Hash]bool{}
+	w := &treeWalk{r: r, have: map[plumbing.Hash]bool{}}
 	for _, c := range edges {
-		if err := r.addTree(c.TreeHash, have, nil); err != nil {
+		if err := w.add(c.TreeHash, false); err != nil {
 			return nil, err
 		}
 	}
-	var out []plumbing.Hash
 	for _, c := range fresh {
-		out = append(out, c.Hash)
-		if err := r.addTree(c.TreeHash, have, &out); err != nil {
+		w.out = append(w.out, c.Hash)
+		if err := w.add(c.TreeHash, true); err != nil {
 			return nil, err
 		}
 	}
-	return out, nil
+	return w.out, nil
 }
 
-// addTree marks tree h and everything below it as had, appending to out
-// (when set) what was not had yet; a tree had is not read again.
-func (r *Remote) addTree(h plumbing.Hash, have map[plumbing.Hash]bool, out *[]plumbing.Hash) error {
-	if have[h] {
+// treeWalk marks trees and what is below them as had, listing in out
+// what was not had yet. It reads a tree's raw bytes itself: a push reads
+// every tree its new commits made (a hall of 2,000 notes is a tree of
+// 2,000 entries at each commit), and go-git's decoding, a string and a
+// struct per entry, was the push's largest cost beside the writes.
+type treeWalk struct {
+	r    *Remote
+	have map[plumbing.Hash]bool
+	out  []plumbing.Hash
+	buf  []byte
+}
+
+// add marks tree h and everything below it as had, appending to out
+// (when list) what was not had yet; a tree had is not read again.
+func (w *treeWalk) add(h plumbing.Hash, list bool) error {
+	if w.have[h] {
 		return nil
 	}
-	have[h] = true
-	if out != nil {
-		*out = append(*out, h)
+	w.have[h] = true
+	if list {
+		w.out = append(w.out, h)
 	}
-	t, err := object.GetTree(r.repo.Storer, h)
+	raw, err := w.read(h)
 	if err != nil {
 		return fmt.Errorf("remote: read tree %s: %w", h, err)
 	}
-	for _, e := range t.Entries {
+	var subtrees []plumbing.Hash
+	err = treeEntries(raw, func(kind entryKind, id plumbing.Hash) {
 		switch {
-		case e.Mode == filemode.Dir:
-			if err := r.addTree(e.Hash, have, out); err != nil {
-				return err
-			}
-		case e.Mode == filemode.Submodule || have[e.Hash]:
+		case kind == entryTree:
+			subtrees = append(subtrees, id)
+		case kind == entryGitlink || w.have[id]:
 		default:
-			have[e.Hash] = true
-			if out != nil {
-				*out = append(*out, e.Hash)
+			w.have[id] = true
+			if list {
+				w.out = append(w.out, id)
 			}
+		}
+	})
+	if err != nil {
+		return fmt.Errorf("remote: tree %s: %w", h, err)
+	}
+	for _, id := range subtrees {
+		if err := w.add(id, list); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// read returns tree h's raw bytes, in a buffer reused by the next read.
+func (w *treeWalk) read(h plumbing.Hash) ([]byte, error) {
+	o, err := w.r.repo.Storer.EncodedObject(plumbing.TreeObject, h)
+	if err != nil {
+		return nil, err
+	}
+	rd, err := o.Reader()
+	if err != nil {
+		return nil, err
+	}
+	defer rd.Close()
+	if int64(cap(w.buf)) < o.Size() {
+		w.buf = make([]byte, o.Size())
+	}
+	w.buf = w.buf[:o.Size()]
+	if _, err := io.ReadFull(rd, w.buf); err != nil {
+		return nil, err
+	}
+	return w.buf, nil
+}
+
+// ErrTreeFormat: a tree of the wing's own history, read for a push, is
+// not in git's tree format (the push is not made).
+var ErrTreeFormat = errors.New("remote: a tree object is not in git's tree format")
+
+// Kinds of a tree's entries, by their mode as git reads it: a tree, a
+// blob (a file or a symbolic link), or a gitlink (a submodule's commit,
+// an object of another repository).
+type entryKind uint8
+
+const (
+	entryBlob entryKind = iota
+	entryTree
+	entryGitlink
+)
+
+// treeEntries calls f with the kind and id of each entry of the raw tree
+// b, git's format: "<octal mode> <name>\x00<20-byte id>" again and again.
+func treeEntries(b []byte, f func(entryKind, plumbing.Hash)) error {
+	for len(b) > 0 {
+		sp := bytes.IndexByte(b, ' ')
+		nul := bytes.IndexByte(b, 0)
+		if sp <= 0 || nul < sp+2 || len(b) < nul+1+len(plumbing.Hash{}) {
+			return ErrTreeFormat
+		}
+		var mode uint32
+		for _, d := range b[:sp] {
+			if d < '0' || d > '7' || mode > math.MaxUint32>>3 {
+				return ErrTreeFormat
+			}
+			mode = mode<<3 | uint32(d-'0')
+		}
+		var id plumbing.Hash
+		b = b[nul+1:]
+		b = b[copy(id[:], b):]
+		switch mode & 0o170000 { // the type bits, as git and go-git read them
+		case 0o040000:
+			f(entryTree, id)
+		case 0o100000, 0o120000:
+			f(entryBlob, id)
+		default:
+			f(entryGitlink, id)
 		}
 	}
 	return nil

@@ -98,14 +98,18 @@ func (s *Syncer) Status() Status {
 	return st
 }
 
-// Run runs rounds until ctx ends: every PushDelay when the wing has
-// commits the remote lacks (so a batch of commits waits at most
-// PushDelay), every pull interval, at each Trigger, and after a failure
-// with a backoff doubling from BackoffMin to BackoffMax.
+// Run runs rounds until ctx ends: every pull interval, at each Trigger,
+// after a failure with a backoff doubling from BackoffMin to BackoffMax,
+// and when the wing has commits the remote lacks, in the first quiet
+// gap: once its head did not move over a whole push delay, or once they
+// have waited PushMaxDelay while commits keep coming. A push then runs
+// beside as few writes as it can, and a burst of writes is one push.
 func (s *Syncer) Run(ctx context.Context) {
 	cfg := s.r.cfg
 	tick := min(cfg.PushDelay, cfg.PullInterval)
 	var since, backoff time.Duration // since the last round; 0: not failing
+	var p pending
+	p.head, _ = s.r.ahead()
 	for {
 		wait := tick
 		if backoff > 0 {
@@ -119,16 +123,39 @@ func (s *Syncer) Run(ctx context.Context) {
 		case <-s.after(wait):
 			since += wait
 		}
-		if backoff == 0 && since < cfg.PullInterval && !s.r.ahead() {
+		push := p.due(s.r, wait, cfg.PushMaxDelay)
+		if backoff == 0 && since < cfg.PullInterval && !push {
 			continue
 		}
-		since = 0
+		since, p.age = 0, 0
 		if err := s.Round(ctx); err != nil && ctx.Err() == nil {
 			backoff = min(max(2*backoff, BackoffMin), BackoffMax)
 			continue
 		}
 		backoff = 0
 	}
+}
+
+// pending is what Run knows of the commits the remote lacks: the wing's
+// head at the last check, and how long they have waited.
+type pending struct {
+	head plumbing.Hash
+	age  time.Duration
+}
+
+// due reports whether the wing's commits should be pushed now, after a
+// wait of waited: the wing is ahead of the remote and either its head
+// did not move during the wait or the commits have waited maxDelay.
+func (p *pending) due(r *Remote, waited, maxDelay time.Duration) bool {
+	head, ahead := r.ahead()
+	quiet := head == p.head
+	p.head = head
+	if !ahead {
+		p.age = 0
+		return false
+	}
+	p.age += waited
+	return quiet || p.age >= maxDelay
 }
 
 // Round fetches, integrates and pushes once (again, up to maxRounds
@@ -249,15 +276,15 @@ func (r *Remote) head() (plumbing.Hash, error) {
 	return ref.Hash(), nil
 }
 
-// ahead reports whether the wing's head differs from the last remote head
-// seen (or cannot be read).
-func (r *Remote) ahead() bool {
+// ahead returns the wing's head and whether it differs from the last
+// remote head seen (true too when either cannot be read).
+func (r *Remote) ahead() (plumbing.Hash, bool) {
 	head, err := r.head()
 	if err != nil {
-		return true
+		return plumbing.ZeroHash, true
 	}
 	ref, err := r.repo.Storer.Reference(r.track)
-	return err != nil || ref.Hash() != head
+	return head, err != nil || ref.Hash() != head
 }
 
 // unpushed counts the commits reachable from the wing's head and not

@@ -130,34 +130,57 @@ func TestSyncerRemoteDown(t *testing.T) {
 	}
 }
 
-// TestSyncerBackoff: unpushed commits are pushed after the push delay; a
-// failing remote is retried after 1 s, 2 s, 4 s...
-func TestSyncerBackoff(t *testing.T) {
-	r, err := Open(brainRepo(t), Config{URL: "http://127.0.0.1:1/brain.git", Wing: "eng"}, nil)
-	if err != nil {
-		t.Fatal(err)
+// TestSyncerTiming: the waits of Run, on an injected clock, against a
+// remote that refuses every round (so a round shows as the backoff wait
+// after it). Commits the remote lacks are pushed in the first quiet push
+// delay, or after PushMaxDelay while commits keep coming; a failing
+// remote is retried after 1 s, 2 s, 4 s...
+func TestSyncerTiming(t *testing.T) {
+	const d, m = DefaultPushDelay, DefaultPushMaxDelay
+	for _, tc := range []struct {
+		name   string
+		commit int // commits made during the first waits
+		want   []time.Duration
+	}{
+		{"quiet from the start", 0, []time.Duration{d, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}},
+		{"two busy waits, then quiet", 2, []time.Duration{d, d, d, time.Second}},
+		{"busy until the max delay", 8, []time.Duration{d, d, d, d, d, time.Second}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := brainRepo(t)
+			r, err := Open(dir, Config{URL: "http://127.0.0.1:1/brain.git", Wing: "eng", PushMaxDelay: m}, nil)
+			if err != nil {
+				t.Fatal(err)
+			}
+			type wait struct {
+				d    time.Duration
+				fire chan time.Time
+			}
+			waits := make(chan wait)
+			ctx, cancel := context.WithCancel(context.Background())
+			after := func(d time.Duration) <-chan time.Time {
+				w := wait{d, make(chan time.Time, 1)}
+				select {
+				case waits <- w:
+				case <-ctx.Done():
+				}
+				return w.fire
+			}
+			done := make(chan struct{})
+			go func() { defer close(done); NewSyncer(r, service, nil, after).Run(ctx) }()
+			t.Cleanup(func() { cancel(); <-done })
+			for i, want := range tc.want {
+				w := <-waits
+				if w.d != want {
+					t.Fatalf("wait %d = %v, want %v", i, w.d, want)
+				}
+				if i < tc.commit {
+					commitFile(t, agent, dir, fmt.Sprintf("wiki/eng/facts/w%d.md", i), "---\ntitle: W\n---\nw\n", "write")
+				}
+				w.fire <- time.Time{}
+			}
+		})
 	}
-	waits := make(chan time.Duration)
-	ctx, cancel := context.WithCancel(context.Background())
-	after := func(d time.Duration) <-chan time.Time {
-		select {
-		case waits <- d:
-		case <-ctx.Done():
-		}
-		fire := make(chan time.Time, 1)
-		fire <- time.Time{}
-		return fire
-	}
-	done := make(chan struct{})
-	go func() { defer close(done); NewSyncer(r, service, nil, after).Run(ctx) }()
-	want := []time.Duration{DefaultPushDelay, time.Second, 2 * time.Second, 4 * time.Second, 8 * time.Second}
-	for i, w := range want {
-		if got := <-waits; got != w {
-			t.Fatalf("wait %d = %v, want %v", i, got, w)
-		}
-	}
-	cancel()
-	<-done
 }
 
 // TestSyncerEmptyWing: a wing with no commit yet takes the remote's as

@@ -1,0 +1,72 @@
+package remote
+
+import (
+	"bytes"
+	"errors"
+	"testing"
+
+	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/filemode"
+	"github.com/go-git/go-git/v5/plumbing/object"
+	"github.com/go-git/go-git/v5/storage/memory"
+)
+
+// FuzzTreeEntries: on any bytes, treeEntries agrees with go-git's tree
+// decoder: it reads every tree go-git reads (the same kinds by mode, the
+// same ids, in order), and refuses only with ErrTreeFormat.
+func FuzzTreeEntries(f *testing.F) {
+	for _, entries := range [][]object.TreeEntry{
+		nil,
+		{{Name: "a.md", Mode: filemode.Regular, Hash: plumbing.NewHash("0123456789abcdef0123456789abcdef01234567")}},
+		{{Name: "facts", Mode: filemode.Dir, Hash: plumbing.NewHash("89abcdef0123456789abcdef0123456789abcdef")},
+			{Name: "mod", Mode: filemode.Submodule, Hash: plumbing.NewHash("fedcba9876543210fedcba9876543210fedcba98")},
+			{Name: "x", Mode: filemode.Executable}},
+	} {
+		f.Add(encodeTree(f, entries))
+	}
+	f.Add([]byte("100644 a\x00short"))
+	f.Add([]byte("10a644 a\x00" + string(make([]byte, 20))))
+	f.Fuzz(func(t *testing.T, b []byte) {
+		type entry struct {
+			kind entryKind
+			id   plumbing.Hash
+		}
+		var got []entry
+		err := treeEntries(b, func(k entryKind, id plumbing.Hash) { got = append(got, entry{k, id}) })
+		if err != nil && !errors.Is(err, ErrTreeFormat) {
+			t.Fatalf("unnamed error %v", err)
+		}
+		var want object.Tree
+		o := &plumbing.MemoryObject{}
+		o.SetType(plumbing.TreeObject)
+		o.Write(b)
+		if want.Decode(o) != nil {
+			return
+		}
+		if err != nil {
+			t.Fatalf("go-git reads the tree, treeEntries refuses it: %v", err)
+		}
+		if len(got) != len(want.Entries) {
+			t.Fatalf("%d entries, go-git %d", len(got), len(want.Entries))
+		}
+		kinds := map[filemode.FileMode]entryKind{filemode.Dir: entryTree, filemode.Submodule: entryGitlink}
+		for i, e := range want.Entries {
+			if got[i].kind != kinds[e.Mode] || got[i].id != e.Hash {
+				t.Fatalf("entry %d: %v %v, go-git %v %v", i, got[i].kind, got[i].id, e.Mode, e.Hash)
+			}
+		}
+	})
+}
+
+func encodeTree(tb testing.TB, entries []object.TreeEntry) []byte {
+	tb.Helper()
+	st := memory.NewStorage()
+	o := st.NewEncodedObject()
+	if err := (&object.Tree{Entries: entries}).Encode(o); err != nil {
+		tb.Fatal(err)
+	}
+	rd, _ := o.Reader()
+	var b bytes.Buffer
+	b.ReadFrom(rd)
+	return b.Bytes()
+}
