@@ -51,6 +51,7 @@ func TestRemoteRunsOnLoopback(t *testing.T) {
       token: {secretName: git-token}
       webhookSecret: {secretName: git-webhook, key: secret}
       pushDelay: 1h
+      pushMaxDelay: 2h
       pullInterval: 1h
 `, srv.URL))})
 	s := shardOf(t, r, "payments")
@@ -103,7 +104,7 @@ func TestRemoteRunsOnLoopback(t *testing.T) {
 			t.Errorf("webhook %s: %d, want %d", tc.name, resp.StatusCode, tc.want)
 		}
 	}
-	// The push delay and the pull interval are an hour: only the webhook's
+	// The push delays and the pull interval are hours: only the webhook's
 	// pull can bring the note.
 	note := filepath.Join(argv[slices.IndexFunc(argv, func(a string) bool { return strings.HasPrefix(a, "--brain=") })][len("--brain="):],
 		"wiki", "payments", "facts", "from-a-person.md")

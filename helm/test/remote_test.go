@@ -483,6 +483,7 @@ wings: [{name: payments, policy: {}, remote: {enabled: true, url: "git@github.co
 	{"wing turns off the shard's force push", `shard: {allowPurge: true, remote: {enabled: true, url: "https://github.com/acme/brain.git", forcePushOnPurge: true}}
 wings: [{name: payments, policy: {}, remote: {forcePushOnPurge: false}}]`, []string{"allowPurge with a remote needs remote.forcePushOnPurge"}},
 	{"push max delay below push delay", `wings: [{name: payments, policy: {}, remote: {enabled: true, url: "https://github.com/acme/brain.git", pushDelay: 1m, pushMaxDelay: 30s}}]`, []string{"remote.pushMaxDelay", "30s is below pushDelay 1m"}},
+	{"push max delay below the default push delay", `wings: [{name: payments, policy: {}, remote: {enabled: true, url: "https://github.com/acme/brain.git", pushMaxDelay: 1500ms}}]`, []string{"remote.pushMaxDelay", "1500ms is below pushDelay 2s (the shard's default)"}},
 	{"pull interval under 100ms", `wings: [{name: payments, policy: {}, remote: {enabled: true, url: "https://github.com/acme/brain.git", pullInterval: 50ms}}]`, []string{"remote.pullInterval", "100ms"}},
 	{"push delay in words", `wings: [{name: payments, policy: {}, remote: {pushDelay: 2 seconds}}]`, []string{"/wings/0/remote/pushDelay"}},
 	{"remote unknown key", `shard: {remote: {urls: ["https://github.com/acme/brain.git"]}}`, []string{"/shard/remote", "urls"}},

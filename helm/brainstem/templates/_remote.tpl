@@ -204,9 +204,10 @@ its flags.
 {{- if and (hasKey $w "allowPurge" | ternary $w.allowPurge $.Values.shard.allowPurge) (not $r.forcePushOnPurge) -}}
 {{- fail (printf "%s: allowPurge with a remote needs remote.forcePushOnPurge: a purge rewrites history the remote already holds, and the shard refuses the combination too (remote: a purge with a remote set rewrites the remote's history and needs the force-push-on-purge setting)" $at) -}}
 {{- end -}}
-{{- if and $r.pushDelay $r.pushMaxDelay -}}
-{{- if lt (include "brainstem.durationSeconds" $r.pushMaxDelay | float64) (include "brainstem.durationSeconds" $r.pushDelay | float64) -}}
-{{- fail (printf "%s.pushMaxDelay: %s is below pushDelay %s: the longest wait before a push cannot be shorter than the delay" $at $r.pushMaxDelay $r.pushDelay) -}}
+{{- with $r.pushMaxDelay -}}
+{{- $delay := $r.pushDelay | default "2s" -}}
+{{- if lt (include "brainstem.durationSeconds" . | float64) (include "brainstem.durationSeconds" $delay | float64) -}}
+{{- fail (printf "%s.pushMaxDelay: %s is below pushDelay %s%s: the longest wait before a push cannot be shorter than the delay" $at . $delay (ternary "" " (the shard's default)" (not (empty $r.pushDelay)))) -}}
 {{- end -}}
 {{- end -}}
 {{- with $r.pullInterval -}}
