@@ -2,7 +2,10 @@ package helmtest
 
 import (
 	"encoding/json"
+	"errors"
+	"flag"
 	"fmt"
+	"io"
 	"maps"
 	"net/url"
 	"path"
@@ -619,6 +622,66 @@ func TestRemoteURLSecretNotRepeated(t *testing.T) {
 		}
 		if strings.Contains(err.Error(), "pw-7Qx2v9") {
 			t.Errorf("the refusal of a URL with a password repeats it: %v", err)
+		}
+	}
+}
+
+// TestRemoteRulesMatchShard: the chart and the shard draw the same lines.
+// The --git-* flags of every remote the chart renders parse and validate
+// with the shard's own flag set (remote.Flags, remote.Config.Validate), and
+// the flags of each remote the chart refuses for a rule of the shard's are
+// refused by the shard too.
+func TestRemoteRulesMatchShard(t *testing.T) {
+	t.Parallel()
+	validate := func(argv []string) error {
+		fs := flag.NewFlagSet("shard", flag.ContinueOnError)
+		fs.SetOutput(io.Discard)
+		get := remote.Flags(fs)
+		if err := fs.Parse(argv); err != nil {
+			return err
+		}
+		cfg := get()
+		if cfg == nil {
+			return errors.New("no remote")
+		}
+		cfg.Wing = "payments"
+		return cfg.Validate()
+	}
+	overlays := []string{`wings:
+  - {name: payments, policy: {}, remote: {enabled: true, url: "https://github.com/acme/brain.git", branch: brain, username: x-access-token, token: {secretName: t}, webhookSecret: {secretName: h}, pushDelay: 1s, pushMaxDelay: 30s, pullInterval: 1m}}
+  - {name: ssh, policy: {}, remote: {enabled: true, url: "git@github.com:acme/brain.git", sshKey: {secretName: k}, knownHosts: {value: x}, forcePushOnPurge: true}}
+`}
+	for _, c := range remoteAccepted {
+		overlays = append(overlays, c.overlay)
+	}
+	for _, overlay := range overlays {
+		r := render(t, []string{defaultValues, valuesFile(t, overlay)})
+		for _, s := range r.all("StatefulSet") {
+			var argv []string
+			for k, v := range gitFlags(t, s) {
+				argv = append(argv, "--"+k+"="+v)
+			}
+			if len(argv) == 0 {
+				continue
+			}
+			if err := validate(argv); err != nil {
+				t.Errorf("the chart renders %v, the shard refuses it: %v", argv, err)
+			}
+		}
+	}
+	for _, argv := range [][]string{
+		{"--git-remote=https://bot:s3cret@github.com/acme/brain.git"},
+		{"--git-remote=ftp://github.com/acme/brain.git"},
+		{"--git-remote=git@github.com:acme/brain.git", "--git-token-file=/t"},
+		{"--git-remote=git://git.acme.com/brain.git", "--git-token-file=/t"},
+		{"--git-remote=https://github.com/acme/brain.git", "--git-ssh-key-file=/k", "--git-known-hosts=/h"},
+		{"--git-remote=git@github.com:acme/brain.git", "--git-ssh-key-file=/k"},
+		{"--git-remote=https://github.com/acme/brain.git", "--git-push-delay=1m", "--git-push-max-delay=30s"},
+		{"--git-remote=https://github.com/acme/brain.git", "--git-push-max-delay=1500ms"},
+		{"--git-remote=https://github.com/acme/brain.git", "--git-pull-interval=50ms"},
+	} {
+		if err := validate(argv); err == nil {
+			t.Errorf("the chart refuses %v, the shard accepts it", argv)
 		}
 	}
 }
