@@ -38,26 +38,32 @@ func TestManifestsMatchKubernetesTypes(t *testing.T) {
 	for _, file := range scenarios(t) {
 		t.Run(strings.TrimSuffix(file[strings.LastIndex(file, "/")+1:], "-values.yaml"), func(t *testing.T) {
 			t.Parallel()
-			r := render(t, []string{file})
-			for _, o := range r.objs {
-				gvk := fmt.Sprintf("%v/%v", o["apiVersion"], o.kind())
-				newObj, known := kubeTypes[gvk]
-				if !known {
-					t.Errorf("%s %s: kind not covered by this test", gvk, o.name())
-					continue
-				}
-				if newObj == nil {
-					continue
-				}
-				// Re-encode the decoded map as JSON for the API types' JSON tags.
-				j, err := yaml.Marshal(map[string]any(o))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if err := yaml.UnmarshalStrict(j, newObj()); err != nil {
-					t.Errorf("%s %s does not match the Kubernetes API: %v", gvk, o.name(), err)
-				}
-			}
+			checkKubeTypes(t, render(t, []string{file}))
 		})
+	}
+}
+
+// checkKubeTypes decodes every built-in object of r strictly into its
+// Kubernetes API type.
+func checkKubeTypes(t *testing.T, r release) {
+	t.Helper()
+	for _, o := range r.objs {
+		gvk := fmt.Sprintf("%v/%v", o["apiVersion"], o.kind())
+		newObj, known := kubeTypes[gvk]
+		if !known {
+			t.Errorf("%s %s: kind not covered by this test", gvk, o.name())
+			continue
+		}
+		if newObj == nil {
+			continue
+		}
+		// Re-encode the decoded map as JSON for the API types' JSON tags.
+		j, err := yaml.Marshal(map[string]any(o))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := yaml.UnmarshalStrict(j, newObj()); err != nil {
+			t.Errorf("%s %s does not match the Kubernetes API: %v", gvk, o.name(), err)
+		}
 	}
 }

@@ -105,27 +105,7 @@ func runOnLoopback(t *testing.T, r release) string {
 		host, _, _ := strings.Cut(w.Address, ":")
 		pod, _, _ := strings.Cut(host, ".")
 		s := r.get(t, "StatefulSet", strings.TrimSuffix(pod, "-0"))
-		etc := filepath.Join(root, w.Name, "etc")
-		data := filepath.Join(root, w.Name, "data")
-		writeMounted(t, r, s, "/etc/brainstem", etc)
-		quic, admin := freeUDP(t), freeTCP(t)
-		sub, flags := args(t, container(t, s))
-		argv := []string{sub}
-		for _, k := range sortedKeys(flags) {
-			v := flags[k]
-			v = strings.Replace(v, "/etc/brainstem", etc, 1)
-			v = strings.Replace(v, "/data", data, 1)
-			switch k {
-			case "listen":
-				v = quic
-			case "admin-listen":
-				v = admin
-			}
-			argv = append(argv, "--"+k+"="+v)
-		}
-		if err := os.MkdirAll(data, 0o700); err != nil {
-			t.Fatal(err)
-		}
+		argv, quic, admin := loopbackShard(t, r, s, filepath.Join(root, w.Name), nil)
 		// The shard's own check accepts what the chart mounts.
 		checkRun(t, append(slices.Clone(argv), "--check-config")...)
 		p := start(t, w.Name, argv...)
@@ -160,9 +140,47 @@ func runOnLoopback(t *testing.T, r release) string {
 	return listen
 }
 
+// loopbackShard prepares a shard StatefulSet to run on loopback under dir:
+// its mounted files written to dir/etc (the Secrets the release does not
+// render taken from external, by name), its brain at dir/data, and its
+// command line with those paths and free loopback listen addresses.
+func loopbackShard(t *testing.T, r release, s obj, dir string, external map[string]map[string][]byte) (argv []string, quic, admin string) {
+	t.Helper()
+	etc, data := filepath.Join(dir, "etc"), filepath.Join(dir, "data")
+	writeMountedFrom(t, r, s, "/etc/brainstem", etc, external)
+	quic, admin = freeUDP(t), freeTCP(t)
+	sub, flags := args(t, container(t, s))
+	argv = []string{sub}
+	for _, k := range sortedKeys(flags) {
+		v := flags[k]
+		v = strings.Replace(v, "/etc/brainstem", etc, 1)
+		if !strings.HasPrefix(k, "git-remote") {
+			v = strings.Replace(v, "/data", data, 1)
+		}
+		switch k {
+		case "listen":
+			v = quic
+		case "admin-listen":
+			v = admin
+		}
+		argv = append(argv, "--"+k+"="+v)
+	}
+	if err := os.MkdirAll(data, 0o700); err != nil {
+		t.Fatal(err)
+	}
+	return argv, quic, admin
+}
+
 // writeMounted writes every file a workload's projected volumes mount under
 // mountRoot into dir, with the content of the rendered ConfigMap or Secret.
 func writeMounted(t *testing.T, r release, o obj, mountRoot, dir string) {
+	t.Helper()
+	writeMountedFrom(t, r, o, mountRoot, dir, nil)
+}
+
+// writeMountedFrom is writeMounted with the data of Secrets that exist
+// outside the release (an operator's credentials), by name.
+func writeMountedFrom(t *testing.T, r release, o obj, mountRoot, dir string, external map[string]map[string][]byte) {
 	t.Helper()
 	c := container(t, o)
 	vols := map[string]any{}
@@ -183,7 +201,11 @@ func writeMounted(t *testing.T, r release, o obj, mountRoot, dir string) {
 				}
 				items = digList(t, cm, "items")
 			} else if sec := dig(s, "secret"); sec != nil {
-				data = secretData(t, r, digString(t, sec, "name"))
+				if ext, ok := external[digString(t, sec, "name")]; ok {
+					data = ext
+				} else {
+					data = secretData(t, r, digString(t, sec, "name"))
+				}
 				items = digList(t, sec, "items")
 			}
 			for _, it := range items {

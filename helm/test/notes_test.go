@@ -99,6 +99,16 @@ func TestNotes(t *testing.T) {
 			"the console in a browser, with the same sign-in: https://brain.acme.com/console/\n",
 			"Secret rel-brainstem-gateway-oauth-signing;",
 		}},
+		{"a remote with a webhook", []string{defaultValues, valuesFile(t, `wings:
+  - name: payments
+    policy: {}
+    remote: {enabled: true, url: "https://github.com/acme/brain.git", webhookSecret: {secretName: hook}, webhookIngress: {enabled: true, host: payments-hooks.acme.com}}
+  - {name: legal, policy: {}, remote: {enabled: true, url: "git@github.com:acme/legal.git", branch: legal}}
+  - {name: quiet, policy: {}}
+`)}, []string{
+			"Wing payments syncs with https://github.com/acme/brain.git (branch main). Its git host's push webhook:\n\n  https://payments-hooks.acme.com/remote/webhook  (content type application/json,\n  push events, the secret in Secret hook;",
+			"Wing legal syncs with git@github.com:acme/legal.git (branch legal).\n",
+		}},
 		{"explicit public URL", []string{defaultValues, valuesFile(t, "publicURL: https://knowledge.acme.com/\ningress: {host: knowledge.acme.com}")}, []string{
 			"https://knowledge.acme.com/mcp\n",
 			"brainstem join https://knowledge.acme.com\n",

@@ -70,6 +70,7 @@ func TestValuesRejected(t *testing.T) {
 	cases = append(cases, machinesRejected...)
 	cases = append(cases, signinsRejected...)
 	cases = append(cases, tunablesRejected...)
+	cases = append(cases, remoteRejected...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -102,6 +103,7 @@ func TestValuesAccepted(t *testing.T) {
 	}
 	cases = append(cases, oauthAccepted...)
 	cases = append(cases, tunablesAccepted...)
+	cases = append(cases, remoteAccepted...)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()

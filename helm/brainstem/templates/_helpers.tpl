@@ -301,6 +301,7 @@ depend on them so a bad values file fails before anything renders.
 {{- fail "brainstem: oauth.enterprise.idps: the gateway's authorization server accepts the identity assertions; set oauth.enabled" -}}
 {{- end -}}
 {{- include "brainstem.validateTunables" . -}}
+{{- include "brainstem.validateRemotes" . -}}
 {{- $_ := include "brainstem.publicURL" . -}}
 {{- if and .Values.publicURL .Values.ingress.enabled .Values.ingress.host -}}
 {{- $host := (urlParse .Values.publicURL).host -}}
