@@ -34,9 +34,10 @@ const (
 
 // BenchmarkWriteRemote compares brain_write with and without a git remote
 // (docs/performance-history.md). Two wings run side by side, one without a
-// remote and one with (git http-backend on loopback, pushing every
-// 100 ms), and the writes alternate between them in blocks of writeBlock:
-// the machine's noise falls on both alike. After each block the wing's
+// remote and one with (git http-backend on loopback, push delay
+// benchPushDelay, max delay benchPushMax), and the writes alternate
+// between them in blocks of writeBlock, each wing first in every other
+// pair: the machine's noise falls on both alike. After each block the wing's
 // history commits, and the wing with the remote pushes, untimed, so that
 // neither's background work runs during the other's block; the pushes
 // during the remote wing's own block are what is measured. b.N writes go
@@ -47,8 +48,16 @@ func BenchmarkWriteRemote(b *testing.B) {
 	b.ResetTimer()
 	for i := 0; i < b.N; i += writeBlock {
 		n := min(writeBlock, b.N-i)
-		lw = without.write(b, i, n, lw)
-		lr = with.write(b, i, n, lr)
+		// Each goes first in every other pair of blocks, so that neither
+		// always follows the other's untimed push (or its git server's
+		// work after it).
+		if i/writeBlock%2 == 0 {
+			lw = without.write(b, i, n, lw)
+			lr = with.write(b, i, n, lr)
+		} else {
+			lr = with.write(b, i, n, lr)
+			lw = without.write(b, i, n, lw)
+		}
 	}
 	b.StopTimer()
 	pw, pr := p50(lw), p50(lr)
