@@ -58,6 +58,15 @@ func purgeRig(t *testing.T, forceOK bool) (*remoteRig, string) {
 	return g, blob
 }
 
+// gets reports whether brain_get of id answers with want in its text (a
+// tool error: false).
+func (g *remoteRig) gets(t *testing.T, id, want string) bool {
+	t.Helper()
+	tok := mint(t, g.svc, "reader@example.com", g.now.Now().Add(time.Hour)).Token
+	resp, err := g.svc.Call(context.Background(), &proto.CallRequest{Token: tok, Tool: "brain_get", Args: []byte(`{"id":"` + id + `"}`)})
+	return err == nil && !resp.IsError && strings.Contains(string(resp.Result), want)
+}
+
 // versionsOf returns the note's versions as brain_history lists them.
 func (g *remoteRig) versionsOf(t *testing.T) []struct {
 	Version string
@@ -146,12 +155,25 @@ func TestRemotePurgeForcePushes(t *testing.T) {
 	if st := g.svc.Remote().Status(); st.ForcePushPending || st.LastError != "" {
 		t.Errorf("status %+v", st)
 	}
-	// The syncer goes on as before: an agent's write is pushed.
+	// The syncer goes on as before: an agent's write is pushed, and a
+	// person's note pushed from a new clone is pulled (through the
+	// quarantine, since the wing has purged content).
 	g.call(t, "wendy@example.com", "brain_write", `{"hall":"facts","title":"After purge","body":"later"}`)
 	eventually(t, "a write after the purge pushed", func() bool {
 		_, err := ada.Git(g.bare, "cat-file", "-e", "main:wiki/payments/facts/after-purge.md")
 		return err == nil
 	})
+	clone := filepath.Join(t.TempDir(), "new")
+	adaGit(t, t.TempDir(), "clone", "--quiet", g.url, clone)
+	mustWrite(t, filepath.Join(clone, "wiki/payments/facts/new-clone.md"), []byte("---\ntitle: New clone\n---\nFrom a clone made after the purge: a wombat.\n"), 0o644)
+	adaGit(t, clone, "add", "-A")
+	adaGit(t, clone, "commit", "--quiet", "-m", "A note from a new clone")
+	adaGit(t, clone, "push", "--quiet", "origin", "main")
+	g.svc.Remote().Trigger()
+	eventually(t, "the new clone's note in brain_get", func() bool { return g.gets(t, "payments/facts/new-clone", "wombat") })
+	if _, err := ada.Git(g.svc.cfg.Brain, "cat-file", "-e", blob); err == nil {
+		t.Error("the purged blob is on the wing's disk")
+	}
 }
 
 // TestRemotePurgeNeedsRemote: with the remote down the purge is refused
@@ -244,9 +266,10 @@ func TestRemotePurgePending(t *testing.T) {
 
 // TestRemotePurgedContentRefused: a clone made before the purge force
 // pushes the old history back; the shard refuses it (ErrPurgedContent),
-// integrates nothing, keeps serving, and pushes nothing on top of it.
+// integrates nothing, writes none of it to its disk, keeps serving, and
+// pushes nothing on top of it.
 func TestRemotePurgedContentRefused(t *testing.T) {
-	g, _ := purgeRig(t, true)
+	g, blob := purgeRig(t, true)
 	adaGit(t, g.clone, "pull", "--quiet", "--ff-only") // the stale clone holds the secret version
 	if res, isErr := g.purgeSecretVersion(t); isErr {
 		t.Fatalf("brain_purge: %s", res)
@@ -277,6 +300,13 @@ func TestRemotePurgedContentRefused(t *testing.T) {
 	}
 	if _, err := ada.Git(g.svc.cfg.Brain, "merge-base", "--is-ancestor", stale, "HEAD"); err == nil {
 		t.Error("the stale history was integrated into the wing's branch")
+	}
+	// The refused history stayed in the fetch's quarantine, in memory.
+	if _, err := ada.Git(g.svc.cfg.Brain, "cat-file", "-e", blob); err == nil {
+		t.Error("the stale push's purged blob reached the wing's disk")
+	}
+	if _, err := ada.Git(g.svc.cfg.Brain, "cat-file", "-e", stale); err == nil {
+		t.Error("the stale push's head commit reached the wing's disk")
 	}
 }
 
@@ -315,11 +345,7 @@ func TestRemotePurgeCatchesUp(t *testing.T) {
 	if err := g.svc.Remote().Round(context.Background()); err != nil {
 		t.Fatalf("round: %v", err)
 	}
-	eventually(t, "the late note in brain_get", func() bool {
-		tok := mint(t, g.svc, "reader@example.com", g.now.Now().Add(time.Hour)).Token
-		resp, err := g.svc.Call(context.Background(), &proto.CallRequest{Token: tok, Tool: "brain_get", Args: []byte(`{"id":"payments/facts/late-fact"}`)})
-		return err == nil && !resp.IsError && strings.Contains(string(resp.Result), "quokka")
-	})
+	eventually(t, "the late note in brain_get", func() bool { return g.gets(t, "payments/facts/late-fact", "quokka") })
 	head := strings.TrimSpace(adaGit(t, g.bare, "rev-parse", "main"))
 	if local := strings.TrimSpace(adaGit(t, g.svc.cfg.Brain, "rev-parse", "HEAD")); local != head {
 		t.Fatalf("the remote is at %s, the wing at %s", head, local)

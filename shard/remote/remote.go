@@ -51,6 +51,7 @@ type Remote struct {
 	log    *slog.Logger
 	repo   *git.Repository
 	store  *filesystem.Storage // repo's storage
+	refs   refStorer           // store as the fetch and the push see it
 	rem    *git.Remote
 	local  plumbing.ReferenceName // the branch the wing commits on
 	track  plumbing.ReferenceName // where the fetched remote head is kept
@@ -95,7 +96,7 @@ func Open(dir string, cfg Config, log *slog.Logger) (*Remote, error) {
 	for _, w := range cfg.Wings() {
 		dirs = append(dirs, brain.TopWiki+"/"+w+"/", brain.TopInbox+"/"+w+"/")
 	}
-	return &Remote{cfg: cfg, log: log, repo: repo, store: fs, rem: rem, local: local,
+	return &Remote{cfg: cfg, log: log, repo: repo, store: fs, refs: refs, rem: rem, local: local,
 		track: track, now: time.Now, root: dir, dirs: dirs}, nil
 }
 
@@ -194,19 +195,36 @@ func (r *Remote) Fetch(ctx context.Context) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	spec := gitconfig.RefSpec("+" + plumbing.NewBranchReferenceName(r.cfg.Branch).String() + ":" + r.track.String())
-	err = r.rem.FetchContext(ctx, &git.FetchOptions{RemoteName: remoteName, RefSpecs: []gitconfig.RefSpec{spec}, Auth: auth})
-	switch {
-	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
-	case errors.Is(err, transport.ErrEmptyRemoteRepository), isNoSuchRef(err):
-		return plumbing.ZeroHash, nil
-	default:
-		return plumbing.ZeroHash, r.wrap("fetch", err)
+	opts := &git.FetchOptions{RemoteName: remoteName, RefSpecs: []gitconfig.RefSpec{spec}, Auth: auth}
+	purged, err := r.purged()
+	if err != nil {
+		return plumbing.ZeroHash, err
+	}
+	if len(purged) > 0 {
+		return r.fetchQuarantined(ctx, opts)
+	}
+	if done, head, err := r.fetched(r.rem.FetchContext(ctx, opts)); done {
+		return head, err
 	}
 	ref, err := r.repo.Storer.Reference(r.track)
 	if err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("remote: read %s: %w", r.track, err)
 	}
 	return ref.Hash(), nil
+}
+
+// fetched sorts a fetch's error: done when the fetch has no head to
+// read (the remote is empty or lacks the branch: head zero, or it failed:
+// err).
+func (r *Remote) fetched(err error) (done bool, head plumbing.Hash, _ error) {
+	switch {
+	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
+		return false, plumbing.ZeroHash, nil
+	case errors.Is(err, transport.ErrEmptyRemoteRepository), isNoSuchRef(err):
+		return true, plumbing.ZeroHash, nil
+	default:
+		return true, plumbing.ZeroHash, r.wrap("fetch", err)
+	}
 }
 
 func isNoSuchRef(err error) bool {
