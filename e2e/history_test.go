@@ -3,6 +3,7 @@ package e2e
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io/fs"
 	"os"
@@ -321,10 +322,16 @@ func onDisk(t *testing.T, dir, s string) bool {
 	t.Helper()
 	found := false
 	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // a lock or temporary file gone since its directory was listed
+		}
 		if err != nil || d.IsDir() {
 			return err
 		}
 		b, err := os.ReadFile(p)
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil // the same (git's index.lock, while the history engine commits)
+		}
 		if err != nil {
 			return err
 		}
