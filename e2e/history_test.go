@@ -1,14 +1,10 @@
 package e2e
 
 import (
-	"bytes"
 	"encoding/json"
-	"errors"
 	"fmt"
-	"io/fs"
 	"os"
 	"os/exec"
-	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -19,6 +15,8 @@ import (
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
+
+	"github.com/brainstem/brainstem/tooling/diskgrep"
 )
 
 // The history story of issue 17, end to end: a real MCP client through
@@ -320,37 +318,14 @@ func TestHistoryThroughTheGateway(t *testing.T) {
 // of a git repository at dir (git cat-file --batch-all-objects).
 func onDisk(t *testing.T, dir, s string) bool {
 	t.Helper()
-	found := false
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // a lock or temporary file gone since its directory was listed
-		}
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil // the same (git's index.lock, while the history engine commits)
-		}
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(b, []byte(s)) {
-			t.Logf("%s holds %q", p, s)
-			found = true
-		}
-		return nil
-	})
+	places, err := diskgrep.Find(dir, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
-		if strings.Contains(gitIn(t, dir, "cat-file", "--batch-all-objects", "--batch"), s) {
-			t.Logf("a git object in %s holds %q", dir, s)
-			found = true
-		}
+	for _, p := range places {
+		t.Logf("%s holds %q", p, s)
 	}
-	return found
+	return len(places) > 0
 }
 
 // TestMoveReportsLinksFromOtherWings: the links into a moved note from the

@@ -6,12 +6,13 @@ import (
 	"errors"
 	"io/fs"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/brainstem/brainstem/brain"
+
+	"github.com/brainstem/brainstem/tooling/diskgrep"
 )
 
 func openPurging(t *testing.T, root, state string) *Store {
@@ -281,33 +282,12 @@ func TestPurgeLeavesNoTrace(t *testing.T) {
 // or, when dir is a git repository, any object git lists does.
 func grepDir(t *testing.T, dir, s string) bool {
 	t.Helper()
-	found := false
-	err := filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() {
-			return err
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if bytes.Contains(b, []byte(s)) {
-			t.Logf("%s holds %q", p, s)
-			found = true
-		}
-		return nil
-	})
+	places, err := diskgrep.Find(dir, s)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := os.Stat(filepath.Join(dir, ".git")); err == nil {
-		out, err := exec.Command("git", "-C", dir, "cat-file", "--batch-all-objects", "--batch").Output()
-		if err != nil {
-			t.Fatalf("git cat-file: %v", err)
-		}
-		if bytes.Contains(out, []byte(s)) {
-			t.Logf("a git object in %s holds %q", dir, s)
-			found = true
-		}
+	for _, p := range places {
+		t.Logf("%s holds %q", p, s)
 	}
-	return found
+	return len(places) > 0
 }
