@@ -43,7 +43,7 @@ func (r *Remote) Apply(local plumbing.Hash, in Integration) error {
 	if err := b.Sync(); err != nil {
 		return fmt.Errorf("remote: %w", err)
 	}
-	journal := filepath.Join(r.store.Filesystem().Root(), filepath.FromSlash(ApplyFile))
+	journal := r.gitPath(ApplyFile)
 	if err := writeJournal(journal, applyJournal{Commit: in.Commit.String(), Paths: in.Changed}); err != nil {
 		return err
 	}
@@ -94,7 +94,7 @@ func (r *Remote) stage(b *atomicfile.Batch, p string, e entry) error {
 // <ref>.lock created exclusively, checked against old, written, synced
 // and renamed over the ref.
 func (r *Remote) moveBranch(old, next plumbing.Hash) error {
-	ref := filepath.Join(r.store.Filesystem().Root(), filepath.FromSlash(r.local.String()))
+	ref := r.gitPath(r.local.String())
 	lock, err := os.OpenFile(ref+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
 	if err != nil {
 		return fmt.Errorf("%w (%s is locked: %w)", ErrLocalMoved, r.local, err)

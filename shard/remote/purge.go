@@ -59,7 +59,12 @@ type forcePush struct {
 	Since time.Time `json:"since"`
 }
 
+// gitPath is the path of name (slash-separated) under the repository's
+// git directory ("" for a Remote without a repository: a probe).
 func (r *Remote) gitPath(name string) string {
+	if r.store == nil {
+		return ""
+	}
 	return filepath.Join(r.store.Filesystem().Root(), filepath.FromSlash(name))
 }
 
@@ -192,8 +197,16 @@ func (r *Remote) addPurged(blobs []string) error {
 // local head does not reach holds a purged blob.
 func (r *Remote) refusePurged(local, remote plumbing.Hash) error {
 	set, err := r.purged()
-	if err != nil || len(set) == 0 {
+	if err != nil {
 		return err
+	}
+	return r.refuseBlobs(set, local, remote)
+}
+
+// refuseBlobs is refusePurged with the purged blobs of set.
+func (r *Remote) refuseBlobs(set map[plumbing.Hash]bool, local, remote plumbing.Hash) error {
+	if len(set) == 0 {
+		return nil
 	}
 	fresh, edges, err := r.newCommits(remote, local)
 	if err != nil {

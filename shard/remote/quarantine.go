@@ -84,7 +84,7 @@ func (q *quarantine) Reference(n plumbing.ReferenceName) (*plumbing.Reference, e
 // purged blobs (ErrPurgedContent: nothing is written), and only then are
 // the fetched objects written to the repository, as one pack, and the
 // remote head recorded. It returns the remote head (zero: none).
-func (r *Remote) fetchQuarantined(ctx context.Context, opts *git.FetchOptions) (plumbing.Hash, error) {
+func (r *Remote) fetchQuarantined(ctx context.Context, opts *git.FetchOptions, purged map[plumbing.Hash]bool) (plumbing.Hash, error) {
 	q := newQuarantine(r.refs)
 	err := git.NewRemote(q, &gitconfig.RemoteConfig{Name: remoteName, URLs: []string{r.cfg.URL}}).FetchContext(ctx, opts)
 	if done, head, err := r.fetched(err); done {
@@ -102,7 +102,7 @@ func (r *Remote) fetchQuarantined(ctx context.Context, opts *git.FetchOptions) (
 	if err != nil {
 		return plumbing.ZeroHash, err
 	}
-	if err := view.refusePurged(local, ref.Hash()); err != nil {
+	if err := view.refuseBlobs(purged, local, ref.Hash()); err != nil {
 		return plumbing.ZeroHash, err
 	}
 	if err := q.admit(r); err != nil {

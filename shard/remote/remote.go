@@ -201,7 +201,7 @@ func (r *Remote) Fetch(ctx context.Context) (plumbing.Hash, error) {
 		return plumbing.ZeroHash, err
 	}
 	if len(purged) > 0 {
-		return r.fetchQuarantined(ctx, opts)
+		return r.fetchQuarantined(ctx, opts, purged)
 	}
 	if done, head, err := r.fetched(r.rem.FetchContext(ctx, opts)); done {
 		return head, err

@@ -12,7 +12,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
-	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
 )
@@ -85,15 +84,9 @@ func Hint(err error) string {
 	return ""
 }
 
-// statusPath is the status file of r's repository ("" when the
-// repository is not on disk).
-func (r *Remote) statusPath() string {
-	fs, ok := r.repo.Storer.(*filesystem.Storage)
-	if !ok {
-		return ""
-	}
-	return filepath.Join(fs.Filesystem().Root(), filepath.FromSlash(StatusFile))
-}
+// statusPath is the status file of r's repository ("" for a Remote
+// without one: a probe).
+func (r *Remote) statusPath() string { return r.gitPath(StatusFile) }
 
 // report is st as persisted.
 func (r *Remote) report(st Status, lastErr error) Report {
