@@ -179,7 +179,8 @@ func ParseHeaders(v string) (map[string]string, error) {
 	return h, nil
 }
 
-// FormatHeaders is ParseHeaders' inverse (keys in any order).
+// FormatHeaders is ParseHeaders' inverse (keys in any order) for header
+// sets whose escaped form stays within MaxHeadersBytes.
 func FormatHeaders(h map[string]string) string {
 	parts := make([]string, 0, len(h))
 	for k, v := range h {
