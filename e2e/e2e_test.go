@@ -5,10 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"io/fs"
 	"math"
-	"os"
-	"path/filepath"
 	"sort"
 	"strings"
 	"testing"
@@ -168,35 +165,7 @@ func crossWingSample(t *testing.T) {
 	gw := httpClient(t, env.MCPURL, tok)
 
 	// One wing "union" holding every note of the three wings under a new slug.
-	union := t.TempDir()
-	toOriginal := map[string]string{}
-	err = filepath.WalkDir(filepath.Join(env.BrainDir, "wiki"), func(p string, d fs.DirEntry, err error) error {
-		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".md") || d.Name() == "_index.md" {
-			return err
-		}
-		rel, _ := filepath.Rel(filepath.Join(env.BrainDir, "wiki"), p)
-		parts := strings.Split(filepath.ToSlash(rel), "/") // wing, hall, slug.md
-		if len(parts) != 3 {
-			return nil
-		}
-		slug := parts[0] + "-x-" + strings.TrimSuffix(parts[2], ".md")
-		dst := filepath.Join(union, "wiki", "union", parts[1], slug+".md")
-		toOriginal["union/"+parts[1]+"/"+slug] = parts[0] + "/" + parts[1] + "/" + strings.TrimSuffix(parts[2], ".md")
-		data, err := os.ReadFile(p)
-		if err != nil {
-			return err
-		}
-		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
-			return err
-		}
-		return os.WriteFile(dst, data, 0o644)
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if len(toOriginal) < 50 {
-		t.Fatalf("union has %d notes", len(toOriginal))
-	}
+	union, toOriginal := writeSampleUnion(t, env.BrainDir)
 	key, _ := auth.GenerateKey()
 	svc, err := shard.Open(context.Background(), shard.Config{Brain: union, Wing: "union", Key: key})
 	if err != nil {

@@ -10,10 +10,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
@@ -201,155 +198,37 @@ func crossWingHeavy(t *testing.T) {
 // real-world shape: BRAINSTEM_BENCH_DOCS heavy-tailed notes (default
 // 20,000, about 88 MB, notes up to 2 MB), served twice through the whole
 // product (dev identity provider, gateway, real shards over QUIC): split
-// over three wings, and in one wing. One client calls, in turn, brain_get
-// of a note of median size, brain_query (limit 10) on the one wing, and
-// the same query across the three wings, so the three see the same
-// machine; the queries mix 1, 2 and 3 terms. Reported: each p50 and p99,
-// and the ratios query/get and cross/one. Every cross-wing ranking (ids,
-// scores, total) is checked against the one-wing answer.
+// over three wings, and in one wing. See benchCrossLatency for what one
+// round measures.
 func BenchmarkHeavyCorpus(b *testing.B) {
-	n := 20000
-	if v, err := strconv.Atoi(os.Getenv("BRAINSTEM_BENCH_DOCS")); err == nil && v > 0 {
-		n = v
-	}
-	hb := writeHeavyBrain(b, n, false)
-	three, one := startHeavyEnv(b, hb.Three), startHeavyEnv(b, hb.One)
-	tok3, _, err := three.Token("alice@example.com", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	tok1, _, err := one.Token("alice@example.com", nil)
-	if err != nil {
-		b.Fatal(err)
-	}
-	c3, c1 := httpClient(b, three.MCPURL, tok3), httpClient(b, one.MCPURL, tok1)
-
-	mid := medianNote(hb.Notes)
-	getArgs := fmt.Sprintf(`{"id":"all/%s/%s"}`, mid.Hall, mid.Slug)
-	queries := heavyQueries(300)
-	do := func(c *client.Client, args string) (string, time.Duration) {
-		t0 := time.Now()
-		res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: "brain_" + strings.SplitN(args, "|", 2)[0], Arguments: json.RawMessage(strings.SplitN(args, "|", 2)[1])}})
-		d := time.Since(t0)
-		if err != nil {
-			b.Fatal(err)
-		}
-		text := res.Content[0].(mcp.TextContent).Text
-		if res.IsError {
-			b.Fatalf("%s: %s", args, text)
-		}
-		return text, d
-	}
-	// Warm up every path (mints, connections, caches) before timing. Every
-	// query runs once, so the timed rounds see the gateway's replica of the
-	// wings' statistics filled, as a read-mostly brain does; the warm-up's
-	// cross-wing latencies are the cold ones (a statistics round trip).
-	var cold []time.Duration
-	for _, q := range queries {
-		args := fmt.Sprintf(`{"query":%q,"limit":10}`, q)
-		do(c1, "get|"+getArgs)
-		do(c1, "query|"+strings.Replace(args, "{", `{"wing":"all",`, 1))
-		_, d := do(c3, "query|"+args)
-		cold = append(cold, d)
-	}
-	var get, qOne, qCross []time.Duration
-	checked, mismatches := 0, 0
-	i := 0
-	b.ResetTimer()
-	for b.Loop() {
-		q := queries[i%len(queries)]
-		args := fmt.Sprintf(`{"query":%q,"limit":10}`, q)
-		_, d := do(c1, "get|"+getArgs)
-		get = append(get, d)
-		oneText, d := do(c1, "query|"+strings.Replace(args, "{", `{"wing":"all",`, 1))
-		qOne = append(qOne, d)
-		crossText, d := do(c3, "query|"+args)
-		qCross = append(qCross, d)
-		if i < len(queries) {
-			a, o := decodeAnswer(b, crossText), decodeAnswer(b, oneText)
-			for k := range o.Hits {
-				o.Hits[k].ID = hb.oneToThree(o.Hits[k].ID)
-			}
-			checked++
-			if err := rankingsDiffer(a.Hits, o.Hits, 10); err != nil || a.Total != o.Total {
-				mismatches++
-				b.Logf("%q: %v; totals %d and %d", q, err, a.Total, o.Total)
-			}
-		}
-		i++
-	}
-	b.StopTimer()
-	if mismatches > 0 {
-		b.Fatalf("%d of %d cross-wing rankings differ from the one-wing ranking", mismatches, checked)
-	}
-	p := func(lat []time.Duration, q float64) float64 {
-		s := slices.Sorted(slices.Values(lat))
-		return float64(s[min(len(s)-1, int(q*float64(len(s))))].Nanoseconds())
-	}
-	b.ReportMetric(p(get, 0.5), "get-p50-ns")
-	b.ReportMetric(p(qOne, 0.5), "one-p50-ns")
-	b.ReportMetric(p(qCross, 0.5), "cross-p50-ns")
-	b.ReportMetric(p(cold, 0.5), "cross-cold-p50-ns")
-	b.ReportMetric(p(get, 0.99), "get-p99-ns")
-	b.ReportMetric(p(qOne, 0.99), "one-p99-ns")
-	b.ReportMetric(p(qCross, 0.99), "cross-p99-ns")
-	b.ReportMetric(p(qOne, 0.5)/p(get, 0.5), "one/get")
-	b.ReportMetric(p(qCross, 0.5)/p(qOne, 0.5), "cross/one")
-	b.ReportMetric(float64(checked), "rankings-equal")
+	hb := writeHeavyBrain(b, benchDocs(), false)
+	benchCrossLatency(b, hb.cross(b))
 	b.ReportMetric(float64(len(hb.Notes)), "notes")
 	b.ReportMetric(float64(hb.Bytes)/1e6, "MB")
-	b.ReportMetric(float64(len(mid.Body)), "median-note-bytes")
+	b.ReportMetric(float64(len(medianNote(hb.Notes).Body)), "median-note-bytes")
 }
 
-// BenchmarkHeavyThroughput is brain_get of the median note and brain_query
-// (limit 10, one wing, then across three wings) at 64 concurrent clients
-// through the gateway on the heavy-tailed brain of BenchmarkHeavyCorpus:
-// calls/s and latency percentiles.
+// BenchmarkHeavyThroughput is benchCrossThroughput on the heavy-tailed
+// brain of BenchmarkHeavyCorpus.
 func BenchmarkHeavyThroughput(b *testing.B) {
-	n := 20000
+	benchCrossThroughput(b, writeHeavyBrain(b, benchDocs(), false).cross(b))
+}
+
+// benchDocs is the heavy benchmarks' number of notes: BRAINSTEM_BENCH_DOCS,
+// 20,000 by default.
+func benchDocs() int {
 	if v, err := strconv.Atoi(os.Getenv("BRAINSTEM_BENCH_DOCS")); err == nil && v > 0 {
-		n = v
+		return v
 	}
-	hb := writeHeavyBrain(b, n, false)
-	three, one := startHeavyEnv(b, hb.Three), startHeavyEnv(b, hb.One)
+	return 20000
+}
+
+// cross serves the heavy brain twice, split and whole.
+func (hb *heavyBrain) cross(b *testing.B) *crossBrain {
 	mid := medianNote(hb.Notes)
-	queries := heavyQueries(300)
-	const clients = 64
-	for _, mode := range []struct {
-		name string
-		env  *devenv.Env
-		args func(i int) (string, string)
-	}{
-		{"get", one, func(int) (string, string) { return "brain_get", fmt.Sprintf(`{"id":"all/%s/%s"}`, mid.Hall, mid.Slug) }},
-		{"query/one-wing", one, func(i int) (string, string) {
-			return "brain_query", fmt.Sprintf(`{"wing":"all","query":%q,"limit":10}`, queries[i%len(queries)])
-		}},
-		{"query/cross-wing", three, func(i int) (string, string) {
-			return "brain_query", fmt.Sprintf(`{"query":%q,"limit":10}`, queries[i%len(queries)])
-		}},
-	} {
-		b.Run(fmt.Sprintf("%s/clients=%d", mode.name, clients), func(b *testing.B) {
-			tok, _, err := mode.env.Token("alice@example.com", nil)
-			if err != nil {
-				b.Fatal(err)
-			}
-			cs := make([]*client.Client, clients)
-			for i := range cs {
-				cs[i] = httpClient(b, mode.env.MCPURL, tok)
-			}
-			run(b, clients, func(w int) func() error {
-				c, k := cs[w], w
-				return func() error {
-					tool, args := mode.args(k)
-					k += clients
-					res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)}})
-					if err == nil && res.IsError {
-						err = fmt.Errorf("tool error: %v", res.Content)
-					}
-					return err
-				}
-			})
-		})
+	return &crossBrain{
+		three: startHeavyEnv(b, hb.Three), one: startHeavyEnv(b, hb.One), oneWing: "all",
+		getID: "all/" + mid.Hall + "/" + mid.Slug, queries: heavyQueries(300), toThree: hb.oneToThree,
 	}
 }
 

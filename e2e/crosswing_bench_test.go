@@ -1,0 +1,292 @@
+package e2e
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/search"
+	"github.com/brainstem/brainstem/tooling/devenv"
+	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
+)
+
+// crossBrain is one brain served twice through the whole product (dev
+// identity provider, gateway, real shards over QUIC): split over three
+// wings, and as one wing holding the same notes. It is what the cross-wing
+// benchmarks compare.
+type crossBrain struct {
+	three, one *devenv.Env
+	oneWing    string                 // the one wing's name
+	getID      string                 // a note of median size, on the one wing
+	queries    []string               // 1, 2 and 3 terms, in turn
+	toThree    func(id string) string // an id of the one wing → the same note in three
+}
+
+// benchCrossLatency is one client calling, in turn, brain_get of the
+// median note, brain_query (limit 10) on the one wing, and the same query
+// across the three wings, so the three see the same machine. Reported: each
+// p50 and p99, and the ratios query/get and cross/one. Every cross-wing
+// ranking (ids, scores, total) is checked against the one-wing answer.
+func benchCrossLatency(b *testing.B, cb *crossBrain) {
+	c3, c1 := cb.client(b, cb.three), cb.client(b, cb.one)
+	getArgs := fmt.Sprintf(`{"id":%q}`, cb.getID)
+	do := func(c *client.Client, tool, args string) (string, time.Duration) {
+		t0 := time.Now()
+		res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)}})
+		d := time.Since(t0)
+		if err != nil {
+			b.Fatal(err)
+		}
+		text := res.Content[0].(mcp.TextContent).Text
+		if res.IsError {
+			b.Fatalf("%s %s: %s", tool, args, text)
+		}
+		return text, d
+	}
+	// Warm up every path (mints, connections, caches) before timing. Every
+	// query runs once, so the timed rounds see the gateway's replica of the
+	// wings' statistics filled, as a read-mostly brain does; the warm-up's
+	// cross-wing latencies are the cold ones (a statistics round trip).
+	var cold []time.Duration
+	for _, q := range cb.queries {
+		do(c1, "brain_get", getArgs)
+		do(c1, search.Tool, cb.queryArgs(q, cb.oneWing))
+		_, d := do(c3, search.Tool, cb.queryArgs(q, ""))
+		cold = append(cold, d)
+	}
+	var get, qOne, qCross []time.Duration
+	checked, mismatches := 0, 0
+	i := 0
+	b.ResetTimer()
+	for b.Loop() {
+		q := cb.queries[i%len(cb.queries)]
+		_, d := do(c1, "brain_get", getArgs)
+		get = append(get, d)
+		oneText, d := do(c1, search.Tool, cb.queryArgs(q, cb.oneWing))
+		qOne = append(qOne, d)
+		crossText, d := do(c3, search.Tool, cb.queryArgs(q, ""))
+		qCross = append(qCross, d)
+		if i < len(cb.queries) {
+			a, o := decodeAnswer(b, crossText), decodeAnswer(b, oneText)
+			for k := range o.Hits {
+				o.Hits[k].ID = cb.toThree(o.Hits[k].ID)
+			}
+			checked++
+			if err := rankingsDiffer(a.Hits, o.Hits, 10); err != nil || a.Total != o.Total {
+				mismatches++
+				b.Logf("%q: %v; totals %d and %d", q, err, a.Total, o.Total)
+			}
+		}
+		i++
+	}
+	b.StopTimer()
+	if mismatches > 0 {
+		b.Fatalf("%d of %d cross-wing rankings differ from the one-wing ranking", mismatches, checked)
+	}
+	p := func(lat []time.Duration, q float64) float64 {
+		s := slices.Sorted(slices.Values(lat))
+		return float64(s[min(len(s)-1, int(q*float64(len(s))))].Nanoseconds())
+	}
+	b.ReportMetric(p(get, 0.5), "get-p50-ns")
+	b.ReportMetric(p(qOne, 0.5), "one-p50-ns")
+	b.ReportMetric(p(qCross, 0.5), "cross-p50-ns")
+	b.ReportMetric(p(cold, 0.5), "cross-cold-p50-ns")
+	b.ReportMetric(p(get, 0.99), "get-p99-ns")
+	b.ReportMetric(p(qOne, 0.99), "one-p99-ns")
+	b.ReportMetric(p(qCross, 0.99), "cross-p99-ns")
+	b.ReportMetric(p(qOne, 0.5)/p(get, 0.5), "one/get")
+	b.ReportMetric(p(qCross, 0.5)/p(qOne, 0.5), "cross/one")
+	b.ReportMetric(float64(checked), "rankings-equal")
+}
+
+// benchCrossThroughput is brain_get of the median note and brain_query
+// (limit 10, one wing, then across three wings) at 64 concurrent clients
+// through the gateway: calls/s and latency percentiles.
+func benchCrossThroughput(b *testing.B, cb *crossBrain) {
+	const clients = 64
+	for _, mode := range []struct {
+		name string
+		env  *devenv.Env
+		args func(i int) (string, string)
+	}{
+		{"get", cb.one, func(int) (string, string) { return "brain_get", fmt.Sprintf(`{"id":%q}`, cb.getID) }},
+		{"query/one-wing", cb.one, func(i int) (string, string) {
+			return search.Tool, cb.queryArgs(cb.queries[i%len(cb.queries)], cb.oneWing)
+		}},
+		{"query/cross-wing", cb.three, func(i int) (string, string) {
+			return search.Tool, cb.queryArgs(cb.queries[i%len(cb.queries)], "")
+		}},
+	} {
+		b.Run(fmt.Sprintf("%s/clients=%d", mode.name, clients), func(b *testing.B) {
+			cs := make([]*client.Client, clients)
+			for i := range cs {
+				cs[i] = cb.client(b, mode.env)
+			}
+			run(b, clients, func(w int) func() error {
+				c, k := cs[w], w
+				return func() error {
+					tool, args := mode.args(k)
+					k += clients
+					res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)}})
+					if err == nil && res.IsError {
+						err = fmt.Errorf("tool error: %v", res.Content)
+					}
+					return err
+				}
+			})
+		})
+	}
+}
+
+// client is an MCP client of env signed in as alice.
+func (cb *crossBrain) client(b *testing.B, env *devenv.Env) *client.Client {
+	tok, _, err := env.Token("alice@example.com", nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	return httpClient(b, env.MCPURL, tok)
+}
+
+// queryArgs are brain_query's arguments for q, limit 10, on wing (all
+// readable wings when "").
+func (cb *crossBrain) queryArgs(q, wing string) string {
+	if wing == "" {
+		return fmt.Sprintf(`{"query":%q,"limit":10}`, q)
+	}
+	return fmt.Sprintf(`{"wing":%q,"query":%q,"limit":10}`, wing, q)
+}
+
+// BenchmarkSampleCorpus is benchCrossLatency on the sample brain (three
+// wings) against one wing holding its notes (writeSampleUnion), with
+// queries drawn from the notes' titles.
+func BenchmarkSampleCorpus(b *testing.B) {
+	benchCrossLatency(b, sampleCross(b))
+}
+
+// BenchmarkSampleThroughput is benchCrossThroughput on the sample brain.
+func BenchmarkSampleThroughput(b *testing.B) {
+	benchCrossThroughput(b, sampleCross(b))
+}
+
+func sampleCross(b *testing.B) *crossBrain {
+	three := startEnv(b)
+	union, toOriginal := writeSampleUnion(b, three.BrainDir)
+	one := devenvtest.Start(b, devenv.Config{Brain: union, Gateway: func(c *gateway.Config) {
+		c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6
+	}})
+	ids := slices.Sorted(func(yield func(string) bool) {
+		for id := range toOriginal {
+			if !yield(id) {
+				return
+			}
+		}
+	})
+	sizes := map[string]int{}
+	for _, id := range ids {
+		fi, err := os.Stat(filepath.Join(union, "wiki", filepath.FromSlash(id)+".md"))
+		if err != nil {
+			b.Fatal(err)
+		}
+		sizes[id] = int(fi.Size())
+	}
+	bySize := slices.SortedStableFunc(slices.Values(ids), func(x, y string) int { return sizes[x] - sizes[y] })
+	return &crossBrain{three: three, one: one, oneWing: "union", getID: bySize[len(bySize)/2],
+		queries: sampleQueries(b, union), toThree: func(id string) string { return toOriginal[id] }}
+}
+
+// writeSampleUnion copies every wiki note of the three-wing brain into
+// wing "union" of a new brain, under the slug wing-x-slug so that no two
+// collide, and returns that brain and the map from each union id to the
+// note's own id.
+func writeSampleUnion(t testing.TB, brainDir string) (string, map[string]string) {
+	t.Helper()
+	union := t.TempDir()
+	toOriginal := map[string]string{}
+	err := filepath.WalkDir(filepath.Join(brainDir, "wiki"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".md") || d.Name() == "_index.md" {
+			return err
+		}
+		rel, _ := filepath.Rel(filepath.Join(brainDir, "wiki"), p)
+		parts := strings.Split(filepath.ToSlash(rel), "/") // wing, hall, slug.md
+		if len(parts) != 3 {
+			return nil
+		}
+		slug := parts[0] + "-x-" + strings.TrimSuffix(parts[2], ".md")
+		dst := filepath.Join(union, "wiki", "union", parts[1], slug+".md")
+		toOriginal["union/"+parts[1]+"/"+slug] = parts[0] + "/" + parts[1] + "/" + strings.TrimSuffix(parts[2], ".md")
+		data, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		if err := os.MkdirAll(filepath.Dir(dst), 0o755); err != nil {
+			return err
+		}
+		return os.WriteFile(dst, data, 0o644)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(toOriginal) < 50 {
+		t.Fatalf("union has %d notes", len(toOriginal))
+	}
+	return union, toOriginal
+}
+
+// sampleQueries are 300 queries of 1, 2 and 3 words, in turn, drawn in a
+// fixed order from the titles of the notes of brain's wiki (words of four
+// letters or more), so that nearly every one has hits.
+func sampleQueries(t testing.TB, brain string) []string {
+	t.Helper()
+	var words []string
+	seen := map[string]bool{}
+	err := filepath.WalkDir(filepath.Join(brain, "wiki"), func(p string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() || !strings.HasSuffix(p, ".md") {
+			return err
+		}
+		raw, err := os.ReadFile(p)
+		if err != nil {
+			return err
+		}
+		for line := range strings.Lines(string(raw)) {
+			title, ok := strings.CutPrefix(line, "title:")
+			if !ok {
+				continue
+			}
+			for _, w := range strings.FieldsFunc(strings.ToLower(title), func(r rune) bool { return r < 'a' || r > 'z' }) {
+				if len(w) >= 4 && !seen[w] {
+					seen[w] = true
+					words = append(words, w)
+				}
+			}
+			break
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(words) < 30 {
+		t.Fatalf("%d title words in the sample brain", len(words))
+	}
+	qs := make([]string, 300)
+	for i := range qs {
+		n := i%3 + 1
+		terms := make([]string, n)
+		for k := range terms {
+			terms[k] = words[(i*7+k*13)%len(words)]
+		}
+		qs[i] = strings.Join(terms, " ")
+	}
+	return qs
+}
