@@ -11,7 +11,6 @@ import (
 	"strings"
 	"testing"
 
-
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway"
