@@ -177,7 +177,7 @@ func (s *Store) render(ctx context.Context, hits []index.Hit, runes int) ([]Hit,
 		runes = 200
 	}
 	out := make([]Hit, 0, len(hits))
-	halls := map[string]string{} // hall → its directory, checked once per call (layout.Resolve)
+	halls := map[string]string{} // hall → its directory, checked once per call (verifiedHallDir)
 	for _, h := range hits {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("store: %w", err)
@@ -188,7 +188,7 @@ func (s *Store) render(ctx context.Context, hits []index.Hit, runes int) ([]Hit,
 		}
 		dir, ok := halls[id.Hall]
 		if !ok {
-			if dir, err = s.abs(brain.HallDir(id.Wing, id.Hall)); err != nil {
+			if dir, err = s.verifiedHallDir(id.Wing, id.Hall); err != nil {
 				dir = ""
 			}
 			halls[id.Hall] = dir

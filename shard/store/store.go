@@ -140,6 +140,8 @@ type Store struct {
 	tocDelay time.Duration // > 0: _index.md is written behind (see Options.IndexDelay)
 	tocKick  chan struct{} // wakes tocLoop
 
+	halls hallDirs // hall directories verified once (halldirs.go)
+
 	wholeReads atomic.Int64 // hits rendered from a whole read of their file
 
 	closed atomic.Bool

@@ -782,3 +782,48 @@ func TestIndexWriteBehind(t *testing.T) {
 		t.Errorf("_index.md after Close:\n%s", got)
 	}
 }
+
+// A hall directory replaced by a link after search has verified it once
+// (verifiedHallDir remembers it) is refused: search shows nothing from the
+// link's target, and finds the note again once the directory is back.
+func TestHallReplacedByLinkAfterSearch(t *testing.T) {
+	root := t.TempDir()
+	const note = "# Card\ncard retries happen nightly\n"
+	writeFile(t, root, "wiki/payments/facts/card.md", note)
+	s := openAt(t, root)
+	ctx := context.Background()
+	if hits, err := s.Search(ctx, "retries", SearchOptions{}); err != nil || len(hits) != 1 {
+		t.Fatalf("search before = %+v %v", hits, err)
+	}
+	hall := filepath.Join(root, "wiki/payments/facts")
+	moved := filepath.Join(t.TempDir(), "facts")
+	if err := os.Rename(hall, moved); err != nil {
+		t.Fatal(err)
+	}
+	outside := filepath.Join(t.TempDir(), "facts")
+	writeFile(t, outside, "card.md", "# Card\ncard retries classified\n")
+	if err := os.Symlink(outside, hall); err != nil {
+		t.Skip("symlinks unsupported:", err)
+	}
+	hits, _ := s.Search(ctx, "retries", SearchOptions{})
+	for _, h := range hits {
+		if strings.Contains(h.Snippet+h.Title, "classified") {
+			t.Fatalf("search read through the link: %+v", h)
+		}
+	}
+	if len(hits) != 0 {
+		t.Errorf("search through a linked hall = %+v, want nothing", hits)
+	}
+	if err := os.Remove(hall); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.Rename(moved, hall); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Rescan(ctx); err != nil {
+		t.Fatal(err)
+	}
+	if hits, err := s.Search(ctx, "retries", SearchOptions{}); err != nil || len(hits) != 1 || !strings.Contains(hits[0].Snippet, "nightly") {
+		t.Errorf("search after the directory is back = %+v %v", hits, err)
+	}
+}
