@@ -620,8 +620,17 @@ func taskPid(t *testing.T, id string) int {
 	return 0
 }
 
+// loopRate paces a loop's calls, all its agents together. The agents sign
+// in as one person, and each gateway limits a person to
+// gateway.config.limits.calls_per_second (1000, and 999 after the upgrade):
+// unpaced, a loop whose agents all reach one gateway while the other rolls,
+// or whose calls fail fast while a shard is down, goes past it, and the
+// refusals would be counted as the failures the checks look for.
+const loopRate = 400
+
 // loop runs f from n goroutines until stop, recording each result.
 type loop struct {
+	pace    *time.Ticker // one tick per call, shared by the loop's agents
 	mu      sync.Mutex
 	results []timed
 	stop    atomic.Bool
@@ -634,11 +643,13 @@ type timed struct {
 }
 
 func (l *loop) start(n int, f func(i, k int) result) {
+	l.pace = time.NewTicker(time.Second / loopRate)
 	for i := range n {
 		l.wg.Add(1)
 		go func() {
 			defer l.wg.Done()
 			for k := 0; !l.stop.Load(); k++ {
+				<-l.pace.C
 				at := time.Now()
 				r := f(i, k)
 				l.mu.Lock()
@@ -652,6 +663,7 @@ func (l *loop) start(n int, f func(i, k int) result) {
 func (l *loop) end() []timed {
 	l.stop.Store(true)
 	l.wg.Wait()
+	l.pace.Stop()
 	return l.results
 }
 
