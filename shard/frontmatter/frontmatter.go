@@ -271,7 +271,11 @@ func (d *Doc) Body() string { return d.body }
 // a line ending, one is added so that the body starts on its own line.
 func (d *Doc) SetBody(body string) {
 	if body != "" && d.open != "" && !strings.HasSuffix(d.close, "\n") {
-		d.close += d.eol
+		if strings.HasSuffix(d.close, "\r") {
+			d.close += "\n" // a closing "---\r" at the end: "---\r" + eol would be no fence
+		} else {
+			d.close += d.eol
+		}
 	}
 	d.body = body
 }
