@@ -742,7 +742,15 @@ func (c *checks) shardKill(t *testing.T) {
 	}
 	mc := c.agent(t)
 	for _, w := range acked {
-		r := call(mc, "brain_get", map[string]any{"id": w.id})
+		// The Service may send this agent to the gateway the loop did not
+		// reach last: it fails calls to the wing fast (unavailable) until
+		// its background redial reaches the new pod (docs/operating.md,
+		// brainstem_gateway_shard_down). A lost write is not unavailable.
+		var r result
+		waitUntil(t, time.Minute, "wing "+wing+" reachable through every gateway", func() bool {
+			r = call(mc, "brain_get", map[string]any{"id": w.id})
+			return r.code != "unavailable"
+		})
 		var got struct {
 			ContentHash string `json:"content_hash"`
 		}
