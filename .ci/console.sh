@@ -31,16 +31,9 @@ shots=${BRAINSTEM_CONSOLE_SHOTS:-$tmp/shots}
 case "$shots" in /*) ;; *) shots=$root/$shots ;; esac
 
 go build -o "$tmp/brainstem" ./cmd/brainstem
-port=$((20000 + RANDOM % 20000))
-"$tmp/brainstem" dev --calls-per-second 1000 --port "$port" --admin-port $((port + 1)) \
-  --idp-port $((port + 2)) --shard-port $((port + 3)) --data "$tmp/data" >"$tmp/dev.out" 2>&1 &
-pid=$!
-for _ in $(seq 1 300); do
-  grep -q '^  Token:' "$tmp/dev.out" && break
-  kill -0 "$pid" 2>/dev/null || { cat "$tmp/dev.out"; echo "brainstem dev exited"; exit 1; }
-  sleep 0.1
-done
-grep -q '^  Token:' "$tmp/dev.out" || { cat "$tmp/dev.out"; echo "brainstem dev did not become ready"; exit 1; }
+. .ci/startdev.sh
+start_dev "$tmp/brainstem" "$tmp/dev.out" --data "$tmp/data" || exit 1
+pid=$dev_pid
 url=$(awk '/^  Console:/ {print $2}' "$tmp/dev.out")
 [ -n "$url" ] || { cat "$tmp/dev.out"; echo "brainstem dev printed no console URL"; exit 1; }
 echo "console is up at $url"

@@ -18,14 +18,8 @@ fi
 bin=$(mktemp -d)/brainstem
 go build -o "$bin" ./cmd/brainstem
 out=$(mktemp)
-port=$((20000 + RANDOM % 20000))
-"$bin" dev --calls-per-second 1000 --port "$port" --admin-port $((port + 1)) --idp-port $((port + 2)) --shard-port $((port + 3)) >"$out" 2>&1 &
-pid=$!
-trap 'kill $pid 2>/dev/null || true; wait $pid 2>/dev/null || true' EXIT
-for _ in $(seq 1 300); do
-  grep -q '^  Token:' "$out" && break
-  kill -0 $pid 2>/dev/null || { cat "$out"; echo "brainstem dev exited"; exit 1; }
-  sleep 0.1 # polling the banner of the process started above, bounded by 300 tries
-done
-grep -q '^  Token:' "$out" || { cat "$out"; echo "brainstem dev did not become ready"; exit 1; }
+. .ci/startdev.sh
+trap 'kill $dev_pid 2>/dev/null || true; wait $dev_pid 2>/dev/null || true' EXIT
+start_dev "$bin" "$out" || exit 1
+pid=$dev_pid
 url=$(awk '/^  MCP URL:/ {print $3}' "$out")

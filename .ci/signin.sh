@@ -50,16 +50,9 @@ openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -su
   -addext subjectAltName=IP:127.0.0.1 -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null
 
 go build -o "$tmp/brainstem" ./cmd/brainstem
-port=$((20000 + RANDOM % 20000))
-SSL_CERT_FILE=$tmp/cert.pem "$tmp/brainstem" dev --calls-per-second 1000 --port "$port" --admin-port $((port + 1)) \
-  --idp-port $((port + 2)) --shard-port $((port + 3)) --data "$tmp/data" >"$tmp/dev.out" 2>&1 &
-pids+=($!)
-for _ in $(seq 1 300); do
-  grep -q '^  Token:' "$tmp/dev.out" && break
-  kill -0 "${pids[0]}" 2>/dev/null || { cat "$tmp/dev.out"; echo "brainstem dev exited"; exit 1; }
-  sleep 0.1
-done
-grep -q '^  Token:' "$tmp/dev.out" || { cat "$tmp/dev.out"; echo "brainstem dev did not become ready"; exit 1; }
+. .ci/startdev.sh
+SSL_CERT_FILE=$tmp/cert.pem start_dev "$tmp/brainstem" "$tmp/dev.out" --data "$tmp/data" || exit 1
+pids+=("$dev_pid")
 url=$(awk '/^  MCP URL:/ {print $3}' "$tmp/dev.out")
 token=$(awk '/^  Token:/ {print $2}' "$tmp/dev.out")
 idp=$(awk '/^Identity provider:/ {print $3}' "$tmp/dev.out")
