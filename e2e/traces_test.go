@@ -115,11 +115,21 @@ func inTrace(id string) func([]otlptest.Span) []otlptest.Span {
 
 // crossWingComplete: the trace holds the gateway's server span below the
 // client's span, and, for every wing, the shard's rank server span and its
-// index work.
+// index work, and every span's parent but the root's. A shard's server
+// span ends after its answer is sent, so it may miss the flush that
+// follows the call and reach the receiver with the exporter's next batch:
+// the wait lasts until it has.
 func crossWingComplete(trace []otlptest.Span, clientSpan string, wings []string) bool {
 	root := false
 	work := map[string]bool{}
+	ids := map[string]bool{}
 	for _, s := range trace {
+		ids[s.SpanIDHex()] = true
+	}
+	for _, s := range trace {
+		if p := s.Parent(); p != clientSpan && !ids[p] {
+			return false
+		}
 		if s.Service == "brainstem-gateway" && s.Name == "mcp tools/call" && s.Parent() == clientSpan {
 			root = true
 		}
@@ -168,7 +178,9 @@ func TestTracesCrossWingQuery(t *testing.T) {
 			}
 			answers = append(answers, postCall(t, te.MCPURL, tok, "brain_query", `{"query":"`+query+`"}`, metaTP, headerTP))
 			te.flush(t)
-			ctx, cancel := context.WithTimeout(t.Context(), 10*time.Second)
+			// 30 s: a span that missed the flush comes with the next batch
+			// (the SDK's default schedule is 5 s).
+			ctx, cancel := context.WithTimeout(t.Context(), 30*time.Second)
 			defer cancel()
 			spans, err := te.recv.Wait(ctx, func(s []otlptest.Span) bool {
 				return crossWingComplete(inTrace(c.traceID)(s), c.spanID, te.Wings)
