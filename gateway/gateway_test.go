@@ -74,6 +74,7 @@ func TestRoutingErrors(t *testing.T) {
 	}{
 		{"unknown wing lists reachable", "brain_get", `{"wing":"nope","id":"x"}`, brain.CodeUnknownWing, "payments, search"},
 		{"no wing", "brain_get", `{"id":""}`, brain.CodeInvalidArgument, "no wing"},
+		{"a wing that is no wing name: unknown", "brain_get", `{"wing":"/","id":"x"}`, brain.CodeUnknownWing, `no wing \"/\" that you can reach`},
 		{"wing not a string", "brain_get", `{"wing":7}`, brain.CodeInvalidArgument, "must be a string"},
 		{"not admitted by policy: as unknown", "brain_get", `{"wing":"secret","id":"secret/x"}`, brain.CodeUnknownWing, "payments, search"},
 		{"no admission through an id either", "brain_get", `{"id":"secret/x"}`, brain.CodeUnknownWing, `no wing \"secret\"`},
