@@ -117,7 +117,8 @@ func TestContractImportsNothing(t *testing.T) {
 // the packages of its own top-level directory and of lower layers, never
 // of its own layer's other directories or of a higher one (no arrow runs
 // back up). internal/ holds product-grade leaves only (how a file is
-// written durably, the binary codec, the process logger); the product is
+// written durably, the binary codec, the process logger and tracer, the
+// kept goroutines); the product is
 // layers 1 to 5; tooling/ (the development environment, the load
 // generator, the benchmark corpora, the CLI's conventions, the test
 // browser, the log and email checks) may use the product, which never

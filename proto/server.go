@@ -19,6 +19,7 @@ import (
 	"golang.org/x/sync/semaphore"
 
 	"github.com/brainstem/brainstem/internal/tracing"
+	"github.com/brainstem/brainstem/internal/workers"
 	"github.com/brainstem/brainstem/proto/pki"
 )
 
@@ -152,6 +153,7 @@ type Server struct {
 	draining atomic.Bool
 	handlers *counter // in-flight streams
 	bufs     bufferPool
+	streams  *workers.Pool // the goroutines that serve streams, kept with their stacks
 
 	mu         sync.Mutex
 	started    bool
@@ -243,8 +245,14 @@ func NewServer(h Handler, cfg ServerConfig) *Server {
 		conns:    make(map[*quic.Conn]struct{}),
 		shutdown: make(chan struct{}),
 		handlers: newCounter(),
+		streams:  workers.New(streamWorkers),
 	}
 }
+
+// streamWorkers is how many goroutines that served a stream the server
+// keeps waiting for the next one (internal/workers): about as many as
+// the requests a loaded shard has in flight.
+const streamWorkers = 64
 
 // ListenAndServe listens on the UDP address addr and serves until ctx is
 // cancelled or Shutdown completes. The socket is closed when it returns.
@@ -322,6 +330,7 @@ func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
 	}
 	connWG.Wait()
 	<-s.handlers.zero()
+	s.streams.Close()
 	baseCancel(errServerStopping)
 	tr.Close()
 	s.log.Info("proto: stopped", "addr", s.addr.String())
@@ -465,10 +474,10 @@ func (s *Server) serveConn(base context.Context, c *quic.Conn) {
 			return
 		}
 		s.handlers.add()
-		go func() {
+		s.streams.Go(func() {
 			defer s.handlers.done()
 			s.serveStream(base, peer, st)
-		}()
+		})
 	}
 }
 
