@@ -8,10 +8,10 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
@@ -130,14 +130,32 @@ func (f *fanout) gather() *Error {
 	defer cancel()
 	n := len(g.wings)
 	canRead, all, gens, errs := make([]bool, n), make([]search.Stats, n), make([]uint64, n), make([]error, n)
-	g.eachWing(g.wings, errs, func(i int, w *wing) {
-		gr, _, err := g.grants.get(p1ctx, f.ci.id, w, f.ci.requestID)
-		if err != nil {
-			errs[i] = err
-			return
+	// What the grant cache and the replica hold is taken here; only the
+	// wings that need a mint or their statistics asked are asked, together.
+	key, ask := keyOf(f.ci.id), make([]error, n)
+	for i, w := range g.wings {
+		gr, ok, err := g.grants.lookup(key, w)
+		if !ok {
+			continue
 		}
-		if canRead[i] = gr.caps.Has(brain.CapRead); !canRead[i] {
-			return
+		ask[i], errs[i] = errSkip, err
+		if canRead[i] = err == nil && gr.caps.Has(brain.CapRead); canRead[i] {
+			var held bool
+			if all[i], gens[i], held = f.replicaStats(w); !held {
+				ask[i] = nil
+			}
+		}
+	}
+	g.eachWing(g.wings, ask, func(i int, w *wing) {
+		if !canRead[i] { // the grant was not in the cache
+			gr, _, err := g.grants.getKey(p1ctx, f.ci.id, key, w, f.ci.requestID)
+			if err != nil {
+				errs[i] = err
+				return
+			}
+			if canRead[i] = gr.caps.Has(brain.CapRead); !canRead[i] {
+				return
+			}
 		}
 		all[i], gens[i], errs[i] = f.wingStats(p1ctx, w)
 	})
@@ -175,11 +193,20 @@ func (f *fanout) gather() *Error {
 	return newError(brain.CodeForbidden, ErrForbidden, "you cannot read any wing; ask a wing's curators for access")
 }
 
+// replicaStats is a wing's statistics of the query's terms when the
+// replica holds them.
+func (f *fanout) replicaStats(w *wing) (search.Stats, uint64, bool) {
+	st, gen, ok := f.g.replica.Lookup(f.slot(w), f.q.Terms)
+	if ok {
+		f.g.metrics.statsReused.Inc()
+	}
+	return st, gen, ok
+}
+
 // wingStats is a wing's statistics of the query's terms: the replica's,
 // when it holds them, else asked (and put in the replica).
 func (f *fanout) wingStats(ctx context.Context, w *wing) (search.Stats, uint64, error) {
-	if st, gen, ok := f.g.replica.Lookup(f.slot(w), f.q.Terms); ok {
-		f.g.metrics.statsReused.Inc()
+	if st, gen, ok := f.replicaStats(w); ok {
 		return st, gen, nil
 	}
 	ctx, span := shardSpan(ctx, search.Tool+" stats", w)
@@ -372,9 +399,14 @@ func (f *fanout) fetch() {
 // JSON quotes alike): no hit is decoded.
 func hitsByKey(keys []string, hits [][]byte) map[string][]byte {
 	out := make(map[string][]byte, len(hits))
+	var needle []byte
+	quoted := func(key string) []byte {
+		needle = strconv.AppendQuote(append(needle[:0], ':'), key)
+		return needle
+	}
 	k := 0
 	for _, h := range hits {
-		for k < len(keys) && !bytes.Contains(h, []byte(`:`+strconv.Quote(keys[k]))) {
+		for k < len(keys) && !bytes.Contains(h, quoted(keys[k])) {
 			k++
 		}
 		if k < len(keys) {
@@ -447,21 +479,41 @@ func wingNames(ws []unavailableWing) []string {
 // errSkip marks a wing a step does not ask.
 var errSkip = errors.New("gateway: wing not asked")
 
+// fanoutWorkers is how many goroutines of cross-wing steps the gateway
+// keeps waiting for the next step (internal/workers).
+const fanoutWorkers = 64
+
 // eachWing runs fn for every wing whose errs entry is nil, at most
-// limits.fanout_concurrency at a time.
+// limits.fanout_concurrency at a time, and returns when all have. They run
+// on the gateway's kept goroutines (internal/workers), the last one on the
+// caller's own: a fresh goroutine would grow its stack on every exchange.
 func (g *Gateway) eachWing(wings []*wing, errs []error, fn func(i int, w *wing)) {
-	eg := errgroup.Group{}
-	eg.SetLimit(g.cfg.Limits.FanoutConcurrency)
+	last := -1
+	for i := range wings {
+		if errs[i] == nil {
+			last = i
+		}
+	}
+	slots := make(chan struct{}, g.cfg.Limits.FanoutConcurrency)
+	var wg sync.WaitGroup
 	for i, w := range wings {
 		if errs[i] != nil {
 			continue
 		}
-		eg.Go(func() error {
+		slots <- struct{}{}
+		if i == last {
 			fn(i, w)
-			return nil
+			<-slots
+			break
+		}
+		wg.Add(1)
+		g.fanoutWorkers.Go(func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			fn(i, w)
 		})
 	}
-	_ = eg.Wait()
+	wg.Wait()
 }
 
 // parseToolError reads a shard's tool error document (brain.DecodeError).

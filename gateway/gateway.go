@@ -35,6 +35,7 @@ import (
 	"github.com/brainstem/brainstem/gateway/console"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/internal/tracing"
+	"github.com/brainstem/brainstem/internal/workers"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/search"
@@ -120,6 +121,7 @@ type Gateway struct {
 
 	chain          mcpHandler // serves /mcp (chain.go)
 	textAnswers    *textAnswers
+	fanoutWorkers  *workers.Pool // the goroutines of cross-wing steps, kept with their stacks
 	headerBindings bindingMemo
 	test           testHooks // set only by the ForTest methods (testhooks.go)
 
@@ -243,6 +245,7 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 		now:            opt.Now,
 		verifier:       v,
 		byName:         map[string]*wing{},
+		fanoutWorkers:  workers.New(fanoutWorkers),
 		registry:       opt.Registry,
 		tracer:         opt.Tracing.RootTracer(),
 		traceSensitive: opt.Tracing.IsSensitive(),
@@ -658,6 +661,7 @@ func (g *Gateway) Close() error {
 			_ = g.mcpHTTP.Shutdown(ctx) // stops mcp-go's session sweeper
 			cancel()
 		}
+		g.fanoutWorkers.Close()
 		var errs []error
 		for _, w := range g.wings {
 			if err := w.client.Close(); err != nil {

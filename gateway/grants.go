@@ -188,6 +188,20 @@ func (c *grantCache) cached(key grantKey, w *wing) (grant, bool) {
 	return grant{}, false
 }
 
+// lookup answers get from the cache alone, never blocking: ok is false
+// when the grant must be minted.
+func (c *grantCache) lookup(key grantKey, w *wing) (g grant, ok bool, err error) {
+	g, ok = c.cached(key, w)
+	if !ok {
+		return grant{}, false, nil
+	}
+	c.metrics.cacheHit()
+	if g.denied {
+		return grant{}, true, deniedError(w.name)
+	}
+	return g, true, nil
+}
+
 // get returns the caller's grant for a wing, minting on a miss. fresh
 // reports whether it was minted for this call (shared mints count). A
 // remembered or new refusal is an *Error with brain.CodeForbidden wrapping
@@ -197,12 +211,8 @@ func (c *grantCache) get(ctx context.Context, id auth.Identity, w *wing, request
 }
 
 func (c *grantCache) getKey(ctx context.Context, id auth.Identity, key grantKey, w *wing, requestID string) (g grant, fresh bool, err error) {
-	if g, ok := c.cached(key, w); ok {
-		c.metrics.cacheHit()
-		if g.denied {
-			return grant{}, false, deniedError(w.name)
-		}
-		return g, false, nil
+	if g, ok, err := c.lookup(key, w); ok {
+		return g, false, err
 	}
 	g, err = c.mint(ctx, id, key, w, requestID)
 	if err != nil {

@@ -46,7 +46,15 @@ func Merge(ranks []WingRank, answered []bool, limit int) []Pick {
 // {"hits":[…],"total":N,"wings":[answered],"unavailable":[…]}, unavailable
 // being a JSON array the caller encoded.
 func Envelope(hits [][]byte, total int64, answered []string, unavailable []byte) []byte {
+	size := 64 + len(unavailable)
+	for _, h := range hits {
+		size += len(h) + 1
+	}
+	for _, w := range answered {
+		size += len(w) + 3
+	}
 	var b bytes.Buffer
+	b.Grow(size)
 	b.WriteString(`{"hits":[`)
 	for i, h := range hits {
 		if i > 0 {
