@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -112,7 +114,8 @@ func benchCrossLatency(b *testing.B, cb *crossBrain) {
 
 // benchCrossThroughput is brain_get of the median note and brain_query
 // (limit 10, one wing, then across three wings) at 64 concurrent clients
-// through the gateway: calls/s and latency percentiles.
+// through the gateway: calls/s and latency percentiles; then the two
+// queries measured in turn (benchCrossPaired).
 func benchCrossThroughput(b *testing.B, cb *crossBrain) {
 	const clients = 64
 	for _, mode := range []struct {
@@ -147,7 +150,76 @@ func benchCrossThroughput(b *testing.B, cb *crossBrain) {
 			})
 		})
 	}
+	b.Run(fmt.Sprintf("query/paired/clients=%d", clients), func(b *testing.B) { benchCrossPaired(b, cb) })
 }
+
+// benchCrossPaired is the 64-client throughput of brain_query on the one
+// wing and across the three wings measured in turn, in blocks of
+// pairedBlock calls each (one, three, three, one, …), so that whatever
+// else the machine does falls on both alike: the ratio of the two is the
+// issue's "throughput at 64 clients" line. b.N calls of each. Reported:
+// each one's calls/s over its blocks, and cross/one.
+func benchCrossPaired(b *testing.B, cb *crossBrain) {
+	const clients = 64
+	one, three := make([]*client.Client, clients), make([]*client.Client, clients)
+	for i := range one {
+		one[i], three[i] = cb.client(b, cb.one), cb.client(b, cb.three)
+	}
+	var next atomic.Int64 // the query each call takes, in turn over both modes
+	block := func(cs []*client.Client, wing string, n int) time.Duration {
+		var left atomic.Int64
+		left.Store(int64(n))
+		var failed atomic.Value
+		var wg sync.WaitGroup
+		start := time.Now()
+		for _, c := range cs {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				for left.Add(-1) >= 0 {
+					q := cb.queries[int(next.Add(1))%len(cb.queries)]
+					res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: search.Tool, Arguments: json.RawMessage(cb.queryArgs(q, wing))}})
+					if err == nil && res.IsError {
+						err = fmt.Errorf("tool error: %v", res.Content)
+					}
+					if err != nil {
+						failed.Store(err)
+						return
+					}
+				}
+			}()
+		}
+		wg.Wait()
+		if err, _ := failed.Load().(error); err != nil {
+			b.Fatal(err)
+		}
+		return time.Since(start)
+	}
+	block(one, cb.oneWing, clients) // connections and grants, before timing
+	block(three, "", clients)
+	var tOne, tThree time.Duration
+	b.ResetTimer()
+	for done, k := 0, 0; done < b.N; k++ {
+		n := min(pairedBlock, b.N-done)
+		if k%2 == 0 {
+			tOne += block(one, cb.oneWing, n)
+			tThree += block(three, "", n)
+		} else {
+			tThree += block(three, "", n)
+			tOne += block(one, cb.oneWing, n)
+		}
+		done += n
+	}
+	b.StopTimer()
+	perSec := func(d time.Duration) float64 { return float64(b.N) / d.Seconds() }
+	b.ReportMetric(perSec(tOne), "one-calls/s")
+	b.ReportMetric(perSec(tThree), "cross-calls/s")
+	b.ReportMetric(perSec(tThree)/perSec(tOne), "cross/one")
+}
+
+// pairedBlock is how many calls of one mode benchCrossPaired makes before
+// it turns to the other.
+const pairedBlock = 1000
 
 // client is an MCP client of env signed in as alice.
 func (cb *crossBrain) client(b *testing.B, env *devenv.Env) *client.Client {
