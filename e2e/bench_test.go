@@ -72,22 +72,21 @@ func BenchmarkGatewayOverhead(b *testing.B) {
 	}
 }
 
-// run spreads b.N calls over n workers (each built by mk(worker)) and
-// reports latency percentiles and throughput.
-func run(b *testing.B, n int, mk func(worker int) func() error) {
-	b.Helper()
+// drive makes calls calls over n workers (mk(w) makes worker w's call),
+// and returns each worker's latencies, the time they all took and the
+// first error, after which a worker stops.
+func drive(calls, n int, mk func(worker int) func() error) ([][]time.Duration, time.Duration, error) {
 	var next atomic.Int64
 	lat := make([][]time.Duration, n)
 	var wg sync.WaitGroup
 	var failed atomic.Value
-	b.ResetTimer()
 	start := time.Now()
 	for w := 0; w < n; w++ {
 		wg.Add(1)
 		go func(w int) {
 			defer wg.Done()
 			do := mk(w)
-			for next.Add(1) <= int64(b.N) {
+			for next.Add(1) <= int64(calls) {
 				t0 := time.Now()
 				if err := do(); err != nil {
 					failed.Store(err)
@@ -98,9 +97,18 @@ func run(b *testing.B, n int, mk func(worker int) func() error) {
 		}(w)
 	}
 	wg.Wait()
-	elapsed := time.Since(start)
+	err, _ := failed.Load().(error)
+	return lat, time.Since(start), err
+}
+
+// run spreads b.N calls over n workers (each built by mk(worker)) and
+// reports latency percentiles and throughput.
+func run(b *testing.B, n int, mk func(worker int) func() error) {
+	b.Helper()
+	b.ResetTimer()
+	lat, elapsed, err := drive(b.N, n, mk)
 	b.StopTimer()
-	if err, _ := failed.Load().(error); err != nil {
+	if err != nil {
 		b.Fatal(err)
 	}
 	all := slices.Concat(lat...)

@@ -9,7 +9,6 @@ import (
 	"path/filepath"
 	"slices"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -167,33 +166,21 @@ func benchCrossPaired(b *testing.B, cb *crossBrain) {
 	}
 	var next atomic.Int64 // the query each call takes, in turn over both modes
 	block := func(cs []*client.Client, wing string, n int) time.Duration {
-		var left atomic.Int64
-		left.Store(int64(n))
-		var failed atomic.Value
-		var wg sync.WaitGroup
-		start := time.Now()
-		for _, c := range cs {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for left.Add(-1) >= 0 {
-					q := cb.queries[int(next.Add(1))%len(cb.queries)]
-					res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: search.Tool, Arguments: json.RawMessage(cb.queryArgs(q, wing))}})
-					if err == nil && res.IsError {
-						err = fmt.Errorf("tool error: %v", res.Content)
-					}
-					if err != nil {
-						failed.Store(err)
-						return
-					}
+		_, d, err := drive(n, len(cs), func(w int) func() error {
+			c := cs[w]
+			return func() error {
+				q := cb.queries[int(next.Add(1))%len(cb.queries)]
+				res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: search.Tool, Arguments: json.RawMessage(cb.queryArgs(q, wing))}})
+				if err == nil && res.IsError {
+					err = fmt.Errorf("tool error: %v", res.Content)
 				}
-			}()
-		}
-		wg.Wait()
-		if err, _ := failed.Load().(error); err != nil {
+				return err
+			}
+		})
+		if err != nil {
 			b.Fatal(err)
 		}
-		return time.Since(start)
+		return d
 	}
 	block(one, cb.oneWing, clients) // connections and grants, before timing
 	block(three, "", clients)
