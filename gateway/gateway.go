@@ -245,7 +245,7 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 		now:            opt.Now,
 		verifier:       v,
 		byName:         map[string]*wing{},
-		fanoutWorkers:  workers.New(fanoutWorkers),
+		fanoutWorkers:  workers.New(fanoutWorkers, workers.KeepIdle),
 		registry:       opt.Registry,
 		tracer:         opt.Tracing.RootTracer(),
 		traceSensitive: opt.Tracing.IsSensitive(),

@@ -245,7 +245,7 @@ func NewServer(h Handler, cfg ServerConfig) *Server {
 		conns:    make(map[*quic.Conn]struct{}),
 		shutdown: make(chan struct{}),
 		handlers: newCounter(),
-		streams:  workers.New(streamWorkers),
+		streams:  workers.New(streamWorkers, workers.KeepIdle),
 	}
 }
 

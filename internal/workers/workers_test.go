@@ -33,7 +33,7 @@ func goroutineID() uint64 {
 }
 
 func TestGoRunsEveryFunction(t *testing.T) {
-	p := New(4)
+	p := New(4, time.Hour)
 	t.Cleanup(p.Close)
 	var n atomic.Int64
 	var wg sync.WaitGroup
@@ -51,7 +51,7 @@ func TestGoRunsEveryFunction(t *testing.T) {
 }
 
 func TestIdleGoroutineIsReused(t *testing.T) {
-	p := New(1)
+	p := New(1, time.Hour)
 	t.Cleanup(p.Close)
 	ids := make(chan uint64, 2)
 	p.Go(func() { ids <- goroutineID() })
@@ -69,7 +69,7 @@ func TestIdleGoroutineIsReused(t *testing.T) {
 func TestGoNeverWaits(t *testing.T) {
 	// Every function blocks until all have started: with a pool that
 	// queued work behind busy goroutines this would never finish.
-	p := New(2)
+	p := New(2, time.Hour)
 	t.Cleanup(p.Close)
 	const n = 50
 	var started sync.WaitGroup
@@ -90,7 +90,7 @@ func TestGoNeverWaits(t *testing.T) {
 }
 
 func TestIdleBoundedAndClosed(t *testing.T) {
-	p := New(2)
+	p := New(2, time.Hour)
 	var started sync.WaitGroup
 	started.Add(5)
 	release := make(chan struct{})
@@ -118,6 +118,80 @@ func TestIdleBoundedAndClosed(t *testing.T) {
 	<-ran // Go still runs functions after Close
 }
 
+// alive reports whether the goroutine with the given id exists.
+func alive(id uint64) bool {
+	buf := make([]byte, 1<<20)
+	return bytes.Contains(buf[:runtime.Stack(buf, true)], []byte("goroutine "+strconv.FormatUint(id, 10)+" ["))
+}
+
+// idleThree leaves three goroutines idle in p and returns their ids.
+func idleThree(t *testing.T, p *Pool) []uint64 {
+	t.Helper()
+	started, release := make(chan uint64), make(chan struct{})
+	for range 3 {
+		p.Go(func() {
+			started <- goroutineID()
+			<-release
+		})
+	}
+	ids := []uint64{<-started, <-started, <-started}
+	close(release)
+	waitFor(t, "three goroutines are idle", func() bool { return p.Idle() == 3 })
+	return ids
+}
+
+func TestIdleGoroutinesExpire(t *testing.T) {
+	p := New(4, time.Minute)
+	t.Cleanup(p.Close)
+	ids := idleThree(t, p)
+	p.expire(time.Now()) // none has been idle for a minute yet
+	if n := p.Idle(); n != 3 {
+		t.Fatalf("%d idle goroutines before their idle time, want 3", n)
+	}
+	p.expire(time.Now().Add(time.Minute))
+	if n := p.Idle(); n != 0 {
+		t.Fatalf("%d idle goroutines after their idle time, want 0", n)
+	}
+	for _, id := range ids {
+		waitFor(t, "an expired goroutine ends", func() bool { return !alive(id) })
+	}
+}
+
+func TestIdleTimerEndsGoroutines(t *testing.T) {
+	// The pool's own timer, with the shortest idle time: the goroutines
+	// end by themselves once nothing calls the pool.
+	p := New(4, time.Millisecond)
+	t.Cleanup(p.Close)
+	ids := make(chan uint64, 1)
+	p.Go(func() { ids <- goroutineID() })
+	id := <-ids
+	waitFor(t, "the idle goroutine ends", func() bool { return p.Idle() == 0 && !alive(id) })
+}
+
+func TestLastIdleReusedFirst(t *testing.T) {
+	// Last in, first out: under steady load the goroutines that turned
+	// idle first stay unused, and end after the idle time.
+	p := New(4, time.Hour)
+	t.Cleanup(p.Close)
+	idleThree(t, p)
+	p.mu.Lock()
+	first, last := p.idle[0], p.idle[2]
+	p.mu.Unlock()
+	started, hold := make(chan struct{}), make(chan struct{})
+	p.Go(func() {
+		close(started)
+		<-hold
+	})
+	<-started
+	p.mu.Lock()
+	left := append([]*worker(nil), p.idle...)
+	p.mu.Unlock()
+	close(hold)
+	if len(left) != 2 || left[0] != first || left[1] == last {
+		t.Fatal("the function did not run on the goroutine that turned idle last")
+	}
+}
+
 // deep uses about depth KiB of stack.
 //
 //go:noinline
@@ -135,7 +209,7 @@ func deep(depth int) byte {
 func BenchmarkDeepStack(b *testing.B) {
 	for _, mode := range []string{"go", "pool"} {
 		b.Run(mode, func(b *testing.B) {
-			p := New(1)
+			p := New(1, time.Hour)
 			defer p.Close()
 			done := make(chan struct{})
 			fn := func() {
@@ -150,6 +224,37 @@ func BenchmarkDeepStack(b *testing.B) {
 				}
 				<-done
 			}
+		})
+	}
+}
+
+// BenchmarkFanOut has many callers at once each run three functions needing
+// 16 KiB of stack and wait for them, as cross-wing steps do: on fresh
+// goroutines (go) and on the pool's (pool).
+func BenchmarkFanOut(b *testing.B) {
+	for _, mode := range []string{"go", "pool"} {
+		b.Run(mode, func(b *testing.B) {
+			p := New(64, KeepIdle)
+			defer p.Close()
+			b.SetParallelism(32)
+			b.RunParallel(func(pb *testing.PB) {
+				var wg sync.WaitGroup
+				fn := func() {
+					deep(16)
+					wg.Done()
+				}
+				for pb.Next() {
+					wg.Add(3)
+					for range 3 {
+						if mode == "go" {
+							go fn()
+						} else {
+							p.Go(fn)
+						}
+					}
+					wg.Wait()
+				}
+			})
 		})
 	}
 }
