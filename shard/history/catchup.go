@@ -2,6 +2,7 @@ package history
 
 import (
 	"container/heap"
+	"errors"
 	"fmt"
 	"path"
 	"strings"
@@ -102,9 +103,11 @@ func (h *History) newCommits(known, head plumbing.Hash) (map[plumbing.Hash]*obje
 		return nil, false, err
 	}
 	if !known.IsZero() {
-		if err := push(known, fromOld); err != nil {
+		if err := push(known, fromOld); errors.Is(err, plumbing.ErrObjectNotFound) {
 			// The known head is gone (rewritten and collected): rebuild.
 			return nil, false, nil
+		} else if err != nil {
+			return nil, false, err
 		}
 	}
 	for q.Len() > 0 && !q.allOld(flags) {

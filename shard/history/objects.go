@@ -12,6 +12,7 @@ import (
 	"path/filepath"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -35,21 +36,61 @@ func newObjectStore(r *repo) *objectStore {
 	return &objectStore{st: r.st, dir: filepath.Join(r.common, "objects")}
 }
 
-// get returns the object h, of type want (plumbing.AnyObject for any). A
-// miss makes go-git list the packs again first (another process may have
-// packed or repacked the objects), then retries once.
+// readAttempts bounds how often get reads an object, listing the packs
+// anew before each retry. Every shard of a brain directory packs and
+// merges packs in the one repository at any time, deleting the packs it
+// merged: the packs go-git listed then include deleted ones, and a new
+// listing (the pack directory, then each pack's index) fails or misses
+// the object while a merge is still renaming and deleting. In the fault
+// suite's soak, three shards on one repository, a second attempt failed
+// every few seconds; a shard restarted then could not open its history.
+const readAttempts = 8
+
+// get returns the object h, of type want (plumbing.AnyObject for any),
+// read whole. A failed read lists the packs again and retries, after a
+// pause from the third attempt on (1, 2, 4 … 32 ms) that lets a merge
+// finish deleting.
 func (o *objectStore) get(h plumbing.Hash, want plumbing.ObjectType) (plumbing.EncodedObject, error) {
 	o.mu.Lock()
 	defer o.mu.Unlock()
+	var err error
+	pause := time.Millisecond
+	for attempt := 1; ; attempt++ {
+		var obj plumbing.EncodedObject
+		if obj, err = o.load(h, want); err == nil {
+			return obj, nil
+		}
+		if attempt == readAttempts {
+			break
+		}
+		if attempt > 1 {
+			time.Sleep(pause)
+			pause *= 2
+		}
+		o.st.Reindex()
+	}
+	return nil, fmt.Errorf("history: read %s object %s: %w", want, h, err)
+}
+
+// load reads object h into memory. go-git reads an object of over 16 KB
+// in a pack only when its bytes are asked for, opening the pack by name
+// again, and a merge may have deleted it by then.
+func (o *objectStore) load(h plumbing.Hash, want plumbing.ObjectType) (plumbing.EncodedObject, error) {
 	obj, err := o.st.EncodedObject(want, h)
 	if err != nil {
-		o.st.Reindex()
-		obj, err = o.st.EncodedObject(want, h)
+		return nil, err
 	}
+	if _, ok := obj.(*plumbing.MemoryObject); ok {
+		return obj, nil
+	}
+	data, err := readAll(obj)
 	if err != nil {
-		return nil, fmt.Errorf("history: read %s object %s: %w", want, h, err)
+		return nil, err
 	}
-	return obj, nil
+	m := &plumbing.MemoryObject{}
+	m.SetType(obj.Type())
+	m.Write(data)
+	return m, nil
 }
 
 // has reports whether the repository holds h (loose or packed).

@@ -12,3 +12,9 @@ import (
 func flockTry(f *os.File) error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 }
+
+// flockWait takes an exclusive advisory lock on f, waiting while another
+// process holds one.
+func flockWait(f *os.File) error {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
+}
