@@ -1,7 +1,6 @@
 package history
 
 import (
-	"bytes"
 	"context"
 	"fmt"
 	"log/slog"
@@ -12,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/tooling/logcheck"
 )
 
 // TestConcurrentWriters: 20 goroutines changing one path (as the store
@@ -197,7 +197,7 @@ func handCommit(b *testBrain, path, msg string) error {
 func TestSharedRepositoryWhilePacking(t *testing.T) {
 	ctx := context.Background()
 	b := newBrain(t)
-	var logs syncBuffer
+	var logs logcheck.Buffer
 	logger := slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	opts := func(wing string) Options {
 		opt := b.optionsFor(wing, filepath.Join(b.root, ".brainstem", wing, "history"))
@@ -283,22 +283,4 @@ func TestSharedRepositoryWhilePacking(t *testing.T) {
 	if out, err := b.gitErr("fsck", "--strict"); err != nil {
 		t.Fatalf("git fsck: %v\n%s", err, out)
 	}
-}
-
-// syncBuffer is a bytes.Buffer that several goroutines may write.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf bytes.Buffer
-}
-
-func (s *syncBuffer) Write(p []byte) (int, error) {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.Write(p)
-}
-
-func (s *syncBuffer) String() string {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.buf.String()
 }
