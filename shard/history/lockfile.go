@@ -48,9 +48,10 @@ func acquireLock(ctx context.Context, target string, lt lockTimes) (*lockFile, e
 	for {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
 		if err == nil {
-			// The file is new and ours; only another process's breakStale
-			// can hold its flock, for the moment it takes to see the file
-			// is young. Wait for it rather than fail the lock.
+			// The file is new and ours; only a breakStale (of another
+			// process, or of this one on its own descriptor) can hold its
+			// flock, for the moment it takes to see the file is young.
+			// Wait for it rather than fail the lock.
 			if err := flockWait(f); err != nil {
 				f.Close()
 				os.Remove(path)
