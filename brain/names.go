@@ -320,24 +320,32 @@ func ParseInboxPath(p string) (wing, name string, err error) {
 }
 
 // RefWing returns the wing a note reference names, the way a shard reads
-// the reference: an inbox path "inbox/<wing>/<name>.md", a note path
-// "wiki/<wing>/<hall>/<slug>.md" (with or without ".md"), or else a note id
-// "<wing>/<hall>/<slug>" (so "wiki/facts/x" is a note of a wing called
-// "wiki", as ParseID reads it). isPath reports that ref is written as a
-// path: it starts with "wiki/" or "inbox/". RefWing does not validate
-// anything and it skips one leading '/': a gateway routes a call with it,
-// and the wing's shard then refuses a malformed reference with the exact
-// rule it breaks. The wing is "" when the reference names none ("",
-// "wiki/", "inbox/").
+// the reference: an inbox path "inbox/<wing>/<name>.md", a note id
+// "<wing>/<hall>/<slug>" (ParseID), or else a path under wiki/ naming its
+// wing second: "wiki/<wing>/<hall>/<slug>.md" (with or without ".md"), and
+// "wiki/<wing>/<file>" such as "wiki/platform/_index.md". Three segments
+// under wiki/ are ambiguous: "wiki/facts/x" is a note id of a wing called
+// "wiki" (ParseID reads it so), and it is read as one exactly when ParseID
+// accepts it; otherwise ("wiki/platform/_index.md": "platform" is no hall,
+// "_index" no slug) it is a path of the wing it names. isPath reports that
+// ref is written as a path: it starts with "wiki/" or "inbox/". RefWing
+// validates nothing else and it skips one leading '/': a gateway routes a
+// call with it, and the wing's shard then refuses a malformed reference
+// with the exact rule it breaks. The wing is "" when the reference names
+// none ("", "wiki/", "inbox/").
 func RefWing(ref string) (wing string, isPath bool) {
 	ref = strings.TrimPrefix(ref, "/")
 	first, rest, found := strings.Cut(ref, "/")
-	isPath = found && (first == TopWiki || first == TopInbox)
-	if isPath && (first == TopInbox || strings.Count(rest, "/") != 1) {
-		wing, _, _ = strings.Cut(rest, "/")
-		return wing, true
+	if !found || first != TopWiki && first != TopInbox {
+		return first, false
 	}
-	return first, isPath
+	if first == TopWiki && strings.Count(rest, "/") == 1 {
+		if _, err := ParseID(ref); err == nil {
+			return TopWiki, true // the id wiki/<hall>/<slug>
+		}
+	}
+	wing, _, _ = strings.Cut(rest, "/")
+	return wing, true
 }
 
 // ValidPath checks a brain-relative slash path without touching the disk and

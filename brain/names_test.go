@@ -394,6 +394,15 @@ func TestRefWing(t *testing.T) {
 		{"wiki/", "", true},
 		{"inbox/", "", true},
 		{"wiki/payments", "payments", true},
+		// A file of the wing's own directory (issue 34): not a note id,
+		// since "platform" is no hall and "_index" no slug, so a path of
+		// the wing it names, where the shard answers for it.
+		{"wiki/platform/_index.md", "platform", true},
+		{"/wiki/platform/_index.md", "platform", true},
+		{"wiki/platform/_index", "platform", true},
+		{"wiki/platform/x.md", "platform", true},
+		{"wiki/facts/_index.md", "facts", true}, // a wing called facts: "_index" is no slug
+		{"wiki/platform/", "platform", true},
 		{"sessions/payments/s.jsonl", "sessions", false},
 		{"", "", false},
 		{"/", "", false},
@@ -415,7 +424,7 @@ func TestRefWing(t *testing.T) {
 // RefWing names the wing a shard reads from it; it never panics and never
 // returns a wing containing '/'.
 func FuzzRefWing(f *testing.F) {
-	for _, s := range []string{"payments/facts/x", "wiki/payments/facts/x.md", "wiki/facts/x", "inbox/p/x.md", "/a/b/c", "wiki//", ""} {
+	for _, s := range []string{"payments/facts/x", "wiki/payments/facts/x.md", "wiki/facts/x", "wiki/platform/_index.md", "inbox/p/x.md", "/a/b/c", "wiki//", ""} {
 		f.Add(s)
 	}
 	f.Fuzz(func(t *testing.T, ref string) {
@@ -425,6 +434,15 @@ func FuzzRefWing(f *testing.F) {
 		}
 		if id, err := ParseID(ref); err == nil && id.Wing != wing {
 			t.Fatalf("RefWing(%q) = %q, ParseID reads wing %q", ref, wing, id.Wing)
+		}
+		// A reference under wiki/ that is no note id names the wing of
+		// its path, its second segment.
+		if rest, ok := strings.CutPrefix(strings.TrimPrefix(ref, "/"), TopWiki+"/"); ok {
+			if _, err := ParseID(strings.TrimPrefix(ref, "/")); err != nil {
+				if w, _, _ := strings.Cut(rest, "/"); w != wing {
+					t.Fatalf("RefWing(%q) = %q, want the path's wing %q", ref, wing, w)
+				}
+			}
 		}
 		if rest, ok := strings.CutPrefix(ref, TopInbox+"/"); ok {
 			if w, _, _ := strings.Cut(rest, "/"); w != wing {
