@@ -249,6 +249,19 @@ func (s *Service) Skipped() []store.Skipped { return s.store.Skipped() }
 // the wing does not load.
 func (s *Service) SkippedFiles(kind string) int { return s.store.SkippedCount(kind) }
 
+// WritesStopped says why the wing refuses writes while it serves reads:
+// its history's committer stopped on a change it can never commit
+// (history.Stuck: the path, the error and the fix), or "" while writes
+// are accepted.
+func (s *Service) WritesStopped() string {
+	if h := s.store.History(); h != nil {
+		if st := h.Stuck(); st != nil {
+			return st.String()
+		}
+	}
+	return ""
+}
+
 // ListTools answers the tool descriptors, unparsed.
 func (s *Service) ListTools(context.Context) (*proto.ListToolsResponse, error) {
 	return &proto.ListToolsResponse{Tools: s.tools.Descriptors(), Prompts: s.tools.PromptDescriptors()}, nil

@@ -150,6 +150,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 		return nil, err
 	}
 	reg.MustRegister(skippedFiles(cfg.Shard.Wing, svc)...)
+	reg.MustRegister(writesStopped(cfg.Shard.Wing, svc))
 	s := &Server{cfg: cfg, svc: svc, log: log, done: make(chan struct{})}
 	s.quic = proto.NewServer(svc, proto.ServerConfig{TLS: tlsConf, Logger: log, StatelessResetKey: resetKey, Tracer: cfg.Tracing.RootTracer()})
 	s.admin = s.adminHandler(reg)
@@ -327,13 +328,36 @@ func (s *Server) adminHandler(reg *prometheus.Registry) http.Handler {
 		case r.URL.Path == "/readyz" && s.draining.Load():
 			http.Error(w, "draining", http.StatusServiceUnavailable)
 		default:
-			fmt.Fprintf(w, "ok %s %d notes\n", h.Wing, h.Notes)
+			stopped := s.svc.WritesStopped()
+			switch {
+			case stopped == "":
+				fmt.Fprintf(w, "ok %s %d notes\n", h.Wing, h.Notes)
+			case r.URL.Path == "/readyz" && r.URL.Query().Has("writes"):
+				http.Error(w, "not ready for writes: "+stopped, http.StatusServiceUnavailable)
+			default: // reads go on: the pod stays in its Service
+				fmt.Fprintf(w, "ok %s %d notes; not ready for writes: %s\n", h.Wing, h.Notes, stopped)
+			}
 		}
 	}
 	mux.HandleFunc("GET /healthz", probe)
 	mux.HandleFunc("GET /readyz", probe)
 	mux.HandleFunc("POST /remote/webhook", s.webhook)
 	return mux
+}
+
+// writesStopped exports whether the wing refuses writes (its history's
+// committer stopped: /readyz says why).
+func writesStopped(wing string, svc *shard.Service) prometheus.Collector {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
+		Name:        "brainstem_shard_writes_stopped",
+		Help:        "1 while the wing refuses writes because its history's committer stopped on a change it can never commit (/readyz and `brainstem check` give the path and the fix), else 0.",
+		ConstLabels: prometheus.Labels{"wing": wing},
+	}, func() float64 {
+		if svc.WritesStopped() != "" {
+			return 1
+		}
+		return 0
+	})
 }
 
 // skippedFiles exports the wing's files that are not loaded, by kind.

@@ -7,6 +7,7 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5"
@@ -53,6 +54,10 @@ func CheckDisk(ctx context.Context, opt Options) ([]Problem, error) {
 		return nil, err
 	}
 	h.tree.reset(head, c.TreeHash)
+	blocked, err := h.blockerProblems()
+	if err != nil || len(blocked) > 0 {
+		return blocked, err // nothing of the wing can be compared under a file
+	}
 	paths, err := h.headPaths()
 	if err != nil || len(paths) == 0 {
 		return nil, err // no version of the wing yet
@@ -90,4 +95,32 @@ func (h *History) lockProblems() []Problem {
 		}
 	}
 	return out
+}
+
+// blockerProblems reports files of the branch head that stand where the
+// wing's directories must be, above what the wing may replace (docs/history.md
+// "Files a remote pushes that the wing does not load"): a shard cannot
+// commit under them, so it serves reads and refuses writes.
+func (h *History) blockerProblems() ([]Problem, error) {
+	var out []Problem
+	seen := map[string]bool{}
+	for _, d := range h.treeDirs() {
+		segs := strings.Split(d, "/")
+		for i := range segs {
+			p := strings.Join(segs[:i+1], "/")
+			if seen[p] {
+				continue
+			}
+			seen[p] = true
+			_, _, file, err := h.tree.lookup(p)
+			if err != nil {
+				return nil, err
+			}
+			if file {
+				out = append(out, Problem{Path: p, Message: fmt.Sprintf("a file in branch %s of the brain's repository where the wing's directory %s must be: the shard cannot commit the wing's changes (it serves reads, refuses writes, and /readyz says why); fix: remove it (git rm --cached %s, commit), then restart the shard", h.repo.currentBranch().Short(), d, p)})
+				break
+			}
+		}
+	}
+	return out, nil
 }

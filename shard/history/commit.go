@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
@@ -107,6 +108,9 @@ func (h *History) applyOps(ops []Op, b objectSink) ([]pathChange, error) {
 		}
 		if had && old == blob && from == "" {
 			continue
+		}
+		if err := h.makeWay(tp); err != nil {
+			return nil, err
 		}
 		if err := h.tree.set(tp, blob, 0); err != nil {
 			return nil, err
@@ -276,4 +280,15 @@ func (h *History) discardModel() {
 	hints := h.tree.hints
 	h.tree = newTreeModel(h.objs)
 	h.tree.hints = hints
+}
+
+// makeWay clears the way of a note's file at tree path tp (the local
+// write wins over an entry the shard never loaded: docs/history.md
+// "Files a remote pushes that the wing does not load").
+func (h *History) makeWay(tp string) error {
+	removed, err := h.tree.clearWay(tp, strings.Count(h.repo.prefix, "/")+1)
+	if len(removed) > 0 {
+		h.log.Warn("history: entries that were never notes stood where a note is written; the note replaces them", "path", tp, "removed", removed)
+	}
+	return err
 }

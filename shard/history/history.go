@@ -72,6 +72,8 @@ type History struct {
 	looseBytes atomic.Int64 // and their uncompressed bytes
 	newPacks   atomic.Int64 // packs of commit batches since the last merge
 
+	stuck atomic.Pointer[Stuck] // the committer's permanent failure
+
 	stop      chan struct{}
 	done      chan struct{}
 	closeOnce sync.Once
@@ -183,12 +185,12 @@ func (h *History) settle(ctx context.Context, rec *recovered) error {
 	if initial {
 		made, err := h.initialCommit(ctx)
 		if err != nil {
-			return err
+			return h.startStuck(err)
 		}
 		initial = made
 	}
 	if err := h.recover(ctx, rec); err != nil {
-		return err
+		return h.startStuck(err) // the segments stay for the next start
 	}
 	if err := dropSegments(rec.segments); err != nil {
 		return err
@@ -196,7 +198,16 @@ func (h *History) settle(ctx context.Context, rec *recovered) error {
 	if initial {
 		return nil
 	}
-	return h.reconcile(ctx)
+	return h.startStuck(h.reconcile(ctx))
+}
+
+// startStuck lets Open go on after a permanent error (the shard starts,
+// serves reads and says why: Stuck); any other error fails Open.
+func (h *History) startStuck(err error) error {
+	if err == nil || !h.stop1(err) {
+		return err
+	}
+	return nil
 }
 
 func (h *History) pendingDir() string { return filepath.Join(h.opt.StateDir, "pending") }
@@ -209,6 +220,11 @@ func (h *History) run() {
 	backoff := time.Duration(0)
 	for {
 		worked, err := h.commitPending()
+		if err != nil && h.stop1(err) {
+			h.q.fail(err)
+			<-h.stop
+			return
+		}
 		if err != nil {
 			h.q.fail(err)
 			backoff = min(max(2*backoff, 50*time.Millisecond), retryMax)
@@ -231,6 +247,19 @@ func (h *History) run() {
 			return
 		}
 	}
+}
+
+// stop1 reports whether err is permanent; if so the committer stops
+// there (Stuck), and says so once.
+func (h *History) stop1(err error) bool {
+	st := stuckOf(err, h.repo.currentBranch().Short(), h.opt.Now())
+	if st == nil {
+		return false
+	}
+	h.stuck.Store(st)
+	h.q.stop(st)
+	h.log.Error("history: the committer stopped: a change can never be committed; the wing serves reads and refuses writes", "path", st.Path, "err", err, "fix", st.Fix)
+	return true
 }
 
 // pause waits d, or until Close; it reports false on Close.
@@ -406,8 +435,8 @@ func (h *History) fresh(ctx context.Context) error {
 	if err := h.closed(); err != nil {
 		return err
 	}
-	if err := h.Flush(ctx); err != nil {
-		return err
+	if err := h.Flush(ctx); err != nil && h.Stuck() == nil {
+		return err // stuck: reads are served from what is committed
 	}
 	if err := h.followHEAD(); err != nil {
 		return err

@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+
+	"github.com/brainstem/brainstem/brain"
 )
 
 // errClosed: the History was closed.
@@ -49,6 +51,7 @@ type queue struct {
 	errGen   uint64              // counts failures
 	wake     chan struct{}       // tells the committer there is work (buffered 1)
 	rush     bool                // a caller waits: commit what is there now
+	stuck    *Stuck              // the committer stopped for good
 }
 
 func newQueue(done uint64) *queue {
@@ -135,6 +138,14 @@ func (q *queue) fail(err error) {
 	q.mu.Unlock()
 }
 
+// stop records that the committer stopped for good: waiters return.
+func (q *queue) stop(st *Stuck) {
+	q.mu.Lock()
+	q.stuck = st
+	q.advanceLocked()
+	q.mu.Unlock()
+}
+
 // wait blocks until every change up to target is committed, the
 // committer fails after the call began, or ctx ends.
 func (q *queue) wait(ctx context.Context, target uint64) error {
@@ -145,6 +156,10 @@ func (q *queue) wait(ctx context.Context, target uint64) error {
 	}
 	gen := q.errGen
 	for q.done < target {
+		if q.stuck != nil {
+			q.mu.Unlock()
+			return fmt.Errorf("history: the committer stopped: %s", q.stuck)
+		}
 		if q.errGen != gen {
 			err := q.err
 			q.mu.Unlock()
@@ -189,6 +204,9 @@ func (q *queue) busyPaths() map[string]bool {
 // acknowledges the change, or Abandon if it did not change the files.
 // Changes are committed in the order of their Begin, one commit each.
 func (h *History) Begin(c Change) (*Pending, error) {
+	if st := h.Stuck(); st != nil {
+		return nil, brain.Errorf(brain.CodeUnavailable, "the wing refuses writes: its %s; reads go on", st)
+	}
 	if err := h.checkChange(&c); err != nil {
 		return nil, err
 	}

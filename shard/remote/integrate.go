@@ -174,10 +174,86 @@ func (r *Remote) merge(base, local, remote map[string]entry, maxFile int64) (Int
 			in.files[p] = take
 		}
 	}
+	r.settleShape(merged, &in)
 	sort.Strings(in.Changed)
 	sort.Slice(in.Conflicts, func(i, j int) bool { return in.Conflicts[i].Path < in.Conflicts[j].Path })
 	sort.Slice(in.Rejected, func(i, j int) bool { return in.Rejected[i].Path < in.Rejected[j].Path })
 	return in, merged
+}
+
+// settleShape makes the merged tree one git can hold: where a file and
+// a directory would share a name (a directory the remote pushed at a
+// note's path, a file where a hall's directory must be), the wing's note
+// stays and the entry the shard never loaded goes, reported as Rejected
+// (docs/history.md "Files a remote pushes that the wing does not load").
+// Between two entries neither of which is a note, the directory's files
+// stay.
+func (r *Remote) settleShape(merged map[string]entry, in *Integration) {
+	rejected := map[string]int{}
+	for i, rej := range in.Rejected {
+		rejected[rej.Path] = i
+	}
+	note := func(p string) bool {
+		_, bad := rejected[p]
+		return !bad && r.notePath(p)
+	}
+	const why = "dropped from the merged tree: a file and a directory of that name cannot both be, and a note of the wing (or the directory's files) stays"
+	report := func(drop, reason string) {
+		if at, ok := rejected[drop]; ok {
+			in.Rejected[at].Reason += "; " + reason
+			return
+		}
+		rejected[drop] = len(in.Rejected)
+		in.Rejected = append(in.Rejected, Rejected{Path: drop, Kind: RejectName, Reason: reason})
+	}
+	for p := range merged {
+		if r.aboveWing(p) {
+			delete(merged, p)
+			report(p, "dropped from the merged tree: a file where a wing's directory must be")
+			continue
+		}
+		for i := strings.IndexByte(p, '/'); i >= 0; i = nextSlash(p, i) {
+			dir := p[:i]
+			if _, file := merged[dir]; !file {
+				continue
+			}
+			drop := dir // a file where p's directory is
+			if note(dir) {
+				drop = p
+			}
+			delete(merged, drop)
+			report(drop, why)
+			if drop == p {
+				break
+			}
+		}
+	}
+}
+
+// aboveWing reports whether a file at p would stand where one of the
+// wing's directories (wiki/<wing>, inbox/<wing>, or their parents) must
+// be: history refuses to replace one above the wing's own.
+func (r *Remote) aboveWing(p string) bool {
+	for _, dir := range r.dirs {
+		if strings.HasPrefix(dir, p+"/") {
+			return true
+		}
+	}
+	return false
+}
+
+// notePath reports whether p is a note's path in one of the remote's wings.
+func (r *Remote) notePath(p string) bool {
+	_, wing, err := brain.ValidPath(p)
+	return err == nil && r.ours(p) && escapes(p) == "" && layout.Tracked(p, wing)
+}
+
+func nextSlash(p string, i int) int {
+	j := strings.IndexByte(p[i+1:], '/')
+	if j < 0 {
+		return -1
+	}
+	return i + 1 + j
 }
 
 // ours reports whether the slash path p lies textually under the
