@@ -154,6 +154,10 @@ func hasControlChar(s string) bool {
 type account struct {
 	id, name, email string
 	creds           []credential
+	// failures is the account's budget of failed authentications
+	// (clientAuthFailed), made with the account at start: an attacker
+	// cannot evict it by making up client ids or addresses.
+	failures *failureBudget
 }
 
 // credential is a loaded credential: a secret's hash or a public key.
@@ -181,7 +185,7 @@ func loadServiceAccounts(accts []ServiceAccount, log *slog.Logger) (map[string]*
 			errs = append(errs, fmt.Errorf("oauth.service_accounts[%d].id: %w", i, err))
 			continue
 		}
-		acc := &account{id: a.ID, name: a.Name, email: email}
+		acc := &account{id: a.ID, name: a.Name, email: email, failures: newFailureBudget(clientFailuresPerMin)}
 		for j, c := range a.Credentials {
 			cred, err := loadCredential(c)
 			if err != nil {

@@ -10,9 +10,11 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+	"golang.org/x/time/rate"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
@@ -45,8 +47,10 @@ const (
 	MaxJTIBytes = 256
 	// maxAssertionsRemembered bounds the replay cache of one replica.
 	maxAssertionsRemembered = 100000
-	// clientCredentialsPerMin is the per-address budget of the grant.
-	clientCredentialsPerMin = 120
+	// clientFailuresPerMin is the budget of failed client authentications
+	// of each address and of each account (clientAuthFailed). A request
+	// that authenticates spends nothing and is never refused by it.
+	clientFailuresPerMin = 30
 	// assertionClockSkew is the leeway on an assertion's exp, nbf and iat:
 	// the machine's clock signs them.
 	assertionClockSkew = 30 * time.Second
@@ -77,12 +81,12 @@ func (s *Server) checkTarget(form url.Values) *tokenError {
 
 // redeemClientCredentials authenticates a service account (a client
 // secret, or a private_key_jwt assertion) and issues its access token.
+// There is no budget of requests: only failed authentications are
+// counted (authenticateClient), so a genuine credential is answered
+// whatever others sent from its address or in its name.
 func (s *Server) redeemClientCredentials(r *http.Request, form url.Values) ([]byte, *tokenError) {
 	if len(s.accounts) == 0 {
 		return nil, &tokenError{http.StatusBadRequest, "unsupported_grant_type", "this gateway has no service accounts (oauth.service_accounts)", 0}
-	}
-	if !s.allow(r, "client_credentials", clientCredentialsPerMin) {
-		return nil, &tokenError{http.StatusTooManyRequests, "temporarily_unavailable", "too many token requests from your address; try again in a minute", time.Minute}
 	}
 	// The request is checked before the client authenticates, so that a
 	// wrong resource or scope does not spend a single-use assertion.
@@ -96,10 +100,34 @@ func (s *Server) redeemClientCredentials(r *http.Request, form url.Values) ([]by
 	return s.issueServiceToken(r, acc, cred, method)
 }
 
+// authFailure is why a client failed to authenticate: the client id it
+// claimed, its method and the reason (for the log, never for the client).
+type authFailure struct{ id, method, reason string }
+
+// refuse records the failure and returns the one answer to it.
+func (f *authFailure) refuse(id, method, reason string) *tokenError {
+	*f = authFailure{id: id, method: method, reason: reason}
+	return errClientAuth()
+}
+
 // authenticateClient finds the account and the credential that
-// authenticate the request: client_secret_basic, client_secret_post or
-// private_key_jwt, exactly one of them.
+// authenticate the request (checkClient). The credential is checked
+// first: a request that authenticates is never refused for others'
+// failures. A failure is counted against the address and the account it
+// names (clientAuthFailed).
 func (s *Server) authenticateClient(r *http.Request, form url.Values) (*account, credential, string, *tokenError) {
+	var f authFailure
+	acc, cred, method, terr := s.checkClient(r, form, &f)
+	if terr != nil && f.reason != "" {
+		return nil, credential{}, "", s.clientAuthFailed(r, f)
+	}
+	return acc, cred, method, terr
+}
+
+// checkClient authenticates the request with client_secret_basic,
+// client_secret_post or private_key_jwt, exactly one of them. A failed
+// authentication is recorded in f (a malformed request is not one).
+func (s *Server) checkClient(r *http.Request, form url.Values, f *authFailure) (*account, credential, string, *tokenError) {
 	user, pass, basic := r.BasicAuth()
 	_, post := form["client_secret"]
 	_, jwtAuth := form["client_assertion"]
@@ -111,11 +139,11 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (*account,
 	}
 	switch {
 	case n == 0:
-		return nil, credential{}, "", errClientAuth()
+		return nil, credential{}, "", f.refuse(form.Get("client_id"), "none", "no client credential")
 	case n > 1:
 		return nil, credential{}, "", invalidRequest("use one client authentication method (RFC 6749 §2.3): Basic, client_secret or client_assertion")
 	case jwtAuth:
-		return s.authenticateAssertion(r, form)
+		return s.authenticateAssertion(r, form, f)
 	}
 	id, secret, method := form.Get("client_id"), form.Get("client_secret"), "client_secret_post"
 	if basic {
@@ -128,8 +156,7 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (*account,
 		id, secret, method = user, pass, "client_secret_basic"
 	}
 	if len(secret) < MinSecretBytes || len(secret) > MaxSecretBytes {
-		s.refuseClient(r, id, method, fmt.Sprintf("a secret of %d bytes (%d to %d)", len(secret), MinSecretBytes, MaxSecretBytes))
-		return nil, credential{}, "", errClientAuth()
+		return nil, credential{}, "", f.refuse(id, method, fmt.Sprintf("a secret of %d bytes (%d to %d)", len(secret), MinSecretBytes, MaxSecretBytes))
 	}
 	sum := sha256.Sum256([]byte(secret))
 	acc := s.accounts[id]
@@ -147,18 +174,84 @@ func (s *Server) authenticateClient(r *http.Request, form url.Values) (*account,
 		var none [sha256.Size]byte
 		subtle.ConstantTimeCompare(sum[:], none[:])
 	}
-	now := s.now()
 	switch {
 	case acc == nil:
-		s.refuseClient(r, id, method, "no such service account")
+		return nil, credential{}, "", f.refuse(id, method, "no such service account")
 	case found == 0:
-		s.refuseClient(r, id, method, "the secret matches none of the account's secrets")
-	case !match.usable(now):
-		s.refuseClient(r, id, method, "credential "+match.id+" passed its not_after")
-	default:
-		return acc, match, method, nil
+		return nil, credential{}, "", f.refuse(id, method, "the secret matches none of the account's secrets")
+	case !match.usable(s.now()):
+		return nil, credential{}, "", f.refuse(id, method, "credential "+match.id+" passed its not_after")
 	}
-	return nil, credential{}, "", errClientAuth()
+	return acc, match, method, nil
+}
+
+// clientAuthFailed counts a failed client authentication against the
+// budgets of the client's address and of the account it named, if it
+// named one (clientFailuresPerMin each). Within both, the answer is the
+// truthful invalid_client (401), logged. Over either, it is
+// temporarily_unavailable (429) with Retry-After, and only the first such
+// refusal since the budget last had room is logged: a flood writes a
+// bounded number of lines. A budget refills with time alone; a request
+// that authenticates never reaches here.
+func (s *Server) clientAuthFailed(r *http.Request, f authFailure) *tokenError {
+	now, ip := s.now(), s.clientIP(r)
+	budgets := []*failureBudget{s.addressFailures(ip)}
+	if acc := s.accounts[f.id]; acc != nil {
+		budgets = append(budgets, acc.failures)
+	}
+	var wait time.Duration
+	first := false
+	for _, b := range budgets { // every budget pays for the failure
+		if w, fst := b.spend(now); w > 0 {
+			wait, first = max(wait, w), first || fst
+		}
+	}
+	if wait == 0 {
+		s.refuseClient(r, f.id, f.method, f.reason)
+		return errClientAuth()
+	}
+	if first {
+		s.log.Warn("oauth: too many failed service account authentications; further failures are answered 429 and not logged until the budget refills",
+			"client", s.clientLabel(f.id), "client_ip", ip, "per_minute", clientFailuresPerMin, "reason", f.reason)
+	}
+	return &tokenError{http.StatusTooManyRequests, "temporarily_unavailable",
+		"too many failed client authentications from your address or for this client; try again in " + retryAfterSeconds(wait) + " s (a genuine credential is never refused for this)", wait}
+}
+
+// addressFailures is the failure budget of an address.
+func (s *Server) addressFailures(ip string) *failureBudget {
+	if b, ok := s.authFailures.Get(ip); ok {
+		return b
+	}
+	b := newFailureBudget(clientFailuresPerMin)
+	if prev, found, _ := s.authFailures.PeekOrAdd(ip, b); found {
+		return prev
+	}
+	return b
+}
+
+// failureBudget is a budget of failed authentications: perMinute of them
+// at once, refilled continuously (a token bucket). Only failures spend it.
+type failureBudget struct {
+	lim  *rate.Limiter
+	over atomic.Bool // a failure was refused since the budget last had room
+}
+
+func newFailureBudget(perMinute int) *failureBudget {
+	return &failureBudget{lim: rate.NewLimiter(rate.Limit(float64(perMinute)/60), perMinute)}
+}
+
+// spend takes one failure from the budget. Over budget it takes nothing
+// and returns how long until a failure fits again (at least a second),
+// and whether this is the first refusal since the budget had room.
+func (b *failureBudget) spend(now time.Time) (wait time.Duration, first bool) {
+	if b.lim.AllowN(now, 1) {
+		b.over.Store(false)
+		return 0, false
+	}
+	missing := 1 - b.lim.TokensAt(now)
+	wait = time.Duration(missing / float64(b.lim.Limit()) * float64(time.Second))
+	return max(wait, time.Second), !b.over.Swap(true)
 }
 
 // assertionClaims are the claims of a client assertion (RFC 7523 §3).
@@ -176,7 +269,7 @@ type assertionClaims struct {
 // signature by one of the account's keys with that key's algorithm, iss
 // and sub the client id, aud the token endpoint or the issuer, exp within
 // MaxAssertionLifetime, and a jti not seen before on this replica.
-func (s *Server) authenticateAssertion(r *http.Request, form url.Values) (*account, credential, string, *tokenError) {
+func (s *Server) authenticateAssertion(r *http.Request, form url.Values, f *authFailure) (*account, credential, string, *tokenError) {
 	const method = "private_key_jwt"
 	if form.Get("client_assertion_type") != ClientAssertionTypeJWT {
 		return nil, credential{}, "", invalidRequest("client_assertion_type must be %s", ClientAssertionTypeJWT)
@@ -187,25 +280,21 @@ func (s *Server) authenticateAssertion(r *http.Request, form url.Values) (*accou
 	}
 	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.EdDSA, jose.ES256, jose.RS256})
 	if err != nil || len(jws.Signatures) != 1 {
-		s.refuseClient(r, form.Get("client_id"), method, "the assertion is not a compact JWS with one signature of EdDSA, ES256 or RS256")
-		return nil, credential{}, "", errClientAuth()
+		return nil, credential{}, "", f.refuse(form.Get("client_id"), method, "the assertion is not a compact JWS with one signature of EdDSA, ES256 or RS256")
 	}
 	// The claims name the account; they are trusted only once a key of
 	// that account verifies them.
 	var unverified assertionClaims
 	if err := json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &unverified); err != nil {
-		s.refuseClient(r, form.Get("client_id"), method, "the assertion's claims do not decode")
-		return nil, credential{}, "", errClientAuth()
+		return nil, credential{}, "", f.refuse(form.Get("client_id"), method, "the assertion's claims do not decode")
 	}
 	id := unverified.Issuer
 	if cid, ok := form["client_id"]; ok && cid[0] != id {
-		s.refuseClient(r, cid[0], method, "client_id differs from the assertion's iss")
-		return nil, credential{}, "", errClientAuth()
+		return nil, credential{}, "", f.refuse(cid[0], method, "client_id differs from the assertion's iss")
 	}
 	acc := s.accounts[id]
 	if acc == nil {
-		s.refuseClient(r, id, method, "no such service account")
-		return nil, credential{}, "", errClientAuth()
+		return nil, credential{}, "", f.refuse(id, method, "no such service account")
 	}
 	alg := jose.SignatureAlgorithm(jws.Signatures[0].Protected.Algorithm)
 	now := s.now()
@@ -223,27 +312,22 @@ func (s *Server) authenticateAssertion(r *http.Request, form url.Values) (*accou
 		}
 	}
 	if payload == nil {
-		s.refuseClient(r, id, method, "no key of the account verifies the assertion ("+string(alg)+")")
-		return nil, credential{}, "", errClientAuth()
+		return nil, credential{}, "", f.refuse(id, method, "no key of the account verifies the assertion ("+string(alg)+")")
 	}
 	if !cred.usable(now) {
-		s.refuseClient(r, id, method, "credential "+cred.id+" passed its not_after")
-		return nil, credential{}, "", errClientAuth()
+		return nil, credential{}, "", f.refuse(id, method, "credential "+cred.id+" passed its not_after")
 	}
 	var c assertionClaims
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	if err := dec.Decode(&c); err != nil {
-		s.refuseClient(r, id, method, "the assertion's claims do not decode")
-		return nil, credential{}, "", errClientAuth()
+		return nil, credential{}, "", f.refuse(id, method, "the assertion's claims do not decode")
 	}
 	if reason := s.checkAssertion(c, id, now); reason != "" {
-		s.refuseClient(r, id, method, reason)
-		return nil, credential{}, "", errClientAuth()
+		return nil, credential{}, "", f.refuse(id, method, reason)
 	}
 	switch s.assertions.remember(id+"\x00"+c.ID, time.Unix(*c.Expiry, 0).Add(assertionClockSkew), now) {
 	case rememberReplay:
-		s.refuseClient(r, id, method, "the assertion's jti was already used")
-		return nil, credential{}, "", errClientAuth()
+		return nil, credential{}, "", f.refuse(id, method, "the assertion's jti was already used")
 	case rememberFull:
 		s.log.Warn("oauth: the client assertion replay cache is full; refusing assertions until some expire", "client", id)
 		return nil, credential{}, "", &tokenError{http.StatusServiceUnavailable, "temporarily_unavailable", "too many client assertions; try again shortly", 10 * time.Second}
@@ -294,16 +378,20 @@ func (s *Server) assertionAudience(raw json.RawMessage) bool {
 }
 
 // refuseClient logs a refused client authentication: never the secret or
-// the assertion, and a client id only when it names a configured account
-// (any other is logged as a digest, so that a secret pasted into the
-// client_id field stays out of the logs).
+// the assertion, and the client id as clientLabel gives it.
 func (s *Server) refuseClient(r *http.Request, id, method, reason string) {
-	label := id
-	if s.accounts[id] == nil {
-		label = "unknown:" + digest(id)
-	}
-	s.log.Warn("oauth: service account authentication refused", "client", label,
+	s.log.Warn("oauth: service account authentication refused", "client", s.clientLabel(id),
 		"method", method, "reason", reason, "client_ip", s.clientIP(r))
+}
+
+// clientLabel is a client id as logs name it: itself when it names a
+// configured account, else a digest (so that a secret pasted into the
+// client_id field stays out of the logs).
+func (s *Server) clientLabel(id string) string {
+	if s.accounts[id] == nil {
+		return "unknown:" + digest(id)
+	}
+	return id
 }
 
 // issueServiceToken signs a service account's access token: no refresh

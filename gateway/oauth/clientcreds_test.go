@@ -22,6 +22,7 @@ import (
 	"net/url"
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -156,15 +157,20 @@ func newMachines(t *testing.T, now time.Time) *machines {
 }
 
 // newMachineEnv is one replica with the machines configured, logging to
-// m.logs.
-func newMachineEnv(t *testing.T) (*testEnv, *replica, *machines) {
+// m.logs; opts adjust its options.
+func newMachineEnv(t *testing.T, opts ...func(*Options)) (*testEnv, *replica, *machines) {
 	t.Helper()
 	now := time.Now().Truncate(time.Second)
 	m := newMachines(t, now)
 	e := newEnv(t, 0, nil)
 	e.clock.t = now
 	r := e.addReplicaWith(func(c *Config) { c.ServiceAccounts = m.accounts },
-		func(o *Options) { o.Logger = slog.New(slog.NewJSONHandler(m.logs, nil)) })
+		func(o *Options) {
+			o.Logger = slog.New(slog.NewJSONHandler(m.logs, nil))
+			for _, opt := range opts {
+				opt(o)
+			}
+		})
 	return e, r, m
 }
 
@@ -631,7 +637,7 @@ func TestClientCredentialsAttackList(t *testing.T) {
 		n++
 		want, input, _ := strings.Cut(line, " ")
 		t.Run(fmt.Sprintf("%d %s", n, line), func(t *testing.T) {
-			r.srv.limits.Purge() // the per-address budget is not under test
+			resetFailureBudgets(r.srv) // the failure budgets are not under test (TestClientCredentialsFloods)
 			req, err := http.NewRequest(http.MethodPost, r.url+PathToken, strings.NewReader(expand.Replace(input)))
 			if err != nil {
 				t.Fatal(err)
@@ -657,27 +663,210 @@ func TestClientCredentialsAttackList(t *testing.T) {
 	wantNoSecrets(t, m)
 }
 
-// TestClientCredentialsLimits: the per-address budget answers 429 with
-// Retry-After once spent, and a full replay memory refuses new assertions
+// TestClientCredentialsLimits: a full replay memory refuses new assertions
 // with 503 rather than forget one.
 func TestClientCredentialsLimits(t *testing.T) {
 	e, r, m := newMachineEnv(t)
-	wrong := machine{id: "ci", secret: newSecret(t)}.secretForm()
-	for i := range clientCredentialsPerMin {
-		if st, out := e.token(r, wrong); st != http.StatusUnauthorized {
-			t.Fatalf("request %d: %d %v", i, st, out)
-		}
-	}
-	st, out := e.token(r, m.ci.secretForm())
-	wantTokenError(t, st, out, http.StatusTooManyRequests, "temporarily_unavailable")
-	e.clock.Advance(time.Minute)
-	mustToken(t, e, r, m.ci.secretForm())
-
 	r.srv.assertions = newAssertionStore(1)
 	now := e.clock.Now()
 	mustToken(t, e, r, assertionForm(m.bot.assertion(t, r, now, nil)))
-	st, out = e.token(r, assertionForm(m.bot.assertion(t, r, now, nil)))
+	st, out := e.token(r, assertionForm(m.bot.assertion(t, r, now, nil)))
 	wantTokenError(t, st, out, http.StatusServiceUnavailable, "temporarily_unavailable")
 	e.clock.Advance(2 * time.Minute) // the first assertion expired: room again
 	mustToken(t, e, r, assertionForm(m.bot.assertion(t, r, e.clock.Now(), nil)))
+}
+
+// resetFailureBudgets forgets every failed client authentication of s.
+func resetFailureBudgets(s *Server) {
+	s.authFailures.Purge()
+	for _, a := range s.accounts {
+		a.failures = newFailureBudget(clientFailuresPerMin)
+	}
+}
+
+// testAddrHeader names the address a test request comes from, for a
+// replica whose ClientIP is testClientIP.
+const testAddrHeader = "X-Test-Client-Addr"
+
+// testClientIP is the address of testAddrHeader, else the TCP peer's.
+func testClientIP(r *http.Request) string {
+	if a := r.Header.Get(testAddrHeader); a != "" {
+		return a
+	}
+	return peerIP(r)
+}
+
+// tokenFrom posts a token request as if from addr ("" for the TCP
+// peer), with Basic credentials when basic is set; it returns the status,
+// the answer and its Retry-After.
+func tokenFrom(t *testing.T, r *replica, addr, body string, basic *machine) (int, map[string]any, string) {
+	t.Helper()
+	req, err := http.NewRequest(http.MethodPost, r.url+PathToken, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	if addr != "" {
+		req.Header.Set(testAddrHeader, addr)
+	}
+	if basic != nil {
+		req.SetBasicAuth(url.QueryEscape(basic.id), url.QueryEscape(basic.secret))
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out map[string]any
+	_ = json.NewDecoder(resp.Body).Decode(&out)
+	return resp.StatusCode, out, resp.Header.Get("Retry-After")
+}
+
+// wantThrottled checks a 429 temporarily_unavailable with a Retry-After of
+// a second or more, and returns the Retry-After.
+func wantThrottled(t *testing.T, st int, out map[string]any, retry string) time.Duration {
+	t.Helper()
+	wantTokenError(t, st, out, http.StatusTooManyRequests, "temporarily_unavailable")
+	n, err := strconv.Atoi(retry)
+	if err != nil || n < 1 {
+		t.Fatalf("429 with Retry-After %q", retry)
+	}
+	return time.Duration(n) * time.Second
+}
+
+// TestClientCredentialsFailureBudget is issue 34's reproduction: 125 wrong
+// secrets from one address (a NAT, or every client behind an Ingress
+// without limits.client_ip_header) made the genuine secret from that
+// address get 429 for a minute. Now only failures are counted: the first
+// clientFailuresPerMin wrong secrets get the truthful 401, later ones 429
+// with Retry-After, while every genuine credential from the same address
+// and for the same account is answered with its token. Success resets
+// nothing: the guesser stays throttled. The log holds a bounded number of
+// lines.
+func TestClientCredentialsFailureBudget(t *testing.T) {
+	e, r, m := newMachineEnv(t)
+	wrong := machine{id: "ci", secret: newSecret(t)}.secretForm().Encode()
+	var retry time.Duration
+	for i := range 125 {
+		st, out, ra := tokenFrom(t, r, "", wrong, nil)
+		if i < clientFailuresPerMin {
+			wantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
+			continue
+		}
+		retry = wantThrottled(t, st, out, ra)
+	}
+	mustToken(t, e, r, m.ci.secretForm())
+	tokenOK(t, func() (int, map[string]any) {
+		st, out, _ := tokenFrom(t, r, "", "grant_type=client_credentials", &m.ciNext)
+		return st, out
+	})
+	mustToken(t, e, r, assertionForm(m.bot.assertion(t, r, e.clock.Now(), nil)))
+	st, out, ra := tokenFrom(t, r, "", wrong, nil)
+	wantThrottled(t, st, out, ra)
+
+	// The budget refills with time: a failure fits again after
+	// Retry-After, and the next one is throttled again.
+	e.clock.Advance(retry)
+	st, out, _ = tokenFrom(t, r, "", wrong, nil)
+	wantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
+	st, out, ra = tokenFrom(t, r, "", wrong, nil)
+	wantThrottled(t, st, out, ra)
+	e.clock.Advance(time.Minute)
+	mustToken(t, e, r, m.ci.secretForm())
+
+	logs := m.logs.String()
+	if n := strings.Count(logs, "service account authentication refused"); n != clientFailuresPerMin+1 {
+		t.Errorf("%d refusals logged, want %d: one per failure within the budget", n, clientFailuresPerMin+1)
+	}
+	if n := strings.Count(logs, "too many failed service account authentications"); n != 2 {
+		t.Errorf("%d lines say the budget is spent, want 2 (one per time it ran out)", n)
+	}
+	wantNoSecrets(t, m)
+}
+
+// TestClientCredentialsFloods runs testdata/client_credentials_floods.txt:
+// each line is a flood of 125 requests, from one address or each from its
+// own, that must be answered as the line says (401 within the budgets
+// they spend, then 429 with Retry-After; or 401 or 400 throughout). After
+// each flood every genuine credential, from the flood's address and from
+// another, still gets its token, and a throttled flood stays throttled.
+func TestClientCredentialsFloods(t *testing.T) {
+	f, err := os.Open("testdata/client_credentials_floods.txt")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	n := 0
+	for sc.Scan() {
+		line := sc.Text()
+		if strings.TrimSpace(line) == "" || strings.HasPrefix(line, "#") {
+			continue
+		}
+		n++
+		from, rest, _ := strings.Cut(line, " ")
+		want, body, _ := strings.Cut(rest, " ")
+		t.Run(fmt.Sprintf("%d %s", n, line), func(t *testing.T) { runFlood(t, from, want, body) })
+	}
+	if err := sc.Err(); err != nil {
+		t.Fatal(err)
+	}
+	if n < 15 {
+		t.Fatalf("only %d floods read", n)
+	}
+}
+
+// runFlood is one line of client_credentials_floods.txt.
+func runFlood(t *testing.T, from, want, body string) {
+	e, r, m := newMachineEnv(t, func(o *Options) { o.ClientIP = testClientIP })
+	now := e.clock.Now()
+	used := m.bot.assertion(t, r, now, nil)
+	mustToken(t, e, r, assertionForm(used))
+	body = strings.NewReplacer(
+		"$SECRET", url.QueryEscape(m.ci.secret),
+		"$WRONG", url.QueryEscape(newSecret(t)),
+		"$USED_ASSERTION", used,
+		"$FORGED_ASSERTION", machine{id: "bot", key: newEd25519(t), alg: jose.EdDSA}.assertion(t, r, now, nil),
+		"$ES_AS_BOT_ASSERTION", machine{id: "bot", key: m.es.key, alg: jose.ES256}.assertion(t, r, now, nil),
+	).Replace(body)
+	const home = "198.51.100.7" // the genuine clients' address
+	addr := func(i int) string {
+		if from == "one" {
+			return home
+		}
+		return fmt.Sprintf("203.0.113.%d", i+1) // an address of its own
+	}
+	flood := func(i int) {
+		t.Helper()
+		st, out, ra := tokenFrom(t, r, addr(i), body, nil)
+		switch {
+		case want == "400":
+			wantTokenError(t, st, out, http.StatusBadRequest, "invalid_request")
+		case want == "401" || i < clientFailuresPerMin:
+			wantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
+		case want == "throttled":
+			wantThrottled(t, st, out, ra)
+		default:
+			t.Fatalf("client_credentials_floods.txt: outcome %q", want)
+		}
+	}
+	for i := range 125 {
+		flood(i)
+	}
+	for _, a := range []string{home, addr(0), "192.0.2.99"} {
+		tokenOK(t, func() (int, map[string]any) {
+			st, out, _ := tokenFrom(t, r, a, m.ci.secretForm().Encode(), nil)
+			return st, out
+		})
+		tokenOK(t, func() (int, map[string]any) {
+			st, out, _ := tokenFrom(t, r, a, "grant_type=client_credentials", &m.ciNext)
+			return st, out
+		})
+		tokenOK(t, func() (int, map[string]any) {
+			st, out, _ := tokenFrom(t, r, a, assertionForm(m.bot.assertion(t, r, now, nil)).Encode(), nil)
+			return st, out
+		})
+	}
+	flood(125) // the flood's next request: as the line says, still
+	wantNoSecrets(t, m)
 }

@@ -127,6 +127,9 @@ type Server struct {
 	enterprise    *enterprise                   // nil: no ID-JAGs accepted
 	ended         *offboard.List                // never nil; empty without offboarding
 	signins       *lru.Cache[string, SignIn]    // sign-ins seen by this replica, by family
+	// authFailures are the failed client authentications by address
+	// (clientcreds.go); each account holds its own.
+	authFailures *lru.Cache[string, *failureBudget]
 
 	requests     *prometheus.CounterVec
 	metadataJSON []byte
@@ -280,6 +283,7 @@ func (s *Server) newMemory(reg prometheus.Registerer) error {
 	s.revoked, _ = lru.New[string, time.Time](memorySize)
 	s.verified, _ = lru.New[[32]byte, accessEntry](memorySize)
 	s.limits, _ = lru.New[string, *rate.Limiter](limiterCacheSize)
+	s.authFailures, _ = lru.New[string, *failureBudget](limiterCacheSize)
 	s.devices = newDeviceStore()
 	s.signins, _ = lru.New[string, SignIn](memorySize)
 	s.assertions = newAssertionStore(maxAssertionsRemembered)
