@@ -144,12 +144,18 @@ func (c *Console) form(h pageHandler) http.HandlerFunc {
 // ended answers a request whose session cookie no longer holds: 401, the
 // cookie cleared, and a link to sign in again.
 func (c *Console) ended(w http.ResponseWriter, err error) {
-	c.log.Debug("console: session refused", "err", err)
 	if !errors.Is(err, errNoSession) {
 		// Only a cookie that was sent is cleared: a cross-site post arrives
 		// without the (SameSite=Lax) cookie, and must not sign anyone out.
 		c.setCookie(w, cookieSession, "", -1)
 	}
+	c.unauthorized(w, err)
+}
+
+// unauthorized is ended without touching the cookie: 401 and a link to
+// sign in again.
+func (c *Console) unauthorized(w http.ResponseWriter, err error) {
+	c.log.Debug("console: session refused", "err", err)
 	c.plainPage(w, http.StatusUnauthorized, "Signed out", "Your console session has ended or was signed out. Sign in again.", true)
 }
 

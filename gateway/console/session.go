@@ -158,13 +158,17 @@ func (c *Console) serveCallback(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, ls.Next, http.StatusSeeOther)
 }
 
-// serveLogout signs out: the form's CSRF token and origin are checked, the
-// access token is revoked and the cookie cleared.
+// serveLogout signs out: only a session that opens, with its CSRF token
+// from the console's origin, is signed out (the access token revoked, the
+// cookie cleared). Any other request is refused as a forged form is, and
+// sets no cookie: a cross-site form arrives without the (SameSite=Lax)
+// cookie, and a browser keeps the cookies of a top-level navigation's
+// answer, so clearing the cookie here would let any site sign a curator
+// out.
 func (c *Console) serveLogout(w http.ResponseWriter, r *http.Request) {
 	s, _, err := c.authenticate(r)
 	if err != nil {
-		c.setCookie(w, cookieSession, "", -1)
-		http.Redirect(w, r, c.prefix+"signed-out", http.StatusSeeOther)
+		c.unauthorized(w, err)
 		return
 	}
 	if status, msg := c.checkForm(w, r, s); status != 0 {
