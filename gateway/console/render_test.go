@@ -162,7 +162,7 @@ func TestInputLimits(t *testing.T) {
 func second[T any](_ T, err error) error { return err }
 
 // TestSafeNext: the page to return to after signing in is a console path,
-// never another site.
+// cleaned, never another site or another page of the gateway.
 func TestSafeNext(t *testing.T) {
 	c := &Console{prefix: "/console/"}
 	for in, want := range map[string]string{
@@ -177,6 +177,29 @@ func TestSafeNext(t *testing.T) {
 		"/console/\r\nLocation: x":      "/console/",
 		"javascript:alert(1)":           "/console/",
 		"/console/" + strings.Repeat("a", maxNextBytes): "/console/",
+		// Cleaned before it is checked (issue 34): dot segments, encoded
+		// ones too, never leave the console.
+		"/console/../device?user_code=BCDF-GHJK":  "/console/",
+		"/console/./../device":                    "/console/",
+		"/console/%2e%2e/device":                  "/console/",
+		"/console/%2E%2e/device":                  "/console/",
+		"/console/.%2e/device":                    "/console/",
+		"/console/..%2fdevice":                    "/console/",
+		"/console/%2e%2e%2f%2e%2e%2fdevice":       "/console/",
+		"/console/w/payments/../../../mcp":        "/console/",
+		"/console/../consolex/":                   "/console/",
+		"/console/%5c..%5cdevice":                 "/console/",
+		"/console/%0d%0aLocation:%20x":            "/console/",
+		"/console/%00":                            "/console/",
+		"/\\evil.example/":                        "/console/",
+		"/console/..":                             "/console/",
+		"/console":                                "/console/",
+		"console/w/payments":                      "/console/",
+		"/console/w/../search?q=a":                "/console/search?q=a",
+		"/console/./w/payments/":                  "/console/w/payments/",
+		"/console/n/payments/facts/a%20b":         "/console/n/payments/facts/a%20b",
+		"/console/search?q=%2e%2e%2f&next=//evil": "/console/search?q=%2e%2e%2f&next=//evil",
+		"/console/w/payments#x":                   "/console/w/payments",
 	} {
 		if got := c.safeNext(in); got != want {
 			t.Errorf("safeNext(%q) = %q, want %q", in, got, want)

@@ -8,6 +8,7 @@ import (
 	"errors"
 	"net/http"
 	"net/url"
+	"path"
 	"strings"
 	"time"
 
@@ -155,7 +156,9 @@ func (c *Console) serveCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	c.setCookie(w, cookieSession, sealed, tok.Expiry.Sub(c.now()))
 	w.Header().Set("Cache-Control", "no-store")
-	http.Redirect(w, r, ls.Next, http.StatusSeeOther)
+	// Checked again: a login cookie sealed by an older replica may carry a
+	// page the current rules refuse.
+	http.Redirect(w, r, c.safeNext(ls.Next), http.StatusSeeOther)
 }
 
 // serveLogout signs out: only a session that opens, with its CSRF token
@@ -206,17 +209,35 @@ func (c *Console) checkForm(w http.ResponseWriter, r *http.Request, s session) (
 	return 0, ""
 }
 
-// safeNext keeps a return path only when it is a page of the console.
+// safeNext keeps a return path only when it is a page of the console as
+// the browser will resolve it: a path (no scheme, host, "//", backslash or
+// control character, raw or percent-encoded) whose cleaned form (dot
+// segments removed, "%2e%2e" being one to a browser) is under the
+// console's prefix. It returns that cleaned form, else the console's home.
 func (c *Console) safeNext(next string) string {
-	if next == "" || len(next) > maxNextBytes || !strings.HasPrefix(next, c.prefix) || strings.ContainsAny(next, "\\\r\n\t") {
+	if next == "" || len(next) > maxNextBytes || next[0] != '/' || strings.HasPrefix(next, "//") || strings.ContainsFunc(next, unsafeInNext) {
 		return c.prefix
 	}
 	u, err := url.Parse(next)
-	if err != nil || u.Scheme != "" || u.Host != "" || strings.HasPrefix(next, "//") {
+	if err != nil || u.Scheme != "" || u.Host != "" || u.User != nil || u.Opaque != "" || strings.ContainsFunc(u.Path, unsafeInNext) {
 		return c.prefix
 	}
-	return next
+	p := path.Clean(u.Path) // the decoded path: every encoded dot and slash is one
+	if strings.HasSuffix(u.Path, "/") && p != "/" {
+		p += "/"
+	}
+	if p+"/" == c.prefix {
+		p = c.prefix
+	}
+	if !strings.HasPrefix(p, c.prefix) {
+		return c.prefix
+	}
+	return (&url.URL{Path: p, RawQuery: u.RawQuery}).String()
 }
+
+// unsafeInNext: a backslash (a slash to browsers) or a control character
+// (stripped or refused by browsers) in a return path.
+func unsafeInNext(r rune) bool { return r == '\\' || r < 0x20 || r == 0x7f }
 
 func randomString(n int) string {
 	b := make([]byte, n)
