@@ -2,6 +2,9 @@ package history
 
 import (
 	"bytes"
+	"context"
+	"errors"
+	"fmt"
 	"strconv"
 	"strings"
 )
@@ -9,85 +12,210 @@ import (
 // diffContext is the number of unchanged lines around each hunk.
 const diffContext = 3
 
+// Diff's bounds, part of brain_diff's contract (docs/tools.md). Within
+// them a diff of two versions of any size costs at most about a quarter
+// of a second of one core (and the lines' splitting and hashing), and so
+// does a refusal past them; a real edit costs far less
+// (docs/performance-history.md).
+const (
+	// DiffMaxEdits is the largest edit distance, in lines (lines removed
+	// plus lines added; a changed line counts two), for which Diff writes
+	// a line diff.
+	DiffMaxEdits = 4096
+	// DiffMaxWork bounds the steps (one a line compared or a diagonal
+	// tried) Diff spends on finding the edit script: versions within
+	// DiffMaxEdits whose lines repeat so much that the search would take
+	// longer (a long note of blank-line separated lines, rewritten) are
+	// too different too. A diff at the edit bound of lines that do not
+	// repeat takes about a quarter of it, one of 4,000 edits of
+	// paragraphs between blank lines about a half.
+	DiffMaxWork = 1 << 24
+	// diffCheckEvery is about how many steps pass between two looks at
+	// the caller's context.
+	diffCheckEvery = 1 << 16
+)
+
+// ErrTooDifferent is Diff's refusal of two versions past its bounds
+// (DiffMaxEdits, DiffMaxWork): they differ too much for a line diff.
+var ErrTooDifferent = errors.New("history: the versions differ too much for a line diff")
+
+// diffBounds are the bounds of one Diff (the constants, but in tests).
+type diffBounds struct{ edits, work int }
+
 // Diff returns the unified diff (as `diff -u` and git write it, three
 // lines of context) that turns from into to, with fromName and toName on
 // its --- and +++ lines; "" when they are equal. With maxBytes > 0 the
 // text is cut after the last whole line that fits, and cut is set. The
-// diff is minimal in lines (Myers' algorithm, in linear space).
-func Diff(from, to []byte, fromName, toName string, maxBytes int) (text string, cut bool) {
+// diff is minimal in lines (Myers' algorithm, in linear space, after the
+// common first and last lines are set aside). Versions that differ in more
+// than DiffMaxEdits lines, or whose diff would take more than DiffMaxWork
+// steps, are refused with ErrTooDifferent; Diff also stops with ctx's
+// error soon after ctx ends.
+func Diff(ctx context.Context, from, to []byte, fromName, toName string, maxBytes int) (text string, cut bool, err error) {
+	return diffWithin(ctx, from, to, fromName, toName, maxBytes, diffBounds{edits: DiffMaxEdits, work: DiffMaxWork})
+}
+
+func diffWithin(ctx context.Context, from, to []byte, fromName, toName string, maxBytes int, lim diffBounds) (string, bool, error) {
 	if bytes.Equal(from, to) {
-		return "", false
+		return "", false, nil
+	}
+	if err := ctx.Err(); err != nil {
+		return "", false, fmt.Errorf("history: diff: %w", err)
 	}
 	a, b := splitLines(from), splitLines(to)
-	ids := map[string]int{}
-	intern := func(ls []string) []int {
-		out := make([]int, len(ls))
-		for i, l := range ls {
-			id, ok := ids[l]
-			if !ok {
-				id = len(ids)
-				ids[l] = id
-			}
-			out[i] = id
-		}
-		return out
+	d := newDiffer(ctx, a, b, lim)
+	if err := d.run(); err != nil {
+		return "", false, err
 	}
-	d := &differ{a: intern(a), b: intern(b)}
-	d.del, d.ins = make([]bool, len(a)), make([]bool, len(b))
-	d.compare(0, len(a), 0, len(b))
 	w := diffWriter{max: maxBytes, d: d}
 	w.line("--- " + oneLine(fromName) + "\n")
 	w.line("+++ " + oneLine(toName) + "\n")
 	for _, hk := range d.hunks() {
 		writeHunk(&w, hk, a, b)
 	}
-	return w.b.String(), w.cut
+	return w.b.String(), w.cut, nil
+}
+
+// TooDifferentText is the diff text of two versions Diff refused with
+// ErrTooDifferent, as git writes "Binary files a and b differ": one line
+// that is no hunk, so that a reader of the text alone sees why there is
+// none.
+func TooDifferentText(fromName, toName string) string {
+	return "Versions " + oneLine(fromName) + " and " + oneLine(toName) + " differ too much for a line diff\n"
+}
+
+// LineCount is the number of lines of b as Diff counts them: a last line
+// without "\n" counts too.
+func LineCount(b []byte) int {
+	n := bytes.Count(b, []byte{'\n'})
+	if len(b) > 0 && b[len(b)-1] != '\n' {
+		n++
+	}
+	return n
 }
 
 // splitLines splits b into lines, each keeping its "\n" (the last may have
-// none).
+// none). The lines share one copy of b.
 func splitLines(b []byte) []string {
-	var out []string
-	for len(b) > 0 {
-		i := bytes.IndexByte(b, '\n')
+	s := string(b)
+	out := make([]string, 0, LineCount(b))
+	for len(s) > 0 {
+		i := strings.IndexByte(s, '\n')
 		if i < 0 {
-			out = append(out, string(b))
+			out = append(out, s)
 			break
 		}
-		out = append(out, string(b[:i+1]))
-		b = b[i+1:]
+		out = append(out, s[:i+1])
+		s = s[i+1:]
 	}
 	return out
 }
 
-// differ marks the lines of a deleted and of b inserted.
+// differ marks the lines of a deleted and of b inserted. Lines are
+// compared by their ids (equal lines, equal ids); only the lines between
+// the common first and last ones, [lo, aHi) of a and [lo, bHi) of b, get
+// one.
 type differ struct {
-	a, b     []int
+	ctx      context.Context
+	a, b     []int32
 	del, ins []bool
+	lo       int // the common first lines
+	aHi, bHi int // where the common last lines start
+	edits    int // DiffMaxEdits
+	left     int // steps left of DiffMaxWork
+	unseen   int // steps since ctx was last looked at
+	// vf and vb are the furthest forward and backward paths on each
+	// diagonal k at index off+k, reused by every middleSnake: sized for
+	// the edit bound, not for the versions.
+	vf, vb []int
+	off    int
+}
+
+// newDiffer sets the common first and last lines aside and gives the
+// others their ids.
+func newDiffer(ctx context.Context, a, b []string, lim diffBounds) *differ {
+	lo := 0
+	for lo < len(a) && lo < len(b) && a[lo] == b[lo] {
+		lo++
+	}
+	aHi, bHi := len(a), len(b)
+	for aHi > lo && bHi > lo && a[aHi-1] == b[bHi-1] {
+		aHi, bHi = aHi-1, bHi-1
+	}
+	d := &differ{ctx: ctx, lo: lo, aHi: aHi, bHi: bHi, edits: lim.edits, left: lim.work,
+		a: make([]int32, len(a)), b: make([]int32, len(b)), del: make([]bool, len(a)), ins: make([]bool, len(b))}
+	ids := make(map[string]int32, aHi-lo+bHi-lo)
+	intern := func(ls []string, out []int32) {
+		for i, l := range ls {
+			id, ok := ids[l]
+			if !ok {
+				id = int32(len(ids))
+				ids[l] = id
+			}
+			out[i] = id
+		}
+	}
+	intern(a[lo:aHi], d.a[lo:aHi])
+	intern(b[lo:bHi], d.b[lo:bHi])
+	return d
+}
+
+// run marks the differences, or refuses versions past the bounds.
+func (d *differ) run() error {
+	n, m := d.aHi-d.lo, d.bHi-d.lo
+	if n-m > d.edits || m-n > d.edits { // at least |n-m| lines are added or removed
+		return ErrTooDifferent
+	}
+	half := min((n+m+1)/2, d.edits/2+1)
+	d.off = half + 1
+	d.vf, d.vb = make([]int, 2*half+3), make([]int, 2*half+3)
+	return d.compare(d.lo, d.aHi, d.lo, d.bHi)
+}
+
+// spend takes work steps from the budget, and now and then looks at ctx.
+func (d *differ) spend(work int) error {
+	d.left -= work
+	if d.left < 0 {
+		return ErrTooDifferent
+	}
+	if d.unseen += work; d.unseen >= diffCheckEvery {
+		d.unseen = 0
+		if err := d.ctx.Err(); err != nil {
+			return fmt.Errorf("history: diff: %w", err)
+		}
+	}
+	return nil
 }
 
 // compare marks the differences of a[aLo:aHi] and b[bLo:bHi].
-func (d *differ) compare(aLo, aHi, bLo, bHi int) {
+func (d *differ) compare(aLo, aHi, bLo, bHi int) error {
+	start := aLo
 	for aLo < aHi && bLo < bHi && d.a[aLo] == d.b[bLo] {
 		aLo, bLo = aLo+1, bLo+1
 	}
 	for aLo < aHi && bLo < bHi && d.a[aHi-1] == d.b[bHi-1] {
 		aHi, bHi = aHi-1, bHi-1
 	}
+	if err := d.spend(1 + aLo - start); err != nil {
+		return err
+	}
 	switch {
 	case aLo == aHi:
 		for j := bLo; j < bHi; j++ {
 			d.ins[j] = true
 		}
-		return
+		return nil
 	case bLo == bHi:
 		for i := aLo; i < aHi; i++ {
 			d.del[i] = true
 		}
-		return
+		return nil
 	}
-	x, y, u, v := d.middleSnake(aLo, aHi, bLo, bHi)
-	if (x == aLo && y == bLo && u == aLo && v == bLo) || (x == aHi && y == bHi) {
+	s, err := d.middleSnake(box{aLo, aHi, bLo, bHi})
+	if err != nil {
+		return err
+	}
+	if (s.x == aLo && s.y == bLo && s.u == aLo && s.v == bLo) || (s.x == aHi && s.y == bHi) {
 		// No split (cannot happen for a difference of at least one, kept
 		// as a guard against looping): replace the whole range.
 		for i := aLo; i < aHi; i++ {
@@ -96,61 +224,109 @@ func (d *differ) compare(aLo, aHi, bLo, bHi int) {
 		for j := bLo; j < bHi; j++ {
 			d.ins[j] = true
 		}
-		return
+		return nil
 	}
-	d.compare(aLo, x, bLo, y)
-	d.compare(u, aHi, v, bHi)
+	if err := d.compare(aLo, s.x, bLo, s.y); err != nil {
+		return err
+	}
+	return d.compare(s.u, aHi, s.v, bHi)
 }
 
-// middleSnake finds the middle snake of an optimal edit path between
-// a[aLo:aHi] and b[bLo:bHi] (Myers 1986, section 4b): it runs the path
-// forward from the start and backward from the end until they overlap,
-// and returns the snake's start (x, y) and end (u, v).
-func (d *differ) middleSnake(aLo, aHi, bLo, bHi int) (x, y, u, v int) {
-	n, m := aHi-aLo, bHi-bLo
-	delta := n - m
-	odd := delta&1 != 0
-	dmax := (n + m + 1) / 2
-	off := dmax + 1
-	vf := make([]int, 2*dmax+3)
-	vb := make([]int, 2*dmax+3)
+// box is the part a[aLo:aHi], b[bLo:bHi] of the versions compared.
+type box struct{ aLo, aHi, bLo, bHi int }
+
+// snake is a run of equal lines from (x, y) to (u, v).
+type snake struct{ x, y, u, v int }
+
+// middleSnake finds the middle snake of an optimal edit path of bx
+// (Myers 1986, section 4b): it runs the path forward from the start and
+// backward from the end until they overlap, and returns the snake's start
+// (x, y) and end (u, v). A path of more than d.edits edits is refused with
+// ErrTooDifferent as soon as no shorter one is left: forward step D finds
+// paths of 2D-1 edits, backward step D of 2D.
+func (d *differ) middleSnake(bx box) (snake, error) {
+	n, m := bx.aHi-bx.aLo, bx.bHi-bx.bLo
+	dmax := min((n+m+1)/2, d.off-1)
+	d.vf[d.off+1], d.vb[d.off+1] = 0, 0
 	for D := 0; D <= dmax; D++ {
-		for k := -D; k <= D; k += 2 {
-			var px int
-			if k == -D || k != D && vf[off+k-1] < vf[off+k+1] {
-				px = vf[off+k+1]
-			} else {
-				px = vf[off+k-1] + 1
-			}
-			py := px - k
-			sx, sy := px, py
-			for px < n && py < m && d.a[aLo+px] == d.b[bLo+py] {
-				px, py = px+1, py+1
-			}
-			vf[off+k] = px
-			if kr := delta - k; odd && kr >= -(D-1) && kr <= D-1 && px+vb[off+kr] >= n {
-				return aLo + sx, bLo + sy, aLo + px, bLo + py
-			}
+		if 2*D-1 > d.edits {
+			break
 		}
-		for k := -D; k <= D; k += 2 {
-			var px int
-			if k == -D || k != D && vb[off+k-1] < vb[off+k+1] {
-				px = vb[off+k+1]
-			} else {
-				px = vb[off+k-1] + 1
-			}
-			py := px - k
-			sx, sy := px, py
-			for px < n && py < m && d.a[aHi-1-px] == d.b[bHi-1-py] {
-				px, py = px+1, py+1
-			}
-			vb[off+k] = px
-			if kf := delta - k; !odd && kf >= -D && kf <= D && px+vf[off+kf] >= n {
-				return aHi - px, bHi - py, aHi - sx, bHi - sy
-			}
+		s, ok, err := d.forward(bx, D)
+		if ok || err != nil {
+			return s, err
+		}
+		if 2*D > d.edits {
+			break
+		}
+		s, ok, err = d.backward(bx, D)
+		if ok || err != nil {
+			return s, err
 		}
 	}
-	return aLo, bLo, aLo, bLo // unreachable for n+m > 0
+	return snake{}, ErrTooDifferent
+}
+
+// forward extends the forward paths of bx to D edits; ok when one
+// overlaps a backward path of D-1 (an odd difference of lengths).
+func (d *differ) forward(bx box, D int) (s snake, ok bool, err error) {
+	n, m := bx.aHi-bx.aLo, bx.bHi-bx.bLo
+	delta := n - m
+	odd := delta&1 != 0
+	off, vf, vb := d.off, d.vf, d.vb
+	work := 0
+	for k := -D; k <= D; k += 2 {
+		var px int
+		if k == -D || k != D && vf[off+k-1] < vf[off+k+1] {
+			px = vf[off+k+1]
+		} else {
+			px = vf[off+k-1] + 1
+		}
+		py := px - k
+		sx, sy := px, py
+		for px < n && py < m && d.a[bx.aLo+px] == d.b[bx.bLo+py] {
+			px, py = px+1, py+1
+		}
+		vf[off+k] = px
+		if work += 1 + px - sx; work > d.left {
+			return snake{}, false, ErrTooDifferent
+		}
+		if kr := delta - k; odd && kr >= -(D-1) && kr <= D-1 && px+vb[off+kr] >= n {
+			return snake{bx.aLo + sx, bx.bLo + sy, bx.aLo + px, bx.bLo + py}, true, d.spend(work)
+		}
+	}
+	return snake{}, false, d.spend(work)
+}
+
+// backward extends the backward paths of bx to D edits; ok when one
+// overlaps a forward path of D (an even difference of lengths).
+func (d *differ) backward(bx box, D int) (s snake, ok bool, err error) {
+	n, m := bx.aHi-bx.aLo, bx.bHi-bx.bLo
+	delta := n - m
+	odd := delta&1 != 0
+	off, vf, vb := d.off, d.vf, d.vb
+	work := 0
+	for k := -D; k <= D; k += 2 {
+		var px int
+		if k == -D || k != D && vb[off+k-1] < vb[off+k+1] {
+			px = vb[off+k+1]
+		} else {
+			px = vb[off+k-1] + 1
+		}
+		py := px - k
+		sx, sy := px, py
+		for px < n && py < m && d.a[bx.aHi-1-px] == d.b[bx.bHi-1-py] {
+			px, py = px+1, py+1
+		}
+		vb[off+k] = px
+		if work += 1 + px - sx; work > d.left {
+			return snake{}, false, ErrTooDifferent
+		}
+		if kf := delta - k; !odd && kf >= -D && kf <= D && px+vf[off+kf] >= n {
+			return snake{bx.aHi - px, bx.bHi - py, bx.aHi - sx, bx.bHi - sy}, true, d.spend(work)
+		}
+	}
+	return snake{}, false, d.spend(work)
 }
 
 // hunk is a range of a and b shown together.

@@ -206,11 +206,33 @@ type NoteDiff struct {
 	From, To history.Version
 	Text     string
 	Cut      bool // Text was cut at the size limit
+	// TooDifferent: the versions differ too much for a line diff
+	// (history.ErrTooDifferent); Text is then one line saying so.
+	TooDifferent bool
+	// FromSize and ToSize are the bytes compared.
+	FromSize, ToSize VersionSize
+}
+
+// VersionSize is the size and content hash of a version's bytes.
+type VersionSize struct {
+	Bytes, Lines int    // lines as the diff counts them (history.LineCount)
+	Hash         string // HashOf the bytes; "" for a version that removed the note
+}
+
+func sizeOf(v history.Version, b []byte) VersionSize {
+	sz := VersionSize{Bytes: len(b), Lines: history.LineCount(b)}
+	if !v.Removed {
+		sz.Hash = HashOf(b)
+	}
+	return sz
 }
 
 // Diff compares versions from and to ("" for the newest) of the note ref
 // names, as a unified diff of at most maxBytes. A version that removed the
-// note compares as empty.
+// note compares as empty. Versions that differ too much for a line diff
+// (history.Diff's bounds) are no error: the NoteDiff says TooDifferent,
+// with both versions' sizes and hashes. It stops with ctx's error when ctx
+// ends.
 func (s *Store) Diff(ctx context.Context, ref, from, to string, maxBytes int) (NoteDiff, error) {
 	if err := s.checkOpen(); err != nil {
 		return NoteDiff{}, err
@@ -234,8 +256,16 @@ func (s *Store) Diff(ctx context.Context, ref, from, to string, maxBytes int) (N
 	if err != nil {
 		return NoteDiff{}, err
 	}
-	text, cut := history.Diff(fb, tb, "a/"+fv.Path, "b/"+tv.Path, maxBytes)
-	return NoteDiff{Ref: r.String(), From: fv, To: tv, Text: text, Cut: cut}, nil
+	d := NoteDiff{Ref: r.String(), From: fv, To: tv, FromSize: sizeOf(fv, fb), ToSize: sizeOf(tv, tb)}
+	fromName, toName := "a/"+fv.Path, "b/"+tv.Path
+	d.Text, d.Cut, err = history.Diff(ctx, fb, tb, fromName, toName, maxBytes)
+	switch {
+	case errors.Is(err, history.ErrTooDifferent):
+		d.TooDifferent, d.Text = true, history.TooDifferentText(fromName, toName)
+	case err != nil:
+		return NoteDiff{}, fmt.Errorf("store: diff of %s: %w", r, err)
+	}
+	return d, nil
 }
 
 // readVersion reads a version of r's lineage; a removal reads as empty.

@@ -127,8 +127,15 @@ func (s *Set) diffSpec() *toolspec.Spec {
 		Result: diffResult{},
 		Description: fmt.Sprintf("Show what changed in a note between two of its versions, as a unified diff of the whole file "+
 			"(frontmatter included): from an older version to a newer one, to the current version when to is omitted. "+
-			"A version that archived the note compares as empty. Returns {id, from, to, diff, cut}: cut is true when the "+
-			"diff was longer than %d bytes and was cut at a line.", DiffMaxBytes),
+			"A version that archived the note compares as empty. Returns {id, from, to, diff, cut, too_different, "+
+			"from_bytes, from_lines, from_hash, to_bytes, to_lines, to_hash}: cut is true when the diff was longer than "+
+			"%d bytes and was cut at a line. too_different is true when the versions differ too much for a line diff: "+
+			"in more than %d lines (lines removed plus lines added, a changed line counting two), or in so many repeated "+
+			"lines that comparing them would take more than %d steps; diff is then one line saying so, and no hunk. "+
+			"from_bytes, from_lines and from_hash (to_*: the same of to) are the size in bytes and lines and the "+
+			"content_hash of each version compared (0, 0 and \"\" for a version that archived the note): compare those, "+
+			"or read both versions with brain_get's version, when there is no diff.",
+			DiffMaxBytes, history.DiffMaxEdits, history.DiffMaxWork),
 		Args: []toolspec.Arg{
 			refArg("a note id wing/hall/slug or its path"),
 			versionArg("from", true, "The version to compare from, as brain_history lists it."),
@@ -146,11 +153,18 @@ type diffArgs struct {
 }
 
 type diffResult struct {
-	ID   string `json:"id"`
-	From string `json:"from"`
-	To   string `json:"to"`
-	Diff string `json:"diff"`
-	Cut  bool   `json:"cut"`
+	ID           string `json:"id"`
+	From         string `json:"from"`
+	To           string `json:"to"`
+	Diff         string `json:"diff"`
+	Cut          bool   `json:"cut"`
+	TooDifferent bool   `json:"too_different"`
+	FromBytes    int    `json:"from_bytes"`
+	FromLines    int    `json:"from_lines"`
+	FromHash     string `json:"from_hash"`
+	ToBytes      int    `json:"to_bytes"`
+	ToLines      int    `json:"to_lines"`
+	ToHash       string `json:"to_hash"`
 }
 
 func (s *Set) diff(ctx context.Context, _ Caller, a *diffArgs) (any, error) {
@@ -158,7 +172,9 @@ func (s *Set) diff(ctx context.Context, _ Caller, a *diffArgs) (any, error) {
 	if err != nil {
 		return nil, historyHint(err)
 	}
-	return diffResult{ID: d.Ref, From: d.From.ID, To: d.To.ID, Diff: d.Text, Cut: d.Cut}, nil
+	return diffResult{ID: d.Ref, From: d.From.ID, To: d.To.ID, Diff: d.Text, Cut: d.Cut, TooDifferent: d.TooDifferent,
+		FromBytes: d.FromSize.Bytes, FromLines: d.FromSize.Lines, FromHash: d.FromSize.Hash,
+		ToBytes: d.ToSize.Bytes, ToLines: d.ToSize.Lines, ToHash: d.ToSize.Hash}, nil
 }
 
 // ---- brain_restore
