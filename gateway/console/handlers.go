@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
@@ -22,17 +23,25 @@ type request struct {
 	id    auth.Identity
 	sess  session
 	wings []wingCaps
-	load  bool // wings loaded
+	load  bool  // wings loaded
+	werr  error // brain_wings's refusal: then no page can say what the person reaches
 }
 
 // answer is what a page handler decided: a page to render, or a redirect.
 type answer struct {
-	status   int
-	page     string // template
-	title    string
-	data     any
-	redirect string
+	status     int
+	page       string // template
+	title      string
+	data       any
+	redirect   string
+	retryAfter int // seconds, for Retry-After; 0: none
 }
+
+// retrySeconds is how long a person over the gateway's rate limit is told
+// to wait: what the gateway's refusal to the console says ("wait a second";
+// a token of the per-email bucket comes back at limits.calls_per_second),
+// and Retry-After's smallest value.
+const retrySeconds = 1
 
 type pageHandler func(rq *request) answer
 
@@ -90,7 +99,9 @@ func (rq *request) myWings() []wingCaps {
 		var out struct {
 			Wings []wingCaps `json:"wings"`
 		}
-		if err := rq.call("brain_wings", struct{}{}, &out); err == nil {
+		if err := rq.call("brain_wings", struct{}{}, &out); err != nil {
+			rq.werr = err
+		} else {
 			rq.wings = out.Wings
 		}
 	}
@@ -164,8 +175,20 @@ func (c *Console) respond(rq *request, a answer) {
 		http.Redirect(rq.w, rq.r, a.redirect, http.StatusSeeOther)
 		return
 	}
+	wings := rq.myWings()
+	if rq.werr != nil {
+		// Without brain_wings a page would answer as if the person reached
+		// no wing (a readable wing's page as a missing one): say why
+		// instead. The refusal does not depend on the page, so it tells
+		// nothing of which wings or notes exist.
+		a = failed(rq.werr)
+	}
+	if a.retryAfter > 0 {
+		rq.w.Header().Set("Retry-After", strconv.Itoa(a.retryAfter))
+		wings = nil // the same page whichever call went over the limit
+	}
 	c.render(rq.w, a.status, a.page, layout{Title: a.title, Prefix: c.prefix, Email: rq.id.Email, CSRF: rq.sess.CSRF,
-		Wings: rq.myWings(), Data: a.data})
+		Wings: wings, Data: a.data})
 }
 
 func (c *Console) render(w http.ResponseWriter, status int, page string, l layout) {
@@ -234,11 +257,26 @@ func failed(err error) answer {
 	case brain.CodeForbidden:
 		status = http.StatusForbidden
 	case brain.CodeRateLimited:
-		status = http.StatusTooManyRequests
+		return overLimit()
 	case brain.CodeUnavailable, brain.CodeTimeout, brain.CodeOutcomeUnknown:
 		status = http.StatusServiceUnavailable
 	}
 	return answer{status: status, page: "message", title: "Refused: " + string(te.Code), data: message{Text: te.Message}}
+}
+
+// overLimit is the page of a person over the gateway's rate limit (a tool
+// refused with rate_limited): 429, Retry-After, and when to try again.
+func overLimit() answer {
+	return answer{status: http.StatusTooManyRequests, page: "message", title: "Too many requests", retryAfter: retrySeconds,
+		data: message{Text: fmt.Sprintf("You are over your rate limit: the gateway allows each person a number of calls per second, "+
+			"and the console's pages are calls. Try again in %d second%s.", retrySeconds, plural(retrySeconds))}}
+}
+
+func plural(n int) string {
+	if n == 1 {
+		return ""
+	}
+	return "s"
 }
 
 // readFailed is failed for a read: a note the person may not read
