@@ -53,6 +53,10 @@ func (h *History) catchUpLocked(head plumbing.Hash) error {
 			return err
 		}
 		ix.apply(ci, changes)
+		h.markOthers(changes, false)
+	}
+	if !ancestor {
+		h.markOthers(nil, true)
 	}
 	if merges {
 		if err := h.reconcileIndex(ix, order[len(order)-1]); err != nil {

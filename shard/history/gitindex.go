@@ -29,6 +29,49 @@ func (h *History) markIndex(ms []made) {
 	}
 }
 
+// markOthers notes the paths that commits by others changed (a pull, a
+// person's commit, another shard) and wakes the committer, which
+// rewrites their .git/index entries when idle. mu is held.
+func (h *History) markOthers(changes []pathChange, all bool) {
+	h.idxMu.Lock()
+	if h.idxOthers == nil {
+		h.idxOthers = map[string]bool{}
+	}
+	for _, c := range changes {
+		h.idxOthers[c.path] = true
+		if c.from != "" {
+			h.idxOthers[c.from] = true
+		}
+	}
+	h.idxOthersAll = h.idxOthersAll || all
+	h.idxMu.Unlock()
+	if h.q != nil {
+		h.q.poke()
+	}
+}
+
+// takeOthers moves the paths commits by others changed into idxDirty,
+// with the tree model brought to the branch head that holds them.
+// writeMu is held.
+func (h *History) takeOthers() error {
+	h.idxMu.Lock()
+	others, all := h.idxOthers, h.idxOthersAll
+	h.idxOthers, h.idxOthersAll = nil, false
+	h.idxMu.Unlock()
+	if len(others) == 0 && !all {
+		return nil
+	}
+	for p := range others {
+		h.idxDirty[p] = true
+	}
+	h.idxAll = h.idxAll || all
+	head, err := h.repo.readRef(h.repo.currentBranch())
+	if err != nil {
+		return err
+	}
+	return h.syncModel(head)
+}
+
 func (h *History) indexPath() string { return filepath.Join(h.repo.gitDir, "index") }
 
 // readIndex decodes .git/index (a missing one is empty, version 2).

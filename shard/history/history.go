@@ -62,6 +62,14 @@ type History struct {
 	seen      map[string]seenFile // files read since the last index update
 	snapLast  time.Time
 
+	// idxMu guards the .git/index entries that commits by others changed
+	// (read by catch-ups, which hold mu but not writeMu): the committer
+	// rewrites them when idle, so that a pull never leaves the index
+	// behind (a person's `git commit -a` would revert it).
+	idxMu        sync.Mutex
+	idxOthers    map[string]bool
+	idxOthersAll bool
+
 	mu        sync.RWMutex // guards ix and snapDirty
 	ix        *versionIndex
 	snapDirty int
@@ -353,6 +361,9 @@ func (h *History) idle() {
 
 // indexNow rewrites .git/index if it is behind. writeMu is held.
 func (h *History) indexNow() {
+	if err := h.takeOthers(); err != nil {
+		h.log.Warn("history: could not read the branch head for .git/index; retrying after the next commit", "err", err)
+	}
 	if len(h.idxDirty) == 0 && !h.idxAll {
 		return
 	}
