@@ -121,6 +121,7 @@ type Gateway struct {
 
 	chain          mcpHandler // serves /mcp (chain.go)
 	textAnswers    *textAnswers
+	cursors        *cursorSigner // signs resources/list cursors (resources_cursor.go)
 	fanoutWorkers  *workers.Pool // the goroutines of cross-wing steps, kept with their stacks
 	headerBindings bindingMemo
 	test           testHooks // set only by the ForTest methods (testhooks.go)
@@ -163,6 +164,9 @@ func New(ctx context.Context, cfg Config, opt Options) (*Gateway, error) {
 		return nil, err
 	}
 	g, err := newGateway(cfg, opt, v, clients)
+	if err == nil {
+		g.cursors, err = newCursorSigner(base, g.log)
+	}
 	if err == nil {
 		err = g.loadSignins()
 	}

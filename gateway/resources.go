@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"context"
-	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -43,50 +42,6 @@ const maxCursorBytes = 2048
 // noteMIMEType is every note's media type.
 const noteMIMEType = "text/markdown"
 
-// resourceCursor is where the next resources/list page starts: wings are
-// listed in name order and each wing's notes in id order (brain_list), so
-// a position is a wing and brain_list's cursor within it. Shard "" means
-// the wing is done: the page goes on with the next wing by name. A wing
-// the caller can no longer read is skipped, and a wing name that is not
-// configured is a position like any other (so a cursor tells nothing of
-// which wings exist).
-type resourceCursor struct {
-	Wing  string `json:"w"`
-	Shard string `json:"c,omitempty"`
-}
-
-// encodeCursor makes the opaque cursor of c: standard base64 (mcp-go
-// decodes a cursor so before its own listing) of its JSON.
-func encodeCursor(c resourceCursor) string {
-	b, _ := brain.Marshal(c) // strings only: cannot fail
-	return base64.StdEncoding.EncodeToString(b)
-}
-
-// decodeCursor reads a cursor encodeCursor made; "" is the first page.
-func decodeCursor(s string) (resourceCursor, bool, error) {
-	if s == "" {
-		return resourceCursor{}, false, nil
-	}
-	bad := func(why string) error {
-		return newError(brain.CodeInvalidArgument, ErrBadCursor, "invalid cursor (%s): pass back the nextCursor of the previous resources/list page, or none for the first page", why)
-	}
-	if len(s) > maxCursorBytes {
-		return resourceCursor{}, false, bad(fmt.Sprintf("%d bytes, the limit is %d", len(s), maxCursorBytes))
-	}
-	b, err := base64.StdEncoding.DecodeString(s)
-	if err != nil {
-		return resourceCursor{}, false, bad("not base64")
-	}
-	var c resourceCursor
-	if err := json.Unmarshal(b, &c); err != nil {
-		return resourceCursor{}, false, bad("not a cursor of this server")
-	}
-	if brain.ValidWing(c.Wing) != nil || len(c.Shard) > maxCursorBytes {
-		return resourceCursor{}, false, bad("not a cursor of this server")
-	}
-	return c, true, nil
-}
-
 // listNote is one note of brain_list's answer.
 type listNote struct {
 	ID        string `json:"id"`
@@ -124,7 +79,7 @@ const metaUnavailable = "brainstem/unavailable"
 
 // listResources answers one resources/list page for the caller.
 func (g *Gateway) listResources(ctx context.Context, ci *callInfo, cursor string) (*mcp.ListResourcesResult, error) {
-	pos, resume, err := decodeCursor(cursor)
+	pos, resume, err := g.cursors.decode(ci.id.Email, cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -175,7 +130,7 @@ func (g *Gateway) listResources(ctx context.Context, ci *callInfo, cursor string
 		}
 		if len(res.Resources) >= size {
 			if shardCursor != "" || i < len(wings)-1 {
-				res.NextCursor = mcp.Cursor(encodeCursor(resourceCursor{Wing: w.name, Shard: shardCursor}))
+				res.NextCursor = mcp.Cursor(g.cursors.encode(ci.id.Email, resourceCursor{Wing: w.name, Shard: shardCursor}))
 			}
 			return res, nil
 		}

@@ -1,9 +1,13 @@
 package gateway
 
 import (
+	"bytes"
 	"context"
+	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"log/slog"
+	"net"
 	"strconv"
 	"strings"
 	"testing"
@@ -59,43 +63,66 @@ func TestResourceURIAttacks(t *testing.T) {
 	}
 }
 
-// TestResourceCursors: a cursor the gateway made reads back as it was;
-// anything else is ErrBadCursor.
+// testCursorSigner is a cursor signer with a key of its own.
+func testCursorSigner(t testing.TB) *cursorSigner {
+	t.Helper()
+	cs, err := newCursorSigner(nil, slog.New(slog.DiscardHandler))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return cs
+}
+
+// TestResourceCursors: a cursor the gateway made reads back as it was for
+// the caller it was made for; anything else is ErrBadCursor: another
+// caller's, another key's, a changed byte, and the unsigned cursors of
+// before (issue 34).
 func TestResourceCursors(t *testing.T) {
+	cs, other := testCursorSigner(t), testCursorSigner(t)
+	const alice = "alice@example.com"
 	for _, c := range []resourceCursor{{Wing: "payments"}, {Wing: "people-ops", Shard: "facts/x"}} {
-		got, ok, err := decodeCursor(encodeCursor(c))
+		got, ok, err := cs.decode(alice, cs.encode(alice, c))
 		if err != nil || !ok || got != c {
 			t.Errorf("round trip of %+v: %+v %v %v", c, got, ok, err)
 		}
 	}
-	for _, bad := range []string{"x", "!!!!", "bm90IGEgY3Vyc29y", encodeCursor(resourceCursor{Wing: "../x"}),
-		encodeCursor(resourceCursor{Wing: ""}), strings.Repeat("A", maxCursorBytes+4), "e30=" /* {} */} {
-		if _, _, err := decodeCursor(bad); !errors.Is(err, ErrBadCursor) {
-			t.Errorf("decodeCursor(%.40q) = %v, want ErrBadCursor", bad, err)
+	issued := cs.encode(alice, resourceCursor{Wing: "payments", Shard: "cGF5bWVudHMvZmFjdHMveA"})
+	raw, _ := base64.StdEncoding.DecodeString(issued)
+	flip := func(i int) string {
+		b := bytes.Clone(raw)
+		b[i] ^= 1
+		return base64.StdEncoding.EncodeToString(b)
+	}
+	for _, bad := range []string{"x", "!!!!", "bm90IGEgY3Vyc29y", "e30=" /* {} */, "eyJ3IjoicGF5bWVudHMifQ==", /* {"w":"payments"} */
+		strings.Repeat("A", maxCursorBytes+4),
+		cs.encode("bob@example.com", resourceCursor{Wing: "payments"}), other.encode(alice, resourceCursor{Wing: "payments"}),
+		flip(0), flip(1), flip(1 + cursorTagBytes), flip(len(raw) - 1), issued[:len(issued)-4], issued + "AAAA",
+		base64.StdEncoding.EncodeToString(raw[:1+cursorTagBytes])} {
+		if _, _, err := cs.decode(alice, bad); !errors.Is(err, ErrBadCursor) {
+			t.Errorf("decode(%.60q) = %v, want ErrBadCursor", bad, err)
 		}
 	}
 }
 
-// FuzzResourceCursor: decodeCursor never panics, refuses with ErrBadCursor
-// only, and what it accepts encodes back to a cursor that decodes alike.
+// FuzzResourceCursor: decode never panics, refuses with ErrBadCursor only,
+// and what it accepts is a cursor it made: it encodes back to itself.
 func FuzzResourceCursor(f *testing.F) {
-	f.Add(encodeCursor(resourceCursor{Wing: "payments", Shard: "facts/x"}))
+	cs := testCursorSigner(f)
+	const alice = "alice@example.com"
+	f.Add(cs.encode(alice, resourceCursor{Wing: "payments", Shard: "facts/x"}))
+	f.Add(cs.encode(alice, resourceCursor{Wing: "payments"}))
 	f.Add("e30=")
 	f.Add("")
 	f.Fuzz(func(t *testing.T, s string) {
-		c, ok, err := decodeCursor(s)
+		c, ok, err := cs.decode(alice, s)
 		if err != nil {
 			if !errors.Is(err, ErrBadCursor) {
-				t.Fatalf("decodeCursor(%q): %v", s, err)
+				t.Fatalf("decode(%q): %v", s, err)
 			}
 			return
 		}
-		if !ok {
-			return
-		}
-		again, ok2, err := decodeCursor(encodeCursor(c))
-		if err != nil || !ok2 || again != c {
-			t.Fatalf("%q: %+v re-encodes to %+v %v", s, c, again, err)
+		if ok && cs.encode(alice, c) != s {
+			t.Fatalf("%q accepted as %+v, which is not the cursor made of it", s, c)
 		}
 	})
 }
@@ -130,6 +157,139 @@ func TestResourcesWingDown(t *testing.T) {
 		b, _ := json.Marshal(res.Meta)
 		if told := strings.Contains(string(b), `"wing":"closed"`); told != c.told {
 			t.Errorf("told %v of the down wing, want %v: %s", told, c.told, b)
+		}
+	}
+}
+
+// cursorsEnv is a gateway in front of wings a, b and c, one note each, one
+// note a page, with a second replica (another gateway on the same
+// configuration and mTLS identity) at url2.
+func cursorsEnv(t *testing.T) (e *testEnv, url2 string) {
+	t.Helper()
+	names := []string{"a", "b", "c"}
+	policies := map[string]auth.Policy{}
+	for _, n := range names {
+		policies[n] = policyOpen
+	}
+	pageOfOne := func(c *Config, _ *Options) { c.Limits.ResourcesPageSize = 1 }
+	e = newEnv(t, names, policies, pageOfOne)
+	for _, n := range names {
+		e.wings[n].addNote(n+"/facts/one", "note of "+n, "x@example.com")
+	}
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	base := "http://" + ln.Addr().String()
+	var wcs []WingConfig
+	for _, n := range names {
+		wcs = append(wcs, WingConfig{Name: n, Address: e.shards[n].addr, ServerName: "localhost"})
+	}
+	cfg := e.config(wcs, base)
+	pageOfOne(&cfg, nil)
+	e.startGatewayOn(ln, cfg, Options{})
+	return e, base + "/mcp"
+}
+
+// listPage asks c for the resources/list page at cursor.
+func listPage(c *client.Client, cursor string) (*mcp.ListResourcesResult, error) {
+	req := mcp.ListResourcesRequest{}
+	req.Params.Cursor = mcp.Cursor(cursor)
+	return c.ListResourcesByPage(context.Background(), req)
+}
+
+// firstCursor is the cursor of c's first resources/list page, which must
+// be a's note.
+func firstCursor(t *testing.T, c *client.Client) string {
+	t.Helper()
+	res, err := listPage(c, "")
+	if err != nil || len(res.Resources) != 1 || res.Resources[0].URI != "brain://a/facts/one" || res.NextCursor == "" {
+		t.Fatalf("first page: %+v, %v", res, err)
+	}
+	return string(res.NextCursor)
+}
+
+// cursorCases expands testdata/resource-cursors.txt with the cursors the
+// test was issued.
+func cursorCases(t *testing.T, issued, byReplica, bobs, elsewhere string) [][2]string {
+	t.Helper()
+	raw, err := base64.StdEncoding.DecodeString(issued)
+	if err != nil || len(raw) < 1+cursorTagBytes+1 || !strings.HasSuffix(issued, "=") || strings.HasSuffix(issued, "==") {
+		t.Fatalf("issued cursor %q: want version, tag, JSON, one padding character", issued)
+	}
+	flip := func(i int) string {
+		b := bytes.Clone(raw)
+		b[i] ^= 1
+		return base64.StdEncoding.EncodeToString(b)
+	}
+	// With one '=', the last character's two low bits are padding:
+	// setting one keeps the bytes but makes the encoding non-canonical.
+	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
+	last := strings.IndexByte(alphabet, issued[len(issued)-2])
+	nonCanonical := issued[:len(issued)-2] + string(alphabet[last|1]) + "="
+	zeroTag := append(append([]byte{cursorVersion}, make([]byte, cursorTagBytes)...), raw[1+cursorTagBytes:]...)
+	expand := strings.NewReplacer(
+		"$ISSUED_BY_REPLICA", byReplica, "$ISSUED", issued, "$BOBS", bobs, "$ELSEWHERE", elsewhere,
+		"$TAG_FLIPPED", flip(1), "$PAYLOAD_FLIPPED", flip(len(raw)-2), "$VERSION_FLIPPED", flip(0),
+		"$NON_CANONICAL", nonCanonical, "$ZERO_TAG", base64.StdEncoding.EncodeToString(zeroTag),
+		"$TRUNCATED", issued[:len(issued)-4], "$EXTENDED", issued+"AAAA", "$LONG", strings.Repeat("QUFB", maxCursorBytes/4+1),
+	)
+	var out [][2]string
+	for _, tc := range readCases(t, "testdata/resource-cursors.txt") {
+		s, err := strconv.Unquote(tc[1])
+		if err != nil {
+			t.Fatalf("resource-cursors.txt: %s: %v", tc[1], err)
+		}
+		if rest, ok := strings.CutPrefix(s, "b64:"); ok {
+			s = base64.StdEncoding.EncodeToString([]byte(rest))
+		}
+		out = append(out, [2]string{tc[0], expand.Replace(s)})
+	}
+	if len(out) < 30 {
+		t.Fatalf("resource-cursors.txt has %d cases", len(out))
+	}
+	return out
+}
+
+// TestResourceCursorAttacks runs testdata/resource-cursors.txt through
+// resources/list at two replicas, on each protocol revision: the cursors
+// the gateway issued to the caller go on with the listing at either
+// replica; every other (forged, tampered, another caller's, another
+// gateway's) is refused as invalid params before any shard is asked for
+// a listing (issue 34: a forged cursor was accepted and skipped wings).
+func TestResourceCursorAttacks(t *testing.T) {
+	e, url2 := cursorsEnv(t)
+	other, _ := cursorsEnv(t) // another deployment: its own CA and mTLS key
+	alice, bob := e.idp.token(t, "alice@example.com"), e.idp.token(t, "bob@example.com")
+	issued := firstCursor(t, e.client(t, alice, false))
+	cases := cursorCases(t, issued,
+		firstCursor(t, newMCPClient(t, url2, alice, false)),
+		firstCursor(t, e.client(t, bob, false)),
+		firstCursor(t, other.client(t, other.idp.token(t, "alice@example.com"), false)))
+	listed := func() (n int64) {
+		for _, w := range e.wings {
+			n += w.toolCount("brain_list")
+		}
+		return n
+	}
+	for _, legacy := range []bool{false, true} {
+		for _, c := range []*client.Client{e.client(t, alice, legacy), newMCPClient(t, url2, alice, legacy)} {
+			for _, tc := range cases {
+				before := listed()
+				res, err := listPage(c, tc[1])
+				switch tc[0] {
+				case "page2":
+					if err != nil || len(res.Resources) != 1 || res.Resources[0].URI != "brain://b/facts/one" {
+						t.Errorf("legacy %v: %.60q: %+v, %v; want b's note", legacy, tc[1], res, err)
+					}
+				case "bad":
+					if !errors.Is(err, mcp.ErrInvalidParams) || !strings.Contains(err.Error(), "cursor") || listed() != before {
+						t.Errorf("legacy %v: %.60q: %+v, %v (shards asked: %v); want invalid params before any listing", legacy, tc[1], res, err, listed() != before)
+					}
+				default:
+					t.Fatalf("resource-cursors.txt: outcome %q", tc[0])
+				}
+			}
 		}
 	}
 }
