@@ -189,10 +189,10 @@ func (s *Server) checkClient(r *http.Request, form url.Values, f *authFailure) (
 // budgets of the client's address and of the account it named, if it
 // named one (clientFailuresPerMin each). Within both, the answer is the
 // truthful invalid_client (401), logged. Over either, it is
-// temporarily_unavailable (429) with Retry-After, and only the first such
-// refusal since the budget last had room is logged: a flood writes a
-// bounded number of lines. A budget refills with time alone; a request
-// that authenticates never reaches here.
+// temporarily_unavailable (429) with Retry-After, not logged but for one
+// line a minute per budget saying it ran out: a flood writes a bounded
+// number of lines. A budget refills with time alone; a request that
+// authenticates never reaches here.
 func (s *Server) clientAuthFailed(r *http.Request, f authFailure) *tokenError {
 	now, ip := s.now(), s.clientIP(r)
 	budgets := []*failureBudget{s.addressFailures(ip)}
@@ -200,18 +200,18 @@ func (s *Server) clientAuthFailed(r *http.Request, f authFailure) *tokenError {
 		budgets = append(budgets, acc.failures)
 	}
 	var wait time.Duration
-	first := false
+	tell := false
 	for _, b := range budgets { // every budget pays for the failure
-		if w, fst := b.spend(now); w > 0 {
-			wait, first = max(wait, w), first || fst
+		if w, t := b.spend(now); w > 0 {
+			wait, tell = max(wait, w), tell || t
 		}
 	}
 	if wait == 0 {
 		s.refuseClient(r, f.id, f.method, f.reason)
 		return errClientAuth()
 	}
-	if first {
-		s.log.Warn("oauth: too many failed service account authentications; further failures are answered 429 and not logged until the budget refills",
+	if tell {
+		s.log.Warn("oauth: too many failed service account authentications; failures over the budget are answered 429 and not logged (this line at most once a minute)",
 			"client", s.clientLabel(f.id), "client_ip", ip, "per_minute", clientFailuresPerMin, "reason", f.reason)
 	}
 	return &tokenError{http.StatusTooManyRequests, "temporarily_unavailable",
@@ -233,8 +233,8 @@ func (s *Server) addressFailures(ip string) *failureBudget {
 // failureBudget is a budget of failed authentications: perMinute of them
 // at once, refilled continuously (a token bucket). Only failures spend it.
 type failureBudget struct {
-	lim  *rate.Limiter
-	over atomic.Bool // a failure was refused since the budget last had room
+	lim    *rate.Limiter
+	toldAt atomic.Int64 // when the log last said the budget ran out (Unix ns)
 }
 
 func newFailureBudget(perMinute int) *failureBudget {
@@ -243,15 +243,16 @@ func newFailureBudget(perMinute int) *failureBudget {
 
 // spend takes one failure from the budget. Over budget it takes nothing
 // and returns how long until a failure fits again (at least a second),
-// and whether this is the first refusal since the budget had room.
-func (b *failureBudget) spend(now time.Time) (wait time.Duration, first bool) {
+// and whether the log should say so (at most once a minute).
+func (b *failureBudget) spend(now time.Time) (wait time.Duration, tell bool) {
 	if b.lim.AllowN(now, 1) {
-		b.over.Store(false)
 		return 0, false
 	}
 	missing := 1 - b.lim.TokensAt(now)
 	wait = time.Duration(missing / float64(b.lim.Limit()) * float64(time.Second))
-	return max(wait, time.Second), !b.over.Swap(true)
+	last := b.toldAt.Load()
+	tell = now.UnixNano()-last >= int64(time.Minute) && b.toldAt.CompareAndSwap(last, now.UnixNano())
+	return max(wait, time.Second), tell
 }
 
 // assertionClaims are the claims of a client assertion (RFC 7523 §3).
