@@ -1,6 +1,8 @@
 package index
 
 import (
+	"context"
+	"fmt"
 	"math"
 	"slices"
 	"strings"
@@ -11,6 +13,10 @@ import (
 // DefaultLimit is the number of hits Search returns when Options.Limit <= 0.
 const DefaultLimit = 10
 
+// ctxEvery is how many postings a ranking scores between two looks at its
+// context (QueryTermsContext): tens of microseconds of work.
+const ctxEvery = 1 << 13
+
 // scratch holds per-search accumulators indexed by document ordinal. Only
 // the entries listed in touched are non-zero between uses.
 type scratch struct {
@@ -18,6 +24,14 @@ type scratch struct {
 	masks   []uint64 // bit i: query term i occurs in the document
 	touched []uint32
 	heap    []cand
+}
+
+// clear zeroes the accumulators a ranking left (one that stopped early).
+func (s *scratch) clear() {
+	for _, ord := range s.touched {
+		s.scores[ord], s.masks[ord] = 0, 0
+	}
+	s.touched = s.touched[:0]
 }
 
 // cand is a top-k candidate.
@@ -95,8 +109,16 @@ func (ix *Index) Query(query string, opt Options) Result {
 
 // QueryTerms is Query of terms already tokenized (search.Terms).
 func (ix *Index) QueryTerms(terms []string, opt Options) Result {
+	r, _ := ix.QueryTermsContext(context.Background(), terms, opt)
+	return r
+}
+
+// QueryTermsContext is QueryTerms that stops with ctx's error once ctx
+// ends: it looks at ctx every ctxEvery postings it scores, so a ranking
+// over many notes ends soon after its caller went away.
+func (ix *Index) QueryTermsContext(ctx context.Context, terms []string, opt Options) (Result, error) {
 	if len(terms) == 0 {
-		return Result{}
+		return Result{}, nil
 	}
 	limit := opt.Limit
 	if limit <= 0 {
@@ -108,7 +130,7 @@ func (ix *Index) QueryTerms(terms []string, opt Options) Result {
 
 	sc, ok := ix.scoringLocked(opt)
 	if !ok {
-		return Result{}
+		return Result{}, nil
 	}
 
 	s, _ := ix.scratch.Get().(*scratch)
@@ -120,7 +142,11 @@ func (ix *Index) QueryTerms(terms []string, opt Options) Result {
 		s.masks = make([]uint64, len(s.scores))
 	}
 	tids := make([]int32, len(terms)) // dictionary id of each query term, -1 if none
-	ix.accumulateLocked(s, terms, tids, sc)
+	if err := ix.accumulateLocked(ctx, s, terms, tids, sc); err != nil {
+		s.clear()
+		ix.scratch.Put(s)
+		return Result{}, fmt.Errorf("index: ranking stopped: %w", err)
+	}
 	h, total := ix.topLocked(s, limit, opt.Filter)
 	hits := make([]Hit, len(h))
 	for i, c := range h {
@@ -128,13 +154,15 @@ func (ix *Index) QueryTerms(terms []string, opt Options) Result {
 	}
 	s.heap = h[:0]
 	ix.scratch.Put(s)
-	return Result{Hits: hits, Total: total}
+	return Result{Hits: hits, Total: total}, nil
 }
 
 // accumulateLocked adds each query term's score to the documents holding
 // it (s.scores, s.masks, s.touched) and sets tids[i] to the dictionary id
-// of terms[i], -1 for none. Callers hold ix.mu.
-func (ix *Index) accumulateLocked(s *scratch, terms []string, tids []int32, sc scoring) {
+// of terms[i], -1 for none. It returns ctx's error, with the accumulators
+// partly filled, when ctx ended (looked at every ctxEvery postings).
+// Callers hold ix.mu.
+func (ix *Index) accumulateLocked(ctx context.Context, s *scratch, terms []string, tids []int32, sc scoring) error {
 	scores, masks, lens := s.scores, s.masks, ix.lens
 	touched := s.touched[:0]
 
@@ -151,21 +179,29 @@ func (ix *Index) accumulateLocked(s *scratch, terms []string, tids []int32, sc s
 		tids[i] = int32(id)
 		idf := sc.idf(t, tm.df)
 		bit := uint64(1) << i
-		tfs := tm.tfs[:len(tm.docs)]
-		for j, d := range tm.docs {
-			dl := lens[d]
-			if dl == deadLen {
-				continue
+		for lo := 0; lo < len(tm.docs); lo += ctxEvery {
+			if err := ctx.Err(); err != nil {
+				s.touched = touched
+				return err
 			}
-			v := sc.termScore(idf, tfs[j], dl)
-			if masks[d] == 0 {
-				touched = append(touched, d)
+			docs := tm.docs[lo:min(lo+ctxEvery, len(tm.docs))]
+			tfs := tm.tfs[lo : lo+len(docs)]
+			for j, d := range docs {
+				dl := lens[d]
+				if dl == deadLen {
+					continue
+				}
+				v := sc.termScore(idf, tfs[j], dl)
+				if masks[d] == 0 {
+					touched = append(touched, d)
+				}
+				scores[d] += v
+				masks[d] |= bit
 			}
-			scores[d] += v
-			masks[d] |= bit
 		}
 	}
 	s.touched = touched
+	return nil
 }
 
 // topLocked takes the best limit of the touched documents admitted by

@@ -166,7 +166,10 @@ func (s *Store) Query(ctx context.Context, query string, opt SearchOptions) (Res
 	if err != nil {
 		return Result{}, err
 	}
-	r := s.ix.Query(query, iopt)
+	r, err := s.ix.QueryTermsContext(ctx, search.Terms(query), iopt)
+	if err != nil {
+		return Result{}, fmt.Errorf("store: %w", err)
+	}
 	hits, err := s.render(ctx, r.Hits, opt.SnippetRunes)
 	return Result{Hits: hits, Total: r.Total}, err
 }

@@ -2,6 +2,7 @@ package store
 
 import (
 	"context"
+	"fmt"
 	"strings"
 
 	"github.com/brainstem/brainstem/brain"
@@ -54,8 +55,8 @@ func (s *Store) indexes(scope string) []scoped {
 
 // rank ranks q over its scope with stats (nil: the wing's own over the
 // scope), returning the best index hits, each with its index, and the
-// number of matching notes.
-func (s *Store) rank(q search.Query, stats *search.Stats) ([]scopedHit, int, error) {
+// number of matching notes. It stops with ctx's error when ctx ends.
+func (s *Store) rank(ctx context.Context, q search.Query, stats *search.Stats) ([]scopedHit, int, error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, 0, err
 	}
@@ -74,7 +75,10 @@ func (s *Store) rank(q search.Query, stats *search.Stats) ([]scopedHit, int, err
 		if sc.inbox && q.Hall != "" {
 			opt.Filter = s.inboxHallFilter(q.Hall)
 		}
-		r := sc.ix.QueryTerms(q.Terms, opt)
+		r, err := sc.ix.QueryTermsContext(ctx, q.Terms, opt)
+		if err != nil {
+			return nil, 0, fmt.Errorf("store: %w", err)
+		}
 		total += r.Total
 		for _, h := range r.Hits {
 			hits = append(hits, scopedHit{h, sc.inbox})
@@ -122,7 +126,7 @@ func (s *Store) inboxHallFilter(hall string) func(string) bool {
 // wing's own), and the number of matching notes, from the indexes alone;
 // and the best render of them rendered, from the same ranking.
 func (s *Store) RankQuery(ctx context.Context, q search.Query, stats *search.Stats, render int) ([]search.Ranked, int, []search.Hit, error) {
-	hits, total, err := s.rank(q, stats)
+	hits, total, err := s.rank(ctx, q, stats)
 	if err != nil {
 		return nil, 0, nil, err
 	}
@@ -177,7 +181,7 @@ func (s *Store) FetchHits(ctx context.Context, q search.Query, keys []string, st
 // QueryHits answers brain_query on this wing: the best hits of q, rendered,
 // and the number of matching notes.
 func (s *Store) QueryHits(ctx context.Context, q search.Query) (search.Result, error) {
-	hits, total, err := s.rank(q, nil)
+	hits, total, err := s.rank(ctx, q, nil)
 	if err != nil {
 		return search.Result{}, err
 	}

@@ -190,8 +190,9 @@ type SessionInfo struct {
 
 // ListSessions returns the wing's session logs, most recently written
 // first (then by name), up to limit of them after the cursor returned by a
-// previous call ("" = from the start); next is "" after the last one.
-func (s *Store) ListSessions(cursor string, limit int) (logs []SessionInfo, next string, err error) {
+// previous call ("" = from the start); next is "" after the last one. It
+// stops with ctx's error when ctx ends (every log costs an lstat).
+func (s *Store) ListSessions(ctx context.Context, cursor string, limit int) (logs []SessionInfo, next string, err error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, "", err
 	}
@@ -204,7 +205,10 @@ func (s *Store) ListSessions(cursor string, limit int) (logs []SessionInfo, next
 		return nil, "", fmt.Errorf("store: list sessions: %w", err)
 	}
 	var all []SessionInfo
-	for _, e := range entries {
+	for i, e := range entries {
+		if i%256 == 0 && ctx.Err() != nil {
+			return nil, "", fmt.Errorf("store: list sessions: %w", ctx.Err())
+		}
 		name, ok := strings.CutSuffix(e.Name(), brain.SessionExt)
 		if !ok || !e.Type().IsRegular() || brain.ValidSession(name) != nil {
 			continue

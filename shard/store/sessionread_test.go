@@ -28,18 +28,18 @@ func TestSessionListAndRead(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	page, next, err := s.ListSessions("", 2)
+	page, next, err := s.ListSessions(ctx, "", 2)
 	if err != nil || len(page) != 2 || page[0].Session != "gamma" || page[1].Session != "beta" || next == "" {
 		t.Fatalf("first page %+v next %q (%v)", page, next, err)
 	}
 	if page[0].LastBy != "u2@example.com" || page[0].UpdatedAt == "" || page[0].Size == 0 {
 		t.Fatalf("gamma's last entry: %+v", page[0])
 	}
-	rest, next2, err := s.ListSessions(next, 2)
+	rest, next2, err := s.ListSessions(ctx, next, 2)
 	if err != nil || len(rest) != 1 || rest[0].Session != "alpha" || next2 != "" {
 		t.Fatalf("second page %+v next %q (%v)", rest, next2, err)
 	}
-	if _, _, err := s.ListSessions("not-a-cursor", 2); !errors.Is(err, ErrInvalid) {
+	if _, _, err := s.ListSessions(ctx, "not-a-cursor", 2); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("bad cursor: %v", err)
 	}
 

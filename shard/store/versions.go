@@ -314,7 +314,10 @@ func (s *Store) Archived(ctx context.Context, hall, cursor string, limit int) ([
 		return nil, "", err
 	}
 	var all []ArchivedNote
-	for _, v := range s.hist.Removed(prefix) {
+	for i, v := range s.hist.Removed(prefix) {
+		if i%256 == 0 && ctx.Err() != nil { // every archived note costs an lstat
+			return nil, "", fmt.Errorf("store: %w", ctx.Err())
+		}
 		id, err := brain.ParseID(v.Path)
 		if err != nil || !s.tracked(v.Path) || id.String() <= cursor {
 			continue

@@ -894,8 +894,8 @@ type sessionListResult struct {
 	NextCursor string        `json:"next_cursor"`
 }
 
-func (s *Set) sessionList(_ context.Context, _ Caller, a *sessionListArgs) (any, error) {
-	logs, next, err := s.st.ListSessions(a.Cursor, a.Limit)
+func (s *Set) sessionList(ctx context.Context, _ Caller, a *sessionListArgs) (any, error) {
+	logs, next, err := s.st.ListSessions(ctx, a.Cursor, a.Limit)
 	if err != nil {
 		return nil, err
 	}
