@@ -272,6 +272,9 @@ func checkSignIn(ctx context.Context, opt Options, hc *http.Client, mcpURL strin
 	if err != nil {
 		return "", "sign-in", err
 	}
+	if err := opt.SignIn.Accepted(ctx, mcpURL, rec.AccessToken); err != nil {
+		return "", "sign-in", err
+	}
 	fmt.Fprintf(out, "  ✓ sign-in: %s (%s, kept in %s)\n", who(rec), how, opt.SignIn.Store.Path(mcpURL))
 	return rec.AccessToken, "", nil
 }
@@ -331,6 +334,9 @@ func PrintToken(ctx context.Context, sc *signin.Client, mcpURL string, jsonHeade
 	case errors.Is(err, signin.ErrSignInEnded):
 		return fmt.Errorf("%w; run `brainstem login %s` to sign in again", err, mcpURL)
 	case err != nil:
+		return err
+	}
+	if err := sc.Accepted(ctx, mcpURL, rec.AccessToken); err != nil {
 		return err
 	}
 	if !jsonHeader {

@@ -61,6 +61,9 @@ type Client struct {
 	Device bool
 }
 
+// errNoBrowserAsked: --no-browser; the URL is printed instead.
+var errNoBrowserAsked = errors.New("signin: --no-browser")
+
 // NewDefault is the sign-in client of a command line on this machine: the
 // sign-ins kept in the user's configuration directory (DefaultStore), the
 // system browser, or none with noBrowser (the sign-in URL is then only
@@ -72,7 +75,7 @@ func NewDefault(out io.Writer, noBrowser bool, timeout time.Duration) (*Client, 
 	}
 	c := &Client{Store: store, Out: out, CallbackTimeout: timeout, HTTP: &http.Client{Timeout: 30 * time.Second}}
 	if noBrowser {
-		c.Browser = BrowserFunc(func(context.Context, string) error { return errors.New("--no-browser") })
+		c.Browser = BrowserFunc(func(context.Context, string) error { return errNoBrowserAsked })
 	}
 	return c, nil
 }
@@ -113,6 +116,10 @@ func (c *Client) Login(ctx context.Context, mcpURL string) (*Record, error) {
 	d, err := Discover(ctx, hc, mcpURL)
 	if err != nil {
 		return nil, err
+	}
+	if why := c.noBrowserHere(); why != nil && d.Server.DeviceAuthorizationEndpoint != "" {
+		fmt.Fprintf(c.out(), "No browser can be opened on this computer (%v): signing in with a code you type into a browser anywhere instead (as with --device).\n", why)
+		return c.LoginDevice(ctx, mcpURL)
 	}
 	name := c.ClientName
 	if name == "" {
@@ -165,6 +172,23 @@ func (c *Client) Login(ctx context.Context, mcpURL string) (*Record, error) {
 	return rec, nil
 }
 
+// noBrowserHere reports why the system browser cannot be opened on this
+// computer (no graphical session and no $BROWSER), nil when it can or
+// when another Browser is set (tests, --no-browser).
+func (c *Client) noBrowserHere() error {
+	sb, ok := c.Browser.(SystemBrowser)
+	if c.Browser == nil {
+		sb, ok = SystemBrowser{}, true
+	}
+	if !ok {
+		return nil
+	}
+	if _, err := sb.Commands("https://example.invalid/"); errors.Is(err, ErrNoBrowser) {
+		return errors.New(strings.TrimPrefix(err.Error(), ErrNoBrowser.Error()+": "))
+	}
+	return nil
+}
+
 // browse opens the browser on authURL (or asks the user to) and waits, at
 // most CallbackTimeout, for the sign-in's answer on l.
 func (c *Client) browse(ctx context.Context, l *callbackListener, mcpURL, issuer, authURL string) (callbackResult, error) {
@@ -178,8 +202,10 @@ func (c *Client) browse(ctx context.Context, l *callbackListener, mcpURL, issuer
 	}
 	out := c.out()
 	fmt.Fprintf(out, "Signing in to %s with %s.\n", mcpURL, issuer)
-	if err := browser.Open(ctx, authURL); err != nil {
-		fmt.Fprintf(out, "Could not open a browser (%v).\nOpen this URL in a browser on this computer:\n\n  %s\n\n", err, authURL)
+	if err := browser.Open(ctx, authURL); errors.Is(err, errNoBrowserAsked) {
+		fmt.Fprintf(out, "Open this URL in a browser on this computer (the sign-in ends at %s; on another computer use `brainstem login --device %s`):\n\n  %s\n\n", l.RedirectURI(), mcpURL, authURL)
+	} else if err != nil {
+		fmt.Fprintf(out, "Could not open a browser (%v).\nOpen this URL in a browser on this computer, or sign in with a code from any computer with `brainstem login --device %s`:\n\n  %s\n\n", err, mcpURL, authURL)
 	} else {
 		fmt.Fprintf(out, "Your browser opens the sign-in page. If it does not, open this URL in a browser on this computer:\n\n  %s\n\n", authURL)
 	}

@@ -60,6 +60,7 @@ func runJoin(ctx context.Context, args []string, s streams) error {
 	fs.StringVar(&opt.Token, "token", "", "register this bearer `token` as a header (clients without OAuth) instead of signing in")
 	fs.BoolVar(&opt.DryRun, "dry-run", false, "check and sign in, but print the 'claude mcp add' line instead of running it")
 	noBrowser := fs.Bool("no-browser", false, "print the sign-in URL instead of opening a browser")
+	device := fs.Bool("device", false, "sign in with a code typed into a browser on any computer (RFC 8628), for a computer without a browser")
 	timeout := fs.Duration("timeout", signin.DefaultCallbackTimeout, "how long to wait for the browser")
 	if _, err := parseWithURL(fs, args, "join"); err != nil {
 		return err
@@ -68,6 +69,7 @@ func runJoin(ctx context.Context, args []string, s streams) error {
 	if err != nil {
 		return err
 	}
+	sc.Device = *device
 	opt.URL, opt.SignIn, opt.HTTP = fs.Arg(0), sc, sc.HTTP
 	return join.Run(ctx, opt)
 }

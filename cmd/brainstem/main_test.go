@@ -117,9 +117,16 @@ type devProcess struct {
 
 func startDev(t *testing.T) *devProcess {
 	t.Helper()
+	return startDevWith(t, "--port", "0", "--data", t.TempDir())
+}
+
+// startDevWith starts `brainstem dev` with the other ports free and args
+// (which must give --port and --data).
+func startDevWith(t *testing.T, args ...string) *devProcess {
+	t.Helper()
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
-	cmd := brainstem(ctx, "dev", "--port", "0", "--admin-port", "0", "--idp-port", "0", "--shard-port", "0", "--data", t.TempDir())
+	cmd := brainstem(ctx, append([]string{"dev", "--admin-port", "0", "--idp-port", "0", "--shard-port", "0"}, args...)...)
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
 		t.Fatal(err)

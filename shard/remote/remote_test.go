@@ -19,7 +19,7 @@ var (
 	ada   = gitserver.Person{Name: "Ada", Email: "ada@example.com"}
 )
 
-func runGit(t *testing.T, p gitserver.Person, dir string, args ...string) string {
+func runGit(t testing.TB, p gitserver.Person, dir string, args ...string) string {
 	t.Helper()
 	out, err := p.Git(dir, args...)
 	if err != nil {
@@ -30,7 +30,7 @@ func runGit(t *testing.T, p gitserver.Person, dir string, args ...string) string
 
 // brainRepo makes a brain directory whose repository has one commit of
 // wiki/eng/facts/a.md.
-func brainRepo(t *testing.T) string {
+func brainRepo(t testing.TB) string {
 	t.Helper()
 	dir := t.TempDir()
 	runGit(t, agent, dir, "init", "--quiet", "--initial-branch=main", ".")
@@ -38,7 +38,7 @@ func brainRepo(t *testing.T) string {
 	return dir
 }
 
-func commitFile(t *testing.T, p gitserver.Person, dir, rel, body, msg string) {
+func commitFile(t testing.TB, p gitserver.Person, dir, rel, body, msg string) {
 	t.Helper()
 	path := filepath.Join(dir, rel)
 	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {

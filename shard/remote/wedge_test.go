@@ -44,8 +44,13 @@ func FuzzPushedTree(f *testing.F) {
 	for _, s := range wedgeSeeds(f) {
 		f.Add(s)
 	}
+	tmpl := brainRepo(f) // copied for each input: no git process per input
 	f.Fuzz(func(t *testing.T, pushed string) {
-		w := newWedgeBrain(t)
+		dir := t.TempDir()
+		if err := os.CopyFS(dir, os.DirFS(tmpl)); err != nil {
+			t.Fatal(err)
+		}
+		w := openWedgeBrain(t, dir)
 		files := treeOf(t, w.r, headOf(t, w.r))
 		var paths []string
 		for i, line := range strings.Split(pushed, "\n") {
@@ -136,7 +141,13 @@ type wedgeBrain struct {
 
 func newWedgeBrain(t *testing.T) *wedgeBrain {
 	t.Helper()
-	dir := brainRepo(t)
+	return openWedgeBrain(t, brainRepo(t))
+}
+
+// openWedgeBrain opens the remote and the history of wing eng of the
+// brain repository dir.
+func openWedgeBrain(t *testing.T, dir string) *wedgeBrain {
+	t.Helper()
 	r, err := Open(dir, Config{URL: "http://127.0.0.1:9/none.git", Wing: "eng"}, nil)
 	if err != nil {
 		t.Fatal(err)
