@@ -28,12 +28,7 @@ if [ ! -d "$npmdir/node_modules/playwright-core" ] || [ ! -d "$npmdir/node_modul
   mkdir -p "$npmdir"
   npm install --prefix "$npmdir" --no-audit --no-fund --loglevel=error @modelcontextprotocol/sdk@1.32.2 playwright-core@1.65.1 >/dev/null
 fi
-ccdir=.ci/node_modules-claude
-if [ ! -x "$ccdir/node_modules/.bin/claude" ]; then
-  mkdir -p "$ccdir"
-  npm install --prefix "$ccdir" --no-audit --no-fund --loglevel=error @anthropic-ai/claude-code@2.1.332 >/dev/null 2>&1
-fi
-claude=$root/$ccdir/node_modules/.bin/claude
+claude=$(bash .ci/claude-code.sh) # the pinned Claude Code CLI, cached under ~/.cache/brainstem
 cp .ci/signin-e2e.mjs .ci/device-e2e.mjs .ci/idjag-e2e.mjs .ci/claude-login.mjs .ci/metadata-doc.mjs "$npmdir/"
 
 tmp=$(mktemp -d)
