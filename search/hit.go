@@ -1,6 +1,9 @@
 package search
 
-import "github.com/brainstem/brainstem/brain"
+import (
+	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/injection"
+)
 
 // Tool is the name of the search tool, the one tool the gateway runs
 // across wings (its Spec's Fanout is toolspec.FanoutSearch).
@@ -18,8 +21,10 @@ const SnippetRunes = 200
 
 // Hit is one hit of a result, its fields in this order:
 // {"id","wing","hall","title","score","snippet","path","content_hash"}
-// and, for a note of the inbox, "unreviewed":true after them. A cross-wing
-// search carries each wing's hit bytes unchanged.
+// and, for a note of the inbox, "unreviewed":true after them, and for a
+// note the injection audit flags, "flags":[{"rule","why"}] last (a hook
+// leaves such a hit out of what it injects). A cross-wing search carries
+// each wing's hit bytes unchanged.
 type Hit struct {
 	ID          string  `json:"id"` // "" for an inbox note
 	Wing        string  `json:"wing"`
@@ -30,6 +35,9 @@ type Hit struct {
 	Path        string  `json:"path"`
 	ContentHash string  `json:"content_hash"`
 	Unreviewed  bool    `json:"unreviewed,omitempty"`
+	// Flags are the injection audit's findings on the note's bytes
+	// (brain/injection), omitted when there are none.
+	Flags []injection.Flag `json:"flags,omitempty"`
 }
 
 // Result is a search's answer in one wing: {"hits":[…],"total"}, total

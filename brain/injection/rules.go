@@ -20,6 +20,44 @@ type Finding struct {
 	At   int    // byte offset of the first occurrence in the scanned content
 }
 
+// Version changes whenever Scan may answer differently for the same bytes
+// (a rule added, a pattern changed), so that what was derived from an
+// earlier version and kept (a shard's index snapshot) is derived again.
+const Version = 1
+
+// Flag is a finding as the tools show it: {"rule","why"} (the offset is
+// for logs and tests, not part of a result).
+type Flag struct {
+	Rule string `json:"rule"`
+	Why  string `json:"why"`
+}
+
+// Flags returns the findings as flags, nil for none (so that a result's
+// "flags" is omitted).
+func Flags(fs []Finding) []Flag {
+	if len(fs) == 0 {
+		return nil
+	}
+	out := make([]Flag, len(fs))
+	for i, f := range fs {
+		out[i] = Flag{Rule: f.Rule, Why: f.Why}
+	}
+	return out
+}
+
+// Names lists the rules of findings, comma-separated (for logs and
+// messages).
+func Names(fs []Finding) string {
+	var b []byte
+	for i, f := range fs {
+		if i > 0 {
+			b = append(b, ", "...)
+		}
+		b = append(b, f.Rule...)
+	}
+	return string(b)
+}
+
 // A Rule is one check of Scan, for the documentation.
 type Rule struct {
 	Name        string

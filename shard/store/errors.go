@@ -3,8 +3,10 @@ package store
 import (
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/injection"
 )
 
 // The store's error sentinels. Every failure the store returns for a
@@ -19,6 +21,9 @@ var (
 	ErrForbidden = errors.New("store: forbidden")
 	ErrClosed    = errors.New("store: closed")
 	ErrMoved     = errors.New("store: moved")
+	// ErrFlagged: a promotion of an inbox note the injection audit flags,
+	// not acknowledged (Promotion.AcknowledgeFlags).
+	ErrFlagged = errors.New("store: flagged by the injection audit")
 )
 
 // codes gives each sentinel the code a caller receives.
@@ -31,6 +36,7 @@ var codes = map[error]brain.Code{
 	ErrForbidden: brain.CodeForbidden,
 	ErrClosed:    brain.CodeInternal,
 	ErrMoved:     brain.CodeMoved,
+	ErrFlagged:   brain.CodeConflict,
 }
 
 // errClosed is every call's answer once the store is closed.
@@ -60,4 +66,19 @@ func about(what string, err error) error {
 		return brain.Wrap(err, e.Code, "%s: %s", what, e.Message)
 	}
 	return fmt.Errorf("store: %s: %w", what, err)
+}
+
+// flaggedErr refuses to promote the inbox note rel, which the injection
+// audit flags: the message names each rule and why, and the argument that
+// promotes it anyway.
+func flaggedErr(rel string, fs []injection.Finding) error {
+	var b strings.Builder
+	for i, f := range fs {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		fmt.Fprintf(&b, "%s (%s)", f.Rule, f.Why)
+	}
+	return refuse(ErrFlagged, "%s is flagged by the injection audit: %s. Read the note, and promote it only if it informs rather than steers: pass acknowledge_flags: true; the inbox note was left untouched",
+		rel, b.String())
 }

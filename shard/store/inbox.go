@@ -15,6 +15,7 @@ import (
 	"sync"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/injection"
 	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/index"
 )
@@ -44,6 +45,7 @@ type inboxFile struct {
 	hall    string
 	hash    [sha256.Size]byte
 	bodyOff uint32
+	flags   []injection.Finding // the injection audit's, nil for none
 }
 
 // syncInbox brings the inbox index in line with the inbox directory.
@@ -101,17 +103,22 @@ func (s *Store) syncInboxFile(abs, name string) {
 		s.noteOutside(rel)
 		return
 	}
-	if f, ok := in.files[name]; !ok || f.hash != sha256.Sum256(raw) {
+	f, ok := in.files[name]
+	changed := !ok || f.hash != sha256.Sum256(raw)
+	if changed {
 		s.noteOutside(rel)
 	}
 	s.indexInboxNote(name, raw, sig, at.UnixNano())
+	if changed {
+		s.warnFlagged(rel, in.files[name].flags)
+	}
 }
 
 // indexInboxNote indexes the bytes of inbox note name. Callers hold
 // inbox.mu.
 func (s *Store) indexInboxNote(name string, raw []byte, sig fileSig, readAt int64) {
 	p := parseNote(raw, name)
-	f := inboxFile{sig: sig, readAt: readAt, title: p.title, hall: fieldValue(p.fields, KeyHall), hash: sha256.Sum256(raw)}
+	f := inboxFile{sig: sig, readAt: readAt, title: p.title, hall: fieldValue(p.fields, KeyHall), hash: sha256.Sum256(raw), flags: injection.Scan(raw)}
 	if off := len(raw) - len(p.body); off >= 0 && off <= math.MaxUint32 {
 		f.bodyOff = uint32(off)
 	}
@@ -173,7 +180,7 @@ func (s *Store) renderInboxHit(ctx context.Context, h index.Hit, runes int) (sea
 	if ok && m.sig == sigOf(fi) && trusted(m.sig, m.readAt) {
 		size := fi.Size() - int64(m.bodyOff)
 		if snip, err := index.SnippetAt(io.NewSectionReader(f, int64(m.bodyOff), size), size, int64(h.Offset), runes); err == nil {
-			hit.Title, hit.Hall, hit.ContentHash, hit.Snippet = m.title, m.hall, hex.EncodeToString(m.hash[:]), snip
+			hit.Title, hit.Hall, hit.ContentHash, hit.Snippet, hit.Flags = m.title, m.hall, hex.EncodeToString(m.hash[:]), snip, injection.Flags(m.flags)
 			return hit, true
 		}
 	}
@@ -190,5 +197,6 @@ func (s *Store) renderInboxHit(ctx context.Context, h index.Hit, runes int) (sea
 	p := parseNote(raw, name)
 	sum := sha256.Sum256(raw)
 	hit.Title, hit.Hall, hit.ContentHash, hit.Snippet = p.title, fieldValue(p.fields, KeyHall), hex.EncodeToString(sum[:]), index.Snippet(p.body, h.Terms, runes)
+	hit.Flags = injection.Flags(injection.Scan(raw))
 	return hit, true
 }

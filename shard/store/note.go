@@ -7,6 +7,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/brainstem/brainstem/brain/injection"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/layout"
 )
@@ -63,6 +64,9 @@ type Note struct {
 	FrontmatterErr error
 	// Raw is the file's bytes.
 	Raw []byte
+	// Flags are the injection audit's findings on Raw (brain/injection),
+	// nil for none.
+	Flags []injection.Finding
 }
 
 // Get returns the scalar value of a frontmatter key ("" if absent or a list).

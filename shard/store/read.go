@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/injection"
 	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/index"
 )
@@ -115,6 +116,7 @@ func (s *Store) getInbox(ref string) (*Note, error) {
 type Hit struct {
 	ID, Hall, Title, Path, Hash, Snippet string
 	Score                                float64
+	Flags                                []injection.Finding // the injection audit's, nil for none
 }
 
 // SearchOptions tunes Search.
@@ -224,7 +226,7 @@ func (s *Store) renderHit(h index.Hit, id brain.ID, abs string, runes int) (Hit,
 		size := fi.Size() - int64(m.bodyOff)
 		snip, err := index.SnippetAt(io.NewSectionReader(f, int64(m.bodyOff), size), size, int64(h.Offset), runes)
 		if err == nil {
-			hit.Title, hit.Hash, hit.Snippet = m.title, hex.EncodeToString(m.hash[:]), snip
+			hit.Title, hit.Hash, hit.Snippet, hit.Flags = m.title, hex.EncodeToString(m.hash[:]), snip, m.flags
 			return hit, true
 		}
 	}
@@ -241,7 +243,7 @@ func (s *Store) renderHit(h index.Hit, id brain.ID, abs string, runes int) (Hit,
 		s.retrust(h.ID, m, at.UnixNano())
 	}
 	p := parseNote(raw, id.Slug)
-	hit.Title, hit.Hash, hit.Snippet = p.title, hex.EncodeToString(sum[:]), index.Snippet(p.body, h.Terms, runes)
+	hit.Title, hit.Hash, hit.Snippet, hit.Flags = p.title, hex.EncodeToString(sum[:]), index.Snippet(p.body, h.Terms, runes), injection.Scan(raw)
 	return hit, true
 }
 
@@ -355,6 +357,7 @@ func (s *Store) LinkersOf(ref string) ([]string, error) {
 // Pending is an inbox note waiting for a curator.
 type Pending struct {
 	Name, Path, Title, Hall, CreatedBy, CreatedAt, Excerpt string
+	Flags                                                  []injection.Finding // the injection audit's, nil for none
 	modTime                                                time.Time
 	at                                                     time.Time
 }
@@ -404,7 +407,7 @@ func (s *Store) Pending(ctx context.Context, limit int) ([]Pending, error) {
 			return ""
 		}
 		pn := Pending{Name: name, Path: rel, Title: p.title, Hall: get(KeyHall), CreatedBy: get(KeyCreatedBy),
-			CreatedAt: get(KeyCreatedAt), Excerpt: excerpt(p.body, PendingExcerptRunes), modTime: time.Unix(0, sig.mtime)}
+			CreatedAt: get(KeyCreatedAt), Excerpt: excerpt(p.body, PendingExcerptRunes), Flags: injection.Scan(raw), modTime: time.Unix(0, sig.mtime)}
 		pn.at = pn.modTime
 		if t, err := time.Parse(time.RFC3339, pn.CreatedAt); err == nil {
 			pn.at = t

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
+	"reflect"
 	"slices"
 	"strings"
 	"sync"
@@ -186,7 +187,7 @@ func TestSearchSnippetsFromWindows(t *testing.T) {
 			t.Fatalf("%q: totals %d/%d, hits %d/%d", q, a.Total, b.Total, len(a.Hits), len(b.Hits))
 		}
 		for i := range a.Hits {
-			if a.Hits[i] != b.Hits[i] {
+			if !reflect.DeepEqual(a.Hits[i], b.Hits[i]) {
 				t.Fatalf("%q hit %d: from a window %+v, from a whole read %+v", q, i, a.Hits[i], b.Hits[i])
 			}
 			raw := bodies[a.Hits[i].ID]
@@ -241,10 +242,10 @@ func TestRankAndFetch(t *testing.T) {
 			ids = append(ids, r.Key)
 		}
 		got, err := s.FetchHits(ctx, q, append(ids, "payments/facts/not-there"), &st)
-		if err != nil || !slices.Equal(got, s.searchHits(want.Hits)) {
+		if err != nil || !slices.EqualFunc(got, s.searchHits(want.Hits), sameHit) {
 			t.Fatalf("%q: Fetch = %+v (%v), Query = %+v", text, got, err, want.Hits)
 		}
-		if n := min(3, len(want.Hits)); !slices.Equal(ahead, s.searchHits(want.Hits[:n])) {
+		if n := min(3, len(want.Hits)); !slices.EqualFunc(ahead, s.searchHits(want.Hits[:n]), sameHit) {
 			t.Fatalf("%q: rendered ahead %+v, Query %+v", text, ahead, want.Hits[:n])
 		}
 	}
@@ -427,7 +428,7 @@ func TestSnapshotRestart(t *testing.T) {
 		for _, q := range append(corpus.Queries(4, 2, 20), "quokka", "wombat", notes[1].Title) {
 			ra, _ := a.Query(ctx, q, SearchOptions{Limit: 50})
 			rb, _ := b.Query(ctx, q, SearchOptions{Limit: 50})
-			if ra.Total != rb.Total || !slices.Equal(ra.Hits, rb.Hits) {
+			if ra.Total != rb.Total || !reflect.DeepEqual(ra.Hits, rb.Hits) {
 				t.Fatalf("%q after restart: %+v, full read: %+v", q, ra, rb)
 			}
 		}
@@ -556,3 +557,6 @@ func TestWatcherAppliesOutsideEdits(t *testing.T) {
 		t.Errorf("_index.md still lists the removed note:\n%s", toc)
 	}
 }
+
+// sameHit compares two hits whole (their flags included).
+func sameHit(a, b search.Hit) bool { return reflect.DeepEqual(a, b) }

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/injection"
 )
 
 // Rescan compares every note file with the version the store indexed (size,
@@ -108,7 +109,19 @@ func (s *Store) refresh(id brain.ID) {
 		return
 	}
 	s.noteOutside(id.Path())
-	s.apply(id, raw, sig, at)
+	n := s.prepare(id, raw)
+	s.warnFlagged(id.Path(), n.flags)
+	s.applyPrepared(id, n, sig, at.UnixNano(), false)
+}
+
+// warnFlagged logs a note that changed on disk behind the store's back (a
+// pull from the remote, an editor) and that the injection audit flags:
+// reads of it carry the flags from now on.
+func (s *Store) warnFlagged(rel string, flags []injection.Finding) {
+	if len(flags) > 0 {
+		s.log.Warn("store: a note changed on disk is flagged by the injection audit; reads show its flags, hooks leave it out",
+			"path", rel, "flags", injection.Names(flags), "why", flags[0].Why)
+	}
 }
 
 // tocTouched reports whether _index.md was changed or removed by someone

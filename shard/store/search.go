@@ -6,6 +6,7 @@ import (
 	"strings"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/injection"
 	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/index"
 )
@@ -222,7 +223,8 @@ func (s *Store) renderScoped(ctx context.Context, hits []scopedHit) ([]search.Hi
 }
 
 func (s *Store) searchHit(h Hit) search.Hit {
-	return search.Hit{ID: h.ID, Wing: s.wing, Hall: h.Hall, Title: h.Title, Score: h.Score, Snippet: h.Snippet, Path: h.Path, ContentHash: h.Hash}
+	return search.Hit{ID: h.ID, Wing: s.wing, Hall: h.Hall, Title: h.Title, Score: h.Score, Snippet: h.Snippet, Path: h.Path, ContentHash: h.Hash,
+		Flags: injection.Flags(h.Flags)}
 }
 
 func (s *Store) searchHits(hits []Hit) []search.Hit {

@@ -19,6 +19,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/injection"
 	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/internal/codec"
 	"github.com/brainstem/brainstem/shard/index"
@@ -30,14 +31,15 @@ import (
 const stateDirName = ".brainstem"
 
 // The snapshot file: snapshotMagic, a little-endian uint32 version, the
-// wing, the notes' metadata, the index (index.Save), and a CRC-32C of
-// everything before it. snapshotVersion changes with the format and with
-// anything that changes what the store derives from a file (parsing,
-// titles, links), so that another version's snapshot is rebuilt, not
-// misread.
+// injection audit's version (injection.Version, a uint32), the wing, the
+// notes' metadata (with the audit's findings), the index (index.Save), and
+// a CRC-32C of everything before it. snapshotVersion changes with the
+// format and with anything that changes what the store derives from a file
+// (parsing, titles, links), and injection.Version with the audit's rules,
+// so that another version's snapshot is rebuilt, not misread.
 const (
 	snapshotMagic   = "BSSNAP\x00\x00\x01"
-	snapshotVersion = 1
+	snapshotVersion = 2
 )
 
 // Snapshot policy: after a change, save at most this often while running;
@@ -205,6 +207,7 @@ func writeSnapshotHeader(w io.Writer, wing string, metas []snapMeta) error {
 	b := make([]byte, 0, 64<<10)
 	b = append(b, snapshotMagic...)
 	b = codec.AppendUint32(b, snapshotVersion)
+	b = codec.AppendUint32(b, injection.Version)
 	b = codec.AppendString(b, wing)
 	b = codec.AppendUvarint(b, uint64(len(metas)))
 	for _, sm := range metas {
@@ -222,6 +225,12 @@ func writeSnapshotHeader(w io.Writer, wing string, metas []snapMeta) error {
 		b = append(b, m.hash[:]...)
 		b = codec.AppendUvarint(b, uint64(m.bodyOff))
 		b = codec.AppendVarint(b, m.readAt)
+		b = codec.AppendUvarint(b, uint64(len(m.flags)))
+		for _, f := range m.flags {
+			b = codec.AppendString(b, f.Rule)
+			b = codec.AppendString(b, f.Why)
+			b = codec.AppendUvarint(b, uint64(f.At))
+		}
 		if len(b) > 48<<10 {
 			if _, err := w.Write(b); err != nil {
 				return err
@@ -286,7 +295,8 @@ func readSnapshot(r io.Reader, wing string) (*index.Index, map[string]*meta, err
 	d := codec.NewStream(cr)
 	magic := string(d.Fixed("magic", len(snapshotMagic)))
 	version := d.Uint32("version")
-	if d.Err() == nil && (magic != snapshotMagic || version != snapshotVersion) {
+	audit := d.Uint32("injection audit version")
+	if d.Err() == nil && (magic != snapshotMagic || version != snapshotVersion || audit != injection.Version) {
 		return nil, nil, fmt.Errorf("%w: unknown header", errSnapshot)
 	}
 	if w := d.String("wing", maxSnapString); d.Err() == nil && w != wing {
@@ -336,6 +346,7 @@ func readSnapshotNotes(d *codec.Stream, wing string) (map[string]*meta, error) {
 		copy(m.hash[:], d.Fixed("hash", len(m.hash)))
 		m.bodyOff = uint32(d.Uvarint("body offset", math.MaxUint32))
 		m.readAt = d.Varint("read at")
+		m.flags = readSnapshotFlags(d)
 		if err := d.Err(); err != nil {
 			return nil, snapshotErr(err)
 		}
@@ -347,6 +358,22 @@ func readSnapshotNotes(d *codec.Stream, wing string) (map[string]*meta, error) {
 		notes[id] = m
 	}
 	return notes, nil
+}
+
+// readSnapshotFlags reads a note's injection findings (at most one per
+// rule); nil for none.
+func readSnapshotFlags(d *codec.Stream) []injection.Finding {
+	n := d.Uvarint("flags", uint64(len(injection.Rules())))
+	if n == 0 || d.Err() != nil {
+		return nil
+	}
+	out := make([]injection.Finding, 0, n)
+	for range n {
+		f := injection.Finding{Rule: d.String("flag rule", maxSnapString), Why: d.String("flag why", maxSnapString)}
+		f.At = int(d.Uvarint("flag offset", math.MaxInt32))
+		out = append(out, f)
+	}
+	return out
 }
 
 // snapshotErr wraps a decoding error in errSnapshot; an error of the

@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/injection"
 	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/shard/history"
 	"github.com/brainstem/brainstem/shard/index"
@@ -158,9 +159,10 @@ type meta struct {
 	updatedAt string   // updated_at, else promoted_at, else created_at, else file mtime
 	links     []string // outbound ids, first appearance order, deduplicated
 	sig       fileSig
-	hash      [sha256.Size]byte // of the bytes indexed
-	bodyOff   uint32            // where the body starts in those bytes
-	readAt    int64             // wall clock (UnixNano) when those bytes were read
+	hash      [sha256.Size]byte   // of the bytes indexed
+	bodyOff   uint32              // where the body starts in those bytes
+	readAt    int64               // wall clock (UnixNano) when those bytes were read
+	flags     []injection.Finding // the injection audit's findings on those bytes, nil for none
 }
 
 // racyWindow is how recent a file's mtime may be, relative to when the
@@ -554,12 +556,13 @@ type preparedNote struct {
 	hash    [sha256.Size]byte
 	bodyOff uint32
 	doc     *index.Prepared
+	flags   []injection.Finding
 }
 
 // prepare parses, hashes and tokenizes the bytes of note id.
 func (s *Store) prepare(id brain.ID, raw []byte) preparedNote {
 	p := parseNote(raw, id.Slug)
-	n := preparedNote{p: p, links: s.parseLinks(p.body), hash: sha256.Sum256(raw)}
+	n := preparedNote{p: p, links: s.parseLinks(p.body), hash: sha256.Sum256(raw), flags: injection.Scan(raw)}
 	if off := len(raw) - len(p.body); off >= 0 && off <= math.MaxUint32 {
 		n.bodyOff = uint32(off) // the body is always a suffix of the file
 	}
@@ -708,7 +711,7 @@ func (s *Store) apply(id brain.ID, raw []byte, sig fileSig, readAt time.Time) {
 // applyPrepared is apply after prepare. In bulk mode (Open) new ids are
 // appended unsorted; load sorts them once at the end.
 func (s *Store) applyPrepared(id brain.ID, n preparedNote, sig fileSig, readAt int64, bulk bool) {
-	m := &meta{hall: id.Hall, title: n.p.title, sig: sig, links: n.links, hash: n.hash, bodyOff: n.bodyOff, readAt: readAt}
+	m := &meta{hall: id.Hall, title: n.p.title, sig: sig, links: n.links, hash: n.hash, bodyOff: n.bodyOff, readAt: readAt, flags: n.flags}
 	m.updatedAt = n.p.updatedAt
 	if m.updatedAt == "" {
 		m.updatedAt = rfc3339(time.Unix(0, sig.mtime))

@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/injection"
 	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/layout"
@@ -223,7 +224,8 @@ func (s *Store) applyFile(id brain.ID, abs string, raw []byte) error {
 // noteOf builds the Note for bytes the store just wrote.
 func (s *Store) noteOf(id, name, path string, raw []byte, fallback string) *Note {
 	p := parseNote(raw, fallback)
-	return &Note{ID: id, Name: name, Path: path, Hash: HashOf(raw), Title: p.title, Fields: p.fields, Body: p.body, FrontmatterErr: p.err, Raw: raw}
+	return &Note{ID: id, Name: name, Path: path, Hash: HashOf(raw), Title: p.title, Fields: p.fields, Body: p.body, FrontmatterErr: p.err, Raw: raw,
+		Flags: injection.Scan(raw)}
 }
 
 // Change describes an update of an existing wiki note.
@@ -336,8 +338,11 @@ type Promotion struct {
 	Slug       string // "" → Name
 	Title      string // "" keeps the note's title (or derives one)
 	By         string // the curator's verified email (promoted_by)
-	Hook       Hook   // if set, called before the wiki note is written (see Hook)
-	Prov       Provenance
+	// AcknowledgeFlags promotes a note the injection audit flags: without
+	// it such a note is refused (ErrFlagged) and left in the inbox.
+	AcknowledgeFlags bool
+	Hook             Hook // if set, called before the wiki note is written (see Hook)
+	Prov             Provenance
 }
 
 // Promote moves inbox note p.Name into the wiki as
@@ -389,6 +394,9 @@ func (s *Store) Promote(ctx context.Context, p Promotion) (*Note, []string, erro
 		return nil, nil, err
 	}
 	n := s.noteOf(id.String(), "", id.Path(), raw, id.Slug)
+	if len(n.Flags) > 0 && !p.AcknowledgeFlags {
+		return nil, nil, flaggedErr(inRel, n.Flags)
+	}
 	tunnels := s.tunnelsOf(s.parseLinks(n.Body))
 	mark := Mark{Op: MarkCreate, Path: id.Path(), Hash: n.Hash, Stamp: StampPromoted, By: p.By, At: promotedAt, Remove: inRel, RemoveHash: HashOf(old)}
 	if err := runHook(p.Hook, Intent{Mark: mark, Note: n, Tunnels: tunnels}); err != nil {
