@@ -191,12 +191,25 @@ func (b *brief) howTo() string {
 		"\"title\": <one line>, \"body\": <markdown>}.\n", jsonString(b.home))
 }
 
+// maxCapturedLine bounds the line naming the captured notes: the latest
+// are named, the others counted.
+const maxCapturedLine = 1200
+
 // capturedLine names the notes captured before a compaction.
 func (b *brief) capturedLine() string {
 	if len(b.captured) == 0 {
 		return ""
 	}
-	return fmt.Sprintf("Captured earlier in this session, before the context was compacted (do not write them again): %s.\n", strings.Join(b.captured, ", "))
+	const head = "Captured earlier in this session, before the context was compacted (do not write them again): "
+	names := b.captured
+	for len(names) > 1 && len(head)+len(strings.Join(names, ", "))+40 > maxCapturedLine {
+		names = names[1:]
+	}
+	more := ""
+	if n := len(b.captured) - len(names); n > 0 {
+		more = fmt.Sprintf(" and %d before them", n)
+	}
+	return clip(head+strings.Join(names, ", ")+more+".\n", maxCapturedLine)
 }
 
 // clip cuts s to at most n bytes, at the end of a line when it can, else
