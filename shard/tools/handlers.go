@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/injection"
 	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/idempotency"
@@ -194,6 +195,9 @@ type getResult struct {
 	Frontmatter frontmatter `json:"frontmatter"`
 	Body        string      `json:"body"`
 	Version     string      `json:"version,omitempty"`
+	// Flags are the injection audit's findings on the note's bytes,
+	// omitted when there are none.
+	Flags []injection.Flag `json:"flags,omitempty"`
 }
 
 func (s *Set) get(ctx context.Context, _ Caller, a *getArgs) (any, error) {
@@ -214,7 +218,7 @@ func (s *Set) get(ctx context.Context, _ Caller, a *getArgs) (any, error) {
 		if err != nil {
 			return nil, historyHint(err)
 		}
-		return getResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash, Frontmatter: frontmatter(n.Fields), Body: n.Body, Version: v.ID}, nil
+		return getResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash, Frontmatter: frontmatter(n.Fields), Body: n.Body, Version: v.ID, Flags: injection.Flags(n.Flags)}, nil
 	}
 	n, err := s.st.Get(ctx, ref)
 	if err != nil {
@@ -224,7 +228,7 @@ func (s *Set) get(ctx context.Context, _ Caller, a *getArgs) (any, error) {
 		}
 		return nil, hint(err, store.ErrNotFound, "brain_query or brain_list find existing ids; brain_history lists what history knows of it")
 	}
-	return getResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash, Frontmatter: frontmatter(n.Fields), Body: n.Body}, nil
+	return getResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash, Frontmatter: frontmatter(n.Fields), Body: n.Body, Flags: injection.Flags(n.Flags)}, nil
 }
 
 // ---- brain_list
@@ -394,6 +398,9 @@ type pendingNote struct {
 	CreatedBy string `json:"created_by"`
 	CreatedAt string `json:"created_at"`
 	Excerpt   string `json:"excerpt"`
+	// Flags are the injection audit's findings (rule and why), omitted
+	// when there are none: a curator reads such a note before promoting it.
+	Flags []injection.Flag `json:"flags,omitempty"`
 }
 
 type pendingResult struct {
@@ -407,7 +414,7 @@ func (s *Set) pending(ctx context.Context, _ Caller, a *pendingArgs) (any, error
 	}
 	res := pendingResult{Pending: make([]pendingNote, len(ps))}
 	for i, p := range ps {
-		res.Pending[i] = pendingNote{Name: p.Name, Path: p.Path, Title: p.Title, Hall: p.Hall, CreatedBy: p.CreatedBy, CreatedAt: p.CreatedAt, Excerpt: p.Excerpt}
+		res.Pending[i] = pendingNote{Name: p.Name, Path: p.Path, Title: p.Title, Hall: p.Hall, CreatedBy: p.CreatedBy, CreatedAt: p.CreatedAt, Excerpt: p.Excerpt, Flags: injection.Flags(p.Flags)}
 	}
 	return res, nil
 }
@@ -450,10 +457,13 @@ type writeResult struct {
 	ID          string `json:"id"`
 	Path        string `json:"path"`
 	ContentHash string `json:"content_hash"`
+	// Flags are the injection audit's findings on the note written,
+	// omitted when there are none.
+	Flags []injection.Flag `json:"flags,omitempty"`
 }
 
 func writeResultOf(n *store.Note) writeResult {
-	return writeResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash}
+	return writeResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash, Flags: injection.Flags(n.Flags)}
 }
 
 func writeIntent(in store.Intent) any { return writeResultOf(in.Note) }
@@ -821,6 +831,8 @@ func (s *Set) promoteSpec() *toolspec.Spec {
 			hallArg(descHall, true),
 			{Name: "slug", Type: toolspec.String, Check: slugCheck, Desc: "Slug of the wiki note; default: the inbox name."},
 			s.titleArg(false, "New title of the wiki note; omit to keep the inbox note's."),
+			{Name: "acknowledge_flags", Type: toolspec.Boolean, Default: false, Desc: "Promote the note although the injection audit flags it " +
+				"(brain_pending and brain_get show its flags and why); without it a flagged note is refused with conflict and stays in the inbox."},
 			wingArg(),
 			s.keyArg(),
 		},
@@ -834,6 +846,7 @@ type promoteArgs struct {
 	Title string `json:"title"`
 	WingArg
 	KeyArg
+	AcknowledgeFlags bool `json:"acknowledge_flags"`
 }
 
 type promoteResult struct {
@@ -847,11 +860,12 @@ func (s *Set) promote(ctx context.Context, c Caller, a *promoteArgs) (any, error
 	key := a.IdempotencyKey
 	a.IdempotencyKey, a.Wing = "", ""
 	return s.keyed(ctx, c, "brain_promote", key, a, func(k *keyCall) (any, error) {
-		n, tunnels, err := s.st.Promote(ctx, store.Promotion{Name: a.Name, Hall: a.Hall, Slug: a.Slug, Title: a.Title, By: c.Email,
+		n, tunnels, err := s.st.Promote(ctx, store.Promotion{Name: a.Name, Hall: a.Hall, Slug: a.Slug, Title: a.Title, By: c.Email, AcknowledgeFlags: a.AcknowledgeFlags,
 			Hook: k.hook(idempotency.Whole, func(in store.Intent) any {
 				return promoteResult{ID: in.Note.ID, Path: in.Note.Path, ContentHash: in.Note.Hash, Tunnels: in.Tunnels}
 			}), Prov: prov("brain_promote", "", key, c)})
 		if err != nil {
+			err = hint(err, store.ErrFlagged, "brain_get with the inbox path shows the note in full")
 			return nil, hint(err, store.ErrNotFound, "brain_pending lists the inbox")
 		}
 		return promoteResult{ID: n.ID, Path: n.Path, ContentHash: n.Hash, Tunnels: tunnels}, nil
