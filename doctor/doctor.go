@@ -226,7 +226,14 @@ func (r *run) skip(name, detail string) {
 // base is the URL used without "/mcp": what public_url should be.
 func (r *run) base() string { return strings.TrimSuffix(r.mcpURL, "/mcp") }
 
-const fixReach = "Check the URL, and that the gateway is running and reachable from this computer (DNS, proxy, firewall)."
+// reachFix is the fix of a failure to reach the gateway (ReachFix), or
+// fixReach.
+func (r *run) reachFix(err error) string {
+	if fix, ok := ReachFix(err, r.u.Host); ok {
+		return fix
+	}
+	return fixReach
+}
 
 // tls checks the transport: https with a certificate valid for the host,
 // or plain http to this computer only.
@@ -249,6 +256,9 @@ func (r *run) tls(ctx context.Context) bool {
 	resp, err := r.hc.Do(req)
 	if err != nil {
 		detail, fix := explainTLS(err, host)
+		if f, ok := ReachFix(err, r.u.Host); ok {
+			fix = f
+		}
 		r.fail(StepTLS, detail, fix)
 		return false
 	}
@@ -286,6 +296,8 @@ func explainTLS(err error, host string) (detail, fix string) {
 		return "the certificate is not valid: " + invErr.Error(), "Install a valid certificate for " + host + " on the gateway's Ingress or load balancer."
 	case errors.As(err, &verErr):
 		return "the certificate does not verify: " + verErr.Err.Error(), "Install a valid certificate for " + host + " on the gateway's Ingress or load balancer."
+	case plainHTTP(err):
+		return "the server answers plain http, not https (" + err.Error() + ")", fixReach
 	}
 	return "cannot connect: " + err.Error(), fixReach
 }
@@ -304,7 +316,7 @@ func (r *run) resource(ctx context.Context) bool {
 		r.fail(StepResource, err.Error(), fmt.Sprintf("Check the URL: it must be the gateway's public URL, which serves %s.", r.metaURL))
 		return false
 	case err != nil:
-		r.fail(StepResource, err.Error(), fixReach)
+		r.fail(StepResource, err.Error(), r.reachFix(err))
 		return false
 	}
 	r.scope = strings.Join(m.ScopesSupported, " ")
@@ -387,7 +399,7 @@ func (r *run) authorization(ctx context.Context) bool {
 	req.Header.Set("Accept", "text/html")
 	resp, err := noFollow.Do(req)
 	if err != nil {
-		r.fail(StepAuthorization, "cannot reach "+r.server.AuthorizationEndpoint+": "+err.Error(), fixReach)
+		r.fail(StepAuthorization, "cannot reach "+r.server.AuthorizationEndpoint+": "+err.Error(), r.reachFix(err))
 		return false
 	}
 	defer resp.Body.Close()
@@ -438,7 +450,7 @@ func (r *run) challenge(ctx context.Context) {
 	r.answer = a
 	switch {
 	case err != nil && a == nil:
-		r.fail(StepChallenge, err.Error(), fixReach)
+		r.fail(StepChallenge, err.Error(), r.reachFix(err))
 		return
 	case err != nil:
 		r.fail(StepChallenge, err.Error(), "The WWW-Authenticate header must parse (RFC 9110); a proxy in front of the gateway may be rewriting it.")
@@ -550,7 +562,10 @@ func (r *run) wings(ctx context.Context) {
 		r.fail(StepWings, detail, "Ask the curators of the wing you need to admit you in its policy (readers, writers or curators).")
 		return
 	}
-	detail := fmt.Sprintf("%d wing(s): %s", len(w.Wings), w)
+	detail := fmt.Sprintf("%d wings: %s", len(w.Wings), w)
+	if len(w.Wings) == 1 {
+		detail = fmt.Sprintf("1 wing: %s", w)
+	}
 	if len(w.Unavailable) > 0 {
 		var names []string
 		for _, u := range w.Unavailable {
@@ -565,7 +580,11 @@ func (r *run) wings(ctx context.Context) {
 // the middle of the request.
 func (r *run) clock() {
 	a := r.answer
-	if a == nil || a.Date.IsZero() {
+	switch {
+	case a == nil:
+		r.skip(StepClock, "skipped: the gateway did not answer (see the 401 challenge above)")
+		return
+	case a.Date.IsZero():
 		r.skip(StepClock, "skipped: the gateway sent no Date header")
 		return
 	}
@@ -591,8 +610,12 @@ func (r *run) clock() {
 // Err is nil when no step failed, else an error counting the failed steps
 // (the exit status of `brainstem doctor`).
 func (r *Report) Err() error {
-	if n := len(r.Failed()); n > 0 {
-		return fmt.Errorf("doctor: %d step(s) failed", n)
+	switch n := len(r.Failed()); n {
+	case 0:
+	case 1:
+		return errors.New("doctor: 1 step failed")
+	default:
+		return fmt.Errorf("doctor: %d steps failed", n)
 	}
 	return nil
 }

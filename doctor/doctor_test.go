@@ -2,6 +2,8 @@ package doctor_test
 
 import (
 	"context"
+	"errors"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
@@ -89,7 +91,7 @@ func TestDoctorHealthy(t *testing.T) {
 	}
 	want(t, rep, printed, doctor.StepAuthorization, doctor.Pass, "consent page")
 	want(t, rep, printed, doctor.StepToken, doctor.Pass, "alice@example.com")
-	want(t, rep, printed, doctor.StepWings, doctor.Pass, "3 wing(s)", "people-ops (read, write, curate)")
+	want(t, rep, printed, doctor.StepWings, doctor.Pass, "3 wings:", "people-ops (read, write, curate)")
 	if !strings.Contains(printed, "✓ TLS") || !strings.Contains(printed, "Every step passed.") {
 		t.Errorf("printed report:\n%s", printed)
 	}
@@ -211,5 +213,50 @@ func TestDoctorTLS(t *testing.T) {
 		if s.Status != doctor.Skip {
 			t.Errorf("after plain http to a remote host, %q ran", s.Name)
 		}
+	}
+}
+
+// TestDoctorGatewayDown: with nothing listening at a local gateway's URL,
+// the steps that reach it fail saying so and how to start it, and the
+// clock step says the gateway did not answer (not that it sent no Date
+// header); `brainstem login` gets the same fix (Unreachable).
+func TestDoctorGatewayDown(t *testing.T) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr := l.Addr().String()
+	l.Close()
+	rep, printed := run(t, doctor.Config{URL: "http://" + addr})
+	fix := "Nothing is listening at " + addr + ": start the gateway"
+	want(t, rep, printed, doctor.StepResource, doctor.Fail, fix)
+	want(t, rep, printed, doctor.StepChallenge, doctor.Fail, fix)
+	want(t, rep, printed, doctor.StepClock, doctor.Skip, "the gateway did not answer")
+	if err := rep.Err(); err == nil || err.Error() != "doctor: 2 steps failed" {
+		t.Errorf("Err() = %v", err)
+	}
+	_, err = (&signin.Client{Store: &signin.Store{Dir: t.TempDir()}}).Login(context.Background(), "http://"+addr+"/mcp")
+	if err := doctor.Unreachable(err, "http://"+addr+"/mcp"); err == nil || !strings.Contains(err.Error(), "\nfix: "+fix) || !strings.Contains(err.Error(), "brainstem doctor http://"+addr+"/mcp") {
+		t.Errorf("login to a gateway that is down: %v", err)
+	}
+	if err := errors.New("refused"); doctor.Unreachable(err, "http://"+addr+"/mcp") != err {
+		t.Error("Unreachable changed an error that is not a failure to reach the gateway")
+	}
+}
+
+// TestDoctorPlainHTTPAsHTTPS: a URL without a scheme means https; a local
+// server speaking plain http there fails the TLS step with the fix "use
+// http://"; a remote one is told to use its https URL.
+func TestDoctorPlainHTTPAsHTTPS(t *testing.T) {
+	srv := httptest.NewServer(http.NotFoundHandler())
+	t.Cleanup(srv.Close)
+	host := strings.TrimPrefix(srv.URL, "http://")
+	rep, printed := run(t, doctor.Config{URL: host})
+	want(t, rep, printed, doctor.StepTLS, doctor.Fail, "answers plain http, not https", "use http://"+host)
+	if fix, ok := doctor.ReachFix(errors.New("http: server gave HTTP response to HTTPS client"), "brain.example.com:8080"); !ok || !strings.Contains(fix, "https URL") {
+		t.Errorf("a remote plain http server: %q %v", fix, ok)
+	}
+	if _, ok := doctor.ReachFix(errors.New("HTTP 500"), "brain.example.com"); ok {
+		t.Error("ReachFix took an answer for a failure to reach")
 	}
 }

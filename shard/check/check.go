@@ -51,6 +51,7 @@ type Report struct {
 	Sessions int            `json:"sessions"`         // session logs
 	PerWing  map[string]int `json:"per_wing"`         // curated notes by wing
 	Problems []Problem      `json:"problems"`         // sorted by path; empty when the brain is clean
+	Flagged  []Flagged      `json:"flagged,omitempty"` // notes the injection audit flags, sorted by path (not problems)
 	Remote   *Remote        `json:"remote,omitempty"` // the git remote's last status; nil without one
 }
 
@@ -119,6 +120,7 @@ func Brain(ctx context.Context, root string, opt Options) (*Report, error) {
 	}
 	c.remote()
 	slices.SortStableFunc(c.rep.Problems, func(a, b Problem) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(c.rep.Flagged, func(a, b Flagged) int { return strings.Compare(a.Path, b.Path) })
 	return c.rep, nil
 }
 
@@ -341,6 +343,7 @@ func (c *checker) read(rel string) ([]byte, bool) {
 
 // note checks a note's frontmatter and links. hall is "" for an inbox note.
 func (c *checker) note(rel, wing, hall string, raw []byte) {
+	c.audit(rel, raw)
 	doc, err := frontmatter.Parse(raw)
 	if err != nil {
 		c.problem(rel, "the frontmatter cannot be read (%s): fix it, or the note cannot be updated", reason(err))
@@ -451,18 +454,29 @@ func (r *Report) WriteText(w io.Writer) error {
 	for _, p := range r.Problems {
 		fmt.Fprintf(&b, "%s: %s\n", p.Path, p.Message)
 	}
+	for _, f := range r.Flagged {
+		fmt.Fprintf(&b, "%s: flagged by the injection audit (read it before an agent does): %s\n", f.Path, f.summary())
+	}
 	if r.Remote != nil {
 		r.Remote.writeText(&b)
 	}
-	fmt.Fprintf(&b, "brain %s: %d wings (%s), %d notes, %d inbox notes, %d session logs: ",
-		r.Root, len(r.Wings), strings.Join(r.Wings, ", "), r.Notes, r.Inbox, r.Sessions)
+	fmt.Fprintf(&b, "brain %s: %s (%s), %s, %s, %s: ", r.Root, count(len(r.Wings), "wing"), strings.Join(r.Wings, ", "),
+		count(r.Notes, "note"), count(r.Inbox, "inbox note"), count(r.Sessions, "session log"))
 	if r.OK() {
 		b.WriteString("ok\n")
 	} else {
-		fmt.Fprintf(&b, "%d problems\n", len(r.Problems))
+		fmt.Fprintf(&b, "%s\n", count(len(r.Problems), "problem"))
 	}
 	_, err := io.WriteString(w, b.String())
 	return err
+}
+
+// count is n and the noun, plural unless n is 1: "1 problem", "2 notes".
+func count[N ~int | ~int64](n N, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return fmt.Sprintf("%d %ss", n, noun)
 }
 
 // WriteJSON writes the report as indented JSON (`brainstem check --json`).

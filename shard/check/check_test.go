@@ -265,3 +265,17 @@ func TestBrainNotABrain(t *testing.T) {
 		t.Error("a missing directory: no error")
 	}
 }
+
+// TestTextReportCounts: the summary line says "1 problem", "1 wing", "1
+// note" in the singular and every other count in the plural.
+func TestTextReportCounts(t *testing.T) {
+	rep := &check.Report{Root: "b", Wings: []string{"ops"}, Notes: 1, Inbox: 0, Sessions: 2,
+		Problems: []check.Problem{{Path: "wiki/ops/x.md", Message: "bad"}}}
+	var text bytes.Buffer
+	if err := rep.WriteText(&text); err != nil {
+		t.Fatal(err)
+	}
+	if want := "wiki/ops/x.md: bad\nbrain b: 1 wing (ops), 1 note, 0 inbox notes, 2 session logs: 1 problem\n"; text.String() != want {
+		t.Errorf("text report %q, want %q", text.String(), want)
+	}
+}
