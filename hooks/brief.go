@@ -48,7 +48,9 @@ func (r *runner) sessionStart(ctx context.Context) Output {
 	if q := repo.query(); q != "" && len(ws) > 0 {
 		var qa queryAnswer
 		if err := acct.callJSON(ctx, search.Tool, map[string]any{"query": q, "limit": r.es.MaxNotes + briefQueryExtra}, &qa); err == nil {
-			kept, skipped = screen(qa.Hits, r.es.MinScore)
+			var flagged []hit
+			kept, flagged = screen(qa.Hits, r.es.MinScore)
+			skipped = ids(flagged)
 		}
 	}
 	if len(kept) > r.es.MaxNotes {

@@ -37,8 +37,10 @@ const (
 		"Read a whole note with brain_get {\"id\": <id>}."
 )
 
-// hit is a brain_query hit, with the flags a shard adds to a note its
-// injection audit flagged.
+// hit is a brain_query hit. Its flags (the shard's injection audit's
+// findings) are kept raw, shadowing search.Hit's: any flags value counts,
+// whatever its shape, and a shape this version does not know never makes
+// the answer undecodable.
 type hit struct {
 	search.Hit
 	Flags json.RawMessage `json:"flags,omitempty"`
@@ -57,21 +59,30 @@ func (h *hit) flagged() bool {
 }
 
 // screen keeps the hits that may be quoted: reviewed wiki notes (an id, a
-// path under wiki/, not unreviewed), scoring at least minScore. It names,
-// in skipped, the ids of those the shard or injection.Scan flags.
-func screen(hits []hit, minScore float64) (kept []hit, skipped []string) {
+// path under wiki/, not unreviewed), scoring at least minScore. It returns
+// apart, in flagged, those the shard or injection.Scan flags, to be named.
+func screen(hits []hit, minScore float64) (kept, flagged []hit) {
 	for _, h := range hits {
 		id, err := brain.ParseID(h.ID)
 		if err != nil || h.Unreviewed || h.Path != id.Path() || h.Score < minScore {
 			continue
 		}
 		if h.flagged() || len(injection.Scan([]byte(h.Title+"\n"+h.Snippet))) > 0 {
-			skipped = append(skipped, h.ID)
+			flagged = append(flagged, h)
 			continue
 		}
 		kept = append(kept, h)
 	}
-	return kept, skipped
+	return kept, flagged
+}
+
+// ids are the hits' ids.
+func ids(hits []hit) []string {
+	var out []string
+	for _, h := range hits {
+		out = append(out, h.ID)
+	}
+	return out
 }
 
 // quoted renders one note as an id and quoted title and text.

@@ -34,7 +34,8 @@ func TestScreen(t *testing.T) {
 		wikiHit("payments/facts/low", "Low", "text", 0.5),
 		wikiHit("../etc/passwd", "Bad id", "text", 9),
 	}
-	kept, skipped := screen(hits, 1)
+	kept, flaggedHits := screen(hits, 1)
+	skipped := ids(flaggedHits)
 	var ids []string
 	for _, h := range kept {
 		ids = append(ids, h.ID)

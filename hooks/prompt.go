@@ -26,22 +26,32 @@ func (r *runner) prompt(ctx context.Context) Output {
 	if err := acct.callJSON(ctx, search.Tool, map[string]any{"query": strings.Join(terms, " "), "limit": r.es.MaxNotes + 2}, &qa); err != nil {
 		return Output{}
 	}
-	kept, skipped := screen(qa.Hits, r.es.MinScore)
+	kept, flagged := screen(qa.Hits, r.es.MinScore)
 	var relevant []hit
 	for _, h := range kept {
 		if len(relevant) < r.es.MaxNotes && covers(h, terms, r.es.MinCoverage) {
 			relevant = append(relevant, h)
 		}
 	}
-	if len(relevant) == 0 {
+	var skipped []string
+	for _, h := range flagged {
+		if covers(h, terms, r.es.MinCoverage) {
+			skipped = append(skipped, h.ID)
+		}
+	}
+	if len(relevant) == 0 && len(skipped) == 0 {
 		return Output{}
 	}
 	var b strings.Builder
-	fmt.Fprintf(&b, "Brainstem: notes of the team brain that match this prompt. %s\n%s\n", referenceNote, openMarker)
-	for _, h := range relevant {
-		b.WriteString(quoted(h, MaxSnippetRunes))
+	if len(relevant) > 0 {
+		fmt.Fprintf(&b, "Brainstem: notes of the team brain that match this prompt. %s\n%s\n", referenceNote, openMarker)
+		for _, h := range relevant {
+			b.WriteString(quoted(h, MaxSnippetRunes))
+		}
+		b.WriteString(closeMarker + "\n")
+	} else {
+		b.WriteString("Brainstem: notes of the team brain match this prompt. ")
 	}
-	b.WriteString(closeMarker + "\n")
 	b.WriteString(skippedLine(skipped))
 	return withContext(r.ev, b.String())
 }

@@ -53,10 +53,10 @@ func startEnv(t testing.TB) *devenv.Env {
 // person is someone on a machine: a home, configuration and cache
 // directories, and a stored sign-in to the gateway.
 type person struct {
-	email              string
-	token              string
+	email               string
+	token               string
 	home, config, cache string
-	url                string
+	url                 string
 }
 
 // newPerson signs email in to env's gateway as `brainstem login` leaves
