@@ -21,31 +21,11 @@ func runDev(ctx context.Context, args []string, s streams) error {
 		return runDevIdP(ctx, args[1:], s)
 	}
 	fs := newFlagSet("dev", s)
-	var cfg devenv.Config
-	fs.StringVar(&cfg.Brain, "brain", "", "serve this existing brain `directory` in place (default: a copy of the sample brain)")
-	fs.StringVar(&cfg.Data, "data", "", "keep state (brain copy, shard keys, policies, logs) in this `directory` between runs (default: a temporary directory removed on exit)")
-	fs.StringVar(&cfg.Host, "host", "127.0.0.1", "loopback `address` to listen on")
-	fs.IntVar(&cfg.GatewayPort, "port", 8080, "gateway port (the MCP URL)")
-	fs.IntVar(&cfg.AdminPort, "admin-port", 9090, "gateway admin port (/metrics, /healthz, /readyz)")
-	fs.IntVar(&cfg.IdPPort, "idp-port", 5556, "development identity provider port")
-	fs.IntVar(&cfg.ShardBasePort, "shard-port", 7401, "first shard UDP port; wing i uses shard-port+i")
-	fs.Float64Var(&cfg.CallsPerSecond, "calls-per-second", 0, "per-user rate limit of the gateway (0: the gateway default); raise it to load-test with 'brainstem load'")
-	fs.StringVar(&cfg.GitRemote, "git-remote", "", "sync every wing with this git remote: a bare repository's `path` (created if missing) or a URL needing no credentials")
-	user := fs.String("email", "alice@example.com", "the `email` of the demo user whose token is printed")
-	logLevel := fs.String("log-level", "info", "log level of the log file: debug, info, warn, error")
+	opt := devenv.Flags(fs)
 	if err := cli.Parse(fs, args); err != nil {
 		return err
 	}
-	logFile, err := devenv.OpenLog(cfg.Data)
-	if err != nil {
-		return err
-	}
-	defer logFile.Close()
-	if cfg.Logger, err = cli.Logger(logFile, "json", *logLevel); err != nil {
-		return err
-	}
-	cfg.Version, cfg.AuditLog = version, logFile
-	return devenv.Run(ctx, cfg, s.out, *user, logFile.Name())
+	return cli.UsageIf(devenv.Main(ctx, opt, version, s.out), devenv.ErrUsage)
 }
 
 func runDevToken(ctx context.Context, args []string, s streams) error {

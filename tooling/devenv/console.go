@@ -10,8 +10,6 @@ import (
 	"net"
 	"net/http"
 	"net/url"
-	"os"
-	"path/filepath"
 	"strings"
 	"sync"
 	"time"
@@ -22,11 +20,15 @@ import (
 )
 
 // Run is `brainstem dev`: it starts the environment, printing each wing's
-// indexing progress and then the banner (PrintBanner, with a token for
-// user) on out, and runs until ctx ends (a clean stop) or a server fails.
+// indexing progress, what it does next (Config.Status) and then the banner
+// (PrintBanner, with a token for user) on out, and runs until ctx ends (a
+// clean stop) or a server fails.
 func Run(ctx context.Context, cfg Config, out io.Writer, user, logPath string) error {
 	if cfg.Progress == nil {
 		cfg.Progress = PrintProgress(out)
+	}
+	if cfg.Status == nil {
+		cfg.Status = func(msg string) { fmt.Fprintln(out, "  "+msg) }
 	}
 	fmt.Fprintln(out, "Starting Brainstem dev: identity provider, shards and gateway on", cmp.Or(cfg.Host, "127.0.0.1"))
 	start := time.Now()
@@ -64,26 +66,6 @@ func RunIdP(ctx context.Context, addr string, ttl time.Duration, logger *slog.Lo
 	return <-done
 }
 
-// OpenLog opens the log file of `brainstem dev`, brainstem.log in data (made
-// 0700 if missing), or in a new temporary directory when data is "".
-func OpenLog(data string) (*os.File, error) {
-	dir := data
-	if dir == "" {
-		d, err := os.MkdirTemp("", "brainstem-dev-logs-")
-		if err != nil {
-			return nil, fmt.Errorf("devenv: log directory: %w", err)
-		}
-		dir = d
-	} else if err := os.MkdirAll(dir, 0o700); err != nil {
-		return nil, fmt.Errorf("devenv: log directory: %w", err)
-	}
-	f, err := os.OpenFile(filepath.Join(dir, "brainstem.log"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-	if err != nil {
-		return nil, fmt.Errorf("devenv: %w", err)
-	}
-	return f, nil
-}
-
 // PrintProgress returns a Config.Progress that prints each wing's indexing
 // to w at every quarter and at the end.
 func PrintProgress(w io.Writer) func(wing string, done, total int) {
@@ -106,7 +88,8 @@ func PrintProgress(w io.Writer) func(wing string, done, total int) {
 // PrintBanner prints what `brainstem dev` shows once it is ready: the MCP
 // URL, how to sign in, the Claude Code, Cursor and VS Code settings (join's
 // snippets, the ones `brainstem join` prints), a ready token for user for
-// clients without OAuth, and where the brain and the logs are.
+// clients without OAuth, the demo service account, offboarding, purge and
+// where the brain and the logs are.
 func (e *Env) PrintBanner(w io.Writer, user string, took time.Duration, logPath string) error {
 	tok, exp, err := e.Token(user, nil)
 	if err != nil {
@@ -127,8 +110,8 @@ Brainstem dev is ready: %d wings (%s), %d notes, in %s.
   Console:  %s  (curators: sign in in a browser; alice@example.com curates every wing)
   Sign-in:  any MCP client with OAuth signs in with the URL alone: the gateway's authorization
             server sends the browser to the development IdP, where any email is accepted
-            (bob@example.com reads payments only; carol@example.com with group people-team
-            curates people-ops).
+            (bob@example.com writes platform and reads payments; carol@example.com with group
+            people-team curates people-ops and reads platform).
 
 Connect Claude Code (it opens the browser to sign in; run /mcp, choose brainstem):
   claude %s
@@ -149,8 +132,9 @@ Enterprise-managed authorization (ID-JAG, no consent screen): the IdP vouches fo
 %s, which exchanges the assertion at the gateway (docs/sign-in.md):
   curl -s %s/dev/id-jag -d email=alice@example.com -d audience=%s -d resource=%s
   curl -s %s/token -d grant_type=%s -d client_id=%s -d assertion=<id_jag>
-
-Identity provider: %s   Metrics and probes: %s/metrics  %s/readyz
+%s
+Identity provider: %s  (discovery: %s/.well-known/openid-configuration)
+Metrics and probes: %s/metrics  %s/readyz
 Brain:  %s
 %sLogs:   %s
 Press Ctrl-C to stop.
@@ -158,8 +142,45 @@ Press Ctrl-C to stop.
 		e.MCPURL, e.ConsoleURL, join.Quote(plan.ClaudeArgs()), indent(plan.CursorJSON()), indent(plan.VSCodeJSON()),
 		user, exp.UTC().Format(time.RFC3339), tok, e.MCPURL, header, e.MCPURL, header, e.IssuerURL,
 		devidp.DefaultAssertionClientID, e.IssuerURL, gw, e.MCPURL, gw, oauth.GrantTypeJWTBearer, devidp.DefaultAssertionClientID,
-		e.IssuerURL, e.AdminURL, e.AdminURL, e.BrainDir, e.remoteLine(), logPath)
+		e.tryLines(), e.IssuerURL, e.IssuerURL, e.AdminURL, e.AdminURL, e.BrainDir, e.remoteLine(), logPath)
 	return err
+}
+
+// tryLines are the banner's lines for what else can be tried: the demo
+// service account, offboarding with the operator token, the tokens'
+// lifetimes (--token-ttl) and purge (--allow-purge).
+func (e *Env) tryLines() string {
+	gw := strings.TrimSuffix(e.MCPURL, "/mcp")
+	secret, admin := join.Quote([]string{e.ServiceAccountSecretFile}), join.Quote([]string{e.AdminTokenFile})
+	purge := "Purge:  off: brain_purge is refused; restart with --allow-purge to try it.\n"
+	if e.cfg.AllowPurge {
+		purge = "Purge:  on (--allow-purge): a curator (alice@example.com) removes a note's content from history\n" +
+			"        for good: brain_purge {\"id\":\"<wing>/<hall>/<slug>\",\"reason\":\"leaked secret\"} (docs/history.md)\n"
+	}
+	return fmt.Sprintf(`
+A service account, as a CI job signs in (client_credentials; client:%[1]s writes platform):
+  curl -s -u "%[1]s:$(cat %[2]s)" -d grant_type=%[3]s %[4]s%[5]s
+  (its access_token is a bearer token for %[6]s)
+
+Offboarding with the gateway's operator token (signins.admin_token_file):
+  go run ./cmd/brainstem signins list --admin %[7]s --token-file %[8]s
+  go run ./cmd/brainstem signins end --admin %[7]s --token-file %[8]s --email bob@example.com
+
+Tokens: demo tokens live %[9]s, the gateway's access tokens %[10]s, service accounts' %[11]s (--token-ttl).
+%[12]s`, ServiceAccountID, secret, oauth.GrantTypeClientCredentials, gw, oauth.PathToken, e.MCPURL,
+		e.AdminURL, admin, human(e.cfg.TokenTTL), human(e.AccessTokenTTL), human(e.ServiceAccountTokenTTL), purge)
+}
+
+// human is a duration as a person writes it: 8h, 10m, 1m30s.
+func human(d time.Duration) string {
+	s := d.String()
+	if strings.HasSuffix(s, "m0s") {
+		s = strings.TrimSuffix(s, "0s")
+	}
+	if strings.HasSuffix(s, "h0m") {
+		s = strings.TrimSuffix(s, "0m")
+	}
+	return s
 }
 
 // remoteLine is the banner's line about Config.GitRemote ("" without).

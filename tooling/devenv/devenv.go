@@ -7,6 +7,7 @@ package devenv
 import (
 	"github.com/brainstem/brainstem/internal/tracing"
 
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -55,10 +56,17 @@ type Config struct {
 	IdPPort       int
 	ShardBasePort int // wing i listens on ShardBasePort+i (UDP); 0 → free ports
 
-	TokenTTL time.Duration // lifetime of the demo tokens; default 8h
-	Version  string
-	Logger   *slog.Logger // everything the servers log
-	AuditLog io.Writer    // the gateway's audit lines; nil discards them
+	// TokenTTL is the lifetime of the demo tokens (the banner's, `brainstem
+	// dev token`'s, the identity provider's) and, up to their defaults (1h
+	// and 10m), of the gateway's access tokens and service accounts'
+	// tokens; default 8h. At least a minute (the gateway's shortest).
+	TokenTTL time.Duration
+	// AllowPurge lets curators purge content from history for good
+	// (brain_purge) in every wing: each shard's History.AllowPurge.
+	AllowPurge bool
+	Version    string
+	Logger     *slog.Logger // everything the servers log
+	AuditLog   io.Writer    // the gateway's audit lines; nil discards them
 	// CallsPerSecond, when positive, is the gateway's per-user rate limit
 	// (burst: twice as many); `brainstem load` needs more than the default.
 	CallsPerSecond float64
@@ -70,6 +78,10 @@ type Config struct {
 	Shard func(*shard.Config)
 	// Progress is called while a wing's index builds.
 	Progress func(wing string, done, total int)
+	// Status, when set, is told what Start does between the index builds
+	// and the end ("platform: opening history…", "gateway: starting…"),
+	// for a person watching a large brain open.
+	Status func(msg string)
 	// PolicyPoll is how often a shard checks its policy file
 	// (<data>/policies/<wing>.yaml) for edits: 0 → the shard default,
 	// negative → only ReloadPolicy (tests).
@@ -106,6 +118,41 @@ func (e *PortError) Error() string {
 }
 func (e *PortError) Unwrap() error { return e.Err }
 
+// PortsError lists every listener that could not bind: Start tries each
+// port before it starts anything, so one run names every busy port and the
+// flag that moves it. It is an ErrUsage.
+type PortsError struct{ Ports []*PortError }
+
+func (e *PortsError) Error() string {
+	var b strings.Builder
+	if len(e.Ports) == 1 {
+		b.WriteString("devenv: a port is taken; stop what holds it or choose another with its flag:")
+	} else {
+		fmt.Fprintf(&b, "devenv: %d ports are taken; stop what holds them or choose others with their flags:", len(e.Ports))
+	}
+	for _, p := range e.Ports {
+		why := p.Err
+		var op *net.OpError
+		if errors.As(why, &op) {
+			why = op.Err // "bind: address already in use", without the address again
+		}
+		fmt.Fprintf(&b, "\n  %-21s the %s (%s): %v", p.Addr, p.What, p.Flag, why)
+	}
+	return b.String()
+}
+
+// Is makes a PortsError an ErrUsage.
+func (e *PortsError) Is(target error) bool { return target == ErrUsage }
+
+// Unwrap returns the PortErrors.
+func (e *PortsError) Unwrap() []error {
+	out := make([]error, len(e.Ports))
+	for i, p := range e.Ports {
+		out[i] = p
+	}
+	return out
+}
+
 // Env is a running development environment.
 type Env struct {
 	MCPURL     string   // the gateway's MCP endpoint
@@ -116,6 +163,16 @@ type Env struct {
 	DataDir    string   // state directory
 	Wings      []string // sorted
 	Notes      map[string]int64
+	// AdminTokenFile holds the operator token of the gateway's /signins
+	// endpoints (its signins.admin_token_file): `brainstem signins
+	// list|end --admin <AdminURL> --token-file <it>`.
+	AdminTokenFile string
+	// ServiceAccountSecretFile holds the client secret of the demo service
+	// account ServiceAccountID (client_credentials at the gateway's /token).
+	ServiceAccountSecretFile string
+	// AccessTokenTTL and ServiceAccountTokenTTL are the lifetimes of the
+	// gateway's access tokens and of its service accounts' tokens.
+	AccessTokenTTL, ServiceAccountTokenTTL time.Duration
 
 	idp      *devidp.Provider
 	stopIdP  func() error
@@ -133,9 +190,10 @@ type Env struct {
 
 // Start brings everything up and returns once the gateway is serving.
 func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
-	if cfg, err = cfg.withDefaults(); err != nil {
+	if err := cfg.Validate(); err != nil {
 		return nil, err
 	}
+	cfg = cfg.withDefaults()
 	runCtx, cancel := context.WithCancel(context.WithoutCancel(ctx))
 	e := &Env{cfg: cfg, cancel: cancel, errs: make(chan error, 16), Notes: map[string]int64{}, shards: map[string]*shard.Service{}}
 	defer func() {
@@ -182,24 +240,56 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 	return e, nil
 }
 
-// withDefaults checks the host and fills the defaults.
-func (cfg Config) withDefaults() (Config, error) {
-	if cfg.Host == "" {
-		cfg.Host = "127.0.0.1"
+// DefaultTokenTTL is the lifetime of the demo tokens when Config.TokenTTL
+// is 0.
+const DefaultTokenTTL = 8 * time.Hour
+
+// ErrUsage marks the errors of a bad command line: an invalid Config, a
+// busy port (`brainstem dev` exits 2 on them).
+var ErrUsage = errors.New("devenv: bad command line")
+
+// usageError is an error of the command line (errors.Is ErrUsage).
+type usageError struct{ msg string }
+
+func (e usageError) Error() string        { return e.msg }
+func (e usageError) Is(target error) bool { return target == ErrUsage }
+
+// Validate reports a Config the environment cannot run: a host that is
+// not a loopback address, a negative port, a token lifetime under a
+// minute. Its errors are ErrUsage's.
+func (cfg Config) Validate() error {
+	var errs []error
+	if ip := net.ParseIP(cmp.Or(cfg.Host, "127.0.0.1")); ip == nil || !ip.IsLoopback() {
+		errs = append(errs, usageError{fmt.Sprintf("devenv: --host %q is not a loopback address; the development environment never listens elsewhere", cfg.Host)})
 	}
-	if ip := net.ParseIP(cfg.Host); ip == nil || !ip.IsLoopback() {
-		return cfg, fmt.Errorf("devenv: host %q is not a loopback address; the development environment never listens elsewhere", cfg.Host)
+	for _, p := range []struct {
+		flag string
+		port int
+	}{{"--port", cfg.GatewayPort}, {"--admin-port", cfg.AdminPort}, {"--idp-port", cfg.IdPPort}, {"--shard-port", cfg.ShardBasePort}} {
+		if p.port < 0 || p.port > 65535 {
+			errs = append(errs, usageError{fmt.Sprintf("devenv: %s %d is not a port (0 to 65535; 0 picks a free one)", p.flag, p.port)})
+		}
 	}
-	if cfg.TokenTTL == 0 {
-		cfg.TokenTTL = 8 * time.Hour
+	if cfg.TokenTTL < 0 || cfg.TokenTTL > 0 && cfg.TokenTTL < time.Minute {
+		errs = append(errs, usageError{fmt.Sprintf("devenv: --token-ttl %s: want at least 1m (the gateway's access tokens live at least a minute)", cfg.TokenTTL)})
 	}
+	return errors.Join(errs...)
+}
+
+// withDefaults fills the defaults of a valid Config.
+func (cfg Config) withDefaults() Config {
+	cfg.Host = cmp.Or(cfg.Host, "127.0.0.1")
+	cfg.TokenTTL = cmp.Or(cfg.TokenTTL, DefaultTokenTTL)
 	if cfg.Logger == nil {
 		cfg.Logger = slog.New(slog.DiscardHandler)
 	}
 	if cfg.AuditLog == nil {
 		cfg.AuditLog = io.Discard
 	}
-	return cfg, nil
+	if cfg.Status == nil {
+		cfg.Status = func(string) {}
+	}
+	return cfg
 }
 
 // listeners are the sockets of the environment, opened before anything
@@ -211,16 +301,18 @@ type listeners struct {
 
 func (e *Env) listen() (*listeners, error) {
 	var ls listeners
-	var err error
-	if ls.idp, err = e.listenTCP(e.cfg.IdPPort, "identity provider", "--idp-port"); err != nil {
-		return nil, err
+	var busy []*PortError
+	tcp := func(port int, what, flag string) net.Listener {
+		ln, err := e.listenTCP(port, what, flag)
+		var pe *PortError
+		if errors.As(err, &pe) {
+			busy = append(busy, pe)
+		}
+		return ln
 	}
-	if ls.public, err = e.listenTCP(e.cfg.GatewayPort, "gateway", "--port"); err != nil {
-		return nil, err
-	}
-	if ls.admin, err = e.listenTCP(e.cfg.AdminPort, "gateway admin endpoint", "--admin-port"); err != nil {
-		return nil, err
-	}
+	ls.idp = tcp(e.cfg.IdPPort, "identity provider", "--idp-port")
+	ls.public = tcp(e.cfg.GatewayPort, "gateway", "--port")
+	ls.admin = tcp(e.cfg.AdminPort, "gateway admin endpoint", "--admin-port")
 	for i, w := range e.Wings {
 		port := 0
 		if e.cfg.ShardBasePort != 0 {
@@ -229,10 +321,18 @@ func (e *Env) listen() (*listeners, error) {
 		addr := net.JoinHostPort(e.cfg.Host, strconv.Itoa(port))
 		pc, err := net.ListenPacket("udp", addr)
 		if err != nil {
-			return nil, &PortError{What: "shard " + w, Flag: "--shard-port", Addr: addr, Err: err}
+			flag := "--shard-port"
+			if i > 0 {
+				flag = fmt.Sprintf("--shard-port, +%d", i)
+			}
+			busy = append(busy, &PortError{What: "shard of " + w + ", UDP", Flag: flag, Addr: addr, Err: err})
+			continue
 		}
 		e.closers = append(e.closers, pc.Close)
 		ls.shards = append(ls.shards, pc)
+	}
+	if len(busy) > 0 {
+		return nil, &PortsError{Ports: busy}
 	}
 	return &ls, nil
 }
@@ -304,6 +404,14 @@ func (e *Env) startGateway(ctx context.Context, ls *listeners, wings []gateway.W
 	if _, err := auth.LoadOrCreateKey(gcfg.OAuth.SigningKeyFile); err != nil {
 		return fmt.Errorf("devenv: the gateway's signing key: %w", err)
 	}
+	// Short tokens (--token-ttl) for the gateway's own too, up to their
+	// defaults.
+	e.AccessTokenTTL = min(e.cfg.TokenTTL, oauth.DefaultAccessTokenTTL)
+	e.ServiceAccountTokenTTL = min(e.cfg.TokenTTL, oauth.DefaultServiceAccountTokenTTL)
+	gcfg.OAuth.AccessTokenTTL, gcfg.OAuth.ServiceAccountTokenTTL = e.AccessTokenTTL, e.ServiceAccountTokenTTL
+	if err := e.credentials(&gcfg); err != nil {
+		return err
+	}
 	gcfg.DrainGrace = 0 // nothing balances load in front of a development gateway
 	if r := e.cfg.CallsPerSecond; r > 0 {
 		gcfg.Limits.CallsPerSecond, gcfg.Limits.Burst = r, int(r)*2
@@ -315,6 +423,7 @@ func (e *Env) startGateway(ctx context.Context, ls *listeners, wings []gateway.W
 	if err != nil {
 		return err
 	}
+	e.cfg.Status("gateway: starting…")
 	gw, err := gateway.New(ctx, gcfg, gateway.Options{Logger: e.cfg.Logger.With("component", "gateway"), AuditLog: e.cfg.AuditLog, ShardTLS: e.shardTLS,
 		Tracing: tr})
 	if err != nil {
@@ -339,9 +448,16 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, id
 	if err != nil {
 		return "", err
 	}
-	var progress func(done, total int)
-	if e.cfg.Progress != nil {
-		progress = func(done, total int) { e.cfg.Progress(wing, done, total) }
+	start := time.Now()
+	e.cfg.Status(wing + ": loading notes…")
+	var loaded sync.Once
+	progress := func(done, total int) {
+		if e.cfg.Progress != nil {
+			e.cfg.Progress(wing, done, total)
+		}
+		if done == total { // the store opens the wing's history next
+			loaded.Do(func() { e.cfg.Status(wing + ": opening history…") })
+		}
 	}
 	// Shard state lives in the data directory, not in a brain served in
 	// place: `brainstem shard --stdio` on the same checkout keeps its own.
@@ -350,6 +466,7 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, id
 		StateDir: filepath.Join(e.DataDir, "state", wing), Version: e.cfg.Version,
 		Logger: e.cfg.Logger.With("component", "shard"), Progress: progress, // the shard adds "wing"
 	}
+	scfg.History.AllowPurge = e.cfg.AllowPurge
 	if e.remote != nil && wing == e.Wings[0] {
 		scfg.Remote = e.remote
 	}
@@ -370,6 +487,7 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, id
 	if h, err := srv.Service().Health(ctx); err == nil {
 		e.Notes[wing] = h.Notes
 	}
+	e.cfg.Status(fmt.Sprintf("%s: ready (%d notes, %s)", wing, e.Notes[wing], time.Since(start).Round(time.Millisecond)))
 	e.wg.Add(1)
 	go func() {
 		defer e.wg.Done()
@@ -453,6 +571,9 @@ func (e *Env) IDJAG(email string) (string, time.Time, error) {
 func idpMux(idp *devidp.Provider, ttl time.Duration) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/", idp.Handler())
+	// The issuer URL itself, as the banner prints it, answers with the
+	// discovery document rather than a 404.
+	mux.Handle("GET /{$}", devidp.LoopbackOnly(http.RedirectHandler("/.well-known/openid-configuration", http.StatusFound)))
 	mux.Handle("POST /dev/token", devidp.LoopbackOnly(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		r.Body = http.MaxBytesReader(w, r.Body, devidp.MaxFormBytes)
 		email, err := auth.CanonicalEmail(r.FormValue("email"))
@@ -647,11 +768,12 @@ func (e *Env) prepareDirs() error {
 
 // policy returns the policy file <data>/policies/<wing>.yaml, which the
 // shard reads and follows as it is edited; a wing without one (an existing
-// brain's own wings) lets every signed-in developer curate it.
+// brain's own wings) lets every signed-in developer curate it, and the
+// demo service account write it.
 func (e *Env) policy(wing string) (auth.Policy, string, error) {
 	p := e.PolicyPath(wing)
 	if _, err := os.Stat(p); errors.Is(err, fs.ErrNotExist) {
-		return auth.Policy{Curators: []string{"*"}}, "", nil
+		return auth.Policy{Curators: []string{"*"}, Writers: []string{"client:" + ServiceAccountID}}, "", nil
 	}
 	if _, err := auth.LoadPolicy(p); err != nil {
 		return auth.Policy{}, "", fmt.Errorf("devenv: %w", err)
