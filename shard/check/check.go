@@ -45,13 +45,14 @@ type Problem struct {
 // Report is the result of checking a brain.
 type Report struct {
 	Root     string         `json:"root"`
-	Wings    []string       `json:"wings"`            // every wing seen in wiki/, inbox/ or sessions/, sorted
-	Notes    int            `json:"notes"`            // curated notes a shard would load
-	Inbox    int            `json:"inbox"`            // inbox notes
-	Sessions int            `json:"sessions"`         // session logs
-	PerWing  map[string]int `json:"per_wing"`         // curated notes by wing
-	Problems []Problem      `json:"problems"`         // sorted by path; empty when the brain is clean
-	Remote   *Remote        `json:"remote,omitempty"` // the git remote's last status; nil without one
+	Wings    []string       `json:"wings"`             // every wing seen in wiki/, inbox/ or sessions/, sorted
+	Notes    int            `json:"notes"`             // curated notes a shard would load
+	Inbox    int            `json:"inbox"`             // inbox notes
+	Sessions int            `json:"sessions"`          // session logs
+	PerWing  map[string]int `json:"per_wing"`          // curated notes by wing
+	Problems []Problem      `json:"problems"`          // sorted by path; empty when the brain is clean
+	Flagged  []Flagged      `json:"flagged,omitempty"` // notes the injection audit flags, sorted by path (not problems)
+	Remote   *Remote        `json:"remote,omitempty"`  // the git remote's last status; nil without one
 }
 
 // OK reports whether the brain has no problem.
@@ -119,6 +120,7 @@ func Brain(ctx context.Context, root string, opt Options) (*Report, error) {
 	}
 	c.remote()
 	slices.SortStableFunc(c.rep.Problems, func(a, b Problem) int { return strings.Compare(a.Path, b.Path) })
+	slices.SortFunc(c.rep.Flagged, func(a, b Flagged) int { return strings.Compare(a.Path, b.Path) })
 	return c.rep, nil
 }
 
@@ -341,6 +343,7 @@ func (c *checker) read(rel string) ([]byte, bool) {
 
 // note checks a note's frontmatter and links. hall is "" for an inbox note.
 func (c *checker) note(rel, wing, hall string, raw []byte) {
+	c.audit(rel, raw)
 	doc, err := frontmatter.Parse(raw)
 	if err != nil {
 		c.problem(rel, "the frontmatter cannot be read (%s): fix it, or the note cannot be updated", reason(err))
@@ -450,6 +453,9 @@ func (r *Report) WriteText(w io.Writer) error {
 	var b strings.Builder
 	for _, p := range r.Problems {
 		fmt.Fprintf(&b, "%s: %s\n", p.Path, p.Message)
+	}
+	for _, f := range r.Flagged {
+		fmt.Fprintf(&b, "%s: flagged by the injection audit (read it before an agent does): %s\n", f.Path, f.summary())
 	}
 	if r.Remote != nil {
 		r.Remote.writeText(&b)
