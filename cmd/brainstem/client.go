@@ -36,7 +36,7 @@ func runLogin(ctx context.Context, args []string, s streams) error {
 	}
 	sc.Device = *device
 	_, err = join.Login(ctx, sc, sc.HTTP, mcpURL, s.out)
-	return err
+	return doctor.Unreachable(err, mcpURL)
 }
 
 func runToken(ctx context.Context, args []string, s streams) error {
@@ -50,7 +50,7 @@ func runToken(ctx context.Context, args []string, s streams) error {
 	if err != nil {
 		return err
 	}
-	return join.PrintToken(ctx, sc, mcpURL, *jsonHeader, s.out)
+	return doctor.Unreachable(join.PrintToken(ctx, sc, mcpURL, *jsonHeader, s.out), mcpURL)
 }
 
 func runJoin(ctx context.Context, args []string, s streams) error {
@@ -62,7 +62,8 @@ func runJoin(ctx context.Context, args []string, s streams) error {
 	noBrowser := fs.Bool("no-browser", false, "print the sign-in URL instead of opening a browser")
 	device := fs.Bool("device", false, "sign in with a code typed into a browser on any computer (RFC 8628), for a computer without a browser")
 	timeout := fs.Duration("timeout", signin.DefaultCallbackTimeout, "how long to wait for the browser")
-	if _, err := parseWithURL(fs, args, "join"); err != nil {
+	mcpURL, err := parseWithURL(fs, args, "join")
+	if err != nil {
 		return err
 	}
 	sc, err := signin.NewDefault(s.out, *noBrowser, *timeout)
@@ -71,7 +72,7 @@ func runJoin(ctx context.Context, args []string, s streams) error {
 	}
 	sc.Device = *device
 	opt.URL, opt.SignIn, opt.HTTP = fs.Arg(0), sc, sc.HTTP
-	return join.Run(ctx, opt)
+	return doctor.Unreachable(join.Run(ctx, opt), mcpURL)
 }
 
 func runDoctor(ctx context.Context, args []string, s streams) error {
@@ -154,6 +155,8 @@ func runCA(_ context.Context, args []string, s streams) error {
 			fmt.Fprintf(s.out, "created CA %q in %s (expires %s)\n", ca.Certificate().Subject.CommonName, *dir, ca.Certificate().NotAfter.Format(time.DateOnly))
 		}
 		return err
+	case *role == "":
+		return cli.Usagef("ca issue: --role is required: one of %s, %s", pki.RoleGateway, pki.RoleShard)
 	case err != nil:
 		return cli.UsageError{Msg: err.Error()}
 	case *out == "" || *names == "":

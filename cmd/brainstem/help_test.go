@@ -13,14 +13,12 @@ import (
 
 var update = flag.Bool("update", false, "rewrite testdata/help/*.golden")
 
-// helpCommands are the command lines whose -h is checked: every command
-// with flags, and dev's subcommands.
+// helpCommands are the command lines whose -h is checked: every command,
+// and dev's subcommands.
 func helpCommands() []string {
 	names := []string{"dev token", "dev idp"}
 	for name := range commands() {
-		if name != "version" {
-			names = append(names, name)
-		}
+		names = append(names, name)
 	}
 	slices.Sort(names)
 	return names
@@ -29,6 +27,14 @@ func helpCommands() []string {
 // valueName is what the flag package prints after a flag's name: the type
 // ("string", "duration") or the word a usage backquotes ("file", "url").
 var valueName = regexp.MustCompile(`^[a-z]+$`)
+
+// commandLine is a command's line of the top usage: the command, at least
+// two spaces, its description.
+var commandLine = regexp.MustCompile(`^  brainstem \S.*?\S {2,}\S`)
+
+// oneDash is a flag named with one dash ("-admin-port"), which the help
+// never does: the binary's flags are written --admin-port everywhere.
+var oneDash = regexp.MustCompile(`(^|[\s\[(|,'"])-[a-z][a-z-]+`)
 
 // TestHelp renders the -h of every command and holds it to a golden file
 // (testdata/help/<command>.golden; -update rewrites them, so that a change
@@ -64,6 +70,14 @@ func TestHelp(t *testing.T) {
 		t.Fatalf("brainstem help: code %d, stderr %q", code, errb.String())
 	}
 	check(t, "brainstem", out.String())
+	if m := oneDash.FindString(out.String()); m != "" {
+		t.Errorf("brainstem help names a flag with one dash: %q", m)
+	}
+	for line := range strings.Lines(out.String()) {
+		if strings.HasPrefix(line, "  brainstem ") && !commandLine.MatchString(line) {
+			t.Errorf("brainstem help: %q runs into its description (two spaces at least between them)", line)
+		}
+	}
 	for _, name := range helpCommands() {
 		t.Run(strings.ReplaceAll(name, " ", "-"), func(t *testing.T) {
 			var out, errb strings.Builder
@@ -79,12 +93,21 @@ func TestHelp(t *testing.T) {
 				}
 				flags++
 				f := strings.Fields(line)
-				if len(f) > 2 || len(f) == 2 && !valueName.MatchString(f[1]) {
-					t.Errorf("brainstem %s: the flag line %q: its value name is not one lower-case word (a backquoted phrase in the usage?)", name, strings.TrimSpace(line))
+				if !strings.HasPrefix(f[0], "--") || len(f) > 2 || len(f) == 2 && !valueName.MatchString(f[1]) {
+					t.Errorf("brainstem %s: the flag line %q: want --name and at most one lower-case word for its value (a backquoted phrase in the usage?)", name, strings.TrimSpace(line))
 				}
 			}
-			if flags == 0 {
-				t.Errorf("brainstem %s -h lists no flag:\n%s", name, help)
+			if flags == 0 && name != "version" || flags > 0 && !strings.Contains(help, "\nFlags:\n  --") {
+				t.Errorf("brainstem %s -h: %d flags, and they need a Flags: header:\n%s", name, flags, help)
+			}
+			if m := oneDash.FindString(help); m != "" {
+				t.Errorf("brainstem %s -h names a flag with one dash: %q", name, m)
+			}
+			// brainstem help <command> is the same text, on stdout.
+			var hout, herr strings.Builder
+			code = run(context.Background(), append([]string{"help"}, strings.Fields(name)...), strings.NewReader(""), &hout, &herr)
+			if code != 0 || hout.String() != help || herr.Len() != 0 {
+				t.Errorf("brainstem help %s: code %d, stderr %q, and its text differs from -h's:\n%s", name, code, herr.String(), hout.String())
 			}
 			check(t, strings.ReplaceAll(name, " ", "-"), help)
 		})

@@ -43,7 +43,10 @@ func commands() map[string]command {
 	return map[string]command{
 		"dev": runDev, "gateway": runGateway, "shard": runShard, "check": runCheck, "ca": runCA,
 		"login": runLogin, "token": runToken, "join": runJoin, "doctor": runDoctor, "load": runLoad, "signins": func(c context.Context, a []string, s streams) error { return signins.Run(c, a, s.out, s.err, usage) },
-		"version": func(_ context.Context, _ []string, s streams) error {
+		"version": func(_ context.Context, a []string, s streams) error {
+			if err := cli.Parse(newFlagSet("version", s), a); err != nil {
+				return err
+			}
 			_, err := fmt.Fprintln(s.out, "brainstem", version)
 			return err
 		},
@@ -86,6 +89,9 @@ func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.
 	}
 	switch name := strings.TrimLeft(args[0], "-"); name {
 	case "help", "h":
+		if len(args) > 1 && args[1] != "help" && !strings.HasPrefix(args[1], "-") { // help <command>: its -h, on stdout
+			return run(ctx, append(args[1:], "-h"), stdin, stdout, stdout)
+		}
 		fmt.Fprint(stdout, usage("brainstem"))
 		return 0
 	default:

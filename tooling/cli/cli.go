@@ -14,6 +14,7 @@ import (
 	"io"
 	"log/slog"
 	"os"
+	"reflect"
 	"slices"
 	"strings"
 	"time"
@@ -48,15 +49,72 @@ func ExitCode(err error, stderr io.Writer) int {
 }
 
 // NewFlagSet makes a flag set whose errors are returned, not fatal, and
-// whose -h prints usage and then the flags.
+// whose -h prints usage and then the flags (PrintFlags).
 func NewFlagSet(name string, stderr io.Writer, usage string) *flag.FlagSet {
 	fs := flag.NewFlagSet(name, flag.ContinueOnError)
 	fs.SetOutput(stderr)
-	fs.Usage = func() {
-		fmt.Fprint(stderr, usage)
-		fs.PrintDefaults()
-	}
+	fs.Usage = func() { PrintUsage(stderr, usage, fs) }
 	return fs
+}
+
+// PrintUsage prints a command's help: its usage text, then, under a
+// "Flags:" header (added unless the text ends with one), its flags as
+// PrintFlags lists them.
+func PrintUsage(w io.Writer, usage string, fs *flag.FlagSet) {
+	text := strings.TrimRight(usage, "\n")
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n == 0 {
+		fmt.Fprintln(w, text)
+		return
+	}
+	if !strings.HasSuffix(text, "Flags:") {
+		text += "\n\nFlags:"
+	}
+	fmt.Fprintln(w, text)
+	PrintFlags(w, fs)
+}
+
+// PrintFlags lists fs's flags in name order as the brainstem binary names
+// them, with two dashes ("--admin-port int"), each with its usage below
+// and its default when it is not the zero value. It replaces package
+// flag's PrintDefaults, which writes one dash.
+func PrintFlags(w io.Writer, fs *flag.FlagSet) {
+	fs.VisitAll(func(f *flag.Flag) {
+		value, usage := flag.UnquoteUsage(f)
+		line := "  --" + f.Name
+		if value != "" {
+			line += " " + value
+		}
+		usage = strings.ReplaceAll(usage, "\n", "\n        ")
+		if !isZeroDefault(f) {
+			if s, ok := f.Value.(flag.Getter); ok && isString(s.Get()) {
+				usage += fmt.Sprintf(" (default %q)", f.DefValue)
+			} else {
+				usage += fmt.Sprintf(" (default %s)", f.DefValue)
+			}
+		}
+		fmt.Fprintf(w, "%s\n        %s\n", line, usage)
+	})
+}
+
+func isString(v any) bool { _, ok := v.(string); return ok }
+
+// isZeroDefault reports whether f's default is its type's zero value (an
+// empty string, 0, false, 0s), which PrintFlags does not show, as package
+// flag does not.
+func isZeroDefault(f *flag.Flag) (zero bool) {
+	defer func() {
+		if recover() != nil { // a Value whose String needs more than its zero value
+			zero = f.DefValue == ""
+		}
+	}()
+	t := reflect.TypeOf(f.Value)
+	z := reflect.Zero(t)
+	if t.Kind() == reflect.Pointer {
+		z = reflect.New(t.Elem())
+	}
+	return f.DefValue == z.Interface().(flag.Value).String()
 }
 
 // Parse parses args, flags and positional arguments in any order

@@ -105,7 +105,7 @@ func TestSubcommand(t *testing.T) {
 	if err := Subcommand(fs, []string{"issue", "--dir", "x"}, "init", "issue"); err != nil || out.Len() != 0 {
 		t.Fatalf("a known subcommand: %v, printed %q", err, out.String())
 	}
-	if err := Subcommand(fs, []string{"-h"}, "init", "issue"); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "-dir directory") {
+	if err := Subcommand(fs, []string{"-h"}, "init", "issue"); !errors.Is(err, flag.ErrHelp) || !strings.Contains(out.String(), "\n  --dir directory\n") {
 		t.Fatalf("-h: %v, printed %q; want the usage and flags, and flag.ErrHelp", err, out.String())
 	}
 	var ue UsageError
@@ -121,5 +121,53 @@ func TestFlagZero(t *testing.T) {
 		if got := FlagZero(in); got != want {
 			t.Errorf("FlagZero(%v) = %v, want %v", in, got, want)
 		}
+	}
+}
+
+// TestPrintUsage: -h prints the usage, a "Flags:" header (once, whether
+// the usage ends with one or not) and every flag with two dashes, its value
+// name, its usage and its default unless that is the zero value; a command
+// without flags gets no header.
+func TestPrintUsage(t *testing.T) {
+	fs := NewFlagSet("x", io.Discard, "")
+	fs.String("email", "alice@example.com", "the `email` of the user")
+	fs.String("brain", "", "the brain `directory`")
+	fs.Int("port", 8080, "gateway port")
+	fs.Int("zero", 0, "a number")
+	fs.Duration("ttl", 0, "a lifetime")
+	fs.Duration("timeout", 5*time.Minute, "how long")
+	fs.Bool("json", false, "print JSON")
+	fs.Bool("files", true, "check files")
+	fs.Float64("rate", 0, "calls per second")
+	const flags = `  --brain directory
+        the brain directory
+  --email email
+        the email of the user (default "alice@example.com")
+  --files
+        check files (default true)
+  --json
+        print JSON
+  --port int
+        gateway port (default 8080)
+  --rate float
+        calls per second
+  --timeout duration
+        how long (default 5m0s)
+  --ttl duration
+        a lifetime
+  --zero int
+        a number
+`
+	for _, usage := range []string{"Usage: x\n", "Usage: x\n\nFlags:\n", "Usage: x"} {
+		var b strings.Builder
+		PrintUsage(&b, usage, fs)
+		if want := "Usage: x\n\nFlags:\n" + flags; b.String() != want {
+			t.Errorf("usage %q:\n%s\nwant\n%s", usage, b.String(), want)
+		}
+	}
+	var b strings.Builder
+	PrintUsage(&b, "Usage: y\n", NewFlagSet("y", io.Discard, ""))
+	if b.String() != "Usage: y\n" {
+		t.Errorf("no flags: %q", b.String())
 	}
 }
