@@ -306,6 +306,8 @@ func register(ctx context.Context, opt Options, mcpURL string) error {
 	}
 	if opt.Token == "" {
 		fmt.Fprintf(out, "  In Claude Code, run /mcp, choose %s and authenticate: it signs in through the gateway by itself.\n", opt.Name)
+		fmt.Fprintf(out, "  Next, the hooks (a brief at each session start, the notes that match a prompt, a capture before it stops):\n"+
+			"  brainstem hooks install --url %s\n  (the Brainstem plugin carries the same hooks: use one or the other; docs/agents.md)\n", mcpURL)
 	}
 	fmt.Fprintf(out, "\nCursor (~/.cursor/mcp.json):\n%s\n\nVS Code (.vscode/mcp.json):\n%s\n", plan.CursorJSON(), plan.VSCodeJSON())
 	if opt.Token == "" {

@@ -150,7 +150,8 @@ func TestLoginThenJoin(t *testing.T) {
 		t.Fatalf("join --dry-run: %v\n%s", err, &out)
 	}
 	for _, want := range []string{"✓ metadata", "✓ registration", "✓ sign-in: alice@example.com (stored sign-in", "✓ access: 3 wings",
-		"dry run: would run\n  " + claudeLine + "\n", "run /mcp, choose brainstem and authenticate", `"url": "` + env.MCPURL + `"`, "--json-header"} {
+		"dry run: would run\n  " + claudeLine + "\n", "run /mcp, choose brainstem and authenticate", `"url": "` + env.MCPURL + `"`, "--json-header",
+		"brainstem hooks install --url " + env.MCPURL + "\n"} {
 		if !strings.Contains(out.String(), want) {
 			t.Errorf("join --dry-run output lacks %q:\n%s", want, &out)
 		}
