@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/injection"
 )
 
 // wingOf reads the {wing} of the path and answers as for a missing page
@@ -182,12 +183,13 @@ func (c *Console) archivePage(rq *request) answer {
 }
 
 type pendingNote struct {
-	Name      string `json:"name"`
-	Title     string `json:"title"`
-	Hall      string `json:"hall"`
-	CreatedBy string `json:"created_by"`
-	CreatedAt string `json:"created_at"`
-	Excerpt   string `json:"excerpt"`
+	Name      string           `json:"name"`
+	Title     string           `json:"title"`
+	Hall      string           `json:"hall"`
+	CreatedBy string           `json:"created_by"`
+	CreatedAt string           `json:"created_at"`
+	Excerpt   string           `json:"excerpt"`
+	Flags     []injection.Flag `json:"flags"` // the injection audit's, shown with why
 }
 
 func (c *Console) inbox(rq *request) answer {
@@ -211,12 +213,13 @@ func (c *Console) inbox(rq *request) answer {
 
 // got is brain_get's answer.
 type got struct {
-	ID          string          `json:"id"`
-	Path        string          `json:"path"`
-	ContentHash string          `json:"content_hash"`
-	Frontmatter json.RawMessage `json:"frontmatter"`
-	Body        string          `json:"body"`
-	Version     string          `json:"version"`
+	ID          string           `json:"id"`
+	Path        string           `json:"path"`
+	ContentHash string           `json:"content_hash"`
+	Frontmatter json.RawMessage  `json:"frontmatter"`
+	Body        string           `json:"body"`
+	Version     string           `json:"version"`
+	Flags       []injection.Flag `json:"flags"` // the injection audit's findings, none for a clean note
 }
 
 // shown is a note ready for a page.
@@ -301,6 +304,9 @@ func (c *Console) promote(rq *request) answer {
 			return failed(err)
 		}
 		args["title"] = t
+	}
+	if f.Get("acknowledge_flags") != "" {
+		args["acknowledge_flags"] = true // the curator ticked that they read the injection audit's flags
 	}
 	if err := withKey(args, f); err != nil {
 		return failed(err)
