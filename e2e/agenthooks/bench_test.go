@@ -8,6 +8,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -21,8 +22,15 @@ import (
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 )
 
-// benchNotes is the size of the benchmark's big wing.
-const benchNotes = 10_000
+// benchNotes is the size of the benchmark's big wing: BRAINSTEM_BENCH_DOCS
+// notes, 10,000 by default (the figures of docs/performance-hooks.md; CI
+// runs every benchmark once on a small corpus).
+func benchNotes() int {
+	if v, err := strconv.Atoi(os.Getenv("BRAINSTEM_BENCH_DOCS")); err == nil && v > 0 {
+		return v
+	}
+	return 10_000
+}
 
 // benchBrain is the sample brain plus a wing "corpus" of n generated notes
 // (tooling/corpus), which every signed-in developer may read.
@@ -54,7 +62,7 @@ func benchBrain(b *testing.B, n int) string {
 // hook's own allocations).
 // Run it with e.g. -benchtime=400x for stable percentiles.
 func BenchmarkHookPrompt(b *testing.B) {
-	env := devenvtest.Start(b, devenv.Config{Brain: benchBrain(b, benchNotes),
+	env := devenvtest.Start(b, devenv.Config{Brain: benchBrain(b, benchNotes()),
 		Gateway: func(c *gateway.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 }})
 	alice := newPerson(b, env, "alice@example.com")
 	in := input(b, hooks.NamePrompt, "s-bench", b.TempDir(), "", map[string]any{"prompt": "how do we handle retries on the payment API"})
@@ -97,7 +105,7 @@ func runOnce(b *testing.B, p *person, in string) time.Duration {
 // BenchmarkRunPrompt is the prompt hook inside this process (hooks.Run, no
 // process start), for -benchmem's allocations of one hook.
 func BenchmarkRunPrompt(b *testing.B) {
-	env := devenvtest.Start(b, devenv.Config{Brain: benchBrain(b, benchNotes),
+	env := devenvtest.Start(b, devenv.Config{Brain: benchBrain(b, benchNotes()),
 		Gateway: func(c *gateway.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 }})
 	alice := newPerson(b, env, "alice@example.com")
 	in := input(b, hooks.NamePrompt, "s-bench", b.TempDir(), "", map[string]any{"prompt": "how do we handle retries on the payment API"})
