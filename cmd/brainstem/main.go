@@ -21,6 +21,7 @@ import (
 	"syscall"
 
 	"github.com/brainstem/brainstem/tooling/cli"
+	"github.com/brainstem/brainstem/tooling/hookcmd"
 	"github.com/brainstem/brainstem/tooling/signins"
 )
 
@@ -43,6 +44,10 @@ func commands() map[string]command {
 	return map[string]command{
 		"dev": runDev, "gateway": runGateway, "shard": runShard, "check": runCheck, "ca": runCA,
 		"login": runLogin, "token": runToken, "join": runJoin, "doctor": runDoctor, "load": runLoad, "signins": func(c context.Context, a []string, s streams) error { return signins.Run(c, a, s.out, s.err, usage) },
+		"hooks": func(c context.Context, a []string, s streams) error { return hookcmd.Hooks(c, a, s.out, s.err, usage) },
+		"hook": func(c context.Context, a []string, s streams) error {
+			return hookcmd.Hook(c, a, s.in, s.out, s.err, usage)
+		},
 		"version": func(_ context.Context, a []string, s streams) error {
 			if err := cli.Parse(newFlagSet("version", s), a); err != nil {
 				return err
