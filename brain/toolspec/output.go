@@ -11,7 +11,10 @@ import (
 // derived from the Go type of Spec.Result the way encoding/json encodes it:
 // an object per struct (its fields in declaration order, embedded structs'
 // fields inline, the fields without omitempty required), arrays for slices
-// (null too: a nil slice encodes as null), objects for maps, and no
+// and objects for maps (never null: a type union such as ["array","null"]
+// is not portable across MCP clients, so the tools answer [] and {}, not
+// the null of a nil slice or map; TestStructuredResultsWhenEmpty holds the
+// empty answers to it), and no
 // constraint for a value that encodes itself (json.Marshaler,
 // json.RawMessage) or an interface. Other properties are allowed, so an
 // answer may gain fields (the gateway adds some, Spec.CrossLinks) without
@@ -58,11 +61,11 @@ func writeType(b *bytes.Buffer, t reflect.Type, seen map[reflect.Type]bool) {
 			b.WriteString(`{"type":"string"}`) // base64, as encoding/json writes bytes
 			return
 		}
-		b.WriteString(`{"type":["array","null"],"items":`)
+		b.WriteString(`{"type":"array","items":`)
 		writeType(b, t.Elem(), seen)
 		b.WriteByte('}')
 	case reflect.Map:
-		b.WriteString(`{"type":["object","null"],"additionalProperties":`)
+		b.WriteString(`{"type":"object","additionalProperties":`)
 		writeType(b, t.Elem(), seen)
 		b.WriteByte('}')
 	case reflect.Struct:

@@ -47,14 +47,14 @@ func TestOutputSchema(t *testing.T) {
 	}
 	const want = `{"type":"object","properties":{` +
 		`"s":{"type":"string"},"b":{"type":"boolean"},"i":{"type":"integer"},"f":{"type":"number"},` +
-		`"list":{"type":["array","null"],"items":{"type":"string"}},"bytes":{"type":"string"},` +
-		`"map":{"type":["object","null"],"additionalProperties":{"type":"integer"}},"raw":{},"at":{},` +
+		`"list":{"type":"array","items":{"type":"string"}},"bytes":{"type":"string"},` +
+		`"map":{"type":"object","additionalProperties":{"type":"integer"}},"raw":{},"at":{},` +
 		`"ptr":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]},` +
 		`"inner":{"type":"object","properties":{"n":{"type":"integer"}},"required":["n"]},` +
 		`"opt":{"type":"string"},"zero":{"type":"integer"},` +
-		`"self":{"type":"object","properties":{"next":{"type":["array","null"],"items":{}}},"required":["next"]},` +
+		`"self":{"type":"object","properties":{"next":{"type":"array","items":{}}},"required":["next"]},` +
 		`"NoTag":{"type":"string"},"any":{},` +
-		`"nested":{"type":["object","null"],"additionalProperties":{"type":["array","null"],"items":{"type":"boolean"}}},` +
+		`"nested":{"type":"object","additionalProperties":{"type":"array","items":{"type":"boolean"}}},` +
 		`"e":{"type":"string"}},` +
 		`"required":["s","b","i","f","list","bytes","map","raw","at","inner","self","NoTag","any","nested","e"]}`
 	if got := string(s.OutputSchema()); got != want {
