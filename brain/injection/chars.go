@@ -122,6 +122,11 @@ func scanChars(b []byte) []Finding {
 	}
 	prev, prevClass := rune(-1), visible
 	for i := 0; i < len(b); {
+		if c := b[i]; c >= 0x20 && c < 0x7f || c == '\n' || c == '\t' || c == '\r' {
+			prev, prevClass = rune(c), visible // the common case, without decoding
+			i++
+			continue
+		}
 		r, size := utf8.DecodeRune(b[i:])
 		c := classify(r)
 		if r == 0x1f3f4 {

@@ -42,7 +42,11 @@ func words(alt ...string) string { return "(?:" + strings.Join(alt, "|") + ")" }
 type table struct {
 	list  []phrase
 	words map[string][]int // lead word -> indexes in list
-	lits  []literalLead
+	// starts marks the first two bytes of the lead words (a lead of one
+	// byte marks its byte and any second), so that most words of a note
+	// are passed over without a map lookup.
+	starts [256][256]bool
+	lits   []literalLead
 }
 
 type literalLead struct {
@@ -51,6 +55,25 @@ type literalLead struct {
 }
 
 var phrases = buildPhrases()
+
+// mark records the first two bytes of the lead word l in starts.
+func (t *table) mark(l string) {
+	if len(l) > 1 {
+		t.starts[l[0]][l[1]] = true
+		return
+	}
+	for c := range t.starts[l[0]] {
+		t.starts[l[0]][c] = true
+	}
+}
+
+// mayLead reports whether the word w can be a lead word.
+func (t *table) mayLead(w []byte) bool {
+	if len(w) == 1 {
+		return t.starts[w[0]][0]
+	}
+	return t.starts[w[0]][w[1]]
+}
 
 func buildPhrases() *table {
 	t := &table{words: map[string][]int{}}
@@ -65,6 +88,7 @@ func buildPhrases() *table {
 		for _, l := range p.leads {
 			if isWordByte(l[0]) {
 				t.words[l] = append(t.words[l], i)
+				t.mark(l)
 			} else {
 				if lits[l] == nil {
 					t.lits = append(t.lits, literalLead{lit: l})

@@ -2,27 +2,33 @@ package injection
 
 import (
 	"regexp"
+	"sync"
 	"testing"
 )
+
+// referenceRes are the phrases' patterns compiled unanchored, once.
+var referenceRes = sync.OnceValue(func() []*regexp.Regexp {
+	out := make([]*regexp.Regexp, len(phrases.list))
+	for i, p := range phrases.list {
+		src := `(` + p.src + `)`
+		if p.lineStart {
+			src = `(?m)^[ \t>*#]*` + src
+		}
+		out[i] = regexp.MustCompile(src)
+	}
+	return out
+})
 
 // referencePhrases finds the first match of each text rule by running every
 // phrase's pattern over the whole lower-cased text, as a plain regexp
 // search would: what scanPhrases, which tries patterns only at their leads
 // and within their windows, must agree with.
-func referencePhrases(t testing.TB, content []byte) map[string]int {
+func referencePhrases(content []byte) map[string]int {
 	low := lowerASCII(content)
 	code := codeSpans(content)
 	out := map[string]int{}
-	for _, p := range phrases.list {
-		src := `(` + p.src + `)`
-		if p.lineStart {
-			src = `(?m)^[ \t>*#]*` + src
-		}
-		re, err := regexp.Compile(src)
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range re.FindAllSubmatchIndex(low, -1) {
+	for i, p := range phrases.list {
+		for _, m := range referenceRes()[i].FindAllSubmatchIndex(low, -1) {
 			if p.rule == RuleToolCall && inCode(code, m[2]) || m[3]-m[2] > p.window {
 				continue // in code, or longer than its window, where Scan stops
 			}
@@ -41,7 +47,7 @@ func referencePhrases(t testing.TB, content []byte) map[string]int {
 func comparePhrases(t *testing.T, content []byte) {
 	t.Helper()
 	got := scanPhrases(content, lowerASCII(content), codeSpans(content))
-	want := referencePhrases(t, content)
+	want := referencePhrases(content)
 	hasCode := len(codeSpans(content)) > 0
 	for _, r := range []string{RuleInstructionOverride, RuleRoleInjection, RuleToolCall, RuleExfiltration} {
 		if r == RuleToolCall && hasCode {

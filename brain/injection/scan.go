@@ -72,7 +72,7 @@ func scanPhrases(content, low []byte, code []span) map[string]Finding {
 		for j < len(low) && isAlnum(low[j]) {
 			j++
 		}
-		if i == 0 || !isWordByte(low[i-1]) {
+		if (i == 0 || !isWordByte(low[i-1])) && t.mayLead(low[i:j]) {
 			for _, p := range t.words[string(low[i:j])] {
 				try(p, i)
 			}

@@ -35,9 +35,14 @@ func findEndpoint(low []byte) (at, end int) {
 			i++
 			continue
 		}
-		j := i
+		j, dot := i, false
 		for j < len(low) && isHostByte(low[j]) {
+			dot = dot || low[j] == '.'
 			j++
+		}
+		if !dot {
+			i = j // a word: no host
+			continue
 		}
 		host := bytes.TrimRight(low[i:j], ".")
 		for k := 0; k < len(host); k++ {
