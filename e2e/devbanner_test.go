@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"os"
 	"os/exec"
 	"strings"
@@ -13,6 +14,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/brainstem/brainstem/auth/devidp"
+	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 	"github.com/brainstem/brainstem/tooling/signins"
@@ -173,5 +176,35 @@ func TestDevBannerURLsAnswer(t *testing.T) {
 	}
 	if n != 2 {
 		t.Errorf("%d URLs on %q, want the issuer and its discovery document", n, line)
+	}
+}
+
+// TestDevShortTokens: --token-ttl 2m gives the demo tokens, the gateway's
+// access tokens (here from an identity assertion) and the service
+// account's tokens two minutes, and the banner says so.
+func TestDevShortTokens(t *testing.T) {
+	env := devenvtest.Start(t, devenv.Config{TokenTTL: 2 * time.Minute})
+	if line := bannerLine(t, banner(t, env), "Tokens:"); !strings.Contains(line, "demo tokens live 2m, the gateway's access tokens 2m, service accounts' 2m") {
+		t.Errorf("the banner's tokens line: %q", line)
+	}
+	if _, exp, err := env.Token("alice@example.com", nil); err != nil || time.Until(exp) > 2*time.Minute || time.Until(exp) < time.Minute {
+		t.Errorf("a demo token expires %v (%v), want in 2 minutes", exp, err)
+	}
+	assertion, _, err := env.IDJAG("alice@example.com")
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, out := postToken(t, tokenEndpoint(t, env), url.Values{"grant_type": {oauth.GrantTypeJWTBearer},
+		"client_id": {devidp.DefaultAssertionClientID}, "assertion": {assertion}}, "")
+	if status != http.StatusOK || out["expires_in"] != float64(120) {
+		t.Errorf("an access token for an identity assertion: %d %v, want expires_in 120", status, out)
+	}
+	secret, err := os.ReadFile(env.ServiceAccountSecretFile)
+	if err != nil {
+		t.Fatal(err)
+	}
+	status, out = postToken(t, tokenEndpoint(t, env), url.Values{"grant_type": {"client_credentials"}}, devenv.ServiceAccountID+":"+strings.TrimSpace(string(secret)))
+	if status != http.StatusOK || out["expires_in"] != float64(120) {
+		t.Errorf("the service account's token: %d %v, want expires_in 120", status, out)
 	}
 }
