@@ -13,10 +13,9 @@ import (
 const diffContext = 3
 
 // Diff's bounds, part of brain_diff's contract (docs/tools.md). Within
-// them a diff of two versions of any size costs at most about a quarter
-// of a second of one core (and the lines' splitting and hashing), and so
-// does a refusal past them; a real edit costs far less
-// (docs/performance-history.md).
+// them a diff of two versions of any size costs at most about an eighth
+// of a second of one core, and so does a refusal past them; a real edit
+// costs far less (docs/performance-history.md).
 const (
 	// DiffMaxEdits is the largest edit distance, in lines (lines removed
 	// plus lines added; a changed line counts two), for which Diff writes

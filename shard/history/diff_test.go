@@ -427,12 +427,18 @@ type benchPair struct {
 func benchPairs() []benchPair {
 	long, edited := realEdit(131072, 300)
 	note, noteEdited := realEdit(200, 5)
+	head, tail := lines("head", 0, 20000), lines("tail", 0, 20000)
 	return []benchPair{
 		// issue 34: 131,072 lines, all different (refused)
 		{"worst-131072-all-different", []byte(strings.Repeat("a\n", 131072)), []byte(strings.Repeat("b\n", 131072))},
 		{"worst-131072-numbered", []byte(lines("old", 0, 131072)), []byte(lines("new", 0, 131072))},
+		// the issue's smaller sizes (0.38 s and 6.1 s before), refused
+		{"all-different-8192", []byte(lines("old", 0, 8192)), []byte(lines("new", 0, 8192))},
+		{"all-different-32768", []byte(lines("old", 0, 32768)), []byte(lines("new", 0, 32768))},
+		// 4,096 edits, at the bound: diffed
+		{"all-different-2048", []byte(lines("old", 0, 2048)), []byte(lines("new", 0, 2048))},
 		// at the edit bound, in a long note
-		{"bound-2048-replaced", []byte(lines("old", 0, DiffMaxEdits/2)), []byte(lines("new", 0, DiffMaxEdits/2))},
+		{"bound-2048-replaced", []byte(head + lines("old", 0, DiffMaxEdits/2) + tail), []byte(head + lines("new", 0, DiffMaxEdits/2) + tail)},
 		{"repetitive-4000-paragraphs", repetitive(4000, 1), repetitive(4000, 2)},
 		{"long-131072-300-changes", long, edited},
 		{"typical-200-5-changes", note, noteEdited},
@@ -441,13 +447,28 @@ func benchPairs() []benchPair {
 
 // BenchmarkDiff times Diff on the worst cases and on real edits, beside
 // the floor of any answer: hashing both versions (hash/<name>), which the
-// too-different answer does too.
+// too-different answer does too. work-bound is the most the work bound
+// lets a diff cost: all of DiffMaxWork spent (the edit bound lifted) on
+// 131,072 lines that differ. Each reports the process's CPU time per
+// operation (cpu-ns/op) beside the wall time, which a loaded machine
+// stretches.
 func BenchmarkDiff(b *testing.B) {
 	ctx := context.Background()
+	b.Run("work-bound-131072", func(b *testing.B) {
+		from, to := []byte(lines("old", 0, 131072)), []byte(lines("new", 0, 131072))
+		b.ReportAllocs()
+		defer reportCPU(b)()
+		for b.Loop() {
+			if _, _, err := diffWithin(ctx, from, to, "a", "b", 128<<10, diffBounds{edits: 1 << 30, work: DiffMaxWork}); !errors.Is(err, ErrTooDifferent) {
+				b.Fatal(err)
+			}
+		}
+	})
 	for _, p := range benchPairs() {
 		b.Run(p.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(p.from) + len(p.to)))
+			defer reportCPU(b)()
 			for b.Loop() {
 				if _, _, err := Diff(ctx, p.from, p.to, "a", "b", 128<<10); err != nil && !errors.Is(err, ErrTooDifferent) {
 					b.Fatal(err)
@@ -457,10 +478,24 @@ func BenchmarkDiff(b *testing.B) {
 		b.Run("hash/"+p.name, func(b *testing.B) {
 			b.ReportAllocs()
 			b.SetBytes(int64(len(p.from) + len(p.to)))
+			defer reportCPU(b)()
 			for b.Loop() {
 				sha256.Sum256(p.from)
 				sha256.Sum256(p.to)
 			}
 		})
+	}
+}
+
+// reportCPU starts counting the process's CPU time (user and system, of
+// every thread: the garbage collector's too); the function it returns
+// reports it per operation as cpu-ns/op, where the system tells it
+// (processCPU).
+func reportCPU(b *testing.B) func() {
+	start, ok := processCPU()
+	return func() {
+		if end, ok2 := processCPU(); ok && ok2 {
+			b.ReportMetric(float64(end-start)/float64(b.N), "cpu-ns/op")
+		}
 	}
 }
