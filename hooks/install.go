@@ -107,13 +107,17 @@ type hookHandler struct {
 	Timeout int    `json:"timeout,omitempty"`
 }
 
+// command is how the entries call this binary.
+func (o *InstallOptions) command() string {
+	if o.Command == "" {
+		return DefaultCommand()
+	}
+	return o.Command
+}
+
 // group is the entry of ev.
 func (o *InstallOptions) group(ev Event) hookGroup {
-	cmd := o.Command
-	if cmd == "" {
-		cmd = DefaultCommand()
-	}
-	cmd += " hook " + ev.Name
+	cmd := o.command() + " hook " + ev.Name
 	if o.URL != "" {
 		cmd += " --url " + shellQuote(o.URL)
 	}
@@ -179,7 +183,7 @@ func (o *InstallOptions) mergeEvent(ho *jsonContainer, ev Event, own string, l l
 	}
 	for i := range arr.members {
 		el := &arr.members[i]
-		if name, ok := ourGroup(el.value); ok && name == ev.Name {
+		if name, ok := ourGroup(el.value, o.command()); ok && name == ev.Name {
 			var have hookGroup
 			if json.Unmarshal([]byte(el.value), &have) != nil || !reflect.DeepEqual(have, want) {
 				el.value = renderValue(want, indentOf(el.lead), l)
@@ -193,10 +197,11 @@ func (o *InstallOptions) mergeEvent(ho *jsonContainer, ev Event, own string, l l
 	return false, nil
 }
 
-// unmerge takes every entry install makes out of doc. An event list or
-// "hooks" object left empty goes too when install created it (created
-// names them) or, with created nil (the install's record is lost), always.
-func unmerge(doc string, created []string) (string, error) {
+// unmerge takes every entry install makes out of doc (self: the command
+// they call this binary by). An event list or "hooks" object left empty
+// goes too when install created it (created names them) or, with created
+// nil (the install's record is lost), always.
+func unmerge(doc, self string, created []string) (string, error) {
 	made := func(name string) bool { return created == nil || slices.Contains(created, name) }
 	pre, top, post, err := splitDocument(doc)
 	if err != nil {
@@ -217,7 +222,7 @@ func unmerge(doc string, created []string) (string, error) {
 		}
 		removed := false
 		for j := len(arr.members) - 1; j >= 0; j-- {
-			if _, ok := ourGroup(arr.members[j].value); ok {
+			if _, ok := ourGroup(arr.members[j].value, self); ok {
 				arr.remove(j)
 				removed = true
 			}
@@ -238,8 +243,10 @@ func unmerge(doc string, created []string) (string, error) {
 }
 
 // ourGroup reports whether an entry's bytes are a group install makes:
-// every handler of it runs `brainstem hook <event>`; it returns the event.
-func ourGroup(value string) (string, bool) {
+// every handler of it runs `brainstem hook <event>`, or self (the command
+// install writes, whatever the binary's name) hook <event>; it returns the
+// event.
+func ourGroup(value, self string) (string, bool) {
 	var g struct {
 		Hooks []struct {
 			Type    string `json:"type"`
@@ -252,6 +259,10 @@ func ourGroup(value string) (string, bool) {
 	name := ""
 	for _, h := range g.Hooks {
 		ev, ok := ourCommand(h.Command)
+		if rest, found := strings.CutPrefix(h.Command, self+" hook "); !ok && found && self != "" {
+			ev, _, _ = strings.Cut(rest, " ")
+			_, ok = LookupEvent(ev)
+		}
 		if h.Type != "command" || !ok || name != "" && ev != name {
 			return "", false
 		}

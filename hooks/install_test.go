@@ -100,7 +100,7 @@ func TestInstallGolden(t *testing.T) {
 			}
 			checkOthersKept(t, tc.original, got)
 			_, created, _ := opt.merge(tc.original)
-			if out, err := unmerge(got, created); err != nil || tc.structural && out != tc.original {
+			if out, err := unmerge(got, opt.command(), created); err != nil || tc.structural && out != tc.original {
 				t.Errorf("taking the entries out: %v\n%q\nwant\n%q", err, out, tc.original)
 			}
 			if st, err := os.Stat(path); err != nil || tc.exists && st.Mode().Perm() != 0o600 {
@@ -134,7 +134,7 @@ func checkOthersKept(t *testing.T, original, merged string) {
 		var keep []any
 		for _, g := range v.([]any) {
 			b, _ := json.Marshal(g)
-			if _, ok := ourGroup(string(b)); ok {
+			if _, ok := ourGroup(string(b), "brainstem"); ok {
 				ours++
 				continue
 			}
@@ -255,6 +255,102 @@ func TestOurCommand(t *testing.T) {
 		ev, ok := ourCommand(tc.cmd)
 		if ok != (tc.event != "") || ev != tc.event {
 			t.Errorf("ourCommand(%q) = %q, %v; want %q", tc.cmd, ev, ok, tc.event)
+		}
+	}
+}
+
+// TestInstallAnyBinaryName: entries that call the binary by another name
+// (a renamed or versioned binary) are recognised as install's: a second
+// install adds none, uninstall takes them out.
+func TestInstallAnyBinaryName(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "settings.json")
+	opt := InstallOptions{Path: path, Command: "/opt/tools/bs-2.1", RecordDir: t.TempDir()}
+	for range 2 {
+		if _, err := Install(opt); err != nil {
+			t.Fatal(err)
+		}
+	}
+	got, _ := readFile(t, path)
+	if strings.Count(got, "/opt/tools/bs-2.1 hook ") != len(Events()) {
+		t.Fatalf("the entries:\n%s", got)
+	}
+	if out, err := unmerge(got, opt.Command, nil); err != nil || out != "{}\n" {
+		t.Fatalf("unmerge: %q, %v", out, err)
+	}
+}
+
+// FuzzInstall: for any settings object, the merged file is JSON, merging
+// it again changes nothing, and taking the entries out gives back a
+// document that decodes to the original.
+func FuzzInstall(f *testing.F) {
+	files, _ := filepath.Glob(filepath.Join("testdata", "install", "*.json"))
+	for _, p := range files {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			f.Fatal(err)
+		}
+		f.Add(string(b))
+	}
+	f.Add(`{"hooks":{"Stop":[{"hooks":[{"type":"command","command":"x"}]}],"a":"\"}{"}}`)
+	f.Add("\t{ \"k\" : [ 1 , {\"hooks\" : 2} ] }\r\n")
+	opt := InstallOptions{Command: "brainstem"}
+	f.Fuzz(func(t *testing.T, doc string) {
+		var orig map[string]any
+		if json.Unmarshal([]byte(doc), &orig) != nil || strings.Contains(doc, "hook") && strings.Contains(doc, "brainstem") || duplicateKeys(doc) {
+			return // not an object; holds entries like ours already; duplicate keys (decoders differ)
+		}
+		merged, created, err := opt.merge(doc)
+		if errors.Is(err, ErrSettingsFile) {
+			return
+		}
+		if err != nil || !json.Valid([]byte(merged)) {
+			t.Fatalf("merge(%q) = %q, %v", doc, merged, err)
+		}
+		if again, _, err := opt.merge(merged); err != nil || again != merged {
+			t.Fatalf("merging twice changed %q into %q (%v)", merged, again, err)
+		}
+		out, err := unmerge(merged, opt.Command, created)
+		var back map[string]any
+		if err != nil || json.Unmarshal([]byte(out), &back) != nil || !reflect.DeepEqual(back, orig) {
+			t.Fatalf("unmerge(merge(%q)) = %q, %v", doc, out, err)
+		}
+	})
+}
+
+// duplicateKeys reports whether an object of doc repeats a key.
+func duplicateKeys(doc string) bool {
+	dec := json.NewDecoder(strings.NewReader(doc))
+	var stack []map[string]bool
+	expectKey := []bool{}
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
+		}
+		switch v := tok.(type) {
+		case json.Delim:
+			switch v {
+			case '{':
+				stack, expectKey = append(stack, map[string]bool{}), append(expectKey, true)
+				continue
+			case '[':
+				stack, expectKey = append(stack, nil), append(expectKey, false)
+				continue
+			default:
+				stack, expectKey = stack[:len(stack)-1], expectKey[:len(expectKey)-1]
+			}
+		case string:
+			if n := len(stack); n > 0 && stack[n-1] != nil && expectKey[n-1] {
+				if stack[n-1][v] {
+					return true
+				}
+				stack[n-1][v] = true
+				expectKey[n-1] = false
+				continue
+			}
+		}
+		if n := len(stack); n > 0 && stack[n-1] != nil {
+			expectKey[n-1] = true
 		}
 	}
 }

@@ -134,7 +134,7 @@ func Uninstall(opt InstallOptions) (Result, error) {
 	if rec != nil {
 		created = rec.Created
 	}
-	out, err := unmerge(doc, created)
+	out, err := unmerge(doc, opt.command(), created)
 	if err != nil {
 		return res, fmt.Errorf("%s: %w", path, err)
 	}
