@@ -21,7 +21,11 @@ import (
 //   - every key is exactly the name of an argument: encoding/json would
 //     match "LIMIT" or "ſlug" (long s) to a field, Decode refuses them as
 //     unknown arguments, at any depth;
-//   - every value has its argument's type;
+//   - every value has its argument's type (an integer decodes into an int,
+//     or into an *int left nil when absent);
+//   - a call in the predecessor's shape (Spec.Legacy) is decoded and
+//     checked by that shape's declaration and mapped onto dst, which is
+//     then checked as any call;
 //   - then, in declaration order: required arguments are present (a string
 //     not blank, an array not empty), strings within MaxBytes, on one line
 //     when Line, in Enum, and passing Check; integers within Min and Max;
@@ -59,6 +63,12 @@ func (s *Spec) Unmarshal(args []byte, dst any) error {
 	}
 	if trimmed[0] != '{' {
 		return invalid("the arguments must be a JSON object")
+	}
+	switch legacy, err := s.isLegacy(trimmed); {
+	case err != nil:
+		return err
+	case legacy:
+		return s.unmarshalLegacy(trimmed, dst)
 	}
 	dec := json.NewDecoder(bytes.NewReader(trimmed))
 	if err := p.decodeObject(dec, v.Elem(), ""); err != nil {
@@ -121,6 +131,9 @@ func newPlan(args []Arg, t reflect.Type) (*plan, error) {
 }
 
 func checkKind(a Arg, t reflect.Type) error {
+	if a.Type == Integer && t.Kind() == reflect.Pointer && t.Elem().Kind() == reflect.Int && a.Default == nil {
+		return nil // an optional integer (without limits) whose absence the tool tells from 0: nil when absent or null
+	}
 	want := map[Type]reflect.Kind{String: reflect.String, Integer: reflect.Int, Boolean: reflect.Bool, Array: reflect.Slice, Object: reflect.Slice}[a.Type]
 	if t.Kind() != want || (a.Type == Object && t != reflect.TypeFor[json.RawMessage]()) {
 		return fmt.Errorf("field type %s does not hold a %s", t, a.Type)
@@ -203,7 +216,10 @@ func (p *plan) decodeValue(dec *json.Decoder, v reflect.Value, i int, where stri
 		if err := dec.Decode(&n); err != nil {
 			return typeErr(name, err)
 		}
-		if n != nil {
+		switch {
+		case field.Kind() == reflect.Pointer:
+			field.Set(reflect.ValueOf(n))
+		case n != nil:
 			field.SetInt(int64(*n))
 		}
 		return nil
@@ -346,6 +362,15 @@ func (p *plan) checkField(a *Arg, fp fieldPlan, f reflect.Value, name string) er
 	case String:
 		return checkString(a, name, f.String())
 	case Integer:
+		if f.Kind() == reflect.Pointer {
+			if f.IsNil() {
+				if a.Required {
+					return missing(a, name)
+				}
+				return nil
+			}
+			f = f.Elem()
+		}
 		return checkInt(a, name, int(f.Int()))
 	case Object:
 		raw, _ := f.Interface().(json.RawMessage)

@@ -7,11 +7,13 @@
 //     descriptor with its _meta (Descriptor);
 //   - the shard's single decode-and-validate pass over a call's arguments
 //     (Decode: exact names, types, required arguments, limits, enumerations
-//     and each argument's own rule, in one walk of the JSON);
+//     and each argument's own rule, in one walk of the JSON), of a call in
+//     the tool's own shape or in the predecessor's (Legacy: the one place
+//     the earlier brain server's argument names are declared);
 //   - the gateway's routing, its "does it write" and capability decisions,
 //     read back from the descriptor a shard advertises (ParseMeta), so a
 //     tool a shard adds reaches agents without a gateway change;
-//   - the argument tables of docs/tools.md (ArgsTable).
+//   - the argument tables of docs/tools.md (ArgsTable, LegacyTable).
 //
 // The package is part of the contract (brain/): it imports the standard
 // library and brain only.
@@ -116,6 +118,9 @@ type Spec struct {
 	// derived from it (OutputSchema), and its answers carry their JSON as
 	// structuredContent too. nil declares none.
 	Result any
+	// Legacy, when set, is the predecessor's shape of the call, which
+	// Decode accepts beside the tool's own (legacy.go).
+	Legacy *Legacy
 
 	plans   sync.Map     // reflect.Type → *plan (decode.go)
 	decodes atomic.Int64 // Unmarshal calls (Decodes)
@@ -156,12 +161,20 @@ func (s *Spec) Writes() bool { return Writes(s.Capability()) }
 func Writes(need brain.Caps) bool { return need&(brain.CapWrite|brain.CapCurate) != 0 }
 
 // Routes returns the arguments that route the tool, in the order the
-// gateway tries them.
+// gateway tries them: the tool's own, then those only its legacy shape
+// has.
 func (s *Spec) Routes() []RouteArg {
 	var out []RouteArg
 	for _, a := range s.Args {
 		if a.Route != "" {
 			out = append(out, RouteArg{Arg: a.Name, As: a.Route})
+		}
+	}
+	if s.Legacy != nil {
+		for _, a := range s.Legacy.Args {
+			if a.Route != "" && !hasArg(s.Args, a.Name) {
+				out = append(out, RouteArg{Arg: a.Name, As: a.Route})
+			}
 		}
 	}
 	return out
@@ -188,7 +201,13 @@ func (s *Spec) Validate() error {
 			return fmt.Errorf("toolspec: %s: Result is a %s; an answer is an object, so a struct", s.Name, t)
 		}
 	}
-	return validateArgs(s.Name, s.Args)
+	if err := validateArgs(s.Name, s.Args); err != nil {
+		return err
+	}
+	if s.Legacy != nil {
+		return s.Legacy.validate(s)
+	}
+	return nil
 }
 
 func validateArgs(where string, args []Arg) error {
