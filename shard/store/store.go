@@ -333,6 +333,14 @@ func (s *Store) SyncIndex() error {
 // Wing returns the wing this store serves.
 func (s *Store) Wing() string { return s.wing }
 
+// Now is the time on the store's clock (Options.Now), the one its stamps
+// use.
+func (s *Store) Now() time.Time { return s.now() }
+
+// PurgeAllowed reports whether an operator enabled purging history
+// (HistoryOptions.AllowPurge): without it Purge is refused.
+func (s *Store) PurgeAllowed() bool { return s.purgeOK }
+
 // Root returns the absolute brain directory.
 func (s *Store) Root() string { return s.root }
 

@@ -33,10 +33,25 @@ type NewNote struct {
 	Inbox bool
 	// By is the verified email of the author (created_by).
 	By string
+	// Extra are frontmatter keys of the caller's own (the predecessor's
+	// type, domain, source), written after the store's in this order; a
+	// key the store writes itself (OwnKey) is refused.
+	Extra []Field
 	// Hook, if set, is called before the note is written (see Hook).
 	Hook Hook
 	// Prov is what history records of the change besides the file.
 	Prov Provenance
+}
+
+// OwnKey reports whether the store writes the frontmatter key itself when
+// it creates, updates or promotes a note: a caller cannot set it.
+func OwnKey(key string) bool {
+	switch key {
+	case KeyTitle, KeyWing, KeyHall, KeyTags, KeyCreatedBy, KeyCreatedAt, KeyUpdatedBy, KeyUpdatedAt,
+		KeySupersedes, KeySupersedeReason, KeyPromotedBy, KeyPromotedAt:
+		return true
+	}
+	return false
 }
 
 // Target is where a NewNote goes.
@@ -105,6 +120,36 @@ func (s *Store) target(n NewNote) (Target, error) {
 	return t, nil
 }
 
+// newFile is the file of a new note: its frontmatter (title, wing, hall,
+// tags, created_by, created_at, then the caller's Extra keys) and body.
+func (s *Store) newFile(n NewNote, createdAt string) ([]byte, error) {
+	doc := frontmatter.New(nil, n.Body)
+	doc.Set(KeyTitle, n.Title)
+	doc.Set(KeyWing, s.wing)
+	if n.Hall != "" {
+		doc.Set(KeyHall, n.Hall)
+	}
+	if len(n.Tags) > 0 {
+		doc.SetStrings(KeyTags, n.Tags)
+	}
+	doc.Set(KeyCreatedBy, n.By)
+	doc.Set(KeyCreatedAt, createdAt)
+	for _, f := range n.Extra {
+		switch {
+		case OwnKey(f.Key):
+			return nil, refuse(ErrInvalid, "frontmatter key %q is the store's own: it cannot be given", f.Key)
+		case f.IsList:
+			doc.SetStrings(f.Key, f.List)
+		default:
+			doc.Set(f.Key, f.Value)
+		}
+	}
+	if err := doc.Err(); err != nil {
+		return nil, refuse(ErrInvalid, "cannot write the frontmatter: %v", err)
+	}
+	return doc.Bytes(), nil
+}
+
 // Create writes a new note durably and indexes it. It never replaces a
 // file: if the note exists the error wraps ErrExists.
 func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
@@ -115,22 +160,11 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 	if err != nil {
 		return nil, err
 	}
-	doc := frontmatter.New(nil, n.Body)
-	doc.Set(KeyTitle, n.Title)
-	doc.Set(KeyWing, s.wing)
-	if n.Hall != "" {
-		doc.Set(KeyHall, n.Hall)
-	}
-	if len(n.Tags) > 0 {
-		doc.SetStrings(KeyTags, n.Tags)
-	}
 	createdAt := rfc3339(s.now())
-	doc.Set(KeyCreatedBy, n.By)
-	doc.Set(KeyCreatedAt, createdAt)
-	if err := doc.Err(); err != nil {
-		return nil, refuse(ErrInvalid, "cannot write the frontmatter: %v", err)
+	raw, err := s.newFile(n, createdAt)
+	if err != nil {
+		return nil, err
 	}
-	raw := doc.Bytes()
 	if len(raw) > s.maxNote {
 		return nil, refuse(ErrTooLarge, "the note would be %d bytes, over the %d-byte limit", len(raw), s.maxNote)
 	}
