@@ -15,6 +15,7 @@ import (
 	"log/slog"
 	"os"
 	"reflect"
+	"regexp"
 	"slices"
 	"strings"
 	"time"
@@ -122,11 +123,17 @@ func isZeroDefault(f *flag.Flag) (zero bool) {
 // command line from BRAINSTEM_<FLAG> (upper case, dashes become
 // underscores). Its errors are UsageErrors, or flag.ErrHelp.
 func Parse(fs *flag.FlagSet, args []string) error {
-	if err := fs.Parse(interspersed(fs, args)); err != nil {
+	// Package flag prints its error, naming the flag with one dash, before
+	// the usage: the error is returned instead, with two (dashed).
+	out := fs.Output()
+	fs.SetOutput(io.Discard)
+	err := fs.Parse(interspersed(fs, args))
+	fs.SetOutput(out)
+	if err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return err
 		}
-		return UsageError{err.Error()}
+		return UsageError{dashed(err.Error())}
 	}
 	given := map[string]bool{}
 	fs.Visit(func(f *flag.Flag) { given[f.Name] = true })
@@ -162,6 +169,14 @@ func Subcommand(fs *flag.FlagSet, args []string, names ...string) error {
 	}
 	return Usagef("%s: want %s", fs.Name(), strings.Join(names, " or "))
 }
+
+// flagInError is a flag named in one of package flag's errors ("flag
+// provided but not defined: -x", "invalid value \"y\" for flag -x: …").
+var flagInError = regexp.MustCompile(`(: |flag |for )-([A-Za-z0-9][A-Za-z0-9_-]*)`)
+
+// dashed names the flags of a package flag error with two dashes, as the
+// binary writes them everywhere else.
+func dashed(msg string) string { return flagInError.ReplaceAllString(msg, "$1--$2") }
 
 // EnvName is the environment variable that sets a flag.
 func EnvName(flag string) string {

@@ -171,3 +171,33 @@ func TestPrintUsage(t *testing.T) {
 		t.Errorf("no flags: %q", b.String())
 	}
 }
+
+// TestParseErrorsNameFlagsWithTwoDashes: package flag's errors name the
+// flag with one dash; Parse's name it --flag, and the flag package's own
+// copy of the error is not printed (only the usage, then the caller's
+// error).
+func TestParseErrorsNameFlagsWithTwoDashes(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"--bogus"}, "flag provided but not defined: --bogus"},
+		{[]string{"-bogus"}, "flag provided but not defined: --bogus"},
+		{[]string{"--port", "abc"}, `invalid value "abc" for flag --port: parse error`},
+		{[]string{"--json=maybe"}, `invalid boolean value "maybe" for --json: parse error`},
+		{[]string{"--port"}, "flag needs an argument: --port"},
+	} {
+		var out strings.Builder
+		fs := NewFlagSet("x", &out, "Usage: x\n")
+		fs.Int("port", 0, "a port")
+		fs.Bool("json", false, "JSON")
+		var ue UsageError
+		err := Parse(fs, tc.args)
+		if !errors.As(err, &ue) || err.Error() != tc.want {
+			t.Errorf("%q: %v, want the usage error %q", tc.args, err, tc.want)
+		}
+		if strings.Contains(out.String(), "flag") || !strings.HasPrefix(out.String(), "Usage: x\n") {
+			t.Errorf("%q printed %q, want the usage only", tc.args, out.String())
+		}
+	}
+}
