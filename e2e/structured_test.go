@@ -105,7 +105,7 @@ func TestStructuredResults(t *testing.T) {
 // TestStructuredResultsOverStdio: the shard's stdio mode answers with the
 // same structuredContent beside the text.
 func TestStructuredResultsOverStdio(t *testing.T) {
-	env := devenvtest.Start(t, devenv.Config{})
+	env := devenvtest.Start(t, devenv.Config{AllowPurge: true}) // every tool listed: brain_purge only where purging is on
 	// The schemas as the gateway lists them, which TestToolConformance
 	// holds equal to stdio's listing.
 	legacy := initialize(t, client.NewClient(mustTransport(t, env.MCPURL, token(t, env, "alice@example.com")), client.WithProtocolVersion(mcp.ProtocolVersion20250618)))

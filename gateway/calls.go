@@ -309,16 +309,12 @@ func (g *Gateway) finishRecord(ctx context.Context, ci *callInfo, rec *auditReco
 	}
 }
 
-// wingsAnswer is brain_wings' answer (its outputSchema is derived from it).
-type wingsAnswer struct {
-	Wings       []wingCaps        `json:"wings"`
-	Unavailable []unavailableWing `json:"unavailable,omitempty"`
-}
-
-type wingCaps struct {
-	Wing         string   `json:"wing"`
-	Capabilities []string `json:"capabilities"`
-}
+// wingsAnswer and wingCaps are brain_wings' answer, declared with the tool
+// (its outputSchema is derived from it).
+type (
+	wingsAnswer = toolspec.WingsAnswer
+	wingCaps    = toolspec.WingCaps
+)
 
 // wingsTool answers brain_wings: the wings the caller can reach and the
 // capabilities they hold there.
@@ -333,7 +329,7 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	out := wingsAnswer{Wings: []wingCaps{}}
 	for i, c := range caps {
 		if c != 0 {
-			out.Wings = append(out.Wings, wingCaps{g.wings[i].name, c.Strings()})
+			out.Wings = append(out.Wings, wingCaps{Wing: g.wings[i].name, Capabilities: c.Strings()})
 			continue
 		}
 		if g.disclosable(ci, g.wings[i], errs[i]) {

@@ -14,19 +14,16 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/search"
 )
 
 // wingsToolName is the gateway's own tool.
-const wingsToolName = "brain_wings"
+const wingsToolName = toolspec.WingsTool
 
 // unavailableWing reports a wing left out of a cross-wing answer.
-type unavailableWing struct {
-	Wing  string     `json:"wing"`
-	Code  brain.Code `json:"code"`
-	Error string     `json:"error"`
-}
+type unavailableWing = toolspec.UnavailableWing
 
 // queryOf decodes, checks and tokenizes a cross-wing search's arguments,
 // once, with the search tool's own spec: a structural refusal is the one a

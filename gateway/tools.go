@@ -14,16 +14,15 @@ import (
 	"github.com/brainstem/brainstem/brain/toolspec"
 )
 
-// wingsToolSchema is brain_wings' input schema: no arguments.
-const wingsToolSchema = `{"type":"object","properties":{},"additionalProperties":false}`
-
+// wingsTool is brain_wings' descriptor, from its one declaration
+// (toolspec.Wings, which docs/tools.md is generated from too).
 func wingsTool() mcp.Tool {
-	t := mcp.NewToolWithRawSchema(wingsToolName,
-		"List the wings (areas of the team brain) you can reach and your capabilities in each (read, write, curate).",
-		json.RawMessage(wingsToolSchema))
-	t.RawOutputSchema = toolspec.SchemaOf(wingsAnswer{})
-	ro := true
-	t.Annotations = mcp.ToolAnnotation{Title: "Wings", ReadOnlyHint: &ro}
+	sp := toolspec.Wings()
+	t := mcp.NewToolWithRawSchema(sp.Name, sp.Description, sp.Schema())
+	t.RawOutputSchema = sp.OutputSchema()
+	openWorld := false
+	t.Annotations = mcp.ToolAnnotation{Title: sp.Title, ReadOnlyHint: &sp.ReadOnly, DestructiveHint: &sp.Destructive,
+		IdempotentHint: &sp.Idempotent, OpenWorldHint: &openWorld}
 	return t
 }
 

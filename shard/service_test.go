@@ -193,7 +193,7 @@ func TestServiceRefusesOtherKeysAndWings(t *testing.T) {
 	}
 	lt, err := restarted.ListTools(context.Background())
 	var descs []map[string]any
-	if err != nil || json.Unmarshal(lt.Tools, &descs) != nil || len(descs) != len(restarted.Tools().Specs()) || len(descs) < 18 {
+	if err != nil || json.Unmarshal(lt.Tools, &descs) != nil || len(descs) != len(restarted.Tools().Specs()) || len(descs) < 17 { // 18 tools, brain_purge unlisted while purging is off
 		t.Errorf("tools: %d descriptors, %v", len(descs), err)
 	}
 }

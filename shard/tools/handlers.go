@@ -97,7 +97,7 @@ func (s *Set) define() []Tool {
 		Define(s.restoreSpec(), s.restore),
 		Define(s.archiveSpec(), s.archive),
 		Define(s.moveSpec(), s.move),
-		Define(s.purgeSpec(), s.purge),
+		onlyIf(s.st.PurgeAllowed(), Define(s.purgeSpec(), s.purge)),
 	}
 }
 

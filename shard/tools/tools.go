@@ -32,6 +32,17 @@ type Caller struct {
 type Tool struct {
 	Spec *toolspec.Spec
 	call func(ctx context.Context, s *Set, c Caller, args []byte) (any, error)
+	// off: the tool is disabled by configuration (brain_purge while
+	// purging is off). It is left out of the descriptors, so tools/list
+	// does not offer it, and a call is answered by the tool itself (its
+	// refusal says how an operator enables it).
+	off bool
+}
+
+// onlyIf returns t, disabled unless enabled.
+func onlyIf(enabled bool, t Tool) Tool {
+	t.off = !enabled
+	return t
 }
 
 // Define returns the tool of spec whose handler is run: Set.Call decodes
@@ -116,7 +127,7 @@ func New(st *store.Store, opt Options) *Set {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	s.tools = append(s.define(), opt.Extra...)
-	descs := make([]json.RawMessage, len(s.tools))
+	var descs []json.RawMessage
 	for i := range s.tools {
 		t := &s.tools[i]
 		if err := t.Spec.Validate(); err != nil {
@@ -126,7 +137,9 @@ func New(st *store.Store, opt Options) *Set {
 			panic("tools: tool " + t.Spec.Name + " defined twice")
 		}
 		s.byName[t.Spec.Name] = t
-		descs[i] = t.Spec.Descriptor()
+		if !t.off {
+			descs = append(descs, t.Spec.Descriptor())
+		}
 	}
 	b, err := brain.Marshal(descs)
 	if err != nil {
@@ -167,15 +180,18 @@ func (s *Set) Limits() Limits { return s.lim }
 // Descriptors returns the JSON array tools/list shows, in a fixed order:
 // per tool {"name","description","inputSchema","annotations":{"title",
 // "readOnlyHint","destructiveHint","idempotentHint","openWorldHint"},
-// "_meta":{"brainstem/capability":"read|write|curate"}}. The caller must
-// not modify the returned bytes.
+// "_meta":{"brainstem/capability":"read|write|curate"}}. A tool disabled
+// by configuration is left out. The caller must not modify the returned
+// bytes.
 func (s *Set) Descriptors() json.RawMessage { return s.desc }
 
-// Specs returns the tools' specs in descriptor order.
+// Specs returns the specs of the tools Descriptors lists, in its order.
 func (s *Set) Specs() []*toolspec.Spec {
-	out := make([]*toolspec.Spec, len(s.tools))
+	var out []*toolspec.Spec
 	for i := range s.tools {
-		out[i] = s.tools[i].Spec
+		if !s.tools[i].off {
+			out = append(out, s.tools[i].Spec)
+		}
 	}
 	return out
 }

@@ -89,7 +89,7 @@ func errCode(t testing.TB, res string) (code brain.Code, msg string) {
 }
 
 func TestDescriptors(t *testing.T) {
-	s, _, _ := newSet(t)
+	s, _, _ := newKeyedSet(t, nil) // purging on: every tool is listed (TestDisabledToolsUnlisted)
 	var ds []struct {
 		Name        string `json:"name"`
 		Description string `json:"description"`
