@@ -345,8 +345,10 @@ func TestQueryLimits(t *testing.T) {
 		args string
 		want int // 0: refused
 	}{
-		{`{"query":"x"}`, search.DefaultLimit},
-		{`{"query":"x","limit":null}`, search.DefaultLimit},
+		{`{"query":"x","scope":"wiki"}`, search.DefaultLimit},
+		{`{"query":"x","limit":null,"scope":"wiki"}`, search.DefaultLimit},
+		{`{"query":"x"}`, search.LegacyDefaultLimit}, // the predecessor's shape: its default
+		{`{"query":"x","limit":null}`, search.LegacyDefaultLimit},
 		{`{"query":"x","limit":1}`, 1},
 		{fmt.Sprintf(`{"query":"x","limit":%d}`, search.MaxLimit), search.MaxLimit},
 		{fmt.Sprintf(`{"query":"x","limit":%d}`, search.MaxLimit+1), 0},
@@ -366,6 +368,8 @@ func TestQueryLimits(t *testing.T) {
 			}
 		case err != nil || q.Limit != tt.want:
 			t.Errorf("%s: limit %d, %v; want %d", tt.args, q.Limit, err, tt.want)
+		case q.Legacy != !strings.Contains(tt.args, "scope") || q.Legacy != (q.Scope == search.ScopeAll):
+			t.Errorf("%s: legacy %v, scope %q: the predecessor's shape searches all, the tool's own the wiki", tt.args, q.Legacy, q.Scope)
 		}
 	}
 }

@@ -446,7 +446,7 @@ func (f *fanout) answer(rec *auditRecord) *mcp.CallToolResult {
 		failed = []unavailableWing{}
 	}
 	fj, _ := brain.Marshal(failed)
-	return mcp.NewToolResultText(string(search.Envelope(hits, total, names, fj)))
+	return mcp.NewToolResultText(string(search.EnvelopeFor(f.q, hits, total, names, fj)))
 }
 
 // outcomePartial is the audit outcome of a cross-wing search that left

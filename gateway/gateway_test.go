@@ -344,7 +344,7 @@ func TestFanoutRendersOnlyFinalHits(t *testing.T) {
 		}
 	}
 
-	for _, q := range []string{`{"query":"ledger audit","limit":4}`, `{"query":"entries","limit":7}`, `{"query":"audit"}`} {
+	for _, q := range []string{`{"query":"ledger audit","limit":4}`, `{"query":"entries","limit":7}`, `{"query":"audit","scope":"wiki"}`} {
 		reset()
 		got := search(c, q)
 		one := search(other, strings.Replace(q, "{", `{"wing":"all",`, 1))

@@ -3,8 +3,10 @@
 //
 //   - The terms of a query (Terms, Tokenize), which the indexes store and a
 //     cross-wing search computes once, at the gateway.
-//   - brain_query's declaration (Spec) and its arguments as one Query,
-//     decoded, checked and tokenized once.
+//   - brain_query's declaration (Spec), in its own shape and in the
+//     predecessor's ({query, limit}: the inbox and the wiki, 5 hits, the
+//     hits again as "results"), and its arguments as one Query, decoded,
+//     checked and tokenized once.
 //   - BM25 corpus statistics (Stats), which add up across wings, and the
 //     gateway's replica of each wing's (Replica), kept exact by the index
 //     generation every answer carries, so a search skips the statistics

@@ -47,6 +47,22 @@ type Result struct {
 	Total int64 `json:"total"`
 }
 
+// LegacyResult is a search's answer in one wing to a call in the
+// predecessor's shape (Query.Legacy): Result, and the hits again as
+// "results", the predecessor's name for them.
+type LegacyResult struct {
+	Result
+	Results []Hit `json:"results"`
+}
+
+// Answer is the answer to q of a search whose result in one wing is r.
+func (r Result) Answer(q Query) any {
+	if q.Legacy {
+		return LegacyResult{Result: r, Results: r.Hits}
+	}
+	return r
+}
+
 // Ranked is a hit of the rank step: its key (the note id, or the path of an
 // inbox note) and its score under the statistics ranked with.
 type Ranked struct {

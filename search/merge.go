@@ -46,23 +46,32 @@ func Merge(ranks []WingRank, answered []bool, limit int) []Pick {
 // {"hits":[…],"total":N,"wings":[answered],"unavailable":[…]}, unavailable
 // being a JSON array the caller encoded.
 func Envelope(hits [][]byte, total int64, answered []string, unavailable []byte) []byte {
+	return envelope(hits, total, answered, unavailable, false)
+}
+
+// EnvelopeFor is the envelope of the answer to q: for a call in the
+// predecessor's shape (Query.Legacy), the hits again after the others as
+// "results", the predecessor's name for them.
+func EnvelopeFor(q Query, hits [][]byte, total int64, answered []string, unavailable []byte) []byte {
+	return envelope(hits, total, answered, unavailable, q.Legacy)
+}
+
+func envelope(hits [][]byte, total int64, answered []string, unavailable []byte, results bool) []byte {
 	size := 64 + len(unavailable)
 	for _, h := range hits {
 		size += len(h) + 1
+	}
+	if results {
+		size *= 2
 	}
 	for _, w := range answered {
 		size += len(w) + 3
 	}
 	var b bytes.Buffer
 	b.Grow(size)
-	b.WriteString(`{"hits":[`)
-	for i, h := range hits {
-		if i > 0 {
-			b.WriteByte(',')
-		}
-		b.Write(h)
-	}
-	b.WriteString(`],"total":`)
+	b.WriteString(`{"hits":`)
+	writeHits(&b, hits)
+	b.WriteString(`,"total":`)
 	b.WriteString(strconv.FormatInt(total, 10))
 	b.WriteString(`,"wings":`)
 	if answered == nil {
@@ -75,6 +84,21 @@ func Envelope(hits [][]byte, total int64, answered []string, unavailable []byte)
 		unavailable = []byte("[]")
 	}
 	b.Write(unavailable)
+	if results {
+		b.WriteString(`,"results":`)
+		writeHits(&b, hits)
+	}
 	b.WriteByte('}')
 	return b.Bytes()
+}
+
+func writeHits(b *bytes.Buffer, hits [][]byte) {
+	b.WriteByte('[')
+	for i, h := range hits {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(h)
+	}
+	b.WriteByte(']')
 }

@@ -46,6 +46,10 @@ type Query struct {
 	Hall   string   // "" for every hall
 	Scope  string   // ScopeWiki, ScopeInbox or ScopeAll
 	Limit  int
+	// Legacy marks a call in the predecessor's shape (Spec's Legacy): its
+	// answer carries the hits again as "results" (Result.Answer,
+	// EnvelopeFor). The wings need not know it: it is not sent to them.
+	Legacy bool
 }
 
 // The scopes of a search: the curated notes, the notes waiting in the
@@ -76,7 +80,18 @@ type Args struct {
 	Hall  string `json:"hall"`
 	Scope string `json:"scope"`
 	Limit int    `json:"limit"`
+	// Legacy is set by the decode of a call in the predecessor's shape.
+	Legacy bool `json:"-"`
 }
+
+// legacyArgs are brain_query's arguments in the predecessor's shape.
+type legacyArgs struct {
+	Query string `json:"query"`
+	Limit int    `json:"limit"`
+}
+
+// LegacyDefaultLimit is the predecessor's default number of hits.
+const LegacyDefaultLimit = 5
 
 // WingName is the wing argument, for the shard's check that it is its own.
 func (a *Args) WingName() string { return a.Wing }
@@ -84,7 +99,7 @@ func (a *Args) WingName() string { return a.Wing }
 // Tokenized tokenizes the arguments once into the query they ask for.
 func (a *Args) Tokenized() Query {
 	toks := Tokenize(a.Query)
-	q := Query{Text: a.Query, Tokens: len(toks), Hall: a.Hall, Scope: cmp.Or(a.Scope, ScopeWiki), Limit: a.Limit}
+	q := Query{Text: a.Query, Tokens: len(toks), Hall: a.Hall, Scope: cmp.Or(a.Scope, ScopeWiki), Limit: a.Limit, Legacy: a.Legacy}
 	for _, t := range toks {
 		if len(q.Terms) < MaxQueryTerms && !contains(q.Terms, t) {
 			q.Terms = append(q.Terms, t)
@@ -142,5 +157,23 @@ func Spec(lim Limits) *toolspec.Spec {
 			{Name: "scope", Type: toolspec.String, Enum: Scopes(), Desc: "What to search: the curated notes (wiki, the default), the inbox of notes waiting for review (inbox), or both (all)."},
 			{Name: "limit", Type: toolspec.Integer, Min: toolspec.Int(1), Max: toolspec.Int(MaxLimit), Default: DefaultLimit, Desc: "Maximum number of hits."},
 		},
+		Legacy: legacyShape(lim),
 	}
+}
+
+// legacyShape is the predecessor's brain_query: {query, limit}, searching
+// the inbox and the wiki, 5 hits by default, the hits again as results.
+func legacyShape(lim Limits) *toolspec.Legacy {
+	return toolspec.LegacyShape([]toolspec.Arg{
+		{Name: "query", Type: toolspec.String, Required: true, Min: toolspec.Int(1),
+			Desc: fmt.Sprintf("Words to search for (at most %d bytes and %d searchable words).", lim.MaxQueryBytes, lim.MaxQueryTerms)},
+		{Name: "limit", Type: toolspec.Integer, Min: toolspec.Int(1), Max: toolspec.Int(MaxLimit), Default: LegacyDefaultLimit, Desc: "Maximum number of hits."},
+	}, fmt.Sprintf("A call naming only `query` and `limit` is the predecessor's: it searches the inbox and the wiki (scope `all`), "+
+		"returns at most %d hits by default, and its answer carries the hits again as `results`, the predecessor's name for them "+
+		"(through the gateway, after the cross-wing envelope's other fields). Name `wing`, `hall` or `scope` for this tool's own "+
+		"defaults (the wiki, %d hits) and answer.", LegacyDefaultLimit, DefaultLimit),
+		func(l *legacyArgs, a *Args) error {
+			a.Query, a.Limit, a.Scope, a.Legacy = l.Query, l.Limit, ScopeAll, true
+			return nil
+		})
 }

@@ -31,7 +31,7 @@ type example struct {
 // in args is replaced by the note's current content hash.
 var docExamples = []example{
 	{"brain_write", `{"title":"Card network timeouts","body":"Visa timed out for 40 minutes; our retries kept within [[facts/retry-budget]].\n","hall":"failures","tags":["incident","cards"],"idempotency_key":"4f9c2e1a-card-timeouts"}`, writer},
-	{"brain_query", `{"query":"retry budget","limit":2}`, reader},
+	{"brain_query", `{"query":"retry budget","wing":"payments","limit":2}`, reader},
 	{"brain_get", `{"id":"payments/facts/retry-budget"}`, reader},
 	{"brain_list", `{"limit":2}`, reader},
 	{"brain_links", `{"id":"payments/facts/retry-budget"}`, reader},
@@ -48,6 +48,19 @@ var docExamples = []example{
 	{"brain_archive", `{"id":"payments/sources/psp-contract","reason":"superseded by the signed contract"}`, curator},
 	{"brain_move", `{"id":"payments/facts/retry-budget","hall":"decisions","reason":"a limit we chose, not a fact we found"}`, curator},
 	{"brain_purge", `{"id":"payments/sources/psp-contract","reason":"the contract is confidential"}`, curator},
+}
+
+// docLegacyExamples are calls in the predecessor's shapes (toolspec.Legacy),
+// run in this order on a fixture of their own, so they change none of the
+// other examples' answers.
+var docLegacyExamples = []example{
+	{"brain_query", `{"query":"retry storms","limit":2}`, reader},
+	{"brain_write", `{"content":"---\ntitle: Card network timeouts\n---\nVisa timed out for 40 minutes.\n","filename":"card-timeouts.md","type":"incident","domain":"payments"}`, writer},
+	{"brain_update", `{"wing":"payments","hall":"facts","slug":"retry-budget","body":"Clients retry a charge at most twice.\n","reason":"lowered after the card network incident"}`, writer},
+	{"brain_ingest_raw", `{"source":"psp-handbook","pages":[{"title":"Settlement window","type":"concept","content":"Captures settle within two days.\n"}]}`, writer},
+	{"session_log", `{"session_id":"2026-11-30-incident","skill":"incident-review","phase":"triage","final_status":"ok","duration_ms":5400,"message":"wrote the incident note"}`, writer},
+	{"brain_promote", `{"filename":"retry-storms.md","wing":"payments","hall":"hypotheses","slug":"retry-storms"}`, curator},
+	{"session_read", `{"session_id":"2026-11-30-incident"}`, reader},
 }
 
 // docErrorExamples illustrate error results (run after docExamples).
@@ -116,6 +129,7 @@ func generatedBlocks(t *testing.T) map[string]string {
 		}
 		byTool[ex.tool] = fmt.Sprintf("Example arguments:\n\n```json\n%s\n```\n\nResult:\n\n```json\n%s\n```\n", indentJSON(t, args), indentJSON(t, res))
 	}
+	legacy := legacyBlocks(t)
 	var errs strings.Builder
 	for _, ex := range docErrorExamples {
 		args, res, isErr := runExample(t, s, ex)
@@ -137,6 +151,13 @@ func generatedBlocks(t *testing.T) map[string]string {
 			t.Fatalf("no doc example for %s", sp.Name)
 		}
 		b.WriteString(ex)
+		if sp.Legacy != nil {
+			fmt.Fprintf(&b, "\n**The predecessor's shape.** %s\n", sp.Legacy.Doc)
+			if tbl := sp.LegacyTable(); tbl != "" {
+				b.WriteString("\n" + tbl)
+			}
+			b.WriteString(legacy[sp.Name])
+		}
 		blocks[sp.Name] = b.String()
 	}
 	var lim strings.Builder
@@ -173,6 +194,26 @@ func generatedBlocks(t *testing.T) map[string]string {
 		blocks[name] = b
 	}
 	return blocks
+}
+
+// legacyBlocks runs docLegacyExamples and renders each as its tool's
+// block shows it, by tool.
+func legacyBlocks(t *testing.T) map[string]string {
+	s := docFixture(t)
+	out := map[string]string{}
+	for _, ex := range docLegacyExamples {
+		args, res, isErr := runExample(t, s, ex)
+		if isErr {
+			t.Fatalf("legacy doc example %s(%s) failed: %s", ex.tool, args, res)
+		}
+		out[ex.tool] = fmt.Sprintf("\nExample arguments, in the predecessor's shape:\n\n```json\n%s\n```\n\nResult:\n\n```json\n%s\n```\n", indentJSON(t, args), indentJSON(t, res))
+	}
+	for _, sp := range s.Specs() {
+		if _, ok := out[sp.Name]; sp.LegacyTable() != "" && !ok {
+			t.Fatalf("no legacy doc example for %s", sp.Name)
+		}
+	}
+	return out
 }
 
 // docPromptExamples are the documented prompts/get arguments, by prompt.

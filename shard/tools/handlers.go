@@ -126,7 +126,11 @@ func (s *Set) query(ctx context.Context, _ Caller, a *queryArgs) (any, error) {
 	if err := search.Check(q, s.lim.Search()); err != nil {
 		return nil, err
 	}
-	return s.st.QueryHits(ctx, q)
+	res, err := s.st.QueryHits(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	return res.Answer(q), nil
 }
 
 // ---- brain_get
@@ -147,6 +151,7 @@ func (s *Set) getSpec() *toolspec.Spec {
 			versionArg("version", false, "A version of the note, as brain_history lists it; omit for the current one."),
 			wingArg(),
 		},
+		Legacy: getLegacy(),
 	}
 }
 
@@ -378,10 +383,11 @@ func (s *Set) pendingSpec() *toolspec.Spec {
 	return &toolspec.Spec{
 		Name: "brain_pending", Title: "Inbox of the wing", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
 		Result: pendingResult{},
-		Description: "List the notes waiting in the wing's inbox for a curator, oldest first. Returns {pending:[{name, path, " +
-			"title, hall, created_by, created_at, excerpt}]} (hall is the author's suggestion, excerpt the first 200 " +
-			"characters of the body); [] when the inbox is empty. Curators promote them with brain_promote.",
-		Args: []toolspec.Arg{wingArg(), limitArg(PendingDefaultLimit, PendingMaxLimit)},
+		Description: "List the notes waiting in the wing's inbox for a curator, oldest first. Returns {pending:[{name, filename, path, " +
+			"title, hall, created_by, created_at, excerpt}]} (filename is the file's name, name.md; hall is the author's suggestion, " +
+			"excerpt the first 200 characters of the body); [] when the inbox is empty. Curators promote them with brain_promote.",
+		Args:   []toolspec.Arg{wingArg(), limitArg(PendingDefaultLimit, PendingMaxLimit)},
+		Legacy: pendingLegacy(),
 	}
 }
 
@@ -392,6 +398,7 @@ type pendingArgs struct {
 
 type pendingNote struct {
 	Name      string `json:"name"`
+	Filename  string `json:"filename"` // the predecessor's name for the note: the file's
 	Path      string `json:"path"`
 	Title     string `json:"title"`
 	Hall      string `json:"hall"`
@@ -414,7 +421,7 @@ func (s *Set) pending(ctx context.Context, _ Caller, a *pendingArgs) (any, error
 	}
 	res := pendingResult{Pending: make([]pendingNote, len(ps))}
 	for i, p := range ps {
-		res.Pending[i] = pendingNote{Name: p.Name, Path: p.Path, Title: p.Title, Hall: p.Hall, CreatedBy: p.CreatedBy, CreatedAt: p.CreatedAt, Excerpt: p.Excerpt, Flags: injection.Flags(p.Flags)}
+		res.Pending[i] = pendingNote{Name: p.Name, Filename: p.Name + brain.NoteExt, Path: p.Path, Title: p.Title, Hall: p.Hall, CreatedBy: p.CreatedBy, CreatedAt: p.CreatedAt, Excerpt: p.Excerpt, Flags: injection.Flags(p.Flags)}
 	}
 	return res, nil
 }
@@ -439,6 +446,7 @@ func (s *Set) writeSpec() *toolspec.Spec {
 			wingArg(),
 			s.keyArg(),
 		},
+		Legacy: s.writeLegacy(),
 	}
 }
 
@@ -451,6 +459,9 @@ type writeArgs struct {
 	Inbox bool     `json:"inbox"`
 	WingArg
 	KeyArg
+	legacyMark
+	extra    []store.Field // the predecessor's frontmatter keys
+	autoName bool          // Slug is the predecessor's automatic name: take the first free one
 }
 
 type writeResult struct {
@@ -486,9 +497,13 @@ func (s *Set) write(ctx context.Context, c Caller, a *writeArgs) (any, error) {
 	}
 	key := a.IdempotencyKey
 	a.IdempotencyKey, a.Wing = "", "" // not part of what the call does
-	return s.keyed(ctx, c, "brain_write", key, a, func(k *keyCall) (any, error) {
-		n, err := s.st.Create(ctx, store.NewNote{Title: a.Title, Body: a.Body, Hall: a.Hall, Slug: a.Slug, Tags: a.Tags, Inbox: a.Inbox, By: c.Email,
-			Hook: k.hook(idempotency.Whole, writeIntent), Prov: prov("brain_write", "", key, c)})
+	return s.keyed(ctx, c, "brain_write", key, a.fingerprinted(a), func(k *keyCall) (any, error) {
+		note := store.NewNote{Title: a.Title, Body: a.Body, Hall: a.Hall, Slug: a.Slug, Tags: a.Tags, Inbox: a.Inbox, By: c.Email, Extra: a.extra}
+		if a.autoName {
+			note.Slug = s.freeAutoName(note)
+		}
+		note.Hook, note.Prov = k.hook(idempotency.Whole, writeIntent), prov("brain_write", "", key, c)
+		n, err := s.st.Create(ctx, note)
 		if err != nil {
 			return nil, hint(err, store.ErrExists, "brain_update changes an existing note")
 		}
@@ -501,7 +516,7 @@ func (s *Set) write(ctx context.Context, c Caller, a *writeArgs) (any, error) {
 func (s *Set) updateSpec() *toolspec.Spec {
 	return &toolspec.Spec{
 		Name: "brain_update", Title: "Supersede a note's body", Needs: brain.CapWrite, Destructive: true,
-		Result: writeResult{},
+		Result: updateResult{},
 		Description: "Replace the body (and optionally the title) of an existing curated note, recording who, when, why " +
 			"(reason) and the content hash it supersedes; every other frontmatter field is kept. Never creates a note " +
 			"(not_found). Pass the content_hash you read as expected_hash: if the note changed since, you get conflict " +
@@ -515,6 +530,7 @@ func (s *Set) updateSpec() *toolspec.Spec {
 			wingArg(),
 			s.keyArg(),
 		},
+		Legacy: s.updateLegacy(),
 	}
 }
 
@@ -543,18 +559,32 @@ type updateArgs struct {
 	Title        string `json:"title"`
 	WingArg
 	KeyArg
+	legacyMark
+}
+
+// updateResult is brain_update's answer; a legacy call's adds superseded,
+// the content hash it superseded (the predecessor's field).
+type updateResult struct {
+	writeResult
+	Superseded string `json:"superseded,omitempty"`
 }
 
 func (s *Set) update(ctx context.Context, c Caller, a *updateArgs) (any, error) {
 	key := a.IdempotencyKey
 	a.IdempotencyKey, a.Wing = "", ""
-	return s.keyed(ctx, c, "brain_update", key, a, func(k *keyCall) (any, error) {
+	intent := writeIntent
+	if a.legacy() {
+		intent = func(in store.Intent) any {
+			return updateResult{writeResultOf(in.Note), in.Note.Get(store.KeySupersedes)}
+		}
+	}
+	return s.keyed(ctx, c, "brain_update", key, a.fingerprinted(a), func(k *keyCall) (any, error) {
 		n, err := s.st.Update(ctx, store.Change{ID: a.ID, Body: a.Body, Reason: a.Reason, ExpectedHash: a.ExpectedHash, Title: a.Title, By: c.Email,
-			Hook: k.hook(idempotency.Whole, writeIntent), Prov: prov("brain_update", a.Reason, key, c)})
+			Hook: k.hook(idempotency.Whole, intent), Prov: prov("brain_update", a.Reason, key, c)})
 		if err != nil {
 			return nil, hint(err, store.ErrNotFound, "brain_update never creates a note: brain_write does")
 		}
-		return writeResultOf(n), nil
+		return intent(store.Intent{Note: n}), nil
 	})
 }
 
@@ -585,15 +615,17 @@ func (s *Set) ingestSpec() *toolspec.Spec {
 			wingArg(),
 			s.keyArg(),
 		},
+		Legacy: s.ingestLegacy(),
 	}
 }
 
 type ingestPage struct {
-	Hall  string   `json:"hall"`
-	Slug  string   `json:"slug"`
-	Title string   `json:"title"`
-	Body  string   `json:"body"`
-	Tags  []string `json:"tags"`
+	Hall  string        `json:"hall"`
+	Slug  string        `json:"slug"`
+	Title string        `json:"title"`
+	Body  string        `json:"body"`
+	Tags  []string      `json:"tags"`
+	extra []store.Field // the predecessor's frontmatter keys
 }
 
 type ingestArgs struct {
@@ -601,6 +633,7 @@ type ingestArgs struct {
 	DryRun bool         `json:"dry_run"`
 	WingArg
 	KeyArg
+	legacyMark
 }
 
 // Page statuses of brain_ingest_raw.
@@ -635,8 +668,12 @@ func (r ingestResult) incomplete() bool { return r.Failed > 0 }
 func (s *Set) ingest(ctx context.Context, c Caller, a *ingestArgs) (any, error) {
 	key := a.IdempotencyKey
 	a.IdempotencyKey, a.Wing = "", ""
-	return s.keyed(ctx, c, "brain_ingest_raw", key, a, func(k *keyCall) (any, error) {
-		return s.ingestPages(ctx, c, *a, k)
+	return s.keyed(ctx, c, "brain_ingest_raw", key, a.fingerprinted(a), func(k *keyCall) (any, error) {
+		res, err := s.ingestPages(ctx, c, *a, k)
+		if a.legacy() {
+			return legacyIngestAnswer(res), err
+		}
+		return res, err
 	})
 }
 
@@ -692,7 +729,7 @@ func (s *Set) planPages(ctx context.Context, c Caller, a ingestArgs, k *keyCall,
 			pr.Status, pr.Error = StatusInvalid, msg
 			continue
 		}
-		notes[i] = store.NewNote{Title: p.Title, Body: p.Body, Hall: p.Hall, Slug: p.Slug, Tags: p.Tags, By: c.Email,
+		notes[i] = store.NewNote{Title: p.Title, Body: p.Body, Hall: p.Hall, Slug: p.Slug, Tags: p.Tags, Extra: p.extra, By: c.Email,
 			Prov: prov("brain_ingest_raw", "", k.key(), c)}
 		t, err := s.st.Plan(notes[i])
 		switch {
@@ -768,6 +805,7 @@ func (s *Set) sessionLogSpec() *toolspec.Spec {
 			wingArg(),
 			s.keyArg(),
 		},
+		Legacy: s.sessionLogLegacy(),
 	}
 }
 
@@ -836,6 +874,7 @@ func (s *Set) promoteSpec() *toolspec.Spec {
 			wingArg(),
 			s.keyArg(),
 		},
+		Legacy: s.promoteLegacy(),
 	}
 }
 
@@ -937,6 +976,7 @@ func (s *Set) sessionReadSpec() *toolspec.Spec {
 			{Name: "offset", Type: toolspec.Integer, Min: toolspec.Int(0), Max: toolspec.Int(math.MaxInt32), Default: 0, Desc: "Lines to skip: 0 for the first page, else the previous page's next_offset."},
 			{Name: "limit", Type: toolspec.Integer, Min: toolspec.Int(1), Max: toolspec.Int(SessionReadMaxLimit), Default: SessionReadDefaultLimit, Desc: "Maximum number of entries."},
 		},
+		Legacy: s.sessionReadLegacy(),
 	}
 }
 
@@ -945,6 +985,7 @@ type sessionReadArgs struct {
 	WingArg
 	Offset int `json:"offset"`
 	Limit  int `json:"limit"`
+	legacyMark
 }
 
 type sessionEntry struct {
@@ -964,6 +1005,9 @@ type sessionReadResult struct {
 
 func (s *Set) sessionRead(ctx context.Context, _ Caller, a *sessionReadArgs) (any, error) {
 	entries, total, err := s.st.ReadSession(ctx, a.Session, a.Offset, a.Limit)
+	if a.legacy() && errors.Is(err, store.ErrNotFound) {
+		entries, total, err = nil, 0, nil // the predecessor read a log that does not exist as []
+	}
 	if err != nil {
 		return nil, hint(err, store.ErrNotFound, "session_list lists the wing's logs")
 	}

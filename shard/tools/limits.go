@@ -64,7 +64,7 @@ func (l Limits) Search() search.Limits {
 const (
 	ListDefaultLimit    = 50
 	ListMaxLimit        = 200
-	PendingDefaultLimit = 50
+	PendingDefaultLimit = 20
 	PendingMaxLimit     = 200
 	SnippetRunes        = search.SnippetRunes
 	// session_list and session_read pages.

@@ -266,7 +266,7 @@ func TestToolsHappyPaths(t *testing.T) {
 		if len(r.Hits) != 1 || r.Hits[0].ID != "payments/facts/retry-budget" {
 			t.Errorf("hall filter: %+v", r)
 		}
-		if res := mustCall(t, s, reader, "brain_query", `{"query":"zebra"}`, nil); res != `{"hits":[],"total":0}` {
+		if res := mustCall(t, s, reader, "brain_query", `{"query":"zebra","wing":"payments"}`, nil); res != `{"hits":[],"total":0}` {
 			t.Errorf("no hits = %s", res)
 		}
 		if qs := s.st.TermStats(search.Terms("retry"), search.ScopeWiki); qs.Docs != 3 || qs.DocFreq["retry"] != 2 {
@@ -337,7 +337,7 @@ func TestToolsHappyPaths(t *testing.T) {
 	})
 	t.Run("brain_pending", func(t *testing.T) {
 		res := mustCall(t, s, reader, "brain_pending", `{}`, nil)
-		want := `{"pending":[{"name":"maybe-retries-cause-storms","path":"inbox/payments/maybe-retries-cause-storms.md","title":"Maybe retries cause storms","hall":"hypotheses","created_by":"will@example.com","created_at":"2026-11-30T08:00:03Z","excerpt":"We saw a storm of retries."}]}`
+		want := `{"pending":[{"name":"maybe-retries-cause-storms","filename":"maybe-retries-cause-storms.md","path":"inbox/payments/maybe-retries-cause-storms.md","title":"Maybe retries cause storms","hall":"hypotheses","created_by":"will@example.com","created_at":"2026-11-30T08:00:03Z","excerpt":"We saw a storm of retries."}]}`
 		if res != want {
 			t.Errorf("pending\n got %s\nwant %s", res, want)
 		}
