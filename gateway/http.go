@@ -18,8 +18,11 @@ import (
 	"github.com/brainstem/brainstem/brain"
 )
 
-// supportedProtocolVersions are the MCP revisions the endpoint serves.
-var supportedProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26"}
+// supportedProtocolVersions are the MCP revisions the endpoint serves:
+// every one mcp-go's initialize accepts (its ValidProtocolVersions), and
+// so the list server/discover names and the MCP-Protocol-Version header
+// may carry (TestProtocolVersions).
+var supportedProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18", "2025-03-26", "2024-11-05"}
 
 // callInfo is what the HTTP layer learns about a request and hands to the
 // tool handlers through the request context.

@@ -239,7 +239,7 @@ func TestRequestGuards(t *testing.T) {
 		{"own origin", initBody, map[string]string{"Origin": e.base, "Authorization": tok}, 200, `"result"`},
 		{"allowed origin", initBody, map[string]string{"Origin": "https://inspector.example:6274", "Authorization": tok}, 200, `"result"`},
 		{"unknown version", initBody, map[string]string{"Mcp-Protocol-Version": "1999-01-01", "Authorization": tok}, 400, "unsupported"},
-		{"old unsupported version", initBody, map[string]string{"Mcp-Protocol-Version": "2024-11-05", "Authorization": tok}, 400, "2025-06-18"},
+		{"2024-11-05 without a version header", strings.Replace(initBody, "2025-06-18", "2024-11-05", 1), map[string]string{"Authorization": tok}, 200, `"protocolVersion":"2024-11-05"`},
 		{"2025-03-26 without a version header", strings.Replace(initBody, "2025-06-18", "2025-03-26", 1), map[string]string{"Authorization": tok}, 200, `"protocolVersion":"2025-03-26"`},
 		{"2025-11-25", strings.Replace(initBody, "2025-06-18", "2025-11-25", 1), map[string]string{"Authorization": tok, "Mcp-Protocol-Version": "2025-11-25"}, 200, `"protocolVersion":"2025-11-25"`},
 		{"body too large", big, map[string]string{"Authorization": tok}, 413, `"too_large"`},
