@@ -170,6 +170,9 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 		rec.Wing = "*"
 		return g.fanoutQuery(ctx, ci, args, rec)
 	}
+	if !ok && g.cfg.DefaultWing != "" {
+		wingName, ok = g.cfg.DefaultWing, true
+	}
 	if !ok {
 		return g.fail(rec, newError(brain.CodeInvalidArgument, ErrInvalidArgument,
 			"no wing: pass \"wing\" or a note \"id\" (<wing>/<hall>/<slug>) or a \"path\" (wiki/<wing>/… or inbox/<wing>/…); brain_wings lists your wings"))

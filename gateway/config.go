@@ -51,6 +51,13 @@ type Config struct {
 	Shards ShardsConfig `yaml:"shards"`
 	// Wings lists every wing and where its shard listens.
 	Wings []WingConfig `yaml:"wings"`
+	// DefaultWing, when set, is the wing of a wing-scoped tool call whose
+	// arguments name none (no wing, note id or path): the callers of the
+	// predecessor's single brain name no wing (docs/decisions.md, "The
+	// predecessor's call shapes"). It must be one of wings. Unset, such a
+	// call is refused with invalid_argument naming "wing". A search
+	// naming no wing still searches every wing the caller can read.
+	DefaultWing string `yaml:"default_wing"`
 	// Limits bounds what one caller or one address can make the gateway do.
 	Limits LimitsConfig `yaml:"limits"`
 	// Sessions bounds the grant cache: the shard tokens held per email and
@@ -386,7 +393,7 @@ func (c Config) validate(requireShardTLS bool) error {
 	p = append(p, c.validateOAuth()...)
 	c.validatePeers(&p)
 	c.Shards.validate(&p, requireShardTLS)
-	validateWings(&p, c.Wings)
+	validateWings(&p, c.Wings, c.DefaultWing)
 	c.Limits.validate(&p)
 	c.Sessions.validate(&p)
 	c.Signins.validate(&p, c.AdminListen)
@@ -494,9 +501,12 @@ func (s ShardsConfig) validate(p *problems, requireTLS bool) {
 	}
 }
 
-func validateWings(p *problems, wings []WingConfig) {
+func validateWings(p *problems, wings []WingConfig, def string) {
 	if len(wings) == 0 {
 		p.add("wings", "at least one wing is required")
+	}
+	if def != "" && !slices.ContainsFunc(wings, func(w WingConfig) bool { return w.Name == def }) {
+		p.add("default_wing", "%q is not one of wings", def)
 	}
 	seen := map[string]int{}
 	for i, w := range wings {

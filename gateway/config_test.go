@@ -133,7 +133,7 @@ func TestValidateReportsEverything(t *testing.T) {
 	for _, key := range []string{
 		"public_url:", "listen:", "tls:", "oidc:", "shards.tls.ca_file", "shards.tls.cert_file", "shards.tls.key_file",
 		"shards.call_timeout", "shards.max_in_flight", "wings[0].name", "wings[0].address", "wings[2].name", "duplicates wings[1]",
-		"limits.max_body_bytes", "limits.calls_per_second", "limits.burst", "limits.failed_auth_per_minute",
+		`default_wing: "billing" is not one of wings`, "limits.max_body_bytes", "limits.calls_per_second", "limits.burst", "limits.failed_auth_per_minute",
 		"limits.fanout_concurrency", "limits.resources_page_size", "shards.watch_interval", "sessions.max_entries", "sessions.idle_ttl", "log.format", "log.level",
 	} {
 		if !strings.Contains(msg, key) {

@@ -23,6 +23,7 @@ type gatewayConfig struct {
 	AllowedOrigins []string  `yaml:"allowed_origins"`
 	DrainTimeout   string    `yaml:"drain_timeout"`
 	DrainGrace     string    `yaml:"drain_grace"`
+	DefaultWing    string    `yaml:"default_wing"`
 	OIDC           oidcConf  `yaml:"oidc"`
 	OAuth          oauthConf `yaml:"oauth"`
 	Peers          struct {
