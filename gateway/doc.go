@@ -2,8 +2,9 @@
 // SSO authentication with RFC 6750/9728 challenges, the grant cache of
 // shard tokens (grants.go: what the design brief and the configuration's
 // sessions section call the session cache; keyed by email and group set, so
-// a grant follows the token in hand), routing by wing, cross-wing search fan-out, rate limits, the audit
-// log and metrics. It never parses or rewrites a shard's result for a
+// a grant follows the token in hand), routing by wing (a call that names
+// none goes to default_wing when one is configured), cross-wing search
+// fan-out, rate limits, the audit log and metrics. It never parses or rewrites a shard's result for a
 // wing-scoped call, and it tells a caller nothing about wings the caller
 // cannot reach.
 //

@@ -17,7 +17,13 @@
 // where it is found (here, in the store, by the naming rules) and is shown
 // as it is; any other error is internal: logged, and answered with a
 // generic message. Only this package names tools in messages (hint adds
-// which tool to call next to a store's refusal). docs/tools.md documents
+// which tool to call next to a store's refusal). A tool's spec may also
+// declare the predecessor's call shape (legacy.go: the earlier single-user
+// brain server's argument names, declared nowhere else), which the spec's
+// decode maps onto the tool's own arguments; the answer to such a call adds
+// the predecessor's field names. A tool disabled by configuration
+// (brain_purge while purging is off) is left out of Descriptors and Specs,
+// and still answers a call with its refusal. docs/tools.md documents
 // every tool and every code; a test keeps it in line with Descriptors and
 // brain.Codes.
 package tools
