@@ -153,23 +153,31 @@ func (w *testWing) seenCalls() []seenCall {
 }
 
 type hold struct {
-	tool    string
-	after   bool // hold after applying the call (brain_write only)
-	entered chan struct{}
+	tool     string
+	after    bool // hold after applying the call (brain_write only)
+	entered  chan struct{}
+	released chan struct{} // closed once the held call's ctx ended
 }
 
 // holdNext makes the next call of tool hang until its connection dies; the
 // returned channel is closed when it arrives.
 func (w *testWing) holdNext(tool string) <-chan struct{} {
-	h := &hold{tool: tool, entered: make(chan struct{})}
+	entered, _ := w.holdNextReleased(tool)
+	return entered
+}
+
+// holdNextReleased is holdNext that also tells when the held call's
+// context ended (released is closed then).
+func (w *testWing) holdNextReleased(tool string) (entered, released <-chan struct{}) {
+	h := &hold{tool: tool, entered: make(chan struct{}), released: make(chan struct{})}
 	w.holdOnce.Store(h)
-	return h.entered
+	return h.entered, h.released
 }
 
 // holdAfterWrite makes the next brain_write apply its note and then hang
 // until its connection dies: a write that landed whose answer is lost.
 func (w *testWing) holdAfterWrite() <-chan struct{} {
-	h := &hold{tool: "brain_write", after: true, entered: make(chan struct{})}
+	h := &hold{tool: "brain_write", after: true, entered: make(chan struct{}), released: make(chan struct{})}
 	w.holdOnce.Store(h)
 	return h.entered
 }
@@ -183,6 +191,7 @@ func (w *testWing) heldHere(ctx context.Context, tool string, after bool) bool {
 	}
 	close(h.entered)
 	<-ctx.Done()
+	close(h.released)
 	return true
 }
 
