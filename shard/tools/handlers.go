@@ -593,7 +593,7 @@ func (s *Set) update(ctx context.Context, c Caller, a *updateArgs) (any, error) 
 func (s *Set) ingestSpec() *toolspec.Spec {
 	return &toolspec.Spec{
 		Name: "brain_ingest_raw", Title: "Import pages", Needs: brain.CapWrite,
-		Result: ingestResult{},
+		Result: ingestAnswer{},
 		Description: fmt.Sprintf("Import up to %d pre-structured pages into the wiki in one call, e.g. a document split into notes. "+
 			"Every page is validated before any is written; each is reported as created, exists (never overwritten), "+
 			"invalid (with error; skipped) or failed (with error: not written, e.g. the disk or the call's time ran out). "+

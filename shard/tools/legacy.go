@@ -2,6 +2,7 @@ package tools
 
 import (
 	"cmp"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"strings"
@@ -353,6 +354,20 @@ type legacyIngestResult struct {
 	ingestResult
 	Pages  []string           `json:"pages"`
 	Report []ingestPageResult `json:"report"`
+}
+
+// ingestAnswer is the shape of both of brain_ingest_raw's answers
+// (ingestResult, and legacyIngestResult to a legacy call): its
+// outputSchema, whose pages are a report per page or, for the predecessor,
+// paths.
+type ingestAnswer struct {
+	DryRun  bool               `json:"dry_run"`
+	Created int                `json:"created"`
+	Exists  int                `json:"exists"`
+	Invalid int                `json:"invalid"`
+	Failed  int                `json:"failed"`
+	Pages   []json.RawMessage  `json:"pages"`
+	Report  []ingestPageResult `json:"report,omitempty"`
 }
 
 func legacyIngestAnswer(r ingestResult) legacyIngestResult {

@@ -231,6 +231,10 @@ func TestLegacyIngest(t *testing.T) {
 	if f := readFile(t, root, "wiki/payments/facts/test-concept.md"); !strings.Contains(f, "\ntype: concept\nsource: handbook\n---\nA concept.\n") {
 		t.Errorf("the page:\n%s", f)
 	}
+	if schema := string(s.byName["brain_ingest_raw"].Spec.OutputSchema()); !strings.Contains(schema, `"pages":{"type":`) || strings.Contains(schema, `"pages":{"type":["array","null"],"items":{"type":"object"`) ||
+		strings.Contains(schema, `"pages":{"type":"array","items":{"type":"object"`) {
+		t.Errorf("the outputSchema's pages must admit the predecessor's paths: %s", schema)
+	}
 	again := mustCall(t, s, writer, "brain_ingest_raw", `{"source":"handbook",`+pages+`}`, nil)
 	if !strings.Contains(again, `"exists":3`) || !strings.Contains(again, `"pages":[]`) {
 		t.Errorf("again = %s: nothing overwritten, no path written", again)
