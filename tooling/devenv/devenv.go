@@ -341,7 +341,7 @@ func (e *Env) listen() (*listeners, error) {
 func (e *Env) startIdP(ctx context.Context, ln net.Listener, clientSecret string) error {
 	e.IssuerURL = "http://" + ln.Addr().String()
 	idp, err := devidp.New(devidp.Config{Issuer: e.IssuerURL, ClientID: ClientID, ClientSecret: clientSecret,
-		TokenTTL: e.cfg.TokenTTL, Logger: e.cfg.Logger.With("component", "devidp")})
+		TokenTTL: e.cfg.TokenTTL, Logger: componentLogger(e.cfg.Logger, "devidp")})
 	if err != nil {
 		return fmt.Errorf("devenv: identity provider: %w", err)
 	}
@@ -424,7 +424,7 @@ func (e *Env) startGateway(ctx context.Context, ls *listeners, wings []gateway.W
 		return err
 	}
 	e.cfg.Status("gateway: starting…")
-	gw, err := gateway.New(ctx, gcfg, gateway.Options{Logger: e.cfg.Logger.With("component", "gateway"), AuditLog: e.cfg.AuditLog, ShardTLS: e.shardTLS,
+	gw, err := gateway.New(ctx, gcfg, gateway.Options{Logger: componentLogger(e.cfg.Logger, "gateway"), AuditLog: e.cfg.AuditLog, ShardTLS: e.shardTLS,
 		Tracing: tr})
 	if err != nil {
 		return fmt.Errorf("devenv: gateway: %w", err)
@@ -464,7 +464,7 @@ func (e *Env) startShard(ctx context.Context, wing string, pc net.PacketConn, id
 	scfg := shard.Config{
 		Brain: e.BrainDir, Wing: wing, Policy: policy, PolicyFile: policyFile, PolicyPoll: e.cfg.PolicyPoll,
 		StateDir: filepath.Join(e.DataDir, "state", wing), Version: e.cfg.Version,
-		Logger: e.cfg.Logger.With("component", "shard"), Progress: progress, // the shard adds "wing"
+		Logger: componentLogger(e.cfg.Logger, "shard"), Progress: progress, // the shard adds "wing"
 	}
 	scfg.History.AllowPurge = e.cfg.AllowPurge
 	if e.remote != nil && wing == e.Wings[0] {
