@@ -47,7 +47,7 @@ func (r *runner) sessionStart(ctx context.Context) Output {
 	var skipped []string
 	if q := repo.query(); q != "" && len(ws) > 0 {
 		var qa queryAnswer
-		if err := acct.callJSON(ctx, search.Tool, map[string]any{"query": q, "limit": r.es.MaxNotes + briefQueryExtra}, &qa); err == nil {
+		if err := acct.callJSON(ctx, search.Tool, map[string]any{"query": q, "scope": search.ScopeWiki, "limit": r.es.MaxNotes + briefQueryExtra}, &qa); err == nil {
 			var flagged []hit
 			kept, flagged = screen(qa.Hits, r.es.MinScore)
 			skipped = ids(flagged)

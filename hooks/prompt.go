@@ -23,7 +23,7 @@ func (r *runner) prompt(ctx context.Context) Output {
 		return r.warn(ctx, msg)
 	}
 	var qa queryAnswer
-	if err := acct.callJSON(ctx, search.Tool, map[string]any{"query": strings.Join(terms, " "), "limit": r.es.MaxNotes + 2}, &qa); err != nil {
+	if err := acct.callJSON(ctx, search.Tool, map[string]any{"query": strings.Join(terms, " "), "scope": search.ScopeWiki, "limit": r.es.MaxNotes + 2}, &qa); err != nil {
 		return Output{}
 	}
 	kept, flagged := screen(qa.Hits, r.es.MinScore)
