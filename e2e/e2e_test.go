@@ -175,7 +175,7 @@ func crossWingSample(t *testing.T) {
 	reader := tools.Caller{Email: "alice@example.com", Caps: brain.CapRead}
 
 	for _, q := range []string{"incident", "retry latency", "on-call compensation policy", "idempotency keys ledger", "kubernetes upgrade", "onboarding"} {
-		args, _ := json.Marshal(map[string]any{"query": q, "limit": 50})
+		args, _ := json.Marshal(map[string]any{"query": q, "scope": "wiki", "limit": 50})
 		mergedText, isErr := call(t, gw, "brain_query", string(args))
 		if isErr {
 			t.Fatalf("%q: %s", q, mergedText)
