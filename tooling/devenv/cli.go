@@ -37,6 +37,7 @@ func Flags(fs *flag.FlagSet) *Options {
 	fs.Float64Var(&o.CallsPerSecond, "calls-per-second", 0, "per-user rate limit of the gateway (0: the gateway default); raise it to load-test with 'brainstem load'")
 	fs.StringVar(&o.GitRemote, "git-remote", "", "sync every wing with this git remote: a bare repository's `path` (created if missing) or a URL needing no credentials")
 	fs.BoolVar(&o.AllowPurge, "allow-purge", false, "let curators purge content from history for good (brain_purge) in every wing")
+	fs.StringVar(&o.DefaultWing, "default-wing", "", "the `wing` of calls in the predecessor's shape that name none, e.g. platform (the gateway's default_wing; default: such calls are refused)")
 	fs.DurationVar(&o.TokenTTL, "token-ttl", DefaultTokenTTL, "lifetime of the demo tokens, and of the gateway's access tokens (at most 1h) and service accounts' (at most 10m): shorten it to try expiry and refresh; at least 1m")
 	fs.StringVar(&o.User, "email", "alice@example.com", "the `email` of the demo user whose token is printed")
 	fs.StringVar(&o.LogLevel, "log-level", "info", "log level of the log file: debug, info, warn, error")

@@ -125,7 +125,7 @@ VS Code (.vscode/mcp.json):
 For clients without OAuth, a ready token (user %s, expires %s):
   Token:    %s
   claude mcp add --transport http brainstem %s --header "%s"
-  npx @modelcontextprotocol/inspector --cli %s --transport http --method tools/list --header "%s"
+  npx @modelcontextprotocol/inspector@2.12.0 --cli %s --transport http --method tools/list --header "%s"
   Other users: go run ./cmd/brainstem dev token --email bob@example.com --idp %s
 
 Enterprise-managed authorization (ID-JAG, no consent screen): the IdP vouches for its client

@@ -64,9 +64,12 @@ type Config struct {
 	// AllowPurge lets curators purge content from history for good
 	// (brain_purge) in every wing: each shard's History.AllowPurge.
 	AllowPurge bool
-	Version    string
-	Logger     *slog.Logger // everything the servers log
-	AuditLog   io.Writer    // the gateway's audit lines; nil discards them
+	// DefaultWing is the gateway's default_wing: the wing of the calls
+	// in the predecessor's shape that name none ("" refuses them).
+	DefaultWing string
+	Version     string
+	Logger      *slog.Logger // everything the servers log
+	AuditLog    io.Writer    // the gateway's audit lines; nil discards them
 	// CallsPerSecond, when positive, is the gateway's per-user rate limit
 	// (burst: twice as many); `brainstem load` needs more than the default.
 	CallsPerSecond float64
@@ -388,6 +391,7 @@ func (e *Env) startGateway(ctx context.Context, ls *listeners, wings []gateway.W
 	gcfg.AdminListen = ls.admin.Addr().String()
 	gcfg.OIDC.Issuers = []sso.IssuerConfig{{URL: e.IssuerURL, Audiences: []string{ClientID}, Algorithms: []string{"RS256"}}}
 	gcfg.Wings = wings
+	gcfg.DefaultWing = e.cfg.DefaultWing
 	gcfg.OAuth = oauth.Config{
 		Enabled:        true,
 		SigningKeyFile: filepath.Join(e.DataDir, "keys", "oauth.pem"),
