@@ -218,10 +218,11 @@ func (cb *crossBrain) client(b *testing.B, env *devenv.Env) *client.Client {
 }
 
 // queryArgs are brain_query's arguments for q, limit 10, on wing (all
-// readable wings when "").
+// readable wings when ""), in the wiki (named: a call of query and limit
+// alone is the predecessor's shape, which searches the inboxes too).
 func (cb *crossBrain) queryArgs(q, wing string) string {
 	if wing == "" {
-		return fmt.Sprintf(`{"query":%q,"limit":10}`, q)
+		return fmt.Sprintf(`{"query":%q,"scope":"wiki","limit":10}`, q)
 	}
 	return fmt.Sprintf(`{"wing":%q,"query":%q,"limit":10}`, wing, q)
 }

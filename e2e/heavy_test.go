@@ -165,7 +165,7 @@ func crossWingHeavy(t *testing.T) {
 	queries := append(heavyQueries(24), "operations manual", "quetzal")
 	compared := 0
 	for _, q := range queries {
-		args, _ := json.Marshal(map[string]any{"query": q, "limit": 50})
+		args, _ := json.Marshal(map[string]any{"query": q, "scope": "wiki", "limit": 50})
 		text, isErr := call(t, gw, "brain_query", string(args))
 		if isErr {
 			t.Fatalf("%q: %s", q, text)
