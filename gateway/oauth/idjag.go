@@ -43,8 +43,6 @@ const (
 	MaxEnterpriseClients = 1000
 	// idjagClockSkew is the leeway on an ID-JAG's exp, nbf and iat.
 	idjagClockSkew = 30 * time.Second
-	// idjagPerMin is the per-address budget of the grant.
-	idjagPerMin = 120
 	// maxIDJAGsRemembered bounds the replay memory of one replica.
 	maxIDJAGsRemembered = 100000
 )
@@ -206,9 +204,9 @@ func (s *Server) redeemIDJAG(r *http.Request, form url.Values) ([]byte, *tokenEr
 	if s.enterprise == nil {
 		return nil, &tokenError{http.StatusBadRequest, "unsupported_grant_type", "this gateway accepts no identity assertions (oauth.enterprise)", 0}
 	}
-	if !s.allow(r, "jwt_bearer", idjagPerMin) {
-		return nil, &tokenError{http.StatusTooManyRequests, "temporarily_unavailable", "too many token requests from your address; try again in a minute", time.Minute}
-	}
+	// No budget of requests: only refused assertions spend the address's
+	// budget of failed authentications (refuseIDJAG), so a genuine
+	// assertion is answered whatever others sent from its address.
 	// The request is checked before the client authenticates or the
 	// assertion is verified, so a wrong resource or scope spends neither.
 	if terr := s.checkTarget(form); terr != nil {
@@ -342,6 +340,13 @@ func (s *Server) refuseIDJAG(r *http.Request, clientID, issuer, reason string) *
 			label = clientID
 		}
 	}
-	s.log.Warn("oauth: identity assertion refused", "client", label, "idp", issuer, "reason", reason, "client_ip", s.clientIP(r))
+	ip := s.clientIP(r)
+	if wait, tell := s.addressFailures(ip).spend(s.now()); wait > 0 {
+		if tell {
+			s.log.Warn("oauth: failed authentications from an address are over their budget; refusing its failures with 429 for now", "client_ip", ip, "grant", "jwt_bearer")
+		}
+		return &tokenError{http.StatusTooManyRequests, "temporarily_unavailable", "too many failed authentications from your address; try again shortly", wait}
+	}
+	s.log.Warn("oauth: identity assertion refused", "client", label, "idp", issuer, "reason", reason, "client_ip", ip)
 	return invalidGrant("%s", reason)
 }

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -330,5 +331,31 @@ func TestEnterpriseConfig(t *testing.T) {
 	}
 	if err := (Config{Enterprise: EnterpriseConfig{IdPs: []EnterpriseIdP{{Issuer: "https://x", Clients: []string{"a"}}}}}).Validate("https://b"); err == nil {
 		t.Error("oauth.enterprise without oauth.enabled is accepted")
+	}
+}
+
+// TestIDJAGFailureBudget: the jwt-bearer grant spends no budget of
+// requests before it authenticates (the lockout of issue 34's defect 5,
+// for identity assertions): after 125 refused assertions from one
+// address, a genuine one from that address is exchanged; the refused
+// ones past the address's budget of failures answer 429 with Retry-After.
+func TestIDJAGFailureBudget(t *testing.T) {
+	e, r, _ := enterpriseEnv(t)
+	throttled := 0
+	for i := range 125 {
+		st, out := e.token(r, jwtBearer(devidp.DefaultAssertionClientID, "not.an-assertion."+strconv.Itoa(i)))
+		switch {
+		case st == http.StatusTooManyRequests && out["error"] == "temporarily_unavailable":
+			throttled++
+		case st != http.StatusBadRequest || out["error"] != "invalid_grant":
+			t.Fatalf("refused assertion %d: %d %v", i, st, out)
+		}
+	}
+	if throttled < 125-clientFailuresPerMin-5 {
+		t.Fatalf("only %d of 125 refused assertions were throttled", throttled)
+	}
+	jag := idjagOf(t, e, r, "alice@example.com")
+	if st, out := e.token(r, jwtBearer(devidp.DefaultAssertionClientID, jag)); st != http.StatusOK || out["access_token"] == nil {
+		t.Fatalf("a genuine assertion after others' failures: %d %v", st, out)
 	}
 }
