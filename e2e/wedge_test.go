@@ -80,29 +80,3 @@ func mkdirAll(t *testing.T, root, rel string) string {
 	}
 	return dir
 }
-
-// TestDevDefaultWing: `brainstem dev --default-wing platform` lets a
-// caller of the predecessor's single brain write without naming a wing
-// (its brain_write shape lands in platform's inbox); without the flag the
-// same call is refused naming wing.
-func TestDevDefaultWing(t *testing.T) {
-	legacy := `{"content":"---\ntitle: Retry budget\n---\nKeep retries under the budget.\n","filename":"retry-budget","type":"concept"}`
-	for _, c := range []struct {
-		def    string
-		refuse bool
-	}{{"platform", false}, {"", true}} {
-		env := devenvtest.Start(t, devenv.Config{DefaultWing: c.def,
-			Gateway: func(g *gateway.Config) { g.Limits.CallsPerSecond, g.Limits.Burst = 1e6, 1e6 }})
-		alice := httpClient(t, env.MCPURL, token(t, env, "alice@example.com"))
-		text, isErr := call(t, alice, "brain_write", legacy)
-		if c.refuse {
-			if !isErr || !strings.Contains(text, "invalid_argument") || !strings.Contains(text, "wing") {
-				t.Fatalf("without a default wing: %s", text)
-			}
-			continue
-		}
-		if isErr || !strings.Contains(text, `"path":"inbox/platform/retry-budget.md"`) {
-			t.Fatalf("with default wing platform: %s", text)
-		}
-	}
-}
