@@ -212,7 +212,7 @@ func (h *History) settle(ctx context.Context, rec *recovered) error {
 // startStuck lets Open go on after a permanent error (the shard starts,
 // serves reads and says why: Stuck); any other error fails Open.
 func (h *History) startStuck(err error) error {
-	if err == nil || !h.stop1(err) {
+	if err == nil || !h.stopIfPermanent(err) {
 		return err
 	}
 	return nil
@@ -228,7 +228,7 @@ func (h *History) run() {
 	backoff := time.Duration(0)
 	for {
 		worked, err := h.commitPending()
-		if err != nil && h.stop1(err) {
+		if err != nil && h.stopIfPermanent(err) {
 			h.q.fail(err)
 			<-h.stop
 			return
@@ -257,9 +257,9 @@ func (h *History) run() {
 	}
 }
 
-// stop1 reports whether err is permanent; if so the committer stops
+// stopIfPermanent reports whether err is permanent; if so the committer stops
 // there (Stuck), and says so once.
-func (h *History) stop1(err error) bool {
+func (h *History) stopIfPermanent(err error) bool {
 	st := stuckOf(err, h.repo.currentBranch().Short(), h.opt.Now())
 	if st == nil {
 		return false
