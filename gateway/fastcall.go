@@ -14,6 +14,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/brainstem/brainstem/internal/jsontext"
 )
 
 // The lean path for stateless tool calls.
@@ -348,20 +350,14 @@ func (t *textAnswers) encode(id any, text string, isErr, structured bool) ([]byt
 		return nil, err
 	}
 	v := 0
-	var sc []byte
 	switch {
 	case isErr:
 		v = 1
 	case structured:
 		v = 2
-		// As the encoder writes a json.RawMessage: compacted, with <, >
-		// and & escaped.
-		if sc, err = json.Marshal(json.RawMessage(text)); err != nil {
-			return nil, err
-		}
 	}
 	p := t.parts[v]
-	b := make([]byte, 0, 64+len(idJSON)+len(textJSON)+len(sc)+len(p[0])+len(p[1])+64)
+	b := make([]byte, 0, 64+len(idJSON)+2*len(textJSON)+len(p[0])+len(p[1])+64)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
 	b = append(b, idJSON...)
 	b = append(b, `,"result":`...)
@@ -369,7 +365,11 @@ func (t *textAnswers) encode(id any, text string, isErr, structured bool) ([]byt
 	b = append(b, textJSON...)
 	b = append(b, p[1]...)
 	if v == 2 {
-		b = append(b, sc...)
+		// As the encoder writes a json.RawMessage (compacted, with <, >
+		// and & escaped), in one pass over the text.
+		if b, err = jsontext.AppendCompact(b, text); err != nil {
+			return nil, err
+		}
 		b = append(b, p[2]...)
 	}
 	return b, nil
