@@ -106,6 +106,15 @@ func TestSideBySide(t *testing.T) {
 	peer := side{url: "http://127.0.0.1:" + peerPort + "/brain/mcp", token: "peer-token"}
 
 	for _, c := range sbsCalls {
+		// Warm up, untimed: connections, sessions, mints and caches made,
+		// and the brain's fresh copies older than the store's racy window
+		// (2 s), past which a note read is served from its cache, as every
+		// note is in a brain that is not being copied that second.
+		for _, sd := range []side{ours, peer} {
+			if _, err := sd.run(ctx, c.tool, c.args, clients, 3*time.Second); err != nil {
+				t.Fatalf("%s against %s (warm-up): %v", c.name, sd.url, err)
+			}
+		}
 		var ratios []float64
 		for r := range rounds {
 			var got [2]result
