@@ -1,5 +1,7 @@
-// Package codec is the one binary encoding of Brainstem's frames, journals
-// and snapshots: unsigned and zig-zag varints (always the minimal form),
+// Package codec is the one binary encoding of what Brainstem's wire frames,
+// durable records and snapshots hold (internal/durable frames the records
+// and checksums the snapshots): unsigned and zig-zag varints (always the
+// minimal form),
 // length-prefixed bytes and strings, one-byte booleans and times as varint
 // Unix nanoseconds (0 for the zero time).
 //

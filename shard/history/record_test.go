@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/durable"
 )
 
 func seedRecords() []*record {
@@ -71,8 +73,7 @@ func TestRecordTornAndCorrupt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			good, err := readRecords(bytes.NewReader(tc.data), func(*record) {})
-			var torn tornTail
-			if good != tc.wantGood || errors.As(err, &torn) != tc.torn || errors.Is(err, errCorrupt) != tc.corrupt {
+			if good != tc.wantGood || errors.Is(err, durable.ErrTorn) != tc.torn || errors.Is(err, durable.ErrCorrupt) != tc.corrupt {
 				t.Fatalf("good %d err %v; want good %d torn %v corrupt %v", good, err, tc.wantGood, tc.torn, tc.corrupt)
 			}
 		})
