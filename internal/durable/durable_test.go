@@ -101,11 +101,10 @@ func TestLegacy(t *testing.T) {
 		{"big-endian", be, true},
 		{"empty", nil, false},
 		{"garbage", []byte("not a journal at all"), false},
-		{"torn big-endian", be[:len(be)-2], true},
+		{"torn after a big-endian frame", be[:len(be)-2], true},
 	} {
-		legacy, err := Legacy(bytes.NewReader(tc.data), 1<<10)
-		if err != nil || legacy != tc.want {
-			t.Errorf("%s: legacy %v %v, want %v", tc.name, legacy, err, tc.want)
+		if legacy := Legacy(bytes.NewReader(tc.data), 1<<10); legacy != tc.want {
+			t.Errorf("%s: legacy %v, want %v", tc.name, legacy, tc.want)
 		}
 	}
 	got, good, err := readAll(bytes.NewReader(be), true)
@@ -202,8 +201,6 @@ func FuzzRead(f *testing.F) {
 		if err != nil || len(again) != len(got) {
 			t.Fatalf("the good prefix reads %q (%v), the whole %q", again, err, got)
 		}
-		if _, err := Legacy(bytes.NewReader(b), 1<<10); err != nil {
-			t.Fatal(err)
-		}
+		_ = Legacy(bytes.NewReader(b), 1<<10)
 	})
 }

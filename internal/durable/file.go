@@ -12,8 +12,7 @@ import (
 )
 
 // ErrBroken reports a file whose failed append could not be cut off
-// again: it takes no more appends until it is opened again (and read,
-// which cuts the torn tail off).
+// again: it takes no more appends (Repair cuts the tail off at the next open).
 var ErrBroken = errors.New("durable: the file is unusable after a failed write")
 
 // File is an append-only file of frames. Appends are the caller's to
@@ -79,9 +78,14 @@ func (a *File) SyncTo(off int64) error {
 // Sync makes everything appended so far durable.
 func (a *File) Sync() error { return a.SyncTo(a.size.Load()) }
 
-// Close closes the file (without a sync: call Sync first to keep what
-// was appended).
-func (a *File) Close() error { return a.f.Close() }
+// Close syncs (if anything is not durable yet) and closes the file.
+func (a *File) Close() error {
+	err := a.Sync()
+	if cerr := a.f.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
 
 // Repair reads the frames of f, opened read-write at its start, with read
 // (the caller's Read or ReadLegacy, decoding each payload), and repairs

@@ -129,46 +129,26 @@ func zeroTail(r io.Reader, err error) error {
 	}
 }
 
-// Legacy reports whether the frames of f have big-endian headers: the
-// first frame that is valid in exactly one byte order decides (a frame
-// valid in both reads the same either way). A file with no valid frame
-// is not legacy.
-func Legacy(f io.ReaderAt, limit uint32) (bool, error) {
-	for off := int64(0); ; {
-		le, size, err := validAt(f, off, binary.LittleEndian, limit)
-		if err != nil {
-			return false, err
-		}
-		be, _, err := validAt(f, off, binary.BigEndian, limit)
-		if err != nil || le != be || !le {
-			return be && !le, err
-		}
-		off += HeaderBytes + int64(size)
-	}
+// Legacy reports whether the first frame of f is whole and valid with a
+// big-endian header and not with a little-endian one. (A frame valid in
+// both orders, which takes a palindromic length and checksum, is read as
+// little-endian.)
+func Legacy(f io.ReaderAt, limit uint32) bool {
+	return validAt(f, binary.BigEndian, limit) && !validAt(f, binary.LittleEndian, limit)
 }
 
-// validAt reports whether the frame at off, its header read in order, is
-// whole and matches its checksum, and its payload's size.
-func validAt(f io.ReaderAt, off int64, order binary.ByteOrder, limit uint32) (bool, uint32, error) {
+// validAt reports whether the first frame of f, its header read in order,
+// is whole and matches its checksum.
+func validAt(f io.ReaderAt, order binary.ByteOrder, limit uint32) bool {
 	var hdr [HeaderBytes]byte
-	if _, err := f.ReadAt(hdr[:], off); err != nil {
-		return false, 0, eof(err)
+	if _, err := f.ReadAt(hdr[:], 0); err != nil {
+		return false
 	}
 	size := order.Uint32(hdr[:4])
 	if size == 0 || size > limit {
-		return false, 0, nil
+		return false
 	}
 	p := make([]byte, size)
-	if _, err := f.ReadAt(p, off+HeaderBytes); err != nil {
-		return false, 0, eof(err)
-	}
-	return Checksum(p) == order.Uint32(hdr[4:]), size, nil
-}
-
-// eof returns nil for the end of the input, else err.
-func eof(err error) error {
-	if errors.Is(err, io.EOF) {
-		return nil
-	}
-	return fmt.Errorf("durable: %w", err)
+	_, err := f.ReadAt(p, HeaderBytes)
+	return err == nil && Checksum(p) == order.Uint32(hdr[4:])
 }

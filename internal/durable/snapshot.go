@@ -27,13 +27,14 @@ func WriteSnapshot(path string, perm fs.FileMode, write func(w io.Writer) error)
 	defer p.Cleanup()
 	crc := crc32.New(castagnoli)
 	w := bufio.NewWriterSize(io.MultiWriter(p, crc), 1<<20)
-	if err := write(w); err != nil {
-		return err
+	err = write(w)
+	if err == nil {
+		err = w.Flush()
 	}
-	if err := w.Flush(); err != nil {
-		return err
+	if err == nil {
+		_, err = p.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32()))
 	}
-	if _, err := p.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32())); err != nil {
+	if err != nil {
 		return err
 	}
 	return p.Replace()
@@ -72,11 +73,8 @@ func (c *SnapshotReader) ReadByte() (byte, error) {
 func (c *SnapshotReader) Verify() error {
 	sum := c.h.Sum32()
 	var trailer [4]byte
-	if _, err := io.ReadFull(c.r, trailer[:]); err != nil {
-		return fmt.Errorf("%w: no checksum (%w)", ErrChecksum, err)
-	}
-	if binary.LittleEndian.Uint32(trailer[:]) != sum {
-		return ErrChecksum
+	if _, err := io.ReadFull(c.r, trailer[:]); err != nil || binary.LittleEndian.Uint32(trailer[:]) != sum {
+		return fmt.Errorf("%w (the trailer: %x)", ErrChecksum, trailer)
 	}
 	if _, err := c.r.ReadByte(); err != io.EOF {
 		return fmt.Errorf("%w: bytes after the checksum", ErrChecksum)

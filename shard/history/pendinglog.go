@@ -175,7 +175,7 @@ func (l *pendingLog) appendLocked(r *record) (*durable.File, int64, error) {
 		seg = l.segs[len(l.segs)-1]
 	}
 	l.buf = appendRecord(l.buf[:0], r)
-	if len(l.buf)-frameHeader > maxRecordBytes {
+	if len(l.buf)-durable.HeaderBytes > maxRecordBytes {
 		return nil, 0, fmt.Errorf("history: a change of %d bytes is over the %d-byte limit of one record", len(l.buf), maxRecordBytes)
 	}
 	end, err := seg.f.Append(l.buf)
@@ -238,10 +238,9 @@ func (l *pendingLog) close(done uint64) error {
 	var first error
 	drop := true
 	for _, s := range l.segs {
-		if err := s.f.Sync(); err != nil && first == nil {
+		if err := s.f.Close(); err != nil && first == nil {
 			first = err
 		}
-		s.f.Close()
 		if drop = drop && s.max <= done; drop {
 			os.Remove(s.path)
 		}

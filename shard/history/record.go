@@ -38,7 +38,6 @@ const (
 	maxOps          = 4096
 	maxRecordBytes  = 256 << 20
 	maxContentBytes = 64 << 20 // one op's content
-	frameHeader     = durable.HeaderBytes
 )
 
 // errCorrupt reports bytes that are not a valid pending record.

@@ -90,7 +90,7 @@ func flip(b []byte, i int) []byte {
 // errCorrupt, and what it accepts encodes back to the same bytes.
 func FuzzDecodeRecord(f *testing.F) {
 	for _, r := range seedRecords() {
-		f.Add(appendRecord(nil, r)[frameHeader:])
+		f.Add(appendRecord(nil, r)[durable.HeaderBytes:])
 	}
 	f.Add([]byte{})
 	f.Add([]byte{kindChange, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
@@ -102,7 +102,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 			return
 		}
-		if b := appendRecord(nil, r)[frameHeader:]; !bytes.Equal(b, p) {
+		if b := appendRecord(nil, r)[durable.HeaderBytes:]; !bytes.Equal(b, p) {
 			t.Fatalf("round trip changed the bytes:\n%x\n%x", p, b)
 		}
 	})

@@ -30,7 +30,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(b[frameHeader:])
+		f.Add(b[durable.HeaderBytes:])
 	}
 	f.Add([]byte{})
 	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
@@ -46,8 +46,8 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err != nil {
 			t.Fatalf("decoded record does not encode: %v (%+v)", err, r)
 		}
-		if !bytes.Equal(b[frameHeader:], p) {
-			t.Fatalf("round trip changed the bytes:\n%x\n%x", p, b[frameHeader:])
+		if !bytes.Equal(b[durable.HeaderBytes:], p) {
+			t.Fatalf("round trip changed the bytes:\n%x\n%x", p, b[durable.HeaderBytes:])
 		}
 	})
 }

@@ -214,10 +214,7 @@ func (opt Options) withDefaults() Options {
 // either way, as j.file when it succeeds.
 func (j *Journal) load(f *os.File) (rewrite bool, err error) {
 	path := j.opt.Path
-	legacy, err := durable.Legacy(f, MaxRecordBytes)
-	if err != nil {
-		return false, fmt.Errorf("idempotency: read %s: %w", path, err)
-	}
+	legacy := durable.Legacy(f, MaxRecordBytes)
 	if legacy {
 		j.log.Info("idempotency: converting a journal written before issue 37 (big-endian frame headers) to little-endian ones", "path", path)
 	}
@@ -753,11 +750,7 @@ func (j *Journal) Close() error {
 		return nil
 	}
 	j.closed = true
-	err := j.file.Sync()
-	if cerr := j.file.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return j.file.Close()
 }
 
 // TTL returns how long a key is remembered after its last record.

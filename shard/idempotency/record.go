@@ -69,7 +69,6 @@ const (
 	MaxAnswerBytes = 16 << 20
 	// MaxRecordBytes bounds one record's payload.
 	MaxRecordBytes = MaxAnswerBytes + MaxMarkBytes + 1<<10
-	frameHeader    = durable.HeaderBytes
 )
 
 // Record errors.

@@ -129,13 +129,12 @@ func (s *Store) saveSnapshot() error {
 	s.mu.RUnlock()
 	sort.Slice(metas, func(i, j int) bool { return metas[i].id < metas[j].id })
 
-	err := durable.WriteSnapshot(s.snapshotPath(), 0o600, func(w io.Writer) error {
+	if err := durable.WriteSnapshot(s.snapshotPath(), 0o600, func(w io.Writer) error {
 		if err := writeSnapshotHeader(w, s.wing, metas); err != nil {
 			return err
 		}
 		return s.ix.Save(w)
-	})
-	if err != nil {
+	}); err != nil {
 		return err
 	}
 	s.snap.dirty.Add(-dirty)
