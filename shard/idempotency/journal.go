@@ -606,7 +606,7 @@ func (c *Claim) Release() {
 // (ErrUnusable) until the shard restarts.
 func (j *Journal) append(r *record, sync bool, apply func()) error {
 	j.fileMu.RLock()
-	file, end, grown, err := j.appendLocked(r, apply)
+	file, end, grown, err := j.write(r, apply)
 	if err == nil && sync {
 		if err = file.SyncTo(end); err != nil {
 			err = fmt.Errorf("idempotency: sync the journal: %w", err)
@@ -621,9 +621,9 @@ func (j *Journal) append(r *record, sync bool, apply func()) error {
 	return err
 }
 
-// appendLocked is append's write, under j.mu: it returns the file and its
+// write is append's write, taking j.mu: it returns the file and its
 // size past the record, and whether the file has grown enough to compact.
-func (j *Journal) appendLocked(r *record, apply func()) (*durable.File, int64, bool, error) {
+func (j *Journal) write(r *record, apply func()) (*durable.File, int64, bool, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
 	if j.closed {
