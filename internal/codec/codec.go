@@ -1,5 +1,6 @@
-// Package codec is the one binary encoding of Brainstem's frames, journals
-// and snapshots: unsigned and zig-zag varints (always the minimal form),
+// Package codec is the one binary encoding of what Brainstem's wire frames,
+// records and snapshots hold (internal/durable frames records and checksums
+// snapshots): unsigned and zig-zag varints (always the minimal form),
 // length-prefixed bytes and strings, one-byte booleans and times as varint
 // Unix nanoseconds (0 for the zero time).
 //
@@ -83,6 +84,18 @@ func timeOf(v int64) time.Time {
 	return time.Unix(0, v).UTC()
 }
 
+// unzigzag is the signed value of a zig-zag varint's unsigned one.
+func unzigzag(ux uint64) int64 { return int64(ux>>1) ^ -int64(ux&1) }
+
+// littleEndian is the value of up to eight little-endian bytes (0 for none).
+func littleEndian(b []byte) uint64 {
+	var v uint64
+	for i, c := range b {
+		v |= uint64(c) << (8 * i)
+	}
+	return v
+}
+
 func uvarintLen(v uint64) int {
 	var b [binary.MaxVarintLen64]byte
 	return binary.PutUvarint(b[:], v)
@@ -100,6 +113,14 @@ func (s *state) Fail(format string, args ...any) {
 	if s.err == nil {
 		s.err = fmt.Errorf("%w: "+format, append([]any{ErrMalformed}, args...)...)
 	}
+}
+
+// bool is the boolean byte v of field, failing unless it is 0 or 1.
+func (s *state) bool(field string, v byte) bool {
+	if v > 1 {
+		s.Fail("%s: boolean byte %d", field, v)
+	}
+	return v == 1
 }
 
 func (s *state) tooLong(field string, n, limit uint64) {

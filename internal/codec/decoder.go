@@ -19,13 +19,6 @@ func NewDecoder(b []byte) *Decoder { return &Decoder{b: b} }
 // Len returns the number of bytes not read yet.
 func (d *Decoder) Len() int { return len(d.b) }
 
-// Rest returns the bytes not read yet and consumes them.
-func (d *Decoder) Rest() []byte {
-	r := d.b
-	d.b = nil
-	return r
-}
-
 // Uvarint reads an unsigned varint.
 func (d *Decoder) Uvarint(field string) uint64 {
 	if d.err != nil {
@@ -41,22 +34,7 @@ func (d *Decoder) Uvarint(field string) uint64 {
 }
 
 // Varint reads a zig-zag varint.
-func (d *Decoder) Varint(field string) int64 {
-	if d.err != nil {
-		return 0
-	}
-	v, n := binary.Varint(d.b)
-	ux := uint64(v) << 1
-	if v < 0 {
-		ux = ^ux
-	}
-	if n <= 0 || n != uvarintLen(ux) {
-		d.Fail("%s: bad varint", field)
-		return 0
-	}
-	d.b = d.b[n:]
-	return v
-}
+func (d *Decoder) Varint(field string) int64 { return unzigzag(d.Uvarint(field)) }
 
 // Byte reads one byte.
 func (d *Decoder) Byte(field string) byte {
@@ -73,33 +51,17 @@ func (d *Decoder) Byte(field string) byte {
 }
 
 // Bool reads a boolean byte, 0 or 1.
-func (d *Decoder) Bool(field string) bool {
-	v := d.Byte(field)
-	if v > 1 {
-		d.Fail("%s: boolean byte %d", field, v)
-	}
-	return v == 1
-}
+func (d *Decoder) Bool(field string) bool { return d.bool(field, d.Byte(field)) }
 
 // Time reads a time written by AppendTime.
 func (d *Decoder) Time(field string) time.Time { return timeOf(d.Varint(field)) }
 
 // Uint32 reads four little-endian bytes.
-func (d *Decoder) Uint32(field string) uint32 {
-	b := d.Fixed(field, 4)
-	if b == nil {
-		return 0
-	}
-	return binary.LittleEndian.Uint32(b)
-}
+func (d *Decoder) Uint32(field string) uint32 { return uint32(littleEndian(d.Fixed(field, 4))) }
 
 // Float64 reads a float written by AppendFloat64.
 func (d *Decoder) Float64(field string) float64 {
-	b := d.Fixed(field, 8)
-	if b == nil {
-		return 0
-	}
-	return math.Float64frombits(binary.LittleEndian.Uint64(b))
+	return math.Float64frombits(littleEndian(d.Fixed(field, 8)))
 }
 
 // Fixed reads exactly n bytes.

@@ -5,6 +5,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"io"
+	"math"
 	"slices"
 	"time"
 )
@@ -59,17 +60,7 @@ func (s *Stream) Uvarint(field string, limit uint64) uint64 {
 }
 
 // Varint reads a zig-zag varint.
-func (s *Stream) Varint(field string) int64 {
-	if s.err != nil {
-		return 0
-	}
-	v, err := binary.ReadVarint(s.br)
-	if err != nil {
-		s.readErr(field, err)
-		return 0
-	}
-	return v
-}
+func (s *Stream) Varint(field string) int64 { return unzigzag(s.Uvarint(field, math.MaxUint64)) }
 
 // Byte reads one byte.
 func (s *Stream) Byte(field string) byte {
@@ -85,25 +76,13 @@ func (s *Stream) Byte(field string) byte {
 }
 
 // Bool reads a boolean byte, 0 or 1.
-func (s *Stream) Bool(field string) bool {
-	v := s.Byte(field)
-	if v > 1 {
-		s.Fail("%s: boolean byte %d", field, v)
-	}
-	return v == 1
-}
+func (s *Stream) Bool(field string) bool { return s.bool(field, s.Byte(field)) }
 
 // Time reads a time written by AppendTime.
 func (s *Stream) Time(field string) time.Time { return timeOf(s.Varint(field)) }
 
 // Uint32 reads four little-endian bytes.
-func (s *Stream) Uint32(field string) uint32 {
-	b := s.Fixed(field, 4)
-	if b == nil {
-		return 0
-	}
-	return binary.LittleEndian.Uint32(b)
-}
+func (s *Stream) Uint32(field string) uint32 { return uint32(littleEndian(s.Fixed(field, 4))) }
 
 // Fixed reads exactly n bytes into a reused buffer, growing it a megabyte
 // at a time so that a corrupt length fails on the missing bytes before it

@@ -214,7 +214,7 @@ func (h *History) Begin(c Change) (*Pending, error) {
 	l := h.plog
 	l.mu.Lock()
 	r.seq = l.next
-	off, err := l.appendLocked(r)
+	seg, off, err := l.appendLocked(r)
 	if err != nil {
 		l.mu.Unlock()
 		return nil, err
@@ -227,7 +227,9 @@ func (h *History) Begin(c Change) (*Pending, error) {
 	h.q.mu.Unlock()
 	l.mu.Unlock()
 	go func() {
-		p.syncErr = l.syncTo(off)
+		if err := seg.SyncTo(off); err != nil {
+			p.syncErr = fmt.Errorf("history: fsync the pending log: %w", err)
+		}
 		close(p.synced)
 	}()
 	return p, nil

@@ -1,7 +1,6 @@
 package history
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
 	"io"
@@ -15,6 +14,7 @@ import (
 	"sync"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/internal/durable"
 )
 
 // segmentBytes is the size past which the pending log starts a new
@@ -25,29 +25,24 @@ const segmentBytes = 4 << 20
 var errLogBroken = errors.New("history: the pending log is unusable after a failed write; restart the shard (the log is repaired when it opens)")
 
 // pendingLog is the append-only log of changes not yet committed, in
-// segment files under its directory, with group commit: concurrent
-// appends share one fsync.
+// segment files under its directory (internal/durable's files: concurrent
+// appends share one fsync).
 type pendingLog struct {
 	dir string
 	log *slog.Logger
 
-	mu      sync.Mutex // guards the fields below and the order of appends
-	segs    []*segment // oldest first; the last is the one appended to
-	written uint64     // bytes appended since open, in all segments
-	next    uint64     // the next sequence number
-	broken  error
-	closed  bool
-	buf     []byte
-
-	syncMu sync.Mutex // one fsync at a time; guards synced
-	synced uint64
+	mu     sync.Mutex // guards the fields below and the order of appends
+	segs   []*segment // oldest first; the last is the one appended to
+	next   uint64     // the next sequence number
+	broken error
+	closed bool
+	buf    []byte
 }
 
 // segment is one file of the log.
 type segment struct {
 	path string
-	f    *os.File
-	size int64
+	f    *durable.File
 	max  uint64 // the highest sequence number any record in it names
 }
 
@@ -108,36 +103,20 @@ func (rec *recovered) readSegment(path string, log *slog.Logger) error {
 		return fmt.Errorf("history: open the pending log: %w", err)
 	}
 	defer f.Close()
-	good, rerr := readRecords(bufio.NewReaderSize(f, 256<<10), func(r *record) {
-		rec.maxSeq = max(rec.maxSeq, r.seq)
-		switch r.kind {
-		case kindChange:
-			rec.changes[r.seq] = r
-		case kindLanded:
-			rec.landed[r.seq] = true
-		case kindAbandon:
-			rec.abandoned[r.seq] = true
-		}
+	_, _, err = durable.Repair(f, path+".corrupt", log, func(r io.Reader) (int64, error) {
+		return readRecords(r, func(r *record) {
+			rec.maxSeq = max(rec.maxSeq, r.seq)
+			switch r.kind {
+			case kindChange:
+				rec.changes[r.seq] = r
+			case kindLanded:
+				rec.landed[r.seq] = true
+			case kindAbandon:
+				rec.abandoned[r.seq] = true
+			}
+		})
 	})
-	var torn tornTail
-	switch {
-	case rerr == nil:
-		return nil
-	case errors.As(rerr, &torn):
-		log.Warn("history: cutting off a pending-log record torn by a crash", "path", path, "offset", good)
-	case errors.Is(rerr, errCorrupt):
-		aside := path + ".corrupt"
-		log.Error("history: a pending-log segment is damaged; keeping the records before the damage and a copy of the file", "path", path, "offset", good, "copy", aside, "err", rerr)
-		if err := copyFile(path, aside); err != nil {
-			return fmt.Errorf("history: copy the damaged pending log aside: %w", err)
-		}
-	default:
-		return fmt.Errorf("history: read %s: %w", path, rerr)
-	}
-	if err := f.Truncate(good); err != nil {
-		return fmt.Errorf("history: cut the pending log %s: %w", path, err)
-	}
-	return f.Sync()
+	return err
 }
 
 // openPendingLog starts a log appending to a new segment; the sequence
@@ -173,41 +152,41 @@ func (l *pendingLog) rotateLocked() error {
 		f.Close()
 		return fmt.Errorf("history: start a pending-log segment: %w", err)
 	}
-	l.segs = append(l.segs, &segment{path: path, f: f})
+	l.segs = append(l.segs, &segment{path: path, f: durable.NewFile(f, 0)})
 	return nil
 }
 
 // appendLocked writes one record to the current segment (rotating first
-// when it is full) and returns the log offset just past it. A failed
-// write is cut off again; if that fails too the log is broken.
-func (l *pendingLog) appendLocked(r *record) (uint64, error) {
+// when it is full) and returns the segment and its size just past the
+// record (what its SyncTo takes). A failed write is cut off again; if that
+// fails too the log is broken.
+func (l *pendingLog) appendLocked(r *record) (*durable.File, int64, error) {
 	if l.closed {
-		return 0, errClosed
+		return nil, 0, errClosed
 	}
 	if l.broken != nil {
-		return 0, l.broken
+		return nil, 0, l.broken
 	}
 	seg := l.segs[len(l.segs)-1]
-	if seg.size >= segmentBytes {
+	if seg.f.Size() >= segmentBytes {
 		if err := l.rotateLocked(); err != nil {
-			return 0, err
+			return nil, 0, err
 		}
 		seg = l.segs[len(l.segs)-1]
 	}
 	l.buf = appendRecord(l.buf[:0], r)
-	if len(l.buf)-frameHeader > maxRecordBytes {
-		return 0, fmt.Errorf("history: a change of %d bytes is over the %d-byte limit of one record", len(l.buf), maxRecordBytes)
+	if len(l.buf)-durable.HeaderBytes > maxRecordBytes {
+		return nil, 0, fmt.Errorf("history: a change of %d bytes is over the %d-byte limit of one record", len(l.buf), maxRecordBytes)
 	}
-	if _, err := seg.f.Write(l.buf); err != nil {
-		if terr := seg.f.Truncate(seg.size); terr != nil {
+	end, err := seg.f.Append(l.buf)
+	if err != nil {
+		if errors.Is(err, durable.ErrBroken) {
 			l.broken = fmt.Errorf("%w: %w", errLogBroken, err)
 		}
-		return 0, fmt.Errorf("history: append to the pending log: %w", err)
+		return nil, 0, fmt.Errorf("history: append to the pending log: %w", err)
 	}
-	seg.size += int64(len(l.buf))
 	seg.max = max(seg.max, r.seq)
-	l.written += uint64(len(l.buf))
-	return l.written, nil
+	return seg.f, end, nil
 }
 
 // appendMarker appends a landed or abandon marker without waiting for it
@@ -215,27 +194,9 @@ func (l *pendingLog) appendLocked(r *record) (uint64, error) {
 func (l *pendingLog) appendMarker(kind byte, seq uint64) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
-	if _, err := l.appendLocked(&record{kind: kind, seq: seq}); err != nil && !errors.Is(err, errClosed) {
+	if _, _, err := l.appendLocked(&record{kind: kind, seq: seq}); err != nil && !errors.Is(err, errClosed) {
 		l.log.Warn("history: could not append a marker to the pending log; recovery will settle the change from the files", "seq", seq, "err", err)
 	}
-}
-
-// syncTo makes every record up to log offset off durable, sharing one
-// fsync among the appends that wait for it.
-func (l *pendingLog) syncTo(off uint64) error {
-	l.syncMu.Lock()
-	defer l.syncMu.Unlock()
-	if l.synced >= off {
-		return nil
-	}
-	l.mu.Lock()
-	seg, target := l.segs[len(l.segs)-1], l.written
-	l.mu.Unlock()
-	if err := seg.f.Sync(); err != nil {
-		return fmt.Errorf("history: fsync the pending log: %w", err)
-	}
-	l.synced = target
-	return nil
 }
 
 // dropThrough deletes the oldest segments whose every record is at or
@@ -277,10 +238,9 @@ func (l *pendingLog) close(done uint64) error {
 	var first error
 	drop := true
 	for _, s := range l.segs {
-		if err := s.f.Sync(); err != nil && first == nil {
+		if err := s.f.Close(); err != nil && first == nil {
 			first = err
 		}
-		s.f.Close()
 		if drop = drop && s.max <= done; drop {
 			os.Remove(s.path)
 		}
@@ -296,25 +256,4 @@ func dropSegments(paths []string) error {
 		}
 	}
 	return nil
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_TRUNC, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

@@ -3,21 +3,16 @@ package history
 import (
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"time"
 
 	"github.com/brainstem/brainstem/internal/codec"
+	"github.com/brainstem/brainstem/internal/durable"
 )
 
 // The pending log is a sequence of segment files, each a sequence of
-// framed records:
-//
-//	u32 length of the payload (little-endian)
-//	u32 CRC-32C (Castagnoli) of the payload (little-endian)
-//	payload
-//
-// and each payload, in internal/codec's encoding, is a kind byte and
+// records in internal/durable's frames, and each payload, in
+// internal/codec's encoding, is a kind byte and
 //
 //	change:  uvarint seq · time at · str author · str action · str tool ·
 //	         str subject · str reason · str key · uvarint ops ·
@@ -26,8 +21,8 @@ import (
 //	landed:  uvarint seq (the caller made the change durable)
 //	abandon: uvarint seq (the caller did not change the files)
 //
-// A record torn by a crash at the end of a segment fails its length or
-// checksum and is cut off when the log is opened.
+// A record torn by a crash at the end of a segment is cut off when the log
+// is opened (internal/durable's torn-tail rule).
 const (
 	kindChange  byte = 1
 	kindLanded  byte = 2
@@ -43,13 +38,10 @@ const (
 	maxOps          = 4096
 	maxRecordBytes  = 256 << 20
 	maxContentBytes = 64 << 20 // one op's content
-	frameHeader     = 8
 )
 
 // errCorrupt reports bytes that are not a valid pending record.
 var errCorrupt = errors.New("history: corrupt pending-log record")
-
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
 
 // record is one decoded pending-log record.
 type record struct {
@@ -62,8 +54,7 @@ type record struct {
 // appendRecord appends r, framed, to dst.
 func appendRecord(dst []byte, r *record) []byte {
 	start := len(dst)
-	b := append(dst, make([]byte, frameHeader)...)
-	b = append(b, r.kind)
+	b := append(durable.Begin(dst), r.kind)
 	b = codec.AppendUvarint(b, r.seq)
 	if r.kind == kindChange {
 		c := &r.change
@@ -81,11 +72,7 @@ func appendRecord(dst []byte, r *record) []byte {
 			b = append(b, op.Base[:]...)
 		}
 	}
-	payload := b[start+frameHeader:]
-	hdr := codec.AppendUint32(nil, uint32(len(payload)))
-	hdr = codec.AppendUint32(hdr, crc32.Checksum(payload, castagnoli))
-	copy(b[start:], hdr)
-	return b
+	return durable.Seal(b, start)
 }
 
 // decodeRecord decodes one payload (without its frame). Byte slices of the
@@ -130,69 +117,15 @@ func decodeRecord(p []byte) (*record, error) {
 	return r, nil
 }
 
-// tornTail reports a record cut short at the end of a segment by a crash.
-type tornTail struct{}
-
-func (tornTail) Error() string { return "history: torn record at the end of a pending-log segment" }
-
 // readRecords reads framed records from r until the end, calling fn for
-// each, and returns the offset just past the last good one. A frame cut
-// short, or a bad last frame followed by nothing but zero bytes, is a
-// torn tail (tornTail); any other bad frame is errCorrupt.
+// each, and returns the offset just past the last good one; a torn tail is
+// durable.ErrTorn, any other bad frame or record wraps durable.ErrCorrupt.
 func readRecords(r io.Reader, fn func(*record)) (good int64, err error) {
-	var hdr [frameHeader]byte
-	for {
-		_, rerr := io.ReadFull(r, hdr[:])
-		if rerr == io.EOF {
-			return good, nil
+	return durable.Read(r, maxRecordBytes, func(p []byte) error {
+		rec, err := decodeRecord(p)
+		if err == nil {
+			fn(rec)
 		}
-		if errors.Is(rerr, io.ErrUnexpectedEOF) {
-			return good, tornTail{}
-		}
-		if rerr != nil {
-			return good, rerr
-		}
-		d := codec.NewDecoder(hdr[:])
-		size, sum := d.Uint32("length"), d.Uint32("checksum")
-		if size == 0 || size > maxRecordBytes {
-			return good, zeroTail(r, fmt.Errorf("%w: frame of %d bytes at offset %d", errCorrupt, size, good))
-		}
-		p, rerr := io.ReadAll(io.LimitReader(r, int64(size)))
-		if rerr != nil {
-			return good, rerr
-		}
-		if len(p) < int(size) {
-			return good, tornTail{}
-		}
-		if crc32.Checksum(p, castagnoli) != sum {
-			return good, zeroTail(r, fmt.Errorf("%w: checksum mismatch at offset %d", errCorrupt, good))
-		}
-		rec, derr := decodeRecord(p)
-		if derr != nil {
-			return good, fmt.Errorf("%w (at offset %d)", derr, good)
-		}
-		fn(rec)
-		good += frameHeader + int64(size)
-	}
-}
-
-// zeroTail returns tornTail when nothing but zero bytes follows in r (a
-// crash can leave a file extended with zeros past its last write), else
-// err.
-func zeroTail(r io.Reader, err error) error {
-	buf := make([]byte, 32<<10)
-	for {
-		n, rerr := r.Read(buf)
-		for _, c := range buf[:n] {
-			if c != 0 {
-				return err
-			}
-		}
-		if rerr == io.EOF {
-			return tornTail{}
-		}
-		if rerr != nil {
-			return err
-		}
-	}
+		return err
+	})
 }

@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/durable"
 )
 
 func seedRecords() []*record {
@@ -71,8 +73,7 @@ func TestRecordTornAndCorrupt(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			good, err := readRecords(bytes.NewReader(tc.data), func(*record) {})
-			var torn tornTail
-			if good != tc.wantGood || errors.As(err, &torn) != tc.torn || errors.Is(err, errCorrupt) != tc.corrupt {
+			if good != tc.wantGood || errors.Is(err, durable.ErrTorn) != tc.torn || errors.Is(err, durable.ErrCorrupt) != tc.corrupt {
 				t.Fatalf("good %d err %v; want good %d torn %v corrupt %v", good, err, tc.wantGood, tc.torn, tc.corrupt)
 			}
 		})
@@ -89,7 +90,7 @@ func flip(b []byte, i int) []byte {
 // errCorrupt, and what it accepts encodes back to the same bytes.
 func FuzzDecodeRecord(f *testing.F) {
 	for _, r := range seedRecords() {
-		f.Add(appendRecord(nil, r)[frameHeader:])
+		f.Add(appendRecord(nil, r)[durable.HeaderBytes:])
 	}
 	f.Add([]byte{})
 	f.Add([]byte{kindChange, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
@@ -101,7 +102,7 @@ func FuzzDecodeRecord(f *testing.F) {
 			}
 			return
 		}
-		if b := appendRecord(nil, r)[frameHeader:]; !bytes.Equal(b, p) {
+		if b := appendRecord(nil, r)[durable.HeaderBytes:]; !bytes.Equal(b, p) {
 			t.Fatalf("round trip changed the bytes:\n%x\n%x", p, b)
 		}
 	})

@@ -1,11 +1,8 @@
 package history
 
 import (
-	"bufio"
 	"errors"
 	"fmt"
-	"hash"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"os"
@@ -13,8 +10,8 @@ import (
 	"sort"
 	"time"
 
-	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/internal/codec"
+	"github.com/brainstem/brainstem/internal/durable"
 )
 
 // The version-index snapshot, in internal/codec's encoding:
@@ -29,7 +26,7 @@ import (
 //	uvarint  lineages; per lineage: uvarint versions; per version:
 //	         uvarint commit (its position above) · str path · str from ·
 //	         20 bytes blob · 32 bytes sha256 · byte flags (1 removed, 2 purged)
-//	u32      CRC-32C of everything before (little-endian)
+//	u32      CRC-32C of everything before (internal/durable's trailer)
 //
 // It is derived data: a missing, corrupt or foreign snapshot only costs a
 // rebuild of the index from git.
@@ -56,26 +53,13 @@ func (h *History) snapKey() snapKey {
 // index does not move under the committer), and h.mu is read-held while
 // encoding.
 func (h *History) saveSnapshot() error {
-	p, err := atomicfile.New(h.snapshotPath(), 0o600)
-	if err != nil {
-		return fmt.Errorf("history: save the snapshot: %w", err)
-	}
-	defer p.Cleanup()
-	crc := crc32.New(castagnoli)
-	w := bufio.NewWriterSize(io.MultiWriter(p, crc), 1<<20)
-	h.mu.RLock()
-	err = encodeSnapshot(w, h.snapKey(), h.ix)
-	dirty := h.snapDirty
-	h.mu.RUnlock()
-	if err == nil {
-		err = w.Flush()
-	}
-	if err == nil {
-		_, err = p.Write(codec.AppendUint32(nil, crc.Sum32()))
-	}
-	if err == nil {
-		err = p.Replace()
-	}
+	var dirty int
+	err := durable.WriteSnapshot(h.snapshotPath(), 0o600, func(w io.Writer) error {
+		h.mu.RLock()
+		defer h.mu.RUnlock()
+		dirty = h.snapDirty
+		return encodeSnapshot(w, h.snapKey(), h.ix)
+	})
 	if err != nil {
 		return fmt.Errorf("history: save the snapshot: %w", err)
 	}
@@ -179,29 +163,9 @@ func laterLineage(a, b *lineage) bool {
 	return an.c.at.After(bn.c.at)
 }
 
-// crcReader hashes every byte read through it.
-type crcReader struct {
-	r *bufio.Reader
-	h hash.Hash32
-}
-
-func (c *crcReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.h.Write(p[:n])
-	return n, err
-}
-
-func (c *crcReader) ReadByte() (byte, error) {
-	b, err := c.r.ReadByte()
-	if err == nil {
-		c.h.Write([]byte{b})
-	}
-	return b, err
-}
-
 // decodeSnapshot reads a snapshot, verifying its key and checksum.
 func decodeSnapshot(r io.Reader, k snapKey) (*versionIndex, error) {
-	cr := &crcReader{r: bufio.NewReaderSize(r, 256<<10), h: crc32.New(castagnoli)}
+	cr := durable.NewSnapshotReader(r)
 	s := codec.NewStream(cr)
 	if string(s.Fixed("magic", len(snapshotMagic))) != snapshotMagic || s.Uint32("version") != snapshotVersion {
 		return nil, fmt.Errorf("%w: unknown header (%v)", errSnapshot, s.Err())
@@ -220,12 +184,8 @@ func decodeSnapshot(r io.Reader, k snapKey) (*versionIndex, error) {
 	if err := decodeLineages(s, ix, commits); err != nil {
 		return nil, err
 	}
-	sum := cr.h.Sum32()
-	if stored := s.Uint32("checksum"); s.Err() != nil || stored != sum {
-		return nil, fmt.Errorf("%w: checksum mismatch (%v)", errSnapshot, s.Err())
-	}
-	if _, err := cr.r.ReadByte(); err != io.EOF {
-		return nil, fmt.Errorf("%w: bytes after the checksum", errSnapshot)
+	if err := cr.Verify(); err != nil {
+		return nil, fmt.Errorf("%w: %w", errSnapshot, err)
 	}
 	return ix, nil
 }

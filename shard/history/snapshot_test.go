@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"errors"
-	"hash/crc32"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -14,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/brainstem/brainstem/internal/codec"
+	"github.com/brainstem/brainstem/internal/durable"
 )
 
 // sampleIndex is a version index with a rename, a removal and a purge.
@@ -36,7 +36,7 @@ func encodeSnapshotBytes(t testing.TB, k snapKey, ix *versionIndex) []byte {
 	if err := encodeSnapshot(&buf, k, ix); err != nil {
 		t.Fatal(err)
 	}
-	return codec.AppendUint32(buf.Bytes(), crc32.Checksum(buf.Bytes(), castagnoli))
+	return codec.AppendUint32(buf.Bytes(), durable.Checksum(buf.Bytes()))
 }
 
 func TestSnapshotRoundTrip(t *testing.T) {

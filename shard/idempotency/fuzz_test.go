@@ -6,6 +6,8 @@ import (
 	"reflect"
 	"testing"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/durable"
 )
 
 func seedRecords() []*record {
@@ -28,7 +30,7 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err != nil {
 			f.Fatal(err)
 		}
-		f.Add(b[frameHeader:])
+		f.Add(b[durable.HeaderBytes:])
 	}
 	f.Add([]byte{})
 	f.Add([]byte{1, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0x01})
@@ -44,8 +46,8 @@ func FuzzDecodeRecord(f *testing.F) {
 		if err != nil {
 			t.Fatalf("decoded record does not encode: %v (%+v)", err, r)
 		}
-		if !bytes.Equal(b[frameHeader:], p) {
-			t.Fatalf("round trip changed the bytes:\n%x\n%x", p, b[frameHeader:])
+		if !bytes.Equal(b[durable.HeaderBytes:], p) {
+			t.Fatalf("round trip changed the bytes:\n%x\n%x", p, b[durable.HeaderBytes:])
 		}
 	})
 }
@@ -63,16 +65,15 @@ func FuzzReadRecords(f *testing.F) {
 	f.Add([]byte{0xff, 0xff, 0xff, 0xff, 0, 0, 0, 0})
 	f.Fuzz(func(t *testing.T, b []byte) {
 		var got []*record
-		good, err := readRecords(bytes.NewReader(b), func(r *record) error { got = append(got, r); return nil })
+		good, err := readRecords(bytes.NewReader(b), false, func(r *record) error { got = append(got, r); return nil })
 		if good < 0 || good > int64(len(b)) {
 			t.Fatalf("good offset %d of %d bytes", good, len(b))
 		}
-		var torn tornTail
-		if err != nil && !errors.Is(err, ErrCorrupt) && !errors.As(err, &torn) {
+		if err != nil && !errors.Is(err, durable.ErrCorrupt) && !errors.Is(err, durable.ErrTorn) {
 			t.Fatalf("error of another kind: %v", err)
 		}
 		var again []*record
-		if _, err := readRecords(bytes.NewReader(b[:good]), func(r *record) error { again = append(again, r); return nil }); err != nil {
+		if _, err := readRecords(bytes.NewReader(b[:good]), false, func(r *record) error { again = append(again, r); return nil }); err != nil {
 			t.Fatalf("the good prefix does not read cleanly: %v", err)
 		}
 		if !reflect.DeepEqual(got, again) {

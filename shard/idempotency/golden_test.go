@@ -8,9 +8,49 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/durable"
 )
 
 var update = flag.Bool("update", false, "rewrite testdata/journal.golden")
+
+// TestV1Journal: a journal the release before issue 37 wrote, with
+// big-endian frame headers (testdata/v1/journal, the same calls as
+// journal.golden), reads record for record as the golden one, and a
+// journal opened on it answers the same and converts the file to
+// little-endian headers: the golden file's records, compacted.
+func TestV1Journal(t *testing.T) {
+	old, err := os.ReadFile(filepath.Join("testdata", "v1", "journal"))
+	must(t, err)
+	golden, err := os.ReadFile(filepath.Join("testdata", "journal.golden"))
+	must(t, err)
+	if !durable.Legacy(bytes.NewReader(old), MaxRecordBytes) {
+		t.Fatal("the v1 journal is not recognised as legacy")
+	}
+	if durable.Legacy(bytes.NewReader(golden), MaxRecordBytes) {
+		t.Fatal("the golden journal is taken for legacy")
+	}
+	var again []byte
+	good, err := readRecords(bytes.NewReader(old), true, func(r *record) error {
+		again, err = appendRecord(again, r)
+		return err
+	})
+	if err != nil || good != int64(len(old)) || !bytes.Equal(again, golden) {
+		t.Fatalf("read %d of %d bytes (%v); equal to the golden records: %v", good, len(old), err, bytes.Equal(again, golden))
+	}
+	path := filepath.Join(t.TempDir(), "j")
+	must(t, os.WriteFile(path, old, 0o600))
+	checkGoldenAnswers(t, path)
+	now, err := os.ReadFile(path)
+	must(t, err)
+	if durable.Legacy(bytes.NewReader(now), MaxRecordBytes) {
+		t.Fatal("the journal was not converted")
+	}
+	n := 0
+	if good, err := readRecords(bytes.NewReader(now), false, func(*record) error { n++; return nil }); err != nil || good != int64(len(now)) || n == 0 {
+		t.Fatalf("the converted journal reads %d records, %d of %d bytes: %v", n, good, len(now), err)
+	}
+}
 
 // goldenEmail is an email of 254 bytes, the longest a canonical email is.
 var goldenEmail = strings.Repeat("l", 64) + "@" + strings.Repeat("d", 185) + ".com"
@@ -74,8 +114,10 @@ func must(t *testing.T, err error) {
 }
 
 // TestGoldenJournal holds the journal's format: a journal written by an
-// earlier version (testdata/journal.golden) still loads and answers, and
-// the same calls still write exactly its bytes.
+// earlier version (testdata/journal.golden, little-endian frame headers
+// since issue 37; testdata/v1/journal is the big-endian one before, see
+// TestV1Journal) still loads and answers, and the same calls still write
+// exactly its bytes.
 func TestGoldenJournal(t *testing.T) {
 	golden := filepath.Join("testdata", "journal.golden")
 	path := filepath.Join(t.TempDir(), "j")
@@ -98,7 +140,7 @@ func TestGoldenJournal(t *testing.T) {
 	// Every record decodes and encodes back to its bytes.
 	var again []byte
 	kinds := map[kind]int{}
-	good, err := readRecords(bytes.NewReader(want), func(r *record) error {
+	good, err := readRecords(bytes.NewReader(want), false, func(r *record) error {
 		kinds[r.kind]++
 		again, err = appendRecord(again, r)
 		return err
@@ -113,6 +155,13 @@ func TestGoldenJournal(t *testing.T) {
 	// A journal opened on the golden file answers what was recorded.
 	path = filepath.Join(t.TempDir(), "j")
 	must(t, os.WriteFile(path, want, 0o600))
+	checkGoldenAnswers(t, path)
+}
+
+// checkGoldenAnswers opens the journal at path, a copy of a golden one,
+// and checks that it answers what writeGoldenJournal recorded.
+func checkGoldenAnswers(t *testing.T, path string) {
+	t.Helper()
 	d := &disk{}
 	d.land("left-open")
 	j := open(t, path, d, &clock{t: time.Date(2026, 11, 30, 10, 0, 0, 0, time.UTC)}, nil)

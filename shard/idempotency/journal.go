@@ -16,6 +16,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/internal/durable"
 )
 
 // Whole is the part number of an intent whose answer is the whole call's
@@ -107,9 +108,8 @@ type Journal struct {
 
 	fileMu sync.RWMutex // exclusive while the file is swapped (compaction, Close)
 
-	mu      sync.Mutex // guards the fields below and the order of appends
-	f       *os.File
-	size    int64 // bytes in the file
+	mu      sync.Mutex    // guards the fields below and the order of appends
+	file    *durable.File // concurrent syncs share one fsync
 	broken  error
 	closed  bool
 	entries map[string]*entry
@@ -169,14 +169,13 @@ func Open(opt Options) (*Journal, error) {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrLocked, opt.Path, err)
 	}
-	j.f = f
-	rewrite, err := j.load()
+	rewrite, err := j.load(f)
 	if err != nil {
 		f.Close()
 		return nil, err
 	}
 	j.settleOpen()
-	if rewrite || j.size > compactMin && j.size > 2*j.bytes {
+	if size := j.file.Size(); rewrite || size > compactMin && size > 2*j.bytes {
 		if err := j.compact(); err != nil {
 			j.Close()
 			return nil, err
@@ -208,44 +207,29 @@ func (opt Options) withDefaults() Options {
 	return opt
 }
 
-// load replays the records of the file, cutting off a tail torn by a crash,
-// or keeping what precedes damage in the middle (and a copy of the file);
-// then the file must be rewritten. It leaves j.f open either way.
-func (j *Journal) load() (rewrite bool, err error) {
-	f, path := j.f, j.opt.Path
-	good, rerr := readRecords(bufio.NewReaderSize(f, 64<<10), func(r *record) error {
-		j.replay(r)
-		return nil
-	})
-	var torn tornTail
-	switch {
-	case rerr == nil:
-	case errors.As(rerr, &torn):
-		j.log.Warn("idempotency: cutting off a record torn by a crash", "path", path, "offset", good)
-		if err := f.Truncate(good); err != nil {
-			return false, fmt.Errorf("idempotency: cut the torn tail of %s: %w", path, err)
-		}
-		if err := f.Sync(); err != nil {
-			return false, fmt.Errorf("idempotency: %w", err)
-		}
-	case errors.Is(rerr, ErrCorrupt):
-		// Damage in the middle (a disk fault, not a crash): keep what
-		// precedes it, and a copy of the whole file for inspection.
-		aside := fmt.Sprintf("%s.corrupt-%d", path, j.now().Unix())
-		j.log.Error("idempotency: the journal is corrupt; keeping the records before the damage and a copy of the file",
-			"path", path, "offset", good, "copy", aside, "err", rerr)
-		if err := copyFile(path, aside); err != nil {
-			return false, fmt.Errorf("idempotency: copy the corrupt journal aside: %w", err)
-		}
-		if err := f.Truncate(good); err != nil {
-			return false, fmt.Errorf("idempotency: cut the damaged part of %s: %w", path, err)
-		}
-		rewrite = true
-	default:
-		return false, fmt.Errorf("idempotency: read %s: %w", path, rerr)
+// load replays the records of f, cutting off a tail torn by a crash, or
+// keeping what precedes damage in the middle (and a copy of the file);
+// then the file must be rewritten, as must a journal written before issue
+// 37 (big-endian frame headers), which is converted so. It leaves f open
+// either way, as j.file when it succeeds.
+func (j *Journal) load(f *os.File) (rewrite bool, err error) {
+	path := j.opt.Path
+	legacy := durable.Legacy(f, MaxRecordBytes)
+	if legacy {
+		j.log.Info("idempotency: converting a journal written before issue 37 (big-endian frame headers) to little-endian ones", "path", path)
 	}
-	j.size = good
-	return rewrite, nil
+	aside := fmt.Sprintf("%s.corrupt-%d", path, j.now().Unix())
+	good, damaged, err := durable.Repair(f, aside, j.log, func(r io.Reader) (int64, error) {
+		return readRecords(r, legacy, func(r *record) error {
+			j.replay(r)
+			return nil
+		})
+	})
+	if err != nil {
+		return false, fmt.Errorf("idempotency: %w", err)
+	}
+	j.file = durable.NewFile(f, good)
+	return damaged || legacy, nil
 }
 
 // settleOpen forgets what is past retention, then settles every intent a
@@ -617,62 +601,58 @@ func (c *Claim) Release() {
 
 // append writes r at the end of the journal and applies it to the memory
 // state (apply, under the lock, only once the record is written), then
-// fsyncs if sync. A failed write is cut off again; if that fails too the
-// journal refuses every later call (ErrUnusable) until the shard restarts.
+// fsyncs if sync (concurrent appends share one fsync). A failed write is
+// cut off again; if that fails too the journal refuses every later call
+// (ErrUnusable) until the shard restarts.
 func (j *Journal) append(r *record, sync bool, apply func()) error {
 	j.fileMu.RLock()
-	j.mu.Lock()
-	if j.closed {
-		j.mu.Unlock()
-		j.fileMu.RUnlock()
-		return ErrClosed
-	}
-	if j.broken != nil {
-		err := j.broken
-		j.mu.Unlock()
-		j.fileMu.RUnlock()
-		return err
-	}
-	r.at = j.now()
-	buf, err := appendRecord(j.buf[:0], r)
-	if err != nil {
-		j.mu.Unlock()
-		j.fileMu.RUnlock()
-		return err
-	}
-	if cap(buf) <= 64<<10 {
-		j.buf = buf[:0]
-	}
-	n, err := j.f.Write(buf)
-	if err != nil {
-		if terr := j.f.Truncate(j.size); terr != nil {
-			j.broken = fmt.Errorf("%w: %v (and cutting it off: %v)", ErrUnusable, err, terr)
-			j.log.Error("idempotency: the journal cannot be written nor repaired; restart the shard", "err", j.broken)
+	file, end, grown, err := j.write(r, apply)
+	if err == nil && sync {
+		if err = file.SyncTo(end); err != nil {
+			err = fmt.Errorf("idempotency: sync the journal: %w", err)
 		}
-		j.mu.Unlock()
-		j.fileMu.RUnlock()
-		return fmt.Errorf("idempotency: write the journal: %w", err)
-	}
-	j.size += int64(n)
-	apply()
-	if e := j.entries[entryID(r.email, r.key)]; e != nil {
-		j.touchLocked(e, r.at)
-	}
-	grown := j.size > compactMin && j.size > 2*j.bytes+compactMin
-	j.mu.Unlock()
-	if sync {
-		err = j.f.Sync()
 	}
 	j.fileMu.RUnlock()
-	if err != nil {
-		return fmt.Errorf("idempotency: sync the journal: %w", err)
-	}
-	if grown {
+	if err == nil && grown {
 		if err := j.compact(); err != nil {
 			j.log.Error("idempotency: compacting the journal failed; it keeps growing until the next try", "err", err)
 		}
 	}
-	return nil
+	return err
+}
+
+// write is append's write, taking j.mu: it returns the file and its
+// size past the record, and whether the file has grown enough to compact.
+func (j *Journal) write(r *record, apply func()) (*durable.File, int64, bool, error) {
+	j.mu.Lock()
+	defer j.mu.Unlock()
+	if j.closed {
+		return nil, 0, false, ErrClosed
+	}
+	if j.broken != nil {
+		return nil, 0, false, j.broken
+	}
+	r.at = j.now()
+	buf, err := appendRecord(j.buf[:0], r)
+	if err != nil {
+		return nil, 0, false, err
+	}
+	if cap(buf) <= 64<<10 {
+		j.buf = buf[:0]
+	}
+	end, err := j.file.Append(buf)
+	if err != nil {
+		if errors.Is(err, durable.ErrBroken) {
+			j.broken = fmt.Errorf("%w: %w", ErrUnusable, err)
+			j.log.Error("idempotency: the journal cannot be written nor repaired; restart the shard", "err", j.broken)
+		}
+		return nil, 0, false, fmt.Errorf("idempotency: write the journal: %w", err)
+	}
+	apply()
+	if e := j.entries[entryID(r.email, r.key)]; e != nil {
+		j.touchLocked(e, r.at)
+	}
+	return j.file, end, end > compactMin && end > 2*j.bytes+compactMin, nil
 }
 
 // compact rewrites the journal with only what is remembered: a temporary
@@ -713,8 +693,8 @@ func (j *Journal) compact() error {
 		f.Close()
 		return fmt.Errorf("idempotency: compact: %w", err)
 	}
-	old := j.f
-	j.f, j.size = f, size
+	old := j.file
+	j.file = durable.NewFile(f, size)
 	old.Close()
 	j.log.Debug("idempotency: journal compacted", "bytes", size, "keys", len(j.entries))
 	return nil
@@ -770,11 +750,7 @@ func (j *Journal) Close() error {
 		return nil
 	}
 	j.closed = true
-	err := j.f.Sync()
-	if cerr := j.f.Close(); err == nil {
-		err = cerr
-	}
-	return err
+	return j.file.Close()
 }
 
 // TTL returns how long a key is remembered after its last record.
@@ -794,27 +770,6 @@ type Stats struct {
 func (j *Journal) Stats() Stats {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	return Stats{Keys: len(j.entries), Bytes: j.bytes, FileBytes: j.size,
+	return Stats{Keys: len(j.entries), Bytes: j.bytes, FileBytes: j.file.Size(),
 		Replays: j.replays.Load(), Conflicts: j.conflicts.Load(), Evictions: j.evictions.Load()}
-}
-
-func copyFile(src, dst string) error {
-	in, err := os.Open(src)
-	if err != nil {
-		return err
-	}
-	defer in.Close()
-	out, err := os.OpenFile(dst, os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o600)
-	if err != nil {
-		return err
-	}
-	if _, err := io.Copy(out, in); err != nil {
-		out.Close()
-		return err
-	}
-	if err := out.Sync(); err != nil {
-		out.Close()
-		return err
-	}
-	return out.Close()
 }

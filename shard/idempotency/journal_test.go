@@ -10,6 +10,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/durable"
 )
 
 type clock struct {
@@ -368,7 +370,7 @@ func TestTornTailAndCorruption(t *testing.T) {
 	j.Close()
 	// Damage in the middle: the first record's payload is flipped.
 	bad := bytes.Clone(good)
-	bad[frameHeader+3] ^= 0xff
+	bad[durable.HeaderBytes+3] ^= 0xff
 	os.WriteFile(path, bad, 0o600)
 	j = open(t, path, d, now, nil)
 	if remembers(j, "k1") {

@@ -1,25 +1,19 @@
 package idempotency
 
 import (
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/internal/codec"
+	"github.com/brainstem/brainstem/internal/durable"
 )
 
-// The journal file is a sequence of records, each framed as
-//
-//	offset size field
-//	0      4    length   of the payload, big-endian u32
-//	4      4    checksum CRC-32C (Castagnoli) of the payload, big-endian u32
-//	8      n    payload
-//
-// and each payload is
+// The journal file is a sequence of records in internal/durable's frames
+// (little-endian headers; a journal written before issue 37, with
+// big-endian ones, is converted when it is opened), and each payload is
 //
 //	u8     kind     (kindIntent, kindCommit, kindAbort, kindFinal, kindPart)
 //	varint at       unix nanoseconds of the record
@@ -35,8 +29,9 @@ import (
 //	part:   str tool · 32 bytes fingerprint · varint part · bytes answer
 //
 // where str and bytes are a uvarint length and the bytes, and bool is one
-// byte 0 or 1 (internal/codec's primitives; varints in their minimal form). A record torn by a crash (the tail of the file) fails its
-// length or checksum and is cut off when the journal is opened.
+// byte 0 or 1 (internal/codec's primitives; varints in their minimal
+// form). A record torn by a crash (the tail of the file) is cut off when
+// the journal is opened (internal/durable's torn-tail rule).
 
 type kind byte
 
@@ -74,7 +69,6 @@ const (
 	MaxAnswerBytes = 16 << 20
 	// MaxRecordBytes bounds one record's payload.
 	MaxRecordBytes = MaxAnswerBytes + MaxMarkBytes + 1<<10
-	frameHeader    = 8
 )
 
 // Record errors.
@@ -99,8 +93,6 @@ type record struct {
 	isErr  bool     // final
 }
 
-var castagnoli = crc32.MakeTable(crc32.Castagnoli)
-
 // appendRecord appends the framed record to dst.
 func appendRecord(dst []byte, r *record) ([]byte, error) {
 	switch {
@@ -116,8 +108,7 @@ func appendRecord(dst []byte, r *record) ([]byte, error) {
 		return dst, fmt.Errorf("%w: answer of %d bytes, the limit is %d", ErrTooLarge, len(r.answer), MaxAnswerBytes)
 	}
 	start := len(dst)
-	b := append(dst, 0, 0, 0, 0, 0, 0, 0, 0)
-	b = append(b, byte(r.kind))
+	b := append(durable.Begin(dst), byte(r.kind))
 	b = codec.AppendVarint(b, r.at.UnixNano())
 	b = codec.AppendString(b, r.email)
 	b = codec.AppendString(b, r.key)
@@ -142,10 +133,7 @@ func appendRecord(dst []byte, r *record) ([]byte, error) {
 	default:
 		return dst, fmt.Errorf("idempotency: cannot encode record kind %s", r.kind)
 	}
-	payload := b[start+frameHeader:]
-	binary.BigEndian.PutUint32(b[start:], uint32(len(payload)))
-	binary.BigEndian.PutUint32(b[start+4:], crc32.Checksum(payload, castagnoli))
-	return b, nil
+	return durable.Seal(b, start), nil
 }
 
 // decodeRecord decodes one record payload (without its frame). Slices in
@@ -196,73 +184,20 @@ func readPart(d *codec.Decoder) int {
 }
 
 // readRecords reads framed records from r until the end, calling fn for
-// each. It returns the offset just past the last good record and whether
-// the rest of the input (if any) is a torn tail: a frame cut short or a
-// last frame that fails its checksum. Anything else bad — a bad frame with
-// good data after it — is reported as ErrCorrupt with the offset of the
-// last good record.
-func readRecords(r io.Reader, fn func(*record) error) (good int64, err error) {
-	var hdr [frameHeader]byte
-	for {
-		_, rerr := io.ReadFull(r, hdr[:])
-		if rerr == io.EOF {
-			return good, nil
-		}
-		if rerr != nil {
-			if errors.Is(rerr, io.ErrUnexpectedEOF) {
-				return good, tornTail{}
-			}
-			return good, rerr
-		}
-		size := binary.BigEndian.Uint32(hdr[:4])
-		if size > MaxRecordBytes || size == 0 {
-			return good, rest(r, fmt.Errorf("%w: frame of %d bytes at offset %d", ErrCorrupt, size, good))
-		}
-		// Read what is there rather than allocate what the header claims.
-		p, rerr := io.ReadAll(io.LimitReader(r, int64(size)))
-		if rerr != nil {
-			return good, rerr
-		}
-		if len(p) < int(size) {
-			return good, tornTail{}
-		}
-		if crc32.Checksum(p, castagnoli) != binary.BigEndian.Uint32(hdr[4:]) {
-			return good, rest(r, fmt.Errorf("%w: checksum mismatch at offset %d", ErrCorrupt, good))
-		}
-		rec, derr := decodeRecord(p)
-		if derr != nil {
-			return good, rest(r, fmt.Errorf("%w (at offset %d)", derr, good))
-		}
-		if err := fn(rec); err != nil {
-			return good, err
-		}
-		good += frameHeader + int64(size)
+// each, and returns the offset just past the last good record. A torn
+// tail is durable.ErrTorn; a bad frame or record with good data after it
+// wraps durable.ErrCorrupt. With legacy, the frame headers are big-endian
+// (a journal written before issue 37).
+func readRecords(r io.Reader, legacy bool, fn func(*record) error) (good int64, err error) {
+	read := durable.Read
+	if legacy {
+		read = durable.ReadLegacy
 	}
-}
-
-// tornTail is the error of a record cut short by a crash at the end of the
-// file: the journal is truncated to the last good record.
-type tornTail struct{}
-
-func (tornTail) Error() string { return "idempotency: torn record at the end of the journal" }
-
-// rest decides whether a bad frame is a torn tail or corruption in the
-// middle of the journal: it is a tail when nothing but zero bytes follows
-// (a crash can leave a file extended with zeros past its last write).
-func rest(r io.Reader, err error) error {
-	buf := make([]byte, 32<<10)
-	for {
-		n, rerr := r.Read(buf)
-		for _, c := range buf[:n] {
-			if c != 0 {
-				return err
-			}
-		}
-		if rerr == io.EOF {
-			return tornTail{}
-		}
-		if rerr != nil {
+	return read(r, MaxRecordBytes, func(p []byte) error {
+		rec, err := decodeRecord(p)
+		if err != nil {
 			return err
 		}
-	}
+		return fn(rec)
+	})
 }

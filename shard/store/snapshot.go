@@ -1,12 +1,8 @@
 package store
 
 import (
-	"bufio"
-	"encoding/binary"
 	"errors"
 	"fmt"
-	"hash"
-	"hash/crc32"
 	"io"
 	"io/fs"
 	"math"
@@ -20,8 +16,8 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/injection"
-	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/internal/codec"
+	"github.com/brainstem/brainstem/internal/durable"
 	"github.com/brainstem/brainstem/shard/index"
 )
 
@@ -33,7 +29,7 @@ const stateDirName = ".brainstem"
 // The snapshot file: snapshotMagic, a little-endian uint32 version, the
 // injection audit's version (injection.Version, a uint32), the wing, the
 // notes' metadata (with the audit's findings), the index (index.Save), and
-// a CRC-32C of everything before it. snapshotVersion changes with the
+// a CRC-32C of everything before it (internal/durable's snapshot trailer). snapshotVersion changes with the
 // format and with anything that changes what the store derives from a file
 // (parsing, titles, links), and injection.Version with the audit's rules,
 // so that another version's snapshot is rebuilt, not misread.
@@ -107,8 +103,8 @@ type snapMeta struct {
 	m  *meta
 }
 
-// saveSnapshot writes the snapshot durably (temporary file, fsync, rename)
-// if anything changed since the last one. The notes' metadata is copied
+// saveSnapshot writes the snapshot durably (durable.WriteSnapshot:
+// temporary file, fsync, rename) if anything changed since the last one. The notes' metadata is copied
 // first, then the index is written (holding its read lock); a change that
 // lands in between is in the index but not in the metadata, which only
 // makes the next Open re-read that note.
@@ -133,43 +129,12 @@ func (s *Store) saveSnapshot() error {
 	s.mu.RUnlock()
 	sort.Slice(metas, func(i, j int) bool { return metas[i].id < metas[j].id })
 
-	dir := filepath.Dir(s.snapshotPath())
-	f, err := os.CreateTemp(dir, tmpPrefix+"*")
-	if err != nil {
-		return err
-	}
-	tmp := f.Name()
-	fail := func(err error) error {
-		f.Close()
-		os.Remove(tmp)
-		return err
-	}
-	crc := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	w := bufio.NewWriterSize(io.MultiWriter(f, crc), 1<<20)
-	if err := writeSnapshotHeader(w, s.wing, metas); err != nil {
-		return fail(err)
-	}
-	if err := s.ix.Save(w); err != nil {
-		return fail(err)
-	}
-	if err := w.Flush(); err != nil {
-		return fail(err)
-	}
-	if _, err := f.Write(binary.LittleEndian.AppendUint32(nil, crc.Sum32())); err != nil {
-		return fail(err)
-	}
-	if err := f.Sync(); err != nil {
-		return fail(err)
-	}
-	if err := f.Close(); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := os.Rename(tmp, s.snapshotPath()); err != nil {
-		os.Remove(tmp)
-		return err
-	}
-	if err := atomicfile.SyncDir(dir); err != nil {
+	if err := durable.WriteSnapshot(s.snapshotPath(), 0o600, func(w io.Writer) error {
+		if err := writeSnapshotHeader(w, s.wing, metas); err != nil {
+			return err
+		}
+		return s.ix.Save(w)
+	}); err != nil {
 		return err
 	}
 	s.snap.dirty.Add(-dirty)
@@ -287,11 +252,10 @@ const maxSnapString = brain.MaxPathLen * 64
 
 // readSnapshot decodes a snapshot, verifying its checksum: every byte
 // before the trailer is read through cr, which hashes it (the stream and
-// index.Load read through cr itself, cr being an io.ByteReader), and the
-// trailer is read past it.
+// index.Load read through cr itself, cr being an io.ByteReader), and
+// cr.Verify reads the trailer.
 func readSnapshot(r io.Reader, wing string) (*index.Index, map[string]*meta, error) {
-	crc := crc32.New(crc32.MakeTable(crc32.Castagnoli))
-	cr := &crcReader{r: bufio.NewReaderSize(r, 256<<10), h: crc}
+	cr := durable.NewSnapshotReader(r)
 	d := codec.NewStream(cr)
 	magic := string(d.Fixed("magic", len(snapshotMagic)))
 	version := d.Uint32("version")
@@ -310,16 +274,8 @@ func readSnapshot(r io.Reader, wing string) (*index.Index, map[string]*meta, err
 	if err != nil {
 		return nil, nil, err
 	}
-	sum := crc.Sum32()
-	var trailer [4]byte
-	if _, err := io.ReadFull(cr.r, trailer[:]); err != nil {
-		return nil, nil, fmt.Errorf("%w: no checksum", errSnapshot)
-	}
-	if binary.LittleEndian.Uint32(trailer[:]) != sum {
-		return nil, nil, fmt.Errorf("%w: checksum mismatch", errSnapshot)
-	}
-	if _, err := cr.r.ReadByte(); err != io.EOF {
-		return nil, nil, fmt.Errorf("%w: data after the checksum", errSnapshot)
+	if err := cr.Verify(); err != nil {
+		return nil, nil, fmt.Errorf("%w: %w", errSnapshot, err)
 	}
 	return ix, notes, nil
 }
@@ -383,24 +339,4 @@ func snapshotErr(err error) error {
 		return fmt.Errorf("%w: %w", errSnapshot, err)
 	}
 	return err
-}
-
-// crcReader hashes exactly the bytes read through it.
-type crcReader struct {
-	r *bufio.Reader
-	h hash.Hash32
-}
-
-func (c *crcReader) Read(p []byte) (int, error) {
-	n, err := c.r.Read(p)
-	c.h.Write(p[:n])
-	return n, err
-}
-
-func (c *crcReader) ReadByte() (byte, error) {
-	b, err := c.r.ReadByte()
-	if err == nil {
-		c.h.Write([]byte{b})
-	}
-	return b, err
 }
