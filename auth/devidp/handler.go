@@ -192,16 +192,25 @@ type loginData struct {
 }
 
 func (p *Provider) authorizeForm(w http.ResponseWriter, r *http.Request) {
-	ar, rerr, fatal := p.parseAuthRequest(r.URL.Query())
+	if ar, ok := p.authRequest(w, r, r.URL.Query()); ok {
+		p.renderLogin(w, http.StatusOK, loginData{Action: p.base + "/authorize", Req: ar})
+	}
+}
+
+// authRequest parses the authorization request in v; when it is refused,
+// it answers (an error page, or the error sent back to the client's
+// redirect URI) and returns false.
+func (p *Provider) authRequest(w http.ResponseWriter, r *http.Request, v url.Values) (authRequest, bool) {
+	ar, rerr, fatal := p.parseAuthRequest(v)
 	if fatal != nil {
 		httpErrorPage(w, http.StatusBadRequest, fatal.Error())
-		return
+		return ar, false
 	}
 	if rerr != nil {
 		redirectError(w, r, ar, rerr)
-		return
+		return ar, false
 	}
-	p.renderLogin(w, http.StatusOK, loginData{Action: p.base + "/authorize", Req: ar})
+	return ar, true
 }
 
 func (p *Provider) renderLogin(w http.ResponseWriter, status int, d loginData) {
@@ -219,13 +228,8 @@ func (p *Provider) authorizeSubmit(w http.ResponseWriter, r *http.Request) {
 		httpErrorPage(w, http.StatusBadRequest, "the form could not be read: "+err.Error())
 		return
 	}
-	ar, rerr, fatal := p.parseAuthRequest(r.PostForm)
-	if fatal != nil {
-		httpErrorPage(w, http.StatusBadRequest, fatal.Error())
-		return
-	}
-	if rerr != nil {
-		redirectError(w, r, ar, rerr)
+	ar, ok := p.authRequest(w, r, r.PostForm)
+	if !ok {
 		return
 	}
 	email, err := checkEmail(r.PostForm.Get("email"))
