@@ -24,12 +24,8 @@ import (
 
 func runLogin(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("login", s)
-	newSignIn := signInFlags(fs)
-	mcpURL, err := parseWithURL(fs, args, "login")
-	if err != nil {
-		return err
-	}
-	sc, err := newSignIn(s.out)
+	parse := signInFlags(fs)
+	mcpURL, sc, err := parse(args, s.out)
 	if err != nil {
 		return err
 	}
@@ -57,12 +53,8 @@ func runJoin(ctx context.Context, args []string, s streams) error {
 	fs.StringVar(&opt.Name, "name", "brainstem", "the MCP server name in your clients")
 	fs.StringVar(&opt.Token, "token", "", "register this bearer `token` as a header (clients without OAuth) instead of signing in")
 	fs.BoolVar(&opt.DryRun, "dry-run", false, "check and sign in, but print the 'claude mcp add' line instead of running it")
-	newSignIn := signInFlags(fs)
-	mcpURL, err := parseWithURL(fs, args, "join")
-	if err != nil {
-		return err
-	}
-	sc, err := newSignIn(s.out)
+	parse := signInFlags(fs)
+	mcpURL, sc, err := parse(args, s.out)
 	if err != nil {
 		return err
 	}
@@ -88,19 +80,22 @@ func runDoctor(ctx context.Context, args []string, s streams) error {
 	return rep.Err()
 }
 
-// signInFlags defines the flags of a command that signs in (login, join);
-// once they are parsed, the function it returns makes the sign-in client.
-func signInFlags(fs *flag.FlagSet) func(out io.Writer) (*signin.Client, error) {
+// signInFlags defines the flags of login and join; what it returns parses
+// the command line (parseWithURL) and makes the sign-in client.
+func signInFlags(fs *flag.FlagSet) func(args []string, out io.Writer) (string, *signin.Client, error) {
 	noBrowser := fs.Bool("no-browser", false, "print the sign-in URL instead of opening a browser")
 	device := fs.Bool("device", false, "sign in with a code typed into a browser on any computer (RFC 8628), for a computer without a browser")
 	timeout := fs.Duration("timeout", signin.DefaultCallbackTimeout, "how long to wait for the browser")
-	return func(out io.Writer) (*signin.Client, error) {
-		sc, err := signin.NewDefault(out, *noBrowser, *timeout)
+	return func(args []string, out io.Writer) (string, *signin.Client, error) {
+		mcpURL, err := parseWithURL(fs, args, fs.Name())
 		if err != nil {
-			return nil, err
+			return "", nil, err
 		}
-		sc.Device = *device
-		return sc, nil
+		sc, err := signin.NewDefault(out, *noBrowser, *timeout)
+		if err == nil {
+			sc.Device = *device
+		}
+		return mcpURL, sc, err
 	}
 }
 
