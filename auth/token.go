@@ -197,19 +197,24 @@ func (m *Minter) MintGroups(email string, caps brain.Caps, groups []string, notA
 		Caps:     caps.Strings(),
 		Groups:   groups,
 	}
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("auth: mint: %w", err)
-	}
-	jws, err := m.signer.Sign(payload)
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("auth: mint: %w", err)
-	}
-	token, err = jws.CompactSerialize()
-	if err != nil {
+	if token, err = SignClaims(m.signer, claims); err != nil {
 		return "", time.Time{}, fmt.Errorf("auth: mint: %w", err)
 	}
 	return token, exp, nil
+}
+
+// SignClaims signs claims (encoded as JSON) with signer: a JWT in compact
+// serialization.
+func SignClaims(signer jose.Signer, claims any) (string, error) {
+	payload, err := json.Marshal(claims)
+	if err != nil {
+		return "", err
+	}
+	jws, err := signer.Sign(payload)
+	if err != nil {
+		return "", err
+	}
+	return jws.CompactSerialize()
 }
 
 // TokenVerifier checks shard tokens for one wing against a set of public

@@ -121,6 +121,18 @@ func homeWing(ws []wing, notes []hit, before string) string {
 	return ""
 }
 
+// writableHome asks the gateway for the person's wings: the writable ones
+// and the home wing among them (homeWing with no notes); none when the
+// gateway did not answer.
+func (a *account) writableHome(ctx context.Context, before string) (home string, w []string) {
+	var wa wingsAnswer
+	if a.callJSON(ctx, toolWings, map[string]any{}, &wa) != nil {
+		return "", nil
+	}
+	ws := wa.wings()
+	return homeWing(ws, nil, before), writable(ws)
+}
+
 func union(a, b []string) []string {
 	for _, x := range b {
 		if !slices.Contains(a, x) {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
-	"slices"
 	"time"
 )
 
@@ -32,17 +31,9 @@ func (r *runner) preCompact(ctx context.Context) Output {
 	if acct == nil {
 		return Output{}
 	}
-	var wa wingsAnswer
-	if acct.callJSON(ctx, toolWings, map[string]any{}, &wa) != nil {
-		return Output{}
-	}
-	w := writable(wa.wings())
+	home, w := acct.writableHome(ctx, st.HomeWing)
 	if len(w) == 0 {
 		return Output{}
-	}
-	home := st.HomeWing
-	if !slices.Contains(w, home) {
-		home = w[0]
 	}
 	if captured == nil {
 		captured = []string{}

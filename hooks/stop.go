@@ -42,17 +42,9 @@ func (r *runner) stop(ctx context.Context) Output {
 	if acct == nil {
 		return r.warn(ctx, msg)
 	}
-	var wa wingsAnswer
-	if err := acct.callJSON(ctx, toolWings, map[string]any{}, &wa); err != nil {
-		return Output{}
-	}
-	w := writable(wa.wings())
+	home, w := acct.writableHome(ctx, st.HomeWing)
 	if len(w) == 0 {
 		return Output{}
-	}
-	home := st.HomeWing
-	if !slices.Contains(w, home) {
-		home = w[0]
 	}
 	steps, err := acct.gw.getPrompt(ctx, promptCapture, map[string]string{"wing": home, "session": sessionName(r.in.SessionID)})
 	if err != nil {

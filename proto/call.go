@@ -27,23 +27,14 @@ type CallResponse struct {
 // call carried before search had messages of its own; a peer that sends
 // 1 and statistics has them skipped), then the idempotency key when set.
 func (c *CallRequest) appendBody(b []byte) ([]byte, error) {
-	if err := checkLen("token", len(c.Token), MaxTokenBytes); err != nil {
-		return b, err
-	}
-	if err := checkLen("tool name", len(c.Tool), MaxToolNameBytes); err != nil {
-		return b, err
-	}
-	if err := checkLen("idempotency key", len(c.IdempotencyKey), MaxIdempotencyKeyBytes); err != nil {
-		return b, err
-	}
-	b = codec.AppendString(b, c.Token)
-	b = codec.AppendString(b, c.Tool)
-	b = codec.AppendBytes(b, c.Args)
-	b = codec.AppendBool(b, false)
+	e := encoder{b: b}
+	e.String("token", c.Token, MaxTokenBytes)
+	e.String("tool name", c.Tool, MaxToolNameBytes)
+	e.b = codec.AppendBool(codec.AppendBytes(e.b, c.Args), false)
 	if c.IdempotencyKey != "" {
-		b = codec.AppendString(b, c.IdempotencyKey)
+		e.String("idempotency key", c.IdempotencyKey, MaxIdempotencyKeyBytes)
 	}
-	return b, nil
+	return e.done()
 }
 
 // decodeCallRequest decodes a Call payload. Args aliases p.

@@ -122,47 +122,13 @@ func NewClient(addr string, cfg ClientConfig) *Client {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	maxMsg := cfg.MaxMessageBytes
-	if maxMsg <= 0 {
-		maxMsg = DefaultMaxMessageBytes
-	}
-	inflight := cfg.MaxInFlight
-	if inflight <= 0 {
-		inflight = DefaultMaxInFlight
-	}
-	dialTO := cfg.DialTimeout
-	if dialTO <= 0 {
-		dialTO = DefaultDialTimeout
-	}
-	probeTO := cfg.ProbeTimeout
-	if probeTO <= 0 {
-		probeTO = DefaultProbeTimeout
-	}
-	probeTO = min(probeTO, dialTO)
-	reconnTO := cfg.ReconnectTimeout
-	if reconnTO <= 0 {
-		reconnTO = DefaultReconnectTimeout
-	}
-	reconnTO = min(reconnTO, probeTO)
-	lo, hi := cfg.RedialMin, cfg.RedialMax
-	if lo <= 0 {
-		lo = DefaultRedialMin
-	}
-	if hi <= 0 {
-		hi = DefaultRedialMax
-	}
-	hi = max(hi, lo)
+	dialTO := orDefault(cfg.DialTimeout, DefaultDialTimeout)
+	probeTO := min(orDefault(cfg.ProbeTimeout, DefaultProbeTimeout), dialTO)
+	reconnTO := min(orDefault(cfg.ReconnectTimeout, DefaultReconnectTimeout), probeTO)
+	lo := orDefault(cfg.RedialMin, DefaultRedialMin)
+	hi := max(orDefault(cfg.RedialMax, DefaultRedialMax), lo)
 	tc := protocolTLS(cfg.TLS)
-	qc := &quic.Config{}
-	if cfg.QUIC != nil {
-		qc = cfg.QUIC.Clone()
-	}
-	if qc.MaxIdleTimeout == 0 {
-		qc.MaxIdleTimeout = DefaultIdleTimeout
-	}
-	if qc.KeepAlivePeriod == 0 {
-		qc.KeepAlivePeriod = DefaultKeepAlive
-	}
+	qc := quicConfig(cfg.QUIC)
 	if qc.HandshakeIdleTimeout == 0 || qc.HandshakeIdleTimeout > dialTO {
 		qc.HandshakeIdleTimeout = dialTO
 	}
@@ -173,8 +139,8 @@ func NewClient(addr string, cfg ClientConfig) *Client {
 	rand.Read(rnd[:])
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Client{
-		addr: addr, tls: tc, quic: qc, max: maxMsg, dialTO: dialTO, probeTO: probeTO, reconnTO: reconnTO, redialLo: lo, redialHi: hi, log: log,
-		sem:         make(chan struct{}, inflight),
+		addr: addr, tls: tc, quic: qc, max: orDefault(cfg.MaxMessageBytes, DefaultMaxMessageBytes), dialTO: dialTO, probeTO: probeTO, reconnTO: reconnTO, redialLo: lo, redialHi: hi, log: log,
+		sem:         make(chan struct{}, orDefault(cfg.MaxInFlight, DefaultMaxInFlight)),
 		idPrefix:    hex.EncodeToString(rnd[:]) + "-",
 		closeCtx:    ctx,
 		closeCancel: cancel,
@@ -185,11 +151,7 @@ func NewClient(addr string, cfg ClientConfig) *Client {
 // ListTools asks the shard for its tool descriptors. Retried once on a fresh
 // connection if the connection dies before an answer.
 func (c *Client) ListTools(ctx context.Context) (*ListToolsResponse, error) {
-	p, err := c.do(ctx, MsgListTools, RequestIDFrom(ctx), nil, true)
-	if err != nil {
-		return nil, err
-	}
-	return decodeListToolsResponse(p)
+	return exchange(ctx, c, MsgListTools, RequestIDFrom(ctx), nil, true, decodeListToolsResponse)
 }
 
 // Call runs one tool on the shard. It is sent again (once, on a fresh
@@ -198,75 +160,65 @@ func (c *Client) ListTools(ctx context.Context) (*ListToolsResponse, error) {
 // lost the error wraps ErrConnectionLost: the caller decides.
 func (c *Client) Call(ctx context.Context, req *CallRequest) (*CallResponse, error) {
 	if req == nil {
-		return nil, fmt.Errorf("proto: call: %w: nil request", ErrMalformed)
+		return nil, errNilRequest(MsgCall)
 	}
-	p, err := c.do(ctx, MsgCall, req.RequestID, req, false)
-	if err != nil {
-		return nil, err
-	}
-	return decodeCallResponse(p)
+	return exchange(ctx, c, MsgCall, req.RequestID, req, false, decodeCallResponse)
 }
 
 // Mint asks the shard for a shard token. Only a client with a gateway
 // certificate is allowed (else *Error CodeWrongRole). Retried like Call.
 func (c *Client) Mint(ctx context.Context, req *MintRequest) (*MintResponse, error) {
 	if req == nil {
-		return nil, fmt.Errorf("proto: mint: %w: nil request", ErrMalformed)
+		return nil, errNilRequest(MsgMint)
 	}
-	p, err := c.do(ctx, MsgMint, req.RequestID, req, false)
-	if err != nil {
-		return nil, err
-	}
-	return decodeMintResponse(p)
+	return exchange(ctx, c, MsgMint, req.RequestID, req, false, decodeMintResponse)
 }
 
 // Stats asks for the corpus statistics of a query's terms. Retried once on a
 // fresh connection if the connection dies before an answer.
 func (c *Client) Stats(ctx context.Context, req *StatsRequest) (*StatsResponse, error) {
 	if req == nil {
-		return nil, fmt.Errorf("proto: stats: %w: nil request", ErrMalformed)
+		return nil, errNilRequest(MsgStats)
 	}
-	p, err := c.do(ctx, MsgStats, req.RequestID, req, true)
-	if err != nil {
-		return nil, err
-	}
-	return decodeStatsResponse(p)
+	return exchange(ctx, c, MsgStats, req.RequestID, req, true, decodeStatsResponse)
 }
 
 // Rank asks for a wing's ranking of a query (search.RankRequest). It reads
 // only: retried once on a fresh connection if the connection dies.
 func (c *Client) Rank(ctx context.Context, req *RankRequest) (*RankResponse, error) {
 	if req == nil {
-		return nil, fmt.Errorf("proto: rank: %w: nil request", ErrMalformed)
+		return nil, errNilRequest(MsgRank)
 	}
-	p, err := c.do(ctx, MsgRank, req.RequestID, req, true)
-	if err != nil {
-		return nil, err
-	}
-	return decodeRankResponse(p)
+	return exchange(ctx, c, MsgRank, req.RequestID, req, true, decodeRankResponse)
 }
 
 // Fetch asks for a wing's rendered hits of some keys (search.FetchRequest).
 // It reads only: retried once on a fresh connection if the connection dies.
 func (c *Client) Fetch(ctx context.Context, req *FetchRequest) (*FetchResponse, error) {
 	if req == nil {
-		return nil, fmt.Errorf("proto: fetch: %w: nil request", ErrMalformed)
+		return nil, errNilRequest(MsgFetch)
 	}
-	p, err := c.do(ctx, MsgFetch, req.RequestID, req, true)
-	if err != nil {
-		return nil, err
-	}
-	return decodeFetchResponse(p)
+	return exchange(ctx, c, MsgFetch, req.RequestID, req, true, decodeFetchResponse)
 }
 
 // Health asks for the shard's state. Retried once on a fresh connection if
 // the connection dies before an answer.
 func (c *Client) Health(ctx context.Context) (*HealthResponse, error) {
-	p, err := c.do(ctx, MsgHealth, RequestIDFrom(ctx), nil, true)
+	return exchange(ctx, c, MsgHealth, RequestIDFrom(ctx), nil, true, decodeHealthResponse)
+}
+
+// exchange sends one request of type t (req nil for ListTools and Health)
+// and decodes its answer; do says when it is sent again.
+func exchange[R any](ctx context.Context, c *Client, t MsgType, id string, req any, idempotent bool, decode func([]byte) (*R, error)) (*R, error) {
+	p, err := c.do(ctx, t, id, req, idempotent)
 	if err != nil {
 		return nil, err
 	}
-	return decodeHealthResponse(p)
+	return decode(p)
+}
+
+func errNilRequest(t MsgType) error {
+	return fmt.Errorf("proto: %s: %w: nil request", t, ErrMalformed)
 }
 
 // Addr returns the shard address the client dials.

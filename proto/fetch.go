@@ -21,25 +21,12 @@ type FetchResponse struct {
 }
 
 func (r *FetchRequest) appendBody(b []byte) ([]byte, error) {
-	if err := checkLen("token", len(r.Token), MaxTokenBytes); err != nil {
-		return b, err
-	}
-	if err := checkCount("fetch keys", len(r.Keys), MaxFetchIDs); err != nil {
-		return b, err
-	}
-	b = codec.AppendString(b, r.Token)
-	b, err := appendQuery(b, &r.Query)
-	if err != nil {
-		return b, err
-	}
-	b = codec.AppendUvarint(b, uint64(len(r.Keys)))
-	for _, k := range r.Keys {
-		if err := checkLen("fetch key", len(k), MaxFetchIDBytes); err != nil {
-			return b, err
-		}
-		b = codec.AppendString(b, k)
-	}
-	return appendOptionalStats(b, r.Stats)
+	e := encoder{b: b}
+	e.String("token", r.Token, MaxTokenBytes)
+	e.query(&r.Query)
+	e.Strings("fetch keys", "fetch key", r.Keys, MaxFetchIDs, MaxFetchIDBytes)
+	e.optionalStats(r.Stats)
+	return e.done()
 }
 
 func decodeFetchRequest(p []byte) (reqHeader, *FetchRequest, error) {
@@ -47,12 +34,7 @@ func decodeFetchRequest(p []byte) (reqHeader, *FetchRequest, error) {
 	h := readReqHeader(d)
 	r := &FetchRequest{RequestID: h.RequestID, Token: d.String("token", MaxTokenBytes)}
 	r.Query = readQuery(d)
-	if n := d.Count("fetch keys", MaxFetchIDs); n > 0 {
-		r.Keys = make([]string, 0, n)
-		for range n {
-			r.Keys = append(r.Keys, d.String("fetch key", MaxFetchIDBytes))
-		}
-	}
+	r.Keys = readStrings(d, "fetch keys", "fetch key", MaxFetchIDs, MaxFetchIDBytes)
 	r.Stats = readOptionalStats(d)
 	return h, r, decoded(d.Err())
 }
@@ -60,18 +42,16 @@ func decodeFetchRequest(p []byte) (reqHeader, *FetchRequest, error) {
 func (*FetchResponse) msgType() MsgType { return MsgFetchResponse }
 
 func (v *FetchResponse) appendBody(b []byte) ([]byte, error) {
-	if err := checkCount("hits", len(v.Hits), MaxFetchIDs); err != nil {
-		return b, err
-	}
-	return appendHits(b, v.Hits), nil
+	e := encoder{b: b}
+	e.hits(v.Hits)
+	return e.done()
 }
 
-func appendHits(b []byte, hits [][]byte) []byte {
-	b = codec.AppendUvarint(b, uint64(len(hits)))
+func (e *encoder) hits(hits [][]byte) {
+	e.Count("hits", len(hits), MaxFetchIDs)
 	for _, h := range hits {
-		b = codec.AppendBytes(b, h)
+		e.b = codec.AppendBytes(e.b, h)
 	}
-	return b
 }
 
 // readHits reads rendered hits; they alias the payload (of size max).

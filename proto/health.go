@@ -13,16 +13,11 @@ type HealthResponse struct {
 func (*HealthResponse) msgType() MsgType { return MsgHealthResponse }
 
 func (v *HealthResponse) appendBody(b []byte) ([]byte, error) {
-	if err := checkLen("wing", len(v.Wing), MaxWingBytes); err != nil {
-		return b, err
-	}
-	if err := checkLen("version", len(v.Version), MaxVersionBytes); err != nil {
-		return b, err
-	}
-	b = codec.AppendString(b, v.Wing)
-	b = codec.AppendBool(b, v.Ready)
-	b = codec.AppendVarint(b, v.Notes)
-	return codec.AppendString(b, v.Version), nil
+	e := encoder{b: b}
+	e.String("wing", v.Wing, MaxWingBytes)
+	e.b = codec.AppendVarint(codec.AppendBool(e.b, v.Ready), v.Notes)
+	e.String("version", v.Version, MaxVersionBytes)
+	return e.done()
 }
 
 func decodeHealthResponse(p []byte) (*HealthResponse, error) {

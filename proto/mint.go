@@ -25,21 +25,11 @@ type MintResponse struct {
 }
 
 func (m *MintRequest) appendBody(b []byte) ([]byte, error) {
-	if err := checkLen("email", len(m.Email), brain.MaxEmailBytes); err != nil {
-		return b, err
-	}
-	if err := checkCount("groups", len(m.Groups), MaxGroups); err != nil {
-		return b, err
-	}
-	b = codec.AppendString(b, m.Email)
-	b = codec.AppendUvarint(b, uint64(len(m.Groups)))
-	for _, g := range m.Groups {
-		if err := checkLen("group", len(g), MaxGroupBytes); err != nil {
-			return b, err
-		}
-		b = codec.AppendString(b, g)
-	}
-	return codec.AppendTime(b, m.NotAfter), nil
+	e := encoder{b: b}
+	e.String("email", m.Email, brain.MaxEmailBytes)
+	e.Strings("groups", "group", m.Groups, MaxGroups, MaxGroupBytes)
+	e.b = codec.AppendTime(e.b, m.NotAfter)
+	return e.done()
 }
 
 func decodeMintRequest(p []byte) (reqHeader, *MintRequest, error) {
@@ -47,12 +37,7 @@ func decodeMintRequest(p []byte) (reqHeader, *MintRequest, error) {
 	h := readReqHeader(d)
 	m := &MintRequest{RequestID: h.RequestID}
 	m.Email = d.String("email", brain.MaxEmailBytes)
-	if n := d.Count("groups", MaxGroups); n > 0 {
-		m.Groups = make([]string, 0, n)
-		for range n {
-			m.Groups = append(m.Groups, d.String("group", MaxGroupBytes))
-		}
-	}
+	m.Groups = readStrings(d, "groups", "group", MaxGroups, MaxGroupBytes)
 	m.NotAfter = d.Time("not after")
 	return h, m, decoded(d.Err())
 }
@@ -60,32 +45,17 @@ func decodeMintRequest(p []byte) (reqHeader, *MintRequest, error) {
 func (*MintResponse) msgType() MsgType { return MsgMintResponse }
 
 func (v *MintResponse) appendBody(b []byte) ([]byte, error) {
-	if err := checkLen("token", len(v.Token), MaxTokenBytes); err != nil {
-		return b, err
-	}
-	if err := checkCount("caps", len(v.Caps), MaxCaps); err != nil {
-		return b, err
-	}
-	b = codec.AppendString(b, v.Token)
-	b = codec.AppendUvarint(b, uint64(len(v.Caps)))
-	for _, c := range v.Caps {
-		if err := checkLen("cap", len(c), MaxCapBytes); err != nil {
-			return b, err
-		}
-		b = codec.AppendString(b, c)
-	}
-	return codec.AppendTime(b, v.Expiry), nil
+	e := encoder{b: b}
+	e.String("token", v.Token, MaxTokenBytes)
+	e.Strings("caps", "cap", v.Caps, MaxCaps, MaxCapBytes)
+	e.b = codec.AppendTime(e.b, v.Expiry)
+	return e.done()
 }
 
 func decodeMintResponse(p []byte) (*MintResponse, error) {
 	d := codec.NewDecoder(p)
 	v := &MintResponse{Token: d.String("token", MaxTokenBytes)}
-	if n := d.Count("caps", MaxCaps); n > 0 {
-		v.Caps = make([]string, 0, n)
-		for range n {
-			v.Caps = append(v.Caps, d.String("cap", MaxCapBytes))
-		}
-	}
+	v.Caps = readStrings(d, "caps", "cap", MaxCaps, MaxCapBytes)
 	v.Expiry = d.Time("expiry")
 	return v, decoded(d.Err())
 }

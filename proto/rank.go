@@ -21,30 +21,18 @@ type RankResponse struct {
 }
 
 // Query: text, terms, the searchable words counted, hall, scope, limit.
-func appendQuery(b []byte, q *search.Query) ([]byte, error) {
-	if err := checkLen("query", len(q.Text), MaxQueryBytes); err != nil {
-		return b, err
-	}
-	if err := checkLen("hall", len(q.Hall), MaxWingBytes); err != nil {
-		return b, err
-	}
-	if err := checkLen("scope", len(q.Scope), MaxWingBytes); err != nil {
-		return b, err
-	}
-	b = codec.AppendString(b, q.Text)
-	b, err := appendTerms(b, q.Terms)
-	if err != nil {
-		return b, err
-	}
-	b = codec.AppendUvarint(b, uint64(q.Tokens))
-	b = codec.AppendString(b, q.Hall)
-	b = codec.AppendString(b, q.Scope)
-	return codec.AppendUvarint(b, uint64(q.Limit)), nil
+func (e *encoder) query(q *search.Query) {
+	e.String("query", q.Text, MaxQueryBytes)
+	e.Strings("terms", "term", q.Terms, search.MaxQueryTerms, MaxTermBytes)
+	e.b = codec.AppendUvarint(e.b, uint64(q.Tokens))
+	e.String("hall", q.Hall, MaxWingBytes)
+	e.String("scope", q.Scope, MaxWingBytes)
+	e.b = codec.AppendUvarint(e.b, uint64(q.Limit))
 }
 
 func readQuery(d *codec.Decoder) search.Query {
 	q := search.Query{Text: d.String("query", MaxQueryBytes)}
-	q.Terms = readTerms(d)
+	q.Terms = readStrings(d, "terms", "term", search.MaxQueryTerms, MaxTermBytes)
 	q.Tokens = int(min(d.Uvarint("tokens"), MaxQueryBytes))
 	q.Hall = d.String("hall", MaxWingBytes)
 	q.Scope = d.String("scope", MaxWingBytes)
@@ -53,17 +41,12 @@ func readQuery(d *codec.Decoder) search.Query {
 }
 
 func (r *RankRequest) appendBody(b []byte) ([]byte, error) {
-	if err := checkLen("token", len(r.Token), MaxTokenBytes); err != nil {
-		return b, err
-	}
-	b = codec.AppendString(b, r.Token)
-	b, err := appendQuery(b, &r.Query)
-	if err != nil {
-		return b, err
-	}
-	b = codec.AppendUvarint(b, r.Generation)
-	b = codec.AppendUvarint(b, uint64(max(r.Render, 0)))
-	return appendOptionalStats(b, r.Stats)
+	e := encoder{b: b}
+	e.String("token", r.Token, MaxTokenBytes)
+	e.query(&r.Query)
+	e.b = codec.AppendUvarint(codec.AppendUvarint(e.b, r.Generation), uint64(max(r.Render, 0)))
+	e.optionalStats(r.Stats)
+	return e.done()
 }
 
 func decodeRankRequest(p []byte) (reqHeader, *RankRequest, error) {
@@ -83,29 +66,17 @@ func (*RankResponse) msgType() MsgType { return MsgRankResponse }
 // statistics, total, the ranked keys with their scores' bits, then the
 // hits rendered ahead.
 func (v *RankResponse) appendBody(b []byte) ([]byte, error) {
-	if err := checkCount("ranked", len(v.Ranked), MaxFetchIDs); err != nil {
-		return b, err
-	}
-	if err := checkCount("hits", len(v.Hits), MaxFetchIDs); err != nil {
-		return b, err
-	}
-	b = codec.AppendUvarint(b, v.Generation)
-	b = codec.AppendBool(b, v.Stale)
-	b = codec.AppendBytes(b, v.Refused)
-	b, err := appendOptionalStats(b, v.Stats)
-	if err != nil {
-		return b, err
-	}
-	b = codec.AppendVarint(b, v.Total)
-	b = codec.AppendUvarint(b, uint64(len(v.Ranked)))
+	e := encoder{b: codec.AppendBool(codec.AppendUvarint(b, v.Generation), v.Stale)}
+	e.b = codec.AppendBytes(e.b, v.Refused)
+	e.optionalStats(v.Stats)
+	e.b = codec.AppendVarint(e.b, v.Total)
+	e.Count("ranked", len(v.Ranked), MaxFetchIDs)
 	for _, r := range v.Ranked {
-		if err := checkLen("ranked key", len(r.Key), MaxFetchIDBytes); err != nil {
-			return b, err
-		}
-		b = codec.AppendString(b, r.Key)
-		b = codec.AppendFloat64(b, r.Score)
+		e.String("ranked key", r.Key, MaxFetchIDBytes)
+		e.b = codec.AppendFloat64(e.b, r.Score)
 	}
-	return appendHits(b, v.Hits), nil
+	e.hits(v.Hits)
+	return e.done()
 }
 
 func decodeRankResponse(p []byte) (*RankResponse, error) {

@@ -192,30 +192,12 @@ func protocolTLS(c *tls.Config) *tls.Config {
 	return tc
 }
 
-// NewServer returns a server for h. Nothing listens until Serve.
-func NewServer(h Handler, cfg ServerConfig) *Server {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
-	maxMsg := cfg.MaxMessageBytes
-	if maxMsg <= 0 {
-		maxMsg = DefaultMaxMessageBytes
-	}
-	streams := cfg.MaxStreams
-	if streams <= 0 {
-		streams = DefaultMaxStreams
-	}
-	tc := protocolTLS(cfg.TLS)
+// quicConfig returns a copy of c (or of the zero config) with the idle
+// timeout and keep-alive period the package defaults where c leaves them.
+func quicConfig(c *quic.Config) *quic.Config {
 	qc := &quic.Config{}
-	if cfg.QUIC != nil {
-		qc = cfg.QUIC.Clone()
-	}
-	if qc.MaxIncomingStreams == 0 {
-		qc.MaxIncomingStreams = int64(streams)
-	}
-	if qc.MaxIncomingUniStreams == 0 {
-		qc.MaxIncomingUniStreams = -1 // clients never open unidirectional streams
+	if c != nil {
+		qc = c.Clone()
 	}
 	if qc.MaxIdleTimeout == 0 {
 		qc.MaxIdleTimeout = DefaultIdleTimeout
@@ -223,21 +205,36 @@ func NewServer(h Handler, cfg ServerConfig) *Server {
 	if qc.KeepAlivePeriod == 0 {
 		qc.KeepAlivePeriod = DefaultKeepAlive
 	}
-	reqTO := cfg.RequestTimeout
-	if reqTO <= 0 {
-		reqTO = DefaultRequestTimeout
+	return qc
+}
+
+// orDefault is a ClientConfig or ServerConfig setting: v, or def where v
+// is zero or negative.
+func orDefault[T int | int64 | time.Duration](v, def T) T {
+	if v <= 0 {
+		return def
 	}
-	grace := cfg.CloseGrace
-	if grace <= 0 {
-		grace = DefaultCloseGrace
+	return v
+}
+
+// NewServer returns a server for h. Nothing listens until Serve.
+func NewServer(h Handler, cfg ServerConfig) *Server {
+	log := cfg.Logger
+	if log == nil {
+		log = slog.New(slog.DiscardHandler)
 	}
-	memLimit := cfg.MaxInFlightBytes
-	if memLimit <= 0 {
-		memLimit = DefaultMaxInFlightBytes
+	maxMsg := orDefault(cfg.MaxMessageBytes, DefaultMaxMessageBytes)
+	tc := protocolTLS(cfg.TLS)
+	qc := quicConfig(cfg.QUIC)
+	if qc.MaxIncomingStreams == 0 {
+		qc.MaxIncomingStreams = int64(orDefault(cfg.MaxStreams, DefaultMaxStreams))
 	}
-	if memLimit < int64(maxMsg) {
-		memLimit = int64(maxMsg)
+	if qc.MaxIncomingUniStreams == 0 {
+		qc.MaxIncomingUniStreams = -1 // clients never open unidirectional streams
 	}
+	reqTO := orDefault(cfg.RequestTimeout, DefaultRequestTimeout)
+	grace := orDefault(cfg.CloseGrace, DefaultCloseGrace)
+	memLimit := max(orDefault(cfg.MaxInFlightBytes, DefaultMaxInFlightBytes), int64(maxMsg))
 	return &Server{
 		h: h, tracer: cfg.Tracer, mem: semaphore.NewWeighted(memLimit), resetKey: cfg.StatelessResetKey, tls: tc, quic: qc, max: maxMsg, reqTO: reqTO, grace: grace, log: log,
 		ready:    make(chan struct{}),

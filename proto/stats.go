@@ -1,7 +1,8 @@
 package proto
 
 import (
-	"sort"
+	"maps"
+	"slices"
 
 	"github.com/brainstem/brainstem/internal/codec"
 	"github.com/brainstem/brainstem/search"
@@ -22,18 +23,17 @@ type StatsResponse struct {
 }
 
 func (s *StatsRequest) appendBody(b []byte) ([]byte, error) {
-	if err := checkLen("scope", len(s.Scope), MaxWingBytes); err != nil {
-		return b, err
-	}
-	b, err := appendTerms(b, s.Terms)
-	return codec.AppendString(b, s.Scope), err
+	e := encoder{b: b}
+	e.Strings("terms", "term", s.Terms, search.MaxQueryTerms, MaxTermBytes)
+	e.String("scope", s.Scope, MaxWingBytes)
+	return e.done()
 }
 
 func decodeStatsRequest(p []byte) (reqHeader, *StatsRequest, error) {
 	d := codec.NewDecoder(p)
 	h := readReqHeader(d)
 	s := &StatsRequest{RequestID: h.RequestID}
-	s.Terms = readTerms(d)
+	s.Terms = readStrings(d, "terms", "term", search.MaxQueryTerms, MaxTermBytes)
 	s.Scope = d.String("scope", MaxWingBytes)
 	return h, s, decoded(d.Err())
 }
@@ -41,8 +41,9 @@ func decodeStatsRequest(p []byte) (reqHeader, *StatsRequest, error) {
 func (*StatsResponse) msgType() MsgType { return MsgStatsResponse }
 
 func (v *StatsResponse) appendBody(b []byte) ([]byte, error) {
-	b = codec.AppendUvarint(b, v.Generation)
-	return appendStats(b, &v.Stats)
+	e := encoder{b: codec.AppendUvarint(b, v.Generation)}
+	e.stats(&v.Stats)
+	return e.done()
 }
 
 func decodeStatsResponse(p []byte) (*StatsResponse, error) {
@@ -57,26 +58,15 @@ func decodeStatsResponse(p []byte) (*StatsResponse, error) {
 
 // Statistics: docs, total length (varints), then the terms in sorted order
 // (deterministic bytes), each with its document frequency.
-func appendStats(b []byte, s *search.Stats) ([]byte, error) {
-	if err := checkCount("stats terms", len(s.DocFreq), MaxTerms); err != nil {
-		return b, err
-	}
-	b = codec.AppendVarint(b, s.Docs)
-	b = codec.AppendVarint(b, s.TotalLength)
-	b = codec.AppendUvarint(b, uint64(len(s.DocFreq)))
-	terms := make([]string, 0, len(s.DocFreq))
-	for t := range s.DocFreq {
-		if err := checkLen("stats term", len(t), MaxTermBytes); err != nil {
-			return b, err
-		}
-		terms = append(terms, t)
-	}
-	sort.Strings(terms)
+func (e *encoder) stats(s *search.Stats) {
+	e.b = codec.AppendVarint(codec.AppendVarint(e.b, s.Docs), s.TotalLength)
+	e.Count("stats terms", len(s.DocFreq), MaxTerms)
+	terms := slices.AppendSeq(make([]string, 0, len(s.DocFreq)), maps.Keys(s.DocFreq))
+	slices.Sort(terms)
 	for _, t := range terms {
-		b = codec.AppendString(b, t)
-		b = codec.AppendVarint(b, s.DocFreq[t])
+		e.String("stats term", t, MaxTermBytes)
+		e.b = codec.AppendVarint(e.b, s.DocFreq[t])
 	}
-	return b, nil
 }
 
 func readStats(d *codec.Decoder) *search.Stats {
@@ -97,13 +87,11 @@ func readStats(d *codec.Decoder) *search.Stats {
 	return s
 }
 
-// appendOptionalStats writes a presence byte, then the statistics.
-func appendOptionalStats(b []byte, s *search.Stats) ([]byte, error) {
-	b = codec.AppendBool(b, s != nil)
-	if s == nil {
-		return b, nil
+// optionalStats writes a presence byte, then the statistics.
+func (e *encoder) optionalStats(s *search.Stats) {
+	if e.b = codec.AppendBool(e.b, s != nil); s != nil {
+		e.stats(s)
 	}
-	return appendStats(b, s)
 }
 
 func readOptionalStats(d *codec.Decoder) *search.Stats {
@@ -111,30 +99,4 @@ func readOptionalStats(d *codec.Decoder) *search.Stats {
 		return nil
 	}
 	return readStats(d)
-}
-
-func appendTerms(b []byte, terms []string) ([]byte, error) {
-	if err := checkCount("terms", len(terms), search.MaxQueryTerms); err != nil {
-		return b, err
-	}
-	b = codec.AppendUvarint(b, uint64(len(terms)))
-	for _, t := range terms {
-		if err := checkLen("term", len(t), MaxTermBytes); err != nil {
-			return b, err
-		}
-		b = codec.AppendString(b, t)
-	}
-	return b, nil
-}
-
-func readTerms(d *codec.Decoder) []string {
-	n := d.Count("terms", search.MaxQueryTerms)
-	if n == 0 {
-		return nil
-	}
-	terms := make([]string, 0, n)
-	for range n {
-		terms = append(terms, d.String("term", MaxTermBytes))
-	}
-	return terms
 }

@@ -194,11 +194,52 @@ func checkLen(field string, n, limit int) error {
 	return nil
 }
 
-func checkCount(field string, n, limit int) error {
-	if n > limit {
-		return fmt.Errorf("%w: %s has %d entries, limit %d", ErrFieldTooLong, field, n, limit)
+// encoder appends a payload's fields, checking each against the limit its
+// decoder applies (codec.Decoder's String and Count). The first field over
+// its limit is the error; the payload is then discarded.
+type encoder struct {
+	b   []byte
+	err error
+}
+
+func (e *encoder) done() ([]byte, error) { return e.b, e.err }
+
+// String appends s, at most limit bytes.
+func (e *encoder) String(field, s string, limit int) {
+	if e.err == nil {
+		e.err = checkLen(field, len(s), limit)
 	}
-	return nil
+	e.b = codec.AppendString(e.b, s)
+}
+
+// Count appends n, a number of entries, at most limit.
+func (e *encoder) Count(field string, n, limit int) {
+	if e.err == nil && n > limit {
+		e.err = fmt.Errorf("%w: %s has %d entries, limit %d", ErrFieldTooLong, field, n, limit)
+	}
+	e.b = codec.AppendUvarint(e.b, uint64(n))
+}
+
+// Strings appends a list: its count, at most maxCount, then each string
+// (item), at most maxBytes; readStrings reads it.
+func (e *encoder) Strings(field, item string, ss []string, maxCount, maxBytes int) {
+	e.Count(field, len(ss), maxCount)
+	for _, s := range ss {
+		e.String(item, s, maxBytes)
+	}
+}
+
+// readStrings reads what encoder.Strings wrote (nil for none).
+func readStrings(d *codec.Decoder, field, item string, maxCount, maxBytes int) []string {
+	n := d.Count(field, maxCount)
+	if n == 0 {
+		return nil
+	}
+	ss := make([]string, 0, n)
+	for range n {
+		ss = append(ss, d.String(item, maxBytes))
+	}
+	return ss
 }
 
 // decoded maps a payload decoder's error to the package's: a field over
@@ -223,15 +264,9 @@ type reqHeader struct {
 }
 
 func appendReqHeader(b []byte, h reqHeader) ([]byte, error) {
-	if err := checkLen("request id", len(h.RequestID), MaxRequestIDBytes); err != nil {
-		return b, err
-	}
-	t := h.Timeout
-	if t < 0 {
-		t = 0
-	}
-	b = codec.AppendUvarint(b, uint64(t))
-	return codec.AppendString(b, h.RequestID), nil
+	e := encoder{b: codec.AppendUvarint(b, uint64(max(h.Timeout, 0)))}
+	e.String("request id", h.RequestID, MaxRequestIDBytes)
+	return e.done()
 }
 
 func readReqHeader(d *codec.Decoder) reqHeader {

@@ -109,11 +109,7 @@ func (c *Client) Login(ctx context.Context, mcpURL string) (*Record, error) {
 	if c.Device {
 		return c.LoginDevice(ctx, mcpURL)
 	}
-	if c.Store == nil {
-		return nil, errors.New("signin: no store to keep the sign-in in")
-	}
-	hc := c.httpClient()
-	d, err := Discover(ctx, hc, mcpURL)
+	hc, d, err := c.discover(ctx, mcpURL)
 	if err != nil {
 		return nil, err
 	}
@@ -160,9 +156,24 @@ func (c *Client) Login(ctx context.Context, mcpURL string) (*Record, error) {
 	if err != nil {
 		return nil, err
 	}
+	return c.save(d, reg.ClientID, tr, now)
+}
+
+// discover starts a sign-in to mcpURL: it needs a store, then Discover.
+func (c *Client) discover(ctx context.Context, mcpURL string) (*http.Client, *Discovery, error) {
+	if c.Store == nil {
+		return nil, nil, errors.New("signin: no store to keep the sign-in in")
+	}
+	hc := c.httpClient()
+	d, err := Discover(ctx, hc, mcpURL)
+	return hc, d, err
+}
+
+// save keeps the sign-in to d.MCPURL that tr answered at now in the store.
+func (c *Client) save(d *Discovery, clientID string, tr *TokenResponse, now time.Time) (*Record, error) {
 	rec := &Record{
-		Version: RecordVersion, MCPURL: mcpURL, Issuer: d.Server.Issuer, TokenEndpoint: d.Server.TokenEndpoint,
-		RevocationEndpoint: d.Server.RevocationEndpoint, ClientID: reg.ClientID,
+		Version: RecordVersion, MCPURL: d.MCPURL, Issuer: d.Server.Issuer, TokenEndpoint: d.Server.TokenEndpoint,
+		RevocationEndpoint: d.Server.RevocationEndpoint, ClientID: clientID,
 		AccessToken: tr.AccessToken, TokenType: "Bearer", ExpiresAt: expiry(now, tr.ExpiresIn),
 		RefreshToken: tr.RefreshToken, Scope: tr.Scope, Email: displayEmail(tr.AccessToken), SignedInAt: now,
 	}

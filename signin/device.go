@@ -2,14 +2,12 @@ package signin
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
 	"net/url"
 	"os"
 	"runtime"
-	"strings"
 	"time"
 )
 
@@ -65,28 +63,11 @@ func DeviceUserAgent() string {
 
 // RequestDeviceAuthorization starts a device sign-in.
 func RequestDeviceAuthorization(ctx context.Context, hc *http.Client, endpoint string, form url.Values) (*DeviceAuthorization, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
-	if err != nil {
-		return nil, fmt.Errorf("signin: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.Header.Set("Accept", "application/json")
-	req.Header.Set("User-Agent", DeviceUserAgent())
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("signin: cannot reach the device authorization endpoint %s: %w", endpoint, err)
-	}
-	defer resp.Body.Close()
-	b, err := readLimited(resp.Body, MaxResponseBytes)
-	if err != nil {
-		return nil, fmt.Errorf("signin: reading the device authorization answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, oauthError("device authorization", resp.StatusCode, b)
-	}
+	post := formPost("device authorization", endpoint, form)
+	post.userAgent = DeviceUserAgent()
 	var d DeviceAuthorization
-	if err := json.Unmarshal(b, &d); err != nil {
-		return nil, fmt.Errorf("signin: the device authorization answer is not JSON: %w", err)
+	if err := post.do(ctx, hc, &d); err != nil {
+		return nil, err
 	}
 	switch {
 	case d.DeviceCode == "" || len(d.DeviceCode) > MaxTokenBytes || !headerSafe(d.DeviceCode):
@@ -127,11 +108,7 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 // a browser anywhere, denied, or the code expired. The tokens are saved
 // before LoginDevice returns, as Login saves them.
 func (c *Client) LoginDevice(ctx context.Context, mcpURL string) (*Record, error) {
-	if c.Store == nil {
-		return nil, errors.New("signin: no store to keep the sign-in in")
-	}
-	hc := c.httpClient()
-	d, err := Discover(ctx, hc, mcpURL)
+	hc, d, err := c.discover(ctx, mcpURL)
 	if err != nil {
 		return nil, err
 	}
@@ -174,17 +151,7 @@ func (c *Client) LoginDevice(ctx context.Context, mcpURL string) (*Record, error
 	if err != nil {
 		return nil, err
 	}
-	now := c.now()
-	rec := &Record{
-		Version: RecordVersion, MCPURL: mcpURL, Issuer: d.Server.Issuer, TokenEndpoint: d.Server.TokenEndpoint,
-		RevocationEndpoint: d.Server.RevocationEndpoint, ClientID: reg.ClientID,
-		AccessToken: tr.AccessToken, TokenType: "Bearer", ExpiresAt: expiry(now, tr.ExpiresIn),
-		RefreshToken: tr.RefreshToken, Scope: tr.Scope, Email: displayEmail(tr.AccessToken), SignedInAt: now,
-	}
-	if err := c.Store.Save(rec); err != nil {
-		return nil, err
-	}
-	return rec, nil
+	return c.save(d, reg.ClientID, tr, c.now())
 }
 
 // DefaultDeviceClientName is the name `brainstem login --device` registers.

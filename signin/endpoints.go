@@ -64,27 +64,10 @@ func register(ctx context.Context, hc *http.Client, endpoint string, meta map[st
 	if err != nil {
 		return nil, fmt.Errorf("signin: %w", err)
 	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(string(body)))
-	if err != nil {
-		return nil, fmt.Errorf("signin: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("Accept", "application/json")
-	resp, err := hc.Do(req)
-	if err != nil {
-		return nil, fmt.Errorf("signin: cannot reach the registration endpoint %s: %w", endpoint, err)
-	}
-	defer resp.Body.Close()
-	b, err := readLimited(resp.Body, MaxResponseBytes)
-	if err != nil {
-		return nil, fmt.Errorf("signin: reading the registration answer: %w", err)
-	}
-	if resp.StatusCode != http.StatusCreated && resp.StatusCode != http.StatusOK {
-		return nil, oauthError("registration", resp.StatusCode, b)
-	}
 	var r Registration
-	if err := json.Unmarshal(b, &r); err != nil {
-		return nil, fmt.Errorf("signin: the registration answer is not JSON: %w", err)
+	post := oauthPost{what: "registration", endpoint: endpoint, contentType: "application/json", body: string(body), created: true}
+	if err := post.do(ctx, hc, &r); err != nil {
+		return nil, err
 	}
 	if r.ClientID == "" || len(r.ClientID) > MaxTokenBytes || !headerSafe(r.ClientID) {
 		return nil, errors.New("signin: the registration answer carries no usable client_id")
@@ -101,29 +84,57 @@ type TokenResponse struct {
 	Scope        string `json:"scope"`
 }
 
-// requestToken posts a token request and checks the answer.
-func requestToken(ctx context.Context, hc *http.Client, endpoint string, form url.Values) (*TokenResponse, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, endpoint, strings.NewReader(form.Encode()))
+// oauthPost is a POST to an endpoint of the authorization server, which
+// answers JSON.
+type oauthPost struct {
+	what              string // the endpoint in errors: "token", "registration", …
+	endpoint          string
+	contentType, body string
+	userAgent         string // "": Go's
+	created           bool   // 201 Created is a success too
+}
+
+// formPost is a POST of an HTML form.
+func formPost(what, endpoint string, form url.Values) oauthPost {
+	return oauthPost{what: what, endpoint: endpoint, contentType: "application/x-www-form-urlencoded", body: form.Encode()}
+}
+
+// do sends the request and decodes the answer (at most MaxResponseBytes)
+// into v. Another status than 200 (or 201 when created) is the server's
+// *OAuthError.
+func (p oauthPost) do(ctx context.Context, hc *http.Client, v any) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, p.endpoint, strings.NewReader(p.body))
 	if err != nil {
-		return nil, fmt.Errorf("signin: %w", err)
+		return fmt.Errorf("signin: %w", err)
 	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
+	req.Header.Set("Content-Type", p.contentType)
 	req.Header.Set("Accept", "application/json")
+	if p.userAgent != "" {
+		req.Header.Set("User-Agent", p.userAgent)
+	}
 	resp, err := hc.Do(req)
 	if err != nil {
-		return nil, fmt.Errorf("signin: cannot reach the token endpoint %s: %w", endpoint, err)
+		return fmt.Errorf("signin: cannot reach the %s endpoint %s: %w", p.what, p.endpoint, err)
 	}
 	defer resp.Body.Close()
 	b, err := readLimited(resp.Body, MaxResponseBytes)
 	if err != nil {
-		return nil, fmt.Errorf("signin: reading the token answer: %w", err)
+		return fmt.Errorf("signin: reading the %s answer: %w", p.what, err)
 	}
-	if resp.StatusCode != http.StatusOK {
-		return nil, oauthError("token", resp.StatusCode, b)
+	if resp.StatusCode != http.StatusOK && !(p.created && resp.StatusCode == http.StatusCreated) {
+		return oauthError(p.what, resp.StatusCode, b)
 	}
+	if err := json.Unmarshal(b, v); err != nil {
+		return fmt.Errorf("signin: the %s answer is not JSON: %w", p.what, err)
+	}
+	return nil
+}
+
+// requestToken posts a token request and checks the answer.
+func requestToken(ctx context.Context, hc *http.Client, endpoint string, form url.Values) (*TokenResponse, error) {
 	var t TokenResponse
-	if err := json.Unmarshal(b, &t); err != nil {
-		return nil, fmt.Errorf("signin: the token answer is not JSON: %w", err)
+	if err := formPost("token", endpoint, form).do(ctx, hc, &t); err != nil {
+		return nil, err
 	}
 	switch {
 	case t.AccessToken == "" || len(t.AccessToken) > MaxTokenBytes || !headerSafe(t.AccessToken):

@@ -6,7 +6,6 @@ import (
 	"crypto/rsa"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -245,15 +244,7 @@ func (p *Provider) mint(email string, groups []string, ttl time.Duration, nonce 
 	if nonce != "" {
 		claims["nonce"] = nonce
 	}
-	payload, err := json.Marshal(claims)
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("devidp: mint: %w", err)
-	}
-	jws, err := p.signer.Sign(payload)
-	if err != nil {
-		return "", time.Time{}, fmt.Errorf("devidp: mint: %w", err)
-	}
-	tok, err := jws.CompactSerialize()
+	tok, err := auth.SignClaims(p.signer, claims)
 	if err != nil {
 		return "", time.Time{}, fmt.Errorf("devidp: mint: %w", err)
 	}

@@ -16,6 +16,8 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/brainstem/brainstem/auth"
 )
 
 // Handler serves discovery, JWKS, /authorize (a minimal HTML login form:
@@ -131,7 +133,7 @@ func (p *Provider) parseAuthRequest(q url.Values) (ar authRequest, redirectErr *
 	switch {
 	case q.Get("response_type") != "code":
 		return ar, &oauthError{"unsupported_response_type", "response_type must be code"}, nil
-	case q.Get("code_challenge_method") != "S256" || !validPKCE(ar.Challenge):
+	case q.Get("code_challenge_method") != "S256" || !auth.ValidPKCE(ar.Challenge):
 		return ar, &oauthError{"invalid_request", "PKCE is required: send code_challenge (43 base64url characters) with code_challenge_method=S256"}, nil
 	case len(ar.State) > 512 || len(ar.Nonce) > 512 || len(ar.Scope) > 512:
 		return ar, &oauthError{"invalid_request", "state, nonce and scope are limited to 512 bytes"}, nil
@@ -150,19 +152,6 @@ func checkRedirectURI(s string) error {
 		return fmt.Errorf("redirect_uri %q is not allowed: this development IdP redirects only to http://127.0.0.1:<port>/<path>, http://[::1]:<port>/<path> or http://localhost:<port>/<path>", s)
 	}
 	return nil
-}
-
-func validPKCE(s string) bool {
-	if len(s) < 43 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
-			return false
-		}
-	}
-	return true
 }
 
 var loginPage = template.Must(template.New("login").Parse(`<!doctype html>
@@ -192,16 +181,25 @@ type loginData struct {
 }
 
 func (p *Provider) authorizeForm(w http.ResponseWriter, r *http.Request) {
-	ar, rerr, fatal := p.parseAuthRequest(r.URL.Query())
+	if ar, ok := p.authRequest(w, r, r.URL.Query()); ok {
+		p.renderLogin(w, http.StatusOK, loginData{Action: p.base + "/authorize", Req: ar})
+	}
+}
+
+// authRequest parses the authorization request in v; when it is refused,
+// it answers (an error page, or the error sent back to the client's
+// redirect URI) and returns false.
+func (p *Provider) authRequest(w http.ResponseWriter, r *http.Request, v url.Values) (authRequest, bool) {
+	ar, rerr, fatal := p.parseAuthRequest(v)
 	if fatal != nil {
 		httpErrorPage(w, http.StatusBadRequest, fatal.Error())
-		return
+		return ar, false
 	}
 	if rerr != nil {
 		redirectError(w, r, ar, rerr)
-		return
+		return ar, false
 	}
-	p.renderLogin(w, http.StatusOK, loginData{Action: p.base + "/authorize", Req: ar})
+	return ar, true
 }
 
 func (p *Provider) renderLogin(w http.ResponseWriter, status int, d loginData) {
@@ -219,13 +217,8 @@ func (p *Provider) authorizeSubmit(w http.ResponseWriter, r *http.Request) {
 		httpErrorPage(w, http.StatusBadRequest, "the form could not be read: "+err.Error())
 		return
 	}
-	ar, rerr, fatal := p.parseAuthRequest(r.PostForm)
-	if fatal != nil {
-		httpErrorPage(w, http.StatusBadRequest, fatal.Error())
-		return
-	}
-	if rerr != nil {
-		redirectError(w, r, ar, rerr)
+	ar, ok := p.authRequest(w, r, r.PostForm)
+	if !ok {
 		return
 	}
 	email, err := checkEmail(r.PostForm.Get("email"))
@@ -372,7 +365,7 @@ func (p *Provider) exchangeCode(w http.ResponseWriter, f url.Values) {
 	}
 	verifier := f.Get("code_verifier")
 	sum := sha256.Sum256([]byte(verifier))
-	if !validPKCE(verifier) || subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(ac.challenge)) != 1 {
+	if !auth.ValidPKCE(verifier) || subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(ac.challenge)) != 1 {
 		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "code_verifier does not match the code_challenge (PKCE S256)"})
 		return
 	}

@@ -10,6 +10,8 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/brainstem/brainstem/auth"
 )
 
 // Enterprise-managed authorization (the MCP extension, on the IETF draft
@@ -42,15 +44,11 @@ func (p *Provider) Sign(typ string, claims map[string]any) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("devidp: signer: %w", err)
 	}
-	payload, err := json.Marshal(claims)
+	tok, err := auth.SignClaims(signer, claims)
 	if err != nil {
 		return "", fmt.Errorf("devidp: sign: %w", err)
 	}
-	jws, err := signer.Sign(payload)
-	if err != nil {
-		return "", fmt.Errorf("devidp: sign: %w", err)
-	}
-	return jws.CompactSerialize()
+	return tok, nil
 }
 
 // IDJAGClaims are the claims of an ID-JAG the provider issues (draft

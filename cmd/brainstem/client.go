@@ -6,6 +6,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"strings"
 	"time"
 
@@ -23,18 +24,11 @@ import (
 
 func runLogin(ctx context.Context, args []string, s streams) error {
 	fs := newFlagSet("login", s)
-	noBrowser := fs.Bool("no-browser", false, "print the sign-in URL instead of opening a browser")
-	device := fs.Bool("device", false, "sign in with a code typed into a browser on any computer (RFC 8628), for a computer without a browser")
-	timeout := fs.Duration("timeout", signin.DefaultCallbackTimeout, "how long to wait for the browser")
-	mcpURL, err := parseWithURL(fs, args, "login")
+	parse := signInFlags(fs)
+	mcpURL, sc, err := parse(args, s.out)
 	if err != nil {
 		return err
 	}
-	sc, err := signin.NewDefault(s.out, *noBrowser, *timeout)
-	if err != nil {
-		return err
-	}
-	sc.Device = *device
 	_, err = join.Login(ctx, sc, sc.HTTP, mcpURL, s.out)
 	return doctor.Unreachable(err, mcpURL)
 }
@@ -59,18 +53,11 @@ func runJoin(ctx context.Context, args []string, s streams) error {
 	fs.StringVar(&opt.Name, "name", "brainstem", "the MCP server name in your clients")
 	fs.StringVar(&opt.Token, "token", "", "register this bearer `token` as a header (clients without OAuth) instead of signing in")
 	fs.BoolVar(&opt.DryRun, "dry-run", false, "check and sign in, but print the 'claude mcp add' line instead of running it")
-	noBrowser := fs.Bool("no-browser", false, "print the sign-in URL instead of opening a browser")
-	device := fs.Bool("device", false, "sign in with a code typed into a browser on any computer (RFC 8628), for a computer without a browser")
-	timeout := fs.Duration("timeout", signin.DefaultCallbackTimeout, "how long to wait for the browser")
-	mcpURL, err := parseWithURL(fs, args, "join")
+	parse := signInFlags(fs)
+	mcpURL, sc, err := parse(args, s.out)
 	if err != nil {
 		return err
 	}
-	sc, err := signin.NewDefault(s.out, *noBrowser, *timeout)
-	if err != nil {
-		return err
-	}
-	sc.Device = *device
 	opt.URL, opt.SignIn, opt.HTTP = fs.Arg(0), sc, sc.HTTP
 	return doctor.Unreachable(join.Run(ctx, opt), mcpURL)
 }
@@ -91,6 +78,25 @@ func runDoctor(ctx context.Context, args []string, s streams) error {
 	}
 	rep.Print(s.out)
 	return rep.Err()
+}
+
+// signInFlags defines the flags of login and join; what it returns parses
+// the command line (parseWithURL) and makes the sign-in client.
+func signInFlags(fs *flag.FlagSet) func(args []string, out io.Writer) (string, *signin.Client, error) {
+	noBrowser := fs.Bool("no-browser", false, "print the sign-in URL instead of opening a browser")
+	device := fs.Bool("device", false, "sign in with a code typed into a browser on any computer (RFC 8628), for a computer without a browser")
+	timeout := fs.Duration("timeout", signin.DefaultCallbackTimeout, "how long to wait for the browser")
+	return func(args []string, out io.Writer) (string, *signin.Client, error) {
+		mcpURL, err := parseWithURL(fs, args, fs.Name())
+		if err != nil {
+			return "", nil, err
+		}
+		sc, err := signin.NewDefault(out, *noBrowser, *timeout)
+		if err == nil {
+			sc.Device = *device
+		}
+		return mcpURL, sc, err
+	}
 }
 
 // parseWithURL parses a command line of one URL and flags and returns the

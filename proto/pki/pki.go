@@ -271,17 +271,27 @@ func RoleOf(cert *x509.Certificate) Role {
 	return ""
 }
 
+// poolAndPair reads the CA one side of a connection trusts and that side's
+// own key pair (side: "server" or "client", for errors).
+func poolAndPair(caPEM, certPEM, keyPEM []byte, side string) (*x509.CertPool, tls.Certificate, error) {
+	pool, err := certPool(caPEM)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	pair, err := tls.X509KeyPair(certPEM, keyPEM)
+	if err != nil {
+		return nil, tls.Certificate{}, fmt.Errorf("pki: %s key pair: %w", side, err)
+	}
+	return pool, pair, nil
+}
+
 // ServerTLS returns a server configuration for a shard: TLS 1.3 only, the
 // shard's certificate, client certificates required and verified against the
 // CA, and NextProtos [ALPN].
 func ServerTLS(caPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
-	pool, err := certPool(caPEM)
+	pool, pair, err := poolAndPair(caPEM, certPEM, keyPEM, "server")
 	if err != nil {
 		return nil, err
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("pki: server key pair: %w", err)
 	}
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS13,
@@ -297,13 +307,9 @@ func ServerTLS(caPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
 // against the CA under serverName, NextProtos [ALPN]. The server must also
 // present a shard-role certificate: a gateway certificate cannot serve.
 func ClientTLS(caPEM, certPEM, keyPEM []byte, serverName string) (*tls.Config, error) {
-	pool, err := certPool(caPEM)
+	pool, pair, err := poolAndPair(caPEM, certPEM, keyPEM, "client")
 	if err != nil {
 		return nil, err
-	}
-	pair, err := tls.X509KeyPair(certPEM, keyPEM)
-	if err != nil {
-		return nil, fmt.Errorf("pki: client key pair: %w", err)
 	}
 	return &tls.Config{
 		MinVersion:   tls.VersionTLS13,

@@ -17,40 +17,32 @@ func Hidden(name string) bool { return strings.HasPrefix(name, ".") }
 // "<slug>.md", or a *brain.Error wrapping brain.ErrInvalidName that says why a file of
 // that name in a hall directory is not a note.
 func NoteFile(name string) (string, error) {
-	slug, ok := strings.CutSuffix(name, brain.NoteExt)
-	if !ok {
-		return "", invalidName("%s is not a note: a note is a file <slug>%s", preview(name), brain.NoteExt)
-	}
-	if err := brain.ValidSlug(slug); err != nil {
-		return "", named("not a note name", err)
-	}
-	return slug, nil
+	return fileStem(name, brain.NoteExt, "a note", "slug", brain.ValidSlug)
 }
 
 // InboxFile returns the name of an inbox note from its file name
 // "<name>.md", or a *brain.Error wrapping brain.ErrInvalidName.
 func InboxFile(name string) (string, error) {
-	n, ok := strings.CutSuffix(name, brain.NoteExt)
-	if !ok {
-		return "", invalidName("%s is not an inbox note: an inbox note is a file <name>%s", preview(name), brain.NoteExt)
-	}
-	if err := brain.ValidInboxName(n); err != nil {
-		return "", named("not an inbox note name", err)
-	}
-	return n, nil
+	return fileStem(name, brain.NoteExt, "an inbox note", "name", brain.ValidInboxName)
 }
 
 // SessionFile returns the session of a session log's file name
 // "<session>.jsonl", or a *brain.Error wrapping brain.ErrInvalidName.
 func SessionFile(name string) (string, error) {
-	n, ok := strings.CutSuffix(name, brain.SessionExt)
+	return fileStem(name, brain.SessionExt, "a session log", "session", brain.ValidSession)
+}
+
+// fileStem is name without its extension ext, checked by valid: the file
+// name of kind (a note, …), "<stem>ext".
+func fileStem(name, ext, kind, stem string, valid func(string) error) (string, error) {
+	s, ok := strings.CutSuffix(name, ext)
 	if !ok {
-		return "", invalidName("%s is not a session log: a session log is a file <session>%s", preview(name), brain.SessionExt)
+		return "", invalidName("%s is not %s: %s is a file <%s>%s", preview(name), kind, kind, stem, ext)
 	}
-	if err := brain.ValidSession(n); err != nil {
-		return "", named("not a session log name", err)
+	if err := valid(s); err != nil {
+		return "", named("not "+kind+" name", err)
 	}
-	return n, nil
+	return s, nil
 }
 
 // wikilink matches [[target]], [[target|alias]] and [[target#anchor]].
