@@ -233,37 +233,41 @@ func (c *compactor[S]) number() error {
 	case i < len(src) && src[i] == '0':
 		i++
 	case i < len(src) && '1' <= src[i] && src[i] <= '9':
-		for i < len(src) && isDigit(src[i]) {
-			i++
-		}
+		i = digits(src, i)
 	default:
 		c.i = i
 		return c.fail("invalid character looking for beginning of value")
 	}
-	if i < len(src) && src[i] == '.' {
+	for _, part := range [...]struct {
+		starts func(byte) bool
+		sign   bool
+		what   string
+	}{
+		{func(b byte) bool { return b == '.' }, false, "after decimal point in numeric literal"},
+		{func(b byte) bool { return b == 'e' || b == 'E' }, true, "in exponent of numeric literal"},
+	} {
+		if i >= len(src) || !part.starts(src[i]) {
+			continue
+		}
 		i++
+		if part.sign && i < len(src) && (src[i] == '+' || src[i] == '-') {
+			i++
+		}
 		if i >= len(src) || !isDigit(src[i]) {
 			c.i = i
-			return c.fail("invalid character after decimal point in numeric literal")
+			return c.fail("invalid character " + part.what)
 		}
-		for i < len(src) && isDigit(src[i]) {
-			i++
-		}
-	}
-	if i < len(src) && (src[i] == 'e' || src[i] == 'E') {
-		i++
-		if i < len(src) && (src[i] == '+' || src[i] == '-') {
-			i++
-		}
-		if i >= len(src) || !isDigit(src[i]) {
-			c.i = i
-			return c.fail("invalid character in exponent of numeric literal")
-		}
-		for i < len(src) && isDigit(src[i]) {
-			i++
-		}
+		i = digits(src, i)
 	}
 	c.dst = append(c.dst, src[c.i:i]...)
 	c.i = i
 	return nil
+}
+
+// digits returns the index past the run of digits at src[i:].
+func digits[S ~string | ~[]byte](src S, i int) int {
+	for i < len(src) && isDigit(src[i]) {
+		i++
+	}
+	return i
 }
