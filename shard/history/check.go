@@ -21,7 +21,7 @@ func (h *History) Check(ctx context.Context) ([]Problem, error) {
 	}
 	h.writeMu.Lock()
 	defer h.writeMu.Unlock()
-	head, err := h.repo.readRef(h.repo.currentBranch())
+	head, err := h.repo.refs.Read(h.repo.currentBranch())
 	if err != nil {
 		return nil, err
 	}

@@ -14,6 +14,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/frontmatter"
+	"github.com/brainstem/brainstem/shard/gitstore"
 	"github.com/brainstem/brainstem/shard/layout"
 )
 
@@ -94,12 +95,25 @@ func (r *Remote) Integrate(local, remote plumbing.Hash, by Identity, maxFile int
 		}
 	}
 	in, merged := r.merge(trees[0], trees[1], trees[2], maxFile)
-	tree, err := writeTree(r.repo.Storer, merged)
-	if err != nil {
-		return Integration{}, err
+	b := r.objs.Batch()
+	tree, err := writeTree(b, merged)
+	if err == nil {
+		in.Commit, err = r.writeMerge(b, tree, local, remote, by, in.Conflicts)
 	}
-	in.Commit, err = r.writeMerge(tree, local, remote, by, in.Conflicts)
-	return in, err
+	return in, r.finish(b, err)
+}
+
+// finish makes the objects of b durable and visible (the merge's trees
+// and commit, the blobs copied in), or removes them after err.
+func (r *Remote) finish(b *gitstore.LooseBatch, err error) error {
+	if err == nil {
+		err = b.Commit()
+	}
+	if err != nil {
+		b.Abort()
+		return fmt.Errorf("remote: store the merge: %w", err)
+	}
+	return nil
 }
 
 // Identity is the author and committer of a merge commit.
@@ -329,7 +343,7 @@ func (r *Remote) checkContent(p string, e entry, maxFile int64) (Rejected, bool)
 	return Rejected{}, false
 }
 
-func (r *Remote) writeMerge(tree, local, remote plumbing.Hash, by Identity, conflicts []Conflict) (plumbing.Hash, error) {
+func (r *Remote) writeMerge(b gitstore.Sink, tree, local, remote plumbing.Hash, by Identity, conflicts []Conflict) (plumbing.Hash, error) {
 	sig := object.Signature{Name: by.Name, Email: by.Email, When: r.now()}
 	msg := fmt.Sprintf("Integrate %s of %s\n", r.cfg.Branch, r.cfg.Redacted())
 	if len(conflicts) > 0 {
@@ -346,18 +360,5 @@ func (r *Remote) writeMerge(tree, local, remote plumbing.Hash, by Identity, conf
 	if local.IsZero() {
 		c.ParentHashes = c.ParentHashes[1:]
 	}
-	return r.putCommit(c)
-}
-
-// putCommit stores commit c.
-func (r *Remote) putCommit(c *object.Commit) (plumbing.Hash, error) {
-	obj := r.repo.Storer.NewEncodedObject()
-	if err := c.Encode(obj); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("remote: encode the merge commit: %w", err)
-	}
-	h, err := r.repo.Storer.SetEncodedObject(obj)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("remote: store the merge commit: %w", err)
-	}
-	return h, nil
+	return gitstore.PutCommit(b, c)
 }

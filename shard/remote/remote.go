@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // remoteName names the in-memory remote: the repository's config is
@@ -51,6 +52,8 @@ type Remote struct {
 	log    *slog.Logger
 	repo   *git.Repository
 	store  *filesystem.Storage // repo's storage
+	objs   *gitstore.Store     // where the remote's merges are written
+	git    gitstore.Refs       // the refs under git's lock protocol
 	refs   refStorer           // store as the fetch and the push see it
 	rem    *git.Remote
 	local  plumbing.ReferenceName // the branch the wing commits on
@@ -96,7 +99,9 @@ func Open(dir string, cfg Config, log *slog.Logger) (*Remote, error) {
 	for _, w := range cfg.Wings() {
 		dirs = append(dirs, brain.TopWiki+"/"+w+"/", brain.TopInbox+"/"+w+"/")
 	}
+	gitDir := fs.Filesystem().Root()
 	return &Remote{cfg: cfg, log: log, repo: repo, store: fs, refs: refs, rem: rem, local: local,
+		objs: gitstore.Open(gitDir, gitDir), git: gitstore.Refs{Common: gitDir, Locks: gitstore.LockTimes{Stale: gitstore.DefaultStaleLock}},
 		track: track, now: time.Now, root: dir, dirs: dirs}, nil
 }
 
