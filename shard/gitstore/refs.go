@@ -145,6 +145,15 @@ func (r Refs) Move(ctx context.Context, name plumbing.ReferenceName, old, next p
 	return lock.Commit([]byte(next.String() + "\n"))
 }
 
+// Set points ref name at next, whatever it named, under the ref's lock.
+func (r Refs) Set(ctx context.Context, name plumbing.ReferenceName, next plumbing.Hash) error {
+	lock, err := r.Lock(ctx, name)
+	if err != nil {
+		return err
+	}
+	return lock.Commit([]byte(next.String() + "\n"))
+}
+
 // Droppable reports whether Drop with prefixes drop may delete ref name:
 // it lies under one of the prefixes and is a loose ref only (a packed one
 // stays).

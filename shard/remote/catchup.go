@@ -102,7 +102,7 @@ func (r *Remote) integrateOnTop(apart *Remote, local, lease, head plumbing.Hash,
 			return Integration{}, fmt.Errorf("%w: %w", ErrBadTree, err)
 		}
 	}
-	b := r.objs.Batch()
+	b := r.batch()
 	if err := r.copyBlobs(b, apart, trees[0], trees[2]); err != nil {
 		b.Abort()
 		return Integration{}, err

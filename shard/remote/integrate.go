@@ -95,12 +95,20 @@ func (r *Remote) Integrate(local, remote plumbing.Hash, by Identity, maxFile int
 		}
 	}
 	in, merged := r.merge(trees[0], trees[1], trees[2], maxFile)
-	b := r.objs.Batch()
+	b := r.batch()
 	tree, err := writeTree(b, merged)
 	if err == nil {
 		in.Commit, err = r.writeMerge(b, tree, local, remote, by, in.Conflicts)
 	}
 	return in, r.finish(b, err)
+}
+
+// batch starts a batch of the merge's objects, with the packs listed
+// again (the history engine packs in the background), so that what the
+// repository has is not written again.
+func (r *Remote) batch() *gitstore.LooseBatch {
+	r.objs.Reindex()
+	return r.objs.Batch()
 }
 
 // finish makes the objects of b durable and visible (the merge's trees

@@ -106,7 +106,7 @@ func (r *Remote) fetchQuarantined(ctx context.Context, opts *git.FetchOptions, p
 	if err := q.admit(r); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	if err := r.repo.Storer.SetReference(ref); err != nil {
+	if err := r.git.Set(context.Background(), ref.Name(), ref.Hash()); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("remote: record the fetched head: %w", err)
 	}
 	return ref.Hash(), nil

@@ -46,6 +46,10 @@ var (
 	ErrPurgeNeedsForcePush = errors.New("remote: a purge with a remote set rewrites the remote's history and needs the force-push-on-purge setting (--git-force-push-on-purge, with a remote branch that accepts force pushes), or turn purge off")
 )
 
+// refWait bounds the wait for a ref another process has locked (the
+// history engine holds the branch's for the milliseconds of a commit).
+const refWait = time.Second
+
 // Remote pushes and fetches one wing's branch.
 type Remote struct {
 	cfg    Config
@@ -101,7 +105,7 @@ func Open(dir string, cfg Config, log *slog.Logger) (*Remote, error) {
 	}
 	gitDir := fs.Filesystem().Root()
 	return &Remote{cfg: cfg, log: log, repo: repo, store: fs, refs: refs, rem: rem, local: local,
-		objs: gitstore.Open(gitDir, gitDir), git: gitstore.Refs{Common: gitDir, Locks: gitstore.LockTimes{Stale: gitstore.DefaultStaleLock}},
+		objs: gitstore.Open(gitDir, gitDir), git: gitstore.Refs{Common: gitDir, Locks: gitstore.LockTimes{Timeout: refWait, Stale: gitstore.DefaultStaleLock}},
 		track: track, now: time.Now, root: dir, dirs: dirs}, nil
 }
 
@@ -288,7 +292,7 @@ func (r *Remote) Push(ctx context.Context) (Pushed, error) {
 	default:
 		return Pushed{From: remote, To: remote}, r.wrap("push", err)
 	}
-	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.track, p.To)); err != nil {
+	if err := r.git.Set(context.Background(), r.track, p.To); err != nil {
 		return p, fmt.Errorf("remote: record the pushed head: %w", err)
 	}
 	return p, nil
