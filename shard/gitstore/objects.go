@@ -59,12 +59,6 @@ func (s *Store) storage() *filesystem.Storage {
 	return filesystem.NewStorageWithOptions(fsys, cache.NewObjectLRU(objectCacheBytes), filesystem.Options{})
 }
 
-// Dir is the objects directory.
-func (s *Store) Dir() string { return s.dir }
-
-// Common is the repository's common directory.
-func (s *Store) Common() string { return s.common }
-
 // readAttempts bounds how often get reads an object, listing the packs
 // anew before each retry. Every shard of a brain directory packs and
 // merges packs in the one repository at any time, deleting the packs it
@@ -137,8 +131,11 @@ func (o *Store) Reindex() {
 }
 
 // Blob returns the bytes of blob h.
-func (o *Store) Blob(h plumbing.Hash) ([]byte, error) {
-	obj, err := o.Get(h, plumbing.BlobObject)
+func (o *Store) Blob(h plumbing.Hash) ([]byte, error) { return o.raw(h, plumbing.BlobObject) }
+
+// raw returns the bytes of object h of type want.
+func (o *Store) raw(h plumbing.Hash, want plumbing.ObjectType) ([]byte, error) {
+	obj, err := o.Get(h, want)
 	if err != nil {
 		return nil, err
 	}
@@ -161,11 +158,7 @@ func ReadAll(obj plumbing.EncodedObject) ([]byte, error) {
 
 // Tree returns the entries of tree h.
 func (o *Store) Tree(h plumbing.Hash) ([]object.TreeEntry, error) {
-	obj, err := o.Get(h, plumbing.TreeObject)
-	if err != nil {
-		return nil, err
-	}
-	raw, err := ReadAll(obj)
+	raw, err := o.raw(h, plumbing.TreeObject)
 	if err != nil {
 		return nil, err
 	}

@@ -15,7 +15,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/idxfile"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 )
 
@@ -316,7 +315,7 @@ func (o *Store) ListPacks() ([]PackInfo, error) {
 		if _, err := os.Stat(base + ".pack"); err != nil {
 			continue
 		}
-		c, err := idxCount(base + ".idx")
+		c, _, err := readIdx(base+".idx", false)
 		if err != nil {
 			return nil, err
 		}
@@ -325,35 +324,34 @@ func (o *Store) ListPacks() ([]PackInfo, error) {
 	return out, nil
 }
 
-// idxCount reads the number of objects of a pack index (version 2): the
-// last entry of its fan-out table.
-func idxCount(path string) (int64, error) {
+// readIdx reads a pack index (version 2): the number of its objects (the
+// last entry of its fan-out table) and, when names is set, their ids (the
+// table after it).
+func readIdx(path string, names bool) (int64, []plumbing.Hash, error) {
 	f, err := os.Open(path)
 	if err != nil {
-		return 0, fmt.Errorf("gitstore: %w", err)
+		return 0, nil, fmt.Errorf("gitstore: %w", err)
 	}
 	defer f.Close()
+	br := bufio.NewReader(f)
 	var hdr [8 + 256*4]byte
-	if _, err := io.ReadFull(f, hdr[:]); err != nil {
-		return 0, fmt.Errorf("gitstore: read %s: %w", path, err)
+	if _, err := io.ReadFull(br, hdr[:]); err != nil {
+		return 0, nil, fmt.Errorf("gitstore: read %s: %w", path, err)
 	}
 	if string(hdr[:4]) != "\xfftOc" || binary.BigEndian.Uint32(hdr[4:8]) != 2 {
-		return 0, fmt.Errorf("gitstore: %s is not a version 2 pack index", path)
+		return 0, nil, fmt.Errorf("gitstore: %s is not a version 2 pack index", path)
 	}
-	return int64(binary.BigEndian.Uint32(hdr[len(hdr)-4:])), nil
-}
-
-func readIdx(path string) (*idxfile.MemoryIndex, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, fmt.Errorf("gitstore: %w", err)
+	n := int64(binary.BigEndian.Uint32(hdr[len(hdr)-4:]))
+	if !names {
+		return n, nil, nil
 	}
-	defer f.Close()
-	idx := idxfile.NewMemoryIndex()
-	if err := idxfile.NewDecoder(bufio.NewReader(f)).Decode(idx); err != nil {
-		return nil, fmt.Errorf("gitstore: read %s: %w", path, err)
+	ids := make([]plumbing.Hash, n)
+	for i := range ids {
+		if _, err := io.ReadFull(br, ids[i][:]); err != nil {
+			return 0, nil, fmt.Errorf("gitstore: read %s: %w", path, err)
+		}
 	}
-	return idx, nil
+	return n, ids, nil
 }
 
 // GeometricSplit returns how many of the smallest packs (counts sorted
@@ -393,28 +391,16 @@ func (o *Store) MergeSmall(hints map[plumbing.Hash]plumbing.Hash) error {
 	seen := map[plumbing.Hash]bool{}
 	var hashes []plumbing.Hash
 	for _, p := range packs[:k] {
-		idx, err := readIdx(p.Base + ".idx")
+		_, ids, err := readIdx(p.Base+".idx", true)
 		if err != nil {
 			return err
 		}
-		it, err := idx.Entries()
-		if err != nil {
-			return fmt.Errorf("gitstore: %w", err)
-		}
-		for {
-			e, err := it.Next()
-			if err == io.EOF {
-				break
-			}
-			if err != nil {
-				return fmt.Errorf("gitstore: %w", err)
-			}
-			if !seen[e.Hash] {
-				seen[e.Hash] = true
-				hashes = append(hashes, e.Hash)
+		for _, id := range ids {
+			if !seen[id] {
+				seen[id] = true
+				hashes = append(hashes, id)
 			}
 		}
-		it.Close()
 	}
 	packHash, err := o.EncodePack(hashes, hints)
 	if err != nil {

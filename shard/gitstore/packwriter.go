@@ -367,9 +367,6 @@ func (p *PackWriter) Commit() error {
 	return err
 }
 
-// Seen reports whether the pack holds (or skipped as had) object h.
-func (p *PackWriter) Seen(h plumbing.Hash) bool { return p.seen[h] }
-
 // Abort removes the unfinished pack.
 func (p *PackWriter) Abort() {
 	p.f.Close()

@@ -12,9 +12,6 @@ import (
 // rewritten and collected elsewhere).
 var ErrOldMissing = errors.New("gitstore: the known head cannot be read")
 
-// CommitReader reads a commit.
-type CommitReader func(plumbing.Hash) (*object.Commit, error)
-
 // Walk is what NewCommits found.
 type Walk struct {
 	// Fresh are the commits reachable from the new head and not from the
@@ -39,7 +36,7 @@ const (
 // every commit left to visit is reachable from old: a walk of the new
 // commits, not of the whole history. A failed read of old is
 // ErrOldMissing (with the read's error).
-func NewCommits(read CommitReader, head, old plumbing.Hash) (*Walk, error) {
+func NewCommits(read func(plumbing.Hash) (*object.Commit, error), head, old plumbing.Hash) (*Walk, error) {
 	flags := map[plumbing.Hash]uint8{}
 	commits := map[plumbing.Hash]*object.Commit{}
 	var q commitQueue

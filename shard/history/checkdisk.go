@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
@@ -67,25 +66,7 @@ func CheckDisk(ctx context.Context, opt Options) ([]Problem, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	files, err := opt.Files()
-	if err != nil {
-		return nil, fmt.Errorf("history: list the wing's files: %w", err)
-	}
-	ds, err := h.reconcileOps(files, h.loadStatCache())
-	if err != nil {
-		return nil, err
-	}
-	inHead := map[string]bool{}
-	for _, d := range ds {
-		inHead[d.op.Path] = d.had
-	}
-	var out []Problem
-	for _, op := range pairRenames(ds) {
-		out = append(out, Problem{Path: op.Path, Message: checkMessage(op, inHead[op.Path])})
-	}
-	out = append(out, h.lockProblems()...)
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
+	return h.driftProblems(nil, opt.Files)
 }
 
 // lockProblems reports git locks older than a crashed writer's would be.

@@ -196,12 +196,11 @@ func (h *History) commitWith(ctx context.Context, mk func(head plumbing.Hash) ([
 // account counts what a commit batch's sink left for the packer: loose
 // objects, or a pack toward the next merge of small packs.
 func (h *History) account(b gitstore.Sink) {
-	switch b := b.(type) {
-	case *gitstore.LooseBatch:
-		n, size := b.Written()
+	if lb, ok := b.(*gitstore.LooseBatch); ok {
+		n, size := lb.Written()
 		h.loose.Add(int64(n))
 		h.looseBytes.Add(size)
-	case *gitstore.PackWriter:
+	} else {
 		h.newPacks.Add(1)
 	}
 }
@@ -229,7 +228,7 @@ func (h *History) lockHead(ctx context.Context) (*gitstore.Lock, plumbing.Hash, 
 	if err := h.followHEAD(); err != nil {
 		return nil, plumbing.ZeroHash, err
 	}
-	lock, err := h.repo.lockRef(ctx)
+	lock, err := h.repo.refs.Lock(ctx, h.repo.currentBranch())
 	if err != nil {
 		return nil, plumbing.ZeroHash, err
 	}

@@ -18,6 +18,14 @@ import (
 	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
+// statInfo is what git's index records of a file: its stat cache.
+type statInfo struct {
+	ctime, mtime time.Time
+	dev, ino     uint32
+	uid, gid     uint32
+	size         uint32
+}
+
 // markIndex notes the paths whose .git/index entries the commits ms
 // changed. writeMu is held.
 func (h *History) markIndex(ms []made) {

@@ -7,8 +7,6 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
-
-	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // Packing policy: loose objects are packed once there are this many
@@ -28,7 +26,7 @@ const (
 // deletes the loose objects it holds, then merges small packs. Another process packing at
 // the same time makes it skip a round. writeMu is held.
 func (h *History) packLoose() error {
-	lock := h.packingLock()
+	lock := h.objs.PackingLock()
 	if lock == nil {
 		return nil // someone else is packing
 	}
@@ -60,14 +58,10 @@ func (h *History) packLoose() error {
 	return h.mergeLocked()
 }
 
-// packingLock takes the repository's packing lock, or returns nil when
-// another process packs: one packer at a time.
-func (h *History) packingLock() *gitstore.Lock { return h.objs.PackingLock() }
-
 // mergePacks merges the small packs gitstore.GeometricSplit picks into
 // one, under the packing lock.
 func (h *History) mergePacks() error {
-	lock := h.packingLock()
+	lock := h.objs.PackingLock()
 	if lock == nil {
 		return nil
 	}

@@ -2,7 +2,6 @@ package history
 
 import (
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -153,11 +152,6 @@ func (r *repo) currentBranch() plumbing.ReferenceName {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.branch
-}
-
-// lockRef takes the branch's ref lock.
-func (r *repo) lockRef(ctx context.Context) (*gitstore.Lock, error) {
-	return r.refs.Lock(ctx, r.currentBranch())
 }
 
 // excludeLines are the patterns .git/info/exclude must list so that the

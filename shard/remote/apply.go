@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
@@ -70,16 +69,7 @@ func (r *Remote) stage(b *atomicfile.Batch, p string, e entry) error {
 		b.Remove(path)
 		return nil
 	}
-	blob, err := r.repo.BlobObject(e.Hash)
-	if err != nil {
-		return fmt.Errorf("remote: %s: %w", p, err)
-	}
-	rd, err := blob.Reader()
-	if err != nil {
-		return fmt.Errorf("remote: %s: %w", p, err)
-	}
-	defer rd.Close()
-	data, err := io.ReadAll(rd)
+	data, err := gitstore.ReadRaw(r.repo.Storer, plumbing.BlobObject, e.Hash, nil)
 	if err != nil {
 		return fmt.Errorf("remote: %s: %w", p, err)
 	}

@@ -8,7 +8,6 @@ import (
 	"github.com/go-git/go-git/v5"
 	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/memory"
 
 	"github.com/brainstem/brainstem/shard/gitstore"
@@ -108,20 +107,11 @@ func (r *Remote) integrateOnTop(apart *Remote, local, lease, head plumbing.Hash,
 		return Integration{}, err
 	}
 	in, merged := r.merge(trees[0], trees[1], trees[2], DefaultMaxFileBytes)
-	tree, err := writeTree(b, merged)
-	if err != nil {
-		b.Abort()
-		return Integration{}, err
-	}
-	sig := object.Signature{Name: by.Name, Email: by.Email, When: r.now()}
 	msg := fmt.Sprintf("Integrate %s of %s since the purge\n\nThe remote's commits from %s to %s, taken as one commit: their history holds purged content.\n",
 		r.cfg.Branch, r.cfg.Redacted(), lease, head)
-	c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree}
-	if !local.IsZero() {
-		c.ParentHashes = []plumbing.Hash{local}
-	}
-	in.Commit, err = gitstore.PutCommit(b, c)
-	return in, r.finish(b, err)
+	var err error
+	in.Commit, err = r.commitMerge(b, merged, by, msg, local)
+	return in, err
 }
 
 // copyBlobs copies into the repository the blobs of the remote's tree

@@ -95,12 +95,8 @@ func (r *Remote) Integrate(local, remote plumbing.Hash, by Identity, maxFile int
 		}
 	}
 	in, merged := r.merge(trees[0], trees[1], trees[2], maxFile)
-	b := r.batch()
-	tree, err := writeTree(b, merged)
-	if err == nil {
-		in.Commit, err = r.writeMerge(b, tree, local, remote, by, in.Conflicts)
-	}
-	return in, r.finish(b, err)
+	in.Commit, err = r.commitMerge(r.batch(), merged, by, r.mergeMessage(in.Conflicts), local, remote)
+	return in, err
 }
 
 // batch starts a batch of the merge's objects, with the packs listed
@@ -111,17 +107,29 @@ func (r *Remote) batch() *gitstore.LooseBatch {
 	return r.objs.Batch()
 }
 
-// finish makes the objects of b durable and visible (the merge's trees
-// and commit, the blobs copied in), or removes them after err.
-func (r *Remote) finish(b *gitstore.LooseBatch, err error) error {
+// commitMerge puts the merged tree and a commit of it by by (message
+// msg, the non-zero parents) into b, and makes b durable and visible
+// (with the blobs copied in before); it returns the commit's id.
+func (r *Remote) commitMerge(b *gitstore.LooseBatch, merged map[string]entry, by Identity, msg string, parents ...plumbing.Hash) (plumbing.Hash, error) {
+	tree, err := writeTree(b, merged)
+	var id plumbing.Hash
 	if err == nil {
-		err = b.Commit()
+		sig := object.Signature{Name: by.Name, Email: by.Email, When: r.now()}
+		c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree}
+		for _, p := range parents {
+			if !p.IsZero() {
+				c.ParentHashes = append(c.ParentHashes, p)
+			}
+		}
+		if id, err = gitstore.PutCommit(b, c); err == nil {
+			err = b.Commit()
+		}
 	}
 	if err != nil {
 		b.Abort()
-		return fmt.Errorf("remote: store the merge: %w", err)
+		return plumbing.ZeroHash, fmt.Errorf("remote: store the merge: %w", err)
 	}
-	return nil
+	return id, nil
 }
 
 // Identity is the author and committer of a merge commit.
@@ -351,8 +359,8 @@ func (r *Remote) checkContent(p string, e entry, maxFile int64) (Rejected, bool)
 	return Rejected{}, false
 }
 
-func (r *Remote) writeMerge(b gitstore.Sink, tree, local, remote plumbing.Hash, by Identity, conflicts []Conflict) (plumbing.Hash, error) {
-	sig := object.Signature{Name: by.Name, Email: by.Email, When: r.now()}
+// mergeMessage is the message of a merge commit with conflicts.
+func (r *Remote) mergeMessage(conflicts []Conflict) string {
 	msg := fmt.Sprintf("Integrate %s of %s\n", r.cfg.Branch, r.cfg.Redacted())
 	if len(conflicts) > 0 {
 		msg += fmt.Sprintf("\n%d conflicting note(s): the remote's version is current, this wing's stays in history.\n\n", len(conflicts))
@@ -364,9 +372,5 @@ func (r *Remote) writeMerge(b gitstore.Sink, tree, local, remote plumbing.Hash, 
 			msg += "Conflict: " + c.Path + "\n"
 		}
 	}
-	c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree, ParentHashes: []plumbing.Hash{local, remote}}
-	if local.IsZero() {
-		c.ParentHashes = c.ParentHashes[1:]
-	}
-	return gitstore.PutCommit(b, c)
+	return msg
 }

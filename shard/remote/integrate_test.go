@@ -37,7 +37,10 @@ func blob(t *testing.T, r *Remote, content string) plumbing.Hash {
 func storeTree(r *Remote, files map[string]entry) (plumbing.Hash, error) {
 	b := r.objs.Batch()
 	h, err := writeTree(b, files)
-	return h, r.finish(b, err)
+	if err == nil {
+		err = b.Commit()
+	}
+	return h, err
 }
 
 // commitTree stores a commit of files on parent by author.

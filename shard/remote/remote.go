@@ -313,19 +313,11 @@ func (r *Remote) contains(head, ancestor plumbing.Hash) (bool, error) {
 	if ancestor.IsZero() || head == ancestor {
 		return true, nil
 	}
-	h, err := r.repo.CommitObject(head)
+	w, err := r.newCommits(head, ancestor)
 	if err != nil {
-		return false, fmt.Errorf("remote: %w", err)
+		return false, err
 	}
-	a, err := r.repo.CommitObject(ancestor)
-	if err != nil {
-		return false, fmt.Errorf("remote: %w", err)
-	}
-	ok, err := a.IsAncestor(h)
-	if err != nil {
-		return false, fmt.Errorf("remote: %w", err)
-	}
-	return ok, nil
+	return w.Ancestor, nil
 }
 
 // Commit returns a commit of the repository (a fetched one included).

@@ -8,7 +8,6 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -110,17 +109,17 @@ func (r *Remote) sendObjects(ctx context.Context, sess transport.ReceivePackSess
 // the trees and blobs of theirs that the trees of the commits they grew
 // from (their parents outside the list) lack.
 func (r *Remote) newObjects(head, old plumbing.Hash) ([]plumbing.Hash, error) {
-	fresh, edges, err := r.newCommits(head, old)
+	wk, err := r.newCommits(head, old)
 	if err != nil {
 		return nil, err
 	}
 	w := &treeWalk{r: r, have: map[plumbing.Hash]bool{}}
-	for _, c := range edges {
+	for _, c := range wk.Edges {
 		if err := w.add(c.TreeHash, false); err != nil {
 			return nil, err
 		}
 	}
-	for _, c := range fresh {
+	for _, c := range wk.Fresh {
 		w.out = append(w.out, c.Hash)
 		if err := w.add(c.TreeHash, true); err != nil {
 			return nil, err
@@ -180,20 +179,13 @@ func (w *treeWalk) add(h plumbing.Hash, list bool) error {
 	return nil
 }
 
-// ErrTreeFormat: a tree of the wing's own history, read for a push, is
-// not in git's tree format (the push is not made).
-var ErrTreeFormat = gitstore.ErrTreeFormat
-
-// newCommits returns the commits reachable from head and not from old,
-// and the parents of theirs outside that set (the edges): a walk of the
-// new commits, not of the whole history (gitstore.NewCommits).
-func (r *Remote) newCommits(head, old plumbing.Hash) (fresh, edges []*object.Commit, err error) {
+// newCommits is gitstore.NewCommits in the wing's repository: the
+// commits reachable from head and not from old, and the parents of theirs
+// outside that set, by a walk of the new commits only.
+func (r *Remote) newCommits(head, old plumbing.Hash) (*gitstore.Walk, error) {
 	w, err := gitstore.NewCommits(r.repo.CommitObject, head, old)
 	if err != nil {
-		return nil, nil, fmt.Errorf("remote: %w", err)
+		return nil, fmt.Errorf("remote: %w", err)
 	}
-	for _, c := range w.Fresh {
-		fresh = append(fresh, c)
-	}
-	return fresh, w.Edges, nil
+	return w, nil
 }

@@ -276,14 +276,7 @@ func (s *Syncer) failed(err error) {
 // list them again, after the read, so that the commit read is seen.
 func (r *Remote) head() (plumbing.Hash, error) {
 	defer r.store.Reindex()
-	ref, err := r.repo.Storer.Reference(r.local)
-	switch {
-	case errors.Is(err, plumbing.ErrReferenceNotFound):
-		return plumbing.ZeroHash, nil // no commit yet
-	case err != nil:
-		return plumbing.ZeroHash, fmt.Errorf("remote: read %s: %w", r.local, err)
-	}
-	return ref.Hash(), nil
+	return r.git.Read(r.local) // zero: no commit yet
 }
 
 // ahead returns the wing's head and whether it differs from the last
@@ -304,10 +297,7 @@ func (r *Remote) unpushed() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	stop := plumbing.ZeroHash
-	if ref, err := r.repo.Storer.Reference(r.track); err == nil {
-		stop = ref.Hash()
-	}
+	stop, _ := r.git.Read(r.track) // zero: never fetched or pushed
 	if head.IsZero() {
 		return 0, nil
 	}

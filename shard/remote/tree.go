@@ -37,10 +37,10 @@ func walk(s storer.EncodedObjectStorer, h plumbing.Hash, base string, out map[st
 		return fmt.Errorf("remote: tree nested deeper than %d at %s", maxDepth, base)
 	}
 	raw, err := gitstore.ReadRaw(s, plumbing.TreeObject, h, nil)
-	if err != nil {
-		return fmt.Errorf("remote: read tree %s: %w", base, err)
+	var es []object.TreeEntry
+	if err == nil {
+		es, err = gitstore.DecodeTree(raw)
 	}
-	es, err := gitstore.DecodeTree(raw)
 	if err != nil {
 		return fmt.Errorf("remote: read tree %s: %w", base, err)
 	}
