@@ -34,9 +34,10 @@ const (
 // (every commit reachable from head when old is zero). It walks both
 // sides by commit time, as git's merge-base does, and stops as soon as
 // every commit left to visit is reachable from old: a walk of the new
-// commits, not of the whole history. A failed read of old is
-// ErrOldMissing (with the read's error).
-func NewCommits(read func(plumbing.Hash) (*object.Commit, error), head, old plumbing.Hash) (*Walk, error) {
+// commits, not of the whole history; with a limit, it also stops once it
+// has read that many commits (Fresh is then a part of them). A failed
+// read of old is ErrOldMissing (with the read's error).
+func NewCommits(read func(plumbing.Hash) (*object.Commit, error), head, old plumbing.Hash, limit int) (*Walk, error) {
 	flags := map[plumbing.Hash]uint8{}
 	commits := map[plumbing.Hash]*object.Commit{}
 	var q commitQueue
@@ -64,7 +65,7 @@ func NewCommits(read func(plumbing.Hash) (*object.Commit, error), head, old plum
 			return nil, errors.Join(ErrOldMissing, err)
 		}
 	}
-	for q.Len() > 0 && !q.allOld(flags) {
+	for q.Len() > 0 && !q.allOld(flags) && (limit <= 0 || len(commits) < limit) {
 		c := heap.Pop(&q).(*object.Commit)
 		for _, p := range c.ParentHashes {
 			if err := push(p, flags[c.Hash]); err != nil {

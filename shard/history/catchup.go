@@ -78,7 +78,7 @@ func (h *History) catchUpLocked(head plumbing.Hash) error {
 // known is an ancestor of head (false too when known is gone: rewritten
 // and collected, so the index is rebuilt).
 func (h *History) newCommits(known, head plumbing.Hash) (map[plumbing.Hash]*object.Commit, bool, error) {
-	w, err := gitstore.NewCommits(h.objs.Commit, head, known)
+	w, err := gitstore.NewCommits(h.objs.Commit, head, known, 0)
 	if errors.Is(err, gitstore.ErrOldMissing) && errors.Is(err, plumbing.ErrObjectNotFound) {
 		return nil, false, nil
 	}

@@ -183,7 +183,7 @@ func (w *treeWalk) add(h plumbing.Hash, list bool) error {
 // commits reachable from head and not from old, and the parents of theirs
 // outside that set, by a walk of the new commits only.
 func (r *Remote) newCommits(head, old plumbing.Hash) (*gitstore.Walk, error) {
-	w, err := gitstore.NewCommits(r.repo.CommitObject, head, old)
+	w, err := gitstore.NewCommits(r.repo.CommitObject, head, old, 0)
 	if err != nil {
 		return nil, fmt.Errorf("remote: %w", err)
 	}
