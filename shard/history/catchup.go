@@ -1,7 +1,6 @@
 package history
 
 import (
-	"container/heap"
 	"errors"
 	"fmt"
 	"path"
@@ -11,6 +10,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // purgeNotice starts the placeholder blob of a purged version; a blob
@@ -72,97 +73,19 @@ func (h *History) catchUpLocked(head plumbing.Hash) error {
 	return nil
 }
 
-// Flags of the walk that finds new commits.
-const (
-	fromNew = 1 // reachable from the new head
-	fromOld = 2 // reachable from the known head
-)
-
 // newCommits returns the commits reachable from head but not from known
 // (every commit reachable from head when known is zero), and whether
-// known is an ancestor of head. It walks both sides by commit time, as
-// git's merge-base does, and stops as soon as every commit left to visit
-// is reachable from known.
+// known is an ancestor of head (false too when known is gone: rewritten
+// and collected, so the index is rebuilt).
 func (h *History) newCommits(known, head plumbing.Hash) (map[plumbing.Hash]*object.Commit, bool, error) {
-	flags := map[plumbing.Hash]uint8{}
-	commits := map[plumbing.Hash]*object.Commit{}
-	var q commitQueue
-	push := func(id plumbing.Hash, f uint8) error {
-		if flags[id]&f == f {
-			return nil
-		}
-		flags[id] |= f
-		c := commits[id]
-		if c == nil {
-			var err error
-			if c, err = h.objs.commit(id); err != nil {
-				return err
-			}
-			commits[id] = c
-		}
-		heap.Push(&q, queued{c: c, f: f})
-		return nil
+	w, err := gitstore.NewCommits(h.objs.Commit, head, known, 0)
+	if errors.Is(err, gitstore.ErrOldMissing) && errors.Is(err, plumbing.ErrObjectNotFound) {
+		return nil, false, nil
 	}
-	if err := push(head, fromNew); err != nil {
+	if err != nil {
 		return nil, false, err
 	}
-	if !known.IsZero() {
-		if err := push(known, fromOld); errors.Is(err, plumbing.ErrObjectNotFound) {
-			// The known head is gone (rewritten and collected): rebuild.
-			return nil, false, nil
-		} else if err != nil {
-			return nil, false, err
-		}
-	}
-	for q.Len() > 0 && !q.allOld(flags) {
-		it := heap.Pop(&q).(queued)
-		f := flags[it.c.Hash]
-		for _, p := range it.c.ParentHashes {
-			if err := push(p, f); err != nil {
-				return nil, false, err
-			}
-		}
-	}
-	fresh := map[plumbing.Hash]*object.Commit{}
-	for id, f := range flags {
-		if f == fromNew {
-			fresh[id] = commits[id]
-		}
-	}
-	ancestor := known.IsZero() || flags[known]&fromNew != 0
-	return fresh, ancestor, nil
-}
-
-type queued struct {
-	c *object.Commit
-	f uint8
-}
-
-// commitQueue is a max-heap of commits by committer time.
-type commitQueue []queued
-
-func (q commitQueue) Len() int { return len(q) }
-func (q commitQueue) Less(i, j int) bool {
-	return q[i].c.Committer.When.After(q[j].c.Committer.When)
-}
-func (q commitQueue) Swap(i, j int) { q[i], q[j] = q[j], q[i] }
-func (q *commitQueue) Push(x any)   { *q = append(*q, x.(queued)) }
-func (q *commitQueue) Pop() any {
-	old := *q
-	it := old[len(old)-1]
-	*q = old[:len(old)-1]
-	return it
-}
-
-// allOld reports whether every queued commit is reachable from the known
-// head, so that the walk can stop.
-func (q commitQueue) allOld(flags map[plumbing.Hash]uint8) bool {
-	for _, it := range q {
-		if flags[it.c.Hash]&fromOld == 0 {
-			return false
-		}
-	}
-	return true
+	return w.Fresh, w.Ancestor, nil
 }
 
 // topoOrder orders the commits of set parents first; of a merge's
@@ -204,7 +127,7 @@ func topoOrder(set map[plumbing.Hash]*object.Commit, head plumbing.Hash) []*obje
 func (h *History) commitChanges(c *object.Commit) (*commitInfo, []pathChange, error) {
 	parentTree := emptyTree
 	if len(c.ParentHashes) > 0 {
-		p, err := h.objs.commit(c.ParentHashes[0])
+		p, err := h.objs.Commit(c.ParentHashes[0])
 		if err != nil {
 			return nil, nil, err
 		}
@@ -322,7 +245,7 @@ func (h *History) diffRec(a, b plumbing.Hash, dir string, out []fileDiff) ([]fil
 			y = &eb[j]
 		case ea[i].Name == eb[j].Name && (ea[i].Mode == filemode.Dir) == (eb[j].Mode == filemode.Dir):
 			x, y = &ea[i], &eb[j]
-		case entryLess(ea[i].Name, ea[i].Mode == filemode.Dir, eb[j].Name, eb[j].Mode == filemode.Dir):
+		case gitstore.EntryLess(ea[i].Name, ea[i].Mode == filemode.Dir, eb[j].Name, eb[j].Mode == filemode.Dir):
 			x = &ea[i]
 		default:
 			y = &eb[j]
@@ -427,7 +350,7 @@ func (h *History) pairRenames(diffs []fileDiff, m meta) ([]pathChange, error) {
 			}
 			continue
 		}
-		body, err := h.objs.blob(d.new)
+		body, err := h.objs.Blob(d.new)
 		if err != nil {
 			return nil, err
 		}
@@ -505,7 +428,7 @@ func (h *History) reconcileIndex(ix *versionIndex, c *object.Commit) error {
 	var changes []pathChange
 	for p, b := range have {
 		if l := ix.byPath[p]; l == nil || l.newest().removed || l.newest().blob != b {
-			body, err := h.objs.blob(b)
+			body, err := h.objs.Blob(b)
 			if err != nil {
 				return err
 			}
@@ -535,7 +458,7 @@ type treeCache struct {
 
 const treeCacheSize = 512
 
-func (tc *treeCache) get(o *objectStore, h plumbing.Hash) ([]object.TreeEntry, error) {
+func (tc *treeCache) get(o *gitstore.Store, h plumbing.Hash) ([]object.TreeEntry, error) {
 	if h == emptyTree {
 		return nil, nil // git knows the empty tree without storing it
 	}
@@ -545,7 +468,7 @@ func (tc *treeCache) get(o *objectStore, h plumbing.Hash) ([]object.TreeEntry, e
 	if ok {
 		return es, nil
 	}
-	es, err := o.tree(h)
+	es, err := o.Tree(h)
 	if err != nil {
 		return nil, err
 	}
@@ -559,7 +482,7 @@ func (tc *treeCache) get(o *objectStore, h plumbing.Hash) ([]object.TreeEntry, e
 }
 
 // entries is get, with no entries for the zero hash.
-func (tc *treeCache) entries(o *objectStore, h plumbing.Hash) ([]object.TreeEntry, error) {
+func (tc *treeCache) entries(o *gitstore.Store, h plumbing.Hash) ([]object.TreeEntry, error) {
 	if h.IsZero() {
 		return nil, nil
 	}

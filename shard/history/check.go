@@ -21,14 +21,21 @@ func (h *History) Check(ctx context.Context) ([]Problem, error) {
 	}
 	h.writeMu.Lock()
 	defer h.writeMu.Unlock()
-	head, err := h.repo.readRef(h.repo.currentBranch())
+	head, err := h.repo.refs.Read(h.repo.currentBranch())
 	if err != nil {
 		return nil, err
 	}
 	if err := h.syncModel(head); err != nil {
 		return nil, err
 	}
-	files, err := h.opt.Files()
+	return h.driftProblems(out, h.opt.Files)
+}
+
+// driftProblems appends to out the files that differ from the head (what
+// the committer would record as changed behind the shard's back) and the
+// git locks a crashed writer left, sorted by path.
+func (h *History) driftProblems(out []Problem, list func() ([]string, error)) ([]Problem, error) {
+	files, err := list()
 	if err != nil {
 		return nil, fmt.Errorf("history: list the wing's files: %w", err)
 	}

@@ -6,12 +6,13 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/storage/filesystem"
+
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // CheckDisk is Check for `brainstem check`: it compares the wing's files
@@ -43,13 +44,13 @@ func CheckDisk(ctx context.Context, opt Options) ([]Problem, error) {
 	if h.repo, err = openRepo(opt); err != nil {
 		return nil, err
 	}
-	h.objs = newObjectStore(h.repo)
+	h.objs = gitstore.Open(h.repo.gitDir, h.repo.common)
 	h.tree = newTreeModel(h.objs)
-	head, err := h.repo.readRef(h.repo.currentBranch())
+	head, err := h.repo.refs.Read(h.repo.currentBranch())
 	if err != nil || head.IsZero() {
 		return nil, err
 	}
-	c, err := h.objs.commit(head)
+	c, err := h.objs.Commit(head)
 	if err != nil {
 		return nil, err
 	}
@@ -65,31 +66,13 @@ func CheckDisk(ctx context.Context, opt Options) ([]Problem, error) {
 	if err := ctx.Err(); err != nil {
 		return nil, err
 	}
-	files, err := opt.Files()
-	if err != nil {
-		return nil, fmt.Errorf("history: list the wing's files: %w", err)
-	}
-	ds, err := h.reconcileOps(files, h.loadStatCache())
-	if err != nil {
-		return nil, err
-	}
-	inHead := map[string]bool{}
-	for _, d := range ds {
-		inHead[d.op.Path] = d.had
-	}
-	var out []Problem
-	for _, op := range pairRenames(ds) {
-		out = append(out, Problem{Path: op.Path, Message: checkMessage(op, inHead[op.Path])})
-	}
-	out = append(out, h.lockProblems()...)
-	sort.Slice(out, func(i, j int) bool { return out[i].Path < out[j].Path })
-	return out, nil
+	return h.driftProblems(nil, opt.Files)
 }
 
 // lockProblems reports git locks older than a crashed writer's would be.
 func (h *History) lockProblems() []Problem {
 	var out []Problem
-	for _, lock := range []string{h.repo.refPath(h.repo.currentBranch()) + ".lock", h.indexPath() + ".lock"} {
+	for _, lock := range []string{h.repo.refs.Path(h.repo.currentBranch()) + ".lock", h.indexPath() + ".lock"} {
 		if fi, err := os.Stat(lock); err == nil && time.Since(fi.ModTime()) > h.opt.staleLock {
 			out = append(out, Problem{Message: fmt.Sprintf("the git lock %s is %v old: a writer may have crashed; remove it if no git command is running", lock, time.Since(fi.ModTime()).Round(time.Second))})
 		}

@@ -2,12 +2,13 @@ package history
 
 import (
 	"context"
-	"fmt"
 	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // plan is one commit to make: its message, author, time and operations
@@ -42,7 +43,7 @@ func (h *History) planOf(p *Pending) plan {
 // model, writing their objects into b; it returns the new head (base
 // when no plan changed anything). Plans that change nothing make no
 // commit.
-func (h *History) build(base plumbing.Hash, plans []plan, b objectSink) (plumbing.Hash, []made, error) {
+func (h *History) build(base plumbing.Hash, plans []plan, b gitstore.Sink) (plumbing.Hash, []made, error) {
 	head := base
 	root, err := h.tree.write(b)
 	if err != nil {
@@ -74,7 +75,7 @@ func (h *History) build(base plumbing.Hash, plans []plan, b objectSink) (plumbin
 }
 
 // applyOps applies one commit's operations to the tree model.
-func (h *History) applyOps(ops []Op, b objectSink) ([]pathChange, error) {
+func (h *History) applyOps(ops []Op, b gitstore.Sink) ([]pathChange, error) {
 	var changes []pathChange
 	for _, op := range ops {
 		tp := h.repo.treePath(op.Path)
@@ -98,7 +99,7 @@ func (h *History) applyOps(ops []Op, b objectSink) ([]pathChange, error) {
 				from = op.From
 			}
 		}
-		blob, err := b.put(plumbing.BlobObject, op.Content)
+		blob, err := b.Put(plumbing.BlobObject, op.Content)
 		if err != nil {
 			return nil, err
 		}
@@ -125,26 +126,13 @@ func (h *History) applyOps(ops []Op, b objectSink) ([]pathChange, error) {
 }
 
 // writeCommit encodes a commit object into b.
-func writeCommit(b objectSink, pl plan, root, parent plumbing.Hash) (plumbing.Hash, error) {
+func writeCommit(b gitstore.Sink, pl plan, root, parent plumbing.Hash) (plumbing.Hash, error) {
 	sig := object.Signature{Name: oneLine(pl.author.Name), Email: oneLine(pl.author.Email), When: pl.at}
 	c := &object.Commit{Author: sig, Committer: sig, Message: pl.meta.message(), TreeHash: root}
 	if !parent.IsZero() {
 		c.ParentHashes = []plumbing.Hash{parent}
 	}
-	return putCommit(b, c)
-}
-
-// putCommit encodes c (go-git's encoding) and stores it.
-func putCommit(b objectSink, c *object.Commit) (plumbing.Hash, error) {
-	var mo plumbing.MemoryObject
-	if err := c.Encode(&mo); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("history: encode a commit: %w", err)
-	}
-	raw, err := readAll(&mo)
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return b.put(plumbing.CommitObject, raw)
+	return gitstore.PutCommit(b, c)
 }
 
 // commitPlans makes plans durable commits on the branch: under the ref
@@ -162,7 +150,7 @@ func (h *History) commitWith(ctx context.Context, mk func(head plumbing.Hash) ([
 	if err != nil {
 		return plumbing.ZeroHash, nil, err
 	}
-	defer lock.release()
+	defer lock.Release()
 	plans, err := mk(head)
 	if err != nil || len(plans) == 0 {
 		return head, nil, err
@@ -173,19 +161,19 @@ func (h *History) commitWith(ctx context.Context, mk func(head plumbing.Hash) ([
 	}
 	newHead, ms, err := h.build(head, plans, b)
 	if err == nil && newHead != head {
-		err = b.done()
+		err = b.Commit()
 		if err == nil {
-			err = lock.commit([]byte(newHead.String() + "\n"))
+			err = lock.Commit([]byte(newHead.String() + "\n"))
 		}
 	}
 	if err != nil || newHead == head {
-		b.drop()
+		b.Abort()
 	}
 	if err != nil {
 		h.discardModel()
 		return head, nil, err
 	}
-	b.account(h)
+	h.account(b)
 	if newHead == head {
 		return head, nil, nil
 	}
@@ -205,12 +193,16 @@ func (h *History) commitWith(ctx context.Context, mk func(head plumbing.Hash) ([
 	return newHead, ms, err
 }
 
-// batchSink is where a commit batch's objects go.
-type batchSink interface {
-	objectSink
-	done() error      // make the objects durable and visible
-	drop()            // remove what was written
-	account(*History) // count what it left for the packer
+// account counts what a commit batch's sink left for the packer: loose
+// objects, or a pack toward the next merge of small packs.
+func (h *History) account(b gitstore.Sink) {
+	if lb, ok := b.(*gitstore.LooseBatch); ok {
+		n, size := lb.Written()
+		h.loose.Add(int64(n))
+		h.looseBytes.Add(size)
+	} else {
+		h.newPacks.Add(1)
+	}
 }
 
 // sinkFor picks the objects' home for a batch: loose objects for one
@@ -218,34 +210,34 @@ type batchSink interface {
 // commits of the batch change is written whole once and then as deltas
 // of a few bytes; as loose objects each commit would write it whole
 // (2 MB for the largest hall of a 100,000-note wing).
-func (h *History) sinkFor(plans []plan) (batchSink, error) {
+func (h *History) sinkFor(plans []plan) (gitstore.Sink, error) {
 	if len(plans) < 2 {
-		return h.objs.batch(), nil
+		return h.objs.Batch(), nil
 	}
-	pw, err := h.objs.newPackWriter()
+	pw, err := h.objs.NewPackWriter()
 	if err != nil {
 		return nil, err
 	}
-	pw.dedupe = true
+	pw.Dedupe = true
 	return pw, nil
 }
 
 // lockHead takes the ref lock and brings the version index and the tree
 // model to the branch head it guards.
-func (h *History) lockHead(ctx context.Context) (*lockFile, plumbing.Hash, error) {
+func (h *History) lockHead(ctx context.Context) (*gitstore.Lock, plumbing.Hash, error) {
 	if err := h.followHEAD(); err != nil {
 		return nil, plumbing.ZeroHash, err
 	}
-	lock, err := h.repo.lockRef(ctx)
+	lock, err := h.repo.refs.Lock(ctx, h.repo.currentBranch())
 	if err != nil {
 		return nil, plumbing.ZeroHash, err
 	}
-	head, err := h.repo.readRef(h.repo.currentBranch())
+	head, err := h.repo.refs.Read(h.repo.currentBranch())
 	if err == nil {
 		err = h.syncModel(head)
 	}
 	if err != nil {
-		lock.release()
+		lock.Release()
 		return nil, plumbing.ZeroHash, err
 	}
 	return lock, head, nil
@@ -264,7 +256,7 @@ func (h *History) syncModel(head plumbing.Hash) error {
 	}
 	root := plumbing.ZeroHash
 	if !head.IsZero() {
-		c, err := h.objs.commit(head)
+		c, err := h.objs.Commit(head)
 		if err != nil {
 			return err
 		}

@@ -251,14 +251,14 @@ func (d *differ) middleSnake(bx box) (snake, error) {
 		if 2*D-1 > d.edits {
 			break
 		}
-		s, ok, err := d.forward(bx, D)
+		s, ok, err := d.extend(bx, D, false)
 		if ok || err != nil {
 			return s, err
 		}
 		if 2*D > d.edits {
 			break
 		}
-		s, ok, err = d.backward(bx, D)
+		s, ok, err = d.extend(bx, D, true)
 		if ok || err != nil {
 			return s, err
 		}
@@ -266,63 +266,46 @@ func (d *differ) middleSnake(bx box) (snake, error) {
 	return snake{}, ErrTooDifferent
 }
 
-// forward extends the forward paths of bx to D edits; ok when one
-// overlaps a backward path of D-1 (an odd difference of lengths).
-func (d *differ) forward(bx box, D int) (s snake, ok bool, err error) {
+// extend extends the forward paths of bx (back: the backward ones) to D
+// edits; ok when one overlaps a path of the other direction: a backward
+// path of D-1 for an odd difference of lengths, a forward path of D for
+// an even one.
+func (d *differ) extend(bx box, D int, back bool) (s snake, ok bool, err error) {
 	n, m := bx.aHi-bx.aLo, bx.bHi-bx.bLo
 	delta := n - m
 	odd := delta&1 != 0
-	off, vf, vb := d.off, d.vf, d.vb
-	work := 0
-	for k := -D; k <= D; k += 2 {
-		var px int
-		if k == -D || k != D && vf[off+k-1] < vf[off+k+1] {
-			px = vf[off+k+1]
-		} else {
-			px = vf[off+k-1] + 1
-		}
-		py := px - k
-		sx, sy := px, py
-		for px < n && py < m && d.a[bx.aLo+px] == d.b[bx.bLo+py] {
-			px, py = px+1, py+1
-		}
-		vf[off+k] = px
-		if work += 1 + px - sx; work > d.left {
-			return snake{}, false, ErrTooDifferent
-		}
-		if kr := delta - k; odd && kr >= -(D-1) && kr <= D-1 && px+vb[off+kr] >= n {
-			return snake{bx.aLo + sx, bx.bLo + sy, bx.aLo + px, bx.bLo + py}, true, d.spend(work)
-		}
+	off, v, other, lim := d.off, d.vf, d.vb, D-1
+	if back {
+		v, other, lim = d.vb, d.vf, D
 	}
-	return snake{}, false, d.spend(work)
-}
-
-// backward extends the backward paths of bx to D edits; ok when one
-// overlaps a forward path of D (an even difference of lengths).
-func (d *differ) backward(bx box, D int) (s snake, ok bool, err error) {
-	n, m := bx.aHi-bx.aLo, bx.bHi-bx.bLo
-	delta := n - m
-	odd := delta&1 != 0
-	off, vf, vb := d.off, d.vf, d.vb
 	work := 0
 	for k := -D; k <= D; k += 2 {
 		var px int
-		if k == -D || k != D && vb[off+k-1] < vb[off+k+1] {
-			px = vb[off+k+1]
+		if k == -D || k != D && v[off+k-1] < v[off+k+1] {
+			px = v[off+k+1]
 		} else {
-			px = vb[off+k-1] + 1
+			px = v[off+k-1] + 1
 		}
 		py := px - k
 		sx, sy := px, py
-		for px < n && py < m && d.a[bx.aHi-1-px] == d.b[bx.bHi-1-py] {
-			px, py = px+1, py+1
+		if back {
+			for px < n && py < m && d.a[bx.aHi-1-px] == d.b[bx.bHi-1-py] {
+				px, py = px+1, py+1
+			}
+		} else {
+			for px < n && py < m && d.a[bx.aLo+px] == d.b[bx.bLo+py] {
+				px, py = px+1, py+1
+			}
 		}
-		vb[off+k] = px
+		v[off+k] = px
 		if work += 1 + px - sx; work > d.left {
 			return snake{}, false, ErrTooDifferent
 		}
-		if kf := delta - k; !odd && kf >= -D && kf <= D && px+vf[off+kf] >= n {
-			return snake{bx.aHi - px, bx.bHi - py, bx.aHi - sx, bx.bHi - sy}, true, d.spend(work)
+		if kr := delta - k; odd != back && kr >= -lim && kr <= lim && px+other[off+kr] >= n {
+			if back {
+				return snake{bx.aHi - px, bx.bHi - py, bx.aHi - sx, bx.bHi - sy}, true, d.spend(work)
+			}
+			return snake{bx.aLo + sx, bx.bLo + sy, bx.aLo + px, bx.bLo + py}, true, d.spend(work)
 		}
 	}
 	return snake{}, false, d.spend(work)

@@ -14,7 +14,17 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/format/index"
+
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
+
+// statInfo is what git's index records of a file: its stat cache.
+type statInfo struct {
+	ctime, mtime time.Time
+	dev, ino     uint32
+	uid, gid     uint32
+	size         uint32
+}
 
 // markIndex notes the paths whose .git/index entries the commits ms
 // changed. writeMu is held.
@@ -65,7 +75,7 @@ func (h *History) takeOthers() error {
 		h.idxDirty[p] = true
 	}
 	h.idxAll = h.idxAll || all
-	head, err := h.repo.readRef(h.repo.currentBranch())
+	head, err := h.repo.refs.Read(h.repo.currentBranch())
 	if err != nil {
 		return err
 	}
@@ -107,11 +117,11 @@ func (h *History) writeIndex(ctx context.Context) error {
 		return nil
 	}
 	start := time.Now()
-	lock, err := acquireLock(ctx, h.indexPath(), h.repo.lt)
+	lock, err := gitstore.AcquireLock(ctx, h.indexPath(), h.repo.refs.Locks)
 	if err != nil {
 		return err
 	}
-	defer lock.release()
+	defer lock.Release()
 	idx, _, err := h.readIndex()
 	if err != nil {
 		return err
@@ -150,7 +160,7 @@ func (h *History) writeIndex(ctx context.Context) error {
 	}
 	idx.Cache = nil // the tree cache describes the old entries
 	idx.EndOfIndexEntry = nil
-	if err := lock.commitFunc(func(w io.Writer) error { return index.NewEncoder(w).Encode(idx) }); err != nil {
+	if err := lock.CommitFunc(func(w io.Writer) error { return index.NewEncoder(w).Encode(idx) }); err != nil {
 		return err
 	}
 	h.idxDirty = map[string]bool{}
@@ -239,7 +249,7 @@ func (h *History) indexEntry(idx *index.Index, byName map[string]int, drop map[i
 	st := statOf(fi)
 	if seen, ok := h.seen[p]; !ok || seen.blob != blob || seen.st != st {
 		b, err := os.ReadFile(h.abs(p))
-		if err != nil || objectHash(plumbing.BlobObject, b) != blob {
+		if err != nil || gitstore.Hash(plumbing.BlobObject, b) != blob {
 			return nil // other bytes than committed (a change in flight): git compares the content
 		}
 	}

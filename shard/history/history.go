@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // Committer bounds: one batch commits at most maxBatch changes and about
@@ -45,7 +46,7 @@ type History struct {
 	opt   Options
 	log   *slog.Logger
 	repo  *repo
-	objs  *objectStore
+	objs  *gitstore.Store
 	trees treeCache
 	state *os.File // flock of StateDir
 
@@ -123,7 +124,7 @@ func (h *History) lockState() error {
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
 	}
-	if err := flockTry(f); err != nil {
+	if err := gitstore.TryFlock(f); err != nil {
 		f.Close()
 		return fmt.Errorf("history: the state directory %s is in use by another process (one shard per wing): %w", h.opt.StateDir, err)
 	}
@@ -137,7 +138,7 @@ func (h *History) open(ctx context.Context) error {
 	if h.repo, err = openRepo(h.opt); err != nil {
 		return err
 	}
-	h.objs = newObjectStore(h.repo)
+	h.objs = gitstore.Open(h.repo.gitDir, h.repo.common)
 	h.tree = newTreeModel(h.objs)
 	if err := h.repo.ensureExclude(); err != nil {
 		return err
@@ -145,7 +146,7 @@ func (h *History) open(ctx context.Context) error {
 	h.ix = h.loadSnapshot()
 	restored := !h.ix.head.IsZero()
 	h.log.Debug("history: snapshot", "restored", restored, "took_seconds", time.Since(start).Seconds())
-	head, err := h.repo.readRef(h.repo.currentBranch())
+	head, err := h.repo.refs.Read(h.repo.currentBranch())
 	if err != nil {
 		return err
 	}
@@ -407,7 +408,7 @@ func (h *History) Close() error {
 		close(h.stop)
 		<-h.done
 		h.closeErr = h.plog.close(h.q.doneSeq())
-		h.objs.close()
+		h.objs.Close()
 		if err := h.state.Close(); h.closeErr == nil {
 			h.closeErr = err
 		}
@@ -452,7 +453,7 @@ func (h *History) fresh(ctx context.Context) error {
 	if err := h.followHEAD(); err != nil {
 		return err
 	}
-	head, err := h.repo.readRef(h.repo.currentBranch())
+	head, err := h.repo.refs.Read(h.repo.currentBranch())
 	if err != nil {
 		return err
 	}
@@ -517,7 +518,7 @@ func (h *History) Read(ctx context.Context, path, version string) (Version, []by
 	if pv.Removed {
 		return pv, nil, brain.Errorf(brain.CodeInvalidArgument, "version %s removed %s: it has no content; read the version before it", version, pv.Path)
 	}
-	b, err := h.objs.blob(blob)
+	b, err := h.objs.Blob(blob)
 	if err != nil {
 		return pv, nil, err
 	}

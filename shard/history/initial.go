@@ -11,6 +11,8 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // initialCommit gives a wing without history one commit of every tracked
@@ -31,30 +33,30 @@ func (h *History) initialCommit(ctx context.Context) (bool, error) {
 	if err != nil {
 		return false, err
 	}
-	defer lock.release()
+	defer lock.Release()
 	h.mu.RLock()
 	has := len(h.ix.byPath) > 0
 	h.mu.RUnlock()
 	if has {
 		return false, nil // another process made it meanwhile: reconcile covers the rest
 	}
-	pw, err := h.objs.newPackWriter()
+	pw, err := h.objs.NewPackWriter()
 	if err != nil {
 		return false, err
 	}
 	changes, err := h.packFiles(pw, files)
 	if err != nil {
-		pw.abort()
+		pw.Abort()
 		h.discardModel()
 		return false, err
 	}
 	if len(changes) == 0 {
-		pw.abort()
+		pw.Abort()
 		return true, nil
 	}
 	root, err := h.tree.write(pw)
 	if err != nil {
-		pw.abort()
+		pw.Abort()
 		h.discardModel()
 		return false, err
 	}
@@ -62,12 +64,12 @@ func (h *History) initialCommit(ctx context.Context) (bool, error) {
 		author: h.opt.Service, at: h.opt.Now()}
 	id, err := writeCommit(pw, pl, root, head)
 	if err == nil {
-		_, err = pw.finish()
+		_, err = pw.Finish()
 	} else {
-		pw.abort()
+		pw.Abort()
 	}
 	if err == nil {
-		err = lock.commit([]byte(id.String() + "\n"))
+		err = lock.Commit([]byte(id.String() + "\n"))
 	}
 	if err != nil {
 		h.discardModel()
@@ -87,7 +89,7 @@ func (h *History) initialCommit(ctx context.Context) (bool, error) {
 
 // packFiles reads each file, puts its blob into the pack and the tree
 // model, and returns the versions they make.
-func (h *History) packFiles(pw *packWriter, files []string) ([]pathChange, error) {
+func (h *History) packFiles(pw *gitstore.PackWriter, files []string) ([]pathChange, error) {
 	var changes []pathChange
 	for i, p := range files {
 		if i > 0 && files[i-1] == p || !h.opt.Tracked(p) || strings.HasPrefix(p, "/") {
@@ -101,7 +103,7 @@ func (h *History) packFiles(pw *packWriter, files []string) ([]pathChange, error
 		if err != nil {
 			return nil, err
 		}
-		blob, err := pw.put(plumbing.BlobObject, b)
+		blob, err := pw.Put(plumbing.BlobObject, b)
 		if err != nil {
 			return nil, err
 		}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // Identity is a git author or committer.
@@ -58,7 +59,7 @@ type Options struct {
 	LockTimeout time.Duration
 
 	// staleLock is the age past which a lock file nobody holds is taken
-	// for a crashed writer's (0: defaultStaleLock). Tests shorten it.
+	// for a crashed writer's (0: gitstore.DefaultStaleLock). Tests shorten it.
 	staleLock time.Duration
 	// onRead, when set, is told of every tracked file read from disk
 	// (tests count them).
@@ -123,7 +124,7 @@ func (opt Options) withDefaults() (Options, error) {
 		opt.LockTimeout = DefaultLockTimeout
 	}
 	if opt.staleLock <= 0 {
-		opt.staleLock = defaultStaleLock
+		opt.staleLock = gitstore.DefaultStaleLock
 	}
 	if opt.packEvery <= 0 {
 		opt.packEvery = defaultPackEvery

@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // Outside records changes made to tracked files behind the shard's back
@@ -221,7 +223,7 @@ func (h *History) compareFile(p string, had bool, old plumbing.Hash, cache *stat
 	if err != nil {
 		return d, false, err
 	}
-	d.blob = objectHash(plumbing.BlobObject, b)
+	d.blob = gitstore.Hash(plumbing.BlobObject, b)
 	if had && d.blob == old {
 		if cache != nil {
 			// Unchanged, but .git/index did not say so (a crash came before

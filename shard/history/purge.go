@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // Purge removes content from history, the one rewrite of history: every
@@ -49,7 +50,7 @@ func (h *History) Purge(ctx context.Context, req PurgeRequest) (PurgeResult, err
 	if err != nil {
 		return PurgeResult{}, err
 	}
-	defer lock.release()
+	defer lock.Release()
 	target, err := h.purgeTarget(req)
 	if err != nil {
 		return PurgeResult{}, err
@@ -153,7 +154,7 @@ func anyVictim(t *purgeTarget) plumbing.Hash {
 // refs the purge drops) reaches a purged blob: rewriting the branch would
 // not remove the bytes.
 func (h *History) checkOtherRefs(t *purgeTarget, drop []string) error {
-	refs, err := h.repo.allRefs()
+	refs, err := h.repo.refs.All()
 	if err != nil {
 		return err
 	}
@@ -161,7 +162,7 @@ func (h *History) checkOtherRefs(t *purgeTarget, drop []string) error {
 	seen := map[plumbing.Hash]bool{}
 	var names []string
 	for name, id := range refs {
-		if name == branch || h.repo.droppable(name, drop) {
+		if name == branch || h.repo.refs.Droppable(name, drop) {
 			continue
 		}
 		reach, err := h.reaches(id, t, seen)
@@ -190,7 +191,7 @@ func (h *History) reaches(id plumbing.Hash, t *purgeTarget, seen map[plumbing.Ha
 			continue
 		}
 		seen[cur] = true
-		obj, err := h.objs.get(cur, plumbing.AnyObject)
+		obj, err := h.objs.Get(cur, plumbing.AnyObject)
 		if err != nil {
 			return false, err
 		}
@@ -202,7 +203,7 @@ func (h *History) reaches(id plumbing.Hash, t *purgeTarget, seen map[plumbing.Ha
 			}
 			stack = append(stack, tag.Target)
 		case plumbing.CommitObject:
-			c, err := h.objs.commit(cur)
+			c, err := h.objs.Commit(cur)
 			if err != nil {
 				return false, err
 			}
@@ -244,45 +245,45 @@ func purgeText(req PurgeRequest, at time.Time) []byte {
 // rewrite rewrites the branch's commits with the purged blobs replaced,
 // adds the audit commit, makes the objects durable, repacks what the new
 // history reaches, moves the ref, then deletes everything else.
-func (h *History) rewrite(lock *lockFile, head plumbing.Hash, req PurgeRequest, t *purgeTarget) (PurgeResult, error) {
+func (h *History) rewrite(lock *gitstore.Lock, head plumbing.Hash, req PurgeRequest, t *purgeTarget) (PurgeResult, error) {
 	at := h.opt.Now()
 	text := purgeText(req, at)
-	b := h.objs.batch()
-	placeholder, err := b.put(plumbing.BlobObject, text)
+	b := h.objs.Batch()
+	placeholder, err := b.Put(plumbing.BlobObject, text)
 	if err != nil {
 		return PurgeResult{}, err
 	}
 	rw := &rewriter{h: h, b: b, t: t, placeholder: placeholder, memo: map[string]plumbing.Hash{}}
 	ids, newHead, err := rw.commits(head)
 	if err == nil {
-		err = b.finish() // the rewritten history is read back below
+		err = b.Commit() // the rewritten history is read back below
 	}
 	if err != nil {
-		b.abort()
+		b.Abort()
 		return PurgeResult{}, err
 	}
-	b = h.objs.batch()
+	b = h.objs.Batch()
 	if err := h.resetModelTo(newHead); err != nil {
-		b.abort()
+		b.Abort()
 		return PurgeResult{}, err
 	}
 	pl := h.auditPlan(req, t, at)
 	finalHead, ms, err := h.build(newHead, []plan{pl}, b)
 	var sc *scrubbing
 	if err == nil {
-		err = b.finish()
+		err = b.Commit()
 	}
 	if err == nil {
-		err = h.repo.dropRefs(req.DropRefs)
+		err = h.repo.refs.Drop(req.DropRefs)
 	}
 	if err == nil {
 		sc, err = h.repack(finalHead, t.victims)
 	}
 	if err == nil {
-		err = lock.commit([]byte(finalHead.String() + "\n"))
+		err = lock.Commit([]byte(finalHead.String() + "\n"))
 	}
 	if err != nil {
-		b.abort()
+		b.Abort()
 		h.discardModel()
 		return PurgeResult{}, err
 	}
@@ -293,7 +294,7 @@ func (h *History) rewrite(lock *lockFile, head plumbing.Hash, req PurgeRequest, 
 
 // resetModelTo points the tree model at commit id, with no reused nodes.
 func (h *History) resetModelTo(id plumbing.Hash) error {
-	c, err := h.objs.commit(id)
+	c, err := h.objs.Commit(id)
 	if err != nil {
 		return err
 	}
@@ -354,7 +355,7 @@ func (h *History) purgedIndex(req PurgeRequest, t *purgeTarget, ids map[plumbing
 // rewriter rewrites commits with purged blobs replaced.
 type rewriter struct {
 	h           *History
-	b           *looseBatch
+	b           *gitstore.LooseBatch
 	t           *purgeTarget
 	placeholder plumbing.Hash
 	memo        map[string]plumbing.Hash // tree id + its path → rewritten id
@@ -387,7 +388,7 @@ func (rw *rewriter) commits(head plumbing.Hash) (map[plumbing.Hash]plumbing.Hash
 		}
 		nc := *c
 		nc.TreeHash, nc.ParentHashes, nc.PGPSignature = tree, parents, ""
-		id, err := putCommit(rw.b, &nc)
+		id, err := gitstore.PutCommit(rw.b, &nc)
 		if err != nil {
 			return nil, head, err
 		}
@@ -432,7 +433,7 @@ func (rw *rewriter) tree(id plumbing.Hash, dir string) (plumbing.Hash, error) {
 	}
 	n := id
 	if changed {
-		if n, err = rw.b.put(plumbing.TreeObject, encodeTree(out)); err != nil {
+		if n, err = rw.b.Put(plumbing.TreeObject, encodeTree(out)); err != nil {
 			return id, err
 		}
 	}

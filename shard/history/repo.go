@@ -1,9 +1,7 @@
 package history
 
 import (
-	"bufio"
 	"bytes"
-	"context"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -12,18 +10,13 @@ import (
 	"strings"
 	"sync"
 
-	"github.com/go-git/go-billy/v5/osfs"
 	git "github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/cache"
 	"github.com/go-git/go-git/v5/storage/filesystem"
-	"github.com/go-git/go-git/v5/storage/filesystem/dotgit"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
-
-// objectCacheBytes bounds go-git's cache of decoded objects.
-const objectCacheBytes = 16 * cache.MiByte
 
 // repo is the git repository a brain's history lives in, and where its
 // files are.
@@ -38,8 +31,7 @@ type repo struct {
 	// branch is the branch HEAD names (read at Open and before each
 	// commit batch).
 	branch plumbing.ReferenceName
-	st     *filesystem.Storage
-	lt     lockTimes
+	refs   gitstore.Refs
 }
 
 // openRepo opens the git repository of root (root or a parent, as git
@@ -56,7 +48,7 @@ func openRepo(opt Options) (*repo, error) {
 	if err != nil {
 		return nil, fmt.Errorf("history: the brain directory %s is inside a git repository without a worktree (a bare repository); give the brain its own directory: %w", opt.Root, err)
 	}
-	rp := &repo{lt: lockTimes{timeout: opt.LockTimeout, stale: opt.staleLock}}
+	rp := &repo{}
 	if rp.worktree, err = filepath.EvalSymlinks(wt.Filesystem.Root()); err != nil {
 		return nil, fmt.Errorf("history: %w", err)
 	}
@@ -73,6 +65,7 @@ func openRepo(opt Options) (*repo, error) {
 		}
 		rp.common = filepath.Clean(c)
 	}
+	rp.refs = gitstore.Refs{Common: rp.common, Locks: gitstore.LockTimes{Timeout: opt.LockTimeout, Stale: opt.staleLock}}
 	rel, err := filepath.Rel(rp.worktree, opt.Root)
 	if err != nil || strings.HasPrefix(rel, "..") {
 		return nil, fmt.Errorf("history: the brain directory %s is not inside the worktree %s", opt.Root, rp.worktree)
@@ -86,12 +79,6 @@ func openRepo(opt Options) (*repo, error) {
 	if rp.branch, err = rp.headBranch(); err != nil {
 		return nil, err
 	}
-	fsys := osfs.New(rp.gitDir)
-	var storeFS = fsys
-	if rp.common != rp.gitDir {
-		storeFS = dotgit.NewRepositoryFilesystem(fsys, osfs.New(rp.common))
-	}
-	rp.st = filesystem.NewStorageWithOptions(storeFS, cache.NewObjectLRU(objectCacheBytes), filesystem.Options{})
 	return rp, nil
 }
 
@@ -165,105 +152,6 @@ func (r *repo) currentBranch() plumbing.ReferenceName {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	return r.branch
-}
-
-// refPath is the loose file of a ref.
-func (r *repo) refPath(name plumbing.ReferenceName) string {
-	return filepath.Join(r.common, filepath.FromSlash(string(name)))
-}
-
-// readRef returns the commit a ref names (the zero hash for an unborn
-// branch): its loose file, else its line in packed-refs.
-func (r *repo) readRef(name plumbing.ReferenceName) (plumbing.Hash, error) {
-	b, err := os.ReadFile(r.refPath(name))
-	if err == nil {
-		s := strings.TrimSpace(string(b))
-		if strings.HasPrefix(s, "ref: ") {
-			return plumbing.ZeroHash, fmt.Errorf("history: %s is a symbolic ref; history needs a plain branch", name)
-		}
-		if !plumbing.IsHash(s) {
-			return plumbing.ZeroHash, fmt.Errorf("history: %s holds %q, not a commit id", name, s)
-		}
-		return plumbing.NewHash(s), nil
-	}
-	if !errors.Is(err, fs.ErrNotExist) {
-		return plumbing.ZeroHash, fmt.Errorf("history: read %s: %w", name, err)
-	}
-	refs, err := r.packedRefs()
-	if err != nil {
-		return plumbing.ZeroHash, err
-	}
-	return refs[name], nil
-}
-
-// packedRefs reads the packed-refs file (missing: none).
-func (r *repo) packedRefs() (map[plumbing.ReferenceName]plumbing.Hash, error) {
-	b, err := os.ReadFile(filepath.Join(r.common, "packed-refs"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("history: read packed-refs: %w", err)
-	}
-	refs := map[plumbing.ReferenceName]plumbing.Hash{}
-	sc := bufio.NewScanner(bytes.NewReader(b))
-	sc.Buffer(nil, 1<<20)
-	for sc.Scan() {
-		l := sc.Text()
-		if l == "" || l[0] == '#' || l[0] == '^' {
-			continue
-		}
-		h, name, ok := strings.Cut(l, " ")
-		if ok && plumbing.IsHash(h) {
-			refs[plumbing.ReferenceName(name)] = plumbing.NewHash(h)
-		}
-	}
-	return refs, nil
-}
-
-// allRefs lists every ref of the repository but HEAD: loose and packed.
-func (r *repo) allRefs() (map[plumbing.ReferenceName]plumbing.Hash, error) {
-	refs, err := r.packedRefs()
-	if err != nil {
-		return nil, err
-	}
-	if refs == nil {
-		refs = map[plumbing.ReferenceName]plumbing.Hash{}
-	}
-	top := filepath.Join(r.common, "refs")
-	err = filepath.WalkDir(top, func(p string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil
-			}
-			return err
-		}
-		if d.IsDir() || strings.HasSuffix(p, ".lock") {
-			return nil
-		}
-		b, err := os.ReadFile(p)
-		if err != nil {
-			return nil // removed meanwhile
-		}
-		rel, _ := filepath.Rel(r.common, p)
-		if s := strings.TrimSpace(string(b)); plumbing.IsHash(s) {
-			refs[plumbing.ReferenceName(filepath.ToSlash(rel))] = plumbing.NewHash(s)
-		}
-		return nil
-	})
-	if err != nil {
-		return nil, fmt.Errorf("history: list refs: %w", err)
-	}
-	return refs, nil
-}
-
-// lockRef takes the branch's ref lock.
-func (r *repo) lockRef(ctx context.Context) (*lockFile, error) {
-	p := r.refPath(r.currentBranch())
-	if err := os.MkdirAll(filepath.Dir(p), 0o755); err != nil {
-		return nil, fmt.Errorf("history: %w", err)
-	}
-	return acquireLock(ctx, p, r.lt)
 }
 
 // excludeLines are the patterns .git/info/exclude must list so that the

@@ -10,14 +10,16 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // scrubbing is a repack waiting for the ref update: the pack it made and
 // what it replaces.
 type scrubbing struct {
 	pack  plumbing.Hash
-	old   []packInfo
-	loose []looseObject
+	old   []gitstore.PackInfo
+	loose []gitstore.LooseObject
 }
 
 // repack packs every object reachable once the branch names head (from
@@ -29,19 +31,18 @@ func (h *History) repack(head plumbing.Hash, except map[plumbing.Hash]bool) (*sc
 	if err != nil {
 		return nil, err
 	}
-	dir := filepath.Join(h.objs.dir, "pack")
 	sc := &scrubbing{}
-	if sc.old, err = listPacks(dir); err != nil {
+	if sc.old, err = h.objs.ListPacks(); err != nil {
 		return nil, err
 	}
-	if sc.loose, err = listLoose(h.objs.dir); err != nil {
+	if sc.loose, err = h.objs.ListLoose(); err != nil {
 		return nil, err
 	}
 	hashes := make([]plumbing.Hash, 0, len(keep))
 	for id := range keep {
 		hashes = append(hashes, id)
 	}
-	if sc.pack, err = h.encodePack(hashes, h.tree.hints); err != nil {
+	if sc.pack, err = h.objs.EncodePack(hashes, h.tree.hints); err != nil {
 		return nil, err
 	}
 	return sc, nil
@@ -53,12 +54,12 @@ func (h *History) repack(head plumbing.Hash, except map[plumbing.Hash]bool) (*sc
 // purged bytes leave the disk.
 func (h *History) scrub(sc *scrubbing) error {
 	for _, p := range sc.old {
-		if filepath.Base(p.base) != "pack-"+sc.pack.String() {
-			removePack(p.base)
+		if filepath.Base(p.Base) != "pack-"+sc.pack.String() {
+			gitstore.RemovePack(p.Base)
 		}
 	}
 	for _, l := range sc.loose {
-		if err := os.Remove(l.path); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := os.Remove(l.Path); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return fmt.Errorf("history: delete a loose object after the purge: %w", err)
 		}
 	}
@@ -75,7 +76,7 @@ func (h *History) scrub(sc *scrubbing) error {
 			os.RemoveAll(filepath.Join(h.repo.gitDir, p))
 		}
 	}
-	h.objs.reindex()
+	h.objs.Reindex()
 	return nil
 }
 
@@ -83,7 +84,7 @@ func (h *History) scrub(sc *scrubbing) error {
 // taken at head) and the index, but not the blobs of except (purged:
 // .git/index may still stage one; its entries are rewritten after).
 func (h *History) reachable(head plumbing.Hash, except map[plumbing.Hash]bool) (map[plumbing.Hash]bool, error) {
-	refs, err := h.repo.allRefs()
+	refs, err := h.repo.refs.All()
 	if err != nil {
 		return nil, err
 	}
@@ -110,7 +111,7 @@ func (h *History) reachable(head plumbing.Hash, except map[plumbing.Hash]bool) (
 		return nil, err
 	}
 	for _, e := range idx.Entries {
-		if !e.Hash.IsZero() && e.Mode != filemode.Submodule && !except[e.Hash] && h.objs.has(e.Hash) {
+		if !e.Hash.IsZero() && e.Mode != filemode.Submodule && !except[e.Hash] && h.objs.Has(e.Hash) {
 			seen[e.Hash] = true
 		}
 	}
@@ -119,7 +120,7 @@ func (h *History) reachable(head plumbing.Hash, except map[plumbing.Hash]bool) (
 
 // visit marks object id and returns the objects it names.
 func (h *History) visit(id plumbing.Hash, seen map[plumbing.Hash]bool) ([]plumbing.Hash, error) {
-	obj, err := h.objs.get(id, plumbing.AnyObject)
+	obj, err := h.objs.Get(id, plumbing.AnyObject)
 	if err != nil {
 		return nil, err
 	}

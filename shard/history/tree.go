@@ -5,11 +5,12 @@ import (
 	"fmt"
 	"slices"
 	"sort"
-	"strconv"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
+
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // treeModel is the committer's in-memory model of the tree of the commit
@@ -18,7 +19,7 @@ import (
 // (a hall's tree of 20,000 entries is re-encoded, the other halls' trees
 // are not even read).
 type treeModel struct {
-	o *objectStore
+	o *gitstore.Store
 	// hints maps a tree or blob the model wrote to the one it replaced at
 	// the same path: the packer makes it a delta on that one.
 	hints   map[plumbing.Hash]plumbing.Hash
@@ -35,7 +36,7 @@ type treeModel struct {
 type treeNode struct {
 	hash    plumbing.Hash
 	prev    plumbing.Hash // the hash it had before it was made dirty
-	entries []treeEntry   // in git's order (see entryLess)
+	entries []treeEntry   // in git's order (see gitstore.EntryLess)
 	loaded  bool
 	dirty   bool
 }
@@ -50,12 +51,12 @@ type treeEntry struct {
 func (e *treeEntry) isDir() bool { return e.mode == filemode.Dir }
 
 // emptyTree is the id of git's empty tree.
-var emptyTree = objectHash(plumbing.TreeObject, nil)
+var emptyTree = gitstore.Hash(plumbing.TreeObject, nil)
 
 // errNotDir: a path runs through a file.
 var errNotDir = errors.New("history: a path component is a file")
 
-func newTreeModel(o *objectStore) *treeModel {
+func newTreeModel(o *gitstore.Store) *treeModel {
 	return &treeModel{o: o, root: &treeNode{hash: emptyTree, loaded: true}, hints: map[plumbing.Hash]plumbing.Hash{}}
 }
 
@@ -113,7 +114,7 @@ func (m *treeModel) load(n *treeNode) error {
 		n.loaded = true
 		return nil
 	}
-	es, err := m.o.tree(n.hash)
+	es, err := m.o.Tree(n.hash)
 	if err != nil {
 		return err
 	}
@@ -133,34 +134,13 @@ func (m *treeModel) child(e *treeEntry) (*treeNode, error) {
 	return e.child, m.load(e.child)
 }
 
-// entryLess is git's order of tree entries: by name, a tree's name
-// compared as if it ended in "/".
-func entryLess(a string, aDir bool, b string, bDir bool) bool {
-	n := min(len(a), len(b))
-	if c := strings.Compare(a[:n], b[:n]); c != 0 {
-		return c < 0
-	}
-	ca, cb := byte(0), byte(0)
-	if len(a) > n {
-		ca = a[n]
-	} else if aDir {
-		ca = '/'
-	}
-	if len(b) > n {
-		cb = b[n]
-	} else if bDir {
-		cb = '/'
-	}
-	return ca < cb
-}
-
 // find returns the index of the entry named name, or -1, and where a new
 // entry of that name and kind would go.
 func (n *treeNode) find(name string, dir bool) (at, insert int) {
 	for _, d := range [2]bool{dir, !dir} {
 		i := sort.Search(len(n.entries), func(i int) bool {
 			e := &n.entries[i]
-			return !entryLess(e.name, e.isDir(), name, d)
+			return !gitstore.EntryLess(e.name, e.isDir(), name, d)
 		})
 		if d == dir {
 			insert = i
@@ -320,11 +300,11 @@ func (m *treeModel) remove(p string) (bool, error) {
 }
 
 // write encodes every dirty tree into b and returns the root tree's id.
-func (m *treeModel) write(b objectSink) (plumbing.Hash, error) {
+func (m *treeModel) write(b gitstore.Sink) (plumbing.Hash, error) {
 	return m.writeNode(m.root, b)
 }
 
-func (m *treeModel) writeNode(n *treeNode, b objectSink) (plumbing.Hash, error) {
+func (m *treeModel) writeNode(n *treeNode, b gitstore.Sink) (plumbing.Hash, error) {
 	if !n.dirty {
 		return n.hash, nil
 	}
@@ -343,14 +323,10 @@ func (m *treeModel) writeNode(n *treeNode, b objectSink) (plumbing.Hash, error) 
 	buf := slices.Grow(m.scratch[:0], size)
 	for i := range n.entries {
 		e := &n.entries[i]
-		buf = strconv.AppendUint(buf, uint64(e.mode), 8)
-		buf = append(buf, ' ')
-		buf = append(buf, e.name...)
-		buf = append(buf, 0)
-		buf = append(buf, e.hash[:]...)
+		buf = gitstore.AppendTreeEntry(buf, e.mode, e.name, e.hash)
 	}
 	m.scratch = buf
-	h, err := b.putTree(buf, n.prev)
+	h, err := b.PutTree(buf, n.prev)
 	if err != nil {
 		return h, err
 	}

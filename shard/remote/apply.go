@@ -1,15 +1,16 @@
 package remote
 
 import (
+	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // ErrLocalMoved: the wing committed while a merge was being made; the
@@ -68,16 +69,7 @@ func (r *Remote) stage(b *atomicfile.Batch, p string, e entry) error {
 		b.Remove(path)
 		return nil
 	}
-	blob, err := r.repo.BlobObject(e.Hash)
-	if err != nil {
-		return fmt.Errorf("remote: %s: %w", p, err)
-	}
-	rd, err := blob.Reader()
-	if err != nil {
-		return fmt.Errorf("remote: %s: %w", p, err)
-	}
-	defer rd.Close()
-	data, err := io.ReadAll(rd)
+	data, err := gitstore.ReadRaw(r.repo.Storer, plumbing.BlobObject, e.Hash, nil)
 	if err != nil {
 		return fmt.Errorf("remote: %s: %w", p, err)
 	}
@@ -90,38 +82,14 @@ func (r *Remote) stage(b *atomicfile.Batch, p string, e entry) error {
 	return nil
 }
 
-// moveBranch sets the wing's branch from old to next the way git does:
-// <ref>.lock created exclusively, checked against old, written, synced
-// and renamed over the ref.
+// moveBranch sets the wing's branch from old to next with git's lock
+// protocol (gitstore.Refs.Move); a branch locked or moved meanwhile is
+// ErrLocalMoved.
 func (r *Remote) moveBranch(old, next plumbing.Hash) error {
-	ref := r.gitPath(r.local.String())
-	lock, err := os.OpenFile(ref+".lock", os.O_WRONLY|os.O_CREATE|os.O_EXCL, 0o644)
-	if err != nil {
-		return fmt.Errorf("%w (%s is locked: %w)", ErrLocalMoved, r.local, err)
+	defer r.store.Reindex()
+	err := r.git.Move(context.Background(), r.local, old, next)
+	if err != nil && (errors.Is(err, gitstore.ErrRefMoved) || errors.Is(err, gitstore.ErrLockHeld)) {
+		return fmt.Errorf("%w (%w)", ErrLocalMoved, err)
 	}
-	done := false
-	defer func() {
-		if !done {
-			lock.Close()
-			os.Remove(ref + ".lock")
-		}
-	}()
-	cur, err := r.head()
-	if err != nil {
-		return err
-	}
-	if cur != old {
-		return ErrLocalMoved
-	}
-	if _, err := lock.WriteString(next.String() + "\n"); err != nil {
-		return fmt.Errorf("remote: %w", err)
-	}
-	if err := errors.Join(lock.Sync(), lock.Close()); err != nil {
-		return fmt.Errorf("remote: %w", err)
-	}
-	if err := os.Rename(ref+".lock", ref); err != nil {
-		return fmt.Errorf("remote: %w", err)
-	}
-	done = true
-	return atomicfile.SyncDir(filepath.Dir(ref))
+	return err
 }

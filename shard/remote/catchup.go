@@ -8,8 +8,9 @@ import (
 	"github.com/go-git/go-git/v5"
 	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // ErrLeaseLost: the remote branch no longer contains the head a purge
@@ -100,29 +101,23 @@ func (r *Remote) integrateOnTop(apart *Remote, local, lease, head plumbing.Hash,
 			return Integration{}, fmt.Errorf("%w: %w", ErrBadTree, err)
 		}
 	}
-	if err := r.copyBlobs(apart, trees[0], trees[2]); err != nil {
+	b := r.batch()
+	if err := r.copyBlobs(b, apart, trees[0], trees[2]); err != nil {
+		b.Abort()
 		return Integration{}, err
 	}
 	in, merged := r.merge(trees[0], trees[1], trees[2], DefaultMaxFileBytes)
-	tree, err := writeTree(r.repo.Storer, merged)
-	if err != nil {
-		return Integration{}, err
-	}
-	sig := object.Signature{Name: by.Name, Email: by.Email, When: r.now()}
 	msg := fmt.Sprintf("Integrate %s of %s since the purge\n\nThe remote's commits from %s to %s, taken as one commit: their history holds purged content.\n",
 		r.cfg.Branch, r.cfg.Redacted(), lease, head)
-	c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree}
-	if !local.IsZero() {
-		c.ParentHashes = []plumbing.Hash{local}
-	}
-	in.Commit, err = r.putCommit(c)
+	var err error
+	in.Commit, err = r.commitMerge(b, merged, by, msg, local)
 	return in, err
 }
 
 // copyBlobs copies into the repository the blobs of the remote's tree
 // that changed since the lease (what a merge may take or check), never a
 // purged one.
-func (r *Remote) copyBlobs(apart *Remote, base, remote map[string]entry) error {
+func (r *Remote) copyBlobs(b gitstore.Sink, apart *Remote, base, remote map[string]entry) error {
 	purged, err := r.purged()
 	if err != nil {
 		return err
@@ -131,11 +126,11 @@ func (r *Remote) copyBlobs(apart *Remote, base, remote map[string]entry) error {
 		if base[p] == e || purged[e.Hash] || e.Hash.IsZero() || r.repo.Storer.HasEncodedObject(e.Hash) == nil {
 			continue
 		}
-		obj, err := apart.repo.Storer.EncodedObject(plumbing.BlobObject, e.Hash)
+		data, err := gitstore.ReadRaw(apart.repo.Storer, plumbing.BlobObject, e.Hash, nil)
 		if err != nil {
 			return fmt.Errorf("remote: %s: %w", p, err)
 		}
-		if _, err := r.repo.Storer.SetEncodedObject(obj); err != nil {
+		if _, err := b.Put(plumbing.BlobObject, data); err != nil {
 			return fmt.Errorf("remote: store %s: %w", p, err)
 		}
 	}

@@ -79,7 +79,7 @@ func (r *Remote) ForcePush(ctx context.Context, lease plumbing.Hash) (Pushed, er
 			return Pushed{}, r.wrap("force push", err)
 		}
 	}
-	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.track, local)); err != nil {
+	if err := r.git.Set(context.Background(), r.track, local); err != nil {
 		return p, fmt.Errorf("remote: record the pushed head: %w", err)
 	}
 	return p, nil

@@ -14,6 +14,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/frontmatter"
+	"github.com/brainstem/brainstem/shard/gitstore"
 	"github.com/brainstem/brainstem/shard/layout"
 )
 
@@ -94,12 +95,41 @@ func (r *Remote) Integrate(local, remote plumbing.Hash, by Identity, maxFile int
 		}
 	}
 	in, merged := r.merge(trees[0], trees[1], trees[2], maxFile)
-	tree, err := writeTree(r.repo.Storer, merged)
-	if err != nil {
-		return Integration{}, err
-	}
-	in.Commit, err = r.writeMerge(tree, local, remote, by, in.Conflicts)
+	in.Commit, err = r.commitMerge(r.batch(), merged, by, r.mergeMessage(in.Conflicts), local, remote)
 	return in, err
+}
+
+// batch starts a batch of the merge's objects, with the packs listed
+// again (the history engine packs in the background), so that what the
+// repository has is not written again.
+func (r *Remote) batch() *gitstore.LooseBatch {
+	r.objs.Reindex()
+	return r.objs.Batch()
+}
+
+// commitMerge puts the merged tree and a commit of it by by (message
+// msg, the non-zero parents) into b, and makes b durable and visible
+// (with the blobs copied in before); it returns the commit's id.
+func (r *Remote) commitMerge(b *gitstore.LooseBatch, merged map[string]entry, by Identity, msg string, parents ...plumbing.Hash) (plumbing.Hash, error) {
+	tree, err := writeTree(b, merged)
+	var id plumbing.Hash
+	if err == nil {
+		sig := object.Signature{Name: by.Name, Email: by.Email, When: r.now()}
+		c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree}
+		for _, p := range parents {
+			if !p.IsZero() {
+				c.ParentHashes = append(c.ParentHashes, p)
+			}
+		}
+		if id, err = gitstore.PutCommit(b, c); err == nil {
+			err = b.Commit()
+		}
+	}
+	if err != nil {
+		b.Abort()
+		return plumbing.ZeroHash, fmt.Errorf("remote: store the merge: %w", err)
+	}
+	return id, nil
 }
 
 // Identity is the author and committer of a merge commit.
@@ -329,8 +359,8 @@ func (r *Remote) checkContent(p string, e entry, maxFile int64) (Rejected, bool)
 	return Rejected{}, false
 }
 
-func (r *Remote) writeMerge(tree, local, remote plumbing.Hash, by Identity, conflicts []Conflict) (plumbing.Hash, error) {
-	sig := object.Signature{Name: by.Name, Email: by.Email, When: r.now()}
+// mergeMessage is the message of a merge commit with conflicts.
+func (r *Remote) mergeMessage(conflicts []Conflict) string {
 	msg := fmt.Sprintf("Integrate %s of %s\n", r.cfg.Branch, r.cfg.Redacted())
 	if len(conflicts) > 0 {
 		msg += fmt.Sprintf("\n%d conflicting note(s): the remote's version is current, this wing's stays in history.\n\n", len(conflicts))
@@ -342,22 +372,5 @@ func (r *Remote) writeMerge(tree, local, remote plumbing.Hash, by Identity, conf
 			msg += "Conflict: " + c.Path + "\n"
 		}
 	}
-	c := &object.Commit{Author: sig, Committer: sig, Message: msg, TreeHash: tree, ParentHashes: []plumbing.Hash{local, remote}}
-	if local.IsZero() {
-		c.ParentHashes = c.ParentHashes[1:]
-	}
-	return r.putCommit(c)
-}
-
-// putCommit stores commit c.
-func (r *Remote) putCommit(c *object.Commit) (plumbing.Hash, error) {
-	obj := r.repo.Storer.NewEncodedObject()
-	if err := c.Encode(obj); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("remote: encode the merge commit: %w", err)
-	}
-	h, err := r.repo.Storer.SetEncodedObject(obj)
-	if err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("remote: store the merge commit: %w", err)
-	}
-	return h, nil
+	return msg
 }

@@ -32,10 +32,21 @@ func blob(t *testing.T, r *Remote, content string) plumbing.Hash {
 	return h
 }
 
+// storeTree is writeTree into a loose batch of r's repository, made
+// durable.
+func storeTree(r *Remote, files map[string]entry) (plumbing.Hash, error) {
+	b := r.objs.Batch()
+	h, err := writeTree(b, files)
+	if err == nil {
+		err = b.Commit()
+	}
+	return h, err
+}
+
 // commitTree stores a commit of files on parent by author.
 func commitTree(t *testing.T, r *Remote, files map[string]entry, parent plumbing.Hash, author string) plumbing.Hash {
 	t.Helper()
-	tree, err := writeTree(r.repo.Storer, files)
+	tree, err := storeTree(r, files)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -208,17 +208,17 @@ func (r *Remote) refuseBlobs(set map[plumbing.Hash]bool, local, remote plumbing.
 	if len(set) == 0 {
 		return nil
 	}
-	fresh, edges, err := r.newCommits(remote, local)
+	wk, err := r.newCommits(remote, local)
 	if err != nil {
 		return err
 	}
 	w := &treeWalk{r: r, have: map[plumbing.Hash]bool{}}
-	for _, c := range edges {
+	for _, c := range wk.Edges {
 		if err := w.add(c.TreeHash, false); err != nil {
 			return err
 		}
 	}
-	for _, c := range fresh {
+	for _, c := range wk.Fresh {
 		w.out = w.out[:0]
 		if err := w.add(c.TreeHash, true); err != nil {
 			return err
@@ -266,10 +266,7 @@ func (s *Syncer) syncForPurge(ctx context.Context) (plumbing.Hash, error) {
 		s.failed(err)
 		return plumbing.ZeroHash, err
 	}
-	lease := plumbing.ZeroHash
-	if ref, err := s.r.repo.Storer.Reference(s.r.track); err == nil {
-		lease = ref.Hash()
-	}
+	lease, _ := s.r.git.Read(s.r.track) // zero: never fetched or pushed
 	return lease, s.r.setForcePush(lease, true)
 }
 

@@ -2,17 +2,15 @@ package remote
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"maps"
-	"slices"
 
 	"github.com/go-git/go-git/v5"
 	gitconfig "github.com/go-git/go-git/v5/config"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/format/packfile"
 	"github.com/go-git/go-git/v5/storage"
 	"github.com/go-git/go-git/v5/storage/memory"
+
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // quarantine is the storage a fetch writes into once the wing has purged
@@ -108,25 +106,36 @@ func (r *Remote) fetchQuarantined(ctx context.Context, opts *git.FetchOptions, p
 	if err := q.admit(r); err != nil {
 		return plumbing.ZeroHash, err
 	}
-	if err := r.repo.Storer.SetReference(ref); err != nil {
+	if err := r.git.Set(context.Background(), ref.Name(), ref.Hash()); err != nil {
 		return plumbing.ZeroHash, fmt.Errorf("remote: record the fetched head: %w", err)
 	}
 	return ref.Hash(), nil
 }
 
-// admit writes the quarantined objects to r's repository, as one pack.
-func (q *quarantine) admit(r *Remote) (err error) {
+// admit writes the quarantined objects to r's repository, as one
+// durable pack (gitstore's pack writer), and makes go-git list the packs
+// again.
+func (q *quarantine) admit(r *Remote) error {
 	if len(q.mem.Objects) == 0 {
 		return nil
 	}
-	pw, err := r.store.PackfileWriter()
+	pw, err := r.objs.NewPackWriter()
 	if err != nil {
 		return fmt.Errorf("remote: write the fetched objects: %w", err)
 	}
-	defer func() { err = errors.Join(err, pw.Close()) }()
-	hs := slices.Collect(maps.Keys(q.mem.Objects))
-	if _, err := packfile.NewEncoder(pw, q, false).Encode(hs, 0); err != nil {
+	for _, o := range q.mem.Objects {
+		data, err := gitstore.ReadAll(o)
+		if err == nil {
+			_, err = pw.Put(o.Type(), data)
+		}
+		if err != nil {
+			pw.Abort()
+			return fmt.Errorf("remote: write the fetched objects: %w", err)
+		}
+	}
+	if err := pw.Commit(); err != nil {
 		return fmt.Errorf("remote: write the fetched objects: %w", err)
 	}
+	r.store.Reindex()
 	return nil
 }

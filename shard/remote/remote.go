@@ -20,6 +20,7 @@ import (
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // remoteName names the in-memory remote: the repository's config is
@@ -45,12 +46,18 @@ var (
 	ErrPurgeNeedsForcePush = errors.New("remote: a purge with a remote set rewrites the remote's history and needs the force-push-on-purge setting (--git-force-push-on-purge, with a remote branch that accepts force pushes), or turn purge off")
 )
 
+// refWait bounds the wait for a ref another process has locked (the
+// history engine holds the branch's for the milliseconds of a commit).
+const refWait = time.Second
+
 // Remote pushes and fetches one wing's branch.
 type Remote struct {
 	cfg    Config
 	log    *slog.Logger
 	repo   *git.Repository
 	store  *filesystem.Storage // repo's storage
+	objs   *gitstore.Store     // where the remote's merges are written
+	git    gitstore.Refs       // the refs under git's lock protocol
 	refs   refStorer           // store as the fetch and the push see it
 	rem    *git.Remote
 	local  plumbing.ReferenceName // the branch the wing commits on
@@ -96,7 +103,9 @@ func Open(dir string, cfg Config, log *slog.Logger) (*Remote, error) {
 	for _, w := range cfg.Wings() {
 		dirs = append(dirs, brain.TopWiki+"/"+w+"/", brain.TopInbox+"/"+w+"/")
 	}
+	gitDir := fs.Filesystem().Root()
 	return &Remote{cfg: cfg, log: log, repo: repo, store: fs, refs: refs, rem: rem, local: local,
+		objs: gitstore.Open(gitDir, gitDir), git: gitstore.Refs{Common: gitDir, Locks: gitstore.LockTimes{Timeout: refWait, Stale: gitstore.DefaultStaleLock}},
 		track: track, now: time.Now, root: dir, dirs: dirs}, nil
 }
 
@@ -283,7 +292,7 @@ func (r *Remote) Push(ctx context.Context) (Pushed, error) {
 	default:
 		return Pushed{From: remote, To: remote}, r.wrap("push", err)
 	}
-	if err := r.repo.Storer.SetReference(plumbing.NewHashReference(r.track, p.To)); err != nil {
+	if err := r.git.Set(context.Background(), r.track, p.To); err != nil {
 		return p, fmt.Errorf("remote: record the pushed head: %w", err)
 	}
 	return p, nil
@@ -304,19 +313,11 @@ func (r *Remote) contains(head, ancestor plumbing.Hash) (bool, error) {
 	if ancestor.IsZero() || head == ancestor {
 		return true, nil
 	}
-	h, err := r.repo.CommitObject(head)
+	w, err := r.newCommits(head, ancestor)
 	if err != nil {
-		return false, fmt.Errorf("remote: %w", err)
+		return false, err
 	}
-	a, err := r.repo.CommitObject(ancestor)
-	if err != nil {
-		return false, fmt.Errorf("remote: %w", err)
-	}
-	ok, err := a.IsAncestor(h)
-	if err != nil {
-		return false, fmt.Errorf("remote: %w", err)
-	}
-	return ok, nil
+	return w.Ancestor, nil
 }
 
 // Commit returns a commit of the repository (a fetched one included).

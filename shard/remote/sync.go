@@ -11,6 +11,8 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // Backoff bounds of a failing sync: the wait doubles from the first to
@@ -276,14 +278,7 @@ func (s *Syncer) failed(err error) {
 // list them again, after the read, so that the commit read is seen.
 func (r *Remote) head() (plumbing.Hash, error) {
 	defer r.store.Reindex()
-	ref, err := r.repo.Storer.Reference(r.local)
-	switch {
-	case errors.Is(err, plumbing.ErrReferenceNotFound):
-		return plumbing.ZeroHash, nil // no commit yet
-	case err != nil:
-		return plumbing.ZeroHash, fmt.Errorf("remote: read %s: %w", r.local, err)
-	}
-	return ref.Hash(), nil
+	return r.git.Read(r.local) // zero: no commit yet
 }
 
 // ahead returns the wing's head and whether it differs from the last
@@ -304,31 +299,18 @@ func (r *Remote) unpushed() (int, error) {
 	if err != nil {
 		return 0, err
 	}
-	stop := plumbing.ZeroHash
-	if ref, err := r.repo.Storer.Reference(r.track); err == nil {
-		stop = ref.Hash()
-	}
+	stop, _ := r.git.Read(r.track) // zero: never fetched or pushed
 	if head.IsZero() {
 		return 0, nil
 	}
-	seen := map[plumbing.Hash]bool{stop: true}
-	queue := []plumbing.Hash{head}
-	n := 0
-	for len(queue) > 0 && n < maxCount {
-		h := queue[0]
-		queue = queue[1:]
-		if seen[h] {
-			continue
-		}
-		seen[h] = true
-		c, err := r.repo.CommitObject(h)
-		if err != nil {
-			return n, fmt.Errorf("remote: %w", err)
-		}
-		n++
-		queue = append(queue, c.ParentHashes...)
+	w, err := gitstore.NewCommits(r.repo.CommitObject, head, stop, maxCount)
+	if errors.Is(err, gitstore.ErrOldMissing) { // the head last seen is gone (a purge rewrote it)
+		w, err = gitstore.NewCommits(r.repo.CommitObject, head, plumbing.ZeroHash, maxCount)
 	}
-	return n, nil
+	if err != nil {
+		return 0, fmt.Errorf("remote: %w", err)
+	}
+	return min(len(w.Fresh), maxCount), nil
 }
 
 // Collectors are the syncer's Prometheus series (label-free; the last

@@ -2,13 +2,14 @@ package remote
 
 import (
 	"fmt"
-	"sort"
 	"strings"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/storer"
+
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 // entry is a file of a flattened tree.
@@ -35,11 +36,15 @@ func walk(s storer.EncodedObjectStorer, h plumbing.Hash, base string, out map[st
 	if depth > maxDepth {
 		return fmt.Errorf("remote: tree nested deeper than %d at %s", maxDepth, base)
 	}
-	t, err := object.GetTree(s, h)
+	raw, err := gitstore.ReadRaw(s, plumbing.TreeObject, h, nil)
+	var es []object.TreeEntry
+	if err == nil {
+		es, err = gitstore.DecodeTree(raw)
+	}
 	if err != nil {
 		return fmt.Errorf("remote: read tree %s: %w", base, err)
 	}
-	for _, e := range t.Entries {
+	for _, e := range es {
 		p := base + e.Name
 		if e.Mode == filemode.Dir {
 			if err := walk(s, e.Hash, p+"/", out, depth+1); err != nil {
@@ -52,9 +57,9 @@ func walk(s storer.EncodedObjectStorer, h plumbing.Hash, base string, out map[st
 	return nil
 }
 
-// writeTree stores the nested trees of the flat files and returns the
-// root's hash.
-func writeTree(s storer.EncodedObjectStorer, files map[string]entry) (plumbing.Hash, error) {
+// writeTree puts the nested trees of the flat files into b and returns
+// the root's hash.
+func writeTree(b gitstore.Sink, files map[string]entry) (plumbing.Hash, error) {
 	type dir struct {
 		files map[string]entry
 		dirs  map[string]bool
@@ -78,34 +83,24 @@ func writeTree(s storer.EncodedObjectStorer, files map[string]entry) (plumbing.H
 	var build func(p string) (plumbing.Hash, error)
 	build = func(p string) (plumbing.Hash, error) {
 		d := dirs[p]
-		var t object.Tree
+		var es []object.TreeEntry
 		for name, e := range d.files {
-			t.Entries = append(t.Entries, object.TreeEntry{Name: name, Mode: e.Mode, Hash: e.Hash})
+			es = append(es, object.TreeEntry{Name: name, Mode: e.Mode, Hash: e.Hash})
 		}
 		for name := range d.dirs {
 			h, err := build(strings.TrimPrefix(p+"/"+name, "/"))
 			if err != nil {
 				return plumbing.ZeroHash, err
 			}
-			t.Entries = append(t.Entries, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
+			es = append(es, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
 		}
-		sort.Slice(t.Entries, func(i, j int) bool { return gitName(t.Entries[i]) < gitName(t.Entries[j]) })
-		obj := s.NewEncodedObject()
-		if err := t.Encode(obj); err != nil {
+		raw, err := gitstore.EncodeTree(es)
+		if err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("remote: encode tree: %w", err)
 		}
-		return s.SetEncodedObject(obj)
+		return b.PutTree(raw, plumbing.ZeroHash)
 	}
 	return build("")
-}
-
-// gitName is the sort key of a tree entry: git orders a directory as if
-// its name ended with '/'.
-func gitName(e object.TreeEntry) string {
-	if e.Mode == filemode.Dir {
-		return e.Name + "/"
-	}
-	return e.Name
 }
 
 func splitDir(p string) (parent, name string) {

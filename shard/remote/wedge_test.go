@@ -187,7 +187,7 @@ func wingFiles(dir string) ([]string, error) {
 
 // tryCommit is commitTree for trees git may refuse to encode.
 func (w *wedgeBrain) tryCommit(files map[string]entry, parent plumbing.Hash) (h plumbing.Hash, err error) {
-	if _, err := writeTree(w.r.repo.Storer, files); err != nil {
+	if _, err := storeTree(w.r, files); err != nil {
 		return h, err
 	}
 	return commitTree(w.t, w.r, files, parent, "mallory"), nil

@@ -1,14 +1,14 @@
 //go:build !unix
 
-package history
+package gitstore
 
 import (
 	"os"
 )
 
-// flockTry does nothing where there is no flock: every lock older than
+// TryFlock does nothing where there is no flock: every lock older than
 // the stale age is taken for a crashed writer's.
-func flockTry(*os.File) error { return nil }
+func TryFlock(*os.File) error { return nil }
 
 // flockWait does nothing where there is no flock.
 func flockWait(*os.File) error { return nil }

@@ -1,4 +1,4 @@
-package history
+package gitstore
 
 import (
 	"bufio"
@@ -14,36 +14,41 @@ import (
 	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
-// defaultStaleLock is the age past which a lock file that no live
+// DefaultStaleLock is the age past which a lock file that no live
 // Brainstem process holds is taken for one a crash left behind. Git holds
 // its ref and index locks for milliseconds (but for the index while
 // `git commit` waits for its editor); a shard killed and started again
 // at once waits this long for its own lock (docs/history.md).
-const defaultStaleLock = time.Second
+const DefaultStaleLock = time.Second
 
-// lockFile is git's lock protocol for one file: <file>.lock is created
+// Lock is git's lock protocol for one file: <file>.lock is created
 // exclusively (O_CREATE|O_EXCL), written, fsynced and renamed over the
 // file, so readers never see a torn file and two writers never both win.
 // The engine also holds an advisory lock (flock) on it while it lives, so
 // that another Brainstem process can tell a lock whose writer crashed
 // (nobody holds it) from one in use.
-type lockFile struct {
+type Lock struct {
 	target, path string
 	f            *os.File
 	done         bool
 }
 
-// lockTimes are the bounds of acquireLock: how long to wait, and the age
-// past which an unheld lock is stale.
-type lockTimes struct {
-	timeout, stale time.Duration
+// ErrLockHeld: another process held a lock for as long as AcquireLock
+// waited.
+var ErrLockHeld = errors.New("held by another process")
+
+// LockTimes are the bounds of AcquireLock: how long to wait (0: one try
+// and a check for a stale lock), and the age past which an unheld lock is
+// stale.
+type LockTimes struct {
+	Timeout, Stale time.Duration
 }
 
-// acquireLock takes the lock of target, retrying with backoff while
-// another process holds it, for at most lt.timeout (or until ctx ends).
-func acquireLock(ctx context.Context, target string, lt lockTimes) (*lockFile, error) {
+// AcquireLock takes the lock of target, retrying with backoff while
+// another process holds it, for at most lt.Timeout (or until ctx ends).
+func AcquireLock(ctx context.Context, target string, lt LockTimes) (*Lock, error) {
 	path := target + ".lock"
-	deadline := time.Now().Add(lt.timeout)
+	deadline := time.Now().Add(lt.Timeout)
 	wait := time.Millisecond
 	for {
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o644)
@@ -55,24 +60,24 @@ func acquireLock(ctx context.Context, target string, lt lockTimes) (*lockFile, e
 			if err := flockWait(f); err != nil {
 				f.Close()
 				os.Remove(path)
-				return nil, fmt.Errorf("history: lock %s: %w", path, err)
+				return nil, fmt.Errorf("gitstore: lock %s: %w", path, err)
 			}
-			return &lockFile{target: target, path: path, f: f}, nil
+			return &Lock{target: target, path: path, f: f}, nil
 		}
 		if !errors.Is(err, fs.ErrExist) {
-			return nil, fmt.Errorf("history: lock %s: %w", path, err)
+			return nil, fmt.Errorf("gitstore: lock %s: %w", path, err)
 		}
-		if breakStale(path, lt.stale) {
+		if breakStale(path, lt.Stale) {
 			continue
 		}
 		if time.Now().After(deadline) {
-			return nil, fmt.Errorf("history: %s is held by another process (waited %v); if no git command or shard is using the repository, remove that file", path, lt.timeout)
+			return nil, fmt.Errorf("gitstore: %s is %w (waited %v); if no git command or shard is using the repository, remove that file", path, ErrLockHeld, lt.Timeout)
 		}
 		t := time.NewTimer(wait)
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, fmt.Errorf("history: waiting for %s: %w", path, ctx.Err())
+			return nil, fmt.Errorf("gitstore: waiting for %s: %w", path, ctx.Err())
 		case <-t.C:
 		}
 		wait = min(2*wait, 50*time.Millisecond)
@@ -87,7 +92,7 @@ func breakStale(path string, stale time.Duration) bool {
 		return errors.Is(err, fs.ErrNotExist) // gone meanwhile: retry at once
 	}
 	defer f.Close()
-	if flockTry(f) != nil {
+	if TryFlock(f) != nil {
 		return false // a live writer holds it
 	}
 	fi, err := f.Stat()
@@ -101,20 +106,20 @@ func breakStale(path string, stale time.Duration) bool {
 	return os.Remove(path) == nil
 }
 
-// commit writes content to the lock file, fsyncs it and renames it over
+// Commit writes content to the lock file, fsyncs it and renames it over
 // the target, then fsyncs the directory: the new content is durable and
 // the lock is released.
-func (l *lockFile) commit(content []byte) error {
-	return l.commitFunc(func(w io.Writer) error {
+func (l *Lock) Commit(content []byte) error {
+	return l.CommitFunc(func(w io.Writer) error {
 		_, err := w.Write(content)
 		return err
 	})
 }
 
-// commitFunc is commit with the content written by write.
-func (l *lockFile) commitFunc(write func(w io.Writer) error) error {
+// CommitFunc is Commit with the content written by write.
+func (l *Lock) CommitFunc(write func(w io.Writer) error) error {
 	if l.done {
-		return errors.New("history: lock already released")
+		return errors.New("gitstore: lock already released")
 	}
 	l.done = true
 	bw := bufio.NewWriterSize(l.f, 256<<10)
@@ -131,20 +136,20 @@ func (l *lockFile) commitFunc(write func(w io.Writer) error) error {
 	cerr := l.f.Close()
 	if err != nil {
 		os.Remove(l.path)
-		return fmt.Errorf("history: update %s: %w", l.target, err)
+		return fmt.Errorf("gitstore: update %s: %w", l.target, err)
 	}
 	if cerr != nil {
-		return fmt.Errorf("history: update %s: %w", l.target, cerr)
+		return fmt.Errorf("gitstore: update %s: %w", l.target, cerr)
 	}
 	if err := atomicfile.SyncDir(filepath.Dir(l.target)); err != nil {
-		return fmt.Errorf("history: update %s: %w", l.target, err)
+		return fmt.Errorf("gitstore: update %s: %w", l.target, err)
 	}
 	return nil
 }
 
-// release drops the lock without changing the target. It does nothing
-// after commit.
-func (l *lockFile) release() {
+// Release drops the lock without changing the target. It does nothing
+// after Commit.
+func (l *Lock) Release() {
 	if l.done {
 		return
 	}

@@ -1,4 +1,4 @@
-package history
+package gitstore
 
 import (
 	"bufio"
@@ -18,27 +18,18 @@ import (
 	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
-// objectSink receives the objects of commits: loose objects (a batch of
-// one commit) or a pack (a batch of several, the initial commit).
-type objectSink interface {
-	put(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error)
-	// putTree stores a tree that replaces the tree base at its path (zero
-	// for none): a pack makes it a delta on base when base is in it.
-	putTree(data []byte, base plumbing.Hash) (plumbing.Hash, error)
-}
-
 // packBlobLevel is the size up to which a blob in a pack written by the
 // engine is compressed at zlib's default level (about 20% smaller than
 // the fastest level for prose); larger blobs and every tree use the
 // fastest (a tree is mostly hashes, which do not compress).
 const packBlobLevel = 16 << 10
 
-// packWriter writes objects straight into a new pack (git's pack format,
-// version 2, whole objects without deltas), then its index; finish makes
+// PackWriter writes objects straight into a new pack (git's pack format,
+// version 2, whole objects without deltas), then its index; Commit makes
 // both durable and puts them in objects/pack/, the index first (git finds
 // a pack through its index, go-git through the pack file).
-type packWriter struct {
-	o    *objectStore
+type PackWriter struct {
+	o    *Store
 	dir  string
 	f    *os.File
 	bw   *bufio.Writer
@@ -48,9 +39,9 @@ type packWriter struct {
 	// recent holds the bytes of the newest version of each large tree
 	// written, the base of the next version's delta.
 	recent map[plumbing.Hash][]byte
-	// dedupe skips objects the repository already has (a batch of
+	// Dedupe skips objects the repository already has (a batch of
 	// commits; the initial commit writes everything).
-	dedupe bool
+	Dedupe bool
 	ents   []packEntry
 	buf    bytes.Buffer
 	zw     [2]*zlib.Writer
@@ -62,38 +53,39 @@ type packEntry struct {
 	crc  uint32
 }
 
-func (o *objectStore) newPackWriter() (*packWriter, error) {
+// NewPackWriter starts a pack in objects/pack.
+func (o *Store) NewPackWriter() (*PackWriter, error) {
 	dir := filepath.Join(o.dir, "pack")
 	if err := os.MkdirAll(dir, 0o755); err != nil {
-		return nil, fmt.Errorf("history: %w", err)
+		return nil, fmt.Errorf("gitstore: %w", err)
 	}
 	f, err := os.CreateTemp(dir, "tmp_pack_")
 	if err != nil {
-		return nil, fmt.Errorf("history: start a pack: %w", err)
+		return nil, fmt.Errorf("gitstore: start a pack: %w", err)
 	}
-	p := &packWriter{o: o, dir: dir, f: f, bw: bufio.NewWriterSize(f, 1<<20), seen: map[plumbing.Hash]bool{}, offs: map[plumbing.Hash]int64{}}
+	p := &PackWriter{o: o, dir: dir, f: f, bw: bufio.NewWriterSize(f, 1<<20), seen: map[plumbing.Hash]bool{}, offs: map[plumbing.Hash]int64{}}
 	hdr := []byte{'P', 'A', 'C', 'K', 0, 0, 0, 2, 0, 0, 0, 0} // the count is fixed up at the end
 	p.bw.Write(hdr)
 	p.off = int64(len(hdr))
 	return p, nil
 }
 
-// put appends an object to the pack (once per id).
-func (p *packWriter) put(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
-	h := objectHash(typ, data)
-	if p.seen[h] || p.dedupe && p.o.has(h) {
+// Put appends an object to the pack (once per id).
+func (p *PackWriter) Put(typ plumbing.ObjectType, data []byte) (plumbing.Hash, error) {
+	h := Hash(typ, data)
+	if p.seen[h] || p.Dedupe && p.o.Has(h) {
 		p.seen[h] = true
 		return h, nil
 	}
 	return h, p.putKnown(h, typ, data)
 }
 
-// putTree appends a tree, as a delta on base when base is a large tree
+// PutTree appends a tree, as a delta on base when base is a large tree
 // this pack holds (a hall's tree changed by several commits of a batch
 // is written whole once, then as deltas of a few bytes).
-func (p *packWriter) putTree(data []byte, base plumbing.Hash) (plumbing.Hash, error) {
-	h := objectHash(plumbing.TreeObject, data)
-	if p.seen[h] || p.dedupe && p.o.has(h) {
+func (p *PackWriter) PutTree(data []byte, base plumbing.Hash) (plumbing.Hash, error) {
+	h := Hash(plumbing.TreeObject, data)
+	if p.seen[h] || p.Dedupe && p.o.Has(h) {
 		p.seen[h] = true
 		return h, nil
 	}
@@ -115,7 +107,7 @@ func (p *packWriter) putTree(data []byte, base plumbing.Hash) (plumbing.Hash, er
 }
 
 // putKnown appends object h, whose bytes are data, whole.
-func (p *packWriter) putKnown(h plumbing.Hash, typ plumbing.ObjectType, data []byte) error {
+func (p *PackWriter) putKnown(h plumbing.Hash, typ plumbing.ObjectType, data []byte) error {
 	if p.seen[h] {
 		return nil
 	}
@@ -129,7 +121,7 @@ func (p *packWriter) putKnown(h plumbing.Hash, typ plumbing.ObjectType, data []b
 // putDelta appends object h as a delta on base, which must be in the
 // pack: an offset delta when base is already written, else a reference
 // delta (git and go-git resolve both within a pack).
-func (p *packWriter) putDelta(h, base plumbing.Hash, delta []byte) error {
+func (p *PackWriter) putDelta(h, base plumbing.Hash, delta []byte) error {
 	if p.seen[h] {
 		return nil
 	}
@@ -156,7 +148,7 @@ func ofsDistance(n int64) []byte {
 
 // entry writes one pack entry: its header, then data compressed at
 // level (0 default, 1 fastest).
-func (p *packWriter) entry(h plumbing.Hash, hdr, data []byte, level int) error {
+func (p *PackWriter) entry(h plumbing.Hash, hdr, data []byte, level int) error {
 	p.seen[h] = true
 	p.buf.Reset()
 	p.buf.Write(hdr)
@@ -172,10 +164,10 @@ func (p *packWriter) entry(h plumbing.Hash, hdr, data []byte, level int) error {
 	zw.Reset(&p.buf)
 	zw.Write(data)
 	if err := zw.Close(); err != nil {
-		return fmt.Errorf("history: compress %s: %w", h, err)
+		return fmt.Errorf("gitstore: compress %s: %w", h, err)
 	}
 	if _, err := p.bw.Write(p.buf.Bytes()); err != nil {
-		return fmt.Errorf("history: write the pack: %w", err)
+		return fmt.Errorf("gitstore: write the pack: %w", err)
 	}
 	p.ents = append(p.ents, packEntry{hash: h, off: p.off, crc: crc32.ChecksumIEEE(p.buf.Bytes())})
 	p.offs[h] = p.off
@@ -284,12 +276,12 @@ func packHeader(typ plumbing.ObjectType, size int) []byte {
 	return b
 }
 
-// finish completes the pack (object count, SHA-1 trailer), writes its
+// Finish completes the pack (object count, SHA-1 trailer), writes its
 // index, makes both durable and moves them into place.
-func (p *packWriter) finish() (plumbing.Hash, error) {
+func (p *PackWriter) Finish() (plumbing.Hash, error) {
 	fail := func(err error) (plumbing.Hash, error) {
-		p.abort()
-		return plumbing.ZeroHash, fmt.Errorf("history: write the pack: %w", err)
+		p.Abort()
+		return plumbing.ZeroHash, fmt.Errorf("gitstore: write the pack: %w", err)
 	}
 	if err := p.bw.Flush(); err != nil {
 		return fail(err)
@@ -326,15 +318,15 @@ func (p *packWriter) finish() (plumbing.Hash, error) {
 		return fail(err)
 	}
 	if err := atomicfile.SyncDir(p.dir); err != nil {
-		return plumbing.ZeroHash, fmt.Errorf("history: write the pack: %w", err)
+		return plumbing.ZeroHash, fmt.Errorf("gitstore: write the pack: %w", err)
 	}
-	p.o.reindex()
+	p.o.Reindex()
 	return packHash, nil
 }
 
 // writeIdx writes the pack's index (go-git's idxfile encoding, version 2)
 // to a durable temporary file and returns its name.
-func (p *packWriter) writeIdx(packHash plumbing.Hash) (string, error) {
+func (p *PackWriter) writeIdx(packHash plumbing.Hash) (string, error) {
 	w := new(idxfile.Writer)
 	w.OnHeader(uint32(len(p.ents)))
 	for _, e := range p.ents {
@@ -369,22 +361,14 @@ func (p *packWriter) writeIdx(packHash plumbing.Hash) (string, error) {
 	return f.Name(), nil
 }
 
-func (p *packWriter) done() error {
-	_, err := p.finish()
+// Commit is Finish without the pack's name.
+func (p *PackWriter) Commit() error {
+	_, err := p.Finish()
 	return err
 }
 
-func (p *packWriter) drop() {
-	if p.f != nil {
-		p.abort()
-	}
-}
-
-// account counts the pack toward the next merge of small packs.
-func (p *packWriter) account(h *History) { h.newPacks.Add(1) }
-
-// abort removes the unfinished pack.
-func (p *packWriter) abort() {
+// Abort removes the unfinished pack.
+func (p *PackWriter) Abort() {
 	p.f.Close()
 	os.Remove(p.f.Name())
 }

@@ -1,4 +1,4 @@
-package remote
+package gitstore
 
 import (
 	"bytes"
@@ -11,10 +11,10 @@ import (
 	"github.com/go-git/go-git/v5/storage/memory"
 )
 
-// FuzzTreeEntries: on any bytes, treeEntries agrees with go-git's tree
+// FuzzWalkTree: on any bytes, WalkTree agrees with go-git's tree
 // decoder: it reads every tree go-git reads (the same kinds by mode, the
 // same ids, in order), and refuses only with ErrTreeFormat.
-func FuzzTreeEntries(f *testing.F) {
+func FuzzWalkTree(f *testing.F) {
 	for _, entries := range [][]object.TreeEntry{
 		nil,
 		{{Name: "a.md", Mode: filemode.Regular, Hash: plumbing.NewHash("0123456789abcdef0123456789abcdef01234567")}},
@@ -32,7 +32,10 @@ func FuzzTreeEntries(f *testing.F) {
 			id   plumbing.Hash
 		}
 		var got []entry
-		err := treeEntries(b, func(k entryKind, id plumbing.Hash) { got = append(got, entry{k, id}) })
+		err := WalkTree(b, func(m filemode.FileMode, _ []byte, id plumbing.Hash) error {
+			got = append(got, entry{kindOf(m), id})
+			return nil
+		})
 		if err != nil && !errors.Is(err, ErrTreeFormat) {
 			t.Fatalf("unnamed error %v", err)
 		}
@@ -44,7 +47,7 @@ func FuzzTreeEntries(f *testing.F) {
 			return
 		}
 		if err != nil {
-			t.Fatalf("go-git reads the tree, treeEntries refuses it: %v", err)
+			t.Fatalf("go-git reads the tree, WalkTree refuses it: %v", err)
 		}
 		if len(got) != len(want.Entries) {
 			t.Fatalf("%d entries, go-git %d", len(got), len(want.Entries))
@@ -56,6 +59,26 @@ func FuzzTreeEntries(f *testing.F) {
 			}
 		}
 	})
+}
+
+// Kinds of a tree's entries, as a push reads them: a tree, a blob (a file
+// or a symbolic link), or a gitlink (a submodule's commit).
+type entryKind uint8
+
+const (
+	entryBlob entryKind = iota
+	entryTree
+	entryGitlink
+)
+
+func kindOf(m filemode.FileMode) entryKind {
+	switch m {
+	case filemode.Dir:
+		return entryTree
+	case filemode.Submodule:
+		return entryGitlink
+	}
+	return entryBlob
 }
 
 func encodeTree(tb testing.TB, entries []object.TreeEntry) []byte {

@@ -1,15 +1,15 @@
 //go:build unix
 
-package history
+package gitstore
 
 import (
 	"os"
 	"syscall"
 )
 
-// flockTry takes an exclusive advisory lock on f, failing at once if
+// TryFlock takes an exclusive advisory lock on f, failing at once if
 // another process holds one.
-func flockTry(f *os.File) error {
+func TryFlock(f *os.File) error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 }
 
