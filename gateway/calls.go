@@ -35,10 +35,11 @@ func (g *Gateway) hide(ci *callInfo, w *wing, err error) error {
 }
 
 // callWing sends one tool call to a wing with the caller's shard token
-// (withToken) and returns the shard's answer unchanged.
-func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *proto.CallRequest) (*proto.CallResponse, error) {
+// (withToken) and returns the shard's answer unchanged. write is whether
+// the tool changes the wing (toolSpec.writes), looked up once by the caller.
+func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *proto.CallRequest, write bool) (*proto.CallResponse, error) {
 	var resp *proto.CallResponse
-	err := g.withToken(ctx, ci, w, shardOp{what: req.Tool, write: g.writes(req.Tool), key: req.IdempotencyKey,
+	err := g.withToken(ctx, ci, w, shardOp{what: req.Tool, write: write, key: req.IdempotencyKey,
 		send: func(ctx context.Context, token string) (err error) {
 			req.Token = token
 			resp, err = w.client.Call(ctx, req)
@@ -77,13 +78,24 @@ func (g *Gateway) withToken(ctx context.Context, ci *callInfo, w *wing, op shard
 	if err != nil {
 		return g.hide(ci, w, err)
 	}
+	lost, err := g.sendWithToken(ctx, ci, w, op, gr, fresh)
+	if err == nil {
+		return nil
+	}
+	return classifyCall(err, lost, w, op) // the one classification of the call's failure
+}
+
+// sendWithToken is withToken's retry loop: it sends op with gr's token,
+// re-minting after a rejected token and sending once more after a lost
+// answer, and returns how the call finally failed, unclassified, and the
+// first lost answer (nil if none).
+func (g *Gateway) sendWithToken(ctx context.Context, ci *callInfo, w *wing, op shardOp, gr grant, fresh bool) (lost, err error) {
 	freshRejected := 0
-	var lost error // the first lost answer: from then on the call may have run
 	for {
 		err := op.send(ctx, gr.token)
 		if err == nil {
 			w.markReached()
-			return nil
+			return lost, nil
 		}
 		if proto.CodeOf(err) == 0 {
 			if errors.Is(err, proto.ErrConnectionLost) && lost == nil && ctx.Err() == nil && (!op.write || op.key != "") {
@@ -93,11 +105,11 @@ func (g *Gateway) withToken(ctx context.Context, ci *callInfo, w *wing, op shard
 					"write", op.write, "err", err)
 				continue
 			}
-			return classifyCall(err, lost, w, op) // unreachable, lost, timeout, cancelled
+			return lost, err // unreachable, lost, timeout, cancelled
 		}
 		w.markReached()
 		if proto.CodeOf(err) != proto.CodeUnauthenticated {
-			return classifyCall(err, lost, w, op)
+			return lost, err
 		}
 		g.grants.invalidate(ci.key, w, gr.token)
 		if fresh {
@@ -105,20 +117,18 @@ func (g *Gateway) withToken(ctx context.Context, ci *callInfo, w *wing, op shard
 			g.metrics.tokenRejected(w.name, "fresh")
 			if freshRejected >= maxFreshTries {
 				ci.logger().Warn("wing keeps rejecting freshly minted tokens", "wing", w.name, "tries", freshRejected, "err", err)
-				return classifyCall(&Error{Code: brain.CodeUnavailable, Err: errors.Join(ErrTokenRejected, err),
-					Message: fmt.Sprintf("wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.name, freshRejected)},
-					lost, w, op)
+				return lost, &Error{Code: brain.CodeUnavailable, Err: errors.Join(ErrTokenRejected, err),
+					Message: fmt.Sprintf("wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.name, freshRejected)}
 			}
 			if err := sleepCtx(ctx, g.cfg.Shards.RetryBase<<(freshRejected-1)); err != nil {
-				return classifyCall(err, lost, w, op)
+				return lost, err
 			}
 		} else {
 			g.metrics.tokenRejected(w.name, "cached")
 			ci.logger().Info("wing rejected a cached token; re-minting", "wing", w.name, "err", err)
 		}
-		gr, _, err = g.grants.getKey(ctx, ci.id, ci.key, w, ci.requestID)
-		if err != nil {
-			return classifyCall(err, lost, w, op)
+		if gr, _, err = g.grants.getKey(ctx, ci.id, ci.key, w, ci.requestID); err != nil {
+			return lost, err
 		}
 		fresh = true
 	}
@@ -136,7 +146,8 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // shardToolHandler returns the mcp-go handler of a shard tool: route, call,
-// return the shard's bytes unchanged.
+// return the shard's bytes unchanged. The tool's spec is read from the
+// catalog once per call and passed down.
 func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ci := callInfoFrom(ctx)
@@ -149,19 +160,22 @@ func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallTo
 			args = []byte("{}")
 		}
 		rec := auditRecord{Tool: name, BytesIn: len(args), Args: args}
-		res := g.runShardTool(ctx, ci, name, args, &rec)
-		g.structure(name, res)
+		spec := g.toolSpec(name)
+		res := g.runShardTool(ctx, ci, name, spec, args, &rec)
+		structure(spec.structured, res)
 		g.finish(ctx, ci, &rec, res, start)
 		return res, nil
 	}
 }
 
-func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, args []byte, rec *auditRecord) *mcp.CallToolResult {
+// runShardTool routes and sends one call of a shard tool whose spec the
+// caller looked up (toolSpec).
+func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, spec toolSpec, args []byte, rec *auditRecord) *mcp.CallToolResult {
 	a, err := g.argsOf(ci, args)
 	if err != nil {
 		return g.fail(rec, classify(err, ""))
 	}
-	meta, _ := g.toolMeta(name)
+	meta := spec.meta
 	wingName, ok, err := a.route(meta.Routes)
 	if err != nil {
 		return g.fail(rec, classify(err, ""))
@@ -186,7 +200,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 	if meta.Writes() {
 		req.IdempotencyKey = idempotencyKey(a.agentKey())
 	}
-	resp, err := g.callWing(ctx, ci, w, req)
+	resp, err := g.callWing(ctx, ci, w, req, spec.writes())
 	if errors.Is(err, errWingHidden) {
 		ci.logger().Debug("wing not disclosed to the caller", "wing", w.name, "err", err)
 		return g.fail(rec, g.noWing(ctx, ci, wingName))
@@ -208,28 +222,16 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 }
 
 // structure gives a successful answer of a tool that declares an
-// outputSchema its JSON as structuredContent too: the text content's very
-// bytes (every answer is a JSON object; MCP 2025-06-18 and later).
-func (g *Gateway) structure(tool string, res *mcp.CallToolResult) {
-	if res.IsError || !g.structured(tool) {
+// outputSchema (structured) its JSON as structuredContent too: the text
+// content's very bytes (every answer is a JSON object; MCP 2025-06-18 and
+// later).
+func structure(structured bool, res *mcp.CallToolResult) {
+	if res.IsError || !structured {
 		return
 	}
 	if text, ok := plainText(res); ok {
 		res.RawStructuredContent = json.RawMessage(text)
 	}
-}
-
-// structured reports whether tool declares an outputSchema.
-func (g *Gateway) structured(tool string) bool {
-	if tool == wingsToolName {
-		return true
-	}
-	if cat := g.cat.Load(); cat != nil {
-		if e, ok := cat.by[tool]; ok {
-			return len(e.desc.OutputSchema) > 0
-		}
-	}
-	return false
 }
 
 // argsOf returns the fields of the call's arguments: the lean path's scan
@@ -345,7 +347,7 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return g.fail(&rec, classify(err, "")), nil
 	}
 	res := mcp.NewToolResultText(string(body))
-	g.structure(wingsToolName, res)
+	structure(true, res) // brain_wings declares its outputSchema
 	rec.Outcome = "ok"
 	g.finish(ctx, ci, &rec, res, start)
 	return res, nil

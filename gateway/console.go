@@ -39,7 +39,7 @@ func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, a
 	var res *mcp.CallToolResult
 	if tool == wingsToolName {
 		res, _ = g.wingsTool(ctx, req)
-	} else if _, ok := g.toolMeta(tool); ok {
+	} else if g.toolSpec(tool).known {
 		res, _ = g.shardToolHandler(tool)(ctx, req)
 	} else {
 		start := time.Now()

@@ -42,7 +42,7 @@ func (g *Gateway) withCrossLinks(ctx context.Context, ci *callInfo, cl *toolspec
 	defer cancel()
 	g.eachWing(g.wings, errs, func(i int, w *wing) {
 		a, _ := json.Marshal(map[string]string{"wing": w.name, "id": id})
-		resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: cl.Ask, Args: a})
+		resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: cl.Ask, Args: a}, g.writes(cl.Ask))
 		var ans struct {
 			Backlinks []string `json:"backlinks"`
 		}

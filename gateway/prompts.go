@@ -246,7 +246,7 @@ func (g *Gateway) getPrompt(ctx context.Context, ci *callInfo, e *promptEntry, p
 		}
 	}
 	rec.Wing = w.name
-	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: proto.PromptCall + e.desc.Name, Args: args})
+	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: proto.PromptCall + e.desc.Name, Args: args}, true) // no catalog tool: counted as a write
 	if errors.Is(err, errWingHidden) {
 		return fail(g.noWing(ctx, ci, wingName))
 	}

@@ -158,7 +158,7 @@ func (g *Gateway) listWing(ctx context.Context, ci *callInfo, w *wing, cursor st
 	if err != nil {
 		return nil, classify(err, "")
 	}
-	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: "brain_list", Args: args})
+	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: "brain_list", Args: args}, g.writes("brain_list"))
 	if err != nil {
 		return nil, classify(err, w.name)
 	}
@@ -198,7 +198,7 @@ func (g *Gateway) readResource(ctx context.Context, ci *callInfo, uri string) ([
 		ID string `json:"id"`
 	}{id.String()}) // a string: cannot fail
 	rec := auditRecord{Tool: string(mcp.MethodResourcesRead), BytesIn: len(args), Args: args}
-	res := g.runShardTool(ctx, ci, "brain_get", args, &rec)
+	res := g.runShardTool(ctx, ci, "brain_get", g.toolSpec("brain_get"), args, &rec)
 	text, _ := plainText(res)
 	rec.BytesOut = len(text)
 	defer g.finishRecord(ctx, ci, &rec, start)

@@ -100,25 +100,34 @@ func routeWing(args []byte, routes []toolspec.RouteArg) (wing string, ok bool, e
 	return a.route(routes)
 }
 
-// toolMeta is what the gateway knows of a shard tool, from the spec its
-// descriptor carries (the catalog: the first wing in config order that
-// advertises it); ok is false for a tool no wing advertises.
-func (g *Gateway) toolMeta(tool string) (toolspec.Meta, bool) {
-	if cat := g.cat.Load(); cat != nil {
-		if e, ok := cat.by[tool]; ok {
-			return e.desc.meta, true
-		}
-	}
-	return toolspec.Meta{}, false
+// toolSpec is what the gateway knows of a shard tool, from the spec its
+// descriptor carries, read from the catalog once per call and passed down.
+type toolSpec struct {
+	meta       toolspec.Meta // capability, routing and fan-out
+	known      bool          // some wing advertises the tool
+	structured bool          // it declares an outputSchema
 }
 
-// writes reports whether a call of tool changes a wing: its spec needs
+// writes reports whether a call of the tool changes a wing: its spec needs
 // write or curate. A tool the gateway does not know counts as a write (it
 // carries no idempotency key, so a lost answer is never sent again).
-func (g *Gateway) writes(tool string) bool {
-	m, ok := g.toolMeta(tool)
-	return !ok || m.Writes()
+func (s toolSpec) writes() bool { return !s.known || s.meta.Writes() }
+
+// toolSpec looks a shard tool up in the catalog (the first wing in config
+// order that advertises it); known is false for a tool no wing advertises.
+func (g *Gateway) toolSpec(tool string) toolSpec {
+	if cat := g.cat.Load(); cat != nil {
+		if e, ok := cat.by[tool]; ok {
+			return toolSpec{meta: e.desc.meta, known: true, structured: len(e.desc.OutputSchema) > 0}
+		}
+	}
+	return toolSpec{}
 }
+
+// writes reports whether a call of tool changes a wing (toolSpec.writes),
+// for the calls the gateway makes of its own (cross links, prompts,
+// resources, notifications).
+func (g *Gateway) writes(tool string) bool { return g.toolSpec(tool).writes() }
 
 // idempotencyKey is the key the gateway sends with a write call: the
 // agent's idempotency_key when it gave one, else a fresh random key, so

@@ -134,7 +134,7 @@ func (wt *watcher) noteHash(ctx context.Context, l *listener, uri string) string
 	args, _ := brain.Marshal(struct {
 		ID string `json:"id"`
 	}{id.String()}) // a string: cannot fail
-	resp, err := g.callWing(ctx, l.ci, w, &proto.CallRequest{RequestID: l.ci.requestID, Tool: "brain_get", Args: args})
+	resp, err := g.callWing(ctx, l.ci, w, &proto.CallRequest{RequestID: l.ci.requestID, Tool: "brain_get", Args: args}, g.writes("brain_get"))
 	if err != nil || resp.IsError {
 		return ""
 	}
