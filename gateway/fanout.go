@@ -1,12 +1,9 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -26,14 +23,10 @@ const wingsToolName = toolspec.WingsTool
 type unavailableWing = toolspec.UnavailableWing
 
 // queryOf decodes, checks and tokenizes a cross-wing search's arguments,
-// once, with the search tool's own spec: a structural refusal is the one a
-// wing would give. The size limits are the wings' (search.ServeRank).
+// once, with the search tool's own spec (search.DecodeQuery). The size
+// limits are the wings' (search.ServeRank).
 func (g *Gateway) queryOf(args []byte) (search.Query, error) {
-	var a search.Args
-	if err := g.searchSpec.Decode(args, &a); err != nil {
-		return search.Query{}, err
-	}
-	return a.Tokenized(), nil
+	return search.DecodeQuery(g.searchSpec, args)
 }
 
 // fanoutQuery runs a search over every wing the caller may read, every wing
@@ -67,6 +60,9 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 	fctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	f := &fanout{g: g, ci: ci, q: q, ctx: ctx, fctx: fctx, bound: bound, start: time.Now()}
+	f.search = search.Fanout{Query: q, Each: func(errs []error, fn func(i int)) {
+		g.eachWing(f.readable, errs, func(i int, _ *wing) { fn(i) })
+	}}
 	if e := f.gather(); e != nil {
 		rec.Missing = wingNames(f.failed)
 		return g.fail(rec, e)
@@ -76,6 +72,65 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 	}
 	f.fetch()
 	return f.answer(rec)
+}
+
+// searchWing is one wing as a cross-wing search asks it (search.Wing):
+// over proto, with the caller's shard token (withToken); a failure is
+// described as the search's (fanout.late).
+type searchWing struct {
+	f *fanout
+	w *wing
+}
+
+// Stats asks the wing for its statistics of the terms (no token: they
+// disclose no note) and puts them in the replica.
+func (s searchWing) Stats(ctx context.Context, req *search.StatsRequest) (*search.StatsResponse, error) {
+	f, w := s.f, s.w
+	ctx, span := shardSpan(ctx, search.Tool+" stats", w)
+	resp, err := w.client.Stats(ctx, &proto.StatsRequest{RequestID: f.ci.requestID, StatsRequest: *req})
+	endShardSpan(span, err)
+	if err != nil {
+		return nil, err
+	}
+	w.markReached()
+	f.g.replica.Put(f.slot(w), resp.Generation, resp.Stats)
+	return &resp.StatsResponse, nil
+}
+
+// Rank asks the wing to rank; fresh statistics of a stale wing go in the
+// replica.
+func (s searchWing) Rank(ctx context.Context, req *search.RankRequest) (*search.RankResponse, error) {
+	f, w := s.f, s.w
+	preq := &proto.RankRequest{RequestID: f.ci.requestID, RankRequest: *req}
+	var resp *proto.RankResponse
+	err := f.g.withToken(ctx, f.ci, w, shardOp{what: search.Tool + " rank", send: func(ctx context.Context, token string) (err error) {
+		preq.Token = token
+		resp, err = w.client.Rank(ctx, preq)
+		return err
+	}})
+	if err != nil {
+		return nil, f.late(w, err)
+	}
+	if resp.Stale && resp.Stats != nil {
+		f.g.replica.Put(f.slot(w), resp.Generation, *resp.Stats)
+	}
+	return &resp.RankResponse, nil
+}
+
+// Fetch asks the wing to render the hits of some keys.
+func (s searchWing) Fetch(ctx context.Context, req *search.FetchRequest) (*search.FetchResponse, error) {
+	f, w := s.f, s.w
+	preq := &proto.FetchRequest{RequestID: f.ci.requestID, FetchRequest: *req}
+	var resp *proto.FetchResponse
+	err := f.g.withToken(ctx, f.ci, w, shardOp{what: search.Tool + " fetch", send: func(ctx context.Context, token string) (err error) {
+		preq.Token = token
+		resp, err = w.client.Fetch(ctx, preq)
+		return err
+	}})
+	if err != nil {
+		return nil, f.late(w, err)
+	}
+	return &resp.FetchResponse, nil
 }
 
 // fanout is one cross-wing search, step by step (fanoutQuery).
@@ -89,15 +144,10 @@ type fanout struct {
 	start time.Time
 
 	failed []unavailableWing // wings left out, named to the caller
-	// Of the wings the caller may read (step 1 on):
+	// Of the wings the caller may read (step 1 on), and their search
+	// (search.Fanout: steps 2 and 3 and the merge).
 	readable []*wing
-	errs     []error        // each one's failure in the current step
-	stats    []search.Stats // each one's statistics of the terms
-	gens     []uint64       // the generation of each one's statistics
-	ranks    []search.WingRank
-	picks    []search.Pick // merged and cut to the limit (step 2)
-	answered []bool
-	rendered []map[string][]byte // each one's rendered hits by key (steps 2 and 3)
+	search   search.Fanout
 }
 
 // late is a wing's failure within the search: past the search's deadline,
@@ -165,9 +215,9 @@ func (f *fanout) gather() *Error {
 			if errs[i] != nil {
 				e = f.late(w, errs[i])
 			}
-			f.errs = append(f.errs, e)
-			f.stats = append(f.stats, all[i])
-			f.gens = append(f.gens, gens[i])
+			fs := &f.search
+			fs.Wings, fs.Errs = append(fs.Wings, searchWing{f, w}), append(fs.Errs, e)
+			fs.Stats, fs.Gens = append(fs.Stats, all[i]), append(fs.Gens, gens[i])
 		case g.disclosable(f.ci, w, errs[i]):
 			if e := f.late(w, errs[i]); e.Code != brain.CodeForbidden {
 				f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
@@ -206,14 +256,10 @@ func (f *fanout) wingStats(ctx context.Context, w *wing) (search.Stats, uint64, 
 	if st, gen, ok := f.replicaStats(w); ok {
 		return st, gen, nil
 	}
-	ctx, span := shardSpan(ctx, search.Tool+" stats", w)
-	resp, err := w.client.Stats(ctx, &proto.StatsRequest{RequestID: f.ci.requestID, StatsRequest: search.StatsRequest{Terms: f.q.Terms, Scope: f.q.Scope}})
-	endShardSpan(span, err)
+	resp, err := searchWing{f, w}.Stats(ctx, &search.StatsRequest{Terms: f.q.Terms, Scope: f.q.Scope})
 	if err != nil {
 		return search.Stats{}, 0, err
 	}
-	w.markReached()
-	f.g.replica.Put(f.slot(w), resp.Generation, resp.Stats)
 	return resp.Stats, resp.Generation, nil
 }
 
@@ -221,218 +267,67 @@ func (f *fanout) wingStats(ctx context.Context, w *wing) (search.Stats, uint64, 
 // scope: each scope's statistics are a wing's own.
 func (f *fanout) slot(w *wing) int { return w.idx*len(search.Scopes()) + search.ScopeIndex(f.q.Scope) }
 
-// global sums the statistics of the wings still in the search.
-func (f *fanout) global() *search.Stats {
-	sum := &search.Stats{DocFreq: map[string]int64{}}
-	for i := range f.readable {
-		if f.errs[i] == nil {
-			sum.Add(f.stats[i])
-		}
-	}
-	return sum
-}
-
 // maxRankRounds bounds how often a search ranks again because a wing
 // changed meanwhile; the last round takes each wing as it is.
 const maxRankRounds = 3
 
-// rank is step 2: each readable wing ranks its notes with the global
-// statistics, again while some wing answers that it changed (Stale); the
-// hits are merged and cut to the limit. When no wing answered it returns
-// the search's answer: the first refusal unchanged if every wing refused
-// the query (as a wing-scoped call would answer), else unavailable.
+// rank is step 2 (search.Fanout.Rank), within three quarters of the bound,
+// so a wing stuck in it leaves the others time to render their hits; the
+// wings that failed or refused the query are named. When no wing answered
+// it returns the search's answer: the first refusal unchanged if every
+// wing refused the query (as a wing-scoped call would answer), else
+// unavailable.
 func (f *fanout) rank(rec *auditRecord) *mcp.CallToolResult {
-	f.ranks, f.answered = make([]search.WingRank, len(f.readable)), make([]bool, len(f.readable))
-	refused := make([][]byte, len(f.readable))
-	// The rank step ends at three quarters of the bound, so a wing stuck in
-	// it leaves the others time to render their hits.
 	rctx, cancel := context.WithDeadline(f.fctx, f.start.Add(f.bound*3/4))
 	defer cancel()
-	for round := 1; round <= maxRankRounds && f.rankRound(rctx, round == maxRankRounds, refused); round++ {
-		f.g.metrics.rankAgain.Inc()
-	}
+	fs := &f.search
+	f.g.metrics.rankAgain.Add(float64(fs.Rank(rctx, maxRankRounds)))
 	var firstRefusal []byte
 	for i, w := range f.readable {
 		switch {
-		case errors.Is(f.errs[i], errWingHidden): // the caller lost its grant meanwhile: not named
-		case f.errs[i] != nil:
-			f.leaveOut(w, f.errs[i])
-		case refused[i] != nil:
+		case errors.Is(fs.Errs[i], errWingHidden): // the caller lost its grant meanwhile: not named
+		case fs.Errs[i] != nil:
+			f.leaveOut(w, fs.Errs[i])
+		case fs.Refused[i] != nil:
 			if firstRefusal == nil {
-				firstRefusal = refused[i]
+				firstRefusal = fs.Refused[i]
 			}
-			code, msg := parseToolError(refused[i])
+			code, msg := parseToolError(fs.Refused[i])
 			f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: code, Error: msg})
-		default:
-			f.answered[i] = true
 		}
 	}
-	if !slices.Contains(f.answered, true) {
-		if firstRefusal != nil {
-			rec.Outcome = "tool_error"
-			return shardResult(&proto.CallResponse{Result: firstRefusal, IsError: true})
-		}
-		rec.Missing = wingNames(f.failed)
-		if len(f.failed) == 0 { // every wing was lost meanwhile, none may be named
-			return f.g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly"))
-		}
-		return f.g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing answered: %s", joinFailures(f.failed)))
-	}
-	f.picks = search.Merge(f.ranks, f.answered, f.q.Limit)
-	return nil
-}
-
-// rankRound asks every wing still in the search to rank with the current
-// global statistics, assuming the generations they are of (unless last).
-// It reports whether some wing was stale: its fresh statistics are taken
-// (and put in the replica), and the round must be run again.
-func (f *fanout) rankRound(ctx context.Context, last bool, refused [][]byte) (again bool) {
-	global := f.global()
-	stale := make([]bool, len(f.readable))
-	f.rendered = make([]map[string][]byte, len(f.readable))
-	f.g.eachWing(f.readable, f.errs, func(i int, w *wing) {
-		req := &proto.RankRequest{RequestID: f.ci.requestID, RankRequest: search.RankRequest{Query: f.q, Stats: global,
-			Render: renderAhead(f.q.Limit, f.stats[i].Docs, global.Docs)}}
-		if !last {
-			req.Generation = f.gens[i]
-		}
-		var resp *proto.RankResponse
-		err := f.g.withToken(ctx, f.ci, w, shardOp{what: search.Tool + " rank", send: func(ctx context.Context, token string) (err error) {
-			req.Token = token
-			resp, err = w.client.Rank(ctx, req)
-			return err
-		}})
-		switch {
-		case err != nil:
-			f.errs[i] = f.late(w, err)
-		case resp.Refused != nil:
-			refused[i] = resp.Refused
-		case resp.Stale && resp.Stats != nil:
-			stale[i] = true
-			f.stats[i], f.gens[i] = *resp.Stats, resp.Generation
-			f.g.replica.Put(f.slot(w), resp.Generation, *resp.Stats)
-		default:
-			f.ranks[i] = search.WingRank{Ranked: resp.Ranked, Total: resp.Total}
-			f.rendered[i] = hitsByKey(rankedKeys(resp.Ranked, len(resp.Hits)), resp.Hits)
-		}
-	})
-	return slices.Contains(stale, true)
-}
-
-// renderAhead is how many of its best hits a wing renders in the rank
-// step: its expected share of the final hits (its share of the notes)
-// plus one, so that most searches need no fetch step, at the cost of a
-// few hits rendered that the merge throws away.
-func renderAhead(limit int, docs, total int64) int {
-	if total <= 0 {
-		return limit
-	}
-	return min(limit, int((int64(limit)*docs+total-1)/total)+1)
-}
-
-// rankedKeys are the keys of the first n ranked hits, and every later
-// one: a wing renders its hits in rank order, leaving out those that went,
-// so a hit may belong to a key beyond the first n.
-func rankedKeys(ranked []search.Ranked, n int) []string {
-	if n == 0 {
+	if slices.Contains(fs.Answered, true) {
 		return nil
 	}
-	keys := make([]string, len(ranked))
-	for i, r := range ranked {
-		keys[i] = r.Key
+	if firstRefusal != nil {
+		rec.Outcome = "tool_error"
+		return shardResult(&proto.CallResponse{Result: firstRefusal, IsError: true})
 	}
-	return keys
+	rec.Missing = wingNames(f.failed)
+	if len(f.failed) == 0 { // every wing was lost meanwhile, none may be named
+		return f.g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly"))
+	}
+	return f.g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing answered: %s", joinFailures(f.failed)))
 }
 
-// fetch is step 3: the wings holding final hits they did not render ahead
-// render those hits, and only those. A wing that fails here is left out
-// altogether: its hits and its notes' count.
+// fetch is step 3 (search.Fanout.Fetch), within the bound; a wing that
+// fails here is named, unless the caller lost its grant meanwhile.
 func (f *fanout) fetch() {
-	keys := make([][]string, len(f.readable))
-	for _, p := range f.picks {
-		if _, ok := f.rendered[p.Wing][p.Key]; !ok {
-			keys[p.Wing] = append(keys[p.Wing], p.Key)
+	for i, err := range f.search.Fetch(f.fctx) {
+		if err != nil && !errors.Is(err, errWingHidden) {
+			f.leaveOut(f.readable[i], err)
 		}
 	}
-	errs := make([]error, len(f.readable))
-	for i := range f.readable {
-		if len(keys[i]) == 0 {
-			errs[i] = errSkip
-		}
-	}
-	global := f.global()
-	f.g.eachWing(f.readable, errs, func(i int, w *wing) {
-		req := &proto.FetchRequest{RequestID: f.ci.requestID, FetchRequest: search.FetchRequest{Query: f.q, Keys: keys[i], Stats: global}}
-		var resp *proto.FetchResponse
-		err := f.g.withToken(f.fctx, f.ci, w, shardOp{what: search.Tool + " fetch", send: func(ctx context.Context, token string) (err error) {
-			req.Token = token
-			resp, err = w.client.Fetch(ctx, req)
-			return err
-		}})
-		if err != nil {
-			errs[i] = f.late(w, err)
-			return
-		}
-		if f.rendered[i] == nil {
-			f.rendered[i] = map[string][]byte{}
-		}
-		maps.Copy(f.rendered[i], hitsByKey(keys[i], resp.Hits))
-	})
-	for i, w := range f.readable {
-		if errs[i] == nil || errs[i] == errSkip {
-			continue
-		}
-		if !errors.Is(errs[i], errWingHidden) {
-			f.leaveOut(w, errs[i])
-		}
-		f.answered[i], f.ranks[i].Total = false, 0
-	}
-}
-
-// hitsByKey matches a wing's rendered hits with the keys asked for. The
-// wing answers them in the order asked, leaving out the ones that went or
-// no longer match, so each hit belongs to the first key left whose quoted
-// form it carries as a value (a key is a note id or a brain path, which
-// JSON quotes alike): no hit is decoded.
-func hitsByKey(keys []string, hits [][]byte) map[string][]byte {
-	out := make(map[string][]byte, len(hits))
-	var needle []byte
-	quoted := func(key string) []byte {
-		needle = strconv.AppendQuote(append(needle[:0], ':'), key)
-		return needle
-	}
-	k := 0
-	for _, h := range hits {
-		for k < len(keys) && !bytes.Contains(h, quoted(keys[k])) {
-			k++
-		}
-		if k < len(keys) {
-			out[keys[k]] = h
-			k++
-		}
-	}
-	return out
 }
 
 // answer is the search's answer: the final hits in merged order, each one's
-// bytes as its shard rendered them (a hit whose note changed or went
-// between the steps is left out), the total, the wings that answered and
-// those left out.
+// bytes as its shard rendered them (search.Fanout.Hits), the total, the
+// wings that answered and those left out.
 func (f *fanout) answer(rec *auditRecord) *mcp.CallToolResult {
-	var hits [][]byte
-	for _, p := range f.picks {
-		if !f.answered[p.Wing] {
-			continue
-		}
-		if raw, ok := f.rendered[p.Wing][p.Key]; ok {
-			hits = append(hits, raw)
-		}
-	}
-	var total int64
+	hits, total := f.search.Hits()
 	var names []string
 	for i, w := range f.readable {
-		if f.answered[i] {
-			total += f.ranks[i].Total
+		if f.search.Answered[i] {
 			names = append(names, w.name)
 		}
 	}
