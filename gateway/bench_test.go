@@ -57,7 +57,7 @@ func benchEnvTraced(b testing.TB, names []string, tr *tracing.Tracing) *testEnv 
 	e.base = "http://" + ln.Addr().String()
 	e.url = e.base + "/mcp"
 	cfg := e.config(wcs, e.base)
-	cfg.Sessions.MaxEntries = 200000
+	cfg.Grants.MaxEntries = 200000
 	gw, err := New(context.Background(), cfg, Options{Logger: slog.New(slog.DiscardHandler), AuditLog: io.Discard, ShardTLS: e.pki.gwTLS, Tracing: tr})
 	if err != nil {
 		b.Fatal(err)

@@ -54,6 +54,31 @@ func TestLoadConfigExample(t *testing.T) {
 	}
 }
 
+// TestGrantsFormerKey: the grants section's former key, sessions, is still
+// read for one release, over the defaults as grants is, and named as
+// deprecated; giving both keys is an error.
+func TestGrantsFormerKey(t *testing.T) {
+	cfg, err := ParseConfig([]byte("sessions: {max_entries: 7}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig().Grants
+	want.MaxEntries = 7
+	if cfg.Grants != want || cfg.Sessions != nil {
+		t.Fatalf("grants %+v (sessions %v), want %+v", cfg.Grants, cfg.Sessions, want)
+	}
+	if d := cfg.Deprecations(); len(d) != 1 || !strings.Contains(d[0], "sessions") || !strings.Contains(d[0], "grants") {
+		t.Fatalf("deprecations %q", d)
+	}
+	cfg, err = ParseConfig([]byte("grants: {max_entries: 7}\n"))
+	if err != nil || cfg.Grants.MaxEntries != 7 || len(cfg.Deprecations()) != 0 || cfg.Sessions != nil {
+		t.Fatalf("grants: %+v, %q, %v", cfg.Grants, cfg.Deprecations(), err)
+	}
+	if _, err := ParseConfig([]byte("grants: {max_entries: 7}\nsessions: {max_entries: 8}\n")); !errors.Is(err, ErrConfig) {
+		t.Fatalf("both keys: %v", err)
+	}
+}
+
 // TestEnvOverrides: BRAINSTEM_* variables replace secrets and paths.
 func TestEnvOverrides(t *testing.T) {
 	env := map[string]string{
@@ -133,7 +158,7 @@ func TestValidateReportsEverything(t *testing.T) {
 		"public_url:", "listen:", "tls:", "oidc:", "shards.tls.ca_file", "shards.tls.cert_file", "shards.tls.key_file",
 		"shards.call_timeout", "shards.max_in_flight", "wings[0].name", "wings[0].address", "wings[2].name", "duplicates wings[1]",
 		`default_wing: "billing" is not one of wings`, "limits.max_body_bytes", "limits.calls_per_second", "limits.burst", "limits.failed_auth_per_minute",
-		"limits.fanout_concurrency", "limits.resources_page_size", "shards.watch_interval", "sessions.max_entries", "sessions.idle_ttl", "log.format", "log.level",
+		"limits.fanout_concurrency", "limits.resources_page_size", "shards.watch_interval", "grants.max_entries", "grants.idle_ttl", "log.format", "log.level",
 	} {
 		if !strings.Contains(msg, key) {
 			t.Errorf("Validate does not mention %s:\n%s", key, msg)
@@ -166,7 +191,7 @@ func TestValidateReportsEverything(t *testing.T) {
 		{"no wings", func(c *Config) { c.Wings = nil }, "wings: at least one"},
 		{"bad port", func(c *Config) { c.Wings[0].Address = "h:99999" }, "wings[0].address"},
 		{"retry base", func(c *Config) { c.Shards.RetryBase = time.Minute }, "shards.retry_base"},
-		{"deny ttl", func(c *Config) { c.Sessions.DenyTTL = 0 }, "sessions.deny_ttl"},
+		{"deny ttl", func(c *Config) { c.Grants.DenyTTL = 0 }, "grants.deny_ttl"},
 		{"drain", func(c *Config) { c.DrainTimeout = 0 }, "drain_timeout"},
 		{"oauth off", func(c *Config) { c.OAuth = oauth.Config{} }, ""},
 		{"oauth upstream not trusted", func(c *Config) { c.OAuth.Upstream.Issuer = "https://other.example" }, "oauth.upstream.issuer"},

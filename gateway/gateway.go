@@ -259,6 +259,9 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 	if g.now == nil {
 		g.now = time.Now
 	}
+	for _, d := range cfg.Deprecations() {
+		g.log.Warn(d)
+	}
 	if g.registry == nil {
 		g.registry = prometheus.NewRegistry()
 	}
@@ -342,10 +345,10 @@ func resourceMetadata(resource string, servers, scopes []string) []byte {
 func (g *Gateway) newState(opt Options) error {
 	cfg := g.cfg
 	var err error
-	if g.emailLimits, err = newLimiterCache(cfg.Sessions.MaxEntries); err != nil {
+	if g.emailLimits, err = newLimiterCache(cfg.Grants.MaxEntries); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
-	if g.ipBudgets, err = lru.New[string, *authBudget](max(cfg.Sessions.MaxEntries/10, 1024)); err != nil {
+	if g.ipBudgets, err = lru.New[string, *authBudget](max(cfg.Grants.MaxEntries/10, 1024)); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
 	g.conns = newConnTracker(cfg.Limits.MaxUnauthenticatedConns)
@@ -359,7 +362,7 @@ func (g *Gateway) newState(opt Options) error {
 	// The cache needs metrics and metrics read the cache: build the cache
 	// with a forwarding sink first.
 	sink := &metricsSink{}
-	g.grants = newGrantCache(g.wings, cfg.Sessions.MaxEntries, cfg.Sessions.IdleTTL, cfg.Sessions.DenyTTL,
+	g.grants = newGrantCache(g.wings, cfg.Grants.MaxEntries, cfg.Grants.IdleTTL, cfg.Grants.DenyTTL,
 		cfg.Shards.CallTimeout, g.now, sink, g.log)
 	g.grants.test = &g.test
 	if g.metrics, err = newMetrics(g.registry, g); err != nil {
@@ -404,7 +407,7 @@ func (g *Gateway) newMCPServer() {
 		server.WithStreamableHTTPServer(g.publicSrv),
 		server.WithStreamableHTTPProtocolVersions(supportedProtocolVersions...),
 		server.WithStreamableHTTPLogger(g.log),
-		server.WithSessionIdleTTL(cfg.Sessions.IdleTTL),
+		server.WithSessionIdleTTL(cfg.Grants.IdleTTL),
 		// Session ids are bound to the identity that created them, and
 		// still need no sticky sessions (sessionid.go).
 		server.WithSessionIdManagerResolver(sessionIDs{}),

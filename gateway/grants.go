@@ -72,7 +72,7 @@ type grantMetrics interface {
 
 // grantCache is the cache of shard tokens, keyed by email and group set
 // (grantKey): the design brief's "session cache", configured by the
-// sessions section (SessionsConfig). An entry is dropped after idleTTL without use or when the
+// grants section (GrantsConfig). An entry is dropped after idleTTL without use or when the
 // cache is full (LRU); a grant inside is used only until its expiry, which
 // never exceeds the SSO token's. Concurrent first calls for one (email,
 // group set, wing) share one mint.
