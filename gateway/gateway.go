@@ -126,7 +126,7 @@ type Gateway struct {
 	headerBindings bindingMemo
 	test           testHooks // set only by the ForTest methods (testhooks.go)
 
-	ended        *offboard.List    // sign-ins an operator ended (signins.go)
+	ended        *offboard.List    // sign-ins an operator ended (offboarding.go)
 	endedWatcher *offboard.Watcher // follows signins.ended_file; nil without one
 	adminToken   []byte            // SHA-256 of the operator's token; nil: /signins off
 	stopSignins  context.CancelFunc
@@ -507,7 +507,7 @@ func (g *Gateway) RefreshTools(ctx context.Context) {
 func (g *Gateway) Handler() http.Handler { return g.public }
 
 // AdminHandler serves /metrics, /healthz, /readyz and the operator's
-// /signins endpoints (signins.go).
+// /signins endpoints (offboarding.go).
 func (g *Gateway) AdminHandler() http.Handler { return g.admin }
 
 // MCPURL is the MCP endpoint URL (public_url + "/mcp").
