@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
 )
 
 // A call's arguments go to the shard byte for byte. The gateway reads a few
@@ -243,7 +244,7 @@ func (a *callArgs) err(args []byte) error {
 	var m map[string]rawRef
 	err := json.Unmarshal(args, &m)
 	if err == nil { // cannot happen: the walk saw no object
-		return newError(brain.CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object")
+		return edge.NewError(brain.CodeInvalidArgument, edge.ErrInvalidArgument, "the arguments are not a JSON object")
 	}
-	return newError(brain.CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
+	return edge.NewError(brain.CodeInvalidArgument, edge.ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
+	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -117,7 +118,7 @@ func (g *Gateway) sendWithToken(ctx context.Context, ci *callInfo, w *wing, op s
 			g.metrics.tokenRejected(w.name, "fresh")
 			if freshRejected >= maxFreshTries {
 				ci.logger().Warn("wing keeps rejecting freshly minted tokens", "wing", w.name, "tries", freshRejected, "err", err)
-				return lost, &Error{Code: brain.CodeUnavailable, Err: errors.Join(ErrTokenRejected, err),
+				return lost, &edge.Error{Code: brain.CodeUnavailable, Err: errors.Join(edge.ErrTokenRejected, err),
 					Message: fmt.Sprintf("wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.name, freshRejected)}
 			}
 			if err := sleepCtx(ctx, g.cfg.Shards.RetryBase<<(freshRejected-1)); err != nil {
@@ -132,6 +133,16 @@ func (g *Gateway) sendWithToken(ctx context.Context, ci *callInfo, w *wing, op s
 		}
 		fresh = true
 	}
+}
+
+// classifyShard is edge.ClassifyShard for a failure talking to w's shard.
+func classifyShard(err error, w *wing) *edge.Error {
+	return edge.ClassifyShard(err, w.name, w.client.Connected)
+}
+
+// classifyCall is edge.ClassifyCall for op, sent to w.
+func classifyCall(err, lost error, w *wing, op shardOp) *edge.Error {
+	return edge.ClassifyCall(err, lost, w.name, w.client.Connected, edge.Call{What: op.what, Write: op.write, Key: op.key})
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -152,7 +163,7 @@ func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallTo
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ci := callInfoFrom(ctx)
 		if ci == nil {
-			return toolErrorResult(newError(brain.CodeInternal, ErrNoIdentity, "the request reached the tool without an identity")), nil
+			return edge.ToolErrorResult(edge.NewError(brain.CodeInternal, edge.ErrNoIdentity, "the request reached the tool without an identity")), nil
 		}
 		start := time.Now()
 		args := []byte(req.Params.RawArguments)
@@ -173,12 +184,12 @@ func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallTo
 func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, spec toolSpec, args []byte, rec *auditRecord) *mcp.CallToolResult {
 	a, err := g.argsOf(ci, args)
 	if err != nil {
-		return g.fail(rec, classify(err, ""))
+		return g.fail(rec, edge.Classify(err, ""))
 	}
 	meta := spec.meta
 	wingName, ok, err := a.route(meta.Routes)
 	if err != nil {
-		return g.fail(rec, classify(err, ""))
+		return g.fail(rec, edge.Classify(err, ""))
 	}
 	if !ok && meta.Fanout == toolspec.FanoutSearch {
 		rec.Wing = "*"
@@ -188,7 +199,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 		wingName, ok = g.cfg.DefaultWing, true
 	}
 	if !ok {
-		return g.fail(rec, newError(brain.CodeInvalidArgument, ErrInvalidArgument,
+		return g.fail(rec, edge.NewError(brain.CodeInvalidArgument, edge.ErrInvalidArgument,
 			"no wing: pass \"wing\" or a note \"id\" (<wing>/<hall>/<slug>) or a \"path\" (wiki/<wing>/… or inbox/<wing>/…); brain_wings lists your wings"))
 	}
 	rec.Wing = wingName
@@ -206,7 +217,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 		return g.fail(rec, g.noWing(ctx, ci, wingName))
 	}
 	if err != nil {
-		e := classify(err, w.name)
+		e := edge.Classify(err, w.name)
 		if e.Code == brain.CodeUnknownTool {
 			g.refresh.trigger()
 		}
@@ -218,7 +229,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 	} else if meta.CrossLinks != nil {
 		resp.Result = g.withCrossLinks(ctx, ci, meta.CrossLinks, w, resp.Result)
 	}
-	return shardResult(resp)
+	return edge.ShardResult(resp)
 }
 
 // structure gives a successful answer of a tool that declares an
@@ -249,7 +260,7 @@ func (g *Gateway) argsOf(ci *callInfo, args []byte) (callArgs, error) {
 // not be asked while the caller holds no grant for it all get this same
 // unknown_wing error, listing the wings the caller can reach, so that the
 // answer tells nobody which wings exist.
-func (g *Gateway) noWing(ctx context.Context, ci *callInfo, name string) *Error {
+func (g *Gateway) noWing(ctx context.Context, ci *callInfo, name string) *edge.Error {
 	caps, _ := g.capsAll(ctx, ci)
 	var reach []string
 	for i, c := range caps {
@@ -261,7 +272,7 @@ func (g *Gateway) noWing(ctx context.Context, ci *callInfo, name string) *Error 
 	if len(reach) > 0 {
 		list = strings.Join(reach, ", ")
 	}
-	return newError(brain.CodeUnknownWing, ErrUnknownWing,
+	return edge.NewError(brain.CodeUnknownWing, edge.ErrUnknownWing,
 		"there is no wing %q that you can reach; wings you can reach: %s (a wing's curators grant access)", name, list)
 }
 
@@ -272,10 +283,10 @@ func (g *Gateway) disclosable(ci *callInfo, w *wing, err error) bool {
 }
 
 // fail records a gateway error and renders it as a tool error.
-func (g *Gateway) fail(rec *auditRecord, e *Error) *mcp.CallToolResult {
+func (g *Gateway) fail(rec *auditRecord, e *edge.Error) *mcp.CallToolResult {
 	rec.Outcome = string(e.Code)
 	rec.err = e
-	return toolErrorResult(e)
+	return edge.ToolErrorResult(e)
 }
 
 // finish writes the audit line and the metrics of one tool call.
@@ -326,7 +337,7 @@ type (
 func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	ci := callInfoFrom(ctx)
 	if ci == nil {
-		return toolErrorResult(newError(brain.CodeInternal, ErrNoIdentity, "the request reached the tool without an identity")), nil
+		return edge.ToolErrorResult(edge.NewError(brain.CodeInternal, edge.ErrNoIdentity, "the request reached the tool without an identity")), nil
 	}
 	start := time.Now()
 	rec := auditRecord{Tool: wingsToolName, Wing: "*", BytesIn: len(req.Params.RawArguments), Args: req.Params.RawArguments}
@@ -338,13 +349,13 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 			continue
 		}
 		if g.disclosable(ci, g.wings[i], errs[i]) {
-			e := classify(errs[i], g.wings[i].name)
+			e := edge.Classify(errs[i], g.wings[i].name)
 			out.Unavailable = append(out.Unavailable, unavailableWing{Wing: g.wings[i].name, Code: e.Code, Error: e.Message})
 		}
 	}
 	body, err := brain.Marshal(out)
 	if err != nil {
-		return g.fail(&rec, classify(err, "")), nil
+		return g.fail(&rec, edge.Classify(err, "")), nil
 	}
 	res := mcp.NewToolResultText(string(body))
 	structure(true, res) // brain_wings declares its outputSchema

@@ -15,6 +15,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/search"
@@ -305,7 +306,7 @@ func FuzzRouteWing(f *testing.F) {
 	f.Fuzz(func(t *testing.T, args []byte) {
 		w, ok, err := routeWing(args, getRoutes)
 		if err != nil {
-			if e := classify(err, ""); e.Code != brain.CodeInvalidArgument {
+			if e := edge.Classify(err, ""); e.Code != brain.CodeInvalidArgument {
 				t.Fatalf("routing error %v is not invalid_argument", err)
 			}
 			return

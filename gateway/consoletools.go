@@ -10,6 +10,7 @@ import (
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/console"
+	"github.com/brainstem/brainstem/gateway/edge"
 )
 
 // consoleTools is the console's one way to the brain: a tool call made as
@@ -29,7 +30,7 @@ func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, a
 	ci := &callInfo{id: id, key: keyOf(id), requestID: requestID(""), method: "tools/call", base: g.log.With("client", "console")}
 	if lim := g.emailLimiter(id.Email); !lim.AllowN(g.now(), 1) {
 		g.metrics.rateLimited.WithLabelValues("email").Inc()
-		e := newError(brain.CodeRateLimited, ErrRateLimited, "too many calls for %s; wait a second and try again", id.Email)
+		e := edge.NewError(brain.CodeRateLimited, edge.ErrRateLimited, "too many calls for %s; wait a second and try again", id.Email)
 		return console.Result{Text: brain.EncodeError(e.Code, e.Message), IsError: true}
 	}
 	ctx = context.WithValue(ctx, callInfoKey{}, ci)
@@ -44,7 +45,7 @@ func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, a
 	} else {
 		start := time.Now()
 		rec := auditRecord{Tool: tool, BytesIn: len(args), Args: args}
-		res = g.fail(&rec, newError(brain.CodeUnknownTool, ErrInvalidArgument, "no tool %q", tool))
+		res = g.fail(&rec, edge.NewError(brain.CodeUnknownTool, edge.ErrInvalidArgument, "no tool %q", tool))
 		g.finish(ctx, ci, &rec, res, start)
 	}
 	var text strings.Builder

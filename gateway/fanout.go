@@ -12,6 +12,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
+	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/search"
 )
@@ -54,7 +55,7 @@ func (g *Gateway) queryOf(args []byte) (search.Query, error) {
 func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, rec *auditRecord) *mcp.CallToolResult {
 	q, err := g.queryOf(args)
 	if err != nil {
-		return g.fail(rec, classify(err, ""))
+		return g.fail(rec, edge.Classify(err, ""))
 	}
 	bound := min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout)
 	fctx, cancel := context.WithTimeout(ctx, bound)
@@ -152,16 +153,16 @@ type fanout struct {
 
 // late is a wing's failure within the search: past the search's deadline,
 // timeout (and the results leave it out).
-func (f *fanout) late(w *wing, err error) *Error {
+func (f *fanout) late(w *wing, err error) *edge.Error {
 	if errors.Is(err, context.DeadlineExceeded) && f.ctx.Err() == nil {
-		return newError(brain.CodeTimeout, ErrTimeout, "wing %q did not answer within limits.fanout_timeout (%s); the results leave it out", w.name, f.bound)
+		return edge.NewError(brain.CodeTimeout, edge.ErrTimeout, "wing %q did not answer within limits.fanout_timeout (%s); the results leave it out", w.name, f.bound)
 	}
 	return classifyShard(err, w)
 }
 
 // leaveOut lists a wing under "unavailable".
 func (f *fanout) leaveOut(w *wing, err error) {
-	e := classify(err, w.name)
+	e := edge.Classify(err, w.name)
 	f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
 }
 
@@ -171,7 +172,7 @@ func (f *fanout) leaveOut(w *wing, err error) {
 // there (minting if needed), then, where they may read, the statistics of
 // the query's terms, from the replica or asked. It fails when the caller
 // can read no wing that answered.
-func (f *fanout) gather() *Error {
+func (f *fanout) gather() *edge.Error {
 	g := f.g
 	p1ctx, cancel := context.WithTimeout(f.fctx, f.bound/2)
 	defer cancel()
@@ -231,13 +232,13 @@ func (f *fanout) gather() *Error {
 	}
 	switch {
 	case len(f.failed) > 0:
-		return newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read is reachable right now: %s", joinFailures(f.failed))
+		return edge.NewError(brain.CodeUnavailable, edge.ErrUnavailable, "no wing you can read is reachable right now: %s", joinFailures(f.failed))
 	case hidden > 0:
 		// Some wing could not be asked whether the caller may read it; it
 		// is not named (least disclosure).
-		return newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly")
+		return edge.NewError(brain.CodeUnavailable, edge.ErrUnavailable, "no wing you can read answered; retry shortly")
 	}
-	return newError(brain.CodeForbidden, ErrForbidden, "you cannot read any wing; ask a wing's curators for access")
+	return edge.NewError(brain.CodeForbidden, edge.ErrForbidden, "you cannot read any wing; ask a wing's curators for access")
 }
 
 // replicaStats is a wing's statistics of the query's terms when the
@@ -301,13 +302,13 @@ func (f *fanout) rank(rec *auditRecord) *mcp.CallToolResult {
 	}
 	if firstRefusal != nil {
 		rec.Outcome = "tool_error"
-		return shardResult(&proto.CallResponse{Result: firstRefusal, IsError: true})
+		return edge.ShardResult(&proto.CallResponse{Result: firstRefusal, IsError: true})
 	}
 	rec.Missing = wingNames(f.failed)
 	if len(f.failed) == 0 { // every wing was lost meanwhile, none may be named
-		return f.g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly"))
+		return f.g.fail(rec, edge.NewError(brain.CodeUnavailable, edge.ErrUnavailable, "no wing you can read answered; retry shortly"))
 	}
-	return f.g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing answered: %s", joinFailures(f.failed)))
+	return f.g.fail(rec, edge.NewError(brain.CodeUnavailable, edge.ErrUnavailable, "no wing answered: %s", joinFailures(f.failed)))
 }
 
 // fetch is step 3 (search.Fanout.Fetch), within the bound; a wing that

@@ -14,6 +14,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -256,8 +257,8 @@ func (c *grantCache) invalidate(key grantKey, w *wing, token string) {
 // a wing that does not exist (Gateway.noWing).
 var errNotAdmitted = errors.New("gateway: the wing's policy does not admit the caller")
 
-func deniedError(wing string) *Error {
-	return newError(brain.CodeForbidden, errors.Join(ErrForbidden, errNotAdmitted), "the policy of wing %q does not admit you", wing)
+func deniedError(wing string) *edge.Error {
+	return edge.NewError(brain.CodeForbidden, errors.Join(edge.ErrForbidden, errNotAdmitted), "the policy of wing %q does not admit you", wing)
 }
 
 type mintResult struct {
@@ -326,7 +327,7 @@ func (c *grantCache) mintFlight(ctx context.Context, id auth.Identity, key grant
 	caps, perr := brain.ParseCaps(resp.Caps)
 	if perr != nil || resp.Token == "" {
 		c.metrics.minted(w.name, string(brain.CodeInternal))
-		return mintResult{err: newError(brain.CodeInternal, errors.Join(ErrUnavailable, perr), "wing %q answered an unusable mint (caps %q)", w.name, resp.Caps)}
+		return mintResult{err: edge.NewError(brain.CodeInternal, errors.Join(edge.ErrUnavailable, perr), "wing %q answered an unusable mint (caps %q)", w.name, resp.Caps)}
 	}
 	if caps == 0 {
 		c.metrics.minted(w.name, "forbidden")
@@ -361,7 +362,7 @@ func (c *grantCache) mintFailed(id auth.Identity, key grantKey, w *wing, request
 			c.log.Error("the wing's shard refuses this gateway's mints: the gateway is not ready until an operator fixes its certificate",
 				"wing", w.name, "err", err)
 		}
-		return mintResult{err: classify(err, w.name)}
+		return mintResult{err: edge.Classify(err, w.name)}
 	}
 	e := classifyShard(err, w)
 	c.metrics.minted(w.name, string(e.Code))
@@ -399,7 +400,7 @@ func (c *grantCache) capsAll(ctx context.Context, id auth.Identity, requestID st
 		if st := w.client.State(); st.Down {
 			// Listing tools, brain_wings and cross-wing search do not wait
 			// for a wing known to be unreachable.
-			errs[i] = newError(brain.CodeUnavailable, errors.Join(ErrUnavailable, st.Err),
+			errs[i] = edge.NewError(brain.CodeUnavailable, errors.Join(edge.ErrUnavailable, st.Err),
 				"wing %q is unreachable (for %.0fs); the gateway keeps redialing it", w.name, time.Since(st.DownSince).Seconds())
 			continue
 		}
@@ -409,7 +410,7 @@ func (c *grantCache) capsAll(ctx context.Context, id auth.Identity, requestID st
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				errs[i] = classify(ctx.Err(), w.name)
+				errs[i] = edge.Classify(ctx.Err(), w.name)
 				return
 			}
 			defer func() { <-sem }()

@@ -18,6 +18,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -153,7 +154,7 @@ func TestGrantCacheUnit(t *testing.T) {
 	fc.deny.Store(true)
 	carol := auth.Identity{Email: "carol@acme.com", Expiry: now.Add(time.Hour)}
 	for range 3 {
-		if _, _, err := sc.get(context.Background(), carol, w, "r"); classify(err, "").Code != brain.CodeForbidden {
+		if _, _, err := sc.get(context.Background(), carol, w, "r"); edge.Classify(err, "").Code != brain.CodeForbidden {
 			t.Fatalf("denied: %v", err)
 		}
 	}

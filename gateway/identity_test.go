@@ -16,6 +16,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
 )
 
 // readCases reads a testdata attack list: one case per line, the expected
@@ -60,7 +61,7 @@ func TestRouteWingCases(t *testing.T) {
 		switch {
 		case err != nil:
 			got = "!"
-			if e := classify(err, ""); e.Code != brain.CodeInvalidArgument {
+			if e := edge.Classify(err, ""); e.Code != brain.CodeInvalidArgument {
 				t.Errorf("routeWing(%s): error code %s, want %s", args, e.Code, brain.CodeInvalidArgument)
 			}
 		case !ok:

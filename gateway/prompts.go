@@ -14,6 +14,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
+	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -199,8 +200,8 @@ func (g *Gateway) preparePrompt(q *mcpCall) bool {
 		if errors.Is(err, errPromptHidden) {
 			return true
 		}
-		e := classify(err, "")
-		writeRPCError(&q.rec, q.msg.ID, rpcCodeOf(e, mcp.IsModernProtocol(q.r.Header.Get(mcp.HeaderProtocolVersion))), e)
+		e := edge.Classify(err, "")
+		edge.WriteRPCError(&q.rec, q.msg.ID, edge.RPCCodeOf(e, mcp.IsModernProtocol(q.r.Header.Get(mcp.HeaderProtocolVersion))), e)
 		return false
 	}
 	q.ci.prepared = &prepared{prompt: res}
@@ -220,17 +221,17 @@ func (g *Gateway) getPrompt(ctx context.Context, ci *callInfo, e *promptEntry, p
 	}
 	rec := auditRecord{Tool: string(mcp.MethodPromptsGet) + " " + e.desc.Name, BytesIn: len(args), Args: args}
 	defer g.finishRecord(ctx, ci, &rec, start)
-	fail := func(err *Error) (*mcp.GetPromptResult, error) {
+	fail := func(err *edge.Error) (*mcp.GetPromptResult, error) {
 		rec.Outcome, rec.err = string(err.Code), err
 		return nil, err
 	}
 	a, err := parseArgs(args)
 	if err != nil {
-		return fail(newError(brain.CodeInvalidArgument, ErrBadParams, "the arguments of prompt %q must be a JSON object of strings: %s", e.desc.Name, classify(err, "").Message))
+		return fail(edge.NewError(brain.CodeInvalidArgument, edge.ErrBadParams, "the arguments of prompt %q must be a JSON object of strings: %s", e.desc.Name, edge.Classify(err, "").Message))
 	}
 	wingName, routed, err := a.route(e.desc.meta.Routes)
 	if err != nil {
-		return fail(classify(err, ""))
+		return fail(edge.Classify(err, ""))
 	}
 	// A prompt prompts/list does not show the caller does not exist for
 	// them, whatever the arguments.
@@ -251,16 +252,16 @@ func (g *Gateway) getPrompt(ctx context.Context, ci *callInfo, e *promptEntry, p
 		return fail(g.noWing(ctx, ci, wingName))
 	}
 	if err != nil {
-		return fail(classify(err, w.name))
+		return fail(edge.Classify(err, w.name))
 	}
 	rec.BytesOut = len(resp.Result)
 	if resp.IsError {
 		code, msg, _ := brain.DecodeError(resp.Result)
-		return fail(&Error{Code: code, Message: msg, Err: ErrShardAnswer})
+		return fail(&edge.Error{Code: code, Message: msg, Err: edge.ErrShardAnswer})
 	}
 	var pr toolspec.PromptResult
 	if err := json.Unmarshal(resp.Result, &pr); err != nil {
-		return fail(newError(brain.CodeInternal, errors.Join(ErrShardAnswer, err), "wing %q answered prompt %q with unreadable messages", w.name, e.desc.Name))
+		return fail(edge.NewError(brain.CodeInternal, errors.Join(edge.ErrShardAnswer, err), "wing %q answered prompt %q with unreadable messages", w.name, e.desc.Name))
 	}
 	res := &mcp.GetPromptResult{Description: pr.Description, Messages: make([]mcp.PromptMessage, len(pr.Messages))}
 	for i, m := range pr.Messages {

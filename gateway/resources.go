@@ -13,6 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -65,7 +66,7 @@ func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) ([]*wing, []u
 		if c.Has(brain.CapRead) {
 			out = append(out, g.wings[i])
 		} else if g.disclosable(ci, g.wings[i], errs[i]) {
-			e := classify(errs[i], g.wings[i].name)
+			e := edge.Classify(errs[i], g.wings[i].name)
 			down = append(down, unavailableWing{Wing: g.wings[i].name, Code: e.Code, Error: e.Message})
 		}
 	}
@@ -104,11 +105,11 @@ func (g *Gateway) listResources(ctx context.Context, ci *callInfo, cursor string
 		}
 		for {
 			ans, err := g.listWing(ctx, ci, w, shardCursor, size-len(res.Resources))
-			if errors.Is(err, ErrBadCursor) {
+			if errors.Is(err, edge.ErrBadCursor) {
 				return nil, err
 			}
 			if err != nil { // the listing goes on without it, saying so (as brain_query does)
-				e := classify(err, w.name)
+				e := edge.Classify(err, w.name)
 				down = append(down, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
 				shardCursor = ""
 				break
@@ -156,22 +157,22 @@ func (g *Gateway) listWing(ctx context.Context, ci *callInfo, w *wing, cursor st
 		Limit  int    `json:"limit"`
 	}{w.name, cursor, limit})
 	if err != nil {
-		return nil, classify(err, "")
+		return nil, edge.Classify(err, "")
 	}
 	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: "brain_list", Args: args}, g.writes("brain_list"))
 	if err != nil {
-		return nil, classify(err, w.name)
+		return nil, edge.Classify(err, w.name)
 	}
 	if resp.IsError {
 		code, msg, _ := brain.DecodeError(resp.Result)
 		if code == brain.CodeInvalidArgument && cursor != "" {
-			return nil, newError(brain.CodeInvalidArgument, ErrBadCursor, "invalid cursor (wing %q refused it: %s): start again without a cursor", w.name, msg)
+			return nil, edge.NewError(brain.CodeInvalidArgument, edge.ErrBadCursor, "invalid cursor (wing %q refused it: %s): start again without a cursor", w.name, msg)
 		}
-		return nil, &Error{Code: code, Message: fmt.Sprintf("wing %q could not list its notes: %s", w.name, msg), Err: ErrShardAnswer}
+		return nil, &edge.Error{Code: code, Message: fmt.Sprintf("wing %q could not list its notes: %s", w.name, msg), Err: edge.ErrShardAnswer}
 	}
 	var ans listAnswer
 	if err := json.Unmarshal(resp.Result, &ans); err != nil {
-		return nil, newError(brain.CodeInternal, errors.Join(ErrShardAnswer, err), "wing %q answered brain_list with an unreadable list", w.name)
+		return nil, edge.NewError(brain.CodeInternal, errors.Join(edge.ErrShardAnswer, err), "wing %q answered brain_list with an unreadable list", w.name)
 	}
 	return &ans, nil
 }
@@ -191,7 +192,7 @@ type noteAnswer struct {
 func (g *Gateway) readResource(ctx context.Context, ci *callInfo, uri string) ([]mcp.ResourceContents, error) {
 	id, err := brain.ParseNoteURI(uri)
 	if err != nil {
-		return nil, classify(err, "")
+		return nil, edge.Classify(err, "")
 	}
 	start := time.Now()
 	args, _ := brain.Marshal(struct {
@@ -204,14 +205,14 @@ func (g *Gateway) readResource(ctx context.Context, ci *callInfo, uri string) ([
 	defer g.finishRecord(ctx, ci, &rec, start)
 	if res.IsError {
 		code, msg, _ := brain.DecodeError([]byte(text))
-		if notFoundCode(code) {
-			return nil, newError(brain.CodeNotFound, ErrResourceNotFound, "resource not found: %s (resources/list lists the notes you can read)", uri)
+		if edge.NotFoundCode(code) {
+			return nil, edge.NewError(brain.CodeNotFound, edge.ErrResourceNotFound, "resource not found: %s (resources/list lists the notes you can read)", uri)
 		}
-		return nil, &Error{Code: code, Message: msg, Err: ErrShardAnswer}
+		return nil, &edge.Error{Code: code, Message: msg, Err: edge.ErrShardAnswer}
 	}
 	var n noteAnswer
 	if err := json.Unmarshal([]byte(text), &n); err != nil {
-		return nil, newError(brain.CodeInternal, errors.Join(ErrShardAnswer, err), "wing %q answered brain_get with an unreadable note", id.Wing)
+		return nil, edge.NewError(brain.CodeInternal, errors.Join(edge.ErrShardAnswer, err), "wing %q answered brain_get with an unreadable note", id.Wing)
 	}
 	meta := map[string]any{"brainstem/id": n.ID, "brainstem/content_hash": n.ContentHash}
 	if len(n.Frontmatter) > 0 {
@@ -258,8 +259,8 @@ func (g *Gateway) prepareResources(q *mcpCall) bool {
 		}
 	}
 	if err != nil {
-		e := classify(err, "")
-		writeRPCError(&q.rec, q.msg.ID, rpcCodeOf(e, mcp.IsModernProtocol(q.r.Header.Get(mcp.HeaderProtocolVersion))), e)
+		e := edge.Classify(err, "")
+		edge.WriteRPCError(&q.rec, q.msg.ID, edge.RPCCodeOf(e, mcp.IsModernProtocol(q.r.Header.Get(mcp.HeaderProtocolVersion))), e)
 		return false
 	}
 	return true
@@ -272,7 +273,7 @@ func (g *Gateway) auditedList(ctx context.Context, ci *callInfo, cursor string) 
 	defer g.finishRecord(ctx, ci, &rec, start)
 	res, err := g.listResources(ctx, ci, cursor)
 	if err != nil {
-		e := classify(err, "")
+		e := edge.Classify(err, "")
 		rec.Outcome, rec.err = string(e.Code), e
 		return nil, e
 	}

@@ -11,6 +11,7 @@ import (
 	"go.opentelemetry.io/otel/propagation"
 	"go.opentelemetry.io/otel/trace"
 
+	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/internal/tracing"
 	"github.com/brainstem/brainstem/proto"
 )
@@ -131,7 +132,7 @@ func endShardSpan(span trace.Span, err error) {
 		return
 	}
 	if err != nil {
-		var e *Error
+		var e *edge.Error
 		if errors.As(err, &e) {
 			span.SetAttributes(tracing.KeyCode.String(string(e.Code)))
 		} else if c := proto.CodeOf(err); c != 0 {
