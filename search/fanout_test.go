@@ -49,4 +49,3 @@ func FuzzFanoutMerge(f *testing.F) {
 		}
 	})
 }
-
