@@ -186,9 +186,9 @@ func TestLayout(t *testing.T) {
 // entry's other directories or of a higher one (no arrow runs back up
 // between the gateway's rooms).
 var gatewayLayers = [][]string{
-	{"edge", "oauth"}, // the one error map; the authorization server
-	{"console"},       // the curators' console, a first-party client of oauth
-	{""},              // the gateway: /mcp, routing, grants, surfaces, wiring
+	{"edge", "oauth"},  // the one error map; the authorization server
+	{"rpc", "console"}, // the JSON-RPC a tools/call is read as; the curators' console (a client of oauth)
+	{""},               // the gateway: /mcp, routing, grants, surfaces, wiring
 }
 
 // gatewayLayerOf returns the sub-layer and directory under gateway/ of a

@@ -14,6 +14,7 @@ import (
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/rpc"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -187,7 +188,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 		return g.fail(rec, edge.Classify(err, ""))
 	}
 	meta := spec.meta
-	wingName, ok, err := a.route(meta.Routes)
+	wingName, ok, err := a.Route(meta.Routes)
 	if err != nil {
 		return g.fail(rec, edge.Classify(err, ""))
 	}
@@ -209,7 +210,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 	}
 	req := &proto.CallRequest{RequestID: ci.requestID, Tool: name, Args: args}
 	if meta.Writes() {
-		req.IdempotencyKey = idempotencyKey(a.agentKey())
+		req.IdempotencyKey = idempotencyKey(a.AgentKey())
 	}
 	resp, err := g.callWing(ctx, ci, w, req, spec.writes())
 	if errors.Is(err, errWingHidden) {
@@ -247,12 +248,12 @@ func structure(structured bool, res *mcp.CallToolResult) {
 
 // argsOf returns the fields of the call's arguments: the lean path's scan
 // of them when it made one, else a scan now.
-func (g *Gateway) argsOf(ci *callInfo, args []byte) (callArgs, error) {
+func (g *Gateway) argsOf(ci *callInfo, args []byte) (rpc.Args, error) {
 	if ci.scanned {
-		return ci.args, ci.args.err(args)
+		return ci.args, ci.args.Err(args)
 	}
 	g.countParse()
-	return parseArgs(args)
+	return rpc.ParseArgs(args)
 }
 
 // noWing is the answer for a wing the caller cannot reach: one that is not

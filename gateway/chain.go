@@ -17,6 +17,7 @@ import (
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/rpc"
 )
 
 // The /mcp endpoint is a chain of small middlewares in front of the lean
@@ -34,10 +35,10 @@ type mcpCall struct {
 	r       *http.Request
 	rc      *http.ResponseController
 	hasBody bool
-	now     time.Time  // when the request was authenticated (rate limits)
-	ci      callInfo   // filled in step by step; handed to the tool handlers through ctx
-	msg     rpcMessage // the JSON-RPC envelope of a POST body, parsed once
-	lean    *leanBody  // a plain tools/call body, walked once (envelope.go); nil otherwise
+	now     time.Time   // when the request was authenticated (rate limits)
+	ci      callInfo    // filled in step by step; handed to the tool handlers through ctx
+	msg     rpc.Message // the JSON-RPC envelope of a POST body, parsed once
+	lean    *rpc.Lean   // a plain tools/call body, walked once (envelope.go); nil otherwise
 	ctx     context.Context
 }
 
@@ -200,12 +201,12 @@ func (g *Gateway) withBody(next mcpHandler) mcpHandler {
 				return
 			}
 			g.countParse()
-			if lb, ok := leanParse(body); ok {
-				q.lean, q.msg, q.ci.method = &lb, lb.msg, lb.msg.Method
+			if lb, ok := rpc.ParseLean(body); ok {
+				q.lean, q.msg, q.ci.method = &lb, lb.Msg, lb.Msg.Method
 			} else if json.Unmarshal(body, &q.msg) == nil {
 				q.ci.method = q.msg.Method
 			} else {
-				q.msg = rpcMessage{}
+				q.msg = rpc.Message{}
 			}
 			q.r.Body = io.NopCloser(bytes.NewReader(body))
 			q.r.ContentLength = int64(len(body))

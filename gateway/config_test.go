@@ -17,6 +17,7 @@ import (
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/rpc"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/search"
 )
@@ -304,7 +305,7 @@ func FuzzRouteWing(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, args []byte) {
-		w, ok, err := routeWing(args, getRoutes)
+		w, ok, err := rpc.RouteWing(args, getRoutes)
 		if err != nil {
 			if e := edge.Classify(err, ""); e.Code != brain.CodeInvalidArgument {
 				t.Fatalf("routing error %v is not invalid_argument", err)

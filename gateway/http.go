@@ -16,6 +16,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/rpc"
 )
 
 // supportedProtocolVersions are the MCP revisions the endpoint serves:
@@ -35,7 +36,7 @@ type callInfo struct {
 	// args are the arguments of the tools/call the lean path answers, which
 	// it scanned (scanArgs) to know mcp-go would take them; the tool
 	// handler reads them instead of scanning again. Valid when scanned.
-	args    callArgs
+	args    rpc.Args
 	scanned bool
 	// prepared is what the chain computed for a resources or prompts
 	// request, which mcp-go's handler returns (resources.go).

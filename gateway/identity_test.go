@@ -17,6 +17,7 @@ import (
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/rpc"
 )
 
 // readCases reads a testdata attack list: one case per line, the expected
@@ -56,7 +57,7 @@ func readCases(t *testing.T, name string) [][2]string {
 func TestRouteWingCases(t *testing.T) {
 	for _, c := range readCases(t, "testdata/routes.txt") {
 		want, args := c[0], c[1]
-		wing, ok, err := routeWing([]byte(args), getRoutes)
+		wing, ok, err := rpc.RouteWing([]byte(args), getRoutes)
 		var got string
 		switch {
 		case err != nil:

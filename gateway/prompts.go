@@ -15,6 +15,7 @@ import (
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/rpc"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -225,11 +226,11 @@ func (g *Gateway) getPrompt(ctx context.Context, ci *callInfo, e *promptEntry, p
 		rec.Outcome, rec.err = string(err.Code), err
 		return nil, err
 	}
-	a, err := parseArgs(args)
+	a, err := rpc.ParseArgs(args)
 	if err != nil {
 		return fail(edge.NewError(brain.CodeInvalidArgument, edge.ErrBadParams, "the arguments of prompt %q must be a JSON object of strings: %s", e.desc.Name, edge.Classify(err, "").Message))
 	}
-	wingName, routed, err := a.route(e.desc.meta.Routes)
+	wingName, routed, err := a.Route(e.desc.meta.Routes)
 	if err != nil {
 		return fail(edge.Classify(err, ""))
 	}

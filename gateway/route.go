@@ -1,104 +1,11 @@
 package gateway
 
 import (
-	"cmp"
 	"crypto/rand"
 	"encoding/hex"
-	"encoding/json"
 
-	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
-	"github.com/brainstem/brainstem/proto"
 )
-
-// rawRef keeps a reference to a JSON value inside the bytes it was decoded
-// from, without copying it (the gateway owns the request body, and so the
-// envelope and the arguments, for the whole call; a note body can be
-// large).
-type rawRef []byte
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (r *rawRef) UnmarshalJSON(b []byte) error { *r = b; return nil }
-
-// str decodes an optional string argument; ok reports a non-empty value.
-func (a *callArgs) str(name string, raw rawRef) (s string, ok bool, err error) {
-	if raw == nil || string(raw) == "null" {
-		return "", false, nil
-	}
-	if s, ok = jsonString(raw); !ok {
-		return "", false, toolspec.WrongType(name, toolspec.String, jsonKind(raw))
-	}
-	return s, s != "", nil
-}
-
-// jsonKind names a JSON value's kind as encoding/json's type errors do.
-func jsonKind(raw []byte) string {
-	switch raw[0] {
-	case '"':
-		return "string"
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case 't', 'f':
-		return "bool"
-	}
-	return "number"
-}
-
-// route derives the wing a call addresses from the arguments its tool's
-// spec names, in order (toolspec.Meta.Routes): a wing argument is the
-// wing; a note reference (an id, or a wiki or inbox path) names its wing
-// as the shard reads it (brain.RefWing); a path argument routes only as a
-// path. ok is false when no wing is derivable; err reports a malformed
-// argument (an *Error with brain.CodeInvalidArgument).
-func (a *callArgs) route(routes []toolspec.RouteArg) (wing string, ok bool, err error) {
-	var mistyped error // a routing argument that is not a string: the shard's refusal, unless another routes
-	for _, r := range routes {
-		s, ok, err := a.str(r.Arg, a.get(r.Arg))
-		if err != nil {
-			mistyped = cmp.Or(mistyped, err)
-			continue
-		}
-		if !ok {
-			continue
-		}
-		switch w, isPath := brain.RefWing(s); r.As {
-		case toolspec.RouteWing:
-			return s, true, nil
-		case toolspec.RouteRef:
-			if w != "" {
-				return w, true, nil
-			}
-		case toolspec.RoutePath:
-			if isPath && w != "" {
-				return w, true, nil
-			}
-		}
-	}
-	return "", false, mistyped
-}
-
-// agentKey is the agent's idempotency_key, "" when absent or not a string
-// of at most proto.MaxIdempotencyKeyBytes (the shard then refuses the
-// argument itself).
-func (a *callArgs) agentKey() string {
-	var k string
-	raw := a.get(brain.IdempotencyKeyArg)
-	if raw == nil || json.Unmarshal(raw, &k) != nil || len(k) > proto.MaxIdempotencyKeyBytes {
-		return ""
-	}
-	return k
-}
-
-// routeWing parses args and routes them (route).
-func routeWing(args []byte, routes []toolspec.RouteArg) (wing string, ok bool, err error) {
-	a, err := parseArgs(args)
-	if err != nil {
-		return "", false, err
-	}
-	return a.route(routes)
-}
 
 // toolSpec is what the gateway knows of a shard tool, from the spec its
 // descriptor carries, read from the catalog once per call and passed down.
