@@ -188,7 +188,8 @@ func TestLayout(t *testing.T) {
 var gatewayLayers = [][]string{
 	{"edge", "oauth"},  // the one error map; the authorization server
 	{"rpc", "console"}, // the JSON-RPC a tools/call is read as; the curators' console (a client of oauth)
-	{""},               // the gateway: /mcp, routing, grants, surfaces, wiring
+	{"route"},          // the wings, their catalog and the grant cache
+	{""},               // the gateway: /mcp, calls, surfaces, wiring
 }
 
 // gatewayLayerOf returns the sub-layer and directory under gateway/ of a

@@ -14,6 +14,7 @@ import (
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/gateway/rpc"
 	"github.com/brainstem/brainstem/proto"
 )
@@ -29,8 +30,8 @@ var errWingHidden = errors.New("gateway: the caller cannot be told about this wi
 
 // hide wraps a failure to obtain a grant with errWingHidden unless the
 // caller is known to have a capability in the wing (least disclosure).
-func (g *Gateway) hide(ci *callInfo, w *wing, err error) error {
-	if errors.Is(err, errNotAdmitted) || g.grants.held(ci.key, w) == 0 {
+func (g *Gateway) hide(ci *callInfo, w *route.Wing, err error) error {
+	if errors.Is(err, route.ErrNotAdmitted) || g.grants.Held(ci.key, w) == 0 {
 		return errors.Join(errWingHidden, err)
 	}
 	return err
@@ -39,12 +40,12 @@ func (g *Gateway) hide(ci *callInfo, w *wing, err error) error {
 // callWing sends one tool call to a wing with the caller's shard token
 // (withToken) and returns the shard's answer unchanged. write is whether
 // the tool changes the wing (toolSpec.writes), looked up once by the caller.
-func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *proto.CallRequest, write bool) (*proto.CallResponse, error) {
+func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *route.Wing, req *proto.CallRequest, write bool) (*proto.CallResponse, error) {
 	var resp *proto.CallResponse
 	err := g.withToken(ctx, ci, w, shardOp{what: req.Tool, write: write, key: req.IdempotencyKey,
 		send: func(ctx context.Context, token string) (err error) {
 			req.Token = token
-			resp, err = w.client.Call(ctx, req)
+			resp, err = w.Client.Call(ctx, req)
 			return err
 		}})
 	return resp, err
@@ -71,12 +72,12 @@ type shardOp struct {
 // not settle is outcome_unknown, quoting the key the agent can retry with
 // (classifyCall). A failure to obtain a first grant that the caller must
 // not learn about wraps errWingHidden.
-func (g *Gateway) withToken(ctx context.Context, ci *callInfo, w *wing, op shardOp) (err error) {
-	ctx, span := shardSpan(ctx, op.what, w)
-	defer func() { endShardSpan(span, err) }()
+func (g *Gateway) withToken(ctx context.Context, ci *callInfo, w *route.Wing, op shardOp) (err error) {
+	ctx, span := route.ShardSpan(ctx, op.what, w)
+	defer func() { route.EndShardSpan(span, err) }()
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
 	defer cancel()
-	gr, fresh, err := g.grants.getKey(ctx, ci.id, ci.key, w, ci.requestID)
+	gr, fresh, err := g.grants.GetKey(ctx, ci.id, ci.key, w, ci.requestID)
 	if err != nil {
 		return g.hide(ci, w, err)
 	}
@@ -91,59 +92,54 @@ func (g *Gateway) withToken(ctx context.Context, ci *callInfo, w *wing, op shard
 // re-minting after a rejected token and sending once more after a lost
 // answer, and returns how the call finally failed, unclassified, and the
 // first lost answer (nil if none).
-func (g *Gateway) sendWithToken(ctx context.Context, ci *callInfo, w *wing, op shardOp, gr grant, fresh bool) (lost, err error) {
+func (g *Gateway) sendWithToken(ctx context.Context, ci *callInfo, w *route.Wing, op shardOp, gr route.Grant, fresh bool) (lost, err error) {
 	freshRejected := 0
 	for {
-		err := op.send(ctx, gr.token)
+		err := op.send(ctx, gr.Token)
 		if err == nil {
-			w.markReached()
+			w.MarkReached()
 			return lost, nil
 		}
 		if proto.CodeOf(err) == 0 {
 			if errors.Is(err, proto.ErrConnectionLost) && lost == nil && ctx.Err() == nil && (!op.write || op.key != "") {
 				lost = err
-				g.metrics.lostRetry(w.name, op.write)
-				ci.logger().Info("connection lost with a call in flight; sending it again", "wing", w.name, "tool", op.what,
+				g.metrics.lostRetry(w.Name, op.write)
+				ci.logger().Info("connection lost with a call in flight; sending it again", "wing", w.Name, "tool", op.what,
 					"write", op.write, "err", err)
 				continue
 			}
 			return lost, err // unreachable, lost, timeout, cancelled
 		}
-		w.markReached()
+		w.MarkReached()
 		if proto.CodeOf(err) != proto.CodeUnauthenticated {
 			return lost, err
 		}
-		g.grants.invalidate(ci.key, w, gr.token)
+		g.grants.Invalidate(ci.key, w, gr.Token)
 		if fresh {
 			freshRejected++
-			g.metrics.tokenRejected(w.name, "fresh")
+			g.metrics.tokenRejected(w.Name, "fresh")
 			if freshRejected >= maxFreshTries {
-				ci.logger().Warn("wing keeps rejecting freshly minted tokens", "wing", w.name, "tries", freshRejected, "err", err)
+				ci.logger().Warn("wing keeps rejecting freshly minted tokens", "wing", w.Name, "tries", freshRejected, "err", err)
 				return lost, &edge.Error{Code: brain.CodeUnavailable, Err: errors.Join(edge.ErrTokenRejected, err),
-					Message: fmt.Sprintf("wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.name, freshRejected)}
+					Message: fmt.Sprintf("wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.Name, freshRejected)}
 			}
 			if err := sleepCtx(ctx, g.cfg.Shards.RetryBase<<(freshRejected-1)); err != nil {
 				return lost, err
 			}
 		} else {
-			g.metrics.tokenRejected(w.name, "cached")
-			ci.logger().Info("wing rejected a cached token; re-minting", "wing", w.name, "err", err)
+			g.metrics.tokenRejected(w.Name, "cached")
+			ci.logger().Info("wing rejected a cached token; re-minting", "wing", w.Name, "err", err)
 		}
-		if gr, _, err = g.grants.getKey(ctx, ci.id, ci.key, w, ci.requestID); err != nil {
+		if gr, _, err = g.grants.GetKey(ctx, ci.id, ci.key, w, ci.requestID); err != nil {
 			return lost, err
 		}
 		fresh = true
 	}
 }
 
-// classifyShard is edge.ClassifyShard for a failure talking to w's shard.
-func classifyShard(err error, w *wing) *edge.Error {
-	return edge.ClassifyShard(err, w.name, w.client.Connected)
-}
-
 // classifyCall is edge.ClassifyCall for op, sent to w.
-func classifyCall(err, lost error, w *wing, op shardOp) *edge.Error {
-	return edge.ClassifyCall(err, lost, w.name, w.client.Connected, edge.Call{What: op.what, Write: op.write, Key: op.key})
+func classifyCall(err, lost error, w *route.Wing, op shardOp) *edge.Error {
+	return edge.ClassifyCall(err, lost, w.Name, w.Client.Connected, edge.Call{What: op.what, Write: op.write, Key: op.key})
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -214,11 +210,11 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 	}
 	resp, err := g.callWing(ctx, ci, w, req, spec.writes())
 	if errors.Is(err, errWingHidden) {
-		ci.logger().Debug("wing not disclosed to the caller", "wing", w.name, "err", err)
+		ci.logger().Debug("wing not disclosed to the caller", "wing", w.Name, "err", err)
 		return g.fail(rec, g.noWing(ctx, ci, wingName))
 	}
 	if err != nil {
-		e := edge.Classify(err, w.name)
+		e := edge.Classify(err, w.Name)
 		if e.Code == brain.CodeUnknownTool {
 			g.refresh.trigger()
 		}
@@ -266,7 +262,7 @@ func (g *Gateway) noWing(ctx context.Context, ci *callInfo, name string) *edge.E
 	var reach []string
 	for i, c := range caps {
 		if c != 0 {
-			reach = append(reach, g.wings[i].name)
+			reach = append(reach, g.wings[i].Name)
 		}
 	}
 	list := "none"
@@ -279,8 +275,8 @@ func (g *Gateway) noWing(ctx context.Context, ci *callInfo, name string) *edge.E
 
 // disclosable reports whether a wing that failed in capsAll may be named
 // to the caller: only when the caller is known to hold a capability there.
-func (g *Gateway) disclosable(ci *callInfo, w *wing, err error) bool {
-	return err != nil && !errors.Is(err, errNotAdmitted) && g.grants.held(ci.key, w) != 0
+func (g *Gateway) disclosable(ci *callInfo, w *route.Wing, err error) bool {
+	return err != nil && !errors.Is(err, route.ErrNotAdmitted) && g.grants.Held(ci.key, w) != 0
 }
 
 // fail records a gateway error and renders it as a tool error.
@@ -346,12 +342,12 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	out := wingsAnswer{Wings: []wingCaps{}}
 	for i, c := range caps {
 		if c != 0 {
-			out.Wings = append(out.Wings, wingCaps{Wing: g.wings[i].name, Capabilities: c.Strings()})
+			out.Wings = append(out.Wings, wingCaps{Wing: g.wings[i].Name, Capabilities: c.Strings()})
 			continue
 		}
 		if g.disclosable(ci, g.wings[i], errs[i]) {
-			e := edge.Classify(errs[i], g.wings[i].name)
-			out.Unavailable = append(out.Unavailable, unavailableWing{Wing: g.wings[i].name, Code: e.Code, Error: e.Message})
+			e := edge.Classify(errs[i], g.wings[i].Name)
+			out.Unavailable = append(out.Unavailable, unavailableWing{Wing: g.wings[i].Name, Code: e.Code, Error: e.Message})
 		}
 	}
 	body, err := brain.Marshal(out)
@@ -372,7 +368,7 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 func (g *Gateway) capsAll(ctx context.Context, ci *callInfo) ([]brain.Caps, []error) {
 	ctx, cancel := context.WithTimeout(ctx, min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout))
 	defer cancel()
-	return g.grants.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
+	return g.grants.CapsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
 }
 
 // wingLabel bounds the metrics' wing label to configured wings.

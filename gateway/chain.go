@@ -17,6 +17,7 @@ import (
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/gateway/rpc"
 )
 
@@ -162,7 +163,7 @@ func (g *Gateway) withAuthentication(next mcpHandler) mcpHandler {
 			return
 		}
 		markAuthenticated(q.r.Context())
-		q.ci.id, q.ci.key, q.ci.base = id, keyOf(id), g.log
+		q.ci.id, q.ci.key, q.ci.base = id, route.KeyOf(id), g.log
 		next(q)
 	}
 }

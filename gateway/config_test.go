@@ -17,6 +17,7 @@ import (
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/gateway/rpc"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/search"
@@ -346,15 +347,15 @@ func FuzzParseToolDescriptors(f *testing.F) {
 	f.Add([]byte(`[{"name":"x","inputSchema":{},"_meta":{"brainstem/capability":"admin"}}]`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		tools, err := parseToolDescriptors(raw)
+		tools, err := route.ParseToolDescriptors(raw)
 		if err != nil {
 			return
 		}
 		for _, td := range tools {
-			if td.Name == "" || td.meta.Needs == 0 {
+			if td.Name == "" || td.Spec.Needs == 0 {
 				t.Fatalf("accepted %+v", td)
 			}
-			if _, err := json.Marshal(td.mcpTool()); err != nil {
+			if _, err := json.Marshal(td.MCPTool()); err != nil {
 				t.Fatalf("accepted descriptor does not marshal: %v", err)
 			}
 		}

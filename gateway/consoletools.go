@@ -11,6 +11,7 @@ import (
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/console"
 	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/route"
 )
 
 // consoleTools is the console's one way to the brain: a tool call made as
@@ -27,7 +28,7 @@ func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, a
 	// The request carried a verified session: its connection no longer
 	// counts against limits.max_unauthenticated_conns, as after /mcp's.
 	markAuthenticated(ctx)
-	ci := &callInfo{id: id, key: keyOf(id), requestID: requestID(""), method: "tools/call", base: g.log.With("client", "console")}
+	ci := &callInfo{id: id, key: route.KeyOf(id), requestID: requestID(""), method: "tools/call", base: g.log.With("client", "console")}
 	if lim := g.emailLimiter(id.Email); !lim.AllowN(g.now(), 1) {
 		g.metrics.rateLimited.WithLabelValues("email").Inc()
 		e := edge.NewError(brain.CodeRateLimited, edge.ErrRateLimited, "too many calls for %s; wait a second and try again", id.Email)

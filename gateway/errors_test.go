@@ -13,6 +13,7 @@ import (
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -56,17 +57,17 @@ func TestClassify(t *testing.T) {
 		t.Fatal("nil error classified")
 	}
 	// A deadline with no connection is an unreachable shard.
-	if e := classifyShard(context.DeadlineExceeded, &wing{name: "w", client: disconnected{}}); e.Code != brain.CodeUnavailable {
+	if e := route.ClassifyShard(context.DeadlineExceeded, &route.Wing{Name: "w", Client: disconnected{}}); e.Code != brain.CodeUnavailable {
 		t.Fatalf("deadline while disconnected: %+v", e)
 	}
-	if e := classifyShard(context.DeadlineExceeded, &wing{name: "w", client: &fakeMintClient{}}); e.Code != brain.CodeTimeout {
+	if e := route.ClassifyShard(context.DeadlineExceeded, &route.Wing{Name: "w", Client: &fakeMintClient{}}); e.Code != brain.CodeTimeout {
 		t.Fatalf("deadline while connected: %+v", e)
 	}
 	// A lost answer: a read is unavailable; a write is outcome_unknown,
 	// quoting its key, unless the second sending was refused for the
 	// request's bytes (the first was refused alike); a request that never
 	// left is unavailable either way; a write that timed out names its key.
-	w := &wing{name: "payments", client: &fakeMintClient{}}
+	w := &route.Wing{Name: "payments", Client: &fakeMintClient{}}
 	lost := fmt.Errorf("%w: call: stateless reset", proto.ErrConnectionLost)
 	down := fmt.Errorf("%w: dial", proto.ErrUnavailable)
 	for _, tc := range []struct {
@@ -103,7 +104,7 @@ func TestClassify(t *testing.T) {
 	}
 }
 
-type disconnected struct{ shardClient }
+type disconnected struct{ route.ShardClient }
 
 func (disconnected) Connected() bool { return false }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/search"
 )
@@ -62,7 +63,7 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 	defer cancel()
 	f := &fanout{g: g, ci: ci, q: q, ctx: ctx, fctx: fctx, bound: bound, start: time.Now()}
 	f.search = search.Fanout{Query: q, Each: func(errs []error, fn func(i int)) {
-		g.eachWing(f.readable, errs, func(i int, _ *wing) { fn(i) })
+		g.eachWing(f.readable, errs, func(i int, _ *route.Wing) { fn(i) })
 	}}
 	if e := f.gather(); e != nil {
 		rec.Missing = wingNames(f.failed)
@@ -80,20 +81,20 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 // described as the search's (fanout.late).
 type searchWing struct {
 	f *fanout
-	w *wing
+	w *route.Wing
 }
 
 // Stats asks the wing for its statistics of the terms (no token: they
 // disclose no note) and puts them in the replica.
 func (s searchWing) Stats(ctx context.Context, req *search.StatsRequest) (*search.StatsResponse, error) {
 	f, w := s.f, s.w
-	ctx, span := shardSpan(ctx, search.Tool+" stats", w)
-	resp, err := w.client.Stats(ctx, &proto.StatsRequest{RequestID: f.ci.requestID, StatsRequest: *req})
-	endShardSpan(span, err)
+	ctx, span := route.ShardSpan(ctx, search.Tool+" stats", w)
+	resp, err := w.Client.Stats(ctx, &proto.StatsRequest{RequestID: f.ci.requestID, StatsRequest: *req})
+	route.EndShardSpan(span, err)
 	if err != nil {
 		return nil, err
 	}
-	w.markReached()
+	w.MarkReached()
 	f.g.replica.Put(f.slot(w), resp.Generation, resp.Stats)
 	return &resp.StatsResponse, nil
 }
@@ -106,7 +107,7 @@ func (s searchWing) Rank(ctx context.Context, req *search.RankRequest) (*search.
 	var resp *proto.RankResponse
 	err := f.g.withToken(ctx, f.ci, w, shardOp{what: search.Tool + " rank", send: func(ctx context.Context, token string) (err error) {
 		preq.Token = token
-		resp, err = w.client.Rank(ctx, preq)
+		resp, err = w.Client.Rank(ctx, preq)
 		return err
 	}})
 	if err != nil {
@@ -125,7 +126,7 @@ func (s searchWing) Fetch(ctx context.Context, req *search.FetchRequest) (*searc
 	var resp *proto.FetchResponse
 	err := f.g.withToken(ctx, f.ci, w, shardOp{what: search.Tool + " fetch", send: func(ctx context.Context, token string) (err error) {
 		preq.Token = token
-		resp, err = w.client.Fetch(ctx, preq)
+		resp, err = w.Client.Fetch(ctx, preq)
 		return err
 	}})
 	if err != nil {
@@ -147,23 +148,23 @@ type fanout struct {
 	failed []unavailableWing // wings left out, named to the caller
 	// Of the wings the caller may read (step 1 on), and their search
 	// (search.Fanout: steps 2 and 3 and the merge).
-	readable []*wing
+	readable []*route.Wing
 	search   search.Fanout
 }
 
 // late is a wing's failure within the search: past the search's deadline,
 // timeout (and the results leave it out).
-func (f *fanout) late(w *wing, err error) *edge.Error {
+func (f *fanout) late(w *route.Wing, err error) *edge.Error {
 	if errors.Is(err, context.DeadlineExceeded) && f.ctx.Err() == nil {
-		return edge.NewError(brain.CodeTimeout, edge.ErrTimeout, "wing %q did not answer within limits.fanout_timeout (%s); the results leave it out", w.name, f.bound)
+		return edge.NewError(brain.CodeTimeout, edge.ErrTimeout, "wing %q did not answer within limits.fanout_timeout (%s); the results leave it out", w.Name, f.bound)
 	}
-	return classifyShard(err, w)
+	return route.ClassifyShard(err, w)
 }
 
 // leaveOut lists a wing under "unavailable".
-func (f *fanout) leaveOut(w *wing, err error) {
-	e := edge.Classify(err, w.name)
-	f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
+func (f *fanout) leaveOut(w *route.Wing, err error) {
+	e := edge.Classify(err, w.Name)
+	f.failed = append(f.failed, unavailableWing{Wing: w.Name, Code: e.Code, Error: e.Message})
 }
 
 // gather is step 1, per wing and concurrently, within half the bound (a
@@ -180,28 +181,28 @@ func (f *fanout) gather() *edge.Error {
 	canRead, all, gens, errs := make([]bool, n), make([]search.Stats, n), make([]uint64, n), make([]error, n)
 	// What the grant cache and the replica hold is taken here; only the
 	// wings that need a mint or their statistics asked are asked, together.
-	key, ask := keyOf(f.ci.id), make([]error, n)
+	key, ask := route.KeyOf(f.ci.id), make([]error, n)
 	for i, w := range g.wings {
-		gr, ok, err := g.grants.lookup(key, w)
+		gr, ok, err := g.grants.Lookup(key, w)
 		if !ok {
 			continue
 		}
 		ask[i], errs[i] = errSkip, err
-		if canRead[i] = err == nil && gr.caps.Has(brain.CapRead); canRead[i] {
+		if canRead[i] = err == nil && gr.Caps.Has(brain.CapRead); canRead[i] {
 			var held bool
 			if all[i], gens[i], held = f.replicaStats(w); !held {
 				ask[i] = nil
 			}
 		}
 	}
-	g.eachWing(g.wings, ask, func(i int, w *wing) {
+	g.eachWing(g.wings, ask, func(i int, w *route.Wing) {
 		if !canRead[i] { // the grant was not in the cache
-			gr, _, err := g.grants.getKey(p1ctx, f.ci.id, key, w, f.ci.requestID)
+			gr, _, err := g.grants.GetKey(p1ctx, f.ci.id, key, w, f.ci.requestID)
 			if err != nil {
 				errs[i] = err
 				return
 			}
-			if canRead[i] = gr.caps.Has(brain.CapRead); !canRead[i] {
+			if canRead[i] = gr.Caps.Has(brain.CapRead); !canRead[i] {
 				return
 			}
 		}
@@ -221,9 +222,9 @@ func (f *fanout) gather() *edge.Error {
 			fs.Stats, fs.Gens = append(fs.Stats, all[i]), append(fs.Gens, gens[i])
 		case g.disclosable(f.ci, w, errs[i]):
 			if e := f.late(w, errs[i]); e.Code != brain.CodeForbidden {
-				f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
+				f.failed = append(f.failed, unavailableWing{Wing: w.Name, Code: e.Code, Error: e.Message})
 			}
-		case errs[i] != nil && !errors.Is(errs[i], errNotAdmitted):
+		case errs[i] != nil && !errors.Is(errs[i], route.ErrNotAdmitted):
 			hidden++
 		}
 	}
@@ -243,7 +244,7 @@ func (f *fanout) gather() *edge.Error {
 
 // replicaStats is a wing's statistics of the query's terms when the
 // replica holds them.
-func (f *fanout) replicaStats(w *wing) (search.Stats, uint64, bool) {
+func (f *fanout) replicaStats(w *route.Wing) (search.Stats, uint64, bool) {
 	st, gen, ok := f.g.replica.Lookup(f.slot(w), f.q.Terms)
 	if ok {
 		f.g.metrics.statsReused.Inc()
@@ -253,7 +254,7 @@ func (f *fanout) replicaStats(w *wing) (search.Stats, uint64, bool) {
 
 // wingStats is a wing's statistics of the query's terms: the replica's,
 // when it holds them, else asked (and put in the replica).
-func (f *fanout) wingStats(ctx context.Context, w *wing) (search.Stats, uint64, error) {
+func (f *fanout) wingStats(ctx context.Context, w *route.Wing) (search.Stats, uint64, error) {
 	if st, gen, ok := f.replicaStats(w); ok {
 		return st, gen, nil
 	}
@@ -266,7 +267,9 @@ func (f *fanout) wingStats(ctx context.Context, w *wing) (search.Stats, uint64, 
 
 // slot is the replica's slot of a wing's statistics over the search's
 // scope: each scope's statistics are a wing's own.
-func (f *fanout) slot(w *wing) int { return w.idx*len(search.Scopes()) + search.ScopeIndex(f.q.Scope) }
+func (f *fanout) slot(w *route.Wing) int {
+	return w.Idx*len(search.Scopes()) + search.ScopeIndex(f.q.Scope)
+}
 
 // maxRankRounds bounds how often a search ranks again because a wing
 // changed meanwhile; the last round takes each wing as it is.
@@ -294,7 +297,7 @@ func (f *fanout) rank(rec *auditRecord) *mcp.CallToolResult {
 				firstRefusal = fs.Refused[i]
 			}
 			code, msg := parseToolError(fs.Refused[i])
-			f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: code, Error: msg})
+			f.failed = append(f.failed, unavailableWing{Wing: w.Name, Code: code, Error: msg})
 		}
 	}
 	if slices.Contains(fs.Answered, true) {
@@ -329,7 +332,7 @@ func (f *fanout) answer(rec *auditRecord) *mcp.CallToolResult {
 	var names []string
 	for i, w := range f.readable {
 		if f.search.Answered[i] {
-			names = append(names, w.name)
+			names = append(names, w.Name)
 		}
 	}
 	rec.Missing = wingNames(f.failed)
@@ -380,7 +383,7 @@ const fanoutWorkers = 64
 // limits.fanout_concurrency at a time, and returns when all have. They run
 // on the gateway's kept goroutines (internal/workers), the last one on the
 // caller's own: a fresh goroutine would grow its stack on every exchange.
-func (g *Gateway) eachWing(wings []*wing, errs []error, fn func(i int, w *wing)) {
+func (g *Gateway) eachWing(wings []*route.Wing, errs []error, fn func(i int, w *route.Wing)) {
 	last := -1
 	for i := range wings {
 		if errs[i] == nil {

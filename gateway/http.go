@@ -16,6 +16,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/gateway/rpc"
 )
 
@@ -29,7 +30,7 @@ var supportedProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18
 // tool handlers through the request context.
 type callInfo struct {
 	id        auth.Identity
-	key       grantKey // the grant cache key of id: email and group set
+	key       route.Key // the grant cache key of id: email and group set
 	requestID string
 	method    string // JSON-RPC method of a POST ("" otherwise)
 	base      *slog.Logger

@@ -24,8 +24,8 @@ func (s toolSpec) writes() bool { return !s.known || s.meta.Writes() }
 // order that advertises it); known is false for a tool no wing advertises.
 func (g *Gateway) toolSpec(tool string) toolSpec {
 	if cat := g.cat.Load(); cat != nil {
-		if e, ok := cat.by[tool]; ok {
-			return toolSpec{meta: e.desc.meta, known: true, structured: len(e.desc.OutputSchema) > 0}
+		if e, ok := cat.By[tool]; ok {
+			return toolSpec{meta: e.Desc.Spec, known: true, structured: len(e.Desc.OutputSchema) > 0}
 		}
 	}
 	return toolSpec{}
