@@ -102,37 +102,39 @@ func (s searchWing) Stats(ctx context.Context, req *search.StatsRequest) (*searc
 // Rank asks the wing to rank; fresh statistics of a stale wing go in the
 // replica.
 func (s searchWing) Rank(ctx context.Context, req *search.RankRequest) (*search.RankResponse, error) {
-	f, w := s.f, s.w
-	preq := &proto.RankRequest{RequestID: f.ci.requestID, RankRequest: *req}
-	var resp *proto.RankResponse
-	err := f.g.withToken(ctx, f.ci, w, shardOp{what: search.Tool + " rank", send: func(ctx context.Context, token string) (err error) {
-		preq.Token = token
-		resp, err = w.Client.Rank(ctx, preq)
-		return err
-	}})
+	preq := &proto.RankRequest{RequestID: s.f.ci.requestID, RankRequest: *req}
+	resp, err := sendStep(s, ctx, "rank", &preq.Token, func(ctx context.Context) (*proto.RankResponse, error) { return s.w.Client.Rank(ctx, preq) })
 	if err != nil {
-		return nil, f.late(w, err)
+		return nil, err
 	}
 	if resp.Stale && resp.Stats != nil {
-		f.g.replica.Put(f.slot(w), resp.Generation, *resp.Stats)
+		s.f.g.replica.Put(s.f.slot(s.w), resp.Generation, *resp.Stats)
 	}
 	return &resp.RankResponse, nil
 }
 
 // Fetch asks the wing to render the hits of some keys.
 func (s searchWing) Fetch(ctx context.Context, req *search.FetchRequest) (*search.FetchResponse, error) {
-	f, w := s.f, s.w
-	preq := &proto.FetchRequest{RequestID: f.ci.requestID, FetchRequest: *req}
-	var resp *proto.FetchResponse
-	err := f.g.withToken(ctx, f.ci, w, shardOp{what: search.Tool + " fetch", send: func(ctx context.Context, token string) (err error) {
-		preq.Token = token
-		resp, err = w.Client.Fetch(ctx, preq)
+	preq := &proto.FetchRequest{RequestID: s.f.ci.requestID, FetchRequest: *req}
+	resp, err := sendStep(s, ctx, "fetch", &preq.Token, func(ctx context.Context) (*proto.FetchResponse, error) { return s.w.Client.Fetch(ctx, preq) })
+	if err != nil {
+		return nil, err
+	}
+	return &resp.FetchResponse, nil
+}
+
+// sendStep sends one step of the search (rank or fetch) to the wing with
+// the caller's shard token (withToken), which it puts in *token.
+func sendStep[Resp any](s searchWing, ctx context.Context, step string, token *string, call func(context.Context) (Resp, error)) (resp Resp, err error) {
+	err = s.f.g.withToken(ctx, s.f.ci, s.w, shardOp{what: search.Tool + " " + step, send: func(ctx context.Context, t string) (err error) {
+		*token = t
+		resp, err = call(ctx)
 		return err
 	}})
 	if err != nil {
-		return nil, f.late(w, err)
+		return resp, s.f.late(s.w, err)
 	}
-	return &resp.FetchResponse, nil
+	return resp, nil
 }
 
 // fanout is one cross-wing search, step by step (fanoutQuery).
