@@ -180,6 +180,59 @@ func TestLayout(t *testing.T) {
 	}
 }
 
+// gatewayLayers is the layout inside gateway/, lowest first, as layers is
+// the module's: each entry is a directory under gateway/ ("" is the
+// package gateway itself, the wiring). A package of gateway/ imports the
+// packages of its own directory and of lower entries, never of its own
+// entry's other directories or of a higher one (no arrow runs back up
+// between the gateway's rooms).
+var gatewayLayers = [][]string{
+	{"edge", "oauth"},  // the one error map; the authorization server
+	{"rpc", "console"}, // the JSON-RPC a tools/call is read as; the curators' console (a client of oauth)
+	{"route"},          // the wings, their catalog and the grant cache
+	{""},               // the gateway: /mcp, calls, surfaces, wiring
+}
+
+// gatewayLayerOf returns the sub-layer and directory under gateway/ of a
+// package, or -1 when pkg is not of gateway/ (or is in no sub-layer).
+func gatewayLayerOf(pkg string) (int, string, bool) {
+	if !under(pkg, "gateway") {
+		return -1, "", false
+	}
+	rest := strings.TrimPrefix(strings.TrimPrefix(pkg, module+"/gateway"), "/")
+	dir, _, _ := strings.Cut(rest, "/")
+	for i, l := range gatewayLayers {
+		if slices.Contains(l, dir) {
+			return i, dir, true
+		}
+	}
+	return -1, dir, true
+}
+
+// TestGatewayLayout enforces gatewayLayers over the imports of gateway/'s
+// packages.
+func TestGatewayLayout(t *testing.T) {
+	for _, p := range listPackages(t) {
+		from, dir, ok := gatewayLayerOf(p.ImportPath)
+		if !ok {
+			continue
+		}
+		if from < 0 {
+			t.Errorf("%s (directory gateway/%s) is in no gateway sub-layer: place it in gatewayLayers", p.ImportPath, dir)
+			continue
+		}
+		for _, imp := range p.Imports {
+			to, tdir, ok := gatewayLayerOf(imp)
+			switch {
+			case !ok || tdir == dir:
+				continue
+			case to < 0 || to >= from:
+				t.Errorf("%s (gateway sub-layer %d) imports %s (sub-layer %d): an arrow back up between the gateway's rooms", p.ImportPath, from, imp, to)
+			}
+		}
+	}
+}
+
 // TestShardDoesNotServeHTTP checks shard packages never import net/http
 // directly (mcp-go's stdio server may use it internally).
 func TestShardDoesNotServeHTTP(t *testing.T) {

@@ -22,7 +22,7 @@ func startLiveEnv(t *testing.T) *devenv.Env {
 	t.Helper()
 	return devenvtest.Start(t, devenv.Config{PolicyPoll: -1, Gateway: func(c *gateway.Config) {
 		c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6
-		c.Sessions.DenyTTL = time.Nanosecond
+		c.Grants.DenyTTL = time.Nanosecond
 	}})
 }
 

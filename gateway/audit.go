@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
 )
 
 // auditRecord is one tool call, written as one JSON line.
@@ -22,7 +23,7 @@ type auditRecord struct {
 	BytesIn   int
 	BytesOut  int
 	Args      []byte // only written when audit.log_arguments is set
-	err       *Error
+	err       *edge.Error
 }
 
 // AuditLine is the JSON shape of one audit line (documented in

@@ -1,15 +1,20 @@
 package gateway
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/http"
+	"strconv"
+	"strings"
 	"sync"
 	"time"
 
 	"golang.org/x/time/rate"
 
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/gateway/edge"
 )
 
 // authBudget is one client IP's failed-authentication budget
@@ -121,4 +126,91 @@ func retrySeconds(d time.Duration) int {
 		return 5
 	}
 	return max(1, int(math.Ceil(d.Seconds())))
+}
+
+// authRefusal is the whole answer to a request whose bearer token was
+// refused: authRefusalOf decides it and writeAuthRefusal writes it, the one
+// place for both. The status and RFC 6750 error code of each kind of
+// refusal are the sso kind's own (sso.Error.HTTPStatus and OAuthCode; the
+// facade refuses its tokens with sso errors too, so both are answered
+// alike); this adds what the gateway decides: 503 for a verification that
+// did not finish, 401 invalid_token for any other failure, Retry-After, the
+// challenge, and 429 for a refused token sent again over the client IP's
+// failed-authentication budget.
+type authRefusal struct {
+	status      int
+	code        string // RFC 6750 error code (challenge and body); "" for none
+	description string
+	challenge   bool   // WWW-Authenticate: Bearer with resource_metadata and, with the facade, scope
+	retryAfter  int    // Retry-After in seconds; 0 for none
+	rateLimited bool   // over the failed-auth budget: refused as ErrTooManyAuthFailed (429, JSON-RPC body)
+	kind        string // metrics label (the sso kind, "timeout" or "other")
+}
+
+// authRefusalOf decides the answer to a token refused with err: an
+// *sso.Error, or a context error when verification did not finish in time.
+func authRefusalOf(err error) authRefusal {
+	var se *sso.Error
+	if !errors.As(err, &se) {
+		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
+			return authRefusal{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", retryAfter: retrySeconds(0),
+				description: "token verification did not finish in time; retry shortly", kind: "timeout"}
+		}
+		return authRefusal{status: http.StatusUnauthorized, code: "invalid_token", challenge: true,
+			description: "the token could not be verified", kind: "other"}
+	}
+	a := authRefusal{status: se.HTTPStatus(), code: se.OAuthCode(), description: se.Description, challenge: true, kind: se.Kind.String()}
+	if a.description == "" {
+		a.description = "the token was refused"
+	}
+	switch {
+	case a.status == http.StatusServiceUnavailable:
+		// The token may be good: the IdP cannot be asked right now.
+		a.code, a.challenge, a.retryAfter = "temporarily_unavailable", false, retrySeconds(se.RetryAfter)
+		a.description = "the identity provider cannot be reached to verify the token; retry shortly"
+	case se.Kind == sso.NoToken:
+		// RFC 6750 §3.1: no credentials, a challenge with no error code.
+		a.description = "a bearer token from the company's SSO is required: " + a.description
+	}
+	return a
+}
+
+// overBudget turns a refusal into the answer to the same refused token
+// sent again from ip while it is over its failed-authentication budget,
+// which allows another refusal in retry seconds.
+func (a authRefusal) overBudget(ip string, retry int) authRefusal {
+	return authRefusal{status: edge.RefusalOf(edge.ErrTooManyAuthFailed).Status, retryAfter: retry, rateLimited: true, kind: a.kind,
+		description: fmt.Sprintf("this token was refused (%s) and %s keeps sending it; get a new token, or retry in %ds", a.description, ip, retry)}
+}
+
+// writeAuthRefusal writes a refused token's answer.
+func (g *Gateway) writeAuthRefusal(w http.ResponseWriter, a authRefusal) {
+	if a.challenge {
+		w.Header().Set("WWW-Authenticate", g.challenge(a.code, a.description))
+	}
+	if a.retryAfter > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(a.retryAfter))
+	}
+	if a.rateLimited {
+		edge.Refuse(w, edge.ErrTooManyAuthFailed, nil, a.description) // 429, a JSON-RPC error body
+		return
+	}
+	edge.WriteOAuthError(w, a.status, a.code, a.description)
+}
+
+// challenge renders WWW-Authenticate (RFC 6750 §3, RFC 9728 §5.1).
+func (g *Gateway) challenge(code, description string) string {
+	var b strings.Builder
+	b.WriteString("Bearer ")
+	if code != "" {
+		fmt.Fprintf(&b, "error=%s, ", edge.QuoteParam(code))
+		if description != "" {
+			fmt.Fprintf(&b, "error_description=%s, ", edge.QuoteParam(description))
+		}
+	}
+	fmt.Fprintf(&b, "resource_metadata=%s", edge.QuoteParam(g.metadataURL))
+	if g.facade != nil {
+		fmt.Fprintf(&b, ", scope=%s", edge.QuoteParam(strings.Join(g.facade.Scopes(), " ")))
+	}
+	return b.String()
 }

@@ -27,6 +27,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/internal/tracing"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/tooling/otlptest"
@@ -57,7 +58,7 @@ func benchEnvTraced(b testing.TB, names []string, tr *tracing.Tracing) *testEnv 
 	e.base = "http://" + ln.Addr().String()
 	e.url = e.base + "/mcp"
 	cfg := e.config(wcs, e.base)
-	cfg.Sessions.MaxEntries = 200000
+	cfg.Grants.MaxEntries = 200000
 	gw, err := New(context.Background(), cfg, Options{Logger: slog.New(slog.DiscardHandler), AuditLog: io.Discard, ShardTLS: e.pki.gwTLS, Tracing: tr})
 	if err != nil {
 		b.Fatal(err)
@@ -357,7 +358,7 @@ func BenchmarkMintStorm(b *testing.B) {
 						inner.Add(1)
 						go func() {
 							defer inner.Done()
-							if _, _, err := e.gw.grants.get(context.Background(), id, w, ""); err != nil {
+							if _, _, err := e.gw.grants.Get(context.Background(), id, w, ""); err != nil {
 								errs.Add(1)
 							}
 						}()
@@ -389,10 +390,10 @@ func BenchmarkMintStorm(b *testing.B) {
 func BenchmarkGrantCacheHeap(b *testing.B) {
 	const n = 2000
 	names := []string{"payments", "search", "platform"}
-	var wings []*wing
+	var wings []*route.Wing
 	minters := map[string]*auth.Minter{}
 	for i, name := range names {
-		wings = append(wings, &wing{idx: i, name: name})
+		wings = append(wings, &route.Wing{Idx: i, Name: name})
 		key, err := auth.GenerateKey()
 		if err != nil {
 			b.Fatal(err)
@@ -407,7 +408,7 @@ func BenchmarkGrantCacheHeap(b *testing.B) {
 	toks := make([][]tok, n)
 	for i := range n {
 		for _, w := range wings {
-			s, exp, err := minters[w.name].Mint(fmt.Sprintf("person%05d@acme.com", i), brain.CapRead|brain.CapWrite, time.Time{})
+			s, exp, err := minters[w.Name].Mint(fmt.Sprintf("person%05d@acme.com", i), brain.CapRead|brain.CapWrite, time.Time{})
 			if err != nil {
 				b.Fatal(err)
 			}
@@ -419,7 +420,7 @@ func BenchmarkGrantCacheHeap(b *testing.B) {
 		tokenBytes += len(t.s)
 	}
 	for range b.N {
-		sc := newGrantCache(wings, n*2, time.Hour, time.Minute, time.Second, time.Now, nopMetrics{}, loggerOrDiscard(nil))
+		sc := route.NewGrantCache(wings, n*2, time.Hour, time.Minute, time.Second, time.Now, nopMetrics{}, loggerOrDiscard(nil))
 		emails := make([]string, n)
 		for i := range n {
 			emails[i] = fmt.Sprintf("person%05d@acme.com", i)
@@ -430,7 +431,7 @@ func BenchmarkGrantCacheHeap(b *testing.B) {
 		for i, email := range emails {
 			for j, w := range wings {
 				// Clone so the entry owns its token bytes, as after a mint.
-				sc.store(grantKey(email), w, grant{token: string([]byte(toks[i][j].s)), caps: brain.CapRead | brain.CapWrite, expiry: toks[i][j].exp})
+				sc.Store(route.Key(email), w, route.Grant{Token: string([]byte(toks[i][j].s)), Caps: brain.CapRead | brain.CapWrite, Expiry: toks[i][j].exp})
 			}
 		}
 		runtime.GC()

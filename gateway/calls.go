@@ -13,6 +13,9 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
+	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/route"
+	"github.com/brainstem/brainstem/gateway/rpc"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -27,21 +30,22 @@ var errWingHidden = errors.New("gateway: the caller cannot be told about this wi
 
 // hide wraps a failure to obtain a grant with errWingHidden unless the
 // caller is known to have a capability in the wing (least disclosure).
-func (g *Gateway) hide(ci *callInfo, w *wing, err error) error {
-	if errors.Is(err, errNotAdmitted) || g.grants.held(ci.key, w) == 0 {
+func (g *Gateway) hide(ci *callInfo, w *route.Wing, err error) error {
+	if errors.Is(err, route.ErrNotAdmitted) || g.grants.Held(ci.key, w) == 0 {
 		return errors.Join(errWingHidden, err)
 	}
 	return err
 }
 
 // callWing sends one tool call to a wing with the caller's shard token
-// (withToken) and returns the shard's answer unchanged.
-func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *wing, req *proto.CallRequest) (*proto.CallResponse, error) {
+// (withToken) and returns the shard's answer unchanged. write is whether
+// the tool changes the wing (toolSpec.writes), looked up once by the caller.
+func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *route.Wing, req *proto.CallRequest, write bool) (*proto.CallResponse, error) {
 	var resp *proto.CallResponse
-	err := g.withToken(ctx, ci, w, shardOp{what: req.Tool, write: g.writes(req.Tool), key: req.IdempotencyKey,
+	err := g.withToken(ctx, ci, w, shardOp{what: req.Tool, write: write, key: req.IdempotencyKey,
 		send: func(ctx context.Context, token string) (err error) {
 			req.Token = token
-			resp, err = w.client.Call(ctx, req)
+			resp, err = w.Client.Call(ctx, req)
 			return err
 		}})
 	return resp, err
@@ -68,60 +72,74 @@ type shardOp struct {
 // not settle is outcome_unknown, quoting the key the agent can retry with
 // (classifyCall). A failure to obtain a first grant that the caller must
 // not learn about wraps errWingHidden.
-func (g *Gateway) withToken(ctx context.Context, ci *callInfo, w *wing, op shardOp) (err error) {
-	ctx, span := shardSpan(ctx, op.what, w)
-	defer func() { endShardSpan(span, err) }()
+func (g *Gateway) withToken(ctx context.Context, ci *callInfo, w *route.Wing, op shardOp) (err error) {
+	ctx, span := route.ShardSpan(ctx, op.what, w)
+	defer func() { route.EndShardSpan(span, err) }()
 	ctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
 	defer cancel()
-	gr, fresh, err := g.grants.getKey(ctx, ci.id, ci.key, w, ci.requestID)
+	gr, fresh, err := g.grants.GetKey(ctx, ci.id, ci.key, w, ci.requestID)
 	if err != nil {
 		return g.hide(ci, w, err)
 	}
+	lost, err := g.sendWithToken(ctx, ci, w, op, gr, fresh)
+	if err == nil {
+		return nil
+	}
+	return classifyCall(err, lost, w, op) // the one classification of the call's failure
+}
+
+// sendWithToken is withToken's retry loop: it sends op with gr's token,
+// re-minting after a rejected token and sending once more after a lost
+// answer, and returns how the call finally failed, unclassified, and the
+// first lost answer (nil if none).
+func (g *Gateway) sendWithToken(ctx context.Context, ci *callInfo, w *route.Wing, op shardOp, gr route.Grant, fresh bool) (lost, err error) {
 	freshRejected := 0
-	var lost error // the first lost answer: from then on the call may have run
 	for {
-		err := op.send(ctx, gr.token)
+		err := op.send(ctx, gr.Token)
 		if err == nil {
-			w.markReached()
-			return nil
+			w.MarkReached()
+			return lost, nil
 		}
 		if proto.CodeOf(err) == 0 {
 			if errors.Is(err, proto.ErrConnectionLost) && lost == nil && ctx.Err() == nil && (!op.write || op.key != "") {
 				lost = err
-				g.metrics.lostRetry(w.name, op.write)
-				ci.logger().Info("connection lost with a call in flight; sending it again", "wing", w.name, "tool", op.what,
+				g.metrics.lostRetry(w.Name, op.write)
+				ci.logger().Info("connection lost with a call in flight; sending it again", "wing", w.Name, "tool", op.what,
 					"write", op.write, "err", err)
 				continue
 			}
-			return classifyCall(err, lost, w, op) // unreachable, lost, timeout, cancelled
+			return lost, err // unreachable, lost, timeout, cancelled
 		}
-		w.markReached()
+		w.MarkReached()
 		if proto.CodeOf(err) != proto.CodeUnauthenticated {
-			return classifyCall(err, lost, w, op)
+			return lost, err
 		}
-		g.grants.invalidate(ci.key, w, gr.token)
+		g.grants.Invalidate(ci.key, w, gr.Token)
 		if fresh {
 			freshRejected++
-			g.metrics.tokenRejected(w.name, "fresh")
+			g.metrics.tokenRejected(w.Name, "fresh")
 			if freshRejected >= maxFreshTries {
-				ci.logger().Warn("wing keeps rejecting freshly minted tokens", "wing", w.name, "tries", freshRejected, "err", err)
-				return classifyCall(&Error{Code: brain.CodeUnavailable, Err: errors.Join(ErrTokenRejected, err),
-					Message: fmt.Sprintf("wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.name, freshRejected)},
-					lost, w, op)
+				ci.logger().Warn("wing keeps rejecting freshly minted tokens", "wing", w.Name, "tries", freshRejected, "err", err)
+				return lost, &edge.Error{Code: brain.CodeUnavailable, Err: errors.Join(edge.ErrTokenRejected, err),
+					Message: fmt.Sprintf("wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.Name, freshRejected)}
 			}
 			if err := sleepCtx(ctx, g.cfg.Shards.RetryBase<<(freshRejected-1)); err != nil {
-				return classifyCall(err, lost, w, op)
+				return lost, err
 			}
 		} else {
-			g.metrics.tokenRejected(w.name, "cached")
-			ci.logger().Info("wing rejected a cached token; re-minting", "wing", w.name, "err", err)
+			g.metrics.tokenRejected(w.Name, "cached")
+			ci.logger().Info("wing rejected a cached token; re-minting", "wing", w.Name, "err", err)
 		}
-		gr, _, err = g.grants.getKey(ctx, ci.id, ci.key, w, ci.requestID)
-		if err != nil {
-			return classifyCall(err, lost, w, op)
+		if gr, _, err = g.grants.GetKey(ctx, ci.id, ci.key, w, ci.requestID); err != nil {
+			return lost, err
 		}
 		fresh = true
 	}
+}
+
+// classifyCall is edge.ClassifyCall for op, sent to w.
+func classifyCall(err, lost error, w *route.Wing, op shardOp) *edge.Error {
+	return edge.ClassifyCall(err, lost, w.Name, w.Client.Connected, edge.Call{What: op.what, Write: op.write, Key: op.key})
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
@@ -136,12 +154,13 @@ func sleepCtx(ctx context.Context, d time.Duration) error {
 }
 
 // shardToolHandler returns the mcp-go handler of a shard tool: route, call,
-// return the shard's bytes unchanged.
+// return the shard's bytes unchanged. The tool's spec is read from the
+// catalog once per call and passed down.
 func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ci := callInfoFrom(ctx)
 		if ci == nil {
-			return toolErrorResult(newError(brain.CodeInternal, ErrNoIdentity, "the request reached the tool without an identity")), nil
+			return edge.ToolErrorResult(edge.NewError(brain.CodeInternal, edge.ErrNoIdentity, "the request reached the tool without an identity")), nil
 		}
 		start := time.Now()
 		args := []byte(req.Params.RawArguments)
@@ -149,22 +168,25 @@ func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallTo
 			args = []byte("{}")
 		}
 		rec := auditRecord{Tool: name, BytesIn: len(args), Args: args}
-		res := g.runShardTool(ctx, ci, name, args, &rec)
-		g.structure(name, res)
+		spec := g.toolSpec(name)
+		res := g.runShardTool(ctx, ci, name, spec, args, &rec)
+		structure(spec.structured, res)
 		g.finish(ctx, ci, &rec, res, start)
 		return res, nil
 	}
 }
 
-func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, args []byte, rec *auditRecord) *mcp.CallToolResult {
+// runShardTool routes and sends one call of a shard tool whose spec the
+// caller looked up (toolSpec).
+func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, spec toolSpec, args []byte, rec *auditRecord) *mcp.CallToolResult {
 	a, err := g.argsOf(ci, args)
 	if err != nil {
-		return g.fail(rec, classify(err, ""))
+		return g.fail(rec, edge.Classify(err, ""))
 	}
-	meta, _ := g.toolMeta(name)
-	wingName, ok, err := a.route(meta.Routes)
+	meta := spec.meta
+	wingName, ok, err := a.Route(meta.Routes)
 	if err != nil {
-		return g.fail(rec, classify(err, ""))
+		return g.fail(rec, edge.Classify(err, ""))
 	}
 	if !ok && meta.Fanout == toolspec.FanoutSearch {
 		rec.Wing = "*"
@@ -174,7 +196,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 		wingName, ok = g.cfg.DefaultWing, true
 	}
 	if !ok {
-		return g.fail(rec, newError(brain.CodeInvalidArgument, ErrInvalidArgument,
+		return g.fail(rec, edge.NewError(brain.CodeInvalidArgument, edge.ErrInvalidArgument,
 			"no wing: pass \"wing\" or a note \"id\" (<wing>/<hall>/<slug>) or a \"path\" (wiki/<wing>/… or inbox/<wing>/…); brain_wings lists your wings"))
 	}
 	rec.Wing = wingName
@@ -184,15 +206,15 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 	}
 	req := &proto.CallRequest{RequestID: ci.requestID, Tool: name, Args: args}
 	if meta.Writes() {
-		req.IdempotencyKey = idempotencyKey(a.agentKey())
+		req.IdempotencyKey = idempotencyKey(a.AgentKey())
 	}
-	resp, err := g.callWing(ctx, ci, w, req)
+	resp, err := g.callWing(ctx, ci, w, req, spec.writes())
 	if errors.Is(err, errWingHidden) {
-		ci.logger().Debug("wing not disclosed to the caller", "wing", w.name, "err", err)
+		ci.logger().Debug("wing not disclosed to the caller", "wing", w.Name, "err", err)
 		return g.fail(rec, g.noWing(ctx, ci, wingName))
 	}
 	if err != nil {
-		e := classify(err, w.name)
+		e := edge.Classify(err, w.Name)
 		if e.Code == brain.CodeUnknownTool {
 			g.refresh.trigger()
 		}
@@ -204,14 +226,15 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, a
 	} else if meta.CrossLinks != nil {
 		resp.Result = g.withCrossLinks(ctx, ci, meta.CrossLinks, w, resp.Result)
 	}
-	return shardResult(resp)
+	return edge.ShardResult(resp)
 }
 
 // structure gives a successful answer of a tool that declares an
-// outputSchema its JSON as structuredContent too: the text content's very
-// bytes (every answer is a JSON object; MCP 2025-06-18 and later).
-func (g *Gateway) structure(tool string, res *mcp.CallToolResult) {
-	if res.IsError || !g.structured(tool) {
+// outputSchema (structured) its JSON as structuredContent too: the text
+// content's very bytes (every answer is a JSON object; MCP 2025-06-18 and
+// later).
+func structure(structured bool, res *mcp.CallToolResult) {
+	if res.IsError || !structured {
 		return
 	}
 	if text, ok := plainText(res); ok {
@@ -219,27 +242,14 @@ func (g *Gateway) structure(tool string, res *mcp.CallToolResult) {
 	}
 }
 
-// structured reports whether tool declares an outputSchema.
-func (g *Gateway) structured(tool string) bool {
-	if tool == wingsToolName {
-		return true
-	}
-	if cat := g.cat.Load(); cat != nil {
-		if e, ok := cat.by[tool]; ok {
-			return len(e.desc.OutputSchema) > 0
-		}
-	}
-	return false
-}
-
 // argsOf returns the fields of the call's arguments: the lean path's scan
 // of them when it made one, else a scan now.
-func (g *Gateway) argsOf(ci *callInfo, args []byte) (callArgs, error) {
+func (g *Gateway) argsOf(ci *callInfo, args []byte) (rpc.Args, error) {
 	if ci.scanned {
-		return ci.args, ci.args.err(args)
+		return ci.args, ci.args.Err(args)
 	}
 	g.countParse()
-	return parseArgs(args)
+	return rpc.ParseArgs(args)
 }
 
 // noWing is the answer for a wing the caller cannot reach: one that is not
@@ -247,33 +257,33 @@ func (g *Gateway) argsOf(ci *callInfo, args []byte) (callArgs, error) {
 // not be asked while the caller holds no grant for it all get this same
 // unknown_wing error, listing the wings the caller can reach, so that the
 // answer tells nobody which wings exist.
-func (g *Gateway) noWing(ctx context.Context, ci *callInfo, name string) *Error {
+func (g *Gateway) noWing(ctx context.Context, ci *callInfo, name string) *edge.Error {
 	caps, _ := g.capsAll(ctx, ci)
 	var reach []string
 	for i, c := range caps {
 		if c != 0 {
-			reach = append(reach, g.wings[i].name)
+			reach = append(reach, g.wings[i].Name)
 		}
 	}
 	list := "none"
 	if len(reach) > 0 {
 		list = strings.Join(reach, ", ")
 	}
-	return newError(brain.CodeUnknownWing, ErrUnknownWing,
+	return edge.NewError(brain.CodeUnknownWing, edge.ErrUnknownWing,
 		"there is no wing %q that you can reach; wings you can reach: %s (a wing's curators grant access)", name, list)
 }
 
 // disclosable reports whether a wing that failed in capsAll may be named
 // to the caller: only when the caller is known to hold a capability there.
-func (g *Gateway) disclosable(ci *callInfo, w *wing, err error) bool {
-	return err != nil && !errors.Is(err, errNotAdmitted) && g.grants.held(ci.key, w) != 0
+func (g *Gateway) disclosable(ci *callInfo, w *route.Wing, err error) bool {
+	return err != nil && !errors.Is(err, route.ErrNotAdmitted) && g.grants.Held(ci.key, w) != 0
 }
 
 // fail records a gateway error and renders it as a tool error.
-func (g *Gateway) fail(rec *auditRecord, e *Error) *mcp.CallToolResult {
+func (g *Gateway) fail(rec *auditRecord, e *edge.Error) *mcp.CallToolResult {
 	rec.Outcome = string(e.Code)
 	rec.err = e
-	return toolErrorResult(e)
+	return edge.ToolErrorResult(e)
 }
 
 // finish writes the audit line and the metrics of one tool call.
@@ -324,7 +334,7 @@ type (
 func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	ci := callInfoFrom(ctx)
 	if ci == nil {
-		return toolErrorResult(newError(brain.CodeInternal, ErrNoIdentity, "the request reached the tool without an identity")), nil
+		return edge.ToolErrorResult(edge.NewError(brain.CodeInternal, edge.ErrNoIdentity, "the request reached the tool without an identity")), nil
 	}
 	start := time.Now()
 	rec := auditRecord{Tool: wingsToolName, Wing: "*", BytesIn: len(req.Params.RawArguments), Args: req.Params.RawArguments}
@@ -332,20 +342,20 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	out := wingsAnswer{Wings: []wingCaps{}}
 	for i, c := range caps {
 		if c != 0 {
-			out.Wings = append(out.Wings, wingCaps{Wing: g.wings[i].name, Capabilities: c.Strings()})
+			out.Wings = append(out.Wings, wingCaps{Wing: g.wings[i].Name, Capabilities: c.Strings()})
 			continue
 		}
 		if g.disclosable(ci, g.wings[i], errs[i]) {
-			e := classify(errs[i], g.wings[i].name)
-			out.Unavailable = append(out.Unavailable, unavailableWing{Wing: g.wings[i].name, Code: e.Code, Error: e.Message})
+			e := edge.Classify(errs[i], g.wings[i].Name)
+			out.Unavailable = append(out.Unavailable, unavailableWing{Wing: g.wings[i].Name, Code: e.Code, Error: e.Message})
 		}
 	}
 	body, err := brain.Marshal(out)
 	if err != nil {
-		return g.fail(&rec, classify(err, "")), nil
+		return g.fail(&rec, edge.Classify(err, "")), nil
 	}
 	res := mcp.NewToolResultText(string(body))
-	g.structure(wingsToolName, res)
+	structure(true, res) // brain_wings declares its outputSchema
 	rec.Outcome = "ok"
 	g.finish(ctx, ci, &rec, res, start)
 	return res, nil
@@ -358,7 +368,7 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 func (g *Gateway) capsAll(ctx context.Context, ci *callInfo) ([]brain.Caps, []error) {
 	ctx, cancel := context.WithTimeout(ctx, min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout))
 	defer cancel()
-	return g.grants.capsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
+	return g.grants.CapsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
 }
 
 // wingLabel bounds the metrics' wing label to configured wings.

@@ -16,6 +16,9 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/route"
+	"github.com/brainstem/brainstem/gateway/rpc"
 )
 
 // The /mcp endpoint is a chain of small middlewares in front of the lean
@@ -33,10 +36,10 @@ type mcpCall struct {
 	r       *http.Request
 	rc      *http.ResponseController
 	hasBody bool
-	now     time.Time  // when the request was authenticated (rate limits)
-	ci      callInfo   // filled in step by step; handed to the tool handlers through ctx
-	msg     rpcMessage // the JSON-RPC envelope of a POST body, parsed once
-	lean    *leanBody  // a plain tools/call body, walked once (envelope.go); nil otherwise
+	now     time.Time   // when the request was authenticated (rate limits)
+	ci      callInfo    // filled in step by step; handed to the tool handlers through ctx
+	msg     rpc.Message // the JSON-RPC envelope of a POST body, parsed once
+	lean    *rpc.Lean   // a plain tools/call body, walked once (envelope.go); nil otherwise
 	ctx     context.Context
 }
 
@@ -105,7 +108,7 @@ func (g *Gateway) countRequest(q *mcpCall) {
 // closeUnread).
 func (q *mcpCall) refuseUnread(err error, message string) {
 	closeUnread(&q.rec, q.r, q.hasBody)
-	refuse(&q.rec, err, nil, message)
+	edge.Refuse(&q.rec, err, nil, message)
 }
 
 // withOrigin refuses a browser Origin that is not allowed, and answers the
@@ -118,7 +121,7 @@ func (g *Gateway) withOrigin(next mcpHandler) mcpHandler {
 			return
 		}
 		if !g.originAllowed(origin) {
-			q.refuseUnread(ErrOriginNotAllowed, fmt.Sprintf("origin %q is not allowed; add it to allowed_origins", origin))
+			q.refuseUnread(edge.ErrOriginNotAllowed, fmt.Sprintf("origin %q is not allowed; add it to allowed_origins", origin))
 			return
 		}
 		h := q.rec.Header()
@@ -141,7 +144,7 @@ func (g *Gateway) withOrigin(next mcpHandler) mcpHandler {
 func (g *Gateway) withProtocolVersion(next mcpHandler) mcpHandler {
 	return func(q *mcpCall) {
 		if v := q.r.Header.Get("Mcp-Protocol-Version"); v != "" && !slices.Contains(supportedProtocolVersions, v) {
-			q.refuseUnread(ErrProtocolVersion, fmt.Sprintf("unsupported MCP-Protocol-Version %q; supported: %s", v, strings.Join(supportedProtocolVersions, ", ")))
+			q.refuseUnread(edge.ErrProtocolVersion, fmt.Sprintf("unsupported MCP-Protocol-Version %q; supported: %s", v, strings.Join(supportedProtocolVersions, ", ")))
 			return
 		}
 		next(q)
@@ -160,7 +163,7 @@ func (g *Gateway) withAuthentication(next mcpHandler) mcpHandler {
 			return
 		}
 		markAuthenticated(q.r.Context())
-		q.ci.id, q.ci.key, q.ci.base = id, keyOf(id), g.log
+		q.ci.id, q.ci.key, q.ci.base = id, route.KeyOf(id), g.log
 		next(q)
 	}
 }
@@ -199,12 +202,12 @@ func (g *Gateway) withBody(next mcpHandler) mcpHandler {
 				return
 			}
 			g.countParse()
-			if lb, ok := leanParse(body); ok {
-				q.lean, q.msg, q.ci.method = &lb, lb.msg, lb.msg.Method
+			if lb, ok := rpc.ParseLean(body); ok {
+				q.lean, q.msg, q.ci.method = &lb, lb.Msg, lb.Msg.Method
 			} else if json.Unmarshal(body, &q.msg) == nil {
 				q.ci.method = q.msg.Method
 			} else {
-				q.msg = rpcMessage{}
+				q.msg = rpc.Message{}
 			}
 			q.r.Body = io.NopCloser(bytes.NewReader(body))
 			q.r.ContentLength = int64(len(body))
@@ -221,14 +224,14 @@ func (g *Gateway) withBody(next mcpHandler) mcpHandler {
 func (g *Gateway) refuseBody(q *mcpCall, err error) {
 	var mbe *http.MaxBytesError
 	if errors.As(err, &mbe) {
-		refuse(&q.rec, ErrBodyTooLarge, nil, fmt.Sprintf("request body exceeds %d bytes (limits.max_body_bytes)", g.cfg.Limits.MaxBodyBytes))
+		edge.Refuse(&q.rec, edge.ErrBodyTooLarge, nil, fmt.Sprintf("request body exceeds %d bytes (limits.max_body_bytes)", g.cfg.Limits.MaxBodyBytes))
 		return
 	}
 	if errors.Is(err, os.ErrDeadlineExceeded) {
 		err = fmt.Errorf("not received within limits.body_timeout (%s)", g.cfg.Limits.BodyTimeout)
 	}
 	closeUnread(&q.rec, q.r, true)
-	refuse(&q.rec, ErrBadBody, nil, "could not read the request body: "+err.Error())
+	edge.Refuse(&q.rec, edge.ErrBadBody, nil, "could not read the request body: "+err.Error())
 }
 
 // readBody reads r to its end, sized by the request's Content-Length when
@@ -258,7 +261,7 @@ func readBody(r io.Reader, contentLength int64) ([]byte, error) {
 func (g *Gateway) withRPCID(next mcpHandler) mcpHandler {
 	return func(q *mcpCall) {
 		if q.r.Method == http.MethodPost && !validRequestID(q.msg.ID) {
-			refuse(&q.rec, ErrBadRequestID, nil, "invalid request: the JSON-RPC id must be a string or a number")
+			edge.Refuse(&q.rec, edge.ErrBadRequestID, nil, "invalid request: the JSON-RPC id must be a string or a number")
 			return
 		}
 		next(q)
@@ -270,7 +273,7 @@ func (g *Gateway) withRPCID(next mcpHandler) mcpHandler {
 func (g *Gateway) withSessionOwner(next mcpHandler) mcpHandler {
 	return func(q *mcpCall) {
 		if foreignSession(q.r, &q.ci) {
-			refuse(&q.rec, ErrUnknownSession, q.msg.ID, "session not found: this Mcp-Session-Id was not issued to you or has ended; initialize a new session")
+			edge.Refuse(&q.rec, edge.ErrUnknownSession, q.msg.ID, "session not found: this Mcp-Session-Id was not issued to you or has ended; initialize a new session")
 			return
 		}
 		next(q)
@@ -285,7 +288,7 @@ func (g *Gateway) withRateLimit(next mcpHandler) mcpHandler {
 			g.metrics.rateLimited.WithLabelValues("email").Inc()
 			retry := retryAfter(lim, q.now)
 			q.rec.Header().Set("Retry-After", strconv.Itoa(retry))
-			refuse(&q.rec, ErrRateLimited, q.msg.ID, fmt.Sprintf("rate limit of %v calls per second exceeded for %s; retry in %ds", g.cfg.Limits.CallsPerSecond, email, retry))
+			edge.Refuse(&q.rec, edge.ErrRateLimited, q.msg.ID, fmt.Sprintf("rate limit of %v calls per second exceeded for %s; retry in %ds", g.cfg.Limits.CallsPerSecond, email, retry))
 			return
 		}
 		next(q)

@@ -60,10 +60,13 @@ type Config struct {
 	DefaultWing string `yaml:"default_wing"`
 	// Limits bounds what one caller or one address can make the gateway do.
 	Limits LimitsConfig `yaml:"limits"`
-	// Sessions bounds the grant cache: the shard tokens held per email and
-	// group set (grantCache; the design brief's "session cache"). The key
-	// keeps the name operators know (docs/decisions.md, "Issue 18: names").
-	Sessions SessionsConfig `yaml:"sessions"`
+	// Grants bounds the grant cache: the shard tokens held per email and
+	// group set (grantCache; the design brief's "session cache").
+	Grants GrantsConfig `yaml:"grants"`
+	// Sessions is the grants section's former key, still read for one
+	// release (ParseConfig moves it to Grants and Deprecations names it);
+	// giving both is an error. Always nil after ParseConfig.
+	Sessions *GrantsConfig `yaml:"sessions,omitempty"`
 	// Signins configures offboarding: the ended sign-ins every replica
 	// enforces, and the operator's admin endpoints (SigninsConfig).
 	Signins SigninsConfig `yaml:"signins"`
@@ -80,6 +83,8 @@ type Config struct {
 	// keep-alive connections and none is closed under a request being sent.
 	// 0 turns it off.
 	DrainGrace time.Duration `yaml:"drain_grace"`
+	// deprecated are the warnings of the deprecated keys used (Deprecations).
+	deprecated []string
 }
 
 // TLSFiles names a PEM certificate and key (and, for mTLS, a CA bundle).
@@ -161,10 +166,10 @@ type LimitsConfig struct {
 	ResourcesPageSize int `yaml:"resources_page_size"`
 }
 
-// SessionsConfig, the sessions section, bounds the grant cache. MaxEntries
+// GrantsConfig, the grants section, bounds the grant cache. MaxEntries
 // also sizes the per-email rate limiters, and IdleTTL also ends an idle
 // MCP session of the session-based protocol (2025-06-18).
-type SessionsConfig struct {
+type GrantsConfig struct {
 	MaxEntries int           `yaml:"max_entries"` // callers (email and group set) in the grant cache
 	IdleTTL    time.Duration `yaml:"idle_ttl"`    // a caller's entry is dropped after this long unused
 	// DenyTTL is how long a wing's "no access" answer is remembered.
@@ -212,7 +217,7 @@ func DefaultConfig() Config {
 			MaxUnauthenticatedConns: 1024,
 			ResourcesPageSize:       100,
 		},
-		Sessions: SessionsConfig{
+		Grants: GrantsConfig{
 			MaxEntries: 100000,
 			IdleTTL:    30 * time.Minute,
 			DenyTTL:    5 * time.Second,
@@ -289,9 +294,12 @@ func loadConfig(path string, getenv func(string) string) (Config, error) {
 }
 
 // ParseConfig decodes YAML config bytes over DefaultConfig, rejecting unknown
-// keys and trailing documents.
+// keys and trailing documents. The grants section's former key, sessions,
+// is read as grants (Deprecations says so); both at once are an error.
 func ParseConfig(data []byte) (Config, error) {
 	cfg := DefaultConfig()
+	legacy := cfg.Grants
+	cfg.Sessions = &legacy // decoded over the defaults, as grants is
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil {
@@ -304,8 +312,25 @@ func ParseConfig(data []byte) (Config, error) {
 	if err := dec.Decode(&extra); !errors.Is(err, io.EOF) {
 		return Config{}, fmt.Errorf("%w: more than one YAML document", ErrConfig)
 	}
+	var given struct {
+		Grants   *yaml.Node `yaml:"grants"`
+		Sessions *yaml.Node `yaml:"sessions"`
+	}
+	_ = yaml.Unmarshal(data, &given) // decoded above: cannot fail
+	if given.Sessions != nil {
+		if given.Grants != nil {
+			return Config{}, fmt.Errorf("%w: both grants and sessions (its former name) are given: keep grants only", ErrConfig)
+		}
+		cfg.Grants = *cfg.Sessions
+		cfg.deprecated = append(cfg.deprecated, "the configuration key sessions is deprecated and will be refused in the next release: rename it grants")
+	}
+	cfg.Sessions = nil
 	return cfg, nil
 }
+
+// Deprecations are the deprecated keys the configuration used, each said
+// as the warning the gateway logs at start.
+func (c Config) Deprecations() []string { return c.deprecated }
 
 // CheckConfig is `brainstem gateway --check-config`: it loads and
 // validates a config file and, with checkFiles, reads the files it names
@@ -322,9 +347,10 @@ func CheckConfig(path string, checkFiles bool, now time.Time) (warnings []string
 		return nil, err
 	}
 	errs := []error{cfg.Validate()}
+	warnings = cfg.Deprecations()
 	if checkFiles {
 		w, err := cfg.checkFiles(now)
-		warnings, errs = w, append(errs, err)
+		warnings, errs = append(warnings, w...), append(errs, err)
 	}
 	return warnings, errors.Join(errs...)
 }
@@ -395,7 +421,7 @@ func (c Config) validate(requireShardTLS bool) error {
 	c.Shards.validate(&p, requireShardTLS)
 	validateWings(&p, c.Wings, c.DefaultWing)
 	c.Limits.validate(&p)
-	c.Sessions.validate(&p)
+	c.Grants.validate(&p)
 	c.Signins.validate(&p, c.AdminListen)
 	switch c.Log.Format {
 	case "json", "text":
@@ -561,15 +587,15 @@ func (l LimitsConfig) validate(p *problems) {
 	}
 }
 
-func (s SessionsConfig) validate(p *problems) {
+func (s GrantsConfig) validate(p *problems) {
 	if s.MaxEntries < 1 {
-		p.add("sessions.max_entries", "must be at least 1 (got %d)", s.MaxEntries)
+		p.add("grants.max_entries", "must be at least 1 (got %d)", s.MaxEntries)
 	}
 	if s.IdleTTL < time.Second {
-		p.add("sessions.idle_ttl", "must be at least 1s (got %s)", s.IdleTTL)
+		p.add("grants.idle_ttl", "must be at least 1s (got %s)", s.IdleTTL)
 	}
 	if s.DenyTTL <= 0 {
-		p.add("sessions.deny_ttl", "must be positive (got %s)", s.DenyTTL)
+		p.add("grants.deny_ttl", "must be positive (got %s)", s.DenyTTL)
 	}
 }
 

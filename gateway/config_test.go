@@ -1,7 +1,6 @@
 package gateway
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -16,7 +15,10 @@ import (
 
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/route"
+	"github.com/brainstem/brainstem/gateway/rpc"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/search"
 )
@@ -52,6 +54,31 @@ func TestLoadConfigExample(t *testing.T) {
 	}
 	if cfg.mcpURL() != "https://brain.acme.com/mcp" || cfg.Wings[0].serverName() != "payments.shard.brainstem" {
 		t.Fatal(cfg.mcpURL(), cfg.Wings[0].serverName())
+	}
+}
+
+// TestGrantsFormerKey: the grants section's former key, sessions, is still
+// read for one release, over the defaults as grants is, and named as
+// deprecated; giving both keys is an error.
+func TestGrantsFormerKey(t *testing.T) {
+	cfg, err := ParseConfig([]byte("sessions: {max_entries: 7}\n"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := DefaultConfig().Grants
+	want.MaxEntries = 7
+	if cfg.Grants != want || cfg.Sessions != nil {
+		t.Fatalf("grants %+v (sessions %v), want %+v", cfg.Grants, cfg.Sessions, want)
+	}
+	if d := cfg.Deprecations(); len(d) != 1 || !strings.Contains(d[0], "sessions") || !strings.Contains(d[0], "grants") {
+		t.Fatalf("deprecations %q", d)
+	}
+	cfg, err = ParseConfig([]byte("grants: {max_entries: 7}\n"))
+	if err != nil || cfg.Grants.MaxEntries != 7 || len(cfg.Deprecations()) != 0 || cfg.Sessions != nil {
+		t.Fatalf("grants: %+v, %q, %v", cfg.Grants, cfg.Deprecations(), err)
+	}
+	if _, err := ParseConfig([]byte("grants: {max_entries: 7}\nsessions: {max_entries: 8}\n")); !errors.Is(err, ErrConfig) {
+		t.Fatalf("both keys: %v", err)
 	}
 }
 
@@ -134,7 +161,7 @@ func TestValidateReportsEverything(t *testing.T) {
 		"public_url:", "listen:", "tls:", "oidc:", "shards.tls.ca_file", "shards.tls.cert_file", "shards.tls.key_file",
 		"shards.call_timeout", "shards.max_in_flight", "wings[0].name", "wings[0].address", "wings[2].name", "duplicates wings[1]",
 		`default_wing: "billing" is not one of wings`, "limits.max_body_bytes", "limits.calls_per_second", "limits.burst", "limits.failed_auth_per_minute",
-		"limits.fanout_concurrency", "limits.resources_page_size", "shards.watch_interval", "sessions.max_entries", "sessions.idle_ttl", "log.format", "log.level",
+		"limits.fanout_concurrency", "limits.resources_page_size", "shards.watch_interval", "grants.max_entries", "grants.idle_ttl", "log.format", "log.level",
 	} {
 		if !strings.Contains(msg, key) {
 			t.Errorf("Validate does not mention %s:\n%s", key, msg)
@@ -167,7 +194,7 @@ func TestValidateReportsEverything(t *testing.T) {
 		{"no wings", func(c *Config) { c.Wings = nil }, "wings: at least one"},
 		{"bad port", func(c *Config) { c.Wings[0].Address = "h:99999" }, "wings[0].address"},
 		{"retry base", func(c *Config) { c.Shards.RetryBase = time.Minute }, "shards.retry_base"},
-		{"deny ttl", func(c *Config) { c.Sessions.DenyTTL = 0 }, "sessions.deny_ttl"},
+		{"deny ttl", func(c *Config) { c.Grants.DenyTTL = 0 }, "grants.deny_ttl"},
 		{"drain", func(c *Config) { c.DrainTimeout = 0 }, "drain_timeout"},
 		{"oauth off", func(c *Config) { c.OAuth = oauth.Config{} }, ""},
 		{"oauth upstream not trusted", func(c *Config) { c.OAuth.Upstream.Issuer = "https://other.example" }, "oauth.upstream.issuer"},
@@ -279,9 +306,9 @@ func FuzzRouteWing(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, args []byte) {
-		w, ok, err := routeWing(args, getRoutes)
+		w, ok, err := rpc.RouteWing(args, getRoutes)
 		if err != nil {
-			if e := classify(err, ""); e.Code != brain.CodeInvalidArgument {
+			if e := edge.Classify(err, ""); e.Code != brain.CodeInvalidArgument {
 				t.Fatalf("routing error %v is not invalid_argument", err)
 			}
 			return
@@ -320,15 +347,15 @@ func FuzzParseToolDescriptors(f *testing.F) {
 	f.Add([]byte(`[{"name":"x","inputSchema":{},"_meta":{"brainstem/capability":"admin"}}]`))
 	f.Add([]byte(`{}`))
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		tools, err := parseToolDescriptors(raw)
+		tools, err := route.ParseToolDescriptors(raw)
 		if err != nil {
 			return
 		}
 		for _, td := range tools {
-			if td.Name == "" || td.meta.Needs == 0 {
+			if td.Name == "" || td.Spec.Needs == 0 {
 				t.Fatalf("accepted %+v", td)
 			}
-			if _, err := json.Marshal(td.mcpTool()); err != nil {
+			if _, err := json.Marshal(td.MCPTool()); err != nil {
 				t.Fatalf("accepted descriptor does not marshal: %v", err)
 			}
 		}
@@ -372,47 +399,6 @@ func TestQueryLimits(t *testing.T) {
 			t.Errorf("%s: legacy %v, scope %q: the predecessor's shape searches all, the tool's own the wiki", tt.args, q.Legacy, q.Scope)
 		}
 	}
-}
-
-// FuzzFanoutMerge: decoding a search's arguments and matching a wing's
-// rendered hits with the keys asked for never panic, every hit matched is
-// one of the wing's, in the order asked, and the envelope is valid JSON
-// keeping the hit bytes.
-func FuzzFanoutMerge(f *testing.F) {
-	f.Add([]byte(`{"query":"x","limit":2}`), "a/f/1\na/f/2", []byte(`{"id":"a/f/1","score":2}`), []byte(`{ "id":"a/f/2", "score":1 }`))
-	f.Add([]byte(`{"query":"x","limit":1.5}`), "a/f/1", []byte(`{"id":"a/f/2"}`), []byte(`{}`))
-	f.Add([]byte(`{}`), "", []byte(`1`), []byte(`"x"`))
-	g := &Gateway{searchSpec: search.Spec(search.NoLimits())}
-	f.Fuzz(func(t *testing.T, args []byte, keyList string, h1, h2 []byte) {
-		if _, err := g.queryOf(args); err != nil {
-			if _, ok := brain.As(err); !ok {
-				t.Fatalf("queryOf(%q) = %v, not a refusal", args, err)
-			}
-		}
-		keys := strings.Split(keyList, "\n")
-		if !json.Valid(h1) || !json.Valid(h2) {
-			return
-		}
-		got := hitsByKey(keys, [][]byte{h1, h2})
-		var hits [][]byte
-		for _, k := range keys {
-			if h, ok := got[k]; ok {
-				if !bytes.Equal(h, h1) && !bytes.Equal(h, h2) {
-					t.Fatalf("key %q matched %s, not a hit of the wing", k, h)
-				}
-				hits = append(hits, h)
-			}
-		}
-		out := search.Envelope(hits, 3, []string{"a"}, nil)
-		if !json.Valid(out) {
-			t.Fatalf("invalid envelope %s", out)
-		}
-		for _, h := range hits {
-			if !bytes.Contains(out, h) {
-				t.Fatalf("hit bytes %s not kept in %s", h, out)
-			}
-		}
-	})
 }
 
 // TestCheckConfigFiles: --check-config judges the certificate files the

@@ -8,6 +8,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
+	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -19,7 +20,7 @@ import (
 // cannot say is named under Into+"_unchecked". Wings the caller cannot read
 // are not asked and not named. An answer without the From field is returned
 // as it is.
-func (g *Gateway) withCrossLinks(ctx context.Context, ci *callInfo, cl *toolspec.CrossLinks, from *wing, result []byte) []byte {
+func (g *Gateway) withCrossLinks(ctx context.Context, ci *callInfo, cl *toolspec.CrossLinks, from *route.Wing, result []byte) []byte {
 	var fields map[string]json.RawMessage
 	var id string
 	if json.Unmarshal(result, &fields) != nil || json.Unmarshal(fields[cl.From], &id) != nil || id == "" {
@@ -40,14 +41,14 @@ func (g *Gateway) withCrossLinks(ctx context.Context, ci *callInfo, cl *toolspec
 	}
 	ctx, cancel := context.WithTimeout(ctx, min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout))
 	defer cancel()
-	g.eachWing(g.wings, errs, func(i int, w *wing) {
-		a, _ := json.Marshal(map[string]string{"wing": w.name, "id": id})
-		resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: cl.Ask, Args: a})
+	g.eachWing(g.wings, errs, func(i int, w *route.Wing) {
+		a, _ := json.Marshal(map[string]string{"wing": w.Name, "id": id})
+		resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: cl.Ask, Args: a}, g.writes(cl.Ask))
 		var ans struct {
 			Backlinks []string `json:"backlinks"`
 		}
 		if err != nil || resp.IsError || json.Unmarshal(resp.Result, &ans) != nil {
-			ci.logger().Warn("a wing could not list its links to a moved note", "wing", w.name, "tool", cl.Ask, "err", err)
+			ci.logger().Warn("a wing could not list its links to a moved note", "wing", w.Name, "tool", cl.Ask, "err", err)
 			unchecked[i] = true
 			return
 		}
@@ -57,7 +58,7 @@ func (g *Gateway) withCrossLinks(ctx context.Context, ci *callInfo, cl *toolspec
 	var names []string
 	for i, w := range g.wings {
 		if unchecked[i] {
-			names = append(names, w.name)
+			names = append(names, w.Name)
 		}
 		all = append(all, linked[i]...)
 	}

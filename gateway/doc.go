@@ -1,7 +1,7 @@
 // Package gateway is the public MCP endpoint: Streamable HTTP at /mcp,
 // SSO authentication with RFC 6750/9728 challenges, the grant cache of
-// shard tokens (grants.go: what the design brief and the configuration's
-// sessions section call the session cache; keyed by email and group set, so
+// shard tokens (grants.go: what the design brief calls the session cache,
+// configured by the grants section; keyed by email and group set, so
 // a grant follows the token in hand), routing by wing (a call that names
 // none goes to default_wing when one is configured), cross-wing search
 // fan-out, rate limits, the audit log and metrics. It never parses or rewrites a shard's result for a

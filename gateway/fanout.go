@@ -1,12 +1,9 @@
 package gateway
 
 import (
-	"bytes"
 	"context"
 	"errors"
-	"maps"
 	"slices"
-	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -15,6 +12,8 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
+	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/search"
 )
@@ -26,14 +25,10 @@ const wingsToolName = toolspec.WingsTool
 type unavailableWing = toolspec.UnavailableWing
 
 // queryOf decodes, checks and tokenizes a cross-wing search's arguments,
-// once, with the search tool's own spec: a structural refusal is the one a
-// wing would give. The size limits are the wings' (search.ServeRank).
+// once, with the search tool's own spec (search.DecodeQuery). The size
+// limits are the wings' (search.ServeRank).
 func (g *Gateway) queryOf(args []byte) (search.Query, error) {
-	var a search.Args
-	if err := g.searchSpec.Decode(args, &a); err != nil {
-		return search.Query{}, err
-	}
-	return a.Tokenized(), nil
+	return search.DecodeQuery(g.searchSpec, args)
 }
 
 // fanoutQuery runs a search over every wing the caller may read, every wing
@@ -61,12 +56,15 @@ func (g *Gateway) queryOf(args []byte) (search.Query, error) {
 func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, rec *auditRecord) *mcp.CallToolResult {
 	q, err := g.queryOf(args)
 	if err != nil {
-		return g.fail(rec, classify(err, ""))
+		return g.fail(rec, edge.Classify(err, ""))
 	}
 	bound := min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout)
 	fctx, cancel := context.WithTimeout(ctx, bound)
 	defer cancel()
 	f := &fanout{g: g, ci: ci, q: q, ctx: ctx, fctx: fctx, bound: bound, start: time.Now()}
+	f.search = search.Fanout{Query: q, Each: func(errs []error, fn func(i int)) {
+		g.eachWing(f.readable, errs, func(i int, _ *route.Wing) { fn(i) })
+	}}
 	if e := f.gather(); e != nil {
 		rec.Missing = wingNames(f.failed)
 		return g.fail(rec, e)
@@ -76,6 +74,67 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 	}
 	f.fetch()
 	return f.answer(rec)
+}
+
+// searchWing is one wing as a cross-wing search asks it (search.Wing):
+// over proto, with the caller's shard token (withToken); a failure is
+// described as the search's (fanout.late).
+type searchWing struct {
+	f *fanout
+	w *route.Wing
+}
+
+// Stats asks the wing for its statistics of the terms (no token: they
+// disclose no note) and puts them in the replica.
+func (s searchWing) Stats(ctx context.Context, req *search.StatsRequest) (*search.StatsResponse, error) {
+	f, w := s.f, s.w
+	ctx, span := route.ShardSpan(ctx, search.Tool+" stats", w)
+	resp, err := w.Client.Stats(ctx, &proto.StatsRequest{RequestID: f.ci.requestID, StatsRequest: *req})
+	route.EndShardSpan(span, err)
+	if err != nil {
+		return nil, err
+	}
+	w.MarkReached()
+	f.g.replica.Put(f.slot(w), resp.Generation, resp.Stats)
+	return &resp.StatsResponse, nil
+}
+
+// Rank asks the wing to rank; fresh statistics of a stale wing go in the
+// replica.
+func (s searchWing) Rank(ctx context.Context, req *search.RankRequest) (*search.RankResponse, error) {
+	preq := &proto.RankRequest{RequestID: s.f.ci.requestID, RankRequest: *req}
+	resp, err := sendStep(s, ctx, "rank", &preq.Token, func(ctx context.Context) (*proto.RankResponse, error) { return s.w.Client.Rank(ctx, preq) })
+	if err != nil {
+		return nil, err
+	}
+	if resp.Stale && resp.Stats != nil {
+		s.f.g.replica.Put(s.f.slot(s.w), resp.Generation, *resp.Stats)
+	}
+	return &resp.RankResponse, nil
+}
+
+// Fetch asks the wing to render the hits of some keys.
+func (s searchWing) Fetch(ctx context.Context, req *search.FetchRequest) (*search.FetchResponse, error) {
+	preq := &proto.FetchRequest{RequestID: s.f.ci.requestID, FetchRequest: *req}
+	resp, err := sendStep(s, ctx, "fetch", &preq.Token, func(ctx context.Context) (*proto.FetchResponse, error) { return s.w.Client.Fetch(ctx, preq) })
+	if err != nil {
+		return nil, err
+	}
+	return &resp.FetchResponse, nil
+}
+
+// sendStep sends one step of the search (rank or fetch) to the wing with
+// the caller's shard token (withToken), which it puts in *token.
+func sendStep[Resp any](s searchWing, ctx context.Context, step string, token *string, call func(context.Context) (Resp, error)) (resp Resp, err error) {
+	err = s.f.g.withToken(ctx, s.f.ci, s.w, shardOp{what: search.Tool + " " + step, send: func(ctx context.Context, t string) (err error) {
+		*token = t
+		resp, err = call(ctx)
+		return err
+	}})
+	if err != nil {
+		return resp, s.f.late(s.w, err)
+	}
+	return resp, nil
 }
 
 // fanout is one cross-wing search, step by step (fanoutQuery).
@@ -89,30 +148,25 @@ type fanout struct {
 	start time.Time
 
 	failed []unavailableWing // wings left out, named to the caller
-	// Of the wings the caller may read (step 1 on):
-	readable []*wing
-	errs     []error        // each one's failure in the current step
-	stats    []search.Stats // each one's statistics of the terms
-	gens     []uint64       // the generation of each one's statistics
-	ranks    []search.WingRank
-	picks    []search.Pick // merged and cut to the limit (step 2)
-	answered []bool
-	rendered []map[string][]byte // each one's rendered hits by key (steps 2 and 3)
+	// Of the wings the caller may read (step 1 on), and their search
+	// (search.Fanout: steps 2 and 3 and the merge).
+	readable []*route.Wing
+	search   search.Fanout
 }
 
 // late is a wing's failure within the search: past the search's deadline,
 // timeout (and the results leave it out).
-func (f *fanout) late(w *wing, err error) *Error {
+func (f *fanout) late(w *route.Wing, err error) *edge.Error {
 	if errors.Is(err, context.DeadlineExceeded) && f.ctx.Err() == nil {
-		return newError(brain.CodeTimeout, ErrTimeout, "wing %q did not answer within limits.fanout_timeout (%s); the results leave it out", w.name, f.bound)
+		return edge.NewError(brain.CodeTimeout, edge.ErrTimeout, "wing %q did not answer within limits.fanout_timeout (%s); the results leave it out", w.Name, f.bound)
 	}
-	return classifyShard(err, w)
+	return route.ClassifyShard(err, w)
 }
 
 // leaveOut lists a wing under "unavailable".
-func (f *fanout) leaveOut(w *wing, err error) {
-	e := classify(err, w.name)
-	f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
+func (f *fanout) leaveOut(w *route.Wing, err error) {
+	e := edge.Classify(err, w.Name)
+	f.failed = append(f.failed, unavailableWing{Wing: w.Name, Code: e.Code, Error: e.Message})
 }
 
 // gather is step 1, per wing and concurrently, within half the bound (a
@@ -121,7 +175,7 @@ func (f *fanout) leaveOut(w *wing, err error) {
 // there (minting if needed), then, where they may read, the statistics of
 // the query's terms, from the replica or asked. It fails when the caller
 // can read no wing that answered.
-func (f *fanout) gather() *Error {
+func (f *fanout) gather() *edge.Error {
 	g := f.g
 	p1ctx, cancel := context.WithTimeout(f.fctx, f.bound/2)
 	defer cancel()
@@ -129,28 +183,28 @@ func (f *fanout) gather() *Error {
 	canRead, all, gens, errs := make([]bool, n), make([]search.Stats, n), make([]uint64, n), make([]error, n)
 	// What the grant cache and the replica hold is taken here; only the
 	// wings that need a mint or their statistics asked are asked, together.
-	key, ask := keyOf(f.ci.id), make([]error, n)
+	key, ask := route.KeyOf(f.ci.id), make([]error, n)
 	for i, w := range g.wings {
-		gr, ok, err := g.grants.lookup(key, w)
+		gr, ok, err := g.grants.Lookup(key, w)
 		if !ok {
 			continue
 		}
 		ask[i], errs[i] = errSkip, err
-		if canRead[i] = err == nil && gr.caps.Has(brain.CapRead); canRead[i] {
+		if canRead[i] = err == nil && gr.Caps.Has(brain.CapRead); canRead[i] {
 			var held bool
 			if all[i], gens[i], held = f.replicaStats(w); !held {
 				ask[i] = nil
 			}
 		}
 	}
-	g.eachWing(g.wings, ask, func(i int, w *wing) {
+	g.eachWing(g.wings, ask, func(i int, w *route.Wing) {
 		if !canRead[i] { // the grant was not in the cache
-			gr, _, err := g.grants.getKey(p1ctx, f.ci.id, key, w, f.ci.requestID)
+			gr, _, err := g.grants.GetKey(p1ctx, f.ci.id, key, w, f.ci.requestID)
 			if err != nil {
 				errs[i] = err
 				return
 			}
-			if canRead[i] = gr.caps.Has(brain.CapRead); !canRead[i] {
+			if canRead[i] = gr.Caps.Has(brain.CapRead); !canRead[i] {
 				return
 			}
 		}
@@ -165,14 +219,14 @@ func (f *fanout) gather() *Error {
 			if errs[i] != nil {
 				e = f.late(w, errs[i])
 			}
-			f.errs = append(f.errs, e)
-			f.stats = append(f.stats, all[i])
-			f.gens = append(f.gens, gens[i])
+			fs := &f.search
+			fs.Wings, fs.Errs = append(fs.Wings, searchWing{f, w}), append(fs.Errs, e)
+			fs.Stats, fs.Gens = append(fs.Stats, all[i]), append(fs.Gens, gens[i])
 		case g.disclosable(f.ci, w, errs[i]):
 			if e := f.late(w, errs[i]); e.Code != brain.CodeForbidden {
-				f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
+				f.failed = append(f.failed, unavailableWing{Wing: w.Name, Code: e.Code, Error: e.Message})
 			}
-		case errs[i] != nil && !errors.Is(errs[i], errNotAdmitted):
+		case errs[i] != nil && !errors.Is(errs[i], route.ErrNotAdmitted):
 			hidden++
 		}
 	}
@@ -181,18 +235,18 @@ func (f *fanout) gather() *Error {
 	}
 	switch {
 	case len(f.failed) > 0:
-		return newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read is reachable right now: %s", joinFailures(f.failed))
+		return edge.NewError(brain.CodeUnavailable, edge.ErrUnavailable, "no wing you can read is reachable right now: %s", joinFailures(f.failed))
 	case hidden > 0:
 		// Some wing could not be asked whether the caller may read it; it
 		// is not named (least disclosure).
-		return newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly")
+		return edge.NewError(brain.CodeUnavailable, edge.ErrUnavailable, "no wing you can read answered; retry shortly")
 	}
-	return newError(brain.CodeForbidden, ErrForbidden, "you cannot read any wing; ask a wing's curators for access")
+	return edge.NewError(brain.CodeForbidden, edge.ErrForbidden, "you cannot read any wing; ask a wing's curators for access")
 }
 
 // replicaStats is a wing's statistics of the query's terms when the
 // replica holds them.
-func (f *fanout) replicaStats(w *wing) (search.Stats, uint64, bool) {
+func (f *fanout) replicaStats(w *route.Wing) (search.Stats, uint64, bool) {
 	st, gen, ok := f.g.replica.Lookup(f.slot(w), f.q.Terms)
 	if ok {
 		f.g.metrics.statsReused.Inc()
@@ -202,238 +256,85 @@ func (f *fanout) replicaStats(w *wing) (search.Stats, uint64, bool) {
 
 // wingStats is a wing's statistics of the query's terms: the replica's,
 // when it holds them, else asked (and put in the replica).
-func (f *fanout) wingStats(ctx context.Context, w *wing) (search.Stats, uint64, error) {
+func (f *fanout) wingStats(ctx context.Context, w *route.Wing) (search.Stats, uint64, error) {
 	if st, gen, ok := f.replicaStats(w); ok {
 		return st, gen, nil
 	}
-	ctx, span := shardSpan(ctx, search.Tool+" stats", w)
-	resp, err := w.client.Stats(ctx, &proto.StatsRequest{RequestID: f.ci.requestID, StatsRequest: search.StatsRequest{Terms: f.q.Terms, Scope: f.q.Scope}})
-	endShardSpan(span, err)
+	resp, err := searchWing{f, w}.Stats(ctx, &search.StatsRequest{Terms: f.q.Terms, Scope: f.q.Scope})
 	if err != nil {
 		return search.Stats{}, 0, err
 	}
-	w.markReached()
-	f.g.replica.Put(f.slot(w), resp.Generation, resp.Stats)
 	return resp.Stats, resp.Generation, nil
 }
 
 // slot is the replica's slot of a wing's statistics over the search's
 // scope: each scope's statistics are a wing's own.
-func (f *fanout) slot(w *wing) int { return w.idx*len(search.Scopes()) + search.ScopeIndex(f.q.Scope) }
-
-// global sums the statistics of the wings still in the search.
-func (f *fanout) global() *search.Stats {
-	sum := &search.Stats{DocFreq: map[string]int64{}}
-	for i := range f.readable {
-		if f.errs[i] == nil {
-			sum.Add(f.stats[i])
-		}
-	}
-	return sum
+func (f *fanout) slot(w *route.Wing) int {
+	return w.Idx*len(search.Scopes()) + search.ScopeIndex(f.q.Scope)
 }
 
 // maxRankRounds bounds how often a search ranks again because a wing
 // changed meanwhile; the last round takes each wing as it is.
 const maxRankRounds = 3
 
-// rank is step 2: each readable wing ranks its notes with the global
-// statistics, again while some wing answers that it changed (Stale); the
-// hits are merged and cut to the limit. When no wing answered it returns
-// the search's answer: the first refusal unchanged if every wing refused
-// the query (as a wing-scoped call would answer), else unavailable.
+// rank is step 2 (search.Fanout.Rank), within three quarters of the bound,
+// so a wing stuck in it leaves the others time to render their hits; the
+// wings that failed or refused the query are named. When no wing answered
+// it returns the search's answer: the first refusal unchanged if every
+// wing refused the query (as a wing-scoped call would answer), else
+// unavailable.
 func (f *fanout) rank(rec *auditRecord) *mcp.CallToolResult {
-	f.ranks, f.answered = make([]search.WingRank, len(f.readable)), make([]bool, len(f.readable))
-	refused := make([][]byte, len(f.readable))
-	// The rank step ends at three quarters of the bound, so a wing stuck in
-	// it leaves the others time to render their hits.
 	rctx, cancel := context.WithDeadline(f.fctx, f.start.Add(f.bound*3/4))
 	defer cancel()
-	for round := 1; round <= maxRankRounds && f.rankRound(rctx, round == maxRankRounds, refused); round++ {
-		f.g.metrics.rankAgain.Inc()
-	}
+	fs := &f.search
+	f.g.metrics.rankAgain.Add(float64(fs.Rank(rctx, maxRankRounds)))
 	var firstRefusal []byte
 	for i, w := range f.readable {
 		switch {
-		case errors.Is(f.errs[i], errWingHidden): // the caller lost its grant meanwhile: not named
-		case f.errs[i] != nil:
-			f.leaveOut(w, f.errs[i])
-		case refused[i] != nil:
+		case errors.Is(fs.Errs[i], errWingHidden): // the caller lost its grant meanwhile: not named
+		case fs.Errs[i] != nil:
+			f.leaveOut(w, fs.Errs[i])
+		case fs.Refused[i] != nil:
 			if firstRefusal == nil {
-				firstRefusal = refused[i]
+				firstRefusal = fs.Refused[i]
 			}
-			code, msg := parseToolError(refused[i])
-			f.failed = append(f.failed, unavailableWing{Wing: w.name, Code: code, Error: msg})
-		default:
-			f.answered[i] = true
+			code, msg := parseToolError(fs.Refused[i])
+			f.failed = append(f.failed, unavailableWing{Wing: w.Name, Code: code, Error: msg})
 		}
 	}
-	if !slices.Contains(f.answered, true) {
-		if firstRefusal != nil {
-			rec.Outcome = "tool_error"
-			return shardResult(&proto.CallResponse{Result: firstRefusal, IsError: true})
-		}
-		rec.Missing = wingNames(f.failed)
-		if len(f.failed) == 0 { // every wing was lost meanwhile, none may be named
-			return f.g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing you can read answered; retry shortly"))
-		}
-		return f.g.fail(rec, newError(brain.CodeUnavailable, ErrUnavailable, "no wing answered: %s", joinFailures(f.failed)))
-	}
-	f.picks = search.Merge(f.ranks, f.answered, f.q.Limit)
-	return nil
-}
-
-// rankRound asks every wing still in the search to rank with the current
-// global statistics, assuming the generations they are of (unless last).
-// It reports whether some wing was stale: its fresh statistics are taken
-// (and put in the replica), and the round must be run again.
-func (f *fanout) rankRound(ctx context.Context, last bool, refused [][]byte) (again bool) {
-	global := f.global()
-	stale := make([]bool, len(f.readable))
-	f.rendered = make([]map[string][]byte, len(f.readable))
-	f.g.eachWing(f.readable, f.errs, func(i int, w *wing) {
-		req := &proto.RankRequest{RequestID: f.ci.requestID, RankRequest: search.RankRequest{Query: f.q, Stats: global,
-			Render: renderAhead(f.q.Limit, f.stats[i].Docs, global.Docs)}}
-		if !last {
-			req.Generation = f.gens[i]
-		}
-		var resp *proto.RankResponse
-		err := f.g.withToken(ctx, f.ci, w, shardOp{what: search.Tool + " rank", send: func(ctx context.Context, token string) (err error) {
-			req.Token = token
-			resp, err = w.client.Rank(ctx, req)
-			return err
-		}})
-		switch {
-		case err != nil:
-			f.errs[i] = f.late(w, err)
-		case resp.Refused != nil:
-			refused[i] = resp.Refused
-		case resp.Stale && resp.Stats != nil:
-			stale[i] = true
-			f.stats[i], f.gens[i] = *resp.Stats, resp.Generation
-			f.g.replica.Put(f.slot(w), resp.Generation, *resp.Stats)
-		default:
-			f.ranks[i] = search.WingRank{Ranked: resp.Ranked, Total: resp.Total}
-			f.rendered[i] = hitsByKey(rankedKeys(resp.Ranked, len(resp.Hits)), resp.Hits)
-		}
-	})
-	return slices.Contains(stale, true)
-}
-
-// renderAhead is how many of its best hits a wing renders in the rank
-// step: its expected share of the final hits (its share of the notes)
-// plus one, so that most searches need no fetch step, at the cost of a
-// few hits rendered that the merge throws away.
-func renderAhead(limit int, docs, total int64) int {
-	if total <= 0 {
-		return limit
-	}
-	return min(limit, int((int64(limit)*docs+total-1)/total)+1)
-}
-
-// rankedKeys are the keys of the first n ranked hits, and every later
-// one: a wing renders its hits in rank order, leaving out those that went,
-// so a hit may belong to a key beyond the first n.
-func rankedKeys(ranked []search.Ranked, n int) []string {
-	if n == 0 {
+	if slices.Contains(fs.Answered, true) {
 		return nil
 	}
-	keys := make([]string, len(ranked))
-	for i, r := range ranked {
-		keys[i] = r.Key
+	if firstRefusal != nil {
+		rec.Outcome = "tool_error"
+		return edge.ShardResult(&proto.CallResponse{Result: firstRefusal, IsError: true})
 	}
-	return keys
+	rec.Missing = wingNames(f.failed)
+	if len(f.failed) == 0 { // every wing was lost meanwhile, none may be named
+		return f.g.fail(rec, edge.NewError(brain.CodeUnavailable, edge.ErrUnavailable, "no wing you can read answered; retry shortly"))
+	}
+	return f.g.fail(rec, edge.NewError(brain.CodeUnavailable, edge.ErrUnavailable, "no wing answered: %s", joinFailures(f.failed)))
 }
 
-// fetch is step 3: the wings holding final hits they did not render ahead
-// render those hits, and only those. A wing that fails here is left out
-// altogether: its hits and its notes' count.
+// fetch is step 3 (search.Fanout.Fetch), within the bound; a wing that
+// fails here is named, unless the caller lost its grant meanwhile.
 func (f *fanout) fetch() {
-	keys := make([][]string, len(f.readable))
-	for _, p := range f.picks {
-		if _, ok := f.rendered[p.Wing][p.Key]; !ok {
-			keys[p.Wing] = append(keys[p.Wing], p.Key)
+	for i, err := range f.search.Fetch(f.fctx) {
+		if err != nil && !errors.Is(err, errWingHidden) {
+			f.leaveOut(f.readable[i], err)
 		}
 	}
-	errs := make([]error, len(f.readable))
-	for i := range f.readable {
-		if len(keys[i]) == 0 {
-			errs[i] = errSkip
-		}
-	}
-	global := f.global()
-	f.g.eachWing(f.readable, errs, func(i int, w *wing) {
-		req := &proto.FetchRequest{RequestID: f.ci.requestID, FetchRequest: search.FetchRequest{Query: f.q, Keys: keys[i], Stats: global}}
-		var resp *proto.FetchResponse
-		err := f.g.withToken(f.fctx, f.ci, w, shardOp{what: search.Tool + " fetch", send: func(ctx context.Context, token string) (err error) {
-			req.Token = token
-			resp, err = w.client.Fetch(ctx, req)
-			return err
-		}})
-		if err != nil {
-			errs[i] = f.late(w, err)
-			return
-		}
-		if f.rendered[i] == nil {
-			f.rendered[i] = map[string][]byte{}
-		}
-		maps.Copy(f.rendered[i], hitsByKey(keys[i], resp.Hits))
-	})
-	for i, w := range f.readable {
-		if errs[i] == nil || errs[i] == errSkip {
-			continue
-		}
-		if !errors.Is(errs[i], errWingHidden) {
-			f.leaveOut(w, errs[i])
-		}
-		f.answered[i], f.ranks[i].Total = false, 0
-	}
-}
-
-// hitsByKey matches a wing's rendered hits with the keys asked for. The
-// wing answers them in the order asked, leaving out the ones that went or
-// no longer match, so each hit belongs to the first key left whose quoted
-// form it carries as a value (a key is a note id or a brain path, which
-// JSON quotes alike): no hit is decoded.
-func hitsByKey(keys []string, hits [][]byte) map[string][]byte {
-	out := make(map[string][]byte, len(hits))
-	var needle []byte
-	quoted := func(key string) []byte {
-		needle = strconv.AppendQuote(append(needle[:0], ':'), key)
-		return needle
-	}
-	k := 0
-	for _, h := range hits {
-		for k < len(keys) && !bytes.Contains(h, quoted(keys[k])) {
-			k++
-		}
-		if k < len(keys) {
-			out[keys[k]] = h
-			k++
-		}
-	}
-	return out
 }
 
 // answer is the search's answer: the final hits in merged order, each one's
-// bytes as its shard rendered them (a hit whose note changed or went
-// between the steps is left out), the total, the wings that answered and
-// those left out.
+// bytes as its shard rendered them (search.Fanout.Hits), the total, the
+// wings that answered and those left out.
 func (f *fanout) answer(rec *auditRecord) *mcp.CallToolResult {
-	var hits [][]byte
-	for _, p := range f.picks {
-		if !f.answered[p.Wing] {
-			continue
-		}
-		if raw, ok := f.rendered[p.Wing][p.Key]; ok {
-			hits = append(hits, raw)
-		}
-	}
-	var total int64
+	hits, total := f.search.Hits()
 	var names []string
 	for i, w := range f.readable {
-		if f.answered[i] {
-			total += f.ranks[i].Total
-			names = append(names, w.name)
+		if f.search.Answered[i] {
+			names = append(names, w.Name)
 		}
 	}
 	rec.Missing = wingNames(f.failed)
@@ -484,7 +385,7 @@ const fanoutWorkers = 64
 // limits.fanout_concurrency at a time, and returns when all have. They run
 // on the gateway's kept goroutines (internal/workers), the last one on the
 // caller's own: a fresh goroutine would grow its stack on every exchange.
-func (g *Gateway) eachWing(wings []*wing, errs []error, fn func(i int, w *wing)) {
+func (g *Gateway) eachWing(wings []*route.Wing, errs []error, fn func(i int, w *route.Wing)) {
 	last := -1
 	for i := range wings {
 		if errs[i] == nil {

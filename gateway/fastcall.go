@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"log/slog"
 	"mime"
@@ -15,6 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/brainstem/brainstem/gateway/rpc"
 	"github.com/brainstem/brainstem/internal/jsontext"
 )
 
@@ -37,86 +37,6 @@ import (
 // the request, errors included. fastcall_test.go sends the same requests
 // through both paths and requires byte-identical answers.
 
-// rpcMessage is the JSON-RPC envelope of a POST body, parsed once by the
-// middleware (withBody). Its raw parts point into the body, which the
-// gateway owns for the whole request.
-type rpcMessage struct {
-	JSONRPC string `json:"jsonrpc"`
-	ID      rawRef `json:"id"`
-	Method  string `json:"method"`
-	Params  rawRef `json:"params"`
-	Result  rawRef `json:"result"`
-	Error   rawRef `json:"error"`
-}
-
-// callParams are tools/call's params decoded once, as mcp-go's
-// CallToolParams.UnmarshalJSON decodes them (the same fields, so the same
-// refusals), except for two fields no handler here reads, which are only
-// checked: the arguments stay raw bytes in the body (mcp-go also copies
-// them twice and decodes them into a map, which fails only on a number
-// beyond float64: scanArgs reports those), and so does _meta (metaRef).
-type callParams struct {
-	Name      string          `json:"name"`
-	Arguments rawRef          `json:"arguments"`
-	Meta      metaRef         `json:"_meta"`
-	Task      *mcp.TaskParams `json:"task,omitempty"`
-	mcp.MultiRoundTripParams
-
-	// walked: the body's one walk found _meta's two members already.
-	walked        bool
-	version, caps rawRef
-}
-
-// mcpParams are the params as a handler receives them from mcp-go, but for
-// Arguments and Meta, which stay nil: the handlers read RawArguments.
-func (p *callParams) mcpParams() mcp.CallToolParams {
-	return mcp.CallToolParams{Name: p.Name, Task: p.Task, MultiRoundTripParams: p.MultiRoundTripParams,
-		RawArguments: json.RawMessage(p.Arguments)}
-}
-
-// metaRef is params' _meta, kept raw. mcp-go decodes _meta (mcp.Meta) into
-// a map, so, like it, UnmarshalJSON refuses anything but an object whose
-// numbers fit a float64, and null leaves no _meta; every occurrence of a
-// repeated _meta is checked, and the last one is kept, as mcp-go does.
-type metaRef rawRef
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (m *metaRef) UnmarshalJSON(b []byte) error {
-	switch shape, fit := walkJSON(b, func([]byte, rawRef) {}); {
-	case shape == argsAbsent:
-		*m = nil
-	case shape != argsObject || !fit:
-		return errMetaNotMap
-	default:
-		*m = b
-	}
-	return nil
-}
-
-var errMetaNotMap = errors.New("gateway: _meta does not decode into a map")
-
-// modern reports whether params' _meta carries what a 2026-07-28 request carries
-// on every request, read as mcp-go reads it (Meta.ProtocolVersion, Meta.
-// ClientCapabilities): the protocol version, a string equal to version,
-// and the client's capabilities, which decode into mcp.ClientCapabilities.
-func (p *callParams) modern(version string) bool {
-	ver, caps := p.version, p.caps
-	if !p.walked {
-		walkJSON(p.Meta, func(name []byte, v rawRef) {
-			switch string(name) {
-			case mcp.MetaKeyProtocolVersion:
-				ver = v
-			case mcp.MetaKeyClientCapabilities:
-				caps = v
-			}
-		})
-	}
-	if v, ok := jsonString(ver); !ok || v != version || caps == nil || string(caps) == "null" {
-		return false
-	}
-	return string(caps) == "{}" || json.Unmarshal(caps, new(mcp.ClientCapabilities)) == nil
-}
-
 // serveStatelessCall answers q (a tools/call) without mcp-go's transport if
 // it is a well-formed stateless 2026-07-28 call of a registered tool. It
 // reports whether it answered.
@@ -126,7 +46,7 @@ func (g *Gateway) serveStatelessCall(q *mcpCall) bool {
 		return false
 	}
 	g.metrics.leanCalls.Inc()
-	req := mcp.CallToolRequest{Params: p.mcpParams(), Header: q.r.Header}
+	req := mcp.CallToolRequest{Params: p.MCPParams(), Header: q.r.Header}
 	req.Method = string(mcp.MethodToolsCall)
 	res, err := callRecovering(q.ctx, st.Handler, req)
 	var out mcp.JSONRPCMessage
@@ -159,7 +79,7 @@ func (g *Gateway) serveStatelessCall(q *mcpCall) bool {
 // leanCall checks that q is a call the lean path serves exactly as mcp-go
 // would, with mcp-go's own validators, and returns its tool, params and
 // JSON-RPC id. It leaves the arguments' scan in the call info.
-func (g *Gateway) leanCall(q *mcpCall) (st *server.ServerTool, p callParams, id any, ok bool) {
+func (g *Gateway) leanCall(q *mcpCall) (st *server.ServerTool, p rpc.CallParams, id any, ok bool) {
 	h, msg := q.r.Header, &q.msg
 	version := h.Get(mcp.HeaderProtocolVersion)
 	if !mcp.IsModernProtocol(version) || h.Get(mcp.HeaderLastEventID) != "" ||
@@ -173,7 +93,7 @@ func (g *Gateway) leanCall(q *mcpCall) (st *server.ServerTool, p callParams, id 
 	args, fit, ok := g.leanParams(q, &p)
 	// 2026-07-28 carries its version (equal to the header's) and the client's
 	// capabilities in _meta on every request.
-	if !ok || !fit || args.shape == argsInvalid || !p.modern(version) || !standardHeadersMatch(h, p.Name) {
+	if !ok || !fit || args.Shape() == rpc.ShapeInvalid || !p.Modern(version) || !standardHeadersMatch(h, p.Name) {
 		return nil, p, nil, false
 	}
 	st = g.mcp.GetTool(p.Name)
@@ -190,24 +110,24 @@ func (g *Gateway) leanCall(q *mcpCall) (st *server.ServerTool, p callParams, id 
 // leanParams are the call's params and the scan of its arguments: from the
 // body's one walk when it was plain (leanParse), else decoded now as
 // mcp-go decodes them. ok is false for params mcp-go would refuse.
-func (g *Gateway) leanParams(q *mcpCall, p *callParams) (args callArgs, fit, ok bool) {
+func (g *Gateway) leanParams(q *mcpCall, p *rpc.CallParams) (args rpc.Args, fit, ok bool) {
 	if lb := q.lean; lb != nil {
-		p.Name, p.Arguments = lb.name, lb.argsRaw
+		p.Name, p.Arguments = lb.Name, lb.ArgsRaw
 		switch {
-		case lb.metaShape == argsOther || (lb.metaShape == argsObject && !lb.metaFit):
+		case lb.MetaShape == rpc.ShapeOther || (lb.MetaShape == rpc.ShapeObject && !lb.MetaFit):
 			return args, false, false // mcp-go refuses a _meta that is not a map
-		case lb.metaShape == argsObject:
-			p.Meta = metaRef(lb.meta)
+		case lb.MetaShape == rpc.ShapeObject:
+			p.Meta = rpc.MetaRef(lb.Meta)
 		}
-		p.walked, p.version, p.caps = true, lb.version, lb.caps
-		return lb.args, lb.argsFit, true
+		p.Walked, p.Version, p.Caps = true, lb.Version, lb.Caps
+		return lb.Args, lb.ArgsFit, true
 	}
 	g.countParse()
 	if len(q.msg.Params) == 0 || json.Unmarshal(q.msg.Params, p) != nil {
 		return args, false, false
 	}
 	g.countParse()
-	args, fit = scanArgs(p.Arguments)
+	args, fit = rpc.ScanArgs(p.Arguments)
 	return args, fit, true
 }
 

@@ -21,6 +21,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -256,9 +257,9 @@ func TestShardRoleCertificateIsNotReady(t *testing.T) {
 	}
 	// The shard itself refuses the mint with CodeWrongRole.
 	ctx := context.WithValue(context.Background(), callInfoKey{}, &callInfo{id: auth.Identity{Email: "alice@acme.com", Expiry: time.Now().Add(time.Hour)}, requestID: "r1", base: bad.log})
-	_, err = bad.callWing(ctx, callInfoFrom(ctx), bad.byName["payments"], newCall("brain_get", `{"id":"payments/f/x"}`))
-	var ge *Error
-	if !errors.As(err, &ge) || ge.Code != brain.CodeUnavailable || !errors.Is(err, ErrMintRefused) || !strings.Contains(ge.Message, "gateway-role certificate") {
+	_, err = bad.callWing(ctx, callInfoFrom(ctx), bad.byName["payments"], newCall("brain_get", `{"id":"payments/f/x"}`), false)
+	var ge *edge.Error
+	if !errors.As(err, &ge) || ge.Code != brain.CodeUnavailable || !errors.Is(err, edge.ErrMintRefused) || !strings.Contains(ge.Message, "gateway-role certificate") {
 		t.Fatalf("call with a shard-role certificate: %v", err)
 	}
 	if m := httptestGet(bad.AdminHandler(), "/metrics"); !strings.Contains(m.body, `brainstem_gateway_mints_total{outcome="wrong_role",wing="payments"} 1`) {

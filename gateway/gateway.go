@@ -34,6 +34,7 @@ import (
 	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/console"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/internal/tracing"
 	"github.com/brainstem/brainstem/internal/workers"
 	"github.com/brainstem/brainstem/proto"
@@ -82,10 +83,10 @@ type Gateway struct {
 	verifier identityVerifier // the bearer tokens /mcp accepts: the IdP's and the facade's
 	facade   *oauth.Server    // the gateway's authorization server; nil when off
 	console  *console.Console // the curators' console; nil when the facade is off
-	wings    []*wing
-	byName   map[string]*wing
-	grants   *grantCache
-	cat      atomic.Pointer[catalog]
+	wings    []*route.Wing
+	byName   map[string]*route.Wing
+	grants   *route.GrantCache
+	cat      atomic.Pointer[route.Catalog]
 	// promptCat is the union of the wings' prompts (prompts.go).
 	promptCat atomic.Pointer[promptCatalog]
 	// replica holds each wing's statistics of recent search terms at the
@@ -126,7 +127,7 @@ type Gateway struct {
 	headerBindings bindingMemo
 	test           testHooks // set only by the ForTest methods (testhooks.go)
 
-	ended        *offboard.List    // sign-ins an operator ended (signins.go)
+	ended        *offboard.List    // sign-ins an operator ended (offboarding.go)
 	endedWatcher *offboard.Watcher // follows signins.ended_file; nil without one
 	adminToken   []byte            // SHA-256 of the operator's token; nil: /signins off
 	stopSignins  context.CancelFunc
@@ -199,7 +200,7 @@ func (g *Gateway) checkOwnRole(tc *tls.Config) {
 	}
 	msg := fmt.Sprintf("the gateway's client certificate has role %q, not %q: shards refuse its mints", role, pki.RoleGateway)
 	for _, w := range g.wings {
-		w.mintRefused.Store(&msg)
+		w.MintRefused.Store(&msg)
 	}
 	g.log.Error("misconfigured shards.tls: the gateway is not ready until it has a gateway-role certificate (brainstem ca issue --role gateway)",
 		"role", string(role))
@@ -207,7 +208,7 @@ func (g *Gateway) checkOwnRole(tc *tls.Config) {
 
 // dialShards creates one (lazy) proto client per wing; it also returns the
 // mTLS client configuration they share.
-func dialShards(cfg Config, opt Options) (map[string]shardClient, *tls.Config, error) {
+func dialShards(cfg Config, opt Options) (map[string]route.ShardClient, *tls.Config, error) {
 	base := opt.ShardTLS
 	if base == nil {
 		var err error
@@ -215,7 +216,7 @@ func dialShards(cfg Config, opt Options) (map[string]shardClient, *tls.Config, e
 			return nil, nil, fmt.Errorf("gateway: shards.tls: %w", err)
 		}
 	}
-	clients := map[string]shardClient{}
+	clients := map[string]route.ShardClient{}
 	for _, w := range cfg.Wings {
 		tc := base.Clone()
 		tc.ServerName = w.serverName()
@@ -242,13 +243,13 @@ const replicaTerms = 1 << 14
 
 // newGateway wires a gateway from already-built dependencies (New builds the
 // real ones). It starts nothing.
-func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]shardClient) (*Gateway, error) {
+func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]route.ShardClient) (*Gateway, error) {
 	g := &Gateway{
 		cfg:            cfg,
 		log:            loggerOrDiscard(opt.Logger),
 		now:            opt.Now,
 		verifier:       v,
-		byName:         map[string]*wing{},
+		byName:         map[string]*route.Wing{},
 		fanoutWorkers:  workers.New(fanoutWorkers, workers.KeepIdle),
 		registry:       opt.Registry,
 		tracer:         opt.Tracing.RootTracer(),
@@ -259,6 +260,9 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 	if g.now == nil {
 		g.now = time.Now
 	}
+	for _, d := range cfg.Deprecations() {
+		g.log.Warn(d)
+	}
 	if g.registry == nil {
 		g.registry = prometheus.NewRegistry()
 	}
@@ -267,7 +271,7 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 		if !ok {
 			return nil, fmt.Errorf("gateway: no shard client for wing %q", wc.Name)
 		}
-		w := &wing{idx: i, name: wc.Name, client: c}
+		w := &route.Wing{Idx: i, Name: wc.Name, Client: c}
 		g.wings = append(g.wings, w)
 		g.byName[wc.Name] = w
 	}
@@ -342,10 +346,10 @@ func resourceMetadata(resource string, servers, scopes []string) []byte {
 func (g *Gateway) newState(opt Options) error {
 	cfg := g.cfg
 	var err error
-	if g.emailLimits, err = newLimiterCache(cfg.Sessions.MaxEntries); err != nil {
+	if g.emailLimits, err = newLimiterCache(cfg.Grants.MaxEntries); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
-	if g.ipBudgets, err = lru.New[string, *authBudget](max(cfg.Sessions.MaxEntries/10, 1024)); err != nil {
+	if g.ipBudgets, err = lru.New[string, *authBudget](max(cfg.Grants.MaxEntries/10, 1024)); err != nil {
 		return fmt.Errorf("gateway: %w", err)
 	}
 	g.conns = newConnTracker(cfg.Limits.MaxUnauthenticatedConns)
@@ -359,9 +363,8 @@ func (g *Gateway) newState(opt Options) error {
 	// The cache needs metrics and metrics read the cache: build the cache
 	// with a forwarding sink first.
 	sink := &metricsSink{}
-	g.grants = newGrantCache(g.wings, cfg.Sessions.MaxEntries, cfg.Sessions.IdleTTL, cfg.Sessions.DenyTTL,
+	g.grants = route.NewGrantCache(g.wings, cfg.Grants.MaxEntries, cfg.Grants.IdleTTL, cfg.Grants.DenyTTL,
 		cfg.Shards.CallTimeout, g.now, sink, g.log)
-	g.grants.test = &g.test
 	if g.metrics, err = newMetrics(g.registry, g); err != nil {
 		return fmt.Errorf("gateway: metrics: %w", err)
 	}
@@ -404,7 +407,7 @@ func (g *Gateway) newMCPServer() {
 		server.WithStreamableHTTPServer(g.publicSrv),
 		server.WithStreamableHTTPProtocolVersions(supportedProtocolVersions...),
 		server.WithStreamableHTTPLogger(g.log),
-		server.WithSessionIdleTTL(cfg.Sessions.IdleTTL),
+		server.WithSessionIdleTTL(cfg.Grants.IdleTTL),
 		// Session ids are bound to the identity that created them, and
 		// still need no sticky sessions (sessionid.go).
 		server.WithSessionIdManagerResolver(sessionIDs{}),
@@ -462,9 +465,9 @@ func (b bearerVerifier) Verify(ctx context.Context, raw string) (auth.Identity, 
 // metricsSink forwards grant-cache events to the metrics once built.
 type metricsSink struct{ m *metrics }
 
-func (s *metricsSink) cacheHit()                   { s.m.cacheHit() }
-func (s *metricsSink) cacheMiss()                  { s.m.cacheMiss() }
-func (s *metricsSink) minted(wing, outcome string) { s.m.minted(wing, outcome) }
+func (s *metricsSink) CacheHit()                   { s.m.cacheHit() }
+func (s *metricsSink) CacheMiss()                  { s.m.cacheMiss() }
+func (s *metricsSink) Minted(wing, outcome string) { s.m.minted(wing, outcome) }
 
 // start fetches the tools once (bounded by shards.call_timeout) and starts
 // the background refresh.
@@ -504,7 +507,7 @@ func (g *Gateway) RefreshTools(ctx context.Context) {
 func (g *Gateway) Handler() http.Handler { return g.public }
 
 // AdminHandler serves /metrics, /healthz, /readyz and the operator's
-// /signins endpoints (signins.go).
+// /signins endpoints (offboarding.go).
 func (g *Gateway) AdminHandler() http.Handler { return g.admin }
 
 // MCPURL is the MCP endpoint URL (public_url + "/mcp").
@@ -512,7 +515,7 @@ func (g *Gateway) MCPURL() string { return g.cfg.mcpURL() }
 
 func (g *Gateway) allReached() bool {
 	for _, w := range g.wings {
-		if !w.reached.Load() {
+		if !w.Reached.Load() {
 			return false
 		}
 	}
@@ -541,11 +544,11 @@ type wingProblem struct {
 func (g *Gateway) readiness() readinessReport {
 	rep := readinessReport{Unreached: []string{}, MintRefused: []wingProblem{}}
 	for _, wg := range g.wings {
-		if !wg.reached.Load() {
-			rep.Unreached = append(rep.Unreached, wg.name)
+		if !wg.Reached.Load() {
+			rep.Unreached = append(rep.Unreached, wg.Name)
 		}
-		if p := wg.mintRefused.Load(); p != nil {
-			rep.MintRefused = append(rep.MintRefused, wingProblem{wg.name, *p})
+		if p := wg.MintRefused.Load(); p != nil {
+			rep.MintRefused = append(rep.MintRefused, wingProblem{wg.Name, *p})
 		}
 	}
 	rep.Draining = g.draining.Load()
@@ -668,8 +671,8 @@ func (g *Gateway) Close() error {
 		g.fanoutWorkers.Close()
 		var errs []error
 		for _, w := range g.wings {
-			if err := w.client.Close(); err != nil {
-				errs = append(errs, fmt.Errorf("wing %s: %w", w.name, err))
+			if err := w.Client.Close(); err != nil {
+				errs = append(errs, fmt.Errorf("wing %s: %w", w.Name, err))
 			}
 		}
 		ctx, cancel := context.WithTimeout(context.Background(), traceFlushTimeout)

@@ -18,6 +18,8 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -123,27 +125,27 @@ func TestGrantCacheUnit(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	clock := func() time.Time { return now }
 	fc := &fakeMintClient{exp: now.Add(10 * time.Minute)}
-	w := &wing{idx: 0, name: "w", client: fc}
-	sc := newGrantCache([]*wing{w}, 10, time.Hour, time.Minute, time.Second, clock, nopMetrics{}, loggerOrDiscard(nil))
+	w := &route.Wing{Idx: 0, Name: "w", Client: fc}
+	sc := route.NewGrantCache([]*route.Wing{w}, 10, time.Hour, time.Minute, time.Second, clock, nopMetrics{}, loggerOrDiscard(nil))
 	alice := auth.Identity{Email: "alice@acme.com", Expiry: now.Add(2 * time.Minute)}
 	bob := auth.Identity{Email: "bob@acme.com", Expiry: now.Add(time.Hour)}
 
-	g, fresh, err := sc.get(context.Background(), alice, w, "r1")
+	g, fresh, err := sc.Get(context.Background(), alice, w, "r1")
 	if err != nil || !fresh {
 		t.Fatal(err, fresh)
 	}
-	if !g.expiry.Equal(alice.Expiry) {
-		t.Fatalf("grant expiry %v outlives the SSO token %v", g.expiry, alice.Expiry)
+	if !g.Expiry.Equal(alice.Expiry) {
+		t.Fatalf("grant expiry %v outlives the SSO token %v", g.Expiry, alice.Expiry)
 	}
-	gb, _, _ := sc.get(context.Background(), bob, w, "r2")
-	if gb.token == g.token || !strings.Contains(gb.token, "bob@acme.com") {
-		t.Fatalf("emails share a token: %q %q", g.token, gb.token)
+	gb, _, _ := sc.Get(context.Background(), bob, w, "r2")
+	if gb.Token == g.Token || !strings.Contains(gb.Token, "bob@acme.com") {
+		t.Fatalf("emails share a token: %q %q", g.Token, gb.Token)
 	}
-	if _, fresh, _ := sc.get(context.Background(), alice, w, "r3"); fresh {
+	if _, fresh, _ := sc.Get(context.Background(), alice, w, "r3"); fresh {
 		t.Fatal("second lookup minted again")
 	}
-	now = now.Add(2*time.Minute - expiryMargin + time.Second) // within the margin of expiry
-	if _, fresh, _ := sc.get(context.Background(), alice, w, "r4"); !fresh {
+	now = now.Add(2*time.Minute - route.ExpiryMargin + time.Second) // within the margin of expiry
+	if _, fresh, _ := sc.Get(context.Background(), alice, w, "r4"); !fresh {
 		t.Fatal("a grant about to expire was used")
 	}
 	if fc.n.Load() != 3 {
@@ -153,7 +155,7 @@ func TestGrantCacheUnit(t *testing.T) {
 	fc.deny.Store(true)
 	carol := auth.Identity{Email: "carol@acme.com", Expiry: now.Add(time.Hour)}
 	for range 3 {
-		if _, _, err := sc.get(context.Background(), carol, w, "r"); classify(err, "").Code != brain.CodeForbidden {
+		if _, _, err := sc.Get(context.Background(), carol, w, "r"); edge.Classify(err, "").Code != brain.CodeForbidden {
 			t.Fatalf("denied: %v", err)
 		}
 	}
@@ -161,7 +163,7 @@ func TestGrantCacheUnit(t *testing.T) {
 		t.Fatalf("%d mints, denial not remembered", fc.n.Load())
 	}
 	now = now.Add(time.Minute + time.Second)
-	_, _, _ = sc.get(context.Background(), carol, w, "r")
+	_, _, _ = sc.Get(context.Background(), carol, w, "r")
 	if fc.n.Load() != 5 {
 		t.Fatalf("%d mints, denial remembered past deny_ttl", fc.n.Load())
 	}
@@ -169,14 +171,14 @@ func TestGrantCacheUnit(t *testing.T) {
 
 type nopMetrics struct{}
 
-func (nopMetrics) cacheHit()             {}
-func (nopMetrics) cacheMiss()            {}
-func (nopMetrics) minted(string, string) {}
+func (nopMetrics) CacheHit()             {}
+func (nopMetrics) CacheMiss()            {}
+func (nopMetrics) Minted(string, string) {}
 
 // fakeMintClient is a shardClient whose Mint returns "tok:<email>:<n>"; it
 // exists only for TestGrantCacheUnit's clock-driven checks.
 type fakeMintClient struct {
-	shardClient
+	route.ShardClient
 	n    atomic.Int64
 	exp  time.Time
 	deny atomic.Bool

@@ -685,7 +685,7 @@ func (e *testEnv) waitConnected(wing string) {
 	e.t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	if err := e.gw.byName[wing].client.(*proto.Client).WaitConnected(ctx); err != nil {
+	if err := e.gw.byName[wing].Client.(*proto.Client).WaitConnected(ctx); err != nil {
 		e.t.Fatalf("wing %s: %v", wing, err)
 	}
 }

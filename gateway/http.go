@@ -16,6 +16,8 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/route"
+	"github.com/brainstem/brainstem/gateway/rpc"
 )
 
 // supportedProtocolVersions are the MCP revisions the endpoint serves:
@@ -28,14 +30,14 @@ var supportedProtocolVersions = []string{"2026-07-28", "2025-11-25", "2025-06-18
 // tool handlers through the request context.
 type callInfo struct {
 	id        auth.Identity
-	key       grantKey // the grant cache key of id: email and group set
+	key       route.Key // the grant cache key of id: email and group set
 	requestID string
 	method    string // JSON-RPC method of a POST ("" otherwise)
 	base      *slog.Logger
 	// args are the arguments of the tools/call the lean path answers, which
 	// it scanned (scanArgs) to know mcp-go would take them; the tool
 	// handler reads them instead of scanning again. Valid when scanned.
-	args    callArgs
+	args    rpc.Args
 	scanned bool
 	// prepared is what the chain computed for a resources or prompts
 	// request, which mcp-go's handler returns (resources.go).

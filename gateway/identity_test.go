@@ -16,6 +16,9 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/route"
+	"github.com/brainstem/brainstem/gateway/rpc"
 )
 
 // readCases reads a testdata attack list: one case per line, the expected
@@ -55,12 +58,12 @@ func readCases(t *testing.T, name string) [][2]string {
 func TestRouteWingCases(t *testing.T) {
 	for _, c := range readCases(t, "testdata/routes.txt") {
 		want, args := c[0], c[1]
-		wing, ok, err := routeWing([]byte(args), getRoutes)
+		wing, ok, err := rpc.RouteWing([]byte(args), getRoutes)
 		var got string
 		switch {
 		case err != nil:
 			got = "!"
-			if e := classify(err, ""); e.Code != brain.CodeInvalidArgument {
+			if e := edge.Classify(err, ""); e.Code != brain.CodeInvalidArgument {
 				t.Errorf("routeWing(%s): error code %s, want %s", args, e.Code, brain.CodeInvalidArgument)
 			}
 		case !ok:
@@ -170,30 +173,30 @@ func TestSingleflightPerGroupSet(t *testing.T) {
 func TestHeldCapsOutliveTheToken(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	fc := &fakeMintClient{exp: now.Add(10 * time.Minute)}
-	w := &wing{idx: 0, name: "w", client: fc}
-	sc := newGrantCache([]*wing{w}, 10, time.Hour, time.Minute, time.Second, func() time.Time { return now }, nopMetrics{}, loggerOrDiscard(nil))
+	w := &route.Wing{Idx: 0, Name: "w", Client: fc}
+	sc := route.NewGrantCache([]*route.Wing{w}, 10, time.Hour, time.Minute, time.Second, func() time.Time { return now }, nopMetrics{}, loggerOrDiscard(nil))
 	alice := auth.Identity{Email: "alice@acme.com", Groups: []string{"x"}, Expiry: now.Add(time.Hour)}
-	if _, _, err := sc.get(context.Background(), alice, w, "r"); err != nil {
+	if _, _, err := sc.Get(context.Background(), alice, w, "r"); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(11 * time.Minute)
-	if _, ok := sc.cached(keyOf(alice), w); ok {
+	if _, ok := sc.Cached(route.KeyOf(alice), w); ok {
 		t.Fatal("an expired token was used")
 	}
-	if got := sc.held(keyOf(alice), w); got != brain.CapRead {
+	if got := sc.Held(route.KeyOf(alice), w); got != brain.CapRead {
 		t.Fatalf("held after expiry = %v, want read", got)
 	}
 	other := alice
 	other.Groups = []string{"y"}
-	if got := sc.held(keyOf(other), w); got != 0 {
+	if got := sc.Held(route.KeyOf(other), w); got != 0 {
 		t.Fatalf("another group set holds %v", got)
 	}
 	fc.deny.Store(true)
 	bob := auth.Identity{Email: "bob@acme.com", Expiry: now.Add(time.Hour)}
-	if _, _, err := sc.get(context.Background(), bob, w, "r"); !errors.Is(err, errNotAdmitted) {
+	if _, _, err := sc.Get(context.Background(), bob, w, "r"); !errors.Is(err, route.ErrNotAdmitted) {
 		t.Fatalf("denied mint: %v", err)
 	}
-	if got := sc.held(keyOf(bob), w); got != 0 {
+	if got := sc.Held(route.KeyOf(bob), w); got != 0 {
 		t.Fatalf("a refusal holds %v", got)
 	}
 }

@@ -86,20 +86,20 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 	for _, w := range g.wings {
 		collectors = append(collectors,
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "shard_connected",
-				Help: "1 while the gateway holds a live QUIC connection to the wing's shard.", ConstLabels: prometheus.Labels{"wing": w.name}},
-				func() float64 { return b2f(w.client.Connected()) }),
+				Help: "1 while the gateway holds a live QUIC connection to the wing's shard.", ConstLabels: prometheus.Labels{"wing": w.Name}},
+				func() float64 { return b2f(w.Client.Connected()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "shard_reached",
-				Help: "1 once the wing's shard has answered at least once.", ConstLabels: prometheus.Labels{"wing": w.name}},
-				func() float64 { return b2f(w.reached.Load()) }),
+				Help: "1 once the wing's shard has answered at least once.", ConstLabels: prometheus.Labels{"wing": w.Name}},
+				func() float64 { return b2f(w.Reached.Load()) }),
 			prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "shard_down",
-				Help: "1 while the wing's shard is known unreachable: calls to it fail fast while the gateway redials in the background.", ConstLabels: prometheus.Labels{"wing": w.name}},
-				func() float64 { return b2f(w.client.State().Down) }),
+				Help: "1 while the wing's shard is known unreachable: calls to it fail fast while the gateway redials in the background.", ConstLabels: prometheus.Labels{"wing": w.Name}},
+				func() float64 { return b2f(w.Client.State().Down) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "shard_connection_losses_total",
-				Help: "Connections to the wing's shard lost other than by a drain (crash, restart, silence).", ConstLabels: prometheus.Labels{"wing": w.name}},
-				func() float64 { return float64(w.client.State().Losses) }),
+				Help: "Connections to the wing's shard lost other than by a drain (crash, restart, silence).", ConstLabels: prometheus.Labels{"wing": w.Name}},
+				func() float64 { return float64(w.Client.State().Losses) }),
 			prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "shard_dial_failures_total",
-				Help: "Failed dials to the wing's shard (including background redials while it is down).", ConstLabels: prometheus.Labels{"wing": w.name}},
-				func() float64 { return float64(w.client.State().DialFailures) }))
+				Help: "Failed dials to the wing's shard (including background redials while it is down).", ConstLabels: prometheus.Labels{"wing": w.Name}},
+				func() float64 { return float64(w.Client.State().DialFailures) }))
 	}
 	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {

@@ -21,6 +21,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/offboard"
+	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
@@ -159,7 +160,7 @@ func (p *replicaPair) waitEnded(t *testing.T, email string, deadline time.Time) 
 // grantKeysOf lists the grant cache keys of email on gw.
 func grantKeysOf(gw *Gateway, email string) int {
 	n := 0
-	for _, k := range gw.grants.lru.Keys() {
+	for _, k := range gw.grants.Keys() {
 		if e, _, _ := strings.Cut(string(k), "\x00"); e == email {
 			n++
 		}
@@ -383,7 +384,7 @@ func FuzzSigninsEndForm(f *testing.F) {
 	// The handler of a gateway holding only what it uses.
 	sum := sha256.Sum256([]byte("operator-token-0123456789abcdef0123"))
 	g := &Gateway{log: loggerOrDiscard(nil), now: time.Now, ended: offboard.NewList(), adminToken: sum[:]}
-	g.grants = newGrantCache(nil, 100, time.Minute, time.Minute, time.Second, time.Now, nopMetrics{}, g.log)
+	g.grants = route.NewGrantCache(nil, 100, time.Minute, time.Minute, time.Second, time.Now, nopMetrics{}, g.log)
 	f.Fuzz(func(t *testing.T, body string) {
 		before := len(g.ended.Entries())
 		req := httptest.NewRequest(http.MethodPost, "/signins/end", strings.NewReader(body))

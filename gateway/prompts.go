@@ -14,6 +14,9 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
+	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/route"
+	"github.com/brainstem/brainstem/gateway/rpc"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -27,71 +30,22 @@ import (
 // where the caller holds its capability: its messages do not depend on
 // the wing.
 
-// maxPromptsPerWing bounds what one shard may declare.
-const maxPromptsPerWing = 64
-
-// promptDescriptor is one prompt as a shard declares it.
-type promptDescriptor struct {
-	Name        string               `json:"name"`
-	Title       string               `json:"title,omitempty"`
-	Description string               `json:"description"`
-	Arguments   []mcp.PromptArgument `json:"arguments"`
-	Meta        map[string]any       `json:"_meta,omitempty"`
-	meta        toolspec.Meta
-}
-
-// parsePromptDescriptors decodes and checks a shard's prompts (nil: none).
-func parsePromptDescriptors(raw json.RawMessage) ([]promptDescriptor, error) {
-	if len(raw) == 0 {
-		return nil, nil
-	}
-	var ps []promptDescriptor
-	if err := json.Unmarshal(raw, &ps); err != nil {
-		return nil, fmt.Errorf("gateway: prompt descriptors: %w", err)
-	}
-	if len(ps) > maxPromptsPerWing {
-		return nil, fmt.Errorf("gateway: prompt descriptors: %d prompts, more than %d", len(ps), maxPromptsPerWing)
-	}
-	seen := map[string]bool{}
-	for i := range ps {
-		p := &ps[i]
-		if p.Name == "" || len(p.Name)+len(proto.PromptCall) > proto.MaxToolNameBytes || seen[p.Name] {
-			return nil, fmt.Errorf("gateway: prompt descriptors: prompt %d has no valid name or is listed twice", i)
-		}
-		seen[p.Name] = true
-		m, err := toolspec.ParseMeta(p.Meta)
-		if err != nil {
-			return nil, fmt.Errorf("gateway: prompt descriptors: %q: %w", p.Name, err)
-		}
-		p.meta = m
-	}
-	return ps, nil
-}
-
-func (p promptDescriptor) mcpPrompt() mcp.Prompt {
-	mp := mcp.Prompt{Name: p.Name, Title: p.Title, Description: p.Description, Arguments: p.Arguments}
-	if len(p.Meta) > 0 {
-		mp.Meta = &mcp.Meta{AdditionalFields: p.Meta}
-	}
-	return mp
-}
-
 // promptCatalog is the union of the wings' prompts: by name, the first
 // wing (in config order) wins when two disagree.
 type promptCatalog struct {
-	prompts []promptDescriptor // sorted by name
+	prompts []route.PromptDescriptor // sorted by name
 	by      map[string]*promptEntry
 }
 
 type promptEntry struct {
-	desc  promptDescriptor
+	desc  route.PromptDescriptor
 	wings []int // indexes of the wings declaring it
 }
 
-func buildPromptCatalog(wings []*wing) *promptCatalog {
+func buildPromptCatalog(wings []*route.Wing) *promptCatalog {
 	c := &promptCatalog{by: map[string]*promptEntry{}}
 	for _, w := range wings {
-		ps := w.prompts.Load()
+		ps := w.Prompts.Load()
 		if ps == nil {
 			continue
 		}
@@ -102,10 +56,10 @@ func buildPromptCatalog(wings []*wing) *promptCatalog {
 				c.by[p.Name] = e
 				c.prompts = append(c.prompts, p)
 			}
-			e.wings = append(e.wings, w.idx)
+			e.wings = append(e.wings, w.Idx)
 		}
 	}
-	slices.SortFunc(c.prompts, func(a, b promptDescriptor) int { return strings.Compare(a.Name, b.Name) })
+	slices.SortFunc(c.prompts, func(a, b route.PromptDescriptor) int { return strings.Compare(a.Name, b.Name) })
 	return c
 }
 
@@ -121,7 +75,7 @@ func (r *refresher) registerPrompts() {
 	}
 	sigOf := make([]entry, 0, len(cat.prompts))
 	for _, p := range cat.prompts {
-		sigOf = append(sigOf, entry{p.mcpPrompt(), cat.by[p.Name].wings})
+		sigOf = append(sigOf, entry{p.MCPPrompt(), cat.by[p.Name].wings})
 	}
 	sig, _ := json.Marshal(sigOf)
 	if string(sig) == r.lastPromptSig && g.promptCat.Load() != nil {
@@ -129,7 +83,7 @@ func (r *refresher) registerPrompts() {
 	}
 	prompts := make([]server.ServerPrompt, 0, len(cat.prompts))
 	for _, p := range cat.prompts {
-		prompts = append(prompts, server.ServerPrompt{Prompt: p.mcpPrompt(), Handler: preparedPrompt})
+		prompts = append(prompts, server.ServerPrompt{Prompt: p.MCPPrompt(), Handler: preparedPrompt})
 	}
 	g.promptCat.Store(cat)
 	g.mcp.SetPrompts(prompts...)
@@ -156,9 +110,9 @@ func (g *Gateway) filterPrompts(ctx context.Context, prompts []mcp.Prompt) []mcp
 
 // promptWing is the first wing declaring the prompt where caps hold its
 // capability, nil if none.
-func (g *Gateway) promptWing(e *promptEntry, caps []brain.Caps) *wing {
+func (g *Gateway) promptWing(e *promptEntry, caps []brain.Caps) *route.Wing {
 	for _, wi := range e.wings {
-		if caps[wi].Has(e.desc.meta.Needs) {
+		if caps[wi].Has(e.desc.Spec.Needs) {
 			return g.wings[wi]
 		}
 	}
@@ -199,8 +153,8 @@ func (g *Gateway) preparePrompt(q *mcpCall) bool {
 		if errors.Is(err, errPromptHidden) {
 			return true
 		}
-		e := classify(err, "")
-		writeRPCError(&q.rec, q.msg.ID, rpcCodeOf(e, mcp.IsModernProtocol(q.r.Header.Get(mcp.HeaderProtocolVersion))), e)
+		e := edge.Classify(err, "")
+		edge.WriteRPCError(&q.rec, q.msg.ID, edge.RPCCodeOf(e, mcp.IsModernProtocol(q.r.Header.Get(mcp.HeaderProtocolVersion))), e)
 		return false
 	}
 	q.ci.prepared = &prepared{prompt: res}
@@ -220,17 +174,17 @@ func (g *Gateway) getPrompt(ctx context.Context, ci *callInfo, e *promptEntry, p
 	}
 	rec := auditRecord{Tool: string(mcp.MethodPromptsGet) + " " + e.desc.Name, BytesIn: len(args), Args: args}
 	defer g.finishRecord(ctx, ci, &rec, start)
-	fail := func(err *Error) (*mcp.GetPromptResult, error) {
+	fail := func(err *edge.Error) (*mcp.GetPromptResult, error) {
 		rec.Outcome, rec.err = string(err.Code), err
 		return nil, err
 	}
-	a, err := parseArgs(args)
+	a, err := rpc.ParseArgs(args)
 	if err != nil {
-		return fail(newError(brain.CodeInvalidArgument, ErrBadParams, "the arguments of prompt %q must be a JSON object of strings: %s", e.desc.Name, classify(err, "").Message))
+		return fail(edge.NewError(brain.CodeInvalidArgument, edge.ErrBadParams, "the arguments of prompt %q must be a JSON object of strings: %s", e.desc.Name, edge.Classify(err, "").Message))
 	}
-	wingName, routed, err := a.route(e.desc.meta.Routes)
+	wingName, routed, err := a.Route(e.desc.Spec.Routes)
 	if err != nil {
-		return fail(classify(err, ""))
+		return fail(edge.Classify(err, ""))
 	}
 	// A prompt prompts/list does not show the caller does not exist for
 	// them, whatever the arguments.
@@ -241,26 +195,26 @@ func (g *Gateway) getPrompt(ctx context.Context, ci *callInfo, e *promptEntry, p
 		return nil, errPromptHidden
 	}
 	if routed {
-		if w = g.byName[wingName]; w == nil || !slices.Contains(e.wings, w.idx) {
+		if w = g.byName[wingName]; w == nil || !slices.Contains(e.wings, w.Idx) {
 			return fail(g.noWing(ctx, ci, wingName))
 		}
 	}
-	rec.Wing = w.name
-	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: proto.PromptCall + e.desc.Name, Args: args})
+	rec.Wing = w.Name
+	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: proto.PromptCall + e.desc.Name, Args: args}, true) // no catalog tool: counted as a write
 	if errors.Is(err, errWingHidden) {
 		return fail(g.noWing(ctx, ci, wingName))
 	}
 	if err != nil {
-		return fail(classify(err, w.name))
+		return fail(edge.Classify(err, w.Name))
 	}
 	rec.BytesOut = len(resp.Result)
 	if resp.IsError {
 		code, msg, _ := brain.DecodeError(resp.Result)
-		return fail(&Error{Code: code, Message: msg, Err: ErrShardAnswer})
+		return fail(&edge.Error{Code: code, Message: msg, Err: edge.ErrShardAnswer})
 	}
 	var pr toolspec.PromptResult
 	if err := json.Unmarshal(resp.Result, &pr); err != nil {
-		return fail(newError(brain.CodeInternal, errors.Join(ErrShardAnswer, err), "wing %q answered prompt %q with unreadable messages", w.name, e.desc.Name))
+		return fail(edge.NewError(brain.CodeInternal, errors.Join(edge.ErrShardAnswer, err), "wing %q answered prompt %q with unreadable messages", w.Name, e.desc.Name))
 	}
 	res := &mcp.GetPromptResult{Description: pr.Description, Messages: make([]mcp.PromptMessage, len(pr.Messages))}
 	for i, m := range pr.Messages {

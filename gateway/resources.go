@@ -13,6 +13,8 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -57,19 +59,19 @@ type listAnswer struct {
 // readableWings are the wings the caller can read, by name, and those
 // that could not say while the caller is known to hold a grant there
 // (named to them only, as brain_wings does).
-func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) ([]*wing, []unavailableWing) {
+func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) ([]*route.Wing, []unavailableWing) {
 	caps, errs := g.capsAll(ctx, ci)
-	var out []*wing
+	var out []*route.Wing
 	var down []unavailableWing
 	for i, c := range caps {
 		if c.Has(brain.CapRead) {
 			out = append(out, g.wings[i])
 		} else if g.disclosable(ci, g.wings[i], errs[i]) {
-			e := classify(errs[i], g.wings[i].name)
-			down = append(down, unavailableWing{Wing: g.wings[i].name, Code: e.Code, Error: e.Message})
+			e := edge.Classify(errs[i], g.wings[i].Name)
+			down = append(down, unavailableWing{Wing: g.wings[i].Name, Code: e.Code, Error: e.Message})
 		}
 	}
-	slices.SortFunc(out, func(a, b *wing) int { return strings.Compare(a.name, b.name) })
+	slices.SortFunc(out, func(a, b *route.Wing) int { return strings.Compare(a.Name, b.Name) })
 	return out, down
 }
 
@@ -94,9 +96,9 @@ func (g *Gateway) listResources(ctx context.Context, ci *callInfo, cursor string
 	for i, w := range wings {
 		shardCursor := ""
 		switch {
-		case resume && w.name < pos.Wing:
+		case resume && w.Name < pos.Wing:
 			continue
-		case resume && w.name == pos.Wing:
+		case resume && w.Name == pos.Wing:
 			if pos.Shard == "" {
 				continue // done with this wing
 			}
@@ -104,19 +106,19 @@ func (g *Gateway) listResources(ctx context.Context, ci *callInfo, cursor string
 		}
 		for {
 			ans, err := g.listWing(ctx, ci, w, shardCursor, size-len(res.Resources))
-			if errors.Is(err, ErrBadCursor) {
+			if errors.Is(err, edge.ErrBadCursor) {
 				return nil, err
 			}
 			if err != nil { // the listing goes on without it, saying so (as brain_query does)
-				e := classify(err, w.name)
-				down = append(down, unavailableWing{Wing: w.name, Code: e.Code, Error: e.Message})
+				e := edge.Classify(err, w.Name)
+				down = append(down, unavailableWing{Wing: w.Name, Code: e.Code, Error: e.Message})
 				shardCursor = ""
 				break
 			}
 			for _, n := range ans.Notes {
 				// Only the wing's own note ids, and no more than the page
 				// holds, whatever a shard answers.
-				if id, err := brain.ParseID(n.ID); err == nil && id.Wing == w.name && id.String() == n.ID && len(res.Resources) < size {
+				if id, err := brain.ParseID(n.ID); err == nil && id.Wing == w.Name && id.String() == n.ID && len(res.Resources) < size {
 					res.Resources = append(res.Resources, noteResource(n))
 				}
 			}
@@ -130,7 +132,7 @@ func (g *Gateway) listResources(ctx context.Context, ci *callInfo, cursor string
 		}
 		if len(res.Resources) >= size {
 			if shardCursor != "" || i < len(wings)-1 {
-				res.NextCursor = mcp.Cursor(g.cursors.encode(ci.id.Email, resourceCursor{Wing: w.name, Shard: shardCursor}))
+				res.NextCursor = mcp.Cursor(g.cursors.encode(ci.id.Email, resourceCursor{Wing: w.Name, Shard: shardCursor}))
 			}
 			return res, nil
 		}
@@ -149,29 +151,29 @@ func noteResource(n listNote) mcp.Resource {
 
 // listWing asks one wing for up to limit notes from its cursor, with
 // brain_list and the caller's grant.
-func (g *Gateway) listWing(ctx context.Context, ci *callInfo, w *wing, cursor string, limit int) (*listAnswer, error) {
+func (g *Gateway) listWing(ctx context.Context, ci *callInfo, w *route.Wing, cursor string, limit int) (*listAnswer, error) {
 	args, err := brain.Marshal(struct {
 		Wing   string `json:"wing"`
 		Cursor string `json:"cursor,omitempty"`
 		Limit  int    `json:"limit"`
-	}{w.name, cursor, limit})
+	}{w.Name, cursor, limit})
 	if err != nil {
-		return nil, classify(err, "")
+		return nil, edge.Classify(err, "")
 	}
-	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: "brain_list", Args: args})
+	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: "brain_list", Args: args}, g.writes("brain_list"))
 	if err != nil {
-		return nil, classify(err, w.name)
+		return nil, edge.Classify(err, w.Name)
 	}
 	if resp.IsError {
 		code, msg, _ := brain.DecodeError(resp.Result)
 		if code == brain.CodeInvalidArgument && cursor != "" {
-			return nil, newError(brain.CodeInvalidArgument, ErrBadCursor, "invalid cursor (wing %q refused it: %s): start again without a cursor", w.name, msg)
+			return nil, edge.NewError(brain.CodeInvalidArgument, edge.ErrBadCursor, "invalid cursor (wing %q refused it: %s): start again without a cursor", w.Name, msg)
 		}
-		return nil, &Error{Code: code, Message: fmt.Sprintf("wing %q could not list its notes: %s", w.name, msg), Err: ErrShardAnswer}
+		return nil, &edge.Error{Code: code, Message: fmt.Sprintf("wing %q could not list its notes: %s", w.Name, msg), Err: edge.ErrShardAnswer}
 	}
 	var ans listAnswer
 	if err := json.Unmarshal(resp.Result, &ans); err != nil {
-		return nil, newError(brain.CodeInternal, errors.Join(ErrShardAnswer, err), "wing %q answered brain_list with an unreadable list", w.name)
+		return nil, edge.NewError(brain.CodeInternal, errors.Join(edge.ErrShardAnswer, err), "wing %q answered brain_list with an unreadable list", w.Name)
 	}
 	return &ans, nil
 }
@@ -191,27 +193,27 @@ type noteAnswer struct {
 func (g *Gateway) readResource(ctx context.Context, ci *callInfo, uri string) ([]mcp.ResourceContents, error) {
 	id, err := brain.ParseNoteURI(uri)
 	if err != nil {
-		return nil, classify(err, "")
+		return nil, edge.Classify(err, "")
 	}
 	start := time.Now()
 	args, _ := brain.Marshal(struct {
 		ID string `json:"id"`
 	}{id.String()}) // a string: cannot fail
 	rec := auditRecord{Tool: string(mcp.MethodResourcesRead), BytesIn: len(args), Args: args}
-	res := g.runShardTool(ctx, ci, "brain_get", args, &rec)
+	res := g.runShardTool(ctx, ci, "brain_get", g.toolSpec("brain_get"), args, &rec)
 	text, _ := plainText(res)
 	rec.BytesOut = len(text)
 	defer g.finishRecord(ctx, ci, &rec, start)
 	if res.IsError {
 		code, msg, _ := brain.DecodeError([]byte(text))
-		if notFoundCode(code) {
-			return nil, newError(brain.CodeNotFound, ErrResourceNotFound, "resource not found: %s (resources/list lists the notes you can read)", uri)
+		if edge.NotFoundCode(code) {
+			return nil, edge.NewError(brain.CodeNotFound, edge.ErrResourceNotFound, "resource not found: %s (resources/list lists the notes you can read)", uri)
 		}
-		return nil, &Error{Code: code, Message: msg, Err: ErrShardAnswer}
+		return nil, &edge.Error{Code: code, Message: msg, Err: edge.ErrShardAnswer}
 	}
 	var n noteAnswer
 	if err := json.Unmarshal([]byte(text), &n); err != nil {
-		return nil, newError(brain.CodeInternal, errors.Join(ErrShardAnswer, err), "wing %q answered brain_get with an unreadable note", id.Wing)
+		return nil, edge.NewError(brain.CodeInternal, errors.Join(edge.ErrShardAnswer, err), "wing %q answered brain_get with an unreadable note", id.Wing)
 	}
 	meta := map[string]any{"brainstem/id": n.ID, "brainstem/content_hash": n.ContentHash}
 	if len(n.Frontmatter) > 0 {
@@ -258,8 +260,8 @@ func (g *Gateway) prepareResources(q *mcpCall) bool {
 		}
 	}
 	if err != nil {
-		e := classify(err, "")
-		writeRPCError(&q.rec, q.msg.ID, rpcCodeOf(e, mcp.IsModernProtocol(q.r.Header.Get(mcp.HeaderProtocolVersion))), e)
+		e := edge.Classify(err, "")
+		edge.WriteRPCError(&q.rec, q.msg.ID, edge.RPCCodeOf(e, mcp.IsModernProtocol(q.r.Header.Get(mcp.HeaderProtocolVersion))), e)
 		return false
 	}
 	return true
@@ -272,7 +274,7 @@ func (g *Gateway) auditedList(ctx context.Context, ci *callInfo, cursor string) 
 	defer g.finishRecord(ctx, ci, &rec, start)
 	res, err := g.listResources(ctx, ci, cursor)
 	if err != nil {
-		e := classify(err, "")
+		e := edge.Classify(err, "")
 		rec.Outcome, rec.err = string(e.Code), e
 		return nil, e
 	}

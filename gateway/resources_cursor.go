@@ -13,6 +13,7 @@ import (
 	"log/slog"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
 )
 
 // resources/list cursors, authenticated.
@@ -104,7 +105,7 @@ func (cs *cursorSigner) decode(email, s string) (c resourceCursor, ok bool, err 
 		return resourceCursor{}, false, nil
 	}
 	bad := func(why string) error {
-		return newError(brain.CodeInvalidArgument, ErrBadCursor, "invalid cursor (%s): pass back the nextCursor of the previous resources/list page, or none for the first page", why)
+		return edge.NewError(brain.CodeInvalidArgument, edge.ErrBadCursor, "invalid cursor (%s): pass back the nextCursor of the previous resources/list page, or none for the first page", why)
 	}
 	if len(s) > maxCursorBytes {
 		return resourceCursor{}, false, bad(fmt.Sprintf("%d bytes, the limit is %d", len(s), maxCursorBytes))

@@ -18,6 +18,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
 )
 
 // TestResourceURIAttacks runs testdata/resource-uris.txt through
@@ -98,7 +99,7 @@ func TestResourceCursors(t *testing.T) {
 		cs.encode("bob@example.com", resourceCursor{Wing: "payments"}), other.encode(alice, resourceCursor{Wing: "payments"}),
 		flip(0), flip(1), flip(1 + cursorTagBytes), flip(len(raw) - 1), issued[:len(issued)-4], issued + "AAAA",
 		base64.StdEncoding.EncodeToString(raw[:1+cursorTagBytes])} {
-		if _, _, err := cs.decode(alice, bad); !errors.Is(err, ErrBadCursor) {
+		if _, _, err := cs.decode(alice, bad); !errors.Is(err, edge.ErrBadCursor) {
 			t.Errorf("decode(%.60q) = %v, want ErrBadCursor", bad, err)
 		}
 	}
@@ -116,7 +117,7 @@ func FuzzResourceCursor(f *testing.F) {
 	f.Fuzz(func(t *testing.T, s string) {
 		c, ok, err := cs.decode(alice, s)
 		if err != nil {
-			if !errors.Is(err, ErrBadCursor) {
+			if !errors.Is(err, edge.ErrBadCursor) {
 				t.Fatalf("decode(%q): %v", s, err)
 			}
 			return

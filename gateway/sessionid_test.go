@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/gateway/edge"
 )
 
 // TestSessionBoundToIdentity: an Mcp-Session-Id belongs to the identity
@@ -108,7 +109,7 @@ func TestJSONRPCIDs(t *testing.T) {
 				} `json:"error"`
 			}
 			_ = json.Unmarshal(body, &rpc)
-			refused := resp.StatusCode == http.StatusBadRequest && rpc.Error != nil && rpc.Error.Code == rpcInvalidRequest
+			refused := resp.StatusCode == http.StatusBadRequest && rpc.Error != nil && rpc.Error.Code == edge.RPCInvalidRequest
 			if refused != (want == "refused") {
 				t.Errorf("%s with id %s: %d %s; want %s", r.name, id, resp.StatusCode, body, want)
 			}

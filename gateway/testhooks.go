@@ -11,8 +11,7 @@ import "testing"
 
 // testHooks are what the ForTest methods set.
 type testHooks struct {
-	noLeanPath bool   // mcp-go serves every request (SetLeanPathForTest)
-	mintJoined func() // called each time a lookup joined a mint flight (OnMintJoinForTest)
+	noLeanPath bool // mcp-go serves every request (SetLeanPathForTest)
 }
 
 func mustBeTesting(method string) {
@@ -36,7 +35,7 @@ func (g *Gateway) SetLeanPathForTest(on bool) {
 // racing callers are in the flight. Call it before the calls it observes.
 func (g *Gateway) OnMintJoinForTest(fn func()) {
 	mustBeTesting("OnMintJoinForTest")
-	g.test.mintJoined = fn
+	g.grants.OnMintJoin = fn // route.GrantCache calls it
 }
 
 // countParse counts one decode of a request's JSON (a body, params or

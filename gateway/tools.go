@@ -12,6 +12,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/brainstem/brainstem/brain/toolspec"
+	"github.com/brainstem/brainstem/gateway/route"
 )
 
 // wingsTool is brain_wings' descriptor, from its one declaration
@@ -60,9 +61,9 @@ func (r *refresher) ensure(ctx context.Context) {
 	missing, haveAny := false, false
 	for _, w := range r.g.wings {
 		switch {
-		case w.tools.Load() != nil:
+		case w.Tools.Load() != nil:
 			haveAny = true
-		case !w.down():
+		case !w.Down():
 			missing = true
 		}
 	}
@@ -95,24 +96,24 @@ func (r *refresher) refresh(ctx context.Context) {
 	eg.SetLimit(g.cfg.Limits.FanoutConcurrency)
 	for _, w := range g.wings {
 		eg.Go(func() error {
-			resp, err := w.client.ListTools(ctx)
+			resp, err := w.Client.ListTools(ctx)
 			if err != nil {
-				g.log.Warn("cannot list a wing's tools", "wing", w.name, "err", err)
+				g.log.Warn("cannot list a wing's tools", "wing", w.Name, "err", err)
 				return nil
 			}
-			w.markReached()
-			tools, err := parseToolDescriptors(resp.Tools)
+			w.MarkReached()
+			tools, err := route.ParseToolDescriptors(resp.Tools)
 			if err != nil {
-				g.log.Error("a wing advertised unusable tool descriptors; keeping the previous ones", "wing", w.name, "err", err)
+				g.log.Error("a wing advertised unusable tool descriptors; keeping the previous ones", "wing", w.Name, "err", err)
 				return nil
 			}
-			w.tools.Store(&tools)
-			prompts, err := parsePromptDescriptors(resp.Prompts)
+			w.Tools.Store(&tools)
+			prompts, err := route.ParsePromptDescriptors(resp.Prompts)
 			if err != nil {
-				g.log.Error("a wing declared unusable prompts; keeping the previous ones", "wing", w.name, "err", err)
+				g.log.Error("a wing declared unusable prompts; keeping the previous ones", "wing", w.Name, "err", err)
 				return nil
 			}
-			w.prompts.Store(&prompts)
+			w.Prompts.Store(&prompts)
 			return nil
 		})
 	}
@@ -126,31 +127,31 @@ func (r *refresher) register() {
 	g := r.g
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cat := buildCatalog(g.wings, g.log)
+	cat := route.BuildCatalog(g.wings, g.log)
 	sig, _ := json.Marshal(catalogSignature(cat))
 	if string(sig) == r.lastSig && g.cat.Load() != nil {
 		return
 	}
 	tools := []server.ServerTool{{Tool: wingsTool(), Handler: g.wingsTool}}
-	for _, t := range cat.tools {
-		tools = append(tools, server.ServerTool{Tool: t.mcpTool(), Handler: g.shardToolHandler(t.Name)})
+	for _, t := range cat.Tools {
+		tools = append(tools, server.ServerTool{Tool: t.MCPTool(), Handler: g.shardToolHandler(t.Name)})
 	}
 	g.cat.Store(cat)
 	g.mcp.SetTools(tools...)
 	r.lastSig = string(sig)
-	g.log.Info("tools registered", "count", len(tools), "names", cat.names())
+	g.log.Info("tools registered", "count", len(tools), "names", cat.Names())
 }
 
-func catalogSignature(c *catalog) any {
+func catalogSignature(c *route.Catalog) any {
 	type entry struct {
 		Tool  mcp.Tool
 		Need  uint8
 		Wings []int
 	}
-	out := make([]entry, 0, len(c.tools))
-	for _, t := range c.tools {
-		e := c.by[t.Name]
-		out = append(out, entry{t.mcpTool(), uint8(e.desc.meta.Needs), e.wings})
+	out := make([]entry, 0, len(c.Tools))
+	for _, t := range c.Tools {
+		e := c.By[t.Name]
+		out = append(out, entry{t.MCPTool(), uint8(e.Desc.Spec.Needs), e.Wings})
 	}
 	return out
 }
@@ -207,12 +208,12 @@ func (g *Gateway) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool 
 		if cat == nil {
 			continue
 		}
-		e, ok := cat.by[t.Name]
+		e, ok := cat.By[t.Name]
 		if !ok {
 			continue
 		}
-		for _, wi := range e.wings {
-			if caps[wi].Has(e.desc.meta.Needs) {
+		for _, wi := range e.Wings {
+			if caps[wi].Has(e.Desc.Spec.Needs) {
 				out = append(out, t)
 				break
 			}

@@ -1,9 +1,7 @@
 package gateway
 
 import (
-	"context"
 	"encoding/json"
-	"errors"
 	"net/http"
 	"time"
 
@@ -12,7 +10,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/brainstem/brainstem/internal/tracing"
-	"github.com/brainstem/brainstem/proto"
 )
 
 // Traces (docs/operating.md, "Traces"). With tracing on, each /mcp request
@@ -110,33 +107,4 @@ func (g *Gateway) spanRecord(span trace.Span, rec *auditRecord) {
 	if rec.err != nil {
 		span.SetStatus(codes.Error, "")
 	}
-}
-
-// shardSpan starts the client span of one request to a wing, below the
-// call's span when that one is recording (tracing.Child).
-// Untraced, it costs a context lookup: the span's name is built only for a
-// recording span.
-func shardSpan(ctx context.Context, what string, w *wing) (context.Context, trace.Span) {
-	if parent := trace.SpanFromContext(ctx); !parent.IsRecording() {
-		return ctx, parent
-	}
-	ctx, span := tracing.Child(ctx, "shard "+what, trace.SpanKindClient)
-	span.SetAttributes(tracing.KeyWing.String(w.name), tracing.KeyTool.String(what))
-	return ctx, span
-}
-
-// endShardSpan ends a shard span with the request's error code, if any.
-func endShardSpan(span trace.Span, err error) {
-	if !span.IsRecording() {
-		return
-	}
-	if err != nil {
-		var e *Error
-		if errors.As(err, &e) {
-			span.SetAttributes(tracing.KeyCode.String(string(e.Code)))
-		} else if c := proto.CodeOf(err); c != 0 {
-			span.SetAttributes(tracing.KeyCode.String(c.String()))
-		}
-	}
-	tracing.End(span, err)
 }

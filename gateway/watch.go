@@ -13,6 +13,7 @@ import (
 	"golang.org/x/sync/errgroup"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/search"
 )
@@ -134,7 +135,7 @@ func (wt *watcher) noteHash(ctx context.Context, l *listener, uri string) string
 	args, _ := brain.Marshal(struct {
 		ID string `json:"id"`
 	}{id.String()}) // a string: cannot fail
-	resp, err := g.callWing(ctx, l.ci, w, &proto.CallRequest{RequestID: l.ci.requestID, Tool: "brain_get", Args: args})
+	resp, err := g.callWing(ctx, l.ci, w, &proto.CallRequest{RequestID: l.ci.requestID, Tool: "brain_get", Args: args}, g.writes("brain_get"))
 	if err != nil || resp.IsError {
 		return ""
 	}
@@ -209,20 +210,20 @@ func (wt *watcher) poll(ctx context.Context, notify bool) {
 	var eg errgroup.Group
 	eg.SetLimit(g.cfg.Limits.FanoutConcurrency)
 	for i, w := range g.wings {
-		if w.down() {
+		if w.Down() {
 			continue
 		}
 		eg.Go(func() error {
-			resp, err := w.client.Stats(ctx, &proto.StatsRequest{RequestID: "watch", StatsRequest: search.StatsRequest{Scope: search.ScopeWiki}})
+			resp, err := w.Client.Stats(ctx, &proto.StatsRequest{RequestID: "watch", StatsRequest: search.StatsRequest{Scope: search.ScopeWiki}})
 			if err == nil {
-				w.markReached()
+				w.MarkReached()
 				gens[i], read[i] = resp.Generation, true
 			}
 			return nil
 		})
 	}
 	_ = eg.Wait()
-	var changed []*wing
+	var changed []*route.Wing
 	wt.mu.Lock()
 	for i, gen := range gens {
 		if !read[i] {
@@ -249,7 +250,7 @@ func (wt *watcher) poll(ctx context.Context, notify bool) {
 // notify tells l that the resource list changed if it can read one of the
 // changed wings (its grant, cached or minted: the same as its calls'), and
 // that a note it subscribed to was updated when its content hash moved.
-func (wt *watcher) notify(ctx context.Context, l *listener, changed []*wing) {
+func (wt *watcher) notify(ctx context.Context, l *listener, changed []*route.Wing) {
 	wt.notifyUpdated(ctx, l, changed)
 	wt.notifyListChanged(ctx, l, changed)
 }
@@ -257,10 +258,10 @@ func (wt *watcher) notify(ctx context.Context, l *listener, changed []*wing) {
 // notifyUpdated sends notifications/resources/updated for each subscribed
 // note of a changed wing whose content hash moved (created, changed,
 // moved away or archived, or no longer readable by the listener).
-func (wt *watcher) notifyUpdated(ctx context.Context, l *listener, changed []*wing) {
+func (wt *watcher) notifyUpdated(ctx context.Context, l *listener, changed []*route.Wing) {
 	in := map[string]bool{}
 	for _, w := range changed {
-		in[w.name] = true
+		in[w.Name] = true
 	}
 	l.mu.Lock()
 	uris := slices.Collect(maps.Keys(l.hashes))
@@ -295,7 +296,7 @@ func (wt *watcher) send(l *listener, n mcp.JSONRPCNotification) {
 	}
 }
 
-func (wt *watcher) notifyListChanged(ctx context.Context, l *listener, changed []*wing) {
+func (wt *watcher) notifyListChanged(ctx context.Context, l *listener, changed []*route.Wing) {
 	if l.modern {
 		if f, ok := l.session.(server.SessionWithSubscriptionFilter); ok {
 			if filter, active := f.SubscriptionFilter(); active && !filter.ResourcesListChanged {
@@ -304,8 +305,8 @@ func (wt *watcher) notifyListChanged(ctx context.Context, l *listener, changed [
 		}
 	}
 	for _, w := range changed {
-		gr, _, err := wt.g.grants.getKey(ctx, l.ci.id, l.ci.key, w, l.ci.requestID)
-		if err != nil || !gr.caps.Has(brain.CapRead) {
+		gr, _, err := wt.g.grants.GetKey(ctx, l.ci.id, l.ci.key, w, l.ci.requestID)
+		if err != nil || !gr.Caps.Has(brain.CapRead) {
 			continue
 		}
 		wt.send(l, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/gateway/route"
 )
 
 // fakeSession is a listener's stream, read by the test.
@@ -53,7 +54,7 @@ func TestNotifyOnlyReaders(t *testing.T) {
 	} {
 		f := &fakeSession{ch: make(chan mcp.JSONRPCNotification, 1)}
 		l := &listener{session: f, ci: listenerOf(t, e.gw, c.email).ci}
-		e.gw.watch.notify(context.Background(), l, []*wing{e.gw.byName[c.wing]})
+		e.gw.watch.notify(context.Background(), l, []*route.Wing{e.gw.byName[c.wing]})
 		select {
 		case n := <-f.ch:
 			if !c.told || n.Method != mcp.MethodNotificationResourcesListChanged {

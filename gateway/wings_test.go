@@ -8,34 +8,35 @@ import (
 	"testing"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/route"
 )
 
 // TestCatalogUnion: tools are the union by name over wings, the first wing
 // in config order wins a disagreement (logged), and each tool remembers
 // which wings offer it.
 func TestCatalogUnion(t *testing.T) {
-	mk := func(js string) *[]toolDescriptor {
-		tools, err := parseToolDescriptors(json.RawMessage(js))
+	mk := func(js string) *[]route.ToolDescriptor {
+		tools, err := route.ParseToolDescriptors(json.RawMessage(js))
 		if err != nil {
 			t.Fatal(err)
 		}
 		return &tools
 	}
-	a := &wing{idx: 0, name: "a"}
-	b := &wing{idx: 1, name: "b"}
-	c := &wing{idx: 2, name: "c"} // never answered
-	a.tools.Store(mk(`[{"name":"brain_get","description":"from a","inputSchema":{"type":"object"}},{"name":"only_a","description":"x","inputSchema":{},"_meta":{"brainstem/capability":"curate"}}]`))
-	b.tools.Store(mk(`[{"name":"brain_get","description":"from b","inputSchema":{"type":"object"}},{"name":"only_b","description":"y","inputSchema":{},"_meta":{"brainstem/capability":"write"}}]`))
+	a := &route.Wing{Idx: 0, Name: "a"}
+	b := &route.Wing{Idx: 1, Name: "b"}
+	c := &route.Wing{Idx: 2, Name: "c"} // never answered
+	a.Tools.Store(mk(`[{"name":"brain_get","description":"from a","inputSchema":{"type":"object"}},{"name":"only_a","description":"x","inputSchema":{},"_meta":{"brainstem/capability":"curate"}}]`))
+	b.Tools.Store(mk(`[{"name":"brain_get","description":"from b","inputSchema":{"type":"object"}},{"name":"only_b","description":"y","inputSchema":{},"_meta":{"brainstem/capability":"write"}}]`))
 	var logs bytes.Buffer
-	cat := buildCatalog([]*wing{a, b, c}, slog.New(slog.NewTextHandler(&logs, nil)))
-	if got := strings.Join(cat.names(), ","); got != "brain_get,only_a,only_b" {
+	cat := route.BuildCatalog([]*route.Wing{a, b, c}, slog.New(slog.NewTextHandler(&logs, nil)))
+	if got := strings.Join(cat.Names(), ","); got != "brain_get,only_a,only_b" {
 		t.Fatal(got)
 	}
-	if e := cat.by["brain_get"]; e.desc.Description != "from a" || len(e.wings) != 2 || e.desc.meta.Needs != brain.CapRead {
+	if e := cat.By["brain_get"]; e.Desc.Description != "from a" || len(e.Wings) != 2 || e.Desc.Spec.Needs != brain.CapRead {
 		t.Fatalf("%+v", e)
 	}
-	if cat.by["only_a"].desc.meta.Needs != brain.CapCurate || cat.by["only_b"].desc.meta.Needs != brain.CapWrite || cat.by["only_b"].wings[0] != 1 {
-		t.Fatalf("%+v %+v", cat.by["only_a"], cat.by["only_b"])
+	if cat.By["only_a"].Desc.Spec.Needs != brain.CapCurate || cat.By["only_b"].Desc.Spec.Needs != brain.CapWrite || cat.By["only_b"].Wings[0] != 1 {
+		t.Fatalf("%+v %+v", cat.By["only_a"], cat.By["only_b"])
 	}
 	if !strings.Contains(logs.String(), "disagree") || !strings.Contains(logs.String(), "ignored_from=b") {
 		t.Fatalf("no warning: %s", logs.String())
@@ -53,7 +54,7 @@ func TestParseToolDescriptorsRejects(t *testing.T) {
 		"schema not object":  `[{"name":"x","inputSchema":[1]}]`,
 		"unknown capability": `[{"name":"x","inputSchema":{},"_meta":{"brainstem/capability":"admin"}}]`,
 	} {
-		if _, err := parseToolDescriptors(json.RawMessage(js)); err == nil || !strings.HasPrefix(err.Error(), "gateway: tool descriptors") {
+		if _, err := route.ParseToolDescriptors(json.RawMessage(js)); err == nil || !strings.HasPrefix(err.Error(), "gateway: tool descriptors") {
 			t.Errorf("%s: %v", name, err)
 		}
 	}

@@ -72,10 +72,26 @@ gateway:
     drain_timeout: 10s
     shards: {call_timeout: 5s, max_in_flight: 64, refresh_interval: 5m, retry_base: 50ms}
     limits: {max_body_bytes: 4096, calls_per_second: 0.5, burst: 1, failed_auth_per_minute: 5, fanout_concurrency: 2, client_ip_header: ""}
-    sessions: {max_entries: 10, idle_ttl: 1h, deny_ttl: 30s}
+    grants: {max_entries: 10, idle_ttl: 1h, deny_ttl: 30s}
     log: {format: text, level: debug}
     audit: {log_arguments: true}
 `)}))
+		if out, err := checkConfig(t, text); err != nil {
+			t.Fatalf("rejected: %v\n%s\n---\n%s", err, out, text)
+		}
+	})
+	t.Run("the former sessions key", func(t *testing.T) {
+		t.Parallel()
+		// gateway.config.sessions is still read for one release: its keys
+		// override grants', and the gateway gets grants.
+		text := gatewayYAML(t, render(t, []string{defaultValues, valuesFile(t, `
+gateway:
+  config:
+    sessions: {max_entries: 10, deny_ttl: 30s}
+`)}))
+		if g := parseGatewayConfig(t, text).Grants; g.MaxEntries != 10 || g.IdleTTL != "30m" || g.DenyTTL != "30s" || strings.Contains(text, "sessions:") {
+			t.Fatalf("the former key is not rendered as grants (%+v):\n%s", g, text)
+		}
 		if out, err := checkConfig(t, text); err != nil {
 			t.Fatalf("rejected: %v\n%s\n---\n%s", err, out, text)
 		}

@@ -12,7 +12,7 @@ import (
 // the gateway also reads (drain_timeout, drain_grace, shards.retry_base,
 // shards.keep_alive, shards.idle_timeout, limits.fanout_timeout, the
 // limits' HTTP timeouts, limits.max_unauthenticated_conns,
-// limits.client_ip_header, sessions.deny_ttl, oauth, peers, oidc.issuers[].trust_email,
+// limits.client_ip_header, grants.deny_ttl, oauth, peers, oidc.issuers[].trust_email,
 // signins). Decoding the rendered file with
 // KnownFields proves the chart emits no other key.
 type gatewayConfig struct {
@@ -44,11 +44,11 @@ type gatewayConfig struct {
 		MaxUnauthConns      int     `yaml:"max_unauthenticated_conns"`
 		ClientIPHeader      string  `yaml:"client_ip_header"`
 	} `yaml:"limits"`
-	Sessions struct {
+	Grants struct {
 		MaxEntries int    `yaml:"max_entries"`
 		IdleTTL    string `yaml:"idle_ttl"`
 		DenyTTL    string `yaml:"deny_ttl"`
-	} `yaml:"sessions"`
+	} `yaml:"grants"`
 	Signins struct {
 		EndedFile      string `yaml:"ended_file"`
 		AdminTokenFile string `yaml:"admin_token_file"`

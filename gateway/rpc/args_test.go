@@ -1,4 +1,4 @@
-package gateway
+package rpc
 
 import (
 	"bytes"
@@ -18,8 +18,8 @@ func FuzzScanArgs(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, b []byte) {
-		a, perr := parseArgs(b)
-		var m map[string]rawRef
+		a, perr := ParseArgs(b)
+		var m map[string]Raw
 		jerr := json.Unmarshal(b, &m)
 		if blank := len(bytes.TrimSpace(b)) == 0; blank {
 			jerr = nil // no arguments: none of the fields
@@ -34,7 +34,7 @@ func FuzzScanArgs(f *testing.F) {
 			return
 		}
 		for name := range m {
-			if got := a.get(name); !bytes.Equal(got, m[name]) || (got == nil) != (m[name] == nil) {
+			if got := a.Get(name); !bytes.Equal(got, m[name]) || (got == nil) != (m[name] == nil) {
 				t.Fatalf("%q: %s = %q, encoding/json finds %q", b, name, got, m[name])
 			}
 		}
@@ -45,7 +45,7 @@ func FuzzScanArgs(f *testing.F) {
 		}
 		var v any
 		fits := json.Unmarshal(b, &v) == nil || len(bytes.TrimSpace(b)) == 0
-		if _, fit := scanArgs(b); fit != fits {
+		if _, fit := ScanArgs(b); fit != fits {
 			t.Fatalf("%q: fits = %v, encoding/json decodes it into an interface: %v", b, fit, fits)
 		}
 	})
@@ -57,15 +57,15 @@ func FuzzScanArgs(f *testing.F) {
 func TestScanArgsNonObjects(t *testing.T) {
 	for _, tc := range []struct {
 		args  string
-		shape argsShape
+		shape Shape
 		fit   bool
 	}{
-		{``, argsAbsent, true}, {" \n", argsAbsent, true}, {`null`, argsAbsent, true},
-		{`{}`, argsObject, true}, {` {"a":[1e999]} `, argsObject, false},
-		{`[1,{"a":2}]`, argsOther, true}, {`"x"`, argsOther, true}, {`true`, argsOther, true},
-		{`-1e400`, argsOther, false}, {`123456789`, argsOther, true},
+		{``, ShapeAbsent, true}, {" \n", ShapeAbsent, true}, {`null`, ShapeAbsent, true},
+		{`{}`, ShapeObject, true}, {` {"a":[1e999]} `, ShapeObject, false},
+		{`[1,{"a":2}]`, ShapeOther, true}, {`"x"`, ShapeOther, true}, {`true`, ShapeOther, true},
+		{`-1e400`, ShapeOther, false}, {`123456789`, ShapeOther, true},
 	} {
-		a, fit := scanArgs([]byte(tc.args))
+		a, fit := ScanArgs([]byte(tc.args))
 		if a.shape != tc.shape || fit != tc.fit {
 			t.Errorf("scanArgs(%q) = shape %d, fit %v; want %d, %v", tc.args, a.shape, fit, tc.shape, tc.fit)
 		}

@@ -94,7 +94,7 @@ func (g *Gateway) runSignins(ctx context.Context) {
 // signinsEnded drops the cached shard tokens of people whose sign-ins
 // just ended.
 func (g *Gateway) signinsEnded(emails []string) {
-	n := g.grants.dropEmails(emails)
+	n := g.grants.DropEmails(emails)
 	g.log.Warn("offboard: sign-ins ended; their cached sessions are dropped", "emails", emails, "sessions_dropped", n)
 }
 

@@ -1,4 +1,4 @@
-package gateway
+package rpc
 
 import (
 	"bytes"
@@ -14,7 +14,7 @@ import (
 // object holding jsonrpc, id, method and params, params holding name,
 // arguments and _meta, every key exactly a name, at most once, without
 // escapes, and the strings read (jsonrpc, method, name) without escapes.
-// leanParse reads all of it, and the top-level members of the arguments
+// ParseLean reads all of it, and the top-level members of the arguments
 // (the routing fields and the idempotency key), in one walk of the body,
 // descending into params, arguments and _meta as it meets them: the body
 // is decoded once. Anything else (a key spelled another way, a repeated
@@ -23,28 +23,28 @@ import (
 // mcp-go does: the lean walk never decides differently from it, it only
 // declines (FuzzLeanParse).
 
-// leanBody is what leanParse found.
-type leanBody struct {
-	msg       rpcMessage
-	name      string
-	args      callArgs
-	argsRaw   rawRef // the arguments' bytes, nil when absent
-	argsFit   bool   // every number of the arguments fits a float64
-	meta      rawRef
-	version   rawRef // _meta's protocol version
-	caps      rawRef // _meta's client capabilities
-	metaShape argsShape
-	metaFit   bool
+// Lean is what leanParse found.
+type Lean struct {
+	Msg       Message
+	Name      string
+	Args      Args
+	ArgsRaw   Raw  // the arguments' bytes, nil when absent
+	ArgsFit   bool // every number of the arguments fits a float64
+	Meta      Raw
+	Version   Raw // _meta's protocol version
+	Caps      Raw // _meta's client capabilities
+	MetaShape Shape
+	MetaFit   bool
 }
 
-// leanParse walks a body once (see above); ok is false when the body is
+// ParseLean walks a body once (see above); ok is false when the body is
 // not one the lean walk reads, and then nothing of it was decided.
-func leanParse(body []byte) (lb leanBody, ok bool) {
+func ParseLean(body []byte) (lb Lean, ok bool) {
 	if !json.Valid(body) {
 		return lb, false
 	}
 	w := walker{b: body}
-	lb.argsFit = true // no arguments: nothing that does not fit
+	lb.ArgsFit = true // no arguments: nothing that does not fit
 	seen := map[string]bool{}
 	end := w.object(skipSpace(body, 0), func(key []byte, i int) int {
 		k, fresh := plainKey(key, seen, "jsonrpc", "id", "method", "params", "result", "error")
@@ -57,11 +57,11 @@ func leanParse(body []byte) (lb leanBody, ok bool) {
 		e := w.skip(i)
 		switch k {
 		case "jsonrpc":
-			lb.msg.JSONRPC, ok = plainString(body[i:e])
+			lb.Msg.JSONRPC, ok = plainString(body[i:e])
 		case "method":
-			lb.msg.Method, ok = plainString(body[i:e])
+			lb.Msg.Method, ok = plainString(body[i:e])
 		case "id":
-			lb.msg.ID, ok = body[i:e], true
+			lb.Msg.ID, ok = body[i:e], true
 		case "result", "error":
 			ok = false // a response, not the lean path's
 		default:
@@ -72,14 +72,14 @@ func leanParse(body []byte) (lb leanBody, ok bool) {
 		}
 		return e
 	})
-	if end < 0 || skipSpace(body, end) != len(body) || lb.msg.Params == nil {
-		return leanBody{}, false
+	if end < 0 || skipSpace(body, end) != len(body) || lb.Msg.Params == nil {
+		return Lean{}, false
 	}
 	return lb, true
 }
 
 // params walks tools/call's params: name, arguments and _meta.
-func (w *walker) params(i int, lb *leanBody) int {
+func (w *walker) params(i int, lb *Lean) int {
 	if skipSpace(w.b, i) >= len(w.b) || w.b[skipSpace(w.b, i)] != '{' {
 		return -1
 	}
@@ -98,7 +98,7 @@ func (w *walker) params(i int, lb *leanBody) int {
 		switch k {
 		case "name":
 			var ok bool
-			if lb.name, ok = plainString(w.b[j:e]); !ok {
+			if lb.Name, ok = plainString(w.b[j:e]); !ok {
 				return -1
 			}
 		case "task", "inputResponses", "requestState":
@@ -107,74 +107,74 @@ func (w *walker) params(i int, lb *leanBody) int {
 		return e
 	})
 	if end >= 0 {
-		lb.msg.Params = w.b[skipSpace(w.b, i):end]
+		lb.Msg.Params = w.b[skipSpace(w.b, i):end]
 	}
 	return end
 }
 
 // arguments records the top-level members of the arguments; a value that
 // is not an object keeps its shape for the refusal.
-func (w *walker) arguments(i int, lb *leanBody) int {
+func (w *walker) arguments(i int, lb *Lean) int {
 	i = skipSpace(w.b, i)
 	if w.b[i] != '{' {
 		before := w.fit
 		w.fit = true
 		e := w.skip(i)
-		lb.argsFit = w.fit
+		lb.ArgsFit = w.fit
 		w.fit = before && w.fit
 		if e < 0 {
 			return -1
 		}
-		shape, _ := walkJSON(w.b[i:e], func([]byte, rawRef) {})
-		lb.args, lb.argsRaw = callArgs{shape: shape}, w.b[i:e]
+		shape, _ := WalkJSON(w.b[i:e], func([]byte, Raw) {})
+		lb.Args, lb.ArgsRaw = Args{shape: shape}, w.b[i:e]
 		return e
 	}
 	before := w.fit
 	w.fit = true
-	lb.args.shape = argsObject
+	lb.Args.shape = ShapeObject
 	end := w.object(i, func(key []byte, j int) int {
 		e := w.skip(j)
 		if e >= 0 {
-			lb.args.set(unquoteKey(key), w.b[j:e])
+			lb.Args.set(unquoteKey(key), w.b[j:e])
 		}
 		return e
 	})
-	lb.argsFit, w.fit = w.fit, before && w.fit
+	lb.ArgsFit, w.fit = w.fit, before && w.fit
 	if end >= 0 {
-		lb.argsRaw = w.b[i:end]
+		lb.ArgsRaw = w.b[i:end]
 	}
 	return end
 }
 
 // meta records _meta and the two members a 2026-07-28 request carries.
-func (w *walker) meta(i int, lb *leanBody) int {
+func (w *walker) meta(i int, lb *Lean) int {
 	i = skipSpace(w.b, i)
 	before := w.fit
 	w.fit = true
 	e := -1
 	if w.b[i] == '{' {
-		lb.metaShape = argsObject
+		lb.MetaShape = ShapeObject
 		e = w.object(i, func(key []byte, j int) int {
 			v := w.skip(j)
 			switch string(unquoteKey(key)) {
 			case mcp.MetaKeyProtocolVersion:
-				lb.version = w.b[j:v]
+				lb.Version = w.b[j:v]
 			case mcp.MetaKeyClientCapabilities:
-				lb.caps = w.b[j:v]
+				lb.Caps = w.b[j:v]
 			}
 			return v
 		})
 	} else {
 		e = w.skip(i)
 		if bytes.Equal(w.b[i:max(e, i)], []byte("null")) {
-			lb.metaShape = argsAbsent
+			lb.MetaShape = ShapeAbsent
 		} else {
-			lb.metaShape = argsOther
+			lb.MetaShape = ShapeOther
 		}
 	}
-	lb.metaFit, w.fit = w.fit, before && w.fit
-	if e >= 0 && lb.metaShape == argsObject {
-		lb.meta = w.b[i:e]
+	lb.MetaFit, w.fit = w.fit, before && w.fit
+	if e >= 0 && lb.MetaShape == ShapeObject {
+		lb.Meta = w.b[i:e]
 	}
 	return e
 }

@@ -1,4 +1,4 @@
-package gateway
+package route
 
 import (
 	"context"
@@ -14,23 +14,24 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/proto"
 )
 
-// grant is what the gateway holds for one (email, groups, wing): a shard
+// Grant is what the gateway holds for one (email, groups, wing): a shard
 // token and the capabilities the shard put in it, or a remembered refusal.
 // When the token expires (or a shard rejects it) the token is dropped but
 // caps is kept: it is what the gateway last learned the caller may do in
 // the wing, which decides whether a wing that cannot be reached may be
 // named to the caller (least disclosure).
-type grant struct {
-	token  string
-	caps   brain.Caps
-	expiry time.Time // never later than the SSO token's expiry (the shard caps it at NotAfter)
-	denied bool      // the wing's policy does not admit the caller; remembered until expiry
+type Grant struct {
+	Token  string
+	Caps   brain.Caps
+	Expiry time.Time // never later than the SSO token's expiry (the shard caps it at NotAfter)
+	Denied bool      // the wing's policy does not admit the caller; remembered until expiry
 }
 
-// grantKey identifies a caller's entry in the grant cache: the canonical
+// Key identifies a caller's entry in the grant cache: the canonical
 // email and the canonical group set of the token in hand. A grant therefore
 // follows the token: a token with other groups finds another entry and is
 // minted for, at once, and the same groups in another order find the same
@@ -39,64 +40,66 @@ type grant struct {
 // auth.GroupsDigest, so an entry costs no more memory than an email-keyed
 // one did, and only a token with groups costs a digest (and one small
 // allocation) per request.
-type grantKey string
+type Key string
 
-// keyOf returns the grant-cache key of a verified identity.
-func keyOf(id auth.Identity) grantKey {
+// KeyOf returns the grant-cache key of a verified identity.
+func KeyOf(id auth.Identity) Key {
 	if len(id.Groups) == 0 {
-		return grantKey(id.Email)
+		return Key(id.Email)
 	}
 	d := auth.GroupsDigest(id.Groups)
 	if d == ([32]byte{}) { // only empty group names
-		return grantKey(id.Email)
+		return Key(id.Email)
 	}
-	return grantKey(id.Email + "\x00" + string(d[:16]))
+	return Key(id.Email + "\x00" + string(d[:16]))
 }
 
-func (g grant) usable(now time.Time) bool { return !g.expiry.IsZero() && now.Before(g.expiry) }
+func (g Grant) usable(now time.Time) bool { return !g.Expiry.IsZero() && now.Before(g.Expiry) }
 
 // callerGrants is one caller's entry in the grant cache: the grants of
 // one (email, group set), indexed by wing index. It lives only in memory.
 type callerGrants struct {
 	mu      sync.Mutex
-	grants  []grant
+	grants  []Grant
 	renewed atomic.Int64 // monotonic-ish unix nanos of the last idle-TTL renewal
 }
 
-// grantMetrics are the counters the cache reports to.
-type grantMetrics interface {
-	cacheHit()
-	cacheMiss()
-	minted(wing, outcome string)
+// Metrics are the counters the cache reports to.
+type Metrics interface {
+	CacheHit()
+	CacheMiss()
+	Minted(wing, outcome string)
 }
 
-// grantCache is the cache of shard tokens, keyed by email and group set
+// GrantCache is the cache of shard tokens, keyed by email and group set
 // (grantKey): the design brief's "session cache", configured by the
-// sessions section (SessionsConfig). An entry is dropped after idleTTL without use or when the
+// grants section (GrantsConfig). An entry is dropped after idleTTL without use or when the
 // cache is full (LRU); a grant inside is used only until its expiry, which
 // never exceeds the SSO token's. Concurrent first calls for one (email,
 // group set, wing) share one mint.
-type grantCache struct {
-	lru         *expirable.LRU[grantKey, *callerGrants]
+type GrantCache struct {
+	lru         *expirable.LRU[Key, *callerGrants]
 	createMu    sync.Mutex // serialises creating an email's entry
 	flight      singleflight.Group
-	wings       []*wing
+	wings       []*Wing
 	now         func() time.Time
 	idleTTL     time.Duration
 	denyTTL     time.Duration
 	mintTimeout time.Duration
-	metrics     grantMetrics
+	metrics     Metrics
 	log         *slog.Logger
-	test        *testHooks // the gateway's (Gateway.OnMintJoinForTest)
+	// OnMintJoin, when set, is called each time a lookup joined a mint
+	// flight (Gateway.OnMintJoinForTest).
+	OnMintJoin func()
 }
 
-// expiryMargin: a grant that expires sooner than this is re-minted rather
+// ExpiryMargin: a grant that expires sooner than this is re-minted rather
 // than sent, so it does not expire in flight.
-const expiryMargin = 5 * time.Second
+const ExpiryMargin = 5 * time.Second
 
-func newGrantCache(wings []*wing, maxEntries int, idleTTL, denyTTL, mintTimeout time.Duration, now func() time.Time, m grantMetrics, log *slog.Logger) *grantCache {
-	return &grantCache{
-		lru:         expirable.NewLRU[grantKey, *callerGrants](maxEntries, nil, idleTTL),
+func NewGrantCache(wings []*Wing, maxEntries int, idleTTL, denyTTL, mintTimeout time.Duration, now func() time.Time, m Metrics, log *slog.Logger) *GrantCache {
+	return &GrantCache{
+		lru:         expirable.NewLRU[Key, *callerGrants](maxEntries, nil, idleTTL),
 		wings:       wings,
 		now:         now,
 		idleTTL:     idleTTL,
@@ -107,13 +110,16 @@ func newGrantCache(wings []*wing, maxEntries int, idleTTL, denyTTL, mintTimeout 
 	}
 }
 
+// Keys are the callers (email and group set) in the cache.
+func (c *GrantCache) Keys() []Key { return c.lru.Keys() }
+
 // Len is the number of callers (email and group set) in the cache.
-func (c *grantCache) Len() int { return c.lru.Len() }
+func (c *GrantCache) Len() int { return c.lru.Len() }
 
 // dropEmails forgets every entry of these emails (whatever their group
 // sets): an operator ended their sign-ins, so no shard token minted for
 // them before is used again.
-func (c *grantCache) dropEmails(emails []string) int {
+func (c *GrantCache) DropEmails(emails []string) int {
 	if len(emails) == 0 {
 		return 0
 	}
@@ -133,7 +139,7 @@ func (c *grantCache) dropEmails(emails []string) int {
 
 // entry returns the key's entry, creating it, and renews its idle TTL
 // (expirable.LRU's Get does not).
-func (c *grantCache) entry(key grantKey) *callerGrants {
+func (c *GrantCache) entry(key Key) *callerGrants {
 	if s, ok := c.lru.Get(key); ok {
 		c.renew(key, s)
 		return s
@@ -143,7 +149,7 @@ func (c *grantCache) entry(key grantKey) *callerGrants {
 	if s, ok := c.lru.Get(key); ok {
 		return s
 	}
-	s := &callerGrants{grants: make([]grant, len(c.wings))}
+	s := &callerGrants{grants: make([]Grant, len(c.wings))}
 	s.renewed.Store(time.Now().UnixNano())
 	c.lru.Add(key, s)
 	return s
@@ -152,7 +158,7 @@ func (c *grantCache) entry(key grantKey) *callerGrants {
 // renew re-adds the entry (resetting its TTL) at most a few times per idle
 // period, so a busy caller's entry is not dropped and the hot path stays
 // cheap.
-func (c *grantCache) renew(key grantKey, s *callerGrants) {
+func (c *GrantCache) renew(key Key, s *callerGrants) {
 	now := time.Now().UnixNano()
 	last := s.renewed.Load()
 	if time.Duration(now-last) < c.idleTTL/8 {
@@ -164,40 +170,40 @@ func (c *grantCache) renew(key grantKey, s *callerGrants) {
 }
 
 // cached returns a usable grant without minting.
-func (c *grantCache) cached(key grantKey, w *wing) (grant, bool) {
+func (c *GrantCache) Cached(key Key, w *Wing) (Grant, bool) {
 	s := c.entry(key)
 	now := c.now()
 	s.mu.Lock()
-	g := s.grants[w.idx]
-	if !g.expiry.IsZero() && !now.Before(g.expiry) {
+	g := s.grants[w.Idx]
+	if !g.Expiry.IsZero() && !now.Before(g.Expiry) {
 		// Drop tokens and refusals past expiry; remember what the caller
 		// could do (held).
-		if g.denied {
-			s.grants[w.idx] = grant{}
+		if g.Denied {
+			s.grants[w.Idx] = Grant{}
 		} else {
-			s.grants[w.idx] = grant{caps: g.caps}
+			s.grants[w.Idx] = Grant{Caps: g.Caps}
 		}
 	}
 	s.mu.Unlock()
-	if g.denied && g.usable(now) {
+	if g.Denied && g.usable(now) {
 		return g, true
 	}
-	if !g.denied && g.token != "" && g.expiry.Sub(now) > expiryMargin {
+	if !g.Denied && g.Token != "" && g.Expiry.Sub(now) > ExpiryMargin {
 		return g, true
 	}
-	return grant{}, false
+	return Grant{}, false
 }
 
 // lookup answers get from the cache alone, never blocking: ok is false
 // when the grant must be minted.
-func (c *grantCache) lookup(key grantKey, w *wing) (g grant, ok bool, err error) {
-	g, ok = c.cached(key, w)
+func (c *GrantCache) Lookup(key Key, w *Wing) (g Grant, ok bool, err error) {
+	g, ok = c.Cached(key, w)
 	if !ok {
-		return grant{}, false, nil
+		return Grant{}, false, nil
 	}
-	c.metrics.cacheHit()
-	if g.denied {
-		return grant{}, true, deniedError(w.name)
+	c.metrics.CacheHit()
+	if g.Denied {
+		return Grant{}, true, deniedError(w.Name)
 	}
 	return g, true, nil
 }
@@ -206,17 +212,17 @@ func (c *grantCache) lookup(key grantKey, w *wing) (g grant, ok bool, err error)
 // reports whether it was minted for this call (shared mints count). A
 // remembered or new refusal is an *Error with brain.CodeForbidden wrapping
 // errNotAdmitted.
-func (c *grantCache) get(ctx context.Context, id auth.Identity, w *wing, requestID string) (g grant, fresh bool, err error) {
-	return c.getKey(ctx, id, keyOf(id), w, requestID)
+func (c *GrantCache) Get(ctx context.Context, id auth.Identity, w *Wing, requestID string) (g Grant, fresh bool, err error) {
+	return c.GetKey(ctx, id, KeyOf(id), w, requestID)
 }
 
-func (c *grantCache) getKey(ctx context.Context, id auth.Identity, key grantKey, w *wing, requestID string) (g grant, fresh bool, err error) {
-	if g, ok, err := c.lookup(key, w); ok {
+func (c *GrantCache) GetKey(ctx context.Context, id auth.Identity, key Key, w *Wing, requestID string) (g Grant, fresh bool, err error) {
+	if g, ok, err := c.Lookup(key, w); ok {
 		return g, false, err
 	}
 	g, err = c.mint(ctx, id, key, w, requestID)
 	if err != nil {
-		return grant{}, true, err
+		return Grant{}, true, err
 	}
 	return g, true, nil
 }
@@ -224,44 +230,44 @@ func (c *grantCache) getKey(ctx context.Context, id auth.Identity, key grantKey,
 // held returns the capabilities the gateway last learned the caller (the
 // key) has in a wing, whether or not the token is still usable; 0 when it
 // never learned any or the wing refused the caller.
-func (c *grantCache) held(key grantKey, w *wing) brain.Caps {
+func (c *GrantCache) Held(key Key, w *Wing) brain.Caps {
 	s, ok := c.lru.Peek(key)
 	if !ok {
 		return 0
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if g := s.grants[w.idx]; !g.denied {
-		return g.caps
+	if g := s.grants[w.Idx]; !g.Denied {
+		return g.Caps
 	}
 	return 0
 }
 
 // invalidate drops the caller's token for a wing if it still holds token
 // (a concurrent re-mint's newer token is kept).
-func (c *grantCache) invalidate(key grantKey, w *wing, token string) {
+func (c *GrantCache) Invalidate(key Key, w *Wing, token string) {
 	s, ok := c.lru.Peek(key)
 	if !ok {
 		return
 	}
 	s.mu.Lock()
-	if g := s.grants[w.idx]; g.token == token {
-		s.grants[w.idx] = grant{caps: g.caps}
+	if g := s.grants[w.Idx]; g.Token == token {
+		s.grants[w.Idx] = Grant{Caps: g.Caps}
 	}
 	s.mu.Unlock()
 }
 
-// errNotAdmitted marks a refusal by the wing's policy. It never reaches a
+// ErrNotAdmitted marks a refusal by the wing's policy. It never reaches a
 // caller as such: a caller with no capability in a wing is answered as for
 // a wing that does not exist (Gateway.noWing).
-var errNotAdmitted = errors.New("gateway: the wing's policy does not admit the caller")
+var ErrNotAdmitted = errors.New("gateway: the wing's policy does not admit the caller")
 
-func deniedError(wing string) *Error {
-	return newError(brain.CodeForbidden, errors.Join(ErrForbidden, errNotAdmitted), "the policy of wing %q does not admit you", wing)
+func deniedError(wing string) *edge.Error {
+	return edge.NewError(brain.CodeForbidden, errors.Join(edge.ErrForbidden, ErrNotAdmitted), "the policy of wing %q does not admit you", wing)
 }
 
 type mintResult struct {
-	g   grant
+	g   Grant
 	err error
 }
 
@@ -270,34 +276,34 @@ type mintResult struct {
 // runs on a detached context with its own timeout, so one impatient caller
 // does not fail the others; each caller still stops waiting when its own
 // ctx ends.
-func (c *grantCache) mint(ctx context.Context, id auth.Identity, key grantKey, w *wing, requestID string) (grant, error) {
-	flightKey := w.name + "\x00" + string(key)
+func (c *GrantCache) mint(ctx context.Context, id auth.Identity, key Key, w *Wing, requestID string) (Grant, error) {
+	flightKey := w.Name + "\x00" + string(key)
 	ch := c.flight.DoChan(flightKey, func() (any, error) {
 		return c.mintFlight(ctx, id, key, w, requestID), nil
 	})
 	// The caller has joined the flight here (DoChan registers it synchronously).
-	if c.test != nil && c.test.mintJoined != nil {
-		c.test.mintJoined()
+	if c.OnMintJoin != nil {
+		c.OnMintJoin()
 	}
-	c.metrics.cacheMiss()
+	c.metrics.CacheMiss()
 	select {
 	case r := <-ch:
 		mr := r.Val.(mintResult)
 		return mr.g, mr.err
 	case <-ctx.Done():
-		return grant{}, classifyShard(ctx.Err(), w)
+		return Grant{}, ClassifyShard(ctx.Err(), w)
 	}
 }
 
 // mintFlight is one mint flight: it asks the shard (on a context detached
 // from the first caller's, with its own timeout) and stores the answer, a
-// grant or a refusal.
-func (c *grantCache) mintFlight(ctx context.Context, id auth.Identity, key grantKey, w *wing, requestID string) mintResult {
+// Grant or a refusal.
+func (c *GrantCache) mintFlight(ctx context.Context, id auth.Identity, key Key, w *Wing, requestID string) mintResult {
 	// A flight that just finished may have stored a grant between this
 	// caller's cache miss and its joining: use it rather than mint again.
-	if g, ok := c.cached(key, w); ok {
-		if g.denied {
-			return mintResult{err: deniedError(w.name)}
+	if g, ok := c.Cached(key, w); ok {
+		if g.Denied {
+			return mintResult{err: deniedError(w.Name)}
 		}
 		return mintResult{g: g}
 	}
@@ -309,70 +315,70 @@ func (c *grantCache) mintFlight(ctx context.Context, id auth.Identity, key grant
 		Groups:    id.Groups,
 		NotAfter:  id.Expiry,
 	}
-	mctx, span := shardSpan(mctx, "mint", w)
-	resp, err := w.client.Mint(mctx, mreq)
+	mctx, span := ShardSpan(mctx, "mint", w)
+	resp, err := w.Client.Mint(mctx, mreq)
 	if errors.Is(err, proto.ErrConnectionLost) && proto.CodeOf(err) == 0 {
 		// A mint changes nothing on the shard: ask again (once).
-		resp, err = w.client.Mint(mctx, mreq)
+		resp, err = w.Client.Mint(mctx, mreq)
 	}
-	endShardSpan(span, err)
+	EndShardSpan(span, err)
 	if err != nil {
 		return c.mintFailed(id, key, w, requestID, err)
 	}
-	if w.mintRefused.Swap(nil) != nil {
-		c.log.Info("the wing's shard accepts this gateway's mints again", "wing", w.name)
+	if w.MintRefused.Swap(nil) != nil {
+		c.log.Info("the wing's shard accepts this gateway's mints again", "wing", w.Name)
 	}
-	w.markReached()
+	w.MarkReached()
 	caps, perr := brain.ParseCaps(resp.Caps)
 	if perr != nil || resp.Token == "" {
-		c.metrics.minted(w.name, string(brain.CodeInternal))
-		return mintResult{err: newError(brain.CodeInternal, errors.Join(ErrUnavailable, perr), "wing %q answered an unusable mint (caps %q)", w.name, resp.Caps)}
+		c.metrics.Minted(w.Name, string(brain.CodeInternal))
+		return mintResult{err: edge.NewError(brain.CodeInternal, errors.Join(edge.ErrUnavailable, perr), "wing %q answered an unusable mint (caps %q)", w.Name, resp.Caps)}
 	}
 	if caps == 0 {
-		c.metrics.minted(w.name, "forbidden")
-		c.store(key, w, grant{denied: true, expiry: c.now().Add(c.denyTTL)})
-		return mintResult{err: deniedError(w.name)}
+		c.metrics.Minted(w.Name, "forbidden")
+		c.Store(key, w, Grant{Denied: true, Expiry: c.now().Add(c.denyTTL)})
+		return mintResult{err: deniedError(w.Name)}
 	}
 	exp := resp.Expiry
 	if !id.Expiry.IsZero() && exp.After(id.Expiry) {
 		exp = id.Expiry // never outlive the SSO token, whatever the shard says
 	}
-	g := grant{token: resp.Token, caps: caps, expiry: exp}
-	c.metrics.minted(w.name, "ok")
-	c.store(key, w, g)
+	g := Grant{Token: resp.Token, Caps: caps, Expiry: exp}
+	c.metrics.Minted(w.Name, "ok")
+	c.Store(key, w, g)
 	return mintResult{g: g}
 }
 
 // mintFailed handles a mint the shard refused or did not answer: a policy
 // refusal is remembered for denyTTL; a refusal of this gateway's
 // certificate is reported for /readyz, not remembered per user.
-func (c *grantCache) mintFailed(id auth.Identity, key grantKey, w *wing, requestID string, err error) mintResult {
+func (c *GrantCache) mintFailed(id auth.Identity, key Key, w *Wing, requestID string, err error) mintResult {
 	switch proto.CodeOf(err) {
 	case proto.CodeForbidden:
-		c.metrics.minted(w.name, "forbidden")
-		c.store(key, w, grant{denied: true, expiry: c.now().Add(c.denyTTL)})
-		return mintResult{err: deniedError(w.name)}
+		c.metrics.Minted(w.Name, "forbidden")
+		c.Store(key, w, Grant{Denied: true, Expiry: c.now().Add(c.denyTTL)})
+		return mintResult{err: deniedError(w.Name)}
 	case proto.CodeWrongRole:
 		// Not this user's fault: the shard refuses every mint from
 		// this gateway. Not remembered per user; /readyz reports it.
-		c.metrics.minted(w.name, "wrong_role")
+		c.metrics.Minted(w.Name, "wrong_role")
 		msg := err.Error()
-		if prev := w.mintRefused.Swap(&msg); prev == nil {
+		if prev := w.MintRefused.Swap(&msg); prev == nil {
 			c.log.Error("the wing's shard refuses this gateway's mints: the gateway is not ready until an operator fixes its certificate",
-				"wing", w.name, "err", err)
+				"wing", w.Name, "err", err)
 		}
-		return mintResult{err: classify(err, w.name)}
+		return mintResult{err: edge.Classify(err, w.Name)}
 	}
-	e := classifyShard(err, w)
-	c.metrics.minted(w.name, string(e.Code))
-	c.log.Warn("mint failed", "wing", w.name, "email", id.Email, "request_id", requestID, "err", err)
+	e := ClassifyShard(err, w)
+	c.metrics.Minted(w.Name, string(e.Code))
+	c.log.Warn("mint failed", "wing", w.Name, "email", id.Email, "request_id", requestID, "err", err)
 	return mintResult{err: e}
 }
 
-func (c *grantCache) store(key grantKey, w *wing, g grant) {
+func (c *GrantCache) Store(key Key, w *Wing, g Grant) {
 	s := c.entry(key)
 	s.mu.Lock()
-	s.grants[w.idx] = g
+	s.grants[w.Idx] = g
 	s.mu.Unlock()
 }
 
@@ -380,27 +386,27 @@ func (c *grantCache) store(key grantKey, w *wing, g grant) {
 // needed (concurrently, at most limit at once). A wing that cannot be
 // reached (or is known to be down) or refuses the
 // caller has zero caps; errs records why.
-func (c *grantCache) capsAll(ctx context.Context, id auth.Identity, requestID string, limit int) (caps []brain.Caps, errs []error) {
+func (c *GrantCache) CapsAll(ctx context.Context, id auth.Identity, requestID string, limit int) (caps []brain.Caps, errs []error) {
 	caps = make([]brain.Caps, len(c.wings))
 	errs = make([]error, len(c.wings))
 	sem := make(chan struct{}, max(limit, 1))
 	var wg sync.WaitGroup
-	key := keyOf(id)
+	key := KeyOf(id)
 	for i, w := range c.wings {
-		if g, ok := c.cached(key, w); ok {
-			c.metrics.cacheHit()
-			if g.denied {
-				errs[i] = deniedError(w.name)
+		if g, ok := c.Cached(key, w); ok {
+			c.metrics.CacheHit()
+			if g.Denied {
+				errs[i] = deniedError(w.Name)
 			} else {
-				caps[i] = g.caps
+				caps[i] = g.Caps
 			}
 			continue
 		}
-		if st := w.client.State(); st.Down {
+		if st := w.Client.State(); st.Down {
 			// Listing tools, brain_wings and cross-wing search do not wait
 			// for a wing known to be unreachable.
-			errs[i] = newError(brain.CodeUnavailable, errors.Join(ErrUnavailable, st.Err),
-				"wing %q is unreachable (for %.0fs); the gateway keeps redialing it", w.name, time.Since(st.DownSince).Seconds())
+			errs[i] = edge.NewError(brain.CodeUnavailable, errors.Join(edge.ErrUnavailable, st.Err),
+				"wing %q is unreachable (for %.0fs); the gateway keeps redialing it", w.Name, time.Since(st.DownSince).Seconds())
 			continue
 		}
 		wg.Add(1)
@@ -409,18 +415,23 @@ func (c *grantCache) capsAll(ctx context.Context, id auth.Identity, requestID st
 			select {
 			case sem <- struct{}{}:
 			case <-ctx.Done():
-				errs[i] = classify(ctx.Err(), w.name)
+				errs[i] = edge.Classify(ctx.Err(), w.Name)
 				return
 			}
 			defer func() { <-sem }()
-			g, _, err := c.getKey(ctx, id, key, w, requestID)
+			g, _, err := c.GetKey(ctx, id, key, w, requestID)
 			if err != nil {
 				errs[i] = err
 				return
 			}
-			caps[i] = g.caps
+			caps[i] = g.Caps
 		}()
 	}
 	wg.Wait()
 	return caps, errs
+}
+
+// ClassifyShard is edge.ClassifyShard for a failure talking to w's shard.
+func ClassifyShard(err error, w *Wing) *edge.Error {
+	return edge.ClassifyShard(err, w.Name, w.Client.Connected)
 }

@@ -1,4 +1,4 @@
-package gateway
+package route
 
 import (
 	"context"
@@ -15,9 +15,9 @@ import (
 	"github.com/brainstem/brainstem/proto"
 )
 
-// shardClient is what the gateway needs from a shard connection;
+// ShardClient is what the gateway needs from a shard connection;
 // *proto.Client satisfies it.
-type shardClient interface {
+type ShardClient interface {
 	ListTools(ctx context.Context) (*proto.ListToolsResponse, error)
 	Call(ctx context.Context, req *proto.CallRequest) (*proto.CallResponse, error)
 	Mint(ctx context.Context, req *proto.MintRequest) (*proto.MintResponse, error)
@@ -29,35 +29,35 @@ type shardClient interface {
 	Close() error
 }
 
-// wing is one configured wing and its shard client.
-type wing struct {
-	idx     int
-	name    string
-	client  shardClient
-	reached atomic.Bool // answered at least once (any message)
-	tools   atomic.Pointer[[]toolDescriptor]
-	prompts atomic.Pointer[[]promptDescriptor]
+// Wing is one configured wing and its shard client.
+type Wing struct {
+	Idx     int
+	Name    string
+	Client  ShardClient
+	Reached atomic.Bool // answered at least once (any message)
+	Tools   atomic.Pointer[[]ToolDescriptor]
+	Prompts atomic.Pointer[[]PromptDescriptor]
 	// mintRefused says why the wing's shard refuses every mint from this
 	// gateway (its certificate's role), nil when mints are accepted. The
 	// gateway is not ready while it is set.
-	mintRefused atomic.Pointer[string]
+	MintRefused atomic.Pointer[string]
 }
 
-func (w *wing) markReached() { w.reached.Store(true) }
+func (w *Wing) MarkReached() { w.Reached.Store(true) }
 
 // down reports whether the wing's shard is known to be unreachable: its
 // client fails fast (and redials in the background), so everything that
 // looks at all wings skips it rather than waiting for a dial.
-func (w *wing) down() bool { return w.client.State().Down }
+func (w *Wing) Down() bool { return w.Client.State().Down }
 
 // maxToolsPerWing bounds what one shard may advertise.
 const maxToolsPerWing = 256
 
-// toolDescriptor is one tool as a shard describes it. Only the fields the
+// ToolDescriptor is one tool as a shard describes it. Only the fields the
 // gateway registers with mcp-go are kept; unknown annotation keys are
 // dropped. A tool with an outputSchema has its answers' JSON passed on as
 // structuredContent too (structured).
-type toolDescriptor struct {
+type ToolDescriptor struct {
 	Name         string              `json:"name"`
 	Title        string              `json:"title,omitempty"`
 	Description  string              `json:"description"`
@@ -65,12 +65,12 @@ type toolDescriptor struct {
 	OutputSchema json.RawMessage     `json:"outputSchema,omitempty"`
 	Annotations  *mcp.ToolAnnotation `json:"annotations,omitempty"`
 	Meta         map[string]any      `json:"_meta,omitempty"`
-	meta         toolspec.Meta       // read from Meta: the tool's capability, routing and fan-out
+	Spec         toolspec.Meta       `json:"-"` // read from Meta: the tool's capability, routing and fan-out
 }
 
-// parseToolDescriptors decodes and checks a shard's ListTools answer.
-func parseToolDescriptors(raw json.RawMessage) ([]toolDescriptor, error) {
-	var tools []toolDescriptor
+// ParseToolDescriptors decodes and checks a shard's ListTools answer.
+func ParseToolDescriptors(raw json.RawMessage) ([]ToolDescriptor, error) {
+	var tools []ToolDescriptor
 	if err := json.Unmarshal(raw, &tools); err != nil {
 		return nil, fmt.Errorf("gateway: tool descriptors: %w", err)
 	}
@@ -87,7 +87,7 @@ func parseToolDescriptors(raw json.RawMessage) ([]toolDescriptor, error) {
 			return nil, fmt.Errorf("gateway: tool descriptors: %q listed twice", t.Name)
 		}
 		seen[t.Name] = true
-		if t.Name == wingsToolName {
+		if t.Name == toolspec.WingsTool {
 			return nil, fmt.Errorf("gateway: tool descriptors: %q is reserved for the gateway", t.Name)
 		}
 		var schema map[string]json.RawMessage
@@ -104,8 +104,8 @@ func parseToolDescriptors(raw json.RawMessage) ([]toolDescriptor, error) {
 		if err != nil {
 			return nil, fmt.Errorf("gateway: tool descriptors: %q: %w", t.Name, err)
 		}
-		t.meta = m
-		tool := t.mcpTool()
+		t.Spec = m
+		tool := t.MCPTool()
 		if err := mcp.ValidateParamHeaderAnnotations(&tool); err != nil {
 			return nil, fmt.Errorf("gateway: tool descriptors: %q: %w", t.Name, err)
 		}
@@ -113,7 +113,7 @@ func parseToolDescriptors(raw json.RawMessage) ([]toolDescriptor, error) {
 	return tools, nil
 }
 
-func (t toolDescriptor) mcpTool() mcp.Tool {
+func (t ToolDescriptor) MCPTool() mcp.Tool {
 	tool := mcp.NewToolWithRawSchema(t.Name, t.Description, t.InputSchema)
 	tool.Title = t.Title
 	tool.RawOutputSchema = t.OutputSchema
@@ -126,54 +126,54 @@ func (t toolDescriptor) mcpTool() mcp.Tool {
 	return tool
 }
 
-// catalog is the union of the wings' tools: by name, first wing (in config
+// Catalog is the union of the wings' tools: by name, first wing (in config
 // order) wins when two disagree.
-type catalog struct {
-	tools []toolDescriptor         // sorted by name
-	by    map[string]*catalogEntry // name → entry
+type Catalog struct {
+	Tools []ToolDescriptor         // sorted by name
+	By    map[string]*CatalogEntry // name → entry
 }
 
-type catalogEntry struct {
-	desc  toolDescriptor
-	wings []int // indexes of wings advertising the tool
+type CatalogEntry struct {
+	Desc  ToolDescriptor
+	Wings []int // indexes of wings advertising the tool
 }
 
-func buildCatalog(wings []*wing, log *slog.Logger) *catalog {
-	c := &catalog{by: map[string]*catalogEntry{}}
+func BuildCatalog(wings []*Wing, log *slog.Logger) *Catalog {
+	c := &Catalog{By: map[string]*CatalogEntry{}}
 	for _, w := range wings {
-		p := w.tools.Load()
+		p := w.Tools.Load()
 		if p == nil {
 			continue
 		}
 		for _, t := range *p {
-			e, ok := c.by[t.Name]
+			e, ok := c.By[t.Name]
 			if !ok {
-				c.by[t.Name] = &catalogEntry{desc: t, wings: []int{w.idx}}
+				c.By[t.Name] = &CatalogEntry{Desc: t, Wings: []int{w.Idx}}
 				continue
 			}
-			e.wings = append(e.wings, w.idx)
-			if !sameDescriptor(e.desc, t) {
+			e.Wings = append(e.Wings, w.Idx)
+			if !sameDescriptor(e.Desc, t) {
 				log.Warn("wings disagree on a tool descriptor; the first wing's is advertised",
-					"tool", t.Name, "kept_from", wings[e.wings[0]].name, "ignored_from", w.name)
+					"tool", t.Name, "kept_from", wings[e.Wings[0]].Name, "ignored_from", w.Name)
 			}
 		}
 	}
-	for _, e := range c.by {
-		c.tools = append(c.tools, e.desc)
+	for _, e := range c.By {
+		c.Tools = append(c.Tools, e.Desc)
 	}
-	sort.Slice(c.tools, func(i, j int) bool { return c.tools[i].Name < c.tools[j].Name })
+	sort.Slice(c.Tools, func(i, j int) bool { return c.Tools[i].Name < c.Tools[j].Name })
 	return c
 }
 
-func sameDescriptor(a, b toolDescriptor) bool {
-	ja, _ := json.Marshal(a.mcpTool())
-	jb, _ := json.Marshal(b.mcpTool())
+func sameDescriptor(a, b ToolDescriptor) bool {
+	ja, _ := json.Marshal(a.MCPTool())
+	jb, _ := json.Marshal(b.MCPTool())
 	return string(ja) == string(jb)
 }
 
-func (c *catalog) names() []string {
-	out := make([]string, len(c.tools))
-	for i, t := range c.tools {
+func (c *Catalog) Names() []string {
+	out := make([]string, len(c.Tools))
+	for i, t := range c.Tools {
 		out[i] = t.Name
 	}
 	return slices.Clip(out)

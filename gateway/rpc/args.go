@@ -1,4 +1,4 @@
-package gateway
+package rpc
 
 import (
 	"bytes"
@@ -7,6 +7,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
 )
 
 // A call's arguments go to the shard byte for byte. The gateway reads a few
@@ -16,23 +17,23 @@ import (
 // (scanArgs), made once per call: on the lean path while checking that
 // mcp-go would take the arguments, else in the tool handler.
 
-// callArgs are the top-level members of a call's arguments, by their exact
+// Args are the top-level members of a call's arguments, by their exact
 // names, the last of duplicates winning, as encoding/json's map decoding
 // finds them (its struct decoding would also take "WING" or "Id", which
 // the shard refuses as unknown arguments). Each value is the raw JSON
 // inside the arguments.
-type callArgs struct {
-	shape  argsShape
+type Args struct {
+	shape  Shape
 	fields []argField
 }
 
 type argField struct {
 	name string
-	v    rawRef
+	v    Raw
 }
 
 // get returns the raw value of the member named name, nil when absent.
-func (a *callArgs) get(name string) rawRef {
+func (a *Args) Get(name string) Raw {
 	for i := len(a.fields) - 1; i >= 0; i-- {
 		if a.fields[i].name == name {
 			return a.fields[i].v
@@ -41,57 +42,60 @@ func (a *callArgs) get(name string) rawRef {
 	return nil
 }
 
-// argsShape is what the arguments are as a whole.
-type argsShape uint8
+// Shape is what the arguments are as a whole.
+type Shape uint8
+
+// Shape is what the arguments are as a whole.
+func (a *Args) Shape() Shape { return a.shape }
 
 const (
-	argsAbsent  argsShape = iota // empty, blank or null: no fields
-	argsObject                   // a JSON object
-	argsOther                    // another JSON value: refused (invalid_argument)
-	argsInvalid                  // not JSON at all
+	ShapeAbsent  Shape = iota // empty, blank or null: no fields
+	ShapeObject               // a JSON object
+	ShapeOther                // another JSON value: refused (invalid_argument)
+	ShapeInvalid              // not JSON at all
 )
 
 // maxArgFields bounds the members scanArgs keeps: a shard refuses more
 // arguments than a tool has anyway, and no tool has this many.
 const maxArgFields = 64
 
-func (a *callArgs) set(name []byte, v rawRef) {
+func (a *Args) set(name []byte, v Raw) {
 	if len(a.fields) < maxArgFields {
 		a.fields = append(a.fields, argField{string(name), v})
 	}
 }
 
-// scanArgs walks arguments once: it finds the members of callArgs and
+// ScanArgs walks arguments once: it finds the members of callArgs and
 // reports whether every number in the arguments fits a float64, which is
 // what encoding/json needs to decode them into an interface (as mcp-go
 // does; nothing else about valid JSON can fail there). The arguments are
 // expected to be valid JSON (parseArgs validates first); what the walk
 // sees is not, is argsInvalid.
-func scanArgs(b []byte) (a callArgs, fit bool) {
-	a.shape, fit = walkJSON(b, a.set)
-	if a.shape != argsObject {
-		a = callArgs{shape: a.shape}
+func ScanArgs(b []byte) (a Args, fit bool) {
+	a.shape, fit = WalkJSON(b, a.set)
+	if a.shape != ShapeObject {
+		a = Args{shape: a.shape}
 	}
 	return a, fit
 }
 
-// walkJSON walks a JSON value once: for an object it calls field with each
+// WalkJSON walks a JSON value once: for an object it calls field with each
 // member's name (unquoted) and raw value, in order. It reports the value's
 // shape and whether every number in it fits a float64.
-func walkJSON(b []byte, field func(name []byte, value rawRef)) (shape argsShape, fit bool) {
+func WalkJSON(b []byte, field func(name []byte, value Raw)) (shape Shape, fit bool) {
 	i := skipSpace(b, 0)
 	switch {
 	case i == len(b):
-		return argsAbsent, true
+		return ShapeAbsent, true
 	case b[i] != '{':
 		end, fit := skipValue(b, i)
 		switch {
 		case end > len(b) || skipSpace(b, end) != len(b):
-			return argsInvalid, fit
+			return ShapeInvalid, fit
 		case bytes.Equal(b[i:end], []byte("null")):
-			return argsAbsent, fit
+			return ShapeAbsent, fit
 		}
-		return argsOther, fit
+		return ShapeOther, fit
 	}
 	fit = true
 	for i = skipSpace(b, i+1); i < len(b) && b[i] != '}'; i = skipSpace(b, i) {
@@ -99,30 +103,30 @@ func walkJSON(b []byte, field func(name []byte, value rawRef)) (shape argsShape,
 			i = skipSpace(b, i+1)
 		}
 		if i >= len(b) || b[i] != '"' {
-			return argsInvalid, fit
+			return ShapeInvalid, fit
 		}
 		kEnd := stringEnd(b, i)
 		key := b[i:min(kEnd, len(b))]
 		if i = skipSpace(b, kEnd); i >= len(b) || b[i] != ':' {
-			return argsInvalid, fit
+			return ShapeInvalid, fit
 		}
 		vStart := skipSpace(b, i+1)
 		vEnd, vfit := skipValue(b, vStart)
 		if vEnd > len(b) {
-			return argsInvalid, fit
+			return ShapeInvalid, fit
 		}
 		fit = fit && vfit
 		field(unquoteKey(key), b[vStart:vEnd])
 		i = vEnd
 	}
 	if i >= len(b) || skipSpace(b, i+1) != len(b) {
-		return argsInvalid, fit
+		return ShapeInvalid, fit
 	}
-	return argsObject, fit
+	return ShapeObject, fit
 }
 
-// jsonString decodes a JSON string value; ok is false for anything else.
-func jsonString(raw []byte) (s string, ok bool) {
+// JSONString decodes a JSON string value; ok is false for anything else.
+func JSONString(raw []byte) (s string, ok bool) {
 	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' && bytes.IndexByte(raw, '\\') < 0 && utf8.Valid(raw) {
 		return string(raw[1 : len(raw)-1]), true // no escapes: the bytes are the string
 	}
@@ -217,33 +221,33 @@ func numberFits(num []byte) bool {
 	return err == nil
 }
 
-// parseArgs reads the fields of arguments that may not be valid JSON (the
+// ParseArgs reads the fields of arguments that may not be valid JSON (the
 // tool handler's, when mcp-go served the request; tests). Empty, blank or
 // null arguments have none; anything but a JSON object is an *Error with
 // brain.CodeInvalidArgument.
-func parseArgs(args []byte) (callArgs, error) {
-	var a callArgs
+func ParseArgs(args []byte) (Args, error) {
+	var a Args
 	switch {
 	case len(bytes.TrimSpace(args)) == 0:
-		a.shape = argsAbsent
+		a.shape = ShapeAbsent
 	case json.Valid(args):
-		a, _ = scanArgs(args)
+		a, _ = ScanArgs(args)
 	default:
-		a.shape = argsInvalid
+		a.shape = ShapeInvalid
 	}
-	return a, a.err(args)
+	return a, a.Err(args)
 }
 
 // err is the error for arguments that are not a JSON object (encoding/json
 // explains what they are instead); nil for an object or none.
-func (a *callArgs) err(args []byte) error {
-	if a.shape == argsObject || a.shape == argsAbsent {
+func (a *Args) Err(args []byte) error {
+	if a.shape == ShapeObject || a.shape == ShapeAbsent {
 		return nil
 	}
-	var m map[string]rawRef
+	var m map[string]Raw
 	err := json.Unmarshal(args, &m)
 	if err == nil { // cannot happen: the walk saw no object
-		return newError(brain.CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object")
+		return edge.NewError(brain.CodeInvalidArgument, edge.ErrInvalidArgument, "the arguments are not a JSON object")
 	}
-	return newError(brain.CodeInvalidArgument, ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
+	return edge.NewError(brain.CodeInvalidArgument, edge.ErrInvalidArgument, "the arguments are not a JSON object: %v", err)
 }

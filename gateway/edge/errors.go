@@ -1,4 +1,4 @@
-package gateway
+package edge
 
 import (
 	"context"
@@ -6,12 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"strconv"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/proto"
 )
@@ -72,13 +70,13 @@ func (e *Error) Error() string { return "gateway: " + string(e.Code) + ": " + e.
 // Unwrap returns the sentinel or cause.
 func (e *Error) Unwrap() error { return e.Err }
 
-func newError(code brain.Code, sentinel error, format string, args ...any) *Error {
+func NewError(code brain.Code, sentinel error, format string, args ...any) *Error {
 	return &Error{Code: code, Message: fmt.Sprintf(format, args...), Err: sentinel}
 }
 
-// classify maps any failure of a call to one wing to an *Error. wing names
+// Classify maps any failure of a call to one wing to an *Error. wing names
 // the wing for the message ("" when not wing specific).
-func classify(err error, wing string) *Error {
+func Classify(err error, wing string) *Error {
 	if err == nil {
 		return nil
 	}
@@ -91,7 +89,7 @@ func classify(err error, wing string) *Error {
 	}
 	where := "the shard"
 	if wing != "" {
-		where = "wing " + quote(wing)
+		where = "wing " + Quote(wing)
 	}
 	if pe := (*proto.Error)(nil); errors.As(err, &pe) {
 		switch pe.Code {
@@ -135,18 +133,28 @@ func classify(err error, wing string) *Error {
 	return &Error{Code: brain.CodeInternal, Message: where + ": internal error", Err: err}
 }
 
-// classifyShard is classify for a failure talking to one wing's shard: a
-// deadline that passed while no connection to the shard existed means the
-// shard could not be reached (unavailable), not that it was slow (timeout).
-func classifyShard(err error, w *wing) *Error {
-	if err != nil && errors.Is(err, context.DeadlineExceeded) && !w.client.Connected() && proto.CodeOf(err) == 0 {
-		return &Error{Code: brain.CodeUnavailable, Message: "wing " + quote(w.name) + " is unreachable (no connection within shards.call_timeout); retry later or ask an operator to check the shard",
+// ClassifyShard is Classify for a failure talking to one wing's shard: a
+// deadline that passed while no connection to the shard existed
+// (connected reports it) means the shard could not be reached
+// (unavailable), not that it was slow (timeout).
+func ClassifyShard(err error, wing string, connected func() bool) *Error {
+	if err != nil && errors.Is(err, context.DeadlineExceeded) && !connected() && proto.CodeOf(err) == 0 {
+		return &Error{Code: brain.CodeUnavailable, Message: "wing " + Quote(wing) + " is unreachable (no connection within shards.call_timeout); retry later or ask an operator to check the shard",
 			Err: errors.Join(ErrUnavailable, err)}
 	}
-	return classify(err, w.name)
+	return Classify(err, wing)
 }
 
-// classifyCall is classifyShard for a tool call. err is how the call
+// Call is what ClassifyCall needs to know of a request to a wing: the
+// tool (or search step), whether it writes, and the idempotency key a
+// write carries.
+type Call struct {
+	What  string
+	Write bool
+	Key   string
+}
+
+// ClassifyCall is ClassifyShard for a tool call. err is how the call
 // finally failed; lost is the answer lost earlier (proto.ErrConnectionLost
 // on a first sending the gateway then sent again), nil if none. A write or
 // curate call whose answer was lost and whose fate the second sending did
@@ -154,44 +162,44 @@ func classifyShard(err error, w *wing) *Error {
 // message quotes the idempotency key it was sent with (the agent's, or the
 // gateway's gw-… key: the shard remembers either per caller), so a retry
 // with it is applied at most once and answers the first answer. Only a
-// refusal of the request's bytes themselves (the first sending got the
+// Refusal of the request's bytes themselves (the first sending got the
 // same) settles it. A write that timed out is still timeout, and its
 // message quotes the key too.
-func classifyCall(err, lost error, w *wing, op shardOp) *Error {
-	if !op.write {
-		return classifyShard(err, w)
+func ClassifyCall(err, lost error, wing string, connected func() bool, op Call) *Error {
+	if !op.Write {
+		return ClassifyShard(err, wing, connected)
 	}
 	if lost == nil && proto.CodeOf(err) == 0 && errors.Is(err, proto.ErrConnectionLost) {
 		lost, err = err, nil
 	}
-	if lost == nil || refusedUnrun(err) {
-		e := classifyShard(err, w)
-		if e.Code == brain.CodeTimeout && op.key != "" {
-			e = &Error{Code: e.Code, Err: e.Err, Message: e.Message + ": the write may or may not have happened. " + retryWith(op.key)}
+	if lost == nil || RefusedUnrun(err) {
+		e := ClassifyShard(err, wing, connected)
+		if e.Code == brain.CodeTimeout && op.Key != "" {
+			e = &Error{Code: e.Code, Err: e.Err, Message: e.Message + ": the write may or may not have happened. " + RetryWith(op.Key)}
 		}
 		return e
 	}
-	what := fmt.Sprintf("the connection to wing %q was lost after %s was sent", w.name, op.what)
+	what := fmt.Sprintf("the connection to wing %q was lost after %s was sent", wing, op.What)
 	if err != nil {
-		what += fmt.Sprintf(", and sending it again did not settle it (%s)", classifyShard(err, w).Message)
+		what += fmt.Sprintf(", and sending it again did not settle it (%s)", ClassifyShard(err, wing, connected).Message)
 	}
 	hint := "Read the note to check before writing again"
-	if op.key != "" {
-		hint = retryWith(op.key)
+	if op.Key != "" {
+		hint = RetryWith(op.Key)
 	}
 	return &Error{Code: brain.CodeOutcomeUnknown, Err: errors.Join(ErrOutcomeUnknown, lost, err),
 		Message: what + ": the write may or may not have happened. " + hint}
 }
 
-// retryWith tells the agent how to retry a write whose fate is unknown.
-func retryWith(key string) string {
-	return fmt.Sprintf(`Retry the same call with "idempotency_key": %s (the key it was sent with): it is applied at most once, and if it already happened you get its first answer`, quote(key))
+// RetryWith tells the agent how to retry a write whose fate is unknown.
+func RetryWith(key string) string {
+	return fmt.Sprintf(`Retry the same call with "idempotency_key": %s (the key it was sent with): it is applied at most once, and if it already happened you get its first answer`, Quote(key))
 }
 
-// refusedUnrun reports a shard's refusal of a request's bytes themselves:
+// RefusedUnrun reports a shard's refusal of a request's bytes themselves:
 // malformed, too large, a tool it does not know. A request refused so was
 // not run, and an identical earlier sending was refused alike.
-func refusedUnrun(err error) bool {
+func RefusedUnrun(err error) bool {
 	if err == nil {
 		return false
 	}
@@ -202,108 +210,21 @@ func refusedUnrun(err error) bool {
 	return proto.CodeOf(err) == 0 && errors.Is(err, proto.ErrTooLarge)
 }
 
-// toolErrorResult turns an *Error into an MCP tool error result.
-func toolErrorResult(e *Error) *mcp.CallToolResult {
+// ToolErrorResult turns an *Error into an MCP tool error result.
+func ToolErrorResult(e *Error) *mcp.CallToolResult {
 	return mcp.NewToolResultError(string(brain.EncodeError(e.Code, e.Message)))
 }
 
-// shardResult wraps a shard's result bytes, unchanged, as the text content.
-func shardResult(resp *proto.CallResponse) *mcp.CallToolResult {
+// ShardResult wraps a shard's result bytes, unchanged, as the text content.
+func ShardResult(resp *proto.CallResponse) *mcp.CallToolResult {
 	res := mcp.NewToolResultText(string(resp.Result))
 	res.IsError = resp.IsError
 	return res
 }
 
-// authRefusal is the whole answer to a request whose bearer token was
-// refused: authRefusalOf decides it and writeAuthRefusal writes it, the one
-// place for both. The status and RFC 6750 error code of each kind of
-// refusal are the sso kind's own (sso.Error.HTTPStatus and OAuthCode; the
-// facade refuses its tokens with sso errors too, so both are answered
-// alike); this adds what the gateway decides: 503 for a verification that
-// did not finish, 401 invalid_token for any other failure, Retry-After, the
-// challenge, and 429 for a refused token sent again over the client IP's
-// failed-authentication budget.
-type authRefusal struct {
-	status      int
-	code        string // RFC 6750 error code (challenge and body); "" for none
-	description string
-	challenge   bool   // WWW-Authenticate: Bearer with resource_metadata and, with the facade, scope
-	retryAfter  int    // Retry-After in seconds; 0 for none
-	rateLimited bool   // over the failed-auth budget: refused as ErrTooManyAuthFailed (429, JSON-RPC body)
-	kind        string // metrics label (the sso kind, "timeout" or "other")
-}
-
-// authRefusalOf decides the answer to a token refused with err: an
-// *sso.Error, or a context error when verification did not finish in time.
-func authRefusalOf(err error) authRefusal {
-	var se *sso.Error
-	if !errors.As(err, &se) {
-		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
-			return authRefusal{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", retryAfter: retrySeconds(0),
-				description: "token verification did not finish in time; retry shortly", kind: "timeout"}
-		}
-		return authRefusal{status: http.StatusUnauthorized, code: "invalid_token", challenge: true,
-			description: "the token could not be verified", kind: "other"}
-	}
-	a := authRefusal{status: se.HTTPStatus(), code: se.OAuthCode(), description: se.Description, challenge: true, kind: se.Kind.String()}
-	if a.description == "" {
-		a.description = "the token was refused"
-	}
-	switch {
-	case a.status == http.StatusServiceUnavailable:
-		// The token may be good: the IdP cannot be asked right now.
-		a.code, a.challenge, a.retryAfter = "temporarily_unavailable", false, retrySeconds(se.RetryAfter)
-		a.description = "the identity provider cannot be reached to verify the token; retry shortly"
-	case se.Kind == sso.NoToken:
-		// RFC 6750 §3.1: no credentials, a challenge with no error code.
-		a.description = "a bearer token from the company's SSO is required: " + a.description
-	}
-	return a
-}
-
-// overBudget turns a refusal into the answer to the same refused token
-// sent again from ip while it is over its failed-authentication budget,
-// which allows another refusal in retry seconds.
-func (a authRefusal) overBudget(ip string, retry int) authRefusal {
-	return authRefusal{status: refusalOf(ErrTooManyAuthFailed).status, retryAfter: retry, rateLimited: true, kind: a.kind,
-		description: fmt.Sprintf("this token was refused (%s) and %s keeps sending it; get a new token, or retry in %ds", a.description, ip, retry)}
-}
-
-// writeAuthRefusal writes a refused token's answer.
-func (g *Gateway) writeAuthRefusal(w http.ResponseWriter, a authRefusal) {
-	if a.challenge {
-		w.Header().Set("WWW-Authenticate", g.challenge(a.code, a.description))
-	}
-	if a.retryAfter > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(a.retryAfter))
-	}
-	if a.rateLimited {
-		refuse(w, ErrTooManyAuthFailed, nil, a.description) // 429, a JSON-RPC error body
-		return
-	}
-	writeOAuthError(w, a.status, a.code, a.description)
-}
-
-// challenge renders WWW-Authenticate (RFC 6750 §3, RFC 9728 §5.1).
-func (g *Gateway) challenge(code, description string) string {
-	var b strings.Builder
-	b.WriteString("Bearer ")
-	if code != "" {
-		fmt.Fprintf(&b, "error=%s, ", quoteParam(code))
-		if description != "" {
-			fmt.Fprintf(&b, "error_description=%s, ", quoteParam(description))
-		}
-	}
-	fmt.Fprintf(&b, "resource_metadata=%s", quoteParam(g.metadataURL))
-	if g.facade != nil {
-		fmt.Fprintf(&b, ", scope=%s", quoteParam(strings.Join(g.facade.Scopes(), " ")))
-	}
-	return b.String()
-}
-
-// quoteParam quotes an auth-param value; RFC 6750 limits error_description
+// QuoteParam quotes an auth-param value; RFC 6750 limits error_description
 // to %x20-21 / %x23-5B / %x5D-7E, so others are replaced.
-func quoteParam(s string) string {
+func QuoteParam(s string) string {
 	var b strings.Builder
 	b.WriteByte('"')
 	for _, r := range s {
@@ -320,7 +241,7 @@ func quoteParam(s string) string {
 	return b.String()
 }
 
-func writeOAuthError(w http.ResponseWriter, status int, code, description string) {
+func WriteOAuthError(w http.ResponseWriter, status int, code, description string) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Cache-Control", "no-store")
 	w.WriteHeader(status)
@@ -332,9 +253,9 @@ func writeOAuthError(w http.ResponseWriter, status int, code, description string
 	_, _ = w.Write(b)
 }
 
-// jsonRPCErrorBody renders an id-less (or id-carrying) JSON-RPC error used
+// JSONRPCErrorBody renders an id-less (or id-carrying) JSON-RPC error used
 // for HTTP-level refusals (413, 429, 403, 400): MCP clients parse it.
-func jsonRPCErrorBody(id []byte, code int, message string, toolCode brain.Code) []byte {
+func JSONRPCErrorBody(id []byte, code int, message string, toolCode brain.Code) []byte {
 	type data = brain.ErrorBody
 	var d *data
 	if toolCode != "" {
@@ -361,75 +282,75 @@ func jsonRPCErrorBody(id []byte, code int, message string, toolCode brain.Code) 
 
 // JSON-RPC error codes used in HTTP-level refusals.
 const (
-	rpcInvalidRequest = -32600
-	rpcServerError    = -32000 // implementation-defined server error
+	RPCInvalidRequest = -32600
+	RPCServerError    = -32000 // implementation-defined server error
 )
 
 // ErrBadBody reports a request body that could not be read.
 var ErrBadBody = errors.New("gateway: unreadable request body")
 
-// refusal is how a request refused before mcp-go is answered: the HTTP
+// Refusal is how a request refused before mcp-go is answered: the HTTP
 // status, the JSON-RPC error code and, where there is one, the tool error
 // code put in the error's data.
-type refusal struct {
-	status   int
-	rpcCode  int
-	toolCode brain.Code
+type Refusal struct {
+	Status   int
+	RPCCode  int
+	ToolCode brain.Code
 }
 
-// refusalOf maps the gateway's HTTP-level sentinels (the one table).
-func refusalOf(err error) refusal {
+// RefusalOf maps the gateway's HTTP-level sentinels (the one table).
+func RefusalOf(err error) Refusal {
 	switch {
 	case errors.Is(err, ErrOriginNotAllowed):
-		return refusal{http.StatusForbidden, rpcInvalidRequest, ""}
+		return Refusal{http.StatusForbidden, RPCInvalidRequest, ""}
 	case errors.Is(err, ErrProtocolVersion):
-		return refusal{http.StatusBadRequest, rpcInvalidRequest, ""}
+		return Refusal{http.StatusBadRequest, RPCInvalidRequest, ""}
 	case errors.Is(err, ErrBodyTooLarge):
-		return refusal{http.StatusRequestEntityTooLarge, rpcInvalidRequest, brain.CodeTooLarge}
+		return Refusal{http.StatusRequestEntityTooLarge, RPCInvalidRequest, brain.CodeTooLarge}
 	case errors.Is(err, ErrBadBody), errors.Is(err, ErrBadRequestID):
-		return refusal{http.StatusBadRequest, rpcInvalidRequest, ""}
+		return Refusal{http.StatusBadRequest, RPCInvalidRequest, ""}
 	case errors.Is(err, ErrUnknownSession):
-		return refusal{http.StatusNotFound, rpcInvalidRequest, ""}
+		return Refusal{http.StatusNotFound, RPCInvalidRequest, ""}
 	case errors.Is(err, ErrRateLimited), errors.Is(err, ErrTooManyAuthFailed):
-		return refusal{http.StatusTooManyRequests, rpcServerError, brain.CodeRateLimited}
+		return Refusal{http.StatusTooManyRequests, RPCServerError, brain.CodeRateLimited}
 	}
-	return refusal{http.StatusInternalServerError, rpcServerError, brain.CodeInternal}
+	return Refusal{http.StatusInternalServerError, RPCServerError, brain.CodeInternal}
 }
 
-// refuse answers a request refused before mcp-go with a JSON-RPC error
+// Refuse answers a request refused before mcp-go with a JSON-RPC error
 // body (MCP clients parse it); message is what a person reads.
-func refuse(w http.ResponseWriter, err error, id []byte, message string) {
-	r := refusalOf(err)
+func Refuse(w http.ResponseWriter, err error, id []byte, message string) {
+	r := RefusalOf(err)
 	w.Header().Set("Content-Type", "application/json")
-	w.WriteHeader(r.status)
-	_, _ = w.Write(jsonRPCErrorBody(id, r.rpcCode, message, r.toolCode))
+	w.WriteHeader(r.Status)
+	_, _ = w.Write(JSONRPCErrorBody(id, r.RPCCode, message, r.ToolCode))
 }
 
 // JSON-RPC error codes of the answers to resources and prompts requests
 // (MCP: -32602 invalid params, -32603 internal error, -32002 resource not
 // found, which 2026-07-28 folds into -32602, as mcp-go answers it).
 const (
-	rpcInvalidParams    = -32602
-	rpcInternalError    = -32603
-	rpcResourceNotFound = -32002
+	RPCInvalidParams    = -32602
+	RPCInternalError    = -32603
+	RPCResourceNotFound = -32002
 )
 
-// rpcCodeOf maps the failure of a resources or prompts request (an *Error
+// RPCCodeOf maps the failure of a resources or prompts request (an *Error
 // from classify, or one of the sentinels above) to its JSON-RPC error
 // code: the one table for these methods. modern is the 2026-07-28
 // revision.
-func rpcCodeOf(e *Error, modern bool) int {
+func RPCCodeOf(e *Error, modern bool) int {
 	switch {
 	case errors.Is(e, ErrResourceNotFound):
 		if modern {
-			return rpcInvalidParams
+			return RPCInvalidParams
 		}
-		return rpcResourceNotFound
+		return RPCResourceNotFound
 	case errors.Is(e, ErrBadCursor), errors.Is(e, ErrBadParams), e.Code == brain.CodeInvalidArgument, e.Code == brain.CodeTooLarge,
 		e.Code == brain.CodeUnknownWing, e.Code == brain.CodeForbidden:
-		return rpcInvalidParams
+		return RPCInvalidParams
 	}
-	return rpcInternalError
+	return RPCInternalError
 }
 
 // notFoundCodes are the tool error codes a note read answers that all
@@ -437,7 +358,7 @@ func rpcCodeOf(e *Error, modern bool) int {
 // missing, moved or archived, or its wing does not exist or does not
 // admit the caller (unknown_wing, which the gateway also answers for a
 // wing it may not disclose), or the caller may not read there.
-func notFoundCode(c brain.Code) bool {
+func NotFoundCode(c brain.Code) bool {
 	switch c {
 	case brain.CodeNotFound, brain.CodeMoved, brain.CodeUnknownWing, brain.CodeForbidden:
 		return true
@@ -445,12 +366,12 @@ func notFoundCode(c brain.Code) bool {
 	return false
 }
 
-// writeRPCError answers a JSON-RPC request with an error (HTTP 200: the
+// WriteRPCError answers a JSON-RPC request with an error (HTTP 200: the
 // request was received and answered); the tool error code goes in data.
-func writeRPCError(w http.ResponseWriter, id []byte, code int, e *Error) {
+func WriteRPCError(w http.ResponseWriter, id []byte, code int, e *Error) {
 	w.Header().Set("Content-Type", "application/json")
 	w.WriteHeader(http.StatusOK)
-	_, _ = w.Write(jsonRPCErrorBody(id, code, e.Message, e.Code))
+	_, _ = w.Write(JSONRPCErrorBody(id, code, e.Message, e.Code))
 }
 
-func quote(s string) string { return fmt.Sprintf("%q", s) }
+func Quote(s string) string { return fmt.Sprintf("%q", s) }

@@ -10,6 +10,8 @@ import (
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/console"
+	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/route"
 )
 
 // consoleTools is the console's one way to the brain: a tool call made as
@@ -26,10 +28,10 @@ func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, a
 	// The request carried a verified session: its connection no longer
 	// counts against limits.max_unauthenticated_conns, as after /mcp's.
 	markAuthenticated(ctx)
-	ci := &callInfo{id: id, key: keyOf(id), requestID: requestID(""), method: "tools/call", base: g.log.With("client", "console")}
+	ci := &callInfo{id: id, key: route.KeyOf(id), requestID: requestID(""), method: "tools/call", base: g.log.With("client", "console")}
 	if lim := g.emailLimiter(id.Email); !lim.AllowN(g.now(), 1) {
 		g.metrics.rateLimited.WithLabelValues("email").Inc()
-		e := newError(brain.CodeRateLimited, ErrRateLimited, "too many calls for %s; wait a second and try again", id.Email)
+		e := edge.NewError(brain.CodeRateLimited, edge.ErrRateLimited, "too many calls for %s; wait a second and try again", id.Email)
 		return console.Result{Text: brain.EncodeError(e.Code, e.Message), IsError: true}
 	}
 	ctx = context.WithValue(ctx, callInfoKey{}, ci)
@@ -39,12 +41,12 @@ func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, a
 	var res *mcp.CallToolResult
 	if tool == wingsToolName {
 		res, _ = g.wingsTool(ctx, req)
-	} else if _, ok := g.toolMeta(tool); ok {
+	} else if g.toolSpec(tool).known {
 		res, _ = g.shardToolHandler(tool)(ctx, req)
 	} else {
 		start := time.Now()
 		rec := auditRecord{Tool: tool, BytesIn: len(args), Args: args}
-		res = g.fail(&rec, newError(brain.CodeUnknownTool, ErrInvalidArgument, "no tool %q", tool))
+		res = g.fail(&rec, edge.NewError(brain.CodeUnknownTool, edge.ErrInvalidArgument, "no tool %q", tool))
 		g.finish(ctx, ci, &rec, res, start)
 	}
 	var text strings.Builder
