@@ -150,7 +150,7 @@ func publicAddr(ip netip.Addr) bool {
 
 // isMetadataURL reports whether a client id looks like a metadata document
 // URL (and so is not a registered client id).
-func isMetadataURL(id string) bool {
+func IsMetadataURL(id string) bool {
 	return strings.HasPrefix(id, "https://") || strings.HasPrefix(id, "http://")
 }
 

@@ -52,6 +52,11 @@ type Client struct {
 	NoCodeFlow bool
 }
 
+// GrantTypeDevice is the device authorization grant type (RFC 8628),
+// which a client registers (or its metadata document lists) to use the
+// device flow (gateway/oauth/device).
+const GrantTypeDevice = "urn:ietf:params:oauth:grant-type:device_code"
+
 // grantTypes are the grant types a client may use, as the registration
 // answer lists them.
 func (c *Client) grantTypes() []string {
@@ -151,7 +156,7 @@ func (s *Server) register(body []byte, now time.Time) (*Client, *registrationErr
 			return nil, &registrationError{"invalid_redirect_uri", err.Error()}
 		}
 	}
-	c := clientClaims{Name: name, RedirectURIs: req.RedirectURIs, IssuedAt: now.Unix(), Nonce: randomString(6),
+	c := clientClaims{Name: name, RedirectURIs: req.RedirectURIs, IssuedAt: now.Unix(), Nonce: RandomString(6),
 		Device: device, DeviceOnly: !codeFlow}
 	payload, err := json.Marshal(c)
 	if err != nil {
@@ -284,7 +289,7 @@ func consentKey(clientID, redirect string) string {
 		u.Host = u.Hostname()
 		redirect = u.String()
 	}
-	return digest("consent", clientID, redirect)
+	return Digest("consent", clientID, redirect)
 }
 
 func isLoopbackHostname(h string) bool { return strings.EqualFold(h, "localhost") || isLoopbackIP(h) }

@@ -72,16 +72,16 @@ func originOf(raw string) string {
 func (s *Server) AuthorizeFirstParty(w http.ResponseWriter, r *http.Request, clientID, redirectURI, state, challenge string) {
 	client, err := s.parseRegisteredClient(clientID)
 	if err != nil || !redirectAllowed(client, redirectURI) || !validPKCE(challenge) || len(challenge) != 43 || len(state) > MaxStateBytes {
-		s.count("authorize", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "Invalid sign-in request", "The console's sign-in request is not valid.")
+		s.Count("authorize", "refused")
+		s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in request", "The console's sign-in request is not valid.")
 		return
 	}
 	if _, err := s.up.discovered(r.Context()); err != nil {
-		s.count("authorize", "unavailable")
-		s.unavailablePage(w, err)
+		s.Count("authorize", "unavailable")
+		s.UnavailablePage(w, err)
 		return
 	}
-	s.count("authorize", "ok")
+	s.Count("authorize", "ok")
 	s.startLogin(w, r, authzRequest{ClientID: clientID, RedirectURI: redirectURI, State: state, Challenge: challenge,
 		Exp: s.now().Add(LoginTTL).Unix()})
 }
@@ -94,14 +94,14 @@ func (s *Server) ExchangeFirstParty(ctx context.Context, clientID, redirectURI, 
 	form := url.Values{"code": {code}, "redirect_uri": {redirectURI}, "code_verifier": {verifier}, "resource": {s.resource}}
 	body, terr := s.redeemCode(ctx, form, clientID)
 	if terr != nil {
-		s.count("token", "refused")
-		return FirstPartyToken{}, fmt.Errorf("%w: %s: %s", ErrFirstParty, terr.code, terr.description)
+		s.Count("token", "refused")
+		return FirstPartyToken{}, fmt.Errorf("%w: %s: %s", ErrFirstParty, terr.Code, terr.Description)
 	}
-	var tr tokenResponse
+	var tr TokenResponse
 	if err := json.Unmarshal(body, &tr); err != nil {
 		return FirstPartyToken{}, fmt.Errorf("oauth: first-party token: %w", err)
 	}
-	s.count("token", "ok")
+	s.Count("token", "ok")
 	return FirstPartyToken{AccessToken: tr.AccessToken, Expiry: s.now().Add(time.Duration(tr.ExpiresIn) * time.Second)}, nil
 }
 
@@ -112,9 +112,9 @@ func (s *Server) RevokeFirstParty(clientID, accessToken string) {
 	if err != nil || c.ClientID != clientID {
 		return
 	}
-	s.revoked.Add("j:"+c.ID, time.Unix(c.Expiry, 0).Add(accessClockSkew))
-	s.count("revoke", "ok")
-	s.log.Info("oauth: access token revoked", "email", c.Email, "client", clientLabel(clientID))
+	s.revoked.Add("j:"+c.ID, time.Unix(c.Expiry, 0).Add(AccessClockSkew))
+	s.Count("revoke", "ok")
+	s.log.Info("oauth: access token revoked", "email", c.Email, "client", ClientLabel(clientID))
 }
 
 // SealFirstParty seals v (AES-256-GCM under a key derived from the signing

@@ -52,7 +52,7 @@ var ErrBadKey = errors.New("oauth: bad signing key")
 func loadKeyring(current string, previous []string) (*keyring, error) {
 	var keys []auth.KeyPair
 	for _, path := range append([]string{current}, previous...) {
-		data, err := readSmallFile(path)
+		data, err := ReadSmallFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadKey, err)
 		}
@@ -208,8 +208,8 @@ func macWith(key, data []byte) []byte {
 	return m.Sum(nil)[:16]
 }
 
-// readSmallFile reads a key or secret file of at most maxKeyFileBytes.
-func readSmallFile(path string) ([]byte, error) {
+// ReadSmallFile reads a key or secret file of at most maxKeyFileBytes.
+func ReadSmallFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -227,7 +227,7 @@ func readSmallFile(path string) ([]byte, error) {
 
 // digest is a short, stable fingerprint of a value (client ids, redirect
 // URIs) for binding without carrying the value.
-func digest(parts ...string) string {
+func Digest(parts ...string) string {
 	h := sha256.New()
 	for _, p := range parts {
 		h.Write([]byte(p))

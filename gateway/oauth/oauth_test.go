@@ -2,7 +2,6 @@ package oauth
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -22,44 +21,6 @@ import (
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
-
-func TestMetadata(t *testing.T) {
-	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
-	for _, path := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
-		resp, err := http.Get(r.url + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		err = json.NewDecoder(resp.Body).Decode(&m)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s: %d %v", path, resp.StatusCode, err)
-		}
-		want := map[string]any{
-			"issuer": r.url, "authorization_endpoint": r.url + "/authorize", "token_endpoint": r.url + "/token",
-			"registration_endpoint": r.url + "/register", "revocation_endpoint": r.url + "/revoke", "jwks_uri": r.url + "/jwks",
-			"client_id_metadata_document_supported": true, "device_authorization_endpoint": r.url + "/device_authorization",
-		}
-		for k, v := range want {
-			if m[k] != v {
-				t.Errorf("%s: %s = %v, want %v", path, k, m[k], v)
-			}
-		}
-		for k, v := range map[string]string{
-			"response_types_supported": "code", "code_challenge_methods_supported": "S256",
-			"token_endpoint_auth_methods_supported": "none", "scopes_supported": "mcp",
-		} {
-			if fmt.Sprint(m[k]) != "["+v+"]" {
-				t.Errorf("%s: %s = %v, want [%s]", path, k, m[k], v)
-			}
-		}
-		if fmt.Sprint(m["grant_types_supported"]) != "[authorization_code refresh_token "+GrantTypeDevice+"]" {
-			t.Errorf("grant_types_supported = %v", m["grant_types_supported"])
-		}
-	}
-}
 
 // TestSignInAndRefresh walks the whole flow with a dynamically registered
 // client: consent, IdP login, code, tokens, refresh; and a second sign-in
@@ -292,7 +253,7 @@ func TestConsentCannotBeSkipped(t *testing.T) {
 	})
 	t.Run("callback without the login cookie", func(t *testing.T) {
 		// Straight to the callback with a made-up state: no login cookie.
-		res, err := victim.Get(ctx, r.url+PathCallback+"?state="+randomString(16)+"&code=abc")
+		res, err := victim.Get(ctx, r.url+PathCallback+"?state="+RandomString(16)+"&code=abc")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -361,11 +322,11 @@ func TestCodeRefusals(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"wrong verifier", func(f url.Values) { f.Set("code_verifier", randomString(32)) }, 400, "invalid_grant"},
+		{"wrong verifier", func(f url.Values) { f.Set("code_verifier", RandomString(32)) }, 400, "invalid_grant"},
 		{"no verifier", func(f url.Values) { f.Del("code_verifier") }, 400, "invalid_grant"},
 		{"other redirect URI", func(f url.Values) { f.Set("redirect_uri", "http://127.0.0.1:43211/callback") }, 400, "invalid_grant"},
 		{"wrong resource", func(f url.Values) { f.Set("resource", "https://other.example/mcp") }, 400, "invalid_target"},
-		{"forged code", func(f url.Values) { f.Set("code", codePrefix+randomString(64)) }, 400, "invalid_grant"},
+		{"forged code", func(f url.Values) { f.Set("code", codePrefix+RandomString(64)) }, 400, "invalid_grant"},
 		{"no client id", func(f url.Values) { f.Del("client_id") }, 401, "invalid_client"},
 		{"tampered client id", func(f url.Values) { f.Set("client_id", f.Get("client_id")+"x") }, 401, "invalid_client"},
 		{"bad grant type", func(f url.Values) { f.Set("grant_type", "password") }, 400, "unsupported_grant_type"},
@@ -511,7 +472,7 @@ func TestAccessTokenChecks(t *testing.T) {
 		t.Errorf("token for another resource: %v", err)
 	}
 
-	e.clock.Advance(DefaultAccessTokenTTL + accessClockSkew + time.Second)
+	e.clock.Advance(DefaultAccessTokenTTL + AccessClockSkew + time.Second)
 	if _, err := r.srv.Verify(context.Background(), at); !errors.Is(err, sso.ErrExpired) {
 		t.Errorf("expired token: %v", err)
 	}
@@ -773,6 +734,40 @@ func TestClassifyUpstream(t *testing.T) {
 	} {
 		if got := classifyUpstream(tc.err); !errors.Is(got, tc.want) {
 			t.Errorf("classifyUpstream(%v) = %v, want %v", tc.err, got, tc.want)
+		}
+	}
+}
+
+// TestDeviceRegistration: a client registers the device grant alone (no
+// redirect URI) or with the code flow; what the grant types leave out is
+// refused, and the grants are part of the signed id.
+func TestDeviceRegistration(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	r := e.replicas[0]
+	for body, want := range map[string]string{
+		`{"grant_types":["` + GrantTypeDevice + `"]}`:                                                              "[refresh_token " + GrantTypeDevice + "]",
+		`{"grant_types":["authorization_code","` + GrantTypeDevice + `"],"redirect_uris":["http://127.0.0.1/cb"]}`: "[authorization_code refresh_token " + GrantTypeDevice + "]",
+		`{"redirect_uris":["http://127.0.0.1/cb"]}`:                                                                "[authorization_code refresh_token]",
+	} {
+		st, out := e.register(r, body)
+		if st != http.StatusCreated || fmt.Sprint(out["grant_types"]) != want {
+			t.Errorf("%s: %d %v, want grant types %s", body, st, out, want)
+			continue
+		}
+		c, err := r.srv.parseRegisteredClient(out["client_id"].(string))
+		if err != nil || c.Device != strings.Contains(want, GrantTypeDevice) {
+			t.Errorf("%s: parsed %+v %v", body, c, err)
+		}
+	}
+	for _, tc := range []struct{ body, code string }{
+		{`{"grant_types":["refresh_token"]}`, "invalid_client_metadata"},
+		{`{"grant_types":["` + GrantTypeDevice + `"],"redirect_uris":["http://127.0.0.1/cb"]}`, "invalid_redirect_uri"},
+		{`{"grant_types":["authorization_code","` + GrantTypeDevice + `"]}`, "invalid_redirect_uri"},
+		{`{"grant_types":["urn:ietf:params:oauth:grant-type:device_code "]}`, "invalid_client_metadata"},
+	} {
+		st, out := e.register(r, tc.body)
+		if st != http.StatusBadRequest || out["error"] != tc.code {
+			t.Errorf("%s: %d %v, want 400 %s", tc.body, st, out, tc.code)
 		}
 	}
 }

@@ -13,10 +13,10 @@ type SignIn = offboard.SignIn
 // recordSignIn remembers an issuance of family (bounded: the least
 // recently used is forgotten first).
 func (s *Server) recordSignIn(family, email, clientID, grant string, now, accessExp time.Time, familyExp int64) {
-	id := digest("sign-in", family)
+	id := Digest("sign-in", family)
 	si, ok := s.signins.Get(id)
 	if !ok {
-		si = SignIn{ID: id, Email: email, Client: clientLabel(clientID), FirstSeen: now}
+		si = SignIn{ID: id, Email: email, Client: ClientLabel(clientID), FirstSeen: now}
 	}
 	si.Grant, si.LastSeen, si.AccessExpires = grant, now, accessExp
 	if familyExp > 0 {

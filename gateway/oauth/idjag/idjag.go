@@ -1,4 +1,7 @@
-package oauth
+// Package idjag is the identity assertions of the gateway's authorization
+// server (gateway/oauth): the JWT bearer grant (RFC 7523) with an ID-JAG
+// of a trusted enterprise IdP (see the constants below).
+package idjag
 
 import (
 	"bytes"
@@ -15,6 +18,8 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/oauth/machine"
 )
 
 // Enterprise-managed authorization: the MCP extension
@@ -37,125 +42,95 @@ const (
 	// bounds how long the replay memory keeps its jti (IdPs issue them for
 	// 5 minutes).
 	MaxIDJAGLifetime = 10 * time.Minute
-	// MaxEnterpriseIdPs bounds oauth.enterprise.idps.
-	MaxEnterpriseIdPs = 20
-	// MaxEnterpriseClients bounds the clients of one IdP.
-	MaxEnterpriseClients = 1000
 	// idjagClockSkew is the leeway on an ID-JAG's exp, nbf and iat.
 	idjagClockSkew = 30 * time.Second
 	// maxIDJAGsRemembered bounds the replay memory of one replica.
 	maxIDJAGsRemembered = 100000
 )
 
-// EnterpriseConfig is the `oauth.enterprise` section: the company IdPs
-// whose ID-JAGs the token endpoint accepts. Empty: the grant is off and
-// not advertised.
-type EnterpriseConfig struct {
-	// IdPs are the trusted IdPs, each with the clients it may vouch for.
-	IdPs []EnterpriseIdP `yaml:"idps"`
+// Options are the identity assertions' dependencies beyond the server.
+type Options struct {
+	// AllowedDomains and GroupsClaim are the oidc section's email domain
+	// rule and groups claim, applied to identity assertions too.
+	AllowedDomains []string
+	GroupsClaim    string
 }
 
-// EnterpriseIdP is one company IdP that issues ID-JAGs for the gateway.
-// Its keys are found by OpenID discovery (issuer +
-// /.well-known/openid-configuration, then jwks_uri), cached and refreshed
-// as the oidc section's are. Its ID-JAGs' emails pass the oidc section's
-// rules: a verified email (or TrustEmail), oidc.allowed_domains, never the
-// service account domain; groups come from oidc.groups_claim.
-type EnterpriseIdP struct {
-	// Issuer is the IdP's issuer, exactly as in the ID-JAG's iss: https,
-	// or http on a loopback host (the development IdP).
-	Issuer string `yaml:"issuer"`
-	// Algorithms pins the accepted signature algorithms; default
-	// ["RS256"]. Symmetric algorithms and "none" are refused.
-	Algorithms []string `yaml:"algorithms"`
-	// TrustEmail accepts an email without email_verified, as
-	// oidc.issuers[].trust_email does; only for IdPs whose users cannot
-	// set their own address.
-	TrustEmail bool `yaml:"trust_email"`
-	// Clients are the client ids the IdP may name in an ID-JAG's
-	// client_id (what the IdP's administrator configured as the client's
-	// id at this gateway), compared exactly. A client that is also one of
-	// oauth.service_accounts must authenticate with that account's
-	// credential (a confidential client); any other is a public client
-	// that only names itself (client_id in the form).
-	Clients []string `yaml:"clients"`
+// Grant is the JWT bearer grant with identity assertions (ID-JAG) of the
+// configured enterprise IdPs.
+type Grant struct {
+	srv      *oauth.Server
+	machines *machine.Grant // authenticates the confidential clients
+	// enterprise is what New builds from oauth.enterprise; nil: no
+	// ID-JAGs accepted.
+	enterprise *enterprise
 }
 
-// validateEnterprise reports every problem of oauth.enterprise.
-func validateEnterprise(c EnterpriseConfig, bad func(key, format string, args ...any)) {
-	if len(c.IdPs) > MaxEnterpriseIdPs {
-		bad("enterprise.idps", "%d identity providers, the limit is %d", len(c.IdPs), MaxEnterpriseIdPs)
-		return
-	}
-	seen := map[string]int{}
-	for i, idp := range c.IdPs {
-		key := fmt.Sprintf("enterprise.idps[%d]", i)
-		ic := sso.IssuerConfig{URL: idp.Issuer, Audiences: []string{"gateway"}, Algorithms: idp.Algorithms}
-		if err := (sso.Config{Issuers: []sso.IssuerConfig{ic}}).Validate(); err != nil {
-			bad(key, "%v", err)
-		}
-		if j, dup := seen[idp.Issuer]; dup {
-			bad(key+".issuer", "%q is also enterprise.idps[%d]", idp.Issuer, j)
-		}
-		seen[idp.Issuer] = i
-		switch n := len(idp.Clients); {
-		case n == 0:
-			bad(key+".clients", "required: the client ids this IdP may vouch for")
-		case n > MaxEnterpriseClients:
-			bad(key+".clients", "%d clients, the limit is %d", n, MaxEnterpriseClients)
-		}
-		for j, cl := range idp.Clients {
-			if cl == "" || len(cl) > maxClientIDBytes || hasControlChar(cl) || strings.TrimSpace(cl) != cl {
-				bad(fmt.Sprintf("%s.clients[%d]", key, j), "%q is empty, over %d bytes, unprintable or has surrounding spaces", cl, maxClientIDBytes)
-			}
-		}
-	}
-}
-
-// maxClientIDBytes bounds a client id named in configuration.
-const maxClientIDBytes = 2048
-
-// enterprise is what New builds from oauth.enterprise.
 type enterprise struct {
-	verifier IdentityVerifier           // the sso rules, with the IdPs as issuers and the gateway as audience
+	verifier oauth.IdentityVerifier     // the sso rules, with the IdPs as issuers and the gateway as audience
 	clients  map[string]map[string]bool // issuer → allowed client ids
-	seen     *assertionStore            // issuer + jti of ID-JAGs accepted here
+	seen     *machine.Replays           // issuer + jti of ID-JAGs accepted here
 }
 
-// newEnterprise builds the ID-JAG verifier: an sso.Verifier whose issuers
-// are the enterprise IdPs and whose one audience is the gateway's issuer,
-// with the oidc section's email rules (opt.AllowedDomains,
-// opt.GroupsClaim). It has no cache: each ID-JAG is used once.
-func newEnterprise(ctx context.Context, cfg EnterpriseConfig, issuer string, opt Options) (*enterprise, error) {
+// New builds the ID-JAG verifier of srv's oauth.enterprise: an
+// sso.Verifier whose issuers are the enterprise IdPs and whose one
+// audience is the gateway's issuer, with the oidc section's email rules
+// (opt). It has no cache: each ID-JAG is used once. A service account
+// among an IdP's clients authenticates with machines.
+func New(ctx context.Context, srv *oauth.Server, machines *machine.Grant, opt Options) (*Grant, error) {
+	g := &Grant{srv: srv, machines: machines}
+	cfg := srv.Config().Enterprise
 	if len(cfg.IdPs) == 0 {
-		return nil, nil
+		return g, nil
 	}
 	sc := sso.Config{
 		GroupsClaim: opt.GroupsClaim, AllowedDomains: opt.AllowedDomains, ClockSkew: idjagClockSkew, CacheSize: -1,
-		HTTPClient: opt.HTTPClient, Now: opt.Now, Logger: opt.Logger,
+		HTTPClient: srv.HTTPClient(), Now: srv.Now, Logger: srv.Log(),
 	}
-	e := &enterprise{clients: map[string]map[string]bool{}, seen: newAssertionStore(maxIDJAGsRemembered)}
+	e := &enterprise{clients: map[string]map[string]bool{}, seen: machine.NewReplays(maxIDJAGsRemembered)}
 	for _, idp := range cfg.IdPs {
 		algs := idp.Algorithms
 		if len(algs) == 0 {
 			algs = []string{sso.DefaultAlgorithm}
 		}
-		sc.Issuers = append(sc.Issuers, sso.IssuerConfig{URL: idp.Issuer, Audiences: []string{issuer}, Algorithms: algs, TrustEmail: idp.TrustEmail})
+		sc.Issuers = append(sc.Issuers, sso.IssuerConfig{URL: idp.Issuer, Audiences: []string{srv.Issuer()}, Algorithms: algs, TrustEmail: idp.TrustEmail})
 		set := map[string]bool{}
 		for _, c := range idp.Clients {
 			set[c] = true
 		}
 		e.clients[idp.Issuer] = set
 	}
-	if sc.Now == nil {
-		sc.Now = time.Now
-	}
 	v, err := sso.NewVerifier(ctx, sc)
 	if err != nil {
 		return nil, fmt.Errorf("oauth: enterprise: %w", err)
 	}
 	e.verifier = v
-	return e, nil
+	g.enterprise = e
+	return g, nil
+}
+
+// GrantType is the JWT bearer grant type.
+func (s *Grant) GrantType() string { return GrantTypeJWTBearer }
+
+// Advertise lists the grant and the ID-JAG profile when enterprise IdPs
+// are configured.
+func (s *Grant) Advertise(m map[string]any) bool {
+	if s.enterprise == nil {
+		return false
+	}
+	m["authorization_grant_profiles_supported"] = []string{GrantProfileIDJAG}
+	return true
+}
+
+// Register adds nothing: the grant is the token endpoint's.
+func (s *Grant) Register(*http.ServeMux) {}
+
+// Redeem is the token endpoint's JWT bearer grant: the client of an
+// enterprise IdP, a public client or a service account, checked against
+// the IdP's clients.
+func (s *Grant) Redeem(_ http.ResponseWriter, r *http.Request, form url.Values) ([]byte, string, *oauth.TokenError) {
+	body, terr := s.redeemIDJAG(r, form)
+	return body, "token_jwt_bearer", terr
 }
 
 // idjagClaims are the ID-JAG claims checked beyond the sso rules (draft
@@ -200,24 +175,24 @@ func parseIDJAG(raw string) (idjagClaims, error) {
 // client, verifies the assertion (typ, signature by the trusted IdP with a
 // pinned algorithm, iss, aud = this issuer, exp, email rules), checks its
 // client_id, resource, scope and jti, and issues an access token.
-func (s *Server) redeemIDJAG(r *http.Request, form url.Values) ([]byte, *tokenError) {
+func (s *Grant) redeemIDJAG(r *http.Request, form url.Values) ([]byte, *oauth.TokenError) {
 	if s.enterprise == nil {
-		return nil, &tokenError{http.StatusBadRequest, "unsupported_grant_type", "this gateway accepts no identity assertions (oauth.enterprise)", 0}
+		return nil, oauth.NewTokenError(http.StatusBadRequest, "unsupported_grant_type", "this gateway accepts no identity assertions (oauth.enterprise)", 0)
 	}
 	// No budget of requests: only refused assertions spend the address's
 	// budget of failed authentications (refuseIDJAG), so a genuine
 	// assertion is answered whatever others sent from its address.
 	// The request is checked before the client authenticates or the
 	// assertion is verified, so a wrong resource or scope spends neither.
-	if terr := s.checkTarget(form); terr != nil {
+	if terr := s.srv.CheckTarget(form); terr != nil {
 		return nil, terr
 	}
 	raw := form.Get("assertion")
 	if raw == "" {
-		return nil, invalidRequest("assertion is required: the ID-JAG from your identity provider")
+		return nil, oauth.InvalidRequest("assertion is required: the ID-JAG from your identity provider")
 	}
 	if len(raw) > MaxIDJAGBytes {
-		return nil, invalidRequest("assertion is over %d bytes", MaxIDJAGBytes)
+		return nil, oauth.InvalidRequest("assertion is over %d bytes", MaxIDJAGBytes)
 	}
 	clientID, terr := s.assertionClient(r, form)
 	if terr != nil {
@@ -235,36 +210,36 @@ func (s *Server) redeemIDJAG(r *http.Request, form url.Values) ([]byte, *tokenEr
 	if err != nil {
 		var se *sso.Error
 		if errors.As(err, &se) && se.Kind == sso.IssuerUnavailable {
-			return nil, &tokenError{http.StatusServiceUnavailable, "temporarily_unavailable", se.Description, max(se.RetryAfter, time.Second)}
+			return nil, oauth.NewTokenError(http.StatusServiceUnavailable, "temporarily_unavailable", se.Description, max(se.RetryAfter, time.Second))
 		}
 		if errors.As(err, &se) {
 			return nil, s.refuseIDJAG(r, clientID, c.Issuer, se.Description)
 		}
-		s.log.Error("oauth: ID-JAG verification failed", "err", err)
-		return nil, &tokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
+		s.srv.Log().Error("oauth: ID-JAG verification failed", "err", err)
+		return nil, oauth.NewTokenError(http.StatusInternalServerError, "server_error", "internal error", 0)
 	}
-	now := s.now()
+	now := s.srv.Now()
 	if reason := s.checkIDJAG(c, clientID, allowed, now); reason != "" {
 		return nil, s.refuseIDJAG(r, clientID, c.Issuer, reason)
 	}
-	switch s.enterprise.seen.remember(c.Issuer+"\x00"+c.ID, time.Unix(*c.Expiry, 0).Add(idjagClockSkew), now) {
-	case rememberReplay:
+	switch s.enterprise.seen.Remember(c.Issuer+"\x00"+c.ID, time.Unix(*c.Expiry, 0).Add(idjagClockSkew), now) {
+	case machine.RememberReplay:
 		return nil, s.refuseIDJAG(r, clientID, c.Issuer, "the assertion was already used (jti); ask your identity provider for a new one")
-	case rememberFull:
-		s.log.Warn("oauth: the ID-JAG replay memory is full; refusing assertions until some expire")
-		return nil, &tokenError{http.StatusServiceUnavailable, "temporarily_unavailable", "too many identity assertions; try again shortly", 10 * time.Second}
+	case machine.RememberFull:
+		s.srv.Log().Warn("oauth: the ID-JAG replay memory is full; refusing assertions until some expire")
+		return nil, oauth.NewTokenError(http.StatusServiceUnavailable, "temporarily_unavailable", "too many identity assertions; try again shortly", 10*time.Second)
 	}
-	body, terr := s.issue(id, clientID, "", "jag:"+randomString(16), 0, GrantTypeJWTBearer)
+	body, terr := s.srv.Issue(id, clientID, "", "jag:"+oauth.RandomString(16), 0, GrantTypeJWTBearer)
 	if terr != nil {
 		return nil, terr
 	}
-	s.log.Info("oauth: identity assertion accepted", "email", id.Email, "idp", c.Issuer, "client", clientID,
-		"jti", digest(c.ID), "client_ip", s.clientIP(r))
+	s.srv.Log().Info("oauth: identity assertion accepted", "email", id.Email, "idp", c.Issuer, "client", clientID,
+		"jti", oauth.Digest(c.ID), "client_ip", s.srv.ClientIP(r))
 	return body, nil
 }
 
 // checkIDJAG returns why a verified ID-JAG is refused, or "".
-func (s *Server) checkIDJAG(c idjagClaims, clientID string, allowed map[string]bool, now time.Time) string {
+func (s *Grant) checkIDJAG(c idjagClaims, clientID string, allowed map[string]bool, now time.Time) string {
 	switch {
 	case c.Subject == "":
 		return "the assertion has no sub"
@@ -276,19 +251,19 @@ func (s *Server) checkIDJAG(c idjagClaims, clientID string, allowed map[string]b
 		return "the assertion has no exp or iat"
 	case time.Unix(*c.Expiry, 0).After(now.Add(MaxIDJAGLifetime + idjagClockSkew)):
 		return fmt.Sprintf("the assertion's exp is more than %s ahead", MaxIDJAGLifetime)
-	case c.ID == "" || len(c.ID) > MaxJTIBytes || hasControlChar(c.ID):
-		return fmt.Sprintf("jti is required: 1 to %d printable bytes", MaxJTIBytes)
+	case c.ID == "" || len(c.ID) > machine.MaxJTIBytes || oauth.HasControlChar(c.ID):
+		return fmt.Sprintf("jti is required: 1 to %d printable bytes", machine.MaxJTIBytes)
 	case len(c.Resource) > 0 && !s.idjagResource(c.Resource):
-		return "the assertion is for another resource, not " + s.resource
-	case c.Scope != nil && *c.Scope != "" && !slices.Contains(strings.Fields(*c.Scope), Scope):
-		return fmt.Sprintf("the identity provider did not grant the %s scope (the assertion's scope is %.100q)", Scope, *c.Scope)
+		return "the assertion is for another resource, not " + s.srv.Resource()
+	case c.Scope != nil && *c.Scope != "" && !slices.Contains(strings.Fields(*c.Scope), oauth.Scope):
+		return fmt.Sprintf("the identity provider did not grant the %s scope (the assertion's scope is %.100q)", oauth.Scope, *c.Scope)
 	}
 	return ""
 }
 
 // idjagResource accepts the resource claim as one string or an array of
 // one, naming the MCP endpoint.
-func (s *Server) idjagResource(raw json.RawMessage) bool {
+func (s *Grant) idjagResource(raw json.RawMessage) bool {
 	var res []string
 	if json.Unmarshal(raw, &res) != nil {
 		var one string
@@ -297,56 +272,48 @@ func (s *Server) idjagResource(raw json.RawMessage) bool {
 		}
 		res = []string{one}
 	}
-	return len(res) == 1 && s.isResource(res[0])
+	return len(res) == 1 && s.srv.IsResource(res[0])
 }
 
 // assertionClient identifies the client of a JWT bearer grant: a service
 // account named in the IdP's clients authenticates with its credential
 // (client_secret_basic, client_secret_post or private_key_jwt); any other
 // client names itself with client_id and no credential (a public client).
-func (s *Server) assertionClient(r *http.Request, form url.Values) (string, *tokenError) {
+func (s *Grant) assertionClient(r *http.Request, form url.Values) (string, *oauth.TokenError) {
 	_, _, basic := r.BasicAuth()
 	_, post := form["client_secret"]
 	_, jwtAuth := form["client_assertion"]
 	if basic || post || jwtAuth {
-		if len(s.accounts) == 0 {
-			return "", errClientAuth()
-		}
-		acc, _, _, terr := s.authenticateClient(r, form)
-		if terr != nil {
-			return "", terr
-		}
-		return acc.id, nil
+		return s.machines.AuthenticateClient(r, form)
 	}
 	id := form.Get("client_id")
 	if id == "" {
-		return "", &tokenError{http.StatusUnauthorized, "invalid_client", "client_id is required", 0}
+		return "", oauth.NewTokenError(http.StatusUnauthorized, "invalid_client", "client_id is required", 0)
 	}
-	if s.accounts[id] != nil {
-		s.refuseClient(r, id, "none", "a service account must authenticate with its credential")
-		return "", errClientAuth()
+	if terr := s.machines.RefuseUnauthenticated(r, id); terr != nil {
+		return "", terr
 	}
 	return id, nil
 }
 
 // refuseIDJAG logs a refused ID-JAG (never the assertion) and answers
 // invalid_grant with the reason.
-func (s *Server) refuseIDJAG(r *http.Request, clientID, issuer, reason string) *tokenError {
+func (s *Grant) refuseIDJAG(r *http.Request, clientID, issuer, reason string) *oauth.TokenError {
 	// A client id no IdP vouches for is logged as a digest: it may be a
 	// secret pasted into the wrong field.
-	label := "unknown:" + digest(clientID)
+	label := "unknown:" + oauth.Digest(clientID)
 	for _, set := range s.enterprise.clients {
 		if set[clientID] {
 			label = clientID
 		}
 	}
-	ip := s.clientIP(r)
-	if wait, tell := s.addressFailures(ip).spend(s.now()); wait > 0 {
+	ip := s.srv.ClientIP(r)
+	if wait, tell := s.machines.SpendFailure(ip); wait > 0 {
 		if tell {
-			s.log.Warn("oauth: failed authentications from an address are over their budget; refusing its failures with 429 for now", "client_ip", ip, "grant", "jwt_bearer")
+			s.srv.Log().Warn("oauth: failed authentications from an address are over their budget; refusing its failures with 429 for now", "client_ip", ip, "grant", "jwt_bearer")
 		}
-		return &tokenError{http.StatusTooManyRequests, "temporarily_unavailable", "too many failed authentications from your address; try again shortly", wait}
+		return oauth.NewTokenError(http.StatusTooManyRequests, "temporarily_unavailable", "too many failed authentications from your address; try again shortly", wait)
 	}
-	s.log.Warn("oauth: identity assertion refused", "client", label, "idp", issuer, "reason", reason, "client_ip", ip)
-	return invalidGrant("%s", reason)
+	s.srv.Log().Warn("oauth: identity assertion refused", "client", label, "idp", issuer, "reason", reason, "client_ip", ip)
+	return oauth.InvalidGrant("%s", reason)
 }
