@@ -12,6 +12,7 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"strings"
 	"time"
 
@@ -199,7 +200,7 @@ func loadCredential(c Credential) (LoadedCredential, error) {
 	cred := LoadedCredential{NotAfter: c.NotAfter}
 	hash, pemKey := c.SecretSHA256, []byte(c.PublicKey)
 	if c.SecretSHA256File != "" {
-		b, err := ReadSmallFile(c.SecretSHA256File)
+		b, err := keyring.ReadSmallFile(c.SecretSHA256File)
 		if err != nil {
 			return LoadedCredential{}, fmt.Errorf("secret_sha256_file: %w", err)
 		}
@@ -208,7 +209,7 @@ func loadCredential(c Credential) (LoadedCredential, error) {
 		hash, _, _ = strings.Cut(hash, " ")
 	}
 	if c.PublicKeyFile != "" {
-		b, err := ReadSmallFile(c.PublicKeyFile)
+		b, err := keyring.ReadSmallFile(c.PublicKeyFile)
 		if err != nil {
 			return LoadedCredential{}, fmt.Errorf("public_key_file: %w", err)
 		}

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"net/http"
 	"net/url"
 	"slices"
@@ -122,7 +123,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		s.startLogin(w, r, req)
 		return
 	}
-	sealed, err := s.keys.seal(purposeRequest, req)
+	sealed, err := s.keys.Seal(purposeRequest, req)
 	if err != nil {
 		s.ServerError(w, err)
 		return
@@ -244,7 +245,7 @@ func (s *Server) serveConsent(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var req authzRequest
-	if err := s.keys.open(purposeRequest, r.PostForm.Get("request"), 16<<10, &req); err != nil || s.now().Unix() > req.Exp {
+	if err := s.keys.Open(purposeRequest, r.PostForm.Get("request"), 16<<10, &req); err != nil || s.now().Unix() > req.Exp {
 		s.Count("consent", "refused")
 		s.ErrorPage(w, http.StatusBadRequest, "This sign-in has expired", "The consent page is older than "+Human(LoginTTL)+" or was altered.")
 		return
@@ -292,7 +293,7 @@ func (s *Server) SameOrigin(r *http.Request) bool {
 // redirect target and the approval has not expired.
 func (s *Server) consented(r *http.Request, clientID, redirect string) bool {
 	var rec consentRecord
-	if s.keys.open(purposeConsent, s.Cookie(r, cookieConsent), 8<<10, &rec) != nil {
+	if s.keys.Open(purposeConsent, s.Cookie(r, cookieConsent), 8<<10, &rec) != nil {
 		return false
 	}
 	key, now := consentKey(clientID, redirect), s.now().Unix()
@@ -305,7 +306,7 @@ func (s *Server) consented(r *http.Request, clientID, redirect string) bool {
 // the oldest entries beyond maxConsents.
 func (s *Server) remember(w http.ResponseWriter, r *http.Request, clientID, redirect string) {
 	var rec consentRecord
-	_ = s.keys.open(purposeConsent, s.Cookie(r, cookieConsent), 8<<10, &rec)
+	_ = s.keys.Open(purposeConsent, s.Cookie(r, cookieConsent), 8<<10, &rec)
 	now := s.now()
 	key := consentKey(clientID, redirect)
 	kept := rec.Entries[:0]
@@ -318,7 +319,7 @@ func (s *Server) remember(w http.ResponseWriter, r *http.Request, clientID, redi
 	if len(kept) > maxConsents {
 		kept = kept[len(kept)-maxConsents:]
 	}
-	sealed, err := s.keys.seal(purposeConsent, consentRecord{Entries: kept})
+	sealed, err := s.keys.Seal(purposeConsent, consentRecord{Entries: kept})
 	if err != nil {
 		s.log.Error("oauth: seal consent", "err", err)
 		return
@@ -330,7 +331,7 @@ func (s *Server) remember(w http.ResponseWriter, r *http.Request, clientID, redi
 // the IdP's answer to this browser and this request.
 func (s *Server) startLogin(w http.ResponseWriter, r *http.Request, req authzRequest) {
 	ls := Login{
-		SID: RandomString(16), Client: Digest(req.ClientID), RedirectURI: req.RedirectURI, State: req.State,
+		SID: RandomString(16), Client: keyring.Digest(req.ClientID), RedirectURI: req.RedirectURI, State: req.State,
 		Challenge: req.Challenge, Verifier: RandomString(32), Nonce: RandomString(16),
 		Exp: s.now().Add(LoginTTL).Unix(),
 	}
@@ -339,7 +340,7 @@ func (s *Server) startLogin(w http.ResponseWriter, r *http.Request, req authzReq
 
 // sendToIdP sends the browser to the IdP with the login cookie of ls.
 func (s *Server) SendToIdP(w http.ResponseWriter, r *http.Request, ls Login) {
-	sealed, err := s.keys.seal(purposeLogin, ls)
+	sealed, err := s.keys.Seal(purposeLogin, ls)
 	if err != nil {
 		s.ServerError(w, err)
 		return
@@ -372,7 +373,7 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	var ls Login
-	if err := s.keys.open(purposeLogin, s.Cookie(r, cookieLogin+sid), maxLoginCookieBytes+100, &ls); err != nil || ls.SID != sid {
+	if err := s.keys.Open(purposeLogin, s.Cookie(r, cookieLogin+sid), maxLoginCookieBytes+100, &ls); err != nil || ls.SID != sid {
 		s.Count("callback", "refused")
 		s.ErrorPage(w, http.StatusBadRequest, "This sign-in was not started in this browser",
 			"The sign-in was started in another browser, has expired, or was already completed. Start it again from your application.")
@@ -409,7 +410,7 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 		s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in answer", "The identity provider's answer carries no usable code.")
 		return
 	}
-	code, err := s.keys.seal(purposeCode, codeState{
+	code, err := s.keys.Seal(purposeCode, codeState{
 		ID: RandomString(16), Client: ls.Client, RedirectURI: ls.RedirectURI, Challenge: ls.Challenge,
 		UpCode: upCode, Verifier: ls.Verifier, Nonce: ls.Nonce, Exp: s.now().Add(s.cfg.CodeTTL).Unix(),
 	})

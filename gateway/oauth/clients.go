@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"net"
 	"net/url"
 	"slices"
@@ -163,7 +164,7 @@ func (s *Server) register(body []byte, now time.Time) (*Client, *registrationErr
 		return nil, &registrationError{"invalid_client_metadata", err.Error()}
 	}
 	enc := registeredPrefix + base64.RawURLEncoding.EncodeToString(payload)
-	id := enc + "." + base64.RawURLEncoding.EncodeToString(s.keys.mac([]byte(enc)))
+	id := enc + "." + base64.RawURLEncoding.EncodeToString(s.keys.MAC([]byte(enc)))
 	if len(id) > MaxClientIDBytes {
 		return nil, &registrationError{"invalid_client_metadata", fmt.Sprintf("the client metadata is too large (its id would be %d bytes; the limit is %d): register fewer or shorter redirect URIs", len(id), MaxClientIDBytes)}
 	}
@@ -183,7 +184,7 @@ func (s *Server) parseRegisteredClient(id string) (*Client, error) {
 	}
 	enc = registeredPrefix + enc
 	mac, err := base64.RawURLEncoding.DecodeString(sum)
-	if err != nil || !s.keys.verifyMAC([]byte(enc), mac) {
+	if err != nil || !s.keys.VerifyMAC([]byte(enc), mac) {
 		return nil, ErrClientID
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(enc[len(registeredPrefix):])
@@ -289,7 +290,7 @@ func consentKey(clientID, redirect string) string {
 		u.Host = u.Hostname()
 		redirect = u.String()
 	}
-	return Digest("consent", clientID, redirect)
+	return keyring.Digest("consent", clientID, redirect)
 }
 
 func isLoopbackHostname(h string) bool { return strings.EqualFold(h, "localhost") || isLoopbackIP(h) }

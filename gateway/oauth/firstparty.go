@@ -53,7 +53,7 @@ func (s *Server) RegisterFirstParty(name, redirectURI string) (string, error) {
 		return "", fmt.Errorf("oauth: first-party client: %w", err)
 	}
 	enc := registeredPrefix + base64.RawURLEncoding.EncodeToString(payload)
-	return enc + "." + base64.RawURLEncoding.EncodeToString(s.keys.mac([]byte(enc))), nil
+	return enc + "." + base64.RawURLEncoding.EncodeToString(s.keys.MAC([]byte(enc))), nil
 }
 
 // originOf is the scheme://host of a URL.
@@ -121,13 +121,13 @@ func (s *Server) RevokeFirstParty(clientID, accessToken string) {
 // key every replica holds) for purpose; OpenFirstParty opens it on any
 // replica, for that purpose only.
 func (s *Server) SealFirstParty(purpose string, v any) (string, error) {
-	return s.keys.seal(purposeFirstParty+purpose, v)
+	return s.keys.Seal(purposeFirstParty+purpose, v)
 }
 
 // OpenFirstParty opens a value SealFirstParty sealed for purpose, refusing
 // one over limit bytes.
 func (s *Server) OpenFirstParty(purpose, sealed string, limit int, v any) error {
-	return s.keys.open(purposeFirstParty+purpose, sealed, limit, v)
+	return s.keys.Open(purposeFirstParty+purpose, sealed, limit, v)
 }
 
 // Secure reports whether the issuer is https (cookies are then Secure and

@@ -90,11 +90,11 @@ func FuzzParseRegisteredClient(f *testing.F) {
 // server sealed for that purpose opens.
 func FuzzOpenSealed(f *testing.F) {
 	s := fuzzServer(f)
-	ls, err := s.keys.seal(purposeLogin, Login{SID: "abc", RedirectURI: "http://127.0.0.1/cb", Exp: 1})
+	ls, err := s.keys.Seal(purposeLogin, Login{SID: "abc", RedirectURI: "http://127.0.0.1/cb", Exp: 1})
 	if err != nil {
 		f.Fatal(err)
 	}
-	code, err := s.keys.seal(purposeCode, codeState{ID: "c", Exp: 1})
+	code, err := s.keys.Seal(purposeCode, codeState{ID: "c", Exp: 1})
 	if err != nil {
 		f.Fatal(err)
 	}
@@ -108,7 +108,7 @@ func FuzzOpenSealed(f *testing.F) {
 	f.Fuzz(func(t *testing.T, v string) {
 		for _, purpose := range []string{purposeLogin, purposeCode, purposeRefresh, purposeConsent, purposeRequest, "device code", "device form", "device approval"} { // the device flow's too
 			var out map[string]any
-			if err := s.keys.open(purpose, v, maxRefreshBytes, &out); err == nil && valid[v] != purpose {
+			if err := s.keys.Open(purpose, v, maxRefreshBytes, &out); err == nil && valid[v] != purpose {
 				t.Fatalf("%q opened as %s", v, purpose)
 			}
 		}

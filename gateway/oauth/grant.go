@@ -92,11 +92,11 @@ func (s *Server) ClientIP(r *http.Request) string { return s.clientIP(r) }
 func (s *Server) Endpoints() http.Handler { return s.handlers }
 
 // Seal seals v for purpose under the current key (Open opens it).
-func (s *Server) Seal(purpose string, v any) (string, error) { return s.keys.seal(purpose, v) }
+func (s *Server) Seal(purpose string, v any) (string, error) { return s.keys.Seal(purpose, v) }
 
 // Open opens a value sealed for purpose, at most limit bytes, into v.
 func (s *Server) Open(purpose, sealed string, limit int, v any) error {
-	return s.keys.open(purpose, sealed, limit, v)
+	return s.keys.Open(purpose, sealed, limit, v)
 }
 
 // DiscoverIdP discovers the IdP (once); a page whose form leads there is

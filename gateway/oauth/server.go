@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"log/slog"
 	"net"
 	"net/http"
@@ -90,7 +91,7 @@ type Server struct {
 	base     string // the issuer's path, "" or "/prefix"
 	resource string
 	secure   bool // https: cookies are Secure and __Host- prefixed
-	keys     *keyring
+	keys     *keyring.Ring
 	signer   jose.Signer
 	up       *upstream
 	verifier IdentityVerifier
@@ -194,16 +195,16 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 func (s *Server) loadKeys(opt Options) error {
 	var err error
 	if len(opt.Keys) > 0 {
-		s.keys, err = newKeyring(opt.Keys...)
+		s.keys, err = keyring.New(opt.Keys...)
 	} else {
-		s.keys, err = loadKeyring(s.cfg.SigningKeyFile, s.cfg.PreviousSigningKeyFiles)
+		s.keys, err = keyring.Load(s.cfg.SigningKeyFile, s.cfg.PreviousSigningKeyFiles)
 	}
 	if err != nil {
 		return err
 	}
-	cur := s.keys.current()
-	s.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: cur.priv},
-		(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", cur.id))
+	cur := s.keys.Current()
+	s.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: cur.Priv},
+		(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", cur.ID))
 	if err != nil {
 		return fmt.Errorf("oauth: signer: %w", err)
 	}
@@ -216,7 +217,7 @@ func upstreamSecret(up UpstreamConfig) (string, error) {
 	if up.ClientSecret != "" {
 		return up.ClientSecret, nil
 	}
-	b, err := ReadSmallFile(up.ClientSecretFile)
+	b, err := keyring.ReadSmallFile(up.ClientSecretFile)
 	if err != nil {
 		return "", fmt.Errorf("oauth: upstream.client_secret_file: %w", err)
 	}
@@ -326,7 +327,7 @@ func (s *Server) serveJWKS(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	w.Header().Set("Cache-Control", "public, max-age=300")
-	_, _ = w.Write(s.keys.jwks)
+	_, _ = w.Write(s.keys.JWKS)
 }
 
 // HandleCORS serves h at POST path, callable by browser-based clients

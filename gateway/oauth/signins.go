@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"slices"
 	"time"
 
@@ -13,7 +14,7 @@ type SignIn = offboard.SignIn
 // recordSignIn remembers an issuance of family (bounded: the least
 // recently used is forgotten first).
 func (s *Server) recordSignIn(family, email, clientID, grant string, now, accessExp time.Time, familyExp int64) {
-	id := Digest("sign-in", family)
+	id := keyring.Digest("sign-in", family)
 	si, ok := s.signins.Get(id)
 	if !ok {
 		si = SignIn{ID: id, Email: email, Client: ClientLabel(clientID), FirstSeen: now}

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"io"
 	"mime"
 	"net/http"
@@ -234,14 +235,14 @@ func (s *Server) knownClientID(id string) bool {
 func (s *Server) redeemCode(ctx context.Context, form url.Values, clientID string) ([]byte, *TokenError) {
 	raw, ok := strings.CutPrefix(form.Get("code"), codePrefix)
 	var cs codeState
-	if !ok || s.keys.open(purposeCode, raw, maxCodeBytes, &cs) != nil {
+	if !ok || s.keys.Open(purposeCode, raw, maxCodeBytes, &cs) != nil {
 		return nil, InvalidGrant("the authorization code is not valid")
 	}
 	now := s.now()
 	switch {
 	case now.Unix() > cs.Exp:
 		return nil, InvalidGrant("the authorization code expired; sign in again")
-	case subtle.ConstantTimeCompare([]byte(cs.Client), []byte(Digest(clientID))) != 1:
+	case subtle.ConstantTimeCompare([]byte(cs.Client), []byte(keyring.Digest(clientID))) != 1:
 		return nil, InvalidGrant("the authorization code was issued to another client")
 	case form.Get("redirect_uri") != cs.RedirectURI:
 		return nil, InvalidGrant("redirect_uri does not match the authorization request")
@@ -283,12 +284,12 @@ func (s *Server) redeemCode(ctx context.Context, form url.Values, clientID strin
 func (s *Server) redeemRefresh(ctx context.Context, form url.Values, clientID string) ([]byte, *TokenError) {
 	raw, ok := strings.CutPrefix(form.Get("refresh_token"), refreshPrefix)
 	var rs refreshState
-	if !ok || s.keys.open(purposeRefresh, raw, maxRefreshBytes, &rs) != nil {
+	if !ok || s.keys.Open(purposeRefresh, raw, maxRefreshBytes, &rs) != nil {
 		return nil, InvalidGrant("the refresh token is not valid; sign in again")
 	}
 	now := s.now()
 	switch {
-	case subtle.ConstantTimeCompare([]byte(rs.Client), []byte(Digest(clientID))) != 1:
+	case subtle.ConstantTimeCompare([]byte(rs.Client), []byte(keyring.Digest(clientID))) != 1:
 		return nil, InvalidGrant("the refresh token was issued to another client")
 	case now.Unix() > rs.Exp:
 		return nil, InvalidGrant("the sign-in expired; sign in again")
@@ -509,8 +510,8 @@ func (s *Server) Issue(id auth.Identity, clientID, upRefresh, family string, fam
 	}
 	resp := TokenResponse{AccessToken: at, TokenType: "Bearer", ExpiresIn: int64(s.cfg.AccessTokenTTL / time.Second), Scope: Scope}
 	if upRefresh != "" {
-		sealed, err := s.keys.seal(purposeRefresh, refreshState{
-			ID: RandomString(16), Family: family, Client: Digest(clientID), Email: id.Email, Groups: id.Groups,
+		sealed, err := s.keys.Seal(purposeRefresh, refreshState{
+			ID: RandomString(16), Family: family, Client: keyring.Digest(clientID), Email: id.Email, Groups: id.Groups,
 			Up: upRefresh, Exp: familyExp, Iat: now.Unix(),
 		})
 		if err != nil {
@@ -533,7 +534,7 @@ func ClientLabel(id string) string {
 	if IsMetadataURL(id) {
 		return id
 	}
-	return "registered:" + Digest(id)
+	return "registered:" + keyring.Digest(id)
 }
 
 // serveRegister is POST /register (RFC 7591).
@@ -597,7 +598,7 @@ func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	}
 	if raw, ok := strings.CutPrefix(tok, refreshPrefix); ok {
 		var rs refreshState
-		if s.keys.open(purposeRefresh, raw, maxRefreshBytes, &rs) == nil && subtle.ConstantTimeCompare([]byte(rs.Client), []byte(Digest(clientID))) == 1 {
+		if s.keys.Open(purposeRefresh, raw, maxRefreshBytes, &rs) == nil && subtle.ConstantTimeCompare([]byte(rs.Client), []byte(keyring.Digest(clientID))) == 1 {
 			s.revoked.Add("f:"+rs.Family, time.Unix(rs.Exp, 0))
 			s.up.revoke(r.Context(), rs.Up)
 			s.log.Info("oauth: sign-in revoked", "email", rs.Email, "client", ClientLabel(clientID))

@@ -45,7 +45,7 @@ func (s *Server) Handles(raw string) bool {
 	if decodeSegment(raw[:dot], &h) != nil {
 		return false
 	}
-	return s.keys.byID(h.Kid) != nil
+	return s.keys.ByID(h.Kid) != nil
 }
 
 // Verify checks an access token for the MCP endpoint: signature by a held
@@ -131,11 +131,11 @@ func (s *Server) parseAccessToken(raw string) (AccessClaims, error) {
 	if typ, _ := h.ExtraHeaders[jose.HeaderType].(string); !strings.EqualFold(typ, "at+jwt") {
 		return AccessClaims{}, sso.NewError(sso.MalformedToken, "the token is not an access token (typ at+jwt)", nil)
 	}
-	k := s.keys.byID(h.KeyID)
+	k := s.keys.ByID(h.KeyID)
 	if k == nil {
 		return AccessClaims{}, sso.NewError(sso.BadSignature, "the token is signed with a key this gateway does not hold", errNotAccessToken)
 	}
-	payload, err := jws.Verify(k.priv.Public())
+	payload, err := jws.Verify(k.Priv.Public())
 	if err != nil {
 		return AccessClaims{}, sso.NewError(sso.BadSignature, "the token's signature does not verify", err)
 	}

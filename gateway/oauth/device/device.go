@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"net/http"
 	"net/url"
 	"strings"
@@ -248,7 +249,7 @@ func (d *deviceStore) update(g *deviceGrant, f func(*deviceGrant)) {
 	}
 }
 
-func userCodeKey(code string) string { return oauth.Digest("user code", code) }
+func userCodeKey(code string) string { return keyring.Digest("user code", code) }
 
 // newUserCode draws a user code uniformly from the alphabet.
 func newUserCode() string {
@@ -364,7 +365,7 @@ func (s *Grant) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*de
 		s.srv.Log().Warn("oauth: device request refused", "err", err)
 		return nil, oauth.NewTokenError(http.StatusServiceUnavailable, "temporarily_unavailable", ErrDeviceFull.Error()+"; try again shortly", 30*time.Second)
 	}
-	sealed, err := s.srv.Seal(purposeDeviceCode, deviceCodeState{ID: g.id, Client: oauth.Digest(clientID), Exp: g.exp.Unix(), Holder: s.holder()})
+	sealed, err := s.srv.Seal(purposeDeviceCode, deviceCodeState{ID: g.id, Client: keyring.Digest(clientID), Exp: g.exp.Unix(), Holder: s.holder()})
 	if err != nil {
 		return nil, oauth.NewTokenError(http.StatusInternalServerError, "server_error", "internal error", 0)
 	}
@@ -434,7 +435,7 @@ func (s *Grant) redeemDevice(r *http.Request, form url.Values, clientID string) 
 	}
 	now := s.srv.Now()
 	switch {
-	case subtle.ConstantTimeCompare([]byte(dc.Client), []byte(oauth.Digest(clientID))) != 1:
+	case subtle.ConstantTimeCompare([]byte(dc.Client), []byte(keyring.Digest(clientID))) != 1:
 		return nil, oauth.InvalidGrant("the device code was issued to another client")
 	case now.Unix() > dc.Exp:
 		return nil, oauth.NewTokenError(http.StatusBadRequest, "expired_token", "the device code expired; start the sign-in again", 0)

@@ -9,6 +9,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"net/http"
 	"net/url"
 	"slices"
@@ -234,7 +235,7 @@ func (s *Grant) redeemIDJAG(r *http.Request, form url.Values) ([]byte, *oauth.To
 		return nil, terr
 	}
 	s.srv.Log().Info("oauth: identity assertion accepted", "email", id.Email, "idp", c.Issuer, "client", clientID,
-		"jti", oauth.Digest(c.ID), "client_ip", s.srv.ClientIP(r))
+		"jti", keyring.Digest(c.ID), "client_ip", s.srv.ClientIP(r))
 	return body, nil
 }
 
@@ -301,7 +302,7 @@ func (s *Grant) assertionClient(r *http.Request, form url.Values) (string, *oaut
 func (s *Grant) refuseIDJAG(r *http.Request, clientID, issuer, reason string) *oauth.TokenError {
 	// A client id no IdP vouches for is logged as a digest: it may be a
 	// secret pasted into the wrong field.
-	label := "unknown:" + oauth.Digest(clientID)
+	label := "unknown:" + keyring.Digest(clientID)
 	for _, set := range s.enterprise.clients {
 		if set[clientID] {
 			label = clientID

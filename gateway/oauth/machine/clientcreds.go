@@ -13,6 +13,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"net/http"
 	"net/url"
 	"sync"
@@ -465,7 +466,7 @@ func (s *Grant) refuseClient(r *http.Request, id, method, reason string) {
 // client_id field stays out of the logs).
 func (s *Grant) accountLabel(id string) string {
 	if s.accounts[id] == nil {
-		return "unknown:" + oauth.Digest(id)
+		return "unknown:" + keyring.Digest(id)
 	}
 	return id
 }
