@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"net/http"
 	"net/url"
@@ -110,7 +111,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	req := authzRequest{ClientID: client.ID, RedirectURI: redirect, State: state,
-		Challenge: q.Get("code_challenge"), CSRF: RandomString(16), Exp: s.now().Add(LoginTTL).Unix()}
+		Challenge: q.Get("code_challenge"), CSRF: RandomString(16), Exp: s.now().Add(config.LoginTTL).Unix()}
 	// The IdP is discovered before the consent page, whose CSP must name
 	// the IdP's origin for the redirect that follows the form.
 	if _, err := s.up.discovered(r.Context()); err != nil {
@@ -128,7 +129,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		s.ServerError(w, err)
 		return
 	}
-	s.SetCookie(w, cookieCSRF, req.CSRF, LoginTTL, http.SameSiteStrictMode)
+	s.SetCookie(w, cookieCSRF, req.CSRF, config.LoginTTL, http.SameSiteStrictMode)
 	name := client.Name
 	if name == "" {
 		name = "An unnamed application"
@@ -247,7 +248,7 @@ func (s *Server) serveConsent(w http.ResponseWriter, r *http.Request) {
 	var req authzRequest
 	if err := s.keys.Open(purposeRequest, r.PostForm.Get("request"), 16<<10, &req); err != nil || s.now().Unix() > req.Exp {
 		s.Count("consent", "refused")
-		s.ErrorPage(w, http.StatusBadRequest, "This sign-in has expired", "The consent page is older than "+Human(LoginTTL)+" or was altered.")
+		s.ErrorPage(w, http.StatusBadRequest, "This sign-in has expired", "The consent page is older than "+Human(config.LoginTTL)+" or was altered.")
 		return
 	}
 	csrf := s.Cookie(r, cookieCSRF)
@@ -333,7 +334,7 @@ func (s *Server) startLogin(w http.ResponseWriter, r *http.Request, req authzReq
 	ls := Login{
 		SID: RandomString(16), Client: keyring.Digest(req.ClientID), RedirectURI: req.RedirectURI, State: req.State,
 		Challenge: req.Challenge, Verifier: RandomString(32), Nonce: RandomString(16),
-		Exp: s.now().Add(LoginTTL).Unix(),
+		Exp: s.now().Add(config.LoginTTL).Unix(),
 	}
 	s.SendToIdP(w, r, ls)
 }
@@ -354,7 +355,7 @@ func (s *Server) SendToIdP(w http.ResponseWriter, r *http.Request, ls Login) {
 		s.UnavailablePage(w, err)
 		return
 	}
-	s.SetCookie(w, cookieLogin+ls.SID, sealed, LoginTTL, http.SameSiteLaxMode)
+	s.SetCookie(w, cookieLogin+ls.SID, sealed, config.LoginTTL, http.SameSiteLaxMode)
 	pageSecurity(w)
 	http.Redirect(w, r, target, http.StatusFound)
 }
@@ -495,7 +496,7 @@ func redirectHost(redirect string) string {
 	if u.Host == "" {
 		return u.Scheme + ":"
 	}
-	if isLoopbackHostname(u.Hostname()) {
+	if config.IsLoopbackHostname(u.Hostname()) {
 		return "an application on this computer (" + u.Host + ")"
 	}
 	return u.Host

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"io"
 	"mime"
 	"net"
@@ -165,7 +166,7 @@ func (f *metadataFetcher) checkMetadataURL(id string) (*url.URL, error) {
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("%w: the client id %.100q is not a URL", ErrMetadataDocument, id)
 	}
-	loopback := isLoopbackHostname(u.Hostname())
+	loopback := config.IsLoopbackHostname(u.Hostname())
 	switch {
 	case loopback && !f.allowLoopback:
 		return nil, fmt.Errorf("%w: %.100q is on a loopback address", ErrMetadataDocument, id)

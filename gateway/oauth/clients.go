@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
-	"net"
 	"net/url"
 	"slices"
 	"strings"
@@ -239,7 +239,7 @@ func (s *Server) checkRedirectURI(raw string) error {
 		return fmt.Errorf("redirect URI %.80q must not carry user info", raw)
 	}
 	switch {
-	case u.Scheme == "http" && isLoopbackIP(u.Hostname()) || u.Scheme == "http" && strings.EqualFold(u.Hostname(), "localhost"):
+	case u.Scheme == "http" && config.IsLoopbackHostname(u.Hostname()):
 		return nil
 	case slices.Contains(s.cfg.RedirectURIs, raw):
 		return nil
@@ -268,12 +268,12 @@ func redirectAllowed(c *Client, uri string) bool {
 		return false
 	}
 	u, err := url.Parse(uri)
-	if err != nil || u.Scheme != "http" || !isLoopbackHostname(u.Hostname()) {
+	if err != nil || u.Scheme != "http" || !config.IsLoopbackHostname(u.Hostname()) {
 		return false
 	}
 	for _, r := range c.RedirectURIs {
 		ru, err := url.Parse(r)
-		if err != nil || ru.Scheme != "http" || !isLoopbackHostname(ru.Hostname()) {
+		if err != nil || ru.Scheme != "http" || !config.IsLoopbackHostname(ru.Hostname()) {
 			continue
 		}
 		if strings.EqualFold(ru.Hostname(), u.Hostname()) && ru.EscapedPath() == u.EscapedPath() && ru.RawQuery == u.RawQuery && u.User == nil && u.Fragment == "" {
@@ -286,16 +286,9 @@ func redirectAllowed(c *Client, uri string) bool {
 // consentKey identifies what a consent covers: the client and its redirect
 // target, loopback ports aside.
 func consentKey(clientID, redirect string) string {
-	if u, err := url.Parse(redirect); err == nil && u.Scheme == "http" && isLoopbackHostname(u.Hostname()) {
+	if u, err := url.Parse(redirect); err == nil && u.Scheme == "http" && config.IsLoopbackHostname(u.Hostname()) {
 		u.Host = u.Hostname()
 		redirect = u.String()
 	}
 	return keyring.Digest("consent", clientID, redirect)
-}
-
-func isLoopbackHostname(h string) bool { return strings.EqualFold(h, "localhost") || isLoopbackIP(h) }
-
-func isLoopbackIP(h string) bool {
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"net/http"
 	"net/url"
 	"strings"
@@ -83,7 +84,7 @@ func (s *Server) AuthorizeFirstParty(w http.ResponseWriter, r *http.Request, cli
 	}
 	s.Count("authorize", "ok")
 	s.startLogin(w, r, authzRequest{ClientID: clientID, RedirectURI: redirectURI, State: state, Challenge: challenge,
-		Exp: s.now().Add(LoginTTL).Unix()})
+		Exp: s.now().Add(config.LoginTTL).Unix()})
 }
 
 // ExchangeFirstParty redeems a code the first-party client received, with

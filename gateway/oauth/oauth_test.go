@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"io"
 	"net"
 	"net/http"
@@ -342,7 +343,7 @@ func TestCodeRefusals(t *testing.T) {
 	}
 	t.Run("expired", func(t *testing.T) {
 		code := e.code(testbrowser.New(), r, a, "alice@example.com")
-		e.clock.Advance(DefaultCodeTTL + time.Second)
+		e.clock.Advance(config.DefaultCodeTTL + time.Second)
 		st, out := e.token(r, a.redeem(code))
 		wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
 		if !strings.Contains(out["error_description"].(string), "expired") {
@@ -370,12 +371,12 @@ func TestRefreshRefusals(t *testing.T) {
 		out := signedIn("alice@example.com")
 		rt := out["refresh_token"].(string)
 		_, first := e.token(r, a.refresh(rt))
-		e.clock.Advance(DefaultRefreshReuseGrace / 2)
+		e.clock.Advance(config.DefaultRefreshReuseGrace / 2)
 		st, again := e.token(r, a.refresh(rt))
 		if st != http.StatusOK || again["refresh_token"] != first["refresh_token"] {
 			t.Fatalf("within the grace: %d %v", st, again)
 		}
-		e.clock.Advance(DefaultRefreshReuseGrace)
+		e.clock.Advance(config.DefaultRefreshReuseGrace)
 		st, late := e.token(r, a.refresh(rt))
 		wantTokenError(t, st, late, http.StatusBadRequest, "invalid_grant")
 		// Reuse past the grace ends the whole sign-in on this replica: the
@@ -392,7 +393,7 @@ func TestRefreshRefusals(t *testing.T) {
 		if st, o := e.token(r, a.refresh(rt)); st != http.StatusOK {
 			t.Fatalf("%d %v", st, o)
 		}
-		e.clock.Advance(DefaultRefreshReuseGrace + time.Second)
+		e.clock.Advance(config.DefaultRefreshReuseGrace + time.Second)
 		// The development IdP rotates its refresh tokens, so the sealed one
 		// inside rt is dead at the IdP too.
 		st, o := e.token(e.replicas[1], a.refresh(rt))
@@ -472,7 +473,7 @@ func TestAccessTokenChecks(t *testing.T) {
 		t.Errorf("token for another resource: %v", err)
 	}
 
-	e.clock.Advance(DefaultAccessTokenTTL + AccessClockSkew + time.Second)
+	e.clock.Advance(config.DefaultAccessTokenTTL + AccessClockSkew + time.Second)
 	if _, err := r.srv.Verify(context.Background(), at); !errors.Is(err, sso.ErrExpired) {
 		t.Errorf("expired token: %v", err)
 	}

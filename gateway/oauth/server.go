@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"log/slog"
 	"net"
@@ -21,6 +22,17 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/offboard"
+)
+
+// The configuration's types, defined in gateway/oauth/config.
+type (
+	Config               = config.Config
+	UpstreamConfig       = config.UpstreamConfig
+	ClientMetadataConfig = config.ClientMetadataConfig
+	ServiceAccount       = config.ServiceAccount
+	Credential           = config.Credential
+	EnterpriseConfig     = config.EnterpriseConfig
+	EnterpriseIdP        = config.EnterpriseIdP
 )
 
 // Scope is the one scope the facade grants: use of the MCP endpoint.
@@ -133,7 +145,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if opt.Verifier == nil {
 		return nil, errors.New("oauth: no identity verifier")
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	u, err := url.Parse(strings.TrimRight(opt.Issuer, "/"))
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("oauth: issuer %q is not a URL", opt.Issuer)

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"strings"
 	"time"
 
@@ -84,7 +85,7 @@ func (s *Server) Verify(_ context.Context, raw string) (auth.Identity, error) {
 		return auth.Identity{}, sso.NewError(sso.Expired, fmt.Sprintf("the access token expired at %s; refresh it or sign in again", time.Unix(c.Expiry, 0).UTC().Format(time.RFC3339)), nil)
 	case time.Unix(c.IssuedAt, 0).After(now.Add(AccessClockSkew)):
 		return auth.Identity{}, sso.NewError(sso.NotYetValid, "the access token was issued in the future; check the gateway replicas' clocks", nil)
-	case c.Expiry-c.IssuedAt > int64((DefaultAccessTokenTTL+AccessClockSkew)/time.Second):
+	case c.Expiry-c.IssuedAt > int64((config.DefaultAccessTokenTTL+AccessClockSkew)/time.Second):
 		return auth.Identity{}, sso.NewError(sso.MalformedToken, "the access token lives longer than any this gateway issues", nil)
 	case s.isRevoked("j:"+c.ID, now) || s.isRevoked("f:"+c.Family, now):
 		return auth.Identity{}, sso.NewError(sso.Expired, "the access token was revoked; sign in again", nil)

@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"net/http"
 	"net/url"
@@ -512,13 +513,13 @@ func (s *Grant) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 
 // renderCodeForm shows the code entry form with a fresh CSRF token.
 func (s *Grant) renderCodeForm(w http.ResponseWriter, status int, prefill, problem string) {
-	f := deviceForm{CSRF: oauth.RandomString(16), Exp: s.srv.Now().Add(oauth.LoginTTL).Unix()}
+	f := deviceForm{CSRF: oauth.RandomString(16), Exp: s.srv.Now().Add(config.LoginTTL).Unix()}
 	sealed, err := s.srv.Seal(purposeDeviceForm, f)
 	if err != nil {
 		s.srv.ServerError(w, err)
 		return
 	}
-	s.srv.SetCookie(w, cookieDeviceCSRF, f.CSRF, oauth.LoginTTL, http.SameSiteStrictMode)
+	s.srv.SetCookie(w, cookieDeviceCSRF, f.CSRF, config.LoginTTL, http.SameSiteStrictMode)
 	s.srv.RenderPage(w, status, deviceCodePage, deviceCodeData{
 		Gateway: s.srv.Issuer(), Action: s.srv.Issuer() + PathPage, Token: sealed, Code: prefill, Problem: problem,
 	})
@@ -566,7 +567,7 @@ func (s *Grant) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 	var f deviceForm
 	if err := s.srv.Open(purposeDeviceForm, r.PostForm.Get("token"), 4<<10, &f); err != nil || s.srv.Now().Unix() > f.Exp {
 		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusBadRequest, "This page has expired", "The page is older than "+oauth.Human(oauth.LoginTTL)+" or was altered. Load it again.")
+		s.srv.ErrorPage(w, http.StatusBadRequest, "This page has expired", "The page is older than "+oauth.Human(config.LoginTTL)+" or was altered. Load it again.")
 		return
 	}
 	if !s.csrfMatches(r, cookieDeviceCSRF, f.CSRF) {
@@ -594,7 +595,7 @@ func (s *Grant) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.srv.Now()
-	a := deviceApproval{ID: g.id, CSRF: oauth.RandomString(16), Exp: s.srv.Now().Add(oauth.LoginTTL).Unix(), Holder: s.holder()}
+	a := deviceApproval{ID: g.id, CSRF: oauth.RandomString(16), Exp: s.srv.Now().Add(config.LoginTTL).Unix(), Holder: s.holder()}
 	sealed, err := s.srv.Seal(purposeDeviceApprove, a)
 	if err != nil {
 		s.srv.ServerError(w, err)
@@ -606,7 +607,7 @@ func (s *Grant) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 		s.srv.UnavailablePage(w, err)
 		return
 	}
-	s.srv.SetCookie(w, cookieDeviceCSRF, a.CSRF, oauth.LoginTTL, http.SameSiteStrictMode)
+	s.srv.SetCookie(w, cookieDeviceCSRF, a.CSRF, config.LoginTTL, http.SameSiteStrictMode)
 	name := g.client.Name
 	if name == "" {
 		name = "An unnamed application"
@@ -667,7 +668,7 @@ func (s *Grant) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 	var a deviceApproval
 	if err := s.srv.Open(purposeDeviceApprove, r.PostForm.Get("token"), 4<<10, &a); err != nil || s.srv.Now().Unix() > a.Exp {
 		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusBadRequest, "This page has expired", "The approval page is older than "+oauth.Human(oauth.LoginTTL)+" or was altered.")
+		s.srv.ErrorPage(w, http.StatusBadRequest, "This page has expired", "The approval page is older than "+oauth.Human(config.LoginTTL)+" or was altered.")
 		return
 	}
 	if !s.csrfMatches(r, cookieDeviceCSRF, a.CSRF) {
@@ -719,7 +720,7 @@ func (s *Grant) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 	}
 	s.srv.Count("device_page", "ok")
 	s.srv.SendToIdP(w, r, oauth.Login{SID: sid, Request: g.id, Holder: s.holder(), Verifier: oauth.RandomString(32), Nonce: oauth.RandomString(16),
-		Exp: now.Add(oauth.LoginTTL).Unix()})
+		Exp: now.Add(config.LoginTTL).Unix()})
 }
 
 // FinishLogin is the IdP's callback of a device approval: passed to the

@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"io"
 	"net"
 	"net/http"
@@ -44,7 +45,7 @@ const (
 	PathAuthorize = oauth.PathAuthorize
 	PathCallback  = oauth.PathCallback
 	Scope         = oauth.Scope
-	LoginTTL      = oauth.LoginTTL
+	LoginTTL      = config.LoginTTL
 )
 
 var RandomString = oauth.RandomString

@@ -14,6 +14,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"errors"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"io"
 	"net"
 	"net/http"
@@ -52,10 +53,10 @@ const (
 	PathAuthorize = oauth.PathAuthorize
 	PathCallback  = oauth.PathCallback
 	Scope         = oauth.Scope
-	LoginTTL      = oauth.LoginTTL
+	LoginTTL      = config.LoginTTL
 
-	DefaultAccessTokenTTL         = oauth.DefaultAccessTokenTTL
-	DefaultServiceAccountTokenTTL = oauth.DefaultServiceAccountTokenTTL
+	DefaultAccessTokenTTL         = config.DefaultAccessTokenTTL
+	DefaultServiceAccountTokenTTL = config.DefaultServiceAccountTokenTTL
 	AccessClockSkew               = oauth.AccessClockSkew
 	GrantTypeDevice               = oauth.GrantTypeDevice
 )

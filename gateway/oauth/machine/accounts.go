@@ -1,6 +1,7 @@
 package machine
 
 import (
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"log/slog"
 	"time"
 
@@ -11,7 +12,7 @@ import (
 // account is a loaded service account (oauth.ServiceAccount).
 type account struct {
 	id, name, email string
-	creds           []oauth.LoadedCredential
+	creds           []config.LoadedCredential
 	// failures is the account's budget of failed authentications
 	// (clientAuthFailed), made with the account at start: an attacker
 	// cannot evict it by making up client ids or addresses.
@@ -21,7 +22,7 @@ type account struct {
 // loadServiceAccounts reads the credentials of valid accounts (files
 // included) and logs each account and credential.
 func loadServiceAccounts(accts []oauth.ServiceAccount, log *slog.Logger) (map[string]*account, error) {
-	creds, err := oauth.LoadServiceAccounts(accts)
+	creds, err := config.LoadServiceAccounts(accts)
 	if err != nil {
 		return nil, err
 	}

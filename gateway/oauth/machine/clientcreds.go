@@ -13,6 +13,7 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"net/http"
 	"net/url"
@@ -87,7 +88,7 @@ type Grant struct {
 }
 
 // New loads the service accounts of srv's configuration (their
-// oauth.LoadedCredential files too) and makes their grant.
+// config.LoadedCredential files too) and makes their grant.
 func New(srv *oauth.Server) (*Grant, error) {
 	accounts, err := loadServiceAccounts(srv.Config().ServiceAccounts, srv.Log())
 	if err != nil {
@@ -127,7 +128,7 @@ func (s *Grant) Redeem(_ http.ResponseWriter, r *http.Request, form url.Values) 
 // redeemClientCredentials authenticates a service account (a client
 // secret, or a private_key_jwt assertion) and issues its access token.
 // There is no budget of requests: only failed authentications are
-// counted (authenticateClient), so a genuine oauth.LoadedCredential is answered
+// counted (authenticateClient), so a genuine config.LoadedCredential is answered
 // whatever others sent from its address or in its name.
 func (s *Grant) redeemClientCredentials(r *http.Request, form url.Values) ([]byte, *oauth.TokenError) {
 	if len(s.accounts) == 0 {
@@ -155,16 +156,16 @@ func (f *authFailure) refuse(id, method, reason string) *oauth.TokenError {
 	return errClientAuth()
 }
 
-// authenticateClient finds the account and the oauth.LoadedCredential that
-// authenticate the request (checkClient). The oauth.LoadedCredential is checked
+// authenticateClient finds the account and the config.LoadedCredential that
+// authenticate the request (checkClient). The config.LoadedCredential is checked
 // first: a request that authenticates is never refused for others'
 // failures. A failure is counted against the address and the account it
 // names (clientAuthFailed).
-func (s *Grant) authenticateClient(r *http.Request, form url.Values) (*account, oauth.LoadedCredential, string, *oauth.TokenError) {
+func (s *Grant) authenticateClient(r *http.Request, form url.Values) (*account, config.LoadedCredential, string, *oauth.TokenError) {
 	var f authFailure
 	acc, cred, method, terr := s.checkClient(r, form, &f)
 	if terr != nil && f.reason != "" {
-		return nil, oauth.LoadedCredential{}, "", s.clientAuthFailed(r, f)
+		return nil, config.LoadedCredential{}, "", s.clientAuthFailed(r, f)
 	}
 	return acc, cred, method, terr
 }
@@ -172,7 +173,7 @@ func (s *Grant) authenticateClient(r *http.Request, form url.Values) (*account, 
 // checkClient authenticates the request with client_secret_basic,
 // client_secret_post or private_key_jwt, exactly one of them. A failed
 // authentication is recorded in f (a malformed request is not one).
-func (s *Grant) checkClient(r *http.Request, form url.Values, f *authFailure) (*account, oauth.LoadedCredential, string, *oauth.TokenError) {
+func (s *Grant) checkClient(r *http.Request, form url.Values, f *authFailure) (*account, config.LoadedCredential, string, *oauth.TokenError) {
 	user, pass, basic := r.BasicAuth()
 	_, post := form["client_secret"]
 	_, jwtAuth := form["client_assertion"]
@@ -184,9 +185,9 @@ func (s *Grant) checkClient(r *http.Request, form url.Values, f *authFailure) (*
 	}
 	switch {
 	case n == 0:
-		return nil, oauth.LoadedCredential{}, "", f.refuse(form.Get("client_id"), "none", "no client credential")
+		return nil, config.LoadedCredential{}, "", f.refuse(form.Get("client_id"), "none", "no client credential")
 	case n > 1:
-		return nil, oauth.LoadedCredential{}, "", oauth.InvalidRequest("use one client authentication method (RFC 6749 §2.3): Basic, client_secret or client_assertion")
+		return nil, config.LoadedCredential{}, "", oauth.InvalidRequest("use one client authentication method (RFC 6749 §2.3): Basic, client_secret or client_assertion")
 	case jwtAuth:
 		return s.authenticateAssertion(r, form, f)
 	}
@@ -196,19 +197,19 @@ func (s *Grant) checkClient(r *http.Request, form url.Values, f *authFailure) (*
 		user, err1 = url.QueryUnescape(user) // RFC 6749 §2.3.1
 		pass, err2 = url.QueryUnescape(pass)
 		if err1 != nil || err2 != nil || id != "" && id != user {
-			return nil, oauth.LoadedCredential{}, "", oauth.InvalidRequest("the Basic credentials are not form-encoded, or client_id differs from them")
+			return nil, config.LoadedCredential{}, "", oauth.InvalidRequest("the Basic credentials are not form-encoded, or client_id differs from them")
 		}
 		id, secret, method = user, pass, "client_secret_basic"
 	}
 	if len(secret) < MinSecretBytes || len(secret) > MaxSecretBytes {
-		return nil, oauth.LoadedCredential{}, "", f.refuse(id, method, fmt.Sprintf("a secret of %d bytes (%d to %d)", len(secret), MinSecretBytes, MaxSecretBytes))
+		return nil, config.LoadedCredential{}, "", f.refuse(id, method, fmt.Sprintf("a secret of %d bytes (%d to %d)", len(secret), MinSecretBytes, MaxSecretBytes))
 	}
 	sum := sha256.Sum256([]byte(secret))
 	acc := s.accounts[id]
-	var match oauth.LoadedCredential
+	var match config.LoadedCredential
 	found := 0
 	if acc != nil {
-		// Every oauth.LoadedCredential is compared, in constant time.
+		// Every config.LoadedCredential is compared, in constant time.
 		for _, c := range acc.creds {
 			if c.Hash != nil && subtle.ConstantTimeCompare(sum[:], c.Hash) == 1 {
 				match, found = c, 1
@@ -221,11 +222,11 @@ func (s *Grant) checkClient(r *http.Request, form url.Values, f *authFailure) (*
 	}
 	switch {
 	case acc == nil:
-		return nil, oauth.LoadedCredential{}, "", f.refuse(id, method, "no such service account")
+		return nil, config.LoadedCredential{}, "", f.refuse(id, method, "no such service account")
 	case found == 0:
-		return nil, oauth.LoadedCredential{}, "", f.refuse(id, method, "the secret matches none of the account's secrets")
+		return nil, config.LoadedCredential{}, "", f.refuse(id, method, "the secret matches none of the account's secrets")
 	case !match.Usable(s.srv.Now()):
-		return nil, oauth.LoadedCredential{}, "", f.refuse(id, method, "oauth.LoadedCredential "+match.ID+" passed its not_after")
+		return nil, config.LoadedCredential{}, "", f.refuse(id, method, "config.LoadedCredential "+match.ID+" passed its not_after")
 	}
 	return acc, match, method, nil
 }
@@ -260,7 +261,7 @@ func (s *Grant) clientAuthFailed(r *http.Request, f authFailure) *oauth.TokenErr
 			"client", s.accountLabel(f.id), "client_ip", ip, "per_minute", ClientFailuresPerMin, "reason", f.reason)
 	}
 	return oauth.NewTokenError(http.StatusTooManyRequests, "temporarily_unavailable",
-		"too many failed client authentications from your address or for this client; try again in "+oauth.RetryAfterSeconds(wait)+" s (a genuine oauth.LoadedCredential is never refused for this)", wait)
+		"too many failed client authentications from your address or for this client; try again in "+oauth.RetryAfterSeconds(wait)+" s (a genuine config.LoadedCredential is never refused for this)", wait)
 }
 
 // AuthenticateClient authenticates the service account of a token
@@ -346,37 +347,37 @@ type assertionClaims struct {
 // signature by one of the account's keys with that key's algorithm, iss
 // and sub the client id, aud the token endpoint or the issuer, exp within
 // MaxAssertionLifetime, and a jti not seen before on this replica.
-func (s *Grant) authenticateAssertion(r *http.Request, form url.Values, f *authFailure) (*account, oauth.LoadedCredential, string, *oauth.TokenError) {
+func (s *Grant) authenticateAssertion(r *http.Request, form url.Values, f *authFailure) (*account, config.LoadedCredential, string, *oauth.TokenError) {
 	const method = "private_key_jwt"
 	if form.Get("client_assertion_type") != ClientAssertionTypeJWT {
-		return nil, oauth.LoadedCredential{}, "", oauth.InvalidRequest("client_assertion_type must be %s", ClientAssertionTypeJWT)
+		return nil, config.LoadedCredential{}, "", oauth.InvalidRequest("client_assertion_type must be %s", ClientAssertionTypeJWT)
 	}
 	raw := form.Get("client_assertion")
 	if len(raw) > MaxAssertionBytes {
-		return nil, oauth.LoadedCredential{}, "", oauth.InvalidRequest("client_assertion is over %d bytes", MaxAssertionBytes)
+		return nil, config.LoadedCredential{}, "", oauth.InvalidRequest("client_assertion is over %d bytes", MaxAssertionBytes)
 	}
 	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.EdDSA, jose.ES256, jose.RS256})
 	if err != nil || len(jws.Signatures) != 1 {
-		return nil, oauth.LoadedCredential{}, "", f.refuse(form.Get("client_id"), method, "the assertion is not a compact JWS with one signature of EdDSA, ES256 or RS256")
+		return nil, config.LoadedCredential{}, "", f.refuse(form.Get("client_id"), method, "the assertion is not a compact JWS with one signature of EdDSA, ES256 or RS256")
 	}
 	// The claims name the account; they are trusted only once a key of
 	// that account verifies them.
 	var unverified assertionClaims
 	if err := json.Unmarshal(jws.UnsafePayloadWithoutVerification(), &unverified); err != nil {
-		return nil, oauth.LoadedCredential{}, "", f.refuse(form.Get("client_id"), method, "the assertion's claims do not decode")
+		return nil, config.LoadedCredential{}, "", f.refuse(form.Get("client_id"), method, "the assertion's claims do not decode")
 	}
 	id := unverified.Issuer
 	if cid, ok := form["client_id"]; ok && cid[0] != id {
-		return nil, oauth.LoadedCredential{}, "", f.refuse(cid[0], method, "client_id differs from the assertion's iss")
+		return nil, config.LoadedCredential{}, "", f.refuse(cid[0], method, "client_id differs from the assertion's iss")
 	}
 	acc := s.accounts[id]
 	if acc == nil {
-		return nil, oauth.LoadedCredential{}, "", f.refuse(id, method, "no such service account")
+		return nil, config.LoadedCredential{}, "", f.refuse(id, method, "no such service account")
 	}
 	alg := jose.SignatureAlgorithm(jws.Signatures[0].Protected.Algorithm)
 	now := s.srv.Now()
 	var (
-		cred    oauth.LoadedCredential
+		cred    config.LoadedCredential
 		payload []byte
 	)
 	for _, c := range acc.creds {
@@ -389,25 +390,25 @@ func (s *Grant) authenticateAssertion(r *http.Request, form url.Values, f *authF
 		}
 	}
 	if payload == nil {
-		return nil, oauth.LoadedCredential{}, "", f.refuse(id, method, "no key of the account verifies the assertion ("+string(alg)+")")
+		return nil, config.LoadedCredential{}, "", f.refuse(id, method, "no key of the account verifies the assertion ("+string(alg)+")")
 	}
 	if !cred.Usable(now) {
-		return nil, oauth.LoadedCredential{}, "", f.refuse(id, method, "oauth.LoadedCredential "+cred.ID+" passed its not_after")
+		return nil, config.LoadedCredential{}, "", f.refuse(id, method, "config.LoadedCredential "+cred.ID+" passed its not_after")
 	}
 	var c assertionClaims
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	if err := dec.Decode(&c); err != nil {
-		return nil, oauth.LoadedCredential{}, "", f.refuse(id, method, "the assertion's claims do not decode")
+		return nil, config.LoadedCredential{}, "", f.refuse(id, method, "the assertion's claims do not decode")
 	}
 	if reason := s.checkAssertion(c, id, now); reason != "" {
-		return nil, oauth.LoadedCredential{}, "", f.refuse(id, method, reason)
+		return nil, config.LoadedCredential{}, "", f.refuse(id, method, reason)
 	}
 	switch s.assertions.Remember(id+"\x00"+c.ID, time.Unix(*c.Expiry, 0).Add(assertionClockSkew), now) {
 	case RememberReplay:
-		return nil, oauth.LoadedCredential{}, "", f.refuse(id, method, "the assertion's jti was already used")
+		return nil, config.LoadedCredential{}, "", f.refuse(id, method, "the assertion's jti was already used")
 	case RememberFull:
 		s.srv.Log().Warn("oauth: the client assertion replay cache is full; refusing assertions until some expire", "client", id)
-		return nil, oauth.LoadedCredential{}, "", oauth.NewTokenError(http.StatusServiceUnavailable, "temporarily_unavailable", "too many client assertions; try again shortly", 10*time.Second)
+		return nil, config.LoadedCredential{}, "", oauth.NewTokenError(http.StatusServiceUnavailable, "temporarily_unavailable", "too many client assertions; try again shortly", 10*time.Second)
 	}
 	return acc, cred, method, nil
 }
@@ -429,7 +430,7 @@ func (s *Grant) checkAssertion(c assertionClaims, id string, now time.Time) stri
 		return "nbf is in the future"
 	case c.IssuedAt != nil && time.Unix(*c.IssuedAt, 0).After(now.Add(assertionClockSkew)):
 		return "iat is in the future"
-	case c.ID == "" || len(c.ID) > MaxJTIBytes || oauth.HasControlChar(c.ID):
+	case c.ID == "" || len(c.ID) > MaxJTIBytes || config.HasControlChar(c.ID):
 		return fmt.Sprintf("jti is required: 1 to %d printable bytes", MaxJTIBytes)
 	}
 	return ""
@@ -472,9 +473,9 @@ func (s *Grant) accountLabel(id string) string {
 }
 
 // issueServiceToken signs a service account's access token: no refresh
-// token, oauth.DefaultServiceAccountTokenTTL (or the configured) lifetime, sub
+// token, config.DefaultServiceAccountTokenTTL (or the configured) lifetime, sub
 // client:<id> and the account's email.
-func (s *Grant) issueServiceToken(r *http.Request, acc *account, cred oauth.LoadedCredential, method string) ([]byte, *oauth.TokenError) {
+func (s *Grant) issueServiceToken(r *http.Request, acc *account, cred config.LoadedCredential, method string) ([]byte, *oauth.TokenError) {
 	now := s.srv.Now()
 	ttl := s.srv.Config().ServiceAccountTokenTTL
 	claims := oauth.AccessClaims{
@@ -507,7 +508,7 @@ func (s *Grant) VerifyService(c oauth.AccessClaims) error {
 	if s.accounts[id] == nil {
 		return sso.NewError(sso.Expired, "the service account "+id+" no longer exists on this gateway", nil)
 	}
-	if c.Expiry-c.IssuedAt > int64((oauth.MaxServiceAccountTokenTTL+oauth.AccessClockSkew)/time.Second) {
+	if c.Expiry-c.IssuedAt > int64((config.MaxServiceAccountTokenTTL+oauth.AccessClockSkew)/time.Second) {
 		return sso.NewError(sso.MalformedToken, "the access token lives longer than any this gateway issues to a service account", nil)
 	}
 	return nil

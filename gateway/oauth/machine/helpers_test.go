@@ -12,6 +12,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"io"
 	"net"
 	"net/http"
@@ -49,10 +50,10 @@ const (
 	PathAuthorize = oauth.PathAuthorize
 	PathCallback  = oauth.PathCallback
 	Scope         = oauth.Scope
-	LoginTTL      = oauth.LoginTTL
+	LoginTTL      = config.LoginTTL
 
-	DefaultAccessTokenTTL         = oauth.DefaultAccessTokenTTL
-	DefaultServiceAccountTokenTTL = oauth.DefaultServiceAccountTokenTTL
+	DefaultAccessTokenTTL         = config.DefaultAccessTokenTTL
+	DefaultServiceAccountTokenTTL = config.DefaultServiceAccountTokenTTL
 	AccessClockSkew               = oauth.AccessClockSkew
 	GrantTypeDevice               = oauth.GrantTypeDevice
 )

@@ -1,8 +1,13 @@
-package oauth
+// Package config is the `oauth` section of the gateway's configuration:
+// the authorization server's (gateway/oauth) and its grants' (service
+// accounts, enterprise IdPs), with the checks the gateway runs on it
+// before building anything (Validate, CheckServiceAccounts).
+package config
 
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
@@ -131,8 +136,8 @@ var reservedAuthParams = map[string]bool{
 	"client_id": true, "redirect_uri": true, "scope": true, "response_type": true,
 }
 
-// withDefaults fills zero values.
-func (c Config) withDefaults() Config {
+// WithDefaults fills zero values.
+func (c Config) WithDefaults() Config {
 	if c.AccessTokenTTL == 0 {
 		c.AccessTokenTTL = DefaultAccessTokenTTL
 	}
@@ -176,7 +181,7 @@ func (c Config) Validate(publicURL string) error {
 	}
 	loopbackGateway := false
 	if u, err := url.Parse(publicURL); err == nil {
-		loopbackGateway = isLoopbackHostname(u.Hostname())
+		loopbackGateway = IsLoopbackHostname(u.Hostname())
 	}
 	if c.SigningKeyFile == "" {
 		bad("signing_key_file", "required: a PEM Ed25519 key shared by every replica (openssl genpkey -algorithm ed25519)")
@@ -249,7 +254,7 @@ func checkAllowlistedRedirect(s string) error {
 	if u.Fragment != "" || u.User != nil {
 		return fmt.Errorf("%q must not carry a fragment or user info", s)
 	}
-	if u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHostname(u.Hostname())) {
+	if u.Scheme != "https" && !(u.Scheme == "http" && IsLoopbackHostname(u.Hostname())) {
 		return fmt.Errorf("%q must use https (loopback http URIs are always allowed and need no entry)", s)
 	}
 	return nil
@@ -350,3 +355,11 @@ func validateEnterprise(c EnterpriseConfig, bad func(key, format string, args ..
 
 // maxClientIDBytes bounds a client id named in configuration.
 const maxClientIDBytes = 2048
+
+// IsLoopbackHostname reports whether h is localhost or a loopback address.
+func IsLoopbackHostname(h string) bool { return strings.EqualFold(h, "localhost") || isLoopbackIP(h) }
+
+func isLoopbackIP(h string) bool {
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
+}
