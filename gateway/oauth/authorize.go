@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
+	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 	"net/http"
 	"net/url"
 	"slices"
@@ -114,7 +115,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		Challenge: q.Get("code_challenge"), CSRF: RandomString(16), Exp: s.now().Add(config.LoginTTL).Unix()}
 	// The IdP is discovered before the consent page, whose CSP must name
 	// the IdP's origin for the redirect that follows the form.
-	if _, err := s.up.discovered(r.Context()); err != nil {
+	if _, err := s.up.Discovered(r.Context()); err != nil {
 		s.Count("authorize", "unavailable")
 		s.UnavailablePage(w, err)
 		return
@@ -139,7 +140,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		Name: name, Gateway: s.issuer, MetadataHost: client.MetadataHost, RedirectHost: redirectHost(redirect),
 		Dynamic: client.Dynamic, TokenTTL: Human(s.cfg.AccessTokenTTL), RefreshTTL: Human(s.cfg.RefreshTokenTTL),
 		ConsentTTL: Human(s.cfg.ConsentTTL), Action: s.issuer + PathAuthorize, Request: sealed,
-	}, s.up.origin(), redirectTarget(redirect))
+	}, s.up.Origin(), redirectTarget(redirect))
 }
 
 // trustedClient resolves the client and checks the redirect URI. Until
@@ -350,7 +351,7 @@ func (s *Server) SendToIdP(w http.ResponseWriter, r *http.Request, ls Login) {
 		s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in request", "The request's redirect URI and state are too long.")
 		return
 	}
-	target, err := s.up.authURL(r.Context(), ls.SID, ls.Nonce, ls.Verifier)
+	target, err := s.up.AuthURL(r.Context(), ls.SID, ls.Nonce, ls.Verifier)
 	if err != nil {
 		s.UnavailablePage(w, err)
 		return
@@ -471,10 +472,10 @@ func (s *Server) redirectTo(w http.ResponseWriter, r *http.Request, redirect str
 }
 
 func (s *Server) UnavailablePage(w http.ResponseWriter, err error) {
-	var ue *unavailableError
+	var ue *upstream.UnavailableError
 	retry := 5 * time.Second
 	if errors.As(err, &ue) {
-		retry = ue.retryAfter
+		retry = ue.RetryAfter
 	}
 	s.log.Warn("oauth: identity provider unavailable", "err", err)
 	w.Header().Set("Retry-After", RetryAfterSeconds(retry))

@@ -77,7 +77,7 @@ func (s *Server) AuthorizeFirstParty(w http.ResponseWriter, r *http.Request, cli
 		s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in request", "The console's sign-in request is not valid.")
 		return
 	}
-	if _, err := s.up.discovered(r.Context()); err != nil {
+	if _, err := s.up.Discovered(r.Context()); err != nil {
 		s.Count("authorize", "unavailable")
 		s.UnavailablePage(w, err)
 		return

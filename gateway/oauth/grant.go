@@ -82,7 +82,7 @@ func (s *Server) Base() string { return s.base }
 func (s *Server) Resource() string { return s.resource }
 
 // HTTPClient is the client the server calls identity providers with.
-func (s *Server) HTTPClient() *http.Client { return s.up.hc }
+func (s *Server) HTTPClient() *http.Client { return s.up.HTTP }
 
 // ClientIP is the address limits count r against.
 func (s *Server) ClientIP(r *http.Request) string { return s.clientIP(r) }
@@ -102,16 +102,16 @@ func (s *Server) Open(purpose, sealed string, limit int, v any) error {
 // DiscoverIdP discovers the IdP (once); a page whose form leads there is
 // shown only after, as its CSP names the IdP's origin (IdPOrigin).
 func (s *Server) DiscoverIdP(ctx context.Context) error {
-	_, err := s.up.discovered(ctx)
+	_, err := s.up.Discovered(ctx)
 	return err
 }
 
 // IdPOrigin is the discovered IdP's origin, for a page's CSP.
-func (s *Server) IdPOrigin() string { return s.up.origin() }
+func (s *Server) IdPOrigin() string { return s.up.Origin() }
 
 // Exchange redeems the IdP's authorization code of a login.
 func (s *Server) Exchange(ctx context.Context, code, verifier string) (*oauth2.Token, error) {
-	return s.up.exchange(ctx, code, verifier)
+	return s.up.Exchange(ctx, code, verifier)
 }
 
 // forwardedKey marks a request passed on by another replica; its value is

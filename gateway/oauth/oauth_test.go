@@ -17,7 +17,6 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/oauth2"
 
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
@@ -714,29 +713,6 @@ func TestIdPUnavailable(t *testing.T) {
 	// IdP still down the answer is again "unavailable", not "already used".
 	st, out = e.token(r, a.redeem(code))
 	wantTokenError(t, st, out, http.StatusServiceUnavailable, "temporarily_unavailable")
-}
-
-// TestClassifyUpstream: how an IdP's token-endpoint failure is taken.
-func TestClassifyUpstream(t *testing.T) {
-	resp := func(status int) *http.Response {
-		return &http.Response{StatusCode: status, Status: http.StatusText(status)}
-	}
-	for _, tc := range []struct {
-		err  error
-		want error
-	}{
-		{&oauth2.RetrieveError{Response: resp(400), ErrorCode: "invalid_grant"}, ErrUpstreamRefused},
-		{&oauth2.RetrieveError{Response: resp(400), ErrorCode: "invalid_request"}, ErrUpstreamRefused}, // Dex, for a forgotten refresh token
-		{&oauth2.RetrieveError{Response: resp(401), ErrorCode: "invalid_client"}, ErrUpstreamClient},
-		{&oauth2.RetrieveError{Response: resp(400), ErrorCode: "unauthorized_client"}, ErrUpstreamClient},
-		{&oauth2.RetrieveError{Response: resp(503)}, ErrUpstreamUnavailable},
-		{&oauth2.RetrieveError{Response: resp(500), ErrorCode: "invalid_grant"}, ErrUpstreamUnavailable},
-		{errors.New("connection refused"), ErrUpstreamUnavailable},
-	} {
-		if got := classifyUpstream(tc.err); !errors.Is(got, tc.want) {
-			t.Errorf("classifyUpstream(%v) = %v, want %v", tc.err, got, tc.want)
-		}
-	}
 }
 
 // TestDeviceRegistration: a client registers the device grant alone (no

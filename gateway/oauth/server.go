@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
+	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 	"log/slog"
 	"net"
 	"net/http"
@@ -105,7 +106,7 @@ type Server struct {
 	secure   bool // https: cookies are Secure and __Host- prefixed
 	keys     *keyring.Ring
 	signer   jose.Signer
-	up       *upstream
+	up       *upstream.IdP
 	verifier IdentityVerifier
 	meta     *metadataFetcher
 	now      func() time.Time
@@ -183,10 +184,10 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	hc := opt.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Timeout: upstreamTimeout}
+		hc = &http.Client{Timeout: upstream.Timeout}
 	}
-	s.up = &upstream{cfg: cfg.Upstream, secret: secret, redirectURL: s.issuer + PathCallback,
-		hc: hc, now: s.now, log: s.log, lifetime: ctx}
+	s.up = &upstream.IdP{Config: cfg.Upstream, Secret: secret, RedirectURL: s.issuer + PathCallback,
+		HTTP: hc, Now: s.now, Log: s.log, Lifetime: ctx}
 	if !cfg.ClientMetadata.Disabled {
 		s.meta = newMetadataFetcher(cfg.ClientMetadata, s.now)
 	}

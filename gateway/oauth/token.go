@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
+	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 	"io"
 	"mime"
 	"net/http"
@@ -260,12 +261,12 @@ func (s *Server) redeemCode(ctx context.Context, form url.Values, clientID strin
 	if seen, _ := s.usedCodes.ContainsOrAdd(cs.ID, time.Unix(cs.Exp, 0)); seen {
 		return nil, InvalidGrant("the authorization code was already used")
 	}
-	tok, err := s.up.exchange(ctx, cs.UpCode, cs.Verifier)
+	tok, err := s.up.Exchange(ctx, cs.UpCode, cs.Verifier)
 	if err != nil {
-		if errors.Is(err, ErrUpstreamRefused) {
+		if errors.Is(err, upstream.ErrRefused) {
 			return nil, InvalidGrant("the authorization code was already used or has expired at the identity provider; sign in again")
 		}
-		if errors.Is(err, ErrUpstreamUnavailable) {
+		if errors.Is(err, upstream.ErrUnavailable) {
 			// The IdP never took its code: the client may retry the same one.
 			s.usedCodes.Remove(cs.ID)
 		}
@@ -341,9 +342,9 @@ func (s *Server) redeemRefresh(ctx context.Context, form url.Values, clientID st
 }
 
 func (s *Server) refreshUpstream(ctx context.Context, rs refreshState, clientID string) ([]byte, error) {
-	tok, err := s.up.refresh(ctx, rs.Up)
+	tok, err := s.up.Refresh(ctx, rs.Up)
 	if err != nil {
-		if errors.Is(err, ErrUpstreamRefused) {
+		if errors.Is(err, upstream.ErrRefused) {
 			s.revoked.Add("f:"+rs.Family, time.Unix(rs.Exp, 0))
 			s.log.Info("oauth: the identity provider refused a refresh; the user must sign in again", "email", rs.Email, "err", err)
 			return nil, InvalidGrant("your company sign-in is no longer valid (the account may be disabled or the session ended); sign in again")
@@ -447,10 +448,10 @@ func (s *Server) Identify(ctx context.Context, tok *oauth2.Token, nonce string) 
 
 // upstreamFailure maps an IdP failure other than a refused grant.
 func (s *Server) UpstreamFailure(err error) *TokenError {
-	var ue *unavailableError
+	var ue *upstream.UnavailableError
 	if errors.As(err, &ue) {
 		s.log.Warn("oauth: identity provider unavailable", "err", err)
-		return &TokenError{http.StatusServiceUnavailable, "temporarily_unavailable", "the company identity provider is unreachable; try again shortly", ue.retryAfter}
+		return &TokenError{http.StatusServiceUnavailable, "temporarily_unavailable", "the company identity provider is unreachable; try again shortly", ue.RetryAfter}
 	}
 	s.log.Error("oauth: the identity provider refused the gateway's client; check oauth.upstream (client id, secret, redirect URI "+s.issuer+PathCallback+")", "err", err)
 	return &TokenError{http.StatusInternalServerError, "server_error", "the gateway's sign-in is misconfigured; tell an operator", 0}
@@ -600,7 +601,7 @@ func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 		var rs refreshState
 		if s.keys.Open(purposeRefresh, raw, maxRefreshBytes, &rs) == nil && subtle.ConstantTimeCompare([]byte(rs.Client), []byte(keyring.Digest(clientID))) == 1 {
 			s.revoked.Add("f:"+rs.Family, time.Unix(rs.Exp, 0))
-			s.up.revoke(r.Context(), rs.Up)
+			s.up.Revoke(r.Context(), rs.Up)
 			s.log.Info("oauth: sign-in revoked", "email", rs.Email, "client", ClientLabel(clientID))
 		}
 	} else if c, err := s.parseAccessToken(tok); err == nil && c.ClientID == clientID {

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
+	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 	"net/http"
 	"net/url"
 	"strings"
@@ -771,7 +772,7 @@ func (s *Grant) finishDevice(w http.ResponseWriter, r *http.Request, ls oauth.Lo
 	tok, err := s.srv.Exchange(r.Context(), upCode, ls.Verifier)
 	if err != nil {
 		terr := s.srv.UpstreamFailure(err)
-		if errors.Is(err, oauth.ErrUpstreamRefused) {
+		if errors.Is(err, upstream.ErrRefused) {
 			terr = oauth.InvalidGrant("the identity provider refused its code")
 		}
 		deny(terr.Status, "Your company sign-in failed", "The gateway could not complete the sign-in: "+terr.Description+".", ": "+terr.Description)
