@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
 	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"github.com/brainstem/brainstem/gateway/oauth/upstream"
@@ -158,13 +159,13 @@ func (s *Server) trustedClient(w http.ResponseWriter, r *http.Request, clientID,
 	switch {
 	case errors.Is(err, ErrNoMetadataDocuments):
 		return refuse(http.StatusBadRequest, "This gateway does not accept client metadata documents; the application must register first.")
-	case errors.Is(err, errFetchLimit):
+	case errors.Is(err, clients.ErrFetchLimit):
 		return refuse(http.StatusTooManyRequests, "Too many sign-in requests from your address; wait a minute and try again.")
 	case err != nil:
 		s.log.Info("oauth: unknown client", "err", err, "client_ip", s.clientIP(r))
 		msg := "The application's client id is not one this gateway issued or can verify. Remove the server from the application and add it again."
-		if errors.Is(err, ErrMetadataDocument) {
-			msg = "The application's client metadata document cannot be used: " + strings.TrimPrefix(err.Error(), ErrMetadataDocument.Error()+": ")
+		if errors.Is(err, clients.ErrMetadataDocument) {
+			msg = "The application's client metadata document cannot be used: " + strings.TrimPrefix(err.Error(), clients.ErrMetadataDocument.Error()+": ")
 		}
 		return refuse(http.StatusBadRequest, msg)
 	}
@@ -191,13 +192,13 @@ var ErrNoMetadataDocuments = errors.New("this gateway does not accept client met
 // ResolveClient finds the client of an id: a registered one, or a
 // metadata document's, fetched within the budget of r's address.
 func (s *Server) ResolveClient(r *http.Request, clientID string) (*Client, error) {
-	if !IsMetadataURL(clientID) {
+	if !clients.IsMetadataURL(clientID) {
 		return s.parseRegisteredClient(clientID)
 	}
 	if s.meta == nil {
 		return nil, ErrNoMetadataDocuments
 	}
-	return s.meta.client(r.Context(), s, clientID, func() bool { return s.Allow(r, "metadata", metadataPerMin) })
+	return s.meta.Client(r.Context(), clientID, func() bool { return s.Allow(r, "metadata", metadataPerMin) }, s.checkRedirectURI)
 }
 
 // checkAuthzParams checks what can be refused by redirecting to the client.

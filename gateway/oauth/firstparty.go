@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
 	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"net/http"
 	"net/url"
@@ -42,7 +43,7 @@ type FirstPartyToken struct {
 // registered one and made the same way on every replica holding the same
 // current key; any replica accepts the id of any other.
 func (s *Server) RegisterFirstParty(name, redirectURI string) (string, error) {
-	if _, err := cleanClientName(name); err != nil || name == "" {
+	if _, err := clients.CleanName(name); err != nil || name == "" {
 		return "", fmt.Errorf("oauth: first-party client name %q: %w", name, ErrClientID)
 	}
 	u, err := url.Parse(redirectURI)

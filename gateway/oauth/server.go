@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
 	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"github.com/brainstem/brainstem/gateway/oauth/upstream"
@@ -35,6 +36,14 @@ type (
 	EnterpriseConfig     = config.EnterpriseConfig
 	EnterpriseIdP        = config.EnterpriseIdP
 )
+
+// Client is a client the facade knows (gateway/oauth/clients).
+type Client = clients.Client
+
+// GrantTypeDevice is the device authorization grant type (RFC 8628),
+// which a client registers (or its metadata document lists) to use the
+// device flow (gateway/oauth/device).
+const GrantTypeDevice = clients.GrantTypeDevice
 
 // Scope is the one scope the facade grants: use of the MCP endpoint.
 const Scope = "mcp"
@@ -108,7 +117,7 @@ type Server struct {
 	signer   jose.Signer
 	up       *upstream.IdP
 	verifier IdentityVerifier
-	meta     *metadataFetcher
+	meta     *clients.Fetcher
 	now      func() time.Time
 	log      *slog.Logger
 	clientIP func(*http.Request) string
@@ -189,7 +198,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	s.up = &upstream.IdP{Config: cfg.Upstream, Secret: secret, RedirectURL: s.issuer + PathCallback,
 		HTTP: hc, Now: s.now, Log: s.log, Lifetime: ctx}
 	if !cfg.ClientMetadata.Disabled {
-		s.meta = newMetadataFetcher(cfg.ClientMetadata, s.now)
+		s.meta = clients.NewFetcher(cfg.ClientMetadata, s.now)
 	}
 	if err := s.newMemory(opt.Registerer); err != nil {
 		return nil, err

@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 	"io"
@@ -220,11 +221,11 @@ func (s *Server) TokenClient(r *http.Request, form url.Values) (string, *TokenEr
 // well-formed metadata document URL (codes and refresh tokens are bound to
 // the id, so it need not be fetched again).
 func (s *Server) knownClientID(id string) bool {
-	if IsMetadataURL(id) {
+	if clients.IsMetadataURL(id) {
 		if s.meta == nil {
 			return false
 		}
-		_, err := s.meta.checkMetadataURL(id)
+		_, err := s.meta.CheckURL(id)
 		return err == nil
 	}
 	_, err := s.parseRegisteredClient(id)
@@ -532,7 +533,7 @@ func (s *Server) Issue(id auth.Identity, clientID, upRefresh, family string, fam
 
 // clientLabel is a short name for a client id in logs.
 func ClientLabel(id string) string {
-	if IsMetadataURL(id) {
+	if clients.IsMetadataURL(id) {
 		return id
 	}
 	return "registered:" + keyring.Digest(id)
@@ -551,10 +552,10 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		WriteJSON(w, http.StatusBadRequest, registrationError{"invalid_client_metadata", "the body must be application/json"})
 		return
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, MaxRegistrationBytes))
+	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, clients.MaxRegistrationBytes))
 	if err != nil {
 		s.Count("register", "refused")
-		WriteJSON(w, http.StatusBadRequest, registrationError{"invalid_client_metadata", fmt.Sprintf("the body could not be read or is over %d bytes", MaxRegistrationBytes)})
+		WriteJSON(w, http.StatusBadRequest, registrationError{"invalid_client_metadata", fmt.Sprintf("the body could not be read or is over %d bytes", clients.MaxRegistrationBytes)})
 		return
 	}
 	now := s.now()
@@ -570,7 +571,7 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 		"client_id":                  c.ID,
 		"client_id_issued_at":        now.Unix(),
 		"redirect_uris":              c.RedirectURIs,
-		"grant_types":                c.grantTypes(),
+		"grant_types":                grantTypes(c),
 		"response_types":             []string{"code"},
 		"token_endpoint_auth_method": "none",
 	}

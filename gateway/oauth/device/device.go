@@ -5,6 +5,7 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
 	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"github.com/brainstem/brainstem/gateway/oauth/upstream"
@@ -659,7 +660,7 @@ func userCodeProblem(err error) string {
 // clientLabelLong names a client on the approval page: a metadata
 // document's URL, or the start of a registered id.
 func clientLabelLong(id string) string {
-	if oauth.IsMetadataURL(id) || len(id) <= 24 {
+	if clients.IsMetadataURL(id) || len(id) <= 24 {
 		return id
 	}
 	return id[:24] + "…"
