@@ -9,6 +9,7 @@ import (
 	"github.com/brainstem/brainstem/gateway/oauth/clients"
 	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
+	"github.com/brainstem/brainstem/gateway/oauth/pages"
 	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 	"net/http"
 	"net/url"
@@ -137,10 +138,10 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		name = "An unnamed application"
 	}
 	s.Count("authorize", "consent")
-	s.RenderPage(w, http.StatusOK, consentPage, consentData{
+	s.RenderPage(w, http.StatusOK, pages.Consent, pages.ConsentData{
 		Name: name, Gateway: s.issuer, MetadataHost: client.MetadataHost, RedirectHost: redirectHost(redirect),
-		Dynamic: client.Dynamic, TokenTTL: Human(s.cfg.AccessTokenTTL), RefreshTTL: Human(s.cfg.RefreshTokenTTL),
-		ConsentTTL: Human(s.cfg.ConsentTTL), Action: s.issuer + PathAuthorize, Request: sealed,
+		Dynamic: client.Dynamic, TokenTTL: pages.Human(s.cfg.AccessTokenTTL), RefreshTTL: pages.Human(s.cfg.RefreshTokenTTL),
+		ConsentTTL: pages.Human(s.cfg.ConsentTTL), Action: s.issuer + PathAuthorize, Request: sealed,
 	}, s.up.Origin(), redirectTarget(redirect))
 }
 
@@ -250,7 +251,7 @@ func (s *Server) serveConsent(w http.ResponseWriter, r *http.Request) {
 	var req authzRequest
 	if err := s.keys.Open(purposeRequest, r.PostForm.Get("request"), 16<<10, &req); err != nil || s.now().Unix() > req.Exp {
 		s.Count("consent", "refused")
-		s.ErrorPage(w, http.StatusBadRequest, "This sign-in has expired", "The consent page is older than "+Human(config.LoginTTL)+" or was altered.")
+		s.ErrorPage(w, http.StatusBadRequest, "This sign-in has expired", "The consent page is older than "+pages.Human(config.LoginTTL)+" or was altered.")
 		return
 	}
 	csrf := s.Cookie(r, cookieCSRF)
@@ -358,7 +359,7 @@ func (s *Server) SendToIdP(w http.ResponseWriter, r *http.Request, ls Login) {
 		return
 	}
 	s.SetCookie(w, cookieLogin+ls.SID, sealed, config.LoginTTL, http.SameSiteLaxMode)
-	pageSecurity(w)
+	pages.Security(w)
 	http.Redirect(w, r, target, http.StatusFound)
 }
 
@@ -468,7 +469,7 @@ func (s *Server) redirectTo(w http.ResponseWriter, r *http.Request, redirect str
 		q[k] = vals
 	}
 	u.RawQuery = q.Encode()
-	pageSecurity(w)
+	pages.Security(w)
 	http.Redirect(w, r, u.String(), http.StatusFound)
 }
 
@@ -507,14 +508,14 @@ func redirectHost(redirect string) string {
 // redirectTarget is the CSP source of a redirect URI: its origin, or its
 // scheme for a private-use scheme.
 // A CSP host-source cannot name an IPv6 literal, so a page whose form may
-// lead to one ([::1] loopback) gets no form-action at all (anyFormTarget).
+// lead to one ([::1] loopback) gets no form-action at all (pages.AnyFormTarget).
 func redirectTarget(redirect string) string {
 	u, err := url.Parse(redirect)
 	if err != nil {
 		return ""
 	}
 	if strings.Contains(u.Host, "[") {
-		return anyFormTarget
+		return pages.AnyFormTarget
 	}
 	if u.Scheme == "http" || u.Scheme == "https" {
 		return u.Scheme + "://" + u.Host

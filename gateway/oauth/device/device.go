@@ -8,6 +8,7 @@ import (
 	"github.com/brainstem/brainstem/gateway/oauth/clients"
 	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
+	"github.com/brainstem/brainstem/gateway/oauth/pages"
 	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 	"net/http"
 	"net/url"
@@ -522,7 +523,7 @@ func (s *Grant) renderCodeForm(w http.ResponseWriter, status int, prefill, probl
 		return
 	}
 	s.srv.SetCookie(w, cookieDeviceCSRF, f.CSRF, config.LoginTTL, http.SameSiteStrictMode)
-	s.srv.RenderPage(w, status, deviceCodePage, deviceCodeData{
+	s.srv.RenderPage(w, status, pages.DeviceCode, pages.DeviceCodeData{
 		Gateway: s.srv.Issuer(), Action: s.srv.Issuer() + PathPage, Token: sealed, Code: prefill, Problem: problem,
 	})
 }
@@ -569,7 +570,7 @@ func (s *Grant) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 	var f deviceForm
 	if err := s.srv.Open(purposeDeviceForm, r.PostForm.Get("token"), 4<<10, &f); err != nil || s.srv.Now().Unix() > f.Exp {
 		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusBadRequest, "This page has expired", "The page is older than "+oauth.Human(config.LoginTTL)+" or was altered. Load it again.")
+		s.srv.ErrorPage(w, http.StatusBadRequest, "This page has expired", "The page is older than "+pages.Human(config.LoginTTL)+" or was altered. Load it again.")
 		return
 	}
 	if !s.csrfMatches(r, cookieDeviceCSRF, f.CSRF) {
@@ -619,11 +620,11 @@ func (s *Grant) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 		computer = "(it gave no description)"
 	}
 	s.srv.Count("device_page", "approve")
-	s.srv.RenderPage(w, http.StatusOK, deviceApprovePage, deviceApproveData{
+	s.srv.RenderPage(w, http.StatusOK, pages.DeviceApprove, pages.DeviceApproveData{
 		Name: name, ClientID: clientLabelLong(g.clientID), Gateway: s.srv.Issuer(), Dynamic: g.client.Dynamic,
 		MetadataHost: g.client.MetadataHost, IP: g.ip, YourIP: s.srv.ClientIP(r), Computer: computer,
-		Age: oauth.Human(max(now.Sub(g.created).Truncate(time.Second), time.Second)), Code: formatUserCode(g.userCode),
-		TokenTTL: oauth.Human(s.srv.Config().AccessTokenTTL), RefreshTTL: oauth.Human(s.srv.Config().RefreshTokenTTL),
+		Age: pages.Human(max(now.Sub(g.created).Truncate(time.Second), time.Second)), Code: formatUserCode(g.userCode),
+		TokenTTL: pages.Human(s.srv.Config().AccessTokenTTL), RefreshTTL: pages.Human(s.srv.Config().RefreshTokenTTL),
 		Action: s.srv.Issuer() + PathPage, Token: sealed,
 	}, s.srv.IdPOrigin())
 }
@@ -654,7 +655,7 @@ func userCodeProblem(err error) string {
 	case errors.Is(err, ErrDeviceExpired):
 		return "This code has expired. Start the sign-in again on your device."
 	}
-	return "No sign-in request has this code. Check the code your device shows, or start again there (codes work once, for " + oauth.Human(DeviceCodeTTL) + ")."
+	return "No sign-in request has this code. Check the code your device shows, or start again there (codes work once, for " + pages.Human(DeviceCodeTTL) + ")."
 }
 
 // clientLabelLong names a client on the approval page: a metadata
@@ -670,7 +671,7 @@ func (s *Grant) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 	var a deviceApproval
 	if err := s.srv.Open(purposeDeviceApprove, r.PostForm.Get("token"), 4<<10, &a); err != nil || s.srv.Now().Unix() > a.Exp {
 		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusBadRequest, "This page has expired", "The approval page is older than "+oauth.Human(config.LoginTTL)+" or was altered.")
+		s.srv.ErrorPage(w, http.StatusBadRequest, "This page has expired", "The approval page is older than "+pages.Human(config.LoginTTL)+" or was altered.")
 		return
 	}
 	if !s.csrfMatches(r, cookieDeviceCSRF, a.CSRF) {
@@ -716,7 +717,7 @@ func (s *Grant) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 	if decision == "deny" {
 		s.srv.Count("device_page", "denied")
 		s.srv.Log().Info("oauth: device sign-in denied", "client", oauth.ClientLabel(g.clientID), "client_ip", g.ip)
-		s.srv.RenderPage(w, http.StatusOK, deviceDonePage, deviceDoneData{Title: "Denied",
+		s.srv.RenderPage(w, http.StatusOK, pages.DeviceDone, pages.DeviceDoneData{Title: "Denied",
 			Message: "The device gets nothing. If you did not start this sign-in yourself, someone may be trying to get you to approve theirs: tell your security team."})
 		return
 	}
@@ -797,7 +798,7 @@ func (s *Grant) finishDevice(w http.ResponseWriter, r *http.Request, ls oauth.Lo
 	}
 	s.srv.Count("callback", "ok")
 	s.srv.Log().Info("oauth: device sign-in approved", "email", id.Email, "client", oauth.ClientLabel(g.clientID), "client_ip", g.ip)
-	s.srv.RenderPage(w, http.StatusOK, deviceDonePage, deviceDoneData{Title: "Approved",
+	s.srv.RenderPage(w, http.StatusOK, pages.DeviceDone, pages.DeviceDoneData{Title: "Approved",
 		Message: "You are signed in as " + id.Email + ". Return to your device: it continues within a few seconds. You can close this window."})
 }
 
