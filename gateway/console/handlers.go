@@ -17,14 +17,14 @@ import (
 
 // request is one signed-in request to a page or a form.
 type request struct {
-	c     *Console
-	w     http.ResponseWriter
-	r     *http.Request
-	id    auth.Identity
+	c      *Console
+	w      http.ResponseWriter
+	r      *http.Request
+	id     auth.Identity
 	signin signIn
-	wings []wingCaps
-	load  bool  // wings loaded
-	werr  error // brain_wings's refusal: then no page can say what the person reaches
+	wings  []wingCaps
+	load   bool  // wings loaded
+	werr   error // brain_wings's refusal: then no page can say what the person reaches
 }
 
 // answer is what a page handler decided: a page to render, or a redirect.

@@ -18,13 +18,13 @@ import (
 // Cookie names (on https, __Host- prefixed: Secure, Path=/, no Domain).
 const (
 	cookieSignIn = "brainstem-console-signin"
-	cookieLogin   = "brainstem-console-login"
+	cookieLogin  = "brainstem-console-login"
 )
 
 // Sealing purposes of the console's cookies.
 const (
 	purposeSignIn = "console sign-in"
-	purposeLogin   = "console login"
+	purposeLogin  = "console login"
 )
 
 // Bounds of the sign-in.
@@ -59,7 +59,7 @@ type loginState struct {
 // errNotSignedIn: no sign-in cookie at all. errSignInEnded: a cookie that
 // no longer opens, or whose token is expired or revoked.
 var (
-	errNotSignedIn    = errors.New("console: not signed in")
+	errNotSignedIn = errors.New("console: not signed in")
 	errSignInEnded = errors.New("console: the sign-in has ended")
 )
 

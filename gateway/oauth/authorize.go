@@ -6,17 +6,18 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
-	"github.com/brainstem/brainstem/gateway/oauth/clients"
-	"github.com/brainstem/brainstem/gateway/oauth/config"
-	"github.com/brainstem/brainstem/gateway/oauth/keyring"
-	"github.com/brainstem/brainstem/gateway/oauth/pages"
-	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 	"net/http"
 	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
+	"github.com/brainstem/brainstem/gateway/oauth/pages"
+	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 )
 
 // Limits of an authorization request.

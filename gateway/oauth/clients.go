@@ -6,13 +6,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/brainstem/brainstem/gateway/oauth/clients"
-	"github.com/brainstem/brainstem/gateway/oauth/config"
-	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 )
 
 // registeredPrefix starts every client id the facade signs at registration.

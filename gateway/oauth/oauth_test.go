@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/brainstem/brainstem/gateway/oauth/clients"
-	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +16,8 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 

@@ -5,10 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/brainstem/brainstem/gateway/oauth/clients"
-	"github.com/brainstem/brainstem/gateway/oauth/config"
-	"github.com/brainstem/brainstem/gateway/oauth/keyring"
-	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 	"log/slog"
 	"net"
 	"net/http"
@@ -24,6 +20,10 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/offboard"
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
+	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 )
 
 // The configuration's types, defined in gateway/oauth/config.

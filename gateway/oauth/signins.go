@@ -1,11 +1,11 @@
 package oauth
 
 import (
-	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"slices"
 	"time"
 
 	"github.com/brainstem/brainstem/auth/offboard"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 )
 
 // SignIn is offboard.SignIn: one sign-in as this replica saw it.

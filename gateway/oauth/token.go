@@ -8,9 +8,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/brainstem/brainstem/gateway/oauth/clients"
-	"github.com/brainstem/brainstem/gateway/oauth/keyring"
-	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 	"io"
 	"mime"
 	"net/http"
@@ -23,6 +20,9 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
+	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 )
 
 // Prefixes of the facade's opaque values.

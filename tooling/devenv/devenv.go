@@ -5,8 +5,6 @@
 package devenv
 
 import (
-	"github.com/brainstem/brainstem/internal/tracing"
-
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -34,6 +32,7 @@ import (
 	"github.com/brainstem/brainstem/gateway"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	oauthconfig "github.com/brainstem/brainstem/gateway/oauth/config"
+	"github.com/brainstem/brainstem/internal/tracing"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/shard"

@@ -5,7 +5,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"io"
 	"mime"
 	"net"
@@ -20,6 +19,8 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 )
 
 // Limits of client ID metadata document fetches.

@@ -12,13 +12,13 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"strings"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 )
 
 // Limits of the service account configuration.

@@ -5,11 +5,6 @@ import (
 	"crypto/subtle"
 	"errors"
 	"fmt"
-	"github.com/brainstem/brainstem/gateway/oauth/clients"
-	"github.com/brainstem/brainstem/gateway/oauth/config"
-	"github.com/brainstem/brainstem/gateway/oauth/keyring"
-	"github.com/brainstem/brainstem/gateway/oauth/pages"
-	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 	"net/http"
 	"net/url"
 	"strings"
@@ -20,6 +15,11 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
+	"github.com/brainstem/brainstem/gateway/oauth/pages"
+	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 )
 
 // Paths below the issuer's path.

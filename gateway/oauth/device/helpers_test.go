@@ -12,7 +12,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"io"
 	"net"
 	"net/http"
@@ -29,6 +28,7 @@ import (
 	"github.com/brainstem/brainstem/auth/devidp"
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 

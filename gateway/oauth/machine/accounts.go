@@ -1,12 +1,12 @@
 package machine
 
 import (
-	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"log/slog"
 	"time"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 )
 
 // account is a loaded service account (oauth.ServiceAccount).

@@ -13,8 +13,6 @@ import (
 	"crypto/subtle"
 	"encoding/json"
 	"fmt"
-	"github.com/brainstem/brainstem/gateway/oauth/config"
-	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"net/http"
 	"net/url"
 	"sync"
@@ -28,6 +26,8 @@ import (
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 )
 
 // The client credentials grant (RFC 6749 §4.4) and client assertions

@@ -8,7 +8,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"log/slog"
 	"net/http"
 	"net/url"
@@ -18,6 +17,8 @@ import (
 
 	"github.com/coreos/go-oidc/v3/oidc"
 	"golang.org/x/oauth2"
+
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 )
 
 // Discovery backoff after a failure: 1s doubling to 1m.
