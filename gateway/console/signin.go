@@ -63,34 +63,19 @@ var (
 	errSignInEnded = errors.New("console: the sign-in has ended")
 )
 
-func (c *Console) cookieName(name string) string {
-	if c.secure {
-		return "__Host-" + name
-	}
-	return name
-}
-
+// setCookie sets a console cookie by the facade's rules (__Host- prefixed
+// on https, HttpOnly, SameSite=Lax); maxAge ≤ 0 deletes it.
 func (c *Console) setCookie(w http.ResponseWriter, name, value string, maxAge time.Duration) {
-	ck := &http.Cookie{Name: c.cookieName(name), Value: value, Path: "/", HttpOnly: true, Secure: c.secure,
-		SameSite: http.SameSiteLaxMode, MaxAge: int(maxAge / time.Second)}
 	if maxAge <= 0 {
-		ck.MaxAge = -1
+		maxAge = -1
 	}
-	http.SetCookie(w, ck)
-}
-
-func (c *Console) cookie(r *http.Request, name string) string {
-	ck, err := r.Cookie(c.cookieName(name))
-	if err != nil {
-		return ""
-	}
-	return ck.Value
+	c.facade.SetCookie(w, name, value, maxAge, http.SameSiteLaxMode)
 }
 
 // authenticate opens the sign-in cookie and verifies its access token as
 // /mcp verifies a bearer token (signature, audience, expiry, revocation).
 func (c *Console) authenticate(r *http.Request) (signIn, auth.Identity, error) {
-	raw := c.cookie(r, cookieSignIn)
+	raw := c.facade.Cookie(r, cookieSignIn)
 	if raw == "" {
 		return signIn{}, auth.Identity{}, errNotSignedIn
 	}
@@ -128,7 +113,7 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 func (c *Console) serveCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var ls loginState
-	if err := c.facade.OpenFirstParty(purposeLogin, c.cookie(r, cookieLogin), maxCookieBytes, &ls); err != nil ||
+	if err := c.facade.OpenFirstParty(purposeLogin, c.facade.Cookie(r, cookieLogin), maxCookieBytes, &ls); err != nil ||
 		c.now().Unix() > ls.Exp || subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(ls.State)) != 1 {
 		c.plainPage(w, http.StatusBadRequest, "Sign-in not started here", "This sign-in was not started in this browser, has expired or was already completed.", true)
 		return

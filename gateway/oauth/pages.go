@@ -37,6 +37,8 @@ func (s *Server) cookieName(name string) string {
 	return name
 }
 
+// SetCookie sets one of the facade's cookies (HttpOnly, Path=/, Secure and
+// __Host- prefixed on https); a negative maxAge deletes it.
 func (s *Server) SetCookie(w http.ResponseWriter, name, value string, maxAge time.Duration, sameSite http.SameSite) {
 	c := &http.Cookie{
 		Name: s.cookieName(name), Value: value, Path: "/", HttpOnly: true, Secure: s.secure, SameSite: sameSite,
@@ -48,6 +50,7 @@ func (s *Server) SetCookie(w http.ResponseWriter, name, value string, maxAge tim
 	http.SetCookie(w, c)
 }
 
+// Cookie is the value of one of the facade's cookies, "" without.
 func (s *Server) Cookie(r *http.Request, name string) string {
 	c, err := r.Cookie(s.cookieName(name))
 	if err != nil {
