@@ -428,13 +428,7 @@ func (s *Server) Identify(ctx context.Context, tok *oauth2.Token, nonce string) 
 	if len(parts) != 3 || decodeSegment(parts[1], &c) != nil {
 		return auth.Identity{}, InvalidGrant("the identity provider's ID token does not decode")
 	}
-	var aud []string
-	if json.Unmarshal(c.Audience, &aud) != nil {
-		var one string
-		if json.Unmarshal(c.Audience, &one) == nil {
-			aud = []string{one}
-		}
-	}
+	aud := Strings(c.Audience)
 	switch {
 	case c.Issuer != s.cfg.Upstream.Issuer && !(c.Issuer == "accounts.google.com" && s.cfg.Upstream.Issuer == "https://accounts.google.com"):
 		// Google's ID tokens may name the issuer without its scheme.
@@ -445,6 +439,20 @@ func (s *Server) Identify(ctx context.Context, tok *oauth2.Token, nonce string) 
 		return auth.Identity{}, InvalidGrant("the ID token does not belong to this sign-in (nonce)")
 	}
 	return id, nil
+}
+
+// Strings reads a JWT claim that is one string or an array of them
+// (aud, resource); nil when it is neither.
+func Strings(raw json.RawMessage) []string {
+	var list []string
+	if json.Unmarshal(raw, &list) != nil {
+		var one string
+		if json.Unmarshal(raw, &one) != nil {
+			return nil
+		}
+		list = []string{one}
+	}
+	return list
 }
 
 // upstreamFailure maps an IdP failure other than a refused grant.

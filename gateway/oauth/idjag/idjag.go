@@ -266,14 +266,7 @@ func (s *Grant) checkIDJAG(c idjagClaims, clientID string, allowed map[string]bo
 // idjagResource accepts the resource claim as one string or an array of
 // one, naming the MCP endpoint.
 func (s *Grant) idjagResource(raw json.RawMessage) bool {
-	var res []string
-	if json.Unmarshal(raw, &res) != nil {
-		var one string
-		if json.Unmarshal(raw, &one) != nil {
-			return false
-		}
-		res = []string{one}
-	}
+	res := oauth.Strings(raw)
 	return len(res) == 1 && s.srv.IsResource(res[0])
 }
 

@@ -439,15 +439,7 @@ func (s *Grant) checkAssertion(c assertionClaims, id string, now time.Time) stri
 // assertionAudience accepts aud as one string or an array holding the
 // token endpoint or the issuer (RFC 7523 §3 item 3).
 func (s *Grant) assertionAudience(raw json.RawMessage) bool {
-	var aud []string
-	if json.Unmarshal(raw, &aud) != nil {
-		var one string
-		if json.Unmarshal(raw, &one) != nil {
-			return false
-		}
-		aud = []string{one}
-	}
-	for _, a := range aud {
+	for _, a := range oauth.Strings(raw) {
 		if a == s.srv.Issuer()+oauth.PathToken || a == s.srv.Issuer() {
 			return true
 		}
