@@ -73,13 +73,26 @@ func TestDependencyRules(t *testing.T) {
 		{"join", []string{"gateway", "shard", "proto", "auth"}, "join talks to a gateway from outside, as a client"},
 		{"hooks", []string{"gateway", "shard", "proto", "auth"}, "the hooks call a gateway from outside, as the person's MCP client"},
 		{"doctor", []string{"gateway", "shard", "proto", "auth"}, "doctor walks the chain from outside, as a client"},
-		{"gateway/oauth", []string{"proto", "github.com/mark3labs/mcp-go", "github.com/quic-go/quic-go"}, "the authorization server knows OAuth and OIDC, not MCP or the shards"},
+		{"gateway/oauth", []string{"proto", "github.com/mark3labs/mcp-go", "github.com/quic-go/quic-go"}, "the authorization server and the grants below it (device, machine, idjag) know OAuth and OIDC, not MCP or the shards"},
 		{"shardserver", []string{"gateway", "auth/sso", "auth/devidp", "github.com/coreos/go-oidc"}, "a shard server knows nothing of SSO or the gateway"},
 		{"shard/history", []string{"shard/store", "shard/tools", "shard/index", "proto", "auth"}, "history sits under the store: the store drives it, not the other way round"},
 		{"shard/gitstore", []string{"shard/history", "shard/remote", "shard/store", "shard/tools", "shard/index", "proto", "auth"}, "the git engine sits under history and the remotes: they drive it, not the other way round"},
 		{"brain/injection", []string{module + "/", "github.com/", "golang.org/"}, "the injection audit is a leaf of the contract: the standard library only, so gateway, shard and hooks can all apply it"},
 	}
+	// Rules of one package alone, not of those below it.
+	exact := map[string][]string{
+		// The grants import the authorization server's core, never the
+		// other way round.
+		"gateway/oauth": {"gateway/oauth/device", "gateway/oauth/machine", "gateway/oauth/idjag"},
+	}
 	for _, p := range listPackages(t) {
+		for _, dep := range p.Deps {
+			for _, f := range exact[strings.TrimPrefix(p.ImportPath, module+"/")] {
+				if under(dep, f) {
+					t.Errorf("%s imports %s: a grant imports the core, not the other way round", p.ImportPath, dep)
+				}
+			}
+		}
 		for _, r := range rules {
 			if !under(p.ImportPath, r.from) {
 				continue

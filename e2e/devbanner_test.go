@@ -15,7 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth/devidp"
-	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/oauth/idjag"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 	"github.com/brainstem/brainstem/tooling/signins"
@@ -194,7 +194,7 @@ func TestDevShortTokens(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	status, out := postToken(t, tokenEndpoint(t, env), url.Values{"grant_type": {oauth.GrantTypeJWTBearer},
+	status, out := postToken(t, tokenEndpoint(t, env), url.Values{"grant_type": {idjag.GrantTypeJWTBearer},
 		"client_id": {devidp.DefaultAssertionClientID}, "assertion": {assertion}}, "")
 	if status != http.StatusOK || out["expires_in"] != float64(120) {
 		t.Errorf("an access token for an identity assertion: %d %v, want expires_in 120", status, out)

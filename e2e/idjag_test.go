@@ -12,7 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth/devidp"
-	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/oauth/idjag"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/logcheck"
 )
@@ -41,14 +41,14 @@ func TestEnterpriseManagedAuthorization(t *testing.T) {
 	}
 	_ = json.NewDecoder(resp.Body).Decode(&meta)
 	resp.Body.Close()
-	if !strings.Contains(strings.Join(meta.Grants, " "), oauth.GrantTypeJWTBearer) || len(meta.Profiles) != 1 || meta.Profiles[0] != oauth.GrantProfileIDJAG {
+	if !strings.Contains(strings.Join(meta.Grants, " "), idjag.GrantTypeJWTBearer) || len(meta.Profiles) != 1 || meta.Profiles[0] != idjag.GrantProfileIDJAG {
 		t.Fatalf("metadata: %+v", meta)
 	}
 	jag, _, err := env.IDJAG("alice@example.com")
 	if err != nil {
 		t.Fatal(err)
 	}
-	form := url.Values{"grant_type": {oauth.GrantTypeJWTBearer}, "client_id": {devidp.DefaultAssertionClientID},
+	form := url.Values{"grant_type": {idjag.GrantTypeJWTBearer}, "client_id": {devidp.DefaultAssertionClientID},
 		"assertion": {jag}, "resource": {env.MCPURL}}
 	status, out := postToken(t, meta.TokenEndpoint, form, "")
 	at, _ := out["access_token"].(string)

@@ -26,6 +26,7 @@ import (
 
 	"github.com/brainstem/brainstem/gateway"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/oauth/machine"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/logcheck"
 )
@@ -140,7 +141,7 @@ func keyToken(t *testing.T, env *devenv.Env, id string, key ed25519.PrivateKey) 
 	}
 	assertion, _ := jws.CompactSerialize()
 	return postToken(t, endpoint, url.Values{"grant_type": {"client_credentials"}, "resource": {env.MCPURL},
-		"client_assertion_type": {oauth.ClientAssertionTypeJWT}, "client_assertion": {assertion}}, "")
+		"client_assertion_type": {machine.ClientAssertionTypeJWT}, "client_assertion": {assertion}}, "")
 }
 
 func newMachineSecret(t *testing.T) (secret, hash string) {

@@ -34,6 +34,9 @@ import (
 	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/console"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/oauth/device"
+	"github.com/brainstem/brainstem/gateway/oauth/idjag"
+	"github.com/brainstem/brainstem/gateway/oauth/machine"
 	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/internal/tracing"
 	"github.com/brainstem/brainstem/internal/workers"
@@ -140,6 +143,10 @@ type Gateway struct {
 	closeOnce   sync.Once
 	closeErr    error
 	served      atomic.Bool
+
+	// peerHandler answers the other replicas' device sign-in steps
+	// (gateway/oauth/device); nil when the authorization server is off.
+	peerHandler http.Handler
 }
 
 // New builds a gateway: it verifies SSO tokens with cfg.OIDC, connects
@@ -430,10 +437,12 @@ func (g *Gateway) startFacade(ctx context.Context, idp identityVerifier, opt Opt
 	f, err := oauth.New(ctx, g.cfg.OAuth, oauth.Options{
 		Issuer: strings.TrimRight(g.cfg.PublicURL, "/"), Resource: g.cfg.mcpURL(), Verifier: idp,
 		HTTPClient: opt.HTTPClient, Now: g.now, Logger: g.log.With("component", "oauth"),
-		Registerer: g.registry, ClientIP: g.clientIP, Peers: peers,
-		AllowedDomains: g.cfg.OIDC.AllowedDomains, GroupsClaim: g.cfg.OIDC.GroupsClaim, Ended: g.ended,
+		Registerer: g.registry, ClientIP: g.clientIP, Ended: g.ended,
 	})
 	if err != nil {
+		return fmt.Errorf("gateway: oauth: %w", err)
+	}
+	if g.peerHandler, err = addGrants(ctx, f, peers, idjag.Options{AllowedDomains: g.cfg.OIDC.AllowedDomains, GroupsClaim: g.cfg.OIDC.GroupsClaim}); err != nil {
 		return fmt.Errorf("gateway: oauth: %w", err)
 	}
 	g.facade = f
@@ -445,6 +454,25 @@ func (g *Gateway) startFacade(ctx context.Context, idp identityVerifier, opt Opt
 	g.public = g.buildPublicHandler()
 	g.publicSrv.Handler = g.public
 	return nil
+}
+
+// addGrants adds the grants beside the authorization server's own: the
+// device flow (with its peer channel, whose handler it returns), machine
+// identities and identity assertions.
+func addGrants(ctx context.Context, f *oauth.Server, peers *device.Peers, opt idjag.Options) (http.Handler, error) {
+	dev, err := device.New(f, peers)
+	if err != nil {
+		return nil, err
+	}
+	machines, err := machine.New(f)
+	if err != nil {
+		return nil, err
+	}
+	assertions, err := idjag.New(ctx, f, machines, opt)
+	if err != nil {
+		return nil, err
+	}
+	return dev.PeerHandler(), f.Add(dev, machines, assertions)
 }
 
 // bearerVerifier accepts the facade's access tokens and the IdP's own.
@@ -560,13 +588,13 @@ func (g *Gateway) buildAdminHandler() http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("/metrics", promhttp.HandlerFor(g.registry, promhttp.HandlerOpts{Registry: g.registry}))
 	if g.cfg.Peers.Enabled() {
-		// The other replicas, for device sign-ins (gateway/oauth, peers.go).
-		mux.HandleFunc("POST "+oauth.PathPeer, func(w http.ResponseWriter, r *http.Request) {
-			if g.facade == nil {
+		// The other replicas, for device sign-ins (gateway/oauth/device, peers.go).
+		mux.HandleFunc("POST "+device.PathPeer, func(w http.ResponseWriter, r *http.Request) {
+			if g.peerHandler == nil {
 				http.NotFound(w, r)
 				return
 			}
-			g.facade.PeerHandler().ServeHTTP(w, r)
+			g.peerHandler.ServeHTTP(w, r)
 		})
 	}
 	mux.HandleFunc("/healthz", func(w http.ResponseWriter, r *http.Request) {

@@ -7,13 +7,13 @@ import (
 	"net"
 	"strconv"
 
-	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/oauth/device"
 	"github.com/brainstem/brainstem/proto/pki"
 )
 
 // PeersConfig lets the replicas of one gateway reach each other on their
 // admin listeners, so a device sign-in started at one replica completes
-// through any other (gateway/oauth, peers.go). Off while DNS and
+// through any other (gateway/oauth/device, peers.go). Off while DNS and
 // Addresses are both empty: each device sign-in then stays on the replica
 // that issued it.
 type PeersConfig struct {
@@ -38,7 +38,7 @@ type PeersConfig struct {
 func (p PeersConfig) Enabled() bool { return p.DNS != "" || len(p.Addresses) > 0 }
 
 // maxPeerAddresses bounds peers.addresses.
-const maxPeerAddresses = oauth.MaxPeers
+const maxPeerAddresses = device.MaxPeers
 
 func (c Config) validatePeers(p *problems) {
 	pc := c.Peers
@@ -73,7 +73,7 @@ func (c Config) validatePeers(p *problems) {
 }
 
 // peers is the facade's view of the other replicas; nil when off.
-func (c Config) peers(resolver *net.Resolver, addrs func() ([]net.Addr, error)) (*oauth.Peers, error) {
+func (c Config) peers(resolver *net.Resolver, addrs func() ([]net.Addr, error)) (*device.Peers, error) {
 	pc := c.Peers
 	if !pc.Enabled() {
 		return nil, nil
@@ -105,7 +105,7 @@ func (c Config) peers(resolver *net.Resolver, addrs func() ([]net.Addr, error)) 
 			return out, nil
 		}
 	}
-	return &oauth.Peers{Self: self, List: list}, nil
+	return &device.Peers{Self: self, List: list}, nil
 }
 
 // advertiseHost is the address the other replicas reach this one at:

@@ -128,11 +128,11 @@ async function signIn(page, email, groups) {
 const alice = await newUser();
 const a = alice.page;
 await signIn(a, "alice@example.com", "");
-const sessionCookie = (await alice.ctx.cookies()).find((c) => c.name === "brainstem-console");
-const lifetime = sessionCookie ? sessionCookie.expires - Date.now() / 1000 : 0;
-if (!sessionCookie || !sessionCookie.httpOnly || sessionCookie.sameSite !== "Lax" || sessionCookie.secure || sessionCookie.path !== "/" ||
-  lifetime <= 0 || lifetime > 3600 + 60) fail(`the session cookie: ${JSON.stringify(sessionCookie)}`);
-step(`session cookie: HttpOnly, SameSite=Lax, not Secure on loopback http, expires in ${Math.round(lifetime)} s`);
+const signinCookie = (await alice.ctx.cookies()).find((c) => c.name === "brainstem-console-signin");
+const lifetime = signinCookie ? signinCookie.expires - Date.now() / 1000 : 0;
+if (!signinCookie || !signinCookie.httpOnly || signinCookie.sameSite !== "Lax" || signinCookie.secure || signinCookie.path !== "/" ||
+  lifetime <= 0 || lifetime > 3600 + 60) fail(`the sign-in cookie: ${JSON.stringify(signinCookie)}`);
+step(`sign-in cookie: HttpOnly, SameSite=Lax, not Secure on loopback http, expires in ${Math.round(lifetime)} s`);
 await shot(a, "home");
 
 await go(a, "w/payments", "wing");

@@ -61,7 +61,6 @@ type Console struct {
 	url      string // the console's URL
 	callback string // the redirect URI registered with the facade
 	clientID string
-	secure   bool
 	pages    map[string]*template.Template
 	rd       *renderer
 	static   http.Handler
@@ -82,7 +81,7 @@ func New(opt Options) (*Console, error) {
 		return nil, fmt.Errorf("console: public URL %q is not a URL", opt.PublicURL)
 	}
 	c := &Console{facade: opt.Facade, tools: opt.Tools, log: opt.Logger, now: opt.Now,
-		origin: u.Scheme + "://" + u.Host, prefix: u.Path + PathPrefix, secure: opt.Facade.Secure()}
+		origin: u.Scheme + "://" + u.Host, prefix: u.Path + PathPrefix}
 	if c.log == nil {
 		c.log = slog.New(slog.DiscardHandler)
 	}

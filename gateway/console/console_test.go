@@ -255,7 +255,7 @@ func TestForgedRequests(t *testing.T) {
 	}
 	tampered := 0
 	for _, c := range alice.b.Cookies(mustURL(t, env.ConsoleURL)) {
-		if c.Name != "brainstem-console" {
+		if c.Name != "brainstem-console-signin" {
 			continue
 		}
 		tampered++

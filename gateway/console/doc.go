@@ -11,18 +11,18 @@
 // What a page shows is what the person's agent would see; what a form
 // changes is authored by their verified email.
 //
-// # Sign-in and the session
+// # Sign-in and its cookie
 //
 //	browser ──GET /console/login──▶ console        login cookie: sealed {state, PKCE verifier, next}
 //	        ──302──▶ IdP (through the facade, gateway/oauth: AuthorizeFirstParty, no consent page)
 //	        ◀──IdP──▶ /oauth/callback ──302──▶ /console/callback?code&state
 //	console ── ExchangeFirstParty(code, verifier) ──▶ the facade's access token (≤ its TTL)
-//	browser ◀── session cookie: sealed {access token, CSRF secret}; HttpOnly, SameSite=Lax, Secure on https
+//	browser ◀── sign-in cookie: sealed {access token, CSRF secret}; HttpOnly, SameSite=Lax, Secure on https
 //	browser ──POST /console/logout (CSRF)──▶ the token revoked (RevokeFirstParty), the cookie cleared
 //
 // The console is a first-party client of the gateway's authorization
 // server: the same IdP round trip, codes, PKCE and token checks as any MCP
-// client. Every request opens the session cookie (AES-256-GCM under a key
+// client. Every request opens the sign-in cookie (AES-256-GCM under a key
 // derived from the gateway's signing key, so any replica opens it and none
 // stores anything) and verifies the access token inside it as /mcp would,
 // revocation included: a cookie replayed after sign-out is refused by the
@@ -37,6 +37,6 @@
 // carries a Content-Security-Policy of 'self' with no inline script or
 // style, frame-ancestors 'none', nosniff and a same-origin referrer policy.
 // Every form that changes anything carries a CSRF token bound to the
-// session and is refused from another origin. A wing or note the person
+// sign-in and is refused from another origin. A wing or note the person
 // cannot read is answered exactly as one that does not exist.
 package console

@@ -17,14 +17,14 @@ import (
 
 // request is one signed-in request to a page or a form.
 type request struct {
-	c     *Console
-	w     http.ResponseWriter
-	r     *http.Request
-	id    auth.Identity
-	sess  session
-	wings []wingCaps
-	load  bool  // wings loaded
-	werr  error // brain_wings's refusal: then no page can say what the person reaches
+	c      *Console
+	w      http.ResponseWriter
+	r      *http.Request
+	id     auth.Identity
+	signin signIn
+	wings  []wingCaps
+	load   bool  // wings loaded
+	werr   error // brain_wings's refusal: then no page can say what the person reaches
 }
 
 // answer is what a page handler decided: a page to render, or a redirect.
@@ -123,14 +123,14 @@ func (c *Console) page(h pageHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		s, id, err := c.authenticate(r)
 		switch {
-		case errors.Is(err, errNoSession):
+		case errors.Is(err, errNotSignedIn):
 			http.Redirect(w, r, c.prefix+"login?next="+url.QueryEscape(r.URL.RequestURI()), http.StatusSeeOther)
 			return
 		case err != nil:
 			c.ended(w, err)
 			return
 		}
-		rq := &request{c: c, w: w, r: r, id: id, sess: s}
+		rq := &request{c: c, w: w, r: r, id: id, signin: s}
 		c.respond(rq, h(rq))
 	}
 }
@@ -147,18 +147,18 @@ func (c *Console) form(h pageHandler) http.HandlerFunc {
 			c.plainPage(w, status, "Request refused", msg, false)
 			return
 		}
-		rq := &request{c: c, w: w, r: r, id: id, sess: s}
+		rq := &request{c: c, w: w, r: r, id: id, signin: s}
 		c.respond(rq, h(rq))
 	}
 }
 
-// ended answers a request whose session cookie no longer holds: 401, the
+// ended answers a request whose sign-in cookie no longer holds: 401, the
 // cookie cleared, and a link to sign in again.
 func (c *Console) ended(w http.ResponseWriter, err error) {
-	if !errors.Is(err, errNoSession) {
+	if !errors.Is(err, errNotSignedIn) {
 		// Only a cookie that was sent is cleared: a cross-site post arrives
 		// without the (SameSite=Lax) cookie, and must not sign anyone out.
-		c.setCookie(w, cookieSession, "", -1)
+		c.setCookie(w, cookieSignIn, "", -1)
 	}
 	c.unauthorized(w, err)
 }
@@ -166,7 +166,7 @@ func (c *Console) ended(w http.ResponseWriter, err error) {
 // unauthorized is ended without touching the cookie: 401 and a link to
 // sign in again.
 func (c *Console) unauthorized(w http.ResponseWriter, err error) {
-	c.log.Debug("console: session refused", "err", err)
+	c.log.Debug("console: sign-in refused", "err", err)
 	c.plainPage(w, http.StatusUnauthorized, "Signed out", "Your console session has ended or was signed out. Sign in again.", true)
 }
 
@@ -187,7 +187,7 @@ func (c *Console) respond(rq *request, a answer) {
 		rq.w.Header().Set("Retry-After", strconv.Itoa(a.retryAfter))
 		wings = nil // the same page whichever call went over the limit
 	}
-	c.render(rq.w, a.status, a.page, layout{Title: a.title, Prefix: c.prefix, Email: rq.id.Email, CSRF: rq.sess.CSRF,
+	c.render(rq.w, a.status, a.page, layout{Title: a.title, Prefix: c.prefix, Email: rq.id.Email, CSRF: rq.signin.CSRF,
 		Wings: wings, Data: a.data})
 }
 
@@ -216,7 +216,7 @@ type message struct {
 	SignIn bool
 }
 
-// plainPage is a page outside a session (sign-in errors, signed out, a
+// plainPage is a page outside a sign-in (sign-in errors, signed out, a
 // refused form).
 func (c *Console) plainPage(w http.ResponseWriter, status int, title, text string, signIn bool) {
 	c.render(w, status, "message", layout{Title: title, Prefix: c.prefix, Data: message{Text: text, SignIn: signIn}})

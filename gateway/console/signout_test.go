@@ -26,7 +26,7 @@ func TestSignOutRefusals(t *testing.T) {
 	anon := &user{t: t, b: testbrowser.New(), console: env.ConsoleURL}
 	ended := &user{t: t, b: testbrowser.New(), console: env.ConsoleURL}
 	for _, c := range alice.b.Cookies(mustURL(t, env.ConsoleURL)) {
-		if c.Name == "brainstem-console" {
+		if c.Name == "brainstem-console-signin" {
 			v := []byte(c.Value)
 			v[len(v)/2] ^= 1
 			ended.b.SetCookies(mustURL(t, env.ConsoleURL), []*http.Cookie{{Name: c.Name, Value: string(v), Path: "/"}})
@@ -73,7 +73,7 @@ func TestSignOutRefusals(t *testing.T) {
 // clearsSession reports whether h clears the session cookie.
 func clearsSession(h http.Header) bool {
 	for _, c := range h.Values("Set-Cookie") {
-		if strings.HasPrefix(c, "brainstem-console=;") && strings.Contains(c, "Max-Age=0") {
+		if strings.HasPrefix(c, "brainstem-console-signin=;") && strings.Contains(c, "Max-Age=0") {
 			return true
 		}
 	}

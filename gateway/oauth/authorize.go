@@ -12,6 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
+	"github.com/brainstem/brainstem/gateway/oauth/pages"
+	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 )
 
 // Limits of an authorization request.
@@ -61,9 +67,10 @@ type consentEntry struct {
 	Exp int64  `json:"e"`
 }
 
-// loginState is the login cookie between the consent and the IdP's
-// callback: what the facade needs to answer the client afterwards.
-type loginState struct {
+// Login is the login cookie between the consent (or a grant's approval
+// page) and the IdP's callback: what the facade needs to answer the
+// client afterwards.
+type Login struct {
 	SID         string `json:"i"`
 	Client      string `json:"c"` // digest of the client id
 	RedirectURI string `json:"r"`
@@ -71,8 +78,8 @@ type loginState struct {
 	Challenge   string `json:"ch"`
 	Verifier    string `json:"v"` // PKCE verifier of the upstream request
 	Nonce       string `json:"n"`
-	Device      string `json:"d,omitempty"` // the device request it approves (device flow)
-	Holder      string `json:"h,omitempty"` // the replica holding that request (peers.go)
+	Request     string `json:"d,omitempty"` // the grant's request it approves (device flow): LoginFinisher
+	Holder      string `json:"h,omitempty"` // the replica holding that request (device flow)
 	Exp         int64  `json:"e"`
 }
 
@@ -86,8 +93,8 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for k, v := range q {
 		if len(v) > 1 {
-			s.count("authorize", "refused")
-			s.errorPageFor(w, http.StatusBadRequest, "Invalid sign-in request", fmt.Sprintf("The parameter %q appears more than once.", k))
+			s.Count("authorize", "refused")
+			s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in request", fmt.Sprintf("The parameter %q appears more than once.", k))
 			return
 		}
 	}
@@ -98,77 +105,69 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	redirect := q.Get("redirect_uri")
 	state := q.Get("state")
 	if len(state) > MaxStateBytes || strings.ContainsFunc(state, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
-		s.count("authorize", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "Invalid sign-in request", fmt.Sprintf("The state parameter must be at most %d printable ASCII characters.", MaxStateBytes))
+		s.Count("authorize", "refused")
+		s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in request", fmt.Sprintf("The state parameter must be at most %d printable ASCII characters.", MaxStateBytes))
 		return
 	}
 	if e := s.checkAuthzParams(q); e != nil {
-		s.count("authorize", "refused")
+		s.Count("authorize", "refused")
 		s.redirectError(w, r, redirect, state, e)
 		return
 	}
 	req := authzRequest{ClientID: client.ID, RedirectURI: redirect, State: state,
-		Challenge: q.Get("code_challenge"), CSRF: randomString(16), Exp: s.now().Add(LoginTTL).Unix()}
+		Challenge: q.Get("code_challenge"), CSRF: RandomString(16), Exp: s.now().Add(config.LoginTTL).Unix()}
 	// The IdP is discovered before the consent page, whose CSP must name
 	// the IdP's origin for the redirect that follows the form.
-	if _, err := s.up.discovered(r.Context()); err != nil {
-		s.count("authorize", "unavailable")
-		s.unavailablePage(w, err)
+	if _, err := s.up.Discovered(r.Context()); err != nil {
+		s.Count("authorize", "unavailable")
+		s.UnavailablePage(w, err)
 		return
 	}
 	if s.consented(r, client.ID, redirect) {
-		s.count("authorize", "ok")
+		s.Count("authorize", "ok")
 		s.startLogin(w, r, req)
 		return
 	}
-	sealed, err := s.keys.seal(purposeRequest, req)
+	sealed, err := s.keys.Seal(purposeRequest, req)
 	if err != nil {
-		s.serverError(w, err)
+		s.ServerError(w, err)
 		return
 	}
-	s.setCookie(w, cookieCSRF, req.CSRF, LoginTTL, http.SameSiteStrictMode)
+	s.SetCookie(w, cookieCSRF, req.CSRF, config.LoginTTL, http.SameSiteStrictMode)
 	name := client.Name
 	if name == "" {
 		name = "An unnamed application"
 	}
-	s.count("authorize", "consent")
-	s.renderPage(w, http.StatusOK, consentPage, consentData{
+	s.Count("authorize", "consent")
+	s.RenderPage(w, http.StatusOK, pages.Consent, pages.ConsentData{
 		Name: name, Gateway: s.issuer, MetadataHost: client.MetadataHost, RedirectHost: redirectHost(redirect),
-		Dynamic: client.Dynamic, TokenTTL: human(s.cfg.AccessTokenTTL), RefreshTTL: human(s.cfg.RefreshTokenTTL),
-		ConsentTTL: human(s.cfg.ConsentTTL), Action: s.issuer + PathAuthorize, Request: sealed,
-	}, s.up.origin(), redirectTarget(redirect))
+		Dynamic: client.Dynamic, TokenTTL: pages.Human(s.cfg.AccessTokenTTL), RefreshTTL: pages.Human(s.cfg.RefreshTokenTTL),
+		ConsentTTL: pages.Human(s.cfg.ConsentTTL), Action: s.issuer + PathAuthorize, Request: sealed,
+	}, s.up.Origin(), redirectTarget(redirect))
 }
 
 // trustedClient resolves the client and checks the redirect URI. Until
 // both are trusted every error is a page in the browser, never a redirect.
 func (s *Server) trustedClient(w http.ResponseWriter, r *http.Request, clientID, redirect string) (*Client, bool) {
 	refuse := func(status int, msg string) (*Client, bool) {
-		s.count("authorize", "refused")
-		s.errorPageFor(w, status, "This application cannot sign in here", msg)
+		s.Count("authorize", "refused")
+		s.ErrorPage(w, status, "This application cannot sign in here", msg)
 		return nil, false
 	}
 	if clientID == "" {
 		return refuse(http.StatusBadRequest, "The request names no client (client_id is missing).")
 	}
-	var client *Client
-	var err error
+	client, err := s.ResolveClient(r, clientID)
 	switch {
-	case isMetadataURL(clientID):
-		if s.meta == nil {
-			return refuse(http.StatusBadRequest, "This gateway does not accept client metadata documents; the application must register first.")
-		}
-		client, err = s.meta.client(r.Context(), s, clientID, func() bool { return s.allow(r, "metadata", metadataPerMin) })
-		if errors.Is(err, errFetchLimit) {
-			return refuse(http.StatusTooManyRequests, "Too many sign-in requests from your address; wait a minute and try again.")
-		}
-	default:
-		client, err = s.parseRegisteredClient(clientID)
-	}
-	if err != nil {
+	case errors.Is(err, ErrNoMetadataDocuments):
+		return refuse(http.StatusBadRequest, "This gateway does not accept client metadata documents; the application must register first.")
+	case errors.Is(err, clients.ErrFetchLimit):
+		return refuse(http.StatusTooManyRequests, "Too many sign-in requests from your address; wait a minute and try again.")
+	case err != nil:
 		s.log.Info("oauth: unknown client", "err", err, "client_ip", s.clientIP(r))
 		msg := "The application's client id is not one this gateway issued or can verify. Remove the server from the application and add it again."
-		if errors.Is(err, ErrMetadataDocument) {
-			msg = "The application's client metadata document cannot be used: " + strings.TrimPrefix(err.Error(), ErrMetadataDocument.Error()+": ")
+		if errors.Is(err, clients.ErrMetadataDocument) {
+			msg = "The application's client metadata document cannot be used: " + strings.TrimPrefix(err.Error(), clients.ErrMetadataDocument.Error()+": ")
 		}
 		return refuse(http.StatusBadRequest, msg)
 	}
@@ -188,6 +187,22 @@ func (s *Server) trustedClient(w http.ResponseWriter, r *http.Request, clientID,
 	return client, true
 }
 
+// ErrNoMetadataDocuments: a client names itself by a metadata document's
+// URL, and this gateway accepts none (client_metadata.disabled).
+var ErrNoMetadataDocuments = errors.New("this gateway does not accept client metadata documents")
+
+// ResolveClient finds the client of an id: a registered one, or a
+// metadata document's, fetched within the budget of r's address.
+func (s *Server) ResolveClient(r *http.Request, clientID string) (*Client, error) {
+	if !clients.IsMetadataURL(clientID) {
+		return s.parseRegisteredClient(clientID)
+	}
+	if s.meta == nil {
+		return nil, ErrNoMetadataDocuments
+	}
+	return s.meta.Client(r.Context(), clientID, func() bool { return s.Allow(r, "metadata", metadataPerMin) }, s.checkRedirectURI)
+}
+
 // checkAuthzParams checks what can be refused by redirecting to the client.
 func (s *Server) checkAuthzParams(q url.Values) *authzError {
 	if rt := q.Get("response_type"); rt != "code" {
@@ -203,7 +218,7 @@ func (s *Server) checkAuthzParams(q url.Values) *authzError {
 	case !validPKCE(q.Get("code_challenge")) || len(q.Get("code_challenge")) != 43:
 		return &authzError{"invalid_request", "code_challenge must be the 43-character base64url SHA-256 of the code verifier"}
 	}
-	if res, ok := q["resource"]; ok && !s.isResource(res[0]) {
+	if res, ok := q["resource"]; ok && !s.IsResource(res[0]) {
 		return &authzError{"invalid_target", fmt.Sprintf("resource must be the MCP endpoint %s", s.resource)}
 	}
 	return nil
@@ -211,7 +226,7 @@ func (s *Server) checkAuthzParams(q url.Values) *authzError {
 
 // isResource compares an RFC 8707 resource with the MCP URL: scheme and host
 // case-insensitively, the rest exactly.
-func (s *Server) isResource(res string) bool {
+func (s *Server) IsResource(res string) bool {
 	a, err1 := url.Parse(res)
 	b, err2 := url.Parse(s.resource)
 	if err1 != nil || err2 != nil || a.Fragment != "" || a.User != nil {
@@ -223,48 +238,48 @@ func (s *Server) isResource(res string) bool {
 
 // serveConsent is POST /authorize: the consent page's answer.
 func (s *Server) serveConsent(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+	r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
 	if err := r.ParseForm(); err != nil {
-		s.count("consent", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "Invalid answer", "The consent form could not be read.")
+		s.Count("consent", "refused")
+		s.ErrorPage(w, http.StatusBadRequest, "Invalid answer", "The consent form could not be read.")
 		return
 	}
-	if !s.sameOrigin(r) {
-		s.count("consent", "refused")
-		s.errorPageFor(w, http.StatusForbidden, "Invalid answer", "The consent form was not submitted from this gateway's own page.")
+	if !s.SameOrigin(r) {
+		s.Count("consent", "refused")
+		s.ErrorPage(w, http.StatusForbidden, "Invalid answer", "The consent form was not submitted from this gateway's own page.")
 		return
 	}
 	var req authzRequest
-	if err := s.keys.open(purposeRequest, r.PostForm.Get("request"), 16<<10, &req); err != nil || s.now().Unix() > req.Exp {
-		s.count("consent", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "This sign-in has expired", "The consent page is older than "+human(LoginTTL)+" or was altered.")
+	if err := s.keys.Open(purposeRequest, r.PostForm.Get("request"), 16<<10, &req); err != nil || s.now().Unix() > req.Exp {
+		s.Count("consent", "refused")
+		s.ErrorPage(w, http.StatusBadRequest, "This sign-in has expired", "The consent page is older than "+pages.Human(config.LoginTTL)+" or was altered.")
 		return
 	}
-	csrf := s.cookie(r, cookieCSRF)
+	csrf := s.Cookie(r, cookieCSRF)
 	if csrf == "" || subtle.ConstantTimeCompare([]byte(csrf), []byte(req.CSRF)) != 1 {
-		s.count("consent", "refused")
-		s.errorPageFor(w, http.StatusForbidden, "Invalid answer", "The consent form does not belong to this browser's sign-in. Start the sign-in again from your application.")
+		s.Count("consent", "refused")
+		s.ErrorPage(w, http.StatusForbidden, "Invalid answer", "The consent form does not belong to this browser's sign-in. Start the sign-in again from your application.")
 		return
 	}
-	s.setCookie(w, cookieCSRF, "", -1, http.SameSiteStrictMode)
+	s.SetCookie(w, cookieCSRF, "", -1, http.SameSiteStrictMode)
 	switch r.PostForm.Get("decision") {
 	case "allow":
 		s.remember(w, r, req.ClientID, req.RedirectURI)
-		s.count("consent", "ok")
+		s.Count("consent", "ok")
 		s.startLogin(w, r, req)
 	case "deny":
-		s.count("consent", "denied")
+		s.Count("consent", "denied")
 		s.redirectError(w, r, req.RedirectURI, req.State, &authzError{"access_denied", "the user denied the request"})
 	default:
-		s.count("consent", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "Invalid answer", "The consent form's answer is neither allow nor deny.")
+		s.Count("consent", "refused")
+		s.ErrorPage(w, http.StatusBadRequest, "Invalid answer", "The consent form's answer is neither allow nor deny.")
 	}
 }
 
 // sameOrigin rejects cross-site form posts: Origin, when sent, must be the
 // gateway's own, and so must Sec-Fetch-Site. Together with the CSRF cookie
 // this keeps another site from submitting the consent form.
-func (s *Server) sameOrigin(r *http.Request) bool {
+func (s *Server) SameOrigin(r *http.Request) bool {
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
 		return false
 	}
@@ -283,7 +298,7 @@ func (s *Server) sameOrigin(r *http.Request) bool {
 // redirect target and the approval has not expired.
 func (s *Server) consented(r *http.Request, clientID, redirect string) bool {
 	var rec consentRecord
-	if s.keys.open(purposeConsent, s.cookie(r, cookieConsent), 8<<10, &rec) != nil {
+	if s.keys.Open(purposeConsent, s.Cookie(r, cookieConsent), 8<<10, &rec) != nil {
 		return false
 	}
 	key, now := consentKey(clientID, redirect), s.now().Unix()
@@ -296,7 +311,7 @@ func (s *Server) consented(r *http.Request, clientID, redirect string) bool {
 // the oldest entries beyond maxConsents.
 func (s *Server) remember(w http.ResponseWriter, r *http.Request, clientID, redirect string) {
 	var rec consentRecord
-	_ = s.keys.open(purposeConsent, s.cookie(r, cookieConsent), 8<<10, &rec)
+	_ = s.keys.Open(purposeConsent, s.Cookie(r, cookieConsent), 8<<10, &rec)
 	now := s.now()
 	key := consentKey(clientID, redirect)
 	kept := rec.Entries[:0]
@@ -309,43 +324,43 @@ func (s *Server) remember(w http.ResponseWriter, r *http.Request, clientID, redi
 	if len(kept) > maxConsents {
 		kept = kept[len(kept)-maxConsents:]
 	}
-	sealed, err := s.keys.seal(purposeConsent, consentRecord{Entries: kept})
+	sealed, err := s.keys.Seal(purposeConsent, consentRecord{Entries: kept})
 	if err != nil {
 		s.log.Error("oauth: seal consent", "err", err)
 		return
 	}
-	s.setCookie(w, cookieConsent, sealed, s.cfg.ConsentTTL, http.SameSiteLaxMode)
+	s.SetCookie(w, cookieConsent, sealed, s.cfg.ConsentTTL, http.SameSiteLaxMode)
 }
 
 // startLogin sends the browser to the IdP, with a login cookie that binds
 // the IdP's answer to this browser and this request.
 func (s *Server) startLogin(w http.ResponseWriter, r *http.Request, req authzRequest) {
-	ls := loginState{
-		SID: randomString(16), Client: digest(req.ClientID), RedirectURI: req.RedirectURI, State: req.State,
-		Challenge: req.Challenge, Verifier: randomString(32), Nonce: randomString(16),
-		Exp: s.now().Add(LoginTTL).Unix(),
+	ls := Login{
+		SID: RandomString(16), Client: keyring.Digest(req.ClientID), RedirectURI: req.RedirectURI, State: req.State,
+		Challenge: req.Challenge, Verifier: RandomString(32), Nonce: RandomString(16),
+		Exp: s.now().Add(config.LoginTTL).Unix(),
 	}
-	s.sendToIdP(w, r, ls)
+	s.SendToIdP(w, r, ls)
 }
 
 // sendToIdP sends the browser to the IdP with the login cookie of ls.
-func (s *Server) sendToIdP(w http.ResponseWriter, r *http.Request, ls loginState) {
-	sealed, err := s.keys.seal(purposeLogin, ls)
+func (s *Server) SendToIdP(w http.ResponseWriter, r *http.Request, ls Login) {
+	sealed, err := s.keys.Seal(purposeLogin, ls)
 	if err != nil {
-		s.serverError(w, err)
+		s.ServerError(w, err)
 		return
 	}
 	if len(sealed) > maxLoginCookieBytes {
-		s.errorPageFor(w, http.StatusBadRequest, "Invalid sign-in request", "The request's redirect URI and state are too long.")
+		s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in request", "The request's redirect URI and state are too long.")
 		return
 	}
-	target, err := s.up.authURL(r.Context(), ls.SID, ls.Nonce, ls.Verifier)
+	target, err := s.up.AuthURL(r.Context(), ls.SID, ls.Nonce, ls.Verifier)
 	if err != nil {
-		s.unavailablePage(w, err)
+		s.UnavailablePage(w, err)
 		return
 	}
-	s.setCookie(w, cookieLogin+ls.SID, sealed, LoginTTL, http.SameSiteLaxMode)
-	pageSecurity(w)
+	s.SetCookie(w, cookieLogin+ls.SID, sealed, config.LoginTTL, http.SameSiteLaxMode)
+	pages.Security(w)
 	http.Redirect(w, r, target, http.StatusFound)
 }
 
@@ -358,34 +373,27 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	sid := q.Get("state")
 	if len(sid) != 22 || strings.ContainsFunc(sid, func(r rune) bool { return !isBase64URL(r) }) {
-		s.count("callback", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "Invalid sign-in answer", "The identity provider's answer carries no valid state.")
+		s.Count("callback", "refused")
+		s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in answer", "The identity provider's answer carries no valid state.")
 		return
 	}
-	var ls loginState
-	if err := s.keys.open(purposeLogin, s.cookie(r, cookieLogin+sid), maxLoginCookieBytes+100, &ls); err != nil || ls.SID != sid {
-		s.count("callback", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "This sign-in was not started in this browser",
+	var ls Login
+	if err := s.keys.Open(purposeLogin, s.Cookie(r, cookieLogin+sid), maxLoginCookieBytes+100, &ls); err != nil || ls.SID != sid {
+		s.Count("callback", "refused")
+		s.ErrorPage(w, http.StatusBadRequest, "This sign-in was not started in this browser",
 			"The sign-in was started in another browser, has expired, or was already completed. Start it again from your application.")
 		return
 	}
-	if ls.Device != "" && s.elsewhere(r, ls.Holder) && s.devices.get(ls.Device) == nil && s.forward(w, r, ls.Holder, nil) {
-		return // a device approval another replica holds: finished there
-	}
-	s.setCookie(w, cookieLogin+sid, "", -1, http.SameSiteLaxMode)
-	if s.now().Unix() > ls.Exp {
-		s.count("callback", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "This sign-in has expired", "Start it again from your application.")
+	if ls.Request != "" && s.finisher != nil {
+		s.finisher.FinishLogin(w, r, ls) // a device approval
 		return
 	}
-	if iss := q.Get("iss"); iss != "" && iss != s.cfg.Upstream.Issuer {
-		// RFC 9207: the answer comes from another authorization server.
-		s.count("callback", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "Invalid sign-in answer", "The answer names another identity provider than this gateway's.")
+	if !s.EndLogin(w, r, ls) {
 		return
 	}
-	if ls.Device != "" {
-		s.finishDevice(w, r, ls)
+	if ls.Request != "" {
+		s.Count("callback", "refused")
+		s.ErrorPage(w, http.StatusBadRequest, "This sign-in request is gone", "Start the sign-in again on your device.")
 		return
 	}
 	if e := q.Get("error"); e != "" {
@@ -397,30 +405,48 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 		if d := q.Get("error_description"); d != "" {
 			desc += ": " + d
 		}
-		s.count("callback", "refused")
+		s.Count("callback", "refused")
 		s.redirectError(w, r, ls.RedirectURI, ls.State, &authzError{code, desc})
 		return
 	}
 	upCode := q.Get("code")
 	if upCode == "" || len(upCode) > 4096 {
-		s.count("callback", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "Invalid sign-in answer", "The identity provider's answer carries no usable code.")
+		s.Count("callback", "refused")
+		s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in answer", "The identity provider's answer carries no usable code.")
 		return
 	}
-	code, err := s.keys.seal(purposeCode, codeState{
-		ID: randomString(16), Client: ls.Client, RedirectURI: ls.RedirectURI, Challenge: ls.Challenge,
+	code, err := s.keys.Seal(purposeCode, codeState{
+		ID: RandomString(16), Client: ls.Client, RedirectURI: ls.RedirectURI, Challenge: ls.Challenge,
 		UpCode: upCode, Verifier: ls.Verifier, Nonce: ls.Nonce, Exp: s.now().Add(s.cfg.CodeTTL).Unix(),
 	})
 	if err != nil {
-		s.serverError(w, err)
+		s.ServerError(w, err)
 		return
 	}
-	s.count("callback", "ok")
+	s.Count("callback", "ok")
 	v := url.Values{"code": {codePrefix + code}, "iss": {s.issuer}}
 	if ls.State != "" {
 		v.Set("state", ls.State)
 	}
 	s.redirectTo(w, r, ls.RedirectURI, v)
+}
+
+// EndLogin ends the login of an IdP callback: its cookie is cleared, and
+// it reports false (the page written) when the login expired or the
+// answer names another IdP than the gateway's (RFC 9207).
+func (s *Server) EndLogin(w http.ResponseWriter, r *http.Request, ls Login) bool {
+	s.SetCookie(w, cookieLogin+ls.SID, "", -1, http.SameSiteLaxMode)
+	if s.now().Unix() > ls.Exp {
+		s.Count("callback", "refused")
+		s.ErrorPage(w, http.StatusBadRequest, "This sign-in has expired", "Start it again from your application.")
+		return false
+	}
+	if iss := r.URL.Query().Get("iss"); iss != "" && iss != s.cfg.Upstream.Issuer {
+		s.Count("callback", "refused")
+		s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in answer", "The answer names another identity provider than this gateway's.")
+		return false
+	}
+	return true
 }
 
 // redirectError sends an authorization error to the client's (trusted)
@@ -436,7 +462,7 @@ func (s *Server) redirectError(w http.ResponseWriter, r *http.Request, redirect,
 func (s *Server) redirectTo(w http.ResponseWriter, r *http.Request, redirect string, v url.Values) {
 	u, err := url.Parse(redirect)
 	if err != nil {
-		s.serverError(w, err)
+		s.ServerError(w, err)
 		return
 	}
 	q := u.Query()
@@ -444,25 +470,25 @@ func (s *Server) redirectTo(w http.ResponseWriter, r *http.Request, redirect str
 		q[k] = vals
 	}
 	u.RawQuery = q.Encode()
-	pageSecurity(w)
+	pages.Security(w)
 	http.Redirect(w, r, u.String(), http.StatusFound)
 }
 
-func (s *Server) unavailablePage(w http.ResponseWriter, err error) {
-	var ue *unavailableError
+func (s *Server) UnavailablePage(w http.ResponseWriter, err error) {
+	var ue *upstream.UnavailableError
 	retry := 5 * time.Second
 	if errors.As(err, &ue) {
-		retry = ue.retryAfter
+		retry = ue.RetryAfter
 	}
 	s.log.Warn("oauth: identity provider unavailable", "err", err)
-	w.Header().Set("Retry-After", retryAfterSeconds(retry))
-	s.errorPageFor(w, http.StatusServiceUnavailable, "Your company sign-in is unreachable",
+	w.Header().Set("Retry-After", RetryAfterSeconds(retry))
+	s.ErrorPage(w, http.StatusServiceUnavailable, "Your company sign-in is unreachable",
 		"The gateway cannot reach your company's identity provider right now. Try again in a minute.")
 }
 
-func (s *Server) serverError(w http.ResponseWriter, err error) {
+func (s *Server) ServerError(w http.ResponseWriter, err error) {
 	s.log.Error("oauth: internal error", "err", err)
-	s.errorPageFor(w, http.StatusInternalServerError, "Internal error", "The gateway failed; the details are in its log.")
+	s.ErrorPage(w, http.StatusInternalServerError, "Internal error", "The gateway failed; the details are in its log.")
 }
 
 // redirectHost names where the browser goes after sign-in, for the page.
@@ -474,7 +500,7 @@ func redirectHost(redirect string) string {
 	if u.Host == "" {
 		return u.Scheme + ":"
 	}
-	if isLoopbackHostname(u.Hostname()) {
+	if config.IsLoopbackHostname(u.Hostname()) {
 		return "an application on this computer (" + u.Host + ")"
 	}
 	return u.Host
@@ -483,14 +509,14 @@ func redirectHost(redirect string) string {
 // redirectTarget is the CSP source of a redirect URI: its origin, or its
 // scheme for a private-use scheme.
 // A CSP host-source cannot name an IPv6 literal, so a page whose form may
-// lead to one ([::1] loopback) gets no form-action at all (anyFormTarget).
+// lead to one ([::1] loopback) gets no form-action at all (pages.AnyFormTarget).
 func redirectTarget(redirect string) string {
 	u, err := url.Parse(redirect)
 	if err != nil {
 		return ""
 	}
 	if strings.Contains(u.Host, "[") {
-		return anyFormTarget
+		return pages.AnyFormTarget
 	}
 	if u.Scheme == "http" || u.Scheme == "https" {
 		return u.Scheme + "://" + u.Host
@@ -499,11 +525,11 @@ func redirectTarget(redirect string) string {
 }
 
 // retryAfterSeconds renders a Retry-After value: whole seconds, at least 1.
-func retryAfterSeconds(d time.Duration) string {
+func RetryAfterSeconds(d time.Duration) string {
 	return strconv.Itoa(max(1, int((d+time.Second-1)/time.Second)))
 }
 
-func randomString(n int) string {
+func RandomString(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
 	return base64.RawURLEncoding.EncodeToString(b)

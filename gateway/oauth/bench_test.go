@@ -4,11 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"net/http"
-	"net/http/httptest"
-	"net/url"
-	"runtime"
-	"strings"
 	"testing"
 	"time"
 
@@ -19,12 +14,12 @@ import (
 // benchToken is an access token of s for alice with three groups.
 func benchToken(b *testing.B, s *Server) string {
 	b.Helper()
-	body, terr := s.issue(auth.Identity{Email: "alice@example.com", Groups: []string{"eng", "people-team", "oncall"}},
+	body, terr := s.Issue(auth.Identity{Email: "alice@example.com", Groups: []string{"eng", "people-team", "oncall"}},
 		"client", "", "fam", time.Now().Add(time.Hour).Unix(), "bench")
 	if terr != nil {
 		b.Fatal(terr)
 	}
-	var r tokenResponse
+	var r TokenResponse
 	if err := json.Unmarshal(body, &r); err != nil {
 		b.Fatal(err)
 	}
@@ -105,89 +100,4 @@ func benchServer(b *testing.B) *Server {
 		b.Fatal(err)
 	}
 	return s
-}
-
-// BenchmarkDevice is what the device flow costs a replica: a device
-// request (form, client id check, user code, store, sealing), a poll of a
-// pending request (opening the device code, the store, the answer), and a
-// typed code's look-up with MaxDeviceGrants requests held — and the memory
-// those requests take.
-func BenchmarkDevice(b *testing.B) {
-	s := benchServer(b)
-	c, rerr := s.register([]byte(`{"client_name":"D","grant_types":["`+GrantTypeDevice+`"]}`), time.Now())
-	if rerr != nil {
-		b.Fatal(rerr)
-	}
-	form := url.Values{"client_id": {c.ID}}.Encode()
-	request := func() *httptest.ResponseRecorder {
-		req := httptest.NewRequest(http.MethodPost, PathDeviceAuthorization, strings.NewReader(form))
-		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-		w := httptest.NewRecorder()
-		s.serveDeviceAuthorization(w, req)
-		return w
-	}
-	b.Run("request", func(b *testing.B) {
-		b.ReportAllocs()
-		for b.Loop() {
-			s.limits.Purge()
-			if len(s.devices.byID) >= MaxDeviceGrants-1 {
-				s.devices = newDeviceStore()
-			}
-			if w := request(); w.Code != http.StatusOK {
-				b.Fatalf("%d %s", w.Code, w.Body)
-			}
-		}
-	})
-	s.devices = newDeviceStore()
-	var dev deviceResponse
-	if err := json.Unmarshal(request().Body.Bytes(), &dev); err != nil {
-		b.Fatal(err)
-	}
-	var pending *deviceGrant
-	for _, g := range s.devices.byID {
-		pending = g
-	}
-	b.Run("poll", func(b *testing.B) {
-		pf := url.Values{"grant_type": {GrantTypeDevice}, "device_code": {dev.DeviceCode}, "client_id": {c.ID}}.Encode()
-		b.ReportAllocs()
-		for b.Loop() {
-			s.limits.Purge()
-			s.devices.update(pending, func(g *deviceGrant) { g.lastPoll = time.Time{} }) // not too soon
-			req := httptest.NewRequest(http.MethodPost, PathToken, strings.NewReader(pf))
-			req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-			w := httptest.NewRecorder()
-			s.serveToken(w, req)
-			if w.Code != http.StatusBadRequest || !strings.Contains(w.Body.String(), "authorization_pending") {
-				b.Fatalf("%d %s", w.Code, w.Body)
-			}
-		}
-	})
-	b.Run("lookup_full_store", func(b *testing.B) {
-		var before, after runtime.MemStats
-		s.devices = newDeviceStore()
-		runtime.GC()
-		runtime.ReadMemStats(&before)
-		now := time.Now()
-		var last string
-		for range MaxDeviceGrants {
-			g := &deviceGrant{id: randomString(16), clientID: c.ID, client: *c, ip: "192.0.2.1",
-				computer: describeComputer("brainstem login --device (host build-box-7; linux/amd64)"), created: now, exp: now.Add(DeviceCodeTTL)}
-			for {
-				g.userCode = newUserCode()
-				if s.devices.add(g, now) == nil {
-					break
-				}
-			}
-			last = g.userCode
-		}
-		runtime.GC()
-		runtime.ReadMemStats(&after)
-		b.ReportAllocs()
-		for b.Loop() {
-			if _, err := s.lookupUserCode(last, now); err != nil {
-				b.Fatal(err)
-			}
-		}
-		b.ReportMetric(float64(after.HeapAlloc-before.HeapAlloc)/MaxDeviceGrants, "heap-B/request")
-	})
 }

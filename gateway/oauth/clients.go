@@ -6,62 +6,29 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
-	"unicode"
-	"unicode/utf8"
-)
 
-// Limits on clients.
-const (
-	// MaxRedirectURIs bounds the redirect URIs of one client.
-	MaxRedirectURIs = 10
-	// MaxRedirectURIBytes bounds one redirect URI.
-	MaxRedirectURIBytes = 1024
-	// MaxClientNameRunes bounds a client's display name.
-	MaxClientNameRunes = 100
-	// MaxClientIDBytes bounds a client id (a registered one carries its
-	// redirect URIs, a metadata document's is its URL).
-	MaxClientIDBytes = 4096
-	// MaxRegistrationBytes bounds a registration request body.
-	MaxRegistrationBytes = 64 << 10
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 )
 
 // registeredPrefix starts every client id the facade signs at registration.
 const registeredPrefix = "bsc1."
 
-// Client is a client the facade knows: registered dynamically (its id is a
-// signed description of it) or described by a metadata document at its id.
-type Client struct {
-	ID           string
-	Name         string
-	RedirectURIs []string
-	// Dynamic is true for a dynamically registered client: anyone could
-	// have registered it, so the consent page says so.
-	Dynamic bool
-	// MetadataHost is the host of a metadata document client.
-	MetadataHost string
-	// Device is true for a client that may use the device authorization
-	// grant: it registered the grant type, or its document lists it.
-	Device bool
-	// NoCodeFlow is true for a registered client that registered only the
-	// device grant (and the refresh token): it has no redirect URI.
-	NoCodeFlow bool
-}
-
 // grantTypes are the grant types a client may use, as the registration
 // answer lists them.
-func (c *Client) grantTypes() []string {
+func grantTypes(c *Client) []string {
 	var g []string
 	if !c.NoCodeFlow {
 		g = append(g, "authorization_code")
 	}
 	g = append(g, "refresh_token")
 	if c.Device {
-		g = append(g, GrantTypeDevice)
+		g = append(g, clients.GrantTypeDevice)
 	}
 	return g
 }
@@ -102,7 +69,7 @@ func (e *registrationError) Error() string { return e.Code + ": " + e.Descriptio
 
 // register validates a registration request and returns the client with
 // its signed id.
-func (s *Server) register(body []byte, now time.Time) (*Client, *registrationError) {
+func (s *Server) register(body []byte, now time.Time) (*clients.Client, *registrationError) {
 	var req registrationRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&req); err != nil {
@@ -119,21 +86,21 @@ func (s *Server) register(body []byte, now time.Time) (*Client, *registrationErr
 		case "authorization_code":
 			codeFlow = true
 		case "refresh_token":
-		case GrantTypeDevice:
+		case clients.GrantTypeDevice:
 			device = true
 		default:
-			return nil, &registrationError{"invalid_client_metadata", fmt.Sprintf("grant type %.40q is not supported (authorization_code, refresh_token and %s are)", g, GrantTypeDevice)}
+			return nil, &registrationError{"invalid_client_metadata", fmt.Sprintf("grant type %.40q is not supported (authorization_code, refresh_token and %s are)", g, clients.GrantTypeDevice)}
 		}
 	}
 	if !codeFlow && !device {
-		return nil, &registrationError{"invalid_client_metadata", "grant_types names neither authorization_code nor " + GrantTypeDevice}
+		return nil, &registrationError{"invalid_client_metadata", "grant_types names neither authorization_code nor " + clients.GrantTypeDevice}
 	}
 	for _, rt := range req.ResponseTypes {
 		if rt != "code" {
 			return nil, &registrationError{"invalid_client_metadata", fmt.Sprintf("response type %.40q is not supported (code is)", rt)}
 		}
 	}
-	name, err := cleanClientName(req.ClientName)
+	name, err := clients.CleanName(req.ClientName)
 	if err != nil {
 		return nil, &registrationError{"invalid_client_metadata", err.Error()}
 	}
@@ -143,32 +110,32 @@ func (s *Server) register(body []byte, now time.Time) (*Client, *registrationErr
 	if codeFlow && len(req.RedirectURIs) == 0 {
 		return nil, &registrationError{"invalid_redirect_uri", "redirect_uris is required: at least one redirect URI"}
 	}
-	if len(req.RedirectURIs) > MaxRedirectURIs {
-		return nil, &registrationError{"invalid_redirect_uri", fmt.Sprintf("%d redirect URIs; the limit is %d", len(req.RedirectURIs), MaxRedirectURIs)}
+	if len(req.RedirectURIs) > clients.MaxRedirectURIs {
+		return nil, &registrationError{"invalid_redirect_uri", fmt.Sprintf("%d redirect URIs; the limit is %d", len(req.RedirectURIs), clients.MaxRedirectURIs)}
 	}
 	for _, r := range req.RedirectURIs {
 		if err := s.checkRedirectURI(r); err != nil {
 			return nil, &registrationError{"invalid_redirect_uri", err.Error()}
 		}
 	}
-	c := clientClaims{Name: name, RedirectURIs: req.RedirectURIs, IssuedAt: now.Unix(), Nonce: randomString(6),
+	c := clientClaims{Name: name, RedirectURIs: req.RedirectURIs, IssuedAt: now.Unix(), Nonce: RandomString(6),
 		Device: device, DeviceOnly: !codeFlow}
 	payload, err := json.Marshal(c)
 	if err != nil {
 		return nil, &registrationError{"invalid_client_metadata", err.Error()}
 	}
 	enc := registeredPrefix + base64.RawURLEncoding.EncodeToString(payload)
-	id := enc + "." + base64.RawURLEncoding.EncodeToString(s.keys.mac([]byte(enc)))
-	if len(id) > MaxClientIDBytes {
-		return nil, &registrationError{"invalid_client_metadata", fmt.Sprintf("the client metadata is too large (its id would be %d bytes; the limit is %d): register fewer or shorter redirect URIs", len(id), MaxClientIDBytes)}
+	id := enc + "." + base64.RawURLEncoding.EncodeToString(s.keys.MAC([]byte(enc)))
+	if len(id) > clients.MaxClientIDBytes {
+		return nil, &registrationError{"invalid_client_metadata", fmt.Sprintf("the client metadata is too large (its id would be %d bytes; the limit is %d): register fewer or shorter redirect URIs", len(id), clients.MaxClientIDBytes)}
 	}
-	return &Client{ID: id, Name: name, RedirectURIs: req.RedirectURIs, Dynamic: true, Device: device, NoCodeFlow: !codeFlow}, nil
+	return &clients.Client{ID: id, Name: name, RedirectURIs: req.RedirectURIs, Dynamic: true, Device: device, NoCodeFlow: !codeFlow}, nil
 }
 
 // parseRegisteredClient checks the signature of a registered client id and
 // returns the client it describes.
-func (s *Server) parseRegisteredClient(id string) (*Client, error) {
-	if len(id) > MaxClientIDBytes || !strings.HasPrefix(id, registeredPrefix) {
+func (s *Server) parseRegisteredClient(id string) (*clients.Client, error) {
+	if len(id) > clients.MaxClientIDBytes || !strings.HasPrefix(id, registeredPrefix) {
 		return nil, ErrClientID
 	}
 	// The prefix holds a dot: split after it.
@@ -178,7 +145,7 @@ func (s *Server) parseRegisteredClient(id string) (*Client, error) {
 	}
 	enc = registeredPrefix + enc
 	mac, err := base64.RawURLEncoding.DecodeString(sum)
-	if err != nil || !s.keys.verifyMAC([]byte(enc), mac) {
+	if err != nil || !s.keys.VerifyMAC([]byte(enc), mac) {
 		return nil, ErrClientID
 	}
 	payload, err := base64.RawURLEncoding.DecodeString(enc[len(registeredPrefix):])
@@ -189,23 +156,7 @@ func (s *Server) parseRegisteredClient(id string) (*Client, error) {
 	if err := json.Unmarshal(payload, &c); err != nil || len(c.RedirectURIs) == 0 && !c.DeviceOnly || c.DeviceOnly && (!c.Device || len(c.RedirectURIs) > 0) {
 		return nil, ErrClientID
 	}
-	return &Client{ID: id, Name: c.Name, RedirectURIs: c.RedirectURIs, Dynamic: true, Device: c.Device, NoCodeFlow: c.DeviceOnly}, nil
-}
-
-// cleanClientName trims a client name and refuses control characters and
-// over-long names; an empty name is allowed (the consent page says so).
-func cleanClientName(s string) (string, error) {
-	s = strings.TrimSpace(s)
-	if !utf8.ValidString(s) {
-		return "", errors.New("client_name is not valid UTF-8")
-	}
-	if utf8.RuneCountInString(s) > MaxClientNameRunes {
-		return "", fmt.Errorf("client_name is longer than %d characters", MaxClientNameRunes)
-	}
-	if strings.ContainsFunc(s, func(r rune) bool { return unicode.IsControl(r) || unicode.Is(unicode.Cf, r) }) {
-		return "", errors.New("client_name holds control or formatting characters")
-	}
-	return s, nil
+	return &clients.Client{ID: id, Name: c.Name, RedirectURIs: c.RedirectURIs, Dynamic: true, Device: c.Device, NoCodeFlow: c.DeviceOnly}, nil
 }
 
 // checkRedirectURI says whether a client may register a redirect URI: a
@@ -213,8 +164,8 @@ func cleanClientName(s string) (string, error) {
 // redirect_uris exactly, or a URI with one of the operator's private-use
 // schemes.
 func (s *Server) checkRedirectURI(raw string) error {
-	if len(raw) > MaxRedirectURIBytes {
-		return fmt.Errorf("redirect URI of %d bytes; the limit is %d", len(raw), MaxRedirectURIBytes)
+	if len(raw) > clients.MaxRedirectURIBytes {
+		return fmt.Errorf("redirect URI of %d bytes; the limit is %d", len(raw), clients.MaxRedirectURIBytes)
 	}
 	if !plainURI(raw) {
 		return fmt.Errorf("redirect URI %.80q holds spaces, control or non-ASCII characters", raw)
@@ -233,7 +184,7 @@ func (s *Server) checkRedirectURI(raw string) error {
 		return fmt.Errorf("redirect URI %.80q must not carry user info", raw)
 	}
 	switch {
-	case u.Scheme == "http" && isLoopbackIP(u.Hostname()) || u.Scheme == "http" && strings.EqualFold(u.Hostname(), "localhost"):
+	case u.Scheme == "http" && config.IsLoopbackHostname(u.Hostname()):
 		return nil
 	case slices.Contains(s.cfg.RedirectURIs, raw):
 		return nil
@@ -254,7 +205,7 @@ func plainURI(s string) bool {
 // request matches one the client registered: exactly, or, for loopback http
 // URIs, in everything but the port (RFC 8252 §7.3: native apps pick a free
 // port at each sign-in).
-func redirectAllowed(c *Client, uri string) bool {
+func redirectAllowed(c *clients.Client, uri string) bool {
 	if slices.Contains(c.RedirectURIs, uri) {
 		return true
 	}
@@ -262,12 +213,12 @@ func redirectAllowed(c *Client, uri string) bool {
 		return false
 	}
 	u, err := url.Parse(uri)
-	if err != nil || u.Scheme != "http" || !isLoopbackHostname(u.Hostname()) {
+	if err != nil || u.Scheme != "http" || !config.IsLoopbackHostname(u.Hostname()) {
 		return false
 	}
 	for _, r := range c.RedirectURIs {
 		ru, err := url.Parse(r)
-		if err != nil || ru.Scheme != "http" || !isLoopbackHostname(ru.Hostname()) {
+		if err != nil || ru.Scheme != "http" || !config.IsLoopbackHostname(ru.Hostname()) {
 			continue
 		}
 		if strings.EqualFold(ru.Hostname(), u.Hostname()) && ru.EscapedPath() == u.EscapedPath() && ru.RawQuery == u.RawQuery && u.User == nil && u.Fragment == "" {
@@ -280,16 +231,9 @@ func redirectAllowed(c *Client, uri string) bool {
 // consentKey identifies what a consent covers: the client and its redirect
 // target, loopback ports aside.
 func consentKey(clientID, redirect string) string {
-	if u, err := url.Parse(redirect); err == nil && u.Scheme == "http" && isLoopbackHostname(u.Hostname()) {
+	if u, err := url.Parse(redirect); err == nil && u.Scheme == "http" && config.IsLoopbackHostname(u.Hostname()) {
 		u.Host = u.Hostname()
 		redirect = u.String()
 	}
-	return digest("consent", clientID, redirect)
-}
-
-func isLoopbackHostname(h string) bool { return strings.EqualFold(h, "localhost") || isLoopbackIP(h) }
-
-func isLoopbackIP(h string) bool {
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
+	return keyring.Digest("consent", clientID, redirect)
 }

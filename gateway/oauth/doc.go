@@ -18,22 +18,12 @@
 //	client ◀──access token (JWT, aud = MCP URL, ≤ 1 h) + refresh token (sealed, rotating)──
 //	client ──POST /token (refresh)──▶ facade ──refresh upstream──▶ IdP (a disabled user stops here)
 //
-// # The device flow (RFC 8628)
-//
-// For a client on a computer without a browser (an SSH host, a container):
-//
-//	client ──POST /device_authorization──▶ facade   device_code = sealed(id, client), user code BCDF-GHJK, 10 min
-//	client ◀──device_code, user_code, verification_uri(_complete), interval 5 s──
-//	user   ──any browser: GET /device, types the code──▶ facade   (CSRF cookie + sealed form, 10 codes/min per address)
-//	browser ◀─approval page: client name and id, requesting IP, its User-Agent, code, age──
-//	browser ──POST /device allow──▶ facade ──302──▶ IdP /authorize (state, nonce, PKCE of its own)
-//	browser ──IdP ──▶ facade /oauth/callback        the IdP code is redeemed here, ID token verified
-//	client ──POST /token grant_type=device_code (every interval)──▶ facade
-//	        authorization_pending | slow_down (+5 s) | access_denied | expired_token | access + refresh token (once)
-//
-// The user code and the approval live in the memory of the replica that
-// issued the device code (docs/decisions.md, "Device flow"): the only
-// per-replica state a sign-in needs.
+// The grants added beside the core's authorization_code and refresh_token
+// (Grant, Server.Add) live in packages of their own: the device flow with
+// its peer channel between replicas (gateway/oauth/device), machine
+// identities (gateway/oauth/machine) and identity assertions
+// (gateway/oauth/idjag). They import this package; it imports none of
+// them.
 //
 // # Stateless across replicas
 //

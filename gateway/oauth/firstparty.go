@@ -10,6 +10,9 @@ import (
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 )
 
 // The gateway's own browser client (the curators' console, gateway/console)
@@ -41,7 +44,7 @@ type FirstPartyToken struct {
 // registered one and made the same way on every replica holding the same
 // current key; any replica accepts the id of any other.
 func (s *Server) RegisterFirstParty(name, redirectURI string) (string, error) {
-	if _, err := cleanClientName(name); err != nil || name == "" {
+	if _, err := clients.CleanName(name); err != nil || name == "" {
 		return "", fmt.Errorf("oauth: first-party client name %q: %w", name, ErrClientID)
 	}
 	u, err := url.Parse(redirectURI)
@@ -53,7 +56,7 @@ func (s *Server) RegisterFirstParty(name, redirectURI string) (string, error) {
 		return "", fmt.Errorf("oauth: first-party client: %w", err)
 	}
 	enc := registeredPrefix + base64.RawURLEncoding.EncodeToString(payload)
-	return enc + "." + base64.RawURLEncoding.EncodeToString(s.keys.mac([]byte(enc))), nil
+	return enc + "." + base64.RawURLEncoding.EncodeToString(s.keys.MAC([]byte(enc))), nil
 }
 
 // originOf is the scheme://host of a URL.
@@ -72,18 +75,18 @@ func originOf(raw string) string {
 func (s *Server) AuthorizeFirstParty(w http.ResponseWriter, r *http.Request, clientID, redirectURI, state, challenge string) {
 	client, err := s.parseRegisteredClient(clientID)
 	if err != nil || !redirectAllowed(client, redirectURI) || !validPKCE(challenge) || len(challenge) != 43 || len(state) > MaxStateBytes {
-		s.count("authorize", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "Invalid sign-in request", "The console's sign-in request is not valid.")
+		s.Count("authorize", "refused")
+		s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in request", "The console's sign-in request is not valid.")
 		return
 	}
-	if _, err := s.up.discovered(r.Context()); err != nil {
-		s.count("authorize", "unavailable")
-		s.unavailablePage(w, err)
+	if _, err := s.up.Discovered(r.Context()); err != nil {
+		s.Count("authorize", "unavailable")
+		s.UnavailablePage(w, err)
 		return
 	}
-	s.count("authorize", "ok")
+	s.Count("authorize", "ok")
 	s.startLogin(w, r, authzRequest{ClientID: clientID, RedirectURI: redirectURI, State: state, Challenge: challenge,
-		Exp: s.now().Add(LoginTTL).Unix()})
+		Exp: s.now().Add(config.LoginTTL).Unix()})
 }
 
 // ExchangeFirstParty redeems a code the first-party client received, with
@@ -94,14 +97,14 @@ func (s *Server) ExchangeFirstParty(ctx context.Context, clientID, redirectURI, 
 	form := url.Values{"code": {code}, "redirect_uri": {redirectURI}, "code_verifier": {verifier}, "resource": {s.resource}}
 	body, terr := s.redeemCode(ctx, form, clientID)
 	if terr != nil {
-		s.count("token", "refused")
-		return FirstPartyToken{}, fmt.Errorf("%w: %s: %s", ErrFirstParty, terr.code, terr.description)
+		s.Count("token", "refused")
+		return FirstPartyToken{}, fmt.Errorf("%w: %s: %s", ErrFirstParty, terr.Code, terr.Description)
 	}
-	var tr tokenResponse
+	var tr TokenResponse
 	if err := json.Unmarshal(body, &tr); err != nil {
 		return FirstPartyToken{}, fmt.Errorf("oauth: first-party token: %w", err)
 	}
-	s.count("token", "ok")
+	s.Count("token", "ok")
 	return FirstPartyToken{AccessToken: tr.AccessToken, Expiry: s.now().Add(time.Duration(tr.ExpiresIn) * time.Second)}, nil
 }
 
@@ -112,22 +115,22 @@ func (s *Server) RevokeFirstParty(clientID, accessToken string) {
 	if err != nil || c.ClientID != clientID {
 		return
 	}
-	s.revoked.Add("j:"+c.ID, time.Unix(c.Expiry, 0).Add(accessClockSkew))
-	s.count("revoke", "ok")
-	s.log.Info("oauth: access token revoked", "email", c.Email, "client", clientLabel(clientID))
+	s.revoked.Add("j:"+c.ID, time.Unix(c.Expiry, 0).Add(AccessClockSkew))
+	s.Count("revoke", "ok")
+	s.log.Info("oauth: access token revoked", "email", c.Email, "client", ClientLabel(clientID))
 }
 
 // SealFirstParty seals v (AES-256-GCM under a key derived from the signing
 // key every replica holds) for purpose; OpenFirstParty opens it on any
 // replica, for that purpose only.
 func (s *Server) SealFirstParty(purpose string, v any) (string, error) {
-	return s.keys.seal(purposeFirstParty+purpose, v)
+	return s.keys.Seal(purposeFirstParty+purpose, v)
 }
 
 // OpenFirstParty opens a value SealFirstParty sealed for purpose, refusing
 // one over limit bytes.
 func (s *Server) OpenFirstParty(purpose, sealed string, limit int, v any) error {
-	return s.keys.open(purposeFirstParty+purpose, sealed, limit, v)
+	return s.keys.Open(purposeFirstParty+purpose, sealed, limit, v)
 }
 
 // Secure reports whether the issuer is https (cookies are then Secure and

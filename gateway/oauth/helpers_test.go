@@ -173,7 +173,7 @@ type app struct {
 }
 
 func newApp(id, redirect string) *app {
-	v := randomString(32)
+	v := RandomString(32)
 	sum := sha256.Sum256([]byte(v))
 	return &app{id: id, redirect: redirect, verifier: v, challenge: base64.RawURLEncoding.EncodeToString(sum[:])}
 }

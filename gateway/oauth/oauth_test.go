@@ -2,13 +2,11 @@ package oauth
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
-	"net/netip"
 	"net/url"
 	"os"
 	"slices"
@@ -17,49 +15,11 @@ import (
 	"testing"
 	"time"
 
-	"golang.org/x/oauth2"
-
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
-
-func TestMetadata(t *testing.T) {
-	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
-	for _, path := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
-		resp, err := http.Get(r.url + path)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var m map[string]any
-		err = json.NewDecoder(resp.Body).Decode(&m)
-		resp.Body.Close()
-		if err != nil || resp.StatusCode != http.StatusOK {
-			t.Fatalf("%s: %d %v", path, resp.StatusCode, err)
-		}
-		want := map[string]any{
-			"issuer": r.url, "authorization_endpoint": r.url + "/authorize", "token_endpoint": r.url + "/token",
-			"registration_endpoint": r.url + "/register", "revocation_endpoint": r.url + "/revoke", "jwks_uri": r.url + "/jwks",
-			"client_id_metadata_document_supported": true, "device_authorization_endpoint": r.url + "/device_authorization",
-		}
-		for k, v := range want {
-			if m[k] != v {
-				t.Errorf("%s: %s = %v, want %v", path, k, m[k], v)
-			}
-		}
-		for k, v := range map[string]string{
-			"response_types_supported": "code", "code_challenge_methods_supported": "S256",
-			"token_endpoint_auth_methods_supported": "none", "scopes_supported": "mcp",
-		} {
-			if fmt.Sprint(m[k]) != "["+v+"]" {
-				t.Errorf("%s: %s = %v, want [%s]", path, k, m[k], v)
-			}
-		}
-		if fmt.Sprint(m["grant_types_supported"]) != "[authorization_code refresh_token "+GrantTypeDevice+"]" {
-			t.Errorf("grant_types_supported = %v", m["grant_types_supported"])
-		}
-	}
-}
 
 // TestSignInAndRefresh walks the whole flow with a dynamically registered
 // client: consent, IdP login, code, tokens, refresh; and a second sign-in
@@ -292,7 +252,7 @@ func TestConsentCannotBeSkipped(t *testing.T) {
 	})
 	t.Run("callback without the login cookie", func(t *testing.T) {
 		// Straight to the callback with a made-up state: no login cookie.
-		res, err := victim.Get(ctx, r.url+PathCallback+"?state="+randomString(16)+"&code=abc")
+		res, err := victim.Get(ctx, r.url+PathCallback+"?state="+RandomString(16)+"&code=abc")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -361,11 +321,11 @@ func TestCodeRefusals(t *testing.T) {
 		status int
 		code   string
 	}{
-		{"wrong verifier", func(f url.Values) { f.Set("code_verifier", randomString(32)) }, 400, "invalid_grant"},
+		{"wrong verifier", func(f url.Values) { f.Set("code_verifier", RandomString(32)) }, 400, "invalid_grant"},
 		{"no verifier", func(f url.Values) { f.Del("code_verifier") }, 400, "invalid_grant"},
 		{"other redirect URI", func(f url.Values) { f.Set("redirect_uri", "http://127.0.0.1:43211/callback") }, 400, "invalid_grant"},
 		{"wrong resource", func(f url.Values) { f.Set("resource", "https://other.example/mcp") }, 400, "invalid_target"},
-		{"forged code", func(f url.Values) { f.Set("code", codePrefix+randomString(64)) }, 400, "invalid_grant"},
+		{"forged code", func(f url.Values) { f.Set("code", codePrefix+RandomString(64)) }, 400, "invalid_grant"},
 		{"no client id", func(f url.Values) { f.Del("client_id") }, 401, "invalid_client"},
 		{"tampered client id", func(f url.Values) { f.Set("client_id", f.Get("client_id")+"x") }, 401, "invalid_client"},
 		{"bad grant type", func(f url.Values) { f.Set("grant_type", "password") }, 400, "unsupported_grant_type"},
@@ -381,7 +341,7 @@ func TestCodeRefusals(t *testing.T) {
 	}
 	t.Run("expired", func(t *testing.T) {
 		code := e.code(testbrowser.New(), r, a, "alice@example.com")
-		e.clock.Advance(DefaultCodeTTL + time.Second)
+		e.clock.Advance(config.DefaultCodeTTL + time.Second)
 		st, out := e.token(r, a.redeem(code))
 		wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
 		if !strings.Contains(out["error_description"].(string), "expired") {
@@ -409,12 +369,12 @@ func TestRefreshRefusals(t *testing.T) {
 		out := signedIn("alice@example.com")
 		rt := out["refresh_token"].(string)
 		_, first := e.token(r, a.refresh(rt))
-		e.clock.Advance(DefaultRefreshReuseGrace / 2)
+		e.clock.Advance(config.DefaultRefreshReuseGrace / 2)
 		st, again := e.token(r, a.refresh(rt))
 		if st != http.StatusOK || again["refresh_token"] != first["refresh_token"] {
 			t.Fatalf("within the grace: %d %v", st, again)
 		}
-		e.clock.Advance(DefaultRefreshReuseGrace)
+		e.clock.Advance(config.DefaultRefreshReuseGrace)
 		st, late := e.token(r, a.refresh(rt))
 		wantTokenError(t, st, late, http.StatusBadRequest, "invalid_grant")
 		// Reuse past the grace ends the whole sign-in on this replica: the
@@ -431,7 +391,7 @@ func TestRefreshRefusals(t *testing.T) {
 		if st, o := e.token(r, a.refresh(rt)); st != http.StatusOK {
 			t.Fatalf("%d %v", st, o)
 		}
-		e.clock.Advance(DefaultRefreshReuseGrace + time.Second)
+		e.clock.Advance(config.DefaultRefreshReuseGrace + time.Second)
 		// The development IdP rotates its refresh tokens, so the sealed one
 		// inside rt is dead at the IdP too.
 		st, o := e.token(e.replicas[1], a.refresh(rt))
@@ -511,7 +471,7 @@ func TestAccessTokenChecks(t *testing.T) {
 		t.Errorf("token for another resource: %v", err)
 	}
 
-	e.clock.Advance(DefaultAccessTokenTTL + accessClockSkew + time.Second)
+	e.clock.Advance(config.DefaultAccessTokenTTL + AccessClockSkew + time.Second)
 	if _, err := r.srv.Verify(context.Background(), at); !errors.Is(err, sso.ErrExpired) {
 		t.Errorf("expired token: %v", err)
 	}
@@ -545,7 +505,7 @@ func TestRegistrationRefusals(t *testing.T) {
 		{`{"redirect_uris":["javascript:alert(1)"]}`, "invalid_redirect_uri"},
 		{`{"redirect_uris":["http://127.0.0.1/cb#frag"]}`, "invalid_redirect_uri"},
 		{`{"redirect_uris":["vscode://x/cb"]}`, "invalid_redirect_uri"},
-		{`{"redirect_uris":["http://127.0.0.1/` + strings.Repeat("a", MaxRedirectURIBytes) + `"]}`, "invalid_redirect_uri"},
+		{`{"redirect_uris":["http://127.0.0.1/` + strings.Repeat("a", clients.MaxRedirectURIBytes) + `"]}`, "invalid_redirect_uri"},
 		{`{"redirect_uris":["http://127.0.0.1/cb"],"client_name":"a\u0000b"}`, "invalid_client_metadata"},
 		{`{"redirect_uris":["http://127.0.0.1/cb"],"grant_types":["client_credentials"]}`, "invalid_client_metadata"},
 		{`{"redirect_uris":["http://127.0.0.1/cb"],"response_types":["token"]}`, "invalid_client_metadata"},
@@ -584,7 +544,7 @@ func TestMetadataDocumentRefusals(t *testing.T) {
 	})
 	mux.HandleFunc("/big.json", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, doc(base+"/big.json", `,"pad":"`+strings.Repeat("x", MaxMetadataDocumentBytes)+`"`))
+		io.WriteString(w, doc(base+"/big.json", `,"pad":"`+strings.Repeat("x", clients.MaxMetadataDocumentBytes)+`"`))
 	})
 	mux.HandleFunc("/slow.json", func(w http.ResponseWriter, r *http.Request) {
 		select {
@@ -608,7 +568,7 @@ func TestMetadataDocumentRefusals(t *testing.T) {
 		http.Redirect(w, r, "/ok.json", http.StatusFound)
 	})
 	serve(t, ln, mux)
-	dev.replicas[0].srv.meta.fetchTimeout = 300 * time.Millisecond
+	dev.replicas[0].srv.meta.FetchTimeout = 300 * time.Millisecond
 
 	try := func(e *testEnv, id string) *testbrowser.Page {
 		t.Helper()
@@ -667,30 +627,6 @@ func TestMetadataDocumentRefusals(t *testing.T) {
 			}
 		})
 	}
-}
-
-func TestPublicAddr(t *testing.T) {
-	for addr, want := range map[string]bool{
-		"8.8.8.8": true, "2606:4700::1111": true, "1.1.1.1": true,
-		"127.0.0.1": false, "10.1.2.3": false, "172.16.0.1": false, "192.168.1.1": false,
-		"169.254.169.254": false, "100.64.0.1": false, "0.0.0.0": false, "255.255.255.255": false,
-		"::1": false, "fe80::1": false, "fc00::1": false, "::ffff:10.0.0.1": false, "::ffff:8.8.8.8": true,
-		"64:ff9b::a00:1": false, "2002:a00:1::": false, "224.0.0.1": false, "ff02::1": false, "198.18.0.1": false,
-	} {
-		ip := mustAddr(t, addr)
-		if got := publicAddr(ip); got != want {
-			t.Errorf("publicAddr(%s) = %v, want %v", addr, got, want)
-		}
-	}
-}
-
-func mustAddr(t *testing.T, s string) netip.Addr {
-	t.Helper()
-	a, err := netip.ParseAddr(s)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return a
 }
 
 // TestRedirectAttackList: no URI of testdata/redirects.txt can be
@@ -754,25 +690,36 @@ func TestIdPUnavailable(t *testing.T) {
 	wantTokenError(t, st, out, http.StatusServiceUnavailable, "temporarily_unavailable")
 }
 
-// TestClassifyUpstream: how an IdP's token-endpoint failure is taken.
-func TestClassifyUpstream(t *testing.T) {
-	resp := func(status int) *http.Response {
-		return &http.Response{StatusCode: status, Status: http.StatusText(status)}
-	}
-	for _, tc := range []struct {
-		err  error
-		want error
-	}{
-		{&oauth2.RetrieveError{Response: resp(400), ErrorCode: "invalid_grant"}, ErrUpstreamRefused},
-		{&oauth2.RetrieveError{Response: resp(400), ErrorCode: "invalid_request"}, ErrUpstreamRefused}, // Dex, for a forgotten refresh token
-		{&oauth2.RetrieveError{Response: resp(401), ErrorCode: "invalid_client"}, ErrUpstreamClient},
-		{&oauth2.RetrieveError{Response: resp(400), ErrorCode: "unauthorized_client"}, ErrUpstreamClient},
-		{&oauth2.RetrieveError{Response: resp(503)}, ErrUpstreamUnavailable},
-		{&oauth2.RetrieveError{Response: resp(500), ErrorCode: "invalid_grant"}, ErrUpstreamUnavailable},
-		{errors.New("connection refused"), ErrUpstreamUnavailable},
+// TestDeviceRegistration: a client registers the device grant alone (no
+// redirect URI) or with the code flow; what the grant types leave out is
+// refused, and the grants are part of the signed id.
+func TestDeviceRegistration(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	r := e.replicas[0]
+	for body, want := range map[string]string{
+		`{"grant_types":["` + GrantTypeDevice + `"]}`:                                                              "[refresh_token " + GrantTypeDevice + "]",
+		`{"grant_types":["authorization_code","` + GrantTypeDevice + `"],"redirect_uris":["http://127.0.0.1/cb"]}`: "[authorization_code refresh_token " + GrantTypeDevice + "]",
+		`{"redirect_uris":["http://127.0.0.1/cb"]}`:                                                                "[authorization_code refresh_token]",
 	} {
-		if got := classifyUpstream(tc.err); !errors.Is(got, tc.want) {
-			t.Errorf("classifyUpstream(%v) = %v, want %v", tc.err, got, tc.want)
+		st, out := e.register(r, body)
+		if st != http.StatusCreated || fmt.Sprint(out["grant_types"]) != want {
+			t.Errorf("%s: %d %v, want grant types %s", body, st, out, want)
+			continue
+		}
+		c, err := r.srv.parseRegisteredClient(out["client_id"].(string))
+		if err != nil || c.Device != strings.Contains(want, GrantTypeDevice) {
+			t.Errorf("%s: parsed %+v %v", body, c, err)
+		}
+	}
+	for _, tc := range []struct{ body, code string }{
+		{`{"grant_types":["refresh_token"]}`, "invalid_client_metadata"},
+		{`{"grant_types":["` + GrantTypeDevice + `"],"redirect_uris":["http://127.0.0.1/cb"]}`, "invalid_redirect_uri"},
+		{`{"grant_types":["authorization_code","` + GrantTypeDevice + `"]}`, "invalid_redirect_uri"},
+		{`{"grant_types":["urn:ietf:params:oauth:grant-type:device_code "]}`, "invalid_client_metadata"},
+	} {
+		st, out := e.register(r, tc.body)
+		if st != http.StatusBadRequest || out["error"] != tc.code {
+			t.Errorf("%s: %d %v, want 400 %s", tc.body, st, out, tc.code)
 		}
 	}
 }

@@ -78,7 +78,7 @@ func TestDisabledUserBound(t *testing.T) {
 	if _, err := identityOf(t, r, at); err == nil {
 		t.Fatal("the replica whose refresh the IdP refused still accepts the access token")
 	}
-	e.clock.Advance(ttl + accessClockSkew - time.Second)
+	e.clock.Advance(ttl + AccessClockSkew - time.Second)
 	if _, err := identityOf(t, other, at); err != nil {
 		t.Fatalf("within the bound (%s after issue): %v", e.clock.Now().Sub(issued), err)
 	}

@@ -20,7 +20,30 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/offboard"
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
+	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 )
+
+// The configuration's types, defined in gateway/oauth/config.
+type (
+	Config               = config.Config
+	UpstreamConfig       = config.UpstreamConfig
+	ClientMetadataConfig = config.ClientMetadataConfig
+	ServiceAccount       = config.ServiceAccount
+	Credential           = config.Credential
+	EnterpriseConfig     = config.EnterpriseConfig
+	EnterpriseIdP        = config.EnterpriseIdP
+)
+
+// Client is a client the facade knows (gateway/oauth/clients).
+type Client = clients.Client
+
+// GrantTypeDevice is the device authorization grant type (RFC 8628),
+// which a client registers (or its metadata document lists) to use the
+// device flow (gateway/oauth/device).
+const GrantTypeDevice = clients.GrantTypeDevice
 
 // Scope is the one scope the facade grants: use of the MCP endpoint.
 const Scope = "mcp"
@@ -33,10 +56,6 @@ const (
 	PathRegister  = "/register"
 	PathRevoke    = "/revoke"
 	PathJWKS      = "/jwks"
-	// PathDeviceAuthorization is the RFC 8628 device authorization endpoint.
-	PathDeviceAuthorization = "/device_authorization"
-	// PathDevice is the device flow's verification page.
-	PathDevice = "/device"
 )
 
 // Bounds of the per-replica memories (codes redeemed, refresh tokens used,
@@ -47,7 +66,7 @@ const (
 	accessCacheTTL   = 5 * time.Minute
 	registerPerMin   = 20
 	metadataPerMin   = 30
-	maxFormBytes     = 64 << 10
+	MaxFormBytes     = 64 << 10 // bounds a form body
 	limiterCacheSize = 10000
 )
 
@@ -81,14 +100,6 @@ type Options struct {
 	// ClientIP returns the address limits are counted against; nil means
 	// the TCP peer.
 	ClientIP func(*http.Request) string
-	// Peers, when set, lets a device sign-in started at one replica
-	// complete through any other (peers.go); nil keeps each one on the
-	// replica that issued it.
-	Peers *Peers
-	// AllowedDomains and GroupsClaim are the oidc section's email domain
-	// rule and groups claim, applied to identity assertions too.
-	AllowedDomains []string
-	GroupsClaim    string
 	// Ended, when set, is the sign-ins an operator ended (offboarding):
 	// access tokens (console cookies hold one) and refresh tokens of those
 	// people issued before their not_before are refused.
@@ -102,11 +113,11 @@ type Server struct {
 	base     string // the issuer's path, "" or "/prefix"
 	resource string
 	secure   bool // https: cookies are Secure and __Host- prefixed
-	keys     *keyring
+	keys     *keyring.Ring
 	signer   jose.Signer
-	up       *upstream
+	up       *upstream.IdP
 	verifier IdentityVerifier
-	meta     *metadataFetcher
+	meta     *clients.Fetcher
 	now      func() time.Time
 	log      *slog.Logger
 	clientIP func(*http.Request) string
@@ -118,18 +129,14 @@ type Server struct {
 	revoked       *lru.Cache[string, time.Time]     // access token id or refresh family → until
 	verified      *lru.Cache[[32]byte, accessEntry] // access tokens verified recently
 	limits        *lru.Cache[string, *rate.Limiter]
-	devices       *deviceStore                  // device requests issued by this replica
-	accounts      map[string]*account           // service accounts by client id
-	assertions    *assertionStore               // jti of client assertions accepted here
-	peers         *Peers                        // the other replicas; nil without
-	peerNonces    *lru.Cache[string, time.Time] // peer requests seen → until they expire
-	handlers      *http.ServeMux                // this server's endpoints, for requests passed by a peer
-	enterprise    *enterprise                   // nil: no ID-JAGs accepted
-	ended         *offboard.List                // never nil; empty without offboarding
-	signins       *lru.Cache[string, SignIn]    // sign-ins seen by this replica, by family
-	// authFailures are the failed client authentications by address
-	// (clientcreds.go); each account holds its own.
-	authFailures *lru.Cache[string, *failureBudget]
+	handlers      *http.ServeMux             // this server's endpoints, for requests passed by a peer
+	ended         *offboard.List             // never nil; empty without offboarding
+	signins       *lru.Cache[string, SignIn] // sign-ins seen by this replica, by family
+
+	grants   map[string]Grant // the grants added beside the core's (grant.go), by grant type
+	order    []Grant          // in the order they were added
+	finisher LoginFinisher    // the grant whose logins end at the callback; nil without
+	services ServiceVerifier  // the grant of service accounts; nil without
 
 	requests     *prometheus.CounterVec
 	metadataJSON []byte
@@ -148,7 +155,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if opt.Verifier == nil {
 		return nil, errors.New("oauth: no identity verifier")
 	}
-	cfg = cfg.withDefaults()
+	cfg = cfg.WithDefaults()
 	u, err := url.Parse(strings.TrimRight(opt.Issuer, "/"))
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("oauth: issuer %q is not a URL", opt.Issuer)
@@ -168,10 +175,14 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	if s.clientIP == nil {
-		s.clientIP = peerIP
+		s.clientIP = RemoteIP
 	}
-	if err := s.setPeers(opt.Peers); err != nil {
-		return nil, err
+	direct := s.clientIP
+	s.clientIP = func(r *http.Request) string {
+		if ip, ok := ForwardedIP(r); ok { // passed by a peer: its client's
+			return ip
+		}
+		return direct(r)
 	}
 	if err := s.loadKeys(opt); err != nil {
 		return nil, err
@@ -182,57 +193,23 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	}
 	hc := opt.HTTPClient
 	if hc == nil {
-		hc = &http.Client{Timeout: upstreamTimeout}
+		hc = &http.Client{Timeout: upstream.Timeout}
 	}
-	s.up = &upstream{cfg: cfg.Upstream, secret: secret, redirectURL: s.issuer + PathCallback,
-		hc: hc, now: s.now, log: s.log, lifetime: ctx}
+	s.up = &upstream.IdP{Config: cfg.Upstream, Secret: secret, RedirectURL: s.issuer + PathCallback,
+		HTTP: hc, Now: s.now, Log: s.log, Lifetime: ctx}
 	if !cfg.ClientMetadata.Disabled {
-		s.meta = newMetadataFetcher(cfg.ClientMetadata, s.now)
+		s.meta = clients.NewFetcher(cfg.ClientMetadata, s.now)
 	}
 	if err := s.newMemory(opt.Registerer); err != nil {
 		return nil, err
 	}
-	if s.accounts, err = loadServiceAccounts(cfg.ServiceAccounts, s.log); err != nil {
-		return nil, err
-	}
-	if s.peerNonces, err = lru.New[string, time.Time](memorySize); err != nil {
-		return nil, err
-	}
+	s.grants = map[string]Grant{}
 	s.handlers = http.NewServeMux()
 	s.Register(s.handlers)
-	eopt := opt
-	eopt.Now, eopt.Logger, eopt.HTTPClient = s.now, s.log, hc
-	if s.enterprise, err = newEnterprise(ctx, cfg.Enterprise, s.issuer, eopt); err != nil {
+	if err := s.marshalMetadata(); err != nil {
 		return nil, err
 	}
-	s.metadataJSON, err = json.Marshal(s.metadata())
-	if err != nil {
-		return nil, fmt.Errorf("oauth: metadata: %w", err)
-	}
 	return s, nil
-}
-
-// setPeers sets the other replicas (peers.go): limits count a passed
-// request against its original client's address.
-func (s *Server) setPeers(p *Peers) error {
-	direct := s.clientIP
-	s.clientIP = func(r *http.Request) string {
-		if ip, ok := forwardedIP(r); ok { // passed by a peer: its client's
-			return ip
-		}
-		return direct(r)
-	}
-	if p != nil {
-		if p.Self == "" || p.List == nil {
-			return errors.New("oauth: peers need this replica's address and a way to list the others")
-		}
-		pc := *p
-		if pc.Client == nil {
-			pc.Client = &http.Client{Timeout: peerTimeout}
-		}
-		s.peers = &pc
-	}
-	return nil
 }
 
 // loadKeys loads the signing keys (opt.Keys, else the key files) and
@@ -240,16 +217,16 @@ func (s *Server) setPeers(p *Peers) error {
 func (s *Server) loadKeys(opt Options) error {
 	var err error
 	if len(opt.Keys) > 0 {
-		s.keys, err = newKeyring(opt.Keys...)
+		s.keys, err = keyring.New(opt.Keys...)
 	} else {
-		s.keys, err = loadKeyring(s.cfg.SigningKeyFile, s.cfg.PreviousSigningKeyFiles)
+		s.keys, err = keyring.Load(s.cfg.SigningKeyFile, s.cfg.PreviousSigningKeyFiles)
 	}
 	if err != nil {
 		return err
 	}
-	cur := s.keys.current()
-	s.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: cur.priv},
-		(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", cur.id))
+	cur := s.keys.Current()
+	s.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: cur.Priv},
+		(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", cur.ID))
 	if err != nil {
 		return fmt.Errorf("oauth: signer: %w", err)
 	}
@@ -262,7 +239,7 @@ func upstreamSecret(up UpstreamConfig) (string, error) {
 	if up.ClientSecret != "" {
 		return up.ClientSecret, nil
 	}
-	b, err := readSmallFile(up.ClientSecretFile)
+	b, err := keyring.ReadSmallFile(up.ClientSecretFile)
 	if err != nil {
 		return "", fmt.Errorf("oauth: upstream.client_secret_file: %w", err)
 	}
@@ -283,10 +260,7 @@ func (s *Server) newMemory(reg prometheus.Registerer) error {
 	s.revoked, _ = lru.New[string, time.Time](memorySize)
 	s.verified, _ = lru.New[[32]byte, accessEntry](memorySize)
 	s.limits, _ = lru.New[string, *rate.Limiter](limiterCacheSize)
-	s.authFailures, _ = lru.New[string, *failureBudget](limiterCacheSize)
-	s.devices = newDeviceStore()
 	s.signins, _ = lru.New[string, SignIn](memorySize)
-	s.assertions = newAssertionStore(maxAssertionsRemembered)
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "brainstem_gateway_oauth_requests_total",
 		Help: "Requests to the gateway's authorization server, by endpoint and outcome (ok, refused, unavailable, error).",
@@ -305,10 +279,8 @@ func (s *Server) Issuer() string { return s.issuer }
 // Scopes are the scopes the server grants.
 func (s *Server) Scopes() []string { return []string{Scope} }
 
-// metadata is the RFC 8414 document. The client credentials grant and
-// its client authentication methods are listed when service accounts are
-// configured, the JWT bearer grant and the ID-JAG profile when enterprise
-// IdPs are.
+// metadata is the RFC 8414 document, with what each grant adds
+// (Grant.Advertise).
 func (s *Server) metadata() map[string]any {
 	m := map[string]any{
 		"issuer":                                         s.issuer,
@@ -317,7 +289,6 @@ func (s *Server) metadata() map[string]any {
 		"registration_endpoint":                          s.issuer + PathRegister,
 		"revocation_endpoint":                            s.issuer + PathRevoke,
 		"jwks_uri":                                       s.issuer + PathJWKS,
-		"device_authorization_endpoint":                  s.issuer + PathDeviceAuthorization,
 		"scopes_supported":                               []string{Scope},
 		"response_types_supported":                       []string{"code"},
 		"response_modes_supported":                       []string{"query"},
@@ -327,23 +298,28 @@ func (s *Server) metadata() map[string]any {
 		"client_id_metadata_document_supported":          s.meta != nil,
 		"authorization_response_iss_parameter_supported": true,
 	}
-	grants := []string{"authorization_code", "refresh_token", GrantTypeDevice}
-	if len(s.accounts) > 0 {
-		grants = append(grants, GrantTypeClientCredentials)
-		m["token_endpoint_auth_methods_supported"] = []string{"none", "client_secret_basic", "client_secret_post", "private_key_jwt"}
-		m["token_endpoint_auth_signing_alg_values_supported"] = []string{"EdDSA", "ES256", "RS256"}
-	}
-	if s.enterprise != nil {
-		grants = append(grants, GrantTypeJWTBearer)
-		m["authorization_grant_profiles_supported"] = []string{GrantProfileIDJAG}
+	grants := []string{"authorization_code", "refresh_token"}
+	for _, g := range s.order {
+		if g.Advertise(m) {
+			grants = append(grants, g.GrantType())
+		}
 	}
 	m["grant_types_supported"] = grants
 	return m
 }
 
+func (s *Server) marshalMetadata() error {
+	b, err := json.Marshal(s.metadata())
+	if err != nil {
+		return fmt.Errorf("oauth: metadata: %w", err)
+	}
+	s.metadataJSON = b
+	return nil
+}
+
 // Register adds the server's endpoints to mux: the metadata at the RFC 8414
 // and OIDC discovery paths for the issuer, and the endpoints below the
-// issuer's path.
+// issuer's path, the grants' included.
 func (s *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET /.well-known/oauth-authorization-server"+s.base, s.serveMetadata)
 	mux.HandleFunc("GET /.well-known/openid-configuration"+s.base, s.serveMetadata)
@@ -354,15 +330,11 @@ func (s *Server) Register(mux *http.ServeMux) {
 	mux.HandleFunc("GET "+s.base+PathAuthorize, s.serveAuthorize)
 	mux.HandleFunc("POST "+s.base+PathAuthorize, s.serveConsent)
 	mux.HandleFunc("GET "+s.base+PathCallback, s.serveCallback)
-	mux.HandleFunc("GET "+s.base+PathDevice, s.serveDevicePage)
-	mux.HandleFunc("POST "+s.base+PathDevice, s.serveDeviceForm)
-	for _, p := range []struct {
-		path string
-		h    http.HandlerFunc
-	}{{PathToken, s.serveToken}, {PathRegister, s.serveRegister}, {PathRevoke, s.serveRevoke},
-		{PathDeviceAuthorization, s.serveDeviceAuthorization}} {
-		mux.HandleFunc("POST "+s.base+p.path, withCORS(p.h))
-		mux.HandleFunc("OPTIONS "+s.base+p.path, withCORS(nil))
+	for path, h := range map[string]http.HandlerFunc{PathToken: s.serveToken, PathRegister: s.serveRegister, PathRevoke: s.serveRevoke} {
+		HandleCORS(mux, s.base+path, h)
+	}
+	for _, g := range s.order {
+		g.Register(mux)
 	}
 }
 
@@ -377,11 +349,17 @@ func (s *Server) serveJWKS(w http.ResponseWriter, _ *http.Request) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	w.Header().Set("Cache-Control", "public, max-age=300")
-	_, _ = w.Write(s.keys.jwks)
+	_, _ = w.Write(s.keys.JWKS)
 }
 
-// withCORS lets browser-based clients call the token, registration and
-// revocation endpoints: they use no cookies, so any origin may.
+// HandleCORS serves h at POST path, callable by browser-based clients
+// from any origin (with its OPTIONS preflight): the token, registration,
+// revocation and device authorization endpoints use no cookies.
+func HandleCORS(mux *http.ServeMux, path string, h http.HandlerFunc) {
+	mux.HandleFunc("POST "+path, withCORS(h))
+	mux.HandleFunc("OPTIONS "+path, withCORS(nil))
+}
+
 func withCORS(h http.HandlerFunc) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Access-Control-Allow-Origin", "*")
@@ -397,7 +375,7 @@ func withCORS(h http.HandlerFunc) http.HandlerFunc {
 }
 
 // allow takes one token from the per-address bucket of kind.
-func (s *Server) allow(r *http.Request, kind string, perMinute int) bool {
+func (s *Server) Allow(r *http.Request, kind string, perMinute int) bool {
 	key := kind + " " + s.clientIP(r)
 	l, ok := s.limits.Get(key)
 	if !ok {
@@ -409,11 +387,11 @@ func (s *Server) allow(r *http.Request, kind string, perMinute int) bool {
 	return l.AllowN(s.now(), 1)
 }
 
-func (s *Server) count(endpoint, outcome string) {
+func (s *Server) Count(endpoint, outcome string) {
 	s.requests.WithLabelValues(endpoint, outcome).Inc()
 }
 
-func peerIP(r *http.Request) string {
+func RemoteIP(r *http.Request) string {
 	host, _, err := net.SplitHostPort(r.RemoteAddr)
 	if err != nil {
 		return r.RemoteAddr

@@ -5,6 +5,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/auth/offboard"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 )
 
 // SignIn is offboard.SignIn: one sign-in as this replica saw it.
@@ -13,10 +14,10 @@ type SignIn = offboard.SignIn
 // recordSignIn remembers an issuance of family (bounded: the least
 // recently used is forgotten first).
 func (s *Server) recordSignIn(family, email, clientID, grant string, now, accessExp time.Time, familyExp int64) {
-	id := digest("sign-in", family)
+	id := keyring.Digest("sign-in", family)
 	si, ok := s.signins.Get(id)
 	if !ok {
-		si = SignIn{ID: id, Email: email, Client: clientLabel(clientID), FirstSeen: now}
+		si = SignIn{ID: id, Email: email, Client: ClientLabel(clientID), FirstSeen: now}
 	}
 	si.Grant, si.LastSeen, si.AccessExpires = grant, now, accessExp
 	if familyExp > 0 {

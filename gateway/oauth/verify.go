@@ -14,11 +14,12 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 )
 
-// accessClockSkew is the leeway on an access token's iat and exp: every
+// AccessClockSkew is the leeway on an access token's iat and exp: every
 // replica's clock signs and checks them, so it only covers replica drift.
-const accessClockSkew = 30 * time.Second
+const AccessClockSkew = 30 * time.Second
 
 // accessEntry is a verified access token remembered by its hash.
 type accessEntry struct {
@@ -45,7 +46,7 @@ func (s *Server) Handles(raw string) bool {
 	if decodeSegment(raw[:dot], &h) != nil {
 		return false
 	}
-	return s.keys.byID(h.Kid) != nil
+	return s.keys.ByID(h.Kid) != nil
 }
 
 // Verify checks an access token for the MCP endpoint: signature by a held
@@ -80,11 +81,11 @@ func (s *Server) Verify(_ context.Context, raw string) (auth.Identity, error) {
 		return auth.Identity{}, sso.NewError(sso.WrongAudience, fmt.Sprintf("the token is for %.200q, not for %s; sign in to this server", c.Audience, s.resource), nil)
 	case c.Expiry == 0 || c.IssuedAt == 0:
 		return auth.Identity{}, sso.NewError(sso.MalformedToken, "the token has no exp or iat", nil)
-	case !now.Before(time.Unix(c.Expiry, 0).Add(accessClockSkew)):
+	case !now.Before(time.Unix(c.Expiry, 0).Add(AccessClockSkew)):
 		return auth.Identity{}, sso.NewError(sso.Expired, fmt.Sprintf("the access token expired at %s; refresh it or sign in again", time.Unix(c.Expiry, 0).UTC().Format(time.RFC3339)), nil)
-	case time.Unix(c.IssuedAt, 0).After(now.Add(accessClockSkew)):
+	case time.Unix(c.IssuedAt, 0).After(now.Add(AccessClockSkew)):
 		return auth.Identity{}, sso.NewError(sso.NotYetValid, "the access token was issued in the future; check the gateway replicas' clocks", nil)
-	case c.Expiry-c.IssuedAt > int64((DefaultAccessTokenTTL+accessClockSkew)/time.Second):
+	case c.Expiry-c.IssuedAt > int64((config.DefaultAccessTokenTTL+AccessClockSkew)/time.Second):
 		return auth.Identity{}, sso.NewError(sso.MalformedToken, "the access token lives longer than any this gateway issues", nil)
 	case s.isRevoked("j:"+c.ID, now) || s.isRevoked("f:"+c.Family, now):
 		return auth.Identity{}, sso.NewError(sso.Expired, "the access token was revoked; sign in again", nil)
@@ -94,7 +95,10 @@ func (s *Server) Verify(_ context.Context, raw string) (auth.Identity, error) {
 		return auth.Identity{}, sso.NewError(sso.EmailMissing, "the access token carries no valid email", err)
 	}
 	if auth.IsServiceAccountDomain(email) {
-		if err := s.checkServiceIdentity(c); err != nil {
+		if s.services == nil {
+			return auth.Identity{}, sso.NewError(sso.Expired, "this gateway has no service accounts", nil)
+		}
+		if err := s.services.VerifyService(c); err != nil {
 			return auth.Identity{}, err
 		}
 	}
@@ -116,30 +120,30 @@ func (s *Server) Verify(_ context.Context, raw string) (auth.Identity, error) {
 // parseAccessToken checks the signature and type of one of this server's
 // access tokens and decodes its claims strictly (numbers as numbers, no
 // unknown types). It does not check expiry, issuer or audience.
-func (s *Server) parseAccessToken(raw string) (accessClaims, error) {
+func (s *Server) parseAccessToken(raw string) (AccessClaims, error) {
 	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{jose.EdDSA})
 	if err != nil {
-		return accessClaims{}, sso.NewError(sso.MalformedToken, "the token is not a signed JWT", err)
+		return AccessClaims{}, sso.NewError(sso.MalformedToken, "the token is not a signed JWT", err)
 	}
 	if len(jws.Signatures) != 1 {
-		return accessClaims{}, sso.NewError(sso.MalformedToken, "the token must carry one signature", nil)
+		return AccessClaims{}, sso.NewError(sso.MalformedToken, "the token must carry one signature", nil)
 	}
 	h := jws.Signatures[0].Protected
 	if typ, _ := h.ExtraHeaders[jose.HeaderType].(string); !strings.EqualFold(typ, "at+jwt") {
-		return accessClaims{}, sso.NewError(sso.MalformedToken, "the token is not an access token (typ at+jwt)", nil)
+		return AccessClaims{}, sso.NewError(sso.MalformedToken, "the token is not an access token (typ at+jwt)", nil)
 	}
-	k := s.keys.byID(h.KeyID)
+	k := s.keys.ByID(h.KeyID)
 	if k == nil {
-		return accessClaims{}, sso.NewError(sso.BadSignature, "the token is signed with a key this gateway does not hold", errNotAccessToken)
+		return AccessClaims{}, sso.NewError(sso.BadSignature, "the token is signed with a key this gateway does not hold", errNotAccessToken)
 	}
-	payload, err := jws.Verify(k.priv.Public())
+	payload, err := jws.Verify(k.Priv.Public())
 	if err != nil {
-		return accessClaims{}, sso.NewError(sso.BadSignature, "the token's signature does not verify", err)
+		return AccessClaims{}, sso.NewError(sso.BadSignature, "the token's signature does not verify", err)
 	}
-	var c accessClaims
+	var c AccessClaims
 	dec := json.NewDecoder(bytes.NewReader(payload))
 	if err := dec.Decode(&c); err != nil {
-		return accessClaims{}, sso.NewError(sso.MalformedToken, "the token's claims do not decode", err)
+		return AccessClaims{}, sso.NewError(sso.MalformedToken, "the token's claims do not decode", err)
 	}
 	return c, nil
 }

@@ -16,6 +16,8 @@ import (
 
 	"github.com/brainstem/brainstem/auth/devidp"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/oauth/idjag"
+	"github.com/brainstem/brainstem/gateway/oauth/machine"
 	"github.com/brainstem/brainstem/join"
 )
 
@@ -141,7 +143,7 @@ Press Ctrl-C to stop.
 `, len(e.Wings), strings.Join(e.Wings, ", "), notes, took.Round(time.Millisecond),
 		e.MCPURL, e.ConsoleURL, join.Quote(plan.ClaudeArgs()), indent(plan.CursorJSON()), indent(plan.VSCodeJSON()),
 		user, exp.UTC().Format(time.RFC3339), tok, e.MCPURL, header, e.MCPURL, header, e.IssuerURL,
-		devidp.DefaultAssertionClientID, e.IssuerURL, gw, e.MCPURL, gw, oauth.GrantTypeJWTBearer, devidp.DefaultAssertionClientID,
+		devidp.DefaultAssertionClientID, e.IssuerURL, gw, e.MCPURL, gw, idjag.GrantTypeJWTBearer, devidp.DefaultAssertionClientID,
 		e.tryLines(), e.IssuerURL, e.IssuerURL, e.AdminURL, e.AdminURL, e.BrainDir, e.remoteLine(), logPath)
 	return err
 }
@@ -167,7 +169,7 @@ Offboarding with the gateway's operator token (signins.admin_token_file):
   go run ./cmd/brainstem signins end --admin %[7]s --token-file %[8]s --email bob@example.com
 
 Tokens: demo tokens live %[9]s, the gateway's access tokens %[10]s, service accounts' %[11]s (--token-ttl).
-%[12]s`, ServiceAccountID, secret, oauth.GrantTypeClientCredentials, gw, oauth.PathToken, e.MCPURL,
+%[12]s`, ServiceAccountID, secret, machine.GrantTypeClientCredentials, gw, oauth.PathToken, e.MCPURL,
 		e.AdminURL, admin, human(e.cfg.TokenTTL), human(e.AccessTokenTTL), human(e.ServiceAccountTokenTTL), purge)
 }
 

@@ -5,8 +5,6 @@
 package devenv
 
 import (
-	"github.com/brainstem/brainstem/internal/tracing"
-
 	"cmp"
 	"context"
 	"crypto/rand"
@@ -33,6 +31,8 @@ import (
 	"github.com/brainstem/brainstem/deploy/examples"
 	"github.com/brainstem/brainstem/gateway"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	oauthconfig "github.com/brainstem/brainstem/gateway/oauth/config"
+	"github.com/brainstem/brainstem/internal/tracing"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/shard"
@@ -410,8 +410,8 @@ func (e *Env) startGateway(ctx context.Context, ls *listeners, wings []gateway.W
 	}
 	// Short tokens (--token-ttl) for the gateway's own too, up to their
 	// defaults.
-	e.AccessTokenTTL = min(e.cfg.TokenTTL, oauth.DefaultAccessTokenTTL)
-	e.ServiceAccountTokenTTL = min(e.cfg.TokenTTL, oauth.DefaultServiceAccountTokenTTL)
+	e.AccessTokenTTL = min(e.cfg.TokenTTL, oauthconfig.DefaultAccessTokenTTL)
+	e.ServiceAccountTokenTTL = min(e.cfg.TokenTTL, oauthconfig.DefaultServiceAccountTokenTTL)
 	gcfg.OAuth.AccessTokenTTL, gcfg.OAuth.ServiceAccountTokenTTL = e.AccessTokenTTL, e.ServiceAccountTokenTTL
 	if err := e.credentials(&gcfg); err != nil {
 		return err

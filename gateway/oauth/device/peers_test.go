@@ -1,4 +1,4 @@
-package oauth
+package device
 
 import (
 	"context"
@@ -13,7 +13,6 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
@@ -70,7 +69,7 @@ func (pe *peerEnv) startAdmins(t *testing.T) {
 	t.Helper()
 	for i, r := range pe.backs {
 		mux := http.NewServeMux()
-		mux.Handle("POST "+PathPeer, r.srv.PeerHandler())
+		mux.Handle("POST "+PathPeer, r.dev.PeerHandler())
 		pe.stops = append(pe.stops, serve(t, pe.lns[i], mux))
 	}
 }
@@ -98,7 +97,7 @@ func TestDevicePeers(t *testing.T) {
 	t.Run("every step at the other replica", func(t *testing.T) {
 		// The device request goes to replica 0; everything else to replica 1.
 		pe := newPeerEnv(t, 2, true, func(r *http.Request, _ int64) int {
-			if r.URL.Path == PathDeviceAuthorization {
+			if r.URL.Path == PathAuthorization {
 				return 0
 			}
 			return 1
@@ -115,7 +114,7 @@ func TestDevicePeers(t *testing.T) {
 		if pe.hits[0].Load() != 1 {
 			t.Fatalf("replica 0 was reached %d times directly, want only the device request", pe.hits[0].Load())
 		}
-		if n := len(pe.backs[1].srv.devices.byID); n != 0 {
+		if n := len(pe.backs[1].dev.devices.byID); n != 0 {
 			t.Fatalf("replica 1 holds %d device requests; the request lives where it was made", n)
 		}
 		// The request was redeemed at its holder: a poll again, passed there
@@ -136,7 +135,7 @@ func TestDevicePeers(t *testing.T) {
 	})
 	t.Run("without peers the code is unknown at the other replica", func(t *testing.T) {
 		pe := newPeerEnv(t, 2, false, func(r *http.Request, _ int64) int {
-			if r.URL.Path == PathDeviceAuthorization {
+			if r.URL.Path == PathAuthorization {
 				return 0
 			}
 			return 1
@@ -150,7 +149,7 @@ func TestDevicePeers(t *testing.T) {
 	})
 	t.Run("the holder down", func(t *testing.T) {
 		pe := newPeerEnv(t, 2, true, func(r *http.Request, _ int64) int {
-			if r.URL.Path == PathDeviceAuthorization {
+			if r.URL.Path == PathAuthorization {
 				return 0
 			}
 			return 1
@@ -179,7 +178,7 @@ func TestPeerRefusals(t *testing.T) {
 	srv := pe.backs[0].srv
 	now := pe.clock.Now()
 	seal := func(req peerRequest) string {
-		s, err := srv.keys.seal(purposePeerRequest, req)
+		s, err := srv.Seal(purposePeerRequest, req)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -200,20 +199,12 @@ func TestPeerRefusals(t *testing.T) {
 	}
 	with := func(f func(*peerRequest)) string {
 		r := good
-		r.Nonce = randomString(8)
+		r.Nonce = RandomString(8)
 		f(&r)
 		return seal(r)
 	}
-	k, err := auth.GenerateKey()
-	if err != nil {
-		t.Fatal(err)
-	}
-	otherKey, err := newKeyring(k)
-	if err != nil {
-		t.Fatal(err)
-	}
-	foreign, _ := otherKey.seal(purposePeerRequest, good)
-	wrongPurpose, _ := srv.keys.seal(purposeDeviceCode, good)
+	foreign, _ := bareServer(t, nil).Seal(purposePeerRequest, good) // another key
+	wrongPurpose, _ := srv.Seal(purposeDeviceCode, good)
 	build := map[string]func() string{
 		"garbage":           func() string { return "not sealed" },
 		"empty":             func() string { return "" },
@@ -232,7 +223,7 @@ func TestPeerRefusals(t *testing.T) {
 		},
 		"path-escape": func() string {
 			return with(func(r *peerRequest) {
-				r.Op, r.Method, r.URI = "forward", http.MethodPost, PathDevice+"/.."+PathRegister
+				r.Op, r.Method, r.URI = "forward", http.MethodPost, PathPage+"/.."+PathRegister
 			})
 		},
 		"too-large": func() string { return strings.Repeat("A", maxPeerBytes+1) },

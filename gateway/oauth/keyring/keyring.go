@@ -1,4 +1,9 @@
-package oauth
+// Package keyring is the keys of the gateway's authorization server
+// (gateway/oauth): the Ed25519 signing keys every replica holds (the
+// current one first, then those being rotated out), and what is derived
+// from each: the AEAD that seals codes, refresh tokens and cookies, and the
+// MAC that signs client ids.
+package keyring
 
 import (
 	"bytes"
@@ -24,19 +29,19 @@ import (
 // maxKeyFileBytes bounds a key or secret file.
 const maxKeyFileBytes = 64 << 10
 
-// signingKey is one Ed25519 key and what is derived from it.
-type signingKey struct {
-	id     string // JWS kid: "bsf-" + auth.KeyID
-	priv   ed25519.PrivateKey
+// Key is one Ed25519 key and what is derived from it.
+type Key struct {
+	ID     string // JWS kid: "bsf-" + auth.KeyID
+	Priv   ed25519.PrivateKey
 	aead   cipher.AEAD // seals codes, refresh tokens and cookies
 	tag    [4]byte     // identifies the sealing key in a sealed value
 	macKey []byte      // signs client ids
 }
 
-// keyring holds the current key (first) and the ones being rotated out.
-type keyring struct {
-	keys []*signingKey
-	jwks []byte // the public JWKS document
+// Ring holds the current key (first) and the ones being rotated out.
+type Ring struct {
+	keys []*Key
+	JWKS []byte // the public JWKS document
 }
 
 // Key labels for HKDF. Changing one invalidates everything made with it.
@@ -49,10 +54,11 @@ const (
 // ErrBadKey reports an unusable signing key file.
 var ErrBadKey = errors.New("oauth: bad signing key")
 
-func loadKeyring(current string, previous []string) (*keyring, error) {
+// Load reads the current key file and those being rotated out.
+func Load(current string, previous []string) (*Ring, error) {
 	var keys []auth.KeyPair
 	for _, path := range append([]string{current}, previous...) {
-		data, err := readSmallFile(path)
+		data, err := ReadSmallFile(path)
 		if err != nil {
 			return nil, fmt.Errorf("%w: %w", ErrBadKey, err)
 		}
@@ -62,15 +68,15 @@ func loadKeyring(current string, previous []string) (*keyring, error) {
 		}
 		keys = append(keys, k)
 	}
-	return newKeyring(keys...)
+	return New(keys...)
 }
 
-// newKeyring derives the keys of each pair; the first is current.
-func newKeyring(pairs ...auth.KeyPair) (*keyring, error) {
+// New derives the keys of each pair; the first is current.
+func New(pairs ...auth.KeyPair) (*Ring, error) {
 	if len(pairs) == 0 {
 		return nil, fmt.Errorf("%w: no key", ErrBadKey)
 	}
-	kr := &keyring{}
+	kr := &Ring{}
 	set := jose.JSONWebKeySet{}
 	for _, p := range pairs {
 		seed := p.Private.Seed()
@@ -94,30 +100,30 @@ func newKeyring(pairs ...auth.KeyPair) (*keyring, error) {
 		if err != nil {
 			return nil, fmt.Errorf("oauth: %w", err)
 		}
-		sk := &signingKey{id: "bsf-" + p.ID, priv: p.Private, aead: aead, macKey: mac}
+		sk := &Key{ID: "bsf-" + p.ID, Priv: p.Private, aead: aead, macKey: mac}
 		copy(sk.tag[:], tag)
 		for _, other := range kr.keys {
-			if other.id == sk.id {
+			if other.ID == sk.ID {
 				return nil, fmt.Errorf("%w: the same key is listed twice", ErrBadKey)
 			}
 		}
 		kr.keys = append(kr.keys, sk)
-		set.Keys = append(set.Keys, jose.JSONWebKey{Key: p.Private.Public(), KeyID: sk.id, Algorithm: string(jose.EdDSA), Use: "sig"})
+		set.Keys = append(set.Keys, jose.JSONWebKey{Key: p.Private.Public(), KeyID: sk.ID, Algorithm: string(jose.EdDSA), Use: "sig"})
 	}
 	b, err := json.Marshal(set)
 	if err != nil {
 		return nil, fmt.Errorf("oauth: jwks: %w", err)
 	}
-	kr.jwks = b
+	kr.JWKS = b
 	return kr, nil
 }
 
-func (kr *keyring) current() *signingKey { return kr.keys[0] }
+func (kr *Ring) Current() *Key { return kr.keys[0] }
 
-// byID returns the key with JWS key id kid.
-func (kr *keyring) byID(kid string) *signingKey {
+// ByID returns the key with JWS key id kid.
+func (kr *Ring) ByID(kid string) *Key {
 	for _, k := range kr.keys {
-		if k.id == kid {
+		if k.ID == kid {
 			return k
 		}
 	}
@@ -131,15 +137,15 @@ const sealVersion = 1
 // made for another purpose or with a key no longer held.
 var ErrSealed = errors.New("oauth: sealed value is invalid")
 
-// seal encrypts v (as JSON) with the current key; purpose is bound as
+// Seal encrypts v (as JSON) with the current key; purpose is bound as
 // additional data, so a value sealed for one purpose never opens as another.
 // The result is URL-safe base64 without padding.
-func (kr *keyring) seal(purpose string, v any) (string, error) {
+func (kr *Ring) Seal(purpose string, v any) (string, error) {
 	plain, err := json.Marshal(v)
 	if err != nil {
 		return "", fmt.Errorf("oauth: seal: %w", err)
 	}
-	k := kr.current()
+	k := kr.Current()
 	out := make([]byte, 0, 1+len(k.tag)+k.aead.NonceSize()+len(plain)+k.aead.Overhead())
 	out = append(out, sealVersion)
 	out = append(out, k.tag[:]...)
@@ -152,9 +158,9 @@ func (kr *keyring) seal(purpose string, v any) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(out), nil
 }
 
-// open reverses seal into v. Values larger than limit bytes are refused
+// Open reverses Seal into v. Values larger than limit bytes are refused
 // before any work.
-func (kr *keyring) open(purpose, s string, limit int, v any) error {
+func (kr *Ring) Open(purpose, s string, limit int, v any) error {
 	if len(s) == 0 || len(s) > limit {
 		return ErrSealed
 	}
@@ -162,7 +168,7 @@ func (kr *keyring) open(purpose, s string, limit int, v any) error {
 	if err != nil || len(raw) < 5 || raw[0] != sealVersion {
 		return ErrSealed
 	}
-	var k *signingKey
+	var k *Key
 	for _, c := range kr.keys {
 		if bytes.Equal(c.tag[:], raw[1:5]) {
 			k = c
@@ -186,11 +192,11 @@ func (kr *keyring) open(purpose, s string, limit int, v any) error {
 	return nil
 }
 
-// mac signs data for client ids with the current key.
-func (kr *keyring) mac(data []byte) []byte { return macWith(kr.current().macKey, data) }
+// MAC signs data for client ids with the current key.
+func (kr *Ring) MAC(data []byte) []byte { return macWith(kr.Current().macKey, data) }
 
-// verifyMAC reports whether sum is data's MAC under any held key.
-func (kr *keyring) verifyMAC(data, sum []byte) bool {
+// VerifyMAC reports whether sum is data's MAC under any held key.
+func (kr *Ring) VerifyMAC(data, sum []byte) bool {
 	ok := false
 	for _, k := range kr.keys {
 		// Every key is tried, whatever the result, so the time taken does
@@ -208,8 +214,8 @@ func macWith(key, data []byte) []byte {
 	return m.Sum(nil)[:16]
 }
 
-// readSmallFile reads a key or secret file of at most maxKeyFileBytes.
-func readSmallFile(path string) ([]byte, error) {
+// ReadSmallFile reads a key or secret file of at most maxKeyFileBytes.
+func ReadSmallFile(path string) ([]byte, error) {
 	f, err := os.Open(path)
 	if err != nil {
 		return nil, err
@@ -225,9 +231,9 @@ func readSmallFile(path string) ([]byte, error) {
 	return data, nil
 }
 
-// digest is a short, stable fingerprint of a value (client ids, redirect
+// Digest is a short, stable fingerprint of a value (client ids, redirect
 // URIs) for binding without carrying the value.
-func digest(parts ...string) string {
+func Digest(parts ...string) string {
 	h := sha256.New()
 	for _, p := range parts {
 		h.Write([]byte(p))

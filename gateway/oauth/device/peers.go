@@ -1,4 +1,4 @@
-package oauth
+package device
 
 import (
 	"bytes"
@@ -12,11 +12,13 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/brainstem/brainstem/gateway/oauth"
 )
 
 // A device sign-in lives in the memory of the replica that issued its
 // codes (device.go), but the user's browser and the client's polls reach
-// whichever replica the load balancer picks. With Options.Peers set, a
+// whichever replica the load balancer picks. With oauth.Options.Peers set, a
 // replica that does not hold the request passes the browser's or the
 // client's request to the replica that does, and relays its answer:
 //
@@ -46,10 +48,12 @@ const (
 	// peerTimeout bounds one peer call.
 	peerTimeout = 5 * time.Second
 	// maxPeerBytes bounds a sealed peer request or answer (a page is about
-	// 10 KB; a form at most maxFormBytes).
+	// 10 KB; a form at most oauth.MaxFormBytes).
 	maxPeerBytes = 1 << 20
 	// MaxPeers bounds the replicas asked for a typed code.
 	MaxPeers = 64
+	// peerNoncesRemembered bounds the peer requests a replica remembers.
+	peerNoncesRemembered = 100000
 )
 
 // Sealing purposes of the peer channel.
@@ -68,7 +72,7 @@ var (
 )
 
 // Peers lets a replica reach the other replicas of the gateway
-// (Options.Peers).
+// (oauth.Options.Peers).
 type Peers struct {
 	// Self is this replica's peer address (host:port of its admin
 	// listener) as the others reach it.
@@ -76,17 +80,8 @@ type Peers struct {
 	// List returns the peer address of every replica (Self may be among
 	// them; it is skipped).
 	List func(ctx context.Context) ([]string, error)
-	// Client makes peer calls; nil means a client with peerTimeout.
+	// oauth.Client makes peer calls; nil means a client with peerTimeout.
 	Client *http.Client
-}
-
-// forwardedKey marks a request passed from a peer; its value is the
-// original client's address.
-type forwardedKey struct{}
-
-func forwardedIP(r *http.Request) (string, bool) {
-	ip, ok := r.Context().Value(forwardedKey{}).(string)
-	return ip, ok
 }
 
 // peerRequest is a sealed call to one peer.
@@ -113,11 +108,11 @@ type peerAnswer struct {
 }
 
 // forwardable are the paths a peer may pass on: the device flow's steps.
-func (s *Server) forwardable(method, path string) bool {
+func (s *Grant) forwardable(method, path string) bool {
 	switch {
-	case method == http.MethodPost && path == s.base+PathDevice,
-		method == http.MethodPost && path == s.base+PathToken,
-		method == http.MethodGet && path == s.base+PathCallback:
+	case method == http.MethodPost && path == s.srv.Base()+PathPage,
+		method == http.MethodPost && path == s.srv.Base()+oauth.PathToken,
+		method == http.MethodGet && path == s.srv.Base()+oauth.PathCallback:
 		return true
 	}
 	return false
@@ -125,7 +120,7 @@ func (s *Server) forwardable(method, path string) bool {
 
 // holder is the peer address this replica stamps on what it issues; ""
 // without peers.
-func (s *Server) holder() string {
+func (s *Grant) holder() string {
 	if s.peers == nil {
 		return ""
 	}
@@ -135,54 +130,54 @@ func (s *Server) holder() string {
 // elsewhere reports whether a request of a device sign-in held at h
 // should be passed there: h is another replica and r was not itself
 // passed on.
-func (s *Server) elsewhere(r *http.Request, h string) bool {
+func (s *Grant) elsewhere(r *http.Request, h string) bool {
 	return h != "" && s.mayPass(r) && h != s.peers.Self
 }
 
 // mayPass reports whether r may be passed to a peer: there are peers, and
 // r was not itself passed here.
-func (s *Server) mayPass(r *http.Request) bool {
-	_, passed := forwardedIP(r)
+func (s *Grant) mayPass(r *http.Request) bool {
+	_, passed := oauth.ForwardedIP(r)
 	return s.peers != nil && !passed
 }
 
 // PeerHandler answers the peers' requests (mount it at PathPeer on the
-// admin listener). Without Options.Peers it refuses everything.
-func (s *Server) PeerHandler() http.Handler {
+// admin listener). Without oauth.Options.Peers it refuses everything.
+func (s *Grant) PeerHandler() http.Handler {
 	return http.HandlerFunc(s.servePeer)
 }
 
-func (s *Server) servePeer(w http.ResponseWriter, r *http.Request) {
+func (s *Grant) servePeer(w http.ResponseWriter, r *http.Request) {
 	if r.Method != http.MethodPost || s.peers == nil {
 		http.Error(w, "not found", http.StatusNotFound)
 		return
 	}
 	raw, err := io.ReadAll(http.MaxBytesReader(w, r.Body, maxPeerBytes))
 	if err != nil {
-		s.count("peer", "refused")
+		s.srv.Count("peer", "refused")
 		http.Error(w, "peer request too large", http.StatusRequestEntityTooLarge)
 		return
 	}
 	req, err := s.openPeerRequest(string(raw))
 	if err != nil {
-		s.count("peer", "refused")
-		s.log.Warn("oauth: peer request refused", "err", err, "peer_ip", peerIP(r))
+		s.srv.Count("peer", "refused")
+		s.srv.Log().Warn("oauth: peer request refused", "err", err, "peer_ip", oauth.RemoteIP(r))
 		http.Error(w, ErrPeerRefused.Error(), http.StatusForbidden)
 		return
 	}
 	ans := peerAnswer{Nonce: req.Nonce}
 	switch req.Op {
 	case "find":
-		g, err := s.lookupUserCode(req.Code, s.now())
+		g, err := s.lookupUserCode(req.Code, s.srv.Now())
 		ans.Held = err == nil && g != nil
-		s.count("peer", "find")
+		s.srv.Count("peer", "find")
 	case "forward":
 		ans.Status, ans.Header, ans.Body = s.replay(r.Context(), req)
-		s.count("peer", "forward")
+		s.srv.Count("peer", "forward")
 	}
-	sealed, err := s.keys.seal(purposePeerAnswer, ans)
+	sealed, err := s.srv.Seal(purposePeerAnswer, ans)
 	if err != nil {
-		s.serverError(w, err)
+		s.srv.ServerError(w, err)
 		return
 	}
 	w.Header().Set("Content-Type", "text/plain")
@@ -191,12 +186,12 @@ func (s *Server) servePeer(w http.ResponseWriter, r *http.Request) {
 
 // openPeerRequest opens and checks a sealed peer request: for this
 // replica, fresh, and not seen before.
-func (s *Server) openPeerRequest(sealed string) (*peerRequest, error) {
+func (s *Grant) openPeerRequest(sealed string) (*peerRequest, error) {
 	var req peerRequest
-	if err := s.keys.open(purposePeerRequest, sealed, maxPeerBytes, &req); err != nil {
+	if err := s.srv.Open(purposePeerRequest, sealed, maxPeerBytes, &req); err != nil {
 		return nil, fmt.Errorf("%w: %w", ErrPeerRefused, err)
 	}
-	now := s.now()
+	now := s.srv.Now()
 	switch {
 	case req.To != s.peers.Self:
 		return nil, fmt.Errorf("%w: it is for the peer %q", ErrPeerRefused, req.To)
@@ -220,16 +215,16 @@ func pathOf(uri string) string {
 
 // replay answers a passed request with this replica's own handlers, as
 // if its client had sent it here.
-func (s *Server) replay(ctx context.Context, req *peerRequest) (int, map[string][]string, []byte) {
-	ctx = context.WithValue(ctx, forwardedKey{}, req.IP)
-	r, err := http.NewRequestWithContext(ctx, req.Method, s.issuer+strings.TrimPrefix(req.URI, s.base), bytes.NewReader(req.Body))
+func (s *Grant) replay(ctx context.Context, req *peerRequest) (int, map[string][]string, []byte) {
+	ctx = oauth.Forwarded(ctx, req.IP)
+	r, err := http.NewRequestWithContext(ctx, req.Method, s.srv.Issuer()+strings.TrimPrefix(req.URI, s.srv.Base()), bytes.NewReader(req.Body))
 	if err != nil {
 		return http.StatusBadRequest, nil, []byte("invalid passed request")
 	}
 	r.Header = http.Header(req.Header)
 	r.RemoteAddr = net.JoinHostPort(req.IP, "0")
 	rec := &peerRecorder{header: http.Header{}}
-	s.handlers.ServeHTTP(rec, r)
+	s.srv.Endpoints().ServeHTTP(rec, r)
 	if rec.status == 0 {
 		rec.status = http.StatusOK
 	}
@@ -274,9 +269,9 @@ func endToEnd(h http.Header) map[string][]string {
 }
 
 // call sends a sealed request to peer and opens its sealed answer.
-func (s *Server) callPeer(ctx context.Context, peer string, req peerRequest) (*peerAnswer, error) {
-	req.To, req.Nonce, req.Exp = peer, randomString(16), s.now().Add(peerTTL).Unix()
-	sealed, err := s.keys.seal(purposePeerRequest, req)
+func (s *Grant) callPeer(ctx context.Context, peer string, req peerRequest) (*peerAnswer, error) {
+	req.To, req.Nonce, req.Exp = peer, oauth.RandomString(16), s.srv.Now().Add(peerTTL).Unix()
+	sealed, err := s.srv.Seal(purposePeerRequest, req)
 	if err != nil {
 		return nil, err
 	}
@@ -297,7 +292,7 @@ func (s *Server) callPeer(ctx context.Context, peer string, req peerRequest) (*p
 		return nil, fmt.Errorf("%w: status %d", ErrPeerUnreachable, resp.StatusCode)
 	}
 	var ans peerAnswer
-	if err := s.keys.open(purposePeerAnswer, string(body), maxPeerBytes, &ans); err != nil || ans.Nonce != req.Nonce {
+	if err := s.srv.Open(purposePeerAnswer, string(body), maxPeerBytes, &ans); err != nil || ans.Nonce != req.Nonce {
 		return nil, fmt.Errorf("%w: its answer does not open", ErrPeerUnreachable)
 	}
 	return &ans, nil
@@ -305,10 +300,10 @@ func (s *Server) callPeer(ctx context.Context, peer string, req peerRequest) (*p
 
 // findHolder asks every other replica whether it holds the pending
 // request of a typed (normalised) user code; "" when none does.
-func (s *Server) findHolder(ctx context.Context, code string) string {
+func (s *Grant) findHolder(ctx context.Context, code string) string {
 	peers, err := s.peers.List(ctx)
 	if err != nil {
-		s.log.Warn("oauth: cannot list the gateway's replicas", "err", err)
+		s.srv.Log().Warn("oauth: cannot list the gateway's replicas", "err", err)
 		return ""
 	}
 	ctx, cancel := context.WithCancel(ctx)
@@ -324,7 +319,7 @@ func (s *Server) findHolder(ctx context.Context, code string) string {
 		wg.Go(func() {
 			ans, err := s.callPeer(ctx, p, peerRequest{Op: "find", Code: code})
 			if err != nil {
-				s.log.Warn("oauth: a replica did not answer", "peer", p, "err", err)
+				s.srv.Log().Warn("oauth: a replica did not answer", "peer", p, "err", err)
 				return
 			}
 			if ans.Held {
@@ -348,13 +343,13 @@ func (s *Server) findHolder(ctx context.Context, code string) string {
 // forward passes r (whose body, already read, is body) to the replica
 // peer and writes its answer. It reports false, having written nothing,
 // when the peer did not answer.
-func (s *Server) forward(w http.ResponseWriter, r *http.Request, peer string, body []byte) bool {
+func (s *Grant) forward(w http.ResponseWriter, r *http.Request, peer string, body []byte) bool {
 	h := endToEnd(r.Header)
 	ans, err := s.callPeer(r.Context(), peer, peerRequest{Op: "forward", Method: r.Method, URI: r.URL.RequestURI(),
-		Header: h, Body: body, IP: s.clientIP(r)})
+		Header: h, Body: body, IP: s.srv.ClientIP(r)})
 	if err != nil {
-		s.count("peer", "unreachable")
-		s.log.Warn("oauth: cannot pass a device sign-in step to its replica", "peer", peer, "err", err)
+		s.srv.Count("peer", "unreachable")
+		s.srv.Log().Warn("oauth: cannot pass a device sign-in step to its replica", "peer", peer, "err", err)
 		return false
 	}
 	for k, v := range endToEnd(http.Header(ans.Header)) {
@@ -362,6 +357,6 @@ func (s *Server) forward(w http.ResponseWriter, r *http.Request, peer string, bo
 	}
 	w.WriteHeader(ans.Status)
 	_, _ = w.Write(ans.Body)
-	s.count("peer", "forwarded")
+	s.srv.Count("peer", "forwarded")
 	return true
 }

@@ -1,4 +1,4 @@
-package oauth
+package machine
 
 import (
 	"bufio"
@@ -31,6 +31,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/tooling/logcheck"
 )
 
@@ -95,7 +96,7 @@ func (m machine) secretForm() url.Values {
 func (m machine) assertion(t testing.TB, r *replica, now time.Time, over map[string]any) string {
 	t.Helper()
 	c := map[string]any{"iss": m.id, "sub": m.id, "aud": r.url + PathToken, "exp": now.Add(time.Minute).Unix(),
-		"iat": now.Unix(), "jti": randomString(12)}
+		"iat": now.Unix(), "jti": RandomString(12)}
 	for k, v := range over {
 		if v == nil {
 			delete(c, k)
@@ -229,7 +230,7 @@ func TestClientCredentialsSecret(t *testing.T) {
 	}
 
 	// The token expires with its 10 minutes.
-	e.clock.Advance(DefaultServiceAccountTokenTTL + accessClockSkew)
+	e.clock.Advance(DefaultServiceAccountTokenTTL + AccessClockSkew)
 	if _, err := r.srv.Verify(context.Background(), at2); !isKind(err, sso.Expired) {
 		t.Fatalf("after 10 minutes: %v", err)
 	}
@@ -523,18 +524,18 @@ func TestClientCredentialsMetadata(t *testing.T) {
 // full store refuses rather than forget a live one.
 func TestAssertionStore(t *testing.T) {
 	now := time.Now()
-	a := newAssertionStore(2)
-	if a.remember("a", now.Add(time.Minute), now) != rememberNew || a.remember("a", now.Add(time.Minute), now) != rememberReplay {
+	a := NewReplays(2)
+	if a.Remember("a", now.Add(time.Minute), now) != RememberNew || a.Remember("a", now.Add(time.Minute), now) != RememberReplay {
 		t.Fatal("replay not caught")
 	}
-	if a.remember("b", now.Add(2*time.Minute), now) != rememberNew || a.remember("c", now.Add(time.Minute), now) != rememberFull {
+	if a.Remember("b", now.Add(2*time.Minute), now) != RememberNew || a.Remember("c", now.Add(time.Minute), now) != RememberFull {
 		t.Fatal("a full store accepted")
 	}
 	later := now.Add(time.Minute)
-	if a.remember("a", later.Add(time.Minute), later) != rememberNew {
+	if a.Remember("a", later.Add(time.Minute), later) != RememberNew {
 		t.Fatal("an expired jti is still remembered")
 	}
-	if a.remember("b", later, later) != rememberReplay {
+	if a.Remember("b", later, later) != RememberReplay {
 		t.Fatal("a live jti was forgotten")
 	}
 }
@@ -592,7 +593,7 @@ func TestServiceAccountConfig(t *testing.T) {
 	_ = os.WriteFile(hashFile, []byte(good+"  -\n"), 0o600)
 	_ = os.WriteFile(keyFile, []byte(publicPEM(t, newP256(t))), 0o600)
 	accts, err := loadServiceAccounts([]ServiceAccount{{ID: "a", Credentials: []Credential{{SecretSHA256File: hashFile}, {PublicKeyFile: keyFile}}}}, slog.New(slog.DiscardHandler))
-	if err != nil || len(accts["a"].creds) != 2 || accts["a"].creds[1].alg != jose.ES256 {
+	if err != nil || len(accts["a"].creds) != 2 || accts["a"].creds[1].Alg != jose.ES256 {
 		t.Fatalf("load: %v %+v", err, accts)
 	}
 	_, err = loadServiceAccounts([]ServiceAccount{{ID: "a", Credentials: []Credential{{SecretSHA256File: filepath.Join(dir, "missing")}}}}, slog.New(slog.DiscardHandler))
@@ -637,7 +638,7 @@ func TestClientCredentialsAttackList(t *testing.T) {
 		n++
 		want, input, _ := strings.Cut(line, " ")
 		t.Run(fmt.Sprintf("%d %s", n, line), func(t *testing.T) {
-			resetFailureBudgets(r.srv) // the failure budgets are not under test (TestClientCredentialsFloods)
+			resetFailureBudgets(r.mach) // the failure budgets are not under test (TestClientCredentialsFloods)
 			req, err := http.NewRequest(http.MethodPost, r.url+PathToken, strings.NewReader(expand.Replace(input)))
 			if err != nil {
 				t.Fatal(err)
@@ -667,7 +668,7 @@ func TestClientCredentialsAttackList(t *testing.T) {
 // with 503 rather than forget one.
 func TestClientCredentialsLimits(t *testing.T) {
 	e, r, m := newMachineEnv(t)
-	r.srv.assertions = newAssertionStore(1)
+	r.mach.assertions = NewReplays(1)
 	now := e.clock.Now()
 	mustToken(t, e, r, assertionForm(m.bot.assertion(t, r, now, nil)))
 	st, out := e.token(r, assertionForm(m.bot.assertion(t, r, now, nil)))
@@ -677,10 +678,10 @@ func TestClientCredentialsLimits(t *testing.T) {
 }
 
 // resetFailureBudgets forgets every failed client authentication of s.
-func resetFailureBudgets(s *Server) {
+func resetFailureBudgets(s *Grant) {
 	s.authFailures.Purge()
 	for _, a := range s.accounts {
-		a.failures = newFailureBudget(clientFailuresPerMin)
+		a.failures = newFailureBudget(ClientFailuresPerMin)
 	}
 }
 
@@ -693,7 +694,7 @@ func testClientIP(r *http.Request) string {
 	if a := r.Header.Get(testAddrHeader); a != "" {
 		return a
 	}
-	return peerIP(r)
+	return oauth.RemoteIP(r)
 }
 
 // tokenFrom posts a token request as if from addr ("" for the TCP
@@ -738,7 +739,7 @@ func wantThrottled(t *testing.T, st int, out map[string]any, retry string) time.
 // secrets from one address (a NAT, or every client behind an Ingress
 // without limits.client_ip_header) made the genuine secret from that
 // address get 429 for a minute. Now only failures are counted: the first
-// clientFailuresPerMin wrong secrets get the truthful 401, later ones 429
+// ClientFailuresPerMin wrong secrets get the truthful 401, later ones 429
 // with Retry-After, while every genuine credential from the same address
 // and for the same account is answered with its token. Success resets
 // nothing: the guesser stays throttled. The log holds a bounded number of
@@ -749,7 +750,7 @@ func TestClientCredentialsFailureBudget(t *testing.T) {
 	var retry time.Duration
 	for i := range 125 {
 		st, out, ra := tokenFrom(t, r, "", wrong, nil)
-		if i < clientFailuresPerMin {
+		if i < ClientFailuresPerMin {
 			wantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
 			continue
 		}
@@ -775,8 +776,8 @@ func TestClientCredentialsFailureBudget(t *testing.T) {
 	mustToken(t, e, r, m.ci.secretForm())
 
 	logs := m.logs.String()
-	if n := strings.Count(logs, "service account authentication refused"); n != clientFailuresPerMin+1 {
-		t.Errorf("%d refusals logged, want %d: one per failure within the budget", n, clientFailuresPerMin+1)
+	if n := strings.Count(logs, "service account authentication refused"); n != ClientFailuresPerMin+1 {
+		t.Errorf("%d refusals logged, want %d: one per failure within the budget", n, ClientFailuresPerMin+1)
 	}
 	if n := strings.Count(logs, "too many failed service account authentications"); n != 1 {
 		t.Errorf("%d lines say the budget is spent, want 1 (at most one a minute)", n)
@@ -842,7 +843,7 @@ func runFlood(t *testing.T, from, want, body string) {
 		switch {
 		case want == "400":
 			wantTokenError(t, st, out, http.StatusBadRequest, "invalid_request")
-		case want == "401" || i < clientFailuresPerMin:
+		case want == "401" || i < ClientFailuresPerMin:
 			wantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
 		case want == "throttled":
 			wantThrottled(t, st, out, ra)

@@ -1,4 +1,4 @@
-package oauth
+package idjag
 
 import (
 	"bufio"
@@ -18,6 +18,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/brainstem/brainstem/auth/devidp"
+	"github.com/brainstem/brainstem/gateway/oauth/machine"
 )
 
 // enterpriseEnv is one replica that trusts the test's development IdP for
@@ -140,7 +141,7 @@ func validJAGClaims(e *testEnv, r *replica) map[string]any {
 	now := e.clock.Now()
 	return map[string]any{
 		"iss": e.idpURL, "sub": "alice@example.com", "aud": r.url, "client_id": devidp.DefaultAssertionClientID,
-		"jti": randomString(16), "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(),
+		"jti": RandomString(16), "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(),
 		"email": "alice@example.com", "email_verified": true, "resource": r.url + "/mcp", "scope": Scope,
 	}
 }
@@ -351,7 +352,7 @@ func TestIDJAGFailureBudget(t *testing.T) {
 			t.Fatalf("refused assertion %d: %d %v", i, st, out)
 		}
 	}
-	if throttled < 125-clientFailuresPerMin-5 {
+	if throttled < 125-machine.ClientFailuresPerMin-5 {
 		t.Fatalf("only %d of 125 refused assertions were throttled", throttled)
 	}
 	jag := idjagOf(t, e, r, "alice@example.com")

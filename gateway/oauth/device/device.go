@@ -1,7 +1,6 @@
-package oauth
+package device
 
 import (
-	"context"
 	"crypto/rand"
 	"crypto/subtle"
 	"errors"
@@ -12,24 +11,88 @@ import (
 	"sync"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
+
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/oauth/clients"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
+	"github.com/brainstem/brainstem/gateway/oauth/pages"
+	"github.com/brainstem/brainstem/gateway/oauth/upstream"
 )
 
-// The device authorization grant (RFC 8628), for clients on a computer
-// without a browser (an SSH host, a dev container): the client asks for a
-// device code and a short user code; the user types the user code into
-// the verification page in any browser, sees which client on which
-// computer asks, approves, and signs in at the IdP as in the code flow;
-// the client polls the token endpoint until the approval arrives.
-//
-// The device code is sealed, so any replica recognises a genuine one and
-// its client; the pairing of the user code with the device code, and the
-// approval, are held in the memory of the replica that issued the codes
-// (docs/decisions.md, "Device flow"): the verification page and the
-// client's polls must reach that replica.
+// Paths below the issuer's path.
+const (
+	// PathAuthorization is the RFC 8628 device authorization endpoint.
+	PathAuthorization = "/device_authorization"
+	// PathPage is the device flow's verification page.
+	PathPage = "/device"
+)
 
-// GrantTypeDevice is the device authorization grant type.
-const GrantTypeDevice = "urn:ietf:params:oauth:grant-type:device_code"
+// Grant is the device authorization grant of one replica: the requests
+// it issued, and its channel to the other replicas (peers.go).
+type Grant struct {
+	srv        *oauth.Server
+	devices    *deviceStore
+	peers      *Peers                        // the other replicas; nil without
+	peerNonces *lru.Cache[string, time.Time] // peer requests seen → until they expire
+}
+
+// New makes the device grant of srv. peers, when set, lets a device
+// sign-in started at one replica complete through any other (peers.go);
+// nil keeps each one on the replica that issued it.
+func New(srv *oauth.Server, peers *Peers) (*Grant, error) {
+	g := &Grant{srv: srv, devices: newDeviceStore()}
+	if peers != nil {
+		if peers.Self == "" || peers.List == nil {
+			return nil, errors.New("oauth: peers need this replica's address and a way to list the others")
+		}
+		pc := *peers
+		if pc.Client == nil {
+			pc.Client = &http.Client{Timeout: peerTimeout}
+		}
+		g.peers = &pc
+	}
+	var err error
+	if g.peerNonces, err = lru.New[string, time.Time](peerNoncesRemembered); err != nil {
+		return nil, fmt.Errorf("oauth: device: %w", err)
+	}
+	return g, nil
+}
+
+// GrantType is the device code grant type.
+func (s *Grant) GrantType() string { return oauth.GrantTypeDevice }
+
+// Advertise names the device authorization endpoint.
+func (s *Grant) Advertise(m map[string]any) bool {
+	m["device_authorization_endpoint"] = s.srv.Issuer() + PathAuthorization
+	return true
+}
+
+// Register adds the device authorization endpoint and the verification
+// page.
+func (s *Grant) Register(mux *http.ServeMux) {
+	mux.HandleFunc("GET "+s.srv.Base()+PathPage, s.serveDevicePage)
+	mux.HandleFunc("POST "+s.srv.Base()+PathPage, s.serveDeviceForm)
+	oauth.HandleCORS(mux, s.srv.Base()+PathAuthorization, s.serveDeviceAuthorization)
+}
+
+// Redeem is the token endpoint's device_code grant: a poll of a request
+// another replica holds is passed there.
+func (s *Grant) Redeem(w http.ResponseWriter, r *http.Request, form url.Values) ([]byte, string, *oauth.TokenError) {
+	clientID, terr := s.srv.TokenClient(r, form)
+	if terr != nil {
+		s.srv.Count("token", "refused")
+		s.srv.WriteTokenError(w, terr)
+		return nil, "", nil
+	}
+	if s.passDevicePoll(w, r, form) {
+		return nil, "", nil
+	}
+	body, terr := s.redeemDevice(r, form, clientID)
+	return body, "token_device_code", terr
+}
 
 // Defaults and limits of the device flow.
 const (
@@ -104,7 +167,7 @@ type deviceGrant struct {
 	id       string
 	userCode string // normalised: 8 letters, no dash
 	clientID string
-	client   Client
+	client   oauth.Client
 	ip       string // the requesting address
 	computer string // the client's description of itself (User-Agent)
 	created  time.Time
@@ -190,7 +253,7 @@ func (d *deviceStore) update(g *deviceGrant, f func(*deviceGrant)) {
 	}
 }
 
-func userCodeKey(code string) string { return digest("user code", code) }
+func userCodeKey(code string) string { return keyring.Digest("user code", code) }
 
 // newUserCode draws a user code uniformly from the alphabet.
 func newUserCode() string {
@@ -261,38 +324,38 @@ type deviceResponse struct {
 }
 
 // serveDeviceAuthorization is POST /device_authorization (RFC 8628 §3.1).
-func (s *Server) serveDeviceAuthorization(w http.ResponseWriter, r *http.Request) {
+func (s *Grant) serveDeviceAuthorization(w http.ResponseWriter, r *http.Request) {
 	body, terr := s.deviceAuthorization(w, r)
 	if terr != nil {
-		s.count("device_authorization", "refused")
-		s.writeTokenError(w, terr)
+		s.srv.Count("device_authorization", "refused")
+		s.srv.WriteTokenError(w, terr)
 		return
 	}
-	s.count("device_authorization", "ok")
-	writeJSONValue(w, http.StatusOK, body)
+	s.srv.Count("device_authorization", "ok")
+	oauth.WriteJSON(w, http.StatusOK, body)
 }
 
-func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*deviceResponse, *tokenError) {
-	if !s.allow(r, "device_authorization", deviceAuthPerMin) {
-		return nil, &tokenError{http.StatusTooManyRequests, "temporarily_unavailable", ErrDeviceRate.Error() + "; try again in a minute", time.Minute}
+func (s *Grant) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*deviceResponse, *oauth.TokenError) {
+	if !s.srv.Allow(r, "device_authorization", deviceAuthPerMin) {
+		return nil, oauth.NewTokenError(http.StatusTooManyRequests, "temporarily_unavailable", ErrDeviceRate.Error()+"; try again in a minute", time.Minute)
 	}
-	form, clientID, terr := s.tokenForm(w, r)
+	form, clientID, terr := s.srv.TokenForm(w, r)
 	if terr != nil {
 		return nil, terr
 	}
-	if sc, ok := form["scope"]; ok && sc[0] != Scope {
-		return nil, &tokenError{http.StatusBadRequest, "invalid_scope", "the only scope is " + Scope, 0}
+	if sc, ok := form["scope"]; ok && sc[0] != oauth.Scope {
+		return nil, oauth.NewTokenError(http.StatusBadRequest, "invalid_scope", "the only scope is "+oauth.Scope, 0)
 	}
-	if res, ok := form["resource"]; ok && !s.isResource(res[0]) {
-		return nil, &tokenError{http.StatusBadRequest, "invalid_target", "resource must be the MCP endpoint " + s.resource, 0}
+	if res, ok := form["resource"]; ok && !s.srv.IsResource(res[0]) {
+		return nil, oauth.NewTokenError(http.StatusBadRequest, "invalid_target", "resource must be the MCP endpoint "+s.srv.Resource(), 0)
 	}
-	client, err := s.deviceClient(r.Context(), r, clientID)
+	client, err := s.deviceClient(r, clientID)
 	if err != nil {
-		return nil, &tokenError{http.StatusBadRequest, "unauthorized_client", err.Error(), 0}
+		return nil, oauth.NewTokenError(http.StatusBadRequest, "unauthorized_client", err.Error(), 0)
 	}
-	now := s.now()
+	now := s.srv.Now()
 	g := &deviceGrant{
-		id: randomString(16), clientID: clientID, client: *client, ip: s.clientIP(r),
+		id: oauth.RandomString(16), clientID: clientID, client: *client, ip: s.srv.ClientIP(r),
 		computer: describeComputer(r.UserAgent()), created: now, exp: now.Add(DeviceCodeTTL),
 		interval: DevicePollInterval,
 	}
@@ -303,15 +366,15 @@ func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*d
 		}
 	}
 	if err != nil {
-		s.log.Warn("oauth: device request refused", "err", err)
-		return nil, &tokenError{http.StatusServiceUnavailable, "temporarily_unavailable", ErrDeviceFull.Error() + "; try again shortly", 30 * time.Second}
+		s.srv.Log().Warn("oauth: device request refused", "err", err)
+		return nil, oauth.NewTokenError(http.StatusServiceUnavailable, "temporarily_unavailable", ErrDeviceFull.Error()+"; try again shortly", 30*time.Second)
 	}
-	sealed, err := s.keys.seal(purposeDeviceCode, deviceCodeState{ID: g.id, Client: digest(clientID), Exp: g.exp.Unix(), Holder: s.holder()})
+	sealed, err := s.srv.Seal(purposeDeviceCode, deviceCodeState{ID: g.id, Client: keyring.Digest(clientID), Exp: g.exp.Unix(), Holder: s.holder()})
 	if err != nil {
-		return nil, &tokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
+		return nil, oauth.NewTokenError(http.StatusInternalServerError, "server_error", "internal error", 0)
 	}
-	s.log.Info("oauth: device sign-in requested", "client", clientLabel(clientID), "client_ip", g.ip, "computer", g.computer)
-	verify := s.issuer + PathDevice
+	s.srv.Log().Info("oauth: device sign-in requested", "client", oauth.ClientLabel(clientID), "client_ip", g.ip, "computer", g.computer)
+	verify := s.srv.Issuer() + PathPage
 	return &deviceResponse{
 		DeviceCode: devicePrefix + sealed, UserCode: formatUserCode(g.userCode),
 		VerificationURI: verify, VerificationURIComplete: verify + "?user_code=" + formatUserCode(g.userCode),
@@ -320,22 +383,16 @@ func (s *Server) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*d
 }
 
 // deviceClient resolves a client that may use the device grant.
-func (s *Server) deviceClient(ctx context.Context, r *http.Request, clientID string) (*Client, error) {
-	var client *Client
-	var err error
-	switch {
-	case isMetadataURL(clientID) && s.meta == nil:
-		return nil, errors.New("this gateway does not accept client metadata documents")
-	case isMetadataURL(clientID):
-		client, err = s.meta.client(ctx, s, clientID, func() bool { return s.allow(r, "metadata", metadataPerMin) })
-	default:
-		client, err = s.parseRegisteredClient(clientID)
+func (s *Grant) deviceClient(r *http.Request, clientID string) (*oauth.Client, error) {
+	client, err := s.srv.ResolveClient(r, clientID)
+	if errors.Is(err, oauth.ErrNoMetadataDocuments) {
+		return nil, err
 	}
 	if err != nil {
 		return nil, fmt.Errorf("the client cannot be used: %w", err)
 	}
 	if !client.Device {
-		return nil, fmt.Errorf("the client did not register the grant type %s", GrantTypeDevice)
+		return nil, fmt.Errorf("the client did not register the grant type %s", oauth.GrantTypeDevice)
 	}
 	return client, nil
 }
@@ -359,14 +416,14 @@ func describeComputer(ua string) string {
 
 // openDeviceCode opens a device code (without its prefix check failing,
 // ok is false).
-func (s *Server) openDeviceCode(form url.Values) (dc deviceCodeState, ok bool) {
+func (s *Grant) openDeviceCode(form url.Values) (dc deviceCodeState, ok bool) {
 	raw, ok := strings.CutPrefix(form.Get("device_code"), devicePrefix)
-	return dc, ok && s.keys.open(purposeDeviceCode, raw, maxDeviceCodeBytes, &dc) == nil
+	return dc, ok && s.srv.Open(purposeDeviceCode, raw, maxDeviceCodeBytes, &dc) == nil
 }
 
 // passDevicePoll passes a poll of a device request another replica holds
 // to that replica, and reports whether it answered.
-func (s *Server) passDevicePoll(w http.ResponseWriter, r *http.Request, form url.Values) bool {
+func (s *Grant) passDevicePoll(w http.ResponseWriter, r *http.Request, form url.Values) bool {
 	dc, ok := s.openDeviceCode(form)
 	if !ok || !s.elsewhere(r, dc.Holder) || s.devices.get(dc.ID) != nil {
 		return false
@@ -375,30 +432,30 @@ func (s *Server) passDevicePoll(w http.ResponseWriter, r *http.Request, form url
 }
 
 // redeemDevice is the token endpoint's device_code grant (RFC 8628 §3.4).
-func (s *Server) redeemDevice(r *http.Request, form url.Values, clientID string) ([]byte, *tokenError) {
+func (s *Grant) redeemDevice(r *http.Request, form url.Values, clientID string) ([]byte, *oauth.TokenError) {
 	dc, ok := s.openDeviceCode(form)
 	if !ok {
-		return nil, invalidGrant("the device code is not valid")
+		return nil, oauth.InvalidGrant("the device code is not valid")
 	}
-	now := s.now()
+	now := s.srv.Now()
 	switch {
-	case subtle.ConstantTimeCompare([]byte(dc.Client), []byte(digest(clientID))) != 1:
-		return nil, invalidGrant("the device code was issued to another client")
+	case subtle.ConstantTimeCompare([]byte(dc.Client), []byte(keyring.Digest(clientID))) != 1:
+		return nil, oauth.InvalidGrant("the device code was issued to another client")
 	case now.Unix() > dc.Exp:
-		return nil, &tokenError{http.StatusBadRequest, "expired_token", "the device code expired; start the sign-in again", 0}
+		return nil, oauth.NewTokenError(http.StatusBadRequest, "expired_token", "the device code expired; start the sign-in again", 0)
 	}
-	if !s.allow(r, "device_poll", devicePollPerMin) {
-		return nil, &tokenError{http.StatusBadRequest, "slow_down", ErrDeviceRate.Error() + " (polling)", 0}
+	if !s.srv.Allow(r, "device_poll", devicePollPerMin) {
+		return nil, oauth.NewTokenError(http.StatusBadRequest, "slow_down", ErrDeviceRate.Error()+" (polling)", 0)
 	}
 	g := s.devices.get(dc.ID)
 	switch {
 	case g == nil && s.elsewhere(r, dc.Holder):
-		return nil, invalidGrant("%s; start the sign-in again", ErrPeerUnreachable.Error())
+		return nil, oauth.InvalidGrant("%s; start the sign-in again", ErrPeerUnreachable.Error())
 	case g == nil:
-		return nil, invalidGrant("this gateway replica holds no such device request (made at another replica, or before a restart); start the sign-in again")
+		return nil, oauth.InvalidGrant("this gateway replica holds no such device request (made at another replica, or before a restart); start the sign-in again")
 	}
 	var (
-		terr *tokenError
+		terr *oauth.TokenError
 		id   auth.Identity
 		upRT string
 	)
@@ -406,17 +463,17 @@ func (s *Server) redeemDevice(r *http.Request, form url.Values, clientID string)
 		if !g.lastPoll.IsZero() && now.Sub(g.lastPoll) < g.interval {
 			g.interval += deviceSlowDown
 			g.lastPoll = now
-			terr = &tokenError{http.StatusBadRequest, "slow_down", fmt.Sprintf("polling too fast; wait %d seconds between polls", int(g.interval/time.Second)), 0}
+			terr = oauth.NewTokenError(http.StatusBadRequest, "slow_down", fmt.Sprintf("polling too fast; wait %d seconds between polls", int(g.interval/time.Second)), 0)
 			return
 		}
 		g.lastPoll = now
 		switch g.status {
 		case devicePending, deviceApproving:
-			terr = &tokenError{http.StatusBadRequest, "authorization_pending", "the user has not approved the request yet", 0}
+			terr = oauth.NewTokenError(http.StatusBadRequest, "authorization_pending", "the user has not approved the request yet", 0)
 		case deviceDenied:
-			terr = &tokenError{http.StatusBadRequest, "access_denied", "the request was denied" + g.reason, 0}
+			terr = oauth.NewTokenError(http.StatusBadRequest, "access_denied", "the request was denied"+g.reason, 0)
 		case deviceRedeemed:
-			terr = invalidGrant("the device code was already used")
+			terr = oauth.InvalidGrant("the device code was already used")
 		case deviceApproved:
 			g.status = deviceRedeemed
 			id, upRT = g.identity, g.upRefr
@@ -426,7 +483,7 @@ func (s *Server) redeemDevice(r *http.Request, form url.Values, clientID string)
 	if terr != nil {
 		return nil, terr
 	}
-	return s.issue(id, clientID, upRT, randomString(16), now.Add(s.cfg.RefreshTokenTTL).Unix(), "device_code")
+	return s.srv.Issue(id, clientID, upRT, oauth.RandomString(16), now.Add(s.srv.Config().RefreshTokenTTL).Unix(), "device_code")
 }
 
 // deviceForm is the sealed token of the code entry form.
@@ -446,50 +503,50 @@ type deviceApproval struct {
 // serveDevicePage is GET /device: the form to type the user code in,
 // filled in from ?user_code= (verification_uri_complete); the user still
 // submits it and then sees the approval page.
-func (s *Server) serveDevicePage(w http.ResponseWriter, r *http.Request) {
+func (s *Grant) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 	prefill := ""
 	if q := r.URL.Query()["user_code"]; len(q) == 1 {
 		if c, err := normalizeUserCode(q[0]); err == nil {
 			prefill = formatUserCode(c)
 		}
 	}
-	s.count("device_page", "ok")
+	s.srv.Count("device_page", "ok")
 	s.renderCodeForm(w, http.StatusOK, prefill, "")
 }
 
 // renderCodeForm shows the code entry form with a fresh CSRF token.
-func (s *Server) renderCodeForm(w http.ResponseWriter, status int, prefill, problem string) {
-	f := deviceForm{CSRF: randomString(16), Exp: s.now().Add(LoginTTL).Unix()}
-	sealed, err := s.keys.seal(purposeDeviceForm, f)
+func (s *Grant) renderCodeForm(w http.ResponseWriter, status int, prefill, problem string) {
+	f := deviceForm{CSRF: oauth.RandomString(16), Exp: s.srv.Now().Add(config.LoginTTL).Unix()}
+	sealed, err := s.srv.Seal(purposeDeviceForm, f)
 	if err != nil {
-		s.serverError(w, err)
+		s.srv.ServerError(w, err)
 		return
 	}
-	s.setCookie(w, cookieDeviceCSRF, f.CSRF, LoginTTL, http.SameSiteStrictMode)
-	s.renderPage(w, status, deviceCodePage, deviceCodeData{
-		Gateway: s.issuer, Action: s.issuer + PathDevice, Token: sealed, Code: prefill, Problem: problem,
+	s.srv.SetCookie(w, cookieDeviceCSRF, f.CSRF, config.LoginTTL, http.SameSiteStrictMode)
+	s.srv.RenderPage(w, status, pages.DeviceCode, pages.DeviceCodeData{
+		Gateway: s.srv.Issuer(), Action: s.srv.Issuer() + PathPage, Token: sealed, Code: prefill, Problem: problem,
 	})
 }
 
 // serveDeviceForm is POST /device: a typed code (step=code) or the
 // approval page's answer (step=approve).
-func (s *Server) serveDeviceForm(w http.ResponseWriter, r *http.Request) {
-	r.Body = http.MaxBytesReader(w, r.Body, maxFormBytes)
+func (s *Grant) serveDeviceForm(w http.ResponseWriter, r *http.Request) {
+	r.Body = http.MaxBytesReader(w, r.Body, oauth.MaxFormBytes)
 	if err := r.ParseForm(); err != nil {
-		s.count("device_page", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "Invalid answer", "The form could not be read.")
+		s.srv.Count("device_page", "refused")
+		s.srv.ErrorPage(w, http.StatusBadRequest, "Invalid answer", "The form could not be read.")
 		return
 	}
 	for k, v := range r.PostForm {
 		if len(v) > 1 {
-			s.count("device_page", "refused")
-			s.errorPageFor(w, http.StatusBadRequest, "Invalid answer", fmt.Sprintf("The field %q appears more than once.", k))
+			s.srv.Count("device_page", "refused")
+			s.srv.ErrorPage(w, http.StatusBadRequest, "Invalid answer", fmt.Sprintf("The field %q appears more than once.", k))
 			return
 		}
 	}
-	if !s.sameOrigin(r) {
-		s.count("device_page", "refused")
-		s.errorPageFor(w, http.StatusForbidden, "Invalid answer", "The form was not submitted from this gateway's own page.")
+	if !s.srv.SameOrigin(r) {
+		s.srv.Count("device_page", "refused")
+		s.srv.ErrorPage(w, http.StatusForbidden, "Invalid answer", "The form was not submitted from this gateway's own page.")
 		return
 	}
 	switch r.PostForm.Get("step") {
@@ -498,36 +555,36 @@ func (s *Server) serveDeviceForm(w http.ResponseWriter, r *http.Request) {
 	case "approve":
 		s.deviceApproveStep(w, r)
 	default:
-		s.count("device_page", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "Invalid answer", "The form's step is neither code nor approve.")
+		s.srv.Count("device_page", "refused")
+		s.srv.ErrorPage(w, http.StatusBadRequest, "Invalid answer", "The form's step is neither code nor approve.")
 	}
 }
 
 // csrfMatches compares the form's CSRF value with the page's cookie.
-func (s *Server) csrfMatches(r *http.Request, cookie, want string) bool {
-	got := s.cookie(r, cookie)
+func (s *Grant) csrfMatches(r *http.Request, cookie, want string) bool {
+	got := s.srv.Cookie(r, cookie)
 	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
 }
 
-func (s *Server) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
+func (s *Grant) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 	var f deviceForm
-	if err := s.keys.open(purposeDeviceForm, r.PostForm.Get("token"), 4<<10, &f); err != nil || s.now().Unix() > f.Exp {
-		s.count("device_page", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "This page has expired", "The page is older than "+human(LoginTTL)+" or was altered. Load it again.")
+	if err := s.srv.Open(purposeDeviceForm, r.PostForm.Get("token"), 4<<10, &f); err != nil || s.srv.Now().Unix() > f.Exp {
+		s.srv.Count("device_page", "refused")
+		s.srv.ErrorPage(w, http.StatusBadRequest, "This page has expired", "The page is older than "+pages.Human(config.LoginTTL)+" or was altered. Load it again.")
 		return
 	}
 	if !s.csrfMatches(r, cookieDeviceCSRF, f.CSRF) {
-		s.count("device_page", "refused")
-		s.errorPageFor(w, http.StatusForbidden, "Invalid answer", "The form does not belong to this browser. Load the page again.")
+		s.srv.Count("device_page", "refused")
+		s.srv.ErrorPage(w, http.StatusForbidden, "Invalid answer", "The form does not belong to this browser. Load the page again.")
 		return
 	}
-	if !s.allow(r, "device_verify", deviceVerifyPerMin) {
-		s.count("device_page", "refused")
+	if !s.srv.Allow(r, "device_verify", deviceVerifyPerMin) {
+		s.srv.Count("device_page", "refused")
 		w.Header().Set("Retry-After", "60")
-		s.errorPageFor(w, http.StatusTooManyRequests, "Too many codes tried", "Too many codes were tried from your address. Wait a minute and try again.")
+		s.srv.ErrorPage(w, http.StatusTooManyRequests, "Too many codes tried", "Too many codes were tried from your address. Wait a minute and try again.")
 		return
 	}
-	g, err := s.lookupUserCode(r.PostForm.Get("user_code"), s.now())
+	g, err := s.lookupUserCode(r.PostForm.Get("user_code"), s.srv.Now())
 	if errors.Is(err, ErrUserCodeUnknown) && s.mayPass(r) {
 		// Perhaps another replica issued it.
 		code, _ := normalizeUserCode(r.PostForm.Get("user_code"))
@@ -536,24 +593,24 @@ func (s *Server) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	if err != nil {
-		s.count("device_page", "refused")
+		s.srv.Count("device_page", "refused")
 		s.renderCodeForm(w, http.StatusBadRequest, "", userCodeProblem(err))
 		return
 	}
-	now := s.now()
-	a := deviceApproval{ID: g.id, CSRF: randomString(16), Exp: s.now().Add(LoginTTL).Unix(), Holder: s.holder()}
-	sealed, err := s.keys.seal(purposeDeviceApprove, a)
+	now := s.srv.Now()
+	a := deviceApproval{ID: g.id, CSRF: oauth.RandomString(16), Exp: s.srv.Now().Add(config.LoginTTL).Unix(), Holder: s.holder()}
+	sealed, err := s.srv.Seal(purposeDeviceApprove, a)
 	if err != nil {
-		s.serverError(w, err)
+		s.srv.ServerError(w, err)
 		return
 	}
 	// The IdP is discovered before the page, whose CSP must name its origin.
-	if _, err := s.up.discovered(r.Context()); err != nil {
-		s.count("device_page", "unavailable")
-		s.unavailablePage(w, err)
+	if err := s.srv.DiscoverIdP(r.Context()); err != nil {
+		s.srv.Count("device_page", "unavailable")
+		s.srv.UnavailablePage(w, err)
 		return
 	}
-	s.setCookie(w, cookieDeviceCSRF, a.CSRF, LoginTTL, http.SameSiteStrictMode)
+	s.srv.SetCookie(w, cookieDeviceCSRF, a.CSRF, config.LoginTTL, http.SameSiteStrictMode)
 	name := g.client.Name
 	if name == "" {
 		name = "An unnamed application"
@@ -562,20 +619,20 @@ func (s *Server) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 	if computer == "" {
 		computer = "(it gave no description)"
 	}
-	s.count("device_page", "approve")
-	s.renderPage(w, http.StatusOK, deviceApprovePage, deviceApproveData{
-		Name: name, ClientID: clientLabelLong(g.clientID), Gateway: s.issuer, Dynamic: g.client.Dynamic,
-		MetadataHost: g.client.MetadataHost, IP: g.ip, YourIP: s.clientIP(r), Computer: computer,
-		Age: human(max(now.Sub(g.created).Truncate(time.Second), time.Second)), Code: formatUserCode(g.userCode),
-		TokenTTL: human(s.cfg.AccessTokenTTL), RefreshTTL: human(s.cfg.RefreshTokenTTL),
-		Action: s.issuer + PathDevice, Token: sealed,
-	}, s.up.origin())
+	s.srv.Count("device_page", "approve")
+	s.srv.RenderPage(w, http.StatusOK, pages.DeviceApprove, pages.DeviceApproveData{
+		Name: name, ClientID: clientLabelLong(g.clientID), Gateway: s.srv.Issuer(), Dynamic: g.client.Dynamic,
+		MetadataHost: g.client.MetadataHost, IP: g.ip, YourIP: s.srv.ClientIP(r), Computer: computer,
+		Age: pages.Human(max(now.Sub(g.created).Truncate(time.Second), time.Second)), Code: formatUserCode(g.userCode),
+		TokenTTL: pages.Human(s.srv.Config().AccessTokenTTL), RefreshTTL: pages.Human(s.srv.Config().RefreshTokenTTL),
+		Action: s.srv.Issuer() + PathPage, Token: sealed,
+	}, s.srv.IdPOrigin())
 }
 
 // lookupUserCode finds the pending request of a typed code:
 // ErrUserCodeFormat, ErrUserCodeUnknown (also once used: a used code finds
 // nothing) or ErrDeviceExpired otherwise.
-func (s *Server) lookupUserCode(typed string, now time.Time) (*deviceGrant, error) {
+func (s *Grant) lookupUserCode(typed string, now time.Time) (*deviceGrant, error) {
 	code, err := normalizeUserCode(typed)
 	if err != nil {
 		return nil, err
@@ -598,28 +655,28 @@ func userCodeProblem(err error) string {
 	case errors.Is(err, ErrDeviceExpired):
 		return "This code has expired. Start the sign-in again on your device."
 	}
-	return "No sign-in request has this code. Check the code your device shows, or start again there (codes work once, for " + human(DeviceCodeTTL) + ")."
+	return "No sign-in request has this code. Check the code your device shows, or start again there (codes work once, for " + pages.Human(DeviceCodeTTL) + ")."
 }
 
 // clientLabelLong names a client on the approval page: a metadata
 // document's URL, or the start of a registered id.
 func clientLabelLong(id string) string {
-	if isMetadataURL(id) || len(id) <= 24 {
+	if clients.IsMetadataURL(id) || len(id) <= 24 {
 		return id
 	}
 	return id[:24] + "…"
 }
 
-func (s *Server) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
+func (s *Grant) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 	var a deviceApproval
-	if err := s.keys.open(purposeDeviceApprove, r.PostForm.Get("token"), 4<<10, &a); err != nil || s.now().Unix() > a.Exp {
-		s.count("device_page", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "This page has expired", "The approval page is older than "+human(LoginTTL)+" or was altered.")
+	if err := s.srv.Open(purposeDeviceApprove, r.PostForm.Get("token"), 4<<10, &a); err != nil || s.srv.Now().Unix() > a.Exp {
+		s.srv.Count("device_page", "refused")
+		s.srv.ErrorPage(w, http.StatusBadRequest, "This page has expired", "The approval page is older than "+pages.Human(config.LoginTTL)+" or was altered.")
 		return
 	}
 	if !s.csrfMatches(r, cookieDeviceCSRF, a.CSRF) {
-		s.count("device_page", "refused")
-		s.errorPageFor(w, http.StatusForbidden, "Invalid answer", "The approval does not belong to this browser. Type the code again.")
+		s.srv.Count("device_page", "refused")
+		s.srv.ErrorPage(w, http.StatusForbidden, "Invalid answer", "The approval does not belong to this browser. Type the code again.")
 		return
 	}
 	if s.elsewhere(r, a.Holder) && s.devices.get(a.ID) == nil && s.forward(w, r, a.Holder, []byte(r.PostForm.Encode())) {
@@ -627,14 +684,14 @@ func (s *Server) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 	}
 	decision := r.PostForm.Get("decision")
 	if decision != "allow" && decision != "deny" {
-		s.count("device_page", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "Invalid answer", "The answer is neither allow nor deny.")
+		s.srv.Count("device_page", "refused")
+		s.srv.ErrorPage(w, http.StatusBadRequest, "Invalid answer", "The answer is neither allow nor deny.")
 		return
 	}
-	s.setCookie(w, cookieDeviceCSRF, "", -1, http.SameSiteStrictMode)
+	s.srv.SetCookie(w, cookieDeviceCSRF, "", -1, http.SameSiteStrictMode)
 	g := s.devices.get(a.ID)
-	now := s.now()
-	sid := randomString(16)
+	now := s.srv.Now()
+	sid := oauth.RandomString(16)
 	var problem string
 	if g == nil {
 		problem = "The sign-in request is gone. Start again on your device."
@@ -653,34 +710,46 @@ func (s *Server) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	if problem != "" {
-		s.count("device_page", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "This code cannot be used", problem)
+		s.srv.Count("device_page", "refused")
+		s.srv.ErrorPage(w, http.StatusBadRequest, "This code cannot be used", problem)
 		return
 	}
 	if decision == "deny" {
-		s.count("device_page", "denied")
-		s.log.Info("oauth: device sign-in denied", "client", clientLabel(g.clientID), "client_ip", g.ip)
-		s.renderPage(w, http.StatusOK, deviceDonePage, deviceDoneData{Title: "Denied",
+		s.srv.Count("device_page", "denied")
+		s.srv.Log().Info("oauth: device sign-in denied", "client", oauth.ClientLabel(g.clientID), "client_ip", g.ip)
+		s.srv.RenderPage(w, http.StatusOK, pages.DeviceDone, pages.DeviceDoneData{Title: "Denied",
 			Message: "The device gets nothing. If you did not start this sign-in yourself, someone may be trying to get you to approve theirs: tell your security team."})
 		return
 	}
-	s.count("device_page", "ok")
-	s.sendToIdP(w, r, loginState{SID: sid, Device: g.id, Holder: s.holder(), Verifier: randomString(32), Nonce: randomString(16),
-		Exp: now.Add(LoginTTL).Unix()})
+	s.srv.Count("device_page", "ok")
+	s.srv.SendToIdP(w, r, oauth.Login{SID: sid, Request: g.id, Holder: s.holder(), Verifier: oauth.RandomString(32), Nonce: oauth.RandomString(16),
+		Exp: now.Add(config.LoginTTL).Unix()})
+}
+
+// FinishLogin is the IdP's callback of a device approval: passed to the
+// replica holding the request when it is another, finished here
+// otherwise.
+func (s *Grant) FinishLogin(w http.ResponseWriter, r *http.Request, ls oauth.Login) {
+	if s.elsewhere(r, ls.Holder) && s.devices.get(ls.Request) == nil && s.forward(w, r, ls.Holder, nil) {
+		return // a device approval another replica holds: finished there
+	}
+	if s.srv.EndLogin(w, r, ls) {
+		s.finishDevice(w, r, ls)
+	}
 }
 
 // finishDevice completes a device approval at the IdP's callback: the
 // IdP's code is redeemed here, the identity verified, and the request
 // marked approved for the client's next poll.
-func (s *Server) finishDevice(w http.ResponseWriter, r *http.Request, ls loginState) {
-	g := s.devices.get(ls.Device)
+func (s *Grant) finishDevice(w http.ResponseWriter, r *http.Request, ls oauth.Login) {
+	g := s.devices.get(ls.Request)
 	mine := false
 	if g != nil {
 		s.devices.update(g, func(g *deviceGrant) { mine = g.sid == ls.SID })
 	}
 	if !mine {
-		s.count("callback", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "This sign-in request is gone", "Start the sign-in again on your device.")
+		s.srv.Count("callback", "refused")
+		s.srv.ErrorPage(w, http.StatusBadRequest, "This sign-in request is gone", "Start the sign-in again on your device.")
 		return
 	}
 	deny := func(status int, title, msg, reason string) {
@@ -689,8 +758,8 @@ func (s *Server) finishDevice(w http.ResponseWriter, r *http.Request, ls loginSt
 				g.status, g.reason = deviceDenied, reason
 			}
 		})
-		s.count("callback", "refused")
-		s.errorPageFor(w, status, title, msg)
+		s.srv.Count("callback", "refused")
+		s.srv.ErrorPage(w, status, title, msg)
 	}
 	q := r.URL.Query()
 	if e := q.Get("error"); e != "" {
@@ -702,34 +771,34 @@ func (s *Server) finishDevice(w http.ResponseWriter, r *http.Request, ls loginSt
 		deny(http.StatusBadRequest, "Invalid sign-in answer", "The identity provider's answer carries no usable code.", ": the identity provider's answer was unusable")
 		return
 	}
-	tok, err := s.up.exchange(r.Context(), upCode, ls.Verifier)
+	tok, err := s.srv.Exchange(r.Context(), upCode, ls.Verifier)
 	if err != nil {
-		terr := s.upstreamFailure(err)
-		if errors.Is(err, ErrUpstreamRefused) {
-			terr = invalidGrant("the identity provider refused its code")
+		terr := s.srv.UpstreamFailure(err)
+		if errors.Is(err, upstream.ErrRefused) {
+			terr = oauth.InvalidGrant("the identity provider refused its code")
 		}
-		deny(terr.status, "Your company sign-in failed", "The gateway could not complete the sign-in: "+terr.description+".", ": "+terr.description)
+		deny(terr.Status, "Your company sign-in failed", "The gateway could not complete the sign-in: "+terr.Description+".", ": "+terr.Description)
 		return
 	}
-	id, terr := s.identify(r.Context(), tok, ls.Nonce)
+	id, terr := s.srv.Identify(r.Context(), tok, ls.Nonce)
 	if terr != nil {
-		deny(http.StatusForbidden, "You cannot sign in", terr.description, ": "+terr.description)
+		deny(http.StatusForbidden, "You cannot sign in", terr.Description, ": "+terr.Description)
 		return
 	}
 	ok := false
 	s.devices.update(g, func(g *deviceGrant) {
-		if g.status == deviceApproving && g.sid == ls.SID && !s.now().After(g.exp) {
+		if g.status == deviceApproving && g.sid == ls.SID && !s.srv.Now().After(g.exp) {
 			g.status, g.identity, g.upRefr, g.email, ok = deviceApproved, id, tok.RefreshToken, id.Email, true
 		}
 	})
 	if !ok {
-		s.count("callback", "refused")
-		s.errorPageFor(w, http.StatusBadRequest, "This sign-in request expired", "Start the sign-in again on your device.")
+		s.srv.Count("callback", "refused")
+		s.srv.ErrorPage(w, http.StatusBadRequest, "This sign-in request expired", "Start the sign-in again on your device.")
 		return
 	}
-	s.count("callback", "ok")
-	s.log.Info("oauth: device sign-in approved", "email", id.Email, "client", clientLabel(g.clientID), "client_ip", g.ip)
-	s.renderPage(w, http.StatusOK, deviceDonePage, deviceDoneData{Title: "Approved",
+	s.srv.Count("callback", "ok")
+	s.srv.Log().Info("oauth: device sign-in approved", "email", id.Email, "client", oauth.ClientLabel(g.clientID), "client_ip", g.ip)
+	s.srv.RenderPage(w, http.StatusOK, pages.DeviceDone, pages.DeviceDoneData{Title: "Approved",
 		Message: "You are signed in as " + id.Email + ". Return to your device: it continues within a few seconds. You can close this window."})
 }
 

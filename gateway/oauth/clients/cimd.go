@@ -1,4 +1,4 @@
-package oauth
+package clients
 
 import (
 	"context"
@@ -19,6 +19,8 @@ import (
 
 	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/sync/singleflight"
+
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 )
 
 // Limits of client ID metadata document fetches.
@@ -42,14 +44,14 @@ const (
 // used; the message says why.
 var ErrMetadataDocument = errors.New("oauth: client metadata document refused")
 
-// metadataFetcher fetches client ID metadata documents with SSRF
+// Fetcher fetches client ID metadata documents with SSRF
 // protection: https only (loopback http when allowed), every address a
 // connection is made to checked after DNS resolution (so a name that
 // resolves to an internal address, or changes to one, is refused), no
 // redirects, no proxies, bounded size and time, and a bounded cache.
-type metadataFetcher struct {
+type Fetcher struct {
 	hc            *http.Client
-	fetchTimeout  time.Duration
+	FetchTimeout  time.Duration
 	allowLoopback bool
 	allowedHosts  map[string]bool // nil: any public host
 	now           func() time.Time
@@ -63,8 +65,8 @@ type metadataEntry struct {
 	until  time.Time
 }
 
-func newMetadataFetcher(cfg ClientMetadataConfig, now func() time.Time) *metadataFetcher {
-	f := &metadataFetcher{allowLoopback: cfg.AllowLoopback, now: now, fetchTimeout: MetadataFetchTimeout}
+func NewFetcher(cfg config.ClientMetadataConfig, now func() time.Time) *Fetcher {
+	f := &Fetcher{allowLoopback: cfg.AllowLoopback, now: now, FetchTimeout: MetadataFetchTimeout}
 	if len(cfg.AllowedHosts) > 0 {
 		f.allowedHosts = map[string]bool{}
 		for _, h := range cfg.AllowedHosts {
@@ -94,7 +96,7 @@ func newMetadataFetcher(cfg ClientMetadataConfig, now func() time.Time) *metadat
 
 // checkDial runs after DNS resolution, before each connection: it refuses
 // any address that is not public.
-func (f *metadataFetcher) checkDial(_, address string, _ syscall.RawConn) error {
+func (f *Fetcher) checkDial(_, address string, _ syscall.RawConn) error {
 	host, _, err := net.SplitHostPort(address)
 	if err != nil {
 		return err
@@ -148,16 +150,10 @@ func publicAddr(ip netip.Addr) bool {
 	return true
 }
 
-// isMetadataURL reports whether a client id looks like a metadata document
-// URL (and so is not a registered client id).
-func isMetadataURL(id string) bool {
-	return strings.HasPrefix(id, "https://") || strings.HasPrefix(id, "http://")
-}
-
-// checkMetadataURL validates a client id that is a metadata document URL:
+// CheckURL validates a client id that is a metadata document URL:
 // https with a path, no fragment, user info or dot segments; loopback http
 // only when allowed.
-func (f *metadataFetcher) checkMetadataURL(id string) (*url.URL, error) {
+func (f *Fetcher) CheckURL(id string) (*url.URL, error) {
 	if len(id) > MaxClientIDBytes {
 		return nil, fmt.Errorf("%w: the client id is over %d bytes", ErrMetadataDocument, MaxClientIDBytes)
 	}
@@ -165,7 +161,7 @@ func (f *metadataFetcher) checkMetadataURL(id string) (*url.URL, error) {
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("%w: the client id %.100q is not a URL", ErrMetadataDocument, id)
 	}
-	loopback := isLoopbackHostname(u.Hostname())
+	loopback := config.IsLoopbackHostname(u.Hostname())
 	switch {
 	case loopback && !f.allowLoopback:
 		return nil, fmt.Errorf("%w: %.100q is on a loopback address", ErrMetadataDocument, id)
@@ -189,14 +185,14 @@ func (f *metadataFetcher) checkMetadataURL(id string) (*url.URL, error) {
 	return u, nil
 }
 
-// errFetchLimit: the caller's address made too many uncached fetches.
-var errFetchLimit = errors.New("oauth: too many client metadata document fetches from this address")
+// ErrFetchLimit: the caller's address made too many uncached fetches.
+var ErrFetchLimit = errors.New("oauth: too many client metadata document fetches from this address")
 
-// client returns the client a metadata document URL describes, from the
+// Client returns the client a metadata document URL describes, from the
 // cache or fetched (one fetch per URL at a time). mayFetch is asked before
 // a fetch (a per-address limit); a cached document needs no permission.
-func (f *metadataFetcher) client(ctx context.Context, s *Server, id string, mayFetch func() bool) (*Client, error) {
-	u, err := f.checkMetadataURL(id)
+func (f *Fetcher) Client(ctx context.Context, id string, mayFetch func() bool, allowed func(redirect string) error) (*Client, error) {
+	u, err := f.CheckURL(id)
 	if err != nil {
 		return nil, err
 	}
@@ -205,12 +201,12 @@ func (f *metadataFetcher) client(ctx context.Context, s *Server, id string, mayF
 		return e.client, e.err
 	}
 	if !mayFetch() {
-		return nil, errFetchLimit
+		return nil, ErrFetchLimit
 	}
 	ch := f.flight.DoChan(id, func() (any, error) {
-		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.fetchTimeout)
+		fctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), f.FetchTimeout)
 		defer cancel()
-		c, ttl, err := f.fetch(fctx, s, u, id)
+		c, ttl, err := f.fetch(fctx, u, id, allowed)
 		if err != nil {
 			ttl = metadataFailureTTL
 		}
@@ -237,7 +233,7 @@ type metadataDocument struct {
 	GrantTypes              []string `json:"grant_types"`
 }
 
-func (f *metadataFetcher) fetch(ctx context.Context, s *Server, u *url.URL, id string) (*Client, time.Duration, error) {
+func (f *Fetcher) fetch(ctx context.Context, u *url.URL, id string, allowed func(string) error) (*Client, time.Duration, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, id, nil)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %w", ErrMetadataDocument, err)
@@ -274,7 +270,7 @@ func (f *metadataFetcher) fetch(ctx context.Context, s *Server, u *url.URL, id s
 	if m := doc.TokenEndpointAuthMethod; m != "" && m != "none" {
 		return nil, 0, fmt.Errorf("%w: token_endpoint_auth_method %.40q is not supported; this server only has public clients (none)", ErrMetadataDocument, m)
 	}
-	name, err := cleanClientName(doc.ClientName)
+	name, err := CleanName(doc.ClientName)
 	if err != nil {
 		return nil, 0, fmt.Errorf("%w: %v", ErrMetadataDocument, err)
 	}
@@ -289,7 +285,7 @@ func (f *metadataFetcher) fetch(ctx context.Context, s *Server, u *url.URL, id s
 			c.RedirectURIs = append(c.RedirectURIs, r)
 			continue
 		}
-		if s.checkRedirectURI(r) == nil {
+		if allowed(r) == nil {
 			c.RedirectURIs = append(c.RedirectURIs, r)
 		}
 	}

@@ -17,14 +17,14 @@ import (
 
 // Cookie names (on https, __Host- prefixed: Secure, Path=/, no Domain).
 const (
-	cookieSession = "brainstem-console"
-	cookieLogin   = "brainstem-console-login"
+	cookieSignIn = "brainstem-console-signin"
+	cookieLogin  = "brainstem-console-login"
 )
 
 // Sealing purposes of the console's cookies.
 const (
-	purposeSession = "console session"
-	purposeLogin   = "console login"
+	purposeSignIn = "console sign-in"
+	purposeLogin  = "console login"
 )
 
 // Bounds of the sign-in.
@@ -36,10 +36,10 @@ const (
 	maxNextBytes = 1024
 )
 
-// session is the sealed session cookie: the facade's access token (which
+// signIn is the sealed sign-in cookie: the facade's access token (which
 // carries the identity and expiry, and which sign-out revokes) and the
-// session's CSRF secret.
-type session struct {
+// sign-in's CSRF secret.
+type signIn struct {
 	Token  string `json:"t"`
 	Client string `json:"c"` // the console's client id the token was issued to
 	CSRF   string `json:"x"`
@@ -56,54 +56,39 @@ type loginState struct {
 	Exp      int64  `json:"e"`
 }
 
-// errNoSession: no session cookie at all. errSessionEnded: a cookie that
+// errNotSignedIn: no sign-in cookie at all. errSignInEnded: a cookie that
 // no longer opens, or whose token is expired or revoked.
 var (
-	errNoSession    = errors.New("console: not signed in")
-	errSessionEnded = errors.New("console: the session has ended")
+	errNotSignedIn = errors.New("console: not signed in")
+	errSignInEnded = errors.New("console: the sign-in has ended")
 )
 
-func (c *Console) cookieName(name string) string {
-	if c.secure {
-		return "__Host-" + name
-	}
-	return name
-}
-
+// setCookie sets a console cookie by the facade's rules (__Host- prefixed
+// on https, HttpOnly, SameSite=Lax); maxAge ≤ 0 deletes it.
 func (c *Console) setCookie(w http.ResponseWriter, name, value string, maxAge time.Duration) {
-	ck := &http.Cookie{Name: c.cookieName(name), Value: value, Path: "/", HttpOnly: true, Secure: c.secure,
-		SameSite: http.SameSiteLaxMode, MaxAge: int(maxAge / time.Second)}
 	if maxAge <= 0 {
-		ck.MaxAge = -1
+		maxAge = -1
 	}
-	http.SetCookie(w, ck)
+	c.facade.SetCookie(w, name, value, maxAge, http.SameSiteLaxMode)
 }
 
-func (c *Console) cookie(r *http.Request, name string) string {
-	ck, err := r.Cookie(c.cookieName(name))
-	if err != nil {
-		return ""
-	}
-	return ck.Value
-}
-
-// authenticate opens the session cookie and verifies its access token as
+// authenticate opens the sign-in cookie and verifies its access token as
 // /mcp verifies a bearer token (signature, audience, expiry, revocation).
-func (c *Console) authenticate(r *http.Request) (session, auth.Identity, error) {
-	raw := c.cookie(r, cookieSession)
+func (c *Console) authenticate(r *http.Request) (signIn, auth.Identity, error) {
+	raw := c.facade.Cookie(r, cookieSignIn)
 	if raw == "" {
-		return session{}, auth.Identity{}, errNoSession
+		return signIn{}, auth.Identity{}, errNotSignedIn
 	}
-	var s session
-	if err := c.facade.OpenFirstParty(purposeSession, raw, maxCookieBytes, &s); err != nil {
-		return session{}, auth.Identity{}, errors.Join(errSessionEnded, err)
+	var s signIn
+	if err := c.facade.OpenFirstParty(purposeSignIn, raw, maxCookieBytes, &s); err != nil {
+		return signIn{}, auth.Identity{}, errors.Join(errSignInEnded, err)
 	}
 	if c.now().Unix() >= s.Exp || s.CSRF == "" {
-		return session{}, auth.Identity{}, errSessionEnded
+		return signIn{}, auth.Identity{}, errSignInEnded
 	}
 	id, err := c.facade.Verify(r.Context(), s.Token)
 	if err != nil {
-		return session{}, auth.Identity{}, errors.Join(errSessionEnded, err)
+		return signIn{}, auth.Identity{}, errors.Join(errSignInEnded, err)
 	}
 	return s, id, nil
 }
@@ -124,11 +109,11 @@ func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 }
 
 // serveCallback finishes a sign-in: the state must be the login cookie's,
-// the code is redeemed with its verifier, and the session cookie is set.
+// the code is redeemed with its verifier, and the sign-in cookie is set.
 func (c *Console) serveCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	var ls loginState
-	if err := c.facade.OpenFirstParty(purposeLogin, c.cookie(r, cookieLogin), maxCookieBytes, &ls); err != nil ||
+	if err := c.facade.OpenFirstParty(purposeLogin, c.facade.Cookie(r, cookieLogin), maxCookieBytes, &ls); err != nil ||
 		c.now().Unix() > ls.Exp || subtle.ConstantTimeCompare([]byte(q.Get("state")), []byte(ls.State)) != 1 {
 		c.plainPage(w, http.StatusBadRequest, "Sign-in not started here", "This sign-in was not started in this browser, has expired or was already completed.", true)
 		return
@@ -144,24 +129,24 @@ func (c *Console) serveCallback(w http.ResponseWriter, r *http.Request) {
 		c.plainPage(w, http.StatusForbidden, "Sign-in refused", "The sign-in could not be completed: "+truncate(err.Error(), 300), true)
 		return
 	}
-	s := session{Token: tok.AccessToken, Client: ls.Client, CSRF: randomString(24), Exp: tok.Expiry.Unix()}
-	sealed, err := c.facade.SealFirstParty(purposeSession, s)
+	s := signIn{Token: tok.AccessToken, Client: ls.Client, CSRF: randomString(24), Exp: tok.Expiry.Unix()}
+	sealed, err := c.facade.SealFirstParty(purposeSignIn, s)
 	if err != nil {
 		c.serverError(w, err)
 		return
 	}
 	if len(sealed) > maxCookieBytes {
-		c.plainPage(w, http.StatusBadRequest, "Sign-in refused", "Your account is in too many groups for a console session cookie; ask an administrator to limit the groups claim.", true)
+		c.plainPage(w, http.StatusBadRequest, "Sign-in refused", "Your account is in too many groups for a console sign-in cookie; ask an administrator to limit the groups claim.", true)
 		return
 	}
-	c.setCookie(w, cookieSession, sealed, tok.Expiry.Sub(c.now()))
+	c.setCookie(w, cookieSignIn, sealed, tok.Expiry.Sub(c.now()))
 	w.Header().Set("Cache-Control", "no-store")
 	// Checked again: a login cookie sealed by an older replica may carry a
 	// page the current rules refuse.
 	http.Redirect(w, r, c.safeNext(ls.Next), http.StatusSeeOther)
 }
 
-// serveLogout signs out: only a session that opens, with its CSRF token
+// serveLogout signs out: only a sign-in that opens, with its CSRF token
 // from the console's origin, is signed out (the access token revoked, the
 // cookie cleared). Any other request is refused as a forged form is, and
 // sets no cookie: a cross-site form arrives without the (SameSite=Lax)
@@ -179,7 +164,7 @@ func (c *Console) serveLogout(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	c.facade.RevokeFirstParty(s.Client, s.Token)
-	c.setCookie(w, cookieSession, "", -1)
+	c.setCookie(w, cookieSignIn, "", -1)
 	http.Redirect(w, r, c.prefix+"signed-out", http.StatusSeeOther)
 }
 
@@ -189,9 +174,9 @@ func (c *Console) serveSignedOut(w http.ResponseWriter, _ *http.Request) {
 
 // checkForm refuses a state-changing request that did not come from the
 // console's own page: another origin (Origin, Sec-Fetch-Site), an
-// unreadable or oversized form, or a CSRF token that is not the session's.
+// unreadable or oversized form, or a CSRF token that is not the sign-in's.
 // It returns 0 when the request may go on.
-func (c *Console) checkForm(w http.ResponseWriter, r *http.Request, s session) (int, string) {
+func (c *Console) checkForm(w http.ResponseWriter, r *http.Request, s signIn) (int, string) {
 	if site := r.Header.Get("Sec-Fetch-Site"); site != "" && site != "same-origin" {
 		return http.StatusForbidden, "The form was not sent from the console's own page (Sec-Fetch-Site: " + truncate(site, 40) + ")."
 	}
@@ -204,7 +189,7 @@ func (c *Console) checkForm(w http.ResponseWriter, r *http.Request, s session) (
 	}
 	tok := r.PostForm.Get("csrf")
 	if tok == "" || subtle.ConstantTimeCompare([]byte(tok), []byte(s.CSRF)) != 1 {
-		return http.StatusForbidden, "The form does not carry this session's CSRF token; reload the page and try again."
+		return http.StatusForbidden, "The form does not carry this sign-in's CSRF token; reload the page and try again."
 	}
 	return 0, ""
 }

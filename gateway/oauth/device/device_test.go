@@ -1,4 +1,4 @@
-package oauth
+package device
 
 import (
 	"bufio"
@@ -14,17 +14,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
 // deviceApp registers a client for the device grant only at r.
 func (e *testEnv) deviceApp(r *replica) string {
 	e.t.Helper()
-	st, out := e.register(r, `{"client_name":"Device App","grant_types":["`+GrantTypeDevice+`","refresh_token"]}`)
+	st, out := e.register(r, `{"client_name":"Device App","grant_types":["`+oauth.GrantTypeDevice+`","refresh_token"]}`)
 	if st != http.StatusCreated {
 		e.t.Fatalf("register: %d %v", st, out)
 	}
-	if fmt.Sprint(out["grant_types"]) != "[refresh_token "+GrantTypeDevice+"]" {
+	if fmt.Sprint(out["grant_types"]) != "[refresh_token "+oauth.GrantTypeDevice+"]" {
 		e.t.Fatalf("registered grant types %v", out["grant_types"])
 	}
 	return out["client_id"].(string)
@@ -55,7 +56,7 @@ func (e *testEnv) postForm(r *replica, path string, form url.Values, ua string) 
 // device starts a device request for clientID at r.
 func (e *testEnv) device(r *replica, clientID string) map[string]any {
 	e.t.Helper()
-	st, out := e.postForm(r, PathDeviceAuthorization, url.Values{"client_id": {clientID}, "scope": {Scope}, "resource": {r.url + "/mcp"}},
+	st, out := e.postForm(r, PathAuthorization, url.Values{"client_id": {clientID}, "scope": {Scope}, "resource": {r.url + "/mcp"}},
 		"brainstem/test (login --device; host build-box-7; linux/amd64)")
 	if st != http.StatusOK {
 		e.t.Fatalf("device_authorization: %d %v", st, out)
@@ -64,7 +65,7 @@ func (e *testEnv) device(r *replica, clientID string) map[string]any {
 }
 
 func poll(clientID string, dev map[string]any) url.Values {
-	return url.Values{"grant_type": {GrantTypeDevice}, "device_code": {dev["device_code"].(string)}, "client_id": {clientID}}
+	return url.Values{"grant_type": {oauth.GrantTypeDevice}, "device_code": {dev["device_code"].(string)}, "client_id": {clientID}}
 }
 
 // typeCode loads the verification page in b and submits code; it returns
@@ -72,7 +73,7 @@ func poll(clientID string, dev map[string]any) url.Values {
 func typeCode(t *testing.T, b *testbrowser.Browser, r *replica, code string) *testbrowser.Page {
 	t.Helper()
 	ctx := context.Background()
-	p, err := b.Get(ctx, r.url+PathDevice)
+	p, err := b.Get(ctx, r.url+PathPage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -305,7 +306,7 @@ func TestDeviceRefusals(t *testing.T) {
 	})
 	t.Run("client without the device grant", func(t *testing.T) {
 		a := e.registeredApp(r)
-		st, out := e.postForm(r, PathDeviceAuthorization, url.Values{"client_id": {a.id}}, "x")
+		st, out := e.postForm(r, PathAuthorization, url.Values{"client_id": {a.id}}, "x")
 		wantTokenError(t, st, out, http.StatusBadRequest, "unauthorized_client")
 	})
 	t.Run("code flow for a device-only client", func(t *testing.T) {
@@ -318,7 +319,7 @@ func TestDeviceRefusals(t *testing.T) {
 	t.Run("code form from another browser", func(t *testing.T) {
 		dev := e.device(r, id)
 		ctx := context.Background()
-		p, err := testbrowser.New().Get(ctx, r.url+PathDevice)
+		p, err := testbrowser.New().Get(ctx, r.url+PathPage)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -332,7 +333,7 @@ func TestDeviceRefusals(t *testing.T) {
 		dev := e.device(r, id)
 		ctx := context.Background()
 		b := testbrowser.New()
-		p, err := b.Get(ctx, r.url+PathDevice)
+		p, err := b.Get(ctx, r.url+PathPage)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -371,7 +372,7 @@ func TestDeviceRateLimits(t *testing.T) {
 	for i := 1; i < deviceAuthPerMin; i++ {
 		e.device(r, id)
 	}
-	st, out := e.postForm(r, PathDeviceAuthorization, url.Values{"client_id": {id}}, "x")
+	st, out := e.postForm(r, PathAuthorization, url.Values{"client_id": {id}}, "x")
 	wantTokenError(t, st, out, http.StatusTooManyRequests, "temporarily_unavailable")
 
 	b := testbrowser.New()
@@ -450,7 +451,7 @@ func TestDeviceAttackList(t *testing.T) {
 			switch kind {
 			case "user_code":
 				e.clock.Advance(time.Minute / deviceVerifyPerMin) // within the page's budget
-				if c, err := normalizeUserCode(input); err == nil && r.srv.devices.byUserCode(c) != nil {
+				if c, err := normalizeUserCode(input); err == nil && r.dev.devices.byUserCode(c) != nil {
 					t.Fatalf("%q finds a request", input)
 				}
 				p := typeCode(t, testbrowser.New(), r, input)
@@ -458,7 +459,7 @@ func TestDeviceAttackList(t *testing.T) {
 					t.Fatalf("got %d %s", p.Status, testbrowser.Text(p.Body))
 				}
 			case "device_authorization", "token":
-				path := PathDeviceAuthorization
+				path := PathAuthorization
 				if kind == "token" {
 					path = PathToken
 				}
@@ -488,11 +489,11 @@ func TestDeviceAttackList(t *testing.T) {
 	// Nothing refused changed the real request: never polled, interval
 	// untouched, still pending and found by its code.
 	uc, _ := normalizeUserCode(dev["user_code"].(string))
-	g := r.srv.devices.byUserCode(uc)
+	g := r.dev.devices.byUserCode(uc)
 	if g == nil {
 		t.Fatal("the genuine request is gone")
 	}
-	r.srv.devices.update(g, func(g *deviceGrant) {
+	r.dev.devices.update(g, func(g *deviceGrant) {
 		if g.status != devicePending || !g.lastPoll.IsZero() || g.interval != DevicePollInterval {
 			t.Errorf("the genuine request changed: status %d, last poll %v, interval %v", g.status, g.lastPoll, g.interval)
 		}
@@ -542,42 +543,8 @@ func TestLookupUserCodeErrors(t *testing.T) {
 		{dev["user_code"].(string), now.Add(DeviceCodeTTL + time.Second), ErrDeviceExpired},
 		{dev["user_code"].(string), now, nil},
 	} {
-		if _, err := r.srv.lookupUserCode(tc.typed, tc.at); !errors.Is(err, tc.want) {
+		if _, err := r.dev.lookupUserCode(tc.typed, tc.at); !errors.Is(err, tc.want) {
 			t.Errorf("%q: %v, want %v", tc.typed, err, tc.want)
-		}
-	}
-}
-
-// TestDeviceRegistration: a client registers the device grant alone (no
-// redirect URI) or with the code flow; what the grant types leave out is
-// refused, and the grants are part of the signed id.
-func TestDeviceRegistration(t *testing.T) {
-	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
-	for body, want := range map[string]string{
-		`{"grant_types":["` + GrantTypeDevice + `"]}`:                                                              "[refresh_token " + GrantTypeDevice + "]",
-		`{"grant_types":["authorization_code","` + GrantTypeDevice + `"],"redirect_uris":["http://127.0.0.1/cb"]}`: "[authorization_code refresh_token " + GrantTypeDevice + "]",
-		`{"redirect_uris":["http://127.0.0.1/cb"]}`:                                                                "[authorization_code refresh_token]",
-	} {
-		st, out := e.register(r, body)
-		if st != http.StatusCreated || fmt.Sprint(out["grant_types"]) != want {
-			t.Errorf("%s: %d %v, want grant types %s", body, st, out, want)
-			continue
-		}
-		c, err := r.srv.parseRegisteredClient(out["client_id"].(string))
-		if err != nil || c.Device != strings.Contains(want, GrantTypeDevice) {
-			t.Errorf("%s: parsed %+v %v", body, c, err)
-		}
-	}
-	for _, tc := range []struct{ body, code string }{
-		{`{"grant_types":["refresh_token"]}`, "invalid_client_metadata"},
-		{`{"grant_types":["` + GrantTypeDevice + `"],"redirect_uris":["http://127.0.0.1/cb"]}`, "invalid_redirect_uri"},
-		{`{"grant_types":["authorization_code","` + GrantTypeDevice + `"]}`, "invalid_redirect_uri"},
-		{`{"grant_types":["urn:ietf:params:oauth:grant-type:device_code "]}`, "invalid_client_metadata"},
-	} {
-		st, out := e.register(r, tc.body)
-		if st != http.StatusBadRequest || out["error"] != tc.code {
-			t.Errorf("%s: %d %v, want 400 %s", tc.body, st, out, tc.code)
 		}
 	}
 }
@@ -590,7 +557,7 @@ func TestDeviceMetadataDocumentClient(t *testing.T) {
 	r := e.replicas[0]
 	ln, base := listen(t)
 	mux := http.NewServeMux()
-	for _, p := range []struct{ path, grants string }{{"/device.json", `["` + GrantTypeDevice + `"]`}, {"/code.json", `["authorization_code"]`}} {
+	for _, p := range []struct{ path, grants string }{{"/device.json", `["` + oauth.GrantTypeDevice + `"]`}, {"/code.json", `["authorization_code"]`}} {
 		mux.HandleFunc(p.path, func(w http.ResponseWriter, _ *http.Request) {
 			w.Header().Set("Content-Type", "application/json")
 			fmt.Fprintf(w, `{"client_id":%q,"client_name":"Doc App","redirect_uris":["http://127.0.0.1/callback"],"grant_types":%s}`, base+p.path, p.grants)
@@ -603,7 +570,7 @@ func TestDeviceMetadataDocumentClient(t *testing.T) {
 	if !strings.Contains(page.Body, "Doc App") || !strings.Contains(page.Body, ln.Addr().String()) || strings.Contains(page.Body, "registered itself") {
 		t.Fatalf("approval page: %s", testbrowser.Text(page.Body))
 	}
-	st, out := e.postForm(r, PathDeviceAuthorization, url.Values{"client_id": {base + "/code.json"}}, "x")
+	st, out := e.postForm(r, PathAuthorization, url.Values{"client_id": {base + "/code.json"}}, "x")
 	wantTokenError(t, st, out, http.StatusBadRequest, "unauthorized_client")
 }
 
@@ -614,7 +581,7 @@ func TestDeviceStoreBounds(t *testing.T) {
 	now := time.Unix(1e9, 0)
 	add := func(at time.Time) error {
 		for {
-			g := &deviceGrant{id: randomString(16), userCode: newUserCode(), created: at, exp: at.Add(DeviceCodeTTL)}
+			g := &deviceGrant{id: RandomString(16), userCode: newUserCode(), created: at, exp: at.Add(DeviceCodeTTL)}
 			if err := d.add(g, at); !errors.Is(err, errUserCodeTaken) {
 				return err
 			}
@@ -634,5 +601,43 @@ func TestDeviceStoreBounds(t *testing.T) {
 	}
 	if err := add(later.Add(time.Minute)); !errors.Is(err, ErrDeviceFull) || len(d.byID) != MaxDeviceGrants {
 		t.Fatalf("full store: %v, %d held", err, len(d.byID))
+	}
+}
+
+func TestMetadata(t *testing.T) {
+	e := newEnv(t, 1, nil)
+	r := e.replicas[0]
+	for _, path := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
+		resp, err := http.Get(r.url + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var m map[string]any
+		err = json.NewDecoder(resp.Body).Decode(&m)
+		resp.Body.Close()
+		if err != nil || resp.StatusCode != http.StatusOK {
+			t.Fatalf("%s: %d %v", path, resp.StatusCode, err)
+		}
+		want := map[string]any{
+			"issuer": r.url, "authorization_endpoint": r.url + "/authorize", "token_endpoint": r.url + "/token",
+			"registration_endpoint": r.url + "/register", "revocation_endpoint": r.url + "/revoke", "jwks_uri": r.url + "/jwks",
+			"client_id_metadata_document_supported": true, "device_authorization_endpoint": r.url + "/device_authorization",
+		}
+		for k, v := range want {
+			if m[k] != v {
+				t.Errorf("%s: %s = %v, want %v", path, k, m[k], v)
+			}
+		}
+		for k, v := range map[string]string{
+			"response_types_supported": "code", "code_challenge_methods_supported": "S256",
+			"token_endpoint_auth_methods_supported": "none", "scopes_supported": "mcp",
+		} {
+			if fmt.Sprint(m[k]) != "["+v+"]" {
+				t.Errorf("%s: %s = %v, want [%s]", path, k, m[k], v)
+			}
+		}
+		if fmt.Sprint(m["grant_types_supported"]) != "[authorization_code refresh_token "+oauth.GrantTypeDevice+"]" {
+			t.Errorf("grant_types_supported = %v", m["grant_types_supported"])
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package oauth
+package config
 
 import (
 	"crypto"
@@ -12,13 +12,13 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"log/slog"
 	"strings"
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 )
 
 // Limits of the service account configuration.
@@ -109,7 +109,7 @@ func validateServiceAccounts(accts []ServiceAccount, bad func(key, format string
 		} else {
 			seen[a.ID] = i
 		}
-		if len(a.Name) > MaxServiceAccountNameBytes || hasControlChar(a.Name) {
+		if len(a.Name) > MaxServiceAccountNameBytes || HasControlChar(a.Name) {
 			bad(key+".name", "over %d bytes or unprintable", MaxServiceAccountNameBytes)
 		}
 		switch n := len(a.Credentials); {
@@ -141,7 +141,8 @@ func validateServiceAccounts(accts []ServiceAccount, bad func(key, format string
 	}
 }
 
-func hasControlChar(s string) bool {
+// HasControlChar reports whether s holds a control character.
+func HasControlChar(s string) bool {
 	for _, r := range s {
 		if r < ' ' || r == 0x7f {
 			return true
@@ -150,67 +151,40 @@ func hasControlChar(s string) bool {
 	return false
 }
 
-// account is a loaded service account.
-type account struct {
-	id, name, email string
-	creds           []credential
-	// failures is the account's budget of failed authentications
-	// (clientAuthFailed), made with the account at start: an attacker
-	// cannot evict it by making up client ids or addresses.
-	failures *failureBudget
+// LoadedCredential is a credential read: a secret's hash or a public key.
+type LoadedCredential struct {
+	Hash     []byte // SHA-256 of the secret; nil for a key
+	Key      crypto.PublicKey
+	Alg      jose.SignatureAlgorithm // the one algorithm of the key
+	NotAfter time.Time
+	ID       string // fingerprint for logs: "secret:" or "key:" + 16 hex digits
 }
 
-// credential is a loaded credential: a secret's hash or a public key.
-type credential struct {
-	hash     []byte // SHA-256 of the secret; nil for a key
-	key      crypto.PublicKey
-	alg      jose.SignatureAlgorithm // the one algorithm of the key
-	notAfter time.Time
-	id       string // fingerprint for logs: "secret:" or "key:" + 16 hex digits
+// Usable reports whether the credential has not passed its not_after.
+func (c LoadedCredential) Usable(now time.Time) bool {
+	return c.NotAfter.IsZero() || now.Before(c.NotAfter)
 }
 
-// usable reports whether the credential has not passed its not_after.
-func (c credential) usable(now time.Time) bool {
-	return c.notAfter.IsZero() || now.Before(c.notAfter)
-}
-
-// loadServiceAccounts reads the credentials of valid accounts (files
-// included) and logs each account and credential.
-func loadServiceAccounts(accts []ServiceAccount, log *slog.Logger) (map[string]*account, error) {
-	out := make(map[string]*account, len(accts))
+// LoadServiceAccounts reads the credentials of valid accounts (files
+// included), in the order of accts, and reports every problem.
+func LoadServiceAccounts(accts []ServiceAccount) ([][]LoadedCredential, error) {
+	out := make([][]LoadedCredential, len(accts))
 	var errs []error
 	for i, a := range accts {
-		email, err := auth.ServiceAccountEmail(a.ID)
-		if err != nil {
+		if _, err := auth.ServiceAccountEmail(a.ID); err != nil {
 			errs = append(errs, fmt.Errorf("oauth.service_accounts[%d].id: %w", i, err))
 			continue
 		}
-		acc := &account{id: a.ID, name: a.Name, email: email, failures: newFailureBudget(clientFailuresPerMin)}
 		for j, c := range a.Credentials {
 			cred, err := loadCredential(c)
 			if err != nil {
 				errs = append(errs, fmt.Errorf("oauth.service_accounts[%d].credentials[%d]: %w", i, j, err))
 				continue
 			}
-			acc.creds = append(acc.creds, cred)
+			out[i] = append(out[i], cred)
 		}
-		out[a.ID] = acc
 	}
-	if err := errors.Join(errs...); err != nil {
-		return nil, err
-	}
-	for _, acc := range out {
-		creds := make([]string, 0, len(acc.creds))
-		for _, c := range acc.creds {
-			s := c.id
-			if !c.notAfter.IsZero() {
-				s += " until " + c.notAfter.UTC().Format(time.RFC3339)
-			}
-			creds = append(creds, s)
-		}
-		log.Info("oauth: service account", "client", acc.id, "name", acc.name, "email", acc.email, "credentials", creds)
-	}
-	return out, nil
+	return out, errors.Join(errs...)
 }
 
 // CheckServiceAccounts reads every credential file of the service
@@ -218,46 +192,46 @@ func loadServiceAccounts(accts []ServiceAccount, log *slog.Logger) (map[string]*
 // a public key (`brainstem gateway --check-config`). It changes nothing
 // and logs nothing.
 func (c Config) CheckServiceAccounts() error {
-	_, err := loadServiceAccounts(c.ServiceAccounts, slog.New(slog.DiscardHandler))
+	_, err := LoadServiceAccounts(c.ServiceAccounts)
 	return err
 }
 
-func loadCredential(c Credential) (credential, error) {
-	cred := credential{notAfter: c.NotAfter}
+func loadCredential(c Credential) (LoadedCredential, error) {
+	cred := LoadedCredential{NotAfter: c.NotAfter}
 	hash, pemKey := c.SecretSHA256, []byte(c.PublicKey)
 	if c.SecretSHA256File != "" {
-		b, err := readSmallFile(c.SecretSHA256File)
+		b, err := keyring.ReadSmallFile(c.SecretSHA256File)
 		if err != nil {
-			return credential{}, fmt.Errorf("secret_sha256_file: %w", err)
+			return LoadedCredential{}, fmt.Errorf("secret_sha256_file: %w", err)
 		}
 		hash = strings.TrimSpace(string(b))
 		// sha256sum's output: "<hex>  -" or "<hex>  file".
 		hash, _, _ = strings.Cut(hash, " ")
 	}
 	if c.PublicKeyFile != "" {
-		b, err := readSmallFile(c.PublicKeyFile)
+		b, err := keyring.ReadSmallFile(c.PublicKeyFile)
 		if err != nil {
-			return credential{}, fmt.Errorf("public_key_file: %w", err)
+			return LoadedCredential{}, fmt.Errorf("public_key_file: %w", err)
 		}
 		pemKey = b
 	}
 	if hash != "" {
 		h, err := parseSecretHash(hash)
 		if err != nil {
-			return credential{}, err
+			return LoadedCredential{}, err
 		}
-		cred.hash = h
+		cred.Hash = h
 		fp := sha256.Sum256(h)
-		cred.id = "secret:" + hex.EncodeToString(fp[:8])
+		cred.ID = "secret:" + hex.EncodeToString(fp[:8])
 		return cred, nil
 	}
 	pk, err := parsePublicKey(pemKey)
 	if err != nil {
-		return credential{}, err
+		return LoadedCredential{}, err
 	}
-	cred.key, cred.alg = pk.key, pk.alg
+	cred.Key, cred.Alg = pk.key, pk.alg
 	fp := sha256.Sum256(pk.der)
-	cred.id = "key:" + hex.EncodeToString(fp[:8])
+	cred.ID = "key:" + hex.EncodeToString(fp[:8])
 	return cred, nil
 }
 

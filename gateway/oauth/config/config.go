@@ -1,11 +1,18 @@
-package oauth
+// Package config is the `oauth` section of the gateway's configuration:
+// the authorization server's (gateway/oauth) and its grants' (service
+// accounts, enterprise IdPs), with the checks the gateway runs on it
+// before building anything (Validate, CheckServiceAccounts).
+package config
 
 import (
 	"errors"
 	"fmt"
+	"net"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/brainstem/brainstem/auth/sso"
 )
 
 // Defaults and bounds of the configuration.
@@ -129,8 +136,8 @@ var reservedAuthParams = map[string]bool{
 	"client_id": true, "redirect_uri": true, "scope": true, "response_type": true,
 }
 
-// withDefaults fills zero values.
-func (c Config) withDefaults() Config {
+// WithDefaults fills zero values.
+func (c Config) WithDefaults() Config {
 	if c.AccessTokenTTL == 0 {
 		c.AccessTokenTTL = DefaultAccessTokenTTL
 	}
@@ -174,7 +181,7 @@ func (c Config) Validate(publicURL string) error {
 	}
 	loopbackGateway := false
 	if u, err := url.Parse(publicURL); err == nil {
-		loopbackGateway = isLoopbackHostname(u.Hostname())
+		loopbackGateway = IsLoopbackHostname(u.Hostname())
 	}
 	if c.SigningKeyFile == "" {
 		bad("signing_key_file", "required: a PEM Ed25519 key shared by every replica (openssl genpkey -algorithm ed25519)")
@@ -247,7 +254,7 @@ func checkAllowlistedRedirect(s string) error {
 	if u.Fragment != "" || u.User != nil {
 		return fmt.Errorf("%q must not carry a fragment or user info", s)
 	}
-	if u.Scheme != "https" && !(u.Scheme == "http" && isLoopbackHostname(u.Hostname())) {
+	if u.Scheme != "https" && !(u.Scheme == "http" && IsLoopbackHostname(u.Hostname())) {
 		return fmt.Errorf("%q must use https (loopback http URIs are always allowed and need no entry)", s)
 	}
 	return nil
@@ -271,4 +278,88 @@ func checkPrivateScheme(s string) error {
 		return fmt.Errorf("%q is not a private-use scheme", s)
 	}
 	return nil
+}
+
+// Bounds of oauth.enterprise.
+const (
+	// MaxEnterpriseIdPs bounds oauth.enterprise.idps.
+	MaxEnterpriseIdPs = 20
+	// MaxEnterpriseClients bounds the clients of one IdP.
+	MaxEnterpriseClients = 1000
+)
+
+// EnterpriseConfig is the `oauth.enterprise` section: the company IdPs
+// whose ID-JAGs the token endpoint accepts. Empty: the grant is off and
+// not advertised.
+type EnterpriseConfig struct {
+	// IdPs are the trusted IdPs, each with the clients it may vouch for.
+	IdPs []EnterpriseIdP `yaml:"idps"`
+}
+
+// EnterpriseIdP is one company IdP that issues ID-JAGs for the gateway.
+// Its keys are found by OpenID discovery (issuer +
+// /.well-known/openid-configuration, then jwks_uri), cached and refreshed
+// as the oidc section's are. Its ID-JAGs' emails pass the oidc section's
+// rules: a verified email (or TrustEmail), oidc.allowed_domains, never the
+// service account domain; groups come from oidc.groups_claim.
+type EnterpriseIdP struct {
+	// Issuer is the IdP's issuer, exactly as in the ID-JAG's iss: https,
+	// or http on a loopback host (the development IdP).
+	Issuer string `yaml:"issuer"`
+	// Algorithms pins the accepted signature algorithms; default
+	// ["RS256"]. Symmetric algorithms and "none" are refused.
+	Algorithms []string `yaml:"algorithms"`
+	// TrustEmail accepts an email without email_verified, as
+	// oidc.issuers[].trust_email does; only for IdPs whose users cannot
+	// set their own address.
+	TrustEmail bool `yaml:"trust_email"`
+	// Clients are the client ids the IdP may name in an ID-JAG's
+	// client_id (what the IdP's administrator configured as the client's
+	// id at this gateway), compared exactly. A client that is also one of
+	// oauth.service_accounts must authenticate with that account's
+	// credential (a confidential client); any other is a public client
+	// that only names itself (client_id in the form).
+	Clients []string `yaml:"clients"`
+}
+
+// validateEnterprise reports every problem of oauth.enterprise.
+func validateEnterprise(c EnterpriseConfig, bad func(key, format string, args ...any)) {
+	if len(c.IdPs) > MaxEnterpriseIdPs {
+		bad("enterprise.idps", "%d identity providers, the limit is %d", len(c.IdPs), MaxEnterpriseIdPs)
+		return
+	}
+	seen := map[string]int{}
+	for i, idp := range c.IdPs {
+		key := fmt.Sprintf("enterprise.idps[%d]", i)
+		ic := sso.IssuerConfig{URL: idp.Issuer, Audiences: []string{"gateway"}, Algorithms: idp.Algorithms}
+		if err := (sso.Config{Issuers: []sso.IssuerConfig{ic}}).Validate(); err != nil {
+			bad(key, "%v", err)
+		}
+		if j, dup := seen[idp.Issuer]; dup {
+			bad(key+".issuer", "%q is also enterprise.idps[%d]", idp.Issuer, j)
+		}
+		seen[idp.Issuer] = i
+		switch n := len(idp.Clients); {
+		case n == 0:
+			bad(key+".clients", "required: the client ids this IdP may vouch for")
+		case n > MaxEnterpriseClients:
+			bad(key+".clients", "%d clients, the limit is %d", n, MaxEnterpriseClients)
+		}
+		for j, cl := range idp.Clients {
+			if cl == "" || len(cl) > maxClientIDBytes || HasControlChar(cl) || strings.TrimSpace(cl) != cl {
+				bad(fmt.Sprintf("%s.clients[%d]", key, j), "%q is empty, over %d bytes, unprintable or has surrounding spaces", cl, maxClientIDBytes)
+			}
+		}
+	}
+}
+
+// maxClientIDBytes bounds a client id named in configuration.
+const maxClientIDBytes = 2048
+
+// IsLoopbackHostname reports whether h is localhost or a loopback address.
+func IsLoopbackHostname(h string) bool { return strings.EqualFold(h, "localhost") || isLoopbackIP(h) }
+
+func isLoopbackIP(h string) bool {
+	ip := net.ParseIP(h)
+	return ip != nil && ip.IsLoopback()
 }
