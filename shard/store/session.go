@@ -7,15 +7,6 @@ import (
 	"github.com/brainstem/brainstem/shard/store/sessionlog"
 )
 
-// MaxSessionEntryBytes bounds one session_log entry (compact JSON).
-const MaxSessionEntryBytes = sessionlog.MaxEntryBytes
-
-// SessionInfo describes one session log of the wing.
-type SessionInfo = sessionlog.Info
-
-// SessionEntry is one line of a session log.
-type SessionEntry = sessionlog.Entry
-
 // AppendSession appends one line {"at","by","entry"} to
 // sessions/<wing>/<session>.jsonl and fsyncs it (sessionlog.Logs.Append),
 // returning the log's brain-relative path and the 1-based line number of
@@ -32,7 +23,7 @@ func (s *Store) AppendSession(ctx context.Context, session, by string, entry jso
 
 // ListSessions returns the wing's session logs, most recently written
 // first, up to limit of them after cursor (sessionlog.Logs.List).
-func (s *Store) ListSessions(ctx context.Context, cursor string, limit int) (logs []SessionInfo, next string, err error) {
+func (s *Store) ListSessions(ctx context.Context, cursor string, limit int) (logs []sessionlog.Info, next string, err error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, "", err
 	}
@@ -41,7 +32,7 @@ func (s *Store) ListSessions(ctx context.Context, cursor string, limit int) (log
 
 // ReadSession returns up to limit entries of a session log after offset
 // lines, and its total number of lines (sessionlog.Logs.Read).
-func (s *Store) ReadSession(ctx context.Context, session string, offset, limit int) (entries []SessionEntry, total int, err error) {
+func (s *Store) ReadSession(ctx context.Context, session string, offset, limit int) (entries []sessionlog.Entry, total int, err error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, 0, err
 	}
