@@ -105,6 +105,15 @@ func TestDependencyRules(t *testing.T) {
 				}
 			}
 		}
+		// The store's subpackages sit under it (the store root imports
+		// them, they may import each other), never over the tools or proto.
+		if strings.HasPrefix(p.ImportPath, module+"/shard/store/") {
+			for _, dep := range p.Deps {
+				if dep == module+"/shard/store" || under(dep, "shard/tools") || under(dep, "proto") {
+					t.Errorf("%s imports %s: the store's subpackages sit under the store: it imports them, not the other way round", p.ImportPath, dep)
+				}
+			}
+		}
 	}
 }
 

@@ -275,16 +275,16 @@ func (s *Service) Call(ctx context.Context, req *proto.CallRequest) (*proto.Call
 	if name, ok := strings.CutPrefix(req.Tool, proto.PromptCall); ok {
 		return s.getPrompt(ctx, req, name)
 	}
-	needs, ok := s.tools.Needs(req.Tool)
+	t, ok := s.tools.Lookup(req.Tool)
 	if !ok {
 		return nil, &proto.Error{Code: proto.CodeUnknownTool, Message: fmt.Sprintf("wing %q has no tool %q", s.cfg.Wing, req.Tool)}
 	}
-	claims, caps, err := s.authorize(req.Token, req.RequestID, req.Tool, needs)
+	claims, caps, granted, err := s.authorize(req.Token, req.RequestID, req.Tool, t.Spec.Capability())
 	if err != nil {
 		return nil, err
 	}
 	ctx, span := s.workSpan(ctx, "store", req.Tool, req.Tool)
-	result, isErr := s.tools.Call(ctx, tools.Caller{Email: claims.Email, Caps: caps, IdempotencyKey: req.IdempotencyKey}, req.Tool, req.Args)
+	result, isErr := s.tools.Run(ctx, tools.Caller{Email: claims.Email, Caps: caps, IdempotencyKey: req.IdempotencyKey}, t, granted, req.Args)
 	endWork(span, len(result), isErr, nil)
 	return &proto.CallResponse{Result: result, IsError: isErr}, nil
 }
@@ -293,54 +293,57 @@ func (s *Service) Call(ctx context.Context, req *proto.CallRequest) (*proto.Call
 // tool call: the token and the policy in force, then the prompt's own
 // capability and arguments (tools.Set.GetPrompt).
 func (s *Service) getPrompt(ctx context.Context, req *proto.CallRequest, name string) (*proto.CallResponse, error) {
-	needs, ok := s.tools.PromptNeeds(name)
+	p, ok := s.tools.LookupPrompt(name)
 	if !ok {
 		return nil, &proto.Error{Code: proto.CodeUnknownTool, Message: fmt.Sprintf("wing %q has no prompt %q", s.cfg.Wing, name)}
 	}
-	claims, caps, err := s.authorize(req.Token, req.RequestID, req.Tool, needs)
+	claims, caps, granted, err := s.authorize(req.Token, req.RequestID, req.Tool, p.Capability())
 	if err != nil {
 		return nil, err
 	}
-	result, isErr := s.tools.GetPrompt(ctx, tools.Caller{Email: claims.Email, Caps: caps}, name, req.Args)
+	result, isErr := s.tools.RunPrompt(ctx, tools.Caller{Email: claims.Email, Caps: caps}, p, granted, req.Args)
 	return &proto.CallResponse{Result: result, IsError: isErr}, nil
 }
 
-// authorize verifies a shard token and returns its claims and the
-// capabilities the call has: those of the token intersected with those the
-// policy in force grants the token's email and groups, so a policy change
-// is enforced from the next call, not when tokens expire. When the policy
-// grants other capabilities than the token records and the call needs one
-// it lacks, the answer is unauthenticated ("mint again"): the gateway
-// drops the token and mints one under the current policy, which either
-// grants the call or refuses it.
-func (s *Service) authorize(token, requestID, what string, needs brain.Caps) (auth.ShardClaims, brain.Caps, error) {
-	claims, err := s.verifier.Verify(token)
+// authorize verifies a shard token and returns its claims, the
+// capabilities the call has, and granted: the call's one capability check,
+// whether those include needs (the tool set answers a call not granted
+// with its forbidden error). The capabilities are those of the token
+// intersected with those the policy in force grants the token's email and
+// groups, so a policy change is enforced from the next call, not when
+// tokens expire. When the policy grants other capabilities than the token
+// records and the call needs one it lacks, the answer is unauthenticated
+// ("mint again"): the gateway drops the token and mints one under the
+// current policy, which either grants the call or refuses it.
+func (s *Service) authorize(token, requestID, what string, needs brain.Caps) (claims auth.ShardClaims, caps brain.Caps, granted bool, err error) {
+	claims, err = s.verifier.Verify(token)
 	switch {
 	case errors.Is(err, auth.ErrWrongWing):
-		return claims, 0, &proto.Error{Code: proto.CodeForbidden, Message: fmt.Sprintf("this shard serves wing %q; the token is for another wing", s.cfg.Wing)}
+		return claims, 0, false, &proto.Error{Code: proto.CodeForbidden, Message: fmt.Sprintf("this shard serves wing %q; the token is for another wing", s.cfg.Wing)}
 	case err != nil:
-		return claims, 0, &proto.Error{Code: proto.CodeUnauthenticated, Message: "shard token rejected (" + err.Error() + "); mint a new one"}
+		return claims, 0, false, &proto.Error{Code: proto.CodeUnauthenticated, Message: "shard token rejected (" + err.Error() + "); mint a new one"}
 	}
 	current := s.policy.current().compiled.Caps(claims.Email, claims.Groups)
-	caps := claims.Caps & current
-	if !caps.Has(needs) && current != claims.Caps {
+	caps = claims.Caps & current
+	granted = caps.Has(needs)
+	if !granted && current != claims.Caps {
 		s.metrics.staleGrants.Inc()
 		s.log.Info("call refused: the policy changed since the token was minted", "email", claims.Email, "request_id", requestID,
 			"tool", what, "token_caps", claims.Caps.String(), "policy_caps", current.String())
-		return claims, 0, &proto.Error{Code: proto.CodeUnauthenticated, Message: fmt.Sprintf("the policy of wing %q changed since this token was minted (it granted %s, the policy now grants %s); mint a new one",
+		return claims, 0, false, &proto.Error{Code: proto.CodeUnauthenticated, Message: fmt.Sprintf("the policy of wing %q changed since this token was minted (it granted %s, the policy now grants %s); mint a new one",
 			s.cfg.Wing, claims.Caps, current)}
 	}
-	return claims, caps, nil
+	return claims, caps, granted, nil
 }
 
 // readSearch authorizes a step of a cross-wing search: the caller must read
 // the wing. A caller who may not is refused as a tool call would be.
 func (s *Service) readSearch(token, requestID, step string) error {
-	claims, caps, err := s.authorize(token, requestID, search.Tool+" "+step, brain.CapRead)
+	claims, _, granted, err := s.authorize(token, requestID, search.Tool+" "+step, brain.CapRead)
 	if err != nil {
 		return err
 	}
-	if !caps.Has(brain.CapRead) {
+	if !granted {
 		return &proto.Error{Code: proto.CodeForbidden, Message: fmt.Sprintf("%s cannot read wing %q", claims.Email, s.cfg.Wing)}
 	}
 	return nil

@@ -18,6 +18,7 @@ import (
 	"github.com/brainstem/brainstem/brain/injection"
 	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/index"
+	"github.com/brainstem/brainstem/shard/store/diskfile"
 )
 
 // The inbox is searchable: notes waiting for a curator are found by a
@@ -167,7 +168,7 @@ func (s *Store) renderInboxHit(ctx context.Context, h index.Hit, runes int) (sea
 	if err != nil {
 		return search.Hit{}, false
 	}
-	f, fi, err := openLimit(abs, s.maxNote)
+	f, fi, err := diskfile.Open(abs, s.maxNote)
 	if err != nil {
 		s.inboxWritten(name, nil, abs)
 		return search.Hit{}, false
@@ -184,7 +185,7 @@ func (s *Store) renderInboxHit(ctx context.Context, h index.Hit, runes int) (sea
 			return hit, true
 		}
 	}
-	raw, err := readAllLimit(f, fi.Size(), s.maxNote)
+	raw, err := diskfile.ReadAll(f, fi.Size(), s.maxNote)
 	if err != nil {
 		return search.Hit{}, false
 	}

@@ -17,6 +17,7 @@ import (
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/history"
 	"github.com/brainstem/brainstem/shard/layout"
+	"github.com/brainstem/brainstem/shard/store/refusal"
 )
 
 // The changes history makes possible: restore an old version, archive a
@@ -47,23 +48,23 @@ func (s *Store) Restore(ctx context.Context, rs Restoration) (n *Note, from hist
 		return nil, history.Version{}, false, err
 	}
 	if strings.TrimSpace(rs.Reason) == "" {
-		return nil, history.Version{}, false, refuse(ErrInvalid, "a restore needs a reason (recorded in history)")
+		return nil, history.Version{}, false, refusal.Refuse(ErrInvalid, "a restore needs a reason (recorded in history)")
 	}
 	if rs.By == "" {
-		return nil, history.Version{}, false, refuse(ErrInvalid, "a restore needs its author's email")
+		return nil, history.Version{}, false, refusal.Refuse(ErrInvalid, "a restore needs its author's email")
 	}
 	r, err := s.lineage(ctx, rs.Ref)
 	if err != nil {
 		return nil, history.Version{}, false, err
 	}
-	unlock := s.locks.lock(r.lockKey())
+	unlock := s.locks.Lock(r.lockKey())
 	defer unlock()
 	v, raw, err := s.hist.Read(ctx, r.rel, rs.Version)
 	if err != nil {
 		return nil, v, false, err
 	}
 	if v.Purged {
-		return nil, v, false, refuse(ErrInvalid, "version %s of %s was purged: its content is gone; restore another version", v.ID, r)
+		return nil, v, false, refusal.Refuse(ErrInvalid, "version %s of %s was purged: its content is gone; restore another version", v.ID, r)
 	}
 	abs, err := s.abs(r.rel)
 	if err != nil {
@@ -79,7 +80,7 @@ func (s *Store) Restore(ctx context.Context, rs Restoration) (n *Note, from hist
 		}
 	}
 	if len(raw) > s.maxNote {
-		return nil, v, false, refuse(ErrTooLarge, "the restored note would be %d bytes, over the %d-byte limit", len(raw), s.maxNote)
+		return nil, v, false, refusal.Refuse(ErrTooLarge, "the restored note would be %d bytes, over the %d-byte limit", len(raw), s.maxNote)
 	}
 	n = s.noteAt(r, r.rel, raw)
 	if old != nil && HashOf(old) == n.Hash {
@@ -115,7 +116,7 @@ func (s *Store) restoreFile(r noteRef, abs string, raw, old []byte, by string, p
 	rec.done(err)
 	if err != nil {
 		if errors.Is(err, fs.ErrExist) {
-			return refuse(ErrExists, "a note was created at %s meanwhile; read it, then restore again", r.rel)
+			return refusal.Refuse(ErrExists, "a note was created at %s meanwhile; read it, then restore again", r.rel)
 		}
 		return fmt.Errorf("store: write %s: %w", r.rel, err)
 	}
@@ -136,14 +137,14 @@ func (s *Store) restoreBase(r noteRef, abs, expected string) ([]byte, error) {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
 		if expected != "" {
-			return nil, refuse(ErrConflict, "%s is archived: it has no current content_hash to expect; retry without expected_hash", r)
+			return nil, refusal.Refuse(ErrConflict, "%s is archived: it has no current content_hash to expect; retry without expected_hash", r)
 		}
 		return nil, nil
 	case err != nil:
 		return nil, s.readErr(r.String(), err)
 	case expected != "" && expected != HashOf(old):
 		cur := HashOf(old)
-		return nil, refuse(ErrConflict, "%s changed: expected_hash is %s but the current content_hash is %s; read the note again and retry with expected_hash %s",
+		return nil, refusal.Refuse(ErrConflict, "%s changed: expected_hash is %s but the current content_hash is %s; read the note again and retry with expected_hash %s",
 			r, expected, cur, cur)
 	}
 	return old, nil
@@ -157,12 +158,12 @@ func (s *Store) placed(raw []byte, r noteRef) ([]byte, error) {
 	}
 	doc, err := frontmatter.Parse(raw)
 	if err != nil {
-		return nil, refuse(ErrInvalid, "that version of %s has a frontmatter the store cannot edit safely (%v)", r, err)
+		return nil, refusal.Refuse(ErrInvalid, "that version of %s has a frontmatter the store cannot edit safely (%v)", r, err)
 	}
 	doc.Set(KeyWing, s.wing)
 	doc.Set(KeyHall, r.id.Hall)
 	if err := doc.Err(); err != nil {
-		return nil, refuse(ErrInvalid, "cannot edit the frontmatter of that version of %s: %v", r, err)
+		return nil, refusal.Refuse(ErrInvalid, "cannot edit the frontmatter of that version of %s: %v", r, err)
 	}
 	return doc.Bytes(), nil
 }
@@ -192,10 +193,10 @@ func (s *Store) Archive(ctx context.Context, a Archival) (Archived, error) {
 		return Archived{}, err
 	}
 	if strings.TrimSpace(a.Reason) == "" {
-		return Archived{}, refuse(ErrInvalid, "an archive needs a reason (recorded in history)")
+		return Archived{}, refusal.Refuse(ErrInvalid, "an archive needs a reason (recorded in history)")
 	}
 	if a.By == "" {
-		return Archived{}, refuse(ErrInvalid, "an archive needs its author's email")
+		return Archived{}, refusal.Refuse(ErrInvalid, "an archive needs its author's email")
 	}
 	r, err := s.parseRef(a.Ref)
 	if err != nil {
@@ -204,7 +205,7 @@ func (s *Store) Archive(ctx context.Context, a Archival) (Archived, error) {
 	if err := s.needHistory(); err != nil {
 		return Archived{}, err // without history an archive could not be undone
 	}
-	unlock := s.locks.lock(r.lockKey())
+	unlock := s.locks.Lock(r.lockKey())
 	defer unlock()
 	abs, err := s.abs(r.rel)
 	if err != nil {
@@ -213,7 +214,7 @@ func (s *Store) Archive(ctx context.Context, a Archival) (Archived, error) {
 	old, _, err := readFileLimit(abs, s.maxNote)
 	if errors.Is(err, fs.ErrNotExist) {
 		if v, ok := s.latest(ctx, r.rel); ok && v.Removed {
-			return Archived{}, refuse(ErrInvalid, "%s is already %s", r, removal(v))
+			return Archived{}, refusal.Refuse(ErrInvalid, "%s is already %s", r, removal(v))
 		}
 		return Archived{}, s.goneErr(r)
 	}
@@ -222,7 +223,7 @@ func (s *Store) Archive(ctx context.Context, a Archival) (Archived, error) {
 	}
 	cur := HashOf(old)
 	if a.ExpectedHash != "" && a.ExpectedHash != cur {
-		return Archived{}, refuse(ErrConflict, "%s changed: expected_hash is %s but the current content_hash is %s; read the note again and retry with expected_hash %s",
+		return Archived{}, refusal.Refuse(ErrConflict, "%s changed: expected_hash is %s but the current content_hash is %s; read the note again and retry with expected_hash %s",
 			r, a.ExpectedHash, cur, cur)
 	}
 	res := Archived{Ref: r.String(), Path: r.rel, Hash: cur, LinkedFrom: []string{}}
@@ -327,17 +328,17 @@ func (s *Store) Move(ctx context.Context, mv Relocation) (Moved, error) {
 		return Moved{}, err
 	}
 	if strings.TrimSpace(mv.Reason) == "" {
-		return Moved{}, refuse(ErrInvalid, "a move needs a reason (recorded in history)")
+		return Moved{}, refusal.Refuse(ErrInvalid, "a move needs a reason (recorded in history)")
 	}
 	if mv.By == "" {
-		return Moved{}, refuse(ErrInvalid, "a move needs its author's email")
+		return Moved{}, refusal.Refuse(ErrInvalid, "a move needs its author's email")
 	}
 	to := brain.ID{Wing: s.wing, Hall: cmp.Or(mv.Hall, from.Hall), Slug: cmp.Or(mv.Slug, from.Slug)}
 	if err := to.Validate(); err != nil {
-		return Moved{}, invalid(err)
+		return Moved{}, refusal.Invalid(err)
 	}
 	if to == from {
-		return Moved{}, refuse(ErrInvalid, "%s is already there: give another hall or slug", from)
+		return Moved{}, refusal.Refuse(ErrInvalid, "%s is already there: give another hall or slug", from)
 	}
 	if err := s.needHistory(); err != nil {
 		return Moved{}, err
@@ -392,7 +393,7 @@ func (s *Store) planMove(from, to brain.ID, linkers []string) (*movePlan, error)
 		return nil, err
 	}
 	if _, err := os.Lstat(p.toAbs); err == nil {
-		return nil, refuse(ErrExists, "%s already exists; nothing was moved: choose another hall or slug", to)
+		return nil, refusal.Refuse(ErrExists, "%s already exists; nothing was moved: choose another hall or slug", to)
 	}
 	raw, links, err := s.relocated(p.old, from, to, true)
 	if err != nil {
@@ -440,7 +441,7 @@ func (s *Store) moveFiles(p *movePlan, by string, prov Provenance) error {
 	if err := atomicfile.CreateFile(p.toAbs, p.raw, filePerm); err != nil {
 		rec.done(err)
 		if errors.Is(err, fs.ErrExist) {
-			return refuse(ErrExists, "%s already exists; nothing was moved: choose another hall or slug", p.to)
+			return refusal.Refuse(ErrExists, "%s already exists; nothing was moved: choose another hall or slug", p.to)
 		}
 		return fmt.Errorf("store: write %s: %w", p.to.Path(), err)
 	}
@@ -474,7 +475,7 @@ func (s *Store) moveFiles(p *movePlan, by string, prov Provenance) error {
 func (s *Store) relocated(raw []byte, from, to brain.ID, self bool) ([]byte, int, error) {
 	doc, err := frontmatter.Parse(raw)
 	if err != nil {
-		return nil, 0, refuse(ErrInvalid, "%s has a frontmatter the store cannot edit safely (%v); fix the file by hand first", from, err)
+		return nil, 0, refusal.Refuse(ErrInvalid, "%s has a frontmatter the store cannot edit safely (%v); fix the file by hand first", from, err)
 	}
 	body, n := layout.RewriteLinks(doc.Body(), s.wing, from, to)
 	if n > 0 {
@@ -484,7 +485,7 @@ func (s *Store) relocated(raw []byte, from, to brain.ID, self bool) ([]byte, int
 		doc.Set(KeyHall, to.Hall)
 	}
 	if err := doc.Err(); err != nil {
-		return nil, 0, refuse(ErrInvalid, "cannot edit the frontmatter of %s: %v", from, err)
+		return nil, 0, refusal.Refuse(ErrInvalid, "cannot edit the frontmatter of %s: %v", from, err)
 	}
 	return doc.Bytes(), n, nil
 }
@@ -502,7 +503,7 @@ func (s *Store) lockAll(ids []string) (unlock func()) {
 	keys = slices.Compact(keys)
 	unlocks := make([]func(), len(keys))
 	for i, k := range keys {
-		unlocks[i] = s.locks.lock(k)
+		unlocks[i] = s.locks.Lock(k)
 	}
 	return func() {
 		for i := len(unlocks) - 1; i >= 0; i-- {
@@ -548,13 +549,13 @@ func (s *Store) Purge(ctx context.Context, p Purging) (Purged, error) {
 		return Purged{}, err
 	}
 	if !s.purgeOK {
-		return Purged{}, refuse(ErrForbidden, "purging history is disabled for wing %q: an operator enables it with the shard's --allow-purge (Helm: shard.allowPurge); until then, update or archive the note", s.wing)
+		return Purged{}, refusal.Refuse(ErrForbidden, "purging history is disabled for wing %q: an operator enables it with the shard's --allow-purge (Helm: shard.allowPurge); until then, update or archive the note", s.wing)
 	}
 	if strings.TrimSpace(p.Reason) == "" {
-		return Purged{}, refuse(ErrInvalid, "a purge needs a reason: it is recorded in the purge notice and the audit commit")
+		return Purged{}, refusal.Refuse(ErrInvalid, "a purge needs a reason: it is recorded in the purge notice and the audit commit")
 	}
 	if p.By == "" {
-		return Purged{}, refuse(ErrInvalid, "a purge needs the curator's email")
+		return Purged{}, refusal.Refuse(ErrInvalid, "a purge needs the curator's email")
 	}
 	hold, err := s.holdRemote(ctx)
 	if err != nil {
@@ -593,7 +594,7 @@ func (s *Store) purge(ctx context.Context, p Purging) (Purged, []string, error) 
 	if err != nil {
 		return Purged{}, nil, err
 	}
-	unlock := s.locks.lock(r.lockKey())
+	unlock := s.locks.Lock(r.lockKey())
 	defer unlock()
 	victim := ""
 	if p.Version != "" {
@@ -602,7 +603,7 @@ func (s *Store) purge(ctx context.Context, p Purging) (Purged, []string, error) 
 			return Purged{}, nil, err
 		}
 		if v.Purged {
-			return Purged{}, nil, refuse(ErrInvalid, "version %s of %s is already purged", v.ID, r)
+			return Purged{}, nil, refusal.Refuse(ErrInvalid, "version %s of %s is already purged", v.ID, r)
 		}
 		victim = v.ContentHash
 	}
@@ -611,7 +612,7 @@ func (s *Store) purge(ctx context.Context, p Purging) (Purged, []string, error) 
 		return Purged{}, nil, err
 	}
 	if count == 0 {
-		return Purged{}, nil, refuse(ErrInvalid, "%s has no content left in history to purge", r)
+		return Purged{}, nil, refusal.Refuse(ErrInvalid, "%s has no content left in history to purge", r)
 	}
 	res := Purged{Ref: r.String(), Path: r.rel, Versions: count, Removed: p.Version == ""}
 	if err := runHook(p.Hook, Intent{Mark: Mark{Op: MarkPurge, Path: r.rel, Hash: victim}, Outcome: res}); err != nil {

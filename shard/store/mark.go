@@ -1,11 +1,8 @@
 package store
 
 import (
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -13,6 +10,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/shard/store/sessionlog"
 )
 
 // MarkOp is the kind of change a Mark describes.
@@ -132,26 +130,7 @@ func (s *Store) Settle(m Mark) (bool, error) {
 		}
 		return applied, nil
 	case MarkAppend:
-		f, err := os.OpenFile(abs, os.O_RDONLY|oNoFollow, 0)
-		if errors.Is(err, fs.ErrNotExist) {
-			return false, nil
-		}
-		if err != nil {
-			return false, fmt.Errorf("store: settle %s: %w", m.Path, err)
-		}
-		defer f.Close()
-		if m.Size <= 0 || m.Size > MaxSessionEntryBytes+1<<10 || m.Offset < 0 {
-			return false, fmt.Errorf("store: settle %s: append of %d bytes at %d: %w", m.Path, m.Size, m.Offset, ErrInvalid)
-		}
-		buf := make([]byte, m.Size)
-		if _, err := f.ReadAt(buf, m.Offset); err != nil {
-			if errors.Is(err, io.EOF) {
-				return false, nil // the log is shorter: the line never landed
-			}
-			return false, fmt.Errorf("store: settle %s: %w", m.Path, err)
-		}
-		sum := sha256.Sum256(buf)
-		return hex.EncodeToString(sum[:]) == m.Hash, nil
+		return sessionlog.Landed(abs, sessionlog.Pending{Path: m.Path, Hash: m.Hash, Offset: m.Offset, Size: m.Size})
 	case MarkRemove:
 		raw, _, err := readFileLimit(abs, s.maxNote)
 		switch {

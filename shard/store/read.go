@@ -19,6 +19,8 @@ import (
 	"github.com/brainstem/brainstem/brain/injection"
 	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/index"
+	"github.com/brainstem/brainstem/shard/store/diskfile"
+	"github.com/brainstem/brainstem/shard/store/refusal"
 )
 
 // Get reads a note: ref is a note id ("wing/hall/slug"), a wiki path
@@ -92,10 +94,10 @@ func (s *Store) readNote(abs, id, name, path, fallback string) (*Note, fileSig, 
 func (s *Store) getInbox(ref string) (*Note, error) {
 	wing, name, err := brain.ParseInboxPath(ref)
 	if err != nil {
-		return nil, invalid(err)
+		return nil, refusal.Invalid(err)
 	}
 	if wing != s.wing {
-		return nil, refuse(ErrForbidden, "%s belongs to wing %q but this shard serves wing %q", ref, wing, s.wing)
+		return nil, refusal.Refuse(ErrForbidden, "%s belongs to wing %q but this shard serves wing %q", ref, wing, s.wing)
 	}
 	rel := brain.InboxPath(s.wing, name)
 	abs, err := s.abs(rel)
@@ -146,7 +148,7 @@ func (s *Store) indexOptions(opt SearchOptions) (index.Options, error) {
 	iopt := index.Options{Limit: opt.Limit, Stats: opt.Stats}
 	if opt.Hall != "" {
 		if err := brain.ValidHall(opt.Hall); err != nil {
-			return iopt, invalid(err)
+			return iopt, refusal.Invalid(err)
 		}
 		prefix := s.wing + "/" + opt.Hall + "/"
 		iopt.Filter = func(id string) bool { return strings.HasPrefix(id, prefix) }
@@ -213,7 +215,7 @@ func (s *Store) render(ctx context.Context, hits []index.Hit, runes int) ([]Hit,
 // file is gone or unreadable (the index is then repaired).
 func (s *Store) renderHit(h index.Hit, id brain.ID, abs string, runes int) (Hit, bool) {
 	at := s.wallNow()
-	f, fi, err := openLimit(abs, s.maxNote)
+	f, fi, err := diskfile.Open(abs, s.maxNote)
 	if err != nil {
 		s.refresh(id)
 		return Hit{}, false
@@ -231,7 +233,7 @@ func (s *Store) renderHit(h index.Hit, id brain.ID, abs string, runes int) (Hit,
 		}
 	}
 	s.wholeReads.Add(1)
-	raw, err := readAllLimit(f, fi.Size(), s.maxNote)
+	raw, err := diskfile.ReadAll(f, fi.Size(), s.maxNote)
 	if err != nil {
 		s.refresh(id)
 		return Hit{}, false
@@ -261,14 +263,14 @@ func (s *Store) List(hall, cursor string, limit int) (entries []Entry, next stri
 	}
 	if hall != "" {
 		if err := brain.ValidHall(hall); err != nil {
-			return nil, "", invalid(err)
+			return nil, "", refusal.Invalid(err)
 		}
 	}
 	after := ""
 	if cursor != "" {
 		b, err := base64.RawURLEncoding.DecodeString(cursor)
 		if err != nil || !strings.HasPrefix(string(b), s.wing+"/") {
-			return nil, "", refuse(ErrInvalid, "cursor %q is not a cursor of a listing of wing %q; start again without a cursor", cursor, s.wing)
+			return nil, "", refusal.Refuse(ErrInvalid, "cursor %q is not a cursor of a listing of wing %q; start again without a cursor", cursor, s.wing)
 		}
 		after = string(b)
 	}
@@ -329,7 +331,7 @@ func (s *Store) Links(id string) (Links, error) {
 	defer s.mu.RUnlock()
 	m := s.notes[key]
 	if m == nil {
-		return Links{}, refuse(ErrNotFound, "no note %s in wing %q", key, s.wing)
+		return Links{}, refusal.Refuse(ErrNotFound, "no note %s in wing %q", key, s.wing)
 	}
 	l := Links{ID: key, Outbound: append([]string{}, m.links...), Backlinks: []string{}, Tunnels: s.tunnelsOf(m.links)}
 	for src := range s.backlinks[key] {
@@ -349,7 +351,7 @@ func (s *Store) LinkersOf(ref string) ([]string, error) {
 	}
 	id, err := brain.ParseID(ref)
 	if err != nil {
-		return nil, invalid(err)
+		return nil, refusal.Invalid(err)
 	}
 	return s.linkersOf(id.String()), nil
 }

@@ -80,7 +80,7 @@ func (s *Store) Rescan(ctx context.Context) error {
 // unreadable). A file whose bytes are those already indexed only has its
 // read time renewed.
 func (s *Store) refresh(id brain.ID) {
-	unlock := s.locks.lock("w:" + id.String())
+	unlock := s.locks.Lock("w:" + id.String())
 	defer unlock()
 	abs, err := s.abs(id.Path())
 	if err != nil {

@@ -1,363 +1,40 @@
 package store
 
 import (
-	"bufio"
-	"bytes"
-	"cmp"
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-	"io/fs"
-	"math"
-	"os"
-	"path/filepath"
-	"slices"
-	"sort"
-	"strconv"
-	"strings"
-	"time"
 
-	"github.com/brainstem/brainstem/brain"
-	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/shard/store/sessionlog"
 )
 
-// MaxSessionEntryBytes bounds one session_log entry (compact JSON).
-const MaxSessionEntryBytes = 64 << 10
-
-// maxSessCache bounds the per-session line count cache.
-const maxSessCache = 4096
-
-// sessCount caches a session log's line count at a given size, so appends
-// do not re-read the whole log.
-type sessCount struct {
-	size  int64
-	lines int
-}
-
-// sessionLine is one line of a session log, in field order.
-type sessionLine struct {
-	At    string          `json:"at"`
-	By    string          `json:"by"`
-	Entry json.RawMessage `json:"entry"`
-}
-
-// encodeSessionLine checks a session entry and encodes its line, newline
-// included.
-func (s *Store) encodeSessionLine(session, by string, entry json.RawMessage) ([]byte, error) {
-	if err := brain.ValidSession(session); err != nil {
-		return nil, invalid(err)
-	}
-	if by == "" {
-		return nil, refuse(ErrInvalid, "a session line needs its author's email")
-	}
-	var compact bytes.Buffer
-	if err := json.Compact(&compact, entry); err != nil {
-		return nil, refuse(ErrInvalid, "the session entry is not valid JSON: %v", err)
-	}
-	if compact.Len() == 0 || compact.Bytes()[0] != '{' {
-		return nil, refuse(ErrInvalid, "the session entry must be a JSON object")
-	}
-	if compact.Len() > MaxSessionEntryBytes {
-		return nil, refuse(ErrTooLarge, "the session entry is %d bytes, over the %d-byte limit", compact.Len(), MaxSessionEntryBytes)
-	}
-	line, err := json.Marshal(sessionLine{At: s.now().UTC().Format(time.RFC3339Nano), By: by, Entry: compact.Bytes()})
-	if err != nil {
-		return nil, fmt.Errorf("store: encode session line: %w", err)
-	}
-	return append(line, '\n'), nil
-}
-
 // AppendSession appends one line {"at","by","entry"} to
-// sessions/<wing>/<session>.jsonl with O_APPEND and fsyncs it before
-// returning. entry must be a JSON object of at most MaxSessionEntryBytes
-// once compacted. It returns the log's brain-relative path and the 1-based
-// line number of the new line. hook, if set, is called before the line is
-// written (see Hook).
+// sessions/<wing>/<session>.jsonl and fsyncs it (sessionlog.Logs.Append),
+// returning the log's brain-relative path and the 1-based line number of
+// the new line. hook, if set, is called before the line is written (see
+// Hook).
 func (s *Store) AppendSession(ctx context.Context, session, by string, entry json.RawMessage, hook Hook) (string, int, error) {
 	if err := s.checkOpen(); err != nil {
 		return "", 0, err
 	}
-	line, err := s.encodeSessionLine(session, by, entry)
-	if err != nil {
-		return "", 0, err
-	}
-	rel := brain.SessionPath(s.wing, session)
-	abs, err := s.abs(rel)
-	if err != nil {
-		return "", 0, err
-	}
-	if err := ctx.Err(); err != nil {
-		return "", 0, fmt.Errorf("store: %w", err)
-	}
-
-	unlock := s.locks.lock("s:" + session)
-	defer unlock()
-	_, statErr := os.Lstat(abs)
-	created := errors.Is(statErr, fs.ErrNotExist)
-	f, err := os.OpenFile(abs, os.O_RDWR|os.O_APPEND|os.O_CREATE|oNoFollow, filePerm)
-	if err != nil {
-		return "", 0, fmt.Errorf("store: open %s: %w", rel, err)
-	}
-	defer f.Close()
-	fi, err := f.Stat()
-	if err != nil {
-		return "", 0, fmt.Errorf("store: stat %s: %w", rel, err)
-	}
-	if !fi.Mode().IsRegular() {
-		return "", 0, refuse(ErrInvalid, "%s is not a regular file", rel)
-	}
-	lines, torn, err := s.countLines(session, f, fi.Size())
-	if err != nil {
-		return "", 0, fmt.Errorf("store: read %s: %w", rel, err)
-	}
-	if torn {
-		// A crash interrupted an unacknowledged append: end that line so
-		// ours starts on its own.
-		line = append([]byte{'\n'}, line...)
-		lines++
-	}
-	sum := sha256.Sum256(line)
-	mark := Mark{Op: MarkAppend, Path: rel, Hash: hex.EncodeToString(sum[:]), Offset: fi.Size(), Size: int64(len(line))}
-	if err := runHook(hook, Intent{Mark: mark, Line: lines + 1}); err != nil {
-		return "", 0, err
-	}
-	if _, err := f.Write(line); err != nil {
-		return "", 0, fmt.Errorf("store: append to %s: %w", rel, err)
-	}
-	if err := f.Sync(); err != nil {
-		return "", 0, fmt.Errorf("store: sync %s: %w", rel, err)
-	}
-	if created {
-		if err := atomicfile.SyncDir(filepath.Dir(abs)); err != nil {
-			return "", 0, fmt.Errorf("store: sync %s: %w", rel, err)
-		}
-	}
-	lines++
-	s.sessMu.Lock()
-	if len(s.sessLines) >= maxSessCache {
-		clear(s.sessLines)
-	}
-	s.sessLines[session] = sessCount{size: fi.Size() + int64(len(line)), lines: lines}
-	s.sessMu.Unlock()
-	return rel, lines, nil
-}
-
-// countLines returns the number of complete lines in the first size bytes
-// of f and whether the last line is unterminated.
-func (s *Store) countLines(session string, f *os.File, size int64) (int, bool, error) {
-	if size == 0 {
-		return 0, false, nil
-	}
-	s.sessMu.Lock()
-	c, ok := s.sessLines[session]
-	s.sessMu.Unlock()
-	if ok && c.size == size {
-		return c.lines, false, nil
-	}
-	n := 0
-	last := byte('\n')
-	r := bufio.NewReaderSize(io.NewSectionReader(f, 0, size), 64<<10)
-	buf := make([]byte, 64<<10)
-	for {
-		k, err := r.Read(buf)
-		if k > 0 {
-			n += bytes.Count(buf[:k], []byte{'\n'})
-			last = buf[k-1]
-		}
-		if err == io.EOF {
-			break
-		}
-		if err != nil {
-			return 0, false, err
-		}
-	}
-	return n, last != '\n', nil
-}
-
-// SessionInfo describes one session log of the wing.
-type SessionInfo struct {
-	Session   string
-	Path      string    // sessions/<wing>/<session>.jsonl
-	Size      int64     // bytes
-	Modified  time.Time // the file's modification time (the listing's order)
-	UpdatedAt string    // when its last line was logged (else the modification time)
-	LastBy    string    // the author of the last line ("" when unreadable)
+	return s.sessions.Append(ctx, session, by, entry, func(p sessionlog.Pending) error {
+		return runHook(hook, Intent{Mark: Mark{Op: MarkAppend, Path: p.Path, Hash: p.Hash, Offset: p.Offset, Size: p.Size}, Line: p.Line})
+	})
 }
 
 // ListSessions returns the wing's session logs, most recently written
-// first (then by name), up to limit of them after the cursor returned by a
-// previous call ("" = from the start); next is "" after the last one. It
-// stops with ctx's error when ctx ends (every log costs an lstat).
-func (s *Store) ListSessions(ctx context.Context, cursor string, limit int) (logs []SessionInfo, next string, err error) {
+// first, up to limit of them after cursor (sessionlog.Logs.List).
+func (s *Store) ListSessions(ctx context.Context, cursor string, limit int) (logs []sessionlog.Info, next string, err error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, "", err
 	}
-	dir, err := s.dirOf(brain.WingDir(brain.TopSessions, s.wing))
-	if err != nil {
-		return nil, "", fmt.Errorf("store: list sessions: %w", err)
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, "", fmt.Errorf("store: list sessions: %w", err)
-	}
-	var all []SessionInfo
-	for i, e := range entries {
-		if i%256 == 0 && ctx.Err() != nil {
-			return nil, "", fmt.Errorf("store: list sessions: %w", ctx.Err())
-		}
-		name, ok := strings.CutSuffix(e.Name(), brain.SessionExt)
-		if !ok || !e.Type().IsRegular() || brain.ValidSession(name) != nil {
-			continue
-		}
-		fi, err := e.Info()
-		if err != nil {
-			continue // removed meanwhile
-		}
-		all = append(all, SessionInfo{Session: name, Path: brain.SessionPath(s.wing, name), Size: fi.Size(), Modified: fi.ModTime().UTC()})
-	}
-	slices.SortFunc(all, func(a, b SessionInfo) int {
-		return cmp.Or(b.Modified.Compare(a.Modified), cmp.Compare(a.Session, b.Session))
-	})
-	start, err := sessionCursor(all, cursor)
-	if err != nil {
-		return nil, "", err
-	}
-	end := min(start+limit, len(all))
-	logs = all[start:end]
-	for i := range logs {
-		last := s.lastLine(filepath.Join(dir, logs[i].Session+brain.SessionExt))
-		logs[i].LastBy, logs[i].UpdatedAt = last.By, cmp.Or(last.At, logs[i].Modified.Format(time.RFC3339Nano))
-	}
-	if end < len(all) {
-		next = encodeSessionCursor(all[end-1])
-	}
-	return logs, next, nil
+	return s.sessions.List(ctx, cursor, limit)
 }
 
-// A session cursor is the modification time (Unix nanoseconds) and the name
-// of the last log of the previous page.
-func encodeSessionCursor(l SessionInfo) string {
-	return strconv.FormatInt(l.Modified.UnixNano(), 10) + "." + l.Session
-}
-
-func sessionCursor(all []SessionInfo, cursor string) (int, error) {
-	if cursor == "" {
-		return 0, nil
-	}
-	ts, name, ok := strings.Cut(cursor, ".")
-	ns, err := strconv.ParseInt(ts, 10, 64)
-	if !ok || err != nil || brain.ValidSession(name) != nil {
-		return 0, refuse(ErrInvalid, "cursor %q is not one this listing returned: pass next_cursor as it was, or omit it", cursor)
-	}
-	after := SessionInfo{Session: name, Modified: time.Unix(0, ns).UTC()}
-	return sort.Search(len(all), func(i int) bool {
-		return cmp.Or(after.Modified.Compare(all[i].Modified), cmp.Compare(all[i].Session, after.Session)) > 0
-	}), nil
-}
-
-// lastLine reads a log's last complete line (zero when unreadable).
-func (s *Store) lastLine(abs string) sessionLine {
-	f, fi, err := openLimit(abs, math.MaxInt)
-	if err != nil {
-		return sessionLine{}
-	}
-	defer f.Close()
-	tail := min(fi.Size(), MaxSessionEntryBytes+4096)
-	buf := make([]byte, tail)
-	if _, err := f.ReadAt(buf, fi.Size()-tail); err != nil && !errors.Is(err, io.EOF) {
-		return sessionLine{}
-	}
-	buf = bytes.TrimRight(buf, "\n")
-	if i := bytes.LastIndexByte(buf, '\n'); i >= 0 {
-		buf = buf[i+1:]
-	}
-	var l sessionLine
-	if json.Unmarshal(buf, &l) != nil {
-		return sessionLine{}
-	}
-	return l
-}
-
-// SessionEntry is one line of a session log.
-type SessionEntry struct {
-	Line  int             // 1-based line number
-	At    string          // when it was logged
-	By    string          // its author's email
-	Entry json.RawMessage // the logged object; nil when the line is not a session line
-}
-
-// ReadSession returns up to limit entries of a session log starting after
-// offset lines (0: from the first), and the total number of lines. A line
-// that is not a session line (an edit by hand, an append a crash cut
-// short) is returned with a nil Entry, so line numbers stay those of the
-// file. A missing log is ErrNotFound.
-func (s *Store) ReadSession(ctx context.Context, session string, offset, limit int) (entries []SessionEntry, total int, err error) {
+// ReadSession returns up to limit entries of a session log after offset
+// lines, and its total number of lines (sessionlog.Logs.Read).
+func (s *Store) ReadSession(ctx context.Context, session string, offset, limit int) (entries []sessionlog.Entry, total int, err error) {
 	if err := s.checkOpen(); err != nil {
 		return nil, 0, err
 	}
-	if err := brain.ValidSession(session); err != nil {
-		return nil, 0, invalid(err)
-	}
-	rel := brain.SessionPath(s.wing, session)
-	abs, err := s.abs(rel)
-	if err != nil {
-		return nil, 0, err
-	}
-	f, _, err := openLimit(abs, math.MaxInt)
-	if err != nil {
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, 0, refuse(ErrNotFound, "no session log %q in wing %q (%s)", session, s.wing, rel)
-		}
-		return nil, 0, fmt.Errorf("store: read %s: %w", rel, err)
-	}
-	defer f.Close()
-	r := bufio.NewReaderSize(f, 64<<10)
-	for n := 1; ; n++ {
-		if n%1024 == 0 && ctx.Err() != nil {
-			return nil, 0, fmt.Errorf("store: %w", ctx.Err())
-		}
-		line, err := readLine(r, MaxSessionEntryBytes+4096)
-		if errors.Is(err, io.EOF) && line == nil {
-			return entries, n - 1, nil
-		}
-		if err != nil && !errors.Is(err, io.EOF) {
-			return nil, 0, fmt.Errorf("store: read %s: %w", rel, err)
-		}
-		if n > offset && len(entries) < limit {
-			entries = append(entries, sessionEntryOf(n, line))
-		}
-	}
-}
-
-// readLine reads one line without its newline, keeping at most max bytes
-// of it (a longer line is not a session line: it is returned cut).
-func readLine(r *bufio.Reader, max int) ([]byte, error) {
-	var line []byte
-	for {
-		chunk, err := r.ReadSlice('\n')
-		if len(line) < max {
-			line = append(line, chunk[:min(len(chunk), max-len(line))]...)
-		}
-		switch {
-		case err == nil:
-			return bytes.TrimSuffix(line, []byte("\n")), nil
-		case errors.Is(err, bufio.ErrBufferFull):
-			continue
-		case errors.Is(err, io.EOF) && len(line) > 0:
-			return line, nil
-		}
-		return nil, err
-	}
-}
-
-func sessionEntryOf(n int, line []byte) SessionEntry {
-	var l sessionLine
-	if json.Unmarshal(line, &l) != nil || len(l.Entry) == 0 || l.Entry[0] != '{' {
-		return SessionEntry{Line: n}
-	}
-	return SessionEntry{Line: n, At: l.At, By: l.By, Entry: bytes.Clone(l.Entry)}
+	return s.sessions.Read(ctx, session, offset, limit)
 }

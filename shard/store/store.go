@@ -23,6 +23,10 @@ import (
 	"github.com/brainstem/brainstem/shard/history"
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/layout"
+	"github.com/brainstem/brainstem/shard/store/diskfile"
+	"github.com/brainstem/brainstem/shard/store/keylock"
+	"github.com/brainstem/brainstem/shard/store/refusal"
+	"github.com/brainstem/brainstem/shard/store/sessionlog"
 )
 
 // Defaults of Options.
@@ -108,9 +112,9 @@ type Store struct {
 	maxNote    int
 
 	ix     *index.Index
-	locks  keyLock    // per-note, per-inbox-name and per-session locks
-	scanMu sync.Mutex // one rescan at a time
-	cache  *noteCache // parsed notes for Get; nil when disabled
+	locks  keylock.Set // per-note and per-inbox-name locks
+	scanMu sync.Mutex  // one rescan at a time
+	cache  *noteCache  // parsed notes for Get; nil when disabled
 
 	mu        sync.RWMutex // guards the fields below
 	notes     map[string]*meta
@@ -122,8 +126,7 @@ type Store struct {
 	tocDone uint64     // tocGen the file on disk reflects
 	tocSig  fileSig    // signature of the _index.md we wrote last
 
-	sessMu    sync.Mutex
-	sessLines map[string]sessCount // session → line count at a known size
+	sessions *sessionlog.Logs // the wing's session logs
 
 	skips skipSet // files of the wing that are not loaded
 
@@ -235,7 +238,6 @@ func storeFor(root string, opt Options) *Store {
 		ix:        index.New(),
 		notes:     make(map[string]*meta),
 		backlinks: make(map[string]map[string]struct{}),
-		sessLines: make(map[string]sessCount),
 		inbox:     inboxState{files: map[string]inboxFile{}, ix: index.New()},
 	}
 	if s.log == nil {
@@ -254,6 +256,7 @@ func storeFor(root string, opt Options) *Store {
 	if s.tocDelay == 0 {
 		s.tocDelay = DefaultIndexDelay
 	}
+	s.sessions = sessionlog.New(s.wing, s.now, s.abs, s.dirOf)
 	switch {
 	case opt.ReadCacheBytes == 0:
 		s.cache = newNoteCache(DefaultReadCacheBytes)
@@ -362,7 +365,7 @@ func (s *Store) checkOpen() error {
 func (s *Store) abs(rel string) (string, error) {
 	p, err := layout.Resolve(s.root, rel)
 	if _, refused := brain.As(err); refused {
-		return "", invalid(err)
+		return "", refusal.Invalid(err)
 	}
 	if err != nil {
 		return "", fmt.Errorf("store: %w", err) // an I/O error: internal
@@ -396,7 +399,7 @@ func (s *Store) prepareDirs() error {
 		case !fi.IsDir():
 			return fmt.Errorf("store: open: %s exists and is not a directory: %w", rel, ErrInvalid)
 		}
-		n, err := removeTemps(p)
+		n, err := diskfile.RemoveTemps(p)
 		if err != nil {
 			return fmt.Errorf("store: open: remove temporary files in %s: %w", rel, err)
 		}
@@ -422,7 +425,7 @@ func (s *Store) dirOf(rel string) (string, error) {
 		return "", err
 	}
 	if !fi.IsDir() {
-		return "", refuse(ErrInvalid, "%s is not a directory (symlinks are not followed)", rel)
+		return "", refusal.Refuse(ErrInvalid, "%s is not a directory (symlinks are not followed)", rel)
 	}
 	return p, nil
 }

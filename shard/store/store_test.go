@@ -14,6 +14,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"github.com/brainstem/brainstem/shard/store/sessionlog"
 )
 
 const testWing = "payments"
@@ -606,7 +608,7 @@ func TestSessionAppend(t *testing.T) {
 		{"dot session", ".hidden", `{}`, ErrInvalid},
 		{"not an object", "s", `[1]`, ErrInvalid},
 		{"not json", "s", `{`, ErrInvalid},
-		{"too large", "s", `{"a":"` + strings.Repeat("x", MaxSessionEntryBytes) + `"}`, ErrTooLarge},
+		{"too large", "s", `{"a":"` + strings.Repeat("x", sessionlog.MaxEntryBytes) + `"}`, ErrTooLarge},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			if _, _, err := s.AppendSession(ctx, tt.session, "ann@example.com", json.RawMessage(tt.entry), nil); !errors.Is(err, tt.want) {

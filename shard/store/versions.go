@@ -12,6 +12,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/shard/history"
+	"github.com/brainstem/brainstem/shard/store/refusal"
 )
 
 // Reading history: the versions of a note, one version's content, the
@@ -50,10 +51,10 @@ func (s *Store) parseRef(ref string) (noteRef, error) {
 	if strings.HasPrefix(ref, brain.TopInbox+"/") {
 		wing, name, err := brain.ParseInboxPath(ref)
 		if err != nil {
-			return noteRef{}, invalid(err)
+			return noteRef{}, refusal.Invalid(err)
 		}
 		if wing != s.wing {
-			return noteRef{}, refuse(ErrForbidden, "%s belongs to wing %q but this shard serves wing %q", ref, wing, s.wing)
+			return noteRef{}, refusal.Refuse(ErrForbidden, "%s belongs to wing %q but this shard serves wing %q", ref, wing, s.wing)
 		}
 		return noteRef{name: name, rel: brain.InboxPath(s.wing, name)}, nil
 	}
@@ -67,7 +68,7 @@ func (s *Store) parseRef(ref string) (noteRef, error) {
 // needHistory refuses a history call of a store that keeps none.
 func (s *Store) needHistory() error {
 	if s.hist == nil {
-		return refuse(ErrInvalid, "wing %q keeps no history on this shard (it runs with history off)", s.wing)
+		return refusal.Refuse(ErrInvalid, "wing %q keeps no history on this shard (it runs with history off)", s.wing)
 	}
 	return nil
 }
@@ -92,7 +93,7 @@ func (s *Store) lineage(ctx context.Context, ref string) (noteRef, error) {
 	if to, _, ok := s.hist.MovedTo(r.rel); ok {
 		return s.parseRef(to)
 	}
-	return noteRef{}, refuse(ErrNotFound, "%s has no history in wing %q: no version of it was ever recorded", r, s.wing)
+	return noteRef{}, refusal.Refuse(ErrNotFound, "%s has no history in wing %q: no version of it was ever recorded", r, s.wing)
 }
 
 // goneErr is the refusal of a read of note r, whose file is not there: it
@@ -100,9 +101,9 @@ func (s *Store) lineage(ctx context.Context, ref string) (noteRef, error) {
 // (ErrMoved, naming where), archived or purged (ErrNotFound, by whom, when
 // and why).
 func (s *Store) goneErr(r noteRef) error {
-	plain := refuse(ErrNotFound, "no note %s in wing %q", r, s.wing)
+	plain := refusal.Refuse(ErrNotFound, "no note %s in wing %q", r, s.wing)
 	if r.inbox() {
-		plain = refuse(ErrNotFound, "no inbox note %s (it may have been promoted)", r.rel)
+		plain = refusal.Refuse(ErrNotFound, "no inbox note %s (it may have been promoted)", r.rel)
 	}
 	if s.hist == nil {
 		return plain
@@ -116,15 +117,15 @@ func (s *Store) goneErr(r noteRef) error {
 			return plain
 		}
 		if v.Removed {
-			return refuse(ErrNotFound, "%s was moved to %s, which was %s", r, dest, removal(v))
+			return refusal.Refuse(ErrNotFound, "%s was moved to %s, which was %s", r, dest, removal(v))
 		}
 		if r.inbox() && !dest.inbox() {
-			return refuse(ErrMoved, "inbox note %s was promoted to %s by %s at %s", r.rel, dest, v.Author, v.At.Format(time.RFC3339))
+			return refusal.Refuse(ErrMoved, "inbox note %s was promoted to %s by %s at %s", r.rel, dest, v.Author, v.At.Format(time.RFC3339))
 		}
-		return refuse(ErrMoved, "%s was moved to %s (its newest version is by %s at %s)", r, dest, v.Author, v.At.Format(time.RFC3339))
+		return refusal.Refuse(ErrMoved, "%s was moved to %s (its newest version is by %s at %s)", r, dest, v.Author, v.At.Format(time.RFC3339))
 	}
 	if v, ok := s.hist.Latest(r.rel); ok && v.Removed {
-		return refuse(ErrNotFound, "%s was %s; its versions are in history and a restore of one brings it back", r, removal(v))
+		return refusal.Refuse(ErrNotFound, "%s was %s; its versions are in history and a restore of one brings it back", r, removal(v))
 	}
 	return plain
 }
@@ -301,13 +302,13 @@ func (s *Store) Archived(ctx context.Context, hall, cursor string, limit int) ([
 	prefix := brain.WingDir(brain.TopWiki, s.wing) + "/"
 	if hall != "" {
 		if err := brain.ValidHall(hall); err != nil {
-			return nil, "", invalid(err)
+			return nil, "", refusal.Invalid(err)
 		}
 		prefix = brain.HallDir(s.wing, hall) + "/"
 	}
 	if cursor != "" {
 		if _, err := brain.ParseID(cursor); err != nil {
-			return nil, "", refuse(ErrInvalid, "cursor %q is not one a list of archived notes returned; list again without a cursor", cursor)
+			return nil, "", refusal.Refuse(ErrInvalid, "cursor %q is not one a list of archived notes returned; list again without a cursor", cursor)
 		}
 	}
 	if err := s.hist.Flush(ctx); err != nil {

@@ -6,94 +6,51 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"time"
 
 	"github.com/brainstem/brainstem/brain"
-	"github.com/brainstem/brainstem/shard/layout"
+	"github.com/brainstem/brainstem/shard/store/watch"
 )
-
-// dirWatcher reports changes to the entries of watched directories.
-type dirWatcher interface {
-	// add watches dir; its events carry tag.
-	add(dir, tag string) error
-	// next blocks until events arrive; it fails once closed.
-	next() ([]watchEvent, error)
-	close() error
-}
-
-// watchEvent is one change: entry name of the directory tagged tag (the
-// hall, or "" for the wing's wiki directory), or the directory itself gone,
-// or events lost.
-type watchEvent struct {
-	tag, name string
-	isDir     bool // the entry is a directory
-	dirGone   bool // the watched directory was removed or moved
-	overflow  bool // events were lost: rescan everything
-}
 
 // watchState is the store's directory watcher, when one runs.
 type watchState struct {
-	w dirWatcher
+	w watch.Watcher
 }
 
 func (ws *watchState) active() bool { return ws.w != nil }
 
-// watchDebounce lets a burst of events (an editor's save, a git checkout)
-// finish before the batch is applied.
-const watchDebounce = 20 * time.Millisecond
-
-// startWatch watches the wing's wiki directory and its halls, so that an
-// outside change reaches the index within milliseconds instead of at the
-// next rescan.
+// startWatch watches the wing's wiki directory, its halls and its inbox,
+// so that an outside change reaches the index within milliseconds instead
+// of at the next rescan.
 func (s *Store) startWatch(ctx context.Context, after func()) error {
-	w, err := newDirWatcher()
+	w, err := watch.New()
 	if err != nil {
 		return err
 	}
 	if err := s.addWatches(w); err != nil {
-		w.close()
+		w.Close()
 		return err
 	}
 	s.watch.w = w
-	batches := make(chan []watchEvent, 64)
-	s.wg.Add(2)
-	go func() {
-		defer s.wg.Done()
-		defer close(batches)
-		for {
-			evs, err := w.next()
-			if err != nil {
-				if ctx.Err() == nil {
-					s.log.Warn("store: watching the wing's directories failed; the rescanner still runs", "err", err)
-				}
-				return
-			}
-			select {
-			case batches <- evs:
-			case <-ctx.Done():
-				return
-			}
+	failed := func(err error) {
+		s.log.Warn("store: watching the wing's directories failed; the rescanner still runs", "err", err)
+	}
+	watch.Follow(ctx, w, s.wing, &s.wg, failed, func(c watch.Changes) {
+		s.applyChanges(ctx, c)
+		if after != nil {
+			after()
 		}
-	}()
-	go func() {
-		defer s.wg.Done()
-		s.watchLoop(ctx, batches, after)
-	}()
-	go func() { // unblock the reader when the store closes
-		<-ctx.Done()
-		w.close()
-	}()
+	})
 	return nil
 }
 
-// addWatches (re)watches the wing's wiki directory and every hall that
-// exists (adding a watch twice is harmless).
-func (s *Store) addWatches(w dirWatcher) error {
+// addWatches (re)watches the wing's wiki directory, every hall that
+// exists and the inbox (adding a watch twice is harmless).
+func (s *Store) addWatches(w watch.Watcher) error {
 	wingDir, err := s.dirOf(brain.WingDir(brain.TopWiki, s.wing))
 	if err != nil {
 		return err
 	}
-	if err := w.add(wingDir, ""); err != nil {
+	if err := w.Add(wingDir, ""); err != nil {
 		return err
 	}
 	for _, h := range brain.Halls() {
@@ -101,91 +58,25 @@ func (s *Store) addWatches(w dirWatcher) error {
 		if err != nil {
 			continue // missing or replaced: the rescanner reports it
 		}
-		if err := w.add(dir, h); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := w.Add(dir, h); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
 	if dir, err := s.dirOf(brain.WingDir(brain.TopInbox, s.wing)); err == nil {
-		if err := w.add(dir, inboxTag); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		if err := w.Add(dir, watch.InboxTag); err != nil && !errors.Is(err, fs.ErrNotExist) {
 			return err
 		}
 	}
 	return nil
 }
 
-// inboxTag tags the events of the inbox directory (no hall has the name).
-const inboxTag = "inbox"
-
-// watchLoop applies batches of events until ctx ends or the reader stops.
-func (s *Store) watchLoop(ctx context.Context, batches <-chan []watchEvent, after func()) {
-	debounce := time.NewTimer(time.Hour)
-	debounce.Stop()
-	for {
-		var evs []watchEvent
-		select {
-		case <-ctx.Done():
-			return
-		case b, ok := <-batches:
-			if !ok {
-				return
-			}
-			evs = b
-		}
-		debounce.Reset(watchDebounce)
-	gather:
-		for {
-			select {
-			case <-ctx.Done():
-				return
-			case b, ok := <-batches:
-				if !ok {
-					break gather
-				}
-				evs = append(evs, b...)
-			case <-debounce.C:
-				break gather
-			}
-		}
-		s.applyEvents(ctx, evs)
-		if after != nil {
-			after()
-		}
-	}
-}
-
-// applyEvents refreshes the notes named by evs, or rescans the whole wing
-// when the events say its structure changed or some were lost.
-func (s *Store) applyEvents(ctx context.Context, evs []watchEvent) {
+// applyChanges refreshes the notes a batch of events named, or rescans
+// the whole wing when they say its structure changed or some were lost.
+func (s *Store) applyChanges(ctx context.Context, c watch.Changes) {
 	if s.closed.Load() {
 		return
 	}
-	rescan, toc, inbox := false, false, false
-	notes := map[brain.ID]bool{}
-	for _, ev := range evs {
-		switch {
-		case ev.overflow || ev.dirGone:
-			rescan = true
-		case layout.Hidden(ev.name):
-		case ev.tag == inboxTag:
-			inbox = true
-		case ev.tag == "":
-			if ev.name == brain.IndexSlug+brain.NoteExt {
-				toc = true
-			} else {
-				rescan = true // a hall (or a stray entry) appeared or went
-			}
-		case ev.isDir:
-			rescan = true
-		default:
-			slug, err := layout.NoteFile(ev.name)
-			if err != nil {
-				rescan = true // reported as skipped by the scan
-				continue
-			}
-			notes[brain.ID{Wing: s.wing, Hall: ev.tag, Slug: slug}] = true
-		}
-	}
-	if rescan {
+	if c.Rescan {
 		if s.watch.w != nil {
 			if err := s.addWatches(s.watch.w); err != nil {
 				s.log.Warn("store: re-watching the wing's directories failed", "err", err)
@@ -196,13 +87,13 @@ func (s *Store) applyEvents(ctx context.Context, evs []watchEvent) {
 		}
 		return
 	}
-	if inbox {
+	if c.Inbox {
 		if err := s.syncInbox(ctx); err != nil && ctx.Err() == nil {
 			s.log.Warn("store: following the inbox failed", "err", err)
 		}
 	}
 	changed := false
-	for id := range notes {
+	for id := range c.Notes {
 		if ctx.Err() != nil {
 			return
 		}
@@ -210,8 +101,8 @@ func (s *Store) applyEvents(ctx context.Context, evs []watchEvent) {
 			changed = true
 		}
 	}
-	if changed || toc {
-		if err := s.syncTOCAfterChange(toc); err != nil {
+	if changed || c.TOC {
+		if err := s.syncTOCAfterChange(c.TOC); err != nil {
 			s.log.Warn("store: rewriting _index.md failed", "err", err)
 		}
 	}

@@ -16,6 +16,7 @@ import (
 	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/layout"
+	"github.com/brainstem/brainstem/shard/store/refusal"
 )
 
 // NewNote describes a note to create with Create.
@@ -79,36 +80,36 @@ func (s *Store) Plan(n NewNote) (Target, error) {
 
 func (s *Store) target(n NewNote) (Target, error) {
 	if strings.TrimSpace(n.Title) == "" {
-		return Target{}, refuse(ErrInvalid, "a note needs a non-empty title")
+		return Target{}, refusal.Refuse(ErrInvalid, "a note needs a non-empty title")
 	}
 	if n.By == "" {
-		return Target{}, refuse(ErrInvalid, "a note needs its author's email")
+		return Target{}, refusal.Refuse(ErrInvalid, "a note needs its author's email")
 	}
 	slug := n.Slug
 	if slug == "" {
 		slug = layout.Slugify(n.Title)
 		if slug == "" {
-			return Target{}, refuse(ErrInvalid, "cannot derive a slug from title %q (no letters or digits): pass a slug", n.Title)
+			return Target{}, refusal.Refuse(ErrInvalid, "cannot derive a slug from title %q (no letters or digits): pass a slug", n.Title)
 		}
 	}
 	var t Target
 	if n.Inbox {
 		if n.Hall != "" {
 			if err := brain.ValidHall(n.Hall); err != nil {
-				return Target{}, invalid(err)
+				return Target{}, refusal.Invalid(err)
 			}
 		}
 		if err := brain.ValidInboxName(slug); err != nil {
-			return Target{}, invalid(err)
+			return Target{}, refusal.Invalid(err)
 		}
 		t = Target{Name: slug, Path: brain.InboxPath(s.wing, slug)}
 	} else {
 		if n.Hall == "" {
-			return Target{}, refuse(ErrInvalid, "a wiki note needs a hall (one of %s)", brain.HallList)
+			return Target{}, refusal.Refuse(ErrInvalid, "a wiki note needs a hall (one of %s)", brain.HallList)
 		}
 		id := brain.ID{Wing: s.wing, Hall: n.Hall, Slug: slug}
 		if err := id.Validate(); err != nil {
-			return Target{}, invalid(err)
+			return Target{}, refusal.Invalid(err)
 		}
 		t = Target{ID: id.String(), Path: id.Path()}
 	}
@@ -137,7 +138,7 @@ func (s *Store) newFile(n NewNote, createdAt string) ([]byte, error) {
 	for _, f := range n.Extra {
 		switch {
 		case OwnKey(f.Key):
-			return nil, refuse(ErrInvalid, "frontmatter key %q is the store's own: it cannot be given", f.Key)
+			return nil, refusal.Refuse(ErrInvalid, "frontmatter key %q is the store's own: it cannot be given", f.Key)
 		case f.IsList:
 			doc.SetStrings(f.Key, f.List)
 		default:
@@ -145,7 +146,7 @@ func (s *Store) newFile(n NewNote, createdAt string) ([]byte, error) {
 		}
 	}
 	if err := doc.Err(); err != nil {
-		return nil, refuse(ErrInvalid, "cannot write the frontmatter: %v", err)
+		return nil, refusal.Refuse(ErrInvalid, "cannot write the frontmatter: %v", err)
 	}
 	return doc.Bytes(), nil
 }
@@ -166,7 +167,7 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 		return nil, err
 	}
 	if len(raw) > s.maxNote {
-		return nil, refuse(ErrTooLarge, "the note would be %d bytes, over the %d-byte limit", len(raw), s.maxNote)
+		return nil, refusal.Refuse(ErrTooLarge, "the note would be %d bytes, over the %d-byte limit", len(raw), s.maxNote)
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
@@ -174,7 +175,7 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 
 	mark := Mark{Op: MarkCreate, Path: t.Path, Hash: HashOf(raw), Stamp: StampCreated, By: n.By, At: createdAt}
 	if n.Inbox {
-		unlock := s.locks.lock("i:" + t.Name)
+		unlock := s.locks.Lock("i:" + t.Name)
 		defer unlock()
 		note := s.noteOf(t.ID, t.Name, t.Path, raw, t.Name)
 		if err := s.hookCreate(n.Hook, t, mark, note); err != nil {
@@ -194,7 +195,7 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 	}
 
 	id, _ := brain.ParseID(t.ID)
-	unlock := s.locks.lock("w:" + t.ID)
+	unlock := s.locks.Lock("w:" + t.ID)
 	note := s.noteOf(t.ID, "", t.Path, raw, id.Slug)
 	if err := s.hookCreate(n.Hook, t, mark, note); err != nil {
 		unlock()
@@ -239,7 +240,7 @@ func (s *Store) hookCreate(h Hook, t Target, m Mark, note *Note) error {
 
 func (s *Store) createErr(path string, err error) error {
 	if errors.Is(err, fs.ErrExist) {
-		return refuse(ErrExists, "%s already exists (notes are never overwritten): choose another slug", path)
+		return refusal.Refuse(ErrExists, "%s already exists (notes are never overwritten): choose another slug", path)
 	}
 	return fmt.Errorf("store: write %s: %w", path, err)
 }
@@ -295,15 +296,15 @@ func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
 		return nil, err
 	}
 	if strings.TrimSpace(c.Reason) == "" {
-		return nil, refuse(ErrInvalid, "an update needs a reason (recorded as supersede_reason)")
+		return nil, refusal.Refuse(ErrInvalid, "an update needs a reason (recorded as supersede_reason)")
 	}
 	if c.By == "" {
-		return nil, refuse(ErrInvalid, "an update needs its author's email")
+		return nil, refusal.Refuse(ErrInvalid, "an update needs its author's email")
 	}
 	if err := ctx.Err(); err != nil {
 		return nil, fmt.Errorf("store: %w", err)
 	}
-	unlock := s.locks.lock("w:" + id.String())
+	unlock := s.locks.Lock("w:" + id.String())
 	old, err := s.readNoteFile(noteRef{id: id, rel: id.Path()}, abs)
 	if err != nil {
 		unlock()
@@ -312,13 +313,13 @@ func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
 	cur := HashOf(old)
 	if c.ExpectedHash != "" && c.ExpectedHash != cur {
 		unlock()
-		return nil, refuse(ErrConflict, "%s changed: expected_hash is %s but the current content_hash is %s; get the note again, merge your change and retry with expected_hash %s",
+		return nil, refusal.Refuse(ErrConflict, "%s changed: expected_hash is %s but the current content_hash is %s; get the note again, merge your change and retry with expected_hash %s",
 			id, c.ExpectedHash, cur, cur)
 	}
 	doc, err := frontmatter.Parse(old)
 	if err != nil {
 		unlock()
-		return nil, refuse(ErrInvalid, "%s has a frontmatter the store cannot edit safely (%v); fix the file by hand first", id, err)
+		return nil, refusal.Refuse(ErrInvalid, "%s has a frontmatter the store cannot edit safely (%v); fix the file by hand first", id, err)
 	}
 	doc.SetBody(c.Body)
 	if c.Title != "" {
@@ -330,12 +331,12 @@ func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
 	doc.Set(KeySupersedeReason, c.Reason)
 	if err := doc.Err(); err != nil {
 		unlock()
-		return nil, refuse(ErrInvalid, "cannot edit the frontmatter of %s: %v", id, err)
+		return nil, refusal.Refuse(ErrInvalid, "cannot edit the frontmatter of %s: %v", id, err)
 	}
 	raw := doc.Bytes()
 	if len(raw) > s.maxNote {
 		unlock()
-		return nil, refuse(ErrTooLarge, "the note would be %d bytes, over the %d-byte limit", len(raw), s.maxNote)
+		return nil, refusal.Refuse(ErrTooLarge, "the note would be %d bytes, over the %d-byte limit", len(raw), s.maxNote)
 	}
 	note := s.noteOf(id.String(), "", id.Path(), raw, id.Slug)
 	if err := runHook(c.Hook, Intent{Mark: Mark{Op: MarkReplace, Path: id.Path(), Hash: note.Hash}, Note: note}); err != nil {
@@ -409,19 +410,19 @@ func (s *Store) Promote(ctx context.Context, p Promotion) (*Note, []string, erro
 	}
 
 	// Lock order: inbox name, then note. Nothing locks them the other way.
-	unlockIn := s.locks.lock("i:" + p.Name)
+	unlockIn := s.locks.Lock("i:" + p.Name)
 	defer unlockIn()
-	unlock := s.locks.lock("w:" + id.String())
+	unlock := s.locks.Lock("w:" + id.String())
 	defer unlock()
 	old, _, err := readFileLimit(inAbs, s.maxNote)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
-			return nil, nil, refuse(ErrNotFound, "no inbox note %q (%s)", p.Name, inRel)
+			return nil, nil, refusal.Refuse(ErrNotFound, "no inbox note %q (%s)", p.Name, inRel)
 		}
 		return nil, nil, s.readErr(inRel, err)
 	}
 	if _, err := os.Lstat(wikiAbs); err == nil {
-		return nil, nil, refuse(ErrExists, "%s already exists; the inbox note was left untouched: promote it with another slug", id)
+		return nil, nil, refusal.Refuse(ErrExists, "%s already exists; the inbox note was left untouched: promote it with another slug", id)
 	}
 	raw, promotedAt, err := s.promoted(old, p, inRel)
 	if err != nil {
@@ -457,7 +458,7 @@ func (s *Store) promoteFiles(id brain.ID, p Promotion, inRel, inAbs, wikiAbs str
 	if err := atomicfile.CreateFile(wikiAbs, raw, filePerm); err != nil {
 		rec.done(err)
 		if errors.Is(err, fs.ErrExist) {
-			return refuse(ErrExists, "%s already exists; the inbox note was left untouched: promote it with another slug", id)
+			return refusal.Refuse(ErrExists, "%s already exists; the inbox note was left untouched: promote it with another slug", id)
 		}
 		return fmt.Errorf("store: write %s: %w", id.Path(), err)
 	}
@@ -479,20 +480,20 @@ func (s *Store) promoteFiles(id brain.ID, p Promotion, inRel, inAbs, wikiAbs str
 // creates (slug defaults to the inbox name).
 func (s *Store) promotionID(name, hall, slug, by string) (brain.ID, error) {
 	if err := brain.ValidHall(hall); err != nil {
-		return brain.ID{}, invalid(err)
+		return brain.ID{}, refusal.Invalid(err)
 	}
 	if err := brain.ValidInboxName(name); err != nil {
-		return brain.ID{}, invalid(err)
+		return brain.ID{}, refusal.Invalid(err)
 	}
 	if slug == "" {
 		slug = name
 	}
 	id := brain.ID{Wing: s.wing, Hall: hall, Slug: slug}
 	if err := id.Validate(); err != nil {
-		return brain.ID{}, invalid(err)
+		return brain.ID{}, refusal.Invalid(err)
 	}
 	if by == "" {
-		return brain.ID{}, refuse(ErrInvalid, "a promotion needs the curator's email")
+		return brain.ID{}, refusal.Refuse(ErrInvalid, "a promotion needs the curator's email")
 	}
 	return id, nil
 }
@@ -503,7 +504,7 @@ func (s *Store) promotionID(name, hall, slug, by string) (brain.ID, error) {
 func (s *Store) promoted(old []byte, p Promotion, inRel string) (raw []byte, promotedAt string, err error) {
 	doc, err := frontmatter.Parse(old)
 	if err != nil {
-		return nil, "", refuse(ErrInvalid, "inbox note %s has a frontmatter the store cannot edit safely (%v); fix the file first", inRel, err)
+		return nil, "", refusal.Refuse(ErrInvalid, "inbox note %s has a frontmatter the store cannot edit safely (%v); fix the file first", inRel, err)
 	}
 	if p.Title != "" {
 		doc.Set(KeyTitle, p.Title)
@@ -516,11 +517,11 @@ func (s *Store) promoted(old []byte, p Promotion, inRel string) (raw []byte, pro
 	doc.Set(KeyPromotedBy, p.By)
 	doc.Set(KeyPromotedAt, promotedAt)
 	if err := doc.Err(); err != nil {
-		return nil, "", refuse(ErrInvalid, "cannot edit the frontmatter of %s: %v", inRel, err)
+		return nil, "", refusal.Refuse(ErrInvalid, "cannot edit the frontmatter of %s: %v", inRel, err)
 	}
 	raw = doc.Bytes()
 	if len(raw) > s.maxNote {
-		return nil, "", refuse(ErrTooLarge, "the note would be %d bytes, over the %d-byte limit", len(raw), s.maxNote)
+		return nil, "", refusal.Refuse(ErrTooLarge, "the note would be %d bytes, over the %d-byte limit", len(raw), s.maxNote)
 	}
 	return raw, promotedAt, nil
 }
@@ -532,7 +533,7 @@ func (s *Store) promoted(old []byte, p Promotion, inRel string) (raw []byte, pro
 func (s *Store) readErr(what string, err error) error {
 	switch {
 	case errors.Is(err, fs.ErrNotExist):
-		return refuse(ErrNotFound, "%s does not exist", what)
+		return refusal.Refuse(ErrNotFound, "%s does not exist", what)
 	case errors.Is(err, ErrTooLarge), errors.Is(err, ErrInvalid):
 		return about(what, err)
 	default:
@@ -557,10 +558,10 @@ func (s *Store) readNoteFile(r noteRef, abs string) ([]byte, error) {
 func (s *Store) wikiRef(ref string) (brain.ID, string, error) {
 	id, err := brain.ParseID(ref)
 	if err != nil {
-		return brain.ID{}, "", invalid(err)
+		return brain.ID{}, "", refusal.Invalid(err)
 	}
 	if id.Wing != s.wing {
-		return brain.ID{}, "", refuse(ErrForbidden, "note %s belongs to wing %q but this shard serves wing %q", id, id.Wing, s.wing)
+		return brain.ID{}, "", refusal.Refuse(ErrForbidden, "note %s belongs to wing %q but this shard serves wing %q", id, id.Wing, s.wing)
 	}
 	abs, err := s.abs(id.Path())
 	if err != nil {

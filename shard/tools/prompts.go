@@ -101,20 +101,15 @@ func (s *Set) Prompts() []*toolspec.Prompt { return s.prompts }
 // order (toolspec.Prompt.Descriptor). The caller must not modify it.
 func (s *Set) PromptDescriptors() json.RawMessage { return s.promptDesc }
 
-// PromptNeeds returns the capability the named prompt is for.
-func (s *Set) PromptNeeds(name string) (brain.Caps, bool) {
-	p, ok := s.promptByName[name]
-	if !ok {
-		return 0, false
-	}
-	return p.Capability(), true
+// LookupPrompt returns the named prompt; p.Capability() is what it is for.
+func (s *Set) LookupPrompt(name string) (p *toolspec.Prompt, ok bool) {
+	p, ok = s.promptByName[name]
+	return p, ok
 }
 
-// GetPrompt answers prompts/get of the named prompt for c: its arguments
-// (a JSON object of strings) decoded and validated like a tool's, then
-// its messages (toolspec.PromptResult), as compact JSON. isError marks an
-// error result {"error":{"code","message"}}, as Call's.
-func (s *Set) GetPrompt(_ context.Context, c Caller, name string, args []byte) (result []byte, isError bool) {
+// GetPrompt answers prompts/get of the named prompt for c: it looks the
+// prompt up and checks c's capabilities once, then RunPrompt.
+func (s *Set) GetPrompt(ctx context.Context, c Caller, name string, args []byte) (result []byte, isError bool) {
 	p, ok := s.promptByName[name]
 	if !ok {
 		names := make([]string, len(s.prompts))
@@ -123,8 +118,18 @@ func (s *Set) GetPrompt(_ context.Context, c Caller, name string, args []byte) (
 		}
 		return brain.EncodeError(brain.CodeUnknownTool, fmt.Sprintf("there is no prompt %q in wing %q; the prompts are: %s", name, s.Wing(), strings.Join(names, ", "))), true
 	}
-	if needs := p.Capability(); !c.Caps.Has(needs) {
-		return brain.EncodeError(brain.CodeForbidden, fmt.Sprintf("%s is for callers with the %s capability in wing %q; you have: %s", name, needs.Strongest(), s.Wing(), c.Caps)), true
+	return s.RunPrompt(ctx, c, p, c.Caps.Has(p.Capability()), args)
+}
+
+// RunPrompt answers prompts/get of prompt p (from LookupPrompt) for c: its
+// arguments (a JSON object of strings) decoded and validated like a
+// tool's, then its messages (toolspec.PromptResult), as compact JSON.
+// granted is the outcome of the call's one capability check, as Run's.
+// isError marks an error result {"error":{"code","message"}}, as Call's.
+func (s *Set) RunPrompt(_ context.Context, c Caller, p *toolspec.Prompt, granted bool, args []byte) (result []byte, isError bool) {
+	name := p.Name
+	if !granted {
+		return brain.EncodeError(brain.CodeForbidden, fmt.Sprintf("%s is for callers with the %s capability in wing %q; you have: %s", name, p.Capability().Strongest(), s.Wing(), c.Caps)), true
 	}
 	if len(args) > s.lim.MaxArgsBytes {
 		return brain.EncodeError(brain.CodeTooLarge, fmt.Sprintf("the arguments are %d bytes, over the %d-byte limit", len(args), s.lim.MaxArgsBytes)), true

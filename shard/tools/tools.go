@@ -196,16 +196,14 @@ func (s *Set) Specs() []*toolspec.Spec {
 	return out
 }
 
-// Needs returns the capability the named tool requires.
-func (s *Set) Needs(name string) (brain.Caps, bool) {
-	t, ok := s.byName[name]
-	if !ok {
-		return 0, false
-	}
-	return t.Spec.Capability(), true
+// Lookup returns the named tool; t.Spec.Capability() is what it requires.
+func (s *Set) Lookup(name string) (t *Tool, ok bool) {
+	t, ok = s.byName[name]
+	return t, ok
 }
 
-// Call runs the named tool for c with the raw JSON arguments args. The
+// Call runs the named tool for c with the raw JSON arguments args: it
+// looks the tool up and checks c's capabilities once, then Run. The
 // result is compact JSON; isError marks an error result
 // {"error":{"code","message"}}.
 func (s *Set) Call(ctx context.Context, c Caller, name string, args []byte) (result []byte, isError bool) {
@@ -213,9 +211,17 @@ func (s *Set) Call(ctx context.Context, c Caller, name string, args []byte) (res
 	if !ok {
 		return brain.EncodeError(brain.CodeUnknownTool, fmt.Sprintf("there is no tool %q in wing %q; the tools are: %s", name, s.Wing(), strings.Join(s.names(), ", "))), true
 	}
-	needs := t.Spec.Capability()
-	if !c.Caps.Has(needs) {
-		return brain.EncodeError(brain.CodeForbidden, fmt.Sprintf("%s needs the %s capability in wing %q; you have: %s; ask a curator of the wing to grant it", name, needs.Strongest(), s.Wing(), c.Caps)), true
+	return s.Run(ctx, c, t, c.Caps.Has(t.Spec.Capability()), args)
+}
+
+// Run runs tool t (from Lookup) for c, as Call does. granted is the
+// outcome of the call's one capability check (c.Caps has what t needs),
+// made by whoever looked the tool up: a call not granted is answered the
+// forbidden error.
+func (s *Set) Run(ctx context.Context, c Caller, t *Tool, granted bool, args []byte) (result []byte, isError bool) {
+	name := t.Spec.Name
+	if !granted {
+		return brain.EncodeError(brain.CodeForbidden, fmt.Sprintf("%s needs the %s capability in wing %q; you have: %s; ask a curator of the wing to grant it", name, t.Spec.Capability().Strongest(), s.Wing(), c.Caps)), true
 	}
 	if t.Spec.Writes() {
 		// Every write records its author: only a canonical address

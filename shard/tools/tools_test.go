@@ -122,8 +122,8 @@ func TestDescriptors(t *testing.T) {
 		if d.Meta[brain.CapabilityMetaKey] != wantCap[d.Name] {
 			t.Errorf("%s capability %q, want %q", d.Name, d.Meta[brain.CapabilityMetaKey], wantCap[d.Name])
 		}
-		if needs, ok := s.Needs(d.Name); !ok || needs.Strongest() != wantCap[d.Name] || specs[i].Capability() != needs {
-			t.Errorf("Needs(%s) = %v", d.Name, needs)
+		if tool, ok := s.Lookup(d.Name); !ok || tool.Spec.Capability().Strongest() != wantCap[d.Name] || specs[i].Capability() != tool.Spec.Capability() {
+			t.Errorf("Lookup(%s) = %v", d.Name, tool)
 		}
 		if d.InputSchema.Type != "object" || d.InputSchema.AdditionalProperties == nil || *d.InputSchema.AdditionalProperties {
 			t.Errorf("%s schema is not a closed object", d.Name)
@@ -148,8 +148,8 @@ func TestDescriptors(t *testing.T) {
 			t.Errorf("%s description too thin for an agent: %q", d.Name, d.Description)
 		}
 	}
-	if _, ok := s.Needs("nope"); ok {
-		t.Error("Needs of an unknown tool")
+	if _, ok := s.Lookup("nope"); ok {
+		t.Error("Lookup of an unknown tool")
 	}
 	// Descriptors are stable bytes.
 	if string(New(s.st, Options{}).Descriptors()) != string(s.Descriptors()) {

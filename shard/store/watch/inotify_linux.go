@@ -1,6 +1,6 @@
 //go:build linux
 
-package store
+package watch
 
 import (
 	"encoding/binary"
@@ -28,7 +28,8 @@ const inotifyMask = syscall.IN_CREATE | syscall.IN_CLOSE_WRITE | syscall.IN_MOVE
 	syscall.IN_DELETE | syscall.IN_MODIFY | syscall.IN_ATTRIB | syscall.IN_DELETE_SELF | syscall.IN_MOVE_SELF |
 	syscall.IN_ONLYDIR | syscall.IN_DONT_FOLLOW | syscall.IN_EXCL_UNLINK
 
-func newDirWatcher() (dirWatcher, error) {
+// New returns a Watcher of no directory yet.
+func New() (Watcher, error) {
 	fd, err := syscall.InotifyInit1(syscall.IN_CLOEXEC | syscall.IN_NONBLOCK)
 	if err != nil {
 		return nil, fmt.Errorf("inotify: %w", err)
@@ -38,7 +39,7 @@ func newDirWatcher() (dirWatcher, error) {
 	return &inotifyWatcher{fd: fd, f: os.NewFile(uintptr(fd), "inotify"), wds: map[int32]string{}, buf: make([]byte, 64<<10)}, nil
 }
 
-func (w *inotifyWatcher) add(dir, tag string) error {
+func (w *inotifyWatcher) Add(dir, tag string) error {
 	wd, err := syscall.InotifyAddWatch(w.fd, dir, inotifyMask)
 	if err != nil {
 		return fmt.Errorf("inotify: watch %s: %w", dir, err)
@@ -49,13 +50,13 @@ func (w *inotifyWatcher) add(dir, tag string) error {
 	return nil
 }
 
-// next blocks for the next events. It fails once the watcher is closed.
-func (w *inotifyWatcher) next() ([]watchEvent, error) {
+// Next blocks for the next events. It fails once the watcher is closed.
+func (w *inotifyWatcher) Next() ([]Event, error) {
 	n, err := w.f.Read(w.buf)
 	if err != nil {
 		return nil, err
 	}
-	var out []watchEvent
+	var out []Event
 	const header = syscall.SizeofInotifyEvent
 	w.mu.Lock()
 	defer w.mu.Unlock()
@@ -72,23 +73,23 @@ func (w *inotifyWatcher) next() ([]watchEvent, error) {
 		}
 		off += header + nameLen
 		tag, known := w.wds[wd]
-		ev := watchEvent{tag: tag, name: string(name)}
+		ev := Event{Tag: tag, Name: string(name)}
 		switch {
 		case mask&syscall.IN_Q_OVERFLOW != 0:
-			ev = watchEvent{overflow: true}
+			ev = Event{Overflow: true}
 		case mask&syscall.IN_IGNORED != 0:
 			delete(w.wds, wd)
-			ev = watchEvent{tag: tag, dirGone: true}
+			ev = Event{Tag: tag, DirGone: true}
 		case !known:
 			continue
 		case mask&(syscall.IN_DELETE_SELF|syscall.IN_MOVE_SELF) != 0:
-			ev.dirGone, ev.name = true, ""
+			ev.DirGone, ev.Name = true, ""
 		case mask&syscall.IN_ISDIR != 0:
-			ev.isDir = true
+			ev.IsDir = true
 		}
 		out = append(out, ev)
 	}
 	return out, nil
 }
 
-func (w *inotifyWatcher) close() error { return w.f.Close() }
+func (w *inotifyWatcher) Close() error { return w.f.Close() }

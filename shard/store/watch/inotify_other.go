@@ -1,12 +1,13 @@
 //go:build !linux
 
-package store
+package watch
 
 import (
 	"errors"
 	"runtime"
 )
 
-func newDirWatcher() (dirWatcher, error) {
+// New returns a Watcher of no directory yet.
+func New() (Watcher, error) {
 	return nil, errors.New("watching directories is implemented with inotify, which " + runtime.GOOS + " does not have")
 }
