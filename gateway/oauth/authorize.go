@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/gateway/oauth/clients"
 	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
@@ -215,7 +216,7 @@ func (s *Server) checkAuthzParams(q url.Values) *authzError {
 		return &authzError{"invalid_request", "code_challenge_method must be S256 (plain is not supported)"}
 	case m != "S256":
 		return &authzError{"invalid_request", "code_challenge_method must be S256"}
-	case !validPKCE(q.Get("code_challenge")) || len(q.Get("code_challenge")) != 43:
+	case !auth.ValidPKCE(q.Get("code_challenge")) || len(q.Get("code_challenge")) != 43:
 		return &authzError{"invalid_request", "code_challenge must be the 43-character base64url SHA-256 of the code verifier"}
 	}
 	if res, ok := q["resource"]; ok && !s.IsResource(res[0]) {
@@ -537,19 +538,4 @@ func RandomString(n int) string {
 
 func isBase64URL(r rune) bool {
 	return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_'
-}
-
-// validPKCE checks the unreserved characters of a code verifier or
-// challenge (RFC 7636 §4.1) and its length (43 to 128).
-func validPKCE(s string) bool {
-	if len(s) < 43 || len(s) > 128 {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || c == '-' || c == '.' || c == '_' || c == '~') {
-			return false
-		}
-	}
-	return true
 }

@@ -11,6 +11,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/gateway/oauth/clients"
 	"github.com/brainstem/brainstem/gateway/oauth/config"
 )
@@ -74,7 +75,7 @@ func originOf(raw string) string {
 // state. challenge is the S256 PKCE challenge of the client's verifier.
 func (s *Server) AuthorizeFirstParty(w http.ResponseWriter, r *http.Request, clientID, redirectURI, state, challenge string) {
 	client, err := s.parseRegisteredClient(clientID)
-	if err != nil || !redirectAllowed(client, redirectURI) || !validPKCE(challenge) || len(challenge) != 43 || len(state) > MaxStateBytes {
+	if err != nil || !redirectAllowed(client, redirectURI) || !auth.ValidPKCE(challenge) || len(challenge) != 43 || len(state) > MaxStateBytes {
 		s.Count("authorize", "refused")
 		s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in request", "The console's sign-in request is not valid.")
 		return

@@ -254,7 +254,7 @@ func (s *Server) redeemCode(ctx context.Context, form url.Values, clientID strin
 	}
 	verifier := form.Get("code_verifier")
 	sum := sha256.Sum256([]byte(verifier))
-	if !validPKCE(verifier) || subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(cs.Challenge)) != 1 {
+	if !auth.ValidPKCE(verifier) || subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(cs.Challenge)) != 1 {
 		return nil, InvalidGrant("code_verifier does not match the code_challenge (PKCE S256)")
 	}
 	// Single use on this replica, whatever happens next; on any other
