@@ -104,37 +104,43 @@ func (c *compactor[S]) document() error {
 				return err
 			}
 		}
-		// A value ended: close containers, or go on to the next element.
-		for {
-			c.space()
-			if len(c.stack) == 0 {
-				if c.i < len(c.src) {
-					return c.fail("invalid character after top-level value")
-				}
-				return nil
-			}
-			if c.i >= len(c.src) {
-				return c.fail("unexpected end of JSON input")
-			}
-			top, b := c.stack[len(c.stack)-1], c.src[c.i]
-			if b == top+2 {
-				c.dst = append(c.dst, b)
-				c.i++
-				c.stack = c.stack[:len(c.stack)-1]
-				continue
-			}
-			if b != ',' {
-				return c.fail("invalid character after value")
-			}
-			c.dst = append(c.dst, ',')
-			c.i++
-			if top == '{' {
-				if err := c.key(); err != nil {
-					return err
-				}
-			}
-			break
+		if done, err := c.afterValue(); done || err != nil {
+			return err
 		}
+	}
+}
+
+// afterValue reads what follows a value: the closing of containers, then
+// a comma (and the next key in an object), or the end of the document
+// (done).
+func (c *compactor[S]) afterValue() (done bool, err error) {
+	for {
+		c.space()
+		if len(c.stack) == 0 {
+			if c.i < len(c.src) {
+				return false, c.fail("invalid character after top-level value")
+			}
+			return true, nil
+		}
+		if c.i >= len(c.src) {
+			return false, c.fail("unexpected end of JSON input")
+		}
+		top, b := c.stack[len(c.stack)-1], c.src[c.i]
+		if b == top+2 {
+			c.dst = append(c.dst, b)
+			c.i++
+			c.stack = c.stack[:len(c.stack)-1]
+			continue
+		}
+		if b != ',' {
+			return false, c.fail("invalid character after value")
+		}
+		c.dst = append(c.dst, ',')
+		c.i++
+		if top == '{' {
+			return false, c.key()
+		}
+		return false, nil
 	}
 }
 
