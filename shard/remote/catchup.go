@@ -101,16 +101,21 @@ func (r *Remote) integrateOnTop(apart *Remote, local, lease, head plumbing.Hash,
 			return Integration{}, fmt.Errorf("%w: %w", ErrBadTree, err)
 		}
 	}
-	b := r.batch()
-	if err := r.copyBlobs(b, apart, trees[0], trees[2]); err != nil {
-		b.Abort()
+	// The merge reads the remote's blobs it checks (their size, whether
+	// they load), so they are in the repository, durably, before it runs.
+	blobs := r.batch()
+	if err := r.copyBlobs(blobs, apart, trees[0], trees[2]); err != nil {
+		blobs.Abort()
 		return Integration{}, err
+	}
+	if err := blobs.Commit(); err != nil {
+		return Integration{}, fmt.Errorf("remote: store the remote's notes: %w", err)
 	}
 	in, merged := r.merge(trees[0], trees[1], trees[2], DefaultMaxFileBytes)
 	msg := fmt.Sprintf("Integrate %s of %s since the purge\n\nThe remote's commits from %s to %s, taken as one commit: their history holds purged content.\n",
 		r.cfg.Branch, r.cfg.Redacted(), lease, head)
 	var err error
-	in.Commit, err = r.commitMerge(b, merged, by, msg, local)
+	in.Commit, err = r.commitMerge(r.batch(), merged, by, msg, local)
 	return in, err
 }
 

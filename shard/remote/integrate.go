@@ -109,7 +109,7 @@ func (r *Remote) batch() *gitstore.LooseBatch {
 
 // commitMerge puts the merged tree and a commit of it by by (message
 // msg, the non-zero parents) into b, and makes b durable and visible
-// (with the blobs copied in before); it returns the commit's id.
+// (with whatever was put in it before); it returns the commit's id.
 func (r *Remote) commitMerge(b *gitstore.LooseBatch, merged map[string]entry, by Identity, msg string, parents ...plumbing.Hash) (plumbing.Hash, error) {
 	tree, err := writeTree(b, merged)
 	var id plumbing.Hash
