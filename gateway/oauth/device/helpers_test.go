@@ -29,7 +29,6 @@ import (
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/gateway/oauth/config"
-	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
 // The core's names, as this package's tests use them.
@@ -260,33 +259,6 @@ func (a *app) authorizeURL(r *replica, extra map[string]string) string {
 	return r.url + PathAuthorize + "?" + q.Encode()
 }
 
-// signIn drives the browser from an authorization URL through consent
-// (when asked) and the IdP's login form to the client's redirect, and
-// returns that redirect's URL.
-func (e *testEnv) signIn(b *testbrowser.Browser, authURL, email, groups string) *url.URL {
-	e.t.Helper()
-	isApp := func(u *url.URL) bool { return u.Port() == "43210" }
-	back, err := b.SignIn(context.Background(), authURL, isApp, email, groups)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	return back.Location
-}
-
-// code signs in and returns the authorization code.
-func (e *testEnv) code(b *testbrowser.Browser, r *replica, a *app, email string) string {
-	e.t.Helper()
-	back := e.signIn(b, a.authorizeURL(r, nil), email, "")
-	q := back.Query()
-	if q.Get("error") != "" || q.Get("code") == "" {
-		e.t.Fatalf("no code: %s", back)
-	}
-	if q.Get("state") != "st-123" || q.Get("iss") != r.url {
-		e.t.Fatalf("state or iss not echoed: %s", back)
-	}
-	return q.Get("code")
-}
-
 // token posts a token request to r.
 func (e *testEnv) token(r *replica, form url.Values) (int, map[string]any) {
 	e.t.Helper()
@@ -301,15 +273,6 @@ func (e *testEnv) token(r *replica, form url.Values) (int, map[string]any) {
 		e.t.Fatalf("token: %d %s", resp.StatusCode, b)
 	}
 	return resp.StatusCode, out
-}
-
-func (a *app) redeem(code string) url.Values {
-	return url.Values{"grant_type": {"authorization_code"}, "code": {code}, "client_id": {a.id},
-		"redirect_uri": {a.redirect}, "code_verifier": {a.verifier}}
-}
-
-func (a *app) refresh(rt string) url.Values {
-	return url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {a.id}}
 }
 
 // wantTokenError checks an error answer's status and code.
