@@ -1,8 +1,11 @@
 package search
 
 import (
-	"github.com/brainstem/brainstem/brain"
+	"slices"
+	"strconv"
+
 	"github.com/brainstem/brainstem/brain/injection"
+	"github.com/brainstem/brainstem/internal/jsontext"
 )
 
 // Tool is the name of the search tool, the one tool the gateway runs
@@ -47,22 +50,6 @@ type Result struct {
 	Total int64 `json:"total"`
 }
 
-// LegacyResult is a search's answer in one wing to a call in the
-// predecessor's shape (Query.Legacy): Result, and the hits again as
-// "results", the predecessor's name for them.
-type LegacyResult struct {
-	Result
-	Results []Hit `json:"results"`
-}
-
-// Answer is the answer to q of a search whose result in one wing is r.
-func (r Result) Answer(q Query) any {
-	if q.Legacy {
-		return LegacyResult{Result: r, Results: r.Hits}
-	}
-	return r
-}
-
 // Ranked is a hit of the rank step: its key (the note id, or the path of an
 // inbox note) and its score under the statistics ranked with.
 type Ranked struct {
@@ -79,4 +66,95 @@ func (a Ranked) Less(b Ranked) bool {
 }
 
 // RenderHit encodes one hit as a result carries it.
-func RenderHit(h Hit) ([]byte, error) { return brain.Marshal(h) }
+func RenderHit(h Hit) []byte { return AppendHit(make([]byte, 0, hitSize(h)), h) }
+
+// hitSize is about the bytes of h encoded: its names and punctuation, and
+// its strings with a little room for escapes.
+func hitSize(h Hit) int {
+	n := 128 + len(h.ID) + len(h.Wing) + len(h.Hall) + len(h.Title) + len(h.Snippet) + len(h.Path) + len(h.ContentHash)
+	for _, f := range h.Flags {
+		n += 24 + len(f.Rule) + len(f.Why)
+	}
+	return n + n/16
+}
+
+// AppendHit appends h as brain.Marshal encodes it (field order and
+// omissions of Hit, no HTML escaping), written by hand: a search renders
+// every hit it answers, and encoding/json's reflection was most of that.
+// A score that is not a finite number, which the index never gives, is
+// written as null.
+func AppendHit(dst []byte, h Hit) []byte {
+	dst = append(dst, `{"id":`...)
+	dst = jsontext.AppendString(dst, h.ID, false)
+	dst = append(dst, `,"wing":`...)
+	dst = jsontext.AppendString(dst, h.Wing, false)
+	dst = append(dst, `,"hall":`...)
+	dst = jsontext.AppendString(dst, h.Hall, false)
+	dst = append(dst, `,"title":`...)
+	dst = jsontext.AppendString(dst, h.Title, false)
+	dst = append(dst, `,"score":`...)
+	dst = jsontext.AppendFloat(dst, h.Score)
+	dst = append(dst, `,"snippet":`...)
+	dst = jsontext.AppendString(dst, h.Snippet, false)
+	dst = append(dst, `,"path":`...)
+	dst = jsontext.AppendString(dst, h.Path, false)
+	dst = append(dst, `,"content_hash":`...)
+	dst = jsontext.AppendString(dst, h.ContentHash, false)
+	if h.Unreviewed {
+		dst = append(dst, `,"unreviewed":true`...)
+	}
+	if len(h.Flags) > 0 {
+		dst = append(dst, `,"flags":[`...)
+		for i, f := range h.Flags {
+			if i > 0 {
+				dst = append(dst, ',')
+			}
+			dst = append(dst, `{"rule":`...)
+			dst = jsontext.AppendString(dst, f.Rule, false)
+			dst = append(dst, `,"why":`...)
+			dst = jsontext.AppendString(dst, f.Why, false)
+			dst = append(dst, '}')
+		}
+		dst = append(dst, ']')
+	}
+	return append(dst, '}')
+}
+
+// AppendAnswer appends the answer to q of a search whose result in one
+// wing is r, as brain.Marshal encodes Result: {"hits":[…],"total":N}, and
+// for a call in the predecessor's shape (Query.Legacy) the hits again
+// after them as "results", the predecessor's name for them. The shard
+// writes it without reflection.
+func (r Result) AppendAnswer(dst []byte, q Query) []byte {
+	n := 40
+	for _, h := range r.Hits {
+		n += hitSize(h)
+	}
+	if q.Legacy {
+		n *= 2
+	}
+	dst = slices.Grow(dst, n)
+	dst = append(dst, `{"hits":`...)
+	dst = appendHits(dst, r.Hits)
+	dst = append(dst, `,"total":`...)
+	dst = strconv.AppendInt(dst, r.Total, 10)
+	if q.Legacy {
+		dst = append(dst, `,"results":`...)
+		dst = appendHits(dst, r.Hits)
+	}
+	return append(dst, '}')
+}
+
+func appendHits(dst []byte, hits []Hit) []byte {
+	if hits == nil {
+		return append(dst, "null"...)
+	}
+	dst = append(dst, '[')
+	for i, h := range hits {
+		if i > 0 {
+			dst = append(dst, ',')
+		}
+		dst = AppendHit(dst, h)
+	}
+	return append(dst, ']')
+}

@@ -2,7 +2,6 @@ package search
 
 import (
 	"context"
-	"fmt"
 
 	"github.com/brainstem/brainstem/brain"
 )
@@ -114,26 +113,18 @@ func ServeRank(ctx context.Context, src Source, lim Limits, req *RankRequest) (*
 	if err != nil {
 		return nil, err
 	}
-	rendered, err := renderAll(hits)
-	if err != nil {
-		return nil, err
-	}
-	return &RankResponse{Generation: gen, Ranked: ranked, Total: int64(total), Hits: rendered}, nil
+	return &RankResponse{Generation: gen, Ranked: ranked, Total: int64(total), Hits: renderAll(hits)}, nil
 }
 
-func renderAll(hits []Hit) ([][]byte, error) {
+func renderAll(hits []Hit) [][]byte {
 	if len(hits) == 0 {
-		return nil, nil
+		return nil
 	}
 	out := make([][]byte, len(hits))
 	for i, h := range hits {
-		b, err := RenderHit(h)
-		if err != nil {
-			return nil, fmt.Errorf("search: render hit %s: %w", h.Path, err)
-		}
-		out[i] = b
+		out[i] = RenderHit(h)
 	}
-	return out, nil
+	return out
 }
 
 // ServeFetch answers a Fetch request, rendering each hit of wing.
@@ -142,6 +133,5 @@ func ServeFetch(ctx context.Context, src Source, req *FetchRequest) (*FetchRespo
 	if err != nil {
 		return nil, err
 	}
-	rendered, err := renderAll(hits)
-	return &FetchResponse{Hits: rendered}, err
+	return &FetchResponse{Hits: renderAll(hits)}, nil
 }

@@ -130,7 +130,7 @@ func (s *Set) query(ctx context.Context, _ Caller, a *queryArgs) (any, error) {
 	if err != nil {
 		return nil, err
 	}
-	return res.Answer(q), nil
+	return rawResult{b: res.AppendAnswer(nil, q)}, nil
 }
 
 // ---- brain_get
