@@ -165,7 +165,9 @@ func SyncDir(dir string) error {
 	return Sync(dir)
 }
 
-// Sync fsyncs the file or directory at path.
+// Sync fsyncs the file or directory at path, opened read-only (which
+// Windows cannot fsync: there SyncDir does nothing, and files need a
+// writable handle).
 func Sync(path string) error {
 	f, err := os.Open(path)
 	if err != nil {
