@@ -24,9 +24,6 @@ const (
 // rule's own sentinel).
 var ErrBadURI = errors.New("brain: not a note URI")
 
-// NoteURI returns the URI of the note id.
-func NoteURI(id ID) string { return URIScheme + id.String() }
-
 // ParseNoteURI parses a note URI brain://<wing>/<hall>/<slug> and
 // validates its parts with the naming rules. A refusal is an *Error with
 // CodeInvalidArgument saying what is wrong.

@@ -53,3 +53,6 @@ func FuzzParseNoteURI(f *testing.F) {
 		}
 	})
 }
+
+// NoteURI returns the URI of the note id.
+func NoteURI(id ID) string { return URIScheme + id.String() }

@@ -89,16 +89,6 @@ func (r *Report) Failed() []Step {
 	return out
 }
 
-// Step returns the named step.
-func (r *Report) Step(name string) (Step, bool) {
-	for _, s := range r.Steps {
-		if s.Name == name {
-			return s, true
-		}
-	}
-	return Step{}, false
-}
-
 // Print writes the report for a person.
 func (r *Report) Print(w io.Writer) {
 	fmt.Fprintf(w, "Checking %s as an MCP client would:\n\n", r.MCPURL)

@@ -56,12 +56,6 @@ func LookupEvent(name string) (Event, bool) {
 	return Event{}, false
 }
 
-// event is the hook named name, one of the Name constants.
-func event(name string) Event {
-	e, _ := LookupEvent(name)
-	return e
-}
-
 // Limits of the input.
 const (
 	// MaxInputBytes bounds what a hook reads on stdin; a prompt is most of it.

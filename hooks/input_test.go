@@ -95,3 +95,9 @@ func FuzzParseInput(f *testing.F) {
 		}
 	})
 }
+
+// event is the hook named name, one of the Name constants.
+func event(name string) Event {
+	e, _ := LookupEvent(name)
+	return e
+}

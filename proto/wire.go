@@ -263,32 +263,12 @@ type reqHeader struct {
 	RequestID string
 }
 
-func appendReqHeader(b []byte, h reqHeader) ([]byte, error) {
-	e := encoder{b: codec.AppendUvarint(b, uint64(max(h.Timeout, 0)))}
-	e.String("request id", h.RequestID, MaxRequestIDBytes)
-	return e.done()
-}
-
 func readReqHeader(d *codec.Decoder) reqHeader {
 	t := d.Uvarint("timeout")
 	if t > math.MaxInt64 {
 		d.Fail("timeout out of range")
 	}
 	return reqHeader{Timeout: time.Duration(t), RequestID: d.String("request id", MaxRequestIDBytes)}
-}
-
-// encodeRequest appends the frame of one request to dst.
-func encodeRequest(dst []byte, t MsgType, h reqHeader, req any) ([]byte, error) {
-	start := len(dst)
-	b := beginFrame(dst, t)
-	b, err := appendReqHeader(b, h)
-	if err != nil {
-		return dst, err
-	}
-	if b, err = appendRequestBody(b, t, req); err != nil {
-		return dst, err
-	}
-	return finishFrame(b, start), nil
 }
 
 // requestPrefixRoom is the room to leave in front of a request body for
@@ -301,9 +281,10 @@ func requestPrefixRoom(idLen int) int {
 // prefixRequest writes the frame header and the request header h right in
 // front of the request body that starts at b[body:] (appended by
 // appendRequestBody after at least requestPrefixRoom(len(h.RequestID))
-// bytes) and returns the whole frame, a suffix of b: the same bytes
-// encodeRequest produces. A client writes it again, cheaply, each time it
-// sends the request, with the time left then; the body is encoded once.
+// bytes) and returns the whole frame, a suffix of b: the same bytes as
+// the tests' reference encoder, encodeRequest. A client writes it again,
+// cheaply, each time it sends the request, with the time left then; the
+// body is encoded once.
 // The request id must be within MaxRequestIDBytes (checked by the caller).
 func prefixRequest(b []byte, body int, t MsgType, flags byte, h reqHeader) []byte {
 	var hdr [2 * binary.MaxVarintLen64]byte

@@ -420,3 +420,23 @@ func tracedFrame(t *testing.T, req *CallRequest) []byte {
 	}
 	return bytes.Clone(f.frame(2 * time.Second))
 }
+
+func appendReqHeader(b []byte, h reqHeader) ([]byte, error) {
+	e := encoder{b: codec.AppendUvarint(b, uint64(max(h.Timeout, 0)))}
+	e.String("request id", h.RequestID, MaxRequestIDBytes)
+	return e.done()
+}
+
+// encodeRequest appends the frame of one request to dst.
+func encodeRequest(dst []byte, t MsgType, h reqHeader, req any) ([]byte, error) {
+	start := len(dst)
+	b := beginFrame(dst, t)
+	b, err := appendReqHeader(b, h)
+	if err != nil {
+		return dst, err
+	}
+	if b, err = appendRequestBody(b, t, req); err != nil {
+		return dst, err
+	}
+	return finishFrame(b, start), nil
+}

@@ -38,7 +38,7 @@ func FuzzFanoutMerge(f *testing.F) {
 				hits = append(hits, h)
 			}
 		}
-		out := Envelope(hits, 3, []string{"a"}, nil)
+		out := EnvelopeFor(Query{}, hits, 3, []string{"a"}, nil)
 		if !json.Valid(out) {
 			t.Fatalf("invalid envelope %s", out)
 		}

@@ -41,22 +41,14 @@ func Merge(ranks []WingRank, answered []bool, limit int) []Pick {
 	return all
 }
 
-// Envelope writes the answer of a cross-wing search by hand, so that each
-// hit's bytes stay exactly as its wing rendered them:
+// EnvelopeFor writes the answer to q of a cross-wing search by hand, so
+// that each hit's bytes stay exactly as its wing rendered them:
 // {"hits":[…],"total":N,"wings":[answered],"unavailable":[…]}, unavailable
-// being a JSON array the caller encoded.
-func Envelope(hits [][]byte, total int64, answered []string, unavailable []byte) []byte {
-	return envelope(hits, total, answered, unavailable, false)
-}
-
-// EnvelopeFor is the envelope of the answer to q: for a call in the
-// predecessor's shape (Query.Legacy), the hits again after the others as
-// "results", the predecessor's name for them.
+// being a JSON array the caller encoded. For a call in the predecessor's
+// shape (Query.Legacy), the hits come again after the others as "results",
+// the predecessor's name for them.
 func EnvelopeFor(q Query, hits [][]byte, total int64, answered []string, unavailable []byte) []byte {
-	return envelope(hits, total, answered, unavailable, q.Legacy)
-}
-
-func envelope(hits [][]byte, total int64, answered []string, unavailable []byte, results bool) []byte {
+	results := q.Legacy
 	size := 64 + len(unavailable)
 	for _, h := range hits {
 		size += len(h) + 1

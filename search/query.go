@@ -3,6 +3,7 @@ package search
 import (
 	"cmp"
 	"fmt"
+	"slices"
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
@@ -101,20 +102,11 @@ func (a *Args) Tokenized() Query {
 	toks := Tokenize(a.Query)
 	q := Query{Text: a.Query, Tokens: len(toks), Hall: a.Hall, Scope: cmp.Or(a.Scope, ScopeWiki), Limit: a.Limit, Legacy: a.Legacy}
 	for _, t := range toks {
-		if len(q.Terms) < MaxQueryTerms && !contains(q.Terms, t) {
+		if len(q.Terms) < MaxQueryTerms && !slices.Contains(q.Terms, t) {
 			q.Terms = append(q.Terms, t)
 		}
 	}
 	return q
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 // Check applies the limits to a query: its bytes and its searchable words.

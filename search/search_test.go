@@ -27,12 +27,12 @@ func TestMerge(t *testing.T) {
 
 func TestEnvelope(t *testing.T) {
 	hits := [][]byte{[]byte(`{ "id":"a/f/1", "html":"<&>" }`), []byte(`{"id":"b/f/1"}`)}
-	out := Envelope(hits, 7, []string{"a", "b"}, []byte(`[{"wing":"c","code":"timeout","error":"e"}]`))
+	out := EnvelopeFor(Query{}, hits, 7, []string{"a", "b"}, []byte(`[{"wing":"c","code":"timeout","error":"e"}]`))
 	want := `{"hits":[{ "id":"a/f/1", "html":"<&>" },{"id":"b/f/1"}],"total":7,"wings":["a","b"],"unavailable":[{"wing":"c","code":"timeout","error":"e"}]}`
 	if string(out) != want || !json.Valid(out) {
-		t.Fatalf("Envelope =\n%s\nwant\n%s", out, want)
+		t.Fatalf("EnvelopeFor =\n%s\nwant\n%s", out, want)
 	}
-	if empty := Envelope(nil, 0, nil, nil); string(empty) != `{"hits":[],"total":0,"wings":[],"unavailable":[]}` {
+	if empty := EnvelopeFor(Query{}, nil, 0, nil, nil); string(empty) != `{"hits":[],"total":0,"wings":[],"unavailable":[]}` {
 		t.Fatalf("empty envelope %s", empty)
 	}
 }

@@ -185,14 +185,6 @@ func serverTLS(cfg Config) (*tls.Config, *quic.StatelessResetKey, error) {
 // Service is the wing served.
 func (s *Server) Service() *shard.Service { return s.svc }
 
-// Ready is closed once Serve listens for QUIC (it is never closed when
-// Serve fails first).
-func (s *Server) Ready() <-chan struct{} { return s.quic.Ready() }
-
-// AdminHandler serves /healthz, /readyz, /metrics and POST
-// /remote/webhook (a git host's signed push event: a pull at once).
-func (s *Server) AdminHandler() http.Handler { return s.admin }
-
 // Serve serves brainstem/1 on pc and the admin endpoint on admin (nil: none)
 // until ctx ends or Close is called, then drains: /readyz answers 503,
 // new requests are refused and clients told to go away, calls in flight

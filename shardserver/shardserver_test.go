@@ -335,3 +335,11 @@ func TestSkippedFilesMetric(t *testing.T) {
 		}
 	}
 }
+
+// Ready is closed once Serve listens for QUIC (it is never closed when
+// Serve fails first).
+func (s *Server) Ready() <-chan struct{} { return s.quic.Ready() }
+
+// AdminHandler serves /healthz, /readyz, /metrics and POST
+// /remote/webhook (a git host's signed push event: a pull at once).
+func (s *Server) AdminHandler() http.Handler { return s.admin }

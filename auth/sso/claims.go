@@ -89,21 +89,6 @@ type claims struct {
 	Groups            []string
 }
 
-// parseClaims decodes a JWT claims set and extracts the groups at
-// groupsClaim (a literal claim name, else a dotted path). It checks types
-// only; the verifier decides what is acceptable.
-func parseClaims(payload []byte, groupsClaim string) (claims, error) {
-	raw, err := claimSet(payload)
-	if err != nil {
-		return claims{}, err
-	}
-	var c claims
-	if err := c.decode(raw, groupsClaim); err != nil {
-		return claims{}, err
-	}
-	return c, nil
-}
-
 // claimSet splits a claims set into its claims.
 func claimSet(payload []byte) (map[string]json.RawMessage, error) {
 	var raw map[string]json.RawMessage

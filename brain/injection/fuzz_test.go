@@ -82,3 +82,13 @@ func BenchmarkScanNote(b *testing.B) {
 		Scan(in)
 	}
 }
+
+// hiddenRule reports whether name is a rule that Clean removes.
+func hiddenRule(name string) bool {
+	for _, r := range Rules() {
+		if r.Name == name {
+			return r.Hidden
+		}
+	}
+	return false
+}

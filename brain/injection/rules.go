@@ -81,13 +81,3 @@ func Rules() []Rule {
 		{RuleHTMLComment, "An HTML comment outside code (`<!-- … -->`, or an unterminated `<!--`), which the rendered note hides from a person.", true},
 	}
 }
-
-// hiddenRule reports whether name is a rule that Clean removes.
-func hiddenRule(name string) bool {
-	for _, r := range Rules() {
-		if r.Name == name {
-			return r.Hidden
-		}
-	}
-	return false
-}

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"reflect"
+	"slices"
 	"strings"
 	"unicode"
 
@@ -458,7 +459,7 @@ func checkString(a *Arg, name, s string) error {
 			return invalid("%s must be one line without control characters (found %q at byte %d)", name, s[i:i+1], i)
 		}
 	}
-	if len(a.Enum) > 0 && !contains(a.Enum, s) {
+	if len(a.Enum) > 0 && !slices.Contains(a.Enum, s) {
 		return invalid("%s must be one of %s, not %q", name, strings.Join(a.Enum, ", "), s)
 	}
 	if a.Check != nil {
@@ -477,15 +478,6 @@ func checkInt(a *Arg, name string, n int) error {
 		return invalid("%s must be at most %d, got %d", name, *a.Max, n)
 	}
 	return nil
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }
 
 func missing(a *Arg, name string) error {

@@ -162,12 +162,19 @@ func SyncDir(dir string) error {
 	if runtime.GOOS == "windows" {
 		return nil
 	}
-	d, err := os.Open(dir)
+	return Sync(dir)
+}
+
+// Sync fsyncs the file or directory at path, opened read-only (which
+// Windows cannot fsync: there SyncDir does nothing, and files need a
+// writable handle).
+func Sync(path string) error {
+	f, err := os.Open(path)
 	if err != nil {
 		return err
 	}
-	err = d.Sync()
-	if cerr := d.Close(); err == nil {
+	err = f.Sync()
+	if cerr := f.Close(); err == nil {
 		err = cerr
 	}
 	return err

@@ -125,3 +125,6 @@ func FuzzDecoder(f *testing.F) {
 		}
 	})
 }
+
+// Uint32 reads four little-endian bytes.
+func (d *Decoder) Uint32(field string) uint32 { return uint32(littleEndian(d.Fixed(field, 4))) }

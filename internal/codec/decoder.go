@@ -56,9 +56,6 @@ func (d *Decoder) Bool(field string) bool { return d.bool(field, d.Byte(field)) 
 // Time reads a time written by AppendTime.
 func (d *Decoder) Time(field string) time.Time { return timeOf(d.Varint(field)) }
 
-// Uint32 reads four little-endian bytes.
-func (d *Decoder) Uint32(field string) uint32 { return uint32(littleEndian(d.Fixed(field, 4))) }
-
 // Float64 reads a float written by AppendFloat64.
 func (d *Decoder) Float64(field string) float64 {
 	return math.Float64frombits(littleEndian(d.Fixed(field, 8)))

@@ -179,16 +179,6 @@ func ParseHeaders(v string) (map[string]string, error) {
 	return h, nil
 }
 
-// FormatHeaders is ParseHeaders' inverse (keys in any order) for header
-// sets whose escaped form stays within MaxHeadersBytes.
-func FormatHeaders(h map[string]string) string {
-	parts := make([]string, 0, len(h))
-	for k, v := range h {
-		parts = append(parts, k+"="+url.PathEscape(v))
-	}
-	return strings.Join(parts, ",")
-}
-
 // validHeaderName: an HTTP token.
 func validHeaderName(k string) bool {
 	if k == "" {

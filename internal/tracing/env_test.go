@@ -3,6 +3,7 @@ package tracing
 import (
 	"errors"
 	"maps"
+	"net/url"
 	"strings"
 	"testing"
 )
@@ -128,4 +129,14 @@ func FuzzParseSampler(f *testing.F) {
 			t.Fatalf("not stable: %q %v %v", s2, r2, err)
 		}
 	})
+}
+
+// FormatHeaders is ParseHeaders' inverse (keys in any order) for header
+// sets whose escaped form stays within MaxHeadersBytes.
+func FormatHeaders(h map[string]string) string {
+	parts := make([]string, 0, len(h))
+	for k, v := range h {
+		parts = append(parts, k+"="+url.PathEscape(v))
+	}
+	return strings.Join(parts, ",")
 }

@@ -75,21 +75,6 @@ func readBounded(path string) ([]byte, error) {
 	return b, nil
 }
 
-// LoadServerTLS reads f and returns the shard's server configuration
-// (ServerTLS) and the identity read, whose key a shard derives its
-// stateless-reset key from.
-func LoadServerTLS(f Files) (*tls.Config, Identity, error) {
-	id, err := ReadFiles(f)
-	if err != nil {
-		return nil, Identity{}, err
-	}
-	tc, err := id.ServerTLS()
-	if err != nil {
-		return nil, Identity{}, err
-	}
-	return tc, id, nil
-}
-
 // LoadClientTLS reads f and returns the gateway's client configuration
 // (ClientTLS) for serverName.
 func LoadClientTLS(f Files, serverName string) (*tls.Config, error) {

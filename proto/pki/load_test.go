@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"crypto/tls"
 	"errors"
 	"io/fs"
 	"os"
@@ -76,4 +77,19 @@ func TestReadFilesReportsEveryFile(t *testing.T) {
 	if _, _, err := LoadServerTLS(Files{}); err == nil {
 		t.Error("LoadServerTLS of no files succeeded")
 	}
+}
+
+// LoadServerTLS reads f and returns the shard's server configuration
+// (ServerTLS) and the identity read, whose key a shard derives its
+// stateless-reset key from.
+func LoadServerTLS(f Files) (*tls.Config, Identity, error) {
+	id, err := ReadFiles(f)
+	if err != nil {
+		return nil, Identity{}, err
+	}
+	tc, err := id.ServerTLS()
+	if err != nil {
+		return nil, Identity{}, err
+	}
+	return tc, id, nil
 }

@@ -99,15 +99,7 @@ func initRepo(root string) (*git.Repository, error) {
 		if d.IsDir() {
 			return atomicfile.SyncDir(p)
 		}
-		f, err := os.Open(p)
-		if err != nil {
-			return err
-		}
-		err = f.Sync()
-		if cerr := f.Close(); err == nil {
-			err = cerr
-		}
-		return err
+		return atomicfile.Sync(p)
 	})
 	if err == nil {
 		err = atomicfile.SyncDir(root)

@@ -660,10 +660,7 @@ func (j *Journal) write(r *record, apply func()) (*durable.File, int64, bool, er
 // atomicfile). The new file is opened and locked before it replaces the
 // journal, so no other process can take the journal in between.
 func (j *Journal) compact() error {
-	j.fileMu.Lock()
-	defer j.fileMu.Unlock()
-	j.mu.Lock()
-	defer j.mu.Unlock()
+	defer j.lockFile()()
 	if j.closed {
 		return ErrClosed
 	}
@@ -740,12 +737,20 @@ func (j *Journal) writeRemembered(w io.Writer) (int64, error) {
 	return size, err
 }
 
+// lockFile takes fileMu, then mu, for what replaces or closes the file;
+// it returns their unlock.
+func (j *Journal) lockFile() (unlock func()) {
+	j.fileMu.Lock()
+	j.mu.Lock()
+	return func() {
+		j.mu.Unlock()
+		j.fileMu.Unlock()
+	}
+}
+
 // Close syncs and closes the journal. Calls in flight fail with ErrClosed.
 func (j *Journal) Close() error {
-	j.fileMu.Lock()
-	defer j.fileMu.Unlock()
-	j.mu.Lock()
-	defer j.mu.Unlock()
+	defer j.lockFile()()
 	if j.closed {
 		return nil
 	}

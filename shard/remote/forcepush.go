@@ -57,13 +57,9 @@ func (s *Syncer) setPending(on bool) {
 // advertised head first and by the remote under its ref lock. A remote
 // that moved since gives ErrLeaseMoved; nothing is pushed then.
 func (r *Remote) ForcePush(ctx context.Context, lease plumbing.Hash) (Pushed, error) {
-	auth, err := r.auth()
+	sess, ar, remote, err := r.receivePack(ctx, "force push")
 	if err != nil {
 		return Pushed{}, err
-	}
-	sess, ar, remote, err := r.receivePack(ctx, auth)
-	if err != nil {
-		return Pushed{}, r.wrap("force push", err)
 	}
 	defer sess.Close()
 	if remote != lease {

@@ -68,6 +68,15 @@ func (r *Remote) gitPath(name string) string {
 	return filepath.Join(r.store.Filesystem().Root(), filepath.FromSlash(name))
 }
 
+// writeState writes one of the remote's state files (a gitPath)
+// atomically, making its directory first.
+func writeState(path string, b []byte) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	return atomicfile.WriteFile(path, b, 0o644)
+}
+
 // pendingForcePush returns the lease of the force push a purge owes the
 // remote, if one is pending.
 func (r *Remote) pendingForcePush() (lease plumbing.Hash, pending bool, err error) {
@@ -118,10 +127,7 @@ func (r *Remote) setForcePush(lease plumbing.Hash, pending bool) error {
 	}
 	b, err := formatForcePush(lease, r.now())
 	if err == nil {
-		err = os.MkdirAll(filepath.Dir(path), 0o755)
-	}
-	if err == nil {
-		err = atomicfile.WriteFile(path, b, 0o644)
+		err = writeState(path, b)
 	}
 	if err != nil {
 		return fmt.Errorf("remote: record the pending force push: %w", err)
@@ -183,11 +189,7 @@ func (r *Remote) addPurged(blobs []string) error {
 	if err != nil {
 		return err
 	}
-	path := r.gitPath(PurgedFile)
-	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
-		return fmt.Errorf("remote: %w", err)
-	}
-	if err := atomicfile.WriteFile(path, b, 0o644); err != nil {
+	if err := writeState(r.gitPath(PurgedFile), b); err != nil {
 		return fmt.Errorf("remote: record the purged blobs: %w", err)
 	}
 	return nil

@@ -42,10 +42,7 @@ type applyJournal struct {
 func writeJournal(path string, j applyJournal) error {
 	b, err := json.Marshal(j)
 	if err == nil {
-		err = os.MkdirAll(filepath.Dir(path), 0o755)
-	}
-	if err == nil {
-		err = atomicfile.WriteFile(path, b, 0o644)
+		err = writeState(path, b)
 	}
 	if err != nil {
 		return fmt.Errorf("remote: the pull's journal: %w", err)

@@ -255,13 +255,9 @@ type Pushed struct {
 // branch lacks gives ErrRemoteMoved (nothing is pushed): integrate them,
 // then push again.
 func (r *Remote) Push(ctx context.Context) (Pushed, error) {
-	auth, err := r.auth()
+	sess, ar, remote, err := r.receivePack(ctx, "push")
 	if err != nil {
 		return Pushed{}, err
-	}
-	sess, ar, remote, err := r.receivePack(ctx, auth)
-	if err != nil {
-		return Pushed{}, r.wrap("push", err)
 	}
 	defer sess.Close()
 	if !r.seen(remote) {

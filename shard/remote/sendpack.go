@@ -16,30 +16,35 @@ import (
 	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
-// receivePack opens a push session and returns the remote branch's head
-// it advertises (zero: no such branch).
-func (r *Remote) receivePack(ctx context.Context, auth transport.AuthMethod) (transport.ReceivePackSession, *packp.AdvRefs, plumbing.Hash, error) {
-	ep, err := transport.NewEndpoint(r.cfg.URL)
+// receivePack opens a push session with the remote's credentials and
+// returns the remote branch's head it advertises (zero: no such branch);
+// its errors name op, the push it is for.
+func (r *Remote) receivePack(ctx context.Context, op string) (transport.ReceivePackSession, *packp.AdvRefs, plumbing.Hash, error) {
+	auth, err := r.auth()
 	if err != nil {
 		return nil, nil, plumbing.ZeroHash, err
+	}
+	ep, err := transport.NewEndpoint(r.cfg.URL)
+	if err != nil {
+		return nil, nil, plumbing.ZeroHash, r.wrap(op, err)
 	}
 	cli, err := client.NewClient(ep)
 	if err != nil {
-		return nil, nil, plumbing.ZeroHash, err
+		return nil, nil, plumbing.ZeroHash, r.wrap(op, err)
 	}
 	sess, err := cli.NewReceivePackSession(ep, auth)
 	if err != nil {
-		return nil, nil, plumbing.ZeroHash, err
+		return nil, nil, plumbing.ZeroHash, r.wrap(op, err)
 	}
 	ar, err := sess.AdvertisedReferencesContext(ctx)
 	if err != nil {
 		sess.Close()
-		return nil, nil, plumbing.ZeroHash, err
+		return nil, nil, plumbing.ZeroHash, r.wrap(op, err)
 	}
 	refs, err := ar.AllReferences()
 	if err != nil {
 		sess.Close()
-		return nil, nil, plumbing.ZeroHash, err
+		return nil, nil, plumbing.ZeroHash, r.wrap(op, err)
 	}
 	if ref, ok := refs[plumbing.NewBranchReferenceName(r.cfg.Branch)]; ok {
 		return sess, ar, ref.Hash(), nil

@@ -6,14 +6,11 @@ import (
 	"fmt"
 	"io/fs"
 	"net"
-	"os"
 	"path/filepath"
 	"strings"
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing/transport"
-
-	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
 // StatusFile is where a syncer keeps its Report, under the repository's
@@ -114,10 +111,7 @@ func (r *Remote) saveReport(rep Report) {
 	}
 	b, err := json.MarshalIndent(rep, "", "  ")
 	if err == nil {
-		err = os.MkdirAll(filepath.Dir(path), 0o755)
-	}
-	if err == nil {
-		err = atomicfile.WriteFile(path, append(b, '\n'), 0o644)
+		err = writeState(path, append(b, '\n'))
 	}
 	if err != nil {
 		r.log.Warn("remote: cannot write the sync status file", "path", path, "err", err)

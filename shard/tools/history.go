@@ -271,16 +271,26 @@ type archiveResult struct {
 }
 
 func (s *Set) archive(ctx context.Context, c Caller, a *archiveArgs) (any, error) {
-	key := a.IdempotencyKey
-	a.IdempotencyKey, a.Wing = "", ""
-	return s.keyed(ctx, c, "brain_archive", key, a, func(k *keyCall) (any, error) {
-		res, err := s.st.Archive(ctx, store.Archival{Ref: a.ID, Reason: a.Reason, ExpectedHash: a.ExpectedHash, By: c.Email,
-			Hook: k.hook(idempotency.Whole, func(in store.Intent) any { return archiveResultOf(in.Outcome.(store.Archived)) }),
-			Prov: prov("brain_archive", a.Reason, key, c)})
+	return curate(s, ctx, c, "brain_archive", a.Reason, &a.KeyArg, &a.WingArg, a, archiveResultOf,
+		func(hook store.Hook, p store.Provenance) (store.Archived, error) {
+			return s.st.Archive(ctx, store.Archival{Ref: a.ID, Reason: a.Reason, ExpectedHash: a.ExpectedHash, By: c.Email, Hook: hook, Prov: p})
+		})
+}
+
+// curate runs a history-changing curation under its idempotency key: change
+// makes the store's change with the hook and provenance given, and result
+// turns its outcome into the answer, the same answer a replay gives.
+func curate[O, R any](s *Set, ctx context.Context, c Caller, tool, reason string, ka *KeyArg, wa *WingArg, args any,
+	result func(O) R, change func(store.Hook, store.Provenance) (O, error)) (any, error) {
+	key := ka.IdempotencyKey
+	ka.IdempotencyKey, wa.Wing = "", ""
+	return s.keyed(ctx, c, tool, key, args, func(k *keyCall) (any, error) {
+		hook := k.hook(idempotency.Whole, func(in store.Intent) any { return result(in.Outcome.(O)) })
+		out, err := change(hook, prov(tool, reason, key, c))
 		if err != nil {
 			return nil, historyHint(err)
 		}
-		return archiveResultOf(res), nil
+		return result(out), nil
 	})
 }
 
@@ -339,17 +349,10 @@ func (s *Set) move(ctx context.Context, c Caller, a *moveArgs) (any, error) {
 	if a.Hall == "" && a.Slug == "" {
 		return nil, invalid("give hall, slug or both: where the note goes")
 	}
-	key := a.IdempotencyKey
-	a.IdempotencyKey, a.Wing = "", ""
-	return s.keyed(ctx, c, "brain_move", key, a, func(k *keyCall) (any, error) {
-		mv, err := s.st.Move(ctx, store.Relocation{ID: a.ID, Hall: a.Hall, Slug: a.Slug, Reason: a.Reason, By: c.Email,
-			Hook: k.hook(idempotency.Whole, func(in store.Intent) any { return moveResultOf(in.Outcome.(store.Moved)) }),
-			Prov: prov("brain_move", a.Reason, key, c)})
-		if err != nil {
-			return nil, historyHint(err)
-		}
-		return moveResultOf(mv), nil
-	})
+	return curate(s, ctx, c, "brain_move", a.Reason, &a.KeyArg, &a.WingArg, a, moveResultOf,
+		func(hook store.Hook, p store.Provenance) (store.Moved, error) {
+			return s.st.Move(ctx, store.Relocation{ID: a.ID, Hall: a.Hall, Slug: a.Slug, Reason: a.Reason, By: c.Email, Hook: hook, Prov: p})
+		})
 }
 
 func moveResultOf(m store.Moved) moveResult {
@@ -394,17 +397,10 @@ type purgeResult struct {
 }
 
 func (s *Set) purge(ctx context.Context, c Caller, a *purgeArgs) (any, error) {
-	key := a.IdempotencyKey
-	a.IdempotencyKey, a.Wing = "", ""
-	return s.keyed(ctx, c, "brain_purge", key, a, func(k *keyCall) (any, error) {
-		p, err := s.st.Purge(ctx, store.Purging{Ref: a.ID, Version: a.Version, Reason: a.Reason, By: c.Email,
-			Hook: k.hook(idempotency.Whole, func(in store.Intent) any { return purgeResultOf(in.Outcome.(store.Purged)) }),
-			Prov: prov("brain_purge", a.Reason, key, c)})
-		if err != nil {
-			return nil, historyHint(err)
-		}
-		return purgeResultOf(p), nil
-	})
+	return curate(s, ctx, c, "brain_purge", a.Reason, &a.KeyArg, &a.WingArg, a, purgeResultOf,
+		func(hook store.Hook, p store.Provenance) (store.Purged, error) {
+			return s.st.Purge(ctx, store.Purging{Ref: a.ID, Version: a.Version, Reason: a.Reason, By: c.Email, Hook: hook, Prov: p})
+		})
 }
 
 func purgeResultOf(p store.Purged) purgeResult {
