@@ -27,7 +27,6 @@ func mustBeTesting(method string) {
 func (g *Gateway) SetLeanPathForTest(on bool) {
 	mustBeTesting("SetLeanPathForTest")
 	g.test.noLeanPath = !on
-	g.chain = g.mcpChain()
 }
 
 // OnMintJoinForTest makes fn be called each time a lookup of the grant
