@@ -407,7 +407,7 @@ func (g *Gateway) newMCPServer() {
 		server.WithStreamableHTTPLogger(g.log),
 		server.WithSessionIdleTTL(cfg.Grants.IdleTTL),
 		// Session ids are bound to the identity that created them, and
-		// still need no sticky sessions (sessionid.go).
+		// still need no sticky sessions (gateway/edge/sessionid.go).
 		server.WithSessionIdManagerResolver(edge.SessionIDs{Email: requestEmail}),
 		server.WithHeartbeatInterval(25*time.Second),
 		// The gateway validates Origin itself and authenticates every
