@@ -21,9 +21,11 @@ import (
 	"testing"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/time/rate"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
@@ -437,11 +439,11 @@ func BenchmarkGrantCacheHeap(b *testing.B) {
 		runtime.GC()
 		runtime.ReadMemStats(&after)
 		perCaller := float64(after.HeapAlloc-before.HeapAlloc) / n
-		lim, _ := newLimiterCache(n * 2)
+		lim, _ := lru.New[string, *rate.Limiter](n * 2)
 		runtime.GC()
 		runtime.ReadMemStats(&before)
 		for _, email := range emails {
-			lim.Add(email, newEmailLimiter(20, 40))
+			lim.Add(email, rate.NewLimiter(20, 40))
 		}
 		runtime.GC()
 		runtime.ReadMemStats(&after)

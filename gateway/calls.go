@@ -237,7 +237,7 @@ func structure(structured bool, res *mcp.CallToolResult) {
 	if res.IsError || !structured {
 		return
 	}
-	if text, ok := plainText(res); ok {
+	if text, ok := rpc.PlainText(res); ok {
 		res.RawStructuredContent = json.RawMessage(text)
 	}
 }

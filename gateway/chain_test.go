@@ -7,6 +7,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
 )
 
 // TestMiddlewareOrder: the /mcp chain applies its checks in the order of
@@ -48,7 +49,7 @@ func TestMiddlewareOrder(t *testing.T) {
 			}
 		}, 400, "JSON-RPC id"},
 		{"session owner", func(r *request) {
-			r.hdr["Mcp-Session-Id"] = newSessionID("mallory@acme.com")
+			r.hdr["Mcp-Session-Id"] = edge.NewSessionID("mallory@acme.com")
 			if r.hdr["Mcp-Protocol-Version"] == "" {
 				r.hdr["Mcp-Protocol-Version"] = "2025-06-18"
 			}

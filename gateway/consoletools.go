@@ -27,9 +27,9 @@ func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, a
 	g := t.g
 	// The request carried a verified session: its connection no longer
 	// counts against limits.max_unauthenticated_conns, as after /mcp's.
-	markAuthenticated(ctx)
-	ci := &callInfo{id: id, key: route.KeyOf(id), requestID: requestID(""), method: "tools/call", base: g.log.With("client", "console")}
-	if lim := g.emailLimiter(id.Email); !lim.AllowN(g.now(), 1) {
+	edge.MarkAuthenticated(ctx)
+	ci := &callInfo{id: id, key: route.KeyOf(id), requestID: edge.RequestID(""), method: "tools/call", base: g.log.With("client", "console")}
+	if lim := g.edge.EmailLimiter(id.Email); !lim.AllowN(g.now(), 1) {
 		g.metrics.rateLimited.WithLabelValues("email").Inc()
 		e := edge.NewError(brain.CodeRateLimited, edge.ErrRateLimited, "too many calls for %s; wait a second and try again", id.Email)
 		return console.Result{Text: brain.EncodeError(e.Code, e.Message), IsError: true}

@@ -10,8 +10,8 @@
 //
 // Requests go through mcp-go's Streamable HTTP server, except a stateless
 // (2026-07-28) tools/call, which the gateway answers itself with mcp-go's
-// validators, registry and encoding (fastcall.go); tests hold the two paths
-// to byte-identical answers.
+// validators, registry and encoding (gateway/rpc/lean.go); tests hold the
+// two paths to byte-identical answers.
 //
 // # Use
 //

@@ -385,8 +385,8 @@ func TestUnauthenticatedConnBound(t *testing.T) {
 	if resp, err := request(rawConn(t, e), false); err != nil || resp.StatusCode != 401 {
 		t.Fatalf("a connection after one authenticated: %v %v", resp, err)
 	}
-	if e.gw.conns.rejected.Load() != 1 {
-		t.Fatalf("rejected = %d, want 1", e.gw.conns.rejected.Load())
+	if e.gw.edge.Conns.Rejected() != 1 {
+		t.Fatalf("rejected = %d, want 1", e.gw.edge.Conns.Rejected())
 	}
 }
 

@@ -19,13 +19,12 @@ import (
 	"sync/atomic"
 	"time"
 
-	lru "github.com/hashicorp/golang-lru/v2"
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/quic-go/quic-go"
 	"go.opentelemetry.io/otel/trace"
-	"golang.org/x/time/rate"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/offboard"
@@ -33,11 +32,13 @@ import (
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/console"
+	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/gateway/oauth/device"
 	"github.com/brainstem/brainstem/gateway/oauth/idjag"
 	"github.com/brainstem/brainstem/gateway/oauth/machine"
 	"github.com/brainstem/brainstem/gateway/route"
+	"github.com/brainstem/brainstem/gateway/rpc"
 	"github.com/brainstem/brainstem/internal/tracing"
 	"github.com/brainstem/brainstem/internal/workers"
 	"github.com/brainstem/brainstem/proto"
@@ -111,10 +112,8 @@ type Gateway struct {
 	traceSensitive bool // identities and arguments may go into attributes
 	audit          *auditLog
 
-	emailLimits *lru.Cache[string, *rate.Limiter]
-	ipBudgets   *lru.Cache[string, *authBudget]
-	conns       *connTracker
-	origins     map[string]bool
+	edge    *edge.Edge // the /mcp edge: its checks, limiters and connections (gateway/edge)
+	origins map[string]bool
 
 	mcpPath      string
 	metadataURL  string
@@ -123,12 +122,10 @@ type Gateway struct {
 	admin        http.Handler
 	publicSrv    *http.Server
 
-	chain          mcpHandler // serves /mcp (chain.go)
-	textAnswers    *textAnswers
-	cursors        *cursorSigner // signs resources/list cursors (resources_cursor.go)
-	fanoutWorkers  *workers.Pool // the goroutines of cross-wing steps, kept with their stacks
-	headerBindings bindingMemo
-	test           testHooks // set only by the ForTest methods (testhooks.go)
+	leanPath      *rpc.LeanServer // stateless tools/call without mcp-go's transport (gateway/rpc)
+	cursors       *cursorSigner   // signs resources/list cursors (resources_cursor.go)
+	fanoutWorkers *workers.Pool   // the goroutines of cross-wing steps, kept with their stacks
+	test          testHooks       // set only by the ForTest methods (testhooks.go)
 
 	ended        *offboard.List    // sign-ins an operator ended (offboarding.go)
 	endedWatcher *offboard.Watcher // follows signins.ended_file; nil without one
@@ -293,7 +290,7 @@ func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]
 	g.watch = newWatcher(g)
 	g.newMCPServer()
 	var err error
-	if g.textAnswers, err = newTextAnswers(); err != nil {
+	if g.leanPath, err = rpc.NewLeanServer(g.mcp.GetTool, g.metrics.leanCalls.Inc, g.countParse, g.log, mcp.Implementation{Name: serverName, Version: Version}); err != nil {
 		return nil, err
 	}
 	g.refresh = newRefresher(g)
@@ -352,14 +349,6 @@ func resourceMetadata(resource string, servers, scopes []string) []byte {
 // audit log, the grant cache and the metrics.
 func (g *Gateway) newState(opt Options) error {
 	cfg := g.cfg
-	var err error
-	if g.emailLimits, err = newLimiterCache(cfg.Grants.MaxEntries); err != nil {
-		return fmt.Errorf("gateway: %w", err)
-	}
-	if g.ipBudgets, err = lru.New[string, *authBudget](max(cfg.Grants.MaxEntries/10, 1024)); err != nil {
-		return fmt.Errorf("gateway: %w", err)
-	}
-	g.conns = newConnTracker(cfg.Limits.MaxUnauthenticatedConns)
 	auditW := opt.AuditLog
 	if auditW == nil {
 		auditW = os.Stdout
@@ -372,11 +361,13 @@ func (g *Gateway) newState(opt Options) error {
 	sink := &metricsSink{}
 	g.grants = route.NewGrantCache(g.wings, cfg.Grants.MaxEntries, cfg.Grants.IdleTTL, cfg.Grants.DenyTTL,
 		cfg.Shards.CallTimeout, g.now, sink, g.log)
+	var err error
 	if g.metrics, err = newMetrics(g.registry, g); err != nil {
 		return fmt.Errorf("gateway: metrics: %w", err)
 	}
 	sink.m = g.metrics
-	return nil
+	g.edge, err = g.newEdge()
+	return err
 }
 
 // newMCPServer builds mcp-go's server and its Streamable HTTP transport on
@@ -406,18 +397,18 @@ func (g *Gateway) newMCPServer() {
 	g.publicSrv = &http.Server{
 		ReadHeaderTimeout: cfg.Limits.HeaderTimeout,
 		IdleTimeout:       cfg.Limits.IdleConnTimeout,
-		ConnContext:       g.conns.connContext,
-		ConnState:         g.conns.connState,
+		ConnContext:       g.edge.Conns.ConnContext,
+		ConnState:         g.edge.Conns.ConnState,
 		ErrorLog:          log.New(slogWriter{g.log}, "", 0),
 	}
 	g.mcpHTTP = server.NewStreamableHTTPServer(g.mcp,
 		server.WithStreamableHTTPServer(g.publicSrv),
-		server.WithStreamableHTTPProtocolVersions(supportedProtocolVersions...),
+		server.WithStreamableHTTPProtocolVersions(edge.ProtocolVersions...),
 		server.WithStreamableHTTPLogger(g.log),
 		server.WithSessionIdleTTL(cfg.Grants.IdleTTL),
 		// Session ids are bound to the identity that created them, and
-		// still need no sticky sessions (sessionid.go).
-		server.WithSessionIdManagerResolver(sessionIDs{}),
+		// still need no sticky sessions (gateway/edge/sessionid.go).
+		server.WithSessionIdManagerResolver(edge.SessionIDs{Email: requestEmail}),
 		server.WithHeartbeatInterval(25*time.Second),
 		// The gateway validates Origin itself and authenticates every
 		// request, which is what the DNS-rebinding check guards; the check
@@ -437,7 +428,7 @@ func (g *Gateway) startFacade(ctx context.Context, idp identityVerifier, opt Opt
 	f, err := oauth.New(ctx, g.cfg.OAuth, oauth.Options{
 		Issuer: strings.TrimRight(g.cfg.PublicURL, "/"), Resource: g.cfg.mcpURL(), Verifier: idp,
 		HTTPClient: opt.HTTPClient, Now: g.now, Logger: g.log.With("component", "oauth"),
-		Registerer: g.registry, ClientIP: g.clientIP, Ended: g.ended,
+		Registerer: g.registry, ClientIP: g.edge.ClientIP, Ended: g.ended,
 	})
 	if err != nil {
 		return fmt.Errorf("gateway: oauth: %w", err)

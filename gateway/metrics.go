@@ -76,10 +76,10 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 		Help: "Callers (email and group set) currently in the grant cache (the session cache)."}, func() float64 { return float64(g.grants.Len()) })
 	unauth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "unauthenticated_connections",
 		Help: "Public connections that have not carried an authenticated request (bounded by limits.max_unauthenticated_conns)."},
-		func() float64 { return float64(g.conns.unauth.Load()) })
+		func() float64 { return float64(g.edge.Conns.Unauthenticated()) })
 	connsRefused := prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "connections_refused_total",
 		Help: "Public connections closed at once because limits.max_unauthenticated_conns was reached."},
-		func() float64 { return float64(g.conns.rejected.Load()) })
+		func() float64 { return float64(g.edge.Conns.Rejected()) })
 	collectors := []prometheus.Collector{m.calls, m.latency, m.cacheHits, m.cacheMisses, m.mints, m.rejected,
 		m.rateLimited, m.authFailures, m.httpRequests, m.leanCalls, m.lostRetries, m.lostWrites, m.statsReused, m.rankAgain,
 		m.watchChanges, m.notified, m.notifyDropped, sessions, unauth, connsRefused}

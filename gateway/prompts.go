@@ -154,7 +154,7 @@ func (g *Gateway) preparePrompt(q *mcpCall) bool {
 			return true
 		}
 		e := edge.Classify(err, "")
-		edge.WriteRPCError(&q.rec, q.msg.ID, edge.RPCCodeOf(e, mcp.IsModernProtocol(q.r.Header.Get(mcp.HeaderProtocolVersion))), e)
+		edge.WriteRPCError(&q.Rec, q.msg.ID, edge.RPCCodeOf(e, mcp.IsModernProtocol(q.R.Header.Get(mcp.HeaderProtocolVersion))), e)
 		return false
 	}
 	q.ci.prepared = &prepared{prompt: res}

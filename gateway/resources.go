@@ -15,6 +15,7 @@ import (
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
+	"github.com/brainstem/brainstem/gateway/rpc"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -201,7 +202,7 @@ func (g *Gateway) readResource(ctx context.Context, ci *callInfo, uri string) ([
 	}{id.String()}) // a string: cannot fail
 	rec := auditRecord{Tool: string(mcp.MethodResourcesRead), BytesIn: len(args), Args: args}
 	res := g.runShardTool(ctx, ci, "brain_get", g.toolSpec("brain_get"), args, &rec)
-	text, _ := plainText(res)
+	text, _ := rpc.PlainText(res)
 	rec.BytesOut = len(text)
 	defer g.finishRecord(ctx, ci, &rec, start)
 	if res.IsError {
@@ -261,7 +262,7 @@ func (g *Gateway) prepareResources(q *mcpCall) bool {
 	}
 	if err != nil {
 		e := edge.Classify(err, "")
-		edge.WriteRPCError(&q.rec, q.msg.ID, edge.RPCCodeOf(e, mcp.IsModernProtocol(q.r.Header.Get(mcp.HeaderProtocolVersion))), e)
+		edge.WriteRPCError(&q.Rec, q.msg.ID, edge.RPCCodeOf(e, mcp.IsModernProtocol(q.R.Header.Get(mcp.HeaderProtocolVersion))), e)
 		return false
 	}
 	return true

@@ -21,13 +21,12 @@ func mustBeTesting(method string) {
 }
 
 // SetLeanPathForTest turns the lean path for stateless tool calls
-// (fastcall.go) on or off; it is on unless a test turns it off, and then
+// (gateway/rpc/lean.go) on or off; it is on unless a test turns it off, and then
 // mcp-go serves every request, which the differential tests compare the
 // lean path against. Call it before the requests it is meant for.
 func (g *Gateway) SetLeanPathForTest(on bool) {
 	mustBeTesting("SetLeanPathForTest")
 	g.test.noLeanPath = !on
-	g.chain = g.mcpChain()
 }
 
 // OnMintJoinForTest makes fn be called each time a lookup of the grant

@@ -2,7 +2,6 @@ package gateway
 
 import (
 	"encoding/json"
-	"net/http"
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
@@ -29,7 +28,7 @@ const maxSensitiveArgs = 1 << 10
 
 // traced runs the rest of the chain inside the request's server span.
 func (g *Gateway) traced(q *mcpCall, next mcpHandler) {
-	ctx := propagation.TraceContext{}.Extract(q.ctx, propagation.HeaderCarrier(q.r.Header))
+	ctx := propagation.TraceContext{}.Extract(q.ctx, propagation.HeaderCarrier(q.R.Header))
 	if tp := metaTraceparent(q.msg.Params); tp != "" {
 		ctx = tracing.Remote(ctx, tp)
 	}
@@ -45,11 +44,7 @@ func (g *Gateway) traced(q *mcpCall, next mcpHandler) {
 	q.ctx = ctx
 	next(q)
 	if span.IsRecording() {
-		st := q.rec.status
-		if st == 0 {
-			st = http.StatusOK
-		}
-		span.SetAttributes(tracing.KeyStatus.Int(st))
+		span.SetAttributes(tracing.KeyStatus.Int(q.Rec.Status()))
 	}
 }
 

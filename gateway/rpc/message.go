@@ -7,9 +7,9 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// Message is the JSON-RPC envelope of a POST body, parsed once by the
-// middleware (withBody). Its raw parts point into the body, which the
-// gateway owns for the whole request.
+// Message is the JSON-RPC envelope of a POST body, parsed once for the
+// edge's body check (edge.Envelope). Its raw parts point into the body,
+// which the gateway owns for the whole request.
 type Message struct {
 	JSONRPC string `json:"jsonrpc"`
 	ID      Raw    `json:"id"`

@@ -1,4 +1,4 @@
-package gateway
+package edge
 
 import (
 	"context"
@@ -14,7 +14,6 @@ import (
 	"golang.org/x/time/rate"
 
 	"github.com/brainstem/brainstem/auth/sso"
-	"github.com/brainstem/brainstem/gateway/edge"
 )
 
 // authBudget is one client IP's failed-authentication budget
@@ -32,24 +31,24 @@ type authBudget struct {
 	suppressed int // refusals not logged since the budget ran out
 }
 
-func (g *Gateway) authBudget(ip string) *authBudget {
-	if b, ok := g.ipBudgets.Get(ip); ok {
+func (e *Edge) authBudget(ip string) *authBudget {
+	if b, ok := e.ipBudgets.Get(ip); ok {
 		return b
 	}
-	n := g.cfg.Limits.FailedAuthPerMinute
+	n := e.cfg.FailedAuthPerMinute
 	b := &authBudget{lim: rate.NewLimiter(rate.Limit(float64(n)/60), n)}
-	if prev, ok, _ := g.ipBudgets.PeekOrAdd(ip, b); ok {
+	if prev, ok, _ := e.ipBudgets.PeekOrAdd(ip, b); ok {
 		return prev
 	}
 	return b
 }
 
-// closeUnread makes an HTTP/1 connection close right after this answer
+// CloseUnread makes an HTTP/1 connection close right after this answer
 // when the request's body was not read. Otherwise net/http would first try
 // to drain the body, and a peer that withholds it (with no token, say)
 // would hold the answer and the socket until body_timeout. Call it before
 // writing the answer.
-func closeUnread(w http.ResponseWriter, r *http.Request, hasBody bool) {
+func CloseUnread(w http.ResponseWriter, r *http.Request, hasBody bool) {
 	if hasBody && r.ProtoMajor == 1 {
 		w.Header().Set("Connection", "close")
 		_ = http.NewResponseController(w).SetReadDeadline(time.Now())
@@ -61,39 +60,39 @@ func closeUnread(w http.ResponseWriter, r *http.Request, hasBody bool) {
 // client IP; never the token) and spends the client IP's failed-
 // authentication budget. A missing token (every client's first request)
 // and an IdP that cannot be asked (the token may be good) spend nothing.
-func (g *Gateway) refuseAuth(q *mcpCall, err error) {
+func (e *Edge) refuseAuth(q *Request, err error) {
 	a := authRefusalOf(err)
-	g.metrics.authFailures.WithLabelValues(a.kind).Inc()
+	e.AuthFailures.WithLabelValues(a.kind).Inc()
 	var se *sso.Error
 	errors.As(err, &se)
 	var issuer string
 	if se != nil {
 		issuer = se.Issuer
 	}
-	ip := g.clientIP(q.r)
+	ip := e.ClientIP(q.R)
 	switch {
 	case a.status == http.StatusServiceUnavailable:
-		g.log.Warn("token refused: cannot verify it now", "kind", a.kind, "issuer", issuer, "client_ip", ip,
-			"request_id", q.ci.requestID, "retry_after_seconds", a.retryAfter, "err", err)
+		e.Log.Warn("token refused: cannot verify it now", "kind", a.kind, "issuer", issuer, "client_ip", ip,
+			"request_id", q.RequestID, "retry_after_seconds", a.retryAfter, "err", err)
 	case se != nil && se.Kind == sso.NoToken:
 	default:
-		a = g.spendAuthBudget(q, a, se != nil && se.Repeat, issuer, ip)
+		a = e.spendAuthBudget(q, a, se != nil && se.Repeat, issuer, ip)
 	}
-	g.writeAuthRefusal(&q.rec, a)
+	e.writeAuthRefusal(&q.Rec, a)
 }
 
 // spendAuthBudget spends the client IP's failed-authentication budget for
 // a refused token and logs it (one line per refusal while within the
 // budget, then a count). A token refused moments ago (repeat) sent again
 // over the budget is answered 429 instead.
-func (g *Gateway) spendAuthBudget(q *mcpCall, a authRefusal, repeat bool, issuer, ip string) authRefusal {
-	b := g.authBudget(ip)
-	within := b.lim.AllowN(q.now, 1)
+func (e *Edge) spendAuthBudget(q *Request, a authRefusal, repeat bool, issuer, ip string) authRefusal {
+	b := e.authBudget(ip)
+	within := b.lim.AllowN(q.Now, 1)
 	if repeat {
 		if !within {
 			// The same refused token again, from an address over its budget.
-			g.metrics.rateLimited.WithLabelValues("failed_auth_ip").Inc()
-			return a.overBudget(ip, retryAfter(b.lim, q.now))
+			e.RateLimited.WithLabelValues("failed_auth_ip").Inc()
+			return a.overBudget(ip, RetryAfter(b.lim, q.Now))
 		}
 		return a
 	}
@@ -107,14 +106,14 @@ func (g *Gateway) spendAuthBudget(q *mcpCall, a authRefusal, repeat bool, issuer
 	b.mu.Unlock()
 	switch {
 	case within && suppressed > 0:
-		g.log.Info("refused tokens from a client IP were not logged while it was over its failed-authentication budget",
+		e.Log.Info("refused tokens from a client IP were not logged while it was over its failed-authentication budget",
 			"client_ip", ip, "not_logged", suppressed)
 		fallthrough
 	case within:
-		g.log.Info("token refused", "kind", a.kind, "issuer", issuer, "client_ip", ip, "request_id", q.ci.requestID, "reason", a.description)
+		e.Log.Info("token refused", "kind", a.kind, "issuer", issuer, "client_ip", ip, "request_id", q.RequestID, "reason", a.description)
 	case suppressed == 0:
-		g.log.Warn("client IP is over its failed-authentication budget (limits.failed_auth_per_minute); its refused tokens are counted, not logged, until it recovers",
-			"client_ip", ip, "kind", a.kind, "issuer", issuer, "request_id", q.ci.requestID)
+		e.Log.Warn("client IP is over its failed-authentication budget (limits.failed_auth_per_minute); its refused tokens are counted, not logged, until it recovers",
+			"client_ip", ip, "kind", a.kind, "issuer", issuer, "request_id", q.RequestID)
 	}
 	return a
 }
@@ -179,38 +178,38 @@ func authRefusalOf(err error) authRefusal {
 // sent again from ip while it is over its failed-authentication budget,
 // which allows another refusal in retry seconds.
 func (a authRefusal) overBudget(ip string, retry int) authRefusal {
-	return authRefusal{status: edge.RefusalOf(edge.ErrTooManyAuthFailed).Status, retryAfter: retry, rateLimited: true, kind: a.kind,
+	return authRefusal{status: RefusalOf(ErrTooManyAuthFailed).Status, retryAfter: retry, rateLimited: true, kind: a.kind,
 		description: fmt.Sprintf("this token was refused (%s) and %s keeps sending it; get a new token, or retry in %ds", a.description, ip, retry)}
 }
 
 // writeAuthRefusal writes a refused token's answer.
-func (g *Gateway) writeAuthRefusal(w http.ResponseWriter, a authRefusal) {
+func (e *Edge) writeAuthRefusal(w http.ResponseWriter, a authRefusal) {
 	if a.challenge {
-		w.Header().Set("WWW-Authenticate", g.challenge(a.code, a.description))
+		w.Header().Set("WWW-Authenticate", e.challenge(a.code, a.description))
 	}
 	if a.retryAfter > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(a.retryAfter))
 	}
 	if a.rateLimited {
-		edge.Refuse(w, edge.ErrTooManyAuthFailed, nil, a.description) // 429, a JSON-RPC error body
+		Refuse(w, ErrTooManyAuthFailed, nil, a.description) // 429, a JSON-RPC error body
 		return
 	}
-	edge.WriteOAuthError(w, a.status, a.code, a.description)
+	WriteOAuthError(w, a.status, a.code, a.description)
 }
 
 // challenge renders WWW-Authenticate (RFC 6750 §3, RFC 9728 §5.1).
-func (g *Gateway) challenge(code, description string) string {
+func (e *Edge) challenge(code, description string) string {
 	var b strings.Builder
 	b.WriteString("Bearer ")
 	if code != "" {
-		fmt.Fprintf(&b, "error=%s, ", edge.QuoteParam(code))
+		fmt.Fprintf(&b, "error=%s, ", QuoteParam(code))
 		if description != "" {
-			fmt.Fprintf(&b, "error_description=%s, ", edge.QuoteParam(description))
+			fmt.Fprintf(&b, "error_description=%s, ", QuoteParam(description))
 		}
 	}
-	fmt.Fprintf(&b, "resource_metadata=%s", edge.QuoteParam(g.metadataURL))
-	if g.facade != nil {
-		fmt.Fprintf(&b, ", scope=%s", edge.QuoteParam(strings.Join(g.facade.Scopes(), " ")))
+	fmt.Fprintf(&b, "resource_metadata=%s", QuoteParam(e.cfg.MetadataURL))
+	if scopes, ok := e.Scopes(); ok {
+		fmt.Fprintf(&b, ", scope=%s", QuoteParam(strings.Join(scopes, " ")))
 	}
 	return b.String()
 }

@@ -1,4 +1,4 @@
-package gateway
+package rpc
 
 import (
 	"bytes"
@@ -14,7 +14,6 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/brainstem/brainstem/gateway/rpc"
 	"github.com/brainstem/brainstem/internal/jsontext"
 )
 
@@ -28,27 +27,56 @@ import (
 // session to find or touch, the server sends nothing but the answer, and the
 // answer is one JSON object.
 //
-// serveStatelessCall serves exactly that request and nothing else. It checks
+// LeanServer serves exactly that request and nothing else. It checks
 // it with mcp-go's own exported validators, looks the tool up in mcp-go's own
 // registry, calls the same handler and stamps the result the way mcp-go does
 // for that revision. Whenever a request is anything else (an older revision
 // with its Mcp-Session-Id, a header mismatch, an unknown tool, a body mcp-go
-// would refuse) it returns false having written nothing, and mcp-go serves
-// the request, errors included. fastcall_test.go sends the same requests
-// through both paths and requires byte-identical answers.
+// would refuse) Check declines it having written nothing, and mcp-go serves
+// the request, errors included. The gateway's fastcall_test.go sends the
+// same requests through both paths and requires byte-identical answers.
 
-// serveStatelessCall answers q (a tools/call) without mcp-go's transport if
-// it is a well-formed stateless 2026-07-28 call of a registered tool. It
-// reports whether it answered.
-func (g *Gateway) serveStatelessCall(q *mcpCall) bool {
-	st, p, id, ok := g.leanCall(q)
-	if !ok {
-		return false
+// LeanServer is the lean path: the checks that a tools/call is one it
+// serves exactly as mcp-go would, and the call and its answer.
+type LeanServer struct {
+	tools    func(name string) *server.ServerTool // mcp-go's registry (MCPServer.GetTool)
+	served   func()                               // counts a call the lean path served
+	parsed   func()                               // counts a decode of a request's JSON
+	log      *slog.Logger
+	info     mcp.Implementation // the serverInfo mcp-go stamps on 2026-07-28 results
+	answers  *textAnswers
+	bindings bindingMemo
+}
+
+// NewLeanServer builds the lean path over mcp-go's tool registry. served
+// and parsed count the calls it serves and the JSON it decodes; info is
+// the serverInfo mcp-go stamps on 2026-07-28 results.
+func NewLeanServer(tools func(name string) *server.ServerTool, served, parsed func(), log *slog.Logger, info mcp.Implementation) (*LeanServer, error) {
+	answers, err := newTextAnswers(info)
+	if err != nil {
+		return nil, err
 	}
-	g.metrics.leanCalls.Inc()
-	req := mcp.CallToolRequest{Params: p.MCPParams(), Header: q.r.Header}
+	return &LeanServer{tools: tools, served: served, parsed: parsed, log: log, info: info, answers: answers}, nil
+}
+
+// LeanCall is a tools/call the lean path serves: its tool, params and
+// JSON-RPC id, and the scan of its arguments (Args), which the tool
+// handler reads instead of scanning again.
+type LeanCall struct {
+	tool   *server.ServerTool
+	params CallParams
+	id     any
+	Args   Args
+}
+
+// Serve answers c (a tools/call Check accepted) without mcp-go's
+// transport: it calls the tool's handler with ctx and writes its answer.
+func (s *LeanServer) Serve(ctx context.Context, w http.ResponseWriter, h http.Header, c LeanCall) {
+	s.served()
+	p, id := c.params, c.id
+	req := mcp.CallToolRequest{Params: p.MCPParams(), Header: h}
 	req.Method = string(mcp.MethodToolsCall)
-	res, err := callRecovering(q.ctx, st.Handler, req)
+	res, err := callRecovering(ctx, c.tool.Handler, req)
 	var out mcp.JSONRPCMessage
 	switch {
 	case err != nil:
@@ -58,76 +86,76 @@ func (g *Gateway) serveStatelessCall(q *mcpCall) bool {
 			fmt.Sprintf("tool '%s' handler returned no result", p.Name), nil)
 	default:
 		if text, structured, ok := leanText(res); ok {
-			if b, err := g.textAnswers.encode(id, text, res.IsError, structured); err == nil {
-				writeAnswer(&q.rec, g.log, b)
-				return true
+			if b, err := s.answers.encode(id, text, res.IsError, structured); err == nil {
+				writeAnswer(w, s.log, b)
+				return
 			}
 		}
-		stampModern(res)
+		stampModern(res, s.info)
 		out = mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res)
 	}
 	// As mcp-go does: a result that cannot be encoded is logged and
 	// answered 200 with an empty body (json.Encoder writes nothing then).
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(out); err != nil {
-		g.log.Error("cannot encode a tool call's answer", "tool", p.Name, "err", err)
+		s.log.Error("cannot encode a tool call's answer", "tool", p.Name, "err", err)
 	}
-	writeAnswer(&q.rec, g.log, buf.Bytes())
-	return true
+	writeAnswer(w, s.log, buf.Bytes())
 }
 
-// leanCall checks that q is a call the lean path serves exactly as mcp-go
-// would, with mcp-go's own validators, and returns its tool, params and
-// JSON-RPC id. It leaves the arguments' scan in the call info.
-func (g *Gateway) leanCall(q *mcpCall) (st *server.ServerTool, p rpc.CallParams, id any, ok bool) {
-	h, msg := q.r.Header, &q.msg
+// Check reports whether a tools/call (its headers h, envelope msg and,
+// when its body was plain, its one walk lean) is a call the lean path
+// serves exactly as mcp-go would, checked with mcp-go's own validators,
+// and returns it.
+func (s *LeanServer) Check(h http.Header, msg *Message, lean *Lean) (c LeanCall, ok bool) {
 	version := h.Get(mcp.HeaderProtocolVersion)
 	if !mcp.IsModernProtocol(version) || h.Get(mcp.HeaderLastEventID) != "" ||
 		msg.JSONRPC != mcp.JSONRPC_VERSION || msg.Method != string(mcp.MethodToolsCall) ||
 		msg.Result != nil || msg.Error != nil || !isJSONMediaType(h.Get("Content-Type")) {
-		return nil, p, nil, false
+		return c, false
 	}
-	if id, ok = requestIDValue(msg.ID); !ok {
-		return nil, p, nil, false
+	if c.id, ok = requestIDValue(msg.ID); !ok {
+		return c, false
 	}
-	args, fit, ok := g.leanParams(q, &p)
+	p := &c.params
+	args, fit, ok := s.leanParams(msg, lean, p)
 	// 2026-07-28 carries its version (equal to the header's) and the client's
 	// capabilities in _meta on every request.
-	if !ok || !fit || args.Shape() == rpc.ShapeInvalid || !p.Modern(version) || !standardHeadersMatch(h, p.Name) {
-		return nil, p, nil, false
+	if !ok || !fit || args.Shape() == ShapeInvalid || !p.Modern(version) || !standardHeadersMatch(h, p.Name) {
+		return c, false
 	}
-	st = g.mcp.GetTool(p.Name)
+	st := s.tools(p.Name)
 	if st == nil || st.Handler == nil || st.Tool.Execution != nil {
-		return nil, p, nil, false
+		return c, false
 	}
-	if g.headerBindings.has(&st.Tool) && mcp.ValidateParamHeadersLookup(firstHeader(h), &st.Tool, json.RawMessage(msg.Params)) != nil {
-		return nil, p, nil, false
+	if s.bindings.has(&st.Tool) && mcp.ValidateParamHeadersLookup(firstHeader(h), &st.Tool, json.RawMessage(msg.Params)) != nil {
+		return c, false
 	}
-	q.ci.args, q.ci.scanned = args, true
-	return st, p, id, true
+	c.tool, c.Args = st, args
+	return c, true
 }
 
 // leanParams are the call's params and the scan of its arguments: from the
 // body's one walk when it was plain (leanParse), else decoded now as
 // mcp-go decodes them. ok is false for params mcp-go would refuse.
-func (g *Gateway) leanParams(q *mcpCall, p *rpc.CallParams) (args rpc.Args, fit, ok bool) {
-	if lb := q.lean; lb != nil {
+func (s *LeanServer) leanParams(msg *Message, lb *Lean, p *CallParams) (args Args, fit, ok bool) {
+	if lb != nil {
 		p.Name, p.Arguments = lb.Name, lb.ArgsRaw
 		switch {
-		case lb.MetaShape == rpc.ShapeOther || (lb.MetaShape == rpc.ShapeObject && !lb.MetaFit):
+		case lb.MetaShape == ShapeOther || (lb.MetaShape == ShapeObject && !lb.MetaFit):
 			return args, false, false // mcp-go refuses a _meta that is not a map
-		case lb.MetaShape == rpc.ShapeObject:
-			p.Meta = rpc.MetaRef(lb.Meta)
+		case lb.MetaShape == ShapeObject:
+			p.Meta = MetaRef(lb.Meta)
 		}
 		p.Walked, p.Version, p.Caps = true, lb.Version, lb.Caps
 		return lb.Args, lb.ArgsFit, true
 	}
-	g.countParse()
-	if len(q.msg.Params) == 0 || json.Unmarshal(q.msg.Params, p) != nil {
+	s.parsed()
+	if len(msg.Params) == 0 || json.Unmarshal(msg.Params, p) != nil {
 		return args, false, false
 	}
-	g.countParse()
-	args, fit = rpc.ScanArgs(p.Arguments)
+	s.parsed()
+	args, fit = ScanArgs(p.Arguments)
 	return args, fit, true
 }
 
@@ -155,23 +183,21 @@ func writeAnswer(w http.ResponseWriter, log *slog.Logger, b []byte) {
 	}
 }
 
-// modernServerInfo is the serverInfo mcp-go stamps on 2026-07-28 results.
-var modernServerInfo = mcp.Implementation{Name: serverName, Version: Version}
-
-// stampModern adds what mcp-go adds to every 2026-07-28 result.
-func stampModern(res *mcp.CallToolResult) {
+// stampModern adds what mcp-go adds to every 2026-07-28 result; info is
+// its serverInfo.
+func stampModern(res *mcp.CallToolResult, info mcp.Implementation) {
 	if res.GetResultType() == "" {
 		res.SetResultType(mcp.ResultTypeComplete)
 	}
 	if meta := res.EnsureResultMeta(); meta.ServerInfo() == nil {
-		meta.SetServerInfo(modernServerInfo)
+		meta.SetServerInfo(info)
 	}
 }
 
-// plainText returns the text of a result whose only content is one plain
+// PlainText returns the text of a result whose only content is one plain
 // text (every shard tool's and gateway error's answer) and that carries
 // nothing else.
-func plainText(res *mcp.CallToolResult) (string, bool) {
+func PlainText(res *mcp.CallToolResult) (string, bool) {
 	if len(res.Content) != 1 {
 		return "", false
 	}
@@ -184,8 +210,8 @@ func plainText(res *mcp.CallToolResult) (string, bool) {
 	return tc.Text, reflect.DeepEqual(rest, mcp.CallToolResult{})
 }
 
-// leanText is plainText of a result that may also carry its text as
-// structuredContent (Gateway.structure), which the lean encoder writes too.
+// leanText is PlainText of a result that may also carry its text as
+// structuredContent (the gateway's structure), which the lean encoder writes too.
 func leanText(res *mcp.CallToolResult) (text string, structured, ok bool) {
 	raw := res.RawStructuredContent
 	if raw != nil {
@@ -193,7 +219,7 @@ func leanText(res *mcp.CallToolResult) (text string, structured, ok bool) {
 		r.RawStructuredContent = nil
 		res = &r
 	}
-	text, ok = plainText(res)
+	text, ok = PlainText(res)
 	if raw != nil && (!ok || string(raw) != text) {
 		return "", false, false
 	}
@@ -218,7 +244,7 @@ const (
 	structuredMarker = "\x00brainstem:structured\x00"
 )
 
-func newTextAnswers() (*textAnswers, error) {
+func newTextAnswers(info mcp.Implementation) (*textAnswers, error) {
 	var t textAnswers
 	tm, err := json.Marshal(textMarker)
 	if err != nil {
@@ -234,7 +260,7 @@ func newTextAnswers() (*textAnswers, error) {
 		if v == 2 {
 			res.RawStructuredContent = sm
 		}
-		stampModern(res)
+		stampModern(res, info)
 		var buf bytes.Buffer
 		if err := json.NewEncoder(&buf).Encode(mcp.NewJSONRPCResultResponse(mcp.NewRequestId(0), res)); err != nil {
 			return nil, err

@@ -1,4 +1,4 @@
-package gateway
+package edge
 
 import (
 	"context"
@@ -8,12 +8,12 @@ import (
 	"sync/atomic"
 )
 
-// connTracker bounds the public connections that have not carried an
+// ConnTracker bounds the public connections that have not carried an
 // authenticated request yet: a peer can hold a socket open with no token
 // (slow headers, a withheld body, an idle keep-alive) at most that many
 // times over, then new connections are closed at once. A connection stops
 // counting once one of its requests authenticates.
-type connTracker struct {
+type ConnTracker struct {
 	max      int
 	mu       sync.Mutex
 	marks    map[net.Conn]*connMark
@@ -26,18 +26,18 @@ type connTracker struct {
 type connMark struct {
 	conn   net.Conn
 	authed atomic.Bool
-	t      *connTracker
+	t      *ConnTracker
 }
 
 type connMarkKey struct{}
 
-func newConnTracker(max int) *connTracker {
-	return &connTracker{max: max, marks: map[net.Conn]*connMark{}}
+func NewConnTracker(max int) *ConnTracker {
+	return &ConnTracker{max: max, marks: map[net.Conn]*connMark{}}
 }
 
-// connContext is http.Server.ConnContext: it runs before the connection's
+// ConnContext is http.Server.ConnContext: it runs before the connection's
 // StateNew hook.
-func (t *connTracker) connContext(ctx context.Context, c net.Conn) context.Context {
+func (t *ConnTracker) ConnContext(ctx context.Context, c net.Conn) context.Context {
 	m := &connMark{conn: c, t: t}
 	t.mu.Lock()
 	t.marks[c] = m
@@ -45,8 +45,8 @@ func (t *connTracker) connContext(ctx context.Context, c net.Conn) context.Conte
 	return context.WithValue(ctx, connMarkKey{}, m)
 }
 
-// connState is http.Server.ConnState.
-func (t *connTracker) connState(c net.Conn, s http.ConnState) {
+// ConnState is http.Server.ConnState.
+func (t *ConnTracker) ConnState(c net.Conn, s http.ConnState) {
 	switch s {
 	case http.StateNew:
 		if t.unauth.Add(1) > int64(t.max) {
@@ -64,10 +64,17 @@ func (t *connTracker) connState(c net.Conn, s http.ConnState) {
 	}
 }
 
-// authenticated marks the connection of ctx as having carried an
+// MarkAuthenticated marks the connection of ctx as having carried an
 // authenticated request.
-func markAuthenticated(ctx context.Context) {
+func MarkAuthenticated(ctx context.Context) {
 	if m, ok := ctx.Value(connMarkKey{}).(*connMark); ok && m.authed.CompareAndSwap(false, true) {
 		m.t.unauth.Add(-1)
 	}
 }
+
+// Unauthenticated is how many open connections have not carried an
+// authenticated request yet.
+func (t *ConnTracker) Unauthenticated() int64 { return t.unauth.Load() }
+
+// Rejected is how many connections were closed at once, over the bound.
+func (t *ConnTracker) Rejected() int64 { return t.rejected.Load() }

@@ -1,4 +1,4 @@
-package gateway
+package edge
 
 import (
 	"crypto/rand"
@@ -42,8 +42,8 @@ func sessionTag(nonce []byte, email string) []byte {
 	return h.Sum(nil)[:16]
 }
 
-// newSessionID returns a session id bound to email.
-func newSessionID(email string) string {
+// NewSessionID returns a session id bound to email.
+func NewSessionID(email string) string {
 	var nonce [16]byte
 	_, _ = rand.Read(nonce[:]) // crypto/rand.Read never fails on supported platforms
 	enc := base64.RawURLEncoding
@@ -68,23 +68,24 @@ func sessionIDFor(id, email string) bool {
 	return subtle.ConstantTimeCompare(tag, sessionTag(nonce, email)) == 1
 }
 
-// sessionIDs is mcp-go's session id manager resolver: per request, a
-// manager bound to the request's verified identity.
-type sessionIDs struct{}
+// SessionIDs is mcp-go's session id manager resolver: per request, a
+// manager bound to the request's verified identity, which Email reads from
+// the request ("" when it has none).
+type SessionIDs struct {
+	Email func(*http.Request) string
+}
 
 var (
-	_ server.SessionIdManagerResolver = sessionIDs{}
+	_ server.SessionIdManagerResolver = SessionIDs{}
 	_ server.SessionIdManager         = boundSessionIDs{}
 )
 
 // ResolveSessionIdManager implements server.SessionIdManagerResolver. r is
 // nil when mcp-go's idle sweeper terminates a session.
-func (sessionIDs) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
+func (s SessionIDs) ResolveSessionIdManager(r *http.Request) server.SessionIdManager {
 	var email string
 	if r != nil {
-		if ci := callInfoFrom(r.Context()); ci != nil {
-			email = ci.id.Email
-		}
+		email = s.Email(r)
 	}
 	return boundSessionIDs{email: email}
 }
@@ -95,7 +96,7 @@ func (sessionIDs) ResolveSessionIdManager(r *http.Request) server.SessionIdManag
 // freed by DELETE or the idle TTL).
 type boundSessionIDs struct{ email string }
 
-func (b boundSessionIDs) Generate() string { return newSessionID(b.email) }
+func (b boundSessionIDs) Generate() string { return NewSessionID(b.email) }
 
 func (b boundSessionIDs) Validate(id string) (isTerminated bool, err error) {
 	if !sessionIDFor(id, b.email) {
@@ -111,16 +112,17 @@ func (b boundSessionIDs) Terminate(id string) (isNotAllowed bool, err error) {
 	return false, nil
 }
 
-// foreignSession reports whether a session-era request carries an
-// Mcp-Session-Id that was not issued to its caller. mcp-go does not check
-// the id of a GET (it opens, or joins, the session's stream) and answers a
-// DELETE by freeing the session's state, so the gateway checks every
-// session-era request itself before mcp-go sees it. An initialize is not
-// checked: mcp-go issues a new id for it whatever the request carries.
-func foreignSession(r *http.Request, ci *callInfo) bool {
+// foreignSession reports whether a session-era request (of JSON-RPC
+// method, from email) carries an Mcp-Session-Id that was not issued to its
+// caller. mcp-go does not check the id of a GET (it opens, or joins, the
+// session's stream) and answers a DELETE by freeing the session's state,
+// so the edge checks every session-era request itself before mcp-go sees
+// it. An initialize is not checked: mcp-go issues a new id for it whatever
+// the request carries.
+func foreignSession(r *http.Request, method, email string) bool {
 	sid := r.Header.Get(server.HeaderKeySessionID)
-	if sid == "" || mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || ci.method == string(mcp.MethodInitialize) {
+	if sid == "" || mcp.IsModernProtocol(r.Header.Get(mcp.HeaderProtocolVersion)) || method == string(mcp.MethodInitialize) {
 		return false
 	}
-	return !sessionIDFor(sid, ci.id.Email)
+	return !sessionIDFor(sid, email)
 }
