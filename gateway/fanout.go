@@ -126,7 +126,7 @@ func (s searchWing) Fetch(ctx context.Context, req *search.FetchRequest) (*searc
 // sendStep sends one step of the search (rank or fetch) to the wing with
 // the caller's shard token (withToken), which it puts in *token.
 func sendStep[Resp any](s searchWing, ctx context.Context, step string, token *string, call func(context.Context) (Resp, error)) (resp Resp, err error) {
-	err = s.f.g.withToken(ctx, s.f.ci, s.w, shardOp{what: search.Tool + " " + step, send: func(ctx context.Context, t string) (err error) {
+	err = s.f.g.shards.Do(ctx, s.f.ci.caller(), s.w, route.Op{What: search.Tool + " " + step, Send: func(ctx context.Context, t string) (err error) {
 		*token = t
 		resp, err = call(ctx)
 		return err
