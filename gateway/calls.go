@@ -24,7 +24,7 @@ var errWingHidden = route.ErrWingHidden
 
 // caller is ci as route.Sender sends for it.
 func (ci *callInfo) caller() route.Caller {
-	return route.Caller{ID: ci.id, Key: ci.key, RequestID: ci.requestID, Logger: ci.logger}
+	return route.Caller{ID: ci.id, Key: ci.key, RequestID: ci.requestID, Base: ci.base}
 }
 
 // callWing sends one tool call to a wing with the caller's shard token

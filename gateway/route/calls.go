@@ -30,7 +30,14 @@ type Caller struct {
 	ID        auth.Identity
 	Key       Key // the grant cache key of ID: email and group set
 	RequestID string
-	Logger    func() *slog.Logger // the caller's logger, built on use
+	Base      *slog.Logger // the gateway's logger (Logger adds the caller)
+}
+
+// Logger is Base with the caller's email and request id. Built on use:
+// most calls log nothing, and a JSON handler's With formats its attributes
+// eagerly.
+func (c Caller) Logger() *slog.Logger {
+	return c.Base.With("email", c.ID.Email, "request_id", c.RequestID)
 }
 
 // Sender sends requests to wings with the caller's shard token, minting
