@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"fmt"
 	"strings"
 	"time"
 
@@ -19,138 +18,19 @@ import (
 	"github.com/brainstem/brainstem/proto"
 )
 
-// maxFreshTries is how many freshly minted tokens a wing may reject before
-// the call fails (with exponential backoff from shards.retry_base between).
-const maxFreshTries = 3
+// errWingHidden is route.ErrWingHidden, under the name the root's
+// surfaces test it by.
+var errWingHidden = route.ErrWingHidden
 
-// errWingHidden marks a failure the caller must not learn about: the wing
-// refused the caller, or it could not be asked and the caller holds no
-// grant for it. Such a call is answered as for a wing that does not exist.
-var errWingHidden = errors.New("gateway: the caller cannot be told about this wing")
-
-// hide wraps a failure to obtain a grant with errWingHidden unless the
-// caller is known to have a capability in the wing (least disclosure).
-func (g *Gateway) hide(ci *callInfo, w *route.Wing, err error) error {
-	if errors.Is(err, route.ErrNotAdmitted) || g.grants.Held(ci.key, w) == 0 {
-		return errors.Join(errWingHidden, err)
-	}
-	return err
+// caller is ci as route.Sender sends for it.
+func (ci *callInfo) caller() route.Caller {
+	return route.Caller{ID: ci.id, Key: ci.key, RequestID: ci.requestID, Base: ci.base}
 }
 
 // callWing sends one tool call to a wing with the caller's shard token
-// (withToken) and returns the shard's answer unchanged. write is whether
-// the tool changes the wing (toolSpec.writes), looked up once by the caller.
+// (route.Sender.Call).
 func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *route.Wing, req *proto.CallRequest, write bool) (*proto.CallResponse, error) {
-	var resp *proto.CallResponse
-	err := g.withToken(ctx, ci, w, shardOp{what: req.Tool, write: write, key: req.IdempotencyKey,
-		send: func(ctx context.Context, token string) (err error) {
-			req.Token = token
-			resp, err = w.Client.Call(ctx, req)
-			return err
-		}})
-	return resp, err
-}
-
-// shardOp is one request to a wing made with the caller's shard token: a
-// tool call, or a step of a cross-wing search.
-type shardOp struct {
-	what  string // the tool (or search step), for logs and errors
-	write bool
-	key   string // the idempotency key a write carries
-	send  func(ctx context.Context, token string) error
-}
-
-// withToken runs op against a wing with the caller's shard token: minting
-// on a miss, and on CodeUnauthenticated dropping the token and re-minting
-// (once for a cached token, then with bounded backoff for fresh ones).
-// When the connection dies with the request in flight
-// (proto.ErrConnectionLost) it is sent once more, after the reconnection
-// and within ctx's deadline: a read always, and a write when it carries an
-// idempotency key (every write the gateway routes does): the shard answers
-// a key it has seen with its first answer, so the write is applied at most
-// once. A write whose answer was lost and whose fate the second sending did
-// not settle is outcome_unknown, quoting the key the agent can retry with
-// (classifyCall). A failure to obtain a first grant that the caller must
-// not learn about wraps errWingHidden.
-func (g *Gateway) withToken(ctx context.Context, ci *callInfo, w *route.Wing, op shardOp) (err error) {
-	ctx, span := route.ShardSpan(ctx, op.what, w)
-	defer func() { route.EndShardSpan(span, err) }()
-	ctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
-	defer cancel()
-	gr, fresh, err := g.grants.GetKey(ctx, ci.id, ci.key, w, ci.requestID)
-	if err != nil {
-		return g.hide(ci, w, err)
-	}
-	lost, err := g.sendWithToken(ctx, ci, w, op, gr, fresh)
-	if err == nil {
-		return nil
-	}
-	return classifyCall(err, lost, w, op) // the one classification of the call's failure
-}
-
-// sendWithToken is withToken's retry loop: it sends op with gr's token,
-// re-minting after a rejected token and sending once more after a lost
-// answer, and returns how the call finally failed, unclassified, and the
-// first lost answer (nil if none).
-func (g *Gateway) sendWithToken(ctx context.Context, ci *callInfo, w *route.Wing, op shardOp, gr route.Grant, fresh bool) (lost, err error) {
-	freshRejected := 0
-	for {
-		err := op.send(ctx, gr.Token)
-		if err == nil {
-			w.MarkReached()
-			return lost, nil
-		}
-		if proto.CodeOf(err) == 0 {
-			if errors.Is(err, proto.ErrConnectionLost) && lost == nil && ctx.Err() == nil && (!op.write || op.key != "") {
-				lost = err
-				g.metrics.lostRetry(w.Name, op.write)
-				ci.logger().Info("connection lost with a call in flight; sending it again", "wing", w.Name, "tool", op.what,
-					"write", op.write, "err", err)
-				continue
-			}
-			return lost, err // unreachable, lost, timeout, cancelled
-		}
-		w.MarkReached()
-		if proto.CodeOf(err) != proto.CodeUnauthenticated {
-			return lost, err
-		}
-		g.grants.Invalidate(ci.key, w, gr.Token)
-		if fresh {
-			freshRejected++
-			g.metrics.tokenRejected(w.Name, "fresh")
-			if freshRejected >= maxFreshTries {
-				ci.logger().Warn("wing keeps rejecting freshly minted tokens", "wing", w.Name, "tries", freshRejected, "err", err)
-				return lost, &edge.Error{Code: brain.CodeUnavailable, Err: errors.Join(edge.ErrTokenRejected, err),
-					Message: fmt.Sprintf("wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.Name, freshRejected)}
-			}
-			if err := sleepCtx(ctx, g.cfg.Shards.RetryBase<<(freshRejected-1)); err != nil {
-				return lost, err
-			}
-		} else {
-			g.metrics.tokenRejected(w.Name, "cached")
-			ci.logger().Info("wing rejected a cached token; re-minting", "wing", w.Name, "err", err)
-		}
-		if gr, _, err = g.grants.GetKey(ctx, ci.id, ci.key, w, ci.requestID); err != nil {
-			return lost, err
-		}
-		fresh = true
-	}
-}
-
-// classifyCall is edge.ClassifyCall for op, sent to w.
-func classifyCall(err, lost error, w *route.Wing, op shardOp) *edge.Error {
-	return edge.ClassifyCall(err, lost, w.Name, w.Client.Connected, edge.Call{What: op.what, Write: op.write, Key: op.key})
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
+	return g.shards.Call(ctx, ci.caller(), w, req, write)
 }
 
 // shardToolHandler returns the mcp-go handler of a shard tool: route, call,
@@ -170,7 +50,7 @@ func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallTo
 		rec := auditRecord{Tool: name, BytesIn: len(args), Args: args}
 		spec := g.toolSpec(name)
 		res := g.runShardTool(ctx, ci, name, spec, args, &rec)
-		structure(spec.structured, res)
+		structure(spec.Structured, res)
 		g.finish(ctx, ci, &rec, res, start)
 		return res, nil
 	}
@@ -178,12 +58,12 @@ func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallTo
 
 // runShardTool routes and sends one call of a shard tool whose spec the
 // caller looked up (toolSpec).
-func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, spec toolSpec, args []byte, rec *auditRecord) *mcp.CallToolResult {
+func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, spec route.Spec, args []byte, rec *auditRecord) *mcp.CallToolResult {
 	a, err := g.argsOf(ci, args)
 	if err != nil {
 		return g.fail(rec, edge.Classify(err, ""))
 	}
-	meta := spec.meta
+	meta := spec.Meta
 	wingName, ok, err := a.Route(meta.Routes)
 	if err != nil {
 		return g.fail(rec, edge.Classify(err, ""))
@@ -206,9 +86,9 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 	}
 	req := &proto.CallRequest{RequestID: ci.requestID, Tool: name, Args: args}
 	if meta.Writes() {
-		req.IdempotencyKey = idempotencyKey(a.AgentKey())
+		req.IdempotencyKey = route.IdempotencyKey(a.AgentKey())
 	}
-	resp, err := g.callWing(ctx, ci, w, req, spec.writes())
+	resp, err := g.callWing(ctx, ci, w, req, spec.Writes())
 	if errors.Is(err, errWingHidden) {
 		ci.logger().Debug("wing not disclosed to the caller", "wing", w.Name, "err", err)
 		return g.fail(rec, g.noWing(ctx, ci, wingName))

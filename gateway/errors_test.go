@@ -89,7 +89,7 @@ func TestClassify(t *testing.T) {
 		{"read timed out", context.DeadlineExceeded, nil, false, "", brain.CodeTimeout, "call_timeout"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			e := classifyCall(tc.err, tc.lost, w, shardOp{what: "brain_write", key: tc.key, write: tc.write})
+			e := route.ClassifyCall(tc.err, tc.lost, w, route.Op{What: "brain_write", Key: tc.key, Write: tc.write})
 			if e.Code != tc.code || !strings.Contains(e.Message, tc.inMessage) {
 				t.Fatalf("= %s %q, want %s containing %q", e.Code, e.Message, tc.code, tc.inMessage)
 			}

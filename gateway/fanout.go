@@ -5,7 +5,6 @@ import (
 	"errors"
 	"slices"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -74,67 +73,6 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 	}
 	f.fetch()
 	return f.answer(rec)
-}
-
-// searchWing is one wing as a cross-wing search asks it (search.Wing):
-// over proto, with the caller's shard token (withToken); a failure is
-// described as the search's (fanout.late).
-type searchWing struct {
-	f *fanout
-	w *route.Wing
-}
-
-// Stats asks the wing for its statistics of the terms (no token: they
-// disclose no note) and puts them in the replica.
-func (s searchWing) Stats(ctx context.Context, req *search.StatsRequest) (*search.StatsResponse, error) {
-	f, w := s.f, s.w
-	ctx, span := route.ShardSpan(ctx, search.Tool+" stats", w)
-	resp, err := w.Client.Stats(ctx, &proto.StatsRequest{RequestID: f.ci.requestID, StatsRequest: *req})
-	route.EndShardSpan(span, err)
-	if err != nil {
-		return nil, err
-	}
-	w.MarkReached()
-	f.g.replica.Put(f.slot(w), resp.Generation, resp.Stats)
-	return &resp.StatsResponse, nil
-}
-
-// Rank asks the wing to rank; fresh statistics of a stale wing go in the
-// replica.
-func (s searchWing) Rank(ctx context.Context, req *search.RankRequest) (*search.RankResponse, error) {
-	preq := &proto.RankRequest{RequestID: s.f.ci.requestID, RankRequest: *req}
-	resp, err := sendStep(s, ctx, "rank", &preq.Token, func(ctx context.Context) (*proto.RankResponse, error) { return s.w.Client.Rank(ctx, preq) })
-	if err != nil {
-		return nil, err
-	}
-	if resp.Stale && resp.Stats != nil {
-		s.f.g.replica.Put(s.f.slot(s.w), resp.Generation, *resp.Stats)
-	}
-	return &resp.RankResponse, nil
-}
-
-// Fetch asks the wing to render the hits of some keys.
-func (s searchWing) Fetch(ctx context.Context, req *search.FetchRequest) (*search.FetchResponse, error) {
-	preq := &proto.FetchRequest{RequestID: s.f.ci.requestID, FetchRequest: *req}
-	resp, err := sendStep(s, ctx, "fetch", &preq.Token, func(ctx context.Context) (*proto.FetchResponse, error) { return s.w.Client.Fetch(ctx, preq) })
-	if err != nil {
-		return nil, err
-	}
-	return &resp.FetchResponse, nil
-}
-
-// sendStep sends one step of the search (rank or fetch) to the wing with
-// the caller's shard token (withToken), which it puts in *token.
-func sendStep[Resp any](s searchWing, ctx context.Context, step string, token *string, call func(context.Context) (Resp, error)) (resp Resp, err error) {
-	err = s.f.g.withToken(ctx, s.f.ci, s.w, shardOp{what: search.Tool + " " + step, send: func(ctx context.Context, t string) (err error) {
-		*token = t
-		resp, err = call(ctx)
-		return err
-	}})
-	if err != nil {
-		return resp, s.f.late(s.w, err)
-	}
-	return resp, nil
 }
 
 // fanout is one cross-wing search, step by step (fanoutQuery).
@@ -220,7 +158,7 @@ func (f *fanout) gather() *edge.Error {
 				e = f.late(w, errs[i])
 			}
 			fs := &f.search
-			fs.Wings, fs.Errs = append(fs.Wings, searchWing{f, w}), append(fs.Errs, e)
+			fs.Wings, fs.Errs = append(fs.Wings, f.wing(w)), append(fs.Errs, e)
 			fs.Stats, fs.Gens = append(fs.Stats, all[i]), append(fs.Gens, gens[i])
 		case g.disclosable(f.ci, w, errs[i]):
 			if e := f.late(w, errs[i]); e.Code != brain.CodeForbidden {
@@ -260,11 +198,16 @@ func (f *fanout) wingStats(ctx context.Context, w *route.Wing) (search.Stats, ui
 	if st, gen, ok := f.replicaStats(w); ok {
 		return st, gen, nil
 	}
-	resp, err := searchWing{f, w}.Stats(ctx, &search.StatsRequest{Terms: f.q.Terms, Scope: f.q.Scope})
+	resp, err := f.wing(w).Stats(ctx, &search.StatsRequest{Terms: f.q.Terms, Scope: f.q.Scope})
 	if err != nil {
 		return search.Stats{}, 0, err
 	}
 	return resp.Stats, resp.Generation, nil
+}
+
+// wing is w as the search asks it (route.SearchWing).
+func (f *fanout) wing(w *route.Wing) route.SearchWing {
+	return route.SearchWing{Sender: f.g.shards, Caller: f.ci.caller(), Wing: w, Replica: f.g.replica, Slot: f.slot(w), Late: f.late}
 }
 
 // slot is the replica's slot of a wing's statistics over the search's
@@ -382,36 +325,10 @@ var errSkip = errors.New("gateway: wing not asked")
 const fanoutWorkers = 64
 
 // eachWing runs fn for every wing whose errs entry is nil, at most
-// limits.fanout_concurrency at a time, and returns when all have. They run
-// on the gateway's kept goroutines (internal/workers), the last one on the
-// caller's own: a fresh goroutine would grow its stack on every exchange.
+// limits.fanout_concurrency at a time, on the gateway's kept goroutines
+// (route.EachWing).
 func (g *Gateway) eachWing(wings []*route.Wing, errs []error, fn func(i int, w *route.Wing)) {
-	last := -1
-	for i := range wings {
-		if errs[i] == nil {
-			last = i
-		}
-	}
-	slots := make(chan struct{}, g.cfg.Limits.FanoutConcurrency)
-	var wg sync.WaitGroup
-	for i, w := range wings {
-		if errs[i] != nil {
-			continue
-		}
-		slots <- struct{}{}
-		if i == last {
-			fn(i, w)
-			<-slots
-			break
-		}
-		wg.Add(1)
-		g.fanoutWorkers.Go(func() {
-			defer wg.Done()
-			defer func() { <-slots }()
-			fn(i, w)
-		})
-	}
-	wg.Wait()
+	route.EachWing(g.fanoutWorkers, g.cfg.Limits.FanoutConcurrency, wings, errs, fn)
 }
 
 // parseToolError reads a shard's tool error document (brain.DecodeError).

@@ -90,6 +90,7 @@ type Gateway struct {
 	wings    []*route.Wing
 	byName   map[string]*route.Wing
 	grants   *route.GrantCache
+	shards   *route.Sender // sends to a wing with the caller's shard token (route.Sender.Do)
 	cat      atomic.Pointer[route.Catalog]
 	// promptCat is the union of the wings' prompts (prompts.go).
 	promptCat atomic.Pointer[promptCatalog]
@@ -366,6 +367,8 @@ func (g *Gateway) newState(opt Options) error {
 		return fmt.Errorf("gateway: metrics: %w", err)
 	}
 	sink.m = g.metrics
+	g.shards = &route.Sender{Grants: g.grants, CallTimeout: cfg.Shards.CallTimeout, RetryBase: cfg.Shards.RetryBase,
+		LostRetry: g.metrics.lostRetry, TokenRejected: g.metrics.tokenRejected}
 	g.edge, err = g.newEdge()
 	return err
 }

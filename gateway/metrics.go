@@ -32,44 +32,31 @@ const ns = "brainstem_gateway"
 
 func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 	m := &metrics{
-		calls: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "tool_calls_total",
-			Help: "Tool calls by tool, wing (\"*\" for cross-wing) and outcome (ok, tool_error, or a gateway error code)."},
-			[]string{"tool", "wing", "outcome"}),
+		calls: counterVec("tool_calls_total",
+			"Tool calls by tool, wing (\"*\" for cross-wing) and outcome (ok, tool_error, or a gateway error code).", "tool", "wing", "outcome"),
 		latency: prometheus.NewHistogramVec(prometheus.HistogramOpts{Namespace: ns, Name: "tool_call_duration_seconds",
 			Help:    "Tool call latency through the gateway, by tool and wing.",
 			Buckets: []float64{.0005, .001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10, 30}},
 			[]string{"tool", "wing"}),
-		cacheHits: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "session_cache_hits_total",
-			Help: "Shard-token lookups answered from the grant cache (the session cache)."}),
-		cacheMisses: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "session_cache_misses_total",
-			Help: "Shard-token lookups that needed a mint."}),
-		mints: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "mints_total",
-			Help: "Mint requests sent to shards, by wing and outcome (ok, forbidden, or an error code)."},
-			[]string{"wing", "outcome"}),
-		rejected: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "shard_token_rejections_total",
-			Help: "Shard tokens a shard answered unauthenticated to, by wing and kind (cached, fresh)."},
-			[]string{"wing", "kind"}),
-		rateLimited: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "rate_limited_total",
-			Help: "Requests refused with 429, by limit (email, failed_auth_ip)."},
-			[]string{"limit"}),
-		authFailures: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "auth_failures_total",
-			Help: "Requests refused by authentication, by kind (no_token, or the SSO error kind)."},
-			[]string{"kind"}),
-		httpRequests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "http_requests_total",
-			Help: "Requests to the MCP endpoint by HTTP method and status code."},
-			[]string{"method", "code"}),
-		lostRetries: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "lost_read_retries_total",
-			Help: "Read calls sent again because the connection to the wing died with them in flight."},
-			[]string{"wing"}),
-		lostWrites: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "lost_write_retries_total",
-			Help: "Write and curate calls sent again, under their idempotency key, because the connection to the wing died with them in flight."},
-			[]string{"wing"}),
-		statsReused: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "search_stats_reused_total",
-			Help: "Wings of cross-wing searches whose statistics came from the gateway's replica, with no statistics round trip."}),
-		rankAgain: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "search_rank_rounds_again_total",
-			Help: "Cross-wing searches ranked again because a wing changed between its statistics and its ranking."}),
-		leanCalls: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "lean_tool_calls_total",
-			Help: "Stateless (2026-07-28) tools/call requests answered without mcp-go's transport; every other request goes through mcp-go."}),
+		cacheHits:   counter("session_cache_hits_total", "Shard-token lookups answered from the grant cache (the session cache)."),
+		cacheMisses: counter("session_cache_misses_total", "Shard-token lookups that needed a mint."),
+		mints: counterVec("mints_total",
+			"Mint requests sent to shards, by wing and outcome (ok, forbidden, or an error code).", "wing", "outcome"),
+		rejected: counterVec("shard_token_rejections_total",
+			"Shard tokens a shard answered unauthenticated to, by wing and kind (cached, fresh).", "wing", "kind"),
+		rateLimited:  counterVec("rate_limited_total", "Requests refused with 429, by limit (email, failed_auth_ip).", "limit"),
+		authFailures: counterVec("auth_failures_total", "Requests refused by authentication, by kind (no_token, or the SSO error kind).", "kind"),
+		httpRequests: counterVec("http_requests_total", "Requests to the MCP endpoint by HTTP method and status code.", "method", "code"),
+		lostRetries: counterVec("lost_read_retries_total",
+			"Read calls sent again because the connection to the wing died with them in flight.", "wing"),
+		lostWrites: counterVec("lost_write_retries_total",
+			"Write and curate calls sent again, under their idempotency key, because the connection to the wing died with them in flight.", "wing"),
+		statsReused: counter("search_stats_reused_total",
+			"Wings of cross-wing searches whose statistics came from the gateway's replica, with no statistics round trip."),
+		rankAgain: counter("search_rank_rounds_again_total",
+			"Cross-wing searches ranked again because a wing changed between its statistics and its ranking."),
+		leanCalls: counter("lean_tool_calls_total",
+			"Stateless (2026-07-28) tools/call requests answered without mcp-go's transport; every other request goes through mcp-go."),
 	}
 	m.watchChanges, m.notified, m.notifyDropped = watchMetrics()
 	sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "sessions",
@@ -117,6 +104,15 @@ func watchMetrics() (changes, sent, dropped prometheus.Counter) {
 			Help: "notifications/resources/list_changed handed to listening clients' streams."}),
 		prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "notifications_dropped_total",
 			Help: "Change notifications not sent because the client's stream was full (it is not reading it)."})
+}
+
+// counter and counterVec are the gateway's counters, under ns.
+func counter(name, help string) prometheus.Counter {
+	return prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help})
+}
+
+func counterVec(name, help string, labels ...string) *prometheus.CounterVec {
+	return prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help}, labels)
 }
 
 func b2f(b bool) float64 {

@@ -2,13 +2,11 @@ package gateway
 
 import (
 	"context"
-	"encoding/json"
 	"sync"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	"golang.org/x/sync/errgroup"
 	"golang.org/x/sync/singleflight"
 
 	"github.com/brainstem/brainstem/brain/toolspec"
@@ -88,36 +86,10 @@ func (r *refresher) ensure(ctx context.Context) {
 	}
 }
 
-// refresh fetches every wing's tools (concurrently) and re-registers the
-// catalog if it changed. A wing that fails keeps its previous tools.
+// refresh fetches every wing's tools (route.FetchDescriptors) and
+// re-registers the catalog if it changed.
 func (r *refresher) refresh(ctx context.Context) {
-	g := r.g
-	var eg errgroup.Group
-	eg.SetLimit(g.cfg.Limits.FanoutConcurrency)
-	for _, w := range g.wings {
-		eg.Go(func() error {
-			resp, err := w.Client.ListTools(ctx)
-			if err != nil {
-				g.log.Warn("cannot list a wing's tools", "wing", w.Name, "err", err)
-				return nil
-			}
-			w.MarkReached()
-			tools, err := route.ParseToolDescriptors(resp.Tools)
-			if err != nil {
-				g.log.Error("a wing advertised unusable tool descriptors; keeping the previous ones", "wing", w.Name, "err", err)
-				return nil
-			}
-			w.Tools.Store(&tools)
-			prompts, err := route.ParsePromptDescriptors(resp.Prompts)
-			if err != nil {
-				g.log.Error("a wing declared unusable prompts; keeping the previous ones", "wing", w.Name, "err", err)
-				return nil
-			}
-			w.Prompts.Store(&prompts)
-			return nil
-		})
-	}
-	_ = eg.Wait()
+	route.FetchDescriptors(ctx, r.g.wings, r.g.cfg.Limits.FanoutConcurrency, r.g.log)
 	r.register()
 	r.registerPrompts()
 }
@@ -128,7 +100,7 @@ func (r *refresher) register() {
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	cat := route.BuildCatalog(g.wings, g.log)
-	sig, _ := json.Marshal(catalogSignature(cat))
+	sig := cat.Signature()
 	if string(sig) == r.lastSig && g.cat.Load() != nil {
 		return
 	}
@@ -140,20 +112,6 @@ func (r *refresher) register() {
 	g.mcp.SetTools(tools...)
 	r.lastSig = string(sig)
 	g.log.Info("tools registered", "count", len(tools), "names", cat.Names())
-}
-
-func catalogSignature(c *route.Catalog) any {
-	type entry struct {
-		Tool  mcp.Tool
-		Need  uint8
-		Wings []int
-	}
-	out := make([]entry, 0, len(c.Tools))
-	for _, t := range c.Tools {
-		e := c.By[t.Name]
-		out = append(out, entry{t.MCPTool(), uint8(e.Desc.Spec.Needs), e.Wings})
-	}
-	return out
 }
 
 // loop refreshes periodically until ctx ends; while a wing has never

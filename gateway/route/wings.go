@@ -10,6 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"golang.org/x/sync/errgroup"
 
 	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/proto"
@@ -177,4 +178,54 @@ func (c *Catalog) Names() []string {
 		out[i] = t.Name
 	}
 	return slices.Clip(out)
+}
+
+// FetchDescriptors fetches every wing's tools and prompts, at most limit
+// wings at a time, and stores them in the wing. A wing that fails keeps
+// its previous ones.
+func FetchDescriptors(ctx context.Context, wings []*Wing, limit int, log *slog.Logger) {
+	var eg errgroup.Group
+	eg.SetLimit(limit)
+	for _, w := range wings {
+		eg.Go(func() error {
+			resp, err := w.Client.ListTools(ctx)
+			if err != nil {
+				log.Warn("cannot list a wing's tools", "wing", w.Name, "err", err)
+				return nil
+			}
+			w.MarkReached()
+			tools, err := ParseToolDescriptors(resp.Tools)
+			if err != nil {
+				log.Error("a wing advertised unusable tool descriptors; keeping the previous ones", "wing", w.Name, "err", err)
+				return nil
+			}
+			w.Tools.Store(&tools)
+			prompts, err := ParsePromptDescriptors(resp.Prompts)
+			if err != nil {
+				log.Error("a wing declared unusable prompts; keeping the previous ones", "wing", w.Name, "err", err)
+				return nil
+			}
+			w.Prompts.Store(&prompts)
+			return nil
+		})
+	}
+	_ = eg.Wait()
+}
+
+// Signature is the catalog's JSON as far as registering it goes (each
+// tool's descriptor, the capability it needs and the wings offering it):
+// an unchanged signature need not be registered again.
+func (c *Catalog) Signature() []byte {
+	type entry struct {
+		Tool  mcp.Tool
+		Need  uint8
+		Wings []int
+	}
+	out := make([]entry, 0, len(c.Tools))
+	for _, t := range c.Tools {
+		e := c.By[t.Name]
+		out = append(out, entry{t.MCPTool(), uint8(e.Desc.Spec.Needs), e.Wings})
+	}
+	sig, _ := json.Marshal(out)
+	return sig
 }

@@ -1,0 +1,109 @@
+package route
+
+import (
+	"context"
+	"sync"
+
+	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/internal/workers"
+	"github.com/brainstem/brainstem/proto"
+	"github.com/brainstem/brainstem/search"
+)
+
+// SearchWing is one wing as a cross-wing search asks it (search.Wing):
+// over proto, with the caller's shard token (Sender.Do); a failure is
+// described as the search's (Late).
+type SearchWing struct {
+	Sender  *Sender
+	Caller  Caller
+	Wing    *Wing
+	Replica *search.Replica // where the statistics the wing sends go
+	Slot    int             // the wing's slot in Replica for the search's scope
+	Late    func(w *Wing, err error) *edge.Error
+}
+
+// Stats asks the wing for its statistics of the terms (no token: they
+// disclose no note) and puts them in the replica.
+func (s SearchWing) Stats(ctx context.Context, req *search.StatsRequest) (*search.StatsResponse, error) {
+	w := s.Wing
+	ctx, span := ShardSpan(ctx, search.Tool+" stats", w)
+	resp, err := w.Client.Stats(ctx, &proto.StatsRequest{RequestID: s.Caller.RequestID, StatsRequest: *req})
+	EndShardSpan(span, err)
+	if err != nil {
+		return nil, err
+	}
+	w.MarkReached()
+	s.Replica.Put(s.Slot, resp.Generation, resp.Stats)
+	return &resp.StatsResponse, nil
+}
+
+// Rank asks the wing to rank; fresh statistics of a stale wing go in the
+// replica.
+func (s SearchWing) Rank(ctx context.Context, req *search.RankRequest) (*search.RankResponse, error) {
+	preq := &proto.RankRequest{RequestID: s.Caller.RequestID, RankRequest: *req}
+	resp, err := sendStep(s, ctx, "rank", &preq.Token, func(ctx context.Context) (*proto.RankResponse, error) { return s.Wing.Client.Rank(ctx, preq) })
+	if err != nil {
+		return nil, err
+	}
+	if resp.Stale && resp.Stats != nil {
+		s.Replica.Put(s.Slot, resp.Generation, *resp.Stats)
+	}
+	return &resp.RankResponse, nil
+}
+
+// Fetch asks the wing to render the hits of some keys.
+func (s SearchWing) Fetch(ctx context.Context, req *search.FetchRequest) (*search.FetchResponse, error) {
+	preq := &proto.FetchRequest{RequestID: s.Caller.RequestID, FetchRequest: *req}
+	resp, err := sendStep(s, ctx, "fetch", &preq.Token, func(ctx context.Context) (*proto.FetchResponse, error) { return s.Wing.Client.Fetch(ctx, preq) })
+	if err != nil {
+		return nil, err
+	}
+	return &resp.FetchResponse, nil
+}
+
+// sendStep sends one step of the search (rank or fetch) to the wing with
+// the caller's shard token (Sender.Do), which it puts in *token.
+func sendStep[Resp any](s SearchWing, ctx context.Context, step string, token *string, call func(context.Context) (Resp, error)) (resp Resp, err error) {
+	err = s.Sender.Do(ctx, s.Caller, s.Wing, Op{What: search.Tool + " " + step, Send: func(ctx context.Context, t string) (err error) {
+		*token = t
+		resp, err = call(ctx)
+		return err
+	}})
+	if err != nil {
+		return resp, s.Late(s.Wing, err)
+	}
+	return resp, nil
+}
+
+// EachWing runs fn for every wing whose errs entry is nil, at most limit
+// at a time, and returns when all have. They run on pool's kept goroutines
+// (internal/workers), the last one on the caller's own: a fresh goroutine
+// would grow its stack on every exchange.
+func EachWing(pool *workers.Pool, limit int, wings []*Wing, errs []error, fn func(i int, w *Wing)) {
+	last := -1
+	for i := range wings {
+		if errs[i] == nil {
+			last = i
+		}
+	}
+	slots := make(chan struct{}, limit)
+	var wg sync.WaitGroup
+	for i, w := range wings {
+		if errs[i] != nil {
+			continue
+		}
+		slots <- struct{}{}
+		if i == last {
+			fn(i, w)
+			<-slots
+			break
+		}
+		wg.Add(1)
+		pool.Go(func() {
+			defer wg.Done()
+			defer func() { <-slots }()
+			fn(i, w)
+		})
+	}
+	wg.Wait()
+}
