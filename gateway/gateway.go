@@ -38,6 +38,7 @@ import (
 	"github.com/brainstem/brainstem/gateway/oauth/idjag"
 	"github.com/brainstem/brainstem/gateway/oauth/machine"
 	"github.com/brainstem/brainstem/gateway/route"
+	"github.com/brainstem/brainstem/gateway/surfaces"
 	"github.com/brainstem/brainstem/internal/tracing"
 	"github.com/brainstem/brainstem/internal/workers"
 	"github.com/brainstem/brainstem/proto"
@@ -90,8 +91,8 @@ type Gateway struct {
 	byName   map[string]*route.Wing
 	grants   *route.GrantCache
 	cat      atomic.Pointer[route.Catalog]
-	// promptCat is the union of the wings' prompts (prompts.go).
-	promptCat atomic.Pointer[promptCatalog]
+	// promptCat is the union of the wings' prompts.
+	promptCat atomic.Pointer[surfaces.PromptCatalog]
 	// replica holds each wing's statistics of recent search terms at the
 	// wing's index generation, so a cross-wing search skips the statistics
 	// round trip while a wing has not changed (search.Replica).
@@ -125,8 +126,8 @@ type Gateway struct {
 
 	chain          mcpHandler // serves /mcp (chain.go)
 	textAnswers    *textAnswers
-	cursors        *cursorSigner // signs resources/list cursors (resources_cursor.go)
-	fanoutWorkers  *workers.Pool // the goroutines of cross-wing steps, kept with their stacks
+	cursors        *surfaces.CursorSigner // signs resources/list cursors
+	fanoutWorkers  *workers.Pool          // the goroutines of cross-wing steps, kept with their stacks
 	headerBindings bindingMemo
 	test           testHooks // set only by the ForTest methods (testhooks.go)
 
@@ -173,7 +174,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Gateway, error) {
 	}
 	g, err := newGateway(cfg, opt, v, clients)
 	if err == nil {
-		g.cursors, err = newCursorSigner(base, g.log)
+		g.cursors, err = surfaces.NewCursorSigner(base, g.log)
 	}
 	if err == nil {
 		err = g.loadSignins()
