@@ -41,16 +41,14 @@ func (r *refresher) registerPrompts() {
 		Wings  []int
 	}
 	sigOf := make([]entry, 0, len(cat.Prompts))
+	prompts := make([]server.ServerPrompt, 0, len(cat.Prompts))
 	for _, p := range cat.Prompts {
 		sigOf = append(sigOf, entry{p.MCPPrompt(), cat.By[p.Name].Wings})
+		prompts = append(prompts, server.ServerPrompt{Prompt: p.MCPPrompt(), Handler: preparedPrompt})
 	}
 	sig, _ := json.Marshal(sigOf)
 	if string(sig) == r.lastPromptSig && g.promptCat.Load() != nil {
 		return
-	}
-	prompts := make([]server.ServerPrompt, 0, len(cat.Prompts))
-	for _, p := range cat.Prompts {
-		prompts = append(prompts, server.ServerPrompt{Prompt: p.MCPPrompt(), Handler: preparedPrompt})
 	}
 	g.promptCat.Store(cat)
 	g.mcp.SetPrompts(prompts...)

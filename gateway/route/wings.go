@@ -129,11 +129,9 @@ func (t ToolDescriptor) MCPTool() mcp.Tool {
 // Catalog is the union of the wings' tools: by name, first wing (in config
 // order) wins when two disagree.
 type Catalog struct {
-	Tools []ToolDescriptor         // sorted by name
-	By    map[string]*CatalogEntry // name → entry
+	Tools []ToolDescriptor                  // sorted by name
+	By    map[string]*Entry[ToolDescriptor] // name → entry
 }
-
-type CatalogEntry = Entry[ToolDescriptor]
 
 // Entry is one name of a Union: the first declaring wing's descriptor and
 // the indexes of every wing declaring it.
@@ -173,18 +171,13 @@ func Union[D any](wings []*Wing, load func(*Wing) *[]D, name func(D) string, dif
 func BuildCatalog(wings []*Wing, log *slog.Logger) *Catalog {
 	tools, by := Union(wings, func(w *Wing) *[]ToolDescriptor { return w.Tools.Load() }, func(t ToolDescriptor) string { return t.Name },
 		func(first, w *Wing, kept, t ToolDescriptor) {
-			if !sameDescriptor(kept, t) {
+			ja, _ := json.Marshal(kept.MCPTool())
+			if jb, _ := json.Marshal(t.MCPTool()); string(ja) != string(jb) {
 				log.Warn("wings disagree on a tool descriptor; the first wing's is advertised",
 					"tool", t.Name, "kept_from", first.Name, "ignored_from", w.Name)
 			}
 		})
 	return &Catalog{Tools: tools, By: by}
-}
-
-func sameDescriptor(a, b ToolDescriptor) bool {
-	ja, _ := json.Marshal(a.MCPTool())
-	jb, _ := json.Marshal(b.MCPTool())
-	return string(ja) == string(jb)
 }
 
 func (c *Catalog) Names() []string {
