@@ -39,6 +39,7 @@ import (
 	"github.com/brainstem/brainstem/gateway/oauth/machine"
 	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/gateway/rpc"
+	"github.com/brainstem/brainstem/gateway/surfaces"
 	"github.com/brainstem/brainstem/internal/tracing"
 	"github.com/brainstem/brainstem/internal/workers"
 	"github.com/brainstem/brainstem/proto"
@@ -92,8 +93,8 @@ type Gateway struct {
 	grants   *route.GrantCache
 	shards   *route.Sender // sends to a wing with the caller's shard token (route.Sender.Do)
 	cat      atomic.Pointer[route.Catalog]
-	// promptCat is the union of the wings' prompts (prompts.go).
-	promptCat atomic.Pointer[promptCatalog]
+	// promptCat is the union of the wings' prompts.
+	promptCat atomic.Pointer[surfaces.PromptCatalog]
 	// replica holds each wing's statistics of recent search terms at the
 	// wing's index generation, so a cross-wing search skips the statistics
 	// round trip while a wing has not changed (search.Replica).
@@ -123,10 +124,10 @@ type Gateway struct {
 	admin        http.Handler
 	publicSrv    *http.Server
 
-	leanPath      *rpc.LeanServer // stateless tools/call without mcp-go's transport (gateway/rpc)
-	cursors       *cursorSigner   // signs resources/list cursors (resources_cursor.go)
-	fanoutWorkers *workers.Pool   // the goroutines of cross-wing steps, kept with their stacks
-	test          testHooks       // set only by the ForTest methods (testhooks.go)
+	leanPath      *rpc.LeanServer        // stateless tools/call without mcp-go's transport (gateway/rpc)
+	cursors       *surfaces.CursorSigner // signs resources/list cursors
+	fanoutWorkers *workers.Pool          // the goroutines of cross-wing steps, kept with their stacks
+	test          testHooks              // set only by the ForTest methods (testhooks.go)
 
 	ended        *offboard.List    // sign-ins an operator ended (offboarding.go)
 	endedWatcher *offboard.Watcher // follows signins.ended_file; nil without one
@@ -171,7 +172,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Gateway, error) {
 	}
 	g, err := newGateway(cfg, opt, v, clients)
 	if err == nil {
-		g.cursors, err = newCursorSigner(base, g.log)
+		g.cursors, err = surfaces.NewCursorSigner(base, g.log)
 	}
 	if err == nil {
 		err = g.loadSignins()

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -17,6 +16,7 @@ import (
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/gateway/rpc"
+	"github.com/brainstem/brainstem/gateway/surfaces"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -30,60 +30,25 @@ import (
 // where the caller holds its capability: its messages do not depend on
 // the wing.
 
-// promptCatalog is the union of the wings' prompts: by name, the first
-// wing (in config order) wins when two disagree.
-type promptCatalog struct {
-	prompts []route.PromptDescriptor // sorted by name
-	by      map[string]*promptEntry
-}
-
-type promptEntry struct {
-	desc  route.PromptDescriptor
-	wings []int // indexes of the wings declaring it
-}
-
-func buildPromptCatalog(wings []*route.Wing) *promptCatalog {
-	c := &promptCatalog{by: map[string]*promptEntry{}}
-	for _, w := range wings {
-		ps := w.Prompts.Load()
-		if ps == nil {
-			continue
-		}
-		for _, p := range *ps {
-			e, ok := c.by[p.Name]
-			if !ok {
-				e = &promptEntry{desc: p}
-				c.by[p.Name] = e
-				c.prompts = append(c.prompts, p)
-			}
-			e.wings = append(e.wings, w.Idx)
-		}
-	}
-	slices.SortFunc(c.prompts, func(a, b route.PromptDescriptor) int { return strings.Compare(a.Name, b.Name) })
-	return c
-}
-
 // registerPrompts hands the prompt catalog to mcp-go when it changed.
 func (r *refresher) registerPrompts() {
 	g := r.g
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	cat := buildPromptCatalog(g.wings)
+	cat := surfaces.BuildPromptCatalog(g.wings)
 	type entry struct {
 		Prompt mcp.Prompt
 		Wings  []int
 	}
-	sigOf := make([]entry, 0, len(cat.prompts))
-	for _, p := range cat.prompts {
-		sigOf = append(sigOf, entry{p.MCPPrompt(), cat.by[p.Name].wings})
+	sigOf := make([]entry, 0, len(cat.Prompts))
+	prompts := make([]server.ServerPrompt, 0, len(cat.Prompts))
+	for _, p := range cat.Prompts {
+		sigOf = append(sigOf, entry{p.MCPPrompt(), cat.By[p.Name].Wings})
+		prompts = append(prompts, server.ServerPrompt{Prompt: p.MCPPrompt(), Handler: preparedPrompt})
 	}
 	sig, _ := json.Marshal(sigOf)
 	if string(sig) == r.lastPromptSig && g.promptCat.Load() != nil {
 		return
-	}
-	prompts := make([]server.ServerPrompt, 0, len(cat.prompts))
-	for _, p := range cat.prompts {
-		prompts = append(prompts, server.ServerPrompt{Prompt: p.MCPPrompt(), Handler: preparedPrompt})
 	}
 	g.promptCat.Store(cat)
 	g.mcp.SetPrompts(prompts...)
@@ -101,22 +66,11 @@ func (g *Gateway) filterPrompts(ctx context.Context, prompts []mcp.Prompt) []mcp
 	caps, _ := g.capsAll(ctx, ci)
 	out := prompts[:0:0]
 	for _, p := range prompts {
-		if e, ok := cat.by[p.Name]; ok && g.promptWing(e, caps) != nil {
+		if e, ok := cat.By[p.Name]; ok && surfaces.PromptWing(g.wings, e, caps) != nil {
 			out = append(out, p)
 		}
 	}
 	return out
-}
-
-// promptWing is the first wing declaring the prompt where caps hold its
-// capability, nil if none.
-func (g *Gateway) promptWing(e *promptEntry, caps []brain.Caps) *route.Wing {
-	for _, wi := range e.wings {
-		if caps[wi].Has(e.desc.Spec.Needs) {
-			return g.wings[wi]
-		}
-	}
-	return nil
 }
 
 // preparedPrompt is mcp-go's handler of every prompt: it returns what
@@ -145,10 +99,10 @@ func (g *Gateway) preparePrompt(q *mcpCall) bool {
 		return true
 	}
 	cat := g.promptCat.Load()
-	if cat == nil || cat.by[p.Name] == nil {
+	if cat == nil || cat.By[p.Name] == nil {
 		return true
 	}
-	res, err := g.getPrompt(q.ctx, &q.ci, cat.by[p.Name], p)
+	res, err := g.getPrompt(q.ctx, &q.ci, cat.By[p.Name], p)
 	if err != nil {
 		if errors.Is(err, errPromptHidden) {
 			return true
@@ -166,13 +120,13 @@ func (g *Gateway) preparePrompt(q *mcpCall) bool {
 var errPromptHidden = errors.New("gateway: the prompt is not the caller's")
 
 // getPrompt asks the routed (or first suitable) wing for the prompt.
-func (g *Gateway) getPrompt(ctx context.Context, ci *callInfo, e *promptEntry, p promptParams) (*mcp.GetPromptResult, error) {
+func (g *Gateway) getPrompt(ctx context.Context, ci *callInfo, e *route.Entry[route.PromptDescriptor], p promptParams) (*mcp.GetPromptResult, error) {
 	start := time.Now()
 	args := []byte(p.Arguments)
 	if len(args) == 0 || string(args) == "null" {
 		args = []byte("{}")
 	}
-	rec := auditRecord{Tool: string(mcp.MethodPromptsGet) + " " + e.desc.Name, BytesIn: len(args), Args: args}
+	rec := auditRecord{Tool: string(mcp.MethodPromptsGet) + " " + e.Desc.Name, BytesIn: len(args), Args: args}
 	defer g.finishRecord(ctx, ci, &rec, start)
 	fail := func(err *edge.Error) (*mcp.GetPromptResult, error) {
 		rec.Outcome, rec.err = string(err.Code), err
@@ -180,27 +134,27 @@ func (g *Gateway) getPrompt(ctx context.Context, ci *callInfo, e *promptEntry, p
 	}
 	a, err := rpc.ParseArgs(args)
 	if err != nil {
-		return fail(edge.NewError(brain.CodeInvalidArgument, edge.ErrBadParams, "the arguments of prompt %q must be a JSON object of strings: %s", e.desc.Name, edge.Classify(err, "").Message))
+		return fail(edge.NewError(brain.CodeInvalidArgument, edge.ErrBadParams, "the arguments of prompt %q must be a JSON object of strings: %s", e.Desc.Name, edge.Classify(err, "").Message))
 	}
-	wingName, routed, err := a.Route(e.desc.Spec.Routes)
+	wingName, routed, err := a.Route(e.Desc.Spec.Routes)
 	if err != nil {
 		return fail(edge.Classify(err, ""))
 	}
 	// A prompt prompts/list does not show the caller does not exist for
 	// them, whatever the arguments.
 	caps, _ := g.capsAll(ctx, ci)
-	w := g.promptWing(e, caps)
+	w := surfaces.PromptWing(g.wings, e, caps)
 	if w == nil {
 		rec.Outcome = string(brain.CodeNotFound)
 		return nil, errPromptHidden
 	}
 	if routed {
-		if w = g.byName[wingName]; w == nil || !slices.Contains(e.wings, w.Idx) {
+		if w = g.byName[wingName]; w == nil || !slices.Contains(e.Wings, w.Idx) {
 			return fail(g.noWing(ctx, ci, wingName))
 		}
 	}
 	rec.Wing = w.Name
-	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: proto.PromptCall + e.desc.Name, Args: args}, true) // no catalog tool: counted as a write
+	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: proto.PromptCall + e.Desc.Name, Args: args}, true) // no catalog tool: counted as a write
 	if errors.Is(err, errWingHidden) {
 		return fail(g.noWing(ctx, ci, wingName))
 	}
@@ -214,7 +168,7 @@ func (g *Gateway) getPrompt(ctx context.Context, ci *callInfo, e *promptEntry, p
 	}
 	var pr toolspec.PromptResult
 	if err := json.Unmarshal(resp.Result, &pr); err != nil {
-		return fail(edge.NewError(brain.CodeInternal, errors.Join(edge.ErrShardAnswer, err), "wing %q answered prompt %q with unreadable messages", w.Name, e.desc.Name))
+		return fail(edge.NewError(brain.CodeInternal, errors.Join(edge.ErrShardAnswer, err), "wing %q answered prompt %q with unreadable messages", w.Name, e.Desc.Name))
 	}
 	res := &mcp.GetPromptResult{Description: pr.Description, Messages: make([]mcp.PromptMessage, len(pr.Messages))}
 	for i, m := range pr.Messages {

@@ -16,6 +16,7 @@ import (
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/gateway/rpc"
+	"github.com/brainstem/brainstem/gateway/surfaces"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -38,9 +39,6 @@ import (
 // maxResourcesPageSize bounds limits.resources_page_size: brain_list's
 // largest page, so one shard request fills at most one page.
 const maxResourcesPageSize = 200
-
-// maxCursorBytes bounds a resources/list cursor as received.
-const maxCursorBytes = 2048
 
 // noteMIMEType is every note's media type.
 const noteMIMEType = "text/markdown"
@@ -82,7 +80,7 @@ const metaUnavailable = "brainstem/unavailable"
 
 // listResources answers one resources/list page for the caller.
 func (g *Gateway) listResources(ctx context.Context, ci *callInfo, cursor string) (*mcp.ListResourcesResult, error) {
-	pos, resume, err := g.cursors.decode(ci.id.Email, cursor)
+	pos, resume, err := g.cursors.Decode(ci.id.Email, cursor)
 	if err != nil {
 		return nil, err
 	}
@@ -133,7 +131,7 @@ func (g *Gateway) listResources(ctx context.Context, ci *callInfo, cursor string
 		}
 		if len(res.Resources) >= size {
 			if shardCursor != "" || i < len(wings)-1 {
-				res.NextCursor = mcp.Cursor(g.cursors.encode(ci.id.Email, resourceCursor{Wing: w.Name, Shard: shardCursor}))
+				res.NextCursor = mcp.Cursor(g.cursors.Encode(ci.id.Email, surfaces.ResourceCursor{Wing: w.Name, Shard: shardCursor}))
 			}
 			return res, nil
 		}

@@ -6,7 +6,6 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"errors"
-	"log/slog"
 	"net"
 	"strconv"
 	"strings"
@@ -18,7 +17,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
-	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/surfaces"
 )
 
 // TestResourceURIAttacks runs testdata/resource-uris.txt through
@@ -62,70 +61,6 @@ func TestResourceURIAttacks(t *testing.T) {
 			}
 		}
 	}
-}
-
-// testCursorSigner is a cursor signer with a key of its own.
-func testCursorSigner(t testing.TB) *cursorSigner {
-	t.Helper()
-	cs, err := newCursorSigner(nil, slog.New(slog.DiscardHandler))
-	if err != nil {
-		t.Fatal(err)
-	}
-	return cs
-}
-
-// TestResourceCursors: a cursor the gateway made reads back as it was for
-// the caller it was made for; anything else is ErrBadCursor: another
-// caller's, another key's, a changed byte, and the unsigned cursors of
-// before (issue 34).
-func TestResourceCursors(t *testing.T) {
-	cs, other := testCursorSigner(t), testCursorSigner(t)
-	const alice = "alice@example.com"
-	for _, c := range []resourceCursor{{Wing: "payments"}, {Wing: "people-ops", Shard: "facts/x"}} {
-		got, ok, err := cs.decode(alice, cs.encode(alice, c))
-		if err != nil || !ok || got != c {
-			t.Errorf("round trip of %+v: %+v %v %v", c, got, ok, err)
-		}
-	}
-	issued := cs.encode(alice, resourceCursor{Wing: "payments", Shard: "cGF5bWVudHMvZmFjdHMveA"})
-	raw, _ := base64.StdEncoding.DecodeString(issued)
-	flip := func(i int) string {
-		b := bytes.Clone(raw)
-		b[i] ^= 1
-		return base64.StdEncoding.EncodeToString(b)
-	}
-	for _, bad := range []string{"x", "!!!!", "bm90IGEgY3Vyc29y", "e30=" /* {} */, "eyJ3IjoicGF5bWVudHMifQ==", /* {"w":"payments"} */
-		strings.Repeat("A", maxCursorBytes+4),
-		cs.encode("bob@example.com", resourceCursor{Wing: "payments"}), other.encode(alice, resourceCursor{Wing: "payments"}),
-		flip(0), flip(1), flip(1 + cursorTagBytes), flip(len(raw) - 1), issued[:len(issued)-4], issued + "AAAA",
-		base64.StdEncoding.EncodeToString(raw[:1+cursorTagBytes])} {
-		if _, _, err := cs.decode(alice, bad); !errors.Is(err, edge.ErrBadCursor) {
-			t.Errorf("decode(%.60q) = %v, want ErrBadCursor", bad, err)
-		}
-	}
-}
-
-// FuzzResourceCursor: decode never panics, refuses with ErrBadCursor only,
-// and what it accepts is a cursor it made: it encodes back to itself.
-func FuzzResourceCursor(f *testing.F) {
-	cs := testCursorSigner(f)
-	const alice = "alice@example.com"
-	f.Add(cs.encode(alice, resourceCursor{Wing: "payments", Shard: "facts/x"}))
-	f.Add(cs.encode(alice, resourceCursor{Wing: "payments"}))
-	f.Add("e30=")
-	f.Add("")
-	f.Fuzz(func(t *testing.T, s string) {
-		c, ok, err := cs.decode(alice, s)
-		if err != nil {
-			if !errors.Is(err, edge.ErrBadCursor) {
-				t.Fatalf("decode(%q): %v", s, err)
-			}
-			return
-		}
-		if ok && cs.encode(alice, c) != s {
-			t.Fatalf("%q accepted as %+v, which is not the cursor made of it", s, c)
-		}
-	})
 }
 
 // TestResourcesWingDown: resources/list of a caller who reads a wing
@@ -215,7 +150,7 @@ func firstCursor(t *testing.T, c *client.Client) string {
 func cursorCases(t *testing.T, issued, byReplica, bobs, elsewhere string) [][2]string {
 	t.Helper()
 	raw, err := base64.StdEncoding.DecodeString(issued)
-	if err != nil || len(raw) < 1+cursorTagBytes+1 || !strings.HasSuffix(issued, "=") || strings.HasSuffix(issued, "==") {
+	if err != nil || len(raw) < 1+surfaces.CursorTagBytes+1 || !strings.HasSuffix(issued, "=") || strings.HasSuffix(issued, "==") {
 		t.Fatalf("issued cursor %q: want version, tag, JSON, one padding character", issued)
 	}
 	flip := func(i int) string {
@@ -228,12 +163,12 @@ func cursorCases(t *testing.T, issued, byReplica, bobs, elsewhere string) [][2]s
 	const alphabet = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/"
 	last := strings.IndexByte(alphabet, issued[len(issued)-2])
 	nonCanonical := issued[:len(issued)-2] + string(alphabet[last|1]) + "="
-	zeroTag := append(append([]byte{cursorVersion}, make([]byte, cursorTagBytes)...), raw[1+cursorTagBytes:]...)
+	zeroTag := append(append([]byte{surfaces.CursorVersion}, make([]byte, surfaces.CursorTagBytes)...), raw[1+surfaces.CursorTagBytes:]...)
 	expand := strings.NewReplacer(
 		"$ISSUED_BY_REPLICA", byReplica, "$ISSUED", issued, "$BOBS", bobs, "$ELSEWHERE", elsewhere,
 		"$TAG_FLIPPED", flip(1), "$PAYLOAD_FLIPPED", flip(len(raw)-2), "$VERSION_FLIPPED", flip(0),
 		"$NON_CANONICAL", nonCanonical, "$ZERO_TAG", base64.StdEncoding.EncodeToString(zeroTag),
-		"$TRUNCATED", issued[:len(issued)-4], "$EXTENDED", issued+"AAAA", "$LONG", strings.Repeat("QUFB", maxCursorBytes/4+1),
+		"$TRUNCATED", issued[:len(issued)-4], "$EXTENDED", issued+"AAAA", "$LONG", strings.Repeat("QUFB", surfaces.MaxCursorBytes/4+1),
 	)
 	var out [][2]string
 	for _, tc := range readCases(t, "testdata/resource-cursors.txt") {

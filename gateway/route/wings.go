@@ -6,7 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
-	"sort"
+	"strings"
 	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -130,46 +130,55 @@ func (t ToolDescriptor) MCPTool() mcp.Tool {
 // Catalog is the union of the wings' tools: by name, first wing (in config
 // order) wins when two disagree.
 type Catalog struct {
-	Tools []ToolDescriptor         // sorted by name
-	By    map[string]*CatalogEntry // name → entry
+	Tools []ToolDescriptor                  // sorted by name
+	By    map[string]*Entry[ToolDescriptor] // name → entry
 }
 
-type CatalogEntry struct {
-	Desc  ToolDescriptor
-	Wings []int // indexes of wings advertising the tool
+// Entry is one name of a Union: the first declaring wing's descriptor and
+// the indexes of every wing declaring it.
+type Entry[D any] struct {
+	Desc  D
+	Wings []int
 }
 
-func BuildCatalog(wings []*Wing, log *slog.Logger) *Catalog {
-	c := &Catalog{By: map[string]*CatalogEntry{}}
+// Union is the union by name of what the wings declare (load; nil:
+// nothing), sorted by name: the first wing in config order wins, and
+// differ (if not nil) hears of a later wing's other descriptor.
+func Union[D any](wings []*Wing, load func(*Wing) *[]D, name func(D) string, differ func(first, w *Wing, kept, d D)) ([]D, map[string]*Entry[D]) {
+	var all []D
+	by := map[string]*Entry[D]{}
 	for _, w := range wings {
-		p := w.Tools.Load()
+		p := load(w)
 		if p == nil {
 			continue
 		}
-		for _, t := range *p {
-			e, ok := c.By[t.Name]
+		for _, d := range *p {
+			e, ok := by[name(d)]
 			if !ok {
-				c.By[t.Name] = &CatalogEntry{Desc: t, Wings: []int{w.Idx}}
+				by[name(d)] = &Entry[D]{Desc: d, Wings: []int{w.Idx}}
+				all = append(all, d)
 				continue
 			}
 			e.Wings = append(e.Wings, w.Idx)
-			if !sameDescriptor(e.Desc, t) {
-				log.Warn("wings disagree on a tool descriptor; the first wing's is advertised",
-					"tool", t.Name, "kept_from", wings[e.Wings[0]].Name, "ignored_from", w.Name)
+			if differ != nil {
+				differ(wings[e.Wings[0]], w, e.Desc, d)
 			}
 		}
 	}
-	for _, e := range c.By {
-		c.Tools = append(c.Tools, e.Desc)
-	}
-	sort.Slice(c.Tools, func(i, j int) bool { return c.Tools[i].Name < c.Tools[j].Name })
-	return c
+	slices.SortFunc(all, func(a, b D) int { return strings.Compare(name(a), name(b)) })
+	return all, by
 }
 
-func sameDescriptor(a, b ToolDescriptor) bool {
-	ja, _ := json.Marshal(a.MCPTool())
-	jb, _ := json.Marshal(b.MCPTool())
-	return string(ja) == string(jb)
+func BuildCatalog(wings []*Wing, log *slog.Logger) *Catalog {
+	tools, by := Union(wings, func(w *Wing) *[]ToolDescriptor { return w.Tools.Load() }, func(t ToolDescriptor) string { return t.Name },
+		func(first, w *Wing, kept, t ToolDescriptor) {
+			ja, _ := json.Marshal(kept.MCPTool())
+			if jb, _ := json.Marshal(t.MCPTool()); string(ja) != string(jb) {
+				log.Warn("wings disagree on a tool descriptor; the first wing's is advertised",
+					"tool", t.Name, "kept_from", first.Name, "ignored_from", w.Name)
+			}
+		})
+	return &Catalog{Tools: tools, By: by}
 }
 
 func (c *Catalog) Names() []string {

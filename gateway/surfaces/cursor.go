@@ -1,4 +1,6 @@
-package gateway
+// Package surfaces holds the gateway's MCP surfaces beyond tools: the
+// resources/list cursors it signs and the union of the wings' prompts.
+package surfaces
 
 import (
 	"crypto/hkdf"
@@ -18,7 +20,7 @@ import (
 
 // resources/list cursors, authenticated.
 //
-// A cursor is a position in the caller's listing (resourceCursor) that the
+// A cursor is a position in the caller's listing (ResourceCursor) that the
 // gateway signs for the caller it issues it to: standard base64 (mcp-go
 // decodes every cursor so before its own listing) of a version byte, a
 // 128-bit HMAC-SHA256 tag and the position's JSON. The tag covers the
@@ -34,32 +36,35 @@ import (
 // every cursor issued before (a client then lists from the start again).
 const cursorKeyLabel = "brainstem gateway resources/list cursor v1"
 
-// cursorVersion is the first byte of every cursor.
-const cursorVersion = 1
+// CursorVersion is the first byte of every cursor.
+const CursorVersion = 1
 
-// cursorTagBytes is the length of a cursor's tag.
-const cursorTagBytes = 16
+// CursorTagBytes is the length of a cursor's tag.
+const CursorTagBytes = 16
 
-// resourceCursor is where the next resources/list page starts: wings are
+// MaxCursorBytes bounds a resources/list cursor as received.
+const MaxCursorBytes = 2048
+
+// ResourceCursor is where the next resources/list page starts: wings are
 // listed in name order and each wing's notes in id order (brain_list), so
 // a position is a wing and brain_list's cursor within it. Shard "" means
 // the wing is done: the page goes on with the next wing by name. A wing
 // the caller can no longer read is skipped.
-type resourceCursor struct {
+type ResourceCursor struct {
 	Wing  string `json:"w"`
 	Shard string `json:"c,omitempty"`
 }
 
-// cursorSigner makes and checks resources/list cursors.
-type cursorSigner struct {
+// CursorSigner makes and checks resources/list cursors.
+type CursorSigner struct {
 	key []byte
 }
 
-// newCursorSigner derives the cursor key from the private key of the
+// NewCursorSigner derives the cursor key from the private key of the
 // gateway's mTLS certificate in tc. Without one (a configuration whose
 // certificate is chosen per connection) the key is random: cursors then
 // work on this replica only, which the log says.
-func newCursorSigner(tc *tls.Config, log *slog.Logger) (*cursorSigner, error) {
+func NewCursorSigner(tc *tls.Config, log *slog.Logger) (*CursorSigner, error) {
 	var secret []byte
 	if tc != nil && len(tc.Certificates) > 0 && tc.Certificates[0].PrivateKey != nil {
 		der, err := x509.MarshalPKCS8PrivateKey(tc.Certificates[0].PrivateKey)
@@ -76,57 +81,57 @@ func newCursorSigner(tc *tls.Config, log *slog.Logger) (*cursorSigner, error) {
 	if err != nil {
 		return nil, fmt.Errorf("gateway: resources/list cursor key: %w", err)
 	}
-	return &cursorSigner{key: key}, nil
+	return &CursorSigner{key: key}, nil
 }
 
 // tag is the HMAC of a cursor's JSON for the caller email.
-func (cs *cursorSigner) tag(email string, payload []byte) []byte {
+func (cs *CursorSigner) tag(email string, payload []byte) []byte {
 	m := hmac.New(sha256.New, cs.key)
 	m.Write([]byte(email))
 	m.Write([]byte{0})
 	m.Write(payload)
-	return m.Sum(nil)[:cursorTagBytes]
+	return m.Sum(nil)[:CursorTagBytes]
 }
 
-// encode makes the cursor of c for the caller email.
-func (cs *cursorSigner) encode(email string, c resourceCursor) string {
+// Encode makes the cursor of c for the caller email.
+func (cs *CursorSigner) Encode(email string, c ResourceCursor) string {
 	payload, _ := brain.Marshal(c) // strings only: cannot fail
-	b := make([]byte, 0, 1+cursorTagBytes+len(payload))
-	b = append(b, cursorVersion)
+	b := make([]byte, 0, 1+CursorTagBytes+len(payload))
+	b = append(b, CursorVersion)
 	b = append(b, cs.tag(email, payload)...)
 	b = append(b, payload...)
 	return base64.StdEncoding.EncodeToString(b)
 }
 
-// decode reads a cursor encode made for the caller email; "" is the first
+// Decode reads a cursor Encode made for the caller email; "" is the first
 // page (ok false). Anything else is ErrBadCursor.
-func (cs *cursorSigner) decode(email, s string) (c resourceCursor, ok bool, err error) {
+func (cs *CursorSigner) Decode(email, s string) (c ResourceCursor, ok bool, err error) {
 	if s == "" {
-		return resourceCursor{}, false, nil
+		return ResourceCursor{}, false, nil
 	}
 	bad := func(why string) error {
 		return edge.NewError(brain.CodeInvalidArgument, edge.ErrBadCursor, "invalid cursor (%s): pass back the nextCursor of the previous resources/list page, or none for the first page", why)
 	}
-	if len(s) > maxCursorBytes {
-		return resourceCursor{}, false, bad(fmt.Sprintf("%d bytes, the limit is %d", len(s), maxCursorBytes))
+	if len(s) > MaxCursorBytes {
+		return ResourceCursor{}, false, bad(fmt.Sprintf("%d bytes, the limit is %d", len(s), MaxCursorBytes))
 	}
 	// Canonical base64 only: the decoder skips CR and LF, and without
 	// Strict ignores padding bits, so the same bytes have other spellings.
 	b, err := base64.StdEncoding.Strict().DecodeString(s)
 	if err != nil || base64.StdEncoding.EncodeToString(b) != s {
-		return resourceCursor{}, false, bad("not base64")
+		return ResourceCursor{}, false, bad("not base64")
 	}
 	const notOurs = "not a cursor this gateway issued to you"
-	if len(b) < 1+cursorTagBytes || b[0] != cursorVersion {
-		return resourceCursor{}, false, bad(notOurs)
+	if len(b) < 1+CursorTagBytes || b[0] != CursorVersion {
+		return ResourceCursor{}, false, bad(notOurs)
 	}
-	tag, payload := b[1:1+cursorTagBytes], b[1+cursorTagBytes:]
+	tag, payload := b[1:1+CursorTagBytes], b[1+CursorTagBytes:]
 	if !hmac.Equal(tag, cs.tag(email, payload)) {
-		return resourceCursor{}, false, bad(notOurs)
+		return ResourceCursor{}, false, bad(notOurs)
 	}
 	// Signed by this gateway, so well formed; checked all the same.
-	if err := json.Unmarshal(payload, &c); err != nil || brain.ValidWing(c.Wing) != nil || len(c.Shard) > maxCursorBytes {
-		return resourceCursor{}, false, bad(notOurs)
+	if err := json.Unmarshal(payload, &c); err != nil || brain.ValidWing(c.Wing) != nil || len(c.Shard) > MaxCursorBytes {
+		return ResourceCursor{}, false, bad(notOurs)
 	}
 	return c, true, nil
 }
