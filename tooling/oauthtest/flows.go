@@ -19,6 +19,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
 // App is an MCP client: its redirect URI, PKCE pair and client id.
@@ -86,6 +87,44 @@ func (a *App) AuthorizeURL(r *Replica, extra map[string]string) string {
 		}
 	}
 	return r.URL + oauth.PathAuthorize + "?" + q.Encode()
+}
+
+// SignIn drives the browser from an authorization URL through consent
+// (when asked) and the IdP's login form to the client's redirect, and
+// returns that redirect's URL.
+func (e *Env) SignIn(b *testbrowser.Browser, authURL, email, groups string) *url.URL {
+	e.t.Helper()
+	isApp := func(u *url.URL) bool { return u.Port() == "43210" }
+	back, err := b.SignIn(context.Background(), authURL, isApp, email, groups)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return back.Location
+}
+
+// Code signs in and returns the authorization code.
+func (e *Env) Code(b *testbrowser.Browser, r *Replica, a *App, email string) string {
+	e.t.Helper()
+	back := e.SignIn(b, a.AuthorizeURL(r, nil), email, "")
+	q := back.Query()
+	if q.Get("error") != "" || q.Get("code") == "" {
+		e.t.Fatalf("no code: %s", back)
+	}
+	if q.Get("state") != "st-123" || q.Get("iss") != r.URL {
+		e.t.Fatalf("state or iss not echoed: %s", back)
+	}
+	return q.Get("code")
+}
+
+// Redeem is the token request that redeems code.
+func (a *App) Redeem(code string) url.Values {
+	return url.Values{"grant_type": {"authorization_code"}, "code": {code}, "client_id": {a.ID},
+		"redirect_uri": {a.Redirect}, "code_verifier": {a.Verifier}}
+}
+
+// Refresh is the token request that refreshes with rt.
+func (a *App) Refresh(rt string) url.Values {
+	return url.Values{"grant_type": {"refresh_token"}, "refresh_token": {rt}, "client_id": {a.ID}}
 }
 
 // Token posts a token request to r.
