@@ -77,6 +77,7 @@ func TestDependencyRules(t *testing.T) {
 		{"shardserver", []string{"gateway", "auth/sso", "auth/devidp", "github.com/coreos/go-oidc"}, "a shard server knows nothing of SSO or the gateway"},
 		{"shard/history", []string{"shard/store", "shard/tools", "shard/index", "proto", "auth"}, "history sits under the store: the store drives it, not the other way round"},
 		{"shard/gitstore", []string{"shard/history", "shard/remote", "shard/store", "shard/tools", "shard/index", "proto", "auth"}, "the git engine sits under history and the remotes: they drive it, not the other way round"},
+		{"cmd", []string{"tooling/oauthtest"}, "the authorization server's test harness is for tests only (the layers keep the product below tooling/ already)"},
 		{"brain/injection", []string{module + "/", "github.com/", "golang.org/"}, "the injection audit is a leaf of the contract: the standard library only, so gateway, shard and hooks can all apply it"},
 	}
 	// Rules of one package alone, not of those below it.

@@ -1,16 +1,18 @@
-package oauth
+package oauth_test
 
 import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"errors"
+	. "github.com/brainstem/brainstem/gateway/oauth"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/brainstem/brainstem/auth/devidp"
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/tooling/oauthtest"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
@@ -21,15 +23,15 @@ func (e *testEnv) firstPartyReplica(issuer string) *Server {
 	ctx, cancel := context.WithCancel(context.Background())
 	t.Cleanup(cancel)
 	v, err := sso.NewVerifier(ctx, sso.Config{
-		Issuers: []sso.IssuerConfig{{URL: e.idpURL, Audiences: []string{devidp.DefaultClientID}, Algorithms: []string{"RS256"}}},
-		Now:     e.clock.Now,
+		Issuers: []sso.IssuerConfig{{URL: e.IdPURL, Audiences: []string{devidp.DefaultClientID}, Algorithms: []string{"RS256"}}},
+		Now:     e.Clock.Now,
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg := Config{Enabled: true, SigningKeyFile: "unused: keys are given",
-		Upstream: UpstreamConfig{Issuer: e.idpURL, ClientID: devidp.DefaultClientID, ClientSecret: testSecret}}
-	srv, err := New(ctx, cfg, Options{Issuer: issuer, Resource: issuer + "/mcp", Verifier: v, Keys: e.keys, Now: e.clock.Now})
+		Upstream: UpstreamConfig{Issuer: e.IdPURL, ClientID: devidp.DefaultClientID, ClientSecret: oauthtest.Secret}}
+	srv, err := New(ctx, cfg, Options{Issuer: issuer, Resource: issuer + "/mcp", Verifier: v, Keys: e.Keys, Now: e.Clock.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +44,7 @@ func (e *testEnv) firstPartyReplica(issuer string) *Server {
 // it (and, by design, not on the others: docs/security.md).
 func TestFirstPartyAcrossReplicas(t *testing.T) {
 	e := newEnv(t, 0, nil)
-	ln, issuer := listen(t)
+	ln, issuer := oauthtest.Listen(t)
 	a, b := e.firstPartyReplica(issuer), e.firstPartyReplica(issuer)
 	redirect := issuer + "/console/callback"
 	idA, err := a.RegisterFirstParty("Brainstem console", redirect)
@@ -67,7 +69,7 @@ func TestFirstPartyAcrossReplicas(t *testing.T) {
 		}
 		w.WriteHeader(http.StatusNoContent)
 	})
-	serve(t, ln, mux)
+	oauthtest.Serve(t, ln, mux)
 	if _, err := testbrowser.New().SignIn(context.Background(), issuer+"/console/login", nil, "alice@example.com", ""); err != nil {
 		t.Fatal(err)
 	}

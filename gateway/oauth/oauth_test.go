@@ -1,9 +1,10 @@
-package oauth
+package oauth_test
 
 import (
 	"context"
 	"errors"
 	"fmt"
+	. "github.com/brainstem/brainstem/gateway/oauth"
 	"io"
 	"net"
 	"net/http"
@@ -18,6 +19,7 @@ import (
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/gateway/oauth/clients"
 	"github.com/brainstem/brainstem/gateway/oauth/config"
+	"github.com/brainstem/brainstem/tooling/oauthtest"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
@@ -26,12 +28,12 @@ import (
 // from the same browser that is not asked for consent again.
 func TestSignInAndRefresh(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
-	a := e.registeredApp(r)
+	r := e.Replicas[0]
+	a := e.RegisteredApp(r)
 	b := testbrowser.New()
 
 	// The consent page names the client and warns it registered itself.
-	p, err := b.Get(context.Background(), a.authorizeURL(r, nil))
+	p, err := b.Get(context.Background(), a.AuthorizeURL(r, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,7 +42,7 @@ func TestSignInAndRefresh(t *testing.T) {
 			t.Errorf("consent page lacks %q", want)
 		}
 	}
-	if csp := p.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, e.idpURL) {
+	if csp := p.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, e.IdPURL) {
 		t.Errorf("consent page CSP = %q", csp)
 	}
 	// Under "no-referrer" a browser sends Origin: null with the consent
@@ -49,39 +51,39 @@ func TestSignInAndRefresh(t *testing.T) {
 		t.Errorf("consent page Referrer-Policy = %q", rp)
 	}
 
-	code := e.code(b, r, a, "Alice@Example.com")
-	st, out := e.token(r, a.redeem(code))
+	code := e.Code(b, r, a, "Alice@Example.com")
+	st, out := e.Token(r, a.Redeem(code))
 	if st != http.StatusOK || out["token_type"] != "Bearer" || out["scope"] != "mcp" || out["refresh_token"] == nil {
 		t.Fatalf("token: %d %v", st, out)
 	}
 	if out["expires_in"].(float64) != 3600 {
 		t.Errorf("expires_in = %v", out["expires_in"])
 	}
-	id, err := identityOf(t, r, out["access_token"].(string))
+	id, err := oauthtest.IdentityOf(t, r, out["access_token"].(string))
 	if err != nil || id.Email != "alice@example.com" {
 		t.Fatalf("verify: %+v %v", id, err)
 	}
 
 	// Refresh: a new pair; the new access token verifies.
-	e.clock.Advance(time.Minute)
-	st, out2 := e.token(r, a.refresh(out["refresh_token"].(string)))
+	e.Clock.Advance(time.Minute)
+	st, out2 := e.Token(r, a.Refresh(out["refresh_token"].(string)))
 	if st != http.StatusOK || out2["access_token"] == out["access_token"] || out2["refresh_token"] == out["refresh_token"] {
 		t.Fatalf("refresh: %d %v", st, out2)
 	}
-	if id, err := identityOf(t, r, out2["access_token"].(string)); err != nil || id.Email != "alice@example.com" {
+	if id, err := oauthtest.IdentityOf(t, r, out2["access_token"].(string)); err != nil || id.Email != "alice@example.com" {
 		t.Fatalf("refreshed token: %+v %v", id, err)
 	}
 
 	// The same browser signs in again: no consent page this time.
-	p, err = b.Get(context.Background(), a.authorizeURL(r, nil))
+	p, err = b.Get(context.Background(), a.AuthorizeURL(r, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if p.Status != http.StatusFound || !strings.HasPrefix(p.Location.String(), e.idpURL) {
+	if p.Status != http.StatusFound || !strings.HasPrefix(p.Location.String(), e.IdPURL) {
 		t.Fatalf("second sign-in was asked for consent again: %d %.200s", p.Status, p.Body)
 	}
 	// Another browser is asked.
-	p, _ = testbrowser.New().Get(context.Background(), a.authorizeURL(r, nil))
+	p, _ = testbrowser.New().Get(context.Background(), a.AuthorizeURL(r, nil))
 	if p.Status != http.StatusOK || !strings.Contains(p.Body, `name="decision"`) {
 		t.Fatalf("a new browser was not asked for consent: %d", p.Status)
 	}
@@ -91,14 +93,14 @@ func TestSignInAndRefresh(t *testing.T) {
 // refresh picks up a change.
 func TestGroupsFollowTheIdP(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
-	a := e.registeredApp(r)
-	back := e.signIn(testbrowser.New(), a.authorizeURL(r, nil), "carol@example.com", "people-team, eng")
-	st, out := e.token(r, a.redeem(back.Query().Get("code")))
+	r := e.Replicas[0]
+	a := e.RegisteredApp(r)
+	back := e.SignIn(testbrowser.New(), a.AuthorizeURL(r, nil), "carol@example.com", "people-team, eng")
+	st, out := e.Token(r, a.Redeem(back.Query().Get("code")))
 	if st != http.StatusOK {
 		t.Fatalf("%d %v", st, out)
 	}
-	id, err := identityOf(t, r, out["access_token"].(string))
+	id, err := oauthtest.IdentityOf(t, r, out["access_token"].(string))
 	if err != nil || !slices.Equal(id.Groups, []string{"people-team", "eng"}) {
 		t.Fatalf("%+v %v", id, err)
 	}
@@ -109,9 +111,9 @@ func TestGroupsFollowTheIdP(t *testing.T) {
 // `brainstem dev`); the document is fetched once and cached.
 func TestMetadataDocumentClient(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
+	r := e.Replicas[0]
 	var fetches atomic.Int32
-	ln, docBase := listen(t)
+	ln, docBase := oauthtest.Listen(t)
 	docURL := docBase + "/client.json"
 	mux := http.NewServeMux()
 	mux.HandleFunc("/client.json", func(w http.ResponseWriter, _ *http.Request) {
@@ -119,18 +121,18 @@ func TestMetadataDocumentClient(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"client_id":%q,"client_name":"Metadata App","redirect_uris":["http://127.0.0.1/callback"],"token_endpoint_auth_method":"none"}`, docURL)
 	})
-	serve(t, ln, mux)
-	a := newApp(docURL, "http://127.0.0.1:43210/callback")
+	oauthtest.Serve(t, ln, mux)
+	a := oauthtest.NewApp(docURL, "http://127.0.0.1:43210/callback")
 	b := testbrowser.New()
-	p, err := b.Get(context.Background(), a.authorizeURL(r, nil))
+	p, err := b.Get(context.Background(), a.AuthorizeURL(r, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
 	if !strings.Contains(p.Body, "Metadata App") || !strings.Contains(p.Body, ln.Addr().String()) || strings.Contains(p.Body, "registered itself") {
 		t.Fatalf("consent page: %.600s", p.Body)
 	}
-	code := e.code(b, r, a, "dave@example.com")
-	st, out := e.token(r, a.redeem(code))
+	code := e.Code(b, r, a, "dave@example.com")
+	st, out := e.Token(r, a.Redeem(code))
 	if st != http.StatusOK {
 		t.Fatalf("%d %v", st, out)
 	}
@@ -143,11 +145,11 @@ func TestMetadataDocumentClient(t *testing.T) {
 // page (never a redirect); after, they go back to the client.
 func TestAuthorizeRefusals(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
-	a := e.registeredApp(r)
-	tampered := a.id[:len(registeredPrefix)+3] + "x" + a.id[len(registeredPrefix)+4:]
-	if tampered == a.id {
-		tampered = a.id[:len(registeredPrefix)+3] + "y" + a.id[len(registeredPrefix)+4:]
+	r := e.Replicas[0]
+	a := e.RegisteredApp(r)
+	tampered := a.ID[:len(RegisteredPrefix)+3] + "x" + a.ID[len(RegisteredPrefix)+4:]
+	if tampered == a.ID {
+		tampered = a.ID[:len(RegisteredPrefix)+3] + "y" + a.ID[len(RegisteredPrefix)+4:]
 	}
 	pages := []struct {
 		name  string
@@ -164,7 +166,7 @@ func TestAuthorizeRefusals(t *testing.T) {
 	}
 	for _, tc := range pages {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := testbrowser.New().Get(context.Background(), a.authorizeURL(r, tc.extra))
+			p, err := testbrowser.New().Get(context.Background(), a.AuthorizeURL(r, tc.extra))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -186,7 +188,7 @@ func TestAuthorizeRefusals(t *testing.T) {
 	}
 	for _, tc := range redirects {
 		t.Run(tc.name, func(t *testing.T) {
-			p, err := testbrowser.New().Get(context.Background(), a.authorizeURL(r, tc.extra))
+			p, err := testbrowser.New().Get(context.Background(), a.AuthorizeURL(r, tc.extra))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -194,7 +196,7 @@ func TestAuthorizeRefusals(t *testing.T) {
 				t.Fatalf("want a redirect to the client, got %d %.300s", p.Status, p.Body)
 			}
 			q := p.Location.Query()
-			if q.Get("error") != tc.code || q.Get("state") != "st-123" || q.Get("iss") != r.url {
+			if q.Get("error") != tc.code || q.Get("state") != "st-123" || q.Get("iss") != r.URL {
 				t.Fatalf("redirect %s", p.Location)
 			}
 		})
@@ -204,12 +206,12 @@ func TestAuthorizeRefusals(t *testing.T) {
 // TestConsentCannotBeSkipped: no code without this browser's consent.
 func TestConsentCannotBeSkipped(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
-	a := e.registeredApp(r)
+	r := e.Replicas[0]
+	a := e.RegisteredApp(r)
 	ctx := context.Background()
 
 	victim := testbrowser.New()
-	p, err := victim.Get(ctx, a.authorizeURL(r, nil))
+	p, err := victim.Get(ctx, a.AuthorizeURL(r, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -252,7 +254,7 @@ func TestConsentCannotBeSkipped(t *testing.T) {
 	})
 	t.Run("callback without the login cookie", func(t *testing.T) {
 		// Straight to the callback with a made-up state: no login cookie.
-		res, err := victim.Get(ctx, r.url+PathCallback+"?state="+RandomString(16)+"&code=abc")
+		res, err := victim.Get(ctx, r.URL+PathCallback+"?state="+RandomString(16)+"&code=abc")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -284,34 +286,34 @@ func TestConsentCannotBeSkipped(t *testing.T) {
 // TestCodeRefusals: each binding of a code is checked.
 func TestCodeRefusals(t *testing.T) {
 	e := newEnv(t, 2, nil)
-	r := e.replicas[0]
-	a := e.registeredApp(r)
-	other := e.registeredApp(r)
+	r := e.Replicas[0]
+	a := e.RegisteredApp(r)
+	other := e.RegisteredApp(r)
 
 	t.Run("replayed on the same replica", func(t *testing.T) {
-		code := e.code(testbrowser.New(), r, a, "alice@example.com")
-		if st, out := e.token(r, a.redeem(code)); st != http.StatusOK {
+		code := e.Code(testbrowser.New(), r, a, "alice@example.com")
+		if st, out := e.Token(r, a.Redeem(code)); st != http.StatusOK {
 			t.Fatalf("%d %v", st, out)
 		}
-		st, out := e.token(r, a.redeem(code))
-		wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
+		st, out := e.Token(r, a.Redeem(code))
+		oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
 	})
 	t.Run("replayed on another replica", func(t *testing.T) {
-		code := e.code(testbrowser.New(), r, a, "alice@example.com")
-		if st, out := e.token(r, a.redeem(code)); st != http.StatusOK {
+		code := e.Code(testbrowser.New(), r, a, "alice@example.com")
+		if st, out := e.Token(r, a.Redeem(code)); st != http.StatusOK {
 			t.Fatalf("%d %v", st, out)
 		}
-		st, out := e.token(e.replicas[1], a.redeem(code))
-		wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
+		st, out := e.Token(e.Replicas[1], a.Redeem(code))
+		oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
 	})
 	t.Run("for another client", func(t *testing.T) {
-		code := e.code(testbrowser.New(), r, a, "alice@example.com")
-		form := a.redeem(code)
-		form.Set("client_id", other.id)
-		st, out := e.token(r, form)
-		wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
+		code := e.Code(testbrowser.New(), r, a, "alice@example.com")
+		form := a.Redeem(code)
+		form.Set("client_id", other.ID)
+		st, out := e.Token(r, form)
+		oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
 		// The refusal did not burn the code for its owner.
-		if st, out := e.token(r, a.redeem(code)); st != http.StatusOK {
+		if st, out := e.Token(r, a.Redeem(code)); st != http.StatusOK {
 			t.Fatalf("owner: %d %v", st, out)
 		}
 	})
@@ -325,25 +327,25 @@ func TestCodeRefusals(t *testing.T) {
 		{"no verifier", func(f url.Values) { f.Del("code_verifier") }, 400, "invalid_grant"},
 		{"other redirect URI", func(f url.Values) { f.Set("redirect_uri", "http://127.0.0.1:43211/callback") }, 400, "invalid_grant"},
 		{"wrong resource", func(f url.Values) { f.Set("resource", "https://other.example/mcp") }, 400, "invalid_target"},
-		{"forged code", func(f url.Values) { f.Set("code", codePrefix+RandomString(64)) }, 400, "invalid_grant"},
+		{"forged code", func(f url.Values) { f.Set("code", CodePrefix+RandomString(64)) }, 400, "invalid_grant"},
 		{"no client id", func(f url.Values) { f.Del("client_id") }, 401, "invalid_client"},
 		{"tampered client id", func(f url.Values) { f.Set("client_id", f.Get("client_id")+"x") }, 401, "invalid_client"},
 		{"bad grant type", func(f url.Values) { f.Set("grant_type", "password") }, 400, "unsupported_grant_type"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			code := e.code(testbrowser.New(), r, a, "alice@example.com")
-			form := a.redeem(code)
+			code := e.Code(testbrowser.New(), r, a, "alice@example.com")
+			form := a.Redeem(code)
 			tc.change(form)
-			st, out := e.token(r, form)
-			wantTokenError(t, st, out, tc.status, tc.code)
+			st, out := e.Token(r, form)
+			oauthtest.WantTokenError(t, st, out, tc.status, tc.code)
 		})
 	}
 	t.Run("expired", func(t *testing.T) {
-		code := e.code(testbrowser.New(), r, a, "alice@example.com")
-		e.clock.Advance(config.DefaultCodeTTL + time.Second)
-		st, out := e.token(r, a.redeem(code))
-		wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
+		code := e.Code(testbrowser.New(), r, a, "alice@example.com")
+		e.Clock.Advance(config.DefaultCodeTTL + time.Second)
+		st, out := e.Token(r, a.Redeem(code))
+		oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
 		if !strings.Contains(out["error_description"].(string), "expired") {
 			t.Errorf("description: %v", out["error_description"])
 		}
@@ -354,11 +356,11 @@ func TestCodeRefusals(t *testing.T) {
 // disabled at the IdP.
 func TestRefreshRefusals(t *testing.T) {
 	e := newEnv(t, 2, nil)
-	r := e.replicas[0]
-	a := e.registeredApp(r)
+	r := e.Replicas[0]
+	a := e.RegisteredApp(r)
 	signedIn := func(email string) map[string]any {
 		t.Helper()
-		st, out := e.token(r, a.redeem(e.code(testbrowser.New(), r, a, email)))
+		st, out := e.Token(r, a.Redeem(e.Code(testbrowser.New(), r, a, email)))
 		if st != http.StatusOK {
 			t.Fatalf("%d %v", st, out)
 		}
@@ -368,56 +370,56 @@ func TestRefreshRefusals(t *testing.T) {
 	t.Run("reuse within the grace gets the same answer; after it, the sign-in ends", func(t *testing.T) {
 		out := signedIn("alice@example.com")
 		rt := out["refresh_token"].(string)
-		_, first := e.token(r, a.refresh(rt))
-		e.clock.Advance(config.DefaultRefreshReuseGrace / 2)
-		st, again := e.token(r, a.refresh(rt))
+		_, first := e.Token(r, a.Refresh(rt))
+		e.Clock.Advance(config.DefaultRefreshReuseGrace / 2)
+		st, again := e.Token(r, a.Refresh(rt))
 		if st != http.StatusOK || again["refresh_token"] != first["refresh_token"] {
 			t.Fatalf("within the grace: %d %v", st, again)
 		}
-		e.clock.Advance(config.DefaultRefreshReuseGrace)
-		st, late := e.token(r, a.refresh(rt))
-		wantTokenError(t, st, late, http.StatusBadRequest, "invalid_grant")
+		e.Clock.Advance(config.DefaultRefreshReuseGrace)
+		st, late := e.Token(r, a.Refresh(rt))
+		oauthtest.WantTokenError(t, st, late, http.StatusBadRequest, "invalid_grant")
 		// Reuse past the grace ends the whole sign-in on this replica: the
 		// rotated token and its access token are refused too.
-		st, next := e.token(r, a.refresh(first["refresh_token"].(string)))
-		wantTokenError(t, st, next, http.StatusBadRequest, "invalid_grant")
-		if _, err := identityOf(t, r, first["access_token"].(string)); err == nil {
+		st, next := e.Token(r, a.Refresh(first["refresh_token"].(string)))
+		oauthtest.WantTokenError(t, st, next, http.StatusBadRequest, "invalid_grant")
+		if _, err := oauthtest.IdentityOf(t, r, first["access_token"].(string)); err == nil {
 			t.Error("an access token of the revoked sign-in still verifies")
 		}
 	})
 	t.Run("reuse on another replica", func(t *testing.T) {
 		out := signedIn("alice@example.com")
 		rt := out["refresh_token"].(string)
-		if st, o := e.token(r, a.refresh(rt)); st != http.StatusOK {
+		if st, o := e.Token(r, a.Refresh(rt)); st != http.StatusOK {
 			t.Fatalf("%d %v", st, o)
 		}
-		e.clock.Advance(config.DefaultRefreshReuseGrace + time.Second)
+		e.Clock.Advance(config.DefaultRefreshReuseGrace + time.Second)
 		// The development IdP rotates its refresh tokens, so the sealed one
 		// inside rt is dead at the IdP too.
-		st, o := e.token(e.replicas[1], a.refresh(rt))
-		wantTokenError(t, st, o, http.StatusBadRequest, "invalid_grant")
+		st, o := e.Token(e.Replicas[1], a.Refresh(rt))
+		oauthtest.WantTokenError(t, st, o, http.StatusBadRequest, "invalid_grant")
 	})
 	t.Run("another client", func(t *testing.T) {
 		out := signedIn("alice@example.com")
-		b := e.registeredApp(r)
-		st, o := e.token(r, b.refresh(out["refresh_token"].(string)))
-		wantTokenError(t, st, o, http.StatusBadRequest, "invalid_grant")
+		b := e.RegisteredApp(r)
+		st, o := e.Token(r, b.Refresh(out["refresh_token"].(string)))
+		oauthtest.WantTokenError(t, st, o, http.StatusBadRequest, "invalid_grant")
 	})
 	t.Run("user disabled at the IdP", func(t *testing.T) {
 		out := signedIn("mallory@example.com")
-		if err := e.idp.SetDisabled("mallory@example.com", true); err != nil {
+		if err := e.IdP.SetDisabled("mallory@example.com", true); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { _ = e.idp.SetDisabled("mallory@example.com", false) })
-		st, o := e.token(r, a.refresh(out["refresh_token"].(string)))
-		wantTokenError(t, st, o, http.StatusBadRequest, "invalid_grant")
+		t.Cleanup(func() { _ = e.IdP.SetDisabled("mallory@example.com", false) })
+		st, o := e.Token(r, a.Refresh(out["refresh_token"].(string)))
+		oauthtest.WantTokenError(t, st, o, http.StatusBadRequest, "invalid_grant")
 		if !strings.Contains(o["error_description"].(string), "no longer valid") {
 			t.Errorf("description: %v", o["error_description"])
 		}
 	})
 	t.Run("revoked", func(t *testing.T) {
 		out := signedIn("alice@example.com")
-		resp, err := http.PostForm(r.url+PathRevoke, url.Values{"token": {out["refresh_token"].(string)}, "client_id": {a.id}})
+		resp, err := http.PostForm(r.URL+PathRevoke, url.Values{"token": {out["refresh_token"].(string)}, "client_id": {a.ID}})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -425,24 +427,24 @@ func TestRefreshRefusals(t *testing.T) {
 		if resp.StatusCode != http.StatusOK {
 			t.Fatalf("revoke: %d", resp.StatusCode)
 		}
-		st, o := e.token(r, a.refresh(out["refresh_token"].(string)))
-		wantTokenError(t, st, o, http.StatusBadRequest, "invalid_grant")
-		if _, err := identityOf(t, r, out["access_token"].(string)); err == nil {
+		st, o := e.Token(r, a.Refresh(out["refresh_token"].(string)))
+		oauthtest.WantTokenError(t, st, o, http.StatusBadRequest, "invalid_grant")
+		if _, err := oauthtest.IdentityOf(t, r, out["access_token"].(string)); err == nil {
 			t.Error("the revoked sign-in's access token still verifies on this replica")
 		}
 	})
 	t.Run("access token revoked", func(t *testing.T) {
 		out := signedIn("alice@example.com")
 		at := out["access_token"].(string)
-		if _, err := identityOf(t, r, at); err != nil {
+		if _, err := oauthtest.IdentityOf(t, r, at); err != nil {
 			t.Fatal(err)
 		}
-		resp, err := http.PostForm(r.url+PathRevoke, url.Values{"token": {at}, "client_id": {a.id}})
+		resp, err := http.PostForm(r.URL+PathRevoke, url.Values{"token": {at}, "client_id": {a.ID}})
 		if err != nil {
 			t.Fatal(err)
 		}
 		resp.Body.Close()
-		if _, err := identityOf(t, r, at); !errors.Is(err, sso.ErrExpired) {
+		if _, err := oauthtest.IdentityOf(t, r, at); !errors.Is(err, sso.ErrExpired) {
 			t.Fatalf("revoked access token: %v", err)
 		}
 	})
@@ -451,32 +453,32 @@ func TestRefreshRefusals(t *testing.T) {
 // TestAccessTokenChecks: what Verify refuses.
 func TestAccessTokenChecks(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
-	a := e.registeredApp(r)
-	_, out := e.token(r, a.redeem(e.code(testbrowser.New(), r, a, "alice@example.com")))
+	r := e.Replicas[0]
+	a := e.RegisteredApp(r)
+	_, out := e.Token(r, a.Redeem(e.Code(testbrowser.New(), r, a, "alice@example.com")))
 	at := out["access_token"].(string)
 
 	// Another gateway (same IdP, its own key and URL) issues a token: this
 	// one's key id is unknown here, so it is not even taken as ours.
 	other := newEnv(t, 1, nil)
-	oa := other.registeredApp(other.replicas[0])
-	_, oout := other.token(other.replicas[0], oa.redeem(other.code(testbrowser.New(), other.replicas[0], oa, "alice@example.com")))
-	if r.srv.Handles(oout["access_token"].(string)) {
+	oa := other.RegisteredApp(other.Replicas[0])
+	_, oout := other.Token(other.Replicas[0], oa.Redeem(other.Code(testbrowser.New(), other.Replicas[0], oa, "alice@example.com")))
+	if r.Srv.Handles(oout["access_token"].(string)) {
 		t.Error("a token of another gateway's key is taken as this gateway's")
 	}
 
 	// Same key, another audience: a replica configured for another MCP URL.
-	mis := e.addReplica(nil)
-	if _, err := mis.srv.Verify(context.Background(), at); !errors.Is(err, sso.ErrWrongIssuer) && !errors.Is(err, sso.ErrWrongAudience) {
+	mis := e.AddReplica(nil)
+	if _, err := mis.Srv.Verify(context.Background(), at); !errors.Is(err, sso.ErrWrongIssuer) && !errors.Is(err, sso.ErrWrongAudience) {
 		t.Errorf("token for another resource: %v", err)
 	}
 
-	e.clock.Advance(config.DefaultAccessTokenTTL + AccessClockSkew + time.Second)
-	if _, err := r.srv.Verify(context.Background(), at); !errors.Is(err, sso.ErrExpired) {
+	e.Clock.Advance(config.DefaultAccessTokenTTL + AccessClockSkew + time.Second)
+	if _, err := r.Srv.Verify(context.Background(), at); !errors.Is(err, sso.ErrExpired) {
 		t.Errorf("expired token: %v", err)
 	}
 	tampered := at[:len(at)-4] + "AAAA"
-	if _, err := r.srv.Verify(context.Background(), tampered); err == nil {
+	if _, err := r.Srv.Verify(context.Background(), tampered); err == nil {
 		t.Error("tampered signature verifies")
 	}
 }
@@ -486,7 +488,7 @@ func TestRegistrationRefusals(t *testing.T) {
 		c.RedirectURIs = []string{"https://vscode.dev/redirect"}
 		c.RedirectSchemes = []string{"cursor"}
 	})
-	r := e.replicas[0]
+	r := e.Replicas[0]
 	for _, ok := range []string{
 		`{"redirect_uris":["http://127.0.0.1:1234/cb"]}`,
 		`{"redirect_uris":["http://localhost/callback"],"token_endpoint_auth_method":"client_secret_post"}`,
@@ -494,7 +496,7 @@ func TestRegistrationRefusals(t *testing.T) {
 		`{"redirect_uris":["https://vscode.dev/redirect"]}`,
 		`{"redirect_uris":["cursor://anysphere.cursor-mcp/oauth/callback"]}`,
 	} {
-		if st, out := e.register(r, ok); st != http.StatusCreated || out["token_endpoint_auth_method"] != "none" {
+		if st, out := e.Register(r, ok); st != http.StatusCreated || out["token_endpoint_auth_method"] != "none" {
 			t.Errorf("%s: %d %v", ok, st, out)
 		}
 	}
@@ -512,15 +514,15 @@ func TestRegistrationRefusals(t *testing.T) {
 		{`[1]`, "invalid_client_metadata"},
 		{`{"redirect_uris":["http://127.0.0.1/cb"]} {}`, "invalid_client_metadata"},
 	} {
-		st, out := e.register(r, tc.body)
+		st, out := e.Register(r, tc.body)
 		if st != http.StatusBadRequest || out["error"] != tc.code {
 			t.Errorf("%.80s: %d %v, want 400 %s", tc.body, st, out, tc.code)
 		}
 	}
 	// Too many from one address.
 	var last int
-	for range registerPerMin + 1 {
-		last, _ = e.register(r, `{"redirect_uris":["http://127.0.0.1/cb"]}`)
+	for range RegisterPerMin + 1 {
+		last, _ = e.Register(r, `{"redirect_uris":["http://127.0.0.1/cb"]}`)
 	}
 	if last != http.StatusTooManyRequests {
 		t.Errorf("registration flood: last status %d", last)
@@ -531,7 +533,7 @@ func TestRegistrationRefusals(t *testing.T) {
 func TestMetadataDocumentRefusals(t *testing.T) {
 	prod := newEnv(t, 1, func(c *Config) { c.ClientMetadata.AllowLoopback = false })
 	dev := newEnv(t, 1, nil)
-	ln, base := listen(t)
+	ln, base := oauthtest.Listen(t)
 	block := make(chan struct{})
 	t.Cleanup(func() { close(block) })
 	mux := http.NewServeMux()
@@ -567,13 +569,13 @@ func TestMetadataDocumentRefusals(t *testing.T) {
 	mux.HandleFunc("/redirect.json", func(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, "/ok.json", http.StatusFound)
 	})
-	serve(t, ln, mux)
-	dev.replicas[0].srv.meta.FetchTimeout = 300 * time.Millisecond
+	oauthtest.Serve(t, ln, mux)
+	dev.Replicas[0].Srv.SetMetadataFetchTimeout(300 * time.Millisecond)
 
 	try := func(e *testEnv, id string) *testbrowser.Page {
 		t.Helper()
-		a := newApp(id, "http://127.0.0.1:43210/cb")
-		p, err := testbrowser.New().Get(context.Background(), a.authorizeURL(e.replicas[0], nil))
+		a := oauthtest.NewApp(id, "http://127.0.0.1:43210/cb")
+		p, err := testbrowser.New().Get(context.Background(), a.AuthorizeURL(e.Replicas[0], nil))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -636,7 +638,7 @@ func TestRedirectAttackList(t *testing.T) {
 		c.RedirectURIs = []string{"https://vscode.dev/redirect"}
 		c.RedirectSchemes = []string{"cursor"}
 	})
-	s := e.replicas[0].srv
+	s := e.Replicas[0].Srv
 	data, err := os.ReadFile("testdata/redirects.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -648,10 +650,10 @@ func TestRedirectAttackList(t *testing.T) {
 			continue
 		}
 		n++
-		if err := s.checkRedirectURI(line); err == nil {
+		if err := s.CheckRedirectURI(line); err == nil {
 			t.Errorf("registrable: %q", line)
 		}
-		if line != "https://vscode.dev/redirect" && redirectAllowed(loopback, line) {
+		if line != "https://vscode.dev/redirect" && RedirectAllowed(loopback, line) {
 			t.Errorf("matches a registered URI: %q", line)
 		}
 	}
@@ -665,19 +667,19 @@ func TestRedirectAttackList(t *testing.T) {
 // whose redemption failed so can be redeemed again.
 func TestIdPUnavailable(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
-	a := e.registeredApp(r)
-	code := e.code(testbrowser.New(), r, a, "alice@example.com")
-	e.stopIdP()
+	r := e.Replicas[0]
+	a := e.RegisteredApp(r)
+	code := e.Code(testbrowser.New(), r, a, "alice@example.com")
+	e.StopIdP()
 
-	st, out := e.token(r, a.redeem(code))
-	wantTokenError(t, st, out, http.StatusServiceUnavailable, "temporarily_unavailable")
+	st, out := e.Token(r, a.Redeem(code))
+	oauthtest.WantTokenError(t, st, out, http.StatusServiceUnavailable, "temporarily_unavailable")
 
 	// A fresh replica has not discovered the IdP yet: its authorization
 	// endpoint says so in a page.
-	fresh := e.addReplica(nil)
-	b := e.registeredApp(fresh)
-	p, err := testbrowser.New().Get(context.Background(), b.authorizeURL(fresh, nil))
+	fresh := e.AddReplica(nil)
+	b := e.RegisteredApp(fresh)
+	p, err := testbrowser.New().Get(context.Background(), b.AuthorizeURL(fresh, nil))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -686,8 +688,8 @@ func TestIdPUnavailable(t *testing.T) {
 	}
 	// The failed redemption did not burn the code on this replica: with the
 	// IdP still down the answer is again "unavailable", not "already used".
-	st, out = e.token(r, a.redeem(code))
-	wantTokenError(t, st, out, http.StatusServiceUnavailable, "temporarily_unavailable")
+	st, out = e.Token(r, a.Redeem(code))
+	oauthtest.WantTokenError(t, st, out, http.StatusServiceUnavailable, "temporarily_unavailable")
 }
 
 // TestDeviceRegistration: a client registers the device grant alone (no
@@ -695,18 +697,18 @@ func TestIdPUnavailable(t *testing.T) {
 // refused, and the grants are part of the signed id.
 func TestDeviceRegistration(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
+	r := e.Replicas[0]
 	for body, want := range map[string]string{
 		`{"grant_types":["` + GrantTypeDevice + `"]}`:                                                              "[refresh_token " + GrantTypeDevice + "]",
 		`{"grant_types":["authorization_code","` + GrantTypeDevice + `"],"redirect_uris":["http://127.0.0.1/cb"]}`: "[authorization_code refresh_token " + GrantTypeDevice + "]",
 		`{"redirect_uris":["http://127.0.0.1/cb"]}`:                                                                "[authorization_code refresh_token]",
 	} {
-		st, out := e.register(r, body)
+		st, out := e.Register(r, body)
 		if st != http.StatusCreated || fmt.Sprint(out["grant_types"]) != want {
 			t.Errorf("%s: %d %v, want grant types %s", body, st, out, want)
 			continue
 		}
-		c, err := r.srv.parseRegisteredClient(out["client_id"].(string))
+		c, err := r.Srv.ParseRegisteredClient(out["client_id"].(string))
 		if err != nil || c.Device != strings.Contains(want, GrantTypeDevice) {
 			t.Errorf("%s: parsed %+v %v", body, c, err)
 		}
@@ -717,7 +719,7 @@ func TestDeviceRegistration(t *testing.T) {
 		{`{"grant_types":["authorization_code","` + GrantTypeDevice + `"]}`, "invalid_redirect_uri"},
 		{`{"grant_types":["urn:ietf:params:oauth:grant-type:device_code "]}`, "invalid_client_metadata"},
 	} {
-		st, out := e.register(r, tc.body)
+		st, out := e.Register(r, tc.body)
 		if st != http.StatusBadRequest || out["error"] != tc.code {
 			t.Errorf("%s: %d %v, want 400 %s", tc.body, st, out, tc.code)
 		}

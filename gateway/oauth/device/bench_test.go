@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/tooling/oauthtest"
 )
 
 // BenchmarkDevice is what the device flow costs a replica: a device
@@ -19,14 +20,14 @@ import (
 // typed code's look-up with MaxDeviceGrants requests held — and the memory
 // those requests take.
 func BenchmarkDevice(b *testing.B) {
-	s, err := New(bareServer(b, nil), nil)
+	s, err := New(oauthtest.BareServer(b, nil), nil)
 	if err == nil {
 		err = s.srv.Add(s)
 	}
 	if err != nil {
 		b.Fatal(err)
 	}
-	c := registered(b, s.srv, `{"client_name":"D","grant_types":["`+oauth.GrantTypeDevice+`"]}`)
+	c := oauthtest.Registered(b, s.srv, `{"client_name":"D","grant_types":["`+oauth.GrantTypeDevice+`"]}`)
 	form := url.Values{"client_id": {c.ID}}.Encode()
 	request := func() *httptest.ResponseRecorder {
 		req := httptest.NewRequest(http.MethodPost, PathAuthorization, strings.NewReader(form))

@@ -15,13 +15,14 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/tooling/oauthtest"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
 // deviceApp registers a client for the device grant only at r.
 func (e *testEnv) deviceApp(r *replica) string {
 	e.t.Helper()
-	st, out := e.register(r, `{"client_name":"Device App","grant_types":["`+oauth.GrantTypeDevice+`","refresh_token"]}`)
+	st, out := e.Register(r, `{"client_name":"Device App","grant_types":["`+oauth.GrantTypeDevice+`","refresh_token"]}`)
 	if st != http.StatusCreated {
 		e.t.Fatalf("register: %d %v", st, out)
 	}
@@ -34,7 +35,7 @@ func (e *testEnv) deviceApp(r *replica) string {
 // postForm posts a form to r's path with a User-Agent.
 func (e *testEnv) postForm(r *replica, path string, form url.Values, ua string) (int, map[string]any) {
 	e.t.Helper()
-	req, err := http.NewRequest(http.MethodPost, r.url+path, strings.NewReader(form.Encode()))
+	req, err := http.NewRequest(http.MethodPost, r.URL+path, strings.NewReader(form.Encode()))
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -56,7 +57,7 @@ func (e *testEnv) postForm(r *replica, path string, form url.Values, ua string) 
 // device starts a device request for clientID at r.
 func (e *testEnv) device(r *replica, clientID string) map[string]any {
 	e.t.Helper()
-	st, out := e.postForm(r, PathAuthorization, url.Values{"client_id": {clientID}, "scope": {Scope}, "resource": {r.url + "/mcp"}},
+	st, out := e.postForm(r, PathAuthorization, url.Values{"client_id": {clientID}, "scope": {Scope}, "resource": {r.URL + "/mcp"}},
 		"brainstem/test (login --device; host build-box-7; linux/amd64)")
 	if st != http.StatusOK {
 		e.t.Fatalf("device_authorization: %d %v", st, out)
@@ -73,7 +74,7 @@ func poll(clientID string, dev map[string]any) url.Values {
 func typeCode(t *testing.T, b *testbrowser.Browser, r *replica, code string) *testbrowser.Page {
 	t.Helper()
 	ctx := context.Background()
-	p, err := b.Get(ctx, r.url+PathPage)
+	p, err := b.Get(ctx, r.URL+PathPage)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -129,7 +130,7 @@ func approve(t *testing.T, b *testbrowser.Browser, r *replica, code, email strin
 // tokens, which verify and refresh; the device code then is spent.
 func TestDeviceFlow(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
+	r := e.Replicas[0]
 	id := e.deviceApp(r)
 	dev := e.device(r, id)
 	code := dev["user_code"].(string)
@@ -139,21 +140,21 @@ func TestDeviceFlow(t *testing.T) {
 	if _, err := normalizeUserCode(code); err != nil {
 		t.Fatalf("user code %q: %v", code, err)
 	}
-	if dev["verification_uri"] != r.url+"/device" || dev["verification_uri_complete"] != r.url+"/device?user_code="+code ||
+	if dev["verification_uri"] != r.URL+"/device" || dev["verification_uri_complete"] != r.URL+"/device?user_code="+code ||
 		dev["expires_in"] != float64(600) || dev["interval"] != float64(5) {
 		t.Fatalf("device answer %v", dev)
 	}
 
-	st, out := e.token(r, poll(id, dev))
-	wantTokenError(t, st, out, http.StatusBadRequest, "authorization_pending")
-	st, out = e.token(r, poll(id, dev)) // at once: too soon
-	wantTokenError(t, st, out, http.StatusBadRequest, "slow_down")
-	e.clock.Advance(5 * time.Second) // the interval is now 10 s: still too soon, now 15 s
-	st, out = e.token(r, poll(id, dev))
-	wantTokenError(t, st, out, http.StatusBadRequest, "slow_down")
-	e.clock.Advance(15 * time.Second)
-	st, out = e.token(r, poll(id, dev))
-	wantTokenError(t, st, out, http.StatusBadRequest, "authorization_pending")
+	st, out := e.Token(r, poll(id, dev))
+	oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "authorization_pending")
+	st, out = e.Token(r, poll(id, dev)) // at once: too soon
+	oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "slow_down")
+	e.Clock.Advance(5 * time.Second) // the interval is now 10 s: still too soon, now 15 s
+	st, out = e.Token(r, poll(id, dev))
+	oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "slow_down")
+	e.Clock.Advance(15 * time.Second)
+	st, out = e.Token(r, poll(id, dev))
+	oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "authorization_pending")
 
 	b := testbrowser.New()
 	// verification_uri_complete fills the code in; the user still submits it.
@@ -167,7 +168,7 @@ func TestDeviceFlow(t *testing.T) {
 			t.Errorf("approval page lacks %q: %s", want, testbrowser.Text(page.Body))
 		}
 	}
-	if csp := page.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, e.idpURL) {
+	if csp := page.Header.Get("Content-Security-Policy"); !strings.Contains(csp, "frame-ancestors 'none'") || !strings.Contains(csp, e.IdPURL) {
 		t.Errorf("approval page CSP = %q", csp)
 	}
 	if page.Header.Get("X-Frame-Options") != "DENY" || page.Header.Get("Cache-Control") != "no-store" {
@@ -178,24 +179,24 @@ func TestDeviceFlow(t *testing.T) {
 	if done.Status != http.StatusOK || !strings.Contains(done.Body, "signed in as erin@example.com") {
 		t.Fatalf("result page: %d %s", done.Status, testbrowser.Text(done.Body))
 	}
-	e.clock.Advance(15 * time.Second)
-	st, out = e.token(r, poll(id, dev))
+	e.Clock.Advance(15 * time.Second)
+	st, out = e.Token(r, poll(id, dev))
 	if st != http.StatusOK || out["token_type"] != "Bearer" || out["refresh_token"] == nil {
 		t.Fatalf("token: %d %v", st, out)
 	}
-	who, err := identityOf(t, r, out["access_token"].(string))
+	who, err := oauthtest.IdentityOf(t, r, out["access_token"].(string))
 	if err != nil || who.Email != "erin@example.com" {
 		t.Fatalf("access token: %+v %v", who, err)
 	}
-	st, out2 := e.token(r, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {out["refresh_token"].(string)}, "client_id": {id}})
+	st, out2 := e.Token(r, url.Values{"grant_type": {"refresh_token"}, "refresh_token": {out["refresh_token"].(string)}, "client_id": {id}})
 	if st != http.StatusOK || out2["access_token"] == out["access_token"] {
 		t.Fatalf("refresh: %d %v", st, out2)
 	}
 
 	// Single use: the device code is spent, and the user code finds nothing.
-	e.clock.Advance(15 * time.Second)
-	st, out = e.token(r, poll(id, dev))
-	wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
+	e.Clock.Advance(15 * time.Second)
+	st, out = e.Token(r, poll(id, dev))
+	oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
 	again := typeCode(t, testbrowser.New(), r, code)
 	if again.Status != http.StatusBadRequest || !strings.Contains(again.Body, "No sign-in request has this code") {
 		t.Fatalf("a used code: %d %s", again.Status, testbrowser.Text(again.Body))
@@ -205,14 +206,14 @@ func TestDeviceFlow(t *testing.T) {
 // TestDeviceRefusals: each way a device code or a user code is refused.
 func TestDeviceRefusals(t *testing.T) {
 	e := newEnv(t, 2, nil)
-	r := e.replicas[0]
+	r := e.Replicas[0]
 	id := e.deviceApp(r)
 
 	t.Run("expired", func(t *testing.T) {
 		dev := e.device(r, id)
-		e.clock.Advance(DeviceCodeTTL + time.Second)
-		st, out := e.token(r, poll(id, dev))
-		wantTokenError(t, st, out, http.StatusBadRequest, "expired_token")
+		e.Clock.Advance(DeviceCodeTTL + time.Second)
+		st, out := e.Token(r, poll(id, dev))
+		oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "expired_token")
 		p := typeCode(t, testbrowser.New(), r, dev["user_code"].(string))
 		if p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "expired") {
 			t.Fatalf("expired code at the page: %d %s", p.Status, testbrowser.Text(p.Body))
@@ -226,7 +227,7 @@ func TestDeviceRefusals(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		e.clock.Advance(DeviceCodeTTL + time.Second)
+		e.Clock.Advance(DeviceCodeTTL + time.Second)
 		res, err := b.Submit(context.Background(), p, f, nil, "allow")
 		if err != nil {
 			t.Fatal(err)
@@ -260,8 +261,8 @@ func TestDeviceRefusals(t *testing.T) {
 		if err != nil || res.Status != http.StatusOK || !strings.Contains(res.Body, "Denied") {
 			t.Fatalf("deny: %v %d", err, res.Status)
 		}
-		st, out := e.token(r, poll(id, dev))
-		wantTokenError(t, st, out, http.StatusBadRequest, "access_denied")
+		st, out := e.Token(r, poll(id, dev))
+		oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "access_denied")
 		// The answer is used once: the same approval form cannot allow now.
 		res, err = b.Submit(context.Background(), p, f, nil, "allow")
 		if err != nil || res.Status < 400 || res.Location != nil {
@@ -287,31 +288,31 @@ func TestDeviceRefusals(t *testing.T) {
 	t.Run("another client's device code", func(t *testing.T) {
 		dev := e.device(r, id)
 		other := e.deviceApp(r)
-		st, out := e.token(r, poll(other, dev))
-		wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
+		st, out := e.Token(r, poll(other, dev))
+		oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
 	})
 	t.Run("tampered device code", func(t *testing.T) {
 		dev := e.device(r, id)
 		dev["device_code"] = dev["device_code"].(string) + "A"
-		st, out := e.token(r, poll(id, dev))
-		wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
+		st, out := e.Token(r, poll(id, dev))
+		oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
 	})
 	t.Run("at another replica", func(t *testing.T) {
 		dev := e.device(r, id)
-		st, out := e.token(e.replicas[1], poll(id, dev))
-		wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
+		st, out := e.Token(e.Replicas[1], poll(id, dev))
+		oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
 		if !strings.Contains(out["error_description"].(string), "another replica") {
 			t.Errorf("description %v", out["error_description"])
 		}
 	})
 	t.Run("client without the device grant", func(t *testing.T) {
-		a := e.registeredApp(r)
-		st, out := e.postForm(r, PathAuthorization, url.Values{"client_id": {a.id}}, "x")
-		wantTokenError(t, st, out, http.StatusBadRequest, "unauthorized_client")
+		a := e.RegisteredApp(r)
+		st, out := e.postForm(r, PathAuthorization, url.Values{"client_id": {a.ID}}, "x")
+		oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "unauthorized_client")
 	})
 	t.Run("code flow for a device-only client", func(t *testing.T) {
-		a := newApp(id, "http://127.0.0.1:43210/callback")
-		p, err := testbrowser.New().Get(context.Background(), a.authorizeURL(r, nil))
+		a := oauthtest.NewApp(id, "http://127.0.0.1:43210/callback")
+		p, err := testbrowser.New().Get(context.Background(), a.AuthorizeURL(r, nil))
 		if err != nil || p.Status != http.StatusBadRequest || p.Location != nil {
 			t.Fatalf("authorize with a device-only client: %v %d", err, p.Status)
 		}
@@ -319,7 +320,7 @@ func TestDeviceRefusals(t *testing.T) {
 	t.Run("code form from another browser", func(t *testing.T) {
 		dev := e.device(r, id)
 		ctx := context.Background()
-		p, err := testbrowser.New().Get(ctx, r.url+PathPage)
+		p, err := testbrowser.New().Get(ctx, r.URL+PathPage)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -333,7 +334,7 @@ func TestDeviceRefusals(t *testing.T) {
 		dev := e.device(r, id)
 		ctx := context.Background()
 		b := testbrowser.New()
-		p, err := b.Get(ctx, r.url+PathPage)
+		p, err := b.Get(ctx, r.URL+PathPage)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -347,17 +348,17 @@ func TestDeviceRefusals(t *testing.T) {
 	})
 	t.Run("slow_down adds 5 s each time", func(t *testing.T) {
 		dev := e.device(r, id)
-		e.token(r, poll(id, dev))
+		e.Token(r, poll(id, dev))
 		for want := 10; want <= 20; want += 5 {
-			st, out := e.token(r, poll(id, dev))
-			wantTokenError(t, st, out, http.StatusBadRequest, "slow_down")
+			st, out := e.Token(r, poll(id, dev))
+			oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "slow_down")
 			if !strings.Contains(out["error_description"].(string), fmt.Sprintf("wait %d seconds", want)) {
 				t.Fatalf("slow_down %v, want an interval of %d s", out["error_description"], want)
 			}
 		}
-		e.clock.Advance(20 * time.Second)
-		st, out := e.token(r, poll(id, dev))
-		wantTokenError(t, st, out, http.StatusBadRequest, "authorization_pending")
+		e.Clock.Advance(20 * time.Second)
+		st, out := e.Token(r, poll(id, dev))
+		oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "authorization_pending")
 	})
 }
 
@@ -366,14 +367,14 @@ func TestDeviceRefusals(t *testing.T) {
 // changes nothing.
 func TestDeviceRateLimits(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
+	r := e.Replicas[0]
 	id := e.deviceApp(r)
 	dev := e.device(r, id)
 	for i := 1; i < deviceAuthPerMin; i++ {
 		e.device(r, id)
 	}
 	st, out := e.postForm(r, PathAuthorization, url.Values{"client_id": {id}}, "x")
-	wantTokenError(t, st, out, http.StatusTooManyRequests, "temporarily_unavailable")
+	oauthtest.WantTokenError(t, st, out, http.StatusTooManyRequests, "temporarily_unavailable")
 
 	b := testbrowser.New()
 	for i := range deviceVerifyPerMin {
@@ -386,7 +387,7 @@ func TestDeviceRateLimits(t *testing.T) {
 	if p.Status != http.StatusTooManyRequests || p.Header.Get("Retry-After") == "" {
 		t.Fatalf("over the budget: %d %s", p.Status, testbrowser.Text(p.Body))
 	}
-	e.clock.Advance(time.Minute)
+	e.Clock.Advance(time.Minute)
 	if p := typeCode(t, b, r, dev["user_code"].(string)); p.Status != http.StatusOK {
 		t.Fatalf("a minute later: %d %s", p.Status, testbrowser.Text(p.Body))
 	}
@@ -396,42 +397,42 @@ func TestDeviceRateLimits(t *testing.T) {
 // budget get slow_down whatever the device code, and change nothing.
 func TestDevicePollRateLimit(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
+	r := e.Replicas[0]
 	id := e.deviceApp(r)
 	var devs []map[string]any
 	for i := range devicePollPerMin + 1 {
 		if i > 0 && i%deviceAuthPerMin == 0 {
-			e.clock.Advance(time.Minute) // the device request budget
+			e.Clock.Advance(time.Minute) // the device request budget
 		}
 		devs = append(devs, e.device(r, id))
 	}
 	for i, d := range devs[:devicePollPerMin] {
-		st, out := e.token(r, poll(id, d))
+		st, out := e.Token(r, poll(id, d))
 		if st != http.StatusBadRequest || out["error"] != "authorization_pending" {
 			t.Fatalf("poll %d: %d %v", i, st, out)
 		}
 	}
 	last := devs[devicePollPerMin]
-	st, out := e.token(r, poll(id, last))
-	wantTokenError(t, st, out, http.StatusBadRequest, "slow_down")
+	st, out := e.Token(r, poll(id, last))
+	oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "slow_down")
 	if !strings.Contains(out["error_description"].(string), "too many attempts") {
 		t.Errorf("description %v", out["error_description"])
 	}
-	e.clock.Advance(time.Minute)
-	st, out = e.token(r, poll(id, last))
-	wantTokenError(t, st, out, http.StatusBadRequest, "authorization_pending")
+	e.Clock.Advance(time.Minute)
+	st, out = e.Token(r, poll(id, last))
+	oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "authorization_pending")
 }
 
 // TestDeviceAttackList runs testdata/device.txt: inputs of the device
 // endpoints that must each be refused with the named error.
 func TestDeviceAttackList(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
+	r := e.Replicas[0]
 	id := e.deviceApp(r)
-	codeApp := e.registeredApp(r)
+	codeApp := e.RegisteredApp(r)
 	dev := e.device(r, id)
-	expand := strings.NewReplacer("$DEVICE_CLIENT", url.QueryEscape(id), "$CODE_CLIENT", url.QueryEscape(codeApp.id),
-		"$DEVICE_CODE", url.QueryEscape(dev["device_code"].(string)), "$MCP", url.QueryEscape(r.url+"/mcp"))
+	expand := strings.NewReplacer("$DEVICE_CLIENT", url.QueryEscape(id), "$CODE_CLIENT", url.QueryEscape(codeApp.ID),
+		"$DEVICE_CODE", url.QueryEscape(dev["device_code"].(string)), "$MCP", url.QueryEscape(r.URL+"/mcp"))
 	f, err := os.Open("testdata/device.txt")
 	if err != nil {
 		t.Fatal(err)
@@ -450,8 +451,8 @@ func TestDeviceAttackList(t *testing.T) {
 		t.Run(fmt.Sprintf("%d %s", n, line), func(t *testing.T) {
 			switch kind {
 			case "user_code":
-				e.clock.Advance(time.Minute / deviceVerifyPerMin) // within the page's budget
-				if c, err := normalizeUserCode(input); err == nil && r.dev.devices.byUserCode(c) != nil {
+				e.Clock.Advance(time.Minute / deviceVerifyPerMin) // within the page's budget
+				if c, err := normalizeUserCode(input); err == nil && devOf(r).devices.byUserCode(c) != nil {
 					t.Fatalf("%q finds a request", input)
 				}
 				p := typeCode(t, testbrowser.New(), r, input)
@@ -463,7 +464,7 @@ func TestDeviceAttackList(t *testing.T) {
 				if kind == "token" {
 					path = PathToken
 				}
-				req, err := http.NewRequest(http.MethodPost, r.url+path, strings.NewReader(expand.Replace(input)))
+				req, err := http.NewRequest(http.MethodPost, r.URL+path, strings.NewReader(expand.Replace(input)))
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -489,18 +490,18 @@ func TestDeviceAttackList(t *testing.T) {
 	// Nothing refused changed the real request: never polled, interval
 	// untouched, still pending and found by its code.
 	uc, _ := normalizeUserCode(dev["user_code"].(string))
-	g := r.dev.devices.byUserCode(uc)
+	g := devOf(r).devices.byUserCode(uc)
 	if g == nil {
 		t.Fatal("the genuine request is gone")
 	}
-	r.dev.devices.update(g, func(g *deviceGrant) {
+	devOf(r).devices.update(g, func(g *deviceGrant) {
 		if g.status != devicePending || !g.lastPoll.IsZero() || g.interval != DevicePollInterval {
 			t.Errorf("the genuine request changed: status %d, last poll %v, interval %v", g.status, g.lastPoll, g.interval)
 		}
 	})
-	e.clock.Advance(time.Minute)
-	st, out := e.token(r, poll(id, dev))
-	wantTokenError(t, st, out, http.StatusBadRequest, "authorization_pending")
+	e.Clock.Advance(time.Minute)
+	st, out := e.Token(r, poll(id, dev))
+	oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "authorization_pending")
 }
 
 // TestUserCodes: user codes are drawn from the alphabet, read back
@@ -527,10 +528,10 @@ func TestUserCodes(t *testing.T) {
 // TestLookupUserCodeErrors: each refusal of a typed code is its named error.
 func TestLookupUserCodeErrors(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
+	r := e.Replicas[0]
 	id := e.deviceApp(r)
 	dev := e.device(r, id)
-	now := e.clock.Now()
+	now := e.Clock.Now()
 	for _, tc := range []struct {
 		typed string
 		at    time.Time
@@ -543,7 +544,7 @@ func TestLookupUserCodeErrors(t *testing.T) {
 		{dev["user_code"].(string), now.Add(DeviceCodeTTL + time.Second), ErrDeviceExpired},
 		{dev["user_code"].(string), now, nil},
 	} {
-		if _, err := r.dev.lookupUserCode(tc.typed, tc.at); !errors.Is(err, tc.want) {
+		if _, err := devOf(r).lookupUserCode(tc.typed, tc.at); !errors.Is(err, tc.want) {
 			t.Errorf("%q: %v, want %v", tc.typed, err, tc.want)
 		}
 	}
@@ -554,8 +555,8 @@ func TestLookupUserCodeErrors(t *testing.T) {
 // not.
 func TestDeviceMetadataDocumentClient(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
-	ln, base := listen(t)
+	r := e.Replicas[0]
+	ln, base := oauthtest.Listen(t)
 	mux := http.NewServeMux()
 	for _, p := range []struct{ path, grants string }{{"/device.json", `["` + oauth.GrantTypeDevice + `"]`}, {"/code.json", `["authorization_code"]`}} {
 		mux.HandleFunc(p.path, func(w http.ResponseWriter, _ *http.Request) {
@@ -563,7 +564,7 @@ func TestDeviceMetadataDocumentClient(t *testing.T) {
 			fmt.Fprintf(w, `{"client_id":%q,"client_name":"Doc App","redirect_uris":["http://127.0.0.1/callback"],"grant_types":%s}`, base+p.path, p.grants)
 		})
 	}
-	serve(t, ln, mux)
+	oauthtest.Serve(t, ln, mux)
 	dev := e.device(r, base+"/device.json")
 	b := testbrowser.New()
 	page := typeCode(t, b, r, dev["user_code"].(string))
@@ -571,7 +572,7 @@ func TestDeviceMetadataDocumentClient(t *testing.T) {
 		t.Fatalf("approval page: %s", testbrowser.Text(page.Body))
 	}
 	st, out := e.postForm(r, PathAuthorization, url.Values{"client_id": {base + "/code.json"}}, "x")
-	wantTokenError(t, st, out, http.StatusBadRequest, "unauthorized_client")
+	oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "unauthorized_client")
 }
 
 // TestDeviceStoreBounds: expired requests are dropped, a full store of live
@@ -581,7 +582,7 @@ func TestDeviceStoreBounds(t *testing.T) {
 	now := time.Unix(1e9, 0)
 	add := func(at time.Time) error {
 		for {
-			g := &deviceGrant{id: RandomString(16), userCode: newUserCode(), created: at, exp: at.Add(DeviceCodeTTL)}
+			g := &deviceGrant{id: oauth.RandomString(16), userCode: newUserCode(), created: at, exp: at.Add(DeviceCodeTTL)}
 			if err := d.add(g, at); !errors.Is(err, errUserCodeTaken) {
 				return err
 			}
@@ -606,9 +607,9 @@ func TestDeviceStoreBounds(t *testing.T) {
 
 func TestMetadata(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	r := e.replicas[0]
+	r := e.Replicas[0]
 	for _, path := range []string{"/.well-known/oauth-authorization-server", "/.well-known/openid-configuration"} {
-		resp, err := http.Get(r.url + path)
+		resp, err := http.Get(r.URL + path)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -619,9 +620,9 @@ func TestMetadata(t *testing.T) {
 			t.Fatalf("%s: %d %v", path, resp.StatusCode, err)
 		}
 		want := map[string]any{
-			"issuer": r.url, "authorization_endpoint": r.url + "/authorize", "token_endpoint": r.url + "/token",
-			"registration_endpoint": r.url + "/register", "revocation_endpoint": r.url + "/revoke", "jwks_uri": r.url + "/jwks",
-			"client_id_metadata_document_supported": true, "device_authorization_endpoint": r.url + "/device_authorization",
+			"issuer": r.URL, "authorization_endpoint": r.URL + "/authorize", "token_endpoint": r.URL + "/token",
+			"registration_endpoint": r.URL + "/register", "revocation_endpoint": r.URL + "/revoke", "jwks_uri": r.URL + "/jwks",
+			"client_id_metadata_document_supported": true, "device_authorization_endpoint": r.URL + "/device_authorization",
 		}
 		for k, v := range want {
 			if m[k] != v {

@@ -10,12 +10,13 @@ import (
 	"testing"
 
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/tooling/oauthtest"
 )
 
 // fuzzServer is a bare server with the device grant.
 func fuzzServer(f *testing.F) *Grant {
 	f.Helper()
-	srv := bareServer(f, nil)
+	srv := oauthtest.BareServer(f, nil)
 	g, err := New(srv, nil)
 	if err == nil {
 		err = srv.Add(g)
@@ -31,7 +32,7 @@ func fuzzServer(f *testing.F) *Grant {
 // registered for the device grant, and every answer is JSON.
 func FuzzDeviceAuthorizationForm(f *testing.F) {
 	s := fuzzServer(f)
-	dev := registered(f, s.srv, `{"client_name":"D","grant_types":["`+oauth.GrantTypeDevice+`"]}`)
+	dev := oauthtest.Registered(f, s.srv, `{"client_name":"D","grant_types":["`+oauth.GrantTypeDevice+`"]}`)
 	good := url.Values{"client_id": {dev.ID}}.Encode()
 	f.Add(good)
 	f.Add(good + "&scope=mcp&resource=http%3A%2F%2F127.0.0.1%3A1%2Fmcp")
@@ -123,7 +124,7 @@ func FuzzPeerRequest(f *testing.F) {
 	f.Add("forward", "10.0.0.2:9090", http.MethodPost, PathToken, "", "")
 	f.Add("forward", self, http.MethodPost, "/../token", "", "")
 	f.Fuzz(func(t *testing.T, op, to, method, uri, code, body string) {
-		sealed, err := s.srv.Seal(purposePeerRequest, peerRequest{Op: op, To: to, Nonce: RandomString(8), Exp: s.srv.Now().Add(peerTTL).Unix(),
+		sealed, err := s.srv.Seal(purposePeerRequest, peerRequest{Op: op, To: to, Nonce: oauth.RandomString(8), Exp: s.srv.Now().Add(peerTTL).Unix(),
 			Code: code, Method: method, URI: uri, Body: []byte(body), IP: "192.0.2.1",
 			Header: map[string][]string{"Content-Type": {"application/x-www-form-urlencoded"}}})
 		if err != nil {

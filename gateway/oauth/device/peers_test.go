@@ -13,6 +13,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/tooling/oauthtest"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
@@ -35,32 +37,32 @@ type peerEnv struct {
 func newPeerEnv(t *testing.T, n int, peers bool, route func(r *http.Request, seq int64) int) *peerEnv {
 	t.Helper()
 	pe := &peerEnv{testEnv: newEnv(t, 0, nil), hits: make([]atomic.Int64, n)}
-	fln, fu := listen(t)
-	pe.front = &replica{url: fu}
+	fln, fu := oauthtest.Listen(t)
+	pe.front = &replica{URL: fu}
 	for range n {
-		aln, _ := listen(t)
+		aln, _ := oauthtest.Listen(t)
 		pe.lns = append(pe.lns, aln)
 		pe.admins = append(pe.admins, aln.Addr().String())
 	}
 	for i := range n {
-		ln, u := listen(t)
-		r := pe.replicaAt(ln, fu, nil, func(o *Options) {
+		ln, u := oauthtest.Listen(t)
+		r := replicaAt(pe.testEnv, ln, fu, nil, func(o *Options) {
 			if peers {
 				o.Peers = &Peers{Self: pe.admins[i], List: func(context.Context) ([]string, error) { return pe.admins, nil }}
 			}
 		})
-		r.url = u
+		r.URL = u
 		pe.backs = append(pe.backs, r)
 	}
 	var seq atomic.Int64
 	proxy := &httputil.ReverseProxy{Rewrite: func(pr *httputil.ProxyRequest) {
 		i := route(pr.In, seq.Add(1)-1)
 		pe.hits[i].Add(1)
-		b, _ := url.Parse(pe.backs[i].url)
+		b, _ := url.Parse(pe.backs[i].URL)
 		pr.SetURL(b)
 		pr.Out.Host = pr.In.Host
 	}}
-	serve(t, fln, proxy)
+	oauthtest.Serve(t, fln, proxy)
 	return pe
 }
 
@@ -69,8 +71,8 @@ func (pe *peerEnv) startAdmins(t *testing.T) {
 	t.Helper()
 	for i, r := range pe.backs {
 		mux := http.NewServeMux()
-		mux.Handle("POST "+PathPeer, r.dev.PeerHandler())
-		pe.stops = append(pe.stops, serve(t, pe.lns[i], mux))
+		mux.Handle("POST "+PathPeer, devOf(r).PeerHandler())
+		pe.stops = append(pe.stops, oauthtest.Serve(t, pe.lns[i], mux))
 	}
 }
 
@@ -85,8 +87,8 @@ func (pe *peerEnv) flow(t *testing.T) (int, map[string]any) {
 	if done.Status != http.StatusOK || !strings.Contains(done.Body, "signed in as erin@example.com") {
 		t.Fatalf("result page: %d %s", done.Status, testbrowser.Text(done.Body))
 	}
-	pe.clock.Advance(10 * time.Second)
-	return pe.token(pe.front, poll(id, dev))
+	pe.Clock.Advance(10 * time.Second)
+	return pe.Token(pe.front, poll(id, dev))
 }
 
 // TestDevicePeers: a device sign-in started at one replica completes
@@ -107,21 +109,21 @@ func TestDevicePeers(t *testing.T) {
 		if st != http.StatusOK || out["access_token"] == nil || out["refresh_token"] == nil {
 			t.Fatalf("token: %d %v", st, out)
 		}
-		who, err := identityOf(t, pe.backs[1], out["access_token"].(string))
+		who, err := oauthtest.IdentityOf(t, pe.backs[1], out["access_token"].(string))
 		if err != nil || who.Email != "erin@example.com" {
 			t.Fatalf("access token: %+v %v", who, err)
 		}
 		if pe.hits[0].Load() != 1 {
 			t.Fatalf("replica 0 was reached %d times directly, want only the device request", pe.hits[0].Load())
 		}
-		if n := len(pe.backs[1].dev.devices.byID); n != 0 {
+		if n := len(devOf(pe.backs[1]).devices.byID); n != 0 {
 			t.Fatalf("replica 1 holds %d device requests; the request lives where it was made", n)
 		}
 		// The request was redeemed at its holder: a poll again, passed there
 		// too, finds it spent.
-		pe.clock.Advance(10 * time.Second)
-		st, out = pe.token(pe.front, poll(pe.lastClient, pe.lastDevice))
-		wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
+		pe.Clock.Advance(10 * time.Second)
+		st, out = pe.Token(pe.front, poll(pe.lastClient, pe.lastDevice))
+		oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
 		if !strings.Contains(out["error_description"].(string), "already used") {
 			t.Fatalf("a spent device code: %v", out)
 		}
@@ -162,8 +164,8 @@ func TestDevicePeers(t *testing.T) {
 		if p.Status != http.StatusBadRequest || !strings.Contains(p.Body, "No sign-in request has this code") {
 			t.Fatalf("typed code, holder down: %d %s", p.Status, testbrowser.Text(p.Body))
 		}
-		st, out := pe.token(pe.front, poll(id, dev))
-		wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
+		st, out := pe.Token(pe.front, poll(id, dev))
+		oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
 		if !strings.Contains(out["error_description"].(string), "did not answer") {
 			t.Fatalf("poll, holder down: %v", out)
 		}
@@ -175,8 +177,8 @@ func TestDevicePeers(t *testing.T) {
 func TestPeerRefusals(t *testing.T) {
 	pe := newPeerEnv(t, 2, true, func(*http.Request, int64) int { return 0 })
 	pe.startAdmins(t)
-	srv := pe.backs[0].srv
-	now := pe.clock.Now()
+	srv := pe.backs[0].Srv
+	now := pe.Clock.Now()
 	seal := func(req peerRequest) string {
 		s, err := srv.Seal(purposePeerRequest, req)
 		if err != nil {
@@ -199,11 +201,11 @@ func TestPeerRefusals(t *testing.T) {
 	}
 	with := func(f func(*peerRequest)) string {
 		r := good
-		r.Nonce = RandomString(8)
+		r.Nonce = oauth.RandomString(8)
 		f(&r)
 		return seal(r)
 	}
-	foreign, _ := bareServer(t, nil).Seal(purposePeerRequest, good) // another key
+	foreign, _ := oauthtest.BareServer(t, nil).Seal(purposePeerRequest, good) // another key
 	wrongPurpose, _ := srv.Seal(purposeDeviceCode, good)
 	build := map[string]func() string{
 		"garbage":           func() string { return "not sealed" },

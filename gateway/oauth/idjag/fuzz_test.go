@@ -13,6 +13,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/brainstem/brainstem/gateway/oauth/machine"
+	"github.com/brainstem/brainstem/tooling/oauthtest"
 )
 
 // FuzzParseIDJAG: no input makes the ID-JAG decoder panic; what it
@@ -53,8 +54,8 @@ func FuzzParseIDJAG(f *testing.F) {
 // JSON with an error code, and never issues a token when no trusted IdP
 // can have signed the assertion (its keys are unreachable here).
 func FuzzJWTBearerForm(f *testing.F) {
-	s := bareServer(f, func(c *Config) {
-		c.ServiceAccounts = []ServiceAccount{{ID: "ci", Credentials: []Credential{{SecretSHA256: secretHash(newSecret(f))}}}}
+	s := oauthtest.BareServer(f, func(c *Config) {
+		c.ServiceAccounts = []ServiceAccount{{ID: "ci", Credentials: []Credential{{SecretSHA256: oauthtest.SecretHash(oauthtest.NewSecret(f))}}}}
 		c.Enterprise = EnterpriseConfig{IdPs: []EnterpriseIdP{{Issuer: "http://127.0.0.1:1", Clients: []string{"agent", "ci"}}}}
 	})
 	machines, err := machine.New(s)

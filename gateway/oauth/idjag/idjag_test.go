@@ -18,7 +18,9 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/brainstem/brainstem/auth/devidp"
+	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/gateway/oauth/machine"
+	"github.com/brainstem/brainstem/tooling/oauthtest"
 )
 
 // enterpriseEnv is one replica that trusts the test's development IdP for
@@ -26,11 +28,11 @@ import (
 // service account ci (secret returned).
 func enterpriseEnv(t *testing.T) (*testEnv, *replica, string) {
 	t.Helper()
-	secret := newSecret(t)
+	secret := oauthtest.NewSecret(t)
 	e := newEnv(t, 0, nil)
-	r := e.addReplica(func(c *Config) {
-		c.ServiceAccounts = []ServiceAccount{{ID: "ci", Credentials: []Credential{{SecretSHA256: secretHash(secret)}}}}
-		c.Enterprise = EnterpriseConfig{IdPs: []EnterpriseIdP{{Issuer: e.idpURL, Clients: []string{devidp.DefaultAssertionClientID, "ci"}}}}
+	r := e.AddReplica(func(c *Config) {
+		c.ServiceAccounts = []ServiceAccount{{ID: "ci", Credentials: []Credential{{SecretSHA256: oauthtest.SecretHash(secret)}}}}
+		c.Enterprise = EnterpriseConfig{IdPs: []EnterpriseIdP{{Issuer: e.IdPURL, Clients: []string{devidp.DefaultAssertionClientID, "ci"}}}}
 	})
 	return e, r, secret
 }
@@ -42,10 +44,10 @@ func exchangeAtIdP(t *testing.T, e *testEnv, r *replica, idToken string) (int, m
 	form := url.Values{
 		"grant_type": {devidp.GrantTypeTokenExchange}, "requested_token_type": {devidp.TokenTypeIDJAG},
 		"subject_token": {idToken}, "subject_token_type": {devidp.TokenTypeIDToken},
-		"audience": {r.url}, "resource": {r.url + "/mcp"}, "scope": {Scope},
-		"client_id": {devidp.DefaultClientID}, "client_secret": {testSecret},
+		"audience": {r.URL}, "resource": {r.URL + "/mcp"}, "scope": {Scope},
+		"client_id": {devidp.DefaultClientID}, "client_secret": {oauthtest.Secret},
 	}
-	resp, err := http.PostForm(e.idpURL+"/token", form)
+	resp, err := http.PostForm(e.IdPURL+"/token", form)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -61,7 +63,7 @@ func exchangeAtIdP(t *testing.T, e *testEnv, r *replica, idToken string) (int, m
 // for an ID-JAG.
 func idjagOf(t *testing.T, e *testEnv, r *replica, email string) string {
 	t.Helper()
-	idt, _, err := e.idp.Mint(email, []string{"eng"}, 0)
+	idt, _, err := e.IdP.Mint(email, []string{"eng"}, 0)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -84,7 +86,7 @@ func jwtBearer(clientID, assertion string) url.Values {
 func TestIDJAGExchange(t *testing.T) {
 	e, r, secret := enterpriseEnv(t)
 	var meta map[string]any
-	resp, err := http.Get(r.url + "/.well-known/oauth-authorization-server")
+	resp, err := http.Get(r.URL + "/.well-known/oauth-authorization-server")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -96,19 +98,19 @@ func TestIDJAGExchange(t *testing.T) {
 	}
 
 	jag := idjagOf(t, e, r, "Alice@Example.com")
-	st, out := e.token(r, jwtBearer(devidp.DefaultAssertionClientID, jag))
+	st, out := e.Token(r, jwtBearer(devidp.DefaultAssertionClientID, jag))
 	at, _ := out["access_token"].(string)
 	if st != http.StatusOK || at == "" || out["refresh_token"] != nil || out["scope"] != Scope {
 		t.Fatalf("jwt-bearer: %d %v", st, out)
 	}
-	id, err := identityOf(t, r, at)
+	id, err := oauthtest.IdentityOf(t, r, at)
 	if err != nil || id.Email != "alice@example.com" || len(id.Groups) != 0 && id.Groups[0] != "eng" {
 		t.Fatalf("identity %+v %v", id, err)
 	}
 
 	// A confidential client: the service account ci authenticates.
-	jag = mustIDJAG(t, e, devidp.IDJAGClaims{Email: "bob@example.com", Audience: r.url, ClientID: "ci"})
-	req, _ := http.NewRequest(http.MethodPost, r.url+PathToken, strings.NewReader(url.Values{"grant_type": {GrantTypeJWTBearer}, "assertion": {jag}}.Encode()))
+	jag = mustIDJAG(t, e, devidp.IDJAGClaims{Email: "bob@example.com", Audience: r.URL, ClientID: "ci"})
+	req, _ := http.NewRequest(http.MethodPost, r.URL+PathToken, strings.NewReader(url.Values{"grant_type": {GrantTypeJWTBearer}, "assertion": {jag}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth("ci", url.QueryEscape(secret))
 	resp, err = http.DefaultClient.Do(req)
@@ -119,7 +121,7 @@ func TestIDJAGExchange(t *testing.T) {
 	_ = json.NewDecoder(resp.Body).Decode(&out)
 	resp.Body.Close()
 	at, _ = out["access_token"].(string)
-	if id, err := identityOf(t, r, at); resp.StatusCode != http.StatusOK || err != nil || id.Email != "bob@example.com" {
+	if id, err := oauthtest.IdentityOf(t, r, at); resp.StatusCode != http.StatusOK || err != nil || id.Email != "bob@example.com" {
 		t.Fatalf("confidential client: %d %v %+v %v", resp.StatusCode, out, id, err)
 	}
 }
@@ -128,7 +130,7 @@ func stringOf(v any) string { b, _ := json.Marshal(v); return string(b) }
 
 func mustIDJAG(t *testing.T, e *testEnv, c devidp.IDJAGClaims) string {
 	t.Helper()
-	jag, _, err := e.idp.MintIDJAG(c)
+	jag, _, err := e.IdP.MintIDJAG(c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -138,21 +140,21 @@ func mustIDJAG(t *testing.T, e *testEnv, c devidp.IDJAGClaims) string {
 // validJAGClaims are the claims of a good ID-JAG for r, for tests that
 // change one.
 func validJAGClaims(e *testEnv, r *replica) map[string]any {
-	now := e.clock.Now()
+	now := e.Clock.Now()
 	return map[string]any{
-		"iss": e.idpURL, "sub": "alice@example.com", "aud": r.url, "client_id": devidp.DefaultAssertionClientID,
-		"jti": RandomString(16), "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(),
-		"email": "alice@example.com", "email_verified": true, "resource": r.url + "/mcp", "scope": Scope,
+		"iss": e.IdPURL, "sub": "alice@example.com", "aud": r.URL, "client_id": devidp.DefaultAssertionClientID,
+		"jti": oauth.RandomString(16), "iat": now.Unix(), "exp": now.Add(5 * time.Minute).Unix(),
+		"email": "alice@example.com", "email_verified": true, "resource": r.URL + "/mcp", "scope": Scope,
 	}
 }
 
 func signJAG(t *testing.T, e *testEnv, typ string, edit func(map[string]any)) string {
 	t.Helper()
-	c := validJAGClaims(e, e.replicas[0])
+	c := validJAGClaims(e, e.Replicas[0])
 	if edit != nil {
 		edit(c)
 	}
-	tok, err := e.idp.Sign(typ, c)
+	tok, err := e.IdP.Sign(typ, c)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -184,10 +186,10 @@ func TestIDJAGRefusals(t *testing.T) {
 		return h + "." + b64(string(p)) + "."
 	}()
 	replayed := signJAG(t, e, TypeIDJAG, nil)
-	if st, out := e.token(r, jwtBearer(devidp.DefaultAssertionClientID, replayed)); st != http.StatusOK {
+	if st, out := e.Token(r, jwtBearer(devidp.DefaultAssertionClientID, replayed)); st != http.StatusOK {
 		t.Fatalf("first use: %d %v", st, out)
 	}
-	idToken, _, _ := e.idp.Mint("alice@example.com", nil, 0)
+	idToken, _, _ := e.IdP.Mint("alice@example.com", nil, 0)
 	cases := []struct {
 		name, client, assertion, code string
 	}{
@@ -195,10 +197,10 @@ func TestIDJAGRefusals(t *testing.T) {
 		{"wrong client", "other-client", signJAG(t, e, TypeIDJAG, nil), "invalid_grant"},
 		{"client not allowed", "stranger", signJAG(t, e, TypeIDJAG, func(c map[string]any) { c["client_id"] = "stranger" }), "invalid_grant"},
 		{"expired", devidp.DefaultAssertionClientID, signJAG(t, e, TypeIDJAG, func(c map[string]any) {
-			c["exp"] = e.clock.Now().Add(-time.Minute).Unix()
+			c["exp"] = e.Clock.Now().Add(-time.Minute).Unix()
 		}), "invalid_grant"},
 		{"too long-lived", devidp.DefaultAssertionClientID, signJAG(t, e, TypeIDJAG, func(c map[string]any) {
-			c["exp"] = e.clock.Now().Add(time.Hour).Unix()
+			c["exp"] = e.Clock.Now().Add(time.Hour).Unix()
 		}), "invalid_grant"},
 		{"replay", devidp.DefaultAssertionClientID, replayed, "invalid_grant"},
 		{"wrong typ", devidp.DefaultAssertionClientID, signJAG(t, e, "JWT", nil), "invalid_grant"},
@@ -234,14 +236,14 @@ func TestIDJAGRefusals(t *testing.T) {
 			if tc.client == "" {
 				form.Del("client_id")
 			}
-			st, out := e.token(r, form)
+			st, out := e.Token(r, form)
 			desc, _ := out["error_description"].(string)
 			if out["error"] != tc.code || st < 400 || !strings.Contains(desc, why[tc.name]) {
 				t.Fatalf("got %d %v, want %s", st, out, tc.code)
 			}
 		})
 	}
-	if st, out := e.token(r, jwtBearer(devidp.DefaultAssertionClientID, signJAG(t, e, TypeIDJAG, nil))); st != http.StatusOK {
+	if st, out := e.Token(r, jwtBearer(devidp.DefaultAssertionClientID, signJAG(t, e, TypeIDJAG, nil))); st != http.StatusOK {
 		t.Fatalf("a genuine assertion after the refusals: %d %v", st, out)
 	}
 }
@@ -251,12 +253,12 @@ func TestIDJAGRefusals(t *testing.T) {
 // token) once the current one expires.
 func TestIDJAGDisabledAtIdP(t *testing.T) {
 	e, r, _ := enterpriseEnv(t)
-	idt, _, _ := e.idp.Mint("dave@example.com", nil, 0)
-	if err := e.idp.SetDisabled("dave@example.com", true); err != nil {
+	idt, _, _ := e.IdP.Mint("dave@example.com", nil, 0)
+	if err := e.IdP.SetDisabled("dave@example.com", true); err != nil {
 		t.Fatal(err)
 	}
 	st, out := exchangeAtIdP(t, e, r, idt)
-	wantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
+	oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "invalid_grant")
 }
 
 // TestIDJAGAttackList runs testdata/id_jag.txt.
@@ -264,8 +266,8 @@ func TestIDJAGAttackList(t *testing.T) {
 	e, r, secret := enterpriseEnv(t)
 	good := signJAG(t, e, TypeIDJAG, nil)
 	vars := strings.NewReplacer(
-		"$JAG", url.QueryEscape(good), "$MCP", url.QueryEscape(r.url+"/mcp"), "$SECRET", url.QueryEscape(secret),
-		"$IDTOKEN", url.QueryEscape(func() string { s, _, _ := e.idp.Mint("alice@example.com", nil, 0); return s }()),
+		"$JAG", url.QueryEscape(good), "$MCP", url.QueryEscape(r.URL+"/mcp"), "$SECRET", url.QueryEscape(secret),
+		"$IDTOKEN", url.QueryEscape(func() string { s, _, _ := e.IdP.Mint("alice@example.com", nil, 0); return s }()),
 		"$CLIENT", url.QueryEscape(devidp.DefaultAssertionClientID),
 	)
 	f, err := os.Open("testdata/id_jag.txt")
@@ -283,7 +285,7 @@ func TestIDJAGAttackList(t *testing.T) {
 		}
 		want, body, _ := strings.Cut(line, " ")
 		body = vars.Replace(body)
-		resp, err := http.Post(r.url+PathToken, "application/x-www-form-urlencoded", strings.NewReader(body))
+		resp, err := http.Post(r.URL+PathToken, "application/x-www-form-urlencoded", strings.NewReader(body))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -299,7 +301,7 @@ func TestIDJAGAttackList(t *testing.T) {
 		t.Fatalf("only %d cases", n)
 	}
 	// The genuine assertion was never spent by the attacks.
-	if st, out := e.token(r, jwtBearer(devidp.DefaultAssertionClientID, good)); st != http.StatusOK {
+	if st, out := e.Token(r, jwtBearer(devidp.DefaultAssertionClientID, good)); st != http.StatusOK {
 		t.Fatalf("the genuine assertion after the attacks: %d %v", st, out)
 	}
 }
@@ -344,7 +346,7 @@ func TestIDJAGFailureBudget(t *testing.T) {
 	e, r, _ := enterpriseEnv(t)
 	throttled := 0
 	for i := range 125 {
-		st, out := e.token(r, jwtBearer(devidp.DefaultAssertionClientID, "not.an-assertion."+strconv.Itoa(i)))
+		st, out := e.Token(r, jwtBearer(devidp.DefaultAssertionClientID, "not.an-assertion."+strconv.Itoa(i)))
 		switch {
 		case st == http.StatusTooManyRequests && out["error"] == "temporarily_unavailable":
 			throttled++
@@ -356,7 +358,7 @@ func TestIDJAGFailureBudget(t *testing.T) {
 		t.Fatalf("only %d of 125 refused assertions were throttled", throttled)
 	}
 	jag := idjagOf(t, e, r, "alice@example.com")
-	if st, out := e.token(r, jwtBearer(devidp.DefaultAssertionClientID, jag)); st != http.StatusOK || out["access_token"] == nil {
+	if st, out := e.Token(r, jwtBearer(devidp.DefaultAssertionClientID, jag)); st != http.StatusOK || out["access_token"] == nil {
 		t.Fatalf("a genuine assertion after others' failures: %d %v", st, out)
 	}
 }

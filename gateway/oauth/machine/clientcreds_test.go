@@ -9,10 +9,8 @@ import (
 	"crypto/elliptic"
 	"crypto/rand"
 	"crypto/rsa"
-	"crypto/sha256"
 	"crypto/x509"
 	"encoding/base64"
-	"encoding/hex"
 	"encoding/json"
 	"encoding/pem"
 	"errors"
@@ -33,6 +31,7 @@ import (
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/tooling/logcheck"
+	"github.com/brainstem/brainstem/tooling/oauthtest"
 )
 
 // machine is a service account's client side: its id and its secret or
@@ -42,20 +41,6 @@ type machine struct {
 	secret string
 	key    crypto.Signer
 	alg    jose.SignatureAlgorithm
-}
-
-func newSecret(t testing.TB) string {
-	t.Helper()
-	b := make([]byte, 32)
-	if _, err := rand.Read(b); err != nil {
-		t.Fatal(err)
-	}
-	return base64.StdEncoding.EncodeToString(b)
-}
-
-func secretHash(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
-	return hex.EncodeToString(sum[:])
 }
 
 func publicPEM(t testing.TB, k crypto.Signer) string {
@@ -95,8 +80,8 @@ func (m machine) secretForm() url.Values {
 // value removes a claim.
 func (m machine) assertion(t testing.TB, r *replica, now time.Time, over map[string]any) string {
 	t.Helper()
-	c := map[string]any{"iss": m.id, "sub": m.id, "aud": r.url + PathToken, "exp": now.Add(time.Minute).Unix(),
-		"iat": now.Unix(), "jti": RandomString(12)}
+	c := map[string]any{"iss": m.id, "sub": m.id, "aud": r.URL + PathToken, "exp": now.Add(time.Minute).Unix(),
+		"iat": now.Unix(), "jti": oauth.RandomString(12)}
 	for k, v := range over {
 		if v == nil {
 			delete(c, k)
@@ -136,8 +121,8 @@ type machines struct {
 func newMachines(t *testing.T, now time.Time) *machines {
 	t.Helper()
 	m := &machines{
-		ci:     machine{id: "ci", secret: newSecret(t)},
-		ciNext: machine{id: "ci", secret: newSecret(t)},
+		ci:     machine{id: "ci", secret: oauthtest.NewSecret(t)},
+		ciNext: machine{id: "ci", secret: oauthtest.NewSecret(t)},
 		bot:    machine{id: "bot", key: newEd25519(t), alg: jose.EdDSA},
 		es:     machine{id: "es", key: newP256(t), alg: jose.ES256},
 		logs:   &logcheck.Buffer{},
@@ -148,8 +133,8 @@ func newMachines(t *testing.T, now time.Time) *machines {
 	}
 	m.accounts = []ServiceAccount{
 		{ID: "ci", Name: "CI", Credentials: []Credential{
-			{SecretSHA256: secretHash(m.ci.secret), NotAfter: now.Add(time.Hour)},
-			{SecretSHA256: secretHash(m.ciNext.secret)},
+			{SecretSHA256: oauthtest.SecretHash(m.ci.secret), NotAfter: now.Add(time.Hour)},
+			{SecretSHA256: oauthtest.SecretHash(m.ciNext.secret)},
 		}},
 		{ID: "bot", Name: "release bot", Credentials: []Credential{{PublicKeyFile: keyFile}}},
 		{ID: "es", Credentials: []Credential{{PublicKey: publicPEM(t, m.es.key)}}},
@@ -164,8 +149,8 @@ func newMachineEnv(t *testing.T, opts ...func(*Options)) (*testEnv, *replica, *m
 	now := time.Now().Truncate(time.Second)
 	m := newMachines(t, now)
 	e := newEnv(t, 0, nil)
-	e.clock.t = now
-	r := e.addReplicaWith(func(c *Config) { c.ServiceAccounts = m.accounts },
+	e.Clock.Set(now)
+	r := e.AddReplicaWith(func(c *Config) { c.ServiceAccounts = m.accounts },
 		func(o *Options) {
 			o.Logger = slog.New(slog.NewJSONHandler(m.logs, nil))
 			for _, opt := range opts {
@@ -179,7 +164,7 @@ func newMachineEnv(t *testing.T, opts ...func(*Options)) (*testEnv, *replica, *m
 // access token.
 func mustToken(t *testing.T, e *testEnv, r *replica, form url.Values) string {
 	t.Helper()
-	return tokenOK(t, func() (int, map[string]any) { return e.token(r, form) })
+	return tokenOK(t, func() (int, map[string]any) { return e.Token(r, form) })
 }
 
 // tokenOK checks a service account's token answer.
@@ -204,17 +189,17 @@ func tokenOK(t *testing.T, answer func() (int, map[string]any)) string {
 func TestClientCredentialsSecret(t *testing.T) {
 	e, r, m := newMachineEnv(t)
 	at := mustToken(t, e, r, m.ci.secretForm())
-	id, err := identityOf(t, r, at)
+	id, err := oauthtest.IdentityOf(t, r, at)
 	if err != nil {
 		t.Fatal(err)
 	}
 	if id.Email != "ci@"+auth.ServiceAccountDomain || id.Subject != "client:ci" || len(id.Groups) != 0 ||
-		!id.Expiry.Equal(e.clock.Now().Add(DefaultServiceAccountTokenTTL)) {
+		!id.Expiry.Equal(e.Clock.Now().Add(DefaultServiceAccountTokenTTL)) {
 		t.Fatalf("identity %+v", id)
 	}
 
-	req, _ := http.NewRequest(http.MethodPost, r.url+PathToken, strings.NewReader(url.Values{
-		"grant_type": {GrantTypeClientCredentials}, "resource": {r.url + "/mcp"}, "scope": {"mcp"}}.Encode()))
+	req, _ := http.NewRequest(http.MethodPost, r.URL+PathToken, strings.NewReader(url.Values{
+		"grant_type": {GrantTypeClientCredentials}, "resource": {r.URL + "/mcp"}, "scope": {"mcp"}}.Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth(url.QueryEscape(m.ciNext.id), url.QueryEscape(m.ciNext.secret))
 	resp, err := http.DefaultClient.Do(req)
@@ -225,13 +210,13 @@ func TestClientCredentialsSecret(t *testing.T) {
 	_ = json.NewDecoder(resp.Body).Decode(&out)
 	resp.Body.Close()
 	at2 := tokenOK(t, func() (int, map[string]any) { return resp.StatusCode, out })
-	if id2, err := identityOf(t, r, at2); err != nil || id2.Email != id.Email {
+	if id2, err := oauthtest.IdentityOf(t, r, at2); err != nil || id2.Email != id.Email {
 		t.Fatalf("basic: %+v %v", id2, err)
 	}
 
 	// The token expires with its 10 minutes.
-	e.clock.Advance(DefaultServiceAccountTokenTTL + AccessClockSkew)
-	if _, err := r.srv.Verify(context.Background(), at2); !isKind(err, sso.Expired) {
+	e.Clock.Advance(DefaultServiceAccountTokenTTL + AccessClockSkew)
+	if _, err := r.Srv.Verify(context.Background(), at2); !isKind(err, sso.Expired) {
 		t.Fatalf("after 10 minutes: %v", err)
 	}
 	wantNoSecrets(t, m)
@@ -250,7 +235,7 @@ func isKind(err error, k sso.Kind) bool {
 func wantNoSecrets(t *testing.T, m *machines) {
 	t.Helper()
 	logs := m.logs.String()
-	for _, s := range []string{m.ci.secret, m.ciNext.secret, url.QueryEscape(m.ci.secret), secretHash(m.ci.secret), secretHash(m.ciNext.secret)} {
+	for _, s := range []string{m.ci.secret, m.ciNext.secret, url.QueryEscape(m.ci.secret), oauthtest.SecretHash(m.ci.secret), oauthtest.SecretHash(m.ciNext.secret)} {
 		if strings.Contains(logs, s) {
 			t.Fatalf("the logs hold a secret or its hash %q", s)
 		}
@@ -268,18 +253,18 @@ func TestClientCredentialsRotation(t *testing.T) {
 	e, r, m := newMachineEnv(t)
 	mustToken(t, e, r, m.ci.secretForm())
 	mustToken(t, e, r, m.ciNext.secretForm())
-	e.clock.Advance(time.Hour)
-	st, out := e.token(r, m.ci.secretForm())
-	wantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
+	e.Clock.Advance(time.Hour)
+	st, out := e.Token(r, m.ci.secretForm())
+	oauthtest.WantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
 	mustToken(t, e, r, m.ciNext.secretForm())
 
 	// Retired by removal: the restarted gateway knows only the new secret.
 	accts := append([]ServiceAccount(nil), m.accounts...)
 	accts[0].Credentials = accts[0].Credentials[1:]
-	r2 := e.addReplicaWith(func(c *Config) { c.ServiceAccounts = accts }, nil)
+	r2 := e.AddReplicaWith(func(c *Config) { c.ServiceAccounts = accts }, nil)
 	old := machine{id: "ci", secret: m.ci.secret}
-	st, out = e.token(r2, old.secretForm())
-	wantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
+	st, out = e.Token(r2, old.secretForm())
+	oauthtest.WantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
 	mustToken(t, e, r2, m.ciNext.secretForm())
 	if !strings.Contains(m.logs.String(), "passed its not_after") {
 		t.Errorf("the refusal is not logged:\n%s", m.logs)
@@ -292,13 +277,13 @@ func TestClientCredentialsRotation(t *testing.T) {
 func TestClientCredentialsRemovedAccount(t *testing.T) {
 	e, r, m := newMachineEnv(t)
 	at := mustToken(t, e, r, m.ci.secretForm())
-	sameIssuer := func(o *Options) { o.Issuer, o.Resource = r.url, r.url+"/mcp" }
-	r2 := e.addReplicaWith(func(c *Config) { c.ServiceAccounts = m.accounts[1:] }, sameIssuer)
-	if _, err := r2.srv.Verify(context.Background(), at); err == nil || !strings.Contains(err.Error(), "no longer exists") {
+	sameIssuer := func(o *Options) { o.Issuer, o.Resource = r.URL, r.URL+"/mcp" }
+	r2 := e.AddReplicaWith(func(c *Config) { c.ServiceAccounts = m.accounts[1:] }, sameIssuer)
+	if _, err := r2.Srv.Verify(context.Background(), at); err == nil || !strings.Contains(err.Error(), "no longer exists") {
 		t.Fatalf("a removed account's token: %v", err)
 	}
-	r3 := e.addReplicaWith(func(c *Config) { c.ServiceAccounts = m.accounts }, sameIssuer)
-	if _, err := r3.srv.Verify(context.Background(), at); err != nil {
+	r3 := e.AddReplicaWith(func(c *Config) { c.ServiceAccounts = m.accounts }, sameIssuer)
+	if _, err := r3.Srv.Verify(context.Background(), at); err != nil {
 		t.Fatalf("a replica with the account: %v", err)
 	}
 }
@@ -307,15 +292,15 @@ func TestClientCredentialsRemovedAccount(t *testing.T) {
 // aud may be the token endpoint or the issuer, as a string or an array.
 func TestClientAssertion(t *testing.T) {
 	e, r, m := newMachineEnv(t)
-	now := e.clock.Now()
+	now := e.Clock.Now()
 	for _, c := range []struct {
 		m   machine
 		aud any
-	}{{m.bot, r.url + PathToken}, {m.bot, r.url}, {m.es, []string{"x", r.url + PathToken}}} {
+	}{{m.bot, r.URL + PathToken}, {m.bot, r.URL}, {m.es, []string{"x", r.URL + PathToken}}} {
 		f := assertionForm(c.m.assertion(t, r, now, map[string]any{"aud": c.aud}))
 		f.Set("client_id", c.m.id)
 		at := mustToken(t, e, r, f)
-		id, err := identityOf(t, r, at)
+		id, err := oauthtest.IdentityOf(t, r, at)
 		if err != nil || id.Email != c.m.id+"@"+auth.ServiceAccountDomain {
 			t.Fatalf("%s: %+v %v", c.m.id, id, err)
 		}
@@ -330,7 +315,7 @@ func TestClientAssertion(t *testing.T) {
 // and a refused assertion does not spend its jti.
 func TestClientAssertionRefusals(t *testing.T) {
 	e, r, m := newMachineEnv(t)
-	now := e.clock.Now()
+	now := e.Clock.Now()
 	used := m.bot.assertion(t, r, now, nil)
 	mustToken(t, e, r, assertionForm(used))
 	wrongKey := machine{id: "bot", key: newEd25519(t), alg: jose.EdDSA}
@@ -349,7 +334,7 @@ func TestClientAssertionRefusals(t *testing.T) {
 		{"sub is not iss", assertionForm(m.bot.assertion(t, r, now, map[string]any{"sub": "ci"})), "invalid_client"},
 		{"no sub", assertionForm(m.bot.assertion(t, r, now, map[string]any{"sub": nil})), "invalid_client"},
 		{"aud another server", assertionForm(m.bot.assertion(t, r, now, map[string]any{"aud": "https://evil.example/token"})), "invalid_client"},
-		{"aud the MCP URL", assertionForm(m.bot.assertion(t, r, now, map[string]any{"aud": r.url + "/mcp"})), "invalid_client"},
+		{"aud the MCP URL", assertionForm(m.bot.assertion(t, r, now, map[string]any{"aud": r.URL + "/mcp"})), "invalid_client"},
 		{"no aud", assertionForm(m.bot.assertion(t, r, now, map[string]any{"aud": nil})), "invalid_client"},
 		{"expired", assertionForm(m.bot.assertion(t, r, now, map[string]any{"exp": now.Add(-time.Minute).Unix()})), "invalid_client"},
 		{"exp too far ahead", assertionForm(m.bot.assertion(t, r, now, map[string]any{"exp": now.Add(10 * time.Minute).Unix()})), "invalid_client"},
@@ -389,12 +374,12 @@ func TestClientAssertionRefusals(t *testing.T) {
 			base64.RawURLEncoding.EncodeToString([]byte(`{"iss":"bot","sub":"bot"}`)) + "."), "invalid_client"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st, out := e.token(r, tt.form)
+			st, out := e.Token(r, tt.form)
 			want := http.StatusBadRequest
 			if tt.code == "invalid_client" {
 				want = http.StatusUnauthorized
 			}
-			wantTokenError(t, st, out, want, tt.code)
+			oauthtest.WantTokenError(t, st, out, want, tt.code)
 		})
 	}
 	// A request refused for its resource does not spend the assertion's
@@ -402,16 +387,16 @@ func TestClientAssertionRefusals(t *testing.T) {
 	a := m.bot.assertion(t, r, now, nil)
 	f := assertionForm(a)
 	f.Set("resource", "https://evil.example/mcp")
-	st, out := e.token(r, f)
-	wantTokenError(t, st, out, http.StatusBadRequest, "invalid_target")
+	st, out := e.Token(r, f)
+	oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "invalid_target")
 	mustToken(t, e, r, assertionForm(a))
-	st, out = e.token(r, assertionForm(a))
-	wantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
+	st, out = e.Token(r, assertionForm(a))
+	oauthtest.WantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
 	// A forged assertion with a live jti does not spend it for the
 	// genuine one.
 	jti := "genuine-jti"
-	st, out = e.token(r, assertionForm(wrongKey.assertion(t, r, now, map[string]any{"jti": jti})))
-	wantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
+	st, out = e.Token(r, assertionForm(wrongKey.assertion(t, r, now, map[string]any{"jti": jti})))
+	oauthtest.WantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
 	mustToken(t, e, r, assertionForm(m.bot.assertion(t, r, now, map[string]any{"jti": jti})))
 	wantNoSecrets(t, m)
 }
@@ -425,17 +410,17 @@ func TestClientSecretRefusals(t *testing.T) {
 		form url.Values
 		code string
 	}{
-		{"wrong secret", machine{id: "ci", secret: newSecret(t)}.secretForm(), "invalid_client"},
+		{"wrong secret", machine{id: "ci", secret: oauthtest.NewSecret(t)}.secretForm(), "invalid_client"},
 		{"another account's secret", machine{id: "bot", secret: m.ci.secret}.secretForm(), "invalid_client"},
 		{"unknown account", machine{id: "nobody", secret: m.ci.secret}.secretForm(), "invalid_client"},
 		{"short secret", machine{id: "ci", secret: "short"}.secretForm(), "invalid_client"},
 		{"long secret", machine{id: "ci", secret: strings.Repeat("s", MaxSecretBytes+1)}.secretForm(), "invalid_client"},
-		{"the hash as the secret", machine{id: "ci", secret: secretHash(m.ci.secret)}.secretForm(), "invalid_client"},
+		{"the hash as the secret", machine{id: "ci", secret: oauthtest.SecretHash(m.ci.secret)}.secretForm(), "invalid_client"},
 		{"no credential", url.Values{"grant_type": {GrantTypeClientCredentials}, "client_id": {"ci"}}, "invalid_client"},
 		{"no client id", url.Values{"grant_type": {GrantTypeClientCredentials}, "client_secret": {m.ci.secret}}, "invalid_client"},
 		{"resource not the MCP URL", func() url.Values {
 			f := m.ci.secretForm()
-			f.Set("resource", r.url+"/other")
+			f.Set("resource", r.URL+"/other")
 			return f
 		}(), "invalid_target"},
 		{"scope other than mcp", func() url.Values {
@@ -445,19 +430,19 @@ func TestClientSecretRefusals(t *testing.T) {
 		}(), "invalid_scope"},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			st, out := e.token(r, tt.form)
+			st, out := e.Token(r, tt.form)
 			want := http.StatusBadRequest
 			if tt.code == "invalid_client" {
 				want = http.StatusUnauthorized
 			}
-			wantTokenError(t, st, out, want, tt.code)
+			oauthtest.WantTokenError(t, st, out, want, tt.code)
 			if tt.code == "invalid_client" && out["error_description"] != "client authentication failed" {
 				t.Errorf("the refusal says more than it should: %v", out)
 			}
 		})
 	}
 	// Basic and the form at once is two methods.
-	req, _ := http.NewRequest(http.MethodPost, r.url+PathToken, strings.NewReader(m.ci.secretForm().Encode()))
+	req, _ := http.NewRequest(http.MethodPost, r.URL+PathToken, strings.NewReader(m.ci.secretForm().Encode()))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.SetBasicAuth("ci", m.ci.secret)
 	resp, err := http.DefaultClient.Do(req)
@@ -469,9 +454,9 @@ func TestClientSecretRefusals(t *testing.T) {
 		t.Errorf("basic and post: %d", resp.StatusCode)
 	}
 	// A wrong Basic secret is challenged.
-	req, _ = http.NewRequest(http.MethodPost, r.url+PathToken, strings.NewReader("grant_type=client_credentials"))
+	req, _ = http.NewRequest(http.MethodPost, r.URL+PathToken, strings.NewReader("grant_type=client_credentials"))
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	req.SetBasicAuth("ci", newSecret(t))
+	req.SetBasicAuth("ci", oauthtest.NewSecret(t))
 	resp, err = http.DefaultClient.Do(req)
 	if err != nil {
 		t.Fatal(err)
@@ -482,11 +467,11 @@ func TestClientSecretRefusals(t *testing.T) {
 	}
 	// A service account cannot use the other grants, nor a registered
 	// client this one.
-	st, out := e.token(r, url.Values{"grant_type": {"refresh_token"}, "client_id": {"ci"}, "refresh_token": {"x"}})
-	wantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
-	app := e.registeredApp(r)
-	st, out = e.token(r, machine{id: app.id, secret: m.ci.secret}.secretForm())
-	wantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
+	st, out := e.Token(r, url.Values{"grant_type": {"refresh_token"}, "client_id": {"ci"}, "refresh_token": {"x"}})
+	oauthtest.WantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
+	app := e.RegisteredApp(r)
+	st, out = e.Token(r, machine{id: app.ID, secret: m.ci.secret}.secretForm())
+	oauthtest.WantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
 	wantNoSecrets(t, m)
 }
 
@@ -494,15 +479,15 @@ func TestClientSecretRefusals(t *testing.T) {
 // accounts does not offer the grant.
 func TestClientCredentialsWithoutAccounts(t *testing.T) {
 	e := newEnv(t, 1, nil)
-	st, out := e.token(e.replicas[0], machine{id: "ci", secret: newSecret(t)}.secretForm())
-	wantTokenError(t, st, out, http.StatusBadRequest, "unsupported_grant_type")
+	st, out := e.Token(e.Replicas[0], machine{id: "ci", secret: oauthtest.NewSecret(t)}.secretForm())
+	oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "unsupported_grant_type")
 }
 
 // TestClientCredentialsMetadata: the metadata lists the grant and its
 // client authentication methods when accounts are configured.
 func TestClientCredentialsMetadata(t *testing.T) {
 	_, r, _ := newMachineEnv(t)
-	resp, err := http.Get(r.url + "/.well-known/oauth-authorization-server")
+	resp, err := http.Get(r.URL + "/.well-known/oauth-authorization-server")
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -548,7 +533,7 @@ func TestServiceAccountConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 	p384, _ := ecdsa.GenerateKey(elliptic.P384(), rand.Reader)
-	good := secretHash("x")
+	good := oauthtest.SecretHash("x")
 	cfg := Config{
 		Enabled: true, SigningKeyFile: "k",
 		Upstream: UpstreamConfig{Issuer: "https://idp", ClientID: "c", ClientSecret: "s"},
@@ -608,16 +593,16 @@ func TestServiceAccountConfig(t *testing.T) {
 // work.
 func TestClientCredentialsAttackList(t *testing.T) {
 	e, r, m := newMachineEnv(t)
-	now := e.clock.Now()
+	now := e.Clock.Now()
 	used := m.bot.assertion(t, r, now, nil)
 	mustToken(t, e, r, assertionForm(used))
 	expand := strings.NewReplacer(
 		"$SECRET", url.QueryEscape(m.ci.secret),
-		"$HASH", secretHash(m.ci.secret),
-		"$MCP", url.QueryEscape(r.url+"/mcp"),
+		"$HASH", oauthtest.SecretHash(m.ci.secret),
+		"$MCP", url.QueryEscape(r.URL+"/mcp"),
 		"$USED_ASSERTION", used,
 		"$FORGED_ASSERTION", machine{id: "bot", key: newEd25519(t), alg: jose.EdDSA}.assertion(t, r, now, nil),
-		"$WRONG_AUD_ASSERTION", m.bot.assertion(t, r, now, map[string]any{"aud": r.url + "/mcp"}),
+		"$WRONG_AUD_ASSERTION", m.bot.assertion(t, r, now, map[string]any{"aud": r.URL + "/mcp"}),
 		"$LONG_ASSERTION", m.bot.assertion(t, r, now, map[string]any{"exp": now.Add(time.Hour).Unix()}),
 		"$EXPIRED_ASSERTION", m.bot.assertion(t, r, now, map[string]any{"exp": now.Add(-time.Hour).Unix()}),
 		"$ES_AS_BOT_ASSERTION", machine{id: "bot", key: m.es.key, alg: jose.ES256}.assertion(t, r, now, nil),
@@ -638,8 +623,8 @@ func TestClientCredentialsAttackList(t *testing.T) {
 		n++
 		want, input, _ := strings.Cut(line, " ")
 		t.Run(fmt.Sprintf("%d %s", n, line), func(t *testing.T) {
-			resetFailureBudgets(r.mach) // the failure budgets are not under test (TestClientCredentialsFloods)
-			req, err := http.NewRequest(http.MethodPost, r.url+PathToken, strings.NewReader(expand.Replace(input)))
+			resetFailureBudgets(machOf(r)) // the failure budgets are not under test (TestClientCredentialsFloods)
+			req, err := http.NewRequest(http.MethodPost, r.URL+PathToken, strings.NewReader(expand.Replace(input)))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -668,13 +653,13 @@ func TestClientCredentialsAttackList(t *testing.T) {
 // with 503 rather than forget one.
 func TestClientCredentialsLimits(t *testing.T) {
 	e, r, m := newMachineEnv(t)
-	r.mach.assertions = NewReplays(1)
-	now := e.clock.Now()
+	machOf(r).assertions = NewReplays(1)
+	now := e.Clock.Now()
 	mustToken(t, e, r, assertionForm(m.bot.assertion(t, r, now, nil)))
-	st, out := e.token(r, assertionForm(m.bot.assertion(t, r, now, nil)))
-	wantTokenError(t, st, out, http.StatusServiceUnavailable, "temporarily_unavailable")
-	e.clock.Advance(2 * time.Minute) // the first assertion expired: room again
-	mustToken(t, e, r, assertionForm(m.bot.assertion(t, r, e.clock.Now(), nil)))
+	st, out := e.Token(r, assertionForm(m.bot.assertion(t, r, now, nil)))
+	oauthtest.WantTokenError(t, st, out, http.StatusServiceUnavailable, "temporarily_unavailable")
+	e.Clock.Advance(2 * time.Minute) // the first assertion expired: room again
+	mustToken(t, e, r, assertionForm(m.bot.assertion(t, r, e.Clock.Now(), nil)))
 }
 
 // resetFailureBudgets forgets every failed client authentication of s.
@@ -702,7 +687,7 @@ func testClientIP(r *http.Request) string {
 // the answer and its Retry-After.
 func tokenFrom(t *testing.T, r *replica, addr, body string, basic *machine) (int, map[string]any, string) {
 	t.Helper()
-	req, err := http.NewRequest(http.MethodPost, r.url+PathToken, strings.NewReader(body))
+	req, err := http.NewRequest(http.MethodPost, r.URL+PathToken, strings.NewReader(body))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -727,7 +712,7 @@ func tokenFrom(t *testing.T, r *replica, addr, body string, basic *machine) (int
 // a second or more, and returns the Retry-After.
 func wantThrottled(t *testing.T, st int, out map[string]any, retry string) time.Duration {
 	t.Helper()
-	wantTokenError(t, st, out, http.StatusTooManyRequests, "temporarily_unavailable")
+	oauthtest.WantTokenError(t, st, out, http.StatusTooManyRequests, "temporarily_unavailable")
 	n, err := strconv.Atoi(retry)
 	if err != nil || n < 1 {
 		t.Fatalf("429 with Retry-After %q", retry)
@@ -746,12 +731,12 @@ func wantThrottled(t *testing.T, st int, out map[string]any, retry string) time.
 // lines.
 func TestClientCredentialsFailureBudget(t *testing.T) {
 	e, r, m := newMachineEnv(t)
-	wrong := machine{id: "ci", secret: newSecret(t)}.secretForm().Encode()
+	wrong := machine{id: "ci", secret: oauthtest.NewSecret(t)}.secretForm().Encode()
 	var retry time.Duration
 	for i := range 125 {
 		st, out, ra := tokenFrom(t, r, "", wrong, nil)
 		if i < ClientFailuresPerMin {
-			wantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
+			oauthtest.WantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
 			continue
 		}
 		retry = wantThrottled(t, st, out, ra)
@@ -761,18 +746,18 @@ func TestClientCredentialsFailureBudget(t *testing.T) {
 		st, out, _ := tokenFrom(t, r, "", "grant_type=client_credentials", &m.ciNext)
 		return st, out
 	})
-	mustToken(t, e, r, assertionForm(m.bot.assertion(t, r, e.clock.Now(), nil)))
+	mustToken(t, e, r, assertionForm(m.bot.assertion(t, r, e.Clock.Now(), nil)))
 	st, out, ra := tokenFrom(t, r, "", wrong, nil)
 	wantThrottled(t, st, out, ra)
 
 	// The budget refills with time: a failure fits again after
 	// Retry-After, and the next one is throttled again.
-	e.clock.Advance(retry)
+	e.Clock.Advance(retry)
 	st, out, _ = tokenFrom(t, r, "", wrong, nil)
-	wantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
+	oauthtest.WantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
 	st, out, ra = tokenFrom(t, r, "", wrong, nil)
 	wantThrottled(t, st, out, ra)
-	e.clock.Advance(time.Minute)
+	e.Clock.Advance(time.Minute)
 	mustToken(t, e, r, m.ci.secretForm())
 
 	logs := m.logs.String()
@@ -820,12 +805,12 @@ func TestClientCredentialsFloods(t *testing.T) {
 // runFlood is one line of client_credentials_floods.txt.
 func runFlood(t *testing.T, from, want, body string) {
 	e, r, m := newMachineEnv(t, func(o *Options) { o.ClientIP = testClientIP })
-	now := e.clock.Now()
+	now := e.Clock.Now()
 	used := m.bot.assertion(t, r, now, nil)
 	mustToken(t, e, r, assertionForm(used))
 	body = strings.NewReplacer(
 		"$SECRET", url.QueryEscape(m.ci.secret),
-		"$WRONG", url.QueryEscape(newSecret(t)),
+		"$WRONG", url.QueryEscape(oauthtest.NewSecret(t)),
 		"$USED_ASSERTION", used,
 		"$FORGED_ASSERTION", machine{id: "bot", key: newEd25519(t), alg: jose.EdDSA}.assertion(t, r, now, nil),
 		"$ES_AS_BOT_ASSERTION", machine{id: "bot", key: m.es.key, alg: jose.ES256}.assertion(t, r, now, nil),
@@ -842,9 +827,9 @@ func runFlood(t *testing.T, from, want, body string) {
 		st, out, ra := tokenFrom(t, r, addr(i), body, nil)
 		switch {
 		case want == "400":
-			wantTokenError(t, st, out, http.StatusBadRequest, "invalid_request")
+			oauthtest.WantTokenError(t, st, out, http.StatusBadRequest, "invalid_request")
 		case want == "401" || i < ClientFailuresPerMin:
-			wantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
+			oauthtest.WantTokenError(t, st, out, http.StatusUnauthorized, "invalid_client")
 		case want == "throttled":
 			wantThrottled(t, st, out, ra)
 		default:

@@ -11,17 +11,20 @@ import (
 	"time"
 
 	jose "github.com/go-jose/go-jose/v4"
+
+	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/tooling/oauthtest"
 )
 
 // FuzzClientCredentialsForm: no form body makes the client credentials
 // grant panic; every answer is JSON, and a token is issued only to a
 // genuine secret of its account or to a genuine assertion, once.
 func FuzzClientCredentialsForm(f *testing.F) {
-	secret := newSecret(f)
+	secret := oauthtest.NewSecret(f)
 	key := newEd25519(f)
-	s := bareServer(f, func(c *Config) {
+	s := oauthtest.BareServer(f, func(c *Config) {
 		c.ServiceAccounts = []ServiceAccount{
-			{ID: "ci", Credentials: []Credential{{SecretSHA256: secretHash(secret)}}},
+			{ID: "ci", Credentials: []Credential{{SecretSHA256: oauthtest.SecretHash(secret)}}},
 			{ID: "bot", Credentials: []Credential{{PublicKey: publicPEM(f, key)}}},
 		}
 	})
@@ -32,11 +35,11 @@ func FuzzClientCredentialsForm(f *testing.F) {
 	if err != nil {
 		f.Fatal(err)
 	}
-	r := &replica{srv: s, mach: g, url: "http://127.0.0.1:1"}
+	r := &replica{Srv: s, Grants: []oauth.Grant{g}, URL: "http://127.0.0.1:1"}
 	bot := machine{id: "bot", key: key, alg: jose.EdDSA}
 	genuine := map[string]bool{}
 	now := time.Now()
-	for _, over := range []map[string]any{nil, {"aud": r.url}, {"aud": []string{r.url + PathToken}}} {
+	for _, over := range []map[string]any{nil, {"aud": r.URL}, {"aud": []string{r.URL + PathToken}}} {
 		a := bot.assertion(f, r, now, over)
 		genuine[a] = true
 		f.Add(assertionForm(a).Encode())
@@ -45,7 +48,7 @@ func FuzzClientCredentialsForm(f *testing.F) {
 	f.Add(good.Encode())
 	f.Add(good.Encode() + "&resource=http%3A%2F%2F127.0.0.1%3A1%2Fmcp&scope=mcp")
 	f.Add(good.Encode() + "&client_id=bot")
-	f.Add("grant_type=client_credentials&client_id=ci&client_secret=" + secretHash(secret))
+	f.Add("grant_type=client_credentials&client_id=ci&client_secret=" + oauthtest.SecretHash(secret))
 	f.Add("grant_type=client_credentials&client_assertion_type=x&client_assertion=a.b.c")
 	f.Add("grant_type=client_credentials")
 	f.Fuzz(func(t *testing.T, body string) {
