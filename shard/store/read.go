@@ -70,7 +70,7 @@ func (s *Store) readNote(abs, id, name, path, fallback string) (*Note, fileSig, 
 	if s.cache != nil {
 		if fi, err := os.Lstat(abs); err == nil && fi.Mode().IsRegular() && fi.Size() <= int64(s.maxNote) {
 			sig := sigOf(fi)
-			if n := s.cache.get(path, sig); n != nil {
+			if n, ok := s.cache.Get(path, sig); ok {
 				return n, sig, nil
 			}
 		}
@@ -83,9 +83,9 @@ func (s *Store) readNote(abs, id, name, path, fallback string) (*Note, fileSig, 
 	n := s.noteOf(id, name, path, raw, fallback)
 	if s.cache != nil {
 		if trusted(sig, at.UnixNano()) {
-			s.cache.put(path, sig, n)
+			s.cache.Put(path, sig, n)
 		} else {
-			s.cache.remove(path)
+			s.cache.Remove(path)
 		}
 	}
 	return n, sig, nil

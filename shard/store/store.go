@@ -25,6 +25,7 @@ import (
 	"github.com/brainstem/brainstem/shard/layout"
 	"github.com/brainstem/brainstem/shard/store/diskfile"
 	"github.com/brainstem/brainstem/shard/store/keylock"
+	"github.com/brainstem/brainstem/shard/store/notecache"
 	"github.com/brainstem/brainstem/shard/store/refusal"
 	"github.com/brainstem/brainstem/shard/store/sessionlog"
 )
@@ -112,9 +113,9 @@ type Store struct {
 	maxNote    int
 
 	ix     *index.Index
-	locks  keylock.Set // per-note and per-inbox-name locks
-	scanMu sync.Mutex  // one rescan at a time
-	cache  *noteCache  // parsed notes for Get; nil when disabled
+	locks  keylock.Set                      // per-note and per-inbox-name locks
+	scanMu sync.Mutex                       // one rescan at a time
+	cache  *notecache.Cache[fileSig, *Note] // parsed notes for Get; nil when disabled
 
 	mu        sync.RWMutex // guards the fields below
 	notes     map[string]*meta
@@ -259,9 +260,9 @@ func storeFor(root string, opt Options) *Store {
 	s.sessions = sessionlog.New(s.wing, s.now, s.abs, s.dirOf)
 	switch {
 	case opt.ReadCacheBytes == 0:
-		s.cache = newNoteCache(DefaultReadCacheBytes)
+		s.cache = notecache.New[fileSig](DefaultReadCacheBytes, noteSize)
 	case opt.ReadCacheBytes > 0:
-		s.cache = newNoteCache(opt.ReadCacheBytes)
+		s.cache = notecache.New[fileSig](opt.ReadCacheBytes, noteSize)
 	}
 	if !opt.NoSnapshot {
 		s.snap.dir = opt.StateDir
