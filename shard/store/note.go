@@ -70,14 +70,7 @@ type Note struct {
 }
 
 // Get returns the scalar value of a frontmatter key ("" if absent or a list).
-func (n *Note) Get(key string) string {
-	for _, f := range n.Fields {
-		if f.Key == key && !f.IsList {
-			return f.Value
-		}
-	}
-	return ""
-}
+func (n *Note) Get(key string) string { return fieldValue(n.Fields, key) }
 
 // HashOf returns the content hash of raw file bytes: lowercase hex sha256.
 func HashOf(raw []byte) string {
