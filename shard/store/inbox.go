@@ -147,7 +147,7 @@ func (s *Store) inboxWritten(name string, raw []byte, abs string) {
 }
 
 // fieldValue returns the scalar value of key among fields ("" if absent
-// or a list): Note.Get and the inbox's hall.
+// or a list): Note.Get, parseNote, Pending and the inbox's hall.
 func fieldValue(fields []Field, key string) string {
 	for _, f := range fields {
 		if f.Key == key && !f.IsList {

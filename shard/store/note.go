@@ -101,14 +101,7 @@ func parseNote(raw []byte, fallback string) parsed {
 		p.body = doc.Body()
 		p.fields = fieldsOf(doc)
 	}
-	get := func(k string) string {
-		for _, f := range p.fields {
-			if f.Key == k && !f.IsList {
-				return f.Value
-			}
-		}
-		return ""
-	}
+	get := func(k string) string { return fieldValue(p.fields, k) }
 	p.title = oneLine(get(KeyTitle))
 	if p.title == "" {
 		p.title = headingOf(p.body)

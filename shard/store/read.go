@@ -400,14 +400,7 @@ func (s *Store) Pending(ctx context.Context, limit int) ([]Pending, error) {
 			continue
 		}
 		p := parseNote(raw, name)
-		get := func(k string) string {
-			for _, f := range p.fields {
-				if f.Key == k && !f.IsList {
-					return f.Value
-				}
-			}
-			return ""
-		}
+		get := func(k string) string { return fieldValue(p.fields, k) }
 		pn := Pending{Name: name, Path: rel, Title: p.title, Hall: get(KeyHall), CreatedBy: get(KeyCreatedBy),
 			CreatedAt: get(KeyCreatedAt), Excerpt: excerpt(p.body, PendingExcerptRunes), Flags: injection.Scan(raw), modTime: time.Unix(0, sig.mtime)}
 		pn.at = pn.modTime
