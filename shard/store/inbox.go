@@ -146,6 +146,8 @@ func (s *Store) inboxWritten(name string, raw []byte, abs string) {
 	s.indexInboxNote(name, raw, sigOf(fi), at.UnixNano())
 }
 
+// fieldValue returns the scalar value of key among fields ("" if absent
+// or a list): Note.Get, parseNote, Pending and the inbox's hall.
 func fieldValue(fields []Field, key string) string {
 	for _, f := range fields {
 		if f.Key == key && !f.IsList {

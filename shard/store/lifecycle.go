@@ -284,7 +284,7 @@ func (s *Store) removeFile(r noteRef, abs string, old []byte, action, by string,
 		return fmt.Errorf("store: remove %s: %w", r.rel, err)
 	}
 	if s.cache != nil {
-		s.cache.remove(r.rel)
+		s.cache.Remove(r.rel)
 	}
 	if r.inbox() {
 		s.inboxWritten(r.name, nil, abs)
@@ -461,7 +461,7 @@ func (s *Store) moveFiles(p *movePlan, by string, prov Provenance) error {
 		return fmt.Errorf("store: %s was written but %s could not be removed (remove it by hand): %w", p.to, p.from.Path(), err)
 	}
 	if s.cache != nil {
-		s.cache.remove(p.from.Path())
+		s.cache.Remove(p.from.Path())
 	}
 	s.forget(p.from)
 	if err := atomicfile.SyncDir(filepath.Dir(p.fromAbs)); err != nil {
@@ -696,7 +696,7 @@ func (s *Store) scrub() error {
 	s.inbox.ix.Scrub()
 	s.inbox.mu.Unlock()
 	if s.cache != nil {
-		s.cache.clear()
+		s.cache.Clear()
 	}
 	s.snap.dirty.Add(1)
 	if err := s.saveSnapshot(); err != nil {

@@ -70,14 +70,7 @@ type Note struct {
 }
 
 // Get returns the scalar value of a frontmatter key ("" if absent or a list).
-func (n *Note) Get(key string) string {
-	for _, f := range n.Fields {
-		if f.Key == key && !f.IsList {
-			return f.Value
-		}
-	}
-	return ""
-}
+func (n *Note) Get(key string) string { return fieldValue(n.Fields, key) }
 
 // HashOf returns the content hash of raw file bytes: lowercase hex sha256.
 func HashOf(raw []byte) string {
@@ -108,14 +101,7 @@ func parseNote(raw []byte, fallback string) parsed {
 		p.body = doc.Body()
 		p.fields = fieldsOf(doc)
 	}
-	get := func(k string) string {
-		for _, f := range p.fields {
-			if f.Key == k && !f.IsList {
-				return f.Value
-			}
-		}
-		return ""
-	}
+	get := func(k string) string { return fieldValue(p.fields, k) }
 	p.title = oneLine(get(KeyTitle))
 	if p.title == "" {
 		p.title = headingOf(p.body)
@@ -226,4 +212,16 @@ func (s *Store) tunnelsOf(links []string) []string {
 		}
 	}
 	return out
+}
+
+// noteSize estimates the memory a note held by the read cache takes.
+func noteSize(n *Note) int64 {
+	size := int64(256 + len(n.ID) + len(n.Name) + len(n.Path) + len(n.Hash) + len(n.Title) + len(n.Body) + len(n.Raw))
+	for _, f := range n.Fields {
+		size += int64(64 + len(f.Key) + len(f.Value))
+		for _, v := range f.List {
+			size += int64(16 + len(v))
+		}
+	}
+	return size
 }

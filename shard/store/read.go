@@ -70,7 +70,7 @@ func (s *Store) readNote(abs, id, name, path, fallback string) (*Note, fileSig, 
 	if s.cache != nil {
 		if fi, err := os.Lstat(abs); err == nil && fi.Mode().IsRegular() && fi.Size() <= int64(s.maxNote) {
 			sig := sigOf(fi)
-			if n := s.cache.get(path, sig); n != nil {
+			if n, ok := s.cache.Get(path, sig); ok {
 				return n, sig, nil
 			}
 		}
@@ -83,9 +83,9 @@ func (s *Store) readNote(abs, id, name, path, fallback string) (*Note, fileSig, 
 	n := s.noteOf(id, name, path, raw, fallback)
 	if s.cache != nil {
 		if trusted(sig, at.UnixNano()) {
-			s.cache.put(path, sig, n)
+			s.cache.Put(path, sig, n)
 		} else {
-			s.cache.remove(path)
+			s.cache.Remove(path)
 		}
 	}
 	return n, sig, nil
@@ -400,14 +400,7 @@ func (s *Store) Pending(ctx context.Context, limit int) ([]Pending, error) {
 			continue
 		}
 		p := parseNote(raw, name)
-		get := func(k string) string {
-			for _, f := range p.fields {
-				if f.Key == k && !f.IsList {
-					return f.Value
-				}
-			}
-			return ""
-		}
+		get := func(k string) string { return fieldValue(p.fields, k) }
 		pn := Pending{Name: name, Path: rel, Title: p.title, Hall: get(KeyHall), CreatedBy: get(KeyCreatedBy),
 			CreatedAt: get(KeyCreatedAt), Excerpt: excerpt(p.body, PendingExcerptRunes), Flags: injection.Scan(raw), modTime: time.Unix(0, sig.mtime)}
 		pn.at = pn.modTime

@@ -17,6 +17,7 @@ import (
 	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/index"
+	"github.com/brainstem/brainstem/shard/store/notecache"
 	"github.com/brainstem/brainstem/tooling/corpus"
 	"github.com/brainstem/brainstem/tooling/logcheck"
 )
@@ -68,7 +69,7 @@ func TestGetIsNeverStale(t *testing.T) {
 	if got := get(); got != "# Ledger\nbbbb\n" {
 		t.Fatalf("same-size rewrite: Get = %q", got)
 	}
-	if n, _ := s.cache.len(); n != 0 {
+	if n, _ := s.cache.Len(); n != 0 {
 		t.Fatalf("%d notes cached while their mtime is recent", n)
 	}
 
@@ -78,9 +79,9 @@ func TestGetIsNeverStale(t *testing.T) {
 	wall = lateClock
 	mu.Unlock()
 	get()
-	hits := s.cache.hits.Load()
-	if got := get(); got != "# Ledger\nbbbb\n" || s.cache.hits.Load() != hits+1 {
-		t.Fatalf("second Get = %q, cache hits %d → %d; want a cache hit", got, hits, s.cache.hits.Load())
+	hits := s.cache.Hits.Load()
+	if got := get(); got != "# Ledger\nbbbb\n" || s.cache.Hits.Load() != hits+1 {
+		t.Fatalf("second Get = %q, cache hits %d → %d; want a cache hit", got, hits, s.cache.Hits.Load())
 	}
 	writeFile(t, root, p, "# Ledger\ncccc\n") // same size, same inode
 	if got := get(); got != "# Ledger\ncccc\n" {
@@ -108,21 +109,24 @@ func TestGetIsNeverStale(t *testing.T) {
 // TestNoteCacheIsBounded: the cache evicts least recently used notes to
 // stay within its budget and never keeps a note larger than an eighth of it.
 func TestNoteCacheIsBounded(t *testing.T) {
-	c := newNoteCache(64 << 10)
+	c := notecache.New[fileSig](64<<10, noteSize)
 	note := func(n int) *Note { return &Note{Body: strings.Repeat("x", n), Raw: []byte(strings.Repeat("x", n))} }
 	for i := range 100 {
-		c.put(filepath.Join("inbox/w", string(rune('a'+i%26))+strings.Repeat("z", i)), fileSig{size: int64(i)}, note(1000))
+		c.Put(filepath.Join("inbox/w", string(rune('a'+i%26))+strings.Repeat("z", i)), fileSig{size: int64(i)}, note(1000))
 	}
-	n, bytes := c.len()
+	n, bytes := c.Len()
 	if bytes > 64<<10 || n == 0 || n > 40 {
 		t.Fatalf("%d notes, %d bytes in a 64 KiB cache", n, bytes)
 	}
-	c.put("big", fileSig{}, note(10<<10))
-	if c.get("big", fileSig{}) != nil {
+	c.Put("big", fileSig{}, note(10<<10))
+	if _, ok := c.Get("big", fileSig{}); ok {
 		t.Fatal("a note over an eighth of the budget was cached")
 	}
-	c.put("a", fileSig{size: 1}, note(10))
-	if c.get("a", fileSig{size: 2}) != nil || c.get("a", fileSig{size: 1}) != nil {
+	c.Put("a", fileSig{size: 1}, note(10))
+	if _, ok := c.Get("a", fileSig{size: 2}); ok {
+		t.Fatal("a cached note was returned for another version (or kept after a mismatch)")
+	}
+	if _, ok := c.Get("a", fileSig{size: 1}); ok {
 		t.Fatal("a cached note was returned for another version (or kept after a mismatch)")
 	}
 }

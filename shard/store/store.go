@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -25,6 +26,7 @@ import (
 	"github.com/brainstem/brainstem/shard/layout"
 	"github.com/brainstem/brainstem/shard/store/diskfile"
 	"github.com/brainstem/brainstem/shard/store/keylock"
+	"github.com/brainstem/brainstem/shard/store/notecache"
 	"github.com/brainstem/brainstem/shard/store/refusal"
 	"github.com/brainstem/brainstem/shard/store/sessionlog"
 )
@@ -112,9 +114,9 @@ type Store struct {
 	maxNote    int
 
 	ix     *index.Index
-	locks  keylock.Set // per-note and per-inbox-name locks
-	scanMu sync.Mutex  // one rescan at a time
-	cache  *noteCache  // parsed notes for Get; nil when disabled
+	locks  keylock.Set                      // per-note and per-inbox-name locks
+	scanMu sync.Mutex                       // one rescan at a time
+	cache  *notecache.Cache[fileSig, *Note] // parsed notes for Get; nil when disabled
 
 	mu        sync.RWMutex // guards the fields below
 	notes     map[string]*meta
@@ -230,20 +232,16 @@ func storeFor(root string, opt Options) *Store {
 	s := &Store{
 		root:      root,
 		wing:      opt.Wing,
-		log:       opt.Logger,
+		log:       cmp.Or(opt.Logger, slog.New(slog.DiscardHandler)).With("wing", opt.Wing), // once per line: callers pass a logger without it
 		now:       opt.Now,
 		wallNow:   opt.wallNow,
 		maxNote:   opt.MaxNoteBytes,
-		tocDelay:  opt.IndexDelay,
+		tocDelay:  cmp.Or(opt.IndexDelay, DefaultIndexDelay),
 		ix:        index.New(),
 		notes:     make(map[string]*meta),
 		backlinks: make(map[string]map[string]struct{}),
 		inbox:     inboxState{files: map[string]inboxFile{}, ix: index.New()},
 	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
-	s.log = s.log.With("wing", opt.Wing) // once per line: callers pass a logger without it
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -253,21 +251,12 @@ func storeFor(root string, opt Options) *Store {
 	if s.maxNote <= 0 {
 		s.maxNote = DefaultMaxNoteBytes
 	}
-	if s.tocDelay == 0 {
-		s.tocDelay = DefaultIndexDelay
-	}
 	s.sessions = sessionlog.New(s.wing, s.now, s.abs, s.dirOf)
-	switch {
-	case opt.ReadCacheBytes == 0:
-		s.cache = newNoteCache(DefaultReadCacheBytes)
-	case opt.ReadCacheBytes > 0:
-		s.cache = newNoteCache(opt.ReadCacheBytes)
+	if opt.ReadCacheBytes >= 0 {
+		s.cache = notecache.New[fileSig](cmp.Or(opt.ReadCacheBytes, DefaultReadCacheBytes), noteSize)
 	}
 	if !opt.NoSnapshot {
-		s.snap.dir = opt.StateDir
-		if s.snap.dir == "" {
-			s.snap.dir = filepath.Join(root, stateDirName)
-		}
+		s.snap.dir = cmp.Or(opt.StateDir, filepath.Join(root, stateDirName))
 	}
 	return s
 }

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/shard/store/sessionlog"
+	"github.com/brainstem/brainstem/shard/store/toc"
 )
 
 const testWing = "payments"
@@ -450,7 +451,7 @@ func TestTOCDeterministic(t *testing.T) {
 	} {
 		mustCreate(t, s, n)
 	}
-	want := tocHeader + "# payments\n\n## facts\n\n- [[payments/facts/alpha]] — Alpha\n- [[payments/facts/zeta]] — Zeta\n\n## decisions\n\n- [[payments/decisions/pick-postgres]] — Pick Postgres\n\n## failures\n\n_No notes yet._\n\n## hypotheses\n\n_No notes yet._\n\n## sources\n\n_No notes yet._\n"
+	want := toc.Header + "# payments\n\n## facts\n\n- [[payments/facts/alpha]] — Alpha\n- [[payments/facts/zeta]] — Zeta\n\n## decisions\n\n- [[payments/decisions/pick-postgres]] — Pick Postgres\n\n## failures\n\n_No notes yet._\n\n## hypotheses\n\n_No notes yet._\n\n## sources\n\n_No notes yet._\n"
 	if got := string(readFile(t, root, "wiki/payments/_index.md")); got != want {
 		t.Errorf("_index.md =\n%s\nwant\n%s", got, want)
 	}
