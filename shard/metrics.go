@@ -2,6 +2,8 @@ package shard
 
 import (
 	"github.com/prometheus/client_golang/prometheus"
+
+	"github.com/brainstem/brainstem/shard/store/hits"
 )
 
 // metrics are a shard's own Prometheus series (the binary adds Go and
@@ -31,7 +33,16 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 	stats := func(f func(st journalStats) float64) func() float64 {
 		return func() float64 { return f(s.journalStats()) }
 	}
+	hitStats := func(f func(st hits.Stats) int64) func() float64 {
+		return func() float64 { return float64(f(s.store.HitCacheStats())) }
+	}
 	collectors := []prometheus.Collector{m.policyReloads, m.mints, m.staleGrants,
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "hit_cache_hits_total",
+			Help: "Search hits rendered from memory (no open or read of the note)."}, hitStats(func(st hits.Stats) int64 { return st.Hits })),
+		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "hit_cache_misses_total",
+			Help: "Search hits whose note version was not in memory (rendered from the file)."}, hitStats(func(st hits.Stats) int64 { return st.Misses })),
+		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "hit_cache_bytes",
+			Help: "Estimated memory held by the hit cache (bounded by --hit-cache-bytes)."}, hitStats(func(st hits.Stats) int64 { return st.Bytes })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "policy_loaded_timestamp_seconds",
 			Help: "When the policy in force was loaded (Unix seconds)."},
 			func() float64 { _, at := s.PolicySHA256(); return float64(at.UnixNano()) / 1e9 }),

@@ -62,6 +62,9 @@ type Config struct {
 	// MaxNoteBytes bounds a note file (0 → 1 MiB); larger files are skipped
 	// with a warning.
 	MaxNoteBytes int
+	// HitCacheBytes bounds the memory of what renders search hits kept so
+	// that a hit opens no file (0 → 64 MiB; -1: no cache).
+	HitCacheBytes int64
 	// Tools are served after the brain tools, exactly like them (a test
 	// declares a tool of its own with tools.Define).
 	Tools []tools.Tool
@@ -128,15 +131,16 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		cfg.History.Remote = &purgeLink{} // the syncer joins it in startRemote
 	}
 	st, err := store.Open(ctx, store.Options{
-		Root:         cfg.Brain,
-		Wing:         cfg.Wing,
-		Logger:       cfg.Logger, // the store names the wing on every line itself
-		Now:          cfg.Now,
-		Progress:     cfg.Progress,
-		IndexDelay:   cfg.IndexDelay,
-		MaxNoteBytes: cfg.MaxNoteBytes,
-		StateDir:     cfg.StateDir,
-		History:      cfg.History,
+		Root:          cfg.Brain,
+		Wing:          cfg.Wing,
+		Logger:        cfg.Logger, // the store names the wing on every line itself
+		Now:           cfg.Now,
+		Progress:      cfg.Progress,
+		IndexDelay:    cfg.IndexDelay,
+		MaxNoteBytes:  cfg.MaxNoteBytes,
+		HitCacheBytes: cfg.HitCacheBytes,
+		StateDir:      cfg.StateDir,
+		History:       cfg.History,
 	})
 	if err != nil {
 		return nil, fmt.Errorf("shard: %w", err)

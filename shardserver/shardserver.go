@@ -96,6 +96,9 @@ func (c Config) Validate() error {
 	if len(missing) > 0 {
 		bad("%v required to serve over QUIC (or use --stdio)", missing)
 	}
+	if c.Shard.HitCacheBytes < -1 {
+		bad("--hit-cache-bytes %d: a bound in bytes, 0 for the default or -1 for no cache", c.Shard.HitCacheBytes)
+	}
 	if c.Shard.PolicyFile != "" {
 		if _, err := auth.LoadPolicy(c.Shard.PolicyFile); err != nil {
 			bad("%v", err)

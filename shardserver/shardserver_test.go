@@ -253,6 +253,8 @@ func TestValidate(t *testing.T) {
 		}, []string{"[--tls-key] required"}},
 		{"a fixed policy instead of a file", func(c *Config) { c.Shard.PolicyFile, c.Shard.Policy.Readers = "", []string{"*"} }, nil},
 		{"bad policy", func(c *Config) { c.Shard.PolicyFile = bad }, []string{"nobody"}},
+		{"hit cache off", func(c *Config) { c.Shard.HitCacheBytes = -1 }, nil},
+		{"bad hit cache bound", func(c *Config) { c.Shard.HitCacheBytes = -2 }, []string{"--hit-cache-bytes -2"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

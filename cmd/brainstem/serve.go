@@ -84,6 +84,7 @@ func runShard(ctx context.Context, args []string, s streams) error {
 	fs.DurationVar(&sc.IndexDelay, "index-delay", store.DefaultIndexDelay, "rewrite the wing's _index.md at most this often after a change (0: on every write, which costs more as the wing grows); shutdown always brings it up to date")
 	fs.BoolVar(&sc.History.AllowPurge, "allow-purge", false, "let curators purge content from the wing's history for good (brain_purge); off: it is refused")
 	fs.IntVar(&sc.MaxNoteBytes, "max-note-bytes", store.DefaultMaxNoteBytes, "largest note file the shard loads or writes; larger files are skipped with a warning")
+	fs.Int64Var(&sc.HitCacheBytes, "hit-cache-bytes", 0, "memory bound in bytes of the notes kept to render search hits without opening their files (0: 64 MiB; -1: no cache)")
 	fs.DurationVar(&sc.TokenTTL, "token-ttl", 10*time.Minute, "lifetime of the shard tokens this shard mints")
 	admin := fs.String("admin-listen", ":9091", "HTTP `address` for /healthz, /readyz and /metrics (empty: off)")
 	logFormat := fs.String("log-format", "json", "log format: json or text")
@@ -98,12 +99,11 @@ func runShard(ctx context.Context, args []string, s streams) error {
 			TLSCA: cfg.TLS.CA, TLSCert: cfg.TLS.Cert, TLSKey: cfg.TLS.Key, Remote: gitRemote()}, time.Now())
 		return cli.Checked(s.out, "shard configuration", warnings, err)
 	}
-	sc.IndexDelay, sc.PolicyPoll, sc.Remote = cli.FlagZero(sc.IndexDelay), cli.FlagZero(sc.PolicyPoll), gitRemote()
+	sc.IndexDelay, sc.PolicyPoll, sc.Remote, sc.Version = cli.FlagZero(sc.IndexDelay), cli.FlagZero(sc.PolicyPoll), gitRemote(), version
 	var err error
 	if sc.Logger, cfg.Tracing, err = cli.Observability(s.err, *logFormat, *logLevel, "brainstem-shard"); err != nil {
 		return err
 	}
-	sc.Version = version
 	if *stdioMode {
 		return cli.UsageIf(shardserver.ServeStdio(ctx, *sc, *email, s.in, s.out), shardserver.ErrConfig)
 	}

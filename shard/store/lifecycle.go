@@ -698,6 +698,7 @@ func (s *Store) scrub() error {
 	if s.cache != nil {
 		s.cache.Clear()
 	}
+	s.hits.Clear()
 	s.snap.dirty.Add(1)
 	if err := s.saveSnapshot(); err != nil {
 		return fmt.Errorf("store: write the index snapshot after the purge: %w", err)

@@ -214,6 +214,9 @@ func (s *Store) render(ctx context.Context, hits []index.Hit, runes int) ([]Hit,
 // renderHit renders one index hit from its file abs; ok is false when the
 // file is gone or unreadable (the index is then repaired).
 func (s *Store) renderHit(h index.Hit, id brain.ID, abs string, runes int) (Hit, bool) {
+	if hit, ok := s.cachedHit(h, id, abs, runes); ok {
+		return hit, true
+	}
 	at := s.wallNow()
 	f, fi, err := diskfile.Open(abs, s.maxNote)
 	if err != nil {
@@ -224,6 +227,9 @@ func (s *Store) renderHit(h index.Hit, id brain.ID, abs string, runes int) (Hit,
 	sig := sigOf(fi)
 	hit := Hit{ID: h.ID, Hall: id.Hall, Path: id.Path(), Score: h.Score}
 	if m := s.metaOf(h.ID); m != nil && m.sig == sig && trusted(m.sig, m.readAt) {
+		if hit, ok := s.cacheHit(f, fi.Size(), h, id, m, runes); ok {
+			return hit, true
+		}
 		// The indexed version: no need to read more than the snippet.
 		size := fi.Size() - int64(m.bodyOff)
 		snip, err := index.SnippetAt(io.NewSectionReader(f, int64(m.bodyOff), size), size, int64(h.Offset), runes)

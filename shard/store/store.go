@@ -25,6 +25,7 @@ import (
 	"github.com/brainstem/brainstem/shard/index"
 	"github.com/brainstem/brainstem/shard/layout"
 	"github.com/brainstem/brainstem/shard/store/diskfile"
+	"github.com/brainstem/brainstem/shard/store/hits"
 	"github.com/brainstem/brainstem/shard/store/keylock"
 	"github.com/brainstem/brainstem/shard/store/notecache"
 	"github.com/brainstem/brainstem/shard/store/refusal"
@@ -89,6 +90,10 @@ type Options struct {
 	// once its mtime is old enough that a later edit must change it (see
 	// Get), so reads are never stale.
 	ReadCacheBytes int64
+	// HitCacheBytes bounds the memory of what renders search hits (title,
+	// hash, body) kept so that a hit makes no open or read (0 →
+	// hits.DefaultBytes, 64 MiB; negative: no cache). See hitVersion.
+	HitCacheBytes int64
 	// StateDir holds the store's state that is not part of the brain: the
 	// snapshot of the index that makes restarts incremental. "" means
 	// <Root>/.brainstem (a hidden directory that ignores itself in git).
@@ -117,6 +122,8 @@ type Store struct {
 	locks  keylock.Set                      // per-note and per-inbox-name locks
 	scanMu sync.Mutex                       // one rescan at a time
 	cache  *notecache.Cache[fileSig, *Note] // parsed notes for Get; nil when disabled
+
+	hits *hits.Cache[hitVersion] // what renders search hits; nil when disabled
 
 	mu        sync.RWMutex // guards the fields below
 	notes     map[string]*meta
@@ -252,6 +259,7 @@ func storeFor(root string, opt Options) *Store {
 		s.maxNote = DefaultMaxNoteBytes
 	}
 	s.sessions = sessionlog.New(s.wing, s.now, s.abs, s.dirOf)
+	s.hits = hits.New[hitVersion](cmp.Or(opt.HitCacheBytes, hits.DefaultBytes))
 	if opt.ReadCacheBytes >= 0 {
 		s.cache = notecache.New[fileSig](cmp.Or(opt.ReadCacheBytes, DefaultReadCacheBytes), noteSize)
 	}
@@ -740,6 +748,7 @@ func (s *Store) applyPrepared(id brain.ID, n preparedNote, sig fileSig, readAt i
 	}
 	s.linkLocked(key, m.links)
 	s.notes[key] = m
+	s.hits.Remove(key)
 	s.snap.dirty.Add(1)
 }
 
@@ -767,6 +776,7 @@ func (s *Store) forget(id brain.ID) {
 	}
 	s.unlinkLocked(key, old.links)
 	delete(s.notes, key)
+	s.hits.Remove(key)
 	if i := sort.SearchStrings(s.ids, key); i < len(s.ids) && s.ids[i] == key {
 		s.ids = append(s.ids[:i], s.ids[i+1:]...)
 	}
