@@ -37,8 +37,9 @@ func NewApp(id, redirect string) *App {
 	return &App{ID: id, Redirect: redirect, Verifier: v, Challenge: base64.RawURLEncoding.EncodeToString(sum[:])}
 }
 
-// post sends a request built by do and decodes its JSON answer.
-func (e *Env) post(what string, do func() (*http.Response, error)) (int, map[string]any) {
+// Post sends a request built by do and decodes its JSON answer; what
+// names the request in a failure.
+func (e *Env) Post(what string, do func() (*http.Response, error)) (int, map[string]any) {
 	e.t.Helper()
 	resp, err := do()
 	if err != nil {
@@ -56,7 +57,7 @@ func (e *Env) post(what string, do func() (*http.Response, error)) (int, map[str
 // Register registers a client with body at replica r.
 func (e *Env) Register(r *Replica, body string) (int, map[string]any) {
 	e.t.Helper()
-	return e.post("register", func() (*http.Response, error) {
+	return e.Post("register", func() (*http.Response, error) {
 		return http.Post(r.URL+oauth.PathRegister, "application/json", strings.NewReader(body))
 	})
 }
@@ -130,7 +131,7 @@ func (a *App) Refresh(rt string) url.Values {
 // Token posts a token request to r.
 func (e *Env) Token(r *Replica, form url.Values) (int, map[string]any) {
 	e.t.Helper()
-	return e.post("token", func() (*http.Response, error) { return http.PostForm(r.URL+oauth.PathToken, form) })
+	return e.Post("token", func() (*http.Response, error) { return http.PostForm(r.URL+oauth.PathToken, form) })
 }
 
 // WantTokenError checks an error answer's status and code.

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
@@ -41,17 +40,7 @@ func (e *testEnv) postForm(r *replica, path string, form url.Values, ua string) 
 	}
 	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	req.Header.Set("User-Agent", ua)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	defer resp.Body.Close()
-	var out map[string]any
-	b, _ := io.ReadAll(resp.Body)
-	if err := json.Unmarshal(b, &out); err != nil {
-		e.t.Fatalf("%s: %d %s", path, resp.StatusCode, b)
-	}
-	return resp.StatusCode, out
+	return e.Post(path, func() (*http.Response, error) { return http.DefaultClient.Do(req) })
 }
 
 // device starts a device request for clientID at r.
