@@ -146,17 +146,6 @@ func (s *Store) inboxWritten(name string, raw []byte, abs string) {
 	s.indexInboxNote(name, raw, sigOf(fi), at.UnixNano())
 }
 
-// fieldValue returns the scalar value of key among fields ("" if absent
-// or a list): Note.Get, parseNote, Pending and the inbox's hall.
-func fieldValue(fields []Field, key string) string {
-	for _, f := range fields {
-		if f.Key == key && !f.IsList {
-			return f.Value
-		}
-	}
-	return ""
-}
-
 // renderInboxHit renders the hit of an inbox note from its current bytes,
 // as renderHit does for a wiki note: the indexed version when the file is
 // still the one read, else the file read whole (and the index repaired).

@@ -72,6 +72,17 @@ type Note struct {
 // Get returns the scalar value of a frontmatter key ("" if absent or a list).
 func (n *Note) Get(key string) string { return fieldValue(n.Fields, key) }
 
+// fieldValue returns the scalar value of key among fields ("" if absent
+// or a list): Note.Get, parseNote, Pending and the inbox's hall.
+func fieldValue(fields []Field, key string) string {
+	for _, f := range fields {
+		if f.Key == key && !f.IsList {
+			return f.Value
+		}
+	}
+	return ""
+}
+
 // HashOf returns the content hash of raw file bytes: lowercase hex sha256.
 func HashOf(raw []byte) string {
 	sum := sha256.Sum256(raw)
