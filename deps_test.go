@@ -211,6 +211,7 @@ func TestLayout(t *testing.T) {
 // between the gateway's rooms).
 var gatewayLayers = [][]string{
 	{"edge", "oauth"},  // the one error map; the authorization server
+	{"config"},         // the gateway's configuration (its oauth section is oauth's)
 	{"rpc", "console"}, // the JSON-RPC a tools/call is read as; the curators' console (a client of oauth)
 	{"route"},          // the wings, their catalog and the grant cache
 	{"surfaces"},       // resources/list cursors, the prompts' union

@@ -12,14 +12,14 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/doctor"
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/signin"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
-func startDev(t *testing.T, mutate func(*gateway.Config)) *devenv.Env {
+func startDev(t *testing.T, mutate func(*config.Config)) *devenv.Env {
 	t.Helper()
 	return devenvtest.Start(t, devenv.Config{Gateway: mutate})
 }
@@ -118,7 +118,7 @@ func TestDoctorHealthy(t *testing.T) {
 // TestDoctorWrongPublicURL: a gateway configured with another public_url
 // fails at the protected-resource metadata, saying to set public_url.
 func TestDoctorWrongPublicURL(t *testing.T) {
-	env := startDev(t, func(c *gateway.Config) { c.PublicURL = "http://127.0.0.1:1" })
+	env := startDev(t, func(c *config.Config) { c.PublicURL = "http://127.0.0.1:1" })
 	base := strings.TrimSuffix(env.MCPURL, "/mcp")
 	rep, printed := run(t, doctor.Config{URL: base})
 	want(t, rep, printed, doctor.StepTLS, doctor.Pass)
@@ -183,7 +183,7 @@ func TestDoctorRefusedToken(t *testing.T) {
 // TestDoctorWithoutFacade: a gateway that names the company IdP as its
 // authorization server (oauth off) fails where MCP clients fail.
 func TestDoctorWithoutFacade(t *testing.T) {
-	env := startDev(t, func(c *gateway.Config) { c.OAuth.Enabled = false })
+	env := startDev(t, func(c *config.Config) { c.OAuth.Enabled = false })
 	rep, printed := run(t, doctor.Config{URL: env.MCPURL})
 	want(t, rep, printed, doctor.StepResource, doctor.Pass, env.IssuerURL)
 	want(t, rep, printed, doctor.StepServer, doctor.Fail, "no dynamic registration", "oauth.enabled: true")

@@ -18,7 +18,7 @@ import (
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/shard/stdio"
@@ -75,7 +75,7 @@ type path struct {
 func TestToolConformance(t *testing.T) {
 	var keys sync.Map
 	env := devenvtest.Start(t, devenv.Config{
-		Gateway: func(c *gateway.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 },
+		Gateway: func(c *config.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 },
 		Shard:   func(c *shard.Config) { c.Tools = append(c.Tools, echoTool(c.Wing, &keys)) },
 	})
 	const wing = "payments"

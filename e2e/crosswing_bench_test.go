@@ -16,7 +16,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
@@ -242,7 +242,7 @@ func BenchmarkSampleThroughput(b *testing.B) {
 func sampleCross(b *testing.B) *crossBrain {
 	three := startEnv(b)
 	union, toOriginal := writeSampleUnion(b, three.BrainDir)
-	one := devenvtest.Start(b, devenv.Config{Brain: union, Gateway: func(c *gateway.Config) {
+	one := devenvtest.Start(b, devenv.Config{Brain: union, Gateway: func(c *config.Config) {
 		c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6
 	}})
 	ids := slices.Sorted(func(yield func(string) bool) {

@@ -32,7 +32,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
@@ -162,7 +162,7 @@ func TestDexInterop(t *testing.T) {
 		t.Fatalf("the documented gateway configuration for Dex does not decode: %v", err)
 	}
 
-	env := devenvtest.Start(t, devenv.Config{Gateway: func(c *gateway.Config) {
+	env := devenvtest.Start(t, devenv.Config{Gateway: func(c *config.Config) {
 		// The development environment's own IdP stays up but is no longer
 		// trusted: Dex is the only issuer, and the facade's upstream.
 		c.OIDC.Issuers, c.OIDC.GroupsClaim = section.OIDC.Issuers, section.OIDC.GroupsClaim

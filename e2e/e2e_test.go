@@ -17,7 +17,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/shard/stdio"
 	"github.com/brainstem/brainstem/shard/store"
@@ -30,7 +30,7 @@ func startEnv(t testing.TB) *devenv.Env {
 	t.Helper()
 	// The per-user rate limit is the gateway's own tests' business; these
 	// tests make many calls as one user in a fraction of a second.
-	return devenvtest.Start(t, devenv.Config{Gateway: func(c *gateway.Config) {
+	return devenvtest.Start(t, devenv.Config{Gateway: func(c *config.Config) {
 		c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6
 	}})
 }

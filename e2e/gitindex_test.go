@@ -7,7 +7,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
@@ -22,7 +22,7 @@ import (
 func TestDevWorkingCopyStaysTrue(t *testing.T) {
 	bare := filepath.Join(t.TempDir(), "brain.git")
 	env := devenvtest.Start(t, devenv.Config{GitRemote: bare,
-		Gateway: func(c *gateway.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 }})
+		Gateway: func(c *config.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 }})
 	ada := gitserver.Person{Name: "Ada Lovelace", Email: "ada@example.com"}
 	bob := gitserver.Person{Name: "Bob in the brain", Email: "bob@example.com"}
 	alice := httpClient(t, env.MCPURL, token(t, env, "alice@example.com"))
@@ -76,7 +76,7 @@ func TestDevWorkingCopyStaysTrue(t *testing.T) {
 // remote, purging allowed).
 func TestDevWorkingCopyAfterPurge(t *testing.T) {
 	env := devenvtest.Start(t, devenv.Config{
-		Gateway: func(c *gateway.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 },
+		Gateway: func(c *config.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 },
 		Shard:   func(c *shard.Config) { c.History.AllowPurge = true }})
 	bob := gitserver.Person{Name: "Bob in the brain", Email: "bob@example.com"}
 	alice := httpClient(t, env.MCPURL, token(t, env, "alice@example.com"))

@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 	"github.com/brainstem/brainstem/tooling/gitserver"
@@ -22,7 +22,7 @@ import (
 func TestDevGitRemote(t *testing.T) {
 	bare := filepath.Join(t.TempDir(), "brain.git") // missing: dev creates it
 	env := devenvtest.Start(t, devenv.Config{GitRemote: bare,
-		Gateway: func(c *gateway.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 }})
+		Gateway: func(c *config.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 }})
 	var banner bytes.Buffer
 	if err := env.PrintBanner(&banner, "alice@example.com", time.Second, "log"); err != nil {
 		t.Fatal(err)

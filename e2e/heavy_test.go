@@ -13,7 +13,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/shard/tools"
@@ -96,7 +96,7 @@ func writeHeavyBrain(t testing.TB, n int, extraBig bool) *heavyBrain {
 func startHeavyEnv(t testing.TB, brain string) *devenv.Env {
 	t.Helper()
 	return devenvtest.Start(t, devenv.Config{Brain: brain,
-		Gateway: func(c *gateway.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 },
+		Gateway: func(c *config.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 },
 		Shard:   func(c *shard.Config) { c.MaxNoteBytes = heavyMaxNote },
 	})
 }

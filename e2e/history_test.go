@@ -11,7 +11,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/client"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
@@ -87,7 +87,7 @@ func queryIDs(t *testing.T, c *client.Client, args string) []string {
 
 func TestHistoryThroughTheGateway(t *testing.T) {
 	env := devenvtest.Start(t, devenv.Config{
-		Gateway: func(c *gateway.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 },
+		Gateway: func(c *config.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 },
 		Shard:   func(c *shard.Config) { c.History.AllowPurge = true },
 	})
 	alice := httpClient(t, env.MCPURL, token(t, env, "alice@example.com"))

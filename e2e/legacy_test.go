@@ -12,7 +12,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 )
@@ -34,7 +34,7 @@ type legacyRow struct {
 
 func TestLegacyShapes(t *testing.T) {
 	var keys sync.Map
-	env := devenvtest.Start(t, devenv.Config{Gateway: func(c *gateway.Config) {
+	env := devenvtest.Start(t, devenv.Config{Gateway: func(c *config.Config) {
 		c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6
 		c.DefaultWing = "payments"
 	}})
@@ -352,7 +352,7 @@ func TestDevDefaultWing(t *testing.T) {
 		refuse bool
 	}{{"platform", false}, {"", true}} {
 		env := devenvtest.Start(t, devenv.Config{DefaultWing: c.def,
-			Gateway: func(g *gateway.Config) { g.Limits.CallsPerSecond, g.Limits.Burst = 1e6, 1e6 }})
+			Gateway: func(g *config.Config) { g.Limits.CallsPerSecond, g.Limits.Burst = 1e6, 1e6 }})
 		alice := httpClient(t, env.MCPURL, token(t, env, "alice@example.com"))
 		text, isErr := call(t, alice, "brain_write", legacy)
 		if c.refuse {

@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
@@ -20,7 +20,7 @@ import (
 // so that what a test observes is the shard's decision on each call.
 func startLiveEnv(t *testing.T) *devenv.Env {
 	t.Helper()
-	return devenvtest.Start(t, devenv.Config{PolicyPoll: -1, Gateway: func(c *gateway.Config) {
+	return devenvtest.Start(t, devenv.Config{PolicyPoll: -1, Gateway: func(c *config.Config) {
 		c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6
 		c.Grants.DenyTTL = time.Nanosecond
 	}})

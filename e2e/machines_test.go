@@ -24,7 +24,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/gateway/oauth/machine"
 	"github.com/brainstem/brainstem/tooling/devenv"
@@ -45,7 +45,7 @@ func machineEnv(t *testing.T, data string, accounts []oauth.ServiceAccount, logs
 		Data:     data,
 		Logger:   slog.New(slog.NewJSONHandler(logs, nil)),
 		AuditLog: logs,
-		Gateway: func(c *gateway.Config) {
+		Gateway: func(c *config.Config) {
 			c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6
 			c.OAuth.ServiceAccounts = accounts
 		},

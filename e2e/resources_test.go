@@ -14,7 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 )
@@ -39,7 +39,7 @@ func versionClient(t *testing.T, env *devenv.Env, email, version string) *client
 const resourcePage = 7
 
 func startResourcesEnv(t *testing.T) *devenv.Env {
-	return devenvtest.Start(t, devenv.Config{Gateway: func(c *gateway.Config) {
+	return devenvtest.Start(t, devenv.Config{Gateway: func(c *config.Config) {
 		c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6
 		c.Limits.ResourcesPageSize = resourcePage
 	}})

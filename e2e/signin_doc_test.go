@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 )
 
 // yamlBlockRE finds the fenced YAML blocks of a Markdown page.
@@ -44,7 +44,7 @@ wings:
 				t.Errorf("the Dex recipe is not the configuration TestDexInterop runs:\n--- docs/sign-in.md\n%s--- dexGatewayConfig\n%s", block, dex)
 			}
 		}
-		cfg, err := gateway.ParseConfig([]byte(rest + block))
+		cfg, err := config.ParseConfig([]byte(rest + block))
 		if err == nil {
 			err = cfg.Validate()
 		}

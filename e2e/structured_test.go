@@ -14,7 +14,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/santhosh-tekuri/jsonschema/v6"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
@@ -59,7 +59,7 @@ var firstVersion = regexp.MustCompile(`\{\{v1 ([^}]+)\}\}`)
 // and on the 2025-06-18 session path; an error answer carries none.
 func TestStructuredResults(t *testing.T) {
 	env := devenvtest.Start(t, devenv.Config{
-		Gateway: func(c *gateway.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 },
+		Gateway: func(c *config.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 },
 		Shard:   func(c *shard.Config) { c.History.AllowPurge = true },
 	})
 	tok := token(t, env, "alice@example.com")

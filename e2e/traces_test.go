@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/internal/tracing"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
@@ -33,7 +33,7 @@ func startTracedEnv(t *testing.T, lookup func(recv string) func(string) (string,
 	t.Helper()
 	te := &tracedEnv{recv: otlptest.Start(t)}
 	te.Env = devenvtest.Start(t, devenv.Config{
-		Gateway: func(c *gateway.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 },
+		Gateway: func(c *config.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 },
 		Tracing: func(service string) (*tracing.Tracing, error) {
 			tr, err := tracing.Setup(lookup(te.recv.Endpoint()), service)
 			if err == nil {

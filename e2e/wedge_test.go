@@ -8,7 +8,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 	"github.com/brainstem/brainstem/tooling/gitserver"
@@ -23,7 +23,7 @@ import (
 func TestDevGitRemoteDirectoryAtANotePath(t *testing.T) {
 	bare := filepath.Join(t.TempDir(), "brain.git")
 	env := devenvtest.Start(t, devenv.Config{GitRemote: bare,
-		Gateway: func(c *gateway.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 }})
+		Gateway: func(c *config.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 }})
 	ada := gitserver.Person{Name: "Ada Lovelace", Email: "ada@example.com"}
 	within(t, 20*time.Second, "every wing pushed", func() bool {
 		out, err := ada.Git(bare, "ls-tree", "-r", "--name-only", "main")

@@ -29,6 +29,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/internal/tracing"
 	"github.com/brainstem/brainstem/proto"
@@ -46,12 +47,12 @@ func benchEnvTraced(b testing.TB, names []string, tr *tracing.Tracing) *testEnv 
 	b.Helper()
 	e := &testEnv{t: b, pki: newTestPKI(b), idp: startIdP(b), wings: map[string]*testWing{},
 		shards: map[string]*shardServer{}, audit: &syncBuffer{}, logs: &syncBuffer{}}
-	var wcs []WingConfig
+	var wcs []config.WingConfig
 	for _, n := range names {
 		w := newTestWing(b, n, policyOpen)
 		e.wings[n] = w
 		e.shards[n] = startShard(b, e.pki, w, "")
-		wcs = append(wcs, WingConfig{Name: n, Address: e.shards[n].addr, ServerName: "localhost"})
+		wcs = append(wcs, config.WingConfig{Name: n, Address: e.shards[n].addr, ServerName: "localhost"})
 	}
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/gateway/config"
 )
 
 // TestClientGoneCancelsShardCall (issue 34): when the agent's client goes
@@ -17,7 +18,7 @@ import (
 // with it the context of the shard's handler, long before the call
 // timeout (an hour here): a shard does not work on for nobody.
 func TestClientGoneCancelsShardCall(t *testing.T) {
-	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen}, func(c *Config, _ *Options) {
+	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen}, func(c *config.Config, _ *Options) {
 		c.Shards.CallTimeout = time.Hour
 	})
 	w := e.wings["payments"]

@@ -7,6 +7,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/edge"
 )
 
@@ -16,7 +17,7 @@ import (
 func TestMiddlewareOrder(t *testing.T) {
 	frozen := time.Now()
 	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen},
-		func(c *Config, o *Options) {
+		func(c *config.Config, o *Options) {
 			c.Limits.CallsPerSecond, c.Limits.Burst = 1, 1
 			c.Limits.MaxBodyBytes = 1024
 			o.Now = func() time.Time { return frozen }

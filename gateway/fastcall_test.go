@@ -15,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/gateway/config"
 )
 
 const leanMetric = ns + "_lean_tool_calls_total"
@@ -84,9 +85,9 @@ func newLeanEnv(t testing.TB) *leanEnv {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	var wcs []WingConfig
+	var wcs []config.WingConfig
 	for _, n := range []string{"payments", "people"} {
-		wcs = append(wcs, WingConfig{Name: n, Address: e.shards[n].addr, ServerName: "localhost"})
+		wcs = append(wcs, config.WingConfig{Name: n, Address: e.shards[n].addr, ServerName: "localhost"})
 	}
 	cfg := e.config(wcs, base)
 	plain := e.startGatewayOn(ln, cfg, Options{}, func(g *Gateway) { g.SetLeanPathForTest(false); addTools(g) })

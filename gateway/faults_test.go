@@ -21,6 +21,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/proto"
 )
@@ -196,7 +197,7 @@ func TestLostReadIsRetried(t *testing.T) {
 // hour: the others' hits come back, the stuck wing is listed with code
 // timeout, and the audit outcome is partial naming it.
 func TestFanoutBound(t *testing.T) {
-	e := newEnv(t, []string{"a", "b"}, map[string]auth.Policy{"a": policyOpen, "b": policyOpen}, func(c *Config, _ *Options) {
+	e := newEnv(t, []string{"a", "b"}, map[string]auth.Policy{"a": policyOpen, "b": policyOpen}, func(c *config.Config, _ *Options) {
 		c.Shards.CallTimeout = time.Hour
 		c.Limits.FanoutTimeout = 300 * time.Millisecond
 	})
@@ -242,7 +243,7 @@ func TestFanoutBound(t *testing.T) {
 func TestShardRoleCertificateIsNotReady(t *testing.T) {
 	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen})
 	// A second gateway, with the wrong certificate.
-	cfg := e.config([]WingConfig{{Name: "payments", Address: e.shards["payments"].addr, ServerName: "localhost"}}, e.base)
+	cfg := e.config([]config.WingConfig{{Name: "payments", Address: e.shards["payments"].addr, ServerName: "localhost"}}, e.base)
 	bad, err := New(context.Background(), cfg, Options{ShardTLS: e.pki.shardAsClient, Logger: testLogger(e.logs), AuditLog: io.Discard})
 	if err != nil {
 		t.Fatal(err)
@@ -314,7 +315,7 @@ func rawConn(t *testing.T, e *testEnv) net.Conn {
 // not wait for a body it will not read), after limits.body_timeout when it
 // has one.
 func TestWithheldBody(t *testing.T) {
-	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen}, func(c *Config, _ *Options) {
+	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen}, func(c *config.Config, _ *Options) {
 		c.Limits.BodyTimeout = 200 * time.Millisecond
 	})
 	tok := e.idp.token(t, "alice@acme.com")
@@ -350,7 +351,7 @@ func TestWithheldBody(t *testing.T) {
 // TestUnauthenticatedConnBound: connections that carry no authenticated
 // request are bounded; one that authenticates stops counting.
 func TestUnauthenticatedConnBound(t *testing.T) {
-	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen}, func(c *Config, _ *Options) {
+	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen}, func(c *config.Config, _ *Options) {
 		c.Limits.MaxUnauthenticatedConns = 2
 	})
 	tok := e.idp.token(t, "alice@acme.com")

@@ -31,6 +31,7 @@ import (
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/console"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/oauth"
@@ -82,7 +83,7 @@ type Options struct {
 
 // Gateway is the public MCP endpoint in front of every wing.
 type Gateway struct {
-	cfg      Config
+	cfg      config.Config
 	log      *slog.Logger
 	now      func() time.Time
 	verifier identityVerifier // the bearer tokens /mcp accepts: the IdP's and the facade's
@@ -152,8 +153,8 @@ type Gateway struct {
 // (lazily) to every wing's shard, fetches their tool descriptors (a shard
 // that cannot be reached yet does not fail New; it is retried in the
 // background and /readyz reports it), and registers the tools.
-func New(ctx context.Context, cfg Config, opt Options) (*Gateway, error) {
-	if err := cfg.validate(opt.ShardTLS == nil); err != nil {
+func New(ctx context.Context, cfg config.Config, opt Options) (*Gateway, error) {
+	if err := cfg.ValidateWith(opt.ShardTLS == nil); err != nil {
 		return nil, err
 	}
 	oidc := cfg.OIDC
@@ -214,18 +215,18 @@ func (g *Gateway) checkOwnRole(tc *tls.Config) {
 
 // dialShards creates one (lazy) proto client per wing; it also returns the
 // mTLS client configuration they share.
-func dialShards(cfg Config, opt Options) (map[string]route.ShardClient, *tls.Config, error) {
+func dialShards(cfg config.Config, opt Options) (map[string]route.ShardClient, *tls.Config, error) {
 	base := opt.ShardTLS
 	if base == nil {
 		var err error
-		if base, err = pki.LoadClientTLS(cfg.Shards.TLS.shardFiles(), ""); err != nil {
+		if base, err = pki.LoadClientTLS(cfg.Shards.TLS.ShardFiles(), ""); err != nil {
 			return nil, nil, fmt.Errorf("gateway: shards.tls: %w", err)
 		}
 	}
 	clients := map[string]route.ShardClient{}
 	for _, w := range cfg.Wings {
 		tc := base.Clone()
-		tc.ServerName = w.serverName()
+		tc.ServerName = w.TLSName()
 		clients[w.Name] = proto.NewClient(w.Address, proto.ClientConfig{
 			TLS:         tc,
 			MaxInFlight: cfg.Shards.MaxInFlight,
@@ -249,7 +250,7 @@ const replicaTerms = 1 << 14
 
 // newGateway wires a gateway from already-built dependencies (New builds the
 // real ones). It starts nothing.
-func newGateway(cfg Config, opt Options, v identityVerifier, clients map[string]route.ShardClient) (*Gateway, error) {
+func newGateway(cfg config.Config, opt Options, v identityVerifier, clients map[string]route.ShardClient) (*Gateway, error) {
 	g := &Gateway{
 		cfg:            cfg,
 		log:            loggerOrDiscard(opt.Logger),
@@ -313,13 +314,13 @@ func (g *Gateway) setURLs() error {
 	}
 	g.mcpPath = strings.TrimRight(u.Path, "/") + "/mcp"
 	g.metadataURL = u.Scheme + "://" + u.Host + wellKnownPRM + g.mcpPath
-	self, err := parseOrigin(u.Scheme + "://" + u.Host)
+	self, err := config.ParseOrigin(u.Scheme + "://" + u.Host)
 	if err != nil {
 		return fmt.Errorf("gateway: public_url: %w", err)
 	}
 	g.origins[self] = true
 	for _, o := range cfg.AllowedOrigins {
-		po, err := parseOrigin(o)
+		po, err := config.ParseOrigin(o)
 		if err != nil {
 			return fmt.Errorf("gateway: allowed_origins: %w", err)
 		}
@@ -329,7 +330,7 @@ func (g *Gateway) setURLs() error {
 	for _, is := range cfg.OIDC.Issuers {
 		issuers = append(issuers, is.URL)
 	}
-	g.metadataJSON = resourceMetadata(cfg.mcpURL(), issuers, nil)
+	g.metadataJSON = resourceMetadata(cfg.MCPURL(), issuers, nil)
 	return nil
 }
 
@@ -425,12 +426,12 @@ func (g *Gateway) newMCPServer() {
 // IdP whose ID tokens idp verifies, mounts its endpoints, names it in the
 // protected-resource metadata, and accepts its access tokens at /mcp.
 func (g *Gateway) startFacade(ctx context.Context, idp identityVerifier, opt Options) error {
-	peers, err := g.cfg.peers(net.DefaultResolver, net.InterfaceAddrs)
+	peers, err := peersOf(g.cfg, net.DefaultResolver, net.InterfaceAddrs)
 	if err != nil {
 		return err
 	}
 	f, err := oauth.New(ctx, g.cfg.OAuth, oauth.Options{
-		Issuer: strings.TrimRight(g.cfg.PublicURL, "/"), Resource: g.cfg.mcpURL(), Verifier: idp,
+		Issuer: strings.TrimRight(g.cfg.PublicURL, "/"), Resource: g.cfg.MCPURL(), Verifier: idp,
 		HTTPClient: opt.HTTPClient, Now: g.now, Logger: g.log.With("component", "oauth"),
 		Registerer: g.registry, ClientIP: g.edge.ClientIP, Ended: g.ended,
 	})
@@ -445,7 +446,7 @@ func (g *Gateway) startFacade(ctx context.Context, idp identityVerifier, opt Opt
 	if err := g.startConsole(); err != nil {
 		return fmt.Errorf("gateway: console: %w", err)
 	}
-	g.metadataJSON = resourceMetadata(g.cfg.mcpURL(), []string{f.Issuer()}, f.Scopes())
+	g.metadataJSON = resourceMetadata(g.cfg.MCPURL(), []string{f.Issuer()}, f.Scopes())
 	g.public = g.buildPublicHandler()
 	g.publicSrv.Handler = g.public
 	return nil
@@ -534,7 +535,7 @@ func (g *Gateway) Handler() http.Handler { return g.public }
 func (g *Gateway) AdminHandler() http.Handler { return g.admin }
 
 // MCPURL is the MCP endpoint URL (public_url + "/mcp").
-func (g *Gateway) MCPURL() string { return g.cfg.mcpURL() }
+func (g *Gateway) MCPURL() string { return g.cfg.MCPURL() }
 
 func (g *Gateway) allReached() bool {
 	for _, w := range g.wings {
@@ -638,7 +639,7 @@ func (g *Gateway) Serve(ctx context.Context, public, admin net.Listener) error {
 		adminSrv = &http.Server{Handler: g.admin, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(slogWriter{g.log}, "", 0)}
 		go func() { errc <- adminSrv.Serve(admin) }()
 	}
-	g.log.Info("gateway serving", "mcp", g.cfg.mcpURL(), "listen", public.Addr().String(), "wings", len(g.wings))
+	g.log.Info("gateway serving", "mcp", g.cfg.MCPURL(), "listen", public.Addr().String(), "wings", len(g.wings))
 	var serveErr error
 	select {
 	case <-ctx.Done():

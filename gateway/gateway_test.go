@@ -15,6 +15,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/search"
 )
 
@@ -113,7 +114,7 @@ func TestRoutingErrors(t *testing.T) {
 // slower than call_timeout answers timeout.
 func TestUnavailableAndTimeout(t *testing.T) {
 	e := newEnv(t, []string{"payments", "search"}, map[string]auth.Policy{"payments": policyOpen, "search": policyOpen},
-		func(c *Config, _ *Options) { c.Shards.CallTimeout = 1500 * time.Millisecond })
+		func(c *config.Config, _ *Options) { c.Shards.CallTimeout = 1500 * time.Millisecond })
 	c := e.client(t, e.idp.token(t, "alice@acme.com"), false)
 
 	// Timeout: brain_slow never finishes by itself.
@@ -139,7 +140,7 @@ func TestFanout(t *testing.T) {
 	e := newEnv(t, []string{"a", "b", "c", "hidden"}, map[string]auth.Policy{
 		"a": policyOpen, "b": policyOpen, "c": policyOpen,
 		"hidden": {Readers: []string{"email:other@acme.com"}},
-	}, func(c *Config, _ *Options) { c.Shards.CallTimeout = 2 * time.Second })
+	}, func(c *config.Config, _ *Options) { c.Shards.CallTimeout = 2 * time.Second })
 	e.wings["a"].addNote("a/f/1", "rust rust go", "x@acme.com")
 	e.wings["a"].addNote("a/f/2", "python", "x@acme.com")
 	e.wings["a"].addNote("a/f/3", "python java", "x@acme.com")

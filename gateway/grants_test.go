@@ -18,6 +18,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/proto"
@@ -212,7 +213,7 @@ func TestTwoReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := e.config([]WingConfig{{Name: "payments", Address: e.shards["payments"].addr, ServerName: "localhost"}}, base)
+		cfg := e.config([]config.WingConfig{{Name: "payments", Address: e.shards["payments"].addr, ServerName: "localhost"}}, base)
 		e.startGatewayOn(ln, cfg, Options{})
 		u, _ := url.Parse("http://" + ln.Addr().String())
 		backends = append(backends, u)
@@ -267,7 +268,7 @@ func TestGracefulDrain(t *testing.T) {
 	}
 	ln := &closeNotifyListener{Listener: tcp, closed: make(chan struct{})}
 	base := "http://" + ln.Addr().String()
-	cfg := e.config([]WingConfig{{Name: "payments", Address: sh.addr, ServerName: "localhost"}}, base)
+	cfg := e.config([]config.WingConfig{{Name: "payments", Address: sh.addr, ServerName: "localhost"}}, base)
 	gw, err := New(context.Background(), cfg, Options{AuditLog: e.audit, ShardTLS: e.pki.gwTLS})
 	if err != nil {
 		t.Fatal(err)

@@ -39,6 +39,7 @@ import (
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/search"
@@ -779,7 +780,7 @@ type testEnv struct {
 	logs   *syncBuffer
 }
 
-type envOpt func(*Config, *Options)
+type envOpt func(*config.Config, *Options)
 
 // newEnv starts an IdP, one proto server per wing and a gateway serving on
 // loopback. wings maps a wing name to its policy; order follows names.
@@ -787,19 +788,19 @@ func newEnv(t testing.TB, names []string, policies map[string]auth.Policy, opts 
 	t.Helper()
 	e := &testEnv{t: t, pki: newTestPKI(t), idp: startIdP(t), wings: map[string]*testWing{},
 		shards: map[string]*shardServer{}, audit: &syncBuffer{}, logs: &syncBuffer{}}
-	var wcs []WingConfig
+	var wcs []config.WingConfig
 	for _, n := range names {
 		w := newTestWing(t, n, policies[n])
 		e.wings[n] = w
 		e.shards[n] = startShard(t, e.pki, w, "")
-		wcs = append(wcs, WingConfig{Name: n, Address: e.shards[n].addr, ServerName: "localhost"})
+		wcs = append(wcs, config.WingConfig{Name: n, Address: e.shards[n].addr, ServerName: "localhost"})
 	}
 	e.startGateway(wcs, opts...)
 	return e
 }
 
-func (e *testEnv) config(wcs []WingConfig, base string) Config {
-	cfg := DefaultConfig()
+func (e *testEnv) config(wcs []config.WingConfig, base string) config.Config {
+	cfg := config.DefaultConfig()
 	cfg.PublicURL = base
 	cfg.Listen = "127.0.0.1:0"
 	cfg.AdminListen = "127.0.0.1:1"
@@ -816,7 +817,7 @@ func (e *testEnv) config(wcs []WingConfig, base string) Config {
 
 // startGatewayOn builds and serves a gateway on ln; it returns the gateway.
 // prep, if any, runs on the gateway before it serves.
-func (e *testEnv) startGatewayOn(ln net.Listener, cfg Config, opt Options, prep ...func(*Gateway)) *Gateway {
+func (e *testEnv) startGatewayOn(ln net.Listener, cfg config.Config, opt Options, prep ...func(*Gateway)) *Gateway {
 	t := e.t
 	t.Helper()
 	opt.Logger = slog.New(slog.NewJSONHandler(e.logs, &slog.HandlerOptions{Level: slog.LevelDebug}))
@@ -842,7 +843,7 @@ func (e *testEnv) startGatewayOn(ln net.Listener, cfg Config, opt Options, prep 
 	return gw
 }
 
-func (e *testEnv) startGateway(wcs []WingConfig, opts ...envOpt) {
+func (e *testEnv) startGateway(wcs []config.WingConfig, opts ...envOpt) {
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		e.t.Fatal(err)

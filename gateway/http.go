@@ -9,6 +9,7 @@ import (
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/gateway/rpc"
@@ -101,7 +102,7 @@ func requestEmail(r *http.Request) string {
 
 // originAllowed reports whether a browser Origin may use the endpoint.
 func (g *Gateway) originAllowed(origin string) bool {
-	o, err := parseOrigin(origin)
+	o, err := config.ParseOrigin(origin)
 	return err == nil && g.origins[o]
 }
 
@@ -140,7 +141,7 @@ func (g *Gateway) buildPublicHandler() http.Handler {
 	mux.HandleFunc("/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusNotFound)
-		b, _ := brain.Marshal(map[string]string{"error": "not_found", "error_description": "the MCP endpoint is " + g.cfg.mcpURL()})
+		b, _ := brain.Marshal(map[string]string{"error": "not_found", "error_description": "the MCP endpoint is " + g.cfg.MCPURL()})
 		_, _ = w.Write(b)
 	})
 	return mux

@@ -22,6 +22,7 @@ import (
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/proto/pki"
 )
 
@@ -85,7 +86,7 @@ func (ri *rawIssuer) token(t testing.TB, claims map[string]any) string {
 
 // withIssuers adds issuers to the gateway's OIDC config.
 func withIssuers(urls ...string) envOpt {
-	return func(c *Config, _ *Options) {
+	return func(c *config.Config, _ *Options) {
 		for _, u := range urls {
 			c.OIDC.Issuers = append(c.OIDC.Issuers, sso.IssuerConfig{URL: u, Audiences: []string{"brainstem"}})
 		}
@@ -104,7 +105,7 @@ func TestAuthChallenges(t *testing.T) {
 	dead.Close() // nothing listens there: the issuer is unreachable
 	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen},
 		withIssuers(raw.url, deadURL),
-		func(c *Config, _ *Options) { c.OIDC.AllowedDomains = []string{"acme.com"} })
+		func(c *config.Config, _ *Options) { c.OIDC.AllowedDomains = []string{"acme.com"} })
 	meta := e.base + "/.well-known/oauth-protected-resource/mcp"
 
 	e.idp.offset.Store(int64(-3 * time.Hour))
@@ -221,7 +222,7 @@ func TestProtectedResourceMetadata(t *testing.T) {
 // with its status before the request reaches mcp-go.
 func TestRequestGuards(t *testing.T) {
 	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen},
-		func(c *Config, _ *Options) {
+		func(c *config.Config, _ *Options) {
 			c.AllowedOrigins = []string{"https://inspector.example:6274"}
 			c.Limits.MaxBodyBytes = 4096
 		})
@@ -286,7 +287,7 @@ func TestRequestGuards(t *testing.T) {
 func TestRateLimits(t *testing.T) {
 	frozen := time.Now()
 	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen},
-		func(c *Config, o *Options) {
+		func(c *config.Config, o *Options) {
 			c.Limits.CallsPerSecond = 1
 			c.Limits.Burst = 2
 			c.Limits.FailedAuthPerMinute = 2
@@ -340,7 +341,7 @@ func TestRateLimits(t *testing.T) {
 	}
 	// Missing tokens are not failures (every client's first request has none).
 	e2 := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen},
-		func(c *Config, o *Options) {
+		func(c *config.Config, o *Options) {
 			c.Limits.FailedAuthPerMinute = 1
 			o.Now = func() time.Time { return frozen }
 		})
@@ -370,8 +371,8 @@ func TestServeTLS(t *testing.T) {
 		t.Fatal(err)
 	}
 	base := "https://" + ln.Addr().String()
-	cfg := e.config([]WingConfig{{Name: "payments", Address: sh.addr, ServerName: "localhost"}}, base)
-	cfg.TLS = TLSFiles{CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key")}
+	cfg := e.config([]config.WingConfig{{Name: "payments", Address: sh.addr, ServerName: "localhost"}}, base)
+	cfg.TLS = config.TLSFiles{CertFile: filepath.Join(dir, "tls.crt"), KeyFile: filepath.Join(dir, "tls.key")}
 	e.startGatewayOn(ln, cfg, Options{})
 
 	pool := x509.NewCertPool()

@@ -16,6 +16,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/gateway/rpc"
@@ -86,7 +87,7 @@ func TestDownWingNotDisclosed(t *testing.T) {
 	e := newEnv(t, []string{"open", "closed"}, map[string]auth.Policy{
 		"open":   policyOpen,
 		"closed": {Readers: []string{"email:alice@acme.com"}},
-	}, func(c *Config, _ *Options) { c.Shards.CallTimeout = 2 * time.Second })
+	}, func(c *config.Config, _ *Options) { c.Shards.CallTimeout = 2 * time.Second })
 	e.wings["open"].addNote("open/f/1", "rust", "x@acme.com")
 	e.wings["closed"].addNote("closed/f/1", "rust secret", "x@acme.com")
 	alice := e.client(t, e.idp.token(t, "alice@acme.com"), false)

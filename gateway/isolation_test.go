@@ -16,6 +16,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/config"
 )
 
 // TestIsolationUnderLoad: 50 distinct users at once, each writing and
@@ -191,7 +192,7 @@ func (n *noFatal) Cleanup(func())            {}
 // metrics, healthz and readyz.
 func TestAuditAndAdmin(t *testing.T) {
 	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen},
-		func(c *Config, _ *Options) { c.Audit.LogArguments = true })
+		func(c *config.Config, _ *Options) { c.Audit.LogArguments = true })
 	e.wings["payments"].addNote("payments/f/x", "hello", "a@acme.com")
 	c := e.client(t, e.idp.token(t, "Alice@Acme.com"), false)
 	text, _ := call(t, c, "brain_get", `{"id":"payments/f/x"}`)
@@ -249,8 +250,8 @@ func TestAuditAndAdmin(t *testing.T) {
 // 503 naming it, while the other wings work; brain_wings does not name it
 // to a caller who never held a grant there (least disclosure).
 func TestReadyzUnreached(t *testing.T) {
-	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen}, func(c *Config, _ *Options) {
-		c.Wings = append(c.Wings, WingConfig{Name: "ghost", Address: "127.0.0.1:1", ServerName: "localhost"})
+	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen}, func(c *config.Config, _ *Options) {
+		c.Wings = append(c.Wings, config.WingConfig{Name: "ghost", Address: "127.0.0.1:1", ServerName: "localhost"})
 		c.Shards.CallTimeout = 300 * time.Millisecond
 	})
 	rec := &responseRecorder{header: http.Header{}}

@@ -19,13 +19,14 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
 // withOAuth turns the gateway's authorization server on over the test IdP,
 // with the signing key in keyFile (replicas share it).
-func withOAuth(t testing.TB, idp *testIdP, cfg *Config, keyFile string) {
+func withOAuth(t testing.TB, idp *testIdP, cfg *config.Config, keyFile string) {
 	t.Helper()
 	if _, err := auth.LoadOrCreateKey(keyFile); err != nil {
 		t.Fatal(err)
@@ -79,7 +80,7 @@ func TestOAuthSignInTwoReplicas(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := e.config([]WingConfig{{Name: "payments", Address: e.shards["payments"].addr, ServerName: "localhost"}}, base)
+		cfg := e.config([]config.WingConfig{{Name: "payments", Address: e.shards["payments"].addr, ServerName: "localhost"}}, base)
 		withOAuth(t, e.idp, &cfg, key)
 		e.startGatewayOn(ln, cfg, Options{})
 		u, _ := url.Parse("http://" + ln.Addr().String())
@@ -165,7 +166,7 @@ func TestOAuthSignInTwoReplicas(t *testing.T) {
 func TestOAuthTokensAtMCP(t *testing.T) {
 	key := filepath.Join(t.TempDir(), "oauth.pem")
 	idp := startIdP(t)
-	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen}, func(c *Config, _ *Options) {
+	e := newEnv(t, []string{"payments"}, map[string]auth.Policy{"payments": policyOpen}, func(c *config.Config, _ *Options) {
 		withOAuth(t, idp, c, key)
 		c.OIDC.Issuers[0].URL, c.OIDC.Issuers[0].Audiences = idp.p.Issuer(), []string{idp.p.ClientID()}
 	})
@@ -193,7 +194,7 @@ func TestOAuthTokensAtMCP(t *testing.T) {
 		t.Fatal(err)
 	}
 	otherBase := "http://" + ln.Addr().String()
-	ocfg := e.config([]WingConfig{{Name: "payments", Address: e.shards["payments"].addr, ServerName: "localhost"}}, otherBase)
+	ocfg := e.config([]config.WingConfig{{Name: "payments", Address: e.shards["payments"].addr, ServerName: "localhost"}}, otherBase)
 	withOAuth(t, e.idp, &ocfg, key)
 	e.startGatewayOn(ln, ocfg, Options{})
 	other := signInHTTP(t, otherBase, "alice@acme.com")

@@ -21,6 +21,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/offboard"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
@@ -123,9 +124,9 @@ func startReplicaPair(t *testing.T) *replicaPair {
 		if err != nil {
 			t.Fatal(err)
 		}
-		cfg := e.config([]WingConfig{{Name: "payments", Address: e.shards["payments"].addr, ServerName: "localhost"}}, p.base)
+		cfg := e.config([]config.WingConfig{{Name: "payments", Address: e.shards["payments"].addr, ServerName: "localhost"}}, p.base)
 		withOAuth(t, e.idp, &cfg, key)
-		cfg.Signins = SigninsConfig{EndedFile: p.file, AdminTokenFile: tokFile}
+		cfg.Signins = config.SigninsConfig{EndedFile: p.file, AdminTokenFile: tokFile}
 		gw := e.startGatewayOn(ln, cfg, Options{})
 		adm := httptest.NewServer(gw.AdminHandler())
 		t.Cleanup(adm.Close)
@@ -421,18 +422,18 @@ func TestSigninsConfig(t *testing.T) {
 	_ = os.WriteFile(short, []byte("too-short"), 0o600)
 	bad := filepath.Join(dir, "bad.yaml")
 	_ = os.WriteFile(bad, []byte("ended: [{email: nope, not_before: 2026-12-02T10:00:00Z}]\n"), 0o600)
-	wcs := []WingConfig{{Name: "payments", Address: e.shards["payments"].addr, ServerName: "localhost"}}
+	wcs := []config.WingConfig{{Name: "payments", Address: e.shards["payments"].addr, ServerName: "localhost"}}
 	for _, tc := range []struct {
 		name    string
-		s       SigninsConfig
+		s       config.SigninsConfig
 		noAdmin bool
 		want    string
 	}{
-		{"token without the admin listener", SigninsConfig{AdminTokenFile: short}, true, "signins.admin_token_file: the /signins endpoints are served on admin_listen"},
-		{"spaces", SigninsConfig{EndedFile: " x"}, false, "signins.ended_file: \" x\" has surrounding spaces"},
-		{"missing file", SigninsConfig{EndedFile: filepath.Join(dir, "none.yaml")}, false, "signins.ended_file"},
-		{"bad file", SigninsConfig{EndedFile: bad}, false, "ended[0]: email"},
-		{"short token", SigninsConfig{AdminTokenFile: short}, false, "want 32 to"},
+		{"token without the admin listener", config.SigninsConfig{AdminTokenFile: short}, true, "signins.admin_token_file: the /signins endpoints are served on admin_listen"},
+		{"spaces", config.SigninsConfig{EndedFile: " x"}, false, "signins.ended_file: \" x\" has surrounding spaces"},
+		{"missing file", config.SigninsConfig{EndedFile: filepath.Join(dir, "none.yaml")}, false, "signins.ended_file"},
+		{"bad file", config.SigninsConfig{EndedFile: bad}, false, "ended[0]: email"},
+		{"short token", config.SigninsConfig{AdminTokenFile: short}, false, "want 32 to"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg := e.config(wcs, "http://127.0.0.1:1")

@@ -24,21 +24,6 @@ import (
 // not_before is refused at /mcp, at /token (refresh) and in the console,
 // and their cached shard tokens are dropped.
 
-// SigninsConfig configures offboarding. Both are optional.
-type SigninsConfig struct {
-	// EndedFile is the ended sign-ins file (auth/offboard: `ended:` and a
-	// list of {email, not_before, reason}), read at start (a missing or
-	// bad file fails the start) and then every second: a change applies
-	// within a second of reaching this replica's disk. A file that later
-	// turns bad keeps the last good list (logged).
-	EndedFile string `yaml:"ended_file"`
-	// AdminTokenFile holds the operator's bearer token (at least 32
-	// bytes) for the admin listener's /signins endpoints: GET lists a
-	// person's sign-ins this replica saw, POST /signins/end ends them on
-	// this replica at once. Without it those endpoints answer 404.
-	AdminTokenFile string `yaml:"admin_token_file"`
-}
-
 // Bounds of the admin endpoints.
 const (
 	// MinAdminTokenBytes is the shortest admin token accepted.
@@ -46,17 +31,6 @@ const (
 	maxAdminTokenFile  = 4 << 10
 	maxAdminFormBytes  = 16 << 10
 )
-
-func (s SigninsConfig) validate(p *problems, adminListen string) {
-	if s.AdminTokenFile != "" && adminListen == "" {
-		p.add("signins.admin_token_file", "the /signins endpoints are served on admin_listen, which is not set")
-	}
-	for _, f := range []struct{ key, v string }{{"signins.ended_file", s.EndedFile}, {"signins.admin_token_file", s.AdminTokenFile}} {
-		if f.v != "" && strings.TrimSpace(f.v) != f.v {
-			p.add(f.key, "%q has surrounding spaces", f.v)
-		}
-	}
-}
 
 // loadSignins loads the ended sign-ins file into g.ended and reads the
 // admin token; the watcher runs from start.

@@ -7,73 +7,13 @@ import (
 	"net"
 	"strconv"
 
+	"github.com/brainstem/brainstem/gateway/config"
+	oauthcfg "github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/device"
-	"github.com/brainstem/brainstem/proto/pki"
 )
 
-// PeersConfig lets the replicas of one gateway reach each other on their
-// admin listeners, so a device sign-in started at one replica completes
-// through any other (gateway/oauth/device, peers.go). Off while DNS and
-// Addresses are both empty: each device sign-in then stays on the replica
-// that issued it.
-type PeersConfig struct {
-	// DNS is a name that resolves to the address of every replica (in
-	// Kubernetes, the chart's headless Service of the gateway pods),
-	// looked up whenever a replica asks its peers for a typed code.
-	DNS string `yaml:"dns"`
-	// Port is the replicas' admin port, where they answer their peers
-	// (0: the port of admin_listen).
-	Port int `yaml:"port"`
-	// Addresses lists the replicas' admin host:port where there is no DNS
-	// name (virtual machines, tests); with DNS it is not used.
-	Addresses []string `yaml:"addresses"`
-	// Advertise is this replica's admin host:port as the others reach it
-	// ("": admin_listen's host if it names one, else this host's first
-	// non-loopback address, with the admin port; in Kubernetes the pod's
-	// IP). Set it where a host has several addresses.
-	Advertise string `yaml:"advertise"`
-}
-
-// Enabled reports whether the replicas reach each other.
-func (p PeersConfig) Enabled() bool { return p.DNS != "" || len(p.Addresses) > 0 }
-
-// maxPeerAddresses bounds peers.addresses.
-const maxPeerAddresses = device.MaxPeers
-
-func (c Config) validatePeers(p *problems) {
-	pc := c.Peers
-	if !pc.Enabled() {
-		if pc.Advertise != "" || pc.Port != 0 {
-			p.add("peers", "advertise and port need peers.dns or peers.addresses")
-		}
-		return
-	}
-	if !c.OAuth.Enabled {
-		p.add("peers", "the replicas reach each other for the device flow of the gateway's authorization server; enable oauth or remove peers")
-	}
-	if pc.DNS != "" && !pki.ValidHostName(pc.DNS) {
-		p.add("peers.dns", "%q is not a DNS name", pc.DNS)
-	}
-	if pc.Port < 0 || pc.Port > 65535 {
-		p.add("peers.port", "%d is not a port", pc.Port)
-	}
-	if len(pc.Addresses) > maxPeerAddresses {
-		p.add("peers.addresses", "%d addresses; at most %d", len(pc.Addresses), maxPeerAddresses)
-	}
-	for i, a := range pc.Addresses {
-		if _, port, err := net.SplitHostPort(a); err != nil || port == "" || port == "0" {
-			p.add(fmt.Sprintf("peers.addresses[%d]", i), "%q is not host:port", a)
-		}
-	}
-	if pc.Advertise != "" {
-		if host, port, err := net.SplitHostPort(pc.Advertise); err != nil || host == "" || port == "" || port == "0" {
-			p.add("peers.advertise", "%q must be this replica's admin host:port as the other replicas reach it", pc.Advertise)
-		}
-	}
-}
-
-// peers is the facade's view of the other replicas; nil when off.
-func (c Config) peers(resolver *net.Resolver, addrs func() ([]net.Addr, error)) (*device.Peers, error) {
+// peersOf is the facade's view of the other replicas; nil when off.
+func peersOf(c config.Config, resolver *net.Resolver, addrs func() ([]net.Addr, error)) (*device.Peers, error) {
 	pc := c.Peers
 	if !pc.Enabled() {
 		return nil, nil
@@ -98,8 +38,8 @@ func (c Config) peers(resolver *net.Resolver, addrs func() ([]net.Addr, error)) 
 			if err != nil {
 				return nil, fmt.Errorf("gateway: peers.dns %s: %w", pc.DNS, err)
 			}
-			out := make([]string, 0, min(len(ips), maxPeerAddresses))
-			for _, ip := range ips[:min(len(ips), maxPeerAddresses)] {
+			out := make([]string, 0, min(len(ips), oauthcfg.MaxPeers))
+			for _, ip := range ips[:min(len(ips), oauthcfg.MaxPeers)] {
 				out = append(out, net.JoinHostPort(ip, strconv.Itoa(port)))
 			}
 			return out, nil

@@ -36,10 +36,6 @@ import (
 // which mcp-go's handler for the method returns (resourceHooks,
 // readTemplateHandler).
 
-// maxResourcesPageSize bounds limits.resources_page_size: brain_list's
-// largest page, so one shard request fills at most one page.
-const maxResourcesPageSize = 200
-
 // noteMIMEType is every note's media type.
 const noteMIMEType = "text/markdown"
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/surfaces"
 )
 
@@ -71,7 +72,7 @@ func TestResourcesWingDown(t *testing.T) {
 	e := newEnv(t, []string{"open", "closed"}, map[string]auth.Policy{
 		"open":   policyOpen,
 		"closed": {Readers: []string{"email:alice@acme.com"}},
-	}, func(c *Config, _ *Options) { c.Shards.CallTimeout = 2 * time.Second })
+	}, func(c *config.Config, _ *Options) { c.Shards.CallTimeout = 2 * time.Second })
 	alice := e.client(t, e.idp.token(t, "alice@acme.com"), false)
 	bob := e.client(t, e.idp.token(t, "bob@acme.com"), false)
 	list := func(c *client.Client) *mcp.ListResourcesResult {
@@ -107,7 +108,7 @@ func cursorsEnv(t *testing.T) (e *testEnv, url2 string) {
 	for _, n := range names {
 		policies[n] = policyOpen
 	}
-	pageOfOne := func(c *Config, _ *Options) { c.Limits.ResourcesPageSize = 1 }
+	pageOfOne := func(c *config.Config, _ *Options) { c.Limits.ResourcesPageSize = 1 }
 	e = newEnv(t, names, policies, pageOfOne)
 	for _, n := range names {
 		e.wings[n].addNote(n+"/facts/one", "note of "+n, "x@example.com")
@@ -117,9 +118,9 @@ func cursorsEnv(t *testing.T) (e *testEnv, url2 string) {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	var wcs []WingConfig
+	var wcs []config.WingConfig
 	for _, n := range names {
-		wcs = append(wcs, WingConfig{Name: n, Address: e.shards[n].addr, ServerName: "localhost"})
+		wcs = append(wcs, config.WingConfig{Name: n, Address: e.shards[n].addr, ServerName: "localhost"})
 	}
 	cfg := e.config(wcs, base)
 	pageOfOne(&cfg, nil)

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/route"
 )
 
@@ -72,13 +73,13 @@ func TestNotifyOnlyReaders(t *testing.T) {
 // hears of a write made through another replica (each watches the shards).
 func TestNotifyAcrossReplicas(t *testing.T) {
 	e := newEnv(t, []string{"open"}, map[string]auth.Policy{"open": policyOpen},
-		func(c *Config, _ *Options) { c.Shards.WatchInterval = 50 * time.Millisecond })
+		func(c *config.Config, _ *Options) { c.Shards.WatchInterval = 50 * time.Millisecond })
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		t.Fatal(err)
 	}
 	base := "http://" + ln.Addr().String()
-	cfg := e.config([]WingConfig{{Name: "open", Address: e.shards["open"].addr, ServerName: "localhost"}}, base)
+	cfg := e.config([]config.WingConfig{{Name: "open", Address: e.shards["open"].addr, ServerName: "localhost"}}, base)
 	e.startGatewayOn(ln, cfg, Options{})
 
 	tok := e.idp.token(t, "alice@acme.com")

@@ -8,7 +8,9 @@ import (
 	"testing"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
+	"github.com/brainstem/brainstem/gateway/rpc"
 )
 
 // TestCatalogUnion: tools are the union by name over wings, the first wing
@@ -58,4 +60,72 @@ func TestParseToolDescriptorsRejects(t *testing.T) {
 			t.Errorf("%s: %v", name, err)
 		}
 	}
+}
+
+// FuzzRouteWing: routing never panics; a wing is never empty; a wing
+// derived from an id or a path never contains a slash (a "wing" argument
+// is taken as it is: the gateway only looks it up among its wings, and an
+// unknown one is refused as unknown_wing); and it comes from an argument
+// named exactly wing, id or path.
+func FuzzRouteWing(f *testing.F) {
+	for _, s := range []string{`{"wing":"payments"}`, `{"id":"payments/decisions/x"}`, `{"path":"wiki/payments/f/x.md"}`,
+		`{"path":"inbox/a/b.md"}`, `{"id":"/x"}`, `{"wing":1}`, `[]`, ``, `{"id":null,"path":"wiki//x"}`,
+		`{"WING":"payments"}`, `{"Id":"wiki/a/b/c.md"}`, `{"id":"inbox/a/b.md"}`, `{"w\u0069ng":"a","wing":"b"}`} {
+		f.Add([]byte(s))
+	}
+	f.Fuzz(func(t *testing.T, args []byte) {
+		w, ok, err := rpc.RouteWing(args, getRoutes)
+		if err != nil {
+			if e := edge.Classify(err, ""); e.Code != brain.CodeInvalidArgument {
+				t.Fatalf("routing error %v is not invalid_argument", err)
+			}
+			return
+		}
+		if !ok {
+			return
+		}
+		var m map[string]json.RawMessage
+		if err := json.Unmarshal(args, &m); err != nil {
+			t.Fatalf("routed %q, which is not a JSON object: %v", args, err)
+		}
+		var named string
+		_ = json.Unmarshal(m["wing"], &named)
+		if w == "" || (strings.Contains(w, "/") && w != named) {
+			t.Fatalf("routed %q to %q", args, w)
+		}
+		from := false
+		for _, k := range []string{"wing", "id", "path"} {
+			var v string
+			if json.Unmarshal(m[k], &v) == nil && strings.Contains(v, w) {
+				from = true
+			}
+		}
+		if !from {
+			t.Fatalf("routed %q to %q, which no argument named exactly wing, id or path holds", args, w)
+		}
+	})
+}
+
+// FuzzParseToolDescriptors: a shard's ListTools answer never panics the
+// parser, and accepted descriptors always register with mcp-go.
+func FuzzParseToolDescriptors(f *testing.F) {
+	f.Add([]byte(testToolsJSON))
+	f.Add([]byte(`[{"name":"x","inputSchema":{}}]`))
+	f.Add([]byte(`[{"name":"brain_wings","inputSchema":{}}]`))
+	f.Add([]byte(`[{"name":"x","inputSchema":{},"_meta":{"brainstem/capability":"admin"}}]`))
+	f.Add([]byte(`{}`))
+	f.Fuzz(func(t *testing.T, raw []byte) {
+		tools, err := route.ParseToolDescriptors(raw)
+		if err != nil {
+			return
+		}
+		for _, td := range tools {
+			if td.Name == "" || td.Spec.Needs == 0 {
+				t.Fatalf("accepted %+v", td)
+			}
+			if _, err := json.Marshal(td.MCPTool()); err != nil {
+				t.Fatalf("accepted descriptor does not marshal: %v", err)
+			}
+		}
+	})
 }

@@ -12,7 +12,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/join"
 	"github.com/brainstem/brainstem/signin"
 	"github.com/brainstem/brainstem/tooling/devenv"
@@ -72,7 +72,7 @@ func TestPlan(t *testing.T) {
 	}
 }
 
-func startDev(t *testing.T, mutate func(*gateway.Config)) *devenv.Env {
+func startDev(t *testing.T, mutate func(*config.Config)) *devenv.Env {
 	t.Helper()
 	return devenvtest.Start(t, devenv.Config{Gateway: mutate})
 }
@@ -219,7 +219,7 @@ func TestJoinSignsInWhenNeeded(t *testing.T) {
 
 // TestJoinChecksBeforeRegistering: a broken chain registers nothing.
 func TestJoinChecksBeforeRegistering(t *testing.T) {
-	env := startDev(t, func(c *gateway.Config) { c.PublicURL = "http://127.0.0.1:1" })
+	env := startDev(t, func(c *config.Config) { c.PublicURL = "http://127.0.0.1:1" })
 	claude, args := fakeClaude(t)
 	var out strings.Builder
 	sc := &signin.Client{Store: &signin.Store{Dir: t.TempDir()}, Browser: noBrowser(t)}

@@ -16,14 +16,14 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/signin"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
 )
 
-func startDev(t *testing.T, mutate func(*gateway.Config)) *devenv.Env {
+func startDev(t *testing.T, mutate func(*config.Config)) *devenv.Env {
 	t.Helper()
 	return devenvtest.Start(t, devenv.Config{Gateway: mutate})
 }
@@ -277,7 +277,7 @@ func TestLoginRefusals(t *testing.T) {
 // TestLoginChecksTheResource: a gateway whose public_url is not the URL
 // used is refused before anything is registered or a browser opens.
 func TestLoginChecksTheResource(t *testing.T) {
-	env := startDev(t, func(c *gateway.Config) { c.PublicURL = "http://127.0.0.1:1" })
+	env := startDev(t, func(c *config.Config) { c.PublicURL = "http://127.0.0.1:1" })
 	c, _ := newClient(t, signin.BrowserFunc(func(context.Context, string) error {
 		t.Error("a browser was opened for a gateway with the wrong public_url")
 		return nil

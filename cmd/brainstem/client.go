@@ -23,9 +23,7 @@ import (
 // machine), check and ca (a brain's repository, an operator), load.
 
 func runLogin(ctx context.Context, args []string, s streams) error {
-	fs := newFlagSet("login", s)
-	parse := signInFlags(fs)
-	mcpURL, sc, err := parse(args, s.out)
+	mcpURL, sc, err := signInFlags(newFlagSet("login", s))(args, s.out) // login has no flags of its own
 	if err != nil {
 		return err
 	}

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/shard"
 	"github.com/brainstem/brainstem/shard/idempotency"
@@ -30,10 +31,10 @@ func runGateway(ctx context.Context, args []string, s streams) error {
 		return err
 	}
 	if *check {
-		warnings, err := gateway.CheckConfig(*configPath, *checkFiles, time.Now())
+		warnings, err := config.CheckConfig(*configPath, *checkFiles, time.Now())
 		return cli.Checked(s.out, *configPath, warnings, err)
 	}
-	cfg, err := gateway.LoadConfig(*configPath)
+	cfg, err := config.LoadConfig(*configPath)
 	if err != nil {
 		return cli.UsageError{Msg: err.Error()}
 	}

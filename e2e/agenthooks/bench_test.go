@@ -14,7 +14,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/deploy/examples"
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/hooks"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/tooling/corpus"
@@ -63,7 +63,7 @@ func benchBrain(b *testing.B, n int) string {
 // Run it with e.g. -benchtime=400x for stable percentiles.
 func BenchmarkHookPrompt(b *testing.B) {
 	env := devenvtest.Start(b, devenv.Config{Brain: benchBrain(b, benchNotes()),
-		Gateway: func(c *gateway.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 }})
+		Gateway: func(c *config.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 }})
 	alice := newPerson(b, env, "alice@example.com")
 	in := input(b, hooks.NamePrompt, "s-bench", b.TempDir(), "", map[string]any{"prompt": "how do we handle retries on the payment API"})
 	if a := alice.hook(b, hooks.NamePrompt, in); !strings.Contains(a.contexts, "payments/") {
@@ -106,7 +106,7 @@ func runOnce(b *testing.B, p *person, in string) time.Duration {
 // process start), for -benchmem's allocations of one hook.
 func BenchmarkRunPrompt(b *testing.B) {
 	env := devenvtest.Start(b, devenv.Config{Brain: benchBrain(b, benchNotes()),
-		Gateway: func(c *gateway.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 }})
+		Gateway: func(c *config.Config) { c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6 }})
 	alice := newPerson(b, env, "alice@example.com")
 	in := input(b, hooks.NamePrompt, "s-bench", b.TempDir(), "", map[string]any{"prompt": "how do we handle retries on the payment API"})
 	opt := hooks.Options{ConfigDir: filepath.Join(alice.config, "brainstem"), CacheDir: filepath.Join(alice.cache, "brainstem")}

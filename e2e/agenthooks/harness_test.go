@@ -13,7 +13,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/hooks"
 	"github.com/brainstem/brainstem/signin"
 	"github.com/brainstem/brainstem/tooling/devenv"
@@ -45,7 +45,7 @@ func TestMain(m *testing.M) {
 // per-user rate limit.
 func startEnv(t testing.TB) *devenv.Env {
 	t.Helper()
-	return devenvtest.Start(t, devenv.Config{Gateway: func(c *gateway.Config) {
+	return devenvtest.Start(t, devenv.Config{Gateway: func(c *config.Config) {
 		c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6
 	}})
 }

@@ -10,7 +10,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 	"github.com/brainstem/brainstem/tooling/corpus"
 	"github.com/brainstem/brainstem/tooling/devenv"
@@ -76,7 +76,7 @@ func benchBrain(b *testing.B) (string, []corpus.Note) {
 func BenchmarkConsolePages(b *testing.B) {
 	brain, notes := benchBrain(b)
 	start := time.Now()
-	env := devenvtest.Start(b, devenv.Config{Brain: brain, Gateway: func(c *gateway.Config) {
+	env := devenvtest.Start(b, devenv.Config{Brain: brain, Gateway: func(c *config.Config) {
 		c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6
 	}})
 	b.Logf("dev environment over %d notes ready in %v", len(notes), time.Since(start).Round(time.Millisecond))

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 	"github.com/brainstem/brainstem/tooling/logcheck"
@@ -21,7 +21,7 @@ import (
 func startEnv(t testing.TB) (*devenv.Env, *logcheck.Buffer) {
 	t.Helper()
 	audit := &logcheck.Buffer{}
-	env := devenvtest.Start(t, devenv.Config{AuditLog: audit, Gateway: func(c *gateway.Config) {
+	env := devenvtest.Start(t, devenv.Config{AuditLog: audit, Gateway: func(c *config.Config) {
 		c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6
 	}})
 	if env.ConsoleURL == "" {

@@ -10,7 +10,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/auth/offboard"
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
@@ -30,9 +30,9 @@ func TestConsoleCookieEndedSignIn(t *testing.T) {
 	if err := os.WriteFile(tok, []byte(secret), 0o600); err != nil {
 		t.Fatal(err)
 	}
-	env := devenvtest.Start(t, devenv.Config{Gateway: func(c *gateway.Config) {
+	env := devenvtest.Start(t, devenv.Config{Gateway: func(c *config.Config) {
 		c.Limits.CallsPerSecond, c.Limits.Burst = 1e6, 1e6
-		c.Signins = gateway.SigninsConfig{EndedFile: ended, AdminTokenFile: tok}
+		c.Signins = config.SigninsConfig{EndedFile: ended, AdminTokenFile: tok}
 	}})
 	alice := signIn(t, env, "alice@example.com", "")
 	alice.mustGet("w/payments/inbox")

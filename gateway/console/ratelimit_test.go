@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
 	"github.com/brainstem/brainstem/tooling/testbrowser"
@@ -17,7 +17,7 @@ import (
 // Every page answers the same, byte for byte, whether its wing exists,
 // is readable or hidden, so the limit tells nothing of what exists.
 func TestOverRateLimit(t *testing.T) {
-	env := devenvtest.Start(t, devenv.Config{Gateway: func(c *gateway.Config) {
+	env := devenvtest.Start(t, devenv.Config{Gateway: func(c *config.Config) {
 		// Five calls, refilled at one per 1,000 s: bob runs out within a
 		// few pages and gets no call back before the test ends.
 		c.Limits.CallsPerSecond, c.Limits.Burst = 0.001, 5

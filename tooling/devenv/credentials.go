@@ -10,7 +10,7 @@ import (
 	"path/filepath"
 	"strings"
 
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/oauth"
 )
 
@@ -22,7 +22,7 @@ const ServiceAccountID = "ci-bot"
 // credentials gives the gateway an operator token for its /signins admin
 // endpoints and the demo service account, each secret in a file of the
 // data directory (made on the first run, kept with --data).
-func (e *Env) credentials(gcfg *gateway.Config) error {
+func (e *Env) credentials(gcfg *config.Config) error {
 	keys := filepath.Join(e.DataDir, "keys")
 	if err := os.MkdirAll(keys, 0o700); err != nil {
 		return fmt.Errorf("devenv: %w", err)

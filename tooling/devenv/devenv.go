@@ -30,6 +30,7 @@ import (
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/deploy/examples"
 	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/oauth"
 	oauthconfig "github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/internal/tracing"
@@ -75,7 +76,7 @@ type Config struct {
 	CallsPerSecond float64
 	// Gateway, when set, adjusts the gateway's configuration before it
 	// starts (benchmarks raise the per-user rate limit with it).
-	Gateway func(*gateway.Config)
+	Gateway func(*config.Config)
 	// Shard, when set, adjusts each shard's configuration before it opens
 	// (benchmarks raise the note size limit with it).
 	Shard func(*shard.Config)
@@ -228,14 +229,14 @@ func Start(ctx context.Context, cfg Config) (_ *Env, err error) {
 		return nil, err
 	}
 	e.shardTLS, e.addrs = ids.gateway, map[string]string{}
-	var gwWings []gateway.WingConfig
+	var gwWings []config.WingConfig
 	for i, w := range e.Wings {
 		addr, err := e.startShard(runCtx, w, ls.shards[i], ids.shard)
 		if err != nil {
 			return nil, err
 		}
 		e.addrs[w] = addr
-		gwWings = append(gwWings, gateway.WingConfig{Name: w, Address: addr, ServerName: "localhost"})
+		gwWings = append(gwWings, config.WingConfig{Name: w, Address: addr, ServerName: "localhost"})
 	}
 	if err := e.startGateway(runCtx, ls, gwWings, clientSecret); err != nil {
 		return nil, err
@@ -382,10 +383,10 @@ func newIdentities(host string) (*identities, error) {
 
 // startGateway starts the gateway, with its authorization server in front
 // of the development IdP, over the shards of wings.
-func (e *Env) startGateway(ctx context.Context, ls *listeners, wings []gateway.WingConfig, clientSecret string) error {
+func (e *Env) startGateway(ctx context.Context, ls *listeners, wings []config.WingConfig, clientSecret string) error {
 	e.MCPURL = "http://" + ls.public.Addr().String() + "/mcp"
 	e.AdminURL = "http://" + ls.admin.Addr().String()
-	gcfg := gateway.DefaultConfig()
+	gcfg := config.DefaultConfig()
 	gcfg.PublicURL = "http://" + ls.public.Addr().String()
 	gcfg.Listen = ls.public.Addr().String()
 	gcfg.AdminListen = ls.admin.Addr().String()

@@ -11,7 +11,7 @@ import (
 	"testing"
 
 	"github.com/brainstem/brainstem/auth/offboard"
-	"github.com/brainstem/brainstem/gateway"
+	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/tooling/cli"
 	"github.com/brainstem/brainstem/tooling/devenv"
 )
@@ -31,7 +31,7 @@ func TestSigninsCommand(t *testing.T) {
 		t.Fatal(err)
 	}
 	env, err := devenv.Start(context.Background(), devenv.Config{Data: filepath.Join(dir, "data"), Logger: slog.New(slog.DiscardHandler),
-		Gateway: func(c *gateway.Config) { c.Signins = gateway.SigninsConfig{EndedFile: ended, AdminTokenFile: tokFile} }})
+		Gateway: func(c *config.Config) { c.Signins = config.SigninsConfig{EndedFile: ended, AdminTokenFile: tokFile} }})
 	if err != nil {
 		t.Fatal(err)
 	}

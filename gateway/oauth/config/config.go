@@ -36,6 +36,9 @@ const (
 	DefaultConsentTTL = 30 * 24 * time.Hour
 	// LoginTTL bounds the time between the consent and the IdP's callback.
 	LoginTTL = 10 * time.Minute
+	// MaxPeers bounds the gateway's replicas a device sign-in's typed code
+	// is asked of (and so the gateway's peers.addresses).
+	MaxPeers = 64
 )
 
 // DefaultUpstreamScopes are requested from the IdP when Scopes is empty.

@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/gateway/oauth/config"
 )
 
 // A device sign-in lives in the memory of the replica that issued its
@@ -50,8 +51,6 @@ const (
 	// maxPeerBytes bounds a sealed peer request or answer (a page is about
 	// 10 KB; a form at most oauth.MaxFormBytes).
 	maxPeerBytes = 1 << 20
-	// MaxPeers bounds the replicas asked for a typed code.
-	MaxPeers = 64
 	// peerNoncesRemembered bounds the peer requests a replica remembers.
 	peerNoncesRemembered = 100000
 )
@@ -312,7 +311,7 @@ func (s *Grant) findHolder(ctx context.Context, code string) string {
 	var wg sync.WaitGroup
 	asked := 0
 	for _, p := range peers {
-		if p == s.peers.Self || asked == MaxPeers {
+		if p == s.peers.Self || asked == config.MaxPeers {
 			continue
 		}
 		asked++

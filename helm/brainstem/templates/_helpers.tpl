@@ -312,7 +312,7 @@ depend on them so a bad values file fails before anything renders.
 {{- end -}}
 
 {{/*
-The gateway's duration bounds (gateway.Config.Validate), checked at render
+The gateway's duration bounds (Config.Validate in gateway/config), checked at render
 time so that a release never ships a gateway.yaml the gateway refuses. Each
 bound is [min, max] in seconds ("" max: none) with its words; keep_alive is
 checked against the idle_timeout in force (either's default: 1s, 2.5s).

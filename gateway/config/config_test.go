@@ -1,10 +1,8 @@
-package gateway
+package config
 
 import (
-	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -15,12 +13,8 @@ import (
 
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/brain"
-	"github.com/brainstem/brainstem/gateway/edge"
-	"github.com/brainstem/brainstem/gateway/oauth"
-	"github.com/brainstem/brainstem/gateway/route"
-	"github.com/brainstem/brainstem/gateway/rpc"
+	oauthcfg "github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/proto/pki"
-	"github.com/brainstem/brainstem/search"
 )
 
 // TestLoadConfigExample: the brief's example (what the Helm chart renders)
@@ -38,9 +32,9 @@ func TestLoadConfigExample(t *testing.T) {
 	want.OIDC.AllowedDomains = []string{"acme.com"}
 	want.Shards.TLS = TLSFiles{CAFile: "/etc/brainstem/mtls/ca.crt", CertFile: "/etc/brainstem/mtls/tls.crt", KeyFile: "/etc/brainstem/mtls/tls.key"}
 	want.Wings = []WingConfig{{Name: "payments", Address: "payments-0.payments.brainstem.svc:7443", ServerName: "payments.shard.brainstem"}}
-	want.OAuth = oauth.Config{
+	want.OAuth = oauthcfg.Config{
 		Enabled: true, SigningKeyFile: "/etc/brainstem/oauth/signing.pem",
-		Upstream:     oauth.UpstreamConfig{Issuer: "https://login.acme.com", ClientID: "brainstem", ClientSecretFile: "/etc/brainstem/oauth/client-secret"},
+		Upstream:     oauthcfg.UpstreamConfig{Issuer: "https://login.acme.com", ClientID: "brainstem", ClientSecretFile: "/etc/brainstem/oauth/client-secret"},
 		RedirectURIs: []string{"https://vscode.dev/redirect"}, RedirectSchemes: []string{"cursor"},
 	}
 	if !reflect.DeepEqual(cfg, want) {
@@ -52,8 +46,8 @@ func TestLoadConfigExample(t *testing.T) {
 	if _, err := CheckConfig("testdata/gateway.yaml", false, time.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.mcpURL() != "https://brain.acme.com/mcp" || cfg.Wings[0].serverName() != "payments.shard.brainstem" {
-		t.Fatal(cfg.mcpURL(), cfg.Wings[0].serverName())
+	if cfg.MCPURL() != "https://brain.acme.com/mcp" || cfg.Wings[0].TLSName() != "payments.shard.brainstem" {
+		t.Fatal(cfg.MCPURL(), cfg.Wings[0].TLSName())
 	}
 }
 
@@ -196,7 +190,7 @@ func TestValidateReportsEverything(t *testing.T) {
 		{"retry base", func(c *Config) { c.Shards.RetryBase = time.Minute }, "shards.retry_base"},
 		{"deny ttl", func(c *Config) { c.Grants.DenyTTL = 0 }, "grants.deny_ttl"},
 		{"drain", func(c *Config) { c.DrainTimeout = 0 }, "drain_timeout"},
-		{"oauth off", func(c *Config) { c.OAuth = oauth.Config{} }, ""},
+		{"oauth off", func(c *Config) { c.OAuth = oauthcfg.Config{} }, ""},
 		{"oauth upstream not trusted", func(c *Config) { c.OAuth.Upstream.Issuer = "https://other.example" }, "oauth.upstream.issuer"},
 		{"oauth client not an audience", func(c *Config) { c.OAuth.Upstream.ClientID = "gw" }, "not among oidc.issuers[0].audiences"},
 		{"oauth own issuer trusted", func(c *Config) {
@@ -219,7 +213,7 @@ func TestValidateReportsEverything(t *testing.T) {
 		{"peers bad port", func(c *Config) { c.Peers = PeersConfig{DNS: "peers", Port: 70000} }, "peers.port"},
 		{"peers bad advertise", func(c *Config) { c.Peers = PeersConfig{DNS: "peers", Advertise: "10.0.0.1"} }, "peers.advertise"},
 		{"peers advertise alone", func(c *Config) { c.Peers = PeersConfig{Advertise: "10.0.0.1:9090"} }, "need peers.dns or peers.addresses"},
-		{"peers without oauth", func(c *Config) { c.OAuth, c.Peers = oauth.Config{}, PeersConfig{DNS: "peers"} }, "enable oauth or remove peers"},
+		{"peers without oauth", func(c *Config) { c.OAuth, c.Peers = oauthcfg.Config{}, PeersConfig{DNS: "peers"} }, "enable oauth or remove peers"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -239,7 +233,7 @@ func TestValidateReportsEverything(t *testing.T) {
 	// Without file-based shard TLS (dev / tests pass Options.ShardTLS).
 	c := good
 	c.Shards.TLS = TLSFiles{}
-	if err := c.validate(false); err != nil {
+	if err := c.ValidateWith(false); err != nil {
 		t.Fatal(err)
 	}
 }
@@ -292,113 +286,6 @@ func FuzzParseConfig(f *testing.F) {
 		}
 		_ = cfg.Validate()
 	})
-}
-
-// FuzzRouteWing: routing never panics; a wing is never empty; a wing
-// derived from an id or a path never contains a slash (a "wing" argument
-// is taken as it is: the gateway only looks it up among its wings, and an
-// unknown one is refused as unknown_wing); and it comes from an argument
-// named exactly wing, id or path.
-func FuzzRouteWing(f *testing.F) {
-	for _, s := range []string{`{"wing":"payments"}`, `{"id":"payments/decisions/x"}`, `{"path":"wiki/payments/f/x.md"}`,
-		`{"path":"inbox/a/b.md"}`, `{"id":"/x"}`, `{"wing":1}`, `[]`, ``, `{"id":null,"path":"wiki//x"}`,
-		`{"WING":"payments"}`, `{"Id":"wiki/a/b/c.md"}`, `{"id":"inbox/a/b.md"}`, `{"w\u0069ng":"a","wing":"b"}`} {
-		f.Add([]byte(s))
-	}
-	f.Fuzz(func(t *testing.T, args []byte) {
-		w, ok, err := rpc.RouteWing(args, getRoutes)
-		if err != nil {
-			if e := edge.Classify(err, ""); e.Code != brain.CodeInvalidArgument {
-				t.Fatalf("routing error %v is not invalid_argument", err)
-			}
-			return
-		}
-		if !ok {
-			return
-		}
-		var m map[string]json.RawMessage
-		if err := json.Unmarshal(args, &m); err != nil {
-			t.Fatalf("routed %q, which is not a JSON object: %v", args, err)
-		}
-		var named string
-		_ = json.Unmarshal(m["wing"], &named)
-		if w == "" || (strings.Contains(w, "/") && w != named) {
-			t.Fatalf("routed %q to %q", args, w)
-		}
-		from := false
-		for _, k := range []string{"wing", "id", "path"} {
-			var v string
-			if json.Unmarshal(m[k], &v) == nil && strings.Contains(v, w) {
-				from = true
-			}
-		}
-		if !from {
-			t.Fatalf("routed %q to %q, which no argument named exactly wing, id or path holds", args, w)
-		}
-	})
-}
-
-// FuzzParseToolDescriptors: a shard's ListTools answer never panics the
-// parser, and accepted descriptors always register with mcp-go.
-func FuzzParseToolDescriptors(f *testing.F) {
-	f.Add([]byte(testToolsJSON))
-	f.Add([]byte(`[{"name":"x","inputSchema":{}}]`))
-	f.Add([]byte(`[{"name":"brain_wings","inputSchema":{}}]`))
-	f.Add([]byte(`[{"name":"x","inputSchema":{},"_meta":{"brainstem/capability":"admin"}}]`))
-	f.Add([]byte(`{}`))
-	f.Fuzz(func(t *testing.T, raw []byte) {
-		tools, err := route.ParseToolDescriptors(raw)
-		if err != nil {
-			return
-		}
-		for _, td := range tools {
-			if td.Name == "" || td.Spec.Needs == 0 {
-				t.Fatalf("accepted %+v", td)
-			}
-			if _, err := json.Marshal(td.MCPTool()); err != nil {
-				t.Fatalf("accepted descriptor does not marshal: %v", err)
-			}
-		}
-	})
-}
-
-// TestQueryLimits: a cross-wing brain_query takes the limit a shard takes
-// (search.DefaultLimit, at most search.MaxLimit), decoded with the search
-// tool's own spec, so the gateway never accepts a limit every wing would
-// then refuse, and refuses it in the words a wing would.
-func TestQueryLimits(t *testing.T) {
-	g := &Gateway{searchSpec: search.Spec(search.NoLimits())}
-	tests := []struct {
-		args string
-		want int // 0: refused
-	}{
-		{`{"query":"x","scope":"wiki"}`, search.DefaultLimit},
-		{`{"query":"x","limit":null,"scope":"wiki"}`, search.DefaultLimit},
-		{`{"query":"x"}`, search.LegacyDefaultLimit}, // the predecessor's shape: its default
-		{`{"query":"x","limit":null}`, search.LegacyDefaultLimit},
-		{`{"query":"x","limit":1}`, 1},
-		{fmt.Sprintf(`{"query":"x","limit":%d}`, search.MaxLimit), search.MaxLimit},
-		{fmt.Sprintf(`{"query":"x","limit":%d}`, search.MaxLimit+1), 0},
-		{`{"query":"x","limit":1000}`, 0},
-		{`{"query":"x","limit":0}`, 0},
-		{`{"query":"x","limit":-1}`, 0},
-		{`{"query":"x","limit":2.5}`, 0},
-		{`{"query":"x","limit":"5"}`, 0},
-	}
-	for _, tt := range tests {
-		q, err := g.queryOf([]byte(tt.args))
-		switch {
-		case tt.want == 0:
-			e, ok := brain.As(err)
-			if !ok || e.Code != brain.CodeInvalidArgument || !strings.Contains(e.Message, "limit") {
-				t.Errorf("%s: %v, want invalid_argument naming the limit", tt.args, err)
-			}
-		case err != nil || q.Limit != tt.want:
-			t.Errorf("%s: limit %d, %v; want %d", tt.args, q.Limit, err, tt.want)
-		case q.Legacy != !strings.Contains(tt.args, "scope") || q.Legacy != (q.Scope == search.ScopeAll):
-			t.Errorf("%s: legacy %v, scope %q: the predecessor's shape searches all, the tool's own the wiki", tt.args, q.Legacy, q.Scope)
-		}
-	}
 }
 
 // TestCheckConfigFiles: --check-config judges the certificate files the
@@ -518,49 +405,5 @@ wings: [{name: payments, address: "127.0.0.1:7443"}]
 		if !errors.Is(err, ErrConfig) || !strings.Contains(err.Error(), "oauth.service_accounts[0].credentials[0]") || !strings.Contains(err.Error(), want) {
 			t.Errorf("%s: err = %v, want %q", file, err, want)
 		}
-	}
-}
-
-// TestAdvertiseHost: the address a replica tells its peers, from
-// admin_listen or this host's addresses.
-func TestAdvertiseHost(t *testing.T) {
-	nets := func(cidrs ...string) func() ([]net.Addr, error) {
-		return func() ([]net.Addr, error) {
-			var out []net.Addr
-			for _, c := range cidrs {
-				ip, n, err := net.ParseCIDR(c)
-				if err != nil {
-					t.Fatal(err)
-				}
-				n.IP = ip
-				out = append(out, n)
-			}
-			return out, nil
-		}
-	}
-	for _, c := range []struct {
-		name, admin string
-		addrs       func() ([]net.Addr, error)
-		want, err   string
-	}{
-		{"admin_listen names it", "10.1.2.3", nets("10.9.9.9/8"), "10.1.2.3", ""},
-		{"the pod's address", "", nets("127.0.0.1/8", "::1/128", "10.244.0.7/24"), "10.244.0.7", ""},
-		{"IPv4 first", "0.0.0.0", nets("fd00::7/64", "10.244.0.7/24"), "10.244.0.7", ""},
-		{"IPv6 only", "::", nets("::1/128", "fd00::7/64"), "fd00::7", ""},
-		{"loopback only", "", nets("127.0.0.1/8"), "", "set peers.advertise"},
-		{"no addresses", "", func() ([]net.Addr, error) { return nil, errors.New("boom") }, "", "set peers.advertise"},
-	} {
-		t.Run(c.name, func(t *testing.T) {
-			got, err := advertiseHost(c.admin, c.addrs)
-			if c.err != "" {
-				if err == nil || !strings.Contains(err.Error(), c.err) {
-					t.Fatalf("err %v, want %q", err, c.err)
-				}
-				return
-			}
-			if err != nil || got != c.want {
-				t.Fatalf("%q %v, want %q", got, err, c.want)
-			}
-		})
 	}
 }

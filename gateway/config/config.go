@@ -1,4 +1,9 @@
-package gateway
+// Package config is the gateway's configuration: the YAML the Helm chart
+// renders (Config and its sections), its defaults, the BRAINSTEM_*
+// environment overrides, and the checks of `brainstem gateway
+// --check-config` (Validate, CheckConfig), each problem named by its key.
+// It holds no running state: package gateway builds the gateway from it.
+package config
 
 import (
 	"bytes"
@@ -19,7 +24,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/brain"
-	"github.com/brainstem/brainstem/gateway/oauth"
+	oauthcfg "github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/internal/logging"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
@@ -44,7 +49,7 @@ type Config struct {
 	OIDC sso.Config `yaml:"oidc"`
 	// OAuth configures the gateway's own authorization server, through
 	// which MCP clients sign in with nothing but the URL (see gateway/oauth).
-	OAuth oauth.Config `yaml:"oauth"`
+	OAuth oauthcfg.Config `yaml:"oauth"`
 	// Peers lets the gateway's replicas reach each other (PeersConfig).
 	Peers PeersConfig `yaml:"peers"`
 	// Shards configures the QUIC connections to the wings' shards.
@@ -94,9 +99,9 @@ type TLSFiles struct {
 	KeyFile  string `yaml:"key_file"`
 }
 
-// shardFiles names the files of shards.tls for pki.ReadFiles, which names
+// ShardFiles names the files of shards.tls for pki.ReadFiles, which names
 // them in its errors by their configuration keys.
-func (t TLSFiles) shardFiles() pki.Files {
+func (t TLSFiles) ShardFiles() pki.Files {
 	return pki.Files{CA: t.CAFile, Cert: t.CertFile, Key: t.KeyFile,
 		CAName: "shards.tls.ca_file", CertName: "shards.tls.cert_file", KeyName: "shards.tls.key_file"}
 }
@@ -231,6 +236,10 @@ func DefaultConfig() Config {
 // maxConfigBytes bounds the config file.
 const maxConfigBytes = 1 << 20
 
+// maxResourcesPageSize bounds limits.resources_page_size: brain_list's
+// largest page, so one shard request fills at most one page.
+const maxResourcesPageSize = 200
+
 // ErrConfig wraps every configuration problem.
 var ErrConfig = errors.New("gateway: invalid config")
 
@@ -361,7 +370,7 @@ func (c Config) checkFiles(now time.Time) (warnings []string, err error) {
 	var errs []error
 	// A file not named is Validate's to report.
 	if t := c.Shards.TLS; t.CAFile != "" && t.CertFile != "" && t.KeyFile != "" {
-		id, err := pki.ReadFiles(t.shardFiles())
+		id, err := pki.ReadFiles(t.ShardFiles())
 		if err != nil {
 			each := []error{err}
 			if j, ok := err.(interface{ Unwrap() []error }); ok {
@@ -408,9 +417,12 @@ func (c Config) checkFiles(now time.Time) (warnings []string, err error) {
 }
 
 // Validate reports every problem at once (errors.Join), each naming its key.
-func (c Config) Validate() error { return c.validate(true) }
+func (c Config) Validate() error { return c.ValidateWith(true) }
 
-func (c Config) validate(requireShardTLS bool) error {
+// ValidateWith is Validate with shards.tls required only when
+// shardTLSFiles: a gateway given its shard TLS in code (dev, tests) names
+// no files.
+func (c Config) ValidateWith(shardTLSFiles bool) error {
 	var p problems
 	c.validateListeners(&p)
 	if err := c.OIDC.Validate(); err != nil {
@@ -418,7 +430,7 @@ func (c Config) validate(requireShardTLS bool) error {
 	}
 	p = append(p, c.validateOAuth()...)
 	c.validatePeers(&p)
-	c.Shards.validate(&p, requireShardTLS)
+	c.Shards.validate(&p, shardTLSFiles)
 	validateWings(&p, c.Wings, c.DefaultWing)
 	c.Limits.validate(&p)
 	c.Grants.validate(&p)
@@ -455,7 +467,7 @@ func (c Config) validateListeners(p *problems) {
 	} else if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		p.add("public_url", "%q is not an absolute http(s) URL", c.PublicURL)
 	} else {
-		if u.Scheme == "http" && !isLoopbackHost(u.Hostname()) {
+		if u.Scheme == "http" && !oauthcfg.IsLoopbackHostname(u.Hostname()) {
 			p.add("public_url", "%q must use https unless its host is loopback", c.PublicURL)
 		}
 		if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
@@ -486,7 +498,7 @@ func (c Config) validateListeners(p *problems) {
 		p.add("tls.ca_file", "not used by the public listener; remove it")
 	}
 	for i, o := range c.AllowedOrigins {
-		if _, err := parseOrigin(o); err != nil {
+		if _, err := ParseOrigin(o); err != nil {
 			p.add(fmt.Sprintf("allowed_origins[%d]", i), "%v", err)
 		}
 	}
@@ -630,11 +642,12 @@ func (c Config) validateOAuth() []error {
 	return errs
 }
 
-// mcpURL returns PublicURL + "/mcp".
-func (c Config) mcpURL() string { return strings.TrimRight(c.PublicURL, "/") + "/mcp" }
+// MCPURL returns PublicURL + "/mcp".
+func (c Config) MCPURL() string { return strings.TrimRight(c.PublicURL, "/") + "/mcp" }
 
-// serverName returns the TLS name to verify for a wing's shard.
-func (w WingConfig) serverName() string {
+// TLSName returns the TLS name to verify for a wing's shard: ServerName,
+// else the host of Address.
+func (w WingConfig) TLSName() string {
 	if w.ServerName != "" {
 		return w.ServerName
 	}
@@ -645,23 +658,14 @@ func (w WingConfig) serverName() string {
 	return host
 }
 
-func isLoopbackHost(host string) bool {
-	host = strings.Trim(host, "[]")
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
-}
-
 func listenIsLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
-	return err == nil && host != "" && isLoopbackHost(host)
+	return err == nil && host != "" && oauthcfg.IsLoopbackHostname(host)
 }
 
-// parseOrigin checks an origin is scheme://host[:port] and returns it in
+// ParseOrigin checks an origin is scheme://host[:port] and returns it in
 // canonical (lowercase) form.
-func parseOrigin(s string) (string, error) {
+func ParseOrigin(s string) (string, error) {
 	u, err := url.Parse(s)
 	if err != nil || u.Host == "" || (u.Scheme != "http" && u.Scheme != "https") {
 		return "", fmt.Errorf("%q is not an origin (scheme://host[:port])", s)
@@ -670,4 +674,91 @@ func parseOrigin(s string) (string, error) {
 		return "", fmt.Errorf("%q is not an origin: it has a path, query or user info", s)
 	}
 	return strings.ToLower(u.Scheme + "://" + u.Host), nil
+}
+
+// PeersConfig lets the replicas of one gateway reach each other on their
+// admin listeners, so a device sign-in started at one replica completes
+// through any other (gateway/oauth/device, peers.go). Off while DNS and
+// Addresses are both empty: each device sign-in then stays on the replica
+// that issued it.
+type PeersConfig struct {
+	// DNS is a name that resolves to the address of every replica (in
+	// Kubernetes, the chart's headless Service of the gateway pods),
+	// looked up whenever a replica asks its peers for a typed code.
+	DNS string `yaml:"dns"`
+	// Port is the replicas' admin port, where they answer their peers
+	// (0: the port of admin_listen).
+	Port int `yaml:"port"`
+	// Addresses lists the replicas' admin host:port where there is no DNS
+	// name (virtual machines, tests); with DNS it is not used.
+	Addresses []string `yaml:"addresses"`
+	// Advertise is this replica's admin host:port as the others reach it
+	// ("": admin_listen's host if it names one, else this host's first
+	// non-loopback address, with the admin port; in Kubernetes the pod's
+	// IP). Set it where a host has several addresses.
+	Advertise string `yaml:"advertise"`
+}
+
+// Enabled reports whether the replicas reach each other.
+func (p PeersConfig) Enabled() bool { return p.DNS != "" || len(p.Addresses) > 0 }
+
+// maxPeerAddresses bounds peers.addresses.
+const maxPeerAddresses = oauthcfg.MaxPeers
+
+func (c Config) validatePeers(p *problems) {
+	pc := c.Peers
+	if !pc.Enabled() {
+		if pc.Advertise != "" || pc.Port != 0 {
+			p.add("peers", "advertise and port need peers.dns or peers.addresses")
+		}
+		return
+	}
+	if !c.OAuth.Enabled {
+		p.add("peers", "the replicas reach each other for the device flow of the gateway's authorization server; enable oauth or remove peers")
+	}
+	if pc.DNS != "" && !pki.ValidHostName(pc.DNS) {
+		p.add("peers.dns", "%q is not a DNS name", pc.DNS)
+	}
+	if pc.Port < 0 || pc.Port > 65535 {
+		p.add("peers.port", "%d is not a port", pc.Port)
+	}
+	if len(pc.Addresses) > maxPeerAddresses {
+		p.add("peers.addresses", "%d addresses; at most %d", len(pc.Addresses), maxPeerAddresses)
+	}
+	for i, a := range pc.Addresses {
+		if _, port, err := net.SplitHostPort(a); err != nil || port == "" || port == "0" {
+			p.add(fmt.Sprintf("peers.addresses[%d]", i), "%q is not host:port", a)
+		}
+	}
+	if pc.Advertise != "" {
+		if host, port, err := net.SplitHostPort(pc.Advertise); err != nil || host == "" || port == "" || port == "0" {
+			p.add("peers.advertise", "%q must be this replica's admin host:port as the other replicas reach it", pc.Advertise)
+		}
+	}
+}
+
+// SigninsConfig configures offboarding. Both are optional.
+type SigninsConfig struct {
+	// EndedFile is the ended sign-ins file (auth/offboard: `ended:` and a
+	// list of {email, not_before, reason}), read at start (a missing or
+	// bad file fails the start) and then every second: a change applies
+	// within a second of reaching this replica's disk. A file that later
+	// turns bad keeps the last good list (logged).
+	EndedFile string `yaml:"ended_file"`
+	// AdminTokenFile holds the operator's bearer token (at least 32
+	// bytes) for the admin listener's /signins endpoints: GET lists a
+	// person's sign-ins this replica saw, POST /signins/end ends them on
+	// this replica at once. Without it those endpoints answer 404.
+	AdminTokenFile string `yaml:"admin_token_file"`
+}
+
+func (s SigninsConfig) validate(p *problems, adminListen string) {
+	if s.AdminTokenFile != "" && adminListen == "" {
+		p.add("signins.admin_token_file", "the /signins endpoints are served on admin_listen, which is not set")
+	}
+	for _, f := range []struct{ key, v string }{{"signins.ended_file", s.EndedFile}, {"signins.admin_token_file", s.AdminTokenFile}} {
+		if f.v != "" && strings.TrimSpace(f.v) != f.v {
+			p.add(f.key, "%q has surrounding spaces", f.v)
+		}
+	}
 }
