@@ -7,18 +7,24 @@ import (
 	"maps"
 	"slices"
 	"strconv"
+	"strings"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
 )
 
 // Wing is one wing as a search across wings asks it: the gateway
 // implements it over proto, with the caller's shard token, and returns a
 // failure already described for the caller (a wing that failed is left out
-// of the search, and the failure is the gateway's to name).
+// of the search, and the failure is the gateway's to name: Left).
 type Wing interface {
+	Name() string // as the answer names it
 	Stats(ctx context.Context, req *StatsRequest) (*StatsResponse, error)
 	Rank(ctx context.Context, req *RankRequest) (*RankResponse, error)
 	Fetch(ctx context.Context, req *FetchRequest) (*FetchResponse, error)
+	// Left is how the answer names the wing, left out for the failure
+	// err; named is false for a failure the caller must not be told of.
+	Left(err error) (left toolspec.UnavailableWing, named bool)
 }
 
 // DecodeQuery decodes, checks and tokenizes a search's arguments once, with
@@ -32,13 +38,18 @@ func DecodeQuery(spec *toolspec.Spec, args []byte) (Query, error) {
 	return a.Tokenized(), nil
 }
 
-// Fanout is the rank and fetch steps of one search across the wings the
-// caller may read, and its merged hits (protocol.go). The gateway fills in
-// the first step's statistics (from its Replica or asked with Stats) and
-// names the wings left out.
+// Fanout is one search across the wings the caller may read (protocol.go):
+// the statistics step (Gather, from Replica or asked), the rank and fetch
+// steps, the merged hits and the answer, with the wings left out. The
+// gateway decides which wings the caller may read, and how a failure is
+// told (Wing.Left).
 type Fanout struct {
 	Query Query
 	Wings []Wing
+	// Replica holds the wings' statistics between searches; Index is each
+	// wing's index among the gateway's wings, its place there.
+	Replica *Replica
+	Index   []int
 	// Of each wing: its statistics of the query's terms and the generation
 	// they are of; Errs is its failure, nil while it is in the search.
 	Stats []Stats
@@ -52,10 +63,52 @@ type Fanout struct {
 	// Each runs fn for every wing whose errs entry is nil, concurrently
 	// (the gateway bounds how many at once), and returns when all have.
 	Each func(errs []error, fn func(i int))
+	// Left are the wings left out, as the caller is told, in the order they
+	// were: the gateway's (a wing it could not ask), Rank's, then Fetch's.
+	Left []toolspec.UnavailableWing
 
 	ranks    []WingRank
 	picks    []Pick              // merged and cut to the limit
 	rendered []map[string][]byte // each wing's rendered hits by key
+}
+
+// Gather is the statistics step, within ctx: each wing's statistics of
+// the query's terms and the generation they are of, from Replica when it
+// holds them, else asked (Stats) and put there. reused counts the wings
+// Replica answered for.
+func (f *Fanout) Gather(ctx context.Context) (reused int) {
+	n := len(f.Wings)
+	f.Stats, f.Gens, f.Errs = make([]Stats, n), make([]uint64, n), make([]error, n)
+	for i := range f.Wings {
+		var held bool
+		if f.Stats[i], f.Gens[i], held = f.Replica.Lookup(f.slot(i), f.Query.Terms); held {
+			f.Errs[i] = errNotAsked
+			reused++
+		}
+	}
+	if reused < n {
+		f.Each(f.Errs, func(i int) {
+			resp, err := f.Wings[i].Stats(ctx, &StatsRequest{Terms: f.Query.Terms, Scope: f.Query.Scope})
+			if err != nil {
+				f.Errs[i] = err
+				return
+			}
+			f.Stats[i], f.Gens[i] = resp.Stats, resp.Generation
+			f.Replica.Put(f.slot(i), resp.Generation, resp.Stats)
+		})
+	}
+	for i, err := range f.Errs {
+		if err == errNotAsked {
+			f.Errs[i] = nil
+		}
+	}
+	return reused
+}
+
+// slot is a wing's place in Replica for the query's scope: each scope's
+// statistics are a wing's own.
+func (f *Fanout) slot(i int) int {
+	return f.Index[i]*len(Scopes()) + ScopeIndex(f.Query.Scope)
 }
 
 // Global sums the statistics of the wings still in the search.
@@ -69,19 +122,31 @@ func (f *Fanout) Global() *Stats {
 	return sum
 }
 
+// rankRounds bounds how often a search ranks again because a wing changed
+// meanwhile; the last round takes each wing as it is.
+const rankRounds = 3
+
 // Rank is the rank step: each wing still in the search ranks its notes with
 // the global statistics, again while some wing answers that it changed
-// (Stale), at most rounds times, the last round taking each wing as it is.
-// The wings that ranked are Answered, and their hits merged and cut to the
-// limit. again is how many rounds were run again.
-func (f *Fanout) Rank(ctx context.Context, rounds int) (again int) {
+// (Stale), at most rankRounds times, the last round taking each wing as it
+// is. The wings that ranked are Answered, and their hits merged and cut to
+// the limit; those that failed or refused the query are Left. again is how
+// many rounds were run again.
+func (f *Fanout) Rank(ctx context.Context) (again int) {
 	f.ranks, f.Answered = make([]WingRank, len(f.Wings)), make([]bool, len(f.Wings))
 	f.Refused = make([][]byte, len(f.Wings))
-	for round := 1; round <= rounds && f.rankRound(ctx, round == rounds); round++ {
+	for round := 1; round <= rankRounds && f.rankRound(ctx, round == rankRounds); round++ {
 		again++
 	}
-	for i := range f.Wings {
+	for i, w := range f.Wings {
 		f.Answered[i] = f.Errs[i] == nil && f.Refused[i] == nil
+		switch {
+		case f.Errs[i] != nil:
+			f.leave(w, f.Errs[i])
+		case f.Refused[i] != nil:
+			code, msg := refusal(f.Refused[i])
+			f.Left = append(f.Left, toolspec.UnavailableWing{Wing: w.Name(), Code: code, Error: msg})
+		}
 	}
 	if slices.Contains(f.Answered, true) {
 		f.picks = Merge(f.ranks, f.Answered, f.Query.Limit)
@@ -111,6 +176,7 @@ func (f *Fanout) rankRound(ctx context.Context, last bool) (again bool) {
 		case resp.Stale && resp.Stats != nil:
 			stale[i] = true
 			f.Stats[i], f.Gens[i] = *resp.Stats, resp.Generation
+			f.Replica.Put(f.slot(i), resp.Generation, *resp.Stats)
 		default:
 			f.ranks[i] = WingRank{Ranked: resp.Ranked, Total: resp.Total}
 			f.rendered[i] = hitsByKey(rankedKeys(resp.Ranked, len(resp.Hits)), resp.Hits)
@@ -149,9 +215,8 @@ var errNotAsked = errors.New("search: wing not asked")
 
 // Fetch is the fetch step: the wings holding final hits they did not
 // render ahead render those hits, and only those. A wing that fails here is
-// left out altogether, its hits and its notes' count: failed holds its
-// failure (nil for the others).
-func (f *Fanout) Fetch(ctx context.Context) (failed []error) {
+// left out altogether, its hits and its notes' count, and Left.
+func (f *Fanout) Fetch(ctx context.Context) {
 	keys := make([][]string, len(f.Wings))
 	for _, p := range f.picks {
 		if _, ok := f.rendered[p.Wing][p.Key]; !ok {
@@ -176,15 +241,12 @@ func (f *Fanout) Fetch(ctx context.Context) (failed []error) {
 		}
 		maps.Copy(f.rendered[i], hitsByKey(keys[i], resp.Hits))
 	})
-	failed = make([]error, len(f.Wings))
-	for i := range f.Wings {
-		if errs[i] == nil || errs[i] == errNotAsked {
-			continue
+	for i, w := range f.Wings {
+		if errs[i] != nil && errs[i] != errNotAsked {
+			f.Answered[i], f.ranks[i].Total = false, 0
+			f.leave(w, errs[i])
 		}
-		failed[i] = errs[i]
-		f.Answered[i], f.ranks[i].Total = false, 0
 	}
-	return failed
 }
 
 // hitsByKey matches a wing's rendered hits with the keys asked for. The
@@ -231,4 +293,70 @@ func (f *Fanout) Hits() (hits [][]byte, total int64) {
 		}
 	}
 	return hits, total
+}
+
+// Answer is the search's answer (EnvelopeFor): the final hits in merged
+// order, each one's bytes as its wing rendered them (Hits), the total, the
+// wings that answered and those Left.
+func (f *Fanout) Answer() []byte {
+	hits, total := f.Hits()
+	var names []string
+	for i, w := range f.Wings {
+		if f.Answered[i] {
+			names = append(names, w.Name())
+		}
+	}
+	var left []byte
+	if len(f.Left) > 0 {
+		left, _ = brain.Marshal(f.Left)
+	}
+	return EnvelopeFor(f.Query, hits, total, names, left)
+}
+
+// Refusal is the first wing's refusal of the query (Refused), nil when no
+// wing refused it.
+func (f *Fanout) Refusal() []byte {
+	for _, r := range f.Refused {
+		if r != nil {
+			return r
+		}
+	}
+	return nil
+}
+
+// leave lists a wing's failure in Left, as the wing names it.
+func (f *Fanout) leave(w Wing, err error) {
+	if left, named := w.Left(err); named {
+		f.Left = append(f.Left, left)
+	}
+}
+
+// LeftNames are the names of the wings Left (nil when none).
+func (f *Fanout) LeftNames() []string {
+	if len(f.Left) == 0 {
+		return nil
+	}
+	out := make([]string, len(f.Left))
+	for i, w := range f.Left {
+		out[i] = w.Wing
+	}
+	return out
+}
+
+// LeftErrors is every Left wing's message, for an error that names them
+// all.
+func (f *Fanout) LeftErrors() string {
+	msgs := make([]string, len(f.Left))
+	for i, w := range f.Left {
+		msgs[i] = w.Error
+	}
+	return strings.Join(msgs, "; ")
+}
+
+// refusal reads a wing's tool error document (brain.DecodeError).
+func refusal(result []byte) (brain.Code, string) {
+	if code, msg, ok := brain.DecodeError(result); ok {
+		return code, msg
+	}
+	return brain.CodeInternal, "the wing answered an error without a code"
 }

@@ -2,8 +2,10 @@ package route
 
 import (
 	"context"
+	"errors"
 	"sync"
 
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/internal/workers"
 	"github.com/brainstem/brainstem/proto"
@@ -14,39 +16,45 @@ import (
 // over proto, with the caller's shard token (Sender.Do); a failure is
 // described as the search's (Late).
 type SearchWing struct {
-	Sender  *Sender
-	Caller  Caller
-	Wing    *Wing
-	Replica *search.Replica // where the statistics the wing sends go
-	Slot    int             // the wing's slot in Replica for the search's scope
-	Late    func(w *Wing, err error) *edge.Error
+	Sender *Sender
+	Caller Caller
+	Wing   *Wing
+	Late   func(w *Wing, err error) *edge.Error
+}
+
+// Name is the wing's name.
+func (s SearchWing) Name() string { return s.Wing.Name }
+
+// Left names the wing left out for err, as edge.Classify tells it; not at
+// all when the caller lost its grant there meanwhile (ErrWingHidden).
+func (s SearchWing) Left(err error) (toolspec.UnavailableWing, bool) {
+	if errors.Is(err, ErrWingHidden) {
+		return toolspec.UnavailableWing{}, false
+	}
+	e := edge.Classify(err, s.Wing.Name)
+	return toolspec.UnavailableWing{Wing: s.Wing.Name, Code: e.Code, Error: e.Message}, true
 }
 
 // Stats asks the wing for its statistics of the terms (no token: they
-// disclose no note) and puts them in the replica.
+// disclose no note).
 func (s SearchWing) Stats(ctx context.Context, req *search.StatsRequest) (*search.StatsResponse, error) {
 	w := s.Wing
 	ctx, span := ShardSpan(ctx, search.Tool+" stats", w)
 	resp, err := w.Client.Stats(ctx, &proto.StatsRequest{RequestID: s.Caller.RequestID, StatsRequest: *req})
 	EndShardSpan(span, err)
 	if err != nil {
-		return nil, err
+		return nil, s.Late(w, err)
 	}
 	w.MarkReached()
-	s.Replica.Put(s.Slot, resp.Generation, resp.Stats)
 	return &resp.StatsResponse, nil
 }
 
-// Rank asks the wing to rank; fresh statistics of a stale wing go in the
-// replica.
+// Rank asks the wing to rank.
 func (s SearchWing) Rank(ctx context.Context, req *search.RankRequest) (*search.RankResponse, error) {
 	preq := &proto.RankRequest{RequestID: s.Caller.RequestID, RankRequest: *req}
 	resp, err := sendStep(s, ctx, "rank", &preq.Token, func(ctx context.Context) (*proto.RankResponse, error) { return s.Wing.Client.Rank(ctx, preq) })
 	if err != nil {
 		return nil, err
-	}
-	if resp.Stale && resp.Stats != nil {
-		s.Replica.Put(s.Slot, resp.Generation, *resp.Stats)
 	}
 	return &resp.RankResponse, nil
 }
