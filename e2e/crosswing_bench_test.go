@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/brainstem/brainstem/gateway/config"
@@ -32,6 +33,26 @@ type crossBrain struct {
 	getID      string                 // a note of median size, on the one wing
 	queries    []string               // 1, 2 and 3 terms, in turn
 	toThree    func(id string) string // an id of the one wing → the same note in three
+	session    bool                   // clients speak 2025-06-18 with a session, else 2026-07-28
+}
+
+// revisions are the two MCP eras the cross-wing benchmarks run under: the
+// stateless revision (mcp-go's client default) and the session revision.
+var revisions = []struct {
+	name    string
+	session bool
+}{{"stateless", false}, {"session", true}}
+
+// eachRevision runs bench once per MCP era, as rev=stateless and
+// rev=session, on the same brains.
+func eachRevision(b *testing.B, cb *crossBrain, bench func(*testing.B, *crossBrain)) {
+	for _, rev := range revisions {
+		b.Run("rev="+rev.name, func(b *testing.B) {
+			c := *cb
+			c.session = rev.session
+			bench(b, &c)
+		})
+	}
 }
 
 // benchCrossLatency is one client calling, in turn, brain_get of the
@@ -208,13 +229,27 @@ func benchCrossPaired(b *testing.B, cb *crossBrain) {
 // it turns to the other.
 const pairedBlock = 1000
 
-// client is an MCP client of env signed in as alice.
+// client is an MCP client of env signed in as alice, of cb's era.
 func (cb *crossBrain) client(b *testing.B, env *devenv.Env) *client.Client {
 	tok, _, err := env.Token("alice@example.com", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return httpClient(b, env.MCPURL, tok)
+	return eraClient(b, env.MCPURL, tok, cb.session)
+}
+
+// eraClient is an MCP client of url with token, initialized under
+// 2025-06-18 (a session) when session is set, else under mcp-go's default
+// revision (2026-07-28, stateless).
+func eraClient(b *testing.B, url, token string, session bool) *client.Client {
+	if !session {
+		return httpClient(b, url, token)
+	}
+	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+	if err != nil {
+		b.Fatal(err)
+	}
+	return initialize(b, client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20250618)))
 }
 
 // queryArgs are brain_query's arguments for q, limit 10, on wing (all
@@ -231,12 +266,12 @@ func (cb *crossBrain) queryArgs(q, wing string) string {
 // wings) against one wing holding its notes (writeSampleUnion), with
 // queries drawn from the notes' titles.
 func BenchmarkSampleCorpus(b *testing.B) {
-	benchCrossLatency(b, sampleCross(b))
+	eachRevision(b, sampleCross(b), benchCrossLatency)
 }
 
 // BenchmarkSampleThroughput is benchCrossThroughput on the sample brain.
 func BenchmarkSampleThroughput(b *testing.B) {
-	benchCrossThroughput(b, sampleCross(b))
+	eachRevision(b, sampleCross(b), benchCrossThroughput)
 }
 
 func sampleCross(b *testing.B) *crossBrain {

@@ -201,16 +201,18 @@ func crossWingHeavy(t *testing.T) {
 // round measures.
 func BenchmarkHeavyCorpus(b *testing.B) {
 	hb := writeHeavyBrain(b, benchDocs(), false)
-	benchCrossLatency(b, hb.cross(b))
-	b.ReportMetric(float64(len(hb.Notes)), "notes")
-	b.ReportMetric(float64(hb.Bytes)/1e6, "MB")
-	b.ReportMetric(float64(len(medianNote(hb.Notes).Body)), "median-note-bytes")
+	eachRevision(b, hb.cross(b), func(b *testing.B, cb *crossBrain) {
+		benchCrossLatency(b, cb)
+		b.ReportMetric(float64(len(hb.Notes)), "notes")
+		b.ReportMetric(float64(hb.Bytes)/1e6, "MB")
+		b.ReportMetric(float64(len(medianNote(hb.Notes).Body)), "median-note-bytes")
+	})
 }
 
 // BenchmarkHeavyThroughput is benchCrossThroughput on the heavy-tailed
 // brain of BenchmarkHeavyCorpus.
 func BenchmarkHeavyThroughput(b *testing.B) {
-	benchCrossThroughput(b, writeHeavyBrain(b, benchDocs(), false).cross(b))
+	eachRevision(b, writeHeavyBrain(b, benchDocs(), false).cross(b), benchCrossThroughput)
 }
 
 // benchDocs is the heavy benchmarks' number of notes: BRAINSTEM_BENCH_DOCS,

@@ -139,7 +139,8 @@ func percentile(lat []time.Duration, p float64) time.Duration {
 // clients in a closed loop (each client calls again as soon as it has its
 // answer), for both MCP eras: rev=stateless (2026-07-28, the mcp-go
 // client's default; served by the lean path) and rev=session (2025-06-18
-// with Mcp-Session-Id; served by mcp-go's transport). Reported: p50/p99 of
+// with Mcp-Session-Id; served by the lean path once mcp-go served the
+// session, sessions.go in gateway/rpc). Reported: p50/p99 of
 // both, the latency the gateway adds, and calls/s through the gateway.
 //
 // client=http replaces the mcp-go client with a minimal one (a prepared

@@ -65,21 +65,21 @@ func (g *Gateway) withCallInfo(q *mcpCall, next mcpHandler) {
 	next(q)
 }
 
-// serveCall ends the chain: a stateless tools/call on the lean path
-// (unless a test switched it off), and everything else (or a call the lean
-// path declines) through mcp-go.
+// serveCall ends the chain: a tools/call on the lean path (unless a test
+// switched it off), and everything else (or a call the lean path declines)
+// through mcp-go.
 func (g *Gateway) serveCall(q *mcpCall) {
-	if q.ci.method == "tools/call" && !g.test.noLeanPath && g.serveStatelessCall(q) {
+	if q.ci.method == "tools/call" && !g.test.noLeanPath && g.serveLeanCall(q) {
 		return
 	}
 	g.serveMCPGo(q)
 }
 
-// serveStatelessCall answers q (a tools/call) on the lean path
-// (gateway/rpc) if it is a well-formed stateless 2026-07-28 call of a
-// registered tool, leaving the scan of its arguments in the call info. It
-// reports whether it answered.
-func (g *Gateway) serveStatelessCall(q *mcpCall) bool {
+// serveLeanCall answers q (a tools/call) on the lean path (gateway/rpc) if
+// it is a well-formed call of a registered tool, stateless (2026-07-28) or
+// on a session mcp-go served lately, leaving the scan of its arguments in
+// the call info. It reports whether it answered.
+func (g *Gateway) serveLeanCall(q *mcpCall) bool {
 	c, ok := g.leanPath.Check(q.R.Header, &q.msg, q.lean)
 	if !ok {
 		return false
@@ -104,4 +104,7 @@ func (g *Gateway) serveMCPGo(q *mcpCall) {
 		}
 	}
 	g.mcpHTTP.ServeHTTP(&q.Rec, q.R.WithContext(q.ctx))
+	if q.R.Method == http.MethodPost {
+		g.leanPath.SessionServed(q.R.Header, q.Rec.Header(), q.Rec.Status())
+	}
 }

@@ -239,6 +239,120 @@ func TestLeanPathMatchesMCPGo(t *testing.T) {
 	}
 }
 
+// openSession initializes a 2025-06-18 session on url and returns its id.
+func openSession(t testing.TB, url, token string) string {
+	t.Helper()
+	resp, b := rawPost(t, url, initBody, map[string]string{"Authorization": "Bearer " + token})
+	sid := resp.Header.Get("Mcp-Session-Id")
+	if resp.StatusCode != http.StatusOK || sid == "" {
+		t.Fatalf("initialize: %d %s (session %q)", resp.StatusCode, b, sid)
+	}
+	return sid
+}
+
+// TestLeanPathMatchesMCPGoOnSessions: a session-era tools/call (2025-06-18
+// and before, on an Mcp-Session-Id mcp-go served) is answered on the lean
+// path byte for byte as mcp-go answers it; anything else is mcp-go's.
+func TestLeanPathMatchesMCPGoOnSessions(t *testing.T) {
+	e := newLeanEnv(t)
+	token := e.idp.token(t, "ann@acme.com")
+	lsid, psid := openSession(t, e.url, token), openSession(t, e.plainURL, token)
+	call := func(tool, args string) string {
+		return `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"` + tool + `"` + args + `}}`
+	}
+	get := call("brain_get", `,"arguments":{"id":"payments/decisions/idem"}`)
+	h := map[string]string{"Mcp-Protocol-Version": "2025-06-18"}
+	cases := []struct {
+		name string
+		body string
+		hdr  map[string]string
+		sid  bool // send the session's id
+		lean bool // the lean path must answer it
+	}{
+		{"note", get, h, true, true},
+		{"string id", strings.Replace(get, `"id":7`, `"id":"abc-é"`, 1), h, true, true},
+		{"fractional id", strings.Replace(get, `"id":7`, `"id":1.5`, 1), h, true, true},
+		{"exponent id", strings.Replace(get, `"id":7`, `"id":1e3`, 1), h, true, true},
+		{"2025-03-26", get, withHeader(h, "Mcp-Protocol-Version", "2025-03-26"), true, true},
+		{"2025-11-25", get, withHeader(h, "Mcp-Protocol-Version", "2025-11-25"), true, true},
+		{"no version header", get, withHeader(h, "Mcp-Protocol-Version", ""), true, true},
+		{"progress token", strings.Replace(get, `"arguments":`, `"_meta":{"progressToken":"p1"},"arguments":`, 1), h, true, true},
+		{"not found", call("brain_get", `,"arguments":{"id":"payments/decisions/nope"}`), h, true, true},
+		{"wing not allowed", call("brain_get", `,"arguments":{"id":"people/decisions/x"}`), h, true, true},
+		{"no arguments", call("brain_get", ``), h, true, true},
+		{"cross-wing query", call("brain_query", `,"arguments":{"query":"idempotency"}`), h, true, true},
+		{"brain_wings", call("brain_wings", ``), h, true, true},
+		{"handler panics", call("test_panic", ``), h, true, true},
+		{"handler fails", call("test_error", ``), h, true, true},
+		{"handler returns nothing", call("test_nil", ``), h, true, true},
+		{"text to escape", call("test_text", `,"arguments":{"text":"<\/script>\u2028\u2029\u0000\t\"é𝄞&"}`), h, true, true},
+		{"text as tool error", call("test_text", `,"arguments":{"text":"nope","error":true}`), h, true, true},
+		{"raw bytes", call("test_bytes", ``), h, true, true},
+		{"image content", call("test_image", ``), h, true, true},
+		{"result that cannot be encoded", call("test_unencodable", ``), h, true, true},
+		{"param header differs (not a session-era check)", call("test_region", `,"arguments":{"region":"eu"}`), withHeader(h, "Mcp-Param-Region", "us"), true, true},
+
+		// Everything below is mcp-go's to answer.
+		{"no session id", get, h, false, false},
+		{"unknown tool", call("brain_nope", ``), h, true, false},
+		{"Last-Event-ID", get, withHeader(h, "Last-Event-ID", "3"), true, false},
+		{"a protocol version in _meta", strings.Replace(get, `"arguments":`, `"_meta":{"io.modelcontextprotocol/protocolVersion":"2025-06-18"},"arguments":`, 1), h, true, false},
+		{"the stateless version in _meta", strings.Replace(get, `"arguments":`, `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{}},"arguments":`, 1), h, true, false},
+		{"number beyond float64", call("brain_get", `,"arguments":{"id":"payments/decisions/idem","n":1e999}`), h, true, false},
+		{"null id", strings.Replace(get, `"id":7`, `"id":null`, 1), h, true, false},
+		{"text/plain", get, withHeader(h, "Content-Type", "text/plain"), true, false},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			lh, ph := withHeader(tc.hdr, "Authorization", "Bearer "+token), withHeader(tc.hdr, "Authorization", "Bearer "+token)
+			if tc.sid {
+				lh["Mcp-Session-Id"], ph["Mcp-Session-Id"] = lsid, psid
+			}
+			before := counterValue(t, e.gw, leanMetric)
+			lresp, lbody := rawPost(t, e.url, tc.body, lh)
+			took := counterValue(t, e.gw, leanMetric) - before
+			presp, pbody := rawPost(t, e.plainURL, tc.body, ph)
+			if took != b2f(tc.lean) {
+				t.Errorf("lean path answered %v requests, want %v", took, b2f(tc.lean))
+			}
+			if lresp.StatusCode != presp.StatusCode {
+				t.Errorf("status: lean %d, mcp-go %d", lresp.StatusCode, presp.StatusCode)
+			}
+			if l, p := lresp.Header.Get("Content-Type"), presp.Header.Get("Content-Type"); l != p {
+				t.Errorf("Content-Type: lean %q, mcp-go %q", l, p)
+			}
+			if !bytes.Equal(lbody, pbody) {
+				t.Errorf("body differs\nlean:   %s\nmcp-go: %s", lbody, pbody)
+			}
+			if tc.lean && bytes.Contains(lbody, []byte(`"resultType"`)) {
+				t.Errorf("a session-era answer carries the stateless stamp: %s", lbody)
+			}
+		})
+	}
+}
+
+// TestLeanPathSessionGate: the lean path answers a session's calls only
+// once mcp-go has served that session (here: a valid id this replica never
+// saw, as after a client moved between replicas), and mcp-go then sees it
+// at least once per interval.
+func TestLeanPathSessionGate(t *testing.T) {
+	e := newLeanEnv(t)
+	token := e.idp.token(t, "ann@acme.com")
+	sid := openSession(t, e.plainURL, token) // issued by the other gateway
+	hdr := map[string]string{"Authorization": "Bearer " + token, "Mcp-Protocol-Version": "2025-06-18", "Mcp-Session-Id": sid}
+	body := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"brain_get","arguments":{"id":"payments/decisions/idem"}}}`
+	for i, want := range []float64{0, 1, 1} {
+		before := counterValue(t, e.gw, leanMetric)
+		resp, b := rawPost(t, e.url, body, hdr)
+		if resp.StatusCode != http.StatusOK || !bytes.Contains(b, []byte("use idempotency keys")) {
+			t.Fatalf("call %d: %d %s", i, resp.StatusCode, b)
+		}
+		if got := counterValue(t, e.gw, leanMetric) - before; got != want {
+			t.Fatalf("call %d: the lean path answered %v, want %v", i, got, want)
+		}
+	}
+}
+
 // TestLeanPathAudit: a call on the lean path is audited and counted like
 // any other.
 func TestLeanPathAudit(t *testing.T) {
@@ -311,6 +425,49 @@ func FuzzLeanPathMatchesMCPGo(f *testing.F) {
 			return rec
 		}
 		l, p := serve(e.gw.Handler()), serve(e.plain.Handler())
+		if l.Code != p.Code || l.Header().Get("Content-Type") != p.Header().Get("Content-Type") || !bytes.Equal(l.Body.Bytes(), p.Body.Bytes()) {
+			t.Fatalf("lean %d %q %s\nmcp-go %d %q %s", l.Code, l.Header().Get("Content-Type"), l.Body.Bytes(),
+				p.Code, p.Header().Get("Content-Type"), p.Body.Bytes())
+		}
+	})
+}
+
+// FuzzLeanPathMatchesMCPGoOnSessions: for any tools/call body and
+// protocol version header on a session mcp-go served, the gateway with the
+// lean path answers exactly what mcp-go answers.
+func FuzzLeanPathMatchesMCPGoOnSessions(f *testing.F) {
+	e := newLeanEnv(f)
+	token := e.idp.token(f, "ann@acme.com")
+	lsid, psid := openSession(f, e.url, token), openSession(f, e.plainURL, token)
+	seed := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"brain_get","arguments":{"id":"payments/decisions/idem"}}}`
+	f.Add(seed, "2025-06-18")
+	f.Add(strings.Replace(seed, `"id":1`, `"id":"x"`, 1), "2025-03-26")
+	f.Add(strings.Replace(seed, `"arguments":{"id":"payments/decisions/idem"}`, `"arguments":{"query":"keys"}`, 1), "")
+	f.Add(strings.Replace(seed, "brain_get", "brain_wings", 1), "2025-11-25")
+	f.Add(strings.Replace(seed, "brain_get", "test_panic", 1), "2025-06-18")
+	f.Add(strings.Replace(strings.Replace(seed, "brain_get", "test_text", 1), `{"id":"payments/decisions/idem"}`, `{"text":"<\u2028>","error":true}`, 1), "2025-06-18")
+	f.Add(strings.Replace(seed, "brain_get", "test_bytes", 1), "2025-06-18")
+	f.Add(strings.Replace(seed, `"arguments":`, `"_meta":{"progressToken":1},"arguments":`, 1), "2025-06-18")
+	f.Add(strings.Replace(seed, `"arguments":`, `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28"},"arguments":`, 1), "2025-06-18")
+	f.Add(strings.Replace(seed, `"arguments":{`, `"arguments":{"n":[1e999],`, 1), "2025-06-18")
+	f.Fuzz(func(t *testing.T, body, version string) {
+		if mcp.IsModernProtocol(version) || strings.ContainsFunc(version, func(r rune) bool { return r < ' ' || r >= 0x7f }) {
+			return // the stateless path is FuzzLeanPathMatchesMCPGo's
+		}
+		serve := func(h http.Handler, sid string) *httptest.ResponseRecorder {
+			req := httptest.NewRequest(http.MethodPost, "/mcp", strings.NewReader(body))
+			req.Header.Set("Content-Type", "application/json")
+			req.Header.Set("Accept", "application/json, text/event-stream")
+			req.Header.Set("Authorization", "Bearer "+token)
+			req.Header.Set("Mcp-Session-Id", sid)
+			if version != "" {
+				req.Header.Set("Mcp-Protocol-Version", version)
+			}
+			rec := httptest.NewRecorder()
+			h.ServeHTTP(rec, req)
+			return rec
+		}
+		l, p := serve(e.gw.Handler(), lsid), serve(e.plain.Handler(), psid)
 		if l.Code != p.Code || l.Header().Get("Content-Type") != p.Header().Get("Content-Type") || !bytes.Equal(l.Body.Bytes(), p.Body.Bytes()) {
 			t.Fatalf("lean %d %q %s\nmcp-go %d %q %s", l.Code, l.Header().Get("Content-Type"), l.Body.Bytes(),
 				p.Code, p.Header().Get("Content-Type"), p.Body.Bytes())

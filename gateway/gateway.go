@@ -125,7 +125,7 @@ type Gateway struct {
 	admin        http.Handler
 	publicSrv    *http.Server
 
-	leanPath      *rpc.LeanServer        // stateless tools/call without mcp-go's transport (gateway/rpc)
+	leanPath      *rpc.LeanServer        // tools/call without mcp-go's transport (gateway/rpc)
 	cursors       *surfaces.CursorSigner // signs resources/list cursors
 	fanoutWorkers *workers.Pool          // the goroutines of cross-wing steps, kept with their stacks
 	test          testHooks              // set only by the ForTest methods (testhooks.go)
@@ -293,7 +293,8 @@ func newGateway(cfg config.Config, opt Options, v identityVerifier, clients map[
 	g.watch = newWatcher(g)
 	g.newMCPServer()
 	var err error
-	if g.leanPath, err = rpc.NewLeanServer(g.mcp.GetTool, g.metrics.leanCalls.Inc, g.countParse, g.log, mcp.Implementation{Name: serverName, Version: Version}); err != nil {
+	if g.leanPath, err = rpc.NewLeanServer(rpc.LeanConfig{Tools: g.mcp.GetTool, Served: g.metrics.leanCalls.Inc, Parsed: g.countParse, Log: g.log,
+		Info: mcp.Implementation{Name: serverName, Version: Version}, SessionIdleTTL: cfg.Grants.IdleTTL, Sessions: cfg.Grants.MaxEntries, Now: g.now}); err != nil {
 		return nil, err
 	}
 	g.refresh = newRefresher(g)

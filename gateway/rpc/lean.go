@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"reflect"
 	"sync"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -17,7 +18,7 @@ import (
 	"github.com/brainstem/brainstem/internal/jsontext"
 )
 
-// The lean path for stateless tool calls.
+// The lean path for tool calls.
 //
 // mcp-go's Streamable HTTP handler is general: for every POST it parses the
 // body five times, builds an ephemeral session, starts a goroutine to forward
@@ -27,14 +28,16 @@ import (
 // session to find or touch, the server sends nothing but the answer, and the
 // answer is one JSON object.
 //
-// LeanServer serves exactly that request and nothing else. It checks
-// it with mcp-go's own exported validators, looks the tool up in mcp-go's own
-// registry, calls the same handler and stamps the result the way mcp-go does
-// for that revision. Whenever a request is anything else (an older revision
-// with its Mcp-Session-Id, a header mismatch, an unknown tool, a body mcp-go
-// would refuse) Check declines it having written nothing, and mcp-go serves
-// the request, errors included. The gateway's fastcall_test.go sends the
-// same requests through both paths and requires byte-identical answers.
+// LeanServer serves exactly that request, and the same call on a session
+// of an older revision that mcp-go served recently (sessions.go), and
+// nothing else. It checks it with mcp-go's own exported validators, looks
+// the tool up in mcp-go's own registry, calls the same handler and stamps
+// the result the way mcp-go does for that revision. Whenever a request is
+// anything else (a header mismatch, an unknown tool, a body mcp-go would
+// refuse, a session mcp-go has not seen lately) Check declines it having
+// written nothing, and mcp-go serves the request, errors included. The
+// gateway's fastcall_test.go sends the same requests through both paths
+// and requires byte-identical answers.
 
 // LeanServer is the lean path: the checks that a tools/call is one it
 // serves exactly as mcp-go would, and the call and its answer.
@@ -44,20 +47,45 @@ type LeanServer struct {
 	parsed   func()                               // counts a decode of a request's JSON
 	log      *slog.Logger
 	info     mcp.Implementation // the serverInfo mcp-go stamps on 2026-07-28 results
-	answers  *textAnswers
+	answers  [2]*textAnswers    // by era: session (unstamped), stateless (stamped)
+	sessions *sessionGate
 	bindings bindingMemo
 }
 
-// NewLeanServer builds the lean path over mcp-go's tool registry. served
-// and parsed count the calls it serves and the JSON it decodes; info is
-// the serverInfo mcp-go stamps on 2026-07-28 results.
-func NewLeanServer(tools func(name string) *server.ServerTool, served, parsed func(), log *slog.Logger, info mcp.Implementation) (*LeanServer, error) {
-	answers, err := newTextAnswers(info)
-	if err != nil {
+// LeanConfig is what the lean path is built over.
+type LeanConfig struct {
+	Tools  func(name string) *server.ServerTool // mcp-go's registry (MCPServer.GetTool)
+	Served func()                               // counts a call the lean path served
+	Parsed func()                               // counts a decode of a request's JSON
+	Log    *slog.Logger
+	Info   mcp.Implementation // the serverInfo mcp-go stamps on 2026-07-28 results
+	// SessionIdleTTL is mcp-go's session idle TTL (WithSessionIdleTTL),
+	// Sessions how many sessions to remember (sessions.go); Now the clock.
+	SessionIdleTTL time.Duration
+	Sessions       int
+	Now            func() time.Time
+}
+
+// NewLeanServer builds the lean path over mcp-go's tool registry.
+func NewLeanServer(c LeanConfig) (*LeanServer, error) {
+	s := &LeanServer{tools: c.Tools, served: c.Served, parsed: c.Parsed, log: c.Log, info: c.Info}
+	var err error
+	for era := range s.answers {
+		if s.answers[era], err = newTextAnswers(c.Info, era == eraStateless); err != nil {
+			return nil, err
+		}
+	}
+	if s.sessions, err = newSessionGate(c.SessionIdleTTL, c.Sessions, c.Now); err != nil {
 		return nil, err
 	}
-	return &LeanServer{tools: tools, served: served, parsed: parsed, log: log, info: info, answers: answers}, nil
+	return s, nil
 }
+
+// The two eras of a call the lean path serves.
+const (
+	eraSession   = 0 // 2025-06-18 and before, on an Mcp-Session-Id
+	eraStateless = 1 // 2026-07-28
+)
 
 // LeanCall is a tools/call the lean path serves: its tool, params and
 // JSON-RPC id, and the scan of its arguments (Args), which the tool
@@ -66,6 +94,7 @@ type LeanCall struct {
 	tool   *server.ServerTool
 	params CallParams
 	id     any
+	era    int
 	Args   Args
 }
 
@@ -86,12 +115,14 @@ func (s *LeanServer) Serve(ctx context.Context, w http.ResponseWriter, h http.He
 			fmt.Sprintf("tool '%s' handler returned no result", p.Name), nil)
 	default:
 		if text, structured, ok := leanText(res); ok {
-			if b, err := s.answers.encode(id, text, res.IsError, structured); err == nil {
+			if b, err := s.answers[c.era].encode(id, text, res.IsError, structured); err == nil {
 				writeAnswer(w, s.log, b)
 				return
 			}
 		}
-		stampModern(res, s.info)
+		if c.era == eraStateless {
+			stampModern(res, s.info)
+		}
 		out = mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res)
 	}
 	// As mcp-go does: a result that cannot be encoded is logged and
@@ -109,7 +140,12 @@ func (s *LeanServer) Serve(ctx context.Context, w http.ResponseWriter, h http.He
 // and returns it.
 func (s *LeanServer) Check(h http.Header, msg *Message, lean *Lean) (c LeanCall, ok bool) {
 	version := h.Get(mcp.HeaderProtocolVersion)
-	if !mcp.IsModernProtocol(version) || h.Get(mcp.HeaderLastEventID) != "" ||
+	if mcp.IsModernProtocol(version) {
+		c.era = eraStateless
+	} else if sid := h.Get(server.HeaderKeySessionID); sid == "" || !s.sessions.open(sid) {
+		return c, false
+	}
+	if h.Get(mcp.HeaderLastEventID) != "" ||
 		msg.JSONRPC != mcp.JSONRPC_VERSION || msg.Method != string(mcp.MethodToolsCall) ||
 		msg.Result != nil || msg.Error != nil || !isJSONMediaType(h.Get("Content-Type")) {
 		return c, false
@@ -119,20 +155,32 @@ func (s *LeanServer) Check(h http.Header, msg *Message, lean *Lean) (c LeanCall,
 	}
 	p := &c.params
 	args, fit, ok := s.leanParams(msg, lean, p)
-	// 2026-07-28 carries its version (equal to the header's) and the client's
-	// capabilities in _meta on every request.
-	if !ok || !fit || args.Shape() == ShapeInvalid || !p.Modern(version) || !standardHeadersMatch(h, p.Name) {
+	if !ok || !fit || args.Shape() == ShapeInvalid || !s.eraMatches(c.era, h, p, version) {
 		return c, false
 	}
 	st := s.tools(p.Name)
 	if st == nil || st.Handler == nil || st.Tool.Execution != nil {
 		return c, false
 	}
-	if s.bindings.has(&st.Tool) && mcp.ValidateParamHeadersLookup(firstHeader(h), &st.Tool, json.RawMessage(msg.Params)) != nil {
+	if c.era == eraStateless && s.bindings.has(&st.Tool) && mcp.ValidateParamHeadersLookup(firstHeader(h), &st.Tool, json.RawMessage(msg.Params)) != nil {
 		return c, false
 	}
 	c.tool, c.Args = st, args
 	return c, true
+}
+
+// eraMatches reports whether a call's params and headers are those of its
+// era as mcp-go tells them apart (detectRequestEra): 2026-07-28 carries its
+// version (equal to the header's) and the client's capabilities in _meta on
+// every request, with the standard headers; a session-era call carries no
+// protocol version in _meta (one that names 2026-07-28 would make mcp-go
+// treat the call as stateless, so any is left to mcp-go).
+func (s *LeanServer) eraMatches(era int, h http.Header, p *CallParams, version string) bool {
+	if era == eraStateless {
+		return p.Modern(version) && standardHeadersMatch(h, p.Name)
+	}
+	ver, _ := p.metaFields()
+	return ver == nil
 }
 
 // leanParams are the call's params and the scan of its arguments: from the
@@ -226,7 +274,7 @@ func leanText(res *mcp.CallToolResult) (text string, structured, ok bool) {
 	return text, raw != nil, ok
 }
 
-// textAnswers writes the JSON-RPC answer of a plain-text 2026-07-28 result
+// textAnswers writes the JSON-RPC answer of a plain-text result of one era
 // (and of one whose structuredContent is its text) byte for byte as
 // mcp-go's encoder does, without its detour through a map, a second
 // marshal and a compacting pass over the (often large) text. The bytes
@@ -244,7 +292,7 @@ const (
 	structuredMarker = "\x00brainstem:structured\x00"
 )
 
-func newTextAnswers(info mcp.Implementation) (*textAnswers, error) {
+func newTextAnswers(info mcp.Implementation, stamped bool) (*textAnswers, error) {
 	var t textAnswers
 	tm, err := json.Marshal(textMarker)
 	if err != nil {
@@ -260,7 +308,9 @@ func newTextAnswers(info mcp.Implementation) (*textAnswers, error) {
 		if v == 2 {
 			res.RawStructuredContent = sm
 		}
-		stampModern(res, info)
+		if stamped {
+			stampModern(res, info)
+		}
 		var buf bytes.Buffer
 		if err := json.NewEncoder(&buf).Encode(mcp.NewJSONRPCResultResponse(mcp.NewRequestId(0), res)); err != nil {
 			return nil, err
@@ -286,15 +336,8 @@ func newTextAnswers(info mcp.Implementation) (*textAnswers, error) {
 	return &t, nil
 }
 
-func (t *textAnswers) encode(id any, text string, isErr, structured bool) ([]byte, error) {
-	idJSON, err := json.Marshal(id)
-	if err != nil {
-		return nil, err
-	}
-	textJSON, err := json.Marshal(text) // escapes <, > and & as the encoder does
-	if err != nil {
-		return nil, err
-	}
+// id is a string or a number (requestIDValue).
+func (t *textAnswers) encode(id any, text string, isErr, structured bool) (b []byte, err error) {
 	v := 0
 	switch {
 	case isErr:
@@ -303,12 +346,23 @@ func (t *textAnswers) encode(id any, text string, isErr, structured bool) ([]byt
 		v = 2
 	}
 	p := t.parts[v]
-	b := make([]byte, 0, 64+len(idJSON)+2*len(textJSON)+len(p[0])+len(p[1])+64)
+	n := 2 + len(text) + len(p[0]) + len(p[1]) + 128
+	if v == 2 {
+		n += len(text) + len(p[2])
+	}
+	b = make([]byte, 0, n)
 	b = append(b, `{"jsonrpc":"2.0","id":`...)
-	b = append(b, idJSON...)
+	switch id := id.(type) {
+	case string:
+		b = jsontext.AppendString(b, id, true)
+	case float64:
+		b = jsontext.AppendFloat(b, id)
+	default:
+		return nil, fmt.Errorf("gateway: request id of type %T", id)
+	}
 	b = append(b, `,"result":`...)
 	b = append(b, p[0]...)
-	b = append(b, textJSON...)
+	b = jsontext.AppendString(b, text, true) // escapes <, > and & as the encoder does
 	b = append(b, p[1]...)
 	if v == 2 {
 		// As the encoder writes a json.RawMessage (compacted, with <, >

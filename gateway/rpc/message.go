@@ -71,19 +71,26 @@ var ErrMetaNotMap = errors.New("gateway: _meta does not decode into a map")
 // ClientCapabilities): the protocol version, a string equal to version,
 // and the client's capabilities, which decode into mcp.ClientCapabilities.
 func (p *CallParams) Modern(version string) bool {
-	ver, caps := p.Version, p.Caps
-	if !p.Walked {
-		WalkJSON(p.Meta, func(name []byte, v Raw) {
-			switch string(name) {
-			case mcp.MetaKeyProtocolVersion:
-				ver = v
-			case mcp.MetaKeyClientCapabilities:
-				caps = v
-			}
-		})
-	}
+	ver, caps := p.metaFields()
 	if v, ok := JSONString(ver); !ok || v != version || caps == nil || string(caps) == "null" {
 		return false
 	}
 	return string(caps) == "{}" || json.Unmarshal(caps, new(mcp.ClientCapabilities)) == nil
+}
+
+// metaFields are _meta's protocol version and client capabilities, raw
+// (nil where absent).
+func (p *CallParams) metaFields() (ver, caps Raw) {
+	if p.Walked {
+		return p.Version, p.Caps
+	}
+	WalkJSON(p.Meta, func(name []byte, v Raw) {
+		switch string(name) {
+		case mcp.MetaKeyProtocolVersion:
+			ver = v
+		case mcp.MetaKeyClientCapabilities:
+			caps = v
+		}
+	})
+	return ver, caps
 }
