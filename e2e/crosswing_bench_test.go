@@ -21,6 +21,7 @@ import (
 	"github.com/brainstem/brainstem/search"
 	"github.com/brainstem/brainstem/tooling/devenv"
 	"github.com/brainstem/brainstem/tooling/devenv/devenvtest"
+	"github.com/brainstem/brainstem/tooling/rawmcp"
 )
 
 // crossBrain is one brain served twice through the whole product (dev
@@ -34,6 +35,7 @@ type crossBrain struct {
 	queries    []string               // 1, 2 and 3 terms, in turn
 	toThree    func(id string) string // an id of the one wing → the same note in three
 	session    bool                   // clients speak 2025-06-18 with a session, else 2026-07-28
+	raw        bool                   // clients are rawmcp's, else mcp-go's
 }
 
 // revisions are the two MCP eras the cross-wing benchmarks run under: the
@@ -43,17 +45,29 @@ var revisions = []struct {
 	session bool
 }{{"stateless", false}, {"session", true}}
 
-// eachRevision runs bench once per MCP era, as rev=stateless and
-// rev=session, on the same brains.
+// eachRevision runs bench once per MCP era and client, as
+// rev=stateless|session/client=mcp-go|raw, on the same brains: mcp-go's
+// client is what agents run; rawmcp's costs a fraction of its CPU, so on
+// two shared cores it shows the servers' own difference.
 func eachRevision(b *testing.B, cb *crossBrain, bench func(*testing.B, *crossBrain)) {
 	for _, rev := range revisions {
-		b.Run("rev="+rev.name, func(b *testing.B) {
-			c := *cb
-			c.session = rev.session
-			bench(b, &c)
-		})
+		for _, raw := range []bool{false, true} {
+			name := "rev=" + rev.name + "/client=mcp-go"
+			if raw {
+				name = "rev=" + rev.name + "/client=raw"
+			}
+			b.Run(name, func(b *testing.B) {
+				c := *cb
+				c.session, c.raw = rev.session, raw
+				bench(b, &c)
+			})
+		}
 	}
 }
+
+// benchCaller calls one tool and returns its answer's text when asked for
+// it; a tool error is an error.
+type benchCaller func(tool, args string, text bool) (string, error)
 
 // benchCrossLatency is one client calling, in turn, brain_get of the
 // median note, brain_query (limit 10) on the one wing, and the same query
@@ -63,16 +77,12 @@ func eachRevision(b *testing.B, cb *crossBrain, bench func(*testing.B, *crossBra
 func benchCrossLatency(b *testing.B, cb *crossBrain) {
 	c3, c1 := cb.client(b, cb.three), cb.client(b, cb.one)
 	getArgs := fmt.Sprintf(`{"id":%q}`, cb.getID)
-	do := func(c *client.Client, tool, args string) (string, time.Duration) {
+	do := func(c benchCaller, tool, args string) (string, time.Duration) {
 		t0 := time.Now()
-		res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)}})
+		text, err := c(tool, args, true)
 		d := time.Since(t0)
 		if err != nil {
-			b.Fatal(err)
-		}
-		text := res.Content[0].(mcp.TextContent).Text
-		if res.IsError {
-			b.Fatalf("%s %s: %s", tool, args, text)
+			b.Fatalf("%s %s: %v", tool, args, err)
 		}
 		return text, d
 	}
@@ -152,7 +162,7 @@ func benchCrossThroughput(b *testing.B, cb *crossBrain) {
 		}},
 	} {
 		b.Run(fmt.Sprintf("%s/clients=%d", mode.name, clients), func(b *testing.B) {
-			cs := make([]*client.Client, clients)
+			cs := make([]benchCaller, clients)
 			for i := range cs {
 				cs[i] = cb.client(b, mode.env)
 			}
@@ -161,10 +171,7 @@ func benchCrossThroughput(b *testing.B, cb *crossBrain) {
 				return func() error {
 					tool, args := mode.args(k)
 					k += clients
-					res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)}})
-					if err == nil && res.IsError {
-						err = fmt.Errorf("tool error: %v", res.Content)
-					}
+					_, err := c(tool, args, false)
 					return err
 				}
 			})
@@ -181,20 +188,17 @@ func benchCrossThroughput(b *testing.B, cb *crossBrain) {
 // each one's calls/s over its blocks, and cross/one.
 func benchCrossPaired(b *testing.B, cb *crossBrain) {
 	const clients = 64
-	one, three := make([]*client.Client, clients), make([]*client.Client, clients)
+	one, three := make([]benchCaller, clients), make([]benchCaller, clients)
 	for i := range one {
 		one[i], three[i] = cb.client(b, cb.one), cb.client(b, cb.three)
 	}
 	var next atomic.Int64 // the query each call takes, in turn over both modes
-	block := func(cs []*client.Client, wing string, n int) time.Duration {
+	block := func(cs []benchCaller, wing string, n int) time.Duration {
 		_, d, err := drive(n, len(cs), func(w int) func() error {
 			c := cs[w]
 			return func() error {
 				q := cb.queries[int(next.Add(1))%len(cb.queries)]
-				res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: search.Tool, Arguments: json.RawMessage(cb.queryArgs(q, wing))}})
-				if err == nil && res.IsError {
-					err = fmt.Errorf("tool error: %v", res.Content)
-				}
+				_, err := c(search.Tool, cb.queryArgs(q, wing), false)
 				return err
 			}
 		})
@@ -229,28 +233,66 @@ func benchCrossPaired(b *testing.B, cb *crossBrain) {
 // it turns to the other.
 const pairedBlock = 1000
 
-// client is an MCP client of env signed in as alice, of cb's era.
-func (cb *crossBrain) client(b *testing.B, env *devenv.Env) *client.Client {
+// client is a caller of env signed in as alice, of cb's era and client.
+func (cb *crossBrain) client(b *testing.B, env *devenv.Env) benchCaller {
 	tok, _, err := env.Token("alice@example.com", nil)
 	if err != nil {
 		b.Fatal(err)
 	}
-	return eraClient(b, env.MCPURL, tok, cb.session)
+	return eraCaller(b, env.MCPURL, tok, cb.session, cb.raw)
 }
 
-// eraClient is an MCP client of url with token, initialized under
-// 2025-06-18 (a session) when session is set, else under mcp-go's default
-// revision (2026-07-28, stateless).
-func eraClient(b *testing.B, url, token string, session bool) *client.Client {
-	if !session {
-		return httpClient(b, url, token)
+// eraCaller calls tools at url with token, initialized under 2025-06-18 (a
+// session) when session is set, else under 2026-07-28 (stateless), with
+// rawmcp's client when raw is set, else mcp-go's.
+func eraCaller(b *testing.B, url, token string, session, raw bool) benchCaller {
+	if raw {
+		c, err := rawmcp.New(context.Background(), rawPool, url, token, session)
+		if err != nil {
+			b.Fatal(err)
+		}
+		return func(tool, args string, text bool) (string, error) {
+			answer, err := c.Call(context.Background(), tool, []byte(args))
+			if err != nil || !text {
+				return "", err
+			}
+			var res struct {
+				Result struct {
+					Content []struct{ Text string } `json:"content"`
+				} `json:"result"`
+			}
+			if err := json.Unmarshal(answer, &res); err != nil || len(res.Result.Content) == 0 {
+				return "", fmt.Errorf("answer without text (%v): %.300s", err, answer)
+			}
+			return res.Result.Content[0].Text, nil
+		}
 	}
-	tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
-	if err != nil {
-		b.Fatal(err)
+	var c *client.Client
+	if session {
+		tr, err := transport.NewStreamableHTTP(url, transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
+		if err != nil {
+			b.Fatal(err)
+		}
+		c = initialize(b, client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20250618)))
+	} else {
+		c = httpClient(b, url, token)
 	}
-	return initialize(b, client.NewClient(tr, client.WithProtocolVersion(mcp.ProtocolVersion20250618)))
+	return func(tool, args string, _ bool) (string, error) {
+		res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: tool, Arguments: json.RawMessage(args)}})
+		if err != nil {
+			return "", err
+		}
+		text := res.Content[0].(mcp.TextContent).Text
+		if res.IsError {
+			return "", fmt.Errorf("tool error: %s", text)
+		}
+		return text, nil
+	}
 }
+
+// rawPool is the keep-alive pool every rawmcp caller of the benchmarks
+// shares: room for two sets of 64 clients.
+var rawPool = rawmcp.Pool(256)
 
 // queryArgs are brain_query's arguments for q, limit 10, on wing (all
 // readable wings when ""), in the wiki (named: a call of query and limit

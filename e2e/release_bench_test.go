@@ -2,8 +2,6 @@ package e2e
 
 import (
 	"bufio"
-	"context"
-	"encoding/json"
 	"fmt"
 	"io"
 	"net"
@@ -16,15 +14,12 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/client"
-	"github.com/mark3labs/mcp-go/mcp"
-
 	"github.com/brainstem/brainstem/search"
 )
 
 // BenchmarkHeavyRelease compares this build with a previous release on the
 // heavy brain's union wing: each binary's `brainstem dev --brain` over its
-// own copy of the wing, brain_query (limit 10) at 64 clients in alternating
+// own copy of the wing, brain_query (limit 10) at 64 rawmcp clients in alternating
 // blocks (this, previous, previous, this, …), per MCP era. The previous
 // binary is BRAINSTEM_PREV_BIN (docs/performance-index.md builds ce76856);
 // without it the benchmark is skipped. Reported: each one's calls/s,
@@ -47,10 +42,10 @@ func BenchmarkHeavyRelease(b *testing.B) {
 	for _, rev := range revisions {
 		b.Run("rev="+rev.name, func(b *testing.B) {
 			const clients = 64
-			cs := make([][]*client.Client, len(stacks))
+			cs := make([][]benchCaller, len(stacks))
 			for i, st := range stacks {
 				for range clients {
-					cs[i] = append(cs[i], eraClient(b, st.url, st.token, rev.session))
+					cs[i] = append(cs[i], eraCaller(b, st.url, st.token, rev.session, true))
 				}
 			}
 			var next atomic.Int64
@@ -59,11 +54,7 @@ func BenchmarkHeavyRelease(b *testing.B) {
 					c := cs[i][w]
 					return func() error {
 						q := queries[int(next.Add(1))%len(queries)]
-						args := fmt.Sprintf(`{"wing":"all","query":%q,"limit":10}`, q)
-						res, err := c.CallTool(context.Background(), mcp.CallToolRequest{Params: mcp.CallToolParams{Name: search.Tool, Arguments: json.RawMessage(args)}})
-						if err == nil && res.IsError {
-							err = fmt.Errorf("tool error: %v", res.Content)
-						}
+						_, err := c(search.Tool, fmt.Sprintf(`{"wing":"all","query":%q,"limit":10}`, q), false)
 						return err
 					}
 				})
