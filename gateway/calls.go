@@ -104,7 +104,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 	if resp.IsError {
 		rec.Outcome = "tool_error"
 	} else if meta.CrossLinks != nil {
-		resp.Result = g.withCrossLinks(ctx, ci, meta.CrossLinks, w, resp.Result)
+		resp.Result = g.surfaces.CrossLinks(ctx, meta.CrossLinks, w, resp.Result)
 	}
 	return edge.ShardResult(resp)
 }

@@ -1,4 +1,4 @@
-package gateway
+package surfaces
 
 import (
 	"context"
@@ -6,6 +6,7 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -36,8 +37,8 @@ import (
 // listener is one listening client.
 type listener struct {
 	session server.ClientSession
-	ci      *callInfo // the identity and grant key of whoever opened it
-	modern  bool      // a subscriptions/listen stream: deliver only what it asked for
+	caller  route.Caller // the identity and grant key of whoever opened it
+	modern  bool         // a subscriptions/listen stream: deliver only what it asked for
 	mu      sync.Mutex
 	hashes  map[string]string // subscribed URI → the note's content hash when last read ("": none for them); under mu
 }
@@ -47,9 +48,9 @@ type listener struct {
 // listener hears resources/list_changed only.
 const maxWatchedResources = 64
 
-// watcher tracks the listeners and the wings' generations.
-type watcher struct {
-	g         *Gateway
+// Watcher tracks the listeners and the wings' generations.
+type Watcher struct {
+	s         *Surfaces
 	mu        sync.Mutex
 	listeners map[server.ClientSession]*listener
 	gens      []uint64 // by wing index (under mu)
@@ -57,18 +58,19 @@ type watcher struct {
 	wake      chan struct{}
 }
 
-func newWatcher(g *Gateway) *watcher {
-	return &watcher{g: g, listeners: map[server.ClientSession]*listener{}, gens: make([]uint64, len(g.wings)),
-		known: make([]bool, len(g.wings)), wake: make(chan struct{}, 1)}
+// NewWatcher is the watcher of the wings of s; Loop runs it.
+func NewWatcher(s *Surfaces) *Watcher {
+	return &Watcher{s: s, listeners: map[server.ClientSession]*listener{}, gens: make([]uint64, len(s.Wings)),
+		known: make([]bool, len(s.Wings)), wake: make(chan struct{}, 1)}
 }
 
-// hooks registers the watcher with mcp-go: sessions of the session
+// Hooks registers the watcher with mcp-go: sessions of the session
 // protocol when mcp-go registers them (at initialize, or their GET stream
 // on another replica), subscriptions/listen streams when they open.
-func (wt *watcher) hooks(h *server.Hooks) {
+func (wt *Watcher) Hooks(h *server.Hooks) {
 	h.AddOnRegisterSession(func(ctx context.Context, s server.ClientSession) {
-		if ci := callInfoFrom(ctx); ci != nil {
-			wt.add(ctx, s, ci, false)
+		if c, ok := wt.s.Gateway.Caller(ctx); ok {
+			wt.add(ctx, s, c, false)
 		}
 	})
 	h.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) { wt.remove(s) })
@@ -88,12 +90,13 @@ func (wt *watcher) hooks(h *server.Hooks) {
 		}
 	})
 	h.AddBeforeSubscriptionsListen(func(ctx context.Context, _ any, req *mcp.SubscriptionsListenRequest) {
-		ci, s := callInfoFrom(ctx), server.ClientSessionFromContext(ctx)
+		c, ok := wt.s.Gateway.Caller(ctx)
+		s := server.ClientSessionFromContext(ctx)
 		f := req.Params.Notifications
-		if ci == nil || s == nil || !f.ResourcesListChanged && len(f.ResourceSubscriptions) == 0 {
+		if !ok || s == nil || !f.ResourcesListChanged && len(f.ResourceSubscriptions) == 0 {
 			return
 		}
-		wt.add(ctx, s, ci, true)
+		wt.add(ctx, s, c, true)
 		wt.baseline(ctx, s, f.ResourceSubscriptions)
 		context.AfterFunc(ctx, func() { wt.remove(s) })
 	})
@@ -101,7 +104,7 @@ func (wt *watcher) hooks(h *server.Hooks) {
 
 // baseline reads the subscribed notes' content hashes now, before the
 // subscription is acknowledged, so a change made after it is told.
-func (wt *watcher) baseline(ctx context.Context, s server.ClientSession, uris []string) {
+func (wt *Watcher) baseline(ctx context.Context, s server.ClientSession, uris []string) {
 	wt.mu.Lock()
 	l := wt.listeners[s]
 	wt.mu.Unlock()
@@ -125,17 +128,14 @@ func (wt *watcher) baseline(ctx context.Context, s server.ClientSession, uris []
 
 // noteHash is the content hash of a note URI as the listener's grant reads
 // it (brain_get), "" when it does not exist for them.
-func (wt *watcher) noteHash(ctx context.Context, l *listener, uri string) string {
-	g := wt.g
+func (wt *Watcher) noteHash(ctx context.Context, l *listener, uri string) string {
 	id, err := brain.ParseNoteURI(uri)
-	w := g.byName[id.Wing]
+	w := wt.s.ByName[id.Wing]
 	if err != nil || w == nil {
 		return ""
 	}
-	args, _ := brain.Marshal(struct {
-		ID string `json:"id"`
-	}{id.String()}) // a string: cannot fail
-	resp, err := g.callWing(ctx, l.ci, w, &proto.CallRequest{RequestID: l.ci.requestID, Tool: "brain_get", Args: args}, g.writes("brain_get"))
+	req := &proto.CallRequest{RequestID: l.caller.RequestID, Tool: "brain_get", Args: getArgs(id)}
+	resp, err := wt.s.Shards.Call(ctx, l.caller, w, req, wt.s.Writes("brain_get"))
 	if err != nil || resp.IsError {
 		return ""
 	}
@@ -149,9 +149,9 @@ func (wt *watcher) noteHash(ctx context.Context, l *listener, uri string) string
 // add registers a listener. The first one takes the wings' generations
 // now, before its stream is acknowledged, so a change made after it
 // listens is never taken for the starting point.
-func (wt *watcher) add(ctx context.Context, s server.ClientSession, ci *callInfo, modern bool) {
-	l := &listener{session: s, modern: modern, hashes: map[string]string{},
-		ci: &callInfo{id: ci.id, key: ci.key, requestID: "watch-" + ci.requestID, base: ci.base}}
+func (wt *Watcher) add(ctx context.Context, s server.ClientSession, c route.Caller, modern bool) {
+	c.RequestID = "watch-" + c.RequestID
+	l := &listener{session: s, modern: modern, hashes: map[string]string{}, caller: c}
 	wt.mu.Lock()
 	first := len(wt.listeners) == 0
 	wt.listeners[s] = l
@@ -165,22 +165,22 @@ func (wt *watcher) add(ctx context.Context, s server.ClientSession, ci *callInfo
 	}
 }
 
-func (wt *watcher) remove(s server.ClientSession) {
+func (wt *Watcher) remove(s server.ClientSession) {
 	wt.mu.Lock()
 	delete(wt.listeners, s)
 	wt.mu.Unlock()
 }
 
-func (wt *watcher) listening() bool {
+func (wt *Watcher) listening() bool {
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	return len(wt.listeners) > 0
 }
 
-// loop polls every shards.watch_interval while anyone listens, until ctx
+// Loop polls every shards.watch_interval while anyone listens, until ctx
 // ends.
-func (wt *watcher) loop(ctx context.Context) {
-	t := time.NewTicker(wt.g.cfg.Shards.WatchInterval)
+func (wt *Watcher) Loop(ctx context.Context) {
+	t := time.NewTicker(wt.s.Limits.WatchInterval)
 	defer t.Stop()
 	for {
 		if !wt.listening() {
@@ -202,14 +202,14 @@ func (wt *watcher) loop(ctx context.Context) {
 
 // poll reads every reachable wing's generation; with notify, the
 // listeners of a wing whose generation moved are told.
-func (wt *watcher) poll(ctx context.Context, notify bool) {
-	g := wt.g
-	ctx, cancel := context.WithTimeout(ctx, min(g.cfg.Shards.CallTimeout, max(g.cfg.Shards.WatchInterval, time.Second)))
+func (wt *Watcher) poll(ctx context.Context, notify bool) {
+	s := wt.s
+	ctx, cancel := context.WithTimeout(ctx, min(s.Limits.CallTimeout, max(s.Limits.WatchInterval, time.Second)))
 	defer cancel()
-	gens, read := make([]uint64, len(g.wings)), make([]bool, len(g.wings))
+	gens, read := make([]uint64, len(s.Wings)), make([]bool, len(s.Wings))
 	var eg errgroup.Group
-	eg.SetLimit(g.cfg.Limits.FanoutConcurrency)
-	for i, w := range g.wings {
+	eg.SetLimit(s.Limits.FanoutConcurrency)
+	for i, w := range s.Wings {
 		if w.Down() {
 			continue
 		}
@@ -230,7 +230,7 @@ func (wt *watcher) poll(ctx context.Context, notify bool) {
 			continue // not read this time: keep what was known
 		}
 		if wt.known[i] && wt.gens[i] != gen {
-			changed = append(changed, g.wings[i])
+			changed = append(changed, s.Wings[i])
 		}
 		wt.gens[i], wt.known[i] = gen, true
 	}
@@ -240,7 +240,7 @@ func (wt *watcher) poll(ctx context.Context, notify bool) {
 	}
 	wt.mu.Unlock()
 	if notify && len(changed) > 0 {
-		g.metrics.watchChanges.Add(float64(len(changed)))
+		s.Metrics.Changes.Add(float64(len(changed)))
 		for _, l := range ls {
 			wt.notify(ctx, l, changed)
 		}
@@ -250,15 +250,37 @@ func (wt *watcher) poll(ctx context.Context, notify bool) {
 // notify tells l that the resource list changed if it can read one of the
 // changed wings (its grant, cached or minted: the same as its calls'), and
 // that a note it subscribed to was updated when its content hash moved.
-func (wt *watcher) notify(ctx context.Context, l *listener, changed []*route.Wing) {
+func (wt *Watcher) notify(ctx context.Context, l *listener, changed []*route.Wing) {
 	wt.notifyUpdated(ctx, l, changed)
 	wt.notifyListChanged(ctx, l, changed)
+}
+
+// NotifyForTest tells the session s, as a listener of the caller email
+// listens now, of a change of the wings changed; false when email does not
+// listen. It panics outside a test binary.
+func (wt *Watcher) NotifyForTest(ctx context.Context, email string, s server.ClientSession, changed []*route.Wing) bool {
+	if !testing.Testing() {
+		panic("gateway: NotifyForTest is for tests only")
+	}
+	wt.mu.Lock()
+	var of *listener
+	for _, l := range wt.listeners {
+		if l.caller.ID.Email == email {
+			of = l
+			break
+		}
+	}
+	wt.mu.Unlock()
+	if of != nil {
+		wt.notify(ctx, &listener{session: s, caller: of.caller}, changed)
+	}
+	return of != nil
 }
 
 // notifyUpdated sends notifications/resources/updated for each subscribed
 // note of a changed wing whose content hash moved (created, changed,
 // moved away or archived, or no longer readable by the listener).
-func (wt *watcher) notifyUpdated(ctx context.Context, l *listener, changed []*route.Wing) {
+func (wt *Watcher) notifyUpdated(ctx context.Context, l *listener, changed []*route.Wing) {
 	in := map[string]bool{}
 	for _, w := range changed {
 		in[w.Name] = true
@@ -287,16 +309,16 @@ func (wt *watcher) notifyUpdated(ctx context.Context, l *listener, changed []*ro
 }
 
 // send hands n to the listener's stream without waiting.
-func (wt *watcher) send(l *listener, n mcp.JSONRPCNotification) {
+func (wt *Watcher) send(l *listener, n mcp.JSONRPCNotification) {
 	select {
 	case l.session.NotificationChannel() <- n:
-		wt.g.metrics.notified.Inc()
+		wt.s.Metrics.Notified.Inc()
 	default: // the client does not read its stream: it will list again when it does
-		wt.g.metrics.notifyDropped.Inc()
+		wt.s.Metrics.Dropped.Inc()
 	}
 }
 
-func (wt *watcher) notifyListChanged(ctx context.Context, l *listener, changed []*route.Wing) {
+func (wt *Watcher) notifyListChanged(ctx context.Context, l *listener, changed []*route.Wing) {
 	if l.modern {
 		if f, ok := l.session.(server.SessionWithSubscriptionFilter); ok {
 			if filter, active := f.SubscriptionFilter(); active && !filter.ResourcesListChanged {
@@ -305,7 +327,7 @@ func (wt *watcher) notifyListChanged(ctx context.Context, l *listener, changed [
 		}
 	}
 	for _, w := range changed {
-		gr, _, err := wt.g.grants.GetKey(ctx, l.ci.id, l.ci.key, w, l.ci.requestID)
+		gr, _, err := wt.s.Grants.GetKey(ctx, l.caller.ID, l.caller.Key, w, l.caller.RequestID)
 		if err != nil || !gr.Caps.Has(brain.CapRead) {
 			continue
 		}

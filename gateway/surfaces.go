@@ -1,0 +1,80 @@
+package gateway
+
+import (
+	"context"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/route"
+	"github.com/brainstem/brainstem/gateway/surfaces"
+)
+
+// maxResourcesPageSize bounds limits.resources_page_size
+// (surfaces.MaxResourcesPageSize).
+const maxResourcesPageSize = surfaces.MaxResourcesPageSize
+
+// newSurfaces builds the resources, prompts, cross links and change
+// notifications (gateway/surfaces) over the wings, the grant cache and
+// the metrics; New adds the cursor signer.
+func (g *Gateway) newSurfaces() *surfaces.Surfaces {
+	l := g.cfg.Limits
+	return &surfaces.Surfaces{Gateway: surfaceCalls{g}, Wings: g.wings, ByName: g.byName, Shards: g.shards, Grants: g.grants,
+		Writes: g.writes, Workers: g.fanoutWorkers,
+		Limits: surfaces.Limits{PageSize: l.ResourcesPageSize, FanoutTimeout: l.FanoutTimeout, FanoutConcurrency: l.FanoutConcurrency,
+			CallTimeout: g.cfg.Shards.CallTimeout, WatchInterval: g.cfg.Shards.WatchInterval},
+		Metrics: surfaces.Metrics{Changes: g.metrics.watchChanges, Notified: g.metrics.notified, Dropped: g.metrics.notifyDropped}}
+}
+
+// prepareSurface serves the gateway's part of resources/list,
+// resources/read and prompts/get (surfaces.Prepare) before mcp-go answers
+// them. It reports whether mcp-go should go on: false when it answered an
+// error itself.
+func (g *Gateway) prepareSurface(q *mcpCall) bool {
+	ctx, err := g.surfaces.Prepare(q.ctx, q.ci.method, q.msg.ID != nil, q.msg.Params)
+	if err != nil {
+		e := edge.Classify(err, "")
+		edge.WriteRPCError(&q.Rec, q.msg.ID, edge.RPCCodeOf(e, mcp.IsModernProtocol(q.R.Header.Get(mcp.HeaderProtocolVersion))), e)
+		return false
+	}
+	q.ctx = ctx
+	return true
+}
+
+// surfaceCalls is the gateway as the surfaces ask it (surfaces.Gateway),
+// for the caller of the call info in the context.
+type surfaceCalls struct{ g *Gateway }
+
+func (s surfaceCalls) Caller(ctx context.Context) (route.Caller, bool) {
+	if ci := callInfoFrom(ctx); ci != nil {
+		return ci.caller(), true
+	}
+	return route.Caller{}, false
+}
+
+func (s surfaceCalls) Caps(ctx context.Context) ([]brain.Caps, []error) {
+	return s.g.capsAll(ctx, callInfoFrom(ctx))
+}
+
+func (s surfaceCalls) Disclosable(ctx context.Context, w *route.Wing, err error) bool {
+	return s.g.disclosable(callInfoFrom(ctx), w, err)
+}
+
+func (s surfaceCalls) NoWing(ctx context.Context, name string) *edge.Error {
+	return s.g.noWing(ctx, callInfoFrom(ctx), name)
+}
+
+func (s surfaceCalls) Tool(ctx context.Context, method, tool string, args []byte) *mcp.CallToolResult {
+	start, ci := time.Now(), callInfoFrom(ctx)
+	rec := auditRecord{Tool: method, BytesIn: len(args), Args: args}
+	res := s.g.runShardTool(ctx, ci, tool, s.g.toolSpec(tool), args, &rec)
+	s.g.finish(ctx, ci, &rec, res, start)
+	return res
+}
+
+func (s surfaceCalls) Audit(ctx context.Context, r *surfaces.Record, start time.Time) {
+	rec := auditRecord{Tool: r.Tool, Wing: r.Wing, Outcome: r.Outcome, BytesIn: r.BytesIn, BytesOut: r.BytesOut, Args: r.Args, err: r.Err}
+	s.g.finishRecord(ctx, callInfoFrom(ctx), &rec, start)
+}
