@@ -27,12 +27,6 @@ func (ci *callInfo) caller() route.Caller {
 	return route.Caller{ID: ci.id, Key: ci.key, RequestID: ci.requestID, Base: ci.base}
 }
 
-// callWing sends one tool call to a wing with the caller's shard token
-// (route.Sender.Call).
-func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *route.Wing, req *proto.CallRequest, write bool) (*proto.CallResponse, error) {
-	return g.shards.Call(ctx, ci.caller(), w, req, write)
-}
-
 // shardToolHandler returns the mcp-go handler of a shard tool: route, call,
 // return the shard's bytes unchanged. The tool's spec is read from the
 // catalog once per call and passed down.
@@ -88,7 +82,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 	if meta.Writes() {
 		req.IdempotencyKey = route.IdempotencyKey(a.AgentKey())
 	}
-	resp, err := g.callWing(ctx, ci, w, req, spec.Writes())
+	resp, err := g.shards.Call(ctx, ci.caller(), w, req, spec.Writes())
 	if errors.Is(err, errWingHidden) {
 		ci.logger().Debug("wing not disclosed to the caller", "wing", w.Name, "err", err)
 		return g.fail(rec, g.noWing(ctx, ci, wingName))

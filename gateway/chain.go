@@ -95,7 +95,8 @@ func (g *Gateway) serveMCPGo(q *mcpCall) {
 	case "tools/list":
 		g.refresh.ensure(q.R.Context())
 	case "resources/list", "resources/read", "prompts/get":
-		if !g.prepareSurface(q) {
+		var ok bool
+		if q.ctx, ok = g.surfaces.Prepare(q.ctx, &q.Request, &q.msg); !ok {
 			return // answered an error
 		}
 	}

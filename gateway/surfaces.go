@@ -20,27 +20,11 @@ const maxResourcesPageSize = surfaces.MaxResourcesPageSize
 // notifications (gateway/surfaces) over the wings, the grant cache and
 // the metrics; New adds the cursor signer.
 func (g *Gateway) newSurfaces() *surfaces.Surfaces {
-	l := g.cfg.Limits
+	l, m := g.cfg.Limits, g.metrics
 	return &surfaces.Surfaces{Gateway: surfaceCalls{g}, Wings: g.wings, ByName: g.byName, Shards: g.shards, Grants: g.grants,
-		Writes: g.writes, Workers: g.fanoutWorkers,
-		Limits: surfaces.Limits{PageSize: l.ResourcesPageSize, FanoutTimeout: l.FanoutTimeout, FanoutConcurrency: l.FanoutConcurrency,
-			CallTimeout: g.cfg.Shards.CallTimeout, WatchInterval: g.cfg.Shards.WatchInterval},
-		Metrics: surfaces.Metrics{Changes: g.metrics.watchChanges, Notified: g.metrics.notified, Dropped: g.metrics.notifyDropped}}
-}
-
-// prepareSurface serves the gateway's part of resources/list,
-// resources/read and prompts/get (surfaces.Prepare) before mcp-go answers
-// them. It reports whether mcp-go should go on: false when it answered an
-// error itself.
-func (g *Gateway) prepareSurface(q *mcpCall) bool {
-	ctx, err := g.surfaces.Prepare(q.ctx, q.ci.method, q.msg.ID != nil, q.msg.Params)
-	if err != nil {
-		e := edge.Classify(err, "")
-		edge.WriteRPCError(&q.Rec, q.msg.ID, edge.RPCCodeOf(e, mcp.IsModernProtocol(q.R.Header.Get(mcp.HeaderProtocolVersion))), e)
-		return false
-	}
-	q.ctx = ctx
-	return true
+		Catalog: &g.cat, Workers: g.fanoutWorkers, PageSize: l.ResourcesPageSize, FanoutConcurrency: l.FanoutConcurrency,
+		FanoutTimeout: l.FanoutTimeout, CallTimeout: g.cfg.Shards.CallTimeout, WatchInterval: g.cfg.Shards.WatchInterval,
+		Changes: m.watchChanges, Notified: m.notified, Dropped: m.notifyDropped}
 }
 
 // surfaceCalls is the gateway as the surfaces ask it (surfaces.Gateway),

@@ -44,11 +44,11 @@ func (s *Surfaces) CrossLinks(ctx context.Context, cl *toolspec.CrossLinks, from
 			unchecked[i] = s.Gateway.Disclosable(ctx, w, errs[i])
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, min(s.Limits.FanoutTimeout, s.Limits.CallTimeout))
+	ctx, cancel := context.WithTimeout(ctx, min(s.FanoutTimeout, s.CallTimeout))
 	defer cancel()
-	route.EachWing(s.Workers, s.Limits.FanoutConcurrency, s.Wings, errs, func(i int, w *route.Wing) {
+	route.EachWing(s.Workers, s.FanoutConcurrency, s.Wings, errs, func(i int, w *route.Wing) {
 		a, _ := json.Marshal(map[string]string{"wing": w.Name, "id": id})
-		resp, err := s.Shards.Call(ctx, c, w, &proto.CallRequest{RequestID: c.RequestID, Tool: cl.Ask, Args: a}, s.Writes(cl.Ask))
+		resp, err := s.Shards.Call(ctx, c, w, &proto.CallRequest{RequestID: c.RequestID, Tool: cl.Ask, Args: a}, s.writes(cl.Ask))
 		var ans struct {
 			Backlinks []string `json:"backlinks"`
 		}

@@ -29,23 +29,41 @@ import (
 // where the caller holds its capability: its messages do not depend on
 // the wing.
 
-// PromptCatalog is the union of the wings' prompts: by name, the first
+// promptCatalog is the union of the wings' prompts: by name, the first
 // wing (in config order) wins when two disagree.
-type PromptCatalog struct {
-	Prompts []route.PromptDescriptor // sorted by name
-	By      map[string]*route.Entry[route.PromptDescriptor]
+type promptCatalog struct {
+	by map[string]*route.Entry[route.PromptDescriptor]
 }
 
-// BuildPromptCatalog is the union of what the wings declare now.
-func BuildPromptCatalog(wings []*route.Wing) *PromptCatalog {
-	ps, by := route.Union(wings, func(w *route.Wing) *[]route.PromptDescriptor { return w.Prompts.Load() },
+// RegisterPrompts takes the union of the prompts the wings declare now
+// and, when it changed since the one of signature last, hands it to set
+// (mcp-go's SetPrompts, every prompt's handler PreparedPrompt). It
+// returns the union's signature.
+func (s *Surfaces) RegisterPrompts(last string, set func(...server.ServerPrompt)) string {
+	ps, by := route.Union(s.Wings, func(w *route.Wing) *[]route.PromptDescriptor { return w.Prompts.Load() },
 		func(p route.PromptDescriptor) string { return p.Name }, nil)
-	return &PromptCatalog{Prompts: ps, By: by}
+	type entry struct {
+		Prompt mcp.Prompt
+		Wings  []int
+	}
+	sigOf := make([]entry, 0, len(ps))
+	prompts := make([]server.ServerPrompt, 0, len(ps))
+	for _, p := range ps {
+		sigOf = append(sigOf, entry{p.MCPPrompt(), by[p.Name].Wings})
+		prompts = append(prompts, server.ServerPrompt{Prompt: p.MCPPrompt(), Handler: preparedPrompt})
+	}
+	sig, _ := json.Marshal(sigOf)
+	if string(sig) == last && s.prompts.Load() != nil {
+		return last
+	}
+	s.prompts.Store(&promptCatalog{by: by})
+	set(prompts...)
+	return string(sig)
 }
 
-// PromptWing is the first of wings declaring the prompt e where caps hold
+// promptWing is the first of wings declaring the prompt e where caps hold
 // its capability, nil if none.
-func PromptWing(wings []*route.Wing, e *route.Entry[route.PromptDescriptor], caps []brain.Caps) *route.Wing {
+func promptWing(wings []*route.Wing, e *route.Entry[route.PromptDescriptor], caps []brain.Caps) *route.Wing {
 	for _, wi := range e.Wings {
 		if caps[wi].Has(e.Desc.Spec.Needs) {
 			return wings[wi]
@@ -57,23 +75,23 @@ func PromptWing(wings []*route.Wing, e *route.Entry[route.PromptDescriptor], cap
 // FilterPrompts is mcp-go's prompt filter: the prompts the caller holds
 // the capability of in at least one wing declaring them.
 func (s *Surfaces) FilterPrompts(ctx context.Context, prompts []mcp.Prompt) []mcp.Prompt {
-	cat := s.Prompts.Load()
+	cat := s.prompts.Load()
 	if _, ok := s.Gateway.Caller(ctx); !ok || cat == nil {
 		return nil
 	}
 	caps, _ := s.Gateway.Caps(ctx)
 	out := prompts[:0:0]
 	for _, p := range prompts {
-		if e, ok := cat.By[p.Name]; ok && PromptWing(s.Wings, e, caps) != nil {
+		if e, ok := cat.by[p.Name]; ok && promptWing(s.Wings, e, caps) != nil {
 			out = append(out, p)
 		}
 	}
 	return out
 }
 
-// PreparedPrompt is mcp-go's handler of every prompt: it returns what
+// preparedPrompt is mcp-go's handler of every prompt: it returns what
 // Prepare got from the shard.
-func PreparedPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
+func preparedPrompt(ctx context.Context, req mcp.GetPromptRequest) (*mcp.GetPromptResult, error) {
 	if p := preparedFrom(ctx).prompt; p != nil {
 		return p, nil
 	}
@@ -95,11 +113,11 @@ func (s *Surfaces) preparePrompt(ctx context.Context, params []byte) (*prepared,
 	if len(params) == 0 || json.Unmarshal(params, &p) != nil {
 		return nil, nil
 	}
-	cat := s.Prompts.Load()
-	if cat == nil || cat.By[p.Name] == nil {
+	cat := s.prompts.Load()
+	if cat == nil || cat.by[p.Name] == nil {
 		return nil, nil
 	}
-	res, err := s.getPrompt(ctx, cat.By[p.Name], p)
+	res, err := s.getPrompt(ctx, cat.by[p.Name], p)
 	if errors.Is(err, errPromptHidden) {
 		return nil, nil
 	}
@@ -130,7 +148,7 @@ func (s *Surfaces) getPrompt(ctx context.Context, e *route.Entry[route.PromptDes
 	// A prompt prompts/list does not show the caller does not exist for
 	// them, whatever the arguments.
 	caps, _ := s.Gateway.Caps(ctx)
-	w := PromptWing(s.Wings, e, caps)
+	w := promptWing(s.Wings, e, caps)
 	if w == nil {
 		rec.Outcome = string(brain.CodeNotFound)
 		return nil, errPromptHidden

@@ -89,7 +89,7 @@ func (s *Surfaces) listResources(ctx context.Context, cursor string) (*mcp.ListR
 	if err != nil {
 		return nil, err
 	}
-	size := s.Limits.PageSize
+	size := s.PageSize
 	res := &mcp.ListResourcesResult{Resources: []mcp.Resource{}}
 	wings, down := s.readableWings(ctx)
 	defer func() {
@@ -163,7 +163,7 @@ func (s *Surfaces) listWing(ctx context.Context, c route.Caller, w *route.Wing, 
 	if err != nil {
 		return nil, edge.Classify(err, "")
 	}
-	resp, err := s.Shards.Call(ctx, c, w, &proto.CallRequest{RequestID: c.RequestID, Tool: "brain_list", Args: args}, s.Writes("brain_list"))
+	resp, err := s.Shards.Call(ctx, c, w, &proto.CallRequest{RequestID: c.RequestID, Tool: "brain_list", Args: args}, s.writes("brain_list"))
 	if err != nil {
 		return nil, edge.Classify(err, w.Name)
 	}
@@ -224,6 +224,26 @@ func (s *Surfaces) readResource(ctx context.Context, uri string) ([]mcp.Resource
 		meta["brainstem/frontmatter"] = n.Frontmatter
 	}
 	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: noteMIMEType, Text: n.Body, Meta: meta}}, nil
+}
+
+// prepareResources lists or reads for resources/list or resources/read.
+func (s *Surfaces) prepareResources(ctx context.Context, method string, params []byte) (*prepared, error) {
+	if params == nil && method == string(mcp.MethodResourcesRead) {
+		return nil, nil // params mcp-go refuses itself
+	}
+	var p struct {
+		Cursor string `json:"cursor"`
+		URI    string `json:"uri"`
+	}
+	if params != nil && json.Unmarshal(params, &p) != nil {
+		return nil, nil // mcp-go refuses them as it decodes them
+	}
+	if method == string(mcp.MethodResourcesRead) {
+		contents, err := s.readResource(ctx, p.URI)
+		return &prepared{contents: contents}, err
+	}
+	list, err := s.auditedList(ctx, p.Cursor)
+	return &prepared{list: list}, err
 }
 
 // auditedList is listResources with its audit line.

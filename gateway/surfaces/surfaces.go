@@ -2,7 +2,6 @@ package surfaces
 
 import (
 	"context"
-	"encoding/json"
 	"sync/atomic"
 	"time"
 
@@ -12,6 +11,7 @@ import (
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
+	"github.com/brainstem/brainstem/gateway/rpc"
 	"github.com/brainstem/brainstem/internal/workers"
 )
 
@@ -54,22 +54,6 @@ func (rec *Record) fail(e *edge.Error) *edge.Error {
 	return e
 }
 
-// Limits are the configured bounds the surfaces keep to.
-type Limits struct {
-	PageSize          int           // limits.resources_page_size
-	FanoutTimeout     time.Duration // limits.fanout_timeout
-	FanoutConcurrency int           // limits.fanout_concurrency
-	CallTimeout       time.Duration // shards.call_timeout
-	WatchInterval     time.Duration // shards.watch_interval
-}
-
-// Metrics are the change notifications' counters.
-type Metrics struct {
-	Changes  prometheus.Counter // wing changes seen
-	Notified prometheus.Counter // notifications sent
-	Dropped  prometheus.Counter // notifications a full stream did not take
-}
-
 // Surfaces serves resources/list and resources/read, prompts/list and
 // prompts/get, and the cross links of a tool's answer, over the wings.
 type Surfaces struct {
@@ -78,16 +62,21 @@ type Surfaces struct {
 	ByName  map[string]*route.Wing
 	Shards  *route.Sender // sends for a route.Caller (the gateway's)
 	Grants  *route.GrantCache
-	// Writes reports whether a call of tool changes a wing
-	// (route.Spec.Writes).
-	Writes  func(tool string) bool
-	Workers *workers.Pool // the goroutines of cross-wing steps (route.EachWing)
+	Catalog *atomic.Pointer[route.Catalog] // the tools, as last registered
+	Workers *workers.Pool                  // the goroutines of cross-wing steps (route.EachWing)
 	Cursors *CursorSigner
-	// Prompts is the union of the wings' prompts, as last registered.
-	Prompts atomic.Pointer[PromptCatalog]
-	Limits  Limits
-	Metrics Metrics
+	prompts atomic.Pointer[promptCatalog] // the union of the wings' prompts, as last registered
+	// The limits: limits.resources_page_size, fanout_timeout and
+	// fanout_concurrency, shards.call_timeout and watch_interval.
+	PageSize, FanoutConcurrency               int
+	FanoutTimeout, CallTimeout, WatchInterval time.Duration
+	// The change notifications' counters: wing changes seen, notifications
+	// sent, and those a full stream did not take.
+	Changes, Notified, Dropped prometheus.Counter
 }
+
+// writes reports whether a call of tool changes a wing (route.Spec.Writes).
+func (s *Surfaces) writes(tool string) bool { return s.Catalog.Load().Spec(tool).Writes() }
 
 // prepared is what Prepare computed for a request mcp-go then answers.
 type prepared struct {
@@ -99,53 +88,36 @@ type prepared struct {
 type preparedKey struct{}
 
 func preparedFrom(ctx context.Context) *prepared {
-	p, _ := ctx.Value(preparedKey{}).(*prepared)
-	if p == nil {
-		return &prepared{}
+	if p, _ := ctx.Value(preparedKey{}).(*prepared); p != nil {
+		return p
 	}
-	return p
+	return &prepared{}
 }
 
 // Prepare serves the gateway's part of resources/list, resources/read and
-// prompts/get (method, with the request's params; call is false for a
-// notification): it returns ctx with the answer mcp-go's handler of the
-// method returns (ReadTemplate, PreparedPrompt, ResourceHooks), or the
-// error to answer instead. What it leaves to mcp-go (params mcp-go refuses
-// itself, a prompt the caller may not see) comes back as ctx.
-func (s *Surfaces) Prepare(ctx context.Context, method string, call bool, params []byte) (context.Context, error) {
+// prompts/get (q, whose envelope is msg): it returns ctx with the answer
+// mcp-go's handler of the method returns (ReadTemplate, preparedPrompt,
+// ResourceHooks), or answers an error itself and returns false. What it
+// leaves to mcp-go (a notification, params mcp-go refuses itself, a prompt
+// the caller may not see) comes back as ctx.
+func (s *Surfaces) Prepare(ctx context.Context, q *edge.Request, msg *rpc.Message) (context.Context, bool) {
 	var p *prepared
 	var err error
 	switch {
-	case !call:
-		return ctx, nil // a notification
-	case method == string(mcp.MethodPromptsGet):
-		p, err = s.preparePrompt(ctx, params)
+	case msg.ID == nil:
+		return ctx, true // a notification
+	case q.Method == string(mcp.MethodPromptsGet):
+		p, err = s.preparePrompt(ctx, msg.Params)
 	default:
-		p, err = s.prepareResources(ctx, method, params)
+		p, err = s.prepareResources(ctx, q.Method, msg.Params)
 	}
-	if err != nil || p == nil {
-		return ctx, err
+	if err != nil {
+		e := edge.Classify(err, "")
+		edge.WriteRPCError(&q.Rec, msg.ID, edge.RPCCodeOf(e, mcp.IsModernProtocol(q.R.Header.Get(mcp.HeaderProtocolVersion))), e)
+		return ctx, false
 	}
-	return context.WithValue(ctx, preparedKey{}, p), nil
-}
-
-// prepareResources lists or reads for resources/list or resources/read
-// (resources.go).
-func (s *Surfaces) prepareResources(ctx context.Context, method string, params []byte) (*prepared, error) {
-	if params == nil && method == string(mcp.MethodResourcesRead) {
-		return nil, nil // params mcp-go refuses itself
+	if p != nil {
+		ctx = context.WithValue(ctx, preparedKey{}, p)
 	}
-	var p struct {
-		Cursor string `json:"cursor"`
-		URI    string `json:"uri"`
-	}
-	if params != nil && json.Unmarshal(params, &p) != nil {
-		return nil, nil // mcp-go refuses them as it decodes them
-	}
-	if method == string(mcp.MethodResourcesRead) {
-		contents, err := s.readResource(ctx, p.URI)
-		return &prepared{contents: contents}, err
-	}
-	list, err := s.auditedList(ctx, p.Cursor)
-	return &prepared{list: list}, err
+	return ctx, true
 }

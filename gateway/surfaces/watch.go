@@ -80,10 +80,7 @@ func (wt *Watcher) Hooks(h *server.Hooks) {
 		wt.baseline(ctx, server.ClientSessionFromContext(ctx), []string{req.Params.URI})
 	})
 	h.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
-		wt.mu.Lock()
-		l := wt.listeners[server.ClientSessionFromContext(ctx)]
-		wt.mu.Unlock()
-		if l != nil {
+		if l := wt.listener(server.ClientSessionFromContext(ctx)); l != nil {
 			l.mu.Lock()
 			delete(l.hashes, req.Params.URI)
 			l.mu.Unlock()
@@ -105,9 +102,7 @@ func (wt *Watcher) Hooks(h *server.Hooks) {
 // baseline reads the subscribed notes' content hashes now, before the
 // subscription is acknowledged, so a change made after it is told.
 func (wt *Watcher) baseline(ctx context.Context, s server.ClientSession, uris []string) {
-	wt.mu.Lock()
-	l := wt.listeners[s]
-	wt.mu.Unlock()
+	l := wt.listener(s)
 	if l == nil {
 		return
 	}
@@ -135,7 +130,7 @@ func (wt *Watcher) noteHash(ctx context.Context, l *listener, uri string) string
 		return ""
 	}
 	req := &proto.CallRequest{RequestID: l.caller.RequestID, Tool: "brain_get", Args: getArgs(id)}
-	resp, err := wt.s.Shards.Call(ctx, l.caller, w, req, wt.s.Writes("brain_get"))
+	resp, err := wt.s.Shards.Call(ctx, l.caller, w, req, wt.s.writes("brain_get"))
 	if err != nil || resp.IsError {
 		return ""
 	}
@@ -165,6 +160,13 @@ func (wt *Watcher) add(ctx context.Context, s server.ClientSession, c route.Call
 	}
 }
 
+// listener is the listener of s, nil if none.
+func (wt *Watcher) listener(s server.ClientSession) *listener {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	return wt.listeners[s]
+}
+
 func (wt *Watcher) remove(s server.ClientSession) {
 	wt.mu.Lock()
 	delete(wt.listeners, s)
@@ -180,7 +182,7 @@ func (wt *Watcher) listening() bool {
 // Loop polls every shards.watch_interval while anyone listens, until ctx
 // ends.
 func (wt *Watcher) Loop(ctx context.Context) {
-	t := time.NewTicker(wt.s.Limits.WatchInterval)
+	t := time.NewTicker(wt.s.WatchInterval)
 	defer t.Stop()
 	for {
 		if !wt.listening() {
@@ -204,11 +206,11 @@ func (wt *Watcher) Loop(ctx context.Context) {
 // listeners of a wing whose generation moved are told.
 func (wt *Watcher) poll(ctx context.Context, notify bool) {
 	s := wt.s
-	ctx, cancel := context.WithTimeout(ctx, min(s.Limits.CallTimeout, max(s.Limits.WatchInterval, time.Second)))
+	ctx, cancel := context.WithTimeout(ctx, min(s.CallTimeout, max(s.WatchInterval, time.Second)))
 	defer cancel()
 	gens, read := make([]uint64, len(s.Wings)), make([]bool, len(s.Wings))
 	var eg errgroup.Group
-	eg.SetLimit(s.Limits.FanoutConcurrency)
+	eg.SetLimit(s.FanoutConcurrency)
 	for i, w := range s.Wings {
 		if w.Down() {
 			continue
@@ -234,13 +236,10 @@ func (wt *Watcher) poll(ctx context.Context, notify bool) {
 		}
 		wt.gens[i], wt.known[i] = gen, true
 	}
-	ls := make([]*listener, 0, len(wt.listeners))
-	for _, l := range wt.listeners {
-		ls = append(ls, l)
-	}
+	ls := slices.Collect(maps.Values(wt.listeners))
 	wt.mu.Unlock()
 	if notify && len(changed) > 0 {
-		s.Metrics.Changes.Add(float64(len(changed)))
+		s.Changes.Add(float64(len(changed)))
 		for _, l := range ls {
 			wt.notify(ctx, l, changed)
 		}
@@ -263,18 +262,13 @@ func (wt *Watcher) NotifyForTest(ctx context.Context, email string, s server.Cli
 		panic("gateway: NotifyForTest is for tests only")
 	}
 	wt.mu.Lock()
-	var of *listener
-	for _, l := range wt.listeners {
-		if l.caller.ID.Email == email {
-			of = l
-			break
-		}
-	}
+	ls := slices.Collect(maps.Values(wt.listeners))
 	wt.mu.Unlock()
-	if of != nil {
-		wt.notify(ctx, &listener{session: s, caller: of.caller}, changed)
+	i := slices.IndexFunc(ls, func(l *listener) bool { return l.caller.ID.Email == email })
+	if i >= 0 {
+		wt.notify(ctx, &listener{session: s, caller: ls[i].caller}, changed)
 	}
-	return of != nil
+	return i >= 0
 }
 
 // notifyUpdated sends notifications/resources/updated for each subscribed
@@ -312,9 +306,9 @@ func (wt *Watcher) notifyUpdated(ctx context.Context, l *listener, changed []*ro
 func (wt *Watcher) send(l *listener, n mcp.JSONRPCNotification) {
 	select {
 	case l.session.NotificationChannel() <- n:
-		wt.s.Metrics.Notified.Inc()
+		wt.s.Notified.Inc()
 	default: // the client does not read its stream: it will list again when it does
-		wt.s.Metrics.Dropped.Inc()
+		wt.s.Dropped.Inc()
 	}
 }
 
