@@ -213,7 +213,7 @@ var gatewayLayers = [][]string{
 	{"edge", "oauth"},  // the one error map; the authorization server
 	{"rpc", "console"}, // the JSON-RPC a tools/call is read as; the curators' console (a client of oauth)
 	{"route"},          // the wings, their catalog and the grant cache
-	{"surfaces"},       // resources/list cursors, the prompts' union
+	{"surfaces"},       // resources and their cursors, prompts, cross links, notifications
 	{""},               // the gateway: /mcp, calls, surfaces, wiring
 }
 

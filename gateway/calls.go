@@ -18,8 +18,8 @@ import (
 	"github.com/brainstem/brainstem/proto"
 )
 
-// errWingHidden is route.ErrWingHidden, under the name the root's
-// surfaces test it by.
+// errWingHidden is route.ErrWingHidden, under the name the root's calls
+// test it by.
 var errWingHidden = route.ErrWingHidden
 
 // caller is ci as route.Sender sends for it.
@@ -42,7 +42,7 @@ func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallTo
 			args = []byte("{}")
 		}
 		rec := auditRecord{Tool: name, BytesIn: len(args), Args: args}
-		spec := g.toolSpec(name)
+		spec := g.cat.Load().Spec(name)
 		res := g.runShardTool(ctx, ci, name, spec, args, &rec)
 		structure(spec.Structured, res)
 		g.finish(ctx, ci, &rec, res, start)
@@ -84,7 +84,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 	}
 	resp, err := g.shards.Call(ctx, ci.caller(), w, req, spec.Writes())
 	if errors.Is(err, errWingHidden) {
-		ci.logger().Debug("wing not disclosed to the caller", "wing", w.Name, "err", err)
+		ci.caller().Logger().Debug("wing not disclosed to the caller", "wing", w.Name, "err", err)
 		return g.fail(rec, g.noWing(ctx, ci, wingName))
 	}
 	if err != nil {
@@ -190,9 +190,9 @@ func (g *Gateway) finishRecord(ctx context.Context, ci *callInfo, rec *auditReco
 	}
 	g.audit.write(rec)
 	if rec.err != nil && (rec.err.Code == brain.CodeInternal) {
-		ci.logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "err", rec.err.Err)
+		ci.caller().Logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "err", rec.err.Err)
 	} else if rec.err != nil {
-		ci.logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "message", rec.err.Message)
+		ci.caller().Logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "message", rec.err.Message)
 	}
 }
 

@@ -29,13 +29,6 @@ type callInfo struct {
 	scanned bool
 }
 
-// logger is the gateway's logger with the call's email and request id.
-// Built on use: most calls log nothing, and a JSON handler's With formats
-// its attributes eagerly.
-func (ci *callInfo) logger() *slog.Logger {
-	return ci.base.With("email", ci.id.Email, "request_id", ci.requestID)
-}
-
 type callInfoKey struct{}
 
 func callInfoFrom(ctx context.Context) *callInfo {

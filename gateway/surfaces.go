@@ -53,7 +53,7 @@ func (s surfaceCalls) NoWing(ctx context.Context, name string) *edge.Error {
 func (s surfaceCalls) Tool(ctx context.Context, method, tool string, args []byte) *mcp.CallToolResult {
 	start, ci := time.Now(), callInfoFrom(ctx)
 	rec := auditRecord{Tool: method, BytesIn: len(args), Args: args}
-	res := s.g.runShardTool(ctx, ci, tool, s.g.toolSpec(tool), args, &rec)
+	res := s.g.runShardTool(ctx, ci, tool, s.g.cat.Load().Spec(tool), args, &rec)
 	s.g.finish(ctx, ci, &rec, res, start)
 	return res
 }
