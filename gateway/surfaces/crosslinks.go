@@ -13,7 +13,8 @@ import (
 	"github.com/brainstem/brainstem/proto"
 )
 
-// errNotAsked marks a wing CrossLinks does not ask.
+// errNotAsked marks a wing a step over the wings (route.EachWing) does
+// not ask.
 var errNotAsked = errors.New("gateway: wing not asked")
 
 // CrossLinks adds to a successful answer of a tool that declares

@@ -11,7 +11,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/route"
@@ -208,23 +207,19 @@ func (wt *Watcher) poll(ctx context.Context, notify bool) {
 	s := wt.s
 	ctx, cancel := context.WithTimeout(ctx, min(s.CallTimeout, max(s.WatchInterval, time.Second)))
 	defer cancel()
-	gens, read := make([]uint64, len(s.Wings)), make([]bool, len(s.Wings))
-	var eg errgroup.Group
-	eg.SetLimit(s.FanoutConcurrency)
+	gens, read, down := make([]uint64, len(s.Wings)), make([]bool, len(s.Wings)), make([]error, len(s.Wings))
 	for i, w := range s.Wings {
 		if w.Down() {
-			continue
+			down[i] = errNotAsked
 		}
-		eg.Go(func() error {
-			resp, err := w.Client.Stats(ctx, &proto.StatsRequest{RequestID: "watch", StatsRequest: search.StatsRequest{Scope: search.ScopeWiki}})
-			if err == nil {
-				w.MarkReached()
-				gens[i], read[i] = resp.Generation, true
-			}
-			return nil
-		})
 	}
-	_ = eg.Wait()
+	route.EachWing(s.Workers, s.FanoutConcurrency, s.Wings, down, func(i int, w *route.Wing) {
+		resp, err := w.Client.Stats(ctx, &proto.StatsRequest{RequestID: "watch", StatsRequest: search.StatsRequest{Scope: search.ScopeWiki}})
+		if err == nil {
+			w.MarkReached()
+			gens[i], read[i] = resp.Generation, true
+		}
+	})
 	var changed []*route.Wing
 	wt.mu.Lock()
 	for i, gen := range gens {
