@@ -12,9 +12,9 @@ import (
 	"github.com/brainstem/brainstem/gateway/surfaces"
 )
 
-// maxResourcesPageSize bounds limits.resources_page_size
-// (surfaces.MaxResourcesPageSize).
-const maxResourcesPageSize = surfaces.MaxResourcesPageSize
+// maxResourcesPageSize bounds limits.resources_page_size: brain_list's
+// largest page, so one shard request fills at most one page.
+const maxResourcesPageSize = 200
 
 // newSurfaces builds the resources, prompts, cross links and change
 // notifications (gateway/surfaces) over the wings, the grant cache and

@@ -35,10 +35,6 @@ import (
 // either answer an error or leave the result in the context, which
 // mcp-go's handler for the method returns (ResourceHooks, ReadTemplate).
 
-// MaxResourcesPageSize bounds limits.resources_page_size: brain_list's
-// largest page, so one shard request fills at most one page.
-const MaxResourcesPageSize = 200
-
 // noteMIMEType is every note's media type.
 const noteMIMEType = "text/markdown"
 
