@@ -214,7 +214,7 @@ var gatewayLayers = [][]string{
 	{"config"},         // the gateway's configuration (its oauth section is oauth's)
 	{"rpc", "console"}, // the JSON-RPC a tools/call is read as; the curators' console (a client of oauth)
 	{"route"},          // the wings, their catalog and the grant cache
-	{"surfaces"},       // resources/list cursors, the prompts' union
+	{"surfaces"},       // resources and their cursors, prompts, cross links, notifications
 	{""},               // the gateway: /mcp, calls, surfaces, wiring
 }
 

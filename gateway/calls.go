@@ -18,19 +18,13 @@ import (
 	"github.com/brainstem/brainstem/proto"
 )
 
-// errWingHidden is route.ErrWingHidden, under the name the root's
-// surfaces test it by.
+// errWingHidden is route.ErrWingHidden, under the name the root's calls
+// test it by.
 var errWingHidden = route.ErrWingHidden
 
 // caller is ci as route.Sender sends for it.
 func (ci *callInfo) caller() route.Caller {
 	return route.Caller{ID: ci.id, Key: ci.key, RequestID: ci.requestID, Base: ci.base}
-}
-
-// callWing sends one tool call to a wing with the caller's shard token
-// (route.Sender.Call).
-func (g *Gateway) callWing(ctx context.Context, ci *callInfo, w *route.Wing, req *proto.CallRequest, write bool) (*proto.CallResponse, error) {
-	return g.shards.Call(ctx, ci.caller(), w, req, write)
 }
 
 // shardToolHandler returns the mcp-go handler of a shard tool: route, call,
@@ -48,7 +42,7 @@ func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallTo
 			args = []byte("{}")
 		}
 		rec := auditRecord{Tool: name, BytesIn: len(args), Args: args}
-		spec := g.toolSpec(name)
+		spec := g.cat.Load().Spec(name)
 		res := g.runShardTool(ctx, ci, name, spec, args, &rec)
 		structure(spec.Structured, res)
 		g.finish(ctx, ci, &rec, res, start)
@@ -88,9 +82,9 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 	if meta.Writes() {
 		req.IdempotencyKey = route.IdempotencyKey(a.AgentKey())
 	}
-	resp, err := g.callWing(ctx, ci, w, req, spec.Writes())
+	resp, err := g.shards.Call(ctx, ci.caller(), w, req, spec.Writes())
 	if errors.Is(err, errWingHidden) {
-		ci.logger().Debug("wing not disclosed to the caller", "wing", w.Name, "err", err)
+		ci.caller().Logger().Debug("wing not disclosed to the caller", "wing", w.Name, "err", err)
 		return g.fail(rec, g.noWing(ctx, ci, wingName))
 	}
 	if err != nil {
@@ -104,7 +98,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 	if resp.IsError {
 		rec.Outcome = "tool_error"
 	} else if meta.CrossLinks != nil {
-		resp.Result = g.withCrossLinks(ctx, ci, meta.CrossLinks, w, resp.Result)
+		resp.Result = g.surfaces.CrossLinks(ctx, meta.CrossLinks, w, resp.Result)
 	}
 	return edge.ShardResult(resp)
 }
@@ -196,9 +190,9 @@ func (g *Gateway) finishRecord(ctx context.Context, ci *callInfo, rec *auditReco
 	}
 	g.audit.write(rec)
 	if rec.err != nil && (rec.err.Code == brain.CodeInternal) {
-		ci.logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "err", rec.err.Err)
+		ci.caller().Logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "err", rec.err.Err)
 	} else if rec.err != nil {
-		ci.logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "message", rec.err.Message)
+		ci.caller().Logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "message", rec.err.Message)
 	}
 }
 

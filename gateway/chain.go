@@ -94,12 +94,9 @@ func (g *Gateway) serveMCPGo(q *mcpCall) {
 	switch q.ci.method {
 	case "tools/list":
 		g.refresh.ensure(q.R.Context())
-	case "resources/list", "resources/read":
-		if !g.prepareResources(q) {
-			return // answered an error
-		}
-	case "prompts/get":
-		if !g.preparePrompt(q) {
+	case "resources/list", "resources/read", "prompts/get":
+		var ok bool
+		if q.ctx, ok = g.surfaces.Prepare(q.ctx, &q.Request, &q.msg); !ok {
 			return // answered an error
 		}
 	}

@@ -41,7 +41,7 @@ func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, a
 	var res *mcp.CallToolResult
 	if tool == wingsToolName {
 		res, _ = g.wingsTool(ctx, req)
-	} else if g.toolSpec(tool).Known {
+	} else if g.cat.Load().Spec(tool).Known {
 		res, _ = g.shardToolHandler(tool)(ctx, req)
 	} else {
 		start := time.Now()

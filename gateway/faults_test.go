@@ -258,7 +258,7 @@ func TestShardRoleCertificateIsNotReady(t *testing.T) {
 	}
 	// The shard itself refuses the mint with CodeWrongRole.
 	ctx := context.WithValue(context.Background(), callInfoKey{}, &callInfo{id: auth.Identity{Email: "alice@acme.com", Expiry: time.Now().Add(time.Hour)}, requestID: "r1", base: bad.log})
-	_, err = bad.callWing(ctx, callInfoFrom(ctx), bad.byName["payments"], newCall("brain_get", `{"id":"payments/f/x"}`), false)
+	_, err = bad.shards.Call(ctx, callInfoFrom(ctx).caller(), bad.byName["payments"], newCall("brain_get", `{"id":"payments/f/x"}`), false)
 	var ge *edge.Error
 	if !errors.As(err, &ge) || ge.Code != brain.CodeUnavailable || !errors.Is(err, edge.ErrMintRefused) || !strings.Contains(ge.Message, "gateway-role certificate") {
 		t.Fatalf("call with a shard-role certificate: %v", err)

@@ -94,8 +94,6 @@ type Gateway struct {
 	grants   *route.GrantCache
 	shards   *route.Sender // sends to a wing with the caller's shard token (route.Sender.Do)
 	cat      atomic.Pointer[route.Catalog]
-	// promptCat is the union of the wings' prompts.
-	promptCat atomic.Pointer[surfaces.PromptCatalog]
 	// replica holds each wing's statistics of recent search terms at the
 	// wing's index generation, so a cross-wing search skips the statistics
 	// round trip while a wing has not changed (search.Replica).
@@ -103,7 +101,8 @@ type Gateway struct {
 	parses     atomic.Int64   // decodes of /mcp bodies, params and arguments (a test counts them)
 	searchSpec *toolspec.Spec // the search tool's, to decode a cross-wing query once
 	refresh    *refresher
-	watch      *watcher // change notifications (watch.go)
+	surfaces   *surfaces.Surfaces // resources, prompts, cross links (gateway/surfaces)
+	watch      *surfaces.Watcher  // change notifications
 	mcp        *server.MCPServer
 	mcpHTTP    *server.StreamableHTTPServer
 	metrics    *metrics
@@ -125,10 +124,9 @@ type Gateway struct {
 	admin        http.Handler
 	publicSrv    *http.Server
 
-	leanPath      *rpc.LeanServer        // tools/call without mcp-go's transport (gateway/rpc)
-	cursors       *surfaces.CursorSigner // signs resources/list cursors
-	fanoutWorkers *workers.Pool          // the goroutines of cross-wing steps, kept with their stacks
-	test          testHooks              // set only by the ForTest methods (testhooks.go)
+	leanPath      *rpc.LeanServer // tools/call without mcp-go's transport (gateway/rpc)
+	fanoutWorkers *workers.Pool   // the goroutines of cross-wing steps, kept with their stacks
+	test          testHooks       // set only by the ForTest methods (testhooks.go)
 
 	ended        *offboard.List    // sign-ins an operator ended (offboarding.go)
 	endedWatcher *offboard.Watcher // follows signins.ended_file; nil without one
@@ -173,7 +171,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Gateway, error) 
 	}
 	g, err := newGateway(cfg, opt, v, clients)
 	if err == nil {
-		g.cursors, err = surfaces.NewCursorSigner(base, g.log)
+		g.surfaces.Cursors, err = surfaces.NewCursorSigner(base, g.log)
 	}
 	if err == nil {
 		err = g.loadSignins()
@@ -290,7 +288,8 @@ func newGateway(cfg config.Config, opt Options, v identityVerifier, clients map[
 	if err := g.newState(opt); err != nil {
 		return nil, err
 	}
-	g.watch = newWatcher(g)
+	g.surfaces = g.newSurfaces()
+	g.watch = surfaces.NewWatcher(g.surfaces)
 	g.newMCPServer()
 	var err error
 	if g.leanPath, err = rpc.NewLeanServer(rpc.LeanConfig{Tools: g.mcp.GetTool, Served: g.metrics.leanCalls.Inc, Parsed: g.countParse, Log: g.log,
@@ -381,20 +380,20 @@ func (g *Gateway) newState(opt Options) error {
 func (g *Gateway) newMCPServer() {
 	cfg := g.cfg
 	hooks := &server.Hooks{}
-	resourceHooks(hooks)
-	g.watch.hooks(hooks)
+	surfaces.ResourceHooks(hooks)
+	g.watch.Hooks(hooks)
 	g.mcp = server.NewMCPServer(serverName, Version,
 		server.WithToolCapabilities(true),
 		server.WithResourceCapabilities(true, true),
 		server.WithPromptCapabilities(true),
-		server.WithPromptFilter(g.filterPrompts),
+		server.WithPromptFilter(g.surfaces.FilterPrompts),
 		server.WithHooks(hooks),
 		server.WithToolFilter(g.filterTools),
 		server.WithRecovery(),
 		server.WithInstructions("Brainstem is the team brain: curated notes (wiki) and unreviewed notes (inbox) per wing. "+
 			"Call brain_wings to see the wings you can reach, brain_query to search them all."),
 	)
-	g.mcp.AddResourceTemplate(noteTemplate(), readTemplateHandler)
+	g.mcp.AddResourceTemplate(surfaces.NoteTemplate(), surfaces.ReadTemplate)
 	// Every wait on a peer is bounded: headers (header_timeout), the body
 	// (body_timeout, set per request by the /mcp chain), idle keep-alive
 	// connections (idle_conn_timeout), and connections without an
@@ -510,7 +509,7 @@ func (g *Gateway) start(ctx context.Context) {
 	g.watchDone = make(chan struct{})
 	go func() {
 		defer close(g.watchDone)
-		g.watch.loop(lctx)
+		g.watch.Loop(lctx)
 	}()
 	sctx, stopSignins := context.WithCancel(context.WithoutCancel(ctx))
 	g.stopSignins, g.signinsDone = stopSignins, make(chan struct{})

@@ -28,16 +28,6 @@ type callInfo struct {
 	// handler reads them instead of scanning again. Valid when scanned.
 	args    rpc.Args
 	scanned bool
-	// prepared is what the chain computed for a resources or prompts
-	// request, which mcp-go's handler returns (resources.go).
-	prepared *prepared
-}
-
-// logger is the gateway's logger with the call's email and request id.
-// Built on use: most calls log nothing, and a JSON handler's With formats
-// its attributes eagerly.
-func (ci *callInfo) logger() *slog.Logger {
-	return ci.base.With("email", ci.id.Email, "request_id", ci.requestID)
 }
 
 type callInfoKey struct{}

@@ -22,7 +22,7 @@ type metrics struct {
 	lostWrites   *prometheus.CounterVec
 	statsReused  prometheus.Counter
 	rankAgain    prometheus.Counter
-	// Change notifications (watch.go).
+	// Change notifications (gateway/surfaces/watch.go).
 	watchChanges  prometheus.Counter
 	notified      prometheus.Counter
 	notifyDropped prometheus.Counter
@@ -96,7 +96,7 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 	return m, nil
 }
 
-// watchMetrics are the change watcher's counters (watch.go).
+// watchMetrics are the change watcher's counters (gateway/surfaces/watch.go).
 func watchMetrics() (changes, sent, dropped prometheus.Counter) {
 	return prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "watch_changes_total",
 			Help: "Wing changes (a new change generation) the watcher saw while clients listened for notifications."}),

@@ -82,7 +82,7 @@ func TestResourcesWingDown(t *testing.T) {
 		}
 		return res
 	}
-	if b, _ := json.Marshal(list(alice).Meta); strings.Contains(string(b), metaUnavailable) {
+	if b, _ := json.Marshal(list(alice).Meta); strings.Contains(string(b), surfaces.MetaUnavailable) {
 		t.Fatalf("every wing up: _meta %s", b)
 	}
 	e.shards["closed"].stop()

@@ -22,20 +22,6 @@ func (f *fakeSession) Initialized() bool                                   { ret
 func (f *fakeSession) NotificationChannel() chan<- mcp.JSONRPCNotification { return f.ch }
 func (f *fakeSession) SessionID() string                                   { return "fake" }
 
-// listenerOf is the watcher's listener of email's session.
-func listenerOf(t *testing.T, g *Gateway, email string) *listener {
-	t.Helper()
-	g.watch.mu.Lock()
-	defer g.watch.mu.Unlock()
-	for _, l := range g.watch.listeners {
-		if l.ci.id.Email == email {
-			return l
-		}
-	}
-	t.Fatalf("no listener of %s", email)
-	return nil
-}
-
 // TestNotifyOnlyReaders: a change of a wing is notified to the listeners
 // whose grants read it, and to no one else.
 func TestNotifyOnlyReaders(t *testing.T) {
@@ -54,8 +40,9 @@ func TestNotifyOnlyReaders(t *testing.T) {
 		{"bob@acme.com", "open", true},
 	} {
 		f := &fakeSession{ch: make(chan mcp.JSONRPCNotification, 1)}
-		l := &listener{session: f, ci: listenerOf(t, e.gw, c.email).ci}
-		e.gw.watch.notify(context.Background(), l, []*route.Wing{e.gw.byName[c.wing]})
+		if !e.gw.watch.NotifyForTest(context.Background(), c.email, f, []*route.Wing{e.gw.byName[c.wing]}) {
+			t.Fatalf("no listener of %s", c.email)
+		}
 		select {
 		case n := <-f.ch:
 			if !c.told || n.Method != mcp.MethodNotificationResourcesListChanged {

@@ -118,7 +118,7 @@ type ShardsConfig struct {
 	RefreshInterval time.Duration `yaml:"refresh_interval"`
 	// WatchInterval is how often, while an MCP client listens for
 	// notifications, the gateway asks every wing for its change generation
-	// (watch.go); a change is notified within about this long. Default 500ms.
+	// (gateway/surfaces/watch.go); a change is notified within about this long. Default 500ms.
 	WatchInterval time.Duration `yaml:"watch_interval"`
 	// RetryBase is the first backoff delay when a shard rejects a freshly
 	// minted token (then doubled; 3 tries in all).

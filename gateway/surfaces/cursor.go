@@ -1,5 +1,8 @@
-// Package surfaces holds the gateway's MCP surfaces beyond tools: the
-// resources/list cursors it signs and the union of the wings' prompts.
+// Package surfaces holds the gateway's MCP surfaces beyond tools: notes
+// as resources and the resources/list cursors it signs, the union of the
+// wings' prompts and prompts/get, the cross links of a tool's answer, and
+// change notifications. It asks the gateway for the request's caller
+// through one interface (Gateway).
 package surfaces
 
 import (

@@ -1,9 +1,10 @@
-package gateway
+package surfaces
 
 import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"slices"
 
 	"github.com/brainstem/brainstem/brain"
@@ -12,7 +13,11 @@ import (
 	"github.com/brainstem/brainstem/proto"
 )
 
-// withCrossLinks adds to a successful answer of a tool that declares
+// errNotAsked marks a wing a step over the wings (route.EachWing) does
+// not ask.
+var errNotAsked = errors.New("gateway: wing not asked")
+
+// CrossLinks adds to a successful answer of a tool that declares
 // toolspec.CrossLinks (brain_move) the notes of the caller's other readable
 // wings that link to the note the answer names: the wing that moved it
 // cannot see them or rewrite them. Each such wing is asked, concurrently and
@@ -20,35 +25,36 @@ import (
 // cannot say is named under Into+"_unchecked". Wings the caller cannot read
 // are not asked and not named. An answer without the From field is returned
 // as it is.
-func (g *Gateway) withCrossLinks(ctx context.Context, ci *callInfo, cl *toolspec.CrossLinks, from *route.Wing, result []byte) []byte {
+func (s *Surfaces) CrossLinks(ctx context.Context, cl *toolspec.CrossLinks, from *route.Wing, result []byte) []byte {
 	var fields map[string]json.RawMessage
 	var id string
 	if json.Unmarshal(result, &fields) != nil || json.Unmarshal(fields[cl.From], &id) != nil || id == "" {
 		return result
 	}
-	caps, errs := g.capsAll(ctx, ci)
-	linked := make([][]string, len(g.wings))
-	unchecked := make([]bool, len(g.wings))
-	for i, w := range g.wings {
+	c, _ := s.Gateway.Caller(ctx)
+	caps, errs := s.Gateway.Caps(ctx)
+	linked := make([][]string, len(s.Wings))
+	unchecked := make([]bool, len(s.Wings))
+	for i, w := range s.Wings {
 		switch {
 		case w == from || (errs[i] == nil && !caps[i].Has(brain.CapRead)):
-			errs[i] = errSkip
+			errs[i] = errNotAsked
 		case errs[i] != nil:
 			// Not reachable now: named only where the caller is known to
 			// hold a grant, as a cross-wing search names its missing wings.
-			unchecked[i] = g.disclosable(ci, w, errs[i])
+			unchecked[i] = s.Gateway.Disclosable(ctx, w, errs[i])
 		}
 	}
-	ctx, cancel := context.WithTimeout(ctx, min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout))
+	ctx, cancel := context.WithTimeout(ctx, min(s.FanoutTimeout, s.CallTimeout))
 	defer cancel()
-	g.eachWing(g.wings, errs, func(i int, w *route.Wing) {
+	route.EachWing(s.Workers, s.FanoutConcurrency, s.Wings, errs, func(i int, w *route.Wing) {
 		a, _ := json.Marshal(map[string]string{"wing": w.Name, "id": id})
-		resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: cl.Ask, Args: a}, g.writes(cl.Ask))
+		resp, err := s.Shards.Call(ctx, c, w, &proto.CallRequest{RequestID: c.RequestID, Tool: cl.Ask, Args: a}, s.writes(cl.Ask))
 		var ans struct {
 			Backlinks []string `json:"backlinks"`
 		}
 		if err != nil || resp.IsError || json.Unmarshal(resp.Result, &ans) != nil {
-			ci.logger().Warn("a wing could not list its links to a moved note", "wing", w.Name, "tool", cl.Ask, "err", err)
+			c.Logger().Warn("a wing could not list its links to a moved note", "wing", w.Name, "tool", cl.Ask, "err", err)
 			unchecked[i] = true
 			return
 		}
@@ -56,7 +62,7 @@ func (g *Gateway) withCrossLinks(ctx context.Context, ci *callInfo, cl *toolspec
 	})
 	all := []string{}
 	var names []string
-	for i, w := range g.wings {
+	for i, w := range s.Wings {
 		if unchecked[i] {
 			names = append(names, w.Name)
 		}

@@ -1,4 +1,4 @@
-package gateway
+package surfaces
 
 import (
 	"context"
@@ -6,11 +6,11 @@ import (
 	"maps"
 	"slices"
 	"sync"
+	"testing"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
-	"golang.org/x/sync/errgroup"
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/route"
@@ -36,8 +36,8 @@ import (
 // listener is one listening client.
 type listener struct {
 	session server.ClientSession
-	ci      *callInfo // the identity and grant key of whoever opened it
-	modern  bool      // a subscriptions/listen stream: deliver only what it asked for
+	caller  route.Caller // the identity and grant key of whoever opened it
+	modern  bool         // a subscriptions/listen stream: deliver only what it asked for
 	mu      sync.Mutex
 	hashes  map[string]string // subscribed URI → the note's content hash when last read ("": none for them); under mu
 }
@@ -47,9 +47,9 @@ type listener struct {
 // listener hears resources/list_changed only.
 const maxWatchedResources = 64
 
-// watcher tracks the listeners and the wings' generations.
-type watcher struct {
-	g         *Gateway
+// Watcher tracks the listeners and the wings' generations.
+type Watcher struct {
+	s         *Surfaces
 	mu        sync.Mutex
 	listeners map[server.ClientSession]*listener
 	gens      []uint64 // by wing index (under mu)
@@ -57,18 +57,19 @@ type watcher struct {
 	wake      chan struct{}
 }
 
-func newWatcher(g *Gateway) *watcher {
-	return &watcher{g: g, listeners: map[server.ClientSession]*listener{}, gens: make([]uint64, len(g.wings)),
-		known: make([]bool, len(g.wings)), wake: make(chan struct{}, 1)}
+// NewWatcher is the watcher of the wings of s; Loop runs it.
+func NewWatcher(s *Surfaces) *Watcher {
+	return &Watcher{s: s, listeners: map[server.ClientSession]*listener{}, gens: make([]uint64, len(s.Wings)),
+		known: make([]bool, len(s.Wings)), wake: make(chan struct{}, 1)}
 }
 
-// hooks registers the watcher with mcp-go: sessions of the session
+// Hooks registers the watcher with mcp-go: sessions of the session
 // protocol when mcp-go registers them (at initialize, or their GET stream
 // on another replica), subscriptions/listen streams when they open.
-func (wt *watcher) hooks(h *server.Hooks) {
+func (wt *Watcher) Hooks(h *server.Hooks) {
 	h.AddOnRegisterSession(func(ctx context.Context, s server.ClientSession) {
-		if ci := callInfoFrom(ctx); ci != nil {
-			wt.add(ctx, s, ci, false)
+		if c, ok := wt.s.Gateway.Caller(ctx); ok {
+			wt.add(ctx, s, c, false)
 		}
 	})
 	h.AddOnUnregisterSession(func(_ context.Context, s server.ClientSession) { wt.remove(s) })
@@ -78,22 +79,20 @@ func (wt *watcher) hooks(h *server.Hooks) {
 		wt.baseline(ctx, server.ClientSessionFromContext(ctx), []string{req.Params.URI})
 	})
 	h.AddAfterUnsubscribe(func(ctx context.Context, _ any, req *mcp.UnsubscribeRequest, _ *mcp.EmptyResult) {
-		wt.mu.Lock()
-		l := wt.listeners[server.ClientSessionFromContext(ctx)]
-		wt.mu.Unlock()
-		if l != nil {
+		if l := wt.listener(server.ClientSessionFromContext(ctx)); l != nil {
 			l.mu.Lock()
 			delete(l.hashes, req.Params.URI)
 			l.mu.Unlock()
 		}
 	})
 	h.AddBeforeSubscriptionsListen(func(ctx context.Context, _ any, req *mcp.SubscriptionsListenRequest) {
-		ci, s := callInfoFrom(ctx), server.ClientSessionFromContext(ctx)
+		c, ok := wt.s.Gateway.Caller(ctx)
+		s := server.ClientSessionFromContext(ctx)
 		f := req.Params.Notifications
-		if ci == nil || s == nil || !f.ResourcesListChanged && len(f.ResourceSubscriptions) == 0 {
+		if !ok || s == nil || !f.ResourcesListChanged && len(f.ResourceSubscriptions) == 0 {
 			return
 		}
-		wt.add(ctx, s, ci, true)
+		wt.add(ctx, s, c, true)
 		wt.baseline(ctx, s, f.ResourceSubscriptions)
 		context.AfterFunc(ctx, func() { wt.remove(s) })
 	})
@@ -101,10 +100,8 @@ func (wt *watcher) hooks(h *server.Hooks) {
 
 // baseline reads the subscribed notes' content hashes now, before the
 // subscription is acknowledged, so a change made after it is told.
-func (wt *watcher) baseline(ctx context.Context, s server.ClientSession, uris []string) {
-	wt.mu.Lock()
-	l := wt.listeners[s]
-	wt.mu.Unlock()
+func (wt *Watcher) baseline(ctx context.Context, s server.ClientSession, uris []string) {
+	l := wt.listener(s)
 	if l == nil {
 		return
 	}
@@ -125,17 +122,14 @@ func (wt *watcher) baseline(ctx context.Context, s server.ClientSession, uris []
 
 // noteHash is the content hash of a note URI as the listener's grant reads
 // it (brain_get), "" when it does not exist for them.
-func (wt *watcher) noteHash(ctx context.Context, l *listener, uri string) string {
-	g := wt.g
+func (wt *Watcher) noteHash(ctx context.Context, l *listener, uri string) string {
 	id, err := brain.ParseNoteURI(uri)
-	w := g.byName[id.Wing]
+	w := wt.s.ByName[id.Wing]
 	if err != nil || w == nil {
 		return ""
 	}
-	args, _ := brain.Marshal(struct {
-		ID string `json:"id"`
-	}{id.String()}) // a string: cannot fail
-	resp, err := g.callWing(ctx, l.ci, w, &proto.CallRequest{RequestID: l.ci.requestID, Tool: "brain_get", Args: args}, g.writes("brain_get"))
+	req := &proto.CallRequest{RequestID: l.caller.RequestID, Tool: "brain_get", Args: getArgs(id)}
+	resp, err := wt.s.Shards.Call(ctx, l.caller, w, req, wt.s.writes("brain_get"))
 	if err != nil || resp.IsError {
 		return ""
 	}
@@ -149,9 +143,9 @@ func (wt *watcher) noteHash(ctx context.Context, l *listener, uri string) string
 // add registers a listener. The first one takes the wings' generations
 // now, before its stream is acknowledged, so a change made after it
 // listens is never taken for the starting point.
-func (wt *watcher) add(ctx context.Context, s server.ClientSession, ci *callInfo, modern bool) {
-	l := &listener{session: s, modern: modern, hashes: map[string]string{},
-		ci: &callInfo{id: ci.id, key: ci.key, requestID: "watch-" + ci.requestID, base: ci.base}}
+func (wt *Watcher) add(ctx context.Context, s server.ClientSession, c route.Caller, modern bool) {
+	c.RequestID = "watch-" + c.RequestID
+	l := &listener{session: s, modern: modern, hashes: map[string]string{}, caller: c}
 	wt.mu.Lock()
 	first := len(wt.listeners) == 0
 	wt.listeners[s] = l
@@ -165,22 +159,29 @@ func (wt *watcher) add(ctx context.Context, s server.ClientSession, ci *callInfo
 	}
 }
 
-func (wt *watcher) remove(s server.ClientSession) {
+// listener is the listener of s, nil if none.
+func (wt *Watcher) listener(s server.ClientSession) *listener {
+	wt.mu.Lock()
+	defer wt.mu.Unlock()
+	return wt.listeners[s]
+}
+
+func (wt *Watcher) remove(s server.ClientSession) {
 	wt.mu.Lock()
 	delete(wt.listeners, s)
 	wt.mu.Unlock()
 }
 
-func (wt *watcher) listening() bool {
+func (wt *Watcher) listening() bool {
 	wt.mu.Lock()
 	defer wt.mu.Unlock()
 	return len(wt.listeners) > 0
 }
 
-// loop polls every shards.watch_interval while anyone listens, until ctx
+// Loop polls every shards.watch_interval while anyone listens, until ctx
 // ends.
-func (wt *watcher) loop(ctx context.Context) {
-	t := time.NewTicker(wt.g.cfg.Shards.WatchInterval)
+func (wt *Watcher) Loop(ctx context.Context) {
+	t := time.NewTicker(wt.s.WatchInterval)
 	defer t.Stop()
 	for {
 		if !wt.listening() {
@@ -202,27 +203,23 @@ func (wt *watcher) loop(ctx context.Context) {
 
 // poll reads every reachable wing's generation; with notify, the
 // listeners of a wing whose generation moved are told.
-func (wt *watcher) poll(ctx context.Context, notify bool) {
-	g := wt.g
-	ctx, cancel := context.WithTimeout(ctx, min(g.cfg.Shards.CallTimeout, max(g.cfg.Shards.WatchInterval, time.Second)))
+func (wt *Watcher) poll(ctx context.Context, notify bool) {
+	s := wt.s
+	ctx, cancel := context.WithTimeout(ctx, min(s.CallTimeout, max(s.WatchInterval, time.Second)))
 	defer cancel()
-	gens, read := make([]uint64, len(g.wings)), make([]bool, len(g.wings))
-	var eg errgroup.Group
-	eg.SetLimit(g.cfg.Limits.FanoutConcurrency)
-	for i, w := range g.wings {
+	gens, read, down := make([]uint64, len(s.Wings)), make([]bool, len(s.Wings)), make([]error, len(s.Wings))
+	for i, w := range s.Wings {
 		if w.Down() {
-			continue
+			down[i] = errNotAsked
 		}
-		eg.Go(func() error {
-			resp, err := w.Client.Stats(ctx, &proto.StatsRequest{RequestID: "watch", StatsRequest: search.StatsRequest{Scope: search.ScopeWiki}})
-			if err == nil {
-				w.MarkReached()
-				gens[i], read[i] = resp.Generation, true
-			}
-			return nil
-		})
 	}
-	_ = eg.Wait()
+	route.EachWing(s.Workers, s.FanoutConcurrency, s.Wings, down, func(i int, w *route.Wing) {
+		resp, err := w.Client.Stats(ctx, &proto.StatsRequest{RequestID: "watch", StatsRequest: search.StatsRequest{Scope: search.ScopeWiki}})
+		if err == nil {
+			w.MarkReached()
+			gens[i], read[i] = resp.Generation, true
+		}
+	})
 	var changed []*route.Wing
 	wt.mu.Lock()
 	for i, gen := range gens {
@@ -230,17 +227,14 @@ func (wt *watcher) poll(ctx context.Context, notify bool) {
 			continue // not read this time: keep what was known
 		}
 		if wt.known[i] && wt.gens[i] != gen {
-			changed = append(changed, g.wings[i])
+			changed = append(changed, s.Wings[i])
 		}
 		wt.gens[i], wt.known[i] = gen, true
 	}
-	ls := make([]*listener, 0, len(wt.listeners))
-	for _, l := range wt.listeners {
-		ls = append(ls, l)
-	}
+	ls := slices.Collect(maps.Values(wt.listeners))
 	wt.mu.Unlock()
 	if notify && len(changed) > 0 {
-		g.metrics.watchChanges.Add(float64(len(changed)))
+		s.Changes.Add(float64(len(changed)))
 		for _, l := range ls {
 			wt.notify(ctx, l, changed)
 		}
@@ -250,15 +244,32 @@ func (wt *watcher) poll(ctx context.Context, notify bool) {
 // notify tells l that the resource list changed if it can read one of the
 // changed wings (its grant, cached or minted: the same as its calls'), and
 // that a note it subscribed to was updated when its content hash moved.
-func (wt *watcher) notify(ctx context.Context, l *listener, changed []*route.Wing) {
+func (wt *Watcher) notify(ctx context.Context, l *listener, changed []*route.Wing) {
 	wt.notifyUpdated(ctx, l, changed)
 	wt.notifyListChanged(ctx, l, changed)
+}
+
+// NotifyForTest tells the session s, as a listener of the caller email
+// listens now, of a change of the wings changed; false when email does not
+// listen. It panics outside a test binary.
+func (wt *Watcher) NotifyForTest(ctx context.Context, email string, s server.ClientSession, changed []*route.Wing) bool {
+	if !testing.Testing() {
+		panic("gateway: NotifyForTest is for tests only")
+	}
+	wt.mu.Lock()
+	ls := slices.Collect(maps.Values(wt.listeners))
+	wt.mu.Unlock()
+	i := slices.IndexFunc(ls, func(l *listener) bool { return l.caller.ID.Email == email })
+	if i >= 0 {
+		wt.notify(ctx, &listener{session: s, caller: ls[i].caller}, changed)
+	}
+	return i >= 0
 }
 
 // notifyUpdated sends notifications/resources/updated for each subscribed
 // note of a changed wing whose content hash moved (created, changed,
 // moved away or archived, or no longer readable by the listener).
-func (wt *watcher) notifyUpdated(ctx context.Context, l *listener, changed []*route.Wing) {
+func (wt *Watcher) notifyUpdated(ctx context.Context, l *listener, changed []*route.Wing) {
 	in := map[string]bool{}
 	for _, w := range changed {
 		in[w.Name] = true
@@ -287,16 +298,16 @@ func (wt *watcher) notifyUpdated(ctx context.Context, l *listener, changed []*ro
 }
 
 // send hands n to the listener's stream without waiting.
-func (wt *watcher) send(l *listener, n mcp.JSONRPCNotification) {
+func (wt *Watcher) send(l *listener, n mcp.JSONRPCNotification) {
 	select {
 	case l.session.NotificationChannel() <- n:
-		wt.g.metrics.notified.Inc()
+		wt.s.Notified.Inc()
 	default: // the client does not read its stream: it will list again when it does
-		wt.g.metrics.notifyDropped.Inc()
+		wt.s.Dropped.Inc()
 	}
 }
 
-func (wt *watcher) notifyListChanged(ctx context.Context, l *listener, changed []*route.Wing) {
+func (wt *Watcher) notifyListChanged(ctx context.Context, l *listener, changed []*route.Wing) {
 	if l.modern {
 		if f, ok := l.session.(server.SessionWithSubscriptionFilter); ok {
 			if filter, active := f.SubscriptionFilter(); active && !filter.ResourcesListChanged {
@@ -305,7 +316,7 @@ func (wt *watcher) notifyListChanged(ctx context.Context, l *listener, changed [
 		}
 	}
 	for _, w := range changed {
-		gr, _, err := wt.g.grants.GetKey(ctx, l.ci.id, l.ci.key, w, l.ci.requestID)
+		gr, _, err := wt.s.Grants.GetKey(ctx, l.caller.ID, l.caller.Key, w, l.caller.RequestID)
 		if err != nil || !gr.Caps.Has(brain.CapRead) {
 			continue
 		}

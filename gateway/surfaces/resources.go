@@ -1,4 +1,4 @@
-package gateway
+package surfaces
 
 import (
 	"context"
@@ -13,10 +13,10 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/gateway/rpc"
-	"github.com/brainstem/brainstem/gateway/surfaces"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -31,10 +31,9 @@ import (
 // exist, answered exactly like a missing one.
 //
 // mcp-go keeps the transport, the envelope and each revision's stamping:
-// the chain (prepareResources) decodes the request, asks the shards and
-// either answers an error itself or leaves the result in the call info,
-// which mcp-go's handler for the method returns (resourceHooks,
-// readTemplateHandler).
+// the gateway's chain has Prepare decode the request, ask the shards and
+// either answer an error or leave the result in the context, which
+// mcp-go's handler for the method returns (ResourceHooks, ReadTemplate).
 
 // noteMIMEType is every note's media type.
 const noteMIMEType = "text/markdown"
@@ -51,41 +50,47 @@ type listAnswer struct {
 	NextCursor string     `json:"next_cursor"`
 }
 
+// unavailable names a wing the caller was not answered for.
+func unavailable(err error, w *route.Wing) toolspec.UnavailableWing {
+	e := edge.Classify(err, w.Name)
+	return toolspec.UnavailableWing{Wing: w.Name, Code: e.Code, Error: e.Message}
+}
+
 // readableWings are the wings the caller can read, by name, and those
 // that could not say while the caller is known to hold a grant there
 // (named to them only, as brain_wings does).
-func (g *Gateway) readableWings(ctx context.Context, ci *callInfo) ([]*route.Wing, []unavailableWing) {
-	caps, errs := g.capsAll(ctx, ci)
+func (s *Surfaces) readableWings(ctx context.Context) ([]*route.Wing, []toolspec.UnavailableWing) {
+	caps, errs := s.Gateway.Caps(ctx)
 	var out []*route.Wing
-	var down []unavailableWing
+	var down []toolspec.UnavailableWing
 	for i, c := range caps {
 		if c.Has(brain.CapRead) {
-			out = append(out, g.wings[i])
-		} else if g.disclosable(ci, g.wings[i], errs[i]) {
-			e := edge.Classify(errs[i], g.wings[i].Name)
-			down = append(down, unavailableWing{Wing: g.wings[i].Name, Code: e.Code, Error: e.Message})
+			out = append(out, s.Wings[i])
+		} else if s.Gateway.Disclosable(ctx, s.Wings[i], errs[i]) {
+			down = append(down, unavailable(errs[i], s.Wings[i]))
 		}
 	}
 	slices.SortFunc(out, func(a, b *route.Wing) int { return strings.Compare(a.Name, b.Name) })
 	return out, down
 }
 
-// metaUnavailable is the _meta key of resources/list naming the wings the
+// MetaUnavailable is the _meta key of resources/list naming the wings the
 // caller reads that could not be listed (brain_query's "unavailable").
-const metaUnavailable = "brainstem/unavailable"
+const MetaUnavailable = "brainstem/unavailable"
 
 // listResources answers one resources/list page for the caller.
-func (g *Gateway) listResources(ctx context.Context, ci *callInfo, cursor string) (*mcp.ListResourcesResult, error) {
-	pos, resume, err := g.cursors.Decode(ci.id.Email, cursor)
+func (s *Surfaces) listResources(ctx context.Context, cursor string) (*mcp.ListResourcesResult, error) {
+	c, _ := s.Gateway.Caller(ctx)
+	pos, resume, err := s.Cursors.Decode(c.ID.Email, cursor)
 	if err != nil {
 		return nil, err
 	}
-	size := g.cfg.Limits.ResourcesPageSize
+	size := s.PageSize
 	res := &mcp.ListResourcesResult{Resources: []mcp.Resource{}}
-	wings, down := g.readableWings(ctx, ci)
+	wings, down := s.readableWings(ctx)
 	defer func() {
 		if len(down) > 0 {
-			res.Meta = &mcp.Meta{AdditionalFields: map[string]any{metaUnavailable: down}}
+			res.Meta = &mcp.Meta{AdditionalFields: map[string]any{MetaUnavailable: down}}
 		}
 	}()
 	for i, w := range wings {
@@ -100,13 +105,12 @@ func (g *Gateway) listResources(ctx context.Context, ci *callInfo, cursor string
 			shardCursor = pos.Shard
 		}
 		for {
-			ans, err := g.listWing(ctx, ci, w, shardCursor, size-len(res.Resources))
+			ans, err := s.listWing(ctx, c, w, shardCursor, size-len(res.Resources))
 			if errors.Is(err, edge.ErrBadCursor) {
 				return nil, err
 			}
 			if err != nil { // the listing goes on without it, saying so (as brain_query does)
-				e := edge.Classify(err, w.Name)
-				down = append(down, unavailableWing{Wing: w.Name, Code: e.Code, Error: e.Message})
+				down = append(down, unavailable(err, w))
 				shardCursor = ""
 				break
 			}
@@ -127,7 +131,7 @@ func (g *Gateway) listResources(ctx context.Context, ci *callInfo, cursor string
 		}
 		if len(res.Resources) >= size {
 			if shardCursor != "" || i < len(wings)-1 {
-				res.NextCursor = mcp.Cursor(g.cursors.Encode(ci.id.Email, surfaces.ResourceCursor{Wing: w.Name, Shard: shardCursor}))
+				res.NextCursor = mcp.Cursor(s.Cursors.Encode(c.ID.Email, ResourceCursor{Wing: w.Name, Shard: shardCursor}))
 			}
 			return res, nil
 		}
@@ -146,7 +150,7 @@ func noteResource(n listNote) mcp.Resource {
 
 // listWing asks one wing for up to limit notes from its cursor, with
 // brain_list and the caller's grant.
-func (g *Gateway) listWing(ctx context.Context, ci *callInfo, w *route.Wing, cursor string, limit int) (*listAnswer, error) {
+func (s *Surfaces) listWing(ctx context.Context, c route.Caller, w *route.Wing, cursor string, limit int) (*listAnswer, error) {
 	args, err := brain.Marshal(struct {
 		Wing   string `json:"wing"`
 		Cursor string `json:"cursor,omitempty"`
@@ -155,7 +159,7 @@ func (g *Gateway) listWing(ctx context.Context, ci *callInfo, w *route.Wing, cur
 	if err != nil {
 		return nil, edge.Classify(err, "")
 	}
-	resp, err := g.callWing(ctx, ci, w, &proto.CallRequest{RequestID: ci.requestID, Tool: "brain_list", Args: args}, g.writes("brain_list"))
+	resp, err := s.Shards.Call(ctx, c, w, &proto.CallRequest{RequestID: c.RequestID, Tool: "brain_list", Args: args}, s.writes("brain_list"))
 	if err != nil {
 		return nil, edge.Classify(err, w.Name)
 	}
@@ -181,24 +185,25 @@ type noteAnswer struct {
 	Body        string          `json:"body"`
 }
 
+// getArgs are brain_get's arguments for the note id.
+func getArgs(id brain.ID) []byte {
+	args, _ := brain.Marshal(struct {
+		ID string `json:"id"`
+	}{id.String()}) // a string: cannot fail
+	return args
+}
+
 // readResource reads the note of a URI with brain_get, through the same
 // routing, grants, audit and error mapping as the tool: a note the caller
 // cannot read, for whatever reason, is ErrResourceNotFound, with the same
 // message as a missing one.
-func (g *Gateway) readResource(ctx context.Context, ci *callInfo, uri string) ([]mcp.ResourceContents, error) {
+func (s *Surfaces) readResource(ctx context.Context, uri string) ([]mcp.ResourceContents, error) {
 	id, err := brain.ParseNoteURI(uri)
 	if err != nil {
 		return nil, edge.Classify(err, "")
 	}
-	start := time.Now()
-	args, _ := brain.Marshal(struct {
-		ID string `json:"id"`
-	}{id.String()}) // a string: cannot fail
-	rec := auditRecord{Tool: string(mcp.MethodResourcesRead), BytesIn: len(args), Args: args}
-	res := g.runShardTool(ctx, ci, "brain_get", g.toolSpec("brain_get"), args, &rec)
+	res := s.Gateway.Tool(ctx, string(mcp.MethodResourcesRead), "brain_get", getArgs(id))
 	text, _ := rpc.PlainText(res)
-	rec.BytesOut = len(text)
-	defer g.finishRecord(ctx, ci, &rec, start)
 	if res.IsError {
 		code, msg, _ := brain.DecodeError([]byte(text))
 		if edge.NotFoundCode(code) {
@@ -217,67 +222,40 @@ func (g *Gateway) readResource(ctx context.Context, ci *callInfo, uri string) ([
 	return []mcp.ResourceContents{mcp.TextResourceContents{URI: uri, MIMEType: noteMIMEType, Text: n.Body, Meta: meta}}, nil
 }
 
-// resourceParams are the params of resources/list and resources/read.
-type resourceParams struct {
-	Cursor string `json:"cursor"`
-	URI    string `json:"uri"`
-}
-
-// prepared is what the chain computed for a request mcp-go then answers.
-type prepared struct {
-	list     *mcp.ListResourcesResult
-	contents []mcp.ResourceContents
-	prompt   *mcp.GetPromptResult
-}
-
-// prepareResources serves the gateway's part of resources/list and
-// resources/read (see the top of this file). It reports whether mcp-go
-// should go on: false when it answered an error itself.
-func (g *Gateway) prepareResources(q *mcpCall) bool {
-	if q.msg.ID == nil || q.msg.Params == nil && q.ci.method == string(mcp.MethodResourcesRead) {
-		return true // a notification, or params mcp-go refuses itself
+// prepareResources lists or reads for resources/list or resources/read.
+func (s *Surfaces) prepareResources(ctx context.Context, method string, params []byte) (*prepared, error) {
+	if params == nil && method == string(mcp.MethodResourcesRead) {
+		return nil, nil // params mcp-go refuses itself
 	}
-	var p resourceParams
-	if q.msg.Params != nil && json.Unmarshal(q.msg.Params, &p) != nil {
-		return true // mcp-go refuses them as it decodes them
+	var p struct {
+		Cursor string `json:"cursor"`
+		URI    string `json:"uri"`
 	}
-	var err error
-	switch q.ci.method {
-	case string(mcp.MethodResourcesList):
-		var list *mcp.ListResourcesResult
-		if list, err = g.auditedList(q.ctx, &q.ci, p.Cursor); err == nil {
-			q.ci.prepared = &prepared{list: list}
-		}
-	case string(mcp.MethodResourcesRead):
-		var contents []mcp.ResourceContents
-		if contents, err = g.readResource(q.ctx, &q.ci, p.URI); err == nil {
-			q.ci.prepared = &prepared{contents: contents}
-		}
+	if params != nil && json.Unmarshal(params, &p) != nil {
+		return nil, nil // mcp-go refuses them as it decodes them
 	}
-	if err != nil {
-		e := edge.Classify(err, "")
-		edge.WriteRPCError(&q.Rec, q.msg.ID, edge.RPCCodeOf(e, mcp.IsModernProtocol(q.R.Header.Get(mcp.HeaderProtocolVersion))), e)
-		return false
+	if method == string(mcp.MethodResourcesRead) {
+		contents, err := s.readResource(ctx, p.URI)
+		return &prepared{contents: contents}, err
 	}
-	return true
+	list, err := s.auditedList(ctx, p.Cursor)
+	return &prepared{list: list}, err
 }
 
 // auditedList is listResources with its audit line.
-func (g *Gateway) auditedList(ctx context.Context, ci *callInfo, cursor string) (*mcp.ListResourcesResult, error) {
+func (s *Surfaces) auditedList(ctx context.Context, cursor string) (*mcp.ListResourcesResult, error) {
 	start := time.Now()
-	rec := auditRecord{Tool: string(mcp.MethodResourcesList), Wing: "*", BytesIn: len(cursor)}
-	defer g.finishRecord(ctx, ci, &rec, start)
-	res, err := g.listResources(ctx, ci, cursor)
+	rec := Record{Tool: string(mcp.MethodResourcesList), Wing: "*", BytesIn: len(cursor)}
+	defer s.Gateway.Audit(ctx, &rec, start)
+	res, err := s.listResources(ctx, cursor)
 	if err != nil {
-		e := edge.Classify(err, "")
-		rec.Outcome, rec.err = string(e.Code), e
-		return nil, e
+		return nil, rec.fail(edge.Classify(err, ""))
 	}
 	return res, nil
 }
 
-// noteTemplate is the resource template of every note.
-func noteTemplate() mcp.ResourceTemplate {
+// NoteTemplate is the resource template of every note.
+func NoteTemplate() mcp.ResourceTemplate {
 	return mcp.NewResourceTemplate(brain.URITemplate, "note",
 		mcp.WithTemplateTitle("A note of the team brain"),
 		mcp.WithTemplateDescription("A curated note: wing, hall (facts, decisions, failures, hypotheses, sources) and slug, as its id wing/hall/slug. "+
@@ -285,21 +263,20 @@ func noteTemplate() mcp.ResourceTemplate {
 		mcp.WithTemplateMIMEType(noteMIMEType))
 }
 
-// readTemplateHandler is mcp-go's handler of the note template: it returns
-// what prepareResources read.
-func readTemplateHandler(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-	if ci := callInfoFrom(ctx); ci != nil && ci.prepared != nil && ci.prepared.contents != nil {
-		return ci.prepared.contents, nil
+// ReadTemplate is mcp-go's handler of the note template: it returns what
+// Prepare read.
+func ReadTemplate(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
+	if c := preparedFrom(ctx).contents; c != nil {
+		return c, nil
 	}
 	return nil, fmt.Errorf("resource %s was not read by the gateway: %w", req.Params.URI, server.ErrResourceNotFound)
 }
 
-// resourceHooks has mcp-go's resources/list answer what prepareResources
-// listed.
-func resourceHooks(h *server.Hooks) {
+// ResourceHooks has mcp-go's resources/list answer what Prepare listed.
+func ResourceHooks(h *server.Hooks) {
 	h.AddAfterListResources(func(ctx context.Context, _ any, _ *mcp.ListResourcesRequest, res *mcp.ListResourcesResult) {
-		if ci := callInfoFrom(ctx); ci != nil && ci.prepared != nil && ci.prepared.list != nil {
-			*res = *ci.prepared.list
+		if list := preparedFrom(ctx).list; list != nil {
+			*res = *list
 		}
 	})
 }
