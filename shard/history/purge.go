@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -433,7 +432,11 @@ func (rw *rewriter) tree(id plumbing.Hash, dir string) (plumbing.Hash, error) {
 	}
 	n := id
 	if changed {
-		if n, err = rw.b.Put(plumbing.TreeObject, encodeTree(out)); err != nil {
+		var raw []byte // out is in order already
+		for _, e := range out {
+			raw = gitstore.AppendTreeEntry(raw, e.Mode, e.Name, e.Hash)
+		}
+		if n, err = rw.b.Put(plumbing.TreeObject, raw); err != nil {
 			return id, err
 		}
 	}
@@ -449,17 +452,4 @@ func (rw *rewriter) below(dir string) bool {
 		}
 	}
 	return false
-}
-
-// encodeTree is git's encoding of tree entries (already in order).
-func encodeTree(es []object.TreeEntry) []byte {
-	var b []byte
-	for _, e := range es {
-		b = strconv.AppendUint(b, uint64(e.Mode), 8)
-		b = append(b, ' ')
-		b = append(b, e.Name...)
-		b = append(b, 0)
-		b = append(b, e.Hash[:]...)
-	}
-	return b
 }
