@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/internal/durable"
 	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
@@ -124,7 +125,7 @@ func (h *History) lockState() error {
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
 	}
-	if err := gitstore.TryFlock(f); err != nil {
+	if err := durable.TryFlock(f); err != nil {
 		f.Close()
 		return fmt.Errorf("history: the state directory %s is in use by another process (one shard per wing): %w", h.opt.StateDir, err)
 	}
