@@ -54,7 +54,7 @@ type History struct {
 	// writeMu is held by whatever writes commits (the committer, Outside,
 	// Purge, Open); it guards the fields below.
 	writeMu   sync.Mutex
-	tree      *treeModel
+	tree      *gitstore.Tree
 	idxDirty  map[string]bool // brain paths whose .git/index entry is behind
 	idxAll    bool            // every wing entry of .git/index must be rewritten
 	idxLast   time.Time
@@ -140,7 +140,7 @@ func (h *History) open(ctx context.Context) error {
 		return err
 	}
 	h.objs = gitstore.Open(h.repo.gitDir, h.repo.common)
-	h.tree = newTreeModel(h.objs)
+	h.tree = gitstore.NewTree(h.objs)
 	if err := h.repo.ensureExclude(); err != nil {
 		return err
 	}

@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"fmt"
+	"path"
 	"sort"
 	"strings"
 	"time"
@@ -219,7 +220,8 @@ func (h *History) reaches(id plumbing.Hash, t *purgeTarget, seen map[plumbing.Ha
 
 // blobAt returns the blob at tree path p below root (zero if none).
 func (h *History) blobAt(root plumbing.Hash, p string) (plumbing.Hash, error) {
-	dir, name := splitPath(p)
+	dir, name := path.Split(p)
+	dir = strings.TrimSuffix(dir, "/")
 	t, err := h.subtree(root, dir)
 	if err != nil || t.IsZero() {
 		return plumbing.ZeroHash, err
@@ -286,7 +288,7 @@ func (h *History) rewrite(lock *gitstore.Lock, head plumbing.Hash, req PurgeRequ
 		h.discardModel()
 		return PurgeResult{}, err
 	}
-	h.tree.base = finalHead
+	h.tree.Base = finalHead
 	res := h.purgedIndex(req, t, ids, ms, finalHead, placeholder, text)
 	return res, h.scrub(sc)
 }
@@ -297,8 +299,8 @@ func (h *History) resetModelTo(id plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
-	h.tree = newTreeModel(h.objs)
-	h.tree.reset(id, c.TreeHash)
+	h.tree = gitstore.NewTree(h.objs)
+	h.tree.Reset(id, c.TreeHash)
 	return nil
 }
 

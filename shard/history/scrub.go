@@ -42,7 +42,7 @@ func (h *History) repack(head plumbing.Hash, except map[plumbing.Hash]bool) (*sc
 	for id := range keep {
 		hashes = append(hashes, id)
 	}
-	if sc.pack, err = h.objs.EncodePack(hashes, h.tree.hints); err != nil {
+	if sc.pack, err = h.objs.EncodePack(hashes, h.tree.Hints); err != nil {
 		return nil, err
 	}
 	return sc, nil
