@@ -143,24 +143,15 @@ func rollForward(repo *git.Repository, dir string, h plumbing.Hash, paths []stri
 	var b atomicfile.Batch
 	defer b.Cleanup()
 	for _, p := range paths {
-		path := filepath.Join(dir, filepath.FromSlash(p))
+		var id plumbing.Hash // zero: the tree lacks it
 		f, err := tree.File(p)
-		if errors.Is(err, object.ErrFileNotFound) {
-			b.Remove(path)
-			continue
-		}
-		if err != nil {
+		if err == nil {
+			id = f.Hash
+		} else if !errors.Is(err, object.ErrFileNotFound) {
 			return 0, fmt.Errorf("remote: %s in %s: %w", p, h, err)
 		}
-		data, err := f.Contents()
-		if err == nil {
-			err = os.MkdirAll(filepath.Dir(path), 0o755)
-		}
-		if err == nil {
-			err = b.Add(path, []byte(data), 0o644)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("remote: write %s: %w", p, err)
+		if err := stage(&b, repo.Storer, dir, p, id); err != nil {
+			return 0, err
 		}
 	}
 	if err := b.Commit(); err != nil {
