@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
@@ -136,21 +135,14 @@ func rollForward(repo *git.Repository, dir string, h plumbing.Hash, paths []stri
 	if err != nil {
 		return 0, fmt.Errorf("remote: the pull's merge %s: %w", h, err)
 	}
-	tree, err := c.Tree()
+	files, err := flatten(repo.Storer, c.TreeHash)
 	if err != nil {
 		return 0, fmt.Errorf("remote: the pull's merge %s: %w", h, err)
 	}
 	var b atomicfile.Batch
 	defer b.Cleanup()
 	for _, p := range paths {
-		var id plumbing.Hash // zero: the tree lacks it
-		f, err := tree.File(p)
-		if err == nil {
-			id = f.Hash
-		} else if !errors.Is(err, object.ErrFileNotFound) {
-			return 0, fmt.Errorf("remote: %s in %s: %w", p, h, err)
-		}
-		if err := stage(&b, repo.Storer, dir, p, id); err != nil {
+		if err := stage(&b, repo.Storer, dir, p, files[p].Hash); err != nil { // zero: the tree lacks it
 			return 0, err
 		}
 	}
