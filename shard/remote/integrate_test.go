@@ -4,9 +4,9 @@ import (
 	"bufio"
 	"context"
 	"errors"
-	"fmt"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -85,9 +85,12 @@ func anyTree(b gitstore.Sink, files map[string]entry) (plumbing.Hash, error) {
 			}
 			es = append(es, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
 		}
-		raw, err := gitstore.EncodeTree(es)
-		if err != nil {
-			return plumbing.ZeroHash, fmt.Errorf("remote: encode tree: %w", err)
+		sort.Slice(es, func(i, j int) bool {
+			return gitstore.EntryLess(es[i].Name, es[i].Mode == filemode.Dir, es[j].Name, es[j].Mode == filemode.Dir)
+		})
+		var raw []byte
+		for _, e := range es {
+			raw = gitstore.AppendTreeEntry(raw, e.Mode, e.Name, e.Hash)
 		}
 		return b.PutTree(raw, plumbing.ZeroHash)
 	}
