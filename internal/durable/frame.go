@@ -3,8 +3,9 @@
 // the idempotency journal), the rule that tells a record torn by a crash
 // from damage, the file those frames are appended to (a failed write cut
 // off again, concurrent appends sharing one fsync), the copy of a damaged
-// file kept aside, and the CRC-32C trailer that checksums a snapshot.
-// What goes inside a frame or a snapshot is internal/codec's encoding.
+// file kept aside, the CRC-32C trailer that checksums a snapshot, and the
+// advisory lock (flock) that keeps a second process off a journal, a state
+// directory or a git lock file. What goes inside a frame or a snapshot is internal/codec's encoding.
 //
 // A frame is
 //

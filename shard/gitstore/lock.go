@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/internal/durable"
 )
 
 // DefaultStaleLock is the age past which a lock file that no live
@@ -57,7 +58,7 @@ func AcquireLock(ctx context.Context, target string, lt LockTimes) (*Lock, error
 			// process, or of this one on its own descriptor) can hold its
 			// flock, for the moment it takes to see the file is young.
 			// Wait for it rather than fail the lock.
-			if err := flockWait(f); err != nil {
+			if err := durable.Flock(f); err != nil {
 				f.Close()
 				os.Remove(path)
 				return nil, fmt.Errorf("gitstore: lock %s: %w", path, err)
@@ -92,7 +93,7 @@ func breakStale(path string, stale time.Duration) bool {
 		return errors.Is(err, fs.ErrNotExist) // gone meanwhile: retry at once
 	}
 	defer f.Close()
-	if TryFlock(f) != nil {
+	if durable.TryFlock(f) != nil {
 		return false // a live writer holds it
 	}
 	fi, err := f.Stat()

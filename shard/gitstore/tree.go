@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"sort"
 	"strconv"
 	"strings"
 
@@ -85,22 +84,6 @@ func AppendTreeEntry(b []byte, mode filemode.FileMode, name string, id plumbing.
 	b = append(b, name...)
 	b = append(b, 0)
 	return append(b, id[:]...)
-}
-
-// EncodeTree sorts es in git's order and returns their raw tree; a name
-// with a NUL, which would end it early, is refused.
-func EncodeTree(es []object.TreeEntry) ([]byte, error) {
-	sort.Slice(es, func(i, j int) bool {
-		return EntryLess(es[i].Name, es[i].Mode == filemode.Dir, es[j].Name, es[j].Mode == filemode.Dir)
-	})
-	var b []byte
-	for _, e := range es {
-		if strings.IndexByte(e.Name, 0) >= 0 {
-			return nil, fmt.Errorf("gitstore: malformed filename %q", e.Name)
-		}
-		b = AppendTreeEntry(b, e.Mode, e.Name, e.Hash)
-	}
-	return b, nil
 }
 
 // EntryLess is git's order of tree entries: by name, a tree's name

@@ -3,7 +3,6 @@ package history
 import (
 	"errors"
 	"fmt"
-	"strings"
 	"time"
 )
 
@@ -54,49 +53,4 @@ func stuckOf(err error, branch string, at time.Time) *Stuck {
 // Stuck reports the committer's permanent failure, nil while it commits.
 func (h *History) Stuck() *Stuck {
 	return h.stuck.Load()
-}
-
-// clearWay removes what stands in the way of a file at tree path p: a
-// file where one of p's directories must be, or a directory at p itself
-// (a file a remote pushed and the shard rejected, or a person's commit).
-// Entries of the first keep segments of p (the brain's prefix and its
-// top directory) are not the wing's: one of them in the way is a
-// *BlockedError. It returns the paths it removed.
-func (m *treeModel) clearWay(p string, keep int) ([]string, error) {
-	segs := strings.Split(p, "/")
-	n := m.root
-	if err := m.load(n); err != nil {
-		return nil, err
-	}
-	trail := []*treeNode{n}
-	var removed []string
-	for i, name := range segs {
-		last := i == len(segs)-1
-		at, _ := n.find(name, !last) // a dir's name first on the way, a file's at the end
-		if at < 0 {
-			return removed, nil
-		}
-		if blocks := n.entries[at].isDir() == last; blocks {
-			here := strings.Join(segs[:i+1], "/")
-			if i < keep {
-				return removed, &BlockedError{Path: p, Blocker: here}
-			}
-			n.entries = append(n.entries[:at], n.entries[at+1:]...)
-			markDirty(trail)
-			removed = append(removed, here)
-			if at, _ = n.find(name, !last); at < 0 || n.entries[at].isDir() == last {
-				return removed, nil // nothing else of that name (a tree may hold both)
-			}
-		}
-		if last {
-			return removed, nil
-		}
-		c, err := m.child(&n.entries[at])
-		if err != nil {
-			return removed, err
-		}
-		n = c
-		trail = append(trail, n)
-	}
-	return removed, nil
 }

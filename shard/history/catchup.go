@@ -125,7 +125,7 @@ func topoOrder(set map[plumbing.Hash]*object.Commit, head plumbing.Hash) []*obje
 // commitChanges reads what commit c did to the wing's tracked paths,
 // compared with its first parent.
 func (h *History) commitChanges(c *object.Commit) (*commitInfo, []pathChange, error) {
-	parentTree := emptyTree
+	parentTree := gitstore.EmptyTree
 	if len(c.ParentHashes) > 0 {
 		p, err := h.objs.Commit(c.ParentHashes[0])
 		if err != nil {
@@ -459,7 +459,7 @@ type treeCache struct {
 const treeCacheSize = 512
 
 func (tc *treeCache) get(o *gitstore.Store, h plumbing.Hash) ([]object.TreeEntry, error) {
-	if h == emptyTree {
+	if h == gitstore.EmptyTree {
 		return nil, nil // git knows the empty tree without storing it
 	}
 	tc.mu.Lock()

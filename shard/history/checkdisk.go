@@ -45,7 +45,7 @@ func CheckDisk(ctx context.Context, opt Options) ([]Problem, error) {
 		return nil, err
 	}
 	h.objs = gitstore.Open(h.repo.gitDir, h.repo.common)
-	h.tree = newTreeModel(h.objs)
+	h.tree = gitstore.NewTree(h.objs)
 	head, err := h.repo.refs.Read(h.repo.currentBranch())
 	if err != nil || head.IsZero() {
 		return nil, err
@@ -54,7 +54,7 @@ func CheckDisk(ctx context.Context, opt Options) ([]Problem, error) {
 	if err != nil {
 		return nil, err
 	}
-	h.tree.reset(head, c.TreeHash)
+	h.tree.Reset(head, c.TreeHash)
 	blocked, err := h.blockerProblems()
 	if err != nil || len(blocked) > 0 {
 		return blocked, err // nothing of the wing can be compared under a file
@@ -95,7 +95,7 @@ func (h *History) blockerProblems() ([]Problem, error) {
 				continue
 			}
 			seen[p] = true
-			_, _, file, err := h.tree.lookup(p)
+			_, _, file, err := h.tree.Lookup(p)
 			if err != nil {
 				return nil, err
 			}

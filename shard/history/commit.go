@@ -45,7 +45,7 @@ func (h *History) planOf(p *Pending) plan {
 // commit.
 func (h *History) build(base plumbing.Hash, plans []plan, b gitstore.Sink) (plumbing.Hash, []made, error) {
 	head := base
-	root, err := h.tree.write(b)
+	root, err := h.tree.Write(b)
 	if err != nil {
 		return head, nil, err
 	}
@@ -55,7 +55,7 @@ func (h *History) build(base plumbing.Hash, plans []plan, b gitstore.Sink) (plum
 		if err != nil {
 			return head, nil, err
 		}
-		newRoot, err := h.tree.write(b)
+		newRoot, err := h.tree.Write(b)
 		if err != nil {
 			return head, nil, err
 		}
@@ -80,7 +80,7 @@ func (h *History) applyOps(ops []Op, b gitstore.Sink) ([]pathChange, error) {
 	for _, op := range ops {
 		tp := h.repo.treePath(op.Path)
 		if op.Remove {
-			gone, err := h.tree.remove(tp)
+			gone, err := h.tree.Remove(tp)
 			if err != nil {
 				return nil, err
 			}
@@ -91,7 +91,7 @@ func (h *History) applyOps(ops []Op, b gitstore.Sink) ([]pathChange, error) {
 		}
 		from := ""
 		if op.From != "" {
-			gone, err := h.tree.remove(h.repo.treePath(op.From))
+			gone, err := h.tree.Remove(h.repo.treePath(op.From))
 			if err != nil {
 				return nil, err
 			}
@@ -103,7 +103,7 @@ func (h *History) applyOps(ops []Op, b gitstore.Sink) ([]pathChange, error) {
 		if err != nil {
 			return nil, err
 		}
-		old, _, had, err := h.tree.lookup(tp)
+		old, _, had, err := h.tree.Lookup(tp)
 		if err != nil {
 			return nil, err
 		}
@@ -113,11 +113,11 @@ func (h *History) applyOps(ops []Op, b gitstore.Sink) ([]pathChange, error) {
 		if err := h.makeWay(tp); err != nil {
 			return nil, err
 		}
-		if err := h.tree.set(tp, blob, 0); err != nil {
+		if err := h.tree.Set(tp, blob, 0); err != nil {
 			return nil, err
 		}
 		if had {
-			h.tree.hint(blob, old)
+			h.tree.Hint(blob, old)
 		}
 		changes = append(changes, pathChange{path: op.Path, from: from, blob: blob, sum: sumOf(op.Content),
 			purged: len(op.Content) >= len(purgeNotice) && string(op.Content[:len(purgeNotice)]) == purgeNotice})
@@ -177,7 +177,7 @@ func (h *History) commitWith(ctx context.Context, mk func(head plumbing.Hash) ([
 	if newHead == head {
 		return head, nil, nil
 	}
-	h.tree.base = newHead
+	h.tree.Base = newHead
 	h.mu.Lock()
 	if h.ix.head == head {
 		for _, m := range ms {
@@ -251,7 +251,7 @@ func (h *History) syncModel(head plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
-	if h.tree.base == head && !head.IsZero() {
+	if h.tree.Base == head && !head.IsZero() {
 		return nil
 	}
 	root := plumbing.ZeroHash
@@ -262,23 +262,26 @@ func (h *History) syncModel(head plumbing.Hash) error {
 		}
 		root = c.TreeHash
 	}
-	h.tree.reset(head, root)
+	h.tree.Reset(head, root)
 	return nil
 }
 
 // discardModel drops the tree model after a failed build (its nodes may
 // name objects that were never made durable).
 func (h *History) discardModel() {
-	hints := h.tree.hints
-	h.tree = newTreeModel(h.objs)
-	h.tree.hints = hints
+	hints := h.tree.Hints
+	h.tree = gitstore.NewTree(h.objs)
+	h.tree.Hints = hints
 }
 
 // makeWay clears the way of a note's file at tree path tp (the local
 // write wins over an entry the shard never loaded: docs/history.md
 // "Files a remote pushes that the wing does not load").
 func (h *History) makeWay(tp string) error {
-	removed, err := h.tree.clearWay(tp, strings.Count(h.repo.prefix, "/")+1)
+	removed, blocker, err := h.tree.ClearWay(tp, strings.Count(h.repo.prefix, "/")+1)
+	if blocker != "" {
+		err = &BlockedError{Path: tp, Blocker: blocker}
+	}
 	if len(removed) > 0 {
 		h.log.Warn("history: entries that were never notes stood where a note is written; the note replaces them", "path", tp, "removed", removed)
 	}

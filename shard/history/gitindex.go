@@ -224,7 +224,7 @@ func (h *History) indexPaths(idx *index.Index) ([]string, error) {
 // indexEntry sets (or marks for removal) the entry of brain path p.
 func (h *History) indexEntry(idx *index.Index, byName map[string]int, drop map[int]bool, p string) error {
 	tp := h.repo.treePath(p)
-	blob, mode, had, err := h.tree.lookup(tp)
+	blob, mode, had, err := h.tree.Lookup(tp)
 	if err != nil {
 		return err
 	}

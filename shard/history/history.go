@@ -13,6 +13,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/internal/durable"
 	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
@@ -53,7 +54,7 @@ type History struct {
 	// writeMu is held by whatever writes commits (the committer, Outside,
 	// Purge, Open); it guards the fields below.
 	writeMu   sync.Mutex
-	tree      *treeModel
+	tree      *gitstore.Tree
 	idxDirty  map[string]bool // brain paths whose .git/index entry is behind
 	idxAll    bool            // every wing entry of .git/index must be rewritten
 	idxLast   time.Time
@@ -124,7 +125,7 @@ func (h *History) lockState() error {
 	if err != nil {
 		return fmt.Errorf("history: %w", err)
 	}
-	if err := gitstore.TryFlock(f); err != nil {
+	if err := durable.TryFlock(f); err != nil {
 		f.Close()
 		return fmt.Errorf("history: the state directory %s is in use by another process (one shard per wing): %w", h.opt.StateDir, err)
 	}
@@ -139,7 +140,7 @@ func (h *History) open(ctx context.Context) error {
 		return err
 	}
 	h.objs = gitstore.Open(h.repo.gitDir, h.repo.common)
-	h.tree = newTreeModel(h.objs)
+	h.tree = gitstore.NewTree(h.objs)
 	if err := h.repo.ensureExclude(); err != nil {
 		return err
 	}

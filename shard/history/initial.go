@@ -54,7 +54,7 @@ func (h *History) initialCommit(ctx context.Context) (bool, error) {
 		pw.Abort()
 		return true, nil
 	}
-	root, err := h.tree.write(pw)
+	root, err := h.tree.Write(pw)
 	if err != nil {
 		pw.Abort()
 		h.discardModel()
@@ -75,7 +75,7 @@ func (h *History) initialCommit(ctx context.Context) (bool, error) {
 		h.discardModel()
 		return false, err
 	}
-	h.tree.base = id
+	h.tree.Base = id
 	ci := &commitInfo{id: id, at: pl.at, author: pl.author.Email, action: ActionInitial}
 	h.mu.Lock()
 	h.ix.apply(ci, changes)
@@ -108,7 +108,7 @@ func (h *History) packFiles(pw *gitstore.PackWriter, files []string) ([]pathChan
 			return nil, err
 		}
 		h.sawFile(p, before, blob)
-		if err := h.tree.set(h.repo.treePath(p), blob, 0); err != nil {
+		if err := h.tree.Set(h.repo.treePath(p), blob, 0); err != nil {
 			return nil, err
 		}
 		changes = append(changes, pathChange{path: p, blob: blob, sum: sumOf(b), purged: strings.HasPrefix(string(b), purgeNotice)})

@@ -86,7 +86,7 @@ func (h *History) reconcileOps(files []string, cache *statCache) ([]diskOp, erro
 	inHead := map[string]bool{}
 	var ds []diskOp
 	for _, d := range h.treeDirs() {
-		err := h.tree.files(d, func(p string, blob plumbing.Hash, mode filemode.FileMode) error {
+		err := h.tree.Files(d, func(p string, blob plumbing.Hash, mode filemode.FileMode) error {
 			rel, ok := h.repo.brainPath(p)
 			if !ok || !isFile(mode) || !h.opt.Tracked(rel) {
 				return nil
@@ -129,7 +129,7 @@ func (h *History) reconcileOps(files []string, cache *statCache) ([]diskOp, erro
 func (h *History) headPaths() ([]string, error) {
 	var out []string
 	for _, d := range h.treeDirs() {
-		err := h.tree.files(d, func(p string, _ plumbing.Hash, mode filemode.FileMode) error {
+		err := h.tree.Files(d, func(p string, _ plumbing.Hash, mode filemode.FileMode) error {
 			if rel, ok := h.repo.brainPath(p); ok && isFile(mode) && h.opt.Tracked(rel) {
 				out = append(out, rel)
 			}
@@ -161,7 +161,7 @@ func (h *History) diskOps(paths []string, cache *statCache) ([]Op, error) {
 		if i > 0 && paths[i-1] == p || busy[p] {
 			continue
 		}
-		old, _, had, err := h.tree.lookup(h.repo.treePath(p))
+		old, _, had, err := h.tree.Lookup(h.repo.treePath(p))
 		if err != nil {
 			return nil, err
 		}

@@ -40,7 +40,7 @@ func (h *History) packLoose() error {
 	for i, l := range loose {
 		hashes[i] = l.Hash
 	}
-	hints := h.tree.hints
+	hints := h.tree.Hints
 	if _, err := h.objs.EncodePack(hashes, hints); err != nil {
 		return err
 	}
@@ -71,5 +71,5 @@ func (h *History) mergePacks() error {
 
 func (h *History) mergeLocked() error {
 	h.newPacks.Store(0)
-	return h.objs.MergeSmall(h.tree.hints)
+	return h.objs.MergeSmall(h.tree.Hints)
 }

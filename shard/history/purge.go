@@ -3,8 +3,8 @@ package history
 import (
 	"context"
 	"fmt"
+	"path"
 	"sort"
-	"strconv"
 	"strings"
 	"time"
 
@@ -220,7 +220,8 @@ func (h *History) reaches(id plumbing.Hash, t *purgeTarget, seen map[plumbing.Ha
 
 // blobAt returns the blob at tree path p below root (zero if none).
 func (h *History) blobAt(root plumbing.Hash, p string) (plumbing.Hash, error) {
-	dir, name := splitPath(p)
+	dir, name := path.Split(p)
+	dir = strings.TrimSuffix(dir, "/")
 	t, err := h.subtree(root, dir)
 	if err != nil || t.IsZero() {
 		return plumbing.ZeroHash, err
@@ -287,7 +288,7 @@ func (h *History) rewrite(lock *gitstore.Lock, head plumbing.Hash, req PurgeRequ
 		h.discardModel()
 		return PurgeResult{}, err
 	}
-	h.tree.base = finalHead
+	h.tree.Base = finalHead
 	res := h.purgedIndex(req, t, ids, ms, finalHead, placeholder, text)
 	return res, h.scrub(sc)
 }
@@ -298,8 +299,8 @@ func (h *History) resetModelTo(id plumbing.Hash) error {
 	if err != nil {
 		return err
 	}
-	h.tree = newTreeModel(h.objs)
-	h.tree.reset(id, c.TreeHash)
+	h.tree = gitstore.NewTree(h.objs)
+	h.tree.Reset(id, c.TreeHash)
 	return nil
 }
 
@@ -433,7 +434,11 @@ func (rw *rewriter) tree(id plumbing.Hash, dir string) (plumbing.Hash, error) {
 	}
 	n := id
 	if changed {
-		if n, err = rw.b.Put(plumbing.TreeObject, encodeTree(out)); err != nil {
+		var raw []byte // out is in order already
+		for _, e := range out {
+			raw = gitstore.AppendTreeEntry(raw, e.Mode, e.Name, e.Hash)
+		}
+		if n, err = rw.b.Put(plumbing.TreeObject, raw); err != nil {
 			return id, err
 		}
 	}
@@ -449,17 +454,4 @@ func (rw *rewriter) below(dir string) bool {
 		}
 	}
 	return false
-}
-
-// encodeTree is git's encoding of tree entries (already in order).
-func encodeTree(es []object.TreeEntry) []byte {
-	var b []byte
-	for _, e := range es {
-		b = strconv.AppendUint(b, uint64(e.Mode), 8)
-		b = append(b, ' ')
-		b = append(b, e.Name...)
-		b = append(b, 0)
-		b = append(b, e.Hash[:]...)
-	}
-	return b
 }

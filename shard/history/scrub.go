@@ -42,7 +42,7 @@ func (h *History) repack(head plumbing.Hash, except map[plumbing.Hash]bool) (*sc
 	for id := range keep {
 		hashes = append(hashes, id)
 	}
-	if sc.pack, err = h.objs.EncodePack(hashes, h.tree.hints); err != nil {
+	if sc.pack, err = h.objs.EncodePack(hashes, h.tree.Hints); err != nil {
 		return nil, err
 	}
 	return sc, nil
@@ -139,20 +139,22 @@ func (h *History) visit(id plumbing.Hash, seen map[plumbing.Hash]bool) ([]plumbi
 		}
 		return append([]plumbing.Hash{c.TreeHash}, c.ParentHashes...), nil
 	case plumbing.TreeObject:
-		var t object.Tree
-		if err := t.Decode(obj); err != nil {
-			return nil, fmt.Errorf("history: decode tree %s: %w", id, err)
-		}
+		raw, err := gitstore.ReadAll(obj)
 		var out []plumbing.Hash
-		for _, e := range t.Entries {
-			if e.Mode == filemode.Submodule {
-				continue
-			}
-			if e.Mode == filemode.Dir {
-				out = append(out, e.Hash)
-			} else {
-				seen[e.Hash] = true // blobs: named, not read
-			}
+		if err == nil {
+			err = gitstore.WalkTree(raw, func(mode filemode.FileMode, _ []byte, e plumbing.Hash) error {
+				switch mode {
+				case filemode.Submodule: // another repository's commit
+				case filemode.Dir:
+					out = append(out, e)
+				default:
+					seen[e] = true // blobs: named, not read
+				}
+				return nil
+			})
+		}
+		if err != nil {
+			return nil, fmt.Errorf("history: decode tree %s: %w", id, err)
 		}
 		return out, nil
 	}

@@ -165,7 +165,7 @@ func Open(opt Options) (*Journal, error) {
 	if err != nil {
 		return nil, fmt.Errorf("idempotency: %w", err)
 	}
-	if err := lockFile(f); err != nil {
+	if err := durable.TryFlock(f); err != nil {
 		f.Close()
 		return nil, fmt.Errorf("%w: %s: %v", ErrLocked, opt.Path, err)
 	}
@@ -682,7 +682,7 @@ func (j *Journal) compact() error {
 	if err != nil {
 		return fmt.Errorf("idempotency: compact: %w", err)
 	}
-	if err := lockFile(f); err != nil {
+	if err := durable.TryFlock(f); err != nil {
 		f.Close()
 		return fmt.Errorf("idempotency: compact: %w", err)
 	}

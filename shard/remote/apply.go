@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/storer"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/shard/gitstore"
@@ -37,7 +38,7 @@ func (r *Remote) Apply(local plumbing.Hash, in Integration) error {
 	var b atomicfile.Batch
 	defer b.Cleanup()
 	for _, p := range in.Changed {
-		if err := r.stage(&b, p, in.files[p]); err != nil {
+		if err := stage(&b, r.repo.Storer, r.root, p, in.files[p].Hash); err != nil {
 			return err
 		}
 	}
@@ -61,15 +62,15 @@ func (r *Remote) Apply(local plumbing.Hash, in Integration) error {
 	return nil
 }
 
-// stage adds the merged entry e of note p to the batch (a removal when e
-// is zero).
-func (r *Remote) stage(b *atomicfile.Batch, p string, e entry) error {
-	path := filepath.Join(r.root, filepath.FromSlash(p))
-	if e.Hash.IsZero() {
+// stage adds blob h of note p (slash-separated, below root) from s to
+// the batch, a removal when h is zero.
+func stage(b *atomicfile.Batch, s storer.EncodedObjectStorer, root, p string, h plumbing.Hash) error {
+	path := filepath.Join(root, filepath.FromSlash(p))
+	if h.IsZero() {
 		b.Remove(path)
 		return nil
 	}
-	data, err := gitstore.ReadRaw(r.repo.Storer, plumbing.BlobObject, e.Hash, nil)
+	data, err := gitstore.ReadRaw(s, plumbing.BlobObject, h, nil)
 	if err != nil {
 		return fmt.Errorf("remote: %s: %w", p, err)
 	}

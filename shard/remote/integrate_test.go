@@ -6,6 +6,7 @@ import (
 	"errors"
 	"os"
 	"path/filepath"
+	"sort"
 	"strconv"
 	"strings"
 	"testing"
@@ -14,6 +15,8 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/object"
+
+	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
 var service = Identity{Name: "Brainstem", Email: "history@brainstem.invalid"}
@@ -32,15 +35,74 @@ func blob(t *testing.T, r *Remote, content string) plumbing.Hash {
 	return h
 }
 
-// storeTree is writeTree into a loose batch of r's repository, made
+// storeTree is anyTree into a loose batch of r's repository, made
 // durable.
 func storeTree(r *Remote, files map[string]entry) (plumbing.Hash, error) {
 	b := r.objs.Batch()
-	h, err := writeTree(b, files)
+	h, err := anyTree(b, files)
 	if err == nil {
 		err = b.Commit()
 	}
 	return h, err
+}
+
+// anyTree puts the nested trees of the flat files into b and returns the
+// root's hash. Unlike writeTree (whose merges settleShape made one git
+// can hold) it writes a file and a directory of one name side by side: a
+// remote's attack (wedge_test.go).
+func anyTree(b gitstore.Sink, files map[string]entry) (plumbing.Hash, error) {
+	type dir struct {
+		files map[string]entry
+		dirs  map[string]bool
+	}
+	dirs := map[string]*dir{"": {files: map[string]entry{}, dirs: map[string]bool{}}}
+	var ensure func(p string) *dir
+	ensure = func(p string) *dir {
+		if d, ok := dirs[p]; ok {
+			return d
+		}
+		d := &dir{files: map[string]entry{}, dirs: map[string]bool{}}
+		dirs[p] = d
+		parent, name := splitDir(p)
+		ensure(parent).dirs[name] = true
+		return d
+	}
+	for p, e := range files {
+		parent, name := splitDir(p)
+		ensure(parent).files[name] = e
+	}
+	var build func(p string) (plumbing.Hash, error)
+	build = func(p string) (plumbing.Hash, error) {
+		d := dirs[p]
+		var es []object.TreeEntry
+		for name, e := range d.files {
+			es = append(es, object.TreeEntry{Name: name, Mode: e.Mode, Hash: e.Hash})
+		}
+		for name := range d.dirs {
+			h, err := build(strings.TrimPrefix(p+"/"+name, "/"))
+			if err != nil {
+				return plumbing.ZeroHash, err
+			}
+			es = append(es, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
+		}
+		sort.Slice(es, func(i, j int) bool {
+			return gitstore.EntryLess(es[i].Name, es[i].Mode == filemode.Dir, es[j].Name, es[j].Mode == filemode.Dir)
+		})
+		var raw []byte
+		for _, e := range es {
+			raw = gitstore.AppendTreeEntry(raw, e.Mode, e.Name, e.Hash)
+		}
+		return b.PutTree(raw, plumbing.ZeroHash)
+	}
+	return build("")
+}
+
+func splitDir(p string) (parent, name string) {
+	i := strings.LastIndexByte(p, '/')
+	if i < 0 {
+		return "", p
+	}
+	return p[:i], p[i+1:]
 }
 
 // commitTree stores a commit of files on parent by author.

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/go-git/go-git/v5/plumbing"
+	"github.com/go-git/go-git/v5/plumbing/object"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
 )
@@ -210,29 +211,16 @@ func (r *Remote) refuseBlobs(set map[plumbing.Hash]bool, local, remote plumbing.
 	if len(set) == 0 {
 		return nil
 	}
-	wk, err := r.newCommits(remote, local)
-	if err != nil {
-		return err
-	}
-	w := &treeWalk{r: r, have: map[plumbing.Hash]bool{}}
-	for _, c := range wk.Edges {
-		if err := w.add(c.TreeHash, false); err != nil {
-			return err
-		}
-	}
-	for _, c := range wk.Fresh {
-		w.out = w.out[:0]
-		if err := w.add(c.TreeHash, true); err != nil {
-			return err
-		}
-		for _, h := range w.out {
+	_, err := r.newObjects(remote, local, func(c *object.Commit, objs []plumbing.Hash) error {
+		for _, h := range objs {
 			if set[h] {
 				return fmt.Errorf("%w: commit %s of %s holds the purged blob %s: a clone made before the purge pushed its old history back; force push the wing's branch again or reset the remote branch, and have every clone re-cloned (or `git fetch && git reset --hard`)",
 					ErrPurgedContent, c.Hash, r.cfg.Branch, h)
 			}
 		}
-	}
-	return nil
+		return nil
+	})
+	return err
 }
 
 // PurgeHold is the syncer held for a purge: no round runs until Finish.

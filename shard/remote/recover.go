@@ -11,7 +11,6 @@ import (
 
 	"github.com/go-git/go-git/v5"
 	"github.com/go-git/go-git/v5/plumbing"
-	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/storage/filesystem"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
@@ -136,31 +135,15 @@ func rollForward(repo *git.Repository, dir string, h plumbing.Hash, paths []stri
 	if err != nil {
 		return 0, fmt.Errorf("remote: the pull's merge %s: %w", h, err)
 	}
-	tree, err := c.Tree()
+	files, err := flatten(repo.Storer, c.TreeHash)
 	if err != nil {
 		return 0, fmt.Errorf("remote: the pull's merge %s: %w", h, err)
 	}
 	var b atomicfile.Batch
 	defer b.Cleanup()
 	for _, p := range paths {
-		path := filepath.Join(dir, filepath.FromSlash(p))
-		f, err := tree.File(p)
-		if errors.Is(err, object.ErrFileNotFound) {
-			b.Remove(path)
-			continue
-		}
-		if err != nil {
-			return 0, fmt.Errorf("remote: %s in %s: %w", p, h, err)
-		}
-		data, err := f.Contents()
-		if err == nil {
-			err = os.MkdirAll(filepath.Dir(path), 0o755)
-		}
-		if err == nil {
-			err = b.Add(path, []byte(data), 0o644)
-		}
-		if err != nil {
-			return 0, fmt.Errorf("remote: write %s: %w", p, err)
+		if err := stage(&b, repo.Storer, dir, p, files[p].Hash); err != nil { // zero: the tree lacks it
+			return 0, err
 		}
 	}
 	if err := b.Commit(); err != nil {

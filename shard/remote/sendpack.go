@@ -8,6 +8,7 @@ import (
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
 	"github.com/go-git/go-git/v5/plumbing/format/packfile"
+	"github.com/go-git/go-git/v5/plumbing/object"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp"
 	"github.com/go-git/go-git/v5/plumbing/protocol/packp/capability"
 	"github.com/go-git/go-git/v5/plumbing/transport"
@@ -75,7 +76,7 @@ func (r *Remote) send(ctx context.Context, sess transport.ReceivePackSession, ar
 	if cur, ok := refs[branch]; ok != !old.IsZero() || ok && cur.Hash() != old {
 		return ErrRemoteMoved
 	}
-	hs, err := r.newObjects(head, base)
+	hs, err := r.newObjects(head, base, nil)
 	if err != nil {
 		return err
 	}
@@ -112,8 +113,10 @@ func (r *Remote) sendObjects(ctx context.Context, sess transport.ReceivePackSess
 
 // newObjects lists the commits reachable from head and not from old, and
 // the trees and blobs of theirs that the trees of the commits they grew
-// from (their parents outside the list) lack.
-func (r *Remote) newObjects(head, old plumbing.Hash) ([]plumbing.Hash, error) {
+// from (their parents outside the list) lack; each, if set, is called
+// with every commit listed and the objects listed with it (its own tree's
+// new ones), and an error it returns ends the walk.
+func (r *Remote) newObjects(head, old plumbing.Hash, each func(c *object.Commit, objs []plumbing.Hash) error) ([]plumbing.Hash, error) {
 	wk, err := r.newCommits(head, old)
 	if err != nil {
 		return nil, err
@@ -126,8 +129,14 @@ func (r *Remote) newObjects(head, old plumbing.Hash) ([]plumbing.Hash, error) {
 	}
 	for _, c := range wk.Fresh {
 		w.out = append(w.out, c.Hash)
+		n := len(w.out)
 		if err := w.add(c.TreeHash, true); err != nil {
 			return nil, err
+		}
+		if each != nil {
+			if err := each(c, w.out[n:]); err != nil {
+				return nil, err
+			}
 		}
 	}
 	return w.out, nil

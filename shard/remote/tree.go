@@ -2,7 +2,8 @@ package remote
 
 import (
 	"fmt"
-	"strings"
+	"maps"
+	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -57,56 +58,17 @@ func walk(s storer.EncodedObjectStorer, h plumbing.Hash, base string, out map[st
 	return nil
 }
 
-// writeTree puts the nested trees of the flat files into b and returns
-// the root's hash.
+// writeTree puts the nested trees of the flat files into b (through
+// gitstore's tree model) and returns the root's hash.
 func writeTree(b gitstore.Sink, files map[string]entry) (plumbing.Hash, error) {
-	type dir struct {
-		files map[string]entry
-		dirs  map[string]bool
+	if len(files) == 0 {
+		return b.PutTree(nil, plumbing.ZeroHash) // the model knows the empty tree without writing it
 	}
-	dirs := map[string]*dir{"": {files: map[string]entry{}, dirs: map[string]bool{}}}
-	var ensure func(p string) *dir
-	ensure = func(p string) *dir {
-		if d, ok := dirs[p]; ok {
-			return d
-		}
-		d := &dir{files: map[string]entry{}, dirs: map[string]bool{}}
-		dirs[p] = d
-		parent, name := splitDir(p)
-		ensure(parent).dirs[name] = true
-		return d
-	}
-	for p, e := range files {
-		parent, name := splitDir(p)
-		ensure(parent).files[name] = e
-	}
-	var build func(p string) (plumbing.Hash, error)
-	build = func(p string) (plumbing.Hash, error) {
-		d := dirs[p]
-		var es []object.TreeEntry
-		for name, e := range d.files {
-			es = append(es, object.TreeEntry{Name: name, Mode: e.Mode, Hash: e.Hash})
-		}
-		for name := range d.dirs {
-			h, err := build(strings.TrimPrefix(p+"/"+name, "/"))
-			if err != nil {
-				return plumbing.ZeroHash, err
-			}
-			es = append(es, object.TreeEntry{Name: name, Mode: filemode.Dir, Hash: h})
-		}
-		raw, err := gitstore.EncodeTree(es)
-		if err != nil {
+	t := gitstore.NewTree(nil)
+	for _, p := range slices.Sorted(maps.Keys(files)) { // mostly appended in order
+		if err := t.Set(p, files[p].Hash, files[p].Mode); err != nil {
 			return plumbing.ZeroHash, fmt.Errorf("remote: encode tree: %w", err)
 		}
-		return b.PutTree(raw, plumbing.ZeroHash)
 	}
-	return build("")
-}
-
-func splitDir(p string) (parent, name string) {
-	i := strings.LastIndexByte(p, '/')
-	if i < 0 {
-		return "", p
-	}
-	return p[:i], p[i+1:]
+	return t.Write(b)
 }

@@ -104,27 +104,8 @@ func (s *Store) Restore(ctx context.Context, rs Restoration) (n *Note, from hist
 // restoreFile writes a restore's bytes raw over old (nil: the note is
 // archived), recorded in history, and updates the memory state.
 func (s *Store) restoreFile(r noteRef, abs string, raw, old []byte, by string, prov Provenance) error {
-	rec, err := s.begin(ActionRestore, by, prov, subject(prov, ActionRestore, r.String()), put(r.rel, raw, old))
-	if err != nil {
-		return err
-	}
-	if old == nil {
-		err = atomicfile.CreateFile(abs, raw, filePerm)
-	} else {
-		err = atomicfile.WriteFile(abs, raw, filePerm)
-	}
-	rec.done(err)
-	if err != nil {
-		if errors.Is(err, fs.ErrExist) {
-			return refusal.Refuse(ErrExists, "a note was created at %s meanwhile; read it, then restore again", r.rel)
-		}
-		return fmt.Errorf("store: write %s: %w", r.rel, err)
-	}
-	if r.inbox() {
-		s.inboxWritten(r.name, raw, abs)
-		return nil
-	}
-	if err := s.applyFile(r.id, abs, raw); err != nil {
+	exists := refusal.Refuse(ErrExists, "a note was created at %s meanwhile; read it, then restore again", r.rel)
+	if err := s.writeNote(r, abs, raw, old, ActionRestore, by, prov, exists); err != nil || r.inbox() {
 		return err
 	}
 	return s.tocChanged()

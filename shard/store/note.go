@@ -225,8 +225,9 @@ func (s *Store) tunnelsOf(links []string) []string {
 	return out
 }
 
-// noteSize estimates the memory a note held by the read cache takes.
-func noteSize(n *Note) int64 {
+// noteCost estimates the memory a note held by the read cache takes (and
+// a note over an eighth of the cache's bound is not cached).
+func noteCost(_ string, n *Note) (bytes, fit int64) {
 	size := int64(256 + len(n.ID) + len(n.Name) + len(n.Path) + len(n.Hash) + len(n.Title) + len(n.Body) + len(n.Raw))
 	for _, f := range n.Fields {
 		size += int64(64 + len(f.Key) + len(f.Value))
@@ -234,5 +235,5 @@ func noteSize(n *Note) int64 {
 			size += int64(16 + len(v))
 		}
 	}
-	return size
+	return size, size
 }

@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -69,7 +70,7 @@ func TestGetIsNeverStale(t *testing.T) {
 	if got := get(); got != "# Ledger\nbbbb\n" {
 		t.Fatalf("same-size rewrite: Get = %q", got)
 	}
-	if n, _ := s.cache.Len(); n != 0 {
+	if n := s.cache.Stats().Entries; n != 0 {
 		t.Fatalf("%d notes cached while their mtime is recent", n)
 	}
 
@@ -79,9 +80,9 @@ func TestGetIsNeverStale(t *testing.T) {
 	wall = lateClock
 	mu.Unlock()
 	get()
-	hits := s.cache.Hits.Load()
-	if got := get(); got != "# Ledger\nbbbb\n" || s.cache.Hits.Load() != hits+1 {
-		t.Fatalf("second Get = %q, cache hits %d → %d; want a cache hit", got, hits, s.cache.Hits.Load())
+	hits := s.cache.Stats().Hits
+	if got := get(); got != "# Ledger\nbbbb\n" || s.cache.Stats().Hits != hits+1 {
+		t.Fatalf("second Get = %q, cache hits %d → %d; want a cache hit", got, hits, s.cache.Stats().Hits)
 	}
 	writeFile(t, root, p, "# Ledger\ncccc\n") // same size, same inode
 	if got := get(); got != "# Ledger\ncccc\n" {
@@ -109,12 +110,12 @@ func TestGetIsNeverStale(t *testing.T) {
 // TestNoteCacheIsBounded: the cache evicts least recently used notes to
 // stay within its budget and never keeps a note larger than an eighth of it.
 func TestNoteCacheIsBounded(t *testing.T) {
-	c := notecache.New[fileSig](64<<10, noteSize)
+	c := notecache.New[fileSig](64<<10, math.MaxInt64, noteCost)
 	note := func(n int) *Note { return &Note{Body: strings.Repeat("x", n), Raw: []byte(strings.Repeat("x", n))} }
 	for i := range 100 {
 		c.Put(filepath.Join("inbox/w", string(rune('a'+i%26))+strings.Repeat("z", i)), fileSig{size: int64(i)}, note(1000))
 	}
-	n, bytes := c.Len()
+	n, bytes := c.Stats().Entries, c.Stats().Bytes
 	if bytes > 64<<10 || n == 0 || n > 40 {
 		t.Fatalf("%d notes, %d bytes in a 64 KiB cache", n, bytes)
 	}
@@ -564,3 +565,12 @@ func TestWatcherAppliesOutsideEdits(t *testing.T) {
 
 // sameHit compares two hits whole (their flags included).
 func sameHit(a, b search.Hit) bool { return reflect.DeepEqual(a, b) }
+
+// searchHits is searchHit of each of hits.
+func (s *Store) searchHits(hits []Hit) []search.Hit {
+	out := make([]search.Hit, len(hits))
+	for i, h := range hits {
+		out[i] = s.searchHit(h)
+	}
+	return out
+}

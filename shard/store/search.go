@@ -226,11 +226,3 @@ func (s *Store) searchHit(h Hit) search.Hit {
 	return search.Hit{ID: h.ID, Wing: s.wing, Hall: h.Hall, Title: h.Title, Score: h.Score, Snippet: h.Snippet, Path: h.Path, ContentHash: h.Hash,
 		Flags: injection.Flags(h.Flags)}
 }
-
-func (s *Store) searchHits(hits []Hit) []search.Hit {
-	out := make([]search.Hit, len(hits))
-	for i, h := range hits {
-		out[i] = s.searchHit(h)
-	}
-	return out
-}

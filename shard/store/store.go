@@ -261,7 +261,7 @@ func storeFor(root string, opt Options) *Store {
 	s.sessions = sessionlog.New(s.wing, s.now, s.abs, s.dirOf)
 	s.hits = hits.New[hitVersion](cmp.Or(opt.HitCacheBytes, hits.DefaultBytes))
 	if opt.ReadCacheBytes >= 0 {
-		s.cache = notecache.New[fileSig](cmp.Or(opt.ReadCacheBytes, DefaultReadCacheBytes), noteSize)
+		s.cache = notecache.New[fileSig](cmp.Or(opt.ReadCacheBytes, DefaultReadCacheBytes), math.MaxInt64, noteCost)
 	}
 	if !opt.NoSnapshot {
 		s.snap.dir = cmp.Or(opt.StateDir, filepath.Join(root, stateDirName))

@@ -174,53 +174,52 @@ func (s *Store) Create(ctx context.Context, n NewNote) (*Note, error) {
 	}
 
 	mark := Mark{Op: MarkCreate, Path: t.Path, Hash: HashOf(raw), Stamp: StampCreated, By: n.By, At: createdAt}
-	if n.Inbox {
-		unlock := s.locks.Lock("i:" + t.Name)
-		defer unlock()
-		note := s.noteOf(t.ID, t.Name, t.Path, raw, t.Name)
-		if err := s.hookCreate(n.Hook, t, mark, note); err != nil {
-			return nil, err
-		}
-		rec, err := s.begin(ActionCreate, n.By, n.Prov, subject(n.Prov, ActionCreate, t.Path), put(t.Path, raw, nil))
-		if err != nil {
-			return nil, err
-		}
-		err = atomicfile.CreateFile(t.abs, raw, filePerm)
-		rec.done(err)
-		if err != nil {
-			return nil, s.createErr(t.Path, err)
-		}
-		s.inboxWritten(t.Name, raw, t.abs)
-		return note, nil
+	r, fallback := noteRef{name: t.Name, rel: t.Path}, t.Name
+	if !n.Inbox {
+		r.id, _ = brain.ParseID(t.ID)
+		fallback = r.id.Slug
 	}
-
-	id, _ := brain.ParseID(t.ID)
-	unlock := s.locks.Lock("w:" + t.ID)
-	note := s.noteOf(t.ID, "", t.Path, raw, id.Slug)
-	if err := s.hookCreate(n.Hook, t, mark, note); err != nil {
-		unlock()
-		return nil, err
-	}
-	rec, err := s.begin(ActionCreate, n.By, n.Prov, subject(n.Prov, ActionCreate, t.ID), put(t.Path, raw, nil))
-	if err != nil {
-		unlock()
-		return nil, err
-	}
-	err = atomicfile.CreateFile(t.abs, raw, filePerm)
-	rec.done(err)
-	if err != nil {
-		unlock()
-		return nil, s.createErr(t.Path, err)
-	}
-	if err := s.applyFile(id, t.abs, raw); err != nil {
-		unlock()
-		return nil, err
+	unlock := s.locks.Lock(r.lockKey())
+	note := s.noteOf(t.ID, t.Name, t.Path, raw, fallback)
+	err = s.hookCreate(n.Hook, t, mark, note)
+	if err == nil {
+		err = s.writeNote(r, t.abs, raw, nil, ActionCreate, n.By, n.Prov, s.createErr(t.Path, fs.ErrExist))
 	}
 	unlock()
-	if err := s.tocChanged(); err != nil {
+	if err == nil && !n.Inbox {
+		err = s.tocChanged()
+	}
+	if err != nil {
 		return nil, err
 	}
 	return note, nil
+}
+
+// writeNote writes raw as note r's file abs (over old; nil: a new file,
+// never replacing one, and a file there is the error exists) as one change
+// of history, and applies it to the memory state. The caller holds r's
+// lock; for a wiki note it calls tocChanged after.
+func (s *Store) writeNote(r noteRef, abs string, raw, old []byte, action, by string, prov Provenance, exists error) error {
+	rec, err := s.begin(action, by, prov, subject(prov, action, r.String()), put(r.rel, raw, old))
+	if err != nil {
+		return err
+	}
+	if old == nil {
+		err = atomicfile.CreateFile(abs, raw, filePerm)
+	} else {
+		err = atomicfile.WriteFile(abs, raw, filePerm)
+	}
+	rec.done(err)
+	switch {
+	case old == nil && errors.Is(err, fs.ErrExist):
+		return exists
+	case err != nil:
+		return fmt.Errorf("store: write %s: %w", r.rel, err)
+	case r.inbox():
+		s.inboxWritten(r.name, raw, abs)
+		return nil
+	}
+	return s.applyFile(r.id, abs, raw)
 }
 
 // hookCreate runs a create's hook once the target is known to be free: a
@@ -345,23 +344,12 @@ func (s *Store) Update(ctx context.Context, c Change) (*Note, error) {
 	}
 	prov := c.Prov
 	prov.Reason = cmp.Or(prov.Reason, c.Reason)
-	rec, err := s.begin(ActionUpdate, c.By, prov, subject(prov, ActionUpdate, id.String()), put(id.Path(), raw, old))
-	if err != nil {
-		unlock()
-		return nil, err
-	}
-	err = atomicfile.WriteFile(abs, raw, filePerm)
-	rec.done(err)
-	if err != nil {
-		unlock()
-		return nil, fmt.Errorf("store: write %s: %w", id.Path(), err)
-	}
-	err = s.applyFile(id, abs, raw)
+	err = s.writeNote(noteRef{id: id, rel: id.Path()}, abs, raw, old, ActionUpdate, c.By, prov, nil)
 	unlock()
-	if err != nil {
-		return nil, err
+	if err == nil {
+		err = s.tocChanged()
 	}
-	if err := s.tocChanged(); err != nil {
+	if err != nil {
 		return nil, err
 	}
 	return note, nil

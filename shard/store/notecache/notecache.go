@@ -1,106 +1,132 @@
-// Package notecache is the store's read cache: parsed notes for Get, least
-// recently used first out, bounded by an estimate of their memory.
+// Package notecache is the store's one memory cache of note versions:
+// least recently used first out, bounded by an estimate of the bytes it
+// holds, each value valid for one version of its note, a comparable value
+// the caller chooses (a lookup with any other version misses and drops
+// the value). The store keeps its parsed notes for Get in one, and
+// package hits what renders a search hit.
 package notecache
 
 import (
-	"container/list"
+	"math"
 	"sync"
 	"sync/atomic"
+
+	"github.com/hashicorp/golang-lru/v2/simplelru"
 )
 
-// Cache keeps values (parsed notes) keyed by a note's brain-relative path,
-// each valid only for the file version S (size, mtime, inode) it was read
-// from; callers put only versions they may trust. size estimates the memory
-// a value holds.
+// Stats are a cache's counters.
+type Stats struct {
+	Hits, Misses int64 // lookups served from memory; lookups that were not
+	Bytes        int64 // estimated memory held
+	Entries      int
+}
+
+type item[S comparable, V any] struct {
+	version S
+	v       V
+	size    int64
+}
+
+// Cache keeps values keyed by a note's id or path, each valid for one
+// version S. The methods of a nil *Cache do nothing and find nothing: that
+// is the cache turned off.
 type Cache[S comparable, V any] struct {
-	mu    sync.Mutex
-	max   int64
-	bytes int64
-	ll    list.List // of *entry, most recently used at the front
-	m     map[string]*list.Element
-	size  func(V) int64
-
-	Hits atomic.Int64 // Gets answered from the cache
+	mu            sync.Mutex
+	lru           *simplelru.LRU[string, item[S, V]]
+	max, maxEntry int64
+	bytes         int64
+	size          func(key string, v V) (bytes, fit int64)
+	hits, misses  atomic.Int64
 }
 
-type entry[S comparable, V any] struct {
-	path string
-	sig  S
-	v    V
-	size int64
+// New returns a cache holding at most maxBytes (estimated); nil (off) when
+// maxBytes is not positive. size estimates what a value costs, and the
+// measure of it that must fit (see Fits) for it to be cached.
+func New[S comparable, V any](maxBytes, maxEntry int64, size func(key string, v V) (bytes, fit int64)) *Cache[S, V] {
+	if maxBytes <= 0 {
+		return nil
+	}
+	c := &Cache[S, V]{max: maxBytes, maxEntry: maxEntry, size: size}
+	// The bound is in bytes, enforced by Put; the count bound never binds.
+	c.lru, _ = simplelru.NewLRU(math.MaxInt, func(_ string, it item[S, V]) { c.bytes -= it.size })
+	return c
 }
 
-// New returns a cache of at most max estimated bytes.
-func New[S comparable, V any](max int64, size func(V) int64) *Cache[S, V] {
-	return &Cache[S, V]{max: max, m: make(map[string]*list.Element), size: size}
+// Fits reports whether a value of measure n is cached: at most maxEntry
+// and an eighth of the bound.
+func (c *Cache[S, V]) Fits(n int64) bool {
+	return c != nil && n <= min(c.maxEntry, c.max/8)
 }
 
-// Get returns the value cached for path if it was read from version sig.
-func (c *Cache[S, V]) Get(path string, sig S) (V, bool) {
+// Get returns the value of key when it was cached for version v. A value
+// of another version is dropped.
+func (c *Cache[S, V]) Get(key string, v S) (V, bool) {
+	var zero V
+	if c == nil {
+		return zero, false
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	var zero V
-	el := c.m[path]
-	if el == nil {
+	it, ok := c.lru.Get(key)
+	if ok && it.version != v {
+		c.lru.Remove(key)
+		ok = false
+	}
+	if !ok {
+		c.misses.Add(1)
 		return zero, false
 	}
-	e := el.Value.(*entry[S, V])
-	if e.sig != sig {
-		c.removeLocked(el)
-		return zero, false
-	}
-	c.ll.MoveToFront(el)
-	c.Hits.Add(1)
-	return e.v, true
+	c.hits.Add(1)
+	return it.v, true
 }
 
-// Put caches v, read from version sig of path. A value larger than an
-// eighth of the budget is not cached.
-func (c *Cache[S, V]) Put(path string, sig S, v V) {
-	size := c.size(v)
-	if size > c.max/8 {
-		c.Remove(path)
+// Put caches val as version v of key, evicting the least recently used
+// values beyond the bound; a value that does not fit is not cached.
+func (c *Cache[S, V]) Put(key string, v S, val V) {
+	if c == nil {
+		return
+	}
+	size, fit := c.size(key, val)
+	if !c.Fits(fit) {
+		c.Remove(key)
 		return
 	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	if el := c.m[path]; el != nil {
-		c.removeLocked(el)
-	}
-	c.m[path] = c.ll.PushFront(&entry[S, V]{path: path, sig: sig, v: v, size: size})
+	c.lru.Remove(key)
+	c.lru.Add(key, item[S, V]{version: v, v: val, size: size})
 	c.bytes += size
 	for c.bytes > c.max {
-		c.removeLocked(c.ll.Back())
+		c.lru.RemoveOldest()
 	}
 }
 
-// Remove drops path from the cache.
-func (c *Cache[S, V]) Remove(path string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if el := c.m[path]; el != nil {
-		c.removeLocked(el)
+// Remove drops key.
+func (c *Cache[S, V]) Remove(key string) {
+	if c == nil {
+		return
 	}
-}
-
-func (c *Cache[S, V]) removeLocked(el *list.Element) {
-	e := c.ll.Remove(el).(*entry[S, V])
-	delete(c.m, e.path)
-	c.bytes -= e.size
-}
-
-// Len returns the number of cached values and their estimated bytes.
-func (c *Cache[S, V]) Len() (int, int64) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	return len(c.m), c.bytes
+	c.lru.Remove(key)
 }
 
-// Clear empties the cache.
+// Clear drops every value.
 func (c *Cache[S, V]) Clear() {
+	if c == nil {
+		return
+	}
 	c.mu.Lock()
 	defer c.mu.Unlock()
-	for el := c.ll.Front(); el != nil; el = c.ll.Front() {
-		c.removeLocked(el)
+	c.lru.Purge()
+}
+
+// Stats returns the counters; all zero for a nil cache.
+func (c *Cache[S, V]) Stats() Stats {
+	if c == nil {
+		return Stats{}
 	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return Stats{Hits: c.hits.Load(), Misses: c.misses.Load(), Bytes: c.bytes, Entries: c.lru.Len()}
 }

@@ -1,4 +1,4 @@
-package history
+package gitstore
 
 import (
 	"errors"
@@ -9,21 +9,19 @@ import (
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
-
-	"github.com/brainstem/brainstem/shard/gitstore"
 )
 
-// treeModel is the committer's in-memory model of the tree of the commit
-// it builds on: nodes are loaded from the repository on the way to a
-// changed path, and a commit rewrites only the trees on the changed paths
-// (a hall's tree of 20,000 entries is re-encoded, the other halls' trees
-// are not even read).
-type treeModel struct {
-	o *gitstore.Store
-	// hints maps a tree or blob the model wrote to the one it replaced at
+// Tree is the one in-memory model of a git tree the engine's writers
+// change (the history's committer, a remote's merge): nodes are loaded
+// from the repository on the way to a changed path, and Write rewrites
+// only the trees on the changed paths (a hall's tree of 20,000 entries is
+// re-encoded, the other halls' trees are not even read).
+type Tree struct {
+	o *Store
+	// Hints maps a tree or blob the model wrote to the one it replaced at
 	// the same path: the packer makes it a delta on that one.
-	hints   map[plumbing.Hash]plumbing.Hash
-	base    plumbing.Hash // the commit the model is the tree of (zero: none)
+	Hints   map[plumbing.Hash]plumbing.Hash
+	Base    plumbing.Hash // the commit the model is the tree of (zero: none)
 	root    *treeNode
 	scratch []byte // a tree's encoding, reused (written before its parent's)
 	// spare holds the clean nodes of the model before the last reset, by
@@ -36,7 +34,7 @@ type treeModel struct {
 type treeNode struct {
 	hash    plumbing.Hash
 	prev    plumbing.Hash // the hash it had before it was made dirty
-	entries []treeEntry   // in git's order (see gitstore.EntryLess)
+	entries []treeEntry   // in git's order (see EntryLess)
 	loaded  bool
 	dirty   bool
 }
@@ -50,19 +48,21 @@ type treeEntry struct {
 
 func (e *treeEntry) isDir() bool { return e.mode == filemode.Dir }
 
-// emptyTree is the id of git's empty tree.
-var emptyTree = gitstore.Hash(plumbing.TreeObject, nil)
+// EmptyTree is the id of git's empty tree.
+var EmptyTree = Hash(plumbing.TreeObject, nil)
 
 // errNotDir: a path runs through a file.
-var errNotDir = errors.New("history: a path component is a file")
+var errNotDir = errors.New("gitstore: a path component is a file")
 
-func newTreeModel(o *gitstore.Store) *treeModel {
-	return &treeModel{o: o, root: &treeNode{hash: emptyTree, loaded: true}, hints: map[plumbing.Hash]plumbing.Hash{}}
+// NewTree returns the model of the empty tree, reading what it loads from
+// o (nil: a model that is only written, never Reset).
+func NewTree(o *Store) *Tree {
+	return &Tree{o: o, root: &treeNode{hash: EmptyTree, loaded: true}, Hints: map[plumbing.Hash]plumbing.Hash{}}
 }
 
-// reset makes the model the tree of commit base, whose root tree is root
+// Reset makes the model the tree of commit base, whose root tree is root
 // (the zero hash for no commit), keeping its clean nodes for reuse.
-func (m *treeModel) reset(base, root plumbing.Hash) {
+func (m *Tree) Reset(base, root plumbing.Hash) {
 	m.spare = map[plumbing.Hash][]*treeNode{}
 	var collect func(n *treeNode)
 	collect = func(n *treeNode) {
@@ -77,9 +77,9 @@ func (m *treeModel) reset(base, root plumbing.Hash) {
 		}
 	}
 	collect(m.root)
-	m.base = base
+	m.Base = base
 	if root.IsZero() {
-		root = emptyTree
+		root = EmptyTree
 	}
 	m.root = m.node(root)
 }
@@ -93,24 +93,24 @@ func (n *treeNode) entriesDetach() {
 }
 
 // node returns a node for tree h: a spare one, or an unloaded one.
-func (m *treeModel) node(h plumbing.Hash) *treeNode {
+func (m *Tree) node(h plumbing.Hash) *treeNode {
 	if l := m.spare[h]; len(l) > 0 {
 		n := l[len(l)-1]
 		m.spare[h] = l[:len(l)-1]
 		return n
 	}
-	if h == emptyTree {
+	if h == EmptyTree {
 		return &treeNode{hash: h, loaded: true}
 	}
 	return &treeNode{hash: h}
 }
 
 // load reads n's entries if they are not loaded yet.
-func (m *treeModel) load(n *treeNode) error {
+func (m *Tree) load(n *treeNode) error {
 	if n.loaded {
 		return nil
 	}
-	if n.hash == emptyTree {
+	if n.hash == EmptyTree {
 		n.loaded = true
 		return nil
 	}
@@ -127,7 +127,7 @@ func (m *treeModel) load(n *treeNode) error {
 }
 
 // child returns the loaded node of entry e (a tree).
-func (m *treeModel) child(e *treeEntry) (*treeNode, error) {
+func (m *Tree) child(e *treeEntry) (*treeNode, error) {
 	if e.child == nil {
 		e.child = m.node(e.hash)
 	}
@@ -140,7 +140,7 @@ func (n *treeNode) find(name string, dir bool) (at, insert int) {
 	for _, d := range [2]bool{dir, !dir} {
 		i := sort.Search(len(n.entries), func(i int) bool {
 			e := &n.entries[i]
-			return !gitstore.EntryLess(e.name, e.isDir(), name, d)
+			return !EntryLess(e.name, e.isDir(), name, d)
 		})
 		if d == dir {
 			insert = i
@@ -155,7 +155,7 @@ func (n *treeNode) find(name string, dir bool) (at, insert int) {
 // walk returns the node of directory path dir ("" for the root), creating
 // missing directories when create is set (else nil when one is missing),
 // and the nodes on the way, root first.
-func (m *treeModel) walk(dir string, create bool) (*treeNode, []*treeNode, error) {
+func (m *Tree) walk(dir string, create bool) (*treeNode, []*treeNode, error) {
 	n := m.root
 	if err := m.load(n); err != nil {
 		return nil, nil, err
@@ -195,8 +195,8 @@ func splitPath(p string) (dir, name string) {
 	return "", p
 }
 
-// lookup returns the entry at path p (a file), if any.
-func (m *treeModel) lookup(p string) (plumbing.Hash, filemode.FileMode, bool, error) {
+// Lookup returns the entry at path p (a file), if any.
+func (m *Tree) Lookup(p string) (plumbing.Hash, filemode.FileMode, bool, error) {
 	dir, name := splitPath(p)
 	n, _, err := m.walk(dir, false)
 	if err != nil || n == nil {
@@ -213,9 +213,9 @@ func (m *treeModel) lookup(p string) (plumbing.Hash, filemode.FileMode, bool, er
 	return e.hash, e.mode, true, nil
 }
 
-// set puts blob h at path p with mode (an existing file keeps its mode
+// Set puts blob h at path p with mode (an existing file keeps its mode
 // when mode is 0).
-func (m *treeModel) set(p string, h plumbing.Hash, mode filemode.FileMode) error {
+func (m *Tree) Set(p string, h plumbing.Hash, mode filemode.FileMode) error {
 	dir, name := splitPath(p)
 	n, trail, err := m.walk(dir, true)
 	if err != nil {
@@ -223,7 +223,7 @@ func (m *treeModel) set(p string, h plumbing.Hash, mode filemode.FileMode) error
 	}
 	at, ins := n.find(name, false)
 	if at >= 0 && n.entries[at].isDir() {
-		return fmt.Errorf("history: %s is a directory in the tree", p)
+		return fmt.Errorf("gitstore: %s is a directory in the tree", p)
 	}
 	if mode == 0 {
 		mode = filemode.Regular
@@ -256,24 +256,24 @@ func markDirty(trail []*treeNode) {
 	}
 }
 
-// hint records that object h replaces base at the same path.
-func (m *treeModel) hint(h, base plumbing.Hash) {
-	if base.IsZero() || base == h || base == emptyTree {
+// Hint records that object h replaces base at the same path.
+func (m *Tree) Hint(h, base plumbing.Hash) {
+	if base.IsZero() || base == h || base == EmptyTree {
 		return
 	}
-	if len(m.hints) >= maxHints {
-		m.hints = map[plumbing.Hash]plumbing.Hash{}
+	if len(m.Hints) >= maxHints {
+		m.Hints = map[plumbing.Hash]plumbing.Hash{}
 	}
-	m.hints[h] = base
+	m.Hints[h] = base
 }
 
 // maxHints bounds the delta hints kept (about 25 MB; a commit leaves one
 // a changed tree or blob).
 const maxHints = 1 << 18
 
-// remove deletes the file at path p, and the directories it leaves empty;
+// Remove deletes the file at path p, and the directories it leaves empty;
 // it reports whether there was one.
-func (m *treeModel) remove(p string) (bool, error) {
+func (m *Tree) Remove(p string) (bool, error) {
 	dir, name := splitPath(p)
 	n, trail, err := m.walk(dir, false)
 	if err != nil || n == nil {
@@ -299,12 +299,12 @@ func (m *treeModel) remove(p string) (bool, error) {
 	return true, nil
 }
 
-// write encodes every dirty tree into b and returns the root tree's id.
-func (m *treeModel) write(b gitstore.Sink) (plumbing.Hash, error) {
+// Write encodes every dirty tree into b and returns the root tree's id.
+func (m *Tree) Write(b Sink) (plumbing.Hash, error) {
 	return m.writeNode(m.root, b)
 }
 
-func (m *treeModel) writeNode(n *treeNode, b gitstore.Sink) (plumbing.Hash, error) {
+func (m *Tree) writeNode(n *treeNode, b Sink) (plumbing.Hash, error) {
 	if !n.dirty {
 		return n.hash, nil
 	}
@@ -323,21 +323,21 @@ func (m *treeModel) writeNode(n *treeNode, b gitstore.Sink) (plumbing.Hash, erro
 	buf := slices.Grow(m.scratch[:0], size)
 	for i := range n.entries {
 		e := &n.entries[i]
-		buf = gitstore.AppendTreeEntry(buf, e.mode, e.name, e.hash)
+		buf = AppendTreeEntry(buf, e.mode, e.name, e.hash)
 	}
 	m.scratch = buf
 	h, err := b.PutTree(buf, n.prev)
 	if err != nil {
 		return h, err
 	}
-	m.hint(h, n.prev)
+	m.Hint(h, n.prev)
 	n.hash, n.dirty, n.prev = h, false, plumbing.ZeroHash
 	return h, nil
 }
 
-// files calls fn for every file below directory dir ("" for all), with
+// Files calls fn for every file below directory dir ("" for all), with
 // its path; a missing dir has none.
-func (m *treeModel) files(dir string, fn func(p string, h plumbing.Hash, mode filemode.FileMode) error) error {
+func (m *Tree) Files(dir string, fn func(p string, h plumbing.Hash, mode filemode.FileMode) error) error {
 	n, _, err := m.walk(dir, false)
 	if err != nil || n == nil {
 		if errors.Is(err, errNotDir) {
@@ -371,4 +371,49 @@ func (m *treeModel) files(dir string, fn func(p string, h plumbing.Hash, mode fi
 		prefix = dir + "/"
 	}
 	return visit(n, prefix)
+}
+
+// ClearWay removes what stands in the way of a file at tree path p: a
+// file where one of p's directories must be, or a directory at p itself
+// (a file a remote pushed and the shard rejected, or a person's commit).
+// Entries of the first keep segments of p (the brain's prefix and its
+// top directory) are not the writer's: one of them in the way is
+// returned as blocker, and nothing more is removed. It returns the paths
+// it removed.
+func (m *Tree) ClearWay(p string, keep int) (removed []string, blocker string, err error) {
+	segs := strings.Split(p, "/")
+	n := m.root
+	if err := m.load(n); err != nil {
+		return nil, "", err
+	}
+	trail := []*treeNode{n}
+	for i, name := range segs {
+		last := i == len(segs)-1
+		at, _ := n.find(name, !last) // a dir's name first on the way, a file's at the end
+		if at < 0 {
+			return removed, "", nil
+		}
+		if blocks := n.entries[at].isDir() == last; blocks {
+			here := strings.Join(segs[:i+1], "/")
+			if i < keep {
+				return removed, here, nil
+			}
+			n.entries = append(n.entries[:at], n.entries[at+1:]...)
+			markDirty(trail)
+			removed = append(removed, here)
+			if at, _ = n.find(name, !last); at < 0 || n.entries[at].isDir() == last {
+				return removed, "", nil // nothing else of that name (a tree may hold both)
+			}
+		}
+		if last {
+			return removed, "", nil
+		}
+		c, err := m.child(&n.entries[at])
+		if err != nil {
+			return removed, "", err
+		}
+		n = c
+		trail = append(trail, n)
+	}
+	return removed, "", nil
 }

@@ -1,6 +1,6 @@
 //go:build unix
 
-package gitstore
+package durable
 
 import (
 	"os"
@@ -8,13 +8,14 @@ import (
 )
 
 // TryFlock takes an exclusive advisory lock on f, failing at once if
-// another process holds one.
+// another process holds one: how a second process is kept off a journal,
+// a state directory or a git lock file.
 func TryFlock(f *os.File) error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB)
 }
 
-// flockWait takes an exclusive advisory lock on f, waiting while another
+// Flock takes an exclusive advisory lock on f, waiting while another
 // process holds one.
-func flockWait(f *os.File) error {
+func Flock(f *os.File) error {
 	return syscall.Flock(int(f.Fd()), syscall.LOCK_EX)
 }
