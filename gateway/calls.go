@@ -15,12 +15,9 @@ import (
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/gateway/rpc"
+	"github.com/brainstem/brainstem/gateway/surfaces"
 	"github.com/brainstem/brainstem/proto"
 )
-
-// errWingHidden is route.ErrWingHidden, under the name the root's calls
-// test it by.
-var errWingHidden = route.ErrWingHidden
 
 // caller is ci as route.Sender sends for it.
 func (ci *callInfo) caller() route.Caller {
@@ -28,26 +25,33 @@ func (ci *callInfo) caller() route.Caller {
 }
 
 // shardToolHandler returns the mcp-go handler of a shard tool: route, call,
-// return the shard's bytes unchanged. The tool's spec is read from the
-// catalog once per call and passed down.
+// return the shard's bytes unchanged.
 func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ci := callInfoFrom(ctx)
 		if ci == nil {
 			return edge.ToolErrorResult(edge.NewError(brain.CodeInternal, edge.ErrNoIdentity, "the request reached the tool without an identity")), nil
 		}
-		start := time.Now()
 		args := []byte(req.Params.RawArguments)
 		if len(args) == 0 {
 			args = []byte("{}")
 		}
-		rec := auditRecord{Tool: name, BytesIn: len(args), Args: args}
-		spec := g.cat.Load().Spec(name)
-		res := g.runShardTool(ctx, ci, name, spec, args, &rec)
+		res, spec := g.callShardTool(ctx, ci, name, name, args)
 		structure(spec.Structured, res)
-		g.finish(ctx, ci, &rec, res, start)
 		return res, nil
 	}
+}
+
+// callShardTool runs a shard tool for ci, with its audit line and metrics
+// under method (the tool, or the surface's method that calls it). The
+// tool's spec is read from the catalog once per call and passed down.
+func (g *Gateway) callShardTool(ctx context.Context, ci *callInfo, method, tool string, args []byte) (*mcp.CallToolResult, route.Spec) {
+	start := time.Now()
+	rec := auditRecord{Record: surfaces.Record{Tool: method, BytesIn: len(args), Args: args}}
+	spec := g.cat.Load().Spec(tool)
+	res := g.runShardTool(ctx, ci, tool, spec, args, &rec)
+	g.finish(ctx, ci, &rec, res, start)
+	return res, spec
 }
 
 // runShardTool routes and sends one call of a shard tool whose spec the
@@ -83,7 +87,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 		req.IdempotencyKey = route.IdempotencyKey(a.AgentKey())
 	}
 	resp, err := g.shards.Call(ctx, ci.caller(), w, req, spec.Writes())
-	if errors.Is(err, errWingHidden) {
+	if errors.Is(err, route.ErrWingHidden) {
 		ci.caller().Logger().Debug("wing not disclosed to the caller", "wing", w.Name, "err", err)
 		return g.fail(rec, g.noWing(ctx, ci, wingName))
 	}
@@ -147,17 +151,9 @@ func (g *Gateway) noWing(ctx context.Context, ci *callInfo, name string) *edge.E
 		"there is no wing %q that you can reach; wings you can reach: %s (a wing's curators grant access)", name, list)
 }
 
-// disclosable reports whether a wing that failed in capsAll may be named
-// to the caller: only when the caller is known to hold a capability there.
-func (g *Gateway) disclosable(ci *callInfo, w *route.Wing, err error) bool {
-	return err != nil && !errors.Is(err, route.ErrNotAdmitted) && g.grants.Held(ci.key, w) != 0
-}
-
 // fail records a gateway error and renders it as a tool error.
 func (g *Gateway) fail(rec *auditRecord, e *edge.Error) *mcp.CallToolResult {
-	rec.Outcome = string(e.Code)
-	rec.err = e
-	return edge.ToolErrorResult(e)
+	return edge.ToolErrorResult(rec.Fail(e))
 }
 
 // finish writes the audit line and the metrics of one tool call.
@@ -189,10 +185,10 @@ func (g *Gateway) finishRecord(ctx context.Context, ci *callInfo, rec *auditReco
 		}
 	}
 	g.audit.write(rec)
-	if rec.err != nil && (rec.err.Code == brain.CodeInternal) {
-		ci.caller().Logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "err", rec.err.Err)
-	} else if rec.err != nil {
-		ci.caller().Logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "message", rec.err.Message)
+	if rec.Err != nil && (rec.Err.Code == brain.CodeInternal) {
+		ci.caller().Logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.Err.Code, "err", rec.Err.Err)
+	} else if rec.Err != nil {
+		ci.caller().Logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.Err.Code, "message", rec.Err.Message)
 	}
 }
 
@@ -211,7 +207,7 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return edge.ToolErrorResult(edge.NewError(brain.CodeInternal, edge.ErrNoIdentity, "the request reached the tool without an identity")), nil
 	}
 	start := time.Now()
-	rec := auditRecord{Tool: wingsToolName, Wing: "*", BytesIn: len(req.Params.RawArguments), Args: req.Params.RawArguments}
+	rec := auditRecord{Record: surfaces.Record{Tool: wingsToolName, Wing: "*", BytesIn: len(req.Params.RawArguments), Args: req.Params.RawArguments}}
 	caps, errs := g.capsAll(ctx, ci)
 	out := wingsAnswer{Wings: []wingCaps{}}
 	for i, c := range caps {
@@ -219,7 +215,7 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 			out.Wings = append(out.Wings, wingCaps{Wing: g.wings[i].Name, Capabilities: c.Strings()})
 			continue
 		}
-		if g.disclosable(ci, g.wings[i], errs[i]) {
+		if g.grants.Disclosable(ci.key, g.wings[i], errs[i]) {
 			e := edge.Classify(errs[i], g.wings[i].Name)
 			out.Unavailable = append(out.Unavailable, unavailableWing{Wing: g.wings[i].Name, Code: e.Code, Error: e.Message})
 		}

@@ -12,6 +12,7 @@ import (
 	"github.com/brainstem/brainstem/gateway/console"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
+	"github.com/brainstem/brainstem/gateway/surfaces"
 )
 
 // consoleTools is the console's one way to the brain: a tool call made as
@@ -45,7 +46,7 @@ func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, a
 		res, _ = g.shardToolHandler(tool)(ctx, req)
 	} else {
 		start := time.Now()
-		rec := auditRecord{Tool: tool, BytesIn: len(args), Args: args}
+		rec := auditRecord{Record: surfaces.Record{Tool: tool, BytesIn: len(args), Args: args}}
 		res = g.fail(&rec, edge.NewError(brain.CodeUnknownTool, edge.ErrInvalidArgument, "no tool %q", tool))
 		g.finish(ctx, ci, &rec, res, start)
 	}

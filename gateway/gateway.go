@@ -359,16 +359,13 @@ func (g *Gateway) newState(opt Options) error {
 	g.audit = &auditLog{w: auditW, logArgs: cfg.Audit.LogArguments,
 		onError: func(err error) { g.log.Error("cannot write the audit log", "err", err) }}
 
-	// The cache needs metrics and metrics read the cache: build the cache
-	// with a forwarding sink first.
-	sink := &metricsSink{}
-	g.grants = route.NewGrantCache(g.wings, cfg.Grants.MaxEntries, cfg.Grants.IdleTTL, cfg.Grants.DenyTTL,
-		cfg.Shards.CallTimeout, g.now, sink, g.log)
+	// The metrics read the cache only when scraped, so they are built first.
 	var err error
 	if g.metrics, err = newMetrics(g.registry, g); err != nil {
 		return fmt.Errorf("gateway: metrics: %w", err)
 	}
-	sink.m = g.metrics
+	g.grants = route.NewGrantCache(g.wings, cfg.Grants.MaxEntries, cfg.Grants.IdleTTL, cfg.Grants.DenyTTL,
+		cfg.Shards.CallTimeout, g.now, g.metrics, g.log)
 	g.shards = &route.Sender{Grants: g.grants, CallTimeout: cfg.Shards.CallTimeout, RetryBase: cfg.Shards.RetryBase,
 		LostRetry: g.metrics.lostRetry, TokenRejected: g.metrics.tokenRejected}
 	g.edge, err = g.newEdge()
@@ -485,13 +482,6 @@ func (b bearerVerifier) Verify(ctx context.Context, raw string) (auth.Identity, 
 	}
 	return b.idp.Verify(ctx, raw)
 }
-
-// metricsSink forwards grant-cache events to the metrics once built.
-type metricsSink struct{ m *metrics }
-
-func (s *metricsSink) CacheHit()                   { s.m.cacheHit() }
-func (s *metricsSink) CacheMiss()                  { s.m.cacheMiss() }
-func (s *metricsSink) Minted(wing, outcome string) { s.m.minted(wing, outcome) }
 
 // start fetches the tools once (bounded by shards.call_timeout) and starts
 // the background refresh.

@@ -122,9 +122,10 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-func (m *metrics) cacheHit()                   { m.cacheHits.Inc() }
-func (m *metrics) cacheMiss()                  { m.cacheMisses.Inc() }
-func (m *metrics) minted(wing, outcome string) { m.mints.WithLabelValues(wing, outcome).Inc() }
+// CacheHit, CacheMiss and Minted count the grant cache's events (route.Metrics).
+func (m *metrics) CacheHit()                   { m.cacheHits.Inc() }
+func (m *metrics) CacheMiss()                  { m.cacheMisses.Inc() }
+func (m *metrics) Minted(wing, outcome string) { m.mints.WithLabelValues(wing, outcome).Inc() }
 func (m *metrics) lostRetry(wing string, write bool) {
 	if write {
 		m.lostWrites.WithLabelValues(wing).Inc()

@@ -86,12 +86,15 @@ func (r *refresher) ensure(ctx context.Context) {
 	}
 }
 
-// refresh fetches every wing's tools (route.FetchDescriptors) and
-// re-registers the catalog if it changed.
+// refresh fetches every wing's tools and prompts (route.FetchDescriptors)
+// and re-registers the catalog if it changed, and the prompts
+// (gateway/surfaces, which serves prompts/list and prompts/get) if they did.
 func (r *refresher) refresh(ctx context.Context) {
 	route.FetchDescriptors(ctx, r.g.wings, r.g.cfg.Limits.FanoutConcurrency, r.g.log)
 	r.register()
-	r.registerPrompts()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastPromptSig = r.g.surfaces.RegisterPrompts(r.lastPromptSig, r.g.mcp.SetPrompts)
 }
 
 // register builds the catalog and hands it to mcp-go when it changed.

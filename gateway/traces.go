@@ -99,7 +99,7 @@ func (g *Gateway) spanRecord(span trace.Span, rec *auditRecord) {
 		}
 		span.SetAttributes(tracing.KeyArgs.String(string(args)))
 	}
-	if rec.err != nil {
+	if rec.Err != nil {
 		span.SetStatus(codes.Error, "")
 	}
 }

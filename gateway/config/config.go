@@ -260,19 +260,9 @@ var envOverrides = []struct {
 	{"BRAINSTEM_OAUTH_CLIENT_SECRET_FILE", func(c *Config, v string) { c.OAuth.Upstream.ClientSecretFile = v }},
 }
 
-// EnvOverrides lists the environment variables LoadConfig applies over the
-// file (non-empty values win).
-func EnvOverrides() []string {
-	out := make([]string, len(envOverrides))
-	for i, e := range envOverrides {
-		out[i] = e.name
-	}
-	return out
-}
-
 // LoadConfig reads a YAML config file over DefaultConfig, rejecting unknown
-// keys, then applies the BRAINSTEM_* environment overrides (see
-// EnvOverrides). It does not validate; call Validate.
+// keys, then applies the BRAINSTEM_* environment overrides (non-empty
+// values win; see envOverrides). It does not validate; call Validate.
 func LoadConfig(path string) (Config, error) {
 	return loadConfig(path, os.Getenv)
 }
@@ -459,6 +449,13 @@ func (p *problems) add(key, format string, args ...any) {
 	*p = append(*p, fmt.Errorf("%w: %s: %s", ErrConfig, key, fmt.Sprintf(format, args...)))
 }
 
+// atLeast adds key's problem when its value v is below lo.
+func atLeast[T int | time.Duration](p *problems, key string, v, lo T) {
+	if v < lo {
+		p.add(key, "must be at least %v (got %v)", lo, v)
+	}
+}
+
 // validateListeners checks public_url, listen, admin_listen, tls and
 // allowed_origins.
 func (c Config) validateListeners(p *problems) {
@@ -519,15 +516,11 @@ func (s ShardsConfig) validate(p *problems, requireTLS bool) {
 	if s.CallTimeout <= 0 {
 		p.add("shards.call_timeout", "must be positive (got %s)", s.CallTimeout)
 	}
-	if s.MaxInFlight < 1 {
-		p.add("shards.max_in_flight", "must be at least 1 (got %d)", s.MaxInFlight)
-	}
+	atLeast(p, "shards.max_in_flight", s.MaxInFlight, 1)
 	if s.WatchInterval < 50*time.Millisecond || s.WatchInterval > time.Minute {
 		p.add("shards.watch_interval", "must be between 50ms and 1m (got %s)", s.WatchInterval)
 	}
-	if s.RefreshInterval < time.Second {
-		p.add("shards.refresh_interval", "must be at least 1s (got %s)", s.RefreshInterval)
-	}
+	atLeast(p, "shards.refresh_interval", s.RefreshInterval, time.Second)
 	if s.RetryBase <= 0 || s.RetryBase > 10*time.Second {
 		p.add("shards.retry_base", "must be in (0, 10s] (got %s)", s.RetryBase)
 	}
@@ -571,21 +564,13 @@ func (l LimitsConfig) validate(p *problems) {
 	if l.CallsPerSecond <= 0 {
 		p.add("limits.calls_per_second", "must be positive (got %v)", l.CallsPerSecond)
 	}
-	if l.Burst < 1 {
-		p.add("limits.burst", "must be at least 1 (got %d)", l.Burst)
-	}
-	if l.FailedAuthPerMinute < 1 {
-		p.add("limits.failed_auth_per_minute", "must be at least 1 (got %d)", l.FailedAuthPerMinute)
-	}
-	if l.FanoutConcurrency < 1 {
-		p.add("limits.fanout_concurrency", "must be at least 1 (got %d)", l.FanoutConcurrency)
-	}
+	atLeast(p, "limits.burst", l.Burst, 1)
+	atLeast(p, "limits.failed_auth_per_minute", l.FailedAuthPerMinute, 1)
+	atLeast(p, "limits.fanout_concurrency", l.FanoutConcurrency, 1)
 	if l.ResourcesPageSize < 1 || l.ResourcesPageSize > maxResourcesPageSize {
 		p.add("limits.resources_page_size", "must be between 1 and %d (got %d)", maxResourcesPageSize, l.ResourcesPageSize)
 	}
-	if l.FanoutTimeout < 100*time.Millisecond {
-		p.add("limits.fanout_timeout", "must be at least 100ms (got %s)", l.FanoutTimeout)
-	}
+	atLeast(p, "limits.fanout_timeout", l.FanoutTimeout, 100*time.Millisecond)
 	for _, d := range []struct {
 		key string
 		v   time.Duration
@@ -594,18 +579,12 @@ func (l LimitsConfig) validate(p *problems) {
 			p.add(d.key, "must be in [100ms, 1h] (got %s)", d.v)
 		}
 	}
-	if l.MaxUnauthenticatedConns < 1 {
-		p.add("limits.max_unauthenticated_conns", "must be at least 1 (got %d)", l.MaxUnauthenticatedConns)
-	}
+	atLeast(p, "limits.max_unauthenticated_conns", l.MaxUnauthenticatedConns, 1)
 }
 
 func (s GrantsConfig) validate(p *problems) {
-	if s.MaxEntries < 1 {
-		p.add("grants.max_entries", "must be at least 1 (got %d)", s.MaxEntries)
-	}
-	if s.IdleTTL < time.Second {
-		p.add("grants.idle_ttl", "must be at least 1s (got %s)", s.IdleTTL)
-	}
+	atLeast(p, "grants.max_entries", s.MaxEntries, 1)
+	atLeast(p, "grants.idle_ttl", s.IdleTTL, time.Second)
 	if s.DenyTTL <= 0 {
 		p.add("grants.deny_ttl", "must be positive (got %s)", s.DenyTTL)
 	}

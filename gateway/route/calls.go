@@ -61,10 +61,10 @@ type Op struct {
 	Send  func(ctx context.Context, token string) error
 }
 
-// Hide wraps a failure to obtain a grant with ErrWingHidden unless the
-// caller is known to have a capability in the wing (least disclosure).
+// Hide wraps a failure to obtain a grant with ErrWingHidden unless it is
+// disclosable (GrantCache.Disclosable).
 func (s *Sender) Hide(c Caller, w *Wing, err error) error {
-	if errors.Is(err, ErrNotAdmitted) || s.Grants.Held(c.Key, w) == 0 {
+	if !s.Grants.Disclosable(c.Key, w, err) {
 		return errors.Join(ErrWingHidden, err)
 	}
 	return err

@@ -243,6 +243,13 @@ func (c *GrantCache) Held(key Key, w *Wing) brain.Caps {
 	return 0
 }
 
+// Disclosable reports whether a wing's failure err (nil: none) may be named
+// to the caller (the key): only when the wing admits the caller and the
+// caller is known to hold a capability there (least disclosure).
+func (c *GrantCache) Disclosable(key Key, w *Wing, err error) bool {
+	return err != nil && !errors.Is(err, ErrNotAdmitted) && c.Held(key, w) != 0
+}
+
 // invalidate drops the caller's token for a wing if it still holds token
 // (a concurrent re-mint's newer token is kept).
 func (c *GrantCache) Invalidate(key Key, w *Wing, token string) {

@@ -42,7 +42,7 @@ func (s *Surfaces) CrossLinks(ctx context.Context, cl *toolspec.CrossLinks, from
 		case errs[i] != nil:
 			// Not reachable now: named only where the caller is known to
 			// hold a grant, as a cross-wing search names its missing wings.
-			unchecked[i] = s.Gateway.Disclosable(ctx, w, errs[i])
+			unchecked[i] = s.Grants.Disclosable(c.Key, w, errs[i])
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, min(s.FanoutTimeout, s.CallTimeout))

@@ -139,11 +139,11 @@ func (s *Surfaces) getPrompt(ctx context.Context, e *route.Entry[route.PromptDes
 	defer s.Gateway.Audit(ctx, &rec, start)
 	a, err := rpc.ParseArgs(args)
 	if err != nil {
-		return nil, rec.fail(edge.NewError(brain.CodeInvalidArgument, edge.ErrBadParams, "the arguments of prompt %q must be a JSON object of strings: %s", e.Desc.Name, edge.Classify(err, "").Message))
+		return nil, rec.Fail(edge.NewError(brain.CodeInvalidArgument, edge.ErrBadParams, "the arguments of prompt %q must be a JSON object of strings: %s", e.Desc.Name, edge.Classify(err, "").Message))
 	}
 	wingName, routed, err := a.Route(e.Desc.Spec.Routes)
 	if err != nil {
-		return nil, rec.fail(edge.Classify(err, ""))
+		return nil, rec.Fail(edge.Classify(err, ""))
 	}
 	// A prompt prompts/list does not show the caller does not exist for
 	// them, whatever the arguments.
@@ -155,26 +155,26 @@ func (s *Surfaces) getPrompt(ctx context.Context, e *route.Entry[route.PromptDes
 	}
 	if routed {
 		if w = s.ByName[wingName]; w == nil || !slices.Contains(e.Wings, w.Idx) {
-			return nil, rec.fail(s.Gateway.NoWing(ctx, wingName))
+			return nil, rec.Fail(s.Gateway.NoWing(ctx, wingName))
 		}
 	}
 	rec.Wing = w.Name
 	c, _ := s.Gateway.Caller(ctx)
 	resp, err := s.Shards.Call(ctx, c, w, &proto.CallRequest{RequestID: c.RequestID, Tool: proto.PromptCall + e.Desc.Name, Args: args}, true) // no catalog tool: counted as a write
 	if errors.Is(err, route.ErrWingHidden) {
-		return nil, rec.fail(s.Gateway.NoWing(ctx, wingName))
+		return nil, rec.Fail(s.Gateway.NoWing(ctx, wingName))
 	}
 	if err != nil {
-		return nil, rec.fail(edge.Classify(err, w.Name))
+		return nil, rec.Fail(edge.Classify(err, w.Name))
 	}
 	rec.BytesOut = len(resp.Result)
 	if resp.IsError {
 		code, msg, _ := brain.DecodeError(resp.Result)
-		return nil, rec.fail(&edge.Error{Code: code, Message: msg, Err: edge.ErrShardAnswer})
+		return nil, rec.Fail(&edge.Error{Code: code, Message: msg, Err: edge.ErrShardAnswer})
 	}
 	var pr toolspec.PromptResult
 	if err := json.Unmarshal(resp.Result, &pr); err != nil {
-		return nil, rec.fail(edge.NewError(brain.CodeInternal, errors.Join(edge.ErrShardAnswer, err), "wing %q answered prompt %q with unreadable messages", w.Name, e.Desc.Name))
+		return nil, rec.Fail(edge.NewError(brain.CodeInternal, errors.Join(edge.ErrShardAnswer, err), "wing %q answered prompt %q with unreadable messages", w.Name, e.Desc.Name))
 	}
 	res := &mcp.GetPromptResult{Description: pr.Description, Messages: make([]mcp.PromptMessage, len(pr.Messages))}
 	for i, m := range pr.Messages {

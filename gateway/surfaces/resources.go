@@ -60,13 +60,14 @@ func unavailable(err error, w *route.Wing) toolspec.UnavailableWing {
 // that could not say while the caller is known to hold a grant there
 // (named to them only, as brain_wings does).
 func (s *Surfaces) readableWings(ctx context.Context) ([]*route.Wing, []toolspec.UnavailableWing) {
+	who, _ := s.Gateway.Caller(ctx)
 	caps, errs := s.Gateway.Caps(ctx)
 	var out []*route.Wing
 	var down []toolspec.UnavailableWing
 	for i, c := range caps {
 		if c.Has(brain.CapRead) {
 			out = append(out, s.Wings[i])
-		} else if s.Gateway.Disclosable(ctx, s.Wings[i], errs[i]) {
+		} else if s.Grants.Disclosable(who.Key, s.Wings[i], errs[i]) {
 			down = append(down, unavailable(errs[i], s.Wings[i]))
 		}
 	}
@@ -249,7 +250,7 @@ func (s *Surfaces) auditedList(ctx context.Context, cursor string) (*mcp.ListRes
 	defer s.Gateway.Audit(ctx, &rec, start)
 	res, err := s.listResources(ctx, cursor)
 	if err != nil {
-		return nil, rec.fail(edge.Classify(err, ""))
+		return nil, rec.Fail(edge.Classify(err, ""))
 	}
 	return res, nil
 }

@@ -23,9 +23,6 @@ type Gateway interface {
 	// Caps is the caller's capabilities in every wing (by index), and why
 	// a wing could not say, bounded like a cross-wing search.
 	Caps(ctx context.Context) ([]brain.Caps, []error)
-	// Disclosable reports whether a wing that failed in Caps may be named
-	// to the caller.
-	Disclosable(ctx context.Context, w *route.Wing, err error) bool
 	// NoWing is the unknown_wing answer for a wing the caller cannot reach.
 	NoWing(ctx context.Context, name string) *edge.Error
 	// Tool runs a shard tool for the caller as tools/call does, with its
@@ -36,8 +33,8 @@ type Gateway interface {
 	Audit(ctx context.Context, rec *Record, start time.Time)
 }
 
-// Record is the audit record of a request a surface serves, but for its
-// time, caller and latency, which the gateway adds.
+// Record is the audit record of a request a surface serves (or a tool
+// call), but for its time, caller and latency, which the gateway adds.
 type Record struct {
 	Tool     string // the method (and the prompt's name)
 	Wing     string // "*" for every wing
@@ -48,8 +45,8 @@ type Record struct {
 	Err      *edge.Error
 }
 
-// fail records e as rec's outcome and returns it.
-func (rec *Record) fail(e *edge.Error) *edge.Error {
+// Fail records e as rec's outcome and returns it.
+func (rec *Record) Fail(e *edge.Error) *edge.Error {
 	rec.Outcome, rec.Err = string(e.Code), e
 	return e
 }
