@@ -216,8 +216,7 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 			continue
 		}
 		if g.grants.Disclosable(ci.key, g.wings[i], errs[i]) {
-			e := edge.Classify(errs[i], g.wings[i].Name)
-			out.Unavailable = append(out.Unavailable, unavailableWing{Wing: g.wings[i].Name, Code: e.Code, Error: e.Message})
+			out.Unavailable = append(out.Unavailable, route.Unavailable(errs[i], g.wings[i]))
 		}
 	}
 	body, err := brain.Marshal(out)

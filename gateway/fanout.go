@@ -90,7 +90,7 @@ func (g *Gateway) searchable(ctx context.Context, ci *callInfo, fs *search.Fanou
 	key := route.KeyOf(ci.id)
 	for i, w := range g.wings {
 		if gr, ok, err := g.grants.Lookup(key, w); ok {
-			ask[i], errs[i], canRead[i] = errSkip, err, err == nil && gr.Caps.Has(brain.CapRead)
+			ask[i], errs[i], canRead[i] = route.ErrNotAsked, err, err == nil && gr.Caps.Has(brain.CapRead)
 		}
 	}
 	route.EachWing(g.fanoutWorkers, g.cfg.Limits.FanoutConcurrency, g.wings, ask, func(i int, w *route.Wing) {
@@ -126,9 +126,6 @@ func (g *Gateway) searchable(ctx context.Context, ci *callInfo, fs *search.Fanou
 // outcomePartial is the audit outcome of a cross-wing search that left
 // wings out (listed in the audit line's missing_wings).
 const outcomePartial = "partial"
-
-// errSkip marks a wing a step does not ask.
-var errSkip = errors.New("gateway: wing not asked")
 
 // fanoutWorkers is how many goroutines of cross-wing steps the gateway
 // keeps waiting for the next step (internal/workers).

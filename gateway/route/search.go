@@ -25,14 +25,20 @@ type SearchWing struct {
 // Name is the wing's name.
 func (s SearchWing) Name() string { return s.Wing.Name }
 
-// Left names the wing left out for err, as edge.Classify tells it; not at
-// all when the caller lost its grant there meanwhile (ErrWingHidden).
+// Left names the wing left out for err (Unavailable); not at all when the
+// caller lost its grant there meanwhile (ErrWingHidden).
 func (s SearchWing) Left(err error) (toolspec.UnavailableWing, bool) {
 	if errors.Is(err, ErrWingHidden) {
 		return toolspec.UnavailableWing{}, false
 	}
-	e := edge.Classify(err, s.Wing.Name)
-	return toolspec.UnavailableWing{Wing: s.Wing.Name, Code: e.Code, Error: e.Message}, true
+	return Unavailable(err, s.Wing), true
+}
+
+// Unavailable names a wing left out of an answer for err, as edge.Classify
+// tells it.
+func Unavailable(err error, w *Wing) toolspec.UnavailableWing {
+	e := edge.Classify(err, w.Name)
+	return toolspec.UnavailableWing{Wing: w.Name, Code: e.Code, Error: e.Message}
 }
 
 // Stats asks the wing for its statistics of the terms (no token: they
@@ -82,6 +88,9 @@ func sendStep[Resp any](s SearchWing, ctx context.Context, step string, token *s
 	}
 	return resp, nil
 }
+
+// ErrNotAsked marks a wing a step over the wings (EachWing) does not ask.
+var ErrNotAsked = errors.New("gateway: wing not asked")
 
 // EachWing runs fn for every wing whose errs entry is nil, at most limit
 // at a time, and returns when all have. They run on pool's kept goroutines
