@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -80,7 +79,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 	rec.Wing = wingName
 	w, ok := g.byName[wingName]
 	if !ok {
-		return g.fail(rec, g.noWing(ctx, ci, wingName))
+		return g.fail(rec, g.surfaces.NoWing(ctx, ci.caller(), wingName))
 	}
 	req := &proto.CallRequest{RequestID: ci.requestID, Tool: name, Args: args}
 	if meta.Writes() {
@@ -89,7 +88,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 	resp, err := g.shards.Call(ctx, ci.caller(), w, req, spec.Writes())
 	if errors.Is(err, route.ErrWingHidden) {
 		ci.caller().Logger().Debug("wing not disclosed to the caller", "wing", w.Name, "err", err)
-		return g.fail(rec, g.noWing(ctx, ci, wingName))
+		return g.fail(rec, g.surfaces.NoWing(ctx, ci.caller(), wingName))
 	}
 	if err != nil {
 		e := edge.Classify(err, w.Name)
@@ -128,27 +127,6 @@ func (g *Gateway) argsOf(ci *callInfo, args []byte) (rpc.Args, error) {
 	}
 	g.countParse()
 	return rpc.ParseArgs(args)
-}
-
-// noWing is the answer for a wing the caller cannot reach: one that is not
-// configured, one whose policy does not admit the caller, and one that could
-// not be asked while the caller holds no grant for it all get this same
-// unknown_wing error, listing the wings the caller can reach, so that the
-// answer tells nobody which wings exist.
-func (g *Gateway) noWing(ctx context.Context, ci *callInfo, name string) *edge.Error {
-	caps, _ := g.capsAll(ctx, ci)
-	var reach []string
-	for i, c := range caps {
-		if c != 0 {
-			reach = append(reach, g.wings[i].Name)
-		}
-	}
-	list := "none"
-	if len(reach) > 0 {
-		list = strings.Join(reach, ", ")
-	}
-	return edge.NewError(brain.CodeUnknownWing, edge.ErrUnknownWing,
-		"there is no wing %q that you can reach; wings you can reach: %s (a wing's curators grant access)", name, list)
 }
 
 // fail records a gateway error and renders it as a tool error.
@@ -192,13 +170,6 @@ func (g *Gateway) finishRecord(ctx context.Context, ci *callInfo, rec *auditReco
 	}
 }
 
-// wingsAnswer and wingCaps are brain_wings' answer, declared with the tool
-// (its outputSchema is derived from it).
-type (
-	wingsAnswer = toolspec.WingsAnswer
-	wingCaps    = toolspec.WingCaps
-)
-
 // wingsTool answers brain_wings: the wings the caller can reach and the
 // capabilities they hold there.
 func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -207,12 +178,12 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return edge.ToolErrorResult(edge.NewError(brain.CodeInternal, edge.ErrNoIdentity, "the request reached the tool without an identity")), nil
 	}
 	start := time.Now()
-	rec := auditRecord{Record: surfaces.Record{Tool: wingsToolName, Wing: "*", BytesIn: len(req.Params.RawArguments), Args: req.Params.RawArguments}}
-	caps, errs := g.capsAll(ctx, ci)
-	out := wingsAnswer{Wings: []wingCaps{}}
+	rec := auditRecord{Record: surfaces.Record{Tool: toolspec.WingsTool, Wing: "*", BytesIn: len(req.Params.RawArguments), Args: req.Params.RawArguments}}
+	caps, errs := g.surfaces.Caps(ctx, ci.caller())
+	out := toolspec.WingsAnswer{Wings: []toolspec.WingCaps{}} // declared with the tool, which derives its outputSchema from it
 	for i, c := range caps {
 		if c != 0 {
-			out.Wings = append(out.Wings, wingCaps{Wing: g.wings[i].Name, Capabilities: c.Strings()})
+			out.Wings = append(out.Wings, toolspec.WingCaps{Wing: g.wings[i].Name, Capabilities: c.Strings()})
 			continue
 		}
 		if g.grants.Disclosable(ci.key, g.wings[i], errs[i]) {
@@ -228,16 +199,6 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	rec.Outcome = "ok"
 	g.finish(ctx, ci, &rec, res, start)
 	return res, nil
-}
-
-// capsAll is the caller's capabilities in every wing (minting where needed),
-// bounded like a cross-wing search by limits.fanout_timeout: a wing that
-// cannot say in time counts as unreachable, so brain_wings, tools/list and
-// the unknown_wing hint never wait for one stuck shard.
-func (g *Gateway) capsAll(ctx context.Context, ci *callInfo) ([]brain.Caps, []error) {
-	ctx, cancel := context.WithTimeout(ctx, min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout))
-	defer cancel()
-	return g.grants.CapsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
 }
 
 // wingLabel bounds the metrics' wing label to configured wings.

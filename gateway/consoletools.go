@@ -9,6 +9,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/console"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
@@ -40,7 +41,7 @@ func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, a
 	req.Params.Name = tool
 	req.Params.RawArguments = args
 	var res *mcp.CallToolResult
-	if tool == wingsToolName {
+	if tool == toolspec.WingsTool {
 		res, _ = g.wingsTool(ctx, req)
 	} else if g.cat.Load().Spec(tool).Known {
 		res, _ = g.shardToolHandler(tool)(ctx, req)

@@ -16,12 +16,6 @@ import (
 	"github.com/brainstem/brainstem/search"
 )
 
-// wingsToolName is the gateway's own tool.
-const wingsToolName = toolspec.WingsTool
-
-// unavailableWing reports a wing left out of a cross-wing answer.
-type unavailableWing = toolspec.UnavailableWing
-
 // fanoutQuery runs a search over every wing the caller may read, every wing
 // in parallel, in the steps of search.Fanout (search/protocol.go): grants
 // (searchable) and statistics, rank, fetch. A failing wing is listed under
@@ -106,7 +100,7 @@ func (g *Gateway) searchable(ctx context.Context, ci *callInfo, fs *search.Fanou
 			fs.Wings, fs.Index = append(fs.Wings, route.SearchWing{Sender: g.shards, Caller: caller, Wing: w, Late: late}), append(fs.Index, w.Idx)
 		case g.grants.Disclosable(key, w, errs[i]):
 			if e := late(w, errs[i]); e.Code != brain.CodeForbidden {
-				fs.Left = append(fs.Left, unavailableWing{Wing: w.Name, Code: e.Code, Error: e.Message})
+				fs.Left = append(fs.Left, toolspec.UnavailableWing{Wing: w.Name, Code: e.Code, Error: e.Message})
 			}
 		case errs[i] != nil && !errors.Is(errs[i], route.ErrNotAdmitted):
 			hidden++

@@ -21,6 +21,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/proto"
@@ -215,9 +216,9 @@ func TestFanoutBound(t *testing.T) {
 				t.Fatal(text)
 			}
 			var got struct {
-				Hits        []json.RawMessage `json:"hits"`
-				Wings       []string          `json:"wings"`
-				Unavailable []unavailableWing `json:"unavailable"`
+				Hits        []json.RawMessage          `json:"hits"`
+				Wings       []string                   `json:"wings"`
+				Unavailable []toolspec.UnavailableWing `json:"unavailable"`
 			}
 			if err := json.Unmarshal([]byte(text), &got); err != nil {
 				t.Fatal(err)

@@ -484,29 +484,28 @@ func (b bearerVerifier) Verify(ctx context.Context, raw string) (auth.Identity, 
 }
 
 // start fetches the tools once (bounded by shards.call_timeout) and starts
-// the background refresh.
+// the background refresh, the change watcher and the ended sign-ins' watcher.
 func (g *Gateway) start(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
 	g.refresh.refresh(rctx)
 	cancel()
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	g.stopRefresh = stop
-	g.refreshDone = make(chan struct{})
-	go func() {
-		defer close(g.refreshDone)
-		g.refresh.loop(lctx)
-	}()
-	g.watchDone = make(chan struct{})
-	go func() {
-		defer close(g.watchDone)
-		g.watch.Loop(lctx)
-	}()
+	g.refreshDone = goDone(func() { g.refresh.loop(lctx) })
+	g.watchDone = goDone(func() { g.watch.Loop(lctx) })
 	sctx, stopSignins := context.WithCancel(context.WithoutCancel(ctx))
-	g.stopSignins, g.signinsDone = stopSignins, make(chan struct{})
+	g.stopSignins = stopSignins
+	g.signinsDone = goDone(func() { g.runSignins(sctx) })
+}
+
+// goDone runs fn on a goroutine and returns a channel closed when it returns.
+func goDone(fn func()) chan struct{} {
+	done := make(chan struct{})
 	go func() {
-		defer close(g.signinsDone)
-		g.runSignins(sctx)
+		defer close(done)
+		fn()
 	}()
+	return done
 }
 
 // RefreshTools fetches every wing's tool descriptors now and re-registers

@@ -6,8 +6,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/brainstem/brainstem/brain"
-	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/gateway/surfaces"
 )
@@ -32,14 +30,6 @@ func (s surfaceCalls) Caller(ctx context.Context) (route.Caller, bool) {
 		return ci.caller(), true
 	}
 	return route.Caller{}, false
-}
-
-func (s surfaceCalls) Caps(ctx context.Context) ([]brain.Caps, []error) {
-	return s.g.capsAll(ctx, callInfoFrom(ctx))
-}
-
-func (s surfaceCalls) NoWing(ctx context.Context, name string) *edge.Error {
-	return s.g.noWing(ctx, callInfoFrom(ctx), name)
 }
 
 func (s surfaceCalls) Tool(ctx context.Context, method, tool string, args []byte) *mcp.CallToolResult {

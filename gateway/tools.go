@@ -159,10 +159,10 @@ func (g *Gateway) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool 
 		return tools
 	}
 	cat := g.cat.Load()
-	caps, _ := g.capsAll(ctx, ci)
+	caps, _ := g.surfaces.Caps(ctx, ci.caller())
 	out := tools[:0:0]
 	for _, t := range tools {
-		if t.Name == wingsToolName {
+		if t.Name == toolspec.WingsTool {
 			out = append(out, t)
 			continue
 		}

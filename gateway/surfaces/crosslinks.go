@@ -27,7 +27,7 @@ func (s *Surfaces) CrossLinks(ctx context.Context, cl *toolspec.CrossLinks, from
 		return result
 	}
 	c, _ := s.Gateway.Caller(ctx)
-	caps, errs := s.Gateway.Caps(ctx)
+	caps, errs := s.Caps(ctx, c)
 	linked := make([][]string, len(s.Wings))
 	unchecked := make([]bool, len(s.Wings))
 	for i, w := range s.Wings {

@@ -76,10 +76,11 @@ func promptWing(wings []*route.Wing, e *route.Entry[route.PromptDescriptor], cap
 // the capability of in at least one wing declaring them.
 func (s *Surfaces) FilterPrompts(ctx context.Context, prompts []mcp.Prompt) []mcp.Prompt {
 	cat := s.prompts.Load()
-	if _, ok := s.Gateway.Caller(ctx); !ok || cat == nil {
+	c, ok := s.Gateway.Caller(ctx)
+	if !ok || cat == nil {
 		return nil
 	}
-	caps, _ := s.Gateway.Caps(ctx)
+	caps, _ := s.Caps(ctx, c)
 	out := prompts[:0:0]
 	for _, p := range prompts {
 		if e, ok := cat.by[p.Name]; ok && promptWing(s.Wings, e, caps) != nil {
@@ -147,7 +148,8 @@ func (s *Surfaces) getPrompt(ctx context.Context, e *route.Entry[route.PromptDes
 	}
 	// A prompt prompts/list does not show the caller does not exist for
 	// them, whatever the arguments.
-	caps, _ := s.Gateway.Caps(ctx)
+	c, _ := s.Gateway.Caller(ctx)
+	caps, _ := s.Caps(ctx, c)
 	w := promptWing(s.Wings, e, caps)
 	if w == nil {
 		rec.Outcome = string(brain.CodeNotFound)
@@ -155,14 +157,13 @@ func (s *Surfaces) getPrompt(ctx context.Context, e *route.Entry[route.PromptDes
 	}
 	if routed {
 		if w = s.ByName[wingName]; w == nil || !slices.Contains(e.Wings, w.Idx) {
-			return nil, rec.Fail(s.Gateway.NoWing(ctx, wingName))
+			return nil, rec.Fail(s.NoWing(ctx, c, wingName))
 		}
 	}
 	rec.Wing = w.Name
-	c, _ := s.Gateway.Caller(ctx)
 	resp, err := s.Shards.Call(ctx, c, w, &proto.CallRequest{RequestID: c.RequestID, Tool: proto.PromptCall + e.Desc.Name, Args: args}, true) // no catalog tool: counted as a write
 	if errors.Is(err, route.ErrWingHidden) {
-		return nil, rec.Fail(s.Gateway.NoWing(ctx, wingName))
+		return nil, rec.Fail(s.NoWing(ctx, c, wingName))
 	}
 	if err != nil {
 		return nil, rec.Fail(edge.Classify(err, w.Name))

@@ -55,7 +55,7 @@ type listAnswer struct {
 // (named to them only, as brain_wings does).
 func (s *Surfaces) readableWings(ctx context.Context) ([]*route.Wing, []toolspec.UnavailableWing) {
 	who, _ := s.Gateway.Caller(ctx)
-	caps, errs := s.Gateway.Caps(ctx)
+	caps, errs := s.Caps(ctx, who)
 	var out []*route.Wing
 	var down []toolspec.UnavailableWing
 	for i, c := range caps {
