@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -229,18 +230,11 @@ func dialShards(cfg config.Config, opt Options) (map[string]route.ShardClient, *
 			TLS:         tc,
 			MaxInFlight: cfg.Shards.MaxInFlight,
 			DialTimeout: min(cfg.Shards.CallTimeout, 10*time.Second),
-			Logger:      loggerOrDiscard(opt.Logger).With("wing", w.Name),
+			Logger:      cmp.Or(opt.Logger, slog.New(slog.DiscardHandler)).With("wing", w.Name),
 			QUIC:        &quic.Config{KeepAlivePeriod: cfg.Shards.KeepAlive, MaxIdleTimeout: cfg.Shards.IdleTimeout},
 		})
 	}
 	return clients, base, nil
-}
-
-func loggerOrDiscard(l *slog.Logger) *slog.Logger {
-	if l == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return l
 }
 
 // replicaTerms bounds the terms the statistics replica holds per wing.
@@ -251,12 +245,12 @@ const replicaTerms = 1 << 14
 func newGateway(cfg config.Config, opt Options, v identityVerifier, clients map[string]route.ShardClient) (*Gateway, error) {
 	g := &Gateway{
 		cfg:            cfg,
-		log:            loggerOrDiscard(opt.Logger),
+		log:            cmp.Or(opt.Logger, slog.New(slog.DiscardHandler)),
 		now:            opt.Now,
 		verifier:       v,
 		byName:         map[string]*route.Wing{},
 		fanoutWorkers:  workers.New(fanoutWorkers, workers.KeepIdle),
-		registry:       opt.Registry,
+		registry:       cmp.Or(opt.Registry, prometheus.NewRegistry()),
 		tracer:         opt.Tracing.RootTracer(),
 		traceSensitive: opt.Tracing.IsSensitive(),
 		origins:        map[string]bool{},
@@ -267,9 +261,6 @@ func newGateway(cfg config.Config, opt Options, v identityVerifier, clients map[
 	}
 	for _, d := range cfg.Deprecations() {
 		g.log.Warn(d)
-	}
-	if g.registry == nil {
-		g.registry = prometheus.NewRegistry()
 	}
 	for i, wc := range cfg.Wings {
 		c, ok := clients[wc.Name]
@@ -296,7 +287,7 @@ func newGateway(cfg config.Config, opt Options, v identityVerifier, clients map[
 		Info: mcp.Implementation{Name: serverName, Version: Version}, SessionIdleTTL: cfg.Grants.IdleTTL, Sessions: cfg.Grants.MaxEntries, Now: g.now}); err != nil {
 		return nil, err
 	}
-	g.refresh = newRefresher(g)
+	g.refresh = &refresher{g: g, kick: make(chan struct{}, 1)}
 	g.refresh.register() // brain_wings, before any shard answers
 	g.public = g.buildPublicHandler()
 	g.publicSrv.Handler = g.public

@@ -38,10 +38,6 @@ type refresher struct {
 	lastPromptSig string // under mu
 }
 
-func newRefresher(g *Gateway) *refresher {
-	return &refresher{g: g, kick: make(chan struct{}, 1)}
-}
-
 // trigger asks the background loop for a refresh soon.
 func (r *refresher) trigger() {
 	select {
