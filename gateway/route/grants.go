@@ -267,7 +267,7 @@ func (c *GrantCache) Invalidate(key Key, w *Wing, token string) {
 
 // ErrNotAdmitted marks a refusal by the wing's policy. It never reaches a
 // caller as such: a caller with no capability in a wing is answered as for
-// a wing that does not exist (Gateway.noWing).
+// a wing that does not exist (surfaces.Surfaces.NoWing).
 var ErrNotAdmitted = errors.New("gateway: the wing's policy does not admit the caller")
 
 func deniedError(wing string) *edge.Error {

@@ -38,7 +38,7 @@ type Wing struct {
 	Reached atomic.Bool // answered at least once (any message)
 	Tools   atomic.Pointer[[]ToolDescriptor]
 	Prompts atomic.Pointer[[]PromptDescriptor]
-	// mintRefused says why the wing's shard refuses every mint from this
+	// MintRefused says why the wing's shard refuses every mint from this
 	// gateway (its certificate's role), nil when mints are accepted. The
 	// gateway is not ready while it is set.
 	MintRefused atomic.Pointer[string]
@@ -46,7 +46,7 @@ type Wing struct {
 
 func (w *Wing) MarkReached() { w.Reached.Store(true) }
 
-// down reports whether the wing's shard is known to be unreachable: its
+// Down reports whether the wing's shard is known to be unreachable: its
 // client fails fast (and redials in the background), so everything that
 // looks at all wings skips it rather than waiting for a dial.
 func (w *Wing) Down() bool { return w.Client.State().Down }
