@@ -167,10 +167,8 @@ func ClassifyCall(err, lost error, w *Wing, op Op) *edge.Error {
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-time.After(d): // collected once it fires or is unreachable (Go 1.23)
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

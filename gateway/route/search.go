@@ -58,35 +58,31 @@ func (s SearchWing) Stats(ctx context.Context, req *search.StatsRequest) (*searc
 // Rank asks the wing to rank.
 func (s SearchWing) Rank(ctx context.Context, req *search.RankRequest) (*search.RankResponse, error) {
 	preq := &proto.RankRequest{RequestID: s.Caller.RequestID, RankRequest: *req}
-	resp, err := sendStep(s, ctx, "rank", &preq.Token, func(ctx context.Context) (*proto.RankResponse, error) { return s.Wing.Client.Rank(ctx, preq) })
-	if err != nil {
-		return nil, err
-	}
-	return &resp.RankResponse, nil
+	return sendStep(s, ctx, "rank", &preq.Token, func(ctx context.Context) (*proto.RankResponse, error) { return s.Wing.Client.Rank(ctx, preq) },
+		func(r *proto.RankResponse) *search.RankResponse { return &r.RankResponse })
 }
 
 // Fetch asks the wing to render the hits of some keys.
 func (s SearchWing) Fetch(ctx context.Context, req *search.FetchRequest) (*search.FetchResponse, error) {
 	preq := &proto.FetchRequest{RequestID: s.Caller.RequestID, FetchRequest: *req}
-	resp, err := sendStep(s, ctx, "fetch", &preq.Token, func(ctx context.Context) (*proto.FetchResponse, error) { return s.Wing.Client.Fetch(ctx, preq) })
-	if err != nil {
-		return nil, err
-	}
-	return &resp.FetchResponse, nil
+	return sendStep(s, ctx, "fetch", &preq.Token, func(ctx context.Context) (*proto.FetchResponse, error) { return s.Wing.Client.Fetch(ctx, preq) },
+		func(r *proto.FetchResponse) *search.FetchResponse { return &r.FetchResponse })
 }
 
 // sendStep sends one step of the search (rank or fetch) to the wing with
-// the caller's shard token (Sender.Do), which it puts in *token.
-func sendStep[Resp any](s SearchWing, ctx context.Context, step string, token *string, call func(context.Context) (Resp, error)) (resp Resp, err error) {
-	err = s.Sender.Do(ctx, s.Caller, s.Wing, Op{What: search.Tool + " " + step, Send: func(ctx context.Context, t string) (err error) {
+// the caller's shard token (Sender.Do), which it puts in *token, and
+// returns the step's answer within the wing's (inner).
+func sendStep[P, R any](s SearchWing, ctx context.Context, step string, token *string, call func(context.Context) (*P, error), inner func(*P) *R) (*R, error) {
+	var resp *P
+	err := s.Sender.Do(ctx, s.Caller, s.Wing, Op{What: search.Tool + " " + step, Send: func(ctx context.Context, t string) (err error) {
 		*token = t
 		resp, err = call(ctx)
 		return err
 	}})
 	if err != nil {
-		return resp, s.Late(s.Wing, err)
+		return nil, s.Late(s.Wing, err)
 	}
-	return resp, nil
+	return inner(resp), nil
 }
 
 // ErrNotAsked marks a wing a step over the wings (EachWing) does not ask.
