@@ -158,22 +158,12 @@ func (g *Gateway) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool 
 	caps, _ := g.surfaces.Caps(ctx, ci.caller())
 	out := tools[:0:0]
 	for _, t := range tools {
-		if t.Name == toolspec.WingsTool {
+		var e *route.Entry[route.ToolDescriptor]
+		if cat != nil {
+			e = cat.By[t.Name]
+		}
+		if t.Name == toolspec.WingsTool || e != nil && e.FirstWith(caps, e.Desc.Spec.Needs) >= 0 {
 			out = append(out, t)
-			continue
-		}
-		if cat == nil {
-			continue
-		}
-		e, ok := cat.By[t.Name]
-		if !ok {
-			continue
-		}
-		for _, wi := range e.Wings {
-			if caps[wi].Has(e.Desc.Spec.Needs) {
-				out = append(out, t)
-				break
-			}
 		}
 	}
 	return out

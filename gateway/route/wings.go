@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/proto"
 )
@@ -139,6 +140,17 @@ type Catalog struct {
 type Entry[D any] struct {
 	Desc  D
 	Wings []int
+}
+
+// FirstWith is the index of the first wing declaring e where caps hold
+// need, -1 if none: where a caller may use what e names.
+func (e *Entry[D]) FirstWith(caps []brain.Caps, need brain.Caps) int {
+	for _, wi := range e.Wings {
+		if caps[wi].Has(need) {
+			return wi
+		}
+	}
+	return -1
 }
 
 // Union is the union by name of what the wings declare (load; nil:

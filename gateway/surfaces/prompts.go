@@ -64,10 +64,8 @@ func (s *Surfaces) RegisterPrompts(last string, set func(...server.ServerPrompt)
 // promptWing is the first of wings declaring the prompt e where caps hold
 // its capability, nil if none.
 func promptWing(wings []*route.Wing, e *route.Entry[route.PromptDescriptor], caps []brain.Caps) *route.Wing {
-	for _, wi := range e.Wings {
-		if caps[wi].Has(e.Desc.Spec.Needs) {
-			return wings[wi]
-		}
+	if wi := e.FirstWith(caps, e.Desc.Spec.Needs); wi >= 0 {
+		return wings[wi]
 	}
 	return nil
 }
