@@ -418,7 +418,7 @@ func (c Config) ValidateWith(shardTLSFiles bool) error {
 	if err := c.OIDC.Validate(); err != nil {
 		p = append(p, fmt.Errorf("%w: oidc: %w", ErrConfig, err))
 	}
-	p = append(p, c.validateOAuth()...)
+	c.validateOAuth(&p)
 	c.validatePeers(&p)
 	c.Shards.validate(&p, shardTLSFiles)
 	validateWings(&p, c.Wings, c.DefaultWing)
@@ -594,31 +594,29 @@ func (s GrantsConfig) validate(p *problems) {
 // the oidc section: the upstream IdP must be a trusted issuer whose
 // audiences include the gateway's client there, so that its ID tokens pass
 // the same rules as any SSO token.
-func (c Config) validateOAuth() []error {
+func (c Config) validateOAuth(p *problems) {
 	if !c.OAuth.Enabled {
-		return nil
+		return
 	}
-	var errs []error
 	if err := c.OAuth.Validate(c.PublicURL); err != nil {
-		errs = append(errs, fmt.Errorf("%w: %w", ErrConfig, err))
+		*p = append(*p, fmt.Errorf("%w: %w", ErrConfig, err))
 	}
 	self := strings.TrimRight(c.PublicURL, "/")
 	found := false
 	for i, is := range c.OIDC.Issuers {
 		if strings.TrimRight(is.URL, "/") == self {
-			errs = append(errs, fmt.Errorf("%w: oidc.issuers[%d].url: %q is the gateway's own authorization server, which is always trusted; remove it", ErrConfig, i, is.URL))
+			p.add(fmt.Sprintf("oidc.issuers[%d].url", i), "%q is the gateway's own authorization server, which is always trusted; remove it", is.URL)
 		}
 		if is.URL == c.OAuth.Upstream.Issuer && c.OAuth.Upstream.Issuer != "" {
 			found = true
 			if c.OAuth.Upstream.ClientID != "" && !slices.Contains(is.Audiences, c.OAuth.Upstream.ClientID) {
-				errs = append(errs, fmt.Errorf("%w: oauth.upstream.client_id: %q is not among oidc.issuers[%d].audiences, so the IdP's ID tokens for the gateway would be refused; add it", ErrConfig, c.OAuth.Upstream.ClientID, i))
+				p.add("oauth.upstream.client_id", "%q is not among oidc.issuers[%d].audiences, so the IdP's ID tokens for the gateway would be refused; add it", c.OAuth.Upstream.ClientID, i)
 			}
 		}
 	}
 	if !found && c.OAuth.Upstream.Issuer != "" {
-		errs = append(errs, fmt.Errorf("%w: oauth.upstream.issuer: %q is not one of oidc.issuers; add it there (with oauth.upstream.client_id among its audiences)", ErrConfig, c.OAuth.Upstream.Issuer))
+		p.add("oauth.upstream.issuer", "%q is not one of oidc.issuers; add it there (with oauth.upstream.client_id among its audiences)", c.OAuth.Upstream.Issuer)
 	}
-	return errs
 }
 
 // MCPURL returns PublicURL + "/mcp".
