@@ -26,8 +26,9 @@ const traceFlushTimeout = 5 * time.Second
 // opted in to content (BRAINSTEM_TRACE_SENSITIVE).
 const maxSensitiveArgs = 1 << 10
 
-// traced runs the rest of the chain inside the request's server span.
-func (g *Gateway) traced(q *mcpCall, next mcpHandler) {
+// traced runs the rest of the chain (serveCall) inside the request's
+// server span.
+func (g *Gateway) traced(q *mcpCall) {
 	ctx := propagation.TraceContext{}.Extract(q.ctx, propagation.HeaderCarrier(q.R.Header))
 	if tp := metaTraceparent(q.msg.Params); tp != "" {
 		ctx = tracing.Remote(ctx, tp)
@@ -42,7 +43,7 @@ func (g *Gateway) traced(q *mcpCall, next mcpHandler) {
 		}
 	}
 	q.ctx = ctx
-	next(q)
+	g.serveCall(q)
 	if span.IsRecording() {
 		span.SetAttributes(tracing.KeyStatus.Int(q.Rec.Status()))
 	}
