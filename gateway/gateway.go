@@ -499,12 +499,6 @@ func goDone(fn func()) chan struct{} {
 	return done
 }
 
-// RefreshTools fetches every wing's tool descriptors now and re-registers
-// the union if it changed.
-func (g *Gateway) RefreshTools(ctx context.Context) {
-	g.refresh.refresh(ctx)
-}
-
 // Handler serves the public endpoints: the MCP endpoint (public_url path +
 // "/mcp") and the RFC 9728 metadata at
 // /.well-known/oauth-protected-resource[/<path>/mcp].
@@ -513,9 +507,6 @@ func (g *Gateway) Handler() http.Handler { return g.public }
 // AdminHandler serves /metrics, /healthz, /readyz and the operator's
 // /signins endpoints (offboarding.go).
 func (g *Gateway) AdminHandler() http.Handler { return g.admin }
-
-// MCPURL is the MCP endpoint URL (public_url + "/mcp").
-func (g *Gateway) MCPURL() string { return g.cfg.MCPURL() }
 
 func (g *Gateway) allReached() bool {
 	for _, w := range g.wings {
