@@ -433,9 +433,7 @@ func (c Config) ValidateWith(shardTLSFiles bool) error {
 	if _, err := logging.ParseLevel(c.Log.Level); err != nil {
 		p.add("log.level", "%v", err)
 	}
-	if c.DrainTimeout <= 0 {
-		p.add("drain_timeout", "must be positive (got %s)", c.DrainTimeout)
-	}
+	positive(&p, "drain_timeout", c.DrainTimeout)
 	if c.DrainGrace < 0 || c.DrainGrace > time.Minute {
 		p.add("drain_grace", "must be in [0, 1m] (got %s)", c.DrainGrace)
 	}
@@ -447,6 +445,13 @@ type problems []error
 
 func (p *problems) add(key, format string, args ...any) {
 	*p = append(*p, fmt.Errorf("%w: %s: %s", ErrConfig, key, fmt.Sprintf(format, args...)))
+}
+
+// positive adds key's problem when its value v is not above zero.
+func positive[T float64 | time.Duration](p *problems, key string, v T) {
+	if v <= 0 {
+		p.add(key, "must be positive (got %v)", v)
+	}
 }
 
 // atLeast adds key's problem when its value v is below lo.
@@ -513,9 +518,7 @@ func (s ShardsConfig) validate(p *problems, requireTLS bool) {
 			p.add("shards.tls.key_file", "required")
 		}
 	}
-	if s.CallTimeout <= 0 {
-		p.add("shards.call_timeout", "must be positive (got %s)", s.CallTimeout)
-	}
+	positive(p, "shards.call_timeout", s.CallTimeout)
 	atLeast(p, "shards.max_in_flight", s.MaxInFlight, 1)
 	if s.WatchInterval < 50*time.Millisecond || s.WatchInterval > time.Minute {
 		p.add("shards.watch_interval", "must be between 50ms and 1m (got %s)", s.WatchInterval)
@@ -561,9 +564,7 @@ func (l LimitsConfig) validate(p *problems) {
 	if l.MaxBodyBytes < 1024 || l.MaxBodyBytes > 64<<20 {
 		p.add("limits.max_body_bytes", "must be between 1024 and %d (got %d)", 64<<20, l.MaxBodyBytes)
 	}
-	if l.CallsPerSecond <= 0 {
-		p.add("limits.calls_per_second", "must be positive (got %v)", l.CallsPerSecond)
-	}
+	positive(p, "limits.calls_per_second", l.CallsPerSecond)
 	atLeast(p, "limits.burst", l.Burst, 1)
 	atLeast(p, "limits.failed_auth_per_minute", l.FailedAuthPerMinute, 1)
 	atLeast(p, "limits.fanout_concurrency", l.FanoutConcurrency, 1)
@@ -585,9 +586,7 @@ func (l LimitsConfig) validate(p *problems) {
 func (s GrantsConfig) validate(p *problems) {
 	atLeast(p, "grants.max_entries", s.MaxEntries, 1)
 	atLeast(p, "grants.idle_ttl", s.IdleTTL, time.Second)
-	if s.DenyTTL <= 0 {
-		p.add("grants.deny_ttl", "must be positive (got %s)", s.DenyTTL)
-	}
+	positive(p, "grants.deny_ttl", s.DenyTTL)
 }
 
 // validateOAuth checks the authorization server's section and how it fits
