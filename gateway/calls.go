@@ -18,11 +18,6 @@ import (
 	"github.com/brainstem/brainstem/proto"
 )
 
-// caller is ci as route.Sender sends for it.
-func (ci *callInfo) caller() route.Caller {
-	return route.Caller{ID: ci.id, Key: ci.key, RequestID: ci.requestID, Base: ci.base}
-}
-
 // shardToolHandler returns the mcp-go handler of a shard tool: route, call,
 // return the shard's bytes unchanged.
 func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
@@ -79,16 +74,16 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 	rec.Wing = wingName
 	w, ok := g.byName[wingName]
 	if !ok {
-		return g.fail(rec, g.surfaces.NoWing(ctx, ci.caller(), wingName))
+		return g.fail(rec, g.surfaces.NoWing(ctx, ci.Caller, wingName))
 	}
-	req := &proto.CallRequest{RequestID: ci.requestID, Tool: name, Args: args}
+	req := &proto.CallRequest{RequestID: ci.RequestID, Tool: name, Args: args}
 	if meta.Writes() {
 		req.IdempotencyKey = route.IdempotencyKey(a.AgentKey())
 	}
-	resp, err := g.shards.Call(ctx, ci.caller(), w, req, spec.Writes())
+	resp, err := g.shards.Call(ctx, ci.Caller, w, req, spec.Writes())
 	if errors.Is(err, route.ErrWingHidden) {
-		ci.caller().Logger().Debug("wing not disclosed to the caller", "wing", w.Name, "err", err)
-		return g.fail(rec, g.surfaces.NoWing(ctx, ci.caller(), wingName))
+		ci.Caller.Logger().Debug("wing not disclosed to the caller", "wing", w.Name, "err", err)
+		return g.fail(rec, g.surfaces.NoWing(ctx, ci.Caller, wingName))
 	}
 	if err != nil {
 		e := edge.Classify(err, w.Name)
@@ -150,8 +145,8 @@ func (g *Gateway) finish(ctx context.Context, ci *callInfo, rec *auditRecord, re
 func (g *Gateway) finishRecord(ctx context.Context, ci *callInfo, rec *auditRecord, start time.Time) {
 	lat := time.Since(start)
 	rec.Time = g.now()
-	rec.RequestID = ci.requestID
-	rec.Email = ci.id.Email
+	rec.RequestID = ci.RequestID
+	rec.Email = ci.ID.Email
 	rec.Latency = lat
 	if rec.Outcome == "" {
 		rec.Outcome = "ok"
@@ -164,9 +159,9 @@ func (g *Gateway) finishRecord(ctx context.Context, ci *callInfo, rec *auditReco
 	}
 	g.audit.write(rec)
 	if rec.Err != nil && (rec.Err.Code == brain.CodeInternal) {
-		ci.caller().Logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.Err.Code, "err", rec.Err.Err)
+		ci.Caller.Logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.Err.Code, "err", rec.Err.Err)
 	} else if rec.Err != nil {
-		ci.caller().Logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.Err.Code, "message", rec.Err.Message)
+		ci.Caller.Logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.Err.Code, "message", rec.Err.Message)
 	}
 }
 
@@ -179,14 +174,14 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	}
 	start := time.Now()
 	rec := auditRecord{Record: surfaces.Record{Tool: toolspec.WingsTool, Wing: "*", BytesIn: len(req.Params.RawArguments), Args: req.Params.RawArguments}}
-	caps, errs := g.surfaces.Caps(ctx, ci.caller())
+	caps, errs := g.surfaces.Caps(ctx, ci.Caller)
 	out := toolspec.WingsAnswer{Wings: []toolspec.WingCaps{}} // declared with the tool, which derives its outputSchema from it
 	for i, c := range caps {
 		if c != 0 {
 			out.Wings = append(out.Wings, toolspec.WingCaps{Wing: g.wings[i].Name, Capabilities: c.Strings()})
 			continue
 		}
-		if g.grants.Disclosable(ci.key, g.wings[i], errs[i]) {
+		if g.grants.Disclosable(ci.Key, g.wings[i], errs[i]) {
 			out.Unavailable = append(out.Unavailable, route.Unavailable(errs[i], g.wings[i]))
 		}
 	}

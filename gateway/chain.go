@@ -27,7 +27,7 @@ type mcpCall struct {
 // serveMCP serves /mcp: the edge's checks, then the chain.
 func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 	q := &mcpCall{Request: edge.Request{Rec: edge.StatusRecorder{ResponseWriter: w}, R: r}}
-	q.Identity = &q.ci.id
+	q.Identity = &q.ci.ID
 	defer g.edge.Count(&q.Request)
 	if g.edge.Admit(&q.Request, q) {
 		g.withCallInfo(q)
@@ -53,8 +53,8 @@ func (q *mcpCall) RPCID() []byte { return q.msg.ID }
 // logger carrying both reach the handlers; then serveCall (traced when
 // tracing is on).
 func (g *Gateway) withCallInfo(q *mcpCall) {
-	q.ci.key, q.ci.base = route.KeyOf(q.ci.id), g.log
-	q.ci.requestID, q.ci.method = q.RequestID, q.Method
+	q.ci.Key, q.ci.Base = route.KeyOf(q.ci.ID), g.log
+	q.ci.RequestID, q.ci.method = q.RequestID, q.Method
 	q.ctx = context.WithValue(q.R.Context(), callInfoKey{}, &q.ci)
 	if g.tracer != nil {
 		g.traced(q)

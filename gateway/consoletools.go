@@ -30,7 +30,7 @@ func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, a
 	// The request carried a verified session: its connection no longer
 	// counts against limits.max_unauthenticated_conns, as after /mcp's.
 	edge.MarkAuthenticated(ctx)
-	ci := &callInfo{id: id, key: route.KeyOf(id), requestID: edge.RequestID(""), method: "tools/call", base: g.log.With("client", "console")}
+	ci := &callInfo{Caller: route.Caller{ID: id, Key: route.KeyOf(id), RequestID: edge.RequestID(""), Base: g.log.With("client", "console")}, method: "tools/call"}
 	if lim := g.edge.EmailLimiter(id.Email); !lim.AllowN(g.now(), 1) {
 		g.metrics.rateLimited.WithLabelValues("email").Inc()
 		e := edge.NewError(brain.CodeRateLimited, edge.ErrRateLimited, "too many calls for %s; wait a second and try again", id.Email)

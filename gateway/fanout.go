@@ -81,17 +81,17 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 func (g *Gateway) searchable(ctx context.Context, ci *callInfo, fs *search.Fanout, late func(*route.Wing, error) *edge.Error) ([]*route.Wing, error) {
 	n := len(g.wings)
 	canRead, errs, ask := make([]bool, n), make([]error, n), make([]error, n)
-	key := route.KeyOf(ci.id)
+	key := route.KeyOf(ci.ID)
 	for i, w := range g.wings {
 		if gr, ok, err := g.grants.Lookup(key, w); ok {
 			ask[i], errs[i], canRead[i] = route.ErrNotAsked, err, err == nil && gr.Caps.Has(brain.CapRead)
 		}
 	}
 	route.EachWing(g.fanoutWorkers, g.cfg.Limits.FanoutConcurrency, g.wings, ask, func(i int, w *route.Wing) {
-		gr, _, err := g.grants.GetKey(ctx, ci.id, key, w, ci.requestID)
+		gr, _, err := g.grants.GetKey(ctx, ci.ID, key, w, ci.RequestID)
 		errs[i], canRead[i] = err, err == nil && gr.Caps.Has(brain.CapRead)
 	})
-	readable, caller, hidden := make([]*route.Wing, 0, n), ci.caller(), 0 // hidden: failed for a caller holding no grant there, not named
+	readable, caller, hidden := make([]*route.Wing, 0, n), ci.Caller, 0 // hidden: failed for a caller holding no grant there, not named
 	fs.Wings, fs.Index = make([]search.Wing, 0, n), make([]int, 0, n)
 	for i, w := range g.wings {
 		switch {

@@ -27,7 +27,7 @@ type surfaceCalls struct{ g *Gateway }
 
 func (s surfaceCalls) Caller(ctx context.Context) (route.Caller, bool) {
 	if ci := callInfoFrom(ctx); ci != nil {
-		return ci.caller(), true
+		return ci.Caller, true
 	}
 	return route.Caller{}, false
 }

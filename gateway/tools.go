@@ -155,7 +155,7 @@ func (g *Gateway) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool 
 		return tools
 	}
 	cat := g.cat.Load()
-	caps, _ := g.surfaces.Caps(ctx, ci.caller())
+	caps, _ := g.surfaces.Caps(ctx, ci.Caller)
 	out := tools[:0:0]
 	for _, t := range tools {
 		var e *route.Entry[route.ToolDescriptor]

@@ -37,9 +37,9 @@ func (g *Gateway) traced(q *mcpCall) {
 	ctx, span := g.tracer.Start(ctx, "mcp "+method, trace.WithSpanKind(trace.SpanKindServer))
 	defer span.End()
 	if span.IsRecording() {
-		span.SetAttributes(tracing.KeyMethod.String(method), tracing.KeyRequestID.String(q.ci.requestID))
+		span.SetAttributes(tracing.KeyMethod.String(method), tracing.KeyRequestID.String(q.ci.RequestID))
 		if g.traceSensitive {
-			span.SetAttributes(tracing.KeyEmail.String(q.ci.id.Email))
+			span.SetAttributes(tracing.KeyEmail.String(q.ci.ID.Email))
 		}
 	}
 	q.ctx = ctx
