@@ -77,11 +77,12 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 // searchable is step 1's grants, within ctx: the wings the caller may read
 // join the search, minted for together where the grant cache holds no
 // grant; the others that failed are Left only when the caller holds a
-// grant there (route.GrantCache.Disclosable). It fails when the caller can read no wing.
+// grant there (route.GrantCache.Disclosable). It fails when the caller
+// can read no wing.
 func (g *Gateway) searchable(ctx context.Context, ci *callInfo, fs *search.Fanout, late func(*route.Wing, error) *edge.Error) ([]*route.Wing, error) {
 	n := len(g.wings)
 	canRead, errs, ask := make([]bool, n), make([]error, n), make([]error, n)
-	key := route.KeyOf(ci.ID)
+	key := ci.Key
 	for i, w := range g.wings {
 		if gr, ok, err := g.grants.Lookup(key, w); ok {
 			ask[i], errs[i], canRead[i] = route.ErrNotAsked, err, err == nil && gr.Caps.Has(brain.CapRead)
@@ -91,13 +92,13 @@ func (g *Gateway) searchable(ctx context.Context, ci *callInfo, fs *search.Fanou
 		gr, _, err := g.grants.GetKey(ctx, ci.ID, key, w, ci.RequestID)
 		errs[i], canRead[i] = err, err == nil && gr.Caps.Has(brain.CapRead)
 	})
-	readable, caller, hidden := make([]*route.Wing, 0, n), ci.Caller, 0 // hidden: failed for a caller holding no grant there, not named
+	readable, hidden := make([]*route.Wing, 0, n), 0 // hidden: failed for a caller holding no grant there, not named
 	fs.Wings, fs.Index = make([]search.Wing, 0, n), make([]int, 0, n)
 	for i, w := range g.wings {
 		switch {
 		case canRead[i]:
 			readable = append(readable, w)
-			fs.Wings, fs.Index = append(fs.Wings, route.SearchWing{Sender: g.shards, Caller: caller, Wing: w, Late: late}), append(fs.Index, w.Idx)
+			fs.Wings, fs.Index = append(fs.Wings, route.SearchWing{Sender: g.shards, Caller: ci.Caller, Wing: w, Late: late}), append(fs.Index, w.Idx)
 		case g.grants.Disclosable(key, w, errs[i]):
 			if e := late(w, errs[i]); e.Code != brain.CodeForbidden {
 				fs.Left = append(fs.Left, toolspec.UnavailableWing{Wing: w.Name, Code: e.Code, Error: e.Message})
