@@ -49,7 +49,7 @@ func (g *Gateway) callShardTool(ctx context.Context, ci *callInfo, method, tool 
 }
 
 // runShardTool routes and sends one call of a shard tool whose spec the
-// caller looked up (toolSpec).
+// caller looked up (route.Catalog.Spec).
 func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, spec route.Spec, args []byte, rec *auditRecord) *mcp.CallToolResult {
 	a, err := g.argsOf(ci, args)
 	if err != nil {
@@ -82,7 +82,7 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 	}
 	resp, err := g.shards.Call(ctx, ci.Caller, w, req, spec.Writes())
 	if errors.Is(err, route.ErrWingHidden) {
-		ci.Caller.Logger().Debug("wing not disclosed to the caller", "wing", w.Name, "err", err)
+		ci.Logger().Debug("wing not disclosed to the caller", "wing", w.Name, "err", err)
 		return g.fail(rec, g.surfaces.NoWing(ctx, ci.Caller, wingName))
 	}
 	if err != nil {
@@ -159,9 +159,9 @@ func (g *Gateway) finishRecord(ctx context.Context, ci *callInfo, rec *auditReco
 	}
 	g.audit.write(rec)
 	if rec.Err != nil && (rec.Err.Code == brain.CodeInternal) {
-		ci.Caller.Logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.Err.Code, "err", rec.Err.Err)
+		ci.Logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.Err.Code, "err", rec.Err.Err)
 	} else if rec.Err != nil {
-		ci.Caller.Logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.Err.Code, "message", rec.Err.Message)
+		ci.Logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.Err.Code, "message", rec.Err.Message)
 	}
 }
 
