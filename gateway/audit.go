@@ -7,23 +7,20 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
-	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/surfaces"
 )
 
-// auditRecord is one tool call, written as one JSON line.
+// auditRecord is one tool call (or a surface's request), written as one
+// JSON line: what the call recorded (its outcome is also ok, tool_error or
+// partial; its Args are written only with audit.log_arguments), and what
+// the gateway adds.
 type auditRecord struct {
+	surfaces.Record
 	Time      time.Time
 	RequestID string
 	Email     string
-	Wing      string // "*" for cross-wing calls and brain_wings
-	Tool      string
-	Outcome   string   // ok, tool_error, partial, or a gateway error code
 	Missing   []string // cross-wing search: the wings left out of the answer
 	Latency   time.Duration
-	BytesIn   int
-	BytesOut  int
-	Args      []byte // only written when audit.log_arguments is set
-	err       *edge.Error
 }
 
 // AuditLine is the JSON shape of one audit line (documented in

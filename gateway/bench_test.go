@@ -424,7 +424,7 @@ func BenchmarkGrantCacheHeap(b *testing.B) {
 		tokenBytes += len(t.s)
 	}
 	for range b.N {
-		sc := route.NewGrantCache(wings, n*2, time.Hour, time.Minute, time.Second, time.Now, nopMetrics{}, loggerOrDiscard(nil))
+		sc := route.NewGrantCache(wings, n*2, time.Hour, time.Minute, time.Second, time.Now, nopMetrics{}, slog.New(slog.DiscardHandler))
 		emails := make([]string, n)
 		for i := range n {
 			emails[i] = fmt.Sprintf("person%05d@acme.com", i)

@@ -4,7 +4,6 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -15,43 +14,42 @@ import (
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/gateway/rpc"
+	"github.com/brainstem/brainstem/gateway/surfaces"
 	"github.com/brainstem/brainstem/proto"
 )
 
-// errWingHidden is route.ErrWingHidden, under the name the root's calls
-// test it by.
-var errWingHidden = route.ErrWingHidden
-
-// caller is ci as route.Sender sends for it.
-func (ci *callInfo) caller() route.Caller {
-	return route.Caller{ID: ci.id, Key: ci.key, RequestID: ci.requestID, Base: ci.base}
-}
-
 // shardToolHandler returns the mcp-go handler of a shard tool: route, call,
-// return the shard's bytes unchanged. The tool's spec is read from the
-// catalog once per call and passed down.
+// return the shard's bytes unchanged.
 func (g *Gateway) shardToolHandler(name string) func(context.Context, mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 		ci := callInfoFrom(ctx)
 		if ci == nil {
 			return edge.ToolErrorResult(edge.NewError(brain.CodeInternal, edge.ErrNoIdentity, "the request reached the tool without an identity")), nil
 		}
-		start := time.Now()
 		args := []byte(req.Params.RawArguments)
 		if len(args) == 0 {
 			args = []byte("{}")
 		}
-		rec := auditRecord{Tool: name, BytesIn: len(args), Args: args}
-		spec := g.cat.Load().Spec(name)
-		res := g.runShardTool(ctx, ci, name, spec, args, &rec)
+		res, spec := g.callShardTool(ctx, ci, name, name, args)
 		structure(spec.Structured, res)
-		g.finish(ctx, ci, &rec, res, start)
 		return res, nil
 	}
 }
 
+// callShardTool runs a shard tool for ci, with its audit line and metrics
+// under method (the tool, or the surface's method that calls it). The
+// tool's spec is read from the catalog once per call and passed down.
+func (g *Gateway) callShardTool(ctx context.Context, ci *callInfo, method, tool string, args []byte) (*mcp.CallToolResult, route.Spec) {
+	start := time.Now()
+	rec := auditRecord{Record: surfaces.Record{Tool: method, BytesIn: len(args), Args: args}}
+	spec := g.cat.Load().Spec(tool)
+	res := g.runShardTool(ctx, ci, tool, spec, args, &rec)
+	g.finish(ctx, ci, &rec, res, start)
+	return res, spec
+}
+
 // runShardTool routes and sends one call of a shard tool whose spec the
-// caller looked up (toolSpec).
+// caller looked up (route.Catalog.Spec).
 func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, spec route.Spec, args []byte, rec *auditRecord) *mcp.CallToolResult {
 	a, err := g.argsOf(ci, args)
 	if err != nil {
@@ -76,16 +74,16 @@ func (g *Gateway) runShardTool(ctx context.Context, ci *callInfo, name string, s
 	rec.Wing = wingName
 	w, ok := g.byName[wingName]
 	if !ok {
-		return g.fail(rec, g.noWing(ctx, ci, wingName))
+		return g.fail(rec, g.surfaces.NoWing(ctx, ci.Caller, wingName))
 	}
-	req := &proto.CallRequest{RequestID: ci.requestID, Tool: name, Args: args}
+	req := &proto.CallRequest{RequestID: ci.RequestID, Tool: name, Args: args}
 	if meta.Writes() {
 		req.IdempotencyKey = route.IdempotencyKey(a.AgentKey())
 	}
-	resp, err := g.shards.Call(ctx, ci.caller(), w, req, spec.Writes())
-	if errors.Is(err, errWingHidden) {
-		ci.caller().Logger().Debug("wing not disclosed to the caller", "wing", w.Name, "err", err)
-		return g.fail(rec, g.noWing(ctx, ci, wingName))
+	resp, err := g.shards.Call(ctx, ci.Caller, w, req, spec.Writes())
+	if errors.Is(err, route.ErrWingHidden) {
+		ci.Logger().Debug("wing not disclosed to the caller", "wing", w.Name, "err", err)
+		return g.fail(rec, g.surfaces.NoWing(ctx, ci.Caller, wingName))
 	}
 	if err != nil {
 		e := edge.Classify(err, w.Name)
@@ -126,38 +124,9 @@ func (g *Gateway) argsOf(ci *callInfo, args []byte) (rpc.Args, error) {
 	return rpc.ParseArgs(args)
 }
 
-// noWing is the answer for a wing the caller cannot reach: one that is not
-// configured, one whose policy does not admit the caller, and one that could
-// not be asked while the caller holds no grant for it all get this same
-// unknown_wing error, listing the wings the caller can reach, so that the
-// answer tells nobody which wings exist.
-func (g *Gateway) noWing(ctx context.Context, ci *callInfo, name string) *edge.Error {
-	caps, _ := g.capsAll(ctx, ci)
-	var reach []string
-	for i, c := range caps {
-		if c != 0 {
-			reach = append(reach, g.wings[i].Name)
-		}
-	}
-	list := "none"
-	if len(reach) > 0 {
-		list = strings.Join(reach, ", ")
-	}
-	return edge.NewError(brain.CodeUnknownWing, edge.ErrUnknownWing,
-		"there is no wing %q that you can reach; wings you can reach: %s (a wing's curators grant access)", name, list)
-}
-
-// disclosable reports whether a wing that failed in capsAll may be named
-// to the caller: only when the caller is known to hold a capability there.
-func (g *Gateway) disclosable(ci *callInfo, w *route.Wing, err error) bool {
-	return err != nil && !errors.Is(err, route.ErrNotAdmitted) && g.grants.Held(ci.key, w) != 0
-}
-
 // fail records a gateway error and renders it as a tool error.
 func (g *Gateway) fail(rec *auditRecord, e *edge.Error) *mcp.CallToolResult {
-	rec.Outcome = string(e.Code)
-	rec.err = e
-	return edge.ToolErrorResult(e)
+	return edge.ToolErrorResult(rec.Fail(e))
 }
 
 // finish writes the audit line and the metrics of one tool call.
@@ -176,8 +145,8 @@ func (g *Gateway) finish(ctx context.Context, ci *callInfo, rec *auditRecord, re
 func (g *Gateway) finishRecord(ctx context.Context, ci *callInfo, rec *auditRecord, start time.Time) {
 	lat := time.Since(start)
 	rec.Time = g.now()
-	rec.RequestID = ci.requestID
-	rec.Email = ci.id.Email
+	rec.RequestID = ci.RequestID
+	rec.Email = ci.ID.Email
 	rec.Latency = lat
 	if rec.Outcome == "" {
 		rec.Outcome = "ok"
@@ -189,19 +158,12 @@ func (g *Gateway) finishRecord(ctx context.Context, ci *callInfo, rec *auditReco
 		}
 	}
 	g.audit.write(rec)
-	if rec.err != nil && (rec.err.Code == brain.CodeInternal) {
-		ci.caller().Logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "err", rec.err.Err)
-	} else if rec.err != nil {
-		ci.caller().Logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.err.Code, "message", rec.err.Message)
+	if rec.Err != nil && (rec.Err.Code == brain.CodeInternal) {
+		ci.Logger().Error("tool call failed", "tool", rec.Tool, "wing", rec.Wing, "code", rec.Err.Code, "err", rec.Err.Err)
+	} else if rec.Err != nil {
+		ci.Logger().Debug("tool call refused", "tool", rec.Tool, "wing", rec.Wing, "code", rec.Err.Code, "message", rec.Err.Message)
 	}
 }
-
-// wingsAnswer and wingCaps are brain_wings' answer, declared with the tool
-// (its outputSchema is derived from it).
-type (
-	wingsAnswer = toolspec.WingsAnswer
-	wingCaps    = toolspec.WingCaps
-)
 
 // wingsTool answers brain_wings: the wings the caller can reach and the
 // capabilities they hold there.
@@ -211,17 +173,16 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 		return edge.ToolErrorResult(edge.NewError(brain.CodeInternal, edge.ErrNoIdentity, "the request reached the tool without an identity")), nil
 	}
 	start := time.Now()
-	rec := auditRecord{Tool: wingsToolName, Wing: "*", BytesIn: len(req.Params.RawArguments), Args: req.Params.RawArguments}
-	caps, errs := g.capsAll(ctx, ci)
-	out := wingsAnswer{Wings: []wingCaps{}}
+	rec := auditRecord{Record: surfaces.Record{Tool: toolspec.WingsTool, Wing: "*", BytesIn: len(req.Params.RawArguments), Args: req.Params.RawArguments}}
+	caps, errs := g.surfaces.Caps(ctx, ci.Caller)
+	out := toolspec.WingsAnswer{Wings: []toolspec.WingCaps{}} // declared with the tool, which derives its outputSchema from it
 	for i, c := range caps {
 		if c != 0 {
-			out.Wings = append(out.Wings, wingCaps{Wing: g.wings[i].Name, Capabilities: c.Strings()})
+			out.Wings = append(out.Wings, toolspec.WingCaps{Wing: g.wings[i].Name, Capabilities: c.Strings()})
 			continue
 		}
-		if g.disclosable(ci, g.wings[i], errs[i]) {
-			e := edge.Classify(errs[i], g.wings[i].Name)
-			out.Unavailable = append(out.Unavailable, unavailableWing{Wing: g.wings[i].Name, Code: e.Code, Error: e.Message})
+		if g.grants.Disclosable(ci.Key, g.wings[i], errs[i]) {
+			out.Unavailable = append(out.Unavailable, route.Unavailable(errs[i], g.wings[i]))
 		}
 	}
 	body, err := brain.Marshal(out)
@@ -233,16 +194,6 @@ func (g *Gateway) wingsTool(ctx context.Context, req mcp.CallToolRequest) (*mcp.
 	rec.Outcome = "ok"
 	g.finish(ctx, ci, &rec, res, start)
 	return res, nil
-}
-
-// capsAll is the caller's capabilities in every wing (minting where needed),
-// bounded like a cross-wing search by limits.fanout_timeout: a wing that
-// cannot say in time counts as unreachable, so brain_wings, tools/list and
-// the unknown_wing hint never wait for one stuck shard.
-func (g *Gateway) capsAll(ctx context.Context, ci *callInfo) ([]brain.Caps, []error) {
-	ctx, cancel := context.WithTimeout(ctx, min(g.cfg.Limits.FanoutTimeout, g.cfg.Shards.CallTimeout))
-	defer cancel()
-	return g.grants.CapsAll(ctx, ci.id, ci.requestID, g.cfg.Limits.FanoutConcurrency)
 }
 
 // wingLabel bounds the metrics' wing label to configured wings.

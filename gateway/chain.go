@@ -24,16 +24,13 @@ type mcpCall struct {
 	ctx  context.Context
 }
 
-// mcpHandler serves a request the edge admitted.
-type mcpHandler func(*mcpCall)
-
 // serveMCP serves /mcp: the edge's checks, then the chain.
 func (g *Gateway) serveMCP(w http.ResponseWriter, r *http.Request) {
 	q := &mcpCall{Request: edge.Request{Rec: edge.StatusRecorder{ResponseWriter: w}, R: r}}
-	q.Identity = &q.ci.id
+	q.Identity = &q.ci.ID
 	defer g.edge.Count(&q.Request)
 	if g.edge.Admit(&q.Request, q) {
-		g.withCallInfo(q, g.serveCall)
+		g.withCallInfo(q)
 	}
 }
 
@@ -53,16 +50,17 @@ func (q *mcpCall) RPCID() []byte { return q.msg.ID }
 
 // withCallInfo puts the call info in the request context: mcp-go builds a
 // tool handler's context from it, so the identity, the request id and a
-// logger carrying both reach the handlers.
-func (g *Gateway) withCallInfo(q *mcpCall, next mcpHandler) {
-	q.ci.key, q.ci.base = route.KeyOf(q.ci.id), g.log
-	q.ci.requestID, q.ci.method = q.RequestID, q.Method
+// logger carrying both reach the handlers; then serveCall (traced when
+// tracing is on).
+func (g *Gateway) withCallInfo(q *mcpCall) {
+	q.ci.Key, q.ci.Base = route.KeyOf(q.ci.ID), g.log
+	q.ci.RequestID, q.ci.method = q.RequestID, q.Method
 	q.ctx = context.WithValue(q.R.Context(), callInfoKey{}, &q.ci)
 	if g.tracer != nil {
-		g.traced(q, next)
+		g.traced(q)
 		return
 	}
-	next(q)
+	g.serveCall(q)
 }
 
 // serveCall ends the chain: a tools/call on the lean path (unless a test

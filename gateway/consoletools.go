@@ -9,9 +9,11 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/console"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
+	"github.com/brainstem/brainstem/gateway/surfaces"
 )
 
 // consoleTools is the console's one way to the brain: a tool call made as
@@ -28,7 +30,7 @@ func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, a
 	// The request carried a verified session: its connection no longer
 	// counts against limits.max_unauthenticated_conns, as after /mcp's.
 	edge.MarkAuthenticated(ctx)
-	ci := &callInfo{id: id, key: route.KeyOf(id), requestID: edge.RequestID(""), method: "tools/call", base: g.log.With("client", "console")}
+	ci := &callInfo{Caller: route.Caller{ID: id, Key: route.KeyOf(id), RequestID: edge.RequestID(""), Base: g.log.With("client", "console")}, method: "tools/call"}
 	if lim := g.edge.EmailLimiter(id.Email); !lim.AllowN(g.now(), 1) {
 		g.metrics.rateLimited.WithLabelValues("email").Inc()
 		e := edge.NewError(brain.CodeRateLimited, edge.ErrRateLimited, "too many calls for %s; wait a second and try again", id.Email)
@@ -39,13 +41,13 @@ func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, a
 	req.Params.Name = tool
 	req.Params.RawArguments = args
 	var res *mcp.CallToolResult
-	if tool == wingsToolName {
+	if tool == toolspec.WingsTool {
 		res, _ = g.wingsTool(ctx, req)
 	} else if g.cat.Load().Spec(tool).Known {
 		res, _ = g.shardToolHandler(tool)(ctx, req)
 	} else {
 		start := time.Now()
-		rec := auditRecord{Tool: tool, BytesIn: len(args), Args: args}
+		rec := auditRecord{Record: surfaces.Record{Tool: tool, BytesIn: len(args), Args: args}}
 		res = g.fail(&rec, edge.NewError(brain.CodeUnknownTool, edge.ErrInvalidArgument, "no tool %q", tool))
 		g.finish(ctx, ci, &rec, res, start)
 	}

@@ -1,6 +1,6 @@
 // Package gateway is the public MCP endpoint: Streamable HTTP at /mcp,
 // SSO authentication with RFC 6750/9728 challenges, the grant cache of
-// shard tokens (grants.go: what the design brief calls the session cache,
+// shard tokens (route.GrantCache: what the design brief calls the session cache,
 // configured by the grants section; keyed by email and group set, so
 // a grant follows the token in hand), routing by wing (a call that names
 // none goes to default_wing when one is configured), cross-wing search
@@ -15,7 +15,7 @@
 //
 // # Use
 //
-//	cfg, err := gateway.LoadConfig("/etc/brainstem/gateway.yaml")
+//	cfg, err := config.LoadConfig("/etc/brainstem/gateway.yaml") // gateway/config
 //	if err == nil {
 //		err = cfg.Validate()
 //	}

@@ -16,19 +16,6 @@ import (
 	"github.com/brainstem/brainstem/search"
 )
 
-// wingsToolName is the gateway's own tool.
-const wingsToolName = toolspec.WingsTool
-
-// unavailableWing reports a wing left out of a cross-wing answer.
-type unavailableWing = toolspec.UnavailableWing
-
-// queryOf decodes, checks and tokenizes a cross-wing search's arguments,
-// once, with the search tool's own spec (search.DecodeQuery). The size
-// limits are the wings' (search.ServeRank).
-func (g *Gateway) queryOf(args []byte) (search.Query, error) {
-	return search.DecodeQuery(g.searchSpec, args)
-}
-
 // fanoutQuery runs a search over every wing the caller may read, every wing
 // in parallel, in the steps of search.Fanout (search/protocol.go): grants
 // (searchable) and statistics, rank, fetch. A failing wing is listed under
@@ -38,7 +25,7 @@ func (g *Gateway) queryOf(args []byte) (search.Query, error) {
 // answered by then is listed under "unavailable" with the others' results,
 // and the audit outcome is "partial".
 func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, rec *auditRecord) *mcp.CallToolResult {
-	q, err := g.queryOf(args)
+	q, err := search.DecodeQuery(g.searchSpec, args) // the size limits are the wings' (search.ServeRank)
 	if err != nil {
 		return g.fail(rec, edge.Classify(err, ""))
 	}
@@ -56,7 +43,7 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 	}
 	var readable []*route.Wing
 	fs := &search.Fanout{Query: q, Replica: g.replica, Each: func(errs []error, fn func(i int)) {
-		g.eachWing(readable, errs, func(i int, _ *route.Wing) { fn(i) })
+		route.EachWing(g.fanoutWorkers, g.cfg.Limits.FanoutConcurrency, readable, errs, func(i int, _ *route.Wing) { fn(i) })
 	}}
 	p1ctx, cancel1 := context.WithTimeout(fctx, bound/2)
 	defer cancel1()
@@ -90,30 +77,31 @@ func (g *Gateway) fanoutQuery(ctx context.Context, ci *callInfo, args []byte, re
 // searchable is step 1's grants, within ctx: the wings the caller may read
 // join the search, minted for together where the grant cache holds no
 // grant; the others that failed are Left only when the caller holds a
-// grant there (g.disclosable). It fails when the caller can read no wing.
+// grant there (route.GrantCache.Disclosable). It fails when the caller
+// can read no wing.
 func (g *Gateway) searchable(ctx context.Context, ci *callInfo, fs *search.Fanout, late func(*route.Wing, error) *edge.Error) ([]*route.Wing, error) {
 	n := len(g.wings)
 	canRead, errs, ask := make([]bool, n), make([]error, n), make([]error, n)
-	key := route.KeyOf(ci.id)
+	key := ci.Key
 	for i, w := range g.wings {
 		if gr, ok, err := g.grants.Lookup(key, w); ok {
-			ask[i], errs[i], canRead[i] = errSkip, err, err == nil && gr.Caps.Has(brain.CapRead)
+			ask[i], errs[i], canRead[i] = route.ErrNotAsked, err, err == nil && gr.Caps.Has(brain.CapRead)
 		}
 	}
-	g.eachWing(g.wings, ask, func(i int, w *route.Wing) {
-		gr, _, err := g.grants.GetKey(ctx, ci.id, key, w, ci.requestID)
+	route.EachWing(g.fanoutWorkers, g.cfg.Limits.FanoutConcurrency, g.wings, ask, func(i int, w *route.Wing) {
+		gr, _, err := g.grants.GetKey(ctx, ci.ID, key, w, ci.RequestID)
 		errs[i], canRead[i] = err, err == nil && gr.Caps.Has(brain.CapRead)
 	})
-	readable, caller, hidden := make([]*route.Wing, 0, n), ci.caller(), 0 // hidden: failed for a caller holding no grant there, not named
+	readable, hidden := make([]*route.Wing, 0, n), 0 // hidden: failed for a caller holding no grant there, not named
 	fs.Wings, fs.Index = make([]search.Wing, 0, n), make([]int, 0, n)
 	for i, w := range g.wings {
 		switch {
 		case canRead[i]:
 			readable = append(readable, w)
-			fs.Wings, fs.Index = append(fs.Wings, route.SearchWing{Sender: g.shards, Caller: caller, Wing: w, Late: late}), append(fs.Index, w.Idx)
-		case g.disclosable(ci, w, errs[i]):
+			fs.Wings, fs.Index = append(fs.Wings, route.SearchWing{Sender: g.shards, Caller: ci.Caller, Wing: w, Late: late}), append(fs.Index, w.Idx)
+		case g.grants.Disclosable(key, w, errs[i]):
 			if e := late(w, errs[i]); e.Code != brain.CodeForbidden {
-				fs.Left = append(fs.Left, unavailableWing{Wing: w.Name, Code: e.Code, Error: e.Message})
+				fs.Left = append(fs.Left, toolspec.UnavailableWing{Wing: w.Name, Code: e.Code, Error: e.Message})
 			}
 		case errs[i] != nil && !errors.Is(errs[i], route.ErrNotAdmitted):
 			hidden++
@@ -134,16 +122,6 @@ func (g *Gateway) searchable(ctx context.Context, ci *callInfo, fs *search.Fanou
 // wings out (listed in the audit line's missing_wings).
 const outcomePartial = "partial"
 
-// errSkip marks a wing a step does not ask.
-var errSkip = errors.New("gateway: wing not asked")
-
 // fanoutWorkers is how many goroutines of cross-wing steps the gateway
 // keeps waiting for the next step (internal/workers).
 const fanoutWorkers = 64
-
-// eachWing runs fn for every wing whose errs entry is nil, at most
-// limits.fanout_concurrency at a time, on the gateway's kept goroutines
-// (route.EachWing).
-func (g *Gateway) eachWing(wings []*route.Wing, errs []error, fn func(i int, w *route.Wing)) {
-	route.EachWing(g.fanoutWorkers, g.cfg.Limits.FanoutConcurrency, wings, errs, fn)
-}

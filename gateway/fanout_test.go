@@ -33,7 +33,7 @@ func TestQueryLimits(t *testing.T) {
 		{`{"query":"x","limit":"5"}`, 0},
 	}
 	for _, tt := range tests {
-		q, err := g.queryOf([]byte(tt.args))
+		q, err := search.DecodeQuery(g.searchSpec, []byte(tt.args))
 		switch {
 		case tt.want == 0:
 			e, ok := brain.As(err)

@@ -21,8 +21,10 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -215,9 +217,9 @@ func TestFanoutBound(t *testing.T) {
 				t.Fatal(text)
 			}
 			var got struct {
-				Hits        []json.RawMessage `json:"hits"`
-				Wings       []string          `json:"wings"`
-				Unavailable []unavailableWing `json:"unavailable"`
+				Hits        []json.RawMessage          `json:"hits"`
+				Wings       []string                   `json:"wings"`
+				Unavailable []toolspec.UnavailableWing `json:"unavailable"`
 			}
 			if err := json.Unmarshal([]byte(text), &got); err != nil {
 				t.Fatal(err)
@@ -257,8 +259,8 @@ func TestShardRoleCertificateIsNotReady(t *testing.T) {
 		t.Fatalf("no log line says why:\n%s", e.logs.String())
 	}
 	// The shard itself refuses the mint with CodeWrongRole.
-	ctx := context.WithValue(context.Background(), callInfoKey{}, &callInfo{id: auth.Identity{Email: "alice@acme.com", Expiry: time.Now().Add(time.Hour)}, requestID: "r1", base: bad.log})
-	_, err = bad.shards.Call(ctx, callInfoFrom(ctx).caller(), bad.byName["payments"], newCall("brain_get", `{"id":"payments/f/x"}`), false)
+	ctx := context.WithValue(context.Background(), callInfoKey{}, &callInfo{Caller: route.Caller{ID: auth.Identity{Email: "alice@acme.com", Expiry: time.Now().Add(time.Hour)}, RequestID: "r1", Base: bad.log}})
+	_, err = bad.shards.Call(ctx, callInfoFrom(ctx).Caller, bad.byName["payments"], newCall("brain_get", `{"id":"payments/f/x"}`), false)
 	var ge *edge.Error
 	if !errors.As(err, &ge) || ge.Code != brain.CodeUnavailable || !errors.Is(err, edge.ErrMintRefused) || !strings.Contains(ge.Message, "gateway-role certificate") {
 		t.Fatalf("call with a shard-role certificate: %v", err)

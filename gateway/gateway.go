@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -229,18 +230,11 @@ func dialShards(cfg config.Config, opt Options) (map[string]route.ShardClient, *
 			TLS:         tc,
 			MaxInFlight: cfg.Shards.MaxInFlight,
 			DialTimeout: min(cfg.Shards.CallTimeout, 10*time.Second),
-			Logger:      loggerOrDiscard(opt.Logger).With("wing", w.Name),
+			Logger:      cmp.Or(opt.Logger, slog.New(slog.DiscardHandler)).With("wing", w.Name),
 			QUIC:        &quic.Config{KeepAlivePeriod: cfg.Shards.KeepAlive, MaxIdleTimeout: cfg.Shards.IdleTimeout},
 		})
 	}
 	return clients, base, nil
-}
-
-func loggerOrDiscard(l *slog.Logger) *slog.Logger {
-	if l == nil {
-		return slog.New(slog.DiscardHandler)
-	}
-	return l
 }
 
 // replicaTerms bounds the terms the statistics replica holds per wing.
@@ -251,12 +245,12 @@ const replicaTerms = 1 << 14
 func newGateway(cfg config.Config, opt Options, v identityVerifier, clients map[string]route.ShardClient) (*Gateway, error) {
 	g := &Gateway{
 		cfg:            cfg,
-		log:            loggerOrDiscard(opt.Logger),
+		log:            cmp.Or(opt.Logger, slog.New(slog.DiscardHandler)),
 		now:            opt.Now,
 		verifier:       v,
 		byName:         map[string]*route.Wing{},
 		fanoutWorkers:  workers.New(fanoutWorkers, workers.KeepIdle),
-		registry:       opt.Registry,
+		registry:       cmp.Or(opt.Registry, prometheus.NewRegistry()),
 		tracer:         opt.Tracing.RootTracer(),
 		traceSensitive: opt.Tracing.IsSensitive(),
 		origins:        map[string]bool{},
@@ -267,9 +261,6 @@ func newGateway(cfg config.Config, opt Options, v identityVerifier, clients map[
 	}
 	for _, d := range cfg.Deprecations() {
 		g.log.Warn(d)
-	}
-	if g.registry == nil {
-		g.registry = prometheus.NewRegistry()
 	}
 	for i, wc := range cfg.Wings {
 		c, ok := clients[wc.Name]
@@ -296,7 +287,7 @@ func newGateway(cfg config.Config, opt Options, v identityVerifier, clients map[
 		Info: mcp.Implementation{Name: serverName, Version: Version}, SessionIdleTTL: cfg.Grants.IdleTTL, Sessions: cfg.Grants.MaxEntries, Now: g.now}); err != nil {
 		return nil, err
 	}
-	g.refresh = newRefresher(g)
+	g.refresh = &refresher{g: g, kick: make(chan struct{}, 1)}
 	g.refresh.register() // brain_wings, before any shard answers
 	g.public = g.buildPublicHandler()
 	g.publicSrv.Handler = g.public
@@ -359,16 +350,13 @@ func (g *Gateway) newState(opt Options) error {
 	g.audit = &auditLog{w: auditW, logArgs: cfg.Audit.LogArguments,
 		onError: func(err error) { g.log.Error("cannot write the audit log", "err", err) }}
 
-	// The cache needs metrics and metrics read the cache: build the cache
-	// with a forwarding sink first.
-	sink := &metricsSink{}
-	g.grants = route.NewGrantCache(g.wings, cfg.Grants.MaxEntries, cfg.Grants.IdleTTL, cfg.Grants.DenyTTL,
-		cfg.Shards.CallTimeout, g.now, sink, g.log)
+	// The metrics read the cache only when scraped, so they are built first.
 	var err error
 	if g.metrics, err = newMetrics(g.registry, g); err != nil {
 		return fmt.Errorf("gateway: metrics: %w", err)
 	}
-	sink.m = g.metrics
+	g.grants = route.NewGrantCache(g.wings, cfg.Grants.MaxEntries, cfg.Grants.IdleTTL, cfg.Grants.DenyTTL,
+		cfg.Shards.CallTimeout, g.now, g.metrics, g.log)
 	g.shards = &route.Sender{Grants: g.grants, CallTimeout: cfg.Shards.CallTimeout, RetryBase: cfg.Shards.RetryBase,
 		LostRetry: g.metrics.lostRetry, TokenRejected: g.metrics.tokenRejected}
 	g.edge, err = g.newEdge()
@@ -486,43 +474,29 @@ func (b bearerVerifier) Verify(ctx context.Context, raw string) (auth.Identity, 
 	return b.idp.Verify(ctx, raw)
 }
 
-// metricsSink forwards grant-cache events to the metrics once built.
-type metricsSink struct{ m *metrics }
-
-func (s *metricsSink) CacheHit()                   { s.m.cacheHit() }
-func (s *metricsSink) CacheMiss()                  { s.m.cacheMiss() }
-func (s *metricsSink) Minted(wing, outcome string) { s.m.minted(wing, outcome) }
-
 // start fetches the tools once (bounded by shards.call_timeout) and starts
-// the background refresh.
+// the background refresh, the change watcher and the ended sign-ins' watcher.
 func (g *Gateway) start(ctx context.Context) {
 	rctx, cancel := context.WithTimeout(ctx, g.cfg.Shards.CallTimeout)
 	g.refresh.refresh(rctx)
 	cancel()
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	g.stopRefresh = stop
-	g.refreshDone = make(chan struct{})
-	go func() {
-		defer close(g.refreshDone)
-		g.refresh.loop(lctx)
-	}()
-	g.watchDone = make(chan struct{})
-	go func() {
-		defer close(g.watchDone)
-		g.watch.Loop(lctx)
-	}()
+	g.refreshDone = goDone(func() { g.refresh.loop(lctx) })
+	g.watchDone = goDone(func() { g.watch.Loop(lctx) })
 	sctx, stopSignins := context.WithCancel(context.WithoutCancel(ctx))
-	g.stopSignins, g.signinsDone = stopSignins, make(chan struct{})
-	go func() {
-		defer close(g.signinsDone)
-		g.runSignins(sctx)
-	}()
+	g.stopSignins = stopSignins
+	g.signinsDone = goDone(func() { g.runSignins(sctx) })
 }
 
-// RefreshTools fetches every wing's tool descriptors now and re-registers
-// the union if it changed.
-func (g *Gateway) RefreshTools(ctx context.Context) {
-	g.refresh.refresh(ctx)
+// goDone runs fn on a goroutine and returns a channel closed when it returns.
+func goDone(fn func()) chan struct{} {
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		fn()
+	}()
+	return done
 }
 
 // Handler serves the public endpoints: the MCP endpoint (public_url path +
@@ -533,9 +507,6 @@ func (g *Gateway) Handler() http.Handler { return g.public }
 // AdminHandler serves /metrics, /healthz, /readyz and the operator's
 // /signins endpoints (offboarding.go).
 func (g *Gateway) AdminHandler() http.Handler { return g.admin }
-
-// MCPURL is the MCP endpoint URL (public_url + "/mcp").
-func (g *Gateway) MCPURL() string { return g.cfg.MCPURL() }
 
 func (g *Gateway) allReached() bool {
 	for _, w := range g.wings {

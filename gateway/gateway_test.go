@@ -15,6 +15,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/search"
 )
@@ -155,10 +156,10 @@ func TestFanout(t *testing.T) {
 		t.Fatal(text)
 	}
 	var got struct {
-		Hits        []json.RawMessage `json:"hits"`
-		Total       int64             `json:"total"`
-		Wings       []string          `json:"wings"`
-		Unavailable []unavailableWing `json:"unavailable"`
+		Hits        []json.RawMessage          `json:"hits"`
+		Total       int64                      `json:"total"`
+		Wings       []string                   `json:"wings"`
+		Unavailable []toolspec.UnavailableWing `json:"unavailable"`
 	}
 	if err := json.Unmarshal([]byte(text), &got); err != nil {
 		t.Fatal(err)
@@ -312,10 +313,10 @@ func TestFanoutRendersOnlyFinalHits(t *testing.T) {
 	other := e.client(t, e.idp.token(t, "other@acme.com"), false)
 
 	type answer struct {
-		Hits        []json.RawMessage `json:"hits"`
-		Total       int64             `json:"total"`
-		Wings       []string          `json:"wings"`
-		Unavailable []unavailableWing `json:"unavailable"`
+		Hits        []json.RawMessage          `json:"hits"`
+		Total       int64                      `json:"total"`
+		Wings       []string                   `json:"wings"`
+		Unavailable []toolspec.UnavailableWing `json:"unavailable"`
 	}
 	search := func(c *client.Client, args string) answer {
 		t.Helper()

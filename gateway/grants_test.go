@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 	"net"
 	"net/http/httptest"
 	"net/http/httputil"
@@ -127,7 +128,7 @@ func TestGrantCacheUnit(t *testing.T) {
 	clock := func() time.Time { return now }
 	fc := &fakeMintClient{exp: now.Add(10 * time.Minute)}
 	w := &route.Wing{Idx: 0, Name: "w", Client: fc}
-	sc := route.NewGrantCache([]*route.Wing{w}, 10, time.Hour, time.Minute, time.Second, clock, nopMetrics{}, loggerOrDiscard(nil))
+	sc := route.NewGrantCache([]*route.Wing{w}, 10, time.Hour, time.Minute, time.Second, clock, nopMetrics{}, slog.New(slog.DiscardHandler))
 	alice := auth.Identity{Email: "alice@acme.com", Expiry: now.Add(2 * time.Minute)}
 	bob := auth.Identity{Email: "bob@acme.com", Expiry: now.Add(time.Hour)}
 

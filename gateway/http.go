@@ -3,7 +3,6 @@ package gateway
 import (
 	"context"
 	"fmt"
-	"log/slog"
 	"net/http"
 
 	"github.com/brainstem/brainstem/auth"
@@ -18,11 +17,8 @@ import (
 // callInfo is what the HTTP layer learns about a request and hands to the
 // tool handlers through the request context.
 type callInfo struct {
-	id        auth.Identity
-	key       route.Key // the grant cache key of id: email and group set
-	requestID string
-	method    string // JSON-RPC method of a POST ("" otherwise)
-	base      *slog.Logger
+	route.Caller        // who the request is for (its identity and grant key), its request id, the gateway's logger
+	method       string // JSON-RPC method of a POST ("" otherwise)
 	// args are the arguments of the tools/call the lean path answers, which
 	// it scanned (scanArgs) to know mcp-go would take them; the tool
 	// handler reads them instead of scanning again. Valid when scanned.
@@ -85,7 +81,7 @@ func (g *Gateway) scopes() ([]string, bool) {
 // its session ids (edge.SessionIDs).
 func requestEmail(r *http.Request) string {
 	if ci := callInfoFrom(r.Context()); ci != nil {
-		return ci.id.Email
+		return ci.ID.Email
 	}
 	return ""
 }

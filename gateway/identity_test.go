@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"log/slog"
 	"os"
 	"strings"
 	"sync"
@@ -175,7 +176,7 @@ func TestHeldCapsOutliveTheToken(t *testing.T) {
 	now := time.Date(2026, 1, 1, 12, 0, 0, 0, time.UTC)
 	fc := &fakeMintClient{exp: now.Add(10 * time.Minute)}
 	w := &route.Wing{Idx: 0, Name: "w", Client: fc}
-	sc := route.NewGrantCache([]*route.Wing{w}, 10, time.Hour, time.Minute, time.Second, func() time.Time { return now }, nopMetrics{}, loggerOrDiscard(nil))
+	sc := route.NewGrantCache([]*route.Wing{w}, 10, time.Hour, time.Minute, time.Second, func() time.Time { return now }, nopMetrics{}, slog.New(slog.DiscardHandler))
 	alice := auth.Identity{Email: "alice@acme.com", Groups: []string{"x"}, Expiry: now.Add(time.Hour)}
 	if _, _, err := sc.Get(context.Background(), alice, w, "r"); err != nil {
 		t.Fatal(err)

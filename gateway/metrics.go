@@ -57,8 +57,11 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 			"Cross-wing searches ranked again because a wing changed between its statistics and its ranking."),
 		leanCalls: counter("lean_tool_calls_total",
 			"Stateless (2026-07-28) tools/call requests answered without mcp-go's transport; every other request goes through mcp-go."),
+		watchChanges: counter("watch_changes_total",
+			"Wing changes (a new change generation) the watcher saw while clients listened for notifications."),
+		notified:      counter("notifications_sent_total", "notifications/resources/list_changed handed to listening clients' streams."),
+		notifyDropped: counter("notifications_dropped_total", "Change notifications not sent because the client's stream was full (it is not reading it)."),
 	}
-	m.watchChanges, m.notified, m.notifyDropped = watchMetrics()
 	sessions := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "sessions",
 		Help: "Callers (email and group set) currently in the grant cache (the session cache)."}, func() float64 { return float64(g.grants.Len()) })
 	unauth := prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "unauthenticated_connections",
@@ -96,16 +99,6 @@ func newMetrics(reg prometheus.Registerer, g *Gateway) (*metrics, error) {
 	return m, nil
 }
 
-// watchMetrics are the change watcher's counters (gateway/surfaces/watch.go).
-func watchMetrics() (changes, sent, dropped prometheus.Counter) {
-	return prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "watch_changes_total",
-			Help: "Wing changes (a new change generation) the watcher saw while clients listened for notifications."}),
-		prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "notifications_sent_total",
-			Help: "notifications/resources/list_changed handed to listening clients' streams."}),
-		prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "notifications_dropped_total",
-			Help: "Change notifications not sent because the client's stream was full (it is not reading it)."})
-}
-
 // counter and counterVec are the gateway's counters, under ns.
 func counter(name, help string) prometheus.Counter {
 	return prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: name, Help: help})
@@ -122,9 +115,10 @@ func b2f(b bool) float64 {
 	return 0
 }
 
-func (m *metrics) cacheHit()                   { m.cacheHits.Inc() }
-func (m *metrics) cacheMiss()                  { m.cacheMisses.Inc() }
-func (m *metrics) minted(wing, outcome string) { m.mints.WithLabelValues(wing, outcome).Inc() }
+// CacheHit, CacheMiss and Minted count the grant cache's events (route.Metrics).
+func (m *metrics) CacheHit()                   { m.cacheHits.Inc() }
+func (m *metrics) CacheMiss()                  { m.cacheMisses.Inc() }
+func (m *metrics) Minted(wing, outcome string) { m.mints.WithLabelValues(wing, outcome).Inc() }
 func (m *metrics) lostRetry(wing string, write bool) {
 	if write {
 		m.lostWrites.WithLabelValues(wing).Inc()

@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"io"
+	"log/slog"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -384,7 +385,7 @@ func FuzzSigninsEndForm(f *testing.F) {
 	}
 	// The handler of a gateway holding only what it uses.
 	sum := sha256.Sum256([]byte("operator-token-0123456789abcdef0123"))
-	g := &Gateway{log: loggerOrDiscard(nil), now: time.Now, ended: offboard.NewList(), adminToken: sum[:]}
+	g := &Gateway{log: slog.New(slog.DiscardHandler), now: time.Now, ended: offboard.NewList(), adminToken: sum[:]}
 	g.grants = route.NewGrantCache(nil, 100, time.Minute, time.Minute, time.Second, time.Now, nopMetrics{}, g.log)
 	f.Fuzz(func(t *testing.T, body string) {
 		before := len(g.ended.Entries())

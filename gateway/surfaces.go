@@ -6,8 +6,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/brainstem/brainstem/brain"
-	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/gateway/surfaces"
 )
@@ -29,32 +27,16 @@ type surfaceCalls struct{ g *Gateway }
 
 func (s surfaceCalls) Caller(ctx context.Context) (route.Caller, bool) {
 	if ci := callInfoFrom(ctx); ci != nil {
-		return ci.caller(), true
+		return ci.Caller, true
 	}
 	return route.Caller{}, false
 }
 
-func (s surfaceCalls) Caps(ctx context.Context) ([]brain.Caps, []error) {
-	return s.g.capsAll(ctx, callInfoFrom(ctx))
-}
-
-func (s surfaceCalls) Disclosable(ctx context.Context, w *route.Wing, err error) bool {
-	return s.g.disclosable(callInfoFrom(ctx), w, err)
-}
-
-func (s surfaceCalls) NoWing(ctx context.Context, name string) *edge.Error {
-	return s.g.noWing(ctx, callInfoFrom(ctx), name)
-}
-
 func (s surfaceCalls) Tool(ctx context.Context, method, tool string, args []byte) *mcp.CallToolResult {
-	start, ci := time.Now(), callInfoFrom(ctx)
-	rec := auditRecord{Tool: method, BytesIn: len(args), Args: args}
-	res := s.g.runShardTool(ctx, ci, tool, s.g.cat.Load().Spec(tool), args, &rec)
-	s.g.finish(ctx, ci, &rec, res, start)
+	res, _ := s.g.callShardTool(ctx, callInfoFrom(ctx), method, tool, args)
 	return res
 }
 
 func (s surfaceCalls) Audit(ctx context.Context, r *surfaces.Record, start time.Time) {
-	rec := auditRecord{Tool: r.Tool, Wing: r.Wing, Outcome: r.Outcome, BytesIn: r.BytesIn, BytesOut: r.BytesOut, Args: r.Args, err: r.Err}
-	s.g.finishRecord(ctx, callInfoFrom(ctx), &rec, start)
+	s.g.finishRecord(ctx, callInfoFrom(ctx), &auditRecord{Record: *r}, start)
 }

@@ -38,10 +38,6 @@ type refresher struct {
 	lastPromptSig string // under mu
 }
 
-func newRefresher(g *Gateway) *refresher {
-	return &refresher{g: g, kick: make(chan struct{}, 1)}
-}
-
 // trigger asks the background loop for a refresh soon.
 func (r *refresher) trigger() {
 	select {
@@ -86,12 +82,15 @@ func (r *refresher) ensure(ctx context.Context) {
 	}
 }
 
-// refresh fetches every wing's tools (route.FetchDescriptors) and
-// re-registers the catalog if it changed.
+// refresh fetches every wing's tools and prompts (route.FetchDescriptors)
+// and re-registers the catalog if it changed, and the prompts
+// (gateway/surfaces, which serves prompts/list and prompts/get) if they did.
 func (r *refresher) refresh(ctx context.Context) {
 	route.FetchDescriptors(ctx, r.g.wings, r.g.cfg.Limits.FanoutConcurrency, r.g.log)
 	r.register()
-	r.registerPrompts()
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	r.lastPromptSig = r.g.surfaces.RegisterPrompts(r.lastPromptSig, r.g.mcp.SetPrompts)
 }
 
 // register builds the catalog and hands it to mcp-go when it changed.
@@ -156,25 +155,15 @@ func (g *Gateway) filterTools(ctx context.Context, tools []mcp.Tool) []mcp.Tool 
 		return tools
 	}
 	cat := g.cat.Load()
-	caps, _ := g.capsAll(ctx, ci)
+	caps, _ := g.surfaces.Caps(ctx, ci.Caller)
 	out := tools[:0:0]
 	for _, t := range tools {
-		if t.Name == wingsToolName {
+		var e *route.Entry[route.ToolDescriptor]
+		if cat != nil {
+			e = cat.By[t.Name]
+		}
+		if t.Name == toolspec.WingsTool || e != nil && e.FirstWith(caps, e.Desc.Spec.Needs) >= 0 {
 			out = append(out, t)
-			continue
-		}
-		if cat == nil {
-			continue
-		}
-		e, ok := cat.By[t.Name]
-		if !ok {
-			continue
-		}
-		for _, wi := range e.Wings {
-			if caps[wi].Has(e.Desc.Spec.Needs) {
-				out = append(out, t)
-				break
-			}
 		}
 	}
 	return out

@@ -26,8 +26,9 @@ const traceFlushTimeout = 5 * time.Second
 // opted in to content (BRAINSTEM_TRACE_SENSITIVE).
 const maxSensitiveArgs = 1 << 10
 
-// traced runs the rest of the chain inside the request's server span.
-func (g *Gateway) traced(q *mcpCall, next mcpHandler) {
+// traced runs the rest of the chain (serveCall) inside the request's
+// server span.
+func (g *Gateway) traced(q *mcpCall) {
 	ctx := propagation.TraceContext{}.Extract(q.ctx, propagation.HeaderCarrier(q.R.Header))
 	if tp := metaTraceparent(q.msg.Params); tp != "" {
 		ctx = tracing.Remote(ctx, tp)
@@ -36,13 +37,13 @@ func (g *Gateway) traced(q *mcpCall, next mcpHandler) {
 	ctx, span := g.tracer.Start(ctx, "mcp "+method, trace.WithSpanKind(trace.SpanKindServer))
 	defer span.End()
 	if span.IsRecording() {
-		span.SetAttributes(tracing.KeyMethod.String(method), tracing.KeyRequestID.String(q.ci.requestID))
+		span.SetAttributes(tracing.KeyMethod.String(method), tracing.KeyRequestID.String(q.ci.RequestID))
 		if g.traceSensitive {
-			span.SetAttributes(tracing.KeyEmail.String(q.ci.id.Email))
+			span.SetAttributes(tracing.KeyEmail.String(q.ci.ID.Email))
 		}
 	}
 	q.ctx = ctx
-	next(q)
+	g.serveCall(q)
 	if span.IsRecording() {
 		span.SetAttributes(tracing.KeyStatus.Int(q.Rec.Status()))
 	}
@@ -99,7 +100,7 @@ func (g *Gateway) spanRecord(span trace.Span, rec *auditRecord) {
 		}
 		span.SetAttributes(tracing.KeyArgs.String(string(args)))
 	}
-	if rec.err != nil {
+	if rec.Err != nil {
 		span.SetStatus(codes.Error, "")
 	}
 }

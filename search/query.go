@@ -32,12 +32,9 @@ func (l Limits) WithDefaults() Limits {
 	return l
 }
 
-// NoLimits is what the gateway decodes a cross-wing query with.
-var noLimits = Limits{MaxQueryBytes: -1, MaxQueryTerms: -1}
-
 // NoLimits returns the limits of a decoder that leaves the size of a query
-// to the shards.
-func NoLimits() Limits { return noLimits }
+// to the shards: the gateway decodes a cross-wing query with them.
+func NoLimits() Limits { return Limits{MaxQueryBytes: -1, MaxQueryTerms: -1} }
 
 // Query is brain_query's arguments decoded, checked and tokenized once.
 type Query struct {
@@ -94,9 +91,6 @@ type legacyArgs struct {
 // LegacyDefaultLimit is the predecessor's default number of hits.
 const LegacyDefaultLimit = 5
 
-// WingName is the wing argument, for the shard's check that it is its own.
-func (a *Args) WingName() string { return a.Wing }
-
 // Tokenized tokenizes the arguments once into the query they ask for.
 func (a *Args) Tokenized() Query {
 	toks := Tokenize(a.Query)
@@ -112,7 +106,7 @@ func (a *Args) Tokenized() Query {
 // Check applies the limits to a query: its bytes and its searchable words.
 // Its refusals are those of brain_query on one wing, word for word.
 func Check(q Query, lim Limits) error {
-	if lim == noLimits {
+	if lim == NoLimits() {
 		return nil
 	}
 	lim = lim.WithDefaults()
@@ -128,7 +122,7 @@ func Check(q Query, lim Limits) error {
 // Spec is brain_query's declaration, with the limits its description
 // gives (NoLimits: the gateway's copy, whose text no one reads).
 func Spec(lim Limits) *toolspec.Spec {
-	if lim != noLimits {
+	if lim != NoLimits() {
 		lim = lim.WithDefaults()
 	}
 	return &toolspec.Spec{

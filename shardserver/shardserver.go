@@ -7,8 +7,7 @@
 package shardserver
 
 import (
-	"github.com/brainstem/brainstem/internal/tracing"
-
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -28,6 +27,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/internal/tracing"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/shard"
@@ -132,10 +132,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = DefaultDrainTimeout
 	}
-	log := cfg.Shard.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(cfg.Shard.Logger, slog.New(slog.DiscardHandler))
 	tlsConf, resetKey, err := serverTLS(cfg)
 	if err != nil {
 		return nil, err

@@ -260,19 +260,9 @@ var envOverrides = []struct {
 	{"BRAINSTEM_OAUTH_CLIENT_SECRET_FILE", func(c *Config, v string) { c.OAuth.Upstream.ClientSecretFile = v }},
 }
 
-// EnvOverrides lists the environment variables LoadConfig applies over the
-// file (non-empty values win).
-func EnvOverrides() []string {
-	out := make([]string, len(envOverrides))
-	for i, e := range envOverrides {
-		out[i] = e.name
-	}
-	return out
-}
-
 // LoadConfig reads a YAML config file over DefaultConfig, rejecting unknown
-// keys, then applies the BRAINSTEM_* environment overrides (see
-// EnvOverrides). It does not validate; call Validate.
+// keys, then applies the BRAINSTEM_* environment overrides (non-empty
+// values win; see envOverrides). It does not validate; call Validate.
 func LoadConfig(path string) (Config, error) {
 	return loadConfig(path, os.Getenv)
 }
@@ -428,7 +418,7 @@ func (c Config) ValidateWith(shardTLSFiles bool) error {
 	if err := c.OIDC.Validate(); err != nil {
 		p = append(p, fmt.Errorf("%w: oidc: %w", ErrConfig, err))
 	}
-	p = append(p, c.validateOAuth()...)
+	c.validateOAuth(&p)
 	c.validatePeers(&p)
 	c.Shards.validate(&p, shardTLSFiles)
 	validateWings(&p, c.Wings, c.DefaultWing)
@@ -443,9 +433,7 @@ func (c Config) ValidateWith(shardTLSFiles bool) error {
 	if _, err := logging.ParseLevel(c.Log.Level); err != nil {
 		p.add("log.level", "%v", err)
 	}
-	if c.DrainTimeout <= 0 {
-		p.add("drain_timeout", "must be positive (got %s)", c.DrainTimeout)
-	}
+	positive(&p, "drain_timeout", c.DrainTimeout)
 	if c.DrainGrace < 0 || c.DrainGrace > time.Minute {
 		p.add("drain_grace", "must be in [0, 1m] (got %s)", c.DrainGrace)
 	}
@@ -457,6 +445,20 @@ type problems []error
 
 func (p *problems) add(key, format string, args ...any) {
 	*p = append(*p, fmt.Errorf("%w: %s: %s", ErrConfig, key, fmt.Sprintf(format, args...)))
+}
+
+// positive adds key's problem when its value v is not above zero.
+func positive[T float64 | time.Duration](p *problems, key string, v T) {
+	if v <= 0 {
+		p.add(key, "must be positive (got %v)", v)
+	}
+}
+
+// atLeast adds key's problem when its value v is below lo.
+func atLeast[T int | time.Duration](p *problems, key string, v, lo T) {
+	if v < lo {
+		p.add(key, "must be at least %v (got %v)", lo, v)
+	}
 }
 
 // validateListeners checks public_url, listen, admin_listen, tls and
@@ -516,18 +518,12 @@ func (s ShardsConfig) validate(p *problems, requireTLS bool) {
 			p.add("shards.tls.key_file", "required")
 		}
 	}
-	if s.CallTimeout <= 0 {
-		p.add("shards.call_timeout", "must be positive (got %s)", s.CallTimeout)
-	}
-	if s.MaxInFlight < 1 {
-		p.add("shards.max_in_flight", "must be at least 1 (got %d)", s.MaxInFlight)
-	}
+	positive(p, "shards.call_timeout", s.CallTimeout)
+	atLeast(p, "shards.max_in_flight", s.MaxInFlight, 1)
 	if s.WatchInterval < 50*time.Millisecond || s.WatchInterval > time.Minute {
 		p.add("shards.watch_interval", "must be between 50ms and 1m (got %s)", s.WatchInterval)
 	}
-	if s.RefreshInterval < time.Second {
-		p.add("shards.refresh_interval", "must be at least 1s (got %s)", s.RefreshInterval)
-	}
+	atLeast(p, "shards.refresh_interval", s.RefreshInterval, time.Second)
 	if s.RetryBase <= 0 || s.RetryBase > 10*time.Second {
 		p.add("shards.retry_base", "must be in (0, 10s] (got %s)", s.RetryBase)
 	}
@@ -568,24 +564,14 @@ func (l LimitsConfig) validate(p *problems) {
 	if l.MaxBodyBytes < 1024 || l.MaxBodyBytes > 64<<20 {
 		p.add("limits.max_body_bytes", "must be between 1024 and %d (got %d)", 64<<20, l.MaxBodyBytes)
 	}
-	if l.CallsPerSecond <= 0 {
-		p.add("limits.calls_per_second", "must be positive (got %v)", l.CallsPerSecond)
-	}
-	if l.Burst < 1 {
-		p.add("limits.burst", "must be at least 1 (got %d)", l.Burst)
-	}
-	if l.FailedAuthPerMinute < 1 {
-		p.add("limits.failed_auth_per_minute", "must be at least 1 (got %d)", l.FailedAuthPerMinute)
-	}
-	if l.FanoutConcurrency < 1 {
-		p.add("limits.fanout_concurrency", "must be at least 1 (got %d)", l.FanoutConcurrency)
-	}
+	positive(p, "limits.calls_per_second", l.CallsPerSecond)
+	atLeast(p, "limits.burst", l.Burst, 1)
+	atLeast(p, "limits.failed_auth_per_minute", l.FailedAuthPerMinute, 1)
+	atLeast(p, "limits.fanout_concurrency", l.FanoutConcurrency, 1)
 	if l.ResourcesPageSize < 1 || l.ResourcesPageSize > maxResourcesPageSize {
 		p.add("limits.resources_page_size", "must be between 1 and %d (got %d)", maxResourcesPageSize, l.ResourcesPageSize)
 	}
-	if l.FanoutTimeout < 100*time.Millisecond {
-		p.add("limits.fanout_timeout", "must be at least 100ms (got %s)", l.FanoutTimeout)
-	}
+	atLeast(p, "limits.fanout_timeout", l.FanoutTimeout, 100*time.Millisecond)
 	for _, d := range []struct {
 		key string
 		v   time.Duration
@@ -594,52 +580,42 @@ func (l LimitsConfig) validate(p *problems) {
 			p.add(d.key, "must be in [100ms, 1h] (got %s)", d.v)
 		}
 	}
-	if l.MaxUnauthenticatedConns < 1 {
-		p.add("limits.max_unauthenticated_conns", "must be at least 1 (got %d)", l.MaxUnauthenticatedConns)
-	}
+	atLeast(p, "limits.max_unauthenticated_conns", l.MaxUnauthenticatedConns, 1)
 }
 
 func (s GrantsConfig) validate(p *problems) {
-	if s.MaxEntries < 1 {
-		p.add("grants.max_entries", "must be at least 1 (got %d)", s.MaxEntries)
-	}
-	if s.IdleTTL < time.Second {
-		p.add("grants.idle_ttl", "must be at least 1s (got %s)", s.IdleTTL)
-	}
-	if s.DenyTTL <= 0 {
-		p.add("grants.deny_ttl", "must be positive (got %s)", s.DenyTTL)
-	}
+	atLeast(p, "grants.max_entries", s.MaxEntries, 1)
+	atLeast(p, "grants.idle_ttl", s.IdleTTL, time.Second)
+	positive(p, "grants.deny_ttl", s.DenyTTL)
 }
 
 // validateOAuth checks the authorization server's section and how it fits
 // the oidc section: the upstream IdP must be a trusted issuer whose
 // audiences include the gateway's client there, so that its ID tokens pass
 // the same rules as any SSO token.
-func (c Config) validateOAuth() []error {
+func (c Config) validateOAuth(p *problems) {
 	if !c.OAuth.Enabled {
-		return nil
+		return
 	}
-	var errs []error
 	if err := c.OAuth.Validate(c.PublicURL); err != nil {
-		errs = append(errs, fmt.Errorf("%w: %w", ErrConfig, err))
+		*p = append(*p, fmt.Errorf("%w: %w", ErrConfig, err))
 	}
 	self := strings.TrimRight(c.PublicURL, "/")
 	found := false
 	for i, is := range c.OIDC.Issuers {
 		if strings.TrimRight(is.URL, "/") == self {
-			errs = append(errs, fmt.Errorf("%w: oidc.issuers[%d].url: %q is the gateway's own authorization server, which is always trusted; remove it", ErrConfig, i, is.URL))
+			p.add(fmt.Sprintf("oidc.issuers[%d].url", i), "%q is the gateway's own authorization server, which is always trusted; remove it", is.URL)
 		}
 		if is.URL == c.OAuth.Upstream.Issuer && c.OAuth.Upstream.Issuer != "" {
 			found = true
 			if c.OAuth.Upstream.ClientID != "" && !slices.Contains(is.Audiences, c.OAuth.Upstream.ClientID) {
-				errs = append(errs, fmt.Errorf("%w: oauth.upstream.client_id: %q is not among oidc.issuers[%d].audiences, so the IdP's ID tokens for the gateway would be refused; add it", ErrConfig, c.OAuth.Upstream.ClientID, i))
+				p.add("oauth.upstream.client_id", "%q is not among oidc.issuers[%d].audiences, so the IdP's ID tokens for the gateway would be refused; add it", c.OAuth.Upstream.ClientID, i)
 			}
 		}
 	}
 	if !found && c.OAuth.Upstream.Issuer != "" {
-		errs = append(errs, fmt.Errorf("%w: oauth.upstream.issuer: %q is not one of oidc.issuers; add it there (with oauth.upstream.client_id among its audiences)", ErrConfig, c.OAuth.Upstream.Issuer))
+		p.add("oauth.upstream.issuer", "%q is not one of oidc.issuers; add it there (with oauth.upstream.client_id among its audiences)", c.OAuth.Upstream.Issuer)
 	}
-	return errs
 }
 
 // MCPURL returns PublicURL + "/mcp".

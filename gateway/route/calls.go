@@ -61,15 +61,6 @@ type Op struct {
 	Send  func(ctx context.Context, token string) error
 }
 
-// Hide wraps a failure to obtain a grant with ErrWingHidden unless the
-// caller is known to have a capability in the wing (least disclosure).
-func (s *Sender) Hide(c Caller, w *Wing, err error) error {
-	if errors.Is(err, ErrNotAdmitted) || s.Grants.Held(c.Key, w) == 0 {
-		return errors.Join(ErrWingHidden, err)
-	}
-	return err
-}
-
 // Call sends one tool call to a wing with the caller's shard token (Do)
 // and returns the shard's answer unchanged. write is whether the tool
 // changes the wing (Spec.Writes), looked up once by the caller.
@@ -103,7 +94,10 @@ func (s *Sender) Do(ctx context.Context, c Caller, w *Wing, op Op) (err error) {
 	defer cancel()
 	gr, fresh, err := s.Grants.GetKey(ctx, c.ID, c.Key, w, c.RequestID)
 	if err != nil {
-		return s.Hide(c, w, err)
+		if !s.Grants.Disclosable(c.Key, w, err) { // least disclosure
+			err = errors.Join(ErrWingHidden, err)
+		}
+		return err
 	}
 	lost, err := s.send(ctx, c, w, op, gr, fresh)
 	if err == nil {
@@ -167,10 +161,8 @@ func ClassifyCall(err, lost error, w *Wing, op Op) *edge.Error {
 }
 
 func sleepCtx(ctx context.Context, d time.Duration) error {
-	t := time.NewTimer(d)
-	defer t.Stop()
 	select {
-	case <-t.C:
+	case <-time.After(d): // collected once it fires or is unreachable (Go 1.23)
 		return nil
 	case <-ctx.Done():
 		return ctx.Err()

@@ -72,7 +72,7 @@ type Metrics interface {
 }
 
 // GrantCache is the cache of shard tokens, keyed by email and group set
-// (grantKey): the design brief's "session cache", configured by the
+// (Key): the design brief's "session cache", configured by the
 // grants section (GrantsConfig). An entry is dropped after idleTTL without use or when the
 // cache is full (LRU); a grant inside is used only until its expiry, which
 // never exceeds the SSO token's. Concurrent first calls for one (email,
@@ -116,7 +116,7 @@ func (c *GrantCache) Keys() []Key { return c.lru.Keys() }
 // Len is the number of callers (email and group set) in the cache.
 func (c *GrantCache) Len() int { return c.lru.Len() }
 
-// dropEmails forgets every entry of these emails (whatever their group
+// DropEmails forgets every entry of these emails (whatever their group
 // sets): an operator ended their sign-ins, so no shard token minted for
 // them before is used again.
 func (c *GrantCache) DropEmails(emails []string) int {
@@ -169,7 +169,7 @@ func (c *GrantCache) renew(key Key, s *callerGrants) {
 	}
 }
 
-// cached returns a usable grant without minting.
+// Cached returns a usable grant without minting.
 func (c *GrantCache) Cached(key Key, w *Wing) (Grant, bool) {
 	s := c.entry(key)
 	now := c.now()
@@ -194,7 +194,7 @@ func (c *GrantCache) Cached(key Key, w *Wing) (Grant, bool) {
 	return Grant{}, false
 }
 
-// lookup answers get from the cache alone, never blocking: ok is false
+// Lookup answers GetKey from the cache alone, never blocking: ok is false
 // when the grant must be minted.
 func (c *GrantCache) Lookup(key Key, w *Wing) (g Grant, ok bool, err error) {
 	g, ok = c.Cached(key, w)
@@ -208,14 +208,15 @@ func (c *GrantCache) Lookup(key Key, w *Wing) (g Grant, ok bool, err error) {
 	return g, true, nil
 }
 
-// get returns the caller's grant for a wing, minting on a miss. fresh
+// Get returns the caller's grant for a wing, minting on a miss. fresh
 // reports whether it was minted for this call (shared mints count). A
-// remembered or new refusal is an *Error with brain.CodeForbidden wrapping
-// errNotAdmitted.
+// remembered or new refusal is an *edge.Error with brain.CodeForbidden
+// wrapping ErrNotAdmitted.
 func (c *GrantCache) Get(ctx context.Context, id auth.Identity, w *Wing, requestID string) (g Grant, fresh bool, err error) {
 	return c.GetKey(ctx, id, KeyOf(id), w, requestID)
 }
 
+// GetKey is Get for a caller whose key (KeyOf(id)) is at hand.
 func (c *GrantCache) GetKey(ctx context.Context, id auth.Identity, key Key, w *Wing, requestID string) (g Grant, fresh bool, err error) {
 	if g, ok, err := c.Lookup(key, w); ok {
 		return g, false, err
@@ -227,7 +228,7 @@ func (c *GrantCache) GetKey(ctx context.Context, id auth.Identity, key Key, w *W
 	return g, true, nil
 }
 
-// held returns the capabilities the gateway last learned the caller (the
+// Held returns the capabilities the gateway last learned the caller (the
 // key) has in a wing, whether or not the token is still usable; 0 when it
 // never learned any or the wing refused the caller.
 func (c *GrantCache) Held(key Key, w *Wing) brain.Caps {
@@ -243,7 +244,14 @@ func (c *GrantCache) Held(key Key, w *Wing) brain.Caps {
 	return 0
 }
 
-// invalidate drops the caller's token for a wing if it still holds token
+// Disclosable reports whether a wing's failure err (nil: none) may be named
+// to the caller (the key): only when the wing admits the caller and the
+// caller is known to hold a capability there (least disclosure).
+func (c *GrantCache) Disclosable(key Key, w *Wing, err error) bool {
+	return err != nil && !errors.Is(err, ErrNotAdmitted) && c.Held(key, w) != 0
+}
+
+// Invalidate drops the caller's token for a wing if it still holds token
 // (a concurrent re-mint's newer token is kept).
 func (c *GrantCache) Invalidate(key Key, w *Wing, token string) {
 	s, ok := c.lru.Peek(key)
@@ -259,7 +267,7 @@ func (c *GrantCache) Invalidate(key Key, w *Wing, token string) {
 
 // ErrNotAdmitted marks a refusal by the wing's policy. It never reaches a
 // caller as such: a caller with no capability in a wing is answered as for
-// a wing that does not exist (Gateway.noWing).
+// a wing that does not exist (surfaces.Surfaces.NoWing).
 var ErrNotAdmitted = errors.New("gateway: the wing's policy does not admit the caller")
 
 func deniedError(wing string) *edge.Error {
@@ -382,7 +390,7 @@ func (c *GrantCache) Store(key Key, w *Wing, g Grant) {
 	s.mu.Unlock()
 }
 
-// capsAll returns the caller's capabilities in every wing, minting where
+// CapsAll returns the caller's capabilities in every wing, minting where
 // needed (concurrently, at most limit at once). A wing that cannot be
 // reached (or is known to be down) or refuses the
 // caller has zero caps; errs records why.
@@ -393,13 +401,8 @@ func (c *GrantCache) CapsAll(ctx context.Context, id auth.Identity, requestID st
 	var wg sync.WaitGroup
 	key := KeyOf(id)
 	for i, w := range c.wings {
-		if g, ok := c.Cached(key, w); ok {
-			c.metrics.CacheHit()
-			if g.Denied {
-				errs[i] = deniedError(w.Name)
-			} else {
-				caps[i] = g.Caps
-			}
+		if g, ok, err := c.Lookup(key, w); ok {
+			caps[i], errs[i] = g.Caps, err
 			continue
 		}
 		if st := w.Client.State(); st.Down {
@@ -420,11 +423,7 @@ func (c *GrantCache) CapsAll(ctx context.Context, id auth.Identity, requestID st
 			}
 			defer func() { <-sem }()
 			g, _, err := c.GetKey(ctx, id, key, w, requestID)
-			if err != nil {
-				errs[i] = err
-				return
-			}
-			caps[i] = g.Caps
+			caps[i], errs[i] = g.Caps, err
 		}()
 	}
 	wg.Wait()

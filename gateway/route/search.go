@@ -25,14 +25,20 @@ type SearchWing struct {
 // Name is the wing's name.
 func (s SearchWing) Name() string { return s.Wing.Name }
 
-// Left names the wing left out for err, as edge.Classify tells it; not at
-// all when the caller lost its grant there meanwhile (ErrWingHidden).
+// Left names the wing left out for err (Unavailable); not at all when the
+// caller lost its grant there meanwhile (ErrWingHidden).
 func (s SearchWing) Left(err error) (toolspec.UnavailableWing, bool) {
 	if errors.Is(err, ErrWingHidden) {
 		return toolspec.UnavailableWing{}, false
 	}
-	e := edge.Classify(err, s.Wing.Name)
-	return toolspec.UnavailableWing{Wing: s.Wing.Name, Code: e.Code, Error: e.Message}, true
+	return Unavailable(err, s.Wing), true
+}
+
+// Unavailable names a wing left out of an answer for err, as edge.Classify
+// tells it.
+func Unavailable(err error, w *Wing) toolspec.UnavailableWing {
+	e := edge.Classify(err, w.Name)
+	return toolspec.UnavailableWing{Wing: w.Name, Code: e.Code, Error: e.Message}
 }
 
 // Stats asks the wing for its statistics of the terms (no token: they
@@ -52,36 +58,35 @@ func (s SearchWing) Stats(ctx context.Context, req *search.StatsRequest) (*searc
 // Rank asks the wing to rank.
 func (s SearchWing) Rank(ctx context.Context, req *search.RankRequest) (*search.RankResponse, error) {
 	preq := &proto.RankRequest{RequestID: s.Caller.RequestID, RankRequest: *req}
-	resp, err := sendStep(s, ctx, "rank", &preq.Token, func(ctx context.Context) (*proto.RankResponse, error) { return s.Wing.Client.Rank(ctx, preq) })
-	if err != nil {
-		return nil, err
-	}
-	return &resp.RankResponse, nil
+	return sendStep(s, ctx, "rank", &preq.Token, func(ctx context.Context) (*proto.RankResponse, error) { return s.Wing.Client.Rank(ctx, preq) },
+		func(r *proto.RankResponse) *search.RankResponse { return &r.RankResponse })
 }
 
 // Fetch asks the wing to render the hits of some keys.
 func (s SearchWing) Fetch(ctx context.Context, req *search.FetchRequest) (*search.FetchResponse, error) {
 	preq := &proto.FetchRequest{RequestID: s.Caller.RequestID, FetchRequest: *req}
-	resp, err := sendStep(s, ctx, "fetch", &preq.Token, func(ctx context.Context) (*proto.FetchResponse, error) { return s.Wing.Client.Fetch(ctx, preq) })
-	if err != nil {
-		return nil, err
-	}
-	return &resp.FetchResponse, nil
+	return sendStep(s, ctx, "fetch", &preq.Token, func(ctx context.Context) (*proto.FetchResponse, error) { return s.Wing.Client.Fetch(ctx, preq) },
+		func(r *proto.FetchResponse) *search.FetchResponse { return &r.FetchResponse })
 }
 
 // sendStep sends one step of the search (rank or fetch) to the wing with
-// the caller's shard token (Sender.Do), which it puts in *token.
-func sendStep[Resp any](s SearchWing, ctx context.Context, step string, token *string, call func(context.Context) (Resp, error)) (resp Resp, err error) {
-	err = s.Sender.Do(ctx, s.Caller, s.Wing, Op{What: search.Tool + " " + step, Send: func(ctx context.Context, t string) (err error) {
+// the caller's shard token (Sender.Do), which it puts in *token, and
+// returns the step's answer within the wing's (inner).
+func sendStep[P, R any](s SearchWing, ctx context.Context, step string, token *string, call func(context.Context) (*P, error), inner func(*P) *R) (*R, error) {
+	var resp *P
+	err := s.Sender.Do(ctx, s.Caller, s.Wing, Op{What: search.Tool + " " + step, Send: func(ctx context.Context, t string) (err error) {
 		*token = t
 		resp, err = call(ctx)
 		return err
 	}})
 	if err != nil {
-		return resp, s.Late(s.Wing, err)
+		return nil, s.Late(s.Wing, err)
 	}
-	return resp, nil
+	return inner(resp), nil
 }
+
+// ErrNotAsked marks a wing a step over the wings (EachWing) does not ask.
+var ErrNotAsked = errors.New("gateway: wing not asked")
 
 // EachWing runs fn for every wing whose errs entry is nil, at most limit
 // at a time, and returns when all have. They run on pool's kept goroutines

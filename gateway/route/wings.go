@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"golang.org/x/sync/errgroup"
 
+	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/proto"
 )
@@ -38,7 +39,7 @@ type Wing struct {
 	Reached atomic.Bool // answered at least once (any message)
 	Tools   atomic.Pointer[[]ToolDescriptor]
 	Prompts atomic.Pointer[[]PromptDescriptor]
-	// mintRefused says why the wing's shard refuses every mint from this
+	// MintRefused says why the wing's shard refuses every mint from this
 	// gateway (its certificate's role), nil when mints are accepted. The
 	// gateway is not ready while it is set.
 	MintRefused atomic.Pointer[string]
@@ -46,7 +47,7 @@ type Wing struct {
 
 func (w *Wing) MarkReached() { w.Reached.Store(true) }
 
-// down reports whether the wing's shard is known to be unreachable: its
+// Down reports whether the wing's shard is known to be unreachable: its
 // client fails fast (and redials in the background), so everything that
 // looks at all wings skips it rather than waiting for a dial.
 func (w *Wing) Down() bool { return w.Client.State().Down }
@@ -139,6 +140,17 @@ type Catalog struct {
 type Entry[D any] struct {
 	Desc  D
 	Wings []int
+}
+
+// FirstWith is the index of the first wing declaring e where caps hold
+// need, -1 if none: where a caller may use what e names.
+func (e *Entry[D]) FirstWith(caps []brain.Caps, need brain.Caps) int {
+	for _, wi := range e.Wings {
+		if caps[wi].Has(need) {
+			return wi
+		}
+	}
+	return -1
 }
 
 // Union is the union by name of what the wings declare (load; nil:

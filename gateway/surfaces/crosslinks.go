@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"slices"
 
 	"github.com/brainstem/brainstem/brain"
@@ -12,10 +11,6 @@ import (
 	"github.com/brainstem/brainstem/gateway/route"
 	"github.com/brainstem/brainstem/proto"
 )
-
-// errNotAsked marks a wing a step over the wings (route.EachWing) does
-// not ask.
-var errNotAsked = errors.New("gateway: wing not asked")
 
 // CrossLinks adds to a successful answer of a tool that declares
 // toolspec.CrossLinks (brain_move) the notes of the caller's other readable
@@ -32,17 +27,17 @@ func (s *Surfaces) CrossLinks(ctx context.Context, cl *toolspec.CrossLinks, from
 		return result
 	}
 	c, _ := s.Gateway.Caller(ctx)
-	caps, errs := s.Gateway.Caps(ctx)
+	caps, errs := s.Caps(ctx, c)
 	linked := make([][]string, len(s.Wings))
 	unchecked := make([]bool, len(s.Wings))
 	for i, w := range s.Wings {
 		switch {
 		case w == from || (errs[i] == nil && !caps[i].Has(brain.CapRead)):
-			errs[i] = errNotAsked
+			errs[i] = route.ErrNotAsked
 		case errs[i] != nil:
 			// Not reachable now: named only where the caller is known to
 			// hold a grant, as a cross-wing search names its missing wings.
-			unchecked[i] = s.Gateway.Disclosable(ctx, w, errs[i])
+			unchecked[i] = s.Grants.Disclosable(c.Key, w, errs[i])
 		}
 	}
 	ctx, cancel := context.WithTimeout(ctx, min(s.FanoutTimeout, s.CallTimeout))

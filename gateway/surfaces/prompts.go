@@ -64,10 +64,8 @@ func (s *Surfaces) RegisterPrompts(last string, set func(...server.ServerPrompt)
 // promptWing is the first of wings declaring the prompt e where caps hold
 // its capability, nil if none.
 func promptWing(wings []*route.Wing, e *route.Entry[route.PromptDescriptor], caps []brain.Caps) *route.Wing {
-	for _, wi := range e.Wings {
-		if caps[wi].Has(e.Desc.Spec.Needs) {
-			return wings[wi]
-		}
+	if wi := e.FirstWith(caps, e.Desc.Spec.Needs); wi >= 0 {
+		return wings[wi]
 	}
 	return nil
 }
@@ -76,10 +74,11 @@ func promptWing(wings []*route.Wing, e *route.Entry[route.PromptDescriptor], cap
 // the capability of in at least one wing declaring them.
 func (s *Surfaces) FilterPrompts(ctx context.Context, prompts []mcp.Prompt) []mcp.Prompt {
 	cat := s.prompts.Load()
-	if _, ok := s.Gateway.Caller(ctx); !ok || cat == nil {
+	c, ok := s.Gateway.Caller(ctx)
+	if !ok || cat == nil {
 		return nil
 	}
-	caps, _ := s.Gateway.Caps(ctx)
+	caps, _ := s.Caps(ctx, c)
 	out := prompts[:0:0]
 	for _, p := range prompts {
 		if e, ok := cat.by[p.Name]; ok && promptWing(s.Wings, e, caps) != nil {
@@ -139,15 +138,16 @@ func (s *Surfaces) getPrompt(ctx context.Context, e *route.Entry[route.PromptDes
 	defer s.Gateway.Audit(ctx, &rec, start)
 	a, err := rpc.ParseArgs(args)
 	if err != nil {
-		return nil, rec.fail(edge.NewError(brain.CodeInvalidArgument, edge.ErrBadParams, "the arguments of prompt %q must be a JSON object of strings: %s", e.Desc.Name, edge.Classify(err, "").Message))
+		return nil, rec.Fail(edge.NewError(brain.CodeInvalidArgument, edge.ErrBadParams, "the arguments of prompt %q must be a JSON object of strings: %s", e.Desc.Name, edge.Classify(err, "").Message))
 	}
 	wingName, routed, err := a.Route(e.Desc.Spec.Routes)
 	if err != nil {
-		return nil, rec.fail(edge.Classify(err, ""))
+		return nil, rec.Fail(edge.Classify(err, ""))
 	}
 	// A prompt prompts/list does not show the caller does not exist for
 	// them, whatever the arguments.
-	caps, _ := s.Gateway.Caps(ctx)
+	c, _ := s.Gateway.Caller(ctx)
+	caps, _ := s.Caps(ctx, c)
 	w := promptWing(s.Wings, e, caps)
 	if w == nil {
 		rec.Outcome = string(brain.CodeNotFound)
@@ -155,26 +155,25 @@ func (s *Surfaces) getPrompt(ctx context.Context, e *route.Entry[route.PromptDes
 	}
 	if routed {
 		if w = s.ByName[wingName]; w == nil || !slices.Contains(e.Wings, w.Idx) {
-			return nil, rec.fail(s.Gateway.NoWing(ctx, wingName))
+			return nil, rec.Fail(s.NoWing(ctx, c, wingName))
 		}
 	}
 	rec.Wing = w.Name
-	c, _ := s.Gateway.Caller(ctx)
 	resp, err := s.Shards.Call(ctx, c, w, &proto.CallRequest{RequestID: c.RequestID, Tool: proto.PromptCall + e.Desc.Name, Args: args}, true) // no catalog tool: counted as a write
 	if errors.Is(err, route.ErrWingHidden) {
-		return nil, rec.fail(s.Gateway.NoWing(ctx, wingName))
+		return nil, rec.Fail(s.NoWing(ctx, c, wingName))
 	}
 	if err != nil {
-		return nil, rec.fail(edge.Classify(err, w.Name))
+		return nil, rec.Fail(edge.Classify(err, w.Name))
 	}
 	rec.BytesOut = len(resp.Result)
 	if resp.IsError {
 		code, msg, _ := brain.DecodeError(resp.Result)
-		return nil, rec.fail(&edge.Error{Code: code, Message: msg, Err: edge.ErrShardAnswer})
+		return nil, rec.Fail(&edge.Error{Code: code, Message: msg, Err: edge.ErrShardAnswer})
 	}
 	var pr toolspec.PromptResult
 	if err := json.Unmarshal(resp.Result, &pr); err != nil {
-		return nil, rec.fail(edge.NewError(brain.CodeInternal, errors.Join(edge.ErrShardAnswer, err), "wing %q answered prompt %q with unreadable messages", w.Name, e.Desc.Name))
+		return nil, rec.Fail(edge.NewError(brain.CodeInternal, errors.Join(edge.ErrShardAnswer, err), "wing %q answered prompt %q with unreadable messages", w.Name, e.Desc.Name))
 	}
 	res := &mcp.GetPromptResult{Description: pr.Description, Messages: make([]mcp.PromptMessage, len(pr.Messages))}
 	for i, m := range pr.Messages {

@@ -50,24 +50,19 @@ type listAnswer struct {
 	NextCursor string     `json:"next_cursor"`
 }
 
-// unavailable names a wing the caller was not answered for.
-func unavailable(err error, w *route.Wing) toolspec.UnavailableWing {
-	e := edge.Classify(err, w.Name)
-	return toolspec.UnavailableWing{Wing: w.Name, Code: e.Code, Error: e.Message}
-}
-
 // readableWings are the wings the caller can read, by name, and those
 // that could not say while the caller is known to hold a grant there
 // (named to them only, as brain_wings does).
 func (s *Surfaces) readableWings(ctx context.Context) ([]*route.Wing, []toolspec.UnavailableWing) {
-	caps, errs := s.Gateway.Caps(ctx)
+	who, _ := s.Gateway.Caller(ctx)
+	caps, errs := s.Caps(ctx, who)
 	var out []*route.Wing
 	var down []toolspec.UnavailableWing
 	for i, c := range caps {
 		if c.Has(brain.CapRead) {
 			out = append(out, s.Wings[i])
-		} else if s.Gateway.Disclosable(ctx, s.Wings[i], errs[i]) {
-			down = append(down, unavailable(errs[i], s.Wings[i]))
+		} else if s.Grants.Disclosable(who.Key, s.Wings[i], errs[i]) {
+			down = append(down, route.Unavailable(errs[i], s.Wings[i]))
 		}
 	}
 	slices.SortFunc(out, func(a, b *route.Wing) int { return strings.Compare(a.Name, b.Name) })
@@ -110,7 +105,7 @@ func (s *Surfaces) listResources(ctx context.Context, cursor string) (*mcp.ListR
 				return nil, err
 			}
 			if err != nil { // the listing goes on without it, saying so (as brain_query does)
-				down = append(down, unavailable(err, w))
+				down = append(down, route.Unavailable(err, w))
 				shardCursor = ""
 				break
 			}
@@ -249,7 +244,7 @@ func (s *Surfaces) auditedList(ctx context.Context, cursor string) (*mcp.ListRes
 	defer s.Gateway.Audit(ctx, &rec, start)
 	res, err := s.listResources(ctx, cursor)
 	if err != nil {
-		return nil, rec.fail(edge.Classify(err, ""))
+		return nil, rec.Fail(edge.Classify(err, ""))
 	}
 	return res, nil
 }

@@ -2,6 +2,7 @@ package surfaces
 
 import (
 	"context"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -20,14 +21,6 @@ import (
 type Gateway interface {
 	// Caller is the request's caller; false without one.
 	Caller(ctx context.Context) (route.Caller, bool)
-	// Caps is the caller's capabilities in every wing (by index), and why
-	// a wing could not say, bounded like a cross-wing search.
-	Caps(ctx context.Context) ([]brain.Caps, []error)
-	// Disclosable reports whether a wing that failed in Caps may be named
-	// to the caller.
-	Disclosable(ctx context.Context, w *route.Wing, err error) bool
-	// NoWing is the unknown_wing answer for a wing the caller cannot reach.
-	NoWing(ctx context.Context, name string) *edge.Error
 	// Tool runs a shard tool for the caller as tools/call does, with its
 	// audit line under the name method.
 	Tool(ctx context.Context, method, tool string, args []byte) *mcp.CallToolResult
@@ -36,8 +29,8 @@ type Gateway interface {
 	Audit(ctx context.Context, rec *Record, start time.Time)
 }
 
-// Record is the audit record of a request a surface serves, but for its
-// time, caller and latency, which the gateway adds.
+// Record is the audit record of a request a surface serves (or a tool
+// call), but for its time, caller and latency, which the gateway adds.
 type Record struct {
 	Tool     string // the method (and the prompt's name)
 	Wing     string // "*" for every wing
@@ -48,8 +41,8 @@ type Record struct {
 	Err      *edge.Error
 }
 
-// fail records e as rec's outcome and returns it.
-func (rec *Record) fail(e *edge.Error) *edge.Error {
+// Fail records e as rec's outcome and returns it.
+func (rec *Record) Fail(e *edge.Error) *edge.Error {
 	rec.Outcome, rec.Err = string(e.Code), e
 	return e
 }
@@ -73,6 +66,38 @@ type Surfaces struct {
 	// The change notifications' counters: wing changes seen, notifications
 	// sent, and those a full stream did not take.
 	Changes, Notified, Dropped prometheus.Counter
+}
+
+// Caps is the caller's capabilities in every wing (minting where needed),
+// and why a wing could not say, bounded like a cross-wing search by
+// limits.fanout_timeout: a wing that cannot say in time counts as
+// unreachable, so brain_wings, tools/list, prompts/list and the
+// unknown_wing hint never wait for one stuck shard.
+func (s *Surfaces) Caps(ctx context.Context, c route.Caller) ([]brain.Caps, []error) {
+	ctx, cancel := context.WithTimeout(ctx, min(s.FanoutTimeout, s.CallTimeout))
+	defer cancel()
+	return s.Grants.CapsAll(ctx, c.ID, c.RequestID, s.FanoutConcurrency)
+}
+
+// NoWing is the answer for a wing the caller cannot reach: one that is not
+// configured, one whose policy does not admit the caller, and one that could
+// not be asked while the caller holds no grant for it all get this same
+// unknown_wing error, listing the wings the caller can reach, so that the
+// answer tells nobody which wings exist.
+func (s *Surfaces) NoWing(ctx context.Context, c route.Caller, name string) *edge.Error {
+	caps, _ := s.Caps(ctx, c)
+	var reach []string
+	for i, c := range caps {
+		if c != 0 {
+			reach = append(reach, s.Wings[i].Name)
+		}
+	}
+	list := "none"
+	if len(reach) > 0 {
+		list = strings.Join(reach, ", ")
+	}
+	return edge.NewError(brain.CodeUnknownWing, edge.ErrUnknownWing,
+		"there is no wing %q that you can reach; wings you can reach: %s (a wing's curators grant access)", name, list)
 }
 
 // writes reports whether a call of tool changes a wing (route.Spec.Writes).

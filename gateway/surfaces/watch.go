@@ -210,7 +210,7 @@ func (wt *Watcher) poll(ctx context.Context, notify bool) {
 	gens, read, down := make([]uint64, len(s.Wings)), make([]bool, len(s.Wings)), make([]error, len(s.Wings))
 	for i, w := range s.Wings {
 		if w.Down() {
-			down[i] = errNotAsked
+			down[i] = route.ErrNotAsked
 		}
 	}
 	route.EachWing(s.Workers, s.FanoutConcurrency, s.Wings, down, func(i int, w *route.Wing) {
