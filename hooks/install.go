@@ -16,6 +16,7 @@ import (
 	"strings"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/internal/jsontext"
 )
 
 // Installing the hooks into a Claude Code settings file: `brainstem hooks
@@ -309,7 +310,7 @@ func splitDocument(doc string) (pre string, top *jsonContainer, post string, err
 	if !json.Valid([]byte(doc)) {
 		return "", nil, "", fmt.Errorf("%w: it is not valid JSON", ErrSettingsFile)
 	}
-	start := skipSpace(doc, 0)
+	start := jsontext.SkipSpace(doc, 0)
 	end := skipValue(doc, start)
 	if doc[start] != '{' {
 		return "", nil, "", fmt.Errorf("%w: it is not a JSON object", ErrSettingsFile)

@@ -9,6 +9,8 @@ import (
 	"os"
 	"runtime"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/pause"
 )
 
 // The device authorization grant (RFC 8628): `brainstem login --device`
@@ -91,14 +93,7 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 	if c.Sleep != nil {
 		return c.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return pause.For(ctx, d)
 }
 
 // LoginDevice signs the user in to mcpURL with the device authorization

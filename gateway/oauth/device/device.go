@@ -20,6 +20,7 @@ import (
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"github.com/brainstem/brainstem/gateway/oauth/pages"
 	"github.com/brainstem/brainstem/gateway/oauth/upstream"
+	"github.com/brainstem/brainstem/signin"
 )
 
 // Paths below the issuer's path.
@@ -313,16 +314,6 @@ type deviceCodeState struct {
 	Holder string `json:"h,omitempty"` // the issuing replica's peer address (peers.go)
 }
 
-// deviceResponse is RFC 8628 §3.2.
-type deviceResponse struct {
-	DeviceCode              string `json:"device_code"`
-	UserCode                string `json:"user_code"`
-	VerificationURI         string `json:"verification_uri"`
-	VerificationURIComplete string `json:"verification_uri_complete"`
-	ExpiresIn               int64  `json:"expires_in"`
-	Interval                int64  `json:"interval"`
-}
-
 // serveDeviceAuthorization is POST /device_authorization (RFC 8628 §3.1).
 func (s *Grant) serveDeviceAuthorization(w http.ResponseWriter, r *http.Request) {
 	body, terr := s.deviceAuthorization(w, r)
@@ -335,7 +326,9 @@ func (s *Grant) serveDeviceAuthorization(w http.ResponseWriter, r *http.Request)
 	oauth.WriteJSON(w, http.StatusOK, body)
 }
 
-func (s *Grant) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*deviceResponse, *oauth.TokenError) {
+// deviceAuthorization answers with the RFC 8628 §3.2 shape the sign-in
+// client reads (signin.DeviceAuthorization).
+func (s *Grant) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*signin.DeviceAuthorization, *oauth.TokenError) {
 	if !s.srv.Allow(r, "device_authorization", deviceAuthPerMin) {
 		return nil, oauth.NewTokenError(http.StatusTooManyRequests, "temporarily_unavailable", ErrDeviceRate.Error()+"; try again in a minute", time.Minute)
 	}
@@ -375,7 +368,7 @@ func (s *Grant) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*de
 	}
 	s.srv.Log().Info("oauth: device sign-in requested", "client", oauth.ClientLabel(clientID), "client_ip", g.ip, "computer", g.computer)
 	verify := s.srv.Issuer() + PathPage
-	return &deviceResponse{
+	return &signin.DeviceAuthorization{
 		DeviceCode: devicePrefix + sealed, UserCode: formatUserCode(g.userCode),
 		VerificationURI: verify, VerificationURIComplete: verify + "?user_code=" + formatUserCode(g.userCode),
 		ExpiresIn: int64(DeviceCodeTTL / time.Second), Interval: int64(DevicePollInterval / time.Second),
