@@ -6,12 +6,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/internal/smallfile"
 )
 
 // maxKeyFileBytes bounds the size of a key file LoadOrCreateKey reads.
@@ -41,17 +41,11 @@ func LoadOrCreateKey(path string) (KeyPair, error) {
 }
 
 func loadKey(path string) (KeyPair, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	data, err := smallfile.Read(path, maxKeyFileBytes)
+	if errors.Is(err, smallfile.ErrTooLarge) {
+		return KeyPair{}, fmt.Errorf("auth: load key: %w: %w", ErrBadKeyFile, err)
+	} else if err != nil {
 		return KeyPair{}, fmt.Errorf("auth: load key: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
-	if err != nil {
-		return KeyPair{}, fmt.Errorf("auth: load key %s: %w", path, err)
-	}
-	if len(data) > maxKeyFileBytes {
-		return KeyPair{}, fmt.Errorf("auth: load key %s: %w: over %d bytes", path, ErrBadKeyFile, maxKeyFileBytes)
 	}
 	k, err := ParsePrivateKeyPEM(data)
 	if err != nil {

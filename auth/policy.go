@@ -5,12 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sort"
 	"strings"
 
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/internal/smallfile"
 	"gopkg.in/yaml.v3"
 )
 
@@ -229,17 +229,11 @@ func (p Policy) Caps(email string, groups []string) brain.Caps {
 // curators. Unknown keys, a second YAML document and invalid principals are
 // errors; nothing is returned unless the whole policy is valid.
 func LoadPolicy(path string) (Policy, error) {
-	f, err := os.Open(path)
-	if err != nil {
+	data, err := smallfile.Read(path, MaxPolicyFileBytes)
+	if errors.Is(err, smallfile.ErrTooLarge) {
+		return Policy{}, fmt.Errorf("auth: load policy: %w: %w", ErrPolicyTooLarge, err)
+	} else if err != nil {
 		return Policy{}, fmt.Errorf("auth: load policy: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxPolicyFileBytes+1))
-	if err != nil {
-		return Policy{}, fmt.Errorf("auth: load policy %s: %w", path, err)
-	}
-	if len(data) > MaxPolicyFileBytes {
-		return Policy{}, fmt.Errorf("auth: load policy %s: %w: file is over %d bytes", path, ErrPolicyTooLarge, MaxPolicyFileBytes)
 	}
 	p, err := ParsePolicy(data)
 	if err != nil {

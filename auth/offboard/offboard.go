@@ -25,6 +25,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/internal/smallfile"
 )
 
 // Limits of the file.
@@ -322,14 +323,12 @@ func (w *Watcher) check() error {
 var errNotExist = os.ErrNotExist
 
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	data, err := smallfile.Read(path, MaxFileBytes)
+	if errors.Is(err, smallfile.ErrTooLarge) {
+		err = fmt.Errorf("%w: %w", ErrBadFile, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("offboard: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("offboard: %s: %w", path, err)
 	}
 	return data, nil
 }

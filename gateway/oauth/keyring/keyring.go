@@ -19,11 +19,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/internal/smallfile"
 )
 
 // maxKeyFileBytes bounds a key or secret file.
@@ -215,21 +215,7 @@ func macWith(key, data []byte) []byte {
 }
 
 // ReadSmallFile reads a key or secret file of at most maxKeyFileBytes.
-func ReadSmallFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) > maxKeyFileBytes {
-		return nil, fmt.Errorf("%s: over %d bytes", path, maxKeyFileBytes)
-	}
-	return data, nil
-}
+func ReadSmallFile(path string) ([]byte, error) { return smallfile.Read(path, maxKeyFileBytes) }
 
 // Digest is a short, stable fingerprint of a value (client ids, redirect
 // URIs) for binding without carrying the value.
