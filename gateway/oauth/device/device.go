@@ -479,7 +479,9 @@ func (s *Grant) redeemDevice(r *http.Request, form url.Values, clientID string) 
 	return s.srv.Issue(id, clientID, upRT, oauth.RandomString(16), now.Add(s.srv.Config().RefreshTokenTTL).Unix(), "device_code")
 }
 
-// deviceForm is the sealed token of the code entry form.
+// deviceForm is the sealed token of the code entry form, and what the
+// approval form's holds too: the CSRF value of the page's cookie, and when
+// the form expires.
 type deviceForm struct {
 	CSRF string `json:"x"`
 	Exp  int64  `json:"e"`
@@ -487,10 +489,14 @@ type deviceForm struct {
 
 // deviceApproval is the sealed token of the approval form.
 type deviceApproval struct {
-	ID     string `json:"i"`
-	CSRF   string `json:"x"`
-	Exp    int64  `json:"e"`
+	ID string `json:"i"`
+	deviceForm
 	Holder string `json:"h,omitempty"` // the replica holding the request (peers.go)
+}
+
+// newDeviceForm is a form's fresh CSRF value and expiry.
+func (s *Grant) newDeviceForm() deviceForm {
+	return deviceForm{CSRF: oauth.RandomString(16), Exp: s.srv.Now().Add(config.LoginTTL).Unix()}
 }
 
 // serveDevicePage is GET /device: the form to type the user code in,
@@ -509,7 +515,7 @@ func (s *Grant) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 
 // renderCodeForm shows the code entry form with a fresh CSRF token.
 func (s *Grant) renderCodeForm(w http.ResponseWriter, status int, prefill, problem string) {
-	f := deviceForm{CSRF: oauth.RandomString(16), Exp: s.srv.Now().Add(config.LoginTTL).Unix()}
+	f := s.newDeviceForm()
 	sealed, err := s.srv.Seal(purposeDeviceForm, f)
 	if err != nil {
 		s.srv.ServerError(w, err)
@@ -526,20 +532,17 @@ func (s *Grant) renderCodeForm(w http.ResponseWriter, status int, prefill, probl
 func (s *Grant) serveDeviceForm(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, oauth.MaxFormBytes)
 	if err := r.ParseForm(); err != nil {
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusBadRequest, "Invalid answer", "The form could not be read.")
+		s.refuse(w, http.StatusBadRequest, "Invalid answer", "The form could not be read.")
 		return
 	}
 	for k, v := range r.PostForm {
 		if len(v) > 1 {
-			s.srv.Count("device_page", "refused")
-			s.srv.ErrorPage(w, http.StatusBadRequest, "Invalid answer", fmt.Sprintf("The field %q appears more than once.", k))
+			s.refuse(w, http.StatusBadRequest, "Invalid answer", fmt.Sprintf("The field %q appears more than once.", k))
 			return
 		}
 	}
 	if !s.srv.SameOrigin(r) {
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusForbidden, "Invalid answer", "The form was not submitted from this gateway's own page.")
+		s.refuse(w, http.StatusForbidden, "Invalid answer", "The form was not submitted from this gateway's own page.")
 		return
 	}
 	switch r.PostForm.Get("step") {
@@ -548,33 +551,41 @@ func (s *Grant) serveDeviceForm(w http.ResponseWriter, r *http.Request) {
 	case "approve":
 		s.deviceApproveStep(w, r)
 	default:
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusBadRequest, "Invalid answer", "The form's step is neither code nor approve.")
+		s.refuse(w, http.StatusBadRequest, "Invalid answer", "The form's step is neither code nor approve.")
 	}
 }
 
-// csrfMatches compares the form's CSRF value with the page's cookie.
-func (s *Grant) csrfMatches(r *http.Request, cookie, want string) bool {
-	got := s.srv.Cookie(r, cookie)
-	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+// refuse counts a refused device page and shows why.
+func (s *Grant) refuse(w http.ResponseWriter, status int, title, message string) {
+	s.srv.Count("device_page", "refused")
+	s.srv.ErrorPage(w, status, title, message)
+}
+
+// openForm opens the posted form's sealed token into v, whose deviceForm is
+// f, and checks that it has not expired and belongs to this browser (its
+// CSRF value is the page's cookie's). Otherwise it refuses the page, saying
+// expired or foreign, and returns false.
+func (s *Grant) openForm(w http.ResponseWriter, r *http.Request, purpose string, v any, f *deviceForm, expired, foreign string) bool {
+	if err := s.srv.Open(purpose, r.PostForm.Get("token"), 4<<10, v); err != nil || s.srv.Now().Unix() > f.Exp {
+		s.refuse(w, http.StatusBadRequest, "This page has expired", expired)
+		return false
+	}
+	if got := s.srv.Cookie(r, cookieDeviceCSRF); got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(f.CSRF)) != 1 {
+		s.refuse(w, http.StatusForbidden, "Invalid answer", foreign)
+		return false
+	}
+	return true
 }
 
 func (s *Grant) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 	var f deviceForm
-	if err := s.srv.Open(purposeDeviceForm, r.PostForm.Get("token"), 4<<10, &f); err != nil || s.srv.Now().Unix() > f.Exp {
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusBadRequest, "This page has expired", "The page is older than "+pages.Human(config.LoginTTL)+" or was altered. Load it again.")
-		return
-	}
-	if !s.csrfMatches(r, cookieDeviceCSRF, f.CSRF) {
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusForbidden, "Invalid answer", "The form does not belong to this browser. Load the page again.")
+	if !s.openForm(w, r, purposeDeviceForm, &f, &f, "The page is older than "+pages.Human(config.LoginTTL)+" or was altered. Load it again.",
+		"The form does not belong to this browser. Load the page again.") {
 		return
 	}
 	if !s.srv.Allow(r, "device_verify", deviceVerifyPerMin) {
-		s.srv.Count("device_page", "refused")
 		w.Header().Set("Retry-After", "60")
-		s.srv.ErrorPage(w, http.StatusTooManyRequests, "Too many codes tried", "Too many codes were tried from your address. Wait a minute and try again.")
+		s.refuse(w, http.StatusTooManyRequests, "Too many codes tried", "Too many codes were tried from your address. Wait a minute and try again.")
 		return
 	}
 	g, err := s.lookupUserCode(r.PostForm.Get("user_code"), s.srv.Now())
@@ -591,7 +602,7 @@ func (s *Grant) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.srv.Now()
-	a := deviceApproval{ID: g.id, CSRF: oauth.RandomString(16), Exp: s.srv.Now().Add(config.LoginTTL).Unix(), Holder: s.holder()}
+	a := deviceApproval{ID: g.id, deviceForm: s.newDeviceForm(), Holder: s.holder()}
 	sealed, err := s.srv.Seal(purposeDeviceApprove, a)
 	if err != nil {
 		s.srv.ServerError(w, err)
@@ -662,14 +673,8 @@ func clientLabelLong(id string) string {
 
 func (s *Grant) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 	var a deviceApproval
-	if err := s.srv.Open(purposeDeviceApprove, r.PostForm.Get("token"), 4<<10, &a); err != nil || s.srv.Now().Unix() > a.Exp {
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusBadRequest, "This page has expired", "The approval page is older than "+pages.Human(config.LoginTTL)+" or was altered.")
-		return
-	}
-	if !s.csrfMatches(r, cookieDeviceCSRF, a.CSRF) {
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusForbidden, "Invalid answer", "The approval does not belong to this browser. Type the code again.")
+	if !s.openForm(w, r, purposeDeviceApprove, &a, &a.deviceForm, "The approval page is older than "+pages.Human(config.LoginTTL)+" or was altered.",
+		"The approval does not belong to this browser. Type the code again.") {
 		return
 	}
 	if s.elsewhere(r, a.Holder) && s.devices.get(a.ID) == nil && s.forward(w, r, a.Holder, []byte(r.PostForm.Encode())) {
@@ -677,8 +682,7 @@ func (s *Grant) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 	}
 	decision := r.PostForm.Get("decision")
 	if decision != "allow" && decision != "deny" {
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusBadRequest, "Invalid answer", "The answer is neither allow nor deny.")
+		s.refuse(w, http.StatusBadRequest, "Invalid answer", "The answer is neither allow nor deny.")
 		return
 	}
 	s.srv.SetCookie(w, cookieDeviceCSRF, "", -1, http.SameSiteStrictMode)
@@ -703,8 +707,7 @@ func (s *Grant) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	if problem != "" {
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusBadRequest, "This code cannot be used", problem)
+		s.refuse(w, http.StatusBadRequest, "This code cannot be used", problem)
 		return
 	}
 	if decision == "deny" {
