@@ -235,16 +235,15 @@ func (s *Server) knownClientID(id string) bool {
 // redeemCode checks an authorization code against the token request, then
 // redeems the IdP's code inside it and verifies the ID token.
 func (s *Server) redeemCode(ctx context.Context, form url.Values, clientID string) ([]byte, *TokenError) {
-	raw, ok := strings.CutPrefix(form.Get("code"), codePrefix)
 	var cs codeState
-	if !ok || s.keys.Open(purposeCode, raw, maxCodeBytes, &cs) != nil {
+	if !s.keys.OpenToken(form.Get("code"), codePrefix, purposeCode, maxCodeBytes, &cs) {
 		return nil, InvalidGrant("the authorization code is not valid")
 	}
 	now := s.now()
 	switch {
 	case now.Unix() > cs.Exp:
 		return nil, InvalidGrant("the authorization code expired; sign in again")
-	case subtle.ConstantTimeCompare([]byte(cs.Client), []byte(keyring.Digest(clientID))) != 1:
+	case !keyring.IsDigest(cs.Client, clientID):
 		return nil, InvalidGrant("the authorization code was issued to another client")
 	case form.Get("redirect_uri") != cs.RedirectURI:
 		return nil, InvalidGrant("redirect_uri does not match the authorization request")
@@ -284,14 +283,13 @@ func (s *Server) redeemCode(ctx context.Context, form url.Values, clientID strin
 // redeemRefresh rotates a refresh token: it refreshes the IdP's token (so a
 // user disabled there is refused) and issues a new pair.
 func (s *Server) redeemRefresh(ctx context.Context, form url.Values, clientID string) ([]byte, *TokenError) {
-	raw, ok := strings.CutPrefix(form.Get("refresh_token"), refreshPrefix)
 	var rs refreshState
-	if !ok || s.keys.Open(purposeRefresh, raw, maxRefreshBytes, &rs) != nil {
+	if !s.keys.OpenToken(form.Get("refresh_token"), refreshPrefix, purposeRefresh, maxRefreshBytes, &rs) {
 		return nil, InvalidGrant("the refresh token is not valid; sign in again")
 	}
 	now := s.now()
 	switch {
-	case subtle.ConstantTimeCompare([]byte(rs.Client), []byte(keyring.Digest(clientID))) != 1:
+	case !keyring.IsDigest(rs.Client, clientID):
 		return nil, InvalidGrant("the refresh token was issued to another client")
 	case now.Unix() > rs.Exp:
 		return nil, InvalidGrant("the sign-in expired; sign in again")
@@ -606,9 +604,9 @@ func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 		s.WriteTokenError(w, InvalidRequest("token is required"))
 		return
 	}
-	if raw, ok := strings.CutPrefix(tok, refreshPrefix); ok {
+	if strings.HasPrefix(tok, refreshPrefix) {
 		var rs refreshState
-		if s.keys.Open(purposeRefresh, raw, maxRefreshBytes, &rs) == nil && subtle.ConstantTimeCompare([]byte(rs.Client), []byte(keyring.Digest(clientID))) == 1 {
+		if s.keys.OpenToken(tok, refreshPrefix, purposeRefresh, maxRefreshBytes, &rs) && keyring.IsDigest(rs.Client, clientID) {
 			s.revoked.Add("f:"+rs.Family, time.Unix(rs.Exp, 0))
 			s.up.Revoke(r.Context(), rs.Up)
 			s.log.Info("oauth: sign-in revoked", "email", rs.Email, "client", ClientLabel(clientID))

@@ -432,7 +432,7 @@ func (s *Grant) redeemDevice(r *http.Request, form url.Values, clientID string) 
 	}
 	now := s.srv.Now()
 	switch {
-	case subtle.ConstantTimeCompare([]byte(dc.Client), []byte(keyring.Digest(clientID))) != 1:
+	case !keyring.IsDigest(dc.Client, clientID):
 		return nil, oauth.InvalidGrant("the device code was issued to another client")
 	case now.Unix() > dc.Exp:
 		return nil, oauth.NewTokenError(http.StatusBadRequest, "expired_token", "the device code expired; start the sign-in again", 0)
