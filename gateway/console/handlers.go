@@ -138,13 +138,8 @@ func (c *Console) page(h pageHandler) http.HandlerFunc {
 // form wraps a POST handler: signed in, same origin, CSRF token, then act.
 func (c *Console) form(h pageHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s, id, err := c.authenticate(r)
-		if err != nil {
-			c.ended(w, err)
-			return
-		}
-		if status, msg := c.checkForm(w, r, s); status != 0 {
-			c.plainPage(w, status, "Request refused", msg, false)
+		s, id, ok := c.signedForm(w, r, c.ended)
+		if !ok {
 			return
 		}
 		rq := &request{c: c, w: w, r: r, id: id, signin: s}

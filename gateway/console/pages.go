@@ -11,6 +11,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/injection"
+	"github.com/brainstem/brainstem/gateway/oauth"
 )
 
 // wingOf reads the {wing} of the path and answers as for a missing page
@@ -158,28 +159,23 @@ func (c *Console) list(rq *request, archived bool) (wingData, error) {
 	return wingData{Wing: w, Caps: rq.caps(w), Notes: out.Notes, Next: out.Next}, nil
 }
 
-func (c *Console) wingPage(rq *request) answer {
-	w, ok := rq.wingOf()
-	if !ok {
-		return notFound()
+// listPage is the wing's page of notes, or with archived its archive's.
+func (c *Console) listPage(archived bool) pageHandler {
+	page, title := "wing", "Wing "
+	if archived {
+		page, title = "archive", "Archive of "
 	}
-	d, err := c.list(rq, false)
-	if err != nil {
-		return readFailed(err)
+	return func(rq *request) answer {
+		w, ok := rq.wingOf()
+		if !ok {
+			return notFound()
+		}
+		d, err := c.list(rq, archived)
+		if err != nil {
+			return readFailed(err)
+		}
+		return answer{status: http.StatusOK, page: page, title: title + w, data: d}
 	}
-	return answer{status: http.StatusOK, page: "wing", title: "Wing " + w, data: d}
-}
-
-func (c *Console) archivePage(rq *request) answer {
-	w, ok := rq.wingOf()
-	if !ok {
-		return notFound()
-	}
-	d, err := c.list(rq, true)
-	if err != nil {
-		return readFailed(err)
-	}
-	return answer{status: http.StatusOK, page: "archive", title: "Archive of " + w, data: d}
 }
 
 type pendingNote struct {
@@ -271,7 +267,7 @@ func (c *Console) inboxNote(rq *request) answer {
 	if err != nil {
 		return failed(err)
 	}
-	d := inboxNoteData{Note: s, Name: name, Caps: rq.caps(w), Slug: name, Key: "console-" + randomString(18)}
+	d := inboxNoteData{Note: s, Name: name, Caps: rq.caps(w), Slug: name, Key: "console-" + oauth.RandomString(18)}
 	for _, f := range s.Fields {
 		if f.Key == "hall" && len(f.Values) == 1 && brain.ValidHall(f.Values[0]) == nil {
 			d.Hall = f.Values[0]
@@ -396,7 +392,7 @@ func (c *Console) note(rq *request) answer {
 	if err != nil {
 		return failed(err)
 	}
-	d := noteData{Note: s, Caps: rq.caps(id.Wing), Key: "console-" + randomString(18)}
+	d := noteData{Note: s, Caps: rq.caps(id.Wing), Key: "console-" + oauth.RandomString(18)}
 	if g.Version == "" {
 		if err := rq.call("brain_links", map[string]any{"id": id.String()}, &d.Links); err != nil {
 			return readFailed(err)
@@ -456,7 +452,7 @@ func (c *Console) history(rq *request) answer {
 		Next     string
 		Caps     []string
 		Key      string
-	}{id.String(), out.ID, out.Versions, out.Next, rq.caps(id.Wing), "console-" + randomString(18)}}
+	}{id.String(), out.ID, out.Versions, out.Next, rq.caps(id.Wing), "console-" + oauth.RandomString(18)}}
 }
 
 // diffLine is one line of a unified diff, with its kind for the style.
@@ -572,7 +568,7 @@ func (c *Console) newNote(rq *request) answer {
 	if !ok {
 		return notFound()
 	}
-	return answer{status: http.StatusOK, page: "new", title: "New note in " + w, data: newData{w, rq.caps(w), "console-" + randomString(18)}}
+	return answer{status: http.StatusOK, page: "new", title: "New note in " + w, data: newData{w, rq.caps(w), "console-" + oauth.RandomString(18)}}
 }
 
 // writeNote is brain_write from the new-note form.
