@@ -124,16 +124,8 @@ func badByte(s string, i int) string {
 // [a-z0-9-], starting and ending with a letter or digit, not a reserved
 // device name.
 func ValidWing(s string) error {
-	if s == "" {
-		return reject(ErrInvalidName, "empty wing: a wing is %s", WingRule)
-	}
-	if len(s) > MaxWingLen {
-		return tooLong("wing", s, MaxWingLen)
-	}
-	for i := 0; i < len(s); i++ {
-		if !isLowerAlnum(s[i]) && s[i] != '-' {
-			return reject(ErrInvalidName, "wing has %s: a wing is %s", badByte(s, i), WingRule)
-		}
+	if err := checkBytes("wing", s, MaxWingLen, WingRule, isWingByte); err != nil {
+		return err
 	}
 	if s[0] == '-' {
 		return reject(ErrInvalidName, "wing %s starts with '-': a wing is %s", preview(s), WingRule)
@@ -146,6 +138,25 @@ func ValidWing(s string) error {
 	}
 	return nil
 }
+
+// checkBytes is where the wing and session rules start: s is not empty,
+// at most max bytes, and every byte is one ok allows.
+func checkBytes(what, s string, max int, rule string, ok func(byte) bool) error {
+	if s == "" {
+		return reject(ErrInvalidName, "empty %s: a %s is %s", what, what, rule)
+	}
+	if len(s) > max {
+		return tooLong(what, s, max)
+	}
+	for i := 0; i < len(s); i++ {
+		if !ok(s[i]) {
+			return reject(ErrInvalidName, "%s has %s: a %s is %s", what, badByte(s, i), what, rule)
+		}
+	}
+	return nil
+}
+
+func isWingByte(c byte) bool { return isLowerAlnum(c) || c == '-' }
 
 // ValidHall checks that s is one of Halls().
 func ValidHall(s string) error {
@@ -197,16 +208,8 @@ func validSlugLike(what, s string) error {
 // characters from [A-Za-z0-9._-], not "." or "..", no leading '.', not a
 // reserved device name in any case.
 func ValidSession(s string) error {
-	if s == "" {
-		return reject(ErrInvalidName, "empty session: a session is %s", SessionRule)
-	}
-	if len(s) > MaxSessionLen {
-		return tooLong("session", s, MaxSessionLen)
-	}
-	for i := 0; i < len(s); i++ {
-		if !isPortable(s[i]) {
-			return reject(ErrInvalidName, "session has %s: a session is %s", badByte(s, i), SessionRule)
-		}
+	if err := checkBytes("session", s, MaxSessionLen, SessionRule, isPortable); err != nil {
+		return err
 	}
 	if s[0] == '.' {
 		return reject(ErrInvalidName, "session %s starts with '.': a session is %s", preview(s), SessionRule)
