@@ -41,17 +41,26 @@ func LoadOrCreateKey(path string) (KeyPair, error) {
 }
 
 func loadKey(path string) (KeyPair, error) {
-	data, err := smallfile.Read(path, maxKeyFileBytes)
+	return loadFile("key", path, maxKeyFileBytes, ErrBadKeyFile, ParsePrivateKeyPEM)
+}
+
+// loadFile reads what (a key, a policy) from path and parses it; a file of
+// more than limit bytes is refused with tooLarge.
+func loadFile[T any](what, path string, limit int64, tooLarge error, parse func([]byte) (T, error)) (T, error) {
+	var v T
+	data, err := smallfile.Read(path, limit)
 	if errors.Is(err, smallfile.ErrTooLarge) {
-		return KeyPair{}, fmt.Errorf("auth: load key: %w: %w", ErrBadKeyFile, err)
-	} else if err != nil {
-		return KeyPair{}, fmt.Errorf("auth: load key: %w", err)
+		err = fmt.Errorf("%w: %w", tooLarge, err)
 	}
-	k, err := ParsePrivateKeyPEM(data)
+	if err == nil {
+		if v, err = parse(data); err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	if err != nil {
-		return KeyPair{}, fmt.Errorf("auth: load key %s: %w", path, err)
+		return v, fmt.Errorf("auth: load %s: %w", what, err)
 	}
-	return k, nil
+	return v, nil
 }
 
 // ParsePrivateKeyPEM parses one PEM "PRIVATE KEY" block holding a PKCS#8

@@ -10,7 +10,6 @@ import (
 	"strings"
 
 	"github.com/brainstem/brainstem/brain"
-	"github.com/brainstem/brainstem/internal/smallfile"
 	"gopkg.in/yaml.v3"
 )
 
@@ -229,17 +228,7 @@ func (p Policy) Caps(email string, groups []string) brain.Caps {
 // curators. Unknown keys, a second YAML document and invalid principals are
 // errors; nothing is returned unless the whole policy is valid.
 func LoadPolicy(path string) (Policy, error) {
-	data, err := smallfile.Read(path, MaxPolicyFileBytes)
-	if errors.Is(err, smallfile.ErrTooLarge) {
-		return Policy{}, fmt.Errorf("auth: load policy: %w: %w", ErrPolicyTooLarge, err)
-	} else if err != nil {
-		return Policy{}, fmt.Errorf("auth: load policy: %w", err)
-	}
-	p, err := ParsePolicy(data)
-	if err != nil {
-		return Policy{}, fmt.Errorf("auth: load policy %s: %w", path, err)
-	}
-	return p, nil
+	return loadFile("policy", path, MaxPolicyFileBytes, ErrPolicyTooLarge, ParsePolicy)
 }
 
 // ParsePolicy decodes and validates a YAML policy document (see LoadPolicy).
