@@ -8,6 +8,7 @@
 package doctor
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -150,9 +151,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r := &run{cfg: cfg, hc: cfg.HTTP, now: cfg.Now, u: u, mcpURL: u.String(), rep: &Report{MCPURL: u.String()}}
-	if r.hc == nil {
-		r.hc = &http.Client{Timeout: 30 * time.Second}
-	}
+	r.hc = cmp.Or(r.hc, &http.Client{Timeout: 30 * time.Second})
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -497,10 +496,7 @@ func (r *run) tokenStep(ctx context.Context) bool {
 		return false
 	}
 	r.token = rec.AccessToken
-	who := rec.Email
-	if who == "" {
-		who = "a user"
-	}
+	who := cmp.Or(rec.Email, "a user")
 	r.pass(StepToken, "the stored sign-in of %s, valid until %s", who, rec.ExpiresAt.Local().Format(time.RFC3339))
 	return true
 }

@@ -7,6 +7,7 @@
 package join
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -194,19 +195,10 @@ var ErrCheckFailed = errors.New("join: a check failed; nothing was registered")
 // with the token — then registers the server with Claude Code when it is
 // installed and prints the Cursor and VS Code settings.
 func Run(ctx context.Context, opt Options) error {
-	if opt.Name == "" {
-		opt.Name = "brainstem"
-	}
-	if opt.Out == nil {
-		opt.Out = io.Discard
-	}
-	if opt.Err == nil {
-		opt.Err = io.Discard
-	}
-	hc := opt.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
-	}
+	opt.Name = cmp.Or(opt.Name, "brainstem")
+	opt.Out = cmp.Or(opt.Out, io.Discard)
+	opt.Err = cmp.Or(opt.Err, io.Discard)
+	hc := cmp.Or(opt.HTTP, &http.Client{Timeout: 30 * time.Second})
 	mcpURL, err := MCPURL(opt.URL)
 	if err != nil {
 		return err

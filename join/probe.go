@@ -1,6 +1,7 @@
 package join
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -52,9 +53,7 @@ type Probe struct {
 // probe's requests follow.
 func OpenProbe(ctx context.Context, hc *http.Client, mcpURL, token string) (*Probe, error) {
 	rec := &authRecorder{next: hc.Transport}
-	if rec.next == nil {
-		rec.next = http.DefaultTransport
-	}
+	rec.next = cmp.Or(rec.next, http.DefaultTransport)
 	h := *hc
 	h.Transport = rec
 	c, err := client.NewStreamableHttpClient(mcpURL,

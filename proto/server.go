@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
@@ -199,12 +200,8 @@ func quicConfig(c *quic.Config) *quic.Config {
 	if c != nil {
 		qc = c.Clone()
 	}
-	if qc.MaxIdleTimeout == 0 {
-		qc.MaxIdleTimeout = DefaultIdleTimeout
-	}
-	if qc.KeepAlivePeriod == 0 {
-		qc.KeepAlivePeriod = DefaultKeepAlive
-	}
+	qc.MaxIdleTimeout = cmp.Or(qc.MaxIdleTimeout, DefaultIdleTimeout)
+	qc.KeepAlivePeriod = cmp.Or(qc.KeepAlivePeriod, DefaultKeepAlive)
 	return qc
 }
 
@@ -219,19 +216,12 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 
 // NewServer returns a server for h. Nothing listens until Serve.
 func NewServer(h Handler, cfg ServerConfig) *Server {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	maxMsg := orDefault(cfg.MaxMessageBytes, DefaultMaxMessageBytes)
 	tc := protocolTLS(cfg.TLS)
 	qc := quicConfig(cfg.QUIC)
-	if qc.MaxIncomingStreams == 0 {
-		qc.MaxIncomingStreams = int64(orDefault(cfg.MaxStreams, DefaultMaxStreams))
-	}
-	if qc.MaxIncomingUniStreams == 0 {
-		qc.MaxIncomingUniStreams = -1 // clients never open unidirectional streams
-	}
+	qc.MaxIncomingStreams = cmp.Or(qc.MaxIncomingStreams, int64(orDefault(cfg.MaxStreams, DefaultMaxStreams)))
+	qc.MaxIncomingUniStreams = cmp.Or(qc.MaxIncomingUniStreams, -1) // clients never open unidirectional streams
 	reqTO := orDefault(cfg.RequestTimeout, DefaultRequestTimeout)
 	grace := orDefault(cfg.CloseGrace, DefaultCloseGrace)
 	memLimit := max(orDefault(cfg.MaxInFlightBytes, DefaultMaxInFlightBytes), int64(maxMsg))

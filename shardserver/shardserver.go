@@ -7,6 +7,7 @@
 package shardserver
 
 import (
+	"cmp"
 	"github.com/brainstem/brainstem/internal/tracing"
 
 	"context"
@@ -132,10 +133,7 @@ func New(ctx context.Context, cfg Config) (*Server, error) {
 	if cfg.DrainTimeout <= 0 {
 		cfg.DrainTimeout = DefaultDrainTimeout
 	}
-	log := cfg.Shard.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(cfg.Shard.Logger, slog.New(slog.DiscardHandler))
 	tlsConf, resetKey, err := serverTLS(cfg)
 	if err != nil {
 		return nil, err

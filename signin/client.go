@@ -1,6 +1,7 @@
 package signin
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -117,10 +118,7 @@ func (c *Client) Login(ctx context.Context, mcpURL string) (*Record, error) {
 		fmt.Fprintf(c.out(), "No browser can be opened on this computer (%v): signing in with a code you type into a browser anywhere instead (as with --device).\n", why)
 		return c.LoginDevice(ctx, mcpURL)
 	}
-	name := c.ClientName
-	if name == "" {
-		name = DefaultClientName
-	}
+	name := cmp.Or(c.ClientName, DefaultClientName)
 	reg, err := Register(ctx, hc, d.Server.RegistrationEndpoint, name, []string{RegisteredRedirectURI})
 	if err != nil {
 		return nil, err
@@ -207,10 +205,7 @@ func (c *Client) browse(ctx context.Context, l *callbackListener, mcpURL, issuer
 	if timeout <= 0 {
 		timeout = DefaultCallbackTimeout
 	}
-	browser := c.Browser
-	if browser == nil {
-		browser = SystemBrowser{}
-	}
+	browser := cmp.Or[Browser](c.Browser, SystemBrowser{})
 	out := c.out()
 	fmt.Fprintf(out, "Signing in to %s with %s.\n", mcpURL, issuer)
 	if err := browser.Open(ctx, authURL); errors.Is(err, errNoBrowserAsked) {

@@ -1,6 +1,7 @@
 package signin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -114,10 +115,7 @@ func (c *Client) LoginDevice(ctx context.Context, mcpURL string) (*Record, error
 	if err := checkEndpoint("device_authorization_endpoint", ep); err != nil {
 		return nil, err
 	}
-	name := c.ClientName
-	if name == "" {
-		name = DefaultDeviceClientName
-	}
+	name := cmp.Or(c.ClientName, DefaultDeviceClientName)
 	reg, err := register(ctx, hc, d.Server.RegistrationEndpoint, map[string]any{
 		"client_name": name, "grant_types": []string{GrantTypeDevice, "refresh_token"},
 		"token_endpoint_auth_method": "none",

@@ -2,6 +2,7 @@ package signin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -275,9 +276,7 @@ func Discover(ctx context.Context, hc *http.Client, mcpURL string) (*Discovery, 
 	if err != nil {
 		return nil, err
 	}
-	if d.Scope == "" {
-		d.Scope = strings.Join(d.Resource.ScopesSupported, " ")
-	}
+	d.Scope = cmp.Or(d.Scope, strings.Join(d.Resource.ScopesSupported, " "))
 	// The first authorization server a client can register with.
 	var errs []error
 	for _, as := range d.Resource.AuthorizationServers {

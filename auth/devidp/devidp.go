@@ -1,6 +1,7 @@
 package devidp
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -115,24 +116,16 @@ type authCode struct {
 // New generates an RSA-2048 signing key (RS256) and returns a provider for
 // cfg. It logs a loud warning: this provider authenticates anyone.
 func New(cfg Config) (*Provider, error) {
-	if cfg.ClientID == "" {
-		cfg.ClientID = DefaultClientID
-	}
-	if cfg.TokenTTL == 0 {
-		cfg.TokenTTL = DefaultTokenTTL
-	}
-	if cfg.AssertionClientID == "" {
-		cfg.AssertionClientID = DefaultAssertionClientID
-	}
+	cfg.ClientID = cmp.Or(cfg.ClientID, DefaultClientID)
+	cfg.TokenTTL = cmp.Or(cfg.TokenTTL, DefaultTokenTTL)
+	cfg.AssertionClientID = cmp.Or(cfg.AssertionClientID, DefaultAssertionClientID)
 	if cfg.TokenTTL < 0 {
 		return nil, fmt.Errorf("devidp: negative token ttl %v", cfg.TokenTTL)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	u, err := url.Parse(cfg.Issuer)
 	if err != nil || cfg.Issuer == "" || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
 		u.RawQuery != "" || u.Fragment != "" || u.User != nil {
@@ -225,9 +218,7 @@ func (p *Provider) mint(email string, groups []string, ttl time.Duration, nonce 
 	if len(groups) > MaxGroups {
 		return "", time.Time{}, fmt.Errorf("devidp: %d groups, the limit is %d", len(groups), MaxGroups)
 	}
-	if ttl == 0 {
-		ttl = p.cfg.TokenTTL
-	}
+	ttl = cmp.Or(ttl, p.cfg.TokenTTL)
 	if ttl < 0 {
 		return "", time.Time{}, fmt.Errorf("devidp: negative ttl %v", ttl)
 	}
@@ -268,9 +259,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config) (*Provider, error) 
 	if !ok || !addr.IP.IsLoopback() {
 		return nil, fmt.Errorf("%w (listener %s)", ErrNotLoopback, ln.Addr())
 	}
-	if cfg.Issuer == "" {
-		cfg.Issuer = "http://" + addr.String()
-	}
+	cfg.Issuer = cmp.Or(cfg.Issuer, "http://"+addr.String())
 	p, err := New(cfg)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package sso
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -211,27 +212,15 @@ func isLoopbackHost(h string) bool {
 // DefaultConfig.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	if c.GroupsClaim == "" {
-		c.GroupsClaim = d.GroupsClaim
-	}
-	if c.ClockSkew == 0 {
-		c.ClockSkew = d.ClockSkew
-	}
-	if c.CacheSize == 0 {
-		c.CacheSize = d.CacheSize
-	}
-	if c.CacheTTL == 0 {
-		c.CacheTTL = d.CacheTTL
-	}
-	if c.JWKSRefetchInterval == 0 {
-		c.JWKSRefetchInterval = d.JWKSRefetchInterval
-	}
+	c.GroupsClaim = cmp.Or(c.GroupsClaim, d.GroupsClaim)
+	c.ClockSkew = cmp.Or(c.ClockSkew, d.ClockSkew)
+	c.CacheSize = cmp.Or(c.CacheSize, d.CacheSize)
+	c.CacheTTL = cmp.Or(c.CacheTTL, d.CacheTTL)
+	c.JWKSRefetchInterval = cmp.Or(c.JWKSRefetchInterval, d.JWKSRefetchInterval)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	hc := &http.Client{Timeout: DefaultHTTPTimeout}
 	if c.HTTPClient != nil {
 		cp := *c.HTTPClient
@@ -256,10 +245,7 @@ type limitTransport struct{ next http.RoundTripper }
 
 // RoundTrip implements http.RoundTripper.
 func (t limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	next := t.next
-	if next == nil {
-		next = http.DefaultTransport
-	}
+	next := cmp.Or(t.next, http.DefaultTransport)
 	resp, err := next.RoundTrip(r)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -82,9 +83,7 @@ func New(opt Options) (*Console, error) {
 	}
 	c := &Console{facade: opt.Facade, tools: opt.Tools, log: opt.Logger, now: opt.Now,
 		origin: u.Scheme + "://" + u.Host, prefix: u.Path + PathPrefix}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
+	c.log = cmp.Or(c.log, slog.New(slog.DiscardHandler))
 	if c.now == nil {
 		c.now = time.Now
 	}

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"html/template"
@@ -69,9 +70,7 @@ type searchData struct {
 func (c *Console) search(rq *request) answer {
 	q := rq.r.URL.Query()
 	d := searchData{Query: q.Get("q"), Scope: q.Get("scope"), Wing: q.Get("wing"), Scopes: []string{"wiki", "inbox", "all"}}
-	if d.Scope == "" {
-		d.Scope = "wiki"
-	}
+	d.Scope = cmp.Or(d.Scope, "wiki")
 	if d.Query == "" {
 		return answer{status: http.StatusOK, page: "search", title: "Search", data: d}
 	}
@@ -238,9 +237,7 @@ func (c *Console) show(wing string, g got) (shown, error) {
 			s.Title = f.Values[0]
 		}
 	}
-	if s.Title == "" {
-		s.Title = g.Path
-	}
+	s.Title = cmp.Or(s.Title, g.Path)
 	s.HTML, err = c.rd.render(g.Body, wing)
 	return s, err
 }

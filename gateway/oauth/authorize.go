@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -135,10 +136,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.SetCookie(w, cookieCSRF, req.CSRF, config.LoginTTL, http.SameSiteStrictMode)
-	name := client.Name
-	if name == "" {
-		name = "An unnamed application"
-	}
+	name := cmp.Or(client.Name, "An unnamed application")
 	s.Count("authorize", "consent")
 	s.RenderPage(w, http.StatusOK, pages.Consent, pages.ConsentData{
 		Name: name, Gateway: s.issuer, MetadataHost: client.MetadataHost, RedirectHost: redirectHost(redirect),

@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
@@ -35,9 +36,7 @@ type Identity struct {
 func ReadFiles(f Files) (Identity, error) {
 	var errs []error
 	read := func(path, name, def string) []byte {
-		if name == "" {
-			name = def
-		}
+		name = cmp.Or(name, def)
 		if path == "" {
 			errs = append(errs, fmt.Errorf("%s is required", name))
 			return nil

@@ -2,6 +2,7 @@ package check
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,10 +137,7 @@ func (c *checker) history(ctx context.Context, wing string) {
 		return
 	}
 	for _, p := range problems {
-		path := p.Path
-		if path == "" {
-			path = brain.WingDir(brain.TopWiki, wing) + "/"
-		}
+		path := cmp.Or(p.Path, brain.WingDir(brain.TopWiki, wing)+"/")
 		c.problem(path, "history: %s", p.Message)
 	}
 }

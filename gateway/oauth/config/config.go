@@ -5,6 +5,7 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net"
@@ -138,24 +139,12 @@ var reservedAuthParams = map[string]bool{
 
 // WithDefaults fills zero values.
 func (c Config) WithDefaults() Config {
-	if c.AccessTokenTTL == 0 {
-		c.AccessTokenTTL = DefaultAccessTokenTTL
-	}
-	if c.RefreshTokenTTL == 0 {
-		c.RefreshTokenTTL = DefaultRefreshTokenTTL
-	}
-	if c.RefreshReuseGrace == 0 {
-		c.RefreshReuseGrace = DefaultRefreshReuseGrace
-	}
-	if c.CodeTTL == 0 {
-		c.CodeTTL = DefaultCodeTTL
-	}
-	if c.ConsentTTL == 0 {
-		c.ConsentTTL = DefaultConsentTTL
-	}
-	if c.ServiceAccountTokenTTL == 0 {
-		c.ServiceAccountTokenTTL = DefaultServiceAccountTokenTTL
-	}
+	c.AccessTokenTTL = cmp.Or(c.AccessTokenTTL, DefaultAccessTokenTTL)
+	c.RefreshTokenTTL = cmp.Or(c.RefreshTokenTTL, DefaultRefreshTokenTTL)
+	c.RefreshReuseGrace = cmp.Or(c.RefreshReuseGrace, DefaultRefreshReuseGrace)
+	c.CodeTTL = cmp.Or(c.CodeTTL, DefaultCodeTTL)
+	c.ConsentTTL = cmp.Or(c.ConsentTTL, DefaultConsentTTL)
+	c.ServiceAccountTokenTTL = cmp.Or(c.ServiceAccountTokenTTL, DefaultServiceAccountTokenTTL)
 	if len(c.Upstream.Scopes) == 0 {
 		c.Upstream.Scopes = DefaultUpstreamScopes
 	}

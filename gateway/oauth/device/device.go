@@ -1,6 +1,7 @@
 package device
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/subtle"
 	"errors"
@@ -50,9 +51,7 @@ func New(srv *oauth.Server, peers *Peers) (*Grant, error) {
 			return nil, errors.New("oauth: peers need this replica's address and a way to list the others")
 		}
 		pc := *peers
-		if pc.Client == nil {
-			pc.Client = &http.Client{Timeout: peerTimeout}
-		}
+		pc.Client = cmp.Or(pc.Client, &http.Client{Timeout: peerTimeout})
 		g.peers = &pc
 	}
 	var err error
@@ -615,14 +614,8 @@ func (s *Grant) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.srv.SetCookie(w, cookieDeviceCSRF, a.CSRF, config.LoginTTL, http.SameSiteStrictMode)
-	name := g.client.Name
-	if name == "" {
-		name = "An unnamed application"
-	}
-	computer := g.computer
-	if computer == "" {
-		computer = "(it gave no description)"
-	}
+	name := cmp.Or(g.client.Name, "An unnamed application")
+	computer := cmp.Or(g.computer, "(it gave no description)")
 	s.srv.Count("device_page", "approve")
 	s.srv.RenderPage(w, http.StatusOK, pages.DeviceApprove, pages.DeviceApproveData{
 		Name: name, ClientID: clientLabelLong(g.clientID), Gateway: s.srv.Issuer(), Dynamic: g.client.Dynamic,
