@@ -136,7 +136,7 @@ type ServerConfig struct {
 }
 
 // Server serves one Handler over QUIC. Create it with NewServer, run it with
-// Serve or ListenAndServe, stop it with Shutdown (graceful) or by cancelling
+// Serve, stop it with Shutdown (graceful) or by cancelling
 // Serve's context (immediate).
 type Server struct {
 	h        Handler
@@ -241,21 +241,6 @@ func NewServer(h Handler, cfg ServerConfig) *Server {
 // the requests a loaded shard has in flight.
 const streamWorkers = 64
 
-// ListenAndServe listens on the UDP address addr and serves until ctx is
-// cancelled or Shutdown completes. The socket is closed when it returns.
-func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
-	ua, err := net.ResolveUDPAddr("udp", addr)
-	if err != nil {
-		return fmt.Errorf("proto: listen %s: %w", addr, err)
-	}
-	pc, err := net.ListenUDP("udp", ua)
-	if err != nil {
-		return fmt.Errorf("proto: listen %s: %w", addr, err)
-	}
-	defer pc.Close()
-	return s.Serve(ctx, pc)
-}
-
 // Serve serves on pc until ctx is cancelled (immediate stop: handler
 // contexts are cancelled and connections closed) or Shutdown completes
 // (graceful). It returns nil after either, or the error that prevented
@@ -327,13 +312,6 @@ func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
 // Ready is closed once the server listens (Addr is then valid). If Serve
 // fails before listening it is never closed: wait for Serve's return too.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
-
-// Addr returns the listening address, or nil before Ready.
-func (s *Server) Addr() net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.addr
-}
 
 // Shutdown stops accepting connections and requests (new requests on open
 // connections are answered CodeUnavailable and clients are told to go away),
