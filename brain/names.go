@@ -78,12 +78,12 @@ func reject(sentinel error, format string, args ...any) error {
 
 func tooLong(what, s string, limit int) error {
 	return &Error{Code: CodeInvalidArgument,
-		Message: fmt.Sprintf("%s is %d bytes, the limit is %d (%s)", what, len(s), limit, preview(s)),
+		Message: fmt.Sprintf("%s is %d bytes, the limit is %d (%s)", what, len(s), limit, Preview(s)),
 		Err:     errors.Join(ErrInvalidName, ErrTooLong)}
 }
 
-// preview quotes s for an error message, cut to a readable length.
-func preview(s string) string {
+// Preview quotes s for an error message, cut to a readable length.
+func Preview(s string) string {
 	const max = 40
 	if len(s) > max {
 		return fmt.Sprintf("%q…", s[:max])
@@ -117,7 +117,7 @@ func isPortable(c byte) bool {
 
 // badByte describes the byte at i of s for an error message.
 func badByte(s string, i int) string {
-	return fmt.Sprintf("%q at byte %d of %s", s[i], i, preview(s))
+	return fmt.Sprintf("%q at byte %d of %s", s[i], i, Preview(s))
 }
 
 // ValidWing checks a wing name (WingRule): 1 to 63 characters from
@@ -128,13 +128,13 @@ func ValidWing(s string) error {
 		return err
 	}
 	if s[0] == '-' {
-		return reject(ErrInvalidName, "wing %s starts with '-': a wing is %s", preview(s), WingRule)
+		return reject(ErrInvalidName, "wing %s starts with '-': a wing is %s", Preview(s), WingRule)
 	}
 	if s[len(s)-1] == '-' {
-		return reject(ErrInvalidName, "wing %s ends with '-': a wing is %s", preview(s), WingRule)
+		return reject(ErrInvalidName, "wing %s ends with '-': a wing is %s", Preview(s), WingRule)
 	}
 	if reservedDevice(s) {
-		return reject(ErrInvalidName, "wing %s is %s", preview(s), reservedMsg)
+		return reject(ErrInvalidName, "wing %s is %s", Preview(s), reservedMsg)
 	}
 	return nil
 }
@@ -164,7 +164,7 @@ func ValidHall(s string) error {
 	case "facts", "decisions", "failures", "hypotheses", "sources":
 		return nil
 	}
-	return reject(ErrInvalidHall, "unknown hall %s: valid halls are %s", preview(s), HallList)
+	return reject(ErrInvalidHall, "unknown hall %s: valid halls are %s", Preview(s), HallList)
 }
 
 // ValidSlug checks a note slug: 1 to 96 characters from [a-z0-9-], no
@@ -192,7 +192,7 @@ func validSlugLike(what, s string) error {
 		case isLowerAlnum(c):
 		case c == '-':
 			if i == 0 || i == len(s)-1 || s[i-1] == '-' {
-				return reject(ErrInvalidName, "%s %s has a leading, trailing or doubled '-': %s", what, preview(s), rule)
+				return reject(ErrInvalidName, "%s %s has a leading, trailing or doubled '-': %s", what, Preview(s), rule)
 			}
 		default:
 			return reject(ErrInvalidName, "%s has %s: %s", what, badByte(s, i), rule)
@@ -212,10 +212,10 @@ func ValidSession(s string) error {
 		return err
 	}
 	if s[0] == '.' {
-		return reject(ErrInvalidName, "session %s starts with '.': a session is %s", preview(s), SessionRule)
+		return reject(ErrInvalidName, "session %s starts with '.': a session is %s", Preview(s), SessionRule)
 	}
 	if reservedDevice(s) {
-		return reject(ErrInvalidName, "session %s is %s", preview(s), reservedMsg)
+		return reject(ErrInvalidName, "session %s is %s", Preview(s), reservedMsg)
 	}
 	return nil
 }
@@ -232,11 +232,11 @@ const VersionRule = "40 hexadecimal digits, a version id as brain_history lists 
 // ValidVersion checks a version id.
 func ValidVersion(s string) error {
 	if len(s) != 40 {
-		return reject(ErrInvalidName, "version %s is not a version id: a version is %s", preview(s), VersionRule)
+		return reject(ErrInvalidName, "version %s is not a version id: a version is %s", Preview(s), VersionRule)
 	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			return reject(ErrInvalidName, "version %s has %s: a version is %s", preview(s), badByte(s, i), VersionRule)
+			return reject(ErrInvalidName, "version %s has %s: a version is %s", Preview(s), badByte(s, i), VersionRule)
 		}
 	}
 	return nil
@@ -254,13 +254,13 @@ func ParseID(s string) (ID, error) {
 	}
 	parts := strings.Split(s, "/")
 	if strings.HasPrefix(s, "/") || strings.Contains(s, `\`) || slices.Contains(parts, "..") || slices.Contains(parts, ".") {
-		return ID{}, reject(ErrEscape, "note id %s is not a plain id (no leading '/', '\\', '.' or '..'): use wing/hall/slug or wiki/wing/hall/slug.md", preview(s))
+		return ID{}, reject(ErrEscape, "note id %s is not a plain id (no leading '/', '\\', '.' or '..'): use wing/hall/slug or wiki/wing/hall/slug.md", Preview(s))
 	}
 	if len(parts) == 4 && parts[0] == TopWiki {
 		parts = parts[1:]
 	}
 	if len(parts) != 3 {
-		return ID{}, reject(ErrInvalidName, "note id %s must be wing/hall/slug (or the path wiki/wing/hall/slug.md)", preview(s))
+		return ID{}, reject(ErrInvalidName, "note id %s must be wing/hall/slug (or the path wiki/wing/hall/slug.md)", Preview(s))
 	}
 	id := ID{Wing: parts[0], Hall: parts[1], Slug: strings.TrimSuffix(parts[2], NoteExt)}
 	if err := id.Validate(); err != nil {
@@ -311,7 +311,7 @@ func ParseInboxPath(p string) (wing, name string, err error) {
 	wing, file, hasName := strings.Cut(rest, "/")
 	name, isMD := strings.CutSuffix(file, NoteExt)
 	if !isInbox || !hasName || !isMD {
-		return "", "", reject(ErrInvalidName, "inbox path %s must be inbox/<wing>/<name>.md", preview(p))
+		return "", "", reject(ErrInvalidName, "inbox path %s must be inbox/<wing>/<name>.md", Preview(p))
 	}
 	if err := ValidWing(wing); err != nil {
 		return "", "", err
@@ -363,28 +363,28 @@ func ValidPath(rel string) (top, wing string, err error) {
 			Err:     ErrTooLong}
 	}
 	if strings.IndexByte(rel, 0) >= 0 {
-		return "", "", reject(ErrInvalidName, "path %s contains a NUL byte", preview(rel))
+		return "", "", reject(ErrInvalidName, "path %s contains a NUL byte", Preview(rel))
 	}
 	if strings.IndexByte(rel, '\\') >= 0 {
-		return "", "", reject(ErrEscape, "path %s contains a backslash: use '/' as the only separator", preview(rel))
+		return "", "", reject(ErrEscape, "path %s contains a backslash: use '/' as the only separator", Preview(rel))
 	}
 	if rel[0] == '/' {
-		return "", "", reject(ErrEscape, "path %s is absolute: want a brain-relative path such as wiki/<wing>/<hall>/<slug>.md", preview(rel))
+		return "", "", reject(ErrEscape, "path %s is absolute: want a brain-relative path such as wiki/<wing>/<hall>/<slug>.md", Preview(rel))
 	}
 	segs := strings.Split(rel, "/")
 	for _, seg := range segs {
 		if seg == "." || seg == ".." {
-			return "", "", reject(ErrEscape, "path %s contains %q: dot segments are not allowed", preview(rel), seg)
+			return "", "", reject(ErrEscape, "path %s contains %q: dot segments are not allowed", Preview(rel), seg)
 		}
 	}
 	top = segs[0]
 	switch top {
 	case TopWiki, TopInbox, TopSessions:
 	default:
-		return "", "", reject(ErrEscape, "path %s does not start with wiki/, inbox/ or sessions/", preview(rel))
+		return "", "", reject(ErrEscape, "path %s does not start with wiki/, inbox/ or sessions/", Preview(rel))
 	}
 	if len(segs) < 2 {
-		return "", "", reject(ErrEscape, "path %s names no wing: want %s/<wing>/...", preview(rel), top)
+		return "", "", reject(ErrEscape, "path %s names no wing: want %s/<wing>/...", Preview(rel), top)
 	}
 	wing = segs[1]
 	if err := ValidWing(wing); err != nil {
@@ -405,7 +405,7 @@ func validSegment(seg string) error {
 	}
 	if len(seg) > MaxSegmentLen {
 		return &Error{Code: CodeInvalidArgument,
-			Message: fmt.Sprintf("path segment is %d bytes, the limit is %d (%s)", len(seg), MaxSegmentLen, preview(seg)),
+			Message: fmt.Sprintf("path segment is %d bytes, the limit is %d (%s)", len(seg), MaxSegmentLen, Preview(seg)),
 			Err:     errors.Join(ErrInvalidName, ErrTooLong)}
 	}
 	for i := 0; i < len(seg); i++ {
@@ -414,11 +414,11 @@ func validSegment(seg string) error {
 		}
 	}
 	if seg[len(seg)-1] == '.' {
-		return reject(ErrInvalidName, "path segment %s ends in '.': a path segment is %s", preview(seg), SegmentRule)
+		return reject(ErrInvalidName, "path segment %s ends in '.': a path segment is %s", Preview(seg), SegmentRule)
 	}
 	base, _, _ := strings.Cut(seg, ".")
 	if reservedDevice(base) {
-		return reject(ErrInvalidName, "path segment %s is %s", preview(seg), reservedMsg)
+		return reject(ErrInvalidName, "path segment %s is %s", Preview(seg), reservedMsg)
 	}
 	return nil
 }
