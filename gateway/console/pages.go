@@ -25,6 +25,13 @@ func (rq *request) wingOf() (string, bool) {
 	return w, true
 }
 
+// inboxOf reads {wing}/inbox/{name}.
+func (rq *request) inboxOf() (wing, name string, ok bool) {
+	w, ok := rq.wingOf()
+	name = rq.r.PathValue("name")
+	return w, name, ok && brain.ValidInboxName(name) == nil
+}
+
 // noteOf reads {wing}/{hall}/{slug}.
 func (rq *request) noteOf() (brain.ID, bool) {
 	w, ok := rq.wingOf()
@@ -251,9 +258,8 @@ type inboxNoteData struct {
 }
 
 func (c *Console) inboxNote(rq *request) answer {
-	w, ok := rq.wingOf()
-	name := rq.r.PathValue("name")
-	if !ok || brain.ValidInboxName(name) != nil {
+	w, name, ok := rq.inboxOf()
+	if !ok {
 		return notFound()
 	}
 	var g got
@@ -264,7 +270,7 @@ func (c *Console) inboxNote(rq *request) answer {
 	if err != nil {
 		return failed(err)
 	}
-	d := inboxNoteData{Note: s, Name: name, Caps: rq.caps(w), Slug: name, Key: "console-" + oauth.RandomString(18)}
+	d := inboxNoteData{Note: s, Name: name, Caps: rq.caps(w), Slug: name, Key: formKey()}
 	for _, f := range s.Fields {
 		if f.Key == "hall" && len(f.Values) == 1 && brain.ValidHall(f.Values[0]) == nil {
 			d.Hall = f.Values[0]
@@ -275,9 +281,8 @@ func (c *Console) inboxNote(rq *request) answer {
 
 // promote is brain_promote with the form's title, hall and slug.
 func (c *Console) promote(rq *request) answer {
-	w, ok := rq.wingOf()
-	nm := rq.r.PathValue("name")
-	if !ok || brain.ValidInboxName(nm) != nil {
+	w, nm, ok := rq.inboxOf()
+	if !ok {
 		return notFound()
 	}
 	f := rq.r.PostForm
@@ -286,11 +291,8 @@ func (c *Console) promote(rq *request) answer {
 		return failed(err)
 	}
 	args := map[string]any{"wing": w, "name": nm, "hall": hall}
-	if s := f.Get("slug"); s != "" {
-		if _, err := name("slug", s, brain.ValidSlug); err != nil {
-			return failed(err)
-		}
-		args["slug"] = s
+	if err := optional(args, "slug", f.Get("slug"), brain.ValidSlug); err != nil {
+		return failed(err)
 	}
 	if t := f.Get("title"); strings.TrimSpace(t) != "" {
 		if _, err := text("title", t, MaxTitleBytes, true, true); err != nil {
@@ -301,29 +303,40 @@ func (c *Console) promote(rq *request) answer {
 	if f.Get("acknowledge_flags") != "" {
 		args["acknowledge_flags"] = true // the curator ticked that they read the injection audit's flags
 	}
-	if err := withKey(args, f); err != nil {
-		return failed(err)
-	}
 	var out struct {
 		ID string `json:"id"`
 	}
-	if err := rq.call("brain_promote", args, &out); err != nil {
+	if err := rq.send("brain_promote", args, &out); err != nil {
 		return failed(err)
 	}
 	return answer{redirect: c.noteURL(out.ID)}
 }
 
-// withKey adds the form's idempotency key: a form sent twice (a reload, a
-// double click) is applied once and answered the same.
-func withKey(args map[string]any, f url.Values) error {
-	k := f.Get("key")
-	if k == "" {
+// send is rq.call of a change with the form's idempotency key: a form
+// sent twice (a reload, a double click) is applied once and answered the
+// same.
+func (rq *request) send(tool string, args map[string]any, out any) error {
+	if k := rq.r.PostForm.Get("key"); k != "" {
+		if _, err := token("key", k, MaxKeyBytes); err != nil {
+			return err
+		}
+		args["idempotency_key"] = k
+	}
+	return rq.call(tool, args, out)
+}
+
+// formKey is a fresh idempotency key for a page's form.
+func formKey() string { return "console-" + oauth.RandomString(18) }
+
+// optional puts v in args under key, checked by rule, unless it is empty.
+func optional(args map[string]any, key, v string, rule func(string) error) error {
+	if v == "" {
 		return nil
 	}
-	if _, err := token("key", k, MaxKeyBytes); err != nil {
+	if _, err := name(key, v, rule); err != nil {
 		return err
 	}
-	args["idempotency_key"] = k
+	args[key] = v
 	return nil
 }
 
@@ -333,9 +346,8 @@ func reasonOf(f url.Values) (string, error) {
 
 // archiveInbox rejects an inbox note: brain_archive of its inbox path.
 func (c *Console) archiveInbox(rq *request) answer {
-	w, ok := rq.wingOf()
-	nm := rq.r.PathValue("name")
-	if !ok || brain.ValidInboxName(nm) != nil {
+	w, nm, ok := rq.inboxOf()
+	if !ok {
 		return notFound()
 	}
 	reason, err := reasonOf(rq.r.PostForm)
@@ -343,10 +355,7 @@ func (c *Console) archiveInbox(rq *request) answer {
 		return failed(err)
 	}
 	args := map[string]any{"id": brain.InboxPath(w, nm), "reason": reason}
-	if err := withKey(args, rq.r.PostForm); err != nil {
-		return failed(err)
-	}
-	if err := rq.call("brain_archive", args, nil); err != nil {
+	if err := rq.send("brain_archive", args, nil); err != nil {
 		return failed(err)
 	}
 	return answer{redirect: c.prefix + "w/" + w + "/inbox"}
@@ -375,11 +384,8 @@ func (c *Console) note(rq *request) answer {
 		return notFound()
 	}
 	args := map[string]any{"id": id.String()}
-	if v := rq.r.URL.Query().Get("version"); v != "" {
-		if _, err := name("version", v, brain.ValidVersion); err != nil {
-			return failed(err)
-		}
-		args["version"] = v
+	if err := optional(args, "version", rq.r.URL.Query().Get("version"), brain.ValidVersion); err != nil {
+		return failed(err)
 	}
 	var g got
 	if err := rq.call("brain_get", args, &g); err != nil {
@@ -389,7 +395,7 @@ func (c *Console) note(rq *request) answer {
 	if err != nil {
 		return failed(err)
 	}
-	d := noteData{Note: s, Caps: rq.caps(id.Wing), Key: "console-" + oauth.RandomString(18)}
+	d := noteData{Note: s, Caps: rq.caps(id.Wing), Key: formKey()}
 	if g.Version == "" {
 		if err := rq.call("brain_links", map[string]any{"id": id.String()}, &d.Links); err != nil {
 			return readFailed(err)
@@ -449,7 +455,7 @@ func (c *Console) history(rq *request) answer {
 		Next     string
 		Caps     []string
 		Key      string
-	}{id.String(), out.ID, out.Versions, out.Next, rq.caps(id.Wing), "console-" + oauth.RandomString(18)}}
+	}{id.String(), out.ID, out.Versions, out.Next, rq.caps(id.Wing), formKey()}}
 }
 
 // diffLine is one line of a unified diff, with its kind for the style.
@@ -468,11 +474,8 @@ func (c *Console) diff(rq *request) answer {
 		return failed(err)
 	}
 	args := map[string]any{"id": id.String(), "from": from}
-	if to := q.Get("to"); to != "" {
-		if _, err := name("to", to, brain.ValidVersion); err != nil {
-			return failed(err)
-		}
-		args["to"] = to
+	if err := optional(args, "to", q.Get("to"), brain.ValidVersion); err != nil {
+		return failed(err)
 	}
 	var out struct {
 		From string `json:"from"`
@@ -522,13 +525,10 @@ func (c *Console) restore(rq *request) answer {
 		return failed(err)
 	}
 	args := map[string]any{"id": id.String(), "version": v, "reason": reason}
-	if err := withKey(args, f); err != nil {
-		return failed(err)
-	}
 	var out struct {
 		ID string `json:"id"`
 	}
-	if err := rq.call("brain_restore", args, &out); err != nil {
+	if err := rq.send("brain_restore", args, &out); err != nil {
 		return failed(err)
 	}
 	return answer{redirect: c.noteURL(out.ID)}
@@ -545,10 +545,7 @@ func (c *Console) archiveNote(rq *request) answer {
 		return failed(err)
 	}
 	args := map[string]any{"id": id.String(), "reason": reason}
-	if err := withKey(args, rq.r.PostForm); err != nil {
-		return failed(err)
-	}
-	if err := rq.call("brain_archive", args, nil); err != nil {
+	if err := rq.send("brain_archive", args, nil); err != nil {
 		return failed(err)
 	}
 	return answer{redirect: c.prefix + "w/" + id.Wing + "/archive"}
@@ -565,7 +562,7 @@ func (c *Console) newNote(rq *request) answer {
 	if !ok {
 		return notFound()
 	}
-	return answer{status: http.StatusOK, page: "new", title: "New note in " + w, data: newData{w, rq.caps(w), "console-" + oauth.RandomString(18)}}
+	return answer{status: http.StatusOK, page: "new", title: "New note in " + w, data: newData{w, rq.caps(w), formKey()}}
 }
 
 // writeNote is brain_write from the new-note form.
@@ -585,17 +582,11 @@ func (c *Console) writeNote(rq *request) answer {
 	}
 	inbox := f.Get("inbox") == "on"
 	args := map[string]any{"wing": w, "title": title, "body": strings.ReplaceAll(body, "\r\n", "\n"), "inbox": inbox}
-	if h := f.Get("hall"); h != "" {
-		if _, err := name("hall", h, brain.ValidHall); err != nil {
-			return failed(err)
-		}
-		args["hall"] = h
+	if err := optional(args, "hall", f.Get("hall"), brain.ValidHall); err != nil {
+		return failed(err)
 	}
-	if s := f.Get("slug"); s != "" {
-		if _, err := name("slug", s, brain.ValidSlug); err != nil {
-			return failed(err)
-		}
-		args["slug"] = s
+	if err := optional(args, "slug", f.Get("slug"), brain.ValidSlug); err != nil {
+		return failed(err)
 	}
 	tg, err := tags(f.Get("tags"))
 	if err != nil {
@@ -604,14 +595,11 @@ func (c *Console) writeNote(rq *request) answer {
 	if len(tg) > 0 {
 		args["tags"] = tg
 	}
-	if err := withKey(args, f); err != nil {
-		return failed(err)
-	}
 	var out struct {
 		ID   string `json:"id"`
 		Path string `json:"path"`
 	}
-	if err := rq.call("brain_write", args, &out); err != nil {
+	if err := rq.send("brain_write", args, &out); err != nil {
 		return failed(err)
 	}
 	if out.ID == "" {
