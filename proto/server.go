@@ -8,8 +8,10 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -330,10 +332,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutOnce.Do(func() { close(s.shutdown) })
 	s.mu.Lock()
 	s.stopServe()
-	conns := make([]*quic.Conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
+	conns := slices.Collect(maps.Keys(s.conns))
 	s.mu.Unlock()
 	for _, c := range conns {
 		sendGoAway(c)
@@ -400,10 +399,7 @@ func (s *Server) untrack(c *quic.Conn) {
 
 func (s *Server) closeAll(code quic.ApplicationErrorCode, msg string) {
 	s.mu.Lock()
-	conns := make([]*quic.Conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
+	conns := slices.Collect(maps.Keys(s.conns))
 	s.mu.Unlock()
 	for _, c := range conns {
 		c.CloseWithError(code, msg)

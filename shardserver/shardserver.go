@@ -8,8 +8,6 @@ package shardserver
 
 import (
 	"cmp"
-	"github.com/brainstem/brainstem/internal/tracing"
-
 	"context"
 	"crypto/tls"
 	"errors"
@@ -29,6 +27,7 @@ import (
 	"github.com/quic-go/quic-go"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/internal/tracing"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/shard"

@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -127,10 +128,7 @@ func merge(in []Entry) []Entry {
 			by[e.Email] = e
 		}
 	}
-	out := make([]Entry, 0, len(by))
-	for _, e := range by {
-		out = append(out, e)
-	}
+	out := slices.Collect(maps.Values(by))
 	sort.Slice(out, func(i, j int) bool { return out[i].Email < out[j].Email })
 	return out
 }
@@ -239,14 +237,7 @@ func (l *List) Post(e Entry) (bool, error) {
 func (l *List) Entries() []Entry {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	var all []Entry
-	for _, e := range l.file {
-		all = append(all, e)
-	}
-	for _, e := range l.posted {
-		all = append(all, e)
-	}
-	return merge(all)
+	return merge(slices.AppendSeq(slices.Collect(maps.Values(l.file)), maps.Values(l.posted)))
 }
 
 // Generation counts the changes of the list.
