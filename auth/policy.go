@@ -114,7 +114,7 @@ func ParsePrincipal(s string) (Principal, error) {
 		return Principal{Kind: PrincipalDomain, Value: e[len("x@"):]}, nil
 	case "group":
 		value = trimASCIISpace(value)
-		if value == "" || hasControl(value) {
+		if value == "" || HasControlChar(value) {
 			return Principal{}, fmt.Errorf("%w %q: empty or unprintable group name (want group:<name>)", ErrBadPrincipal, s)
 		}
 		return Principal{Kind: PrincipalGroup, Value: value}, nil
@@ -129,7 +129,8 @@ func ParsePrincipal(s string) (Principal, error) {
 	}
 }
 
-func hasControl(s string) bool {
+// HasControlChar reports whether s holds a control character.
+func HasControlChar(s string) bool {
 	for _, r := range s {
 		if r < ' ' || r == 0x7f {
 			return true

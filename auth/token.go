@@ -322,7 +322,7 @@ func checkTokenGroups(groups []string) error {
 	}
 	size := 0
 	for _, g := range groups {
-		if g == "" || len(g) > MaxPrincipalBytes || hasControl(g) {
+		if g == "" || len(g) > MaxPrincipalBytes || HasControlChar(g) {
 			return fmt.Errorf("bad group name %q", g)
 		}
 		size += len(g)

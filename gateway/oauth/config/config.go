@@ -13,6 +13,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
 )
 
@@ -335,7 +336,7 @@ func validateEnterprise(c EnterpriseConfig, bad func(key, format string, args ..
 			bad(key+".clients", "%d clients, the limit is %d", n, MaxEnterpriseClients)
 		}
 		for j, cl := range idp.Clients {
-			if cl == "" || len(cl) > maxClientIDBytes || HasControlChar(cl) || strings.TrimSpace(cl) != cl {
+			if cl == "" || len(cl) > maxClientIDBytes || auth.HasControlChar(cl) || strings.TrimSpace(cl) != cl {
 				bad(fmt.Sprintf("%s.clients[%d]", key, j), "%q is empty, over %d bytes, unprintable or has surrounding spaces", cl, maxClientIDBytes)
 			}
 		}

@@ -430,7 +430,7 @@ func (s *Grant) checkAssertion(c assertionClaims, id string, now time.Time) stri
 		return "nbf is in the future"
 	case c.IssuedAt != nil && time.Unix(*c.IssuedAt, 0).After(now.Add(assertionClockSkew)):
 		return "iat is in the future"
-	case c.ID == "" || len(c.ID) > MaxJTIBytes || config.HasControlChar(c.ID):
+	case c.ID == "" || len(c.ID) > MaxJTIBytes || auth.HasControlChar(c.ID):
 		return fmt.Sprintf("jti is required: 1 to %d printable bytes", MaxJTIBytes)
 	}
 	return ""
