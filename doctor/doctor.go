@@ -22,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brainstem/brainstem/internal/loopback"
 	"github.com/brainstem/brainstem/join"
 	"github.com/brainstem/brainstem/signin"
 )
@@ -229,7 +230,7 @@ func (r *run) reachFix(err error) string {
 func (r *run) tls(ctx context.Context) bool {
 	host := r.u.Hostname()
 	if r.u.Scheme == "http" {
-		if signin.IsLoopback(host) {
+		if loopback.Is(host) {
 			r.pass(StepTLS, "plain http to this computer (a local `brainstem dev`)")
 			return true
 		}

@@ -19,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brainstem/brainstem/internal/loopback"
 	"github.com/brainstem/brainstem/signin"
 )
 
@@ -33,7 +34,7 @@ func MCPURL(raw string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if u.Scheme == "http" && !signin.IsLoopback(u.Hostname()) {
+	if u.Scheme == "http" && !loopback.Is(u.Hostname()) {
 		return "", fmt.Errorf("%w: %q: plain http is only for a local `brainstem dev`; use https", ErrURL, raw)
 	}
 	return u.String(), nil

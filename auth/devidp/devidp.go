@@ -18,6 +18,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/internal/loopback"
 	jose "github.com/go-jose/go-jose/v4"
 	lru "github.com/hashicorp/golang-lru/v2"
 )
@@ -131,7 +132,7 @@ func New(cfg Config) (*Provider, error) {
 		u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, fmt.Errorf("devidp: issuer %q must be an http(s)://host:port[/path] URL", cfg.Issuer)
 	}
-	if !isLoopbackHost(u.Hostname()) {
+	if !loopback.Is(u.Hostname()) {
 		return nil, fmt.Errorf("%w (issuer %s)", ErrNotLoopback, cfg.Issuer)
 	}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -157,14 +158,6 @@ func New(cfg Config) (*Provider, error) {
 		"Use it only on this machine for `brainstem dev` and tests; never trust it in production.",
 		"issuer", cfg.Issuer, "client_id", cfg.ClientID)
 	return p, nil
-}
-
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Issuer returns the issuer URL (the iss of the provider's tokens).

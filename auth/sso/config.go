@@ -6,11 +6,12 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/loopback"
 )
 
 // Defaults and limits.
@@ -192,20 +193,12 @@ func validateIssuerURL(s string) error {
 	case "https":
 		return nil
 	case "http":
-		if isLoopbackHost(u.Hostname()) {
+		if loopback.Is(u.Hostname()) {
 			return nil
 		}
 		return fmt.Errorf("%q uses http on a non-loopback host; keys fetched over plain http could be replaced in transit (use https)", s)
 	}
 	return fmt.Errorf("%q: scheme must be https", s)
-}
-
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // withDefaults returns the config with zero values replaced by those of

@@ -20,6 +20,7 @@ import (
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"github.com/brainstem/brainstem/gateway/oauth/pages"
 	"github.com/brainstem/brainstem/gateway/oauth/upstream"
+	"github.com/brainstem/brainstem/internal/loopback"
 )
 
 // Limits of an authorization request.
@@ -499,7 +500,7 @@ func redirectHost(redirect string) string {
 	if u.Host == "" {
 		return u.Scheme + ":"
 	}
-	if config.IsLoopbackHostname(u.Hostname()) {
+	if loopback.Is(u.Hostname()) {
 		return "an application on this computer (" + u.Host + ")"
 	}
 	return u.Host

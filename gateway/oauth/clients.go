@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/gateway/oauth/clients"
-	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
+	"github.com/brainstem/brainstem/internal/loopback"
 )
 
 // registeredPrefix starts every client id the facade signs at registration.
@@ -184,7 +184,7 @@ func (s *Server) checkRedirectURI(raw string) error {
 		return fmt.Errorf("redirect URI %.80q must not carry user info", raw)
 	}
 	switch {
-	case u.Scheme == "http" && config.IsLoopbackHostname(u.Hostname()):
+	case u.Scheme == "http" && loopback.Is(u.Hostname()):
 		return nil
 	case slices.Contains(s.cfg.RedirectURIs, raw):
 		return nil
@@ -213,12 +213,12 @@ func redirectAllowed(c *clients.Client, uri string) bool {
 		return false
 	}
 	u, err := url.Parse(uri)
-	if err != nil || u.Scheme != "http" || !config.IsLoopbackHostname(u.Hostname()) {
+	if err != nil || u.Scheme != "http" || !loopback.Is(u.Hostname()) {
 		return false
 	}
 	for _, r := range c.RedirectURIs {
 		ru, err := url.Parse(r)
-		if err != nil || ru.Scheme != "http" || !config.IsLoopbackHostname(ru.Hostname()) {
+		if err != nil || ru.Scheme != "http" || !loopback.Is(ru.Hostname()) {
 			continue
 		}
 		if strings.EqualFold(ru.Hostname(), u.Hostname()) && ru.EscapedPath() == u.EscapedPath() && ru.RawQuery == u.RawQuery && u.User == nil && u.Fragment == "" {
@@ -231,7 +231,7 @@ func redirectAllowed(c *clients.Client, uri string) bool {
 // consentKey identifies what a consent covers: the client and its redirect
 // target, loopback ports aside.
 func consentKey(clientID, redirect string) string {
-	if u, err := url.Parse(redirect); err == nil && u.Scheme == "http" && config.IsLoopbackHostname(u.Hostname()) {
+	if u, err := url.Parse(redirect); err == nil && u.Scheme == "http" && loopback.Is(u.Hostname()) {
 		u.Host = u.Hostname()
 		redirect = u.String()
 	}

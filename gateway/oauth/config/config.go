@@ -8,13 +8,13 @@ import (
 	"cmp"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"time"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/internal/loopback"
 )
 
 // Defaults and bounds of the configuration.
@@ -171,7 +171,7 @@ func (c Config) Validate(publicURL string) error {
 	}
 	loopbackGateway := false
 	if u, err := url.Parse(publicURL); err == nil {
-		loopbackGateway = IsLoopbackHostname(u.Hostname())
+		loopbackGateway = loopback.Is(u.Hostname())
 	}
 	if c.SigningKeyFile == "" {
 		bad("signing_key_file", "required: a PEM Ed25519 key shared by every replica (openssl genpkey -algorithm ed25519)")
@@ -244,7 +244,7 @@ func checkAllowlistedRedirect(s string) error {
 	if u.Fragment != "" || u.User != nil {
 		return fmt.Errorf("%q must not carry a fragment or user info", s)
 	}
-	if u.Scheme != "https" && !(u.Scheme == "http" && IsLoopbackHostname(u.Hostname())) {
+	if u.Scheme != "https" && !(u.Scheme == "http" && loopback.Is(u.Hostname())) {
 		return fmt.Errorf("%q must use https (loopback http URIs are always allowed and need no entry)", s)
 	}
 	return nil
@@ -345,11 +345,3 @@ func validateEnterprise(c EnterpriseConfig, bad func(key, format string, args ..
 
 // maxClientIDBytes bounds a client id named in configuration.
 const maxClientIDBytes = 2048
-
-// IsLoopbackHostname reports whether h is localhost or a loopback address.
-func IsLoopbackHostname(h string) bool { return strings.EqualFold(h, "localhost") || isLoopbackIP(h) }
-
-func isLoopbackIP(h string) bool {
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
