@@ -199,15 +199,21 @@ func (p Policy) lists() [3]namedList {
 // Caps returns the capabilities the policy grants to a caller. The email is
 // canonicalised here (CanonicalEmail); an address the rule refuses gets no
 // capabilities, not even through "*". Entries that do not parse grant
+// emailDomain is the canonical form of email and its domain; ok is false
+// for what is not an email.
+func emailDomain(email string) (canonical, domain string, ok bool) {
+	canonical, err := CanonicalEmail(email)
+	if at := strings.LastIndexByte(canonical, '@'); at >= 0 {
+		domain = canonical[at+1:]
+	}
+	return canonical, domain, err == nil
+}
+
 // nothing (Validate reports them).
 func (p Policy) Caps(email string, groups []string) brain.Caps {
-	email, err := CanonicalEmail(email)
-	if err != nil {
+	email, domain, ok := emailDomain(email)
+	if !ok {
 		return 0
-	}
-	domain := ""
-	if at := strings.LastIndexByte(email, '@'); at >= 0 {
-		domain = email[at+1:]
 	}
 	var c brain.Caps
 	for _, l := range p.lists() {
@@ -341,13 +347,9 @@ func (cp *CompiledPolicy) Caps(email string, groups []string) brain.Caps {
 // grant returns the caps and, if via, per list that granted them through a
 // group only, the caller's first group in that list.
 func (cp *CompiledPolicy) grant(email string, groups []string, via bool) (brain.Caps, []string) {
-	email, err := CanonicalEmail(email)
-	if err != nil {
+	email, domain, ok := emailDomain(email)
+	if !ok {
 		return 0, nil
-	}
-	domain := ""
-	if at := strings.LastIndexByte(email, '@'); at >= 0 {
-		domain = email[at+1:]
 	}
 	var c brain.Caps
 	if domain == ServiceAccountDomain {
