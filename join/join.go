@@ -142,10 +142,7 @@ func Login(ctx context.Context, sc *signin.Client, hc *http.Client, mcpURL strin
 }
 
 func who(rec *signin.Record) string {
-	if rec.Email != "" {
-		return rec.Email
-	}
-	return "you (the token names no email)"
+	return cmp.Or(rec.Email, "you (the token names no email)")
 }
 
 func wingsWith(ctx context.Context, hc *http.Client, mcpURL, token string) (*Wings, error) {

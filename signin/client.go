@@ -82,10 +82,7 @@ func NewDefault(out io.Writer, noBrowser bool, timeout time.Duration) (*Client, 
 }
 
 func (c *Client) httpClient() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
-	}
-	return &http.Client{Timeout: 30 * time.Second}
+	return cmp.Or(c.HTTP, &http.Client{Timeout: 30 * time.Second})
 }
 
 func (c *Client) now() time.Time {
@@ -96,10 +93,7 @@ func (c *Client) now() time.Time {
 }
 
 func (c *Client) out() io.Writer {
-	if c.Out != nil {
-		return c.Out
-	}
-	return io.Discard
+	return cmp.Or(c.Out, io.Discard)
 }
 
 // Login signs the user in to mcpURL: discovery, dynamic registration, the

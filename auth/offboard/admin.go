@@ -1,6 +1,7 @@
 package offboard
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -101,10 +102,7 @@ func ExpandReplicas(ctx context.Context, bases []string, expand bool) ([]string,
 }
 
 func (a Admin) client() *http.Client {
-	if a.HTTP != nil {
-		return a.HTTP
-	}
-	return &http.Client{Timeout: 10 * time.Second}
+	return cmp.Or(a.HTTP, &http.Client{Timeout: 10 * time.Second})
 }
 
 func (a Admin) do(ctx context.Context, method, u string, body url.Values) (Report, error) {

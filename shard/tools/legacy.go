@@ -36,10 +36,7 @@ func (m *legacyMark) legacy() bool { return m.sentAs != nil }
 // (the tool's arguments) for a call in the tool's shape, else the call as
 // the predecessor's caller sent it.
 func (m *legacyMark) fingerprinted(own any) any {
-	if m.sentAs != nil {
-		return m.sentAs
-	}
-	return own
+	return cmp.Or(m.sentAs, own)
 }
 
 // ---- brain_write: {content, filename, type, domain} into the inbox
