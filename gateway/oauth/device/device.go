@@ -531,17 +531,17 @@ func (s *Grant) renderCodeForm(w http.ResponseWriter, status int, prefill, probl
 func (s *Grant) serveDeviceForm(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, oauth.MaxFormBytes)
 	if err := r.ParseForm(); err != nil {
-		s.refuse(w, http.StatusBadRequest, "Invalid answer", "The form could not be read.")
+		s.srv.RefusePage(w, "device_page", http.StatusBadRequest, "Invalid answer", "The form could not be read.")
 		return
 	}
 	for k, v := range r.PostForm {
 		if len(v) > 1 {
-			s.refuse(w, http.StatusBadRequest, "Invalid answer", fmt.Sprintf("The field %q appears more than once.", k))
+			s.srv.RefusePage(w, "device_page", http.StatusBadRequest, "Invalid answer", fmt.Sprintf("The field %q appears more than once.", k))
 			return
 		}
 	}
 	if !s.srv.SameOrigin(r) {
-		s.refuse(w, http.StatusForbidden, "Invalid answer", "The form was not submitted from this gateway's own page.")
+		s.srv.RefusePage(w, "device_page", http.StatusForbidden, "Invalid answer", "The form was not submitted from this gateway's own page.")
 		return
 	}
 	switch r.PostForm.Get("step") {
@@ -550,14 +550,8 @@ func (s *Grant) serveDeviceForm(w http.ResponseWriter, r *http.Request) {
 	case "approve":
 		s.deviceApproveStep(w, r)
 	default:
-		s.refuse(w, http.StatusBadRequest, "Invalid answer", "The form's step is neither code nor approve.")
+		s.srv.RefusePage(w, "device_page", http.StatusBadRequest, "Invalid answer", "The form's step is neither code nor approve.")
 	}
-}
-
-// refuse counts a refused device page and shows why.
-func (s *Grant) refuse(w http.ResponseWriter, status int, title, message string) {
-	s.srv.Count("device_page", "refused")
-	s.srv.ErrorPage(w, status, title, message)
 }
 
 // openForm opens the posted form's sealed token into v, whose deviceForm is
@@ -566,11 +560,11 @@ func (s *Grant) refuse(w http.ResponseWriter, status int, title, message string)
 // expired or foreign, and returns false.
 func (s *Grant) openForm(w http.ResponseWriter, r *http.Request, purpose string, v any, f *deviceForm, expired, foreign string) bool {
 	if err := s.srv.Open(purpose, r.PostForm.Get("token"), 4<<10, v); err != nil || s.srv.Now().Unix() > f.Exp {
-		s.refuse(w, http.StatusBadRequest, "This page has expired", expired)
+		s.srv.RefusePage(w, "device_page", http.StatusBadRequest, "This page has expired", expired)
 		return false
 	}
 	if got := s.srv.Cookie(r, cookieDeviceCSRF); got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(f.CSRF)) != 1 {
-		s.refuse(w, http.StatusForbidden, "Invalid answer", foreign)
+		s.srv.RefusePage(w, "device_page", http.StatusForbidden, "Invalid answer", foreign)
 		return false
 	}
 	return true
@@ -584,7 +578,7 @@ func (s *Grant) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 	}
 	if !s.srv.Allow(r, "device_verify", deviceVerifyPerMin) {
 		w.Header().Set("Retry-After", "60")
-		s.refuse(w, http.StatusTooManyRequests, "Too many codes tried", "Too many codes were tried from your address. Wait a minute and try again.")
+		s.srv.RefusePage(w, "device_page", http.StatusTooManyRequests, "Too many codes tried", "Too many codes were tried from your address. Wait a minute and try again.")
 		return
 	}
 	g, err := s.lookupUserCode(r.PostForm.Get("user_code"), s.srv.Now())
@@ -675,7 +669,7 @@ func (s *Grant) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 	}
 	decision := r.PostForm.Get("decision")
 	if decision != "allow" && decision != "deny" {
-		s.refuse(w, http.StatusBadRequest, "Invalid answer", "The answer is neither allow nor deny.")
+		s.srv.RefusePage(w, "device_page", http.StatusBadRequest, "Invalid answer", "The answer is neither allow nor deny.")
 		return
 	}
 	s.srv.SetCookie(w, cookieDeviceCSRF, "", -1, http.SameSiteStrictMode)
@@ -700,7 +694,7 @@ func (s *Grant) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	if problem != "" {
-		s.refuse(w, http.StatusBadRequest, "This code cannot be used", problem)
+		s.srv.RefusePage(w, "device_page", http.StatusBadRequest, "This code cannot be used", problem)
 		return
 	}
 	if decision == "deny" {
