@@ -118,8 +118,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		clientID, terr = s.TokenClient(r, form)
 	}
 	if terr != nil {
-		s.Count("token", "refused")
-		s.WriteTokenError(w, terr)
+		s.RefuseToken(w, "token", terr)
 		return
 	}
 	var (
@@ -594,14 +593,12 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	form, clientID, terr := s.TokenForm(w, r)
 	if terr != nil {
-		s.Count("revoke", "refused")
-		s.WriteTokenError(w, terr)
+		s.RefuseToken(w, "revoke", terr)
 		return
 	}
 	tok := form.Get("token")
 	if tok == "" {
-		s.Count("revoke", "refused")
-		s.WriteTokenError(w, InvalidRequest("token is required"))
+		s.RefuseToken(w, "revoke", InvalidRequest("token is required"))
 		return
 	}
 	if strings.HasPrefix(tok, refreshPrefix) {
@@ -623,6 +620,12 @@ func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 func (s *Server) isRevoked(key string, now time.Time) bool {
 	until, ok := s.revoked.Get(key)
 	return ok && now.Before(until)
+}
+
+// RefuseToken counts a refusal of endpoint and answers it (WriteTokenError).
+func (s *Server) RefuseToken(w http.ResponseWriter, endpoint string, e *TokenError) {
+	s.Count(endpoint, "refused")
+	s.WriteTokenError(w, e)
 }
 
 func (s *Server) WriteTokenError(w http.ResponseWriter, e *TokenError) {

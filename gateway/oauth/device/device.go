@@ -83,8 +83,7 @@ func (s *Grant) Register(mux *http.ServeMux) {
 func (s *Grant) Redeem(w http.ResponseWriter, r *http.Request, form url.Values) ([]byte, string, *oauth.TokenError) {
 	clientID, terr := s.srv.TokenClient(r, form)
 	if terr != nil {
-		s.srv.Count("token", "refused")
-		s.srv.WriteTokenError(w, terr)
+		s.srv.RefuseToken(w, "token", terr)
 		return nil, "", nil
 	}
 	if s.passDevicePoll(w, r, form) {
@@ -317,8 +316,7 @@ type deviceCodeState struct {
 func (s *Grant) serveDeviceAuthorization(w http.ResponseWriter, r *http.Request) {
 	body, terr := s.deviceAuthorization(w, r)
 	if terr != nil {
-		s.srv.Count("device_authorization", "refused")
-		s.srv.WriteTokenError(w, terr)
+		s.srv.RefuseToken(w, "device_authorization", terr)
 		return
 	}
 	s.srv.Count("device_authorization", "ok")
