@@ -23,6 +23,7 @@ import (
 	"github.com/brainstem/brainstem/gateway/oauth/clients"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"github.com/brainstem/brainstem/gateway/oauth/upstream"
+	"github.com/brainstem/brainstem/signin"
 )
 
 // Prefixes of the facade's opaque values.
@@ -73,14 +74,9 @@ type graceAnswer struct {
 	body  []byte
 }
 
-// TokenResponse is RFC 6749 §5.1.
-type TokenResponse struct {
-	AccessToken  string `json:"access_token"`
-	TokenType    string `json:"token_type"`
-	ExpiresIn    int64  `json:"expires_in"`
-	RefreshToken string `json:"refresh_token,omitempty"`
-	Scope        string `json:"scope"`
-}
+// TokenResponse is RFC 6749 §5.1: the answer the sign-in client reads
+// (signin.TokenResponse).
+type TokenResponse = signin.TokenResponse
 
 // TokenError is RFC 6749 §5.2, with the HTTP status to answer it with
 // and, when set, the Retry-After of a temporary refusal.
