@@ -545,18 +545,18 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 	if !s.Allow(r, "register", registerPerMin) {
 		s.Count("register", "refused")
 		w.Header().Set("Retry-After", "60")
-		WriteJSON(w, http.StatusTooManyRequests, registrationError{"temporarily_unavailable", "too many registrations from your address; try again in a minute"})
+		WriteJSON(w, http.StatusTooManyRequests, errorAnswer{"temporarily_unavailable", "too many registrations from your address; try again in a minute"})
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		s.Count("register", "refused")
-		WriteJSON(w, http.StatusBadRequest, registrationError{"invalid_client_metadata", "the body must be application/json"})
+		WriteJSON(w, http.StatusBadRequest, errorAnswer{"invalid_client_metadata", "the body must be application/json"})
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, clients.MaxRegistrationBytes))
 	if err != nil {
 		s.Count("register", "refused")
-		WriteJSON(w, http.StatusBadRequest, registrationError{"invalid_client_metadata", fmt.Sprintf("the body could not be read or is over %d bytes", clients.MaxRegistrationBytes)})
+		WriteJSON(w, http.StatusBadRequest, errorAnswer{"invalid_client_metadata", fmt.Sprintf("the body could not be read or is over %d bytes", clients.MaxRegistrationBytes)})
 		return
 	}
 	now := s.now()
@@ -628,10 +628,7 @@ func (s *Server) WriteTokenError(w http.ResponseWriter, e *TokenError) {
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", RetryAfterSeconds(e.RetryAfter))
 	}
-	WriteJSON(w, e.Status, struct {
-		Error       string `json:"error"`
-		Description string `json:"error_description"`
-	}{e.Code, e.Description})
+	WriteJSON(w, e.Status, errorAnswer{e.Code, e.Description})
 }
 
 func WriteJSON(w http.ResponseWriter, status int, v any) {
