@@ -103,10 +103,7 @@ func reservedDevice(s string) bool {
 	case "con", "prn", "aux", "nul":
 		return true
 	}
-	if len(l) == 4 && (l[:3] == "com" || l[:3] == "lpt") && l[3] >= '0' && l[3] <= '9' {
-		return true
-	}
-	return false
+	return len(l) == 4 && (l[:3] == "com" || l[:3] == "lpt") && l[3] >= '0' && l[3] <= '9'
 }
 
 func isLowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
