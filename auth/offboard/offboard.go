@@ -26,7 +26,6 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/brainstem/brainstem/auth"
-	"github.com/brainstem/brainstem/internal/pause"
 	"github.com/brainstem/brainstem/internal/smallfile"
 )
 
@@ -275,11 +274,18 @@ func NewWatcher(path string, list *List, log *slog.Logger, onChange func(later [
 
 // Run polls until ctx ends.
 func (w *Watcher) Run(ctx context.Context, interval time.Duration) {
-	pause.Every(ctx, interval, func() {
-		if err := w.check(); err != nil {
-			w.log.Error("offboard: cannot read the ended sign-ins file; enforcing the last good list", "path", w.path, "err", err)
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+			if err := w.check(); err != nil {
+				w.log.Error("offboard: cannot read the ended sign-ins file; enforcing the last good list", "path", w.path, "err", err)
+			}
 		}
-	})
+	}
 }
 
 // check reads the file and applies it if it changed.

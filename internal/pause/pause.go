@@ -1,7 +1,6 @@
 // Package pause waits a while unless a context ends first: the wait
 // between two tries of a client (the gateway's re-minted token, the
-// sign-in's device poll), and a poll repeated until its context ends (the
-// ended sign-ins file).
+// sign-in's device poll).
 package pause
 
 import (
@@ -18,19 +17,5 @@ func For(ctx context.Context, d time.Duration) error {
 		return nil
 	case <-ctx.Done():
 		return context.Cause(ctx)
-	}
-}
-
-// Every calls poll every d until ctx ends, the first time after d.
-func Every(ctx context.Context, d time.Duration, poll func()) {
-	t := time.NewTicker(d)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			poll()
-		}
 	}
 }

@@ -22,25 +22,3 @@ func TestFor(t *testing.T) {
 		t.Fatal("the wait did not end with its context")
 	}
 }
-
-func TestEvery(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	polls := 0
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		Every(ctx, time.Millisecond, func() {
-			if polls++; polls >= 3 {
-				cancel()
-			}
-		})
-	}()
-	select {
-	case <-done:
-	case <-time.After(time.Minute):
-		t.Fatal("Every did not end with its context")
-	}
-	if polls < 3 { // a tick ready with the cancellation may poll once more
-		t.Fatalf("%d polls, want 3 or more", polls)
-	}
-}
