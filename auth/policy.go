@@ -131,12 +131,7 @@ func ParsePrincipal(s string) (Principal, error) {
 
 // HasControlChar reports whether s holds a control character.
 func HasControlChar(s string) bool {
-	for _, r := range s {
-		if r < ' ' || r == 0x7f {
-			return true
-		}
-	}
-	return false
+	return strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f })
 }
 
 // matches reports whether the principal admits a caller with a canonical

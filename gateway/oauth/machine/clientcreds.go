@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -439,12 +440,7 @@ func (s *Grant) checkAssertion(c assertionClaims, id string, now time.Time) stri
 // assertionAudience accepts aud as one string or an array holding the
 // token endpoint or the issuer (RFC 7523 §3 item 3).
 func (s *Grant) assertionAudience(raw json.RawMessage) bool {
-	for _, a := range oauth.Strings(raw) {
-		if a == s.srv.Issuer()+oauth.PathToken || a == s.srv.Issuer() {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(oauth.Strings(raw), func(a string) bool { return a == s.srv.Issuer()+oauth.PathToken || a == s.srv.Issuer() })
 }
 
 // refuseClient logs a refused client authentication: never the secret or
