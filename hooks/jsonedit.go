@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/brainstem/brainstem/internal/jsontext"
@@ -98,12 +99,7 @@ func (c *jsonContainer) render() string {
 
 // find returns the index of the member key, or -1.
 func (c *jsonContainer) find(key string) int {
-	for i, m := range c.members {
-		if m.key == key {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(c.members, func(m jsonMember) bool { return m.key == key })
 }
 
 // layout is how a document is indented: one unit per level, or compact

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/brainstem/brainstem/brain"
@@ -182,12 +183,7 @@ func withKeys(fields []store.Field, kv ...string) []store.Field {
 }
 
 func indexOfKey(fields []store.Field, key string) int {
-	for i, f := range fields {
-		if f.Key == key {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(fields, func(f store.Field) bool { return f.Key == key })
 }
 
 // maxAutoNames bounds the names tried for one second's automatic name.

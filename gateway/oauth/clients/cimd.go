@@ -143,12 +143,7 @@ func publicAddr(ip netip.Addr) bool {
 		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() || !ip.IsGlobalUnicast() {
 		return false
 	}
-	for _, p := range nonPublic {
-		if p.Contains(ip) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(nonPublic, func(p netip.Prefix) bool { return p.Contains(ip) })
 }
 
 // CheckURL validates a client id that is a metadata document URL:
