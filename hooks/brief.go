@@ -54,9 +54,7 @@ func (r *runner) sessionStart(ctx context.Context) Output {
 			skipped = ids(flagged)
 		}
 	}
-	if len(kept) > r.es.MaxNotes {
-		kept = kept[:r.es.MaxNotes]
-	}
+	kept = kept[:min(len(kept), r.es.MaxNotes)]
 	st.HomeWing = homeWing(ws, kept, st.HomeWing)
 	var captured []string
 	if r.in.Source == "compact" {

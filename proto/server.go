@@ -189,9 +189,7 @@ func protocolTLS(c *tls.Config) *tls.Config {
 	}
 	tc := c.Clone()
 	tc.NextProtos = []string{ALPN}
-	if tc.MinVersion < tls.VersionTLS13 {
-		tc.MinVersion = tls.VersionTLS13
-	}
+	tc.MinVersion = max(tc.MinVersion, tls.VersionTLS13)
 	return tc
 }
 

@@ -182,9 +182,7 @@ func (s *Store) Path(mcpURL string) string {
 		}
 		return '_'
 	}, strings.TrimPrefix(strings.TrimPrefix(mcpURL, "https://"), "http://"))
-	if len(name) > 80 {
-		name = name[:80]
-	}
+	name = name[:min(len(name), 80)]
 	return filepath.Join(s.Dir, name+"-"+hex.EncodeToString(sum[:4])+".json")
 }
 
