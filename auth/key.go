@@ -6,12 +6,12 @@ import (
 	"encoding/pem"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"path/filepath"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/internal/smallfile"
 )
 
 // maxKeyFileBytes bounds the size of a key file LoadOrCreateKey reads.
@@ -41,23 +41,26 @@ func LoadOrCreateKey(path string) (KeyPair, error) {
 }
 
 func loadKey(path string) (KeyPair, error) {
-	f, err := os.Open(path)
+	return loadFile("key", path, maxKeyFileBytes, ErrBadKeyFile, ParsePrivateKeyPEM)
+}
+
+// loadFile reads what (a key, a policy) from path and parses it; a file of
+// more than limit bytes is refused with tooLarge.
+func loadFile[T any](what, path string, limit int64, tooLarge error, parse func([]byte) (T, error)) (T, error) {
+	var v T
+	data, err := smallfile.Read(path, limit)
+	if errors.Is(err, smallfile.ErrTooLarge) {
+		err = fmt.Errorf("%w: %w", tooLarge, err)
+	}
+	if err == nil {
+		if v, err = parse(data); err != nil {
+			err = fmt.Errorf("%s: %w", path, err)
+		}
+	}
 	if err != nil {
-		return KeyPair{}, fmt.Errorf("auth: load key: %w", err)
+		return v, fmt.Errorf("auth: load %s: %w", what, err)
 	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
-	if err != nil {
-		return KeyPair{}, fmt.Errorf("auth: load key %s: %w", path, err)
-	}
-	if len(data) > maxKeyFileBytes {
-		return KeyPair{}, fmt.Errorf("auth: load key %s: %w: over %d bytes", path, ErrBadKeyFile, maxKeyFileBytes)
-	}
-	k, err := ParsePrivateKeyPEM(data)
-	if err != nil {
-		return KeyPair{}, fmt.Errorf("auth: load key %s: %w", path, err)
-	}
-	return k, nil
+	return v, nil
 }
 
 // ParsePrivateKeyPEM parses one PEM "PRIVATE KEY" block holding a PKCS#8

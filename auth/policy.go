@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"os"
 	"slices"
 	"sort"
 	"strings"
@@ -115,7 +114,7 @@ func ParsePrincipal(s string) (Principal, error) {
 		return Principal{Kind: PrincipalDomain, Value: e[len("x@"):]}, nil
 	case "group":
 		value = trimASCIISpace(value)
-		if value == "" || hasControl(value) {
+		if value == "" || HasControlChar(value) {
 			return Principal{}, fmt.Errorf("%w %q: empty or unprintable group name (want group:<name>)", ErrBadPrincipal, s)
 		}
 		return Principal{Kind: PrincipalGroup, Value: value}, nil
@@ -130,13 +129,9 @@ func ParsePrincipal(s string) (Principal, error) {
 	}
 }
 
-func hasControl(s string) bool {
-	for _, r := range s {
-		if r < ' ' || r == 0x7f {
-			return true
-		}
-	}
-	return false
+// HasControlChar reports whether s holds a control character.
+func HasControlChar(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f })
 }
 
 // matches reports whether the principal admits a caller with a canonical
@@ -199,15 +194,21 @@ func (p Policy) lists() [3]namedList {
 // Caps returns the capabilities the policy grants to a caller. The email is
 // canonicalised here (CanonicalEmail); an address the rule refuses gets no
 // capabilities, not even through "*". Entries that do not parse grant
+// emailDomain is the canonical form of email and its domain; ok is false
+// for what is not an email.
+func emailDomain(email string) (canonical, domain string, ok bool) {
+	canonical, err := CanonicalEmail(email)
+	if at := strings.LastIndexByte(canonical, '@'); at >= 0 {
+		domain = canonical[at+1:]
+	}
+	return canonical, domain, err == nil
+}
+
 // nothing (Validate reports them).
 func (p Policy) Caps(email string, groups []string) brain.Caps {
-	email, err := CanonicalEmail(email)
-	if err != nil {
+	email, domain, ok := emailDomain(email)
+	if !ok {
 		return 0
-	}
-	domain := ""
-	if at := strings.LastIndexByte(email, '@'); at >= 0 {
-		domain = email[at+1:]
 	}
 	var c brain.Caps
 	for _, l := range p.lists() {
@@ -229,23 +230,7 @@ func (p Policy) Caps(email string, groups []string) brain.Caps {
 // curators. Unknown keys, a second YAML document and invalid principals are
 // errors; nothing is returned unless the whole policy is valid.
 func LoadPolicy(path string) (Policy, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return Policy{}, fmt.Errorf("auth: load policy: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxPolicyFileBytes+1))
-	if err != nil {
-		return Policy{}, fmt.Errorf("auth: load policy %s: %w", path, err)
-	}
-	if len(data) > MaxPolicyFileBytes {
-		return Policy{}, fmt.Errorf("auth: load policy %s: %w: file is over %d bytes", path, ErrPolicyTooLarge, MaxPolicyFileBytes)
-	}
-	p, err := ParsePolicy(data)
-	if err != nil {
-		return Policy{}, fmt.Errorf("auth: load policy %s: %w", path, err)
-	}
-	return p, nil
+	return loadFile("policy", path, MaxPolicyFileBytes, ErrPolicyTooLarge, ParsePolicy)
 }
 
 // ParsePolicy decodes and validates a YAML policy document (see LoadPolicy).
@@ -357,13 +342,9 @@ func (cp *CompiledPolicy) Caps(email string, groups []string) brain.Caps {
 // grant returns the caps and, if via, per list that granted them through a
 // group only, the caller's first group in that list.
 func (cp *CompiledPolicy) grant(email string, groups []string, via bool) (brain.Caps, []string) {
-	email, err := CanonicalEmail(email)
-	if err != nil {
+	email, domain, ok := emailDomain(email)
+	if !ok {
 		return 0, nil
-	}
-	domain := ""
-	if at := strings.LastIndexByte(email, '@'); at >= 0 {
-		domain = email[at+1:]
 	}
 	var c brain.Caps
 	if domain == ServiceAccountDomain {

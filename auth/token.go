@@ -1,6 +1,7 @@
 package auth
 
 import (
+	"cmp"
 	"crypto/ed25519"
 	"crypto/rand"
 	"crypto/sha256"
@@ -115,9 +116,7 @@ type Minter struct {
 // DefaultShardTokenTTL; now nil means time.Now. A bad wing, key or ttl is
 // reported by every Mint call.
 func NewMinter(wing string, key KeyPair, ttl time.Duration, now func() time.Time) *Minter {
-	if ttl == 0 {
-		ttl = DefaultShardTokenTTL
-	}
+	ttl = cmp.Or(ttl, DefaultShardTokenTTL)
 	if now == nil {
 		now = time.Now
 	}
@@ -323,7 +322,7 @@ func checkTokenGroups(groups []string) error {
 	}
 	size := 0
 	for _, g := range groups {
-		if g == "" || len(g) > MaxPrincipalBytes || hasControl(g) {
+		if g == "" || len(g) > MaxPrincipalBytes || HasControlChar(g) {
 			return fmt.Errorf("bad group name %q", g)
 		}
 		size += len(g)

@@ -78,12 +78,12 @@ func reject(sentinel error, format string, args ...any) error {
 
 func tooLong(what, s string, limit int) error {
 	return &Error{Code: CodeInvalidArgument,
-		Message: fmt.Sprintf("%s is %d bytes, the limit is %d (%s)", what, len(s), limit, preview(s)),
+		Message: fmt.Sprintf("%s is %d bytes, the limit is %d (%s)", what, len(s), limit, Preview(s)),
 		Err:     errors.Join(ErrInvalidName, ErrTooLong)}
 }
 
-// preview quotes s for an error message, cut to a readable length.
-func preview(s string) string {
+// Preview quotes s for an error message, cut to a readable length.
+func Preview(s string) string {
 	const max = 40
 	if len(s) > max {
 		return fmt.Sprintf("%q…", s[:max])
@@ -103,10 +103,7 @@ func reservedDevice(s string) bool {
 	case "con", "prn", "aux", "nul":
 		return true
 	}
-	if len(l) == 4 && (l[:3] == "com" || l[:3] == "lpt") && l[3] >= '0' && l[3] <= '9' {
-		return true
-	}
-	return false
+	return len(l) == 4 && (l[:3] == "com" || l[:3] == "lpt") && l[3] >= '0' && l[3] <= '9'
 }
 
 func isLowerAlnum(c byte) bool { return c >= 'a' && c <= 'z' || c >= '0' && c <= '9' }
@@ -117,35 +114,46 @@ func isPortable(c byte) bool {
 
 // badByte describes the byte at i of s for an error message.
 func badByte(s string, i int) string {
-	return fmt.Sprintf("%q at byte %d of %s", s[i], i, preview(s))
+	return fmt.Sprintf("%q at byte %d of %s", s[i], i, Preview(s))
 }
 
 // ValidWing checks a wing name (WingRule): 1 to 63 characters from
 // [a-z0-9-], starting and ending with a letter or digit, not a reserved
 // device name.
 func ValidWing(s string) error {
-	if s == "" {
-		return reject(ErrInvalidName, "empty wing: a wing is %s", WingRule)
-	}
-	if len(s) > MaxWingLen {
-		return tooLong("wing", s, MaxWingLen)
-	}
-	for i := 0; i < len(s); i++ {
-		if !isLowerAlnum(s[i]) && s[i] != '-' {
-			return reject(ErrInvalidName, "wing has %s: a wing is %s", badByte(s, i), WingRule)
-		}
+	if err := checkBytes("wing", s, MaxWingLen, WingRule, isWingByte); err != nil {
+		return err
 	}
 	if s[0] == '-' {
-		return reject(ErrInvalidName, "wing %s starts with '-': a wing is %s", preview(s), WingRule)
+		return reject(ErrInvalidName, "wing %s starts with '-': a wing is %s", Preview(s), WingRule)
 	}
 	if s[len(s)-1] == '-' {
-		return reject(ErrInvalidName, "wing %s ends with '-': a wing is %s", preview(s), WingRule)
+		return reject(ErrInvalidName, "wing %s ends with '-': a wing is %s", Preview(s), WingRule)
 	}
 	if reservedDevice(s) {
-		return reject(ErrInvalidName, "wing %s is %s", preview(s), reservedMsg)
+		return reject(ErrInvalidName, "wing %s is %s", Preview(s), reservedMsg)
 	}
 	return nil
 }
+
+// checkBytes is where the wing and session rules start: s is not empty,
+// at most max bytes, and every byte is one ok allows.
+func checkBytes(what, s string, max int, rule string, ok func(byte) bool) error {
+	if s == "" {
+		return reject(ErrInvalidName, "empty %s: a %s is %s", what, what, rule)
+	}
+	if len(s) > max {
+		return tooLong(what, s, max)
+	}
+	for i := 0; i < len(s); i++ {
+		if !ok(s[i]) {
+			return reject(ErrInvalidName, "%s has %s: a %s is %s", what, badByte(s, i), what, rule)
+		}
+	}
+	return nil
+}
+
+func isWingByte(c byte) bool { return isLowerAlnum(c) || c == '-' }
 
 // ValidHall checks that s is one of Halls().
 func ValidHall(s string) error {
@@ -153,7 +161,7 @@ func ValidHall(s string) error {
 	case "facts", "decisions", "failures", "hypotheses", "sources":
 		return nil
 	}
-	return reject(ErrInvalidHall, "unknown hall %s: valid halls are %s", preview(s), HallList)
+	return reject(ErrInvalidHall, "unknown hall %s: valid halls are %s", Preview(s), HallList)
 }
 
 // ValidSlug checks a note slug: 1 to 96 characters from [a-z0-9-], no
@@ -181,7 +189,7 @@ func validSlugLike(what, s string) error {
 		case isLowerAlnum(c):
 		case c == '-':
 			if i == 0 || i == len(s)-1 || s[i-1] == '-' {
-				return reject(ErrInvalidName, "%s %s has a leading, trailing or doubled '-': %s", what, preview(s), rule)
+				return reject(ErrInvalidName, "%s %s has a leading, trailing or doubled '-': %s", what, Preview(s), rule)
 			}
 		default:
 			return reject(ErrInvalidName, "%s has %s: %s", what, badByte(s, i), rule)
@@ -197,22 +205,14 @@ func validSlugLike(what, s string) error {
 // characters from [A-Za-z0-9._-], not "." or "..", no leading '.', not a
 // reserved device name in any case.
 func ValidSession(s string) error {
-	if s == "" {
-		return reject(ErrInvalidName, "empty session: a session is %s", SessionRule)
-	}
-	if len(s) > MaxSessionLen {
-		return tooLong("session", s, MaxSessionLen)
-	}
-	for i := 0; i < len(s); i++ {
-		if !isPortable(s[i]) {
-			return reject(ErrInvalidName, "session has %s: a session is %s", badByte(s, i), SessionRule)
-		}
+	if err := checkBytes("session", s, MaxSessionLen, SessionRule, isPortable); err != nil {
+		return err
 	}
 	if s[0] == '.' {
-		return reject(ErrInvalidName, "session %s starts with '.': a session is %s", preview(s), SessionRule)
+		return reject(ErrInvalidName, "session %s starts with '.': a session is %s", Preview(s), SessionRule)
 	}
 	if reservedDevice(s) {
-		return reject(ErrInvalidName, "session %s is %s", preview(s), reservedMsg)
+		return reject(ErrInvalidName, "session %s is %s", Preview(s), reservedMsg)
 	}
 	return nil
 }
@@ -229,11 +229,11 @@ const VersionRule = "40 hexadecimal digits, a version id as brain_history lists 
 // ValidVersion checks a version id.
 func ValidVersion(s string) error {
 	if len(s) != 40 {
-		return reject(ErrInvalidName, "version %s is not a version id: a version is %s", preview(s), VersionRule)
+		return reject(ErrInvalidName, "version %s is not a version id: a version is %s", Preview(s), VersionRule)
 	}
 	for i := 0; i < len(s); i++ {
 		if c := s[i]; !(c >= '0' && c <= '9' || c >= 'a' && c <= 'f' || c >= 'A' && c <= 'F') {
-			return reject(ErrInvalidName, "version %s has %s: a version is %s", preview(s), badByte(s, i), VersionRule)
+			return reject(ErrInvalidName, "version %s has %s: a version is %s", Preview(s), badByte(s, i), VersionRule)
 		}
 	}
 	return nil
@@ -251,13 +251,13 @@ func ParseID(s string) (ID, error) {
 	}
 	parts := strings.Split(s, "/")
 	if strings.HasPrefix(s, "/") || strings.Contains(s, `\`) || slices.Contains(parts, "..") || slices.Contains(parts, ".") {
-		return ID{}, reject(ErrEscape, "note id %s is not a plain id (no leading '/', '\\', '.' or '..'): use wing/hall/slug or wiki/wing/hall/slug.md", preview(s))
+		return ID{}, reject(ErrEscape, "note id %s is not a plain id (no leading '/', '\\', '.' or '..'): use wing/hall/slug or wiki/wing/hall/slug.md", Preview(s))
 	}
 	if len(parts) == 4 && parts[0] == TopWiki {
 		parts = parts[1:]
 	}
 	if len(parts) != 3 {
-		return ID{}, reject(ErrInvalidName, "note id %s must be wing/hall/slug (or the path wiki/wing/hall/slug.md)", preview(s))
+		return ID{}, reject(ErrInvalidName, "note id %s must be wing/hall/slug (or the path wiki/wing/hall/slug.md)", Preview(s))
 	}
 	id := ID{Wing: parts[0], Hall: parts[1], Slug: strings.TrimSuffix(parts[2], NoteExt)}
 	if err := id.Validate(); err != nil {
@@ -308,7 +308,7 @@ func ParseInboxPath(p string) (wing, name string, err error) {
 	wing, file, hasName := strings.Cut(rest, "/")
 	name, isMD := strings.CutSuffix(file, NoteExt)
 	if !isInbox || !hasName || !isMD {
-		return "", "", reject(ErrInvalidName, "inbox path %s must be inbox/<wing>/<name>.md", preview(p))
+		return "", "", reject(ErrInvalidName, "inbox path %s must be inbox/<wing>/<name>.md", Preview(p))
 	}
 	if err := ValidWing(wing); err != nil {
 		return "", "", err
@@ -360,28 +360,28 @@ func ValidPath(rel string) (top, wing string, err error) {
 			Err:     ErrTooLong}
 	}
 	if strings.IndexByte(rel, 0) >= 0 {
-		return "", "", reject(ErrInvalidName, "path %s contains a NUL byte", preview(rel))
+		return "", "", reject(ErrInvalidName, "path %s contains a NUL byte", Preview(rel))
 	}
 	if strings.IndexByte(rel, '\\') >= 0 {
-		return "", "", reject(ErrEscape, "path %s contains a backslash: use '/' as the only separator", preview(rel))
+		return "", "", reject(ErrEscape, "path %s contains a backslash: use '/' as the only separator", Preview(rel))
 	}
 	if rel[0] == '/' {
-		return "", "", reject(ErrEscape, "path %s is absolute: want a brain-relative path such as wiki/<wing>/<hall>/<slug>.md", preview(rel))
+		return "", "", reject(ErrEscape, "path %s is absolute: want a brain-relative path such as wiki/<wing>/<hall>/<slug>.md", Preview(rel))
 	}
 	segs := strings.Split(rel, "/")
 	for _, seg := range segs {
 		if seg == "." || seg == ".." {
-			return "", "", reject(ErrEscape, "path %s contains %q: dot segments are not allowed", preview(rel), seg)
+			return "", "", reject(ErrEscape, "path %s contains %q: dot segments are not allowed", Preview(rel), seg)
 		}
 	}
 	top = segs[0]
 	switch top {
 	case TopWiki, TopInbox, TopSessions:
 	default:
-		return "", "", reject(ErrEscape, "path %s does not start with wiki/, inbox/ or sessions/", preview(rel))
+		return "", "", reject(ErrEscape, "path %s does not start with wiki/, inbox/ or sessions/", Preview(rel))
 	}
 	if len(segs) < 2 {
-		return "", "", reject(ErrEscape, "path %s names no wing: want %s/<wing>/...", preview(rel), top)
+		return "", "", reject(ErrEscape, "path %s names no wing: want %s/<wing>/...", Preview(rel), top)
 	}
 	wing = segs[1]
 	if err := ValidWing(wing); err != nil {
@@ -402,7 +402,7 @@ func validSegment(seg string) error {
 	}
 	if len(seg) > MaxSegmentLen {
 		return &Error{Code: CodeInvalidArgument,
-			Message: fmt.Sprintf("path segment is %d bytes, the limit is %d (%s)", len(seg), MaxSegmentLen, preview(seg)),
+			Message: fmt.Sprintf("path segment is %d bytes, the limit is %d (%s)", len(seg), MaxSegmentLen, Preview(seg)),
 			Err:     errors.Join(ErrInvalidName, ErrTooLong)}
 	}
 	for i := 0; i < len(seg); i++ {
@@ -411,11 +411,11 @@ func validSegment(seg string) error {
 		}
 	}
 	if seg[len(seg)-1] == '.' {
-		return reject(ErrInvalidName, "path segment %s ends in '.': a path segment is %s", preview(seg), SegmentRule)
+		return reject(ErrInvalidName, "path segment %s ends in '.': a path segment is %s", Preview(seg), SegmentRule)
 	}
 	base, _, _ := strings.Cut(seg, ".")
 	if reservedDevice(base) {
-		return reject(ErrInvalidName, "path segment %s is %s", preview(seg), reservedMsg)
+		return reject(ErrInvalidName, "path segment %s is %s", Preview(seg), reservedMsg)
 	}
 	return nil
 }

@@ -34,18 +34,18 @@ func ParseNoteURI(s string) (ID, error) {
 	}
 	rest, ok := strings.CutPrefix(s, URIScheme)
 	if !ok {
-		return ID{}, badURI(nil, "resource URI %s is not a note URI: note URIs are %s", preview(s), URITemplate)
+		return ID{}, badURI(nil, "resource URI %s is not a note URI: note URIs are %s", Preview(s), URITemplate)
 	}
 	if i := strings.IndexAny(rest, "?#%\\"); i >= 0 {
-		return ID{}, badURI(nil, "resource URI %s has %q: a note URI is %s with nothing else (no query, fragment or escape)", preview(s), rest[i], URITemplate)
+		return ID{}, badURI(nil, "resource URI %s has %q: a note URI is %s with nothing else (no query, fragment or escape)", Preview(s), rest[i], URITemplate)
 	}
 	parts := strings.Split(rest, "/")
 	if len(parts) != 3 {
-		return ID{}, badURI(nil, "resource URI %s has %d path segments: a note URI is %s", preview(s), len(parts), URITemplate)
+		return ID{}, badURI(nil, "resource URI %s has %d path segments: a note URI is %s", Preview(s), len(parts), URITemplate)
 	}
 	id := ID{Wing: parts[0], Hall: parts[1], Slug: parts[2]}
 	if err := id.Validate(); err != nil {
-		return ID{}, badURI(err, "resource URI %s: %s", preview(s), err.Error())
+		return ID{}, badURI(err, "resource URI %s: %s", Preview(s), err.Error())
 	}
 	return id, nil
 }

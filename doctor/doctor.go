@@ -8,6 +8,7 @@
 package doctor
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"crypto/x509"
@@ -21,6 +22,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brainstem/brainstem/internal/loopback"
 	"github.com/brainstem/brainstem/join"
 	"github.com/brainstem/brainstem/signin"
 )
@@ -150,9 +152,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 		return nil, err
 	}
 	r := &run{cfg: cfg, hc: cfg.HTTP, now: cfg.Now, u: u, mcpURL: u.String(), rep: &Report{MCPURL: u.String()}}
-	if r.hc == nil {
-		r.hc = &http.Client{Timeout: 30 * time.Second}
-	}
+	r.hc = cmp.Or(r.hc, &http.Client{Timeout: 30 * time.Second})
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -230,7 +230,7 @@ func (r *run) reachFix(err error) string {
 func (r *run) tls(ctx context.Context) bool {
 	host := r.u.Hostname()
 	if r.u.Scheme == "http" {
-		if signin.IsLoopback(host) {
+		if loopback.Is(host) {
 			r.pass(StepTLS, "plain http to this computer (a local `brainstem dev`)")
 			return true
 		}
@@ -497,10 +497,7 @@ func (r *run) tokenStep(ctx context.Context) bool {
 		return false
 	}
 	r.token = rec.AccessToken
-	who := rec.Email
-	if who == "" {
-		who = "a user"
-	}
+	who := cmp.Or(rec.Email, "a user")
 	r.pass(StepToken, "the stored sign-in of %s, valid until %s", who, rec.ExpiresAt.Local().Format(time.RFC3339))
 	return true
 }

@@ -9,7 +9,7 @@ import (
 	"strings"
 	"syscall"
 
-	"github.com/brainstem/brainstem/signin"
+	"github.com/brainstem/brainstem/internal/loopback"
 )
 
 // fixReach is the fix of a failure to reach the gateway whose cause is
@@ -31,12 +31,12 @@ func ReachFix(err error, host string) (fix string, ok bool) {
 	case err == nil:
 		return "", false
 	case plainHTTP(err):
-		if signin.IsLoopback(name) {
+		if loopback.Is(name) {
 			return fmt.Sprintf("The server at %s speaks plain http: use http://%s (plain http is for `brainstem dev` on this computer).", host, host), true
 		}
 		return fmt.Sprintf("The server at %s answers plain http, not https: use the gateway's https URL (its Ingress or load balancer), not a plain http port.", host), true
 	case errors.Is(err, syscall.ECONNREFUSED):
-		if signin.IsLoopback(name) {
+		if loopback.Is(name) {
 			return fmt.Sprintf("Nothing is listening at %s: start the gateway (`brainstem dev` prints its URL) or correct the port in the URL.", host), true
 		}
 		return fmt.Sprintf("Nothing is listening at %s: check that the gateway is running (its pods, or its admin /readyz) and the port in the URL.", host), true

@@ -636,7 +636,7 @@ func (s *shardServer) start(addr string) {
 	}
 	s.mu.Lock()
 	s.srv, s.cancel, s.done, s.pc = srv, cancel, done, pc
-	s.addr = srv.Addr().String()
+	s.addr = pc.LocalAddr().String()
 	s.mu.Unlock()
 }
 

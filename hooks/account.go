@@ -4,13 +4,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/brainstem/brainstem/internal/smallfile"
 	"github.com/brainstem/brainstem/signin"
 )
 
@@ -120,12 +120,7 @@ func storedURLs(dir string) []string {
 }
 
 func readRecord(path string) (*signin.Record, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, signin.MaxRecordBytes+1))
+	b, err := smallfile.Read(path, signin.MaxRecordBytes)
 	if err != nil {
 		return nil, err
 	}

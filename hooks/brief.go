@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -53,9 +54,7 @@ func (r *runner) sessionStart(ctx context.Context) Output {
 			skipped = ids(flagged)
 		}
 	}
-	if len(kept) > r.es.MaxNotes {
-		kept = kept[:r.es.MaxNotes]
-	}
+	kept = kept[:min(len(kept), r.es.MaxNotes)]
 	st.HomeWing = homeWing(ws, kept, st.HomeWing)
 	var captured []string
 	if r.in.Source == "compact" {
@@ -157,10 +156,7 @@ type brief struct {
 // the bound are left out.
 func (b *brief) render() string {
 	var head strings.Builder
-	who := "you"
-	if b.acct.email != "" {
-		who = b.acct.email
-	}
+	who := cmp.Or(b.acct.email, "you")
 	fmt.Fprintf(&head, "Brainstem, the team brain, is connected (%s, signed in as %s).\n", b.acct.gw.url, who)
 	if len(b.wings) == 0 {
 		head.WriteString("No wing admits you yet: ask the curators of the wing you need.\n")

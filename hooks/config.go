@@ -5,11 +5,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/smallfile"
 )
 
 // SettingsFile is the name of the hooks' settings in the person's
@@ -97,17 +97,12 @@ func (s *Settings) For(name string) EventSettings {
 // defaults are returned with it.
 func LoadSettings(path string) (Settings, error) {
 	s := DefaultSettings()
-	f, err := os.Open(path)
+	b, err := smallfile.Read(path, maxSettingsBytes)
 	if errors.Is(err, fs.ErrNotExist) {
 		return s, nil
 	}
 	if err != nil {
 		return s, fmt.Errorf("%w: %w", ErrSettings, err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxSettingsBytes+1))
-	if err != nil || len(b) > maxSettingsBytes {
-		return DefaultSettings(), fmt.Errorf("%w: %s is unreadable or over %d bytes", ErrSettings, path, maxSettingsBytes)
 	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.DisallowUnknownFields()

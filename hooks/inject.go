@@ -10,6 +10,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/injection"
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/search"
 )
 
@@ -121,12 +122,7 @@ func jsonString(s string) string {
 }
 
 // wingsAnswer is brain_wings' answer.
-type wingsAnswer struct {
-	Wings []struct {
-		Wing         string   `json:"wing"`
-		Capabilities []string `json:"capabilities"`
-	} `json:"wings"`
-}
+type wingsAnswer toolspec.WingsAnswer
 
 // wing is a wing the person reaches and what they may do there.
 type wing struct {

@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"io/fs"
 	"os"
 	"os/exec"
@@ -16,6 +15,8 @@ import (
 	"strings"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/internal/jsontext"
+	"github.com/brainstem/brainstem/internal/smallfile"
 )
 
 // Installing the hooks into a Claude Code settings file: `brainstem hooks
@@ -309,7 +310,7 @@ func splitDocument(doc string) (pre string, top *jsonContainer, post string, err
 	if !json.Valid([]byte(doc)) {
 		return "", nil, "", fmt.Errorf("%w: it is not valid JSON", ErrSettingsFile)
 	}
-	start := skipSpace(doc, 0)
+	start := jsontext.SkipSpace(doc, 0)
 	end := skipValue(doc, start)
 	if doc[start] != '{' {
 		return "", nil, "", fmt.Errorf("%w: it is not a JSON object", ErrSettingsFile)
@@ -333,20 +334,14 @@ func readSettingsFile(path string) (real string, doc string, exists bool, err er
 	if p, err := filepath.EvalSymlinks(path); err == nil {
 		real = p
 	}
-	f, err := os.Open(real)
-	if errors.Is(err, fs.ErrNotExist) {
+	b, err := smallfile.Read(real, maxClaudeSettingsBytes)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
 		return real, "", false, nil
-	}
-	if err != nil {
+	case errors.Is(err, smallfile.ErrTooLarge):
+		return real, "", false, fmt.Errorf("%w: %w", ErrSettingsFile, err)
+	case err != nil:
 		return real, "", false, fmt.Errorf("hooks: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxClaudeSettingsBytes+1))
-	if err != nil {
-		return real, "", false, fmt.Errorf("hooks: reading %s: %w", real, err)
-	}
-	if len(b) > maxClaudeSettingsBytes {
-		return real, "", false, fmt.Errorf("%w: %s is over %d bytes", ErrSettingsFile, real, maxClaudeSettingsBytes)
 	}
 	return real, string(b), true, nil
 }

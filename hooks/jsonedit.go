@@ -4,7 +4,10 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
+
+	"github.com/brainstem/brainstem/internal/jsontext"
 )
 
 // An edit of a JSON document that keeps every byte it does not change: a
@@ -43,13 +46,13 @@ func parseContainer(b string) (*jsonContainer, error) {
 	}
 	c := &jsonContainer{array: b[0] == '['}
 	i := 1
-	if j := skipSpace(b, i); j == len(b)-1 {
+	if j := jsontext.SkipSpace(b, i); j == len(b)-1 {
 		c.inner = b[i:j]
 		return c, nil
 	}
 	for {
 		var m jsonMember
-		start := skipSpace(b, i)
+		start := jsontext.SkipSpace(b, i)
 		m.lead = b[i:start]
 		vs := start
 		if !c.array {
@@ -58,12 +61,12 @@ func parseContainer(b string) (*jsonContainer, error) {
 			if err := json.Unmarshal([]byte(m.rawKey), &m.key); err != nil {
 				return nil, fmt.Errorf("%w: key %s: %w", errNotContainer, m.rawKey, err)
 			}
-			vs = skipSpace(b, skipSpace(b, ke)+1) // past the colon
+			vs = jsontext.SkipSpace(b, jsontext.SkipSpace(b, ke)+1) // past the colon
 			m.mid = b[ke:vs]
 		}
 		ve := skipValue(b, vs)
 		m.value = b[vs:ve]
-		te := skipSpace(b, ve)
+		te := jsontext.SkipSpace(b, ve)
 		m.trail = b[ve:te]
 		c.members = append(c.members, m)
 		if te >= len(b)-1 {
@@ -96,12 +99,7 @@ func (c *jsonContainer) render() string {
 
 // find returns the index of the member key, or -1.
 func (c *jsonContainer) find(key string) int {
-	for i, m := range c.members {
-		if m.key == key {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(c.members, func(m jsonMember) bool { return m.key == key })
 }
 
 // layout is how a document is indented: one unit per level, or compact
@@ -174,28 +172,11 @@ func (c *jsonContainer) remove(i int) {
 	}
 }
 
-// skipSpace returns the index of the first byte at or after i that is not
-// JSON whitespace.
-func skipSpace(b string, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
 // skipValue returns the end of the value starting at i, in valid JSON.
 func skipValue(b string, i int) int {
 	switch b[i] {
 	case '"':
-		for j := i + 1; j < len(b); j++ {
-			switch b[j] {
-			case '\\':
-				j++
-			case '"':
-				return j + 1
-			}
-		}
-		return len(b)
+		return min(jsontext.StringEnd(b, i), len(b))
 	case '{', '[':
 		depth := 0
 		for j := i; j < len(b); j++ {

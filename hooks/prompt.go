@@ -60,9 +60,7 @@ func (r *runner) prompt(ctx context.Context) Output {
 // gateway tokenizes them, at most promptQueryTerms.
 func promptTerms(prompt string) []string {
 	t := search.Terms(prompt)
-	if len(t) > promptQueryTerms {
-		t = t[:promptQueryTerms]
-	}
+	t = t[:min(len(t), promptQueryTerms)]
 	return t
 }
 

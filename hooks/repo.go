@@ -3,6 +3,7 @@ package hooks
 import (
 	"bufio"
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -41,9 +42,7 @@ type repoInfo struct {
 
 // git runs a git command in dir and returns its output, "" on any failure.
 func git(ctx context.Context, bin, dir string, args ...string) string {
-	if bin == "" {
-		bin = "git"
-	}
+	bin = cmp.Or(bin, "git")
 	cmd := exec.CommandContext(ctx, bin, append([]string{"--no-optional-locks", "-C", dir}, args...)...)
 	cmd.Env = append(os.Environ(), "GIT_OPTIONAL_LOCKS=0", "GIT_TERMINAL_PROMPT=0", "LC_ALL=C")
 	var out limitedBuffer

@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 	"slices"
@@ -15,6 +14,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/internal/smallfile"
 )
 
 // What the hooks remember of a session, in the person's cache directory:
@@ -70,14 +70,9 @@ func loadState(cacheDir, sessionID string, now time.Time) *sessionState {
 	if cacheDir == "" || sessionID == "" {
 		return fresh
 	}
-	f, err := os.Open(statePath(cacheDir, sessionID))
-	if err != nil {
-		return fresh
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, maxStateBytes+1))
+	b, err := smallfile.Read(statePath(cacheDir, sessionID), maxStateBytes)
 	var st sessionState
-	if err != nil || len(b) > maxStateBytes || json.Unmarshal(b, &st) != nil || st.Version != stateVersion || st.SessionID != sessionID {
+	if err != nil || json.Unmarshal(b, &st) != nil || st.Version != stateVersion || st.SessionID != sessionID {
 		return fresh
 	}
 	return &st

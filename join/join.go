@@ -7,6 +7,7 @@
 package join
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -18,6 +19,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/brainstem/brainstem/internal/loopback"
 	"github.com/brainstem/brainstem/signin"
 )
 
@@ -32,7 +34,7 @@ func MCPURL(raw string) (string, error) {
 	if err != nil {
 		return "", err
 	}
-	if u.Scheme == "http" && !signin.IsLoopback(u.Hostname()) {
+	if u.Scheme == "http" && !loopback.Is(u.Hostname()) {
 		return "", fmt.Errorf("%w: %q: plain http is only for a local `brainstem dev`; use https", ErrURL, raw)
 	}
 	return u.String(), nil
@@ -140,10 +142,7 @@ func Login(ctx context.Context, sc *signin.Client, hc *http.Client, mcpURL strin
 }
 
 func who(rec *signin.Record) string {
-	if rec.Email != "" {
-		return rec.Email
-	}
-	return "you (the token names no email)"
+	return cmp.Or(rec.Email, "you (the token names no email)")
 }
 
 func wingsWith(ctx context.Context, hc *http.Client, mcpURL, token string) (*Wings, error) {
@@ -194,19 +193,10 @@ var ErrCheckFailed = errors.New("join: a check failed; nothing was registered")
 // with the token — then registers the server with Claude Code when it is
 // installed and prints the Cursor and VS Code settings.
 func Run(ctx context.Context, opt Options) error {
-	if opt.Name == "" {
-		opt.Name = "brainstem"
-	}
-	if opt.Out == nil {
-		opt.Out = io.Discard
-	}
-	if opt.Err == nil {
-		opt.Err = io.Discard
-	}
-	hc := opt.HTTP
-	if hc == nil {
-		hc = &http.Client{Timeout: 30 * time.Second}
-	}
+	opt.Name = cmp.Or(opt.Name, "brainstem")
+	opt.Out = cmp.Or(opt.Out, io.Discard)
+	opt.Err = cmp.Or(opt.Err, io.Discard)
+	hc := cmp.Or(opt.HTTP, &http.Client{Timeout: 30 * time.Second})
 	mcpURL, err := MCPURL(opt.URL)
 	if err != nil {
 		return err

@@ -1,6 +1,7 @@
 package join
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -14,6 +15,7 @@ import (
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
 
+	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/signin"
 )
 
@@ -51,10 +53,7 @@ type Probe struct {
 // OpenProbe connects to mcpURL with token: initialize, after which the
 // probe's requests follow.
 func OpenProbe(ctx context.Context, hc *http.Client, mcpURL, token string) (*Probe, error) {
-	rec := &authRecorder{next: hc.Transport}
-	if rec.next == nil {
-		rec.next = http.DefaultTransport
-	}
+	rec := &authRecorder{next: cmp.Or(hc.Transport, http.DefaultTransport)}
 	h := *hc
 	h.Transport = rec
 	c, err := client.NewStreamableHttpClient(mcpURL,
@@ -93,24 +92,8 @@ func (p *Probe) Tools(ctx context.Context) ([]string, error) {
 	return names, nil
 }
 
-// WingAccess is one wing the caller reaches and what they may do there.
-type WingAccess struct {
-	Wing         string   `json:"wing"`
-	Capabilities []string `json:"capabilities"`
-}
-
-// UnavailableWing is a wing that did not answer.
-type UnavailableWing struct {
-	Wing  string `json:"wing"`
-	Code  string `json:"code"`
-	Error string `json:"error"`
-}
-
-// Wings is brain_wings' answer.
-type Wings struct {
-	Wings       []WingAccess      `json:"wings"`
-	Unavailable []UnavailableWing `json:"unavailable"`
-}
+// Wings is brain_wings' answer (toolspec.WingsAnswer).
+type Wings toolspec.WingsAnswer
 
 // String renders the wings for a person: "payments (read, write), …".
 func (w *Wings) String() string {

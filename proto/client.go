@@ -1,6 +1,7 @@
 package proto
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/tls"
@@ -118,10 +119,7 @@ var ErrClientClosed = errors.New("proto: client closed")
 // NewClient returns a client for the shard at addr (host:port). It does not
 // dial until the first request.
 func NewClient(addr string, cfg ClientConfig) *Client {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	dialTO := orDefault(cfg.DialTimeout, DefaultDialTimeout)
 	probeTO := min(orDefault(cfg.ProbeTimeout, DefaultProbeTimeout), dialTO)
 	reconnTO := min(orDefault(cfg.ReconnectTimeout, DefaultReconnectTimeout), probeTO)
@@ -132,9 +130,7 @@ func NewClient(addr string, cfg ClientConfig) *Client {
 	if qc.HandshakeIdleTimeout == 0 || qc.HandshakeIdleTimeout > dialTO {
 		qc.HandshakeIdleTimeout = dialTO
 	}
-	if qc.MaxIncomingStreams == 0 {
-		qc.MaxIncomingStreams = -1 // servers never open bidirectional streams
-	}
+	qc.MaxIncomingStreams = cmp.Or(qc.MaxIncomingStreams, -1) // servers never open bidirectional streams
 	var rnd [6]byte
 	rand.Read(rnd[:])
 	ctx, cancel := context.WithCancel(context.Background())

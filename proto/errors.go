@@ -97,9 +97,7 @@ func (*Error) msgType() MsgType { return MsgError }
 
 func (v *Error) appendBody(b []byte) ([]byte, error) {
 	msg := v.Message
-	if len(msg) > MaxErrorMessageBytes {
-		msg = msg[:MaxErrorMessageBytes]
-	}
+	msg = msg[:min(len(msg), MaxErrorMessageBytes)]
 	b = binary.BigEndian.AppendUint16(b, uint16(v.Code))
 	return codec.AppendString(b, msg), nil
 }

@@ -1,14 +1,17 @@
 package proto
 
 import (
+	"cmp"
 	"context"
 	"crypto/tls"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"net"
 	"runtime/debug"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -135,7 +138,7 @@ type ServerConfig struct {
 }
 
 // Server serves one Handler over QUIC. Create it with NewServer, run it with
-// Serve or ListenAndServe, stop it with Shutdown (graceful) or by cancelling
+// Serve, stop it with Shutdown (graceful) or by cancelling
 // Serve's context (immediate).
 type Server struct {
 	h        Handler
@@ -186,9 +189,7 @@ func protocolTLS(c *tls.Config) *tls.Config {
 	}
 	tc := c.Clone()
 	tc.NextProtos = []string{ALPN}
-	if tc.MinVersion < tls.VersionTLS13 {
-		tc.MinVersion = tls.VersionTLS13
-	}
+	tc.MinVersion = max(tc.MinVersion, tls.VersionTLS13)
 	return tc
 }
 
@@ -199,12 +200,8 @@ func quicConfig(c *quic.Config) *quic.Config {
 	if c != nil {
 		qc = c.Clone()
 	}
-	if qc.MaxIdleTimeout == 0 {
-		qc.MaxIdleTimeout = DefaultIdleTimeout
-	}
-	if qc.KeepAlivePeriod == 0 {
-		qc.KeepAlivePeriod = DefaultKeepAlive
-	}
+	qc.MaxIdleTimeout = cmp.Or(qc.MaxIdleTimeout, DefaultIdleTimeout)
+	qc.KeepAlivePeriod = cmp.Or(qc.KeepAlivePeriod, DefaultKeepAlive)
 	return qc
 }
 
@@ -219,19 +216,12 @@ func orDefault[T int | int64 | time.Duration](v, def T) T {
 
 // NewServer returns a server for h. Nothing listens until Serve.
 func NewServer(h Handler, cfg ServerConfig) *Server {
-	log := cfg.Logger
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log := cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	maxMsg := orDefault(cfg.MaxMessageBytes, DefaultMaxMessageBytes)
 	tc := protocolTLS(cfg.TLS)
 	qc := quicConfig(cfg.QUIC)
-	if qc.MaxIncomingStreams == 0 {
-		qc.MaxIncomingStreams = int64(orDefault(cfg.MaxStreams, DefaultMaxStreams))
-	}
-	if qc.MaxIncomingUniStreams == 0 {
-		qc.MaxIncomingUniStreams = -1 // clients never open unidirectional streams
-	}
+	qc.MaxIncomingStreams = cmp.Or(qc.MaxIncomingStreams, int64(orDefault(cfg.MaxStreams, DefaultMaxStreams)))
+	qc.MaxIncomingUniStreams = cmp.Or(qc.MaxIncomingUniStreams, -1) // clients never open unidirectional streams
 	reqTO := orDefault(cfg.RequestTimeout, DefaultRequestTimeout)
 	grace := orDefault(cfg.CloseGrace, DefaultCloseGrace)
 	memLimit := max(orDefault(cfg.MaxInFlightBytes, DefaultMaxInFlightBytes), int64(maxMsg))
@@ -250,21 +240,6 @@ func NewServer(h Handler, cfg ServerConfig) *Server {
 // keeps waiting for the next one (internal/workers): about as many as
 // the requests a loaded shard has in flight.
 const streamWorkers = 64
-
-// ListenAndServe listens on the UDP address addr and serves until ctx is
-// cancelled or Shutdown completes. The socket is closed when it returns.
-func (s *Server) ListenAndServe(ctx context.Context, addr string) error {
-	ua, err := net.ResolveUDPAddr("udp", addr)
-	if err != nil {
-		return fmt.Errorf("proto: listen %s: %w", addr, err)
-	}
-	pc, err := net.ListenUDP("udp", ua)
-	if err != nil {
-		return fmt.Errorf("proto: listen %s: %w", addr, err)
-	}
-	defer pc.Close()
-	return s.Serve(ctx, pc)
-}
 
 // Serve serves on pc until ctx is cancelled (immediate stop: handler
 // contexts are cancelled and connections closed) or Shutdown completes
@@ -338,13 +313,6 @@ func (s *Server) Serve(ctx context.Context, pc net.PacketConn) error {
 // fails before listening it is never closed: wait for Serve's return too.
 func (s *Server) Ready() <-chan struct{} { return s.ready }
 
-// Addr returns the listening address, or nil before Ready.
-func (s *Server) Addr() net.Addr {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return s.addr
-}
-
 // Shutdown stops accepting connections and requests (new requests on open
 // connections are answered CodeUnavailable and clients are told to go away),
 // waits for in-flight handlers, gives clients CloseGrace to close their
@@ -362,10 +330,7 @@ func (s *Server) Shutdown(ctx context.Context) error {
 	s.shutOnce.Do(func() { close(s.shutdown) })
 	s.mu.Lock()
 	s.stopServe()
-	conns := make([]*quic.Conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
+	conns := slices.Collect(maps.Keys(s.conns))
 	s.mu.Unlock()
 	for _, c := range conns {
 		sendGoAway(c)
@@ -432,10 +397,7 @@ func (s *Server) untrack(c *quic.Conn) {
 
 func (s *Server) closeAll(code quic.ApplicationErrorCode, msg string) {
 	s.mu.Lock()
-	conns := make([]*quic.Conn, 0, len(s.conns))
-	for c := range s.conns {
-		conns = append(conns, c)
-	}
+	conns := slices.Collect(maps.Keys(s.conns))
 	s.mu.Unlock()
 	for _, c := range conns {
 		c.CloseWithError(code, msg)

@@ -84,22 +84,9 @@ func hitSize(h Hit) int {
 // A score that is not a finite number, which the index never gives, is
 // written as null.
 func AppendHit(dst []byte, h Hit) []byte {
-	dst = append(dst, `{"id":`...)
-	dst = jsontext.AppendString(dst, h.ID, false)
-	dst = append(dst, `,"wing":`...)
-	dst = jsontext.AppendString(dst, h.Wing, false)
-	dst = append(dst, `,"hall":`...)
-	dst = jsontext.AppendString(dst, h.Hall, false)
-	dst = append(dst, `,"title":`...)
-	dst = jsontext.AppendString(dst, h.Title, false)
-	dst = append(dst, `,"score":`...)
-	dst = jsontext.AppendFloat(dst, h.Score)
-	dst = append(dst, `,"snippet":`...)
-	dst = jsontext.AppendString(dst, h.Snippet, false)
-	dst = append(dst, `,"path":`...)
-	dst = jsontext.AppendString(dst, h.Path, false)
-	dst = append(dst, `,"content_hash":`...)
-	dst = jsontext.AppendString(dst, h.ContentHash, false)
+	dst = appendFields(dst, `{"id":`, h.ID, `,"wing":`, h.Wing, `,"hall":`, h.Hall, `,"title":`, h.Title)
+	dst = jsontext.AppendFloat(append(dst, `,"score":`...), h.Score)
+	dst = appendFields(dst, `,"snippet":`, h.Snippet, `,"path":`, h.Path, `,"content_hash":`, h.ContentHash)
 	if h.Unreviewed {
 		dst = append(dst, `,"unreviewed":true`...)
 	}
@@ -109,15 +96,20 @@ func AppendHit(dst []byte, h Hit) []byte {
 			if i > 0 {
 				dst = append(dst, ',')
 			}
-			dst = append(dst, `{"rule":`...)
-			dst = jsontext.AppendString(dst, f.Rule, false)
-			dst = append(dst, `,"why":`...)
-			dst = jsontext.AppendString(dst, f.Why, false)
-			dst = append(dst, '}')
+			dst = append(appendFields(dst, `{"rule":`, f.Rule, `,"why":`, f.Why), '}')
 		}
 		dst = append(dst, ']')
 	}
 	return append(dst, '}')
+}
+
+// appendFields appends pairs of a key, as it is (punctuation and name), and
+// a value, as a JSON string.
+func appendFields(dst []byte, kv ...string) []byte {
+	for i := 0; i+1 < len(kv); i += 2 {
+		dst = jsontext.AppendString(append(dst, kv[i]...), kv[i+1], false)
+	}
+	return dst
 }
 
 // AppendAnswer appends the answer to q of a search whose result in one

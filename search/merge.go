@@ -35,9 +35,7 @@ func Merge(ranks []WingRank, answered []bool, limit int) []Pick {
 		}
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].Less(all[j].Ranked) })
-	if len(all) > limit {
-		all = all[:limit]
-	}
+	all = all[:min(len(all), limit)]
 	return all
 }
 

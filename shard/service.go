@@ -1,6 +1,7 @@
 package shard
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -103,9 +104,7 @@ var _ proto.Handler = (*Service)(nil)
 
 // Open opens the wing's store (building its index) and prepares the tools.
 func Open(ctx context.Context, cfg Config) (*Service, error) {
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	// Every line the shard's parts write names the wing, once.
 	log := cfg.Logger.With("wing", cfg.Wing)
 	if cfg.Now == nil {
@@ -118,9 +117,7 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Key.Private == nil {
 		return nil, errors.New("shard: no signing key")
 	}
-	if cfg.StateDir == "" {
-		cfg.StateDir = filepath.Join(cfg.Brain, ".brainstem", cfg.Wing)
-	}
+	cfg.StateDir = cmp.Or(cfg.StateDir, filepath.Join(cfg.Brain, ".brainstem", cfg.Wing))
 	// Before the store reads the notes: a pull a crash cut is finished.
 	if n, err := remote.Recover(cfg.Brain); err != nil {
 		return nil, fmt.Errorf("shard: wing %q: %w", cfg.Wing, err)
@@ -215,10 +212,7 @@ func openJournal(cfg Config, st *store.Store) (*idempotency.Journal, error) {
 // startPolicyWatch polls the policy file every cfg.PolicyPoll (when there
 // is a file and polling is on) until Close.
 func (s *Service) startPolicyWatch() {
-	poll := s.cfg.PolicyPoll
-	if poll == 0 {
-		poll = DefaultPolicyPoll
-	}
+	poll := cmp.Or(s.cfg.PolicyPoll, DefaultPolicyPoll)
 	if s.cfg.PolicyFile == "" || poll <= 0 {
 		close(s.done)
 		return

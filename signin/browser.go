@@ -1,6 +1,7 @@
 package signin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -66,9 +67,7 @@ func (b SystemBrowser) Commands(url string) ([][]string, error) {
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	if goos == "" {
-		goos = runtime.GOOS
-	}
+	goos = cmp.Or(goos, runtime.GOOS)
 	var cmds [][]string
 	for _, c := range filepath.SplitList(getenv("BROWSER")) {
 		f := strings.Fields(c)

@@ -1,6 +1,7 @@
 package signin
 
 import (
+	"cmp"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -81,10 +82,7 @@ func NewDefault(out io.Writer, noBrowser bool, timeout time.Duration) (*Client, 
 }
 
 func (c *Client) httpClient() *http.Client {
-	if c.HTTP != nil {
-		return c.HTTP
-	}
-	return &http.Client{Timeout: 30 * time.Second}
+	return cmp.Or(c.HTTP, &http.Client{Timeout: 30 * time.Second})
 }
 
 func (c *Client) now() time.Time {
@@ -95,10 +93,7 @@ func (c *Client) now() time.Time {
 }
 
 func (c *Client) out() io.Writer {
-	if c.Out != nil {
-		return c.Out
-	}
-	return io.Discard
+	return cmp.Or(c.Out, io.Discard)
 }
 
 // Login signs the user in to mcpURL: discovery, dynamic registration, the
@@ -117,10 +112,7 @@ func (c *Client) Login(ctx context.Context, mcpURL string) (*Record, error) {
 		fmt.Fprintf(c.out(), "No browser can be opened on this computer (%v): signing in with a code you type into a browser anywhere instead (as with --device).\n", why)
 		return c.LoginDevice(ctx, mcpURL)
 	}
-	name := c.ClientName
-	if name == "" {
-		name = DefaultClientName
-	}
+	name := cmp.Or(c.ClientName, DefaultClientName)
 	reg, err := Register(ctx, hc, d.Server.RegistrationEndpoint, name, []string{RegisteredRedirectURI})
 	if err != nil {
 		return nil, err
@@ -207,10 +199,7 @@ func (c *Client) browse(ctx context.Context, l *callbackListener, mcpURL, issuer
 	if timeout <= 0 {
 		timeout = DefaultCallbackTimeout
 	}
-	browser := c.Browser
-	if browser == nil {
-		browser = SystemBrowser{}
-	}
+	browser := cmp.Or[Browser](c.Browser, SystemBrowser{})
 	out := c.out()
 	fmt.Fprintf(out, "Signing in to %s with %s.\n", mcpURL, issuer)
 	if err := browser.Open(ctx, authURL); errors.Is(err, errNoBrowserAsked) {

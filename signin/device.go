@@ -1,6 +1,7 @@
 package signin
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -9,6 +10,8 @@ import (
 	"os"
 	"runtime"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/pause"
 )
 
 // The device authorization grant (RFC 8628): `brainstem login --device`
@@ -91,14 +94,7 @@ func (c *Client) sleep(ctx context.Context, d time.Duration) error {
 	if c.Sleep != nil {
 		return c.Sleep(ctx, d)
 	}
-	t := time.NewTimer(d)
-	defer t.Stop()
-	select {
-	case <-t.C:
-		return nil
-	case <-ctx.Done():
-		return context.Cause(ctx)
-	}
+	return pause.For(ctx, d)
 }
 
 // LoginDevice signs the user in to mcpURL with the device authorization
@@ -119,10 +115,7 @@ func (c *Client) LoginDevice(ctx context.Context, mcpURL string) (*Record, error
 	if err := checkEndpoint("device_authorization_endpoint", ep); err != nil {
 		return nil, err
 	}
-	name := c.ClientName
-	if name == "" {
-		name = DefaultDeviceClientName
-	}
+	name := cmp.Or(c.ClientName, DefaultDeviceClientName)
 	reg, err := register(ctx, hc, d.Server.RegistrationEndpoint, map[string]any{
 		"client_name": name, "grant_types": []string{GrantTypeDevice, "refresh_token"},
 		"token_endpoint_auth_method": "none",

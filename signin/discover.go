@@ -2,17 +2,19 @@ package signin
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/loopback"
 )
 
 // Limits of what the servers answer.
@@ -275,9 +277,7 @@ func Discover(ctx context.Context, hc *http.Client, mcpURL string) (*Discovery, 
 	if err != nil {
 		return nil, err
 	}
-	if d.Scope == "" {
-		d.Scope = strings.Join(d.Resource.ScopesSupported, " ")
-	}
+	d.Scope = cmp.Or(d.Scope, strings.Join(d.Resource.ScopesSupported, " "))
 	// The first authorization server a client can register with.
 	var errs []error
 	for _, as := range d.Resource.AuthorizationServers {
@@ -344,7 +344,7 @@ func checkEndpoint(name, raw string) error {
 	if u.User != nil || u.Fragment != "" {
 		return fmt.Errorf("%w: %s %q carries user info or a fragment", ErrServerMetadata, name, raw)
 	}
-	if u.Scheme == "http" && !IsLoopback(u.Hostname()) {
+	if u.Scheme == "http" && !loopback.Is(u.Hostname()) {
 		return fmt.Errorf("%w: %s %q uses plain http on a host that is not this computer", ErrInsecureEndpoint, name, raw)
 	}
 	return nil
@@ -355,13 +355,4 @@ func sameOrigin(a, b string) bool {
 	ua, err1 := url.Parse(a)
 	ub, err2 := url.Parse(b)
 	return err1 == nil && err2 == nil && strings.EqualFold(ua.Scheme, ub.Scheme) && strings.EqualFold(ua.Host, ub.Host)
-}
-
-// IsLoopback reports whether host (a name or an address) is this computer.
-func IsLoopback(host string) bool {
-	if strings.EqualFold(host, "localhost") {
-		return true
-	}
-	ip := net.ParseIP(host)
-	return ip != nil && ip.IsLoopback()
 }

@@ -19,6 +19,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/internal/smallfile"
 )
 
 // Limits and modes of the sign-in files.
@@ -181,9 +182,7 @@ func (s *Store) Path(mcpURL string) string {
 		}
 		return '_'
 	}, strings.TrimPrefix(strings.TrimPrefix(mcpURL, "https://"), "http://"))
-	if len(name) > 80 {
-		name = name[:80]
-	}
+	name = name[:min(len(name), 80)]
 	return filepath.Join(s.Dir, name+"-"+hex.EncodeToString(sum[:4])+".json")
 }
 
@@ -201,14 +200,12 @@ func (s *Store) Load(mcpURL string) (*Record, error) {
 	if err := checkPrivate(p, st); err != nil {
 		return nil, err
 	}
-	f, err := os.Open(p)
+	b, err := smallfile.Read(p, MaxRecordBytes)
+	if errors.Is(err, smallfile.ErrTooLarge) {
+		err = fmt.Errorf("%w: %w (delete it and sign in again)", ErrRecord, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("signin: %w", err)
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, MaxRecordBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("signin: reading %s: %w", p, err)
 	}
 	r, err := DecodeRecord(b)
 	if err != nil {

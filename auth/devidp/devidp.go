@@ -1,6 +1,7 @@
 package devidp
 
 import (
+	"cmp"
 	"context"
 	"crypto/rand"
 	"crypto/rsa"
@@ -17,6 +18,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/internal/loopback"
 	jose "github.com/go-jose/go-jose/v4"
 	lru "github.com/hashicorp/golang-lru/v2"
 )
@@ -115,30 +117,22 @@ type authCode struct {
 // New generates an RSA-2048 signing key (RS256) and returns a provider for
 // cfg. It logs a loud warning: this provider authenticates anyone.
 func New(cfg Config) (*Provider, error) {
-	if cfg.ClientID == "" {
-		cfg.ClientID = DefaultClientID
-	}
-	if cfg.TokenTTL == 0 {
-		cfg.TokenTTL = DefaultTokenTTL
-	}
-	if cfg.AssertionClientID == "" {
-		cfg.AssertionClientID = DefaultAssertionClientID
-	}
+	cfg.ClientID = cmp.Or(cfg.ClientID, DefaultClientID)
+	cfg.TokenTTL = cmp.Or(cfg.TokenTTL, DefaultTokenTTL)
+	cfg.AssertionClientID = cmp.Or(cfg.AssertionClientID, DefaultAssertionClientID)
 	if cfg.TokenTTL < 0 {
 		return nil, fmt.Errorf("devidp: negative token ttl %v", cfg.TokenTTL)
 	}
 	if cfg.Now == nil {
 		cfg.Now = time.Now
 	}
-	if cfg.Logger == nil {
-		cfg.Logger = slog.New(slog.DiscardHandler)
-	}
+	cfg.Logger = cmp.Or(cfg.Logger, slog.New(slog.DiscardHandler))
 	u, err := url.Parse(cfg.Issuer)
 	if err != nil || cfg.Issuer == "" || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" ||
 		u.RawQuery != "" || u.Fragment != "" || u.User != nil {
 		return nil, fmt.Errorf("devidp: issuer %q must be an http(s)://host:port[/path] URL", cfg.Issuer)
 	}
-	if !isLoopbackHost(u.Hostname()) {
+	if !loopback.Is(u.Hostname()) {
 		return nil, fmt.Errorf("%w (issuer %s)", ErrNotLoopback, cfg.Issuer)
 	}
 	key, err := rsa.GenerateKey(rand.Reader, 2048)
@@ -164,14 +158,6 @@ func New(cfg Config) (*Provider, error) {
 		"Use it only on this machine for `brainstem dev` and tests; never trust it in production.",
 		"issuer", cfg.Issuer, "client_id", cfg.ClientID)
 	return p, nil
-}
-
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
 }
 
 // Issuer returns the issuer URL (the iss of the provider's tokens).
@@ -225,9 +211,7 @@ func (p *Provider) mint(email string, groups []string, ttl time.Duration, nonce 
 	if len(groups) > MaxGroups {
 		return "", time.Time{}, fmt.Errorf("devidp: %d groups, the limit is %d", len(groups), MaxGroups)
 	}
-	if ttl == 0 {
-		ttl = p.cfg.TokenTTL
-	}
+	ttl = cmp.Or(ttl, p.cfg.TokenTTL)
 	if ttl < 0 {
 		return "", time.Time{}, fmt.Errorf("devidp: negative ttl %v", ttl)
 	}
@@ -268,9 +252,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config) (*Provider, error) 
 	if !ok || !addr.IP.IsLoopback() {
 		return nil, fmt.Errorf("%w (listener %s)", ErrNotLoopback, ln.Addr())
 	}
-	if cfg.Issuer == "" {
-		cfg.Issuer = "http://" + addr.String()
-	}
+	cfg.Issuer = cmp.Or(cfg.Issuer, "http://"+addr.String())
 	p, err := New(cfg)
 	if err != nil {
 		return nil, err

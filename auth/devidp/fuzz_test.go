@@ -4,6 +4,8 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+
+	"github.com/brainstem/brainstem/internal/loopback"
 )
 
 // FuzzCheckRedirectURI: whatever it accepts is an http URL on a loopback
@@ -19,7 +21,7 @@ func FuzzCheckRedirectURI(f *testing.F) {
 			return
 		}
 		u, err := url.Parse(s)
-		if err != nil || u.Scheme != "http" || !isLoopbackHost(u.Hostname()) || u.User != nil || u.Fragment != "" {
+		if err != nil || u.Scheme != "http" || !loopback.Is(u.Hostname()) || u.User != nil || u.Fragment != "" {
 			t.Fatalf("accepted %q", s)
 		}
 		// What the redirect builder makes of it stays on the same host.

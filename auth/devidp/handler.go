@@ -18,6 +18,7 @@ import (
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/internal/loopback"
 )
 
 // Handler serves discovery, JWKS, /authorize (a minimal HTML login form:
@@ -71,7 +72,7 @@ func loopbackAuthority(hostport string) bool {
 	} else if strings.HasPrefix(hostport, "[") && strings.HasSuffix(hostport, "]") {
 		host = hostport[1 : len(hostport)-1]
 	}
-	return isLoopbackHost(strings.ToLower(host))
+	return loopback.Is(host)
 }
 
 func (p *Provider) discovery(w http.ResponseWriter, _ *http.Request) {
@@ -148,7 +149,7 @@ func checkRedirectURI(s string) error {
 	if err != nil || s == "" {
 		return fmt.Errorf("redirect_uri %q is not a URL", s)
 	}
-	if u.Scheme != "http" || !isLoopbackHost(u.Hostname()) || u.Fragment != "" || u.User != nil {
+	if u.Scheme != "http" || !loopback.Is(u.Hostname()) || u.Fragment != "" || u.User != nil {
 		return fmt.Errorf("redirect_uri %q is not allowed: this development IdP redirects only to http://127.0.0.1:<port>/<path>, http://[::1]:<port>/<path> or http://localhost:<port>/<path>", s)
 	}
 	return nil

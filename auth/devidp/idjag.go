@@ -2,6 +2,7 @@ package devidp
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -77,9 +78,7 @@ func (p *Provider) MintIDJAG(c IDJAGClaims) (token string, exp time.Time, err er
 	if p.isDisabled(email) {
 		return "", time.Time{}, fmt.Errorf("%w: %s", ErrDisabled, email)
 	}
-	if c.ClientID == "" {
-		c.ClientID = p.cfg.AssertionClientID
-	}
+	c.ClientID = cmp.Or(c.ClientID, p.cfg.AssertionClientID)
 	now := p.cfg.Now().Truncate(time.Second)
 	exp = now.Add(IDJAGTTL)
 	claims := map[string]any{

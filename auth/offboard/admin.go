@@ -1,6 +1,7 @@
 package offboard
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -101,10 +102,7 @@ func ExpandReplicas(ctx context.Context, bases []string, expand bool) ([]string,
 }
 
 func (a Admin) client() *http.Client {
-	if a.HTTP != nil {
-		return a.HTTP
-	}
-	return &http.Client{Timeout: 10 * time.Second}
+	return cmp.Or(a.HTTP, &http.Client{Timeout: 10 * time.Second})
 }
 
 func (a Admin) do(ctx context.Context, method, u string, body url.Values) (Report, error) {
@@ -143,18 +141,9 @@ func (a Admin) do(ctx context.Context, method, u string, body url.Values) (Repor
 // and merges them by ID. A replica that does not answer is an error
 // naming it; the others' answers are still returned.
 func (a Admin) List(ctx context.Context, replicas []string, email string) ([]Report, []SignIn, error) {
-	var (
-		reports []Report
-		errs    []error
-		by      = map[string]*SignIn{}
-	)
-	for _, r := range replicas {
-		rep, err := a.do(ctx, http.MethodGet, r+"/signins?"+url.Values{"email": {email}}.Encode(), nil)
-		if err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		reports = append(reports, rep)
+	reports, err := a.all(ctx, replicas, http.MethodGet, "/signins?"+url.Values{"email": {email}}.Encode(), nil)
+	by := map[string]*SignIn{}
+	for _, rep := range reports {
 		for _, s := range rep.SignIns {
 			m, ok := by[s.ID]
 			if !ok {
@@ -177,7 +166,7 @@ func (a Admin) List(ctx context.Context, replicas []string, email string) ([]Rep
 		all = append(all, *s)
 	}
 	slices.SortFunc(all, func(x, y SignIn) int { return y.LastSeen.Compare(x.LastSeen) })
-	return reports, all, errors.Join(errs...)
+	return reports, all, err
 }
 
 // End posts e to every replica: each enforces it at once. It returns the
@@ -192,12 +181,18 @@ func (a Admin) End(ctx context.Context, replicas []string, e Entry) ([]Report, e
 	if ce.Reason != "" {
 		form.Set("reason", ce.Reason)
 	}
+	return a.all(ctx, replicas, http.MethodPost, "/signins/end", form)
+}
+
+// all sends the request to every replica, and returns the answers and an
+// error naming every replica that did not answer.
+func (a Admin) all(ctx context.Context, replicas []string, method, path string, body url.Values) ([]Report, error) {
 	var (
 		reports []Report
 		errs    []error
 	)
 	for _, r := range replicas {
-		rep, err := a.do(ctx, http.MethodPost, r+"/signins/end", form)
+		rep, err := a.do(ctx, method, r+path, body)
 		if err != nil {
 			errs = append(errs, err)
 			continue

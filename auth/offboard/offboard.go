@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"slices"
@@ -25,6 +26,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/internal/smallfile"
 )
 
 // Limits of the file.
@@ -126,10 +128,7 @@ func merge(in []Entry) []Entry {
 			by[e.Email] = e
 		}
 	}
-	out := make([]Entry, 0, len(by))
-	for _, e := range by {
-		out = append(out, e)
-	}
+	out := slices.Collect(maps.Values(by))
 	sort.Slice(out, func(i, j int) bool { return out[i].Email < out[j].Email })
 	return out
 }
@@ -238,14 +237,7 @@ func (l *List) Post(e Entry) (bool, error) {
 func (l *List) Entries() []Entry {
 	l.mu.RLock()
 	defer l.mu.RUnlock()
-	var all []Entry
-	for _, e := range l.file {
-		all = append(all, e)
-	}
-	for _, e := range l.posted {
-		all = append(all, e)
-	}
-	return merge(all)
+	return merge(slices.AppendSeq(slices.Collect(maps.Values(l.file)), maps.Values(l.posted)))
 }
 
 // Generation counts the changes of the list.
@@ -322,14 +314,12 @@ func (w *Watcher) check() error {
 var errNotExist = os.ErrNotExist
 
 func readFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
+	data, err := smallfile.Read(path, MaxFileBytes)
+	if errors.Is(err, smallfile.ErrTooLarge) {
+		err = fmt.Errorf("%w: %w", ErrBadFile, err)
+	}
 	if err != nil {
 		return nil, fmt.Errorf("offboard: %w", err)
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, MaxFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("offboard: %s: %w", path, err)
 	}
 	return data, nil
 }

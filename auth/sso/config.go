@@ -1,15 +1,17 @@
 package sso
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/url"
 	"strings"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/loopback"
 )
 
 // Defaults and limits.
@@ -191,7 +193,7 @@ func validateIssuerURL(s string) error {
 	case "https":
 		return nil
 	case "http":
-		if isLoopbackHost(u.Hostname()) {
+		if loopback.Is(u.Hostname()) {
 			return nil
 		}
 		return fmt.Errorf("%q uses http on a non-loopback host; keys fetched over plain http could be replaced in transit (use https)", s)
@@ -199,39 +201,19 @@ func validateIssuerURL(s string) error {
 	return fmt.Errorf("%q: scheme must be https", s)
 }
 
-func isLoopbackHost(h string) bool {
-	if h == "localhost" {
-		return true
-	}
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}
-
 // withDefaults returns the config with zero values replaced by those of
 // DefaultConfig.
 func (c Config) withDefaults() Config {
 	d := DefaultConfig()
-	if c.GroupsClaim == "" {
-		c.GroupsClaim = d.GroupsClaim
-	}
-	if c.ClockSkew == 0 {
-		c.ClockSkew = d.ClockSkew
-	}
-	if c.CacheSize == 0 {
-		c.CacheSize = d.CacheSize
-	}
-	if c.CacheTTL == 0 {
-		c.CacheTTL = d.CacheTTL
-	}
-	if c.JWKSRefetchInterval == 0 {
-		c.JWKSRefetchInterval = d.JWKSRefetchInterval
-	}
+	c.GroupsClaim = cmp.Or(c.GroupsClaim, d.GroupsClaim)
+	c.ClockSkew = cmp.Or(c.ClockSkew, d.ClockSkew)
+	c.CacheSize = cmp.Or(c.CacheSize, d.CacheSize)
+	c.CacheTTL = cmp.Or(c.CacheTTL, d.CacheTTL)
+	c.JWKSRefetchInterval = cmp.Or(c.JWKSRefetchInterval, d.JWKSRefetchInterval)
 	if c.Now == nil {
 		c.Now = time.Now
 	}
-	if c.Logger == nil {
-		c.Logger = slog.New(slog.DiscardHandler)
-	}
+	c.Logger = cmp.Or(c.Logger, slog.New(slog.DiscardHandler))
 	hc := &http.Client{Timeout: DefaultHTTPTimeout}
 	if c.HTTPClient != nil {
 		cp := *c.HTTPClient
@@ -256,10 +238,7 @@ type limitTransport struct{ next http.RoundTripper }
 
 // RoundTrip implements http.RoundTripper.
 func (t limitTransport) RoundTrip(r *http.Request) (*http.Response, error) {
-	next := t.next
-	if next == nil {
-		next = http.DefaultTransport
-	}
+	next := cmp.Or(t.next, http.DefaultTransport)
 	resp, err := next.RoundTrip(r)
 	if err != nil {
 		return nil, err

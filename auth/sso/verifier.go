@@ -218,9 +218,7 @@ func (v *Verifier) verify(ctx context.Context, raw string, now time.Time) (auth.
 	id, err := v.verifyToken(ctx, raw, now, &iss)
 	if err != nil {
 		if err.Issuer == "" && iss != "" {
-			if len(iss) > 200 {
-				iss = iss[:200]
-			}
+			iss = iss[:min(len(iss), 200)]
 			err.Issuer = headerSafe(iss)
 		}
 		return auth.Identity{}, time.Time{}, err

@@ -1,6 +1,7 @@
 package injection
 
 import (
+	"cmp"
 	"regexp"
 	"strings"
 )
@@ -79,9 +80,7 @@ func buildPhrases() *table {
 	t := &table{words: map[string][]int{}}
 	lits := map[string][]int{}
 	add := func(p phrase) {
-		if p.window == 0 {
-			p.window = defaultWindow
-		}
+		p.window = cmp.Or(p.window, defaultWindow)
 		p.re = regexp.MustCompile(`^(?:` + p.src + `)`)
 		i := len(t.list)
 		t.list = append(t.list, p)

@@ -3,6 +3,7 @@ package injection
 import (
 	"bytes"
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -182,12 +183,7 @@ func lowerASCII(b []byte) []byte {
 }
 
 func containsAny(b []byte, subs []string) bool {
-	for _, s := range subs {
-		if bytes.Contains(b, []byte(s)) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(subs, func(s string) bool { return bytes.Contains(b, []byte(s)) })
 }
 
 // snippet quotes content[from:to], cut to snippetBytes at a rune boundary,

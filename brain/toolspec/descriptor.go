@@ -3,6 +3,7 @@ package toolspec
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/brainstem/brainstem/brain"
 )
@@ -125,13 +126,5 @@ func ParseMeta(m map[string]any) (Meta, error) {
 // metaName reports whether s is a field or tool name a descriptor may name:
 // 1 to 64 of a-z, 0-9 and '_'.
 func metaName(s string) bool {
-	if s == "" || len(s) > 64 {
-		return false
-	}
-	for _, r := range s {
-		if (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' {
-			return false
-		}
-	}
-	return true
+	return s != "" && len(s) <= 64 && !strings.ContainsFunc(s, func(r rune) bool { return (r < 'a' || r > 'z') && (r < '0' || r > '9') && r != '_' })
 }

@@ -85,12 +85,7 @@ func embedded(p reflect.Value, t reflect.Type) (reflect.Value, bool) {
 // ownNames reports whether the legacy shape declares a name the tool does
 // not.
 func (l *Legacy) ownNames(ours []Arg) bool {
-	for _, a := range l.Args {
-		if !hasArg(ours, a.Name) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(l.Args, func(a Arg) bool { return !hasArg(ours, a.Name) })
 }
 
 func hasArg(args []Arg, name string) bool {

@@ -2,6 +2,7 @@ package toolspec
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"reflect"
 	"strings"
@@ -105,9 +106,7 @@ func writeFields(b *bytes.Buffer, t reflect.Type, seen map[reflect.Type]bool, re
 		if !f.IsExported() {
 			continue
 		}
-		if name == "" {
-			name = f.Name
-		}
+		name = cmp.Or(name, f.Name)
 		if !*first {
 			b.WriteByte(',')
 		}

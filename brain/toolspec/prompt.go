@@ -145,7 +145,7 @@ func (p *Prompt) DecodeArgs(raw []byte) (map[string]string, error) {
 		}
 		var s string
 		if err := json.Unmarshal(v, &s); err != nil {
-			return nil, WrongType(k, String, jsonKind(v))
+			return nil, NotString(k, v)
 		}
 		out[k] = s
 	}
@@ -167,9 +167,16 @@ func (p *Prompt) arg(name string) *Arg {
 	return nil
 }
 
-// jsonKind names a JSON value's kind as encoding/json's type errors do.
+// NotString refuses the JSON value raw given for the string argument
+// name, naming its kind as encoding/json's type errors do.
+func NotString(name string, raw []byte) error {
+	return WrongType(name, String, jsonKind(raw))
+}
+
 func jsonKind(raw []byte) string {
 	switch raw[0] {
+	case '"':
+		return "string"
 	case '{':
 		return "object"
 	case '[':

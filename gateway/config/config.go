@@ -26,6 +26,7 @@ import (
 	"github.com/brainstem/brainstem/brain"
 	oauthcfg "github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/internal/logging"
+	"github.com/brainstem/brainstem/internal/loopback"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 )
@@ -469,7 +470,7 @@ func (c Config) validateListeners(p *problems) {
 	} else if u, err := url.Parse(c.PublicURL); err != nil || u.Host == "" || (u.Scheme != "https" && u.Scheme != "http") {
 		p.add("public_url", "%q is not an absolute http(s) URL", c.PublicURL)
 	} else {
-		if u.Scheme == "http" && !oauthcfg.IsLoopbackHostname(u.Hostname()) {
+		if u.Scheme == "http" && !loopback.Is(u.Hostname()) {
 			p.add("public_url", "%q must use https unless its host is loopback", c.PublicURL)
 		}
 		if u.RawQuery != "" || u.Fragment != "" || u.User != nil {
@@ -636,7 +637,7 @@ func (w WingConfig) TLSName() string {
 
 func listenIsLoopback(addr string) bool {
 	host, _, err := net.SplitHostPort(addr)
-	return err == nil && host != "" && oauthcfg.IsLoopbackHostname(host)
+	return err == nil && host != "" && loopback.Is(host)
 }
 
 // ParseOrigin checks an origin is scheme://host[:port] and returns it in

@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"context"
 	"embed"
 	"errors"
@@ -82,9 +83,7 @@ func New(opt Options) (*Console, error) {
 	}
 	c := &Console{facade: opt.Facade, tools: opt.Tools, log: opt.Logger, now: opt.Now,
 		origin: u.Scheme + "://" + u.Host, prefix: u.Path + PathPrefix}
-	if c.log == nil {
-		c.log = slog.New(slog.DiscardHandler)
-	}
+	c.log = cmp.Or(c.log, slog.New(slog.DiscardHandler))
 	if c.now == nil {
 		c.now = time.Now
 	}
@@ -129,12 +128,12 @@ func (c *Console) routes() {
 	})
 	get("{$}", c.home)
 	get("search", c.search)
-	get("w/{wing}", c.wingPage)
+	get("w/{wing}", c.listPage(false))
 	get("w/{wing}/inbox", c.inbox)
 	get("w/{wing}/inbox/{name}", c.inboxNote)
 	post("w/{wing}/inbox/{name}/promote", c.promote)
 	post("w/{wing}/inbox/{name}/archive", c.archiveInbox)
-	get("w/{wing}/archive", c.archivePage)
+	get("w/{wing}/archive", c.listPage(true))
 	get("w/{wing}/new", c.newNote)
 	post("w/{wing}/new", c.writeNote)
 	get("n/{wing}/{hall}/{slug}", c.note)

@@ -13,6 +13,7 @@ import (
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
+	"github.com/brainstem/brainstem/brain/toolspec"
 )
 
 // request is one signed-in request to a page or a form.
@@ -22,7 +23,7 @@ type request struct {
 	r      *http.Request
 	id     auth.Identity
 	signin signIn
-	wings  []wingCaps
+	wings  []toolspec.WingCaps
 	load   bool  // wings loaded
 	werr   error // brain_wings's refusal: then no page can say what the person reaches
 }
@@ -45,19 +46,13 @@ const retrySeconds = 1
 
 type pageHandler func(rq *request) answer
 
-// wingCaps is one entry of brain_wings.
-type wingCaps struct {
-	Wing         string   `json:"wing"`
-	Capabilities []string `json:"capabilities"`
-}
-
 // layout is what every page's frame shows.
 type layout struct {
 	Title  string
 	Prefix string
 	Email  string
 	CSRF   string
-	Wings  []wingCaps
+	Wings  []toolspec.WingCaps
 	Data   any
 }
 
@@ -93,11 +88,11 @@ func (rq *request) call(tool string, args any, out any) error {
 }
 
 // myWings is brain_wings, once per request.
-func (rq *request) myWings() []wingCaps {
+func (rq *request) myWings() []toolspec.WingCaps {
 	if !rq.load {
 		rq.load = true
 		var out struct {
-			Wings []wingCaps `json:"wings"`
+			Wings []toolspec.WingCaps `json:"wings"`
 		}
 		if err := rq.call("brain_wings", struct{}{}, &out); err != nil {
 			rq.werr = err
@@ -138,13 +133,8 @@ func (c *Console) page(h pageHandler) http.HandlerFunc {
 // form wraps a POST handler: signed in, same origin, CSRF token, then act.
 func (c *Console) form(h pageHandler) http.HandlerFunc {
 	return func(w http.ResponseWriter, r *http.Request) {
-		s, id, err := c.authenticate(r)
-		if err != nil {
-			c.ended(w, err)
-			return
-		}
-		if status, msg := c.checkForm(w, r, s); status != 0 {
-			c.plainPage(w, status, "Request refused", msg, false)
+		s, id, ok := c.signedForm(w, r, c.ended)
+		if !ok {
 			return
 		}
 		rq := &request{c: c, w: w, r: r, id: id, signin: s}

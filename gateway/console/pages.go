@@ -1,6 +1,7 @@
 package console
 
 import (
+	"cmp"
 	"encoding/json"
 	"errors"
 	"html/template"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/injection"
+	"github.com/brainstem/brainstem/gateway/oauth"
 )
 
 // wingOf reads the {wing} of the path and answers as for a missing page
@@ -21,6 +23,13 @@ func (rq *request) wingOf() (string, bool) {
 		return "", false
 	}
 	return w, true
+}
+
+// inboxOf reads {wing}/inbox/{name}.
+func (rq *request) inboxOf() (wing, name string, ok bool) {
+	w, ok := rq.wingOf()
+	name = rq.r.PathValue("name")
+	return w, name, ok && brain.ValidInboxName(name) == nil
 }
 
 // noteOf reads {wing}/{hall}/{slug}.
@@ -68,9 +77,7 @@ type searchData struct {
 func (c *Console) search(rq *request) answer {
 	q := rq.r.URL.Query()
 	d := searchData{Query: q.Get("q"), Scope: q.Get("scope"), Wing: q.Get("wing"), Scopes: []string{"wiki", "inbox", "all"}}
-	if d.Scope == "" {
-		d.Scope = "wiki"
-	}
+	d.Scope = cmp.Or(d.Scope, "wiki")
 	if d.Query == "" {
 		return answer{status: http.StatusOK, page: "search", title: "Search", data: d}
 	}
@@ -158,28 +165,23 @@ func (c *Console) list(rq *request, archived bool) (wingData, error) {
 	return wingData{Wing: w, Caps: rq.caps(w), Notes: out.Notes, Next: out.Next}, nil
 }
 
-func (c *Console) wingPage(rq *request) answer {
-	w, ok := rq.wingOf()
-	if !ok {
-		return notFound()
+// listPage is the wing's page of notes, or with archived its archive's.
+func (c *Console) listPage(archived bool) pageHandler {
+	page, title := "wing", "Wing "
+	if archived {
+		page, title = "archive", "Archive of "
 	}
-	d, err := c.list(rq, false)
-	if err != nil {
-		return readFailed(err)
+	return func(rq *request) answer {
+		w, ok := rq.wingOf()
+		if !ok {
+			return notFound()
+		}
+		d, err := c.list(rq, archived)
+		if err != nil {
+			return readFailed(err)
+		}
+		return answer{status: http.StatusOK, page: page, title: title + w, data: d}
 	}
-	return answer{status: http.StatusOK, page: "wing", title: "Wing " + w, data: d}
-}
-
-func (c *Console) archivePage(rq *request) answer {
-	w, ok := rq.wingOf()
-	if !ok {
-		return notFound()
-	}
-	d, err := c.list(rq, true)
-	if err != nil {
-		return readFailed(err)
-	}
-	return answer{status: http.StatusOK, page: "archive", title: "Archive of " + w, data: d}
 }
 
 type pendingNote struct {
@@ -242,9 +244,7 @@ func (c *Console) show(wing string, g got) (shown, error) {
 			s.Title = f.Values[0]
 		}
 	}
-	if s.Title == "" {
-		s.Title = g.Path
-	}
+	s.Title = cmp.Or(s.Title, g.Path)
 	s.HTML, err = c.rd.render(g.Body, wing)
 	return s, err
 }
@@ -258,9 +258,8 @@ type inboxNoteData struct {
 }
 
 func (c *Console) inboxNote(rq *request) answer {
-	w, ok := rq.wingOf()
-	name := rq.r.PathValue("name")
-	if !ok || brain.ValidInboxName(name) != nil {
+	w, name, ok := rq.inboxOf()
+	if !ok {
 		return notFound()
 	}
 	var g got
@@ -271,7 +270,7 @@ func (c *Console) inboxNote(rq *request) answer {
 	if err != nil {
 		return failed(err)
 	}
-	d := inboxNoteData{Note: s, Name: name, Caps: rq.caps(w), Slug: name, Key: "console-" + randomString(18)}
+	d := inboxNoteData{Note: s, Name: name, Caps: rq.caps(w), Slug: name, Key: formKey()}
 	for _, f := range s.Fields {
 		if f.Key == "hall" && len(f.Values) == 1 && brain.ValidHall(f.Values[0]) == nil {
 			d.Hall = f.Values[0]
@@ -282,9 +281,8 @@ func (c *Console) inboxNote(rq *request) answer {
 
 // promote is brain_promote with the form's title, hall and slug.
 func (c *Console) promote(rq *request) answer {
-	w, ok := rq.wingOf()
-	nm := rq.r.PathValue("name")
-	if !ok || brain.ValidInboxName(nm) != nil {
+	w, nm, ok := rq.inboxOf()
+	if !ok {
 		return notFound()
 	}
 	f := rq.r.PostForm
@@ -293,11 +291,8 @@ func (c *Console) promote(rq *request) answer {
 		return failed(err)
 	}
 	args := map[string]any{"wing": w, "name": nm, "hall": hall}
-	if s := f.Get("slug"); s != "" {
-		if _, err := name("slug", s, brain.ValidSlug); err != nil {
-			return failed(err)
-		}
-		args["slug"] = s
+	if err := optional(args, "slug", f.Get("slug"), brain.ValidSlug); err != nil {
+		return failed(err)
 	}
 	if t := f.Get("title"); strings.TrimSpace(t) != "" {
 		if _, err := text("title", t, MaxTitleBytes, true, true); err != nil {
@@ -308,29 +303,40 @@ func (c *Console) promote(rq *request) answer {
 	if f.Get("acknowledge_flags") != "" {
 		args["acknowledge_flags"] = true // the curator ticked that they read the injection audit's flags
 	}
-	if err := withKey(args, f); err != nil {
-		return failed(err)
-	}
 	var out struct {
 		ID string `json:"id"`
 	}
-	if err := rq.call("brain_promote", args, &out); err != nil {
+	if err := rq.send("brain_promote", args, &out); err != nil {
 		return failed(err)
 	}
 	return answer{redirect: c.noteURL(out.ID)}
 }
 
-// withKey adds the form's idempotency key: a form sent twice (a reload, a
-// double click) is applied once and answered the same.
-func withKey(args map[string]any, f url.Values) error {
-	k := f.Get("key")
-	if k == "" {
+// send is rq.call of a change with the form's idempotency key: a form
+// sent twice (a reload, a double click) is applied once and answered the
+// same.
+func (rq *request) send(tool string, args map[string]any, out any) error {
+	if k := rq.r.PostForm.Get("key"); k != "" {
+		if _, err := token("key", k, MaxKeyBytes); err != nil {
+			return err
+		}
+		args["idempotency_key"] = k
+	}
+	return rq.call(tool, args, out)
+}
+
+// formKey is a fresh idempotency key for a page's form.
+func formKey() string { return "console-" + oauth.RandomString(18) }
+
+// optional puts v in args under key, checked by rule, unless it is empty.
+func optional(args map[string]any, key, v string, rule func(string) error) error {
+	if v == "" {
 		return nil
 	}
-	if _, err := token("key", k, MaxKeyBytes); err != nil {
+	if _, err := name(key, v, rule); err != nil {
 		return err
 	}
-	args["idempotency_key"] = k
+	args[key] = v
 	return nil
 }
 
@@ -340,9 +346,8 @@ func reasonOf(f url.Values) (string, error) {
 
 // archiveInbox rejects an inbox note: brain_archive of its inbox path.
 func (c *Console) archiveInbox(rq *request) answer {
-	w, ok := rq.wingOf()
-	nm := rq.r.PathValue("name")
-	if !ok || brain.ValidInboxName(nm) != nil {
+	w, nm, ok := rq.inboxOf()
+	if !ok {
 		return notFound()
 	}
 	reason, err := reasonOf(rq.r.PostForm)
@@ -350,10 +355,7 @@ func (c *Console) archiveInbox(rq *request) answer {
 		return failed(err)
 	}
 	args := map[string]any{"id": brain.InboxPath(w, nm), "reason": reason}
-	if err := withKey(args, rq.r.PostForm); err != nil {
-		return failed(err)
-	}
-	if err := rq.call("brain_archive", args, nil); err != nil {
+	if err := rq.send("brain_archive", args, nil); err != nil {
 		return failed(err)
 	}
 	return answer{redirect: c.prefix + "w/" + w + "/inbox"}
@@ -382,11 +384,8 @@ func (c *Console) note(rq *request) answer {
 		return notFound()
 	}
 	args := map[string]any{"id": id.String()}
-	if v := rq.r.URL.Query().Get("version"); v != "" {
-		if _, err := name("version", v, brain.ValidVersion); err != nil {
-			return failed(err)
-		}
-		args["version"] = v
+	if err := optional(args, "version", rq.r.URL.Query().Get("version"), brain.ValidVersion); err != nil {
+		return failed(err)
 	}
 	var g got
 	if err := rq.call("brain_get", args, &g); err != nil {
@@ -396,7 +395,7 @@ func (c *Console) note(rq *request) answer {
 	if err != nil {
 		return failed(err)
 	}
-	d := noteData{Note: s, Caps: rq.caps(id.Wing), Key: "console-" + randomString(18)}
+	d := noteData{Note: s, Caps: rq.caps(id.Wing), Key: formKey()}
 	if g.Version == "" {
 		if err := rq.call("brain_links", map[string]any{"id": id.String()}, &d.Links); err != nil {
 			return readFailed(err)
@@ -456,7 +455,7 @@ func (c *Console) history(rq *request) answer {
 		Next     string
 		Caps     []string
 		Key      string
-	}{id.String(), out.ID, out.Versions, out.Next, rq.caps(id.Wing), "console-" + randomString(18)}}
+	}{id.String(), out.ID, out.Versions, out.Next, rq.caps(id.Wing), formKey()}}
 }
 
 // diffLine is one line of a unified diff, with its kind for the style.
@@ -475,11 +474,8 @@ func (c *Console) diff(rq *request) answer {
 		return failed(err)
 	}
 	args := map[string]any{"id": id.String(), "from": from}
-	if to := q.Get("to"); to != "" {
-		if _, err := name("to", to, brain.ValidVersion); err != nil {
-			return failed(err)
-		}
-		args["to"] = to
+	if err := optional(args, "to", q.Get("to"), brain.ValidVersion); err != nil {
+		return failed(err)
 	}
 	var out struct {
 		From string `json:"from"`
@@ -529,13 +525,10 @@ func (c *Console) restore(rq *request) answer {
 		return failed(err)
 	}
 	args := map[string]any{"id": id.String(), "version": v, "reason": reason}
-	if err := withKey(args, f); err != nil {
-		return failed(err)
-	}
 	var out struct {
 		ID string `json:"id"`
 	}
-	if err := rq.call("brain_restore", args, &out); err != nil {
+	if err := rq.send("brain_restore", args, &out); err != nil {
 		return failed(err)
 	}
 	return answer{redirect: c.noteURL(out.ID)}
@@ -552,10 +545,7 @@ func (c *Console) archiveNote(rq *request) answer {
 		return failed(err)
 	}
 	args := map[string]any{"id": id.String(), "reason": reason}
-	if err := withKey(args, rq.r.PostForm); err != nil {
-		return failed(err)
-	}
-	if err := rq.call("brain_archive", args, nil); err != nil {
+	if err := rq.send("brain_archive", args, nil); err != nil {
 		return failed(err)
 	}
 	return answer{redirect: c.prefix + "w/" + id.Wing + "/archive"}
@@ -572,7 +562,7 @@ func (c *Console) newNote(rq *request) answer {
 	if !ok {
 		return notFound()
 	}
-	return answer{status: http.StatusOK, page: "new", title: "New note in " + w, data: newData{w, rq.caps(w), "console-" + randomString(18)}}
+	return answer{status: http.StatusOK, page: "new", title: "New note in " + w, data: newData{w, rq.caps(w), formKey()}}
 }
 
 // writeNote is brain_write from the new-note form.
@@ -592,17 +582,11 @@ func (c *Console) writeNote(rq *request) answer {
 	}
 	inbox := f.Get("inbox") == "on"
 	args := map[string]any{"wing": w, "title": title, "body": strings.ReplaceAll(body, "\r\n", "\n"), "inbox": inbox}
-	if h := f.Get("hall"); h != "" {
-		if _, err := name("hall", h, brain.ValidHall); err != nil {
-			return failed(err)
-		}
-		args["hall"] = h
+	if err := optional(args, "hall", f.Get("hall"), brain.ValidHall); err != nil {
+		return failed(err)
 	}
-	if s := f.Get("slug"); s != "" {
-		if _, err := name("slug", s, brain.ValidSlug); err != nil {
-			return failed(err)
-		}
-		args["slug"] = s
+	if err := optional(args, "slug", f.Get("slug"), brain.ValidSlug); err != nil {
+		return failed(err)
 	}
 	tg, err := tags(f.Get("tags"))
 	if err != nil {
@@ -611,14 +595,11 @@ func (c *Console) writeNote(rq *request) answer {
 	if len(tg) > 0 {
 		args["tags"] = tg
 	}
-	if err := withKey(args, f); err != nil {
-		return failed(err)
-	}
 	var out struct {
 		ID   string `json:"id"`
 		Path string `json:"path"`
 	}
-	if err := rq.call("brain_write", args, &out); err != nil {
+	if err := rq.send("brain_write", args, &out); err != nil {
 		return failed(err)
 	}
 	if out.ID == "" {

@@ -2,6 +2,7 @@ package console
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"html/template"
@@ -69,10 +70,7 @@ func (rd *renderer) linkWikilinks(body, wing string) string {
 		if err != nil {
 			return m
 		}
-		label := strings.TrimPrefix(sub[3], "|")
-		if label == "" {
-			label = sub[1]
-		}
+		label := cmp.Or(strings.TrimPrefix(sub[3], "|"), sub[1])
 		label = strings.NewReplacer(`\`, `\\`, `[`, `\[`, `]`, `\]`).Replace(label)
 		return "[" + label + "](" + rd.prefix + "n/" + id.Wing + "/" + id.Hall + "/" + id.Slug + ")"
 	})

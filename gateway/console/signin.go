@@ -1,7 +1,6 @@
 package console
 
 import (
-	"crypto/rand"
 	"crypto/sha256"
 	"crypto/subtle"
 	"encoding/base64"
@@ -13,6 +12,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/gateway/oauth"
 )
 
 // Cookie names (on https, __Host- prefixed: Secure, Path=/, no Domain).
@@ -97,7 +97,7 @@ func (c *Console) authenticate(r *http.Request) (signIn, auth.Identity, error) {
 // verifier, then the facade sends the browser to the IdP.
 func (c *Console) serveLogin(w http.ResponseWriter, r *http.Request) {
 	next := c.safeNext(r.URL.Query().Get("next"))
-	ls := loginState{Client: c.clientID, State: randomString(16), Verifier: randomString(32), Next: next, Exp: c.now().Add(loginTTL).Unix()}
+	ls := loginState{Client: c.clientID, State: oauth.RandomString(16), Verifier: oauth.RandomString(32), Next: next, Exp: c.now().Add(loginTTL).Unix()}
 	sealed, err := c.facade.SealFirstParty(purposeLogin, ls)
 	if err != nil {
 		c.serverError(w, err)
@@ -129,7 +129,7 @@ func (c *Console) serveCallback(w http.ResponseWriter, r *http.Request) {
 		c.plainPage(w, http.StatusForbidden, "Sign-in refused", "The sign-in could not be completed: "+truncate(err.Error(), 300), true)
 		return
 	}
-	s := signIn{Token: tok.AccessToken, Client: ls.Client, CSRF: randomString(24), Exp: tok.Expiry.Unix()}
+	s := signIn{Token: tok.AccessToken, Client: ls.Client, CSRF: oauth.RandomString(24), Exp: tok.Expiry.Unix()}
 	sealed, err := c.facade.SealFirstParty(purposeSignIn, s)
 	if err != nil {
 		c.serverError(w, err)
@@ -154,13 +154,8 @@ func (c *Console) serveCallback(w http.ResponseWriter, r *http.Request) {
 // answer, so clearing the cookie here would let any site sign a curator
 // out.
 func (c *Console) serveLogout(w http.ResponseWriter, r *http.Request) {
-	s, _, err := c.authenticate(r)
-	if err != nil {
-		c.unauthorized(w, err)
-		return
-	}
-	if status, msg := c.checkForm(w, r, s); status != 0 {
-		c.plainPage(w, status, "Request refused", msg, false)
+	s, _, ok := c.signedForm(w, r, c.unauthorized)
+	if !ok {
 		return
 	}
 	c.facade.RevokeFirstParty(s.Client, s.Token)
@@ -170,6 +165,22 @@ func (c *Console) serveLogout(w http.ResponseWriter, r *http.Request) {
 
 func (c *Console) serveSignedOut(w http.ResponseWriter, _ *http.Request) {
 	c.plainPage(w, http.StatusOK, "Signed out", "You are signed out of the Brainstem console.", true)
+}
+
+// signedForm authenticates a state-changing request and checks its form
+// (checkForm). It answers a refusal itself, through signedOut for the
+// sign-in, and reports whether the request may go on.
+func (c *Console) signedForm(w http.ResponseWriter, r *http.Request, signedOut func(http.ResponseWriter, error)) (signIn, auth.Identity, bool) {
+	s, id, err := c.authenticate(r)
+	if err != nil {
+		signedOut(w, err)
+		return s, id, false
+	}
+	if status, msg := c.checkForm(w, r, s); status != 0 {
+		c.plainPage(w, status, "Request refused", msg, false)
+		return s, id, false
+	}
+	return s, id, true
 }
 
 // checkForm refuses a state-changing request that did not come from the
@@ -223,12 +234,6 @@ func (c *Console) safeNext(next string) string {
 // unsafeInNext: a backslash (a slash to browsers) or a control character
 // (stripped or refused by browsers) in a return path.
 func unsafeInNext(r rune) bool { return r == '\\' || r < 0x20 || r == 0x7f }
-
-func randomString(n int) string {
-	b := make([]byte, n)
-	_, _ = rand.Read(b)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
 
 // truncate cuts s to at most n bytes, on a character boundary.
 func truncate(s string, n int) string {

@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -159,9 +160,7 @@ func authRefusalOf(err error) authRefusal {
 			description: "the token could not be verified", kind: "other"}
 	}
 	a := authRefusal{status: se.HTTPStatus(), code: se.OAuthCode(), description: se.Description, challenge: true, kind: se.Kind.String()}
-	if a.description == "" {
-		a.description = "the token was refused"
-	}
+	a.description = cmp.Or(a.description, "the token was refused")
 	switch {
 	case a.status == http.StatusServiceUnavailable:
 		// The token may be good: the IdP cannot be asked right now.

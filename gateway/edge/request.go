@@ -1,6 +1,7 @@
 package edge
 
 import (
+	"cmp"
 	"crypto/rand"
 	"encoding/hex"
 	"math"
@@ -48,16 +49,12 @@ type StatusRecorder struct {
 }
 
 func (s *StatusRecorder) WriteHeader(code int) {
-	if s.status == 0 {
-		s.status = code
-	}
+	s.status = cmp.Or(s.status, code)
 	s.ResponseWriter.WriteHeader(code)
 }
 
 func (s *StatusRecorder) Write(b []byte) (int, error) {
-	if s.status == 0 {
-		s.status = http.StatusOK
-	}
+	s.status = cmp.Or(s.status, http.StatusOK)
 	return s.ResponseWriter.Write(b)
 }
 

@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/subtle"
 	"encoding/base64"
@@ -19,6 +20,7 @@ import (
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"github.com/brainstem/brainstem/gateway/oauth/pages"
 	"github.com/brainstem/brainstem/gateway/oauth/upstream"
+	"github.com/brainstem/brainstem/internal/loopback"
 )
 
 // Limits of an authorization request.
@@ -94,8 +96,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	for k, v := range q {
 		if len(v) > 1 {
-			s.Count("authorize", "refused")
-			s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in request", fmt.Sprintf("The parameter %q appears more than once.", k))
+			s.RefusePage(w, "authorize", http.StatusBadRequest, "Invalid sign-in request", fmt.Sprintf("The parameter %q appears more than once.", k))
 			return
 		}
 	}
@@ -106,8 +107,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	redirect := q.Get("redirect_uri")
 	state := q.Get("state")
 	if len(state) > MaxStateBytes || strings.ContainsFunc(state, func(r rune) bool { return r < 0x20 || r > 0x7e }) {
-		s.Count("authorize", "refused")
-		s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in request", fmt.Sprintf("The state parameter must be at most %d printable ASCII characters.", MaxStateBytes))
+		s.RefusePage(w, "authorize", http.StatusBadRequest, "Invalid sign-in request", fmt.Sprintf("The state parameter must be at most %d printable ASCII characters.", MaxStateBytes))
 		return
 	}
 	if e := s.checkAuthzParams(q); e != nil {
@@ -135,10 +135,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.SetCookie(w, cookieCSRF, req.CSRF, config.LoginTTL, http.SameSiteStrictMode)
-	name := client.Name
-	if name == "" {
-		name = "An unnamed application"
-	}
+	name := cmp.Or(client.Name, "An unnamed application")
 	s.Count("authorize", "consent")
 	s.RenderPage(w, http.StatusOK, pages.Consent, pages.ConsentData{
 		Name: name, Gateway: s.issuer, MetadataHost: client.MetadataHost, RedirectHost: redirectHost(redirect),
@@ -151,8 +148,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 // both are trusted every error is a page in the browser, never a redirect.
 func (s *Server) trustedClient(w http.ResponseWriter, r *http.Request, clientID, redirect string) (*Client, bool) {
 	refuse := func(status int, msg string) (*Client, bool) {
-		s.Count("authorize", "refused")
-		s.ErrorPage(w, status, "This application cannot sign in here", msg)
+		s.RefusePage(w, "authorize", status, "This application cannot sign in here", msg)
 		return nil, false
 	}
 	if clientID == "" {
@@ -241,25 +237,21 @@ func (s *Server) IsResource(res string) bool {
 func (s *Server) serveConsent(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, MaxFormBytes)
 	if err := r.ParseForm(); err != nil {
-		s.Count("consent", "refused")
-		s.ErrorPage(w, http.StatusBadRequest, "Invalid answer", "The consent form could not be read.")
+		s.RefusePage(w, "consent", http.StatusBadRequest, "Invalid answer", "The consent form could not be read.")
 		return
 	}
 	if !s.SameOrigin(r) {
-		s.Count("consent", "refused")
-		s.ErrorPage(w, http.StatusForbidden, "Invalid answer", "The consent form was not submitted from this gateway's own page.")
+		s.RefusePage(w, "consent", http.StatusForbidden, "Invalid answer", "The consent form was not submitted from this gateway's own page.")
 		return
 	}
 	var req authzRequest
 	if err := s.keys.Open(purposeRequest, r.PostForm.Get("request"), 16<<10, &req); err != nil || s.now().Unix() > req.Exp {
-		s.Count("consent", "refused")
-		s.ErrorPage(w, http.StatusBadRequest, "This sign-in has expired", "The consent page is older than "+pages.Human(config.LoginTTL)+" or was altered.")
+		s.RefusePage(w, "consent", http.StatusBadRequest, "This sign-in has expired", "The consent page is older than "+pages.Human(config.LoginTTL)+" or was altered.")
 		return
 	}
 	csrf := s.Cookie(r, cookieCSRF)
 	if csrf == "" || subtle.ConstantTimeCompare([]byte(csrf), []byte(req.CSRF)) != 1 {
-		s.Count("consent", "refused")
-		s.ErrorPage(w, http.StatusForbidden, "Invalid answer", "The consent form does not belong to this browser's sign-in. Start the sign-in again from your application.")
+		s.RefusePage(w, "consent", http.StatusForbidden, "Invalid answer", "The consent form does not belong to this browser's sign-in. Start the sign-in again from your application.")
 		return
 	}
 	s.SetCookie(w, cookieCSRF, "", -1, http.SameSiteStrictMode)
@@ -272,8 +264,7 @@ func (s *Server) serveConsent(w http.ResponseWriter, r *http.Request) {
 		s.Count("consent", "denied")
 		s.redirectError(w, r, req.RedirectURI, req.State, &authzError{"access_denied", "the user denied the request"})
 	default:
-		s.Count("consent", "refused")
-		s.ErrorPage(w, http.StatusBadRequest, "Invalid answer", "The consent form's answer is neither allow nor deny.")
+		s.RefusePage(w, "consent", http.StatusBadRequest, "Invalid answer", "The consent form's answer is neither allow nor deny.")
 	}
 }
 
@@ -374,14 +365,12 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	sid := q.Get("state")
 	if len(sid) != 22 || strings.ContainsFunc(sid, func(r rune) bool { return !isBase64URL(r) }) {
-		s.Count("callback", "refused")
-		s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in answer", "The identity provider's answer carries no valid state.")
+		s.RefusePage(w, "callback", http.StatusBadRequest, "Invalid sign-in answer", "The identity provider's answer carries no valid state.")
 		return
 	}
 	var ls Login
 	if err := s.keys.Open(purposeLogin, s.Cookie(r, cookieLogin+sid), maxLoginCookieBytes+100, &ls); err != nil || ls.SID != sid {
-		s.Count("callback", "refused")
-		s.ErrorPage(w, http.StatusBadRequest, "This sign-in was not started in this browser",
+		s.RefusePage(w, "callback", http.StatusBadRequest, "This sign-in was not started in this browser",
 			"The sign-in was started in another browser, has expired, or was already completed. Start it again from your application.")
 		return
 	}
@@ -393,8 +382,7 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if ls.Request != "" {
-		s.Count("callback", "refused")
-		s.ErrorPage(w, http.StatusBadRequest, "This sign-in request is gone", "Start the sign-in again on your device.")
+		s.RefusePage(w, "callback", http.StatusBadRequest, "This sign-in request is gone", "Start the sign-in again on your device.")
 		return
 	}
 	if e := q.Get("error"); e != "" {
@@ -412,8 +400,7 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	upCode := q.Get("code")
 	if upCode == "" || len(upCode) > 4096 {
-		s.Count("callback", "refused")
-		s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in answer", "The identity provider's answer carries no usable code.")
+		s.RefusePage(w, "callback", http.StatusBadRequest, "Invalid sign-in answer", "The identity provider's answer carries no usable code.")
 		return
 	}
 	code, err := s.keys.Seal(purposeCode, codeState{
@@ -438,13 +425,11 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 func (s *Server) EndLogin(w http.ResponseWriter, r *http.Request, ls Login) bool {
 	s.SetCookie(w, cookieLogin+ls.SID, "", -1, http.SameSiteLaxMode)
 	if s.now().Unix() > ls.Exp {
-		s.Count("callback", "refused")
-		s.ErrorPage(w, http.StatusBadRequest, "This sign-in has expired", "Start it again from your application.")
+		s.RefusePage(w, "callback", http.StatusBadRequest, "This sign-in has expired", "Start it again from your application.")
 		return false
 	}
 	if iss := r.URL.Query().Get("iss"); iss != "" && iss != s.cfg.Upstream.Issuer {
-		s.Count("callback", "refused")
-		s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in answer", "The answer names another identity provider than this gateway's.")
+		s.RefusePage(w, "callback", http.StatusBadRequest, "Invalid sign-in answer", "The answer names another identity provider than this gateway's.")
 		return false
 	}
 	return true
@@ -501,7 +486,7 @@ func redirectHost(redirect string) string {
 	if u.Host == "" {
 		return u.Scheme + ":"
 	}
-	if config.IsLoopbackHostname(u.Hostname()) {
+	if loopback.Is(u.Hostname()) {
 		return "an application on this computer (" + u.Host + ")"
 	}
 	return u.Host

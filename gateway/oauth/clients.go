@@ -12,8 +12,8 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/gateway/oauth/clients"
-	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
+	"github.com/brainstem/brainstem/internal/loopback"
 )
 
 // registeredPrefix starts every client id the facade signs at registration.
@@ -59,24 +59,25 @@ type registrationRequest struct {
 	ResponseTypes           []string `json:"response_types"`
 }
 
-// registrationError is an RFC 7591 §3.2.2 error.
-type registrationError struct {
+// errorAnswer is an OAuth error answer: the token endpoint's (RFC 6749
+// §5.2) and the registration endpoint's (RFC 7591 §3.2.2).
+type errorAnswer struct {
 	Code        string `json:"error"`
 	Description string `json:"error_description"`
 }
 
-func (e *registrationError) Error() string { return e.Code + ": " + e.Description }
+func (e *errorAnswer) Error() string { return e.Code + ": " + e.Description }
 
 // register validates a registration request and returns the client with
 // its signed id.
-func (s *Server) register(body []byte, now time.Time) (*clients.Client, *registrationError) {
+func (s *Server) register(body []byte, now time.Time) (*clients.Client, *errorAnswer) {
 	var req registrationRequest
 	dec := json.NewDecoder(bytes.NewReader(body))
 	if err := dec.Decode(&req); err != nil {
-		return nil, &registrationError{"invalid_client_metadata", "the body is not a JSON object of client metadata: " + err.Error()}
+		return nil, &errorAnswer{"invalid_client_metadata", "the body is not a JSON object of client metadata: " + err.Error()}
 	}
 	if dec.More() {
-		return nil, &registrationError{"invalid_client_metadata", "the body holds more than one JSON value"}
+		return nil, &errorAnswer{"invalid_client_metadata", "the body holds more than one JSON value"}
 	}
 	// token_endpoint_auth_method: every client is public. RFC 7591 §3.2.1
 	// lets the server replace a requested value; the answer says "none".
@@ -89,45 +90,45 @@ func (s *Server) register(body []byte, now time.Time) (*clients.Client, *registr
 		case clients.GrantTypeDevice:
 			device = true
 		default:
-			return nil, &registrationError{"invalid_client_metadata", fmt.Sprintf("grant type %.40q is not supported (authorization_code, refresh_token and %s are)", g, clients.GrantTypeDevice)}
+			return nil, &errorAnswer{"invalid_client_metadata", fmt.Sprintf("grant type %.40q is not supported (authorization_code, refresh_token and %s are)", g, clients.GrantTypeDevice)}
 		}
 	}
 	if !codeFlow && !device {
-		return nil, &registrationError{"invalid_client_metadata", "grant_types names neither authorization_code nor " + clients.GrantTypeDevice}
+		return nil, &errorAnswer{"invalid_client_metadata", "grant_types names neither authorization_code nor " + clients.GrantTypeDevice}
 	}
 	for _, rt := range req.ResponseTypes {
 		if rt != "code" {
-			return nil, &registrationError{"invalid_client_metadata", fmt.Sprintf("response type %.40q is not supported (code is)", rt)}
+			return nil, &errorAnswer{"invalid_client_metadata", fmt.Sprintf("response type %.40q is not supported (code is)", rt)}
 		}
 	}
 	name, err := clients.CleanName(req.ClientName)
 	if err != nil {
-		return nil, &registrationError{"invalid_client_metadata", err.Error()}
+		return nil, &errorAnswer{"invalid_client_metadata", err.Error()}
 	}
 	if !codeFlow && len(req.RedirectURIs) > 0 {
-		return nil, &registrationError{"invalid_redirect_uri", "redirect_uris are for the authorization_code grant, which grant_types does not name"}
+		return nil, &errorAnswer{"invalid_redirect_uri", "redirect_uris are for the authorization_code grant, which grant_types does not name"}
 	}
 	if codeFlow && len(req.RedirectURIs) == 0 {
-		return nil, &registrationError{"invalid_redirect_uri", "redirect_uris is required: at least one redirect URI"}
+		return nil, &errorAnswer{"invalid_redirect_uri", "redirect_uris is required: at least one redirect URI"}
 	}
 	if len(req.RedirectURIs) > clients.MaxRedirectURIs {
-		return nil, &registrationError{"invalid_redirect_uri", fmt.Sprintf("%d redirect URIs; the limit is %d", len(req.RedirectURIs), clients.MaxRedirectURIs)}
+		return nil, &errorAnswer{"invalid_redirect_uri", fmt.Sprintf("%d redirect URIs; the limit is %d", len(req.RedirectURIs), clients.MaxRedirectURIs)}
 	}
 	for _, r := range req.RedirectURIs {
 		if err := s.checkRedirectURI(r); err != nil {
-			return nil, &registrationError{"invalid_redirect_uri", err.Error()}
+			return nil, &errorAnswer{"invalid_redirect_uri", err.Error()}
 		}
 	}
 	c := clientClaims{Name: name, RedirectURIs: req.RedirectURIs, IssuedAt: now.Unix(), Nonce: RandomString(6),
 		Device: device, DeviceOnly: !codeFlow}
 	payload, err := json.Marshal(c)
 	if err != nil {
-		return nil, &registrationError{"invalid_client_metadata", err.Error()}
+		return nil, &errorAnswer{"invalid_client_metadata", err.Error()}
 	}
 	enc := registeredPrefix + base64.RawURLEncoding.EncodeToString(payload)
 	id := enc + "." + base64.RawURLEncoding.EncodeToString(s.keys.MAC([]byte(enc)))
 	if len(id) > clients.MaxClientIDBytes {
-		return nil, &registrationError{"invalid_client_metadata", fmt.Sprintf("the client metadata is too large (its id would be %d bytes; the limit is %d): register fewer or shorter redirect URIs", len(id), clients.MaxClientIDBytes)}
+		return nil, &errorAnswer{"invalid_client_metadata", fmt.Sprintf("the client metadata is too large (its id would be %d bytes; the limit is %d): register fewer or shorter redirect URIs", len(id), clients.MaxClientIDBytes)}
 	}
 	return &clients.Client{ID: id, Name: name, RedirectURIs: req.RedirectURIs, Dynamic: true, Device: device, NoCodeFlow: !codeFlow}, nil
 }
@@ -184,7 +185,7 @@ func (s *Server) checkRedirectURI(raw string) error {
 		return fmt.Errorf("redirect URI %.80q must not carry user info", raw)
 	}
 	switch {
-	case u.Scheme == "http" && config.IsLoopbackHostname(u.Hostname()):
+	case u.Scheme == "http" && loopback.Is(u.Hostname()):
 		return nil
 	case slices.Contains(s.cfg.RedirectURIs, raw):
 		return nil
@@ -213,12 +214,12 @@ func redirectAllowed(c *clients.Client, uri string) bool {
 		return false
 	}
 	u, err := url.Parse(uri)
-	if err != nil || u.Scheme != "http" || !config.IsLoopbackHostname(u.Hostname()) {
+	if err != nil || u.Scheme != "http" || !loopback.Is(u.Hostname()) {
 		return false
 	}
 	for _, r := range c.RedirectURIs {
 		ru, err := url.Parse(r)
-		if err != nil || ru.Scheme != "http" || !config.IsLoopbackHostname(ru.Hostname()) {
+		if err != nil || ru.Scheme != "http" || !loopback.Is(ru.Hostname()) {
 			continue
 		}
 		if strings.EqualFold(ru.Hostname(), u.Hostname()) && ru.EscapedPath() == u.EscapedPath() && ru.RawQuery == u.RawQuery && u.User == nil && u.Fragment == "" {
@@ -231,7 +232,7 @@ func redirectAllowed(c *clients.Client, uri string) bool {
 // consentKey identifies what a consent covers: the client and its redirect
 // target, loopback ports aside.
 func consentKey(clientID, redirect string) string {
-	if u, err := url.Parse(redirect); err == nil && u.Scheme == "http" && config.IsLoopbackHostname(u.Hostname()) {
+	if u, err := url.Parse(redirect); err == nil && u.Scheme == "http" && loopback.Is(u.Hostname()) {
 		u.Host = u.Hostname()
 		redirect = u.String()
 	}

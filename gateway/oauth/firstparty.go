@@ -76,8 +76,7 @@ func originOf(raw string) string {
 func (s *Server) AuthorizeFirstParty(w http.ResponseWriter, r *http.Request, clientID, redirectURI, state, challenge string) {
 	client, err := s.parseRegisteredClient(clientID)
 	if err != nil || !redirectAllowed(client, redirectURI) || !auth.ValidPKCE(challenge) || len(challenge) != 43 || len(state) > MaxStateBytes {
-		s.Count("authorize", "refused")
-		s.ErrorPage(w, http.StatusBadRequest, "Invalid sign-in request", "The console's sign-in request is not valid.")
+		s.RefusePage(w, "authorize", http.StatusBadRequest, "Invalid sign-in request", "The console's sign-in request is not valid.")
 		return
 	}
 	if _, err := s.up.Discovered(r.Context()); err != nil {

@@ -29,6 +29,12 @@ func (s *Server) ErrorPage(w http.ResponseWriter, status int, title, message str
 	s.RenderPage(w, status, pages.Error, struct{ Title, Message string }{title, message})
 }
 
+// RefusePage counts a refusal of endpoint and shows it (ErrorPage).
+func (s *Server) RefusePage(w http.ResponseWriter, endpoint string, status int, title, message string) {
+	s.Count(endpoint, "refused")
+	s.ErrorPage(w, status, title, message)
+}
+
 // cookie names: __Host- prefixed (Secure, Path=/, no Domain) on https.
 func (s *Server) cookieName(name string) string {
 	if s.secure {

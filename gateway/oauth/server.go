@@ -1,6 +1,7 @@
 package oauth
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -171,9 +172,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
+	s.log = cmp.Or(s.log, slog.New(slog.DiscardHandler))
 	if s.clientIP == nil {
 		s.clientIP = RemoteIP
 	}
@@ -191,10 +190,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	if err != nil {
 		return nil, err
 	}
-	hc := opt.HTTPClient
-	if hc == nil {
-		hc = &http.Client{Timeout: upstream.Timeout}
-	}
+	hc := cmp.Or(opt.HTTPClient, &http.Client{Timeout: upstream.Timeout})
 	s.up = &upstream.IdP{Config: cfg.Upstream, Secret: secret, RedirectURL: s.issuer + PathCallback,
 		HTTP: hc, Now: s.now, Log: s.log, Lifetime: ctx}
 	if !cfg.ClientMetadata.Disabled {

@@ -23,6 +23,7 @@ import (
 	"github.com/brainstem/brainstem/gateway/oauth/clients"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"github.com/brainstem/brainstem/gateway/oauth/upstream"
+	"github.com/brainstem/brainstem/signin"
 )
 
 // Prefixes of the facade's opaque values.
@@ -73,14 +74,9 @@ type graceAnswer struct {
 	body  []byte
 }
 
-// TokenResponse is RFC 6749 §5.1.
-type TokenResponse struct {
-	AccessToken  string `json:"access_token"`
-	TokenType    string `json:"token_type"`
-	ExpiresIn    int64  `json:"expires_in"`
-	RefreshToken string `json:"refresh_token,omitempty"`
-	Scope        string `json:"scope"`
-}
+// TokenResponse is RFC 6749 §5.1: the answer the sign-in client reads
+// (signin.TokenResponse).
+type TokenResponse = signin.TokenResponse
 
 // TokenError is RFC 6749 §5.2, with the HTTP status to answer it with
 // and, when set, the Retry-After of a temporary refusal.
@@ -118,8 +114,7 @@ func (s *Server) serveToken(w http.ResponseWriter, r *http.Request) {
 		clientID, terr = s.TokenClient(r, form)
 	}
 	if terr != nil {
-		s.Count("token", "refused")
-		s.WriteTokenError(w, terr)
+		s.RefuseToken(w, "token", terr)
 		return
 	}
 	var (
@@ -235,16 +230,15 @@ func (s *Server) knownClientID(id string) bool {
 // redeemCode checks an authorization code against the token request, then
 // redeems the IdP's code inside it and verifies the ID token.
 func (s *Server) redeemCode(ctx context.Context, form url.Values, clientID string) ([]byte, *TokenError) {
-	raw, ok := strings.CutPrefix(form.Get("code"), codePrefix)
 	var cs codeState
-	if !ok || s.keys.Open(purposeCode, raw, maxCodeBytes, &cs) != nil {
+	if !s.keys.OpenToken(form.Get("code"), codePrefix, purposeCode, maxCodeBytes, &cs) {
 		return nil, InvalidGrant("the authorization code is not valid")
 	}
 	now := s.now()
 	switch {
 	case now.Unix() > cs.Exp:
 		return nil, InvalidGrant("the authorization code expired; sign in again")
-	case subtle.ConstantTimeCompare([]byte(cs.Client), []byte(keyring.Digest(clientID))) != 1:
+	case !keyring.IsDigest(cs.Client, clientID):
 		return nil, InvalidGrant("the authorization code was issued to another client")
 	case form.Get("redirect_uri") != cs.RedirectURI:
 		return nil, InvalidGrant("redirect_uri does not match the authorization request")
@@ -284,14 +278,13 @@ func (s *Server) redeemCode(ctx context.Context, form url.Values, clientID strin
 // redeemRefresh rotates a refresh token: it refreshes the IdP's token (so a
 // user disabled there is refused) and issues a new pair.
 func (s *Server) redeemRefresh(ctx context.Context, form url.Values, clientID string) ([]byte, *TokenError) {
-	raw, ok := strings.CutPrefix(form.Get("refresh_token"), refreshPrefix)
 	var rs refreshState
-	if !ok || s.keys.Open(purposeRefresh, raw, maxRefreshBytes, &rs) != nil {
+	if !s.keys.OpenToken(form.Get("refresh_token"), refreshPrefix, purposeRefresh, maxRefreshBytes, &rs) {
 		return nil, InvalidGrant("the refresh token is not valid; sign in again")
 	}
 	now := s.now()
 	switch {
-	case subtle.ConstantTimeCompare([]byte(rs.Client), []byte(keyring.Digest(clientID))) != 1:
+	case !keyring.IsDigest(rs.Client, clientID):
 		return nil, InvalidGrant("the refresh token was issued to another client")
 	case now.Unix() > rs.Exp:
 		return nil, InvalidGrant("the sign-in expired; sign in again")
@@ -552,18 +545,18 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 	if !s.Allow(r, "register", registerPerMin) {
 		s.Count("register", "refused")
 		w.Header().Set("Retry-After", "60")
-		WriteJSON(w, http.StatusTooManyRequests, registrationError{"temporarily_unavailable", "too many registrations from your address; try again in a minute"})
+		WriteJSON(w, http.StatusTooManyRequests, errorAnswer{"temporarily_unavailable", "too many registrations from your address; try again in a minute"})
 		return
 	}
 	if mt, _, err := mime.ParseMediaType(r.Header.Get("Content-Type")); err != nil || mt != "application/json" {
 		s.Count("register", "refused")
-		WriteJSON(w, http.StatusBadRequest, registrationError{"invalid_client_metadata", "the body must be application/json"})
+		WriteJSON(w, http.StatusBadRequest, errorAnswer{"invalid_client_metadata", "the body must be application/json"})
 		return
 	}
 	body, err := io.ReadAll(http.MaxBytesReader(w, r.Body, clients.MaxRegistrationBytes))
 	if err != nil {
 		s.Count("register", "refused")
-		WriteJSON(w, http.StatusBadRequest, registrationError{"invalid_client_metadata", fmt.Sprintf("the body could not be read or is over %d bytes", clients.MaxRegistrationBytes)})
+		WriteJSON(w, http.StatusBadRequest, errorAnswer{"invalid_client_metadata", fmt.Sprintf("the body could not be read or is over %d bytes", clients.MaxRegistrationBytes)})
 		return
 	}
 	now := s.now()
@@ -596,19 +589,17 @@ func (s *Server) serveRegister(w http.ResponseWriter, r *http.Request) {
 func (s *Server) serveRevoke(w http.ResponseWriter, r *http.Request) {
 	form, clientID, terr := s.TokenForm(w, r)
 	if terr != nil {
-		s.Count("revoke", "refused")
-		s.WriteTokenError(w, terr)
+		s.RefuseToken(w, "revoke", terr)
 		return
 	}
 	tok := form.Get("token")
 	if tok == "" {
-		s.Count("revoke", "refused")
-		s.WriteTokenError(w, InvalidRequest("token is required"))
+		s.RefuseToken(w, "revoke", InvalidRequest("token is required"))
 		return
 	}
-	if raw, ok := strings.CutPrefix(tok, refreshPrefix); ok {
+	if strings.HasPrefix(tok, refreshPrefix) {
 		var rs refreshState
-		if s.keys.Open(purposeRefresh, raw, maxRefreshBytes, &rs) == nil && subtle.ConstantTimeCompare([]byte(rs.Client), []byte(keyring.Digest(clientID))) == 1 {
+		if s.keys.OpenToken(tok, refreshPrefix, purposeRefresh, maxRefreshBytes, &rs) && keyring.IsDigest(rs.Client, clientID) {
 			s.revoked.Add("f:"+rs.Family, time.Unix(rs.Exp, 0))
 			s.up.Revoke(r.Context(), rs.Up)
 			s.log.Info("oauth: sign-in revoked", "email", rs.Email, "client", ClientLabel(clientID))
@@ -627,14 +618,17 @@ func (s *Server) isRevoked(key string, now time.Time) bool {
 	return ok && now.Before(until)
 }
 
+// RefuseToken counts a refusal of endpoint and answers it (WriteTokenError).
+func (s *Server) RefuseToken(w http.ResponseWriter, endpoint string, e *TokenError) {
+	s.Count(endpoint, "refused")
+	s.WriteTokenError(w, e)
+}
+
 func (s *Server) WriteTokenError(w http.ResponseWriter, e *TokenError) {
 	if e.RetryAfter > 0 {
 		w.Header().Set("Retry-After", RetryAfterSeconds(e.RetryAfter))
 	}
-	WriteJSON(w, e.Status, struct {
-		Error       string `json:"error"`
-		Description string `json:"error_description"`
-	}{e.Code, e.Description})
+	WriteJSON(w, e.Status, errorAnswer{e.Code, e.Description})
 }
 
 func WriteJSON(w http.ResponseWriter, status int, v any) {

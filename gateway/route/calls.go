@@ -13,6 +13,7 @@ import (
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/internal/pause"
 	"github.com/brainstem/brainstem/proto"
 )
 
@@ -141,7 +142,7 @@ func (s *Sender) send(ctx context.Context, c Caller, w *Wing, op Op, gr Grant, f
 				return lost, &edge.Error{Code: brain.CodeUnavailable, Err: errors.Join(edge.ErrTokenRejected, err),
 					Message: fmt.Sprintf("wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.Name, freshRejected)}
 			}
-			if err := sleepCtx(ctx, s.RetryBase<<(freshRejected-1)); err != nil {
+			if err := pause.For(ctx, s.RetryBase<<(freshRejected-1)); err != nil {
 				return lost, err
 			}
 		} else {
@@ -158,15 +159,6 @@ func (s *Sender) send(ctx context.Context, c Caller, w *Wing, op Op, gr Grant, f
 // ClassifyCall is edge.ClassifyCall for op, sent to w.
 func ClassifyCall(err, lost error, w *Wing, op Op) *edge.Error {
 	return edge.ClassifyCall(err, lost, w.Name, w.Client.Connected, edge.Call{What: op.What, Write: op.Write, Key: op.Key})
-}
-
-func sleepCtx(ctx context.Context, d time.Duration) error {
-	select {
-	case <-time.After(d): // collected once it fires or is unreachable (Go 1.23)
-		return nil
-	case <-ctx.Done():
-		return ctx.Err()
-	}
 }
 
 // Spec is what the gateway knows of a shard tool, from the spec its

@@ -8,6 +8,7 @@ import (
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/edge"
+	"github.com/brainstem/brainstem/internal/jsontext"
 )
 
 // A call's arguments go to the shard byte for byte. The gateway reads a few
@@ -83,14 +84,14 @@ func ScanArgs(b []byte) (a Args, fit bool) {
 // member's name (unquoted) and raw value, in order. It reports the value's
 // shape and whether every number in it fits a float64.
 func WalkJSON(b []byte, field func(name []byte, value Raw)) (shape Shape, fit bool) {
-	i := skipSpace(b, 0)
+	i := jsontext.SkipSpace(b, 0)
 	switch {
 	case i == len(b):
 		return ShapeAbsent, true
 	case b[i] != '{':
 		end, fit := skipValue(b, i)
 		switch {
-		case end > len(b) || skipSpace(b, end) != len(b):
+		case end > len(b) || jsontext.SkipSpace(b, end) != len(b):
 			return ShapeInvalid, fit
 		case bytes.Equal(b[i:end], []byte("null")):
 			return ShapeAbsent, fit
@@ -98,19 +99,19 @@ func WalkJSON(b []byte, field func(name []byte, value Raw)) (shape Shape, fit bo
 		return ShapeOther, fit
 	}
 	fit = true
-	for i = skipSpace(b, i+1); i < len(b) && b[i] != '}'; i = skipSpace(b, i) {
+	for i = jsontext.SkipSpace(b, i+1); i < len(b) && b[i] != '}'; i = jsontext.SkipSpace(b, i) {
 		if b[i] == ',' {
-			i = skipSpace(b, i+1)
+			i = jsontext.SkipSpace(b, i+1)
 		}
 		if i >= len(b) || b[i] != '"' {
 			return ShapeInvalid, fit
 		}
-		kEnd := stringEnd(b, i)
+		kEnd := jsontext.StringEnd(b, i)
 		key := b[i:min(kEnd, len(b))]
-		if i = skipSpace(b, kEnd); i >= len(b) || b[i] != ':' {
+		if i = jsontext.SkipSpace(b, kEnd); i >= len(b) || b[i] != ':' {
 			return ShapeInvalid, fit
 		}
-		vStart := skipSpace(b, i+1)
+		vStart := jsontext.SkipSpace(b, i+1)
 		vEnd, vfit := skipValue(b, vStart)
 		if vEnd > len(b) {
 			return ShapeInvalid, fit
@@ -119,7 +120,7 @@ func WalkJSON(b []byte, field func(name []byte, value Raw)) (shape Shape, fit bo
 		field(unquoteKey(key), b[vStart:vEnd])
 		i = vEnd
 	}
-	if i >= len(b) || skipSpace(b, i+1) != len(b) {
+	if i >= len(b) || jsontext.SkipSpace(b, i+1) != len(b) {
 		return ShapeInvalid, fit
 	}
 	return ShapeObject, fit
@@ -153,26 +154,6 @@ func unquoteKey(q []byte) []byte {
 	return []byte(s)
 }
 
-func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
-		i++
-	}
-	return i
-}
-
-// stringEnd returns the index just past the JSON string starting at b[i].
-func stringEnd(b []byte, i int) int {
-	for j := i + 1; j < len(b); j++ {
-		switch b[j] {
-		case '\\':
-			j++
-		case '"':
-			return j + 1
-		}
-	}
-	return len(b) + 1 // unterminated
-}
-
 // skipValue returns the index just past the JSON value starting at b[i]
 // (beyond len(b) when it is cut short) and whether every number in it fits
 // a float64.
@@ -182,7 +163,7 @@ func skipValue(b []byte, i int) (end int, fit bool) {
 	for i < len(b) {
 		switch c := b[i]; {
 		case c == '"':
-			i = stringEnd(b, i)
+			i = jsontext.StringEnd(b, i)
 		case c == '{' || c == '[':
 			depth++
 			i++

@@ -6,6 +6,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/brainstem/brainstem/internal/jsontext"
 )
 
 // One walk of a tools/call body.
@@ -46,7 +48,7 @@ func ParseLean(body []byte) (lb Lean, ok bool) {
 	w := walker{b: body}
 	lb.ArgsFit = true // no arguments: nothing that does not fit
 	seen := map[string]bool{}
-	end := w.object(skipSpace(body, 0), func(key []byte, i int) int {
+	end := w.object(jsontext.SkipSpace(body, 0), func(key []byte, i int) int {
 		k, fresh := plainKey(key, seen, "jsonrpc", "id", "method", "params", "result", "error")
 		switch {
 		case !fresh:
@@ -72,7 +74,7 @@ func ParseLean(body []byte) (lb Lean, ok bool) {
 		}
 		return e
 	})
-	if end < 0 || skipSpace(body, end) != len(body) || lb.Msg.Params == nil {
+	if end < 0 || jsontext.SkipSpace(body, end) != len(body) || lb.Msg.Params == nil {
 		return Lean{}, false
 	}
 	return lb, true
@@ -80,7 +82,7 @@ func ParseLean(body []byte) (lb Lean, ok bool) {
 
 // params walks tools/call's params: name, arguments and _meta.
 func (w *walker) params(i int, lb *Lean) int {
-	if skipSpace(w.b, i) >= len(w.b) || w.b[skipSpace(w.b, i)] != '{' {
+	if jsontext.SkipSpace(w.b, i) >= len(w.b) || w.b[jsontext.SkipSpace(w.b, i)] != '{' {
 		return -1
 	}
 	seen := map[string]bool{}
@@ -107,7 +109,7 @@ func (w *walker) params(i int, lb *Lean) int {
 		return e
 	})
 	if end >= 0 {
-		lb.Msg.Params = w.b[skipSpace(w.b, i):end]
+		lb.Msg.Params = w.b[jsontext.SkipSpace(w.b, i):end]
 	}
 	return end
 }
@@ -115,7 +117,7 @@ func (w *walker) params(i int, lb *Lean) int {
 // arguments records the top-level members of the arguments; a value that
 // is not an object keeps its shape for the refusal.
 func (w *walker) arguments(i int, lb *Lean) int {
-	i = skipSpace(w.b, i)
+	i = jsontext.SkipSpace(w.b, i)
 	if w.b[i] != '{' {
 		before := w.fit
 		w.fit = true
@@ -148,7 +150,7 @@ func (w *walker) arguments(i int, lb *Lean) int {
 
 // meta records _meta and the two members a 2026-07-28 request carries.
 func (w *walker) meta(i int, lb *Lean) int {
-	i = skipSpace(w.b, i)
+	i = jsontext.SkipSpace(w.b, i)
 	before := w.fit
 	w.fit = true
 	e := -1
@@ -190,21 +192,21 @@ type walker struct {
 // key (quoted) and the start of its value; member returns the index just
 // past the value, or -1 to stop. object returns the index past '}', or -1.
 func (w *walker) object(i int, member func(key []byte, i int) int) int {
-	i = skipSpace(w.b, i)
+	i = jsontext.SkipSpace(w.b, i)
 	if i >= len(w.b) || w.b[i] != '{' {
 		return -1
 	}
-	for i = skipSpace(w.b, i+1); i < len(w.b) && w.b[i] != '}'; i = skipSpace(w.b, i) {
+	for i = jsontext.SkipSpace(w.b, i+1); i < len(w.b) && w.b[i] != '}'; i = jsontext.SkipSpace(w.b, i) {
 		if w.b[i] == ',' {
-			i = skipSpace(w.b, i+1)
+			i = jsontext.SkipSpace(w.b, i+1)
 		}
-		kEnd := stringEnd(w.b, i)
+		kEnd := jsontext.StringEnd(w.b, i)
 		if kEnd > len(w.b) {
 			return -1
 		}
 		key := w.b[i:kEnd]
-		i = skipSpace(w.b, kEnd) + 1 // past ':'
-		if i = member(key, skipSpace(w.b, i)); i < 0 {
+		i = jsontext.SkipSpace(w.b, kEnd) + 1 // past ':'
+		if i = member(key, jsontext.SkipSpace(w.b, i)); i < 0 {
 			return -1
 		}
 	}

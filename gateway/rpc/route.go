@@ -24,24 +24,9 @@ func (a *Args) str(name string, raw Raw) (s string, ok bool, err error) {
 		return "", false, nil
 	}
 	if s, ok = JSONString(raw); !ok {
-		return "", false, toolspec.WrongType(name, toolspec.String, jsonKind(raw))
+		return "", false, toolspec.NotString(name, raw)
 	}
 	return s, s != "", nil
-}
-
-// jsonKind names a JSON value's kind as encoding/json's type errors do.
-func jsonKind(raw []byte) string {
-	switch raw[0] {
-	case '"':
-		return "string"
-	case '{':
-		return "object"
-	case '[':
-		return "array"
-	case 't', 'f':
-		return "bool"
-	}
-	return "number"
 }
 
 // route derives the wing a call addresses from the arguments its tool's

@@ -1,6 +1,7 @@
 // Package jsontext writes JSON text the gateway already holds as bytes
 // into its answers exactly as encoding/json would, in one pass and without
-// encoding/json's byte-at-a-time state machine.
+// encoding/json's byte-at-a-time state machine, and scans such text (white
+// space, the end of a string) for the code that walks it by hand.
 package jsontext
 
 import (
@@ -43,16 +44,7 @@ func (c *compactor[S]) fail(what string) error {
 	return errors.Join(ErrSyntax, errors.New(what+" at offset "+strconv.Itoa(c.i)))
 }
 
-func (c *compactor[S]) space() {
-	for c.i < len(c.src) {
-		switch c.src[c.i] {
-		case ' ', '\t', '\n', '\r':
-			c.i++
-		default:
-			return
-		}
-	}
-}
+func (c *compactor[S]) space() { c.i = SkipSpace(c.src, c.i) }
 
 // document reads one value and then only white space, iteratively, so
 // that depth costs memory of one byte a level rather than stack frames.

@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -196,9 +197,7 @@ func validHeaderName(k string) bool {
 // name (default parentbased_always_on) and the ratio (default 1, only read
 // by the ratio samplers).
 func ParseSampler(name, arg string) (string, float64, error) {
-	if name == "" {
-		name = defaultSampler
-	}
+	name = cmp.Or(name, defaultSampler)
 	switch name {
 	case SamplerAlwaysOn, SamplerAlwaysOff, SamplerParentAlwaysOn, SamplerParentAlwaysOff:
 		return name, 1, nil

@@ -1,6 +1,7 @@
 package tracing
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -83,10 +84,7 @@ func New(s Settings, defaultService string) (*Tracing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
 	}
-	name := s.ServiceName
-	if name == "" {
-		name = defaultService
-	}
+	name := cmp.Or(s.ServiceName, defaultService)
 	tp := sdktrace.NewTracerProvider(
 		sdktrace.WithBatcher(exp),
 		sdktrace.WithSampler(sampler(s.Sampler, s.Ratio)),

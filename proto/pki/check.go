@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"cmp"
 	"crypto/x509"
 	"errors"
 	"fmt"
@@ -71,9 +72,7 @@ func CheckIdentity(caPEM, certPEM, keyPEM []byte, want Role, now time.Time) (war
 	}
 	what := fmt.Sprintf("certificate %q", cert.Subject.CommonName)
 	if got := RoleOf(cert); got != want {
-		if got == "" {
-			got = "none"
-		}
+		got = cmp.Or(got, "none")
 		bad("%s has role %s; a %s needs a %s-role certificate (brainstem ca issue --role %s)", what, got, want, want, want)
 	}
 	expiry(what, cert)

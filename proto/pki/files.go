@@ -1,6 +1,7 @@
 package pki
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -86,9 +87,7 @@ func LoadDir(dir string) (*CA, error) {
 // (validity 0 means DefaultCertValidity) and writes tls.crt, tls.key (0600)
 // and ca.crt into outDir, replacing earlier ones.
 func IssueFiles(caDir, outDir string, role Role, names []string, validity time.Duration) error {
-	if validity == 0 {
-		validity = DefaultCertValidity
-	}
+	validity = cmp.Or(validity, DefaultCertValidity)
 	ca, err := LoadDir(caDir)
 	if err != nil {
 		return err

@@ -1,12 +1,13 @@
 package pki
 
 import (
+	"cmp"
 	"crypto/tls"
 	"errors"
 	"fmt"
-	"io"
-	"os"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/smallfile"
 )
 
 // MaxPEMFileBytes bounds each file ReadFiles reads: a CA bundle, a
@@ -35,14 +36,12 @@ type Identity struct {
 func ReadFiles(f Files) (Identity, error) {
 	var errs []error
 	read := func(path, name, def string) []byte {
-		if name == "" {
-			name = def
-		}
+		name = cmp.Or(name, def)
 		if path == "" {
 			errs = append(errs, fmt.Errorf("%s is required", name))
 			return nil
 		}
-		b, err := readBounded(path)
+		b, err := smallfile.Read(path, MaxPEMFileBytes)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("%s: %w", name, err))
 		}
@@ -57,22 +56,6 @@ func ReadFiles(f Files) (Identity, error) {
 		return Identity{}, err
 	}
 	return id, nil
-}
-
-func readBounded(path string) ([]byte, error) {
-	fh, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer fh.Close()
-	b, err := io.ReadAll(io.LimitReader(fh, MaxPEMFileBytes+1))
-	if err != nil {
-		return nil, err
-	}
-	if len(b) > MaxPEMFileBytes {
-		return nil, fmt.Errorf("%s is over %d bytes: not a PEM certificate or key", path, MaxPEMFileBytes)
-	}
-	return b, nil
 }
 
 // LoadClientTLS reads f and returns the gateway's client configuration

@@ -271,35 +271,31 @@ func RoleOf(cert *x509.Certificate) Role {
 	return ""
 }
 
-// poolAndPair reads the CA one side of a connection trusts and that side's
-// own key pair (side: "server" or "client", for errors).
-func poolAndPair(caPEM, certPEM, keyPEM []byte, side string) (*x509.CertPool, tls.Certificate, error) {
+// baseTLS is what both sides of a connection share: TLS 1.3 only, the
+// side's own key pair, NextProtos [ALPN]; and the pool of the CA it trusts
+// (side: "server" or "client", for errors).
+func baseTLS(caPEM, certPEM, keyPEM []byte, side string) (*tls.Config, *x509.CertPool, error) {
 	pool, err := certPool(caPEM)
 	if err != nil {
-		return nil, tls.Certificate{}, err
+		return nil, nil, err
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
-		return nil, tls.Certificate{}, fmt.Errorf("pki: %s key pair: %w", side, err)
+		return nil, nil, fmt.Errorf("pki: %s key pair: %w", side, err)
 	}
-	return pool, pair, nil
+	return &tls.Config{MinVersion: tls.VersionTLS13, Certificates: []tls.Certificate{pair}, NextProtos: []string{ALPN}}, pool, nil
 }
 
 // ServerTLS returns a server configuration for a shard: TLS 1.3 only, the
 // shard's certificate, client certificates required and verified against the
 // CA, and NextProtos [ALPN].
 func ServerTLS(caPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
-	pool, pair, err := poolAndPair(caPEM, certPEM, keyPEM, "server")
+	cfg, pool, err := baseTLS(caPEM, certPEM, keyPEM, "server")
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{pair},
-		ClientCAs:    pool,
-		ClientAuth:   tls.RequireAndVerifyClientCert,
-		NextProtos:   []string{ALPN},
-	}, nil
+	cfg.ClientCAs, cfg.ClientAuth = pool, tls.RequireAndVerifyClientCert
+	return cfg, nil
 }
 
 // ClientTLS returns a client configuration for a gateway (or a shard acting
@@ -307,26 +303,21 @@ func ServerTLS(caPEM, certPEM, keyPEM []byte) (*tls.Config, error) {
 // against the CA under serverName, NextProtos [ALPN]. The server must also
 // present a shard-role certificate: a gateway certificate cannot serve.
 func ClientTLS(caPEM, certPEM, keyPEM []byte, serverName string) (*tls.Config, error) {
-	pool, pair, err := poolAndPair(caPEM, certPEM, keyPEM, "client")
+	cfg, pool, err := baseTLS(caPEM, certPEM, keyPEM, "client")
 	if err != nil {
 		return nil, err
 	}
-	return &tls.Config{
-		MinVersion:   tls.VersionTLS13,
-		Certificates: []tls.Certificate{pair},
-		RootCAs:      pool,
-		ServerName:   serverName,
-		NextProtos:   []string{ALPN},
-		VerifyConnection: func(cs tls.ConnectionState) error {
-			if len(cs.PeerCertificates) == 0 {
-				return errors.New("pki: server presented no certificate")
-			}
-			if r := RoleOf(cs.PeerCertificates[0]); r != RoleShard {
-				return fmt.Errorf("pki: server certificate has role %q, want %q", r, RoleShard)
-			}
-			return nil
-		},
-	}, nil
+	cfg.RootCAs, cfg.ServerName = pool, serverName
+	cfg.VerifyConnection = func(cs tls.ConnectionState) error {
+		if len(cs.PeerCertificates) == 0 {
+			return errors.New("pki: server presented no certificate")
+		}
+		if r := RoleOf(cs.PeerCertificates[0]); r != RoleShard {
+			return fmt.Errorf("pki: server certificate has role %q, want %q", r, RoleShard)
+		}
+		return nil
+	}
+	return cfg, nil
 }
 
 func certPool(caPEM []byte) (*x509.CertPool, error) {

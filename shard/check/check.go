@@ -2,6 +2,7 @@ package check
 
 import (
 	"bufio"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -136,10 +137,7 @@ func (c *checker) history(ctx context.Context, wing string) {
 		return
 	}
 	for _, p := range problems {
-		path := p.Path
-		if path == "" {
-			path = brain.WingDir(brain.TopWiki, wing) + "/"
-		}
+		path := cmp.Or(p.Path, brain.WingDir(brain.TopWiki, wing)+"/")
 		c.problem(path, "history: %s", p.Message)
 	}
 }
@@ -236,12 +234,7 @@ func (c *checker) wikiWing(ctx context.Context, wing string) {
 
 func (c *checker) hall(wing, hall string) {
 	dir := brain.HallDir(wing, hall)
-	c.eachFile(dir, "a directory inside a hall: notes are files directly in "+dir+"/", func(rel, name string) {
-		slug, err := layout.NoteFile(name)
-		if err != nil {
-			c.problem(rel, "%s; the shard does not load it", reason(err))
-			return
-		}
+	c.eachFile(dir, "a directory inside a hall: notes are files directly in "+dir+"/", layout.NoteFile, "; the shard does not load it", func(rel, slug string) {
 		raw, ok := c.read(rel)
 		if !ok {
 			return
@@ -257,11 +250,7 @@ func (c *checker) hall(wing, hall string) {
 
 func (c *checker) inboxWing(wing string) {
 	dir := brain.WingDir(brain.TopInbox, wing)
-	c.eachFile(dir, "a directory inside the inbox: inbox notes are files "+dir+"/<name>.md", func(rel, name string) {
-		if _, err := layout.InboxFile(name); err != nil {
-			c.problem(rel, "%s; brain_pending does not list it", reason(err))
-			return
-		}
+	c.eachFile(dir, "a directory inside the inbox: inbox notes are files "+dir+"/<name>.md", layout.InboxFile, "; brain_pending does not list it", func(rel, _ string) {
 		raw, ok := c.read(rel)
 		if !ok {
 			return
@@ -274,20 +263,18 @@ func (c *checker) inboxWing(wing string) {
 
 func (c *checker) sessionsWing(wing string) {
 	dir := brain.WingDir(brain.TopSessions, wing)
-	c.eachFile(dir, "a directory inside sessions: session logs are files "+dir+"/<session>.jsonl", func(rel, name string) {
-		if _, err := layout.SessionFile(name); err != nil {
-			c.problem(rel, "%s", reason(err))
-			return
-		}
+	c.eachFile(dir, "a directory inside sessions: session logs are files "+dir+"/<session>.jsonl", layout.SessionFile, "", func(rel, _ string) {
 		c.rep.Sessions++
 		c.session(rel)
 	})
 }
 
-// eachFile calls fn for every regular file directly in dir (hidden entries
-// and what is neither a file nor a directory are reported by hidden and
-// regularOrDir); a directory there is reported with dirProblem.
-func (c *checker) eachFile(dir, dirProblem string, fn func(rel, name string)) {
+// eachFile calls fn with what parse makes of the name of every regular
+// file directly in dir (hidden entries and what is neither a file nor a
+// directory are reported by hidden and regularOrDir); a directory there is
+// reported with dirProblem, a name parse refuses with its reason and
+// unusable.
+func (c *checker) eachFile(dir, dirProblem string, parse func(string) (string, error), unusable string, fn func(rel, parsed string)) {
 	for _, e := range c.entries(dir) {
 		name := e.Name()
 		rel := dir + "/" + name
@@ -298,7 +285,12 @@ func (c *checker) eachFile(dir, dirProblem string, fn func(rel, name string)) {
 			c.problem(rel+"/", "%s", dirProblem)
 			continue
 		}
-		fn(rel, name)
+		parsed, err := parse(name)
+		if err != nil {
+			c.problem(rel, "%s%s", reason(err), unusable)
+			continue
+		}
+		fn(rel, parsed)
 	}
 }
 

@@ -1,6 +1,7 @@
 package frontmatter
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -536,10 +537,7 @@ func anchorIn(n *yaml.Node, depth int) string {
 // trailingComment returns the whitespace and comment that end a one-line
 // key's line, as YAML parsed them, or "".
 func trailingComment(line string, e *entry) string {
-	c := e.val.LineComment
-	if c == "" {
-		c = e.key.LineComment
-	}
+	c := cmp.Or(e.val.LineComment, e.key.LineComment)
 	if c == "" || strings.Contains(c, "\n") {
 		return ""
 	}

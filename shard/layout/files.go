@@ -37,7 +37,7 @@ func SessionFile(name string) (string, error) {
 func fileStem(name, ext, kind, stem string, valid func(string) error) (string, error) {
 	s, ok := strings.CutSuffix(name, ext)
 	if !ok {
-		return "", invalidName("%s is not %s: %s is a file <%s>%s", preview(name), kind, kind, stem, ext)
+		return "", invalidName("%s is not %s: %s is a file <%s>%s", brain.Preview(name), kind, kind, stem, ext)
 	}
 	if err := valid(s); err != nil {
 		return "", named("not "+kind+" name", err)

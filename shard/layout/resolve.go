@@ -22,7 +22,7 @@ import (
 // their messages reach agents.
 func Resolve(root, rel string) (string, error) {
 	if root == "" {
-		return "", escape("empty brain root: cannot confine %s", preview(rel))
+		return "", escape("empty brain root: cannot confine %s", brain.Preview(rel))
 	}
 	if _, _, err := brain.ValidPath(rel); err != nil {
 		return "", err
@@ -40,10 +40,10 @@ func Resolve(root, rel string) (string, error) {
 			if errors.As(err, &pe) {
 				err = &fs.PathError{Op: pe.Op, Path: prefix(rel, i), Err: pe.Err}
 			}
-			return "", fmt.Errorf("layout: resolving %s: %w", preview(rel), err)
+			return "", fmt.Errorf("layout: resolving %s: %w", brain.Preview(rel), err)
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return "", escape("path %s goes through the symbolic link %s: links are not allowed inside a brain", preview(rel), prefix(rel, i))
+			return "", escape("path %s goes through the symbolic link %s: links are not allowed inside a brain", brain.Preview(rel), prefix(rel, i))
 		}
 	}
 	return filepath.Join(root, filepath.FromSlash(rel)), nil
@@ -67,13 +67,4 @@ func prefix(rel string, n int) string {
 // brain.ErrEscape.
 func escape(format string, args ...any) error {
 	return brain.Wrap(brain.ErrEscape, brain.CodeInvalidArgument, format, args...)
-}
-
-// preview quotes s for an error message, cut to a readable length.
-func preview(s string) string {
-	const max = 40
-	if len(s) > max {
-		return fmt.Sprintf("%q…", s[:max])
-	}
-	return fmt.Sprintf("%q", s)
 }

@@ -1,6 +1,7 @@
 package stdio
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -43,9 +44,7 @@ type descriptor struct {
 
 // NewServer returns an MCP server exposing every tool of set for caller.
 func NewServer(set *tools.Set, caller tools.Caller, logger *slog.Logger) (*server.MCPServer, error) {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
 	var ds []descriptor
 	if err := json.Unmarshal(set.Descriptors(), &ds); err != nil {
 		return nil, fmt.Errorf("stdio: decode descriptors: %w", err)
@@ -121,9 +120,7 @@ func addPrompts(s *server.MCPServer, set *tools.Set, caller tools.Caller) {
 // Serve answers MCP requests read from in with responses written to out
 // until in ends or ctx is cancelled. Logs go to logger, never to out.
 func Serve(ctx context.Context, set *tools.Set, caller tools.Caller, in io.Reader, out io.Writer, logger *slog.Logger) error {
-	if logger == nil {
-		logger = slog.New(slog.DiscardHandler)
-	}
+	logger = cmp.Or(logger, slog.New(slog.DiscardHandler))
 	s, err := NewServer(set, caller, logger)
 	if err != nil {
 		return err

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/brainstem/brainstem/brain"
@@ -36,10 +37,7 @@ func (m *legacyMark) legacy() bool { return m.sentAs != nil }
 // (the tool's arguments) for a call in the tool's shape, else the call as
 // the predecessor's caller sent it.
 func (m *legacyMark) fingerprinted(own any) any {
-	if m.sentAs != nil {
-		return m.sentAs
-	}
-	return own
+	return cmp.Or(m.sentAs, own)
 }
 
 // ---- brain_write: {content, filename, type, domain} into the inbox
@@ -185,12 +183,7 @@ func withKeys(fields []store.Field, kv ...string) []store.Field {
 }
 
 func indexOfKey(fields []store.Field, key string) int {
-	for i, f := range fields {
-		if f.Key == key {
-			return i
-		}
-	}
-	return -1
+	return slices.IndexFunc(fields, func(f store.Field) bool { return f.Key == key })
 }
 
 // maxAutoNames bounds the names tried for one second's automatic name.

@@ -1,6 +1,7 @@
 package tools
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -123,9 +124,7 @@ type Set struct {
 // New returns the tool set over st: the brain tools, then opt.Extra.
 func New(st *store.Store, opt Options) *Set {
 	s := &Set{st: st, journal: opt.Journal, log: opt.Logger, lim: opt.Limits.withDefaults(), byName: map[string]*Tool{}}
-	if s.log == nil {
-		s.log = slog.New(slog.DiscardHandler)
-	}
+	s.log = cmp.Or(s.log, slog.New(slog.DiscardHandler))
 	s.tools = append(s.define(), opt.Extra...)
 	var descs []json.RawMessage
 	for i := range s.tools {

@@ -21,6 +21,7 @@ import (
 	"golang.org/x/sync/singleflight"
 
 	"github.com/brainstem/brainstem/gateway/oauth/config"
+	"github.com/brainstem/brainstem/internal/loopback"
 )
 
 // Limits of client ID metadata document fetches.
@@ -142,12 +143,7 @@ func publicAddr(ip netip.Addr) bool {
 		ip.IsInterfaceLocalMulticast() || ip.IsMulticast() || ip.IsUnspecified() || !ip.IsGlobalUnicast() {
 		return false
 	}
-	for _, p := range nonPublic {
-		if p.Contains(ip) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(nonPublic, func(p netip.Prefix) bool { return p.Contains(ip) })
 }
 
 // CheckURL validates a client id that is a metadata document URL:
@@ -161,7 +157,7 @@ func (f *Fetcher) CheckURL(id string) (*url.URL, error) {
 	if err != nil || u.Host == "" {
 		return nil, fmt.Errorf("%w: the client id %.100q is not a URL", ErrMetadataDocument, id)
 	}
-	loopback := config.IsLoopbackHostname(u.Hostname())
+	loopback := loopback.Is(u.Hostname())
 	switch {
 	case loopback && !f.allowLoopback:
 		return nil, fmt.Errorf("%w: %.100q is on a loopback address", ErrMetadataDocument, id)

@@ -109,7 +109,7 @@ func validateServiceAccounts(accts []ServiceAccount, bad func(key, format string
 		} else {
 			seen[a.ID] = i
 		}
-		if len(a.Name) > MaxServiceAccountNameBytes || HasControlChar(a.Name) {
+		if len(a.Name) > MaxServiceAccountNameBytes || auth.HasControlChar(a.Name) {
 			bad(key+".name", "over %d bytes or unprintable", MaxServiceAccountNameBytes)
 		}
 		switch n := len(a.Credentials); {
@@ -139,16 +139,6 @@ func validateServiceAccounts(accts []ServiceAccount, bad func(key, format string
 			}
 		}
 	}
-}
-
-// HasControlChar reports whether s holds a control character.
-func HasControlChar(s string) bool {
-	for _, r := range s {
-		if r < ' ' || r == 0x7f {
-			return true
-		}
-	}
-	return false
 }
 
 // LoadedCredential is a credential read: a secret's hash or a public key.

@@ -5,14 +5,16 @@
 package config
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
-	"net"
 	"net/url"
 	"strings"
 	"time"
 
+	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
+	"github.com/brainstem/brainstem/internal/loopback"
 )
 
 // Defaults and bounds of the configuration.
@@ -141,24 +143,12 @@ var reservedAuthParams = map[string]bool{
 
 // WithDefaults fills zero values.
 func (c Config) WithDefaults() Config {
-	if c.AccessTokenTTL == 0 {
-		c.AccessTokenTTL = DefaultAccessTokenTTL
-	}
-	if c.RefreshTokenTTL == 0 {
-		c.RefreshTokenTTL = DefaultRefreshTokenTTL
-	}
-	if c.RefreshReuseGrace == 0 {
-		c.RefreshReuseGrace = DefaultRefreshReuseGrace
-	}
-	if c.CodeTTL == 0 {
-		c.CodeTTL = DefaultCodeTTL
-	}
-	if c.ConsentTTL == 0 {
-		c.ConsentTTL = DefaultConsentTTL
-	}
-	if c.ServiceAccountTokenTTL == 0 {
-		c.ServiceAccountTokenTTL = DefaultServiceAccountTokenTTL
-	}
+	c.AccessTokenTTL = cmp.Or(c.AccessTokenTTL, DefaultAccessTokenTTL)
+	c.RefreshTokenTTL = cmp.Or(c.RefreshTokenTTL, DefaultRefreshTokenTTL)
+	c.RefreshReuseGrace = cmp.Or(c.RefreshReuseGrace, DefaultRefreshReuseGrace)
+	c.CodeTTL = cmp.Or(c.CodeTTL, DefaultCodeTTL)
+	c.ConsentTTL = cmp.Or(c.ConsentTTL, DefaultConsentTTL)
+	c.ServiceAccountTokenTTL = cmp.Or(c.ServiceAccountTokenTTL, DefaultServiceAccountTokenTTL)
 	if len(c.Upstream.Scopes) == 0 {
 		c.Upstream.Scopes = DefaultUpstreamScopes
 	}
@@ -184,7 +174,7 @@ func (c Config) Validate(publicURL string) error {
 	}
 	loopbackGateway := false
 	if u, err := url.Parse(publicURL); err == nil {
-		loopbackGateway = IsLoopbackHostname(u.Hostname())
+		loopbackGateway = loopback.Is(u.Hostname())
 	}
 	if c.SigningKeyFile == "" {
 		bad("signing_key_file", "required: a PEM Ed25519 key shared by every replica (openssl genpkey -algorithm ed25519)")
@@ -257,7 +247,7 @@ func checkAllowlistedRedirect(s string) error {
 	if u.Fragment != "" || u.User != nil {
 		return fmt.Errorf("%q must not carry a fragment or user info", s)
 	}
-	if u.Scheme != "https" && !(u.Scheme == "http" && IsLoopbackHostname(u.Hostname())) {
+	if u.Scheme != "https" && !(u.Scheme == "http" && loopback.Is(u.Hostname())) {
 		return fmt.Errorf("%q must use https (loopback http URIs are always allowed and need no entry)", s)
 	}
 	return nil
@@ -349,7 +339,7 @@ func validateEnterprise(c EnterpriseConfig, bad func(key, format string, args ..
 			bad(key+".clients", "%d clients, the limit is %d", n, MaxEnterpriseClients)
 		}
 		for j, cl := range idp.Clients {
-			if cl == "" || len(cl) > maxClientIDBytes || HasControlChar(cl) || strings.TrimSpace(cl) != cl {
+			if cl == "" || len(cl) > maxClientIDBytes || auth.HasControlChar(cl) || strings.TrimSpace(cl) != cl {
 				bad(fmt.Sprintf("%s.clients[%d]", key, j), "%q is empty, over %d bytes, unprintable or has surrounding spaces", cl, maxClientIDBytes)
 			}
 		}
@@ -358,11 +348,3 @@ func validateEnterprise(c EnterpriseConfig, bad func(key, format string, args ..
 
 // maxClientIDBytes bounds a client id named in configuration.
 const maxClientIDBytes = 2048
-
-// IsLoopbackHostname reports whether h is localhost or a loopback address.
-func IsLoopbackHostname(h string) bool { return strings.EqualFold(h, "localhost") || isLoopbackIP(h) }
-
-func isLoopbackIP(h string) bool {
-	ip := net.ParseIP(h)
-	return ip != nil && ip.IsLoopback()
-}

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/brainstem/brainstem/gateway/oauth"
+	"github.com/brainstem/brainstem/signin"
 	"github.com/brainstem/brainstem/tooling/oauthtest"
 )
 
@@ -48,7 +49,7 @@ func BenchmarkDevice(b *testing.B) {
 		}
 	})
 	s.devices = newDeviceStore()
-	var dev deviceResponse
+	var dev signin.DeviceAuthorization
 	if err := json.Unmarshal(request().Body.Bytes(), &dev); err != nil {
 		b.Fatal(err)
 	}

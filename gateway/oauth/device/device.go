@@ -1,6 +1,7 @@
 package device
 
 import (
+	"cmp"
 	"crypto/rand"
 	"crypto/subtle"
 	"errors"
@@ -20,6 +21,7 @@ import (
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"github.com/brainstem/brainstem/gateway/oauth/pages"
 	"github.com/brainstem/brainstem/gateway/oauth/upstream"
+	"github.com/brainstem/brainstem/signin"
 )
 
 // Paths below the issuer's path.
@@ -49,9 +51,7 @@ func New(srv *oauth.Server, peers *Peers) (*Grant, error) {
 			return nil, errors.New("oauth: peers need this replica's address and a way to list the others")
 		}
 		pc := *peers
-		if pc.Client == nil {
-			pc.Client = &http.Client{Timeout: peerTimeout}
-		}
+		pc.Client = cmp.Or(pc.Client, &http.Client{Timeout: peerTimeout})
 		g.peers = &pc
 	}
 	var err error
@@ -83,8 +83,7 @@ func (s *Grant) Register(mux *http.ServeMux) {
 func (s *Grant) Redeem(w http.ResponseWriter, r *http.Request, form url.Values) ([]byte, string, *oauth.TokenError) {
 	clientID, terr := s.srv.TokenClient(r, form)
 	if terr != nil {
-		s.srv.Count("token", "refused")
-		s.srv.WriteTokenError(w, terr)
+		s.srv.RefuseToken(w, "token", terr)
 		return nil, "", nil
 	}
 	if s.passDevicePoll(w, r, form) {
@@ -313,29 +312,20 @@ type deviceCodeState struct {
 	Holder string `json:"h,omitempty"` // the issuing replica's peer address (peers.go)
 }
 
-// deviceResponse is RFC 8628 §3.2.
-type deviceResponse struct {
-	DeviceCode              string `json:"device_code"`
-	UserCode                string `json:"user_code"`
-	VerificationURI         string `json:"verification_uri"`
-	VerificationURIComplete string `json:"verification_uri_complete"`
-	ExpiresIn               int64  `json:"expires_in"`
-	Interval                int64  `json:"interval"`
-}
-
 // serveDeviceAuthorization is POST /device_authorization (RFC 8628 §3.1).
 func (s *Grant) serveDeviceAuthorization(w http.ResponseWriter, r *http.Request) {
 	body, terr := s.deviceAuthorization(w, r)
 	if terr != nil {
-		s.srv.Count("device_authorization", "refused")
-		s.srv.WriteTokenError(w, terr)
+		s.srv.RefuseToken(w, "device_authorization", terr)
 		return
 	}
 	s.srv.Count("device_authorization", "ok")
 	oauth.WriteJSON(w, http.StatusOK, body)
 }
 
-func (s *Grant) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*deviceResponse, *oauth.TokenError) {
+// deviceAuthorization answers with the RFC 8628 §3.2 shape the sign-in
+// client reads (signin.DeviceAuthorization).
+func (s *Grant) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*signin.DeviceAuthorization, *oauth.TokenError) {
 	if !s.srv.Allow(r, "device_authorization", deviceAuthPerMin) {
 		return nil, oauth.NewTokenError(http.StatusTooManyRequests, "temporarily_unavailable", ErrDeviceRate.Error()+"; try again in a minute", time.Minute)
 	}
@@ -375,7 +365,7 @@ func (s *Grant) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*de
 	}
 	s.srv.Log().Info("oauth: device sign-in requested", "client", oauth.ClientLabel(clientID), "client_ip", g.ip, "computer", g.computer)
 	verify := s.srv.Issuer() + PathPage
-	return &deviceResponse{
+	return &signin.DeviceAuthorization{
 		DeviceCode: devicePrefix + sealed, UserCode: formatUserCode(g.userCode),
 		VerificationURI: verify, VerificationURIComplete: verify + "?user_code=" + formatUserCode(g.userCode),
 		ExpiresIn: int64(DeviceCodeTTL / time.Second), Interval: int64(DevicePollInterval / time.Second),
@@ -439,7 +429,7 @@ func (s *Grant) redeemDevice(r *http.Request, form url.Values, clientID string) 
 	}
 	now := s.srv.Now()
 	switch {
-	case subtle.ConstantTimeCompare([]byte(dc.Client), []byte(keyring.Digest(clientID))) != 1:
+	case !keyring.IsDigest(dc.Client, clientID):
 		return nil, oauth.InvalidGrant("the device code was issued to another client")
 	case now.Unix() > dc.Exp:
 		return nil, oauth.NewTokenError(http.StatusBadRequest, "expired_token", "the device code expired; start the sign-in again", 0)
@@ -486,7 +476,9 @@ func (s *Grant) redeemDevice(r *http.Request, form url.Values, clientID string) 
 	return s.srv.Issue(id, clientID, upRT, oauth.RandomString(16), now.Add(s.srv.Config().RefreshTokenTTL).Unix(), "device_code")
 }
 
-// deviceForm is the sealed token of the code entry form.
+// deviceForm is the sealed token of the code entry form, and what the
+// approval form's holds too: the CSRF value of the page's cookie, and when
+// the form expires.
 type deviceForm struct {
 	CSRF string `json:"x"`
 	Exp  int64  `json:"e"`
@@ -494,10 +486,14 @@ type deviceForm struct {
 
 // deviceApproval is the sealed token of the approval form.
 type deviceApproval struct {
-	ID     string `json:"i"`
-	CSRF   string `json:"x"`
-	Exp    int64  `json:"e"`
+	ID string `json:"i"`
+	deviceForm
 	Holder string `json:"h,omitempty"` // the replica holding the request (peers.go)
+}
+
+// newDeviceForm is a form's fresh CSRF value and expiry.
+func (s *Grant) newDeviceForm() deviceForm {
+	return deviceForm{CSRF: oauth.RandomString(16), Exp: s.srv.Now().Add(config.LoginTTL).Unix()}
 }
 
 // serveDevicePage is GET /device: the form to type the user code in,
@@ -516,7 +512,7 @@ func (s *Grant) serveDevicePage(w http.ResponseWriter, r *http.Request) {
 
 // renderCodeForm shows the code entry form with a fresh CSRF token.
 func (s *Grant) renderCodeForm(w http.ResponseWriter, status int, prefill, problem string) {
-	f := deviceForm{CSRF: oauth.RandomString(16), Exp: s.srv.Now().Add(config.LoginTTL).Unix()}
+	f := s.newDeviceForm()
 	sealed, err := s.srv.Seal(purposeDeviceForm, f)
 	if err != nil {
 		s.srv.ServerError(w, err)
@@ -533,20 +529,17 @@ func (s *Grant) renderCodeForm(w http.ResponseWriter, status int, prefill, probl
 func (s *Grant) serveDeviceForm(w http.ResponseWriter, r *http.Request) {
 	r.Body = http.MaxBytesReader(w, r.Body, oauth.MaxFormBytes)
 	if err := r.ParseForm(); err != nil {
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusBadRequest, "Invalid answer", "The form could not be read.")
+		s.srv.RefusePage(w, "device_page", http.StatusBadRequest, "Invalid answer", "The form could not be read.")
 		return
 	}
 	for k, v := range r.PostForm {
 		if len(v) > 1 {
-			s.srv.Count("device_page", "refused")
-			s.srv.ErrorPage(w, http.StatusBadRequest, "Invalid answer", fmt.Sprintf("The field %q appears more than once.", k))
+			s.srv.RefusePage(w, "device_page", http.StatusBadRequest, "Invalid answer", fmt.Sprintf("The field %q appears more than once.", k))
 			return
 		}
 	}
 	if !s.srv.SameOrigin(r) {
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusForbidden, "Invalid answer", "The form was not submitted from this gateway's own page.")
+		s.srv.RefusePage(w, "device_page", http.StatusForbidden, "Invalid answer", "The form was not submitted from this gateway's own page.")
 		return
 	}
 	switch r.PostForm.Get("step") {
@@ -555,33 +548,35 @@ func (s *Grant) serveDeviceForm(w http.ResponseWriter, r *http.Request) {
 	case "approve":
 		s.deviceApproveStep(w, r)
 	default:
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusBadRequest, "Invalid answer", "The form's step is neither code nor approve.")
+		s.srv.RefusePage(w, "device_page", http.StatusBadRequest, "Invalid answer", "The form's step is neither code nor approve.")
 	}
 }
 
-// csrfMatches compares the form's CSRF value with the page's cookie.
-func (s *Grant) csrfMatches(r *http.Request, cookie, want string) bool {
-	got := s.srv.Cookie(r, cookie)
-	return got != "" && subtle.ConstantTimeCompare([]byte(got), []byte(want)) == 1
+// openForm opens the posted form's sealed token into v, whose deviceForm is
+// f, and checks that it has not expired and belongs to this browser (its
+// CSRF value is the page's cookie's). Otherwise it refuses the page, saying
+// expired or foreign, and returns false.
+func (s *Grant) openForm(w http.ResponseWriter, r *http.Request, purpose string, v any, f *deviceForm, expired, foreign string) bool {
+	if err := s.srv.Open(purpose, r.PostForm.Get("token"), 4<<10, v); err != nil || s.srv.Now().Unix() > f.Exp {
+		s.srv.RefusePage(w, "device_page", http.StatusBadRequest, "This page has expired", expired)
+		return false
+	}
+	if got := s.srv.Cookie(r, cookieDeviceCSRF); got == "" || subtle.ConstantTimeCompare([]byte(got), []byte(f.CSRF)) != 1 {
+		s.srv.RefusePage(w, "device_page", http.StatusForbidden, "Invalid answer", foreign)
+		return false
+	}
+	return true
 }
 
 func (s *Grant) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 	var f deviceForm
-	if err := s.srv.Open(purposeDeviceForm, r.PostForm.Get("token"), 4<<10, &f); err != nil || s.srv.Now().Unix() > f.Exp {
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusBadRequest, "This page has expired", "The page is older than "+pages.Human(config.LoginTTL)+" or was altered. Load it again.")
-		return
-	}
-	if !s.csrfMatches(r, cookieDeviceCSRF, f.CSRF) {
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusForbidden, "Invalid answer", "The form does not belong to this browser. Load the page again.")
+	if !s.openForm(w, r, purposeDeviceForm, &f, &f, "The page is older than "+pages.Human(config.LoginTTL)+" or was altered. Load it again.",
+		"The form does not belong to this browser. Load the page again.") {
 		return
 	}
 	if !s.srv.Allow(r, "device_verify", deviceVerifyPerMin) {
-		s.srv.Count("device_page", "refused")
 		w.Header().Set("Retry-After", "60")
-		s.srv.ErrorPage(w, http.StatusTooManyRequests, "Too many codes tried", "Too many codes were tried from your address. Wait a minute and try again.")
+		s.srv.RefusePage(w, "device_page", http.StatusTooManyRequests, "Too many codes tried", "Too many codes were tried from your address. Wait a minute and try again.")
 		return
 	}
 	g, err := s.lookupUserCode(r.PostForm.Get("user_code"), s.srv.Now())
@@ -598,7 +593,7 @@ func (s *Grant) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	now := s.srv.Now()
-	a := deviceApproval{ID: g.id, CSRF: oauth.RandomString(16), Exp: s.srv.Now().Add(config.LoginTTL).Unix(), Holder: s.holder()}
+	a := deviceApproval{ID: g.id, deviceForm: s.newDeviceForm(), Holder: s.holder()}
 	sealed, err := s.srv.Seal(purposeDeviceApprove, a)
 	if err != nil {
 		s.srv.ServerError(w, err)
@@ -611,14 +606,8 @@ func (s *Grant) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.srv.SetCookie(w, cookieDeviceCSRF, a.CSRF, config.LoginTTL, http.SameSiteStrictMode)
-	name := g.client.Name
-	if name == "" {
-		name = "An unnamed application"
-	}
-	computer := g.computer
-	if computer == "" {
-		computer = "(it gave no description)"
-	}
+	name := cmp.Or(g.client.Name, "An unnamed application")
+	computer := cmp.Or(g.computer, "(it gave no description)")
 	s.srv.Count("device_page", "approve")
 	s.srv.RenderPage(w, http.StatusOK, pages.DeviceApprove, pages.DeviceApproveData{
 		Name: name, ClientID: clientLabelLong(g.clientID), Gateway: s.srv.Issuer(), Dynamic: g.client.Dynamic,
@@ -669,14 +658,8 @@ func clientLabelLong(id string) string {
 
 func (s *Grant) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 	var a deviceApproval
-	if err := s.srv.Open(purposeDeviceApprove, r.PostForm.Get("token"), 4<<10, &a); err != nil || s.srv.Now().Unix() > a.Exp {
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusBadRequest, "This page has expired", "The approval page is older than "+pages.Human(config.LoginTTL)+" or was altered.")
-		return
-	}
-	if !s.csrfMatches(r, cookieDeviceCSRF, a.CSRF) {
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusForbidden, "Invalid answer", "The approval does not belong to this browser. Type the code again.")
+	if !s.openForm(w, r, purposeDeviceApprove, &a, &a.deviceForm, "The approval page is older than "+pages.Human(config.LoginTTL)+" or was altered.",
+		"The approval does not belong to this browser. Type the code again.") {
 		return
 	}
 	if s.elsewhere(r, a.Holder) && s.devices.get(a.ID) == nil && s.forward(w, r, a.Holder, []byte(r.PostForm.Encode())) {
@@ -684,8 +667,7 @@ func (s *Grant) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 	}
 	decision := r.PostForm.Get("decision")
 	if decision != "allow" && decision != "deny" {
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusBadRequest, "Invalid answer", "The answer is neither allow nor deny.")
+		s.srv.RefusePage(w, "device_page", http.StatusBadRequest, "Invalid answer", "The answer is neither allow nor deny.")
 		return
 	}
 	s.srv.SetCookie(w, cookieDeviceCSRF, "", -1, http.SameSiteStrictMode)
@@ -710,8 +692,7 @@ func (s *Grant) deviceApproveStep(w http.ResponseWriter, r *http.Request) {
 		})
 	}
 	if problem != "" {
-		s.srv.Count("device_page", "refused")
-		s.srv.ErrorPage(w, http.StatusBadRequest, "This code cannot be used", problem)
+		s.srv.RefusePage(w, "device_page", http.StatusBadRequest, "This code cannot be used", problem)
 		return
 	}
 	if decision == "deny" {

@@ -2,6 +2,7 @@ package device
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -224,9 +225,7 @@ func (s *Grant) replay(ctx context.Context, req *peerRequest) (int, map[string][
 	r.RemoteAddr = net.JoinHostPort(req.IP, "0")
 	rec := &peerRecorder{header: http.Header{}}
 	s.srv.Endpoints().ServeHTTP(rec, r)
-	if rec.status == 0 {
-		rec.status = http.StatusOK
-	}
+	rec.status = cmp.Or(rec.status, http.StatusOK)
 	return rec.status, rec.header, rec.body.Bytes()
 }
 
@@ -240,14 +239,10 @@ type peerRecorder struct {
 
 func (p *peerRecorder) Header() http.Header { return p.header }
 func (p *peerRecorder) WriteHeader(code int) {
-	if p.status == 0 {
-		p.status = code
-	}
+	p.status = cmp.Or(p.status, code)
 }
 func (p *peerRecorder) Write(b []byte) (int, error) {
-	if p.status == 0 {
-		p.status = http.StatusOK
-	}
+	p.status = cmp.Or(p.status, http.StatusOK)
 	if p.body.Len()+len(b) > maxPeerBytes/2 {
 		return 0, errors.New("oauth: answer too large for a peer")
 	}

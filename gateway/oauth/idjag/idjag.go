@@ -17,9 +17,9 @@ import (
 
 	jose "github.com/go-jose/go-jose/v4"
 
+	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/gateway/oauth"
-	"github.com/brainstem/brainstem/gateway/oauth/config"
 	"github.com/brainstem/brainstem/gateway/oauth/keyring"
 	"github.com/brainstem/brainstem/gateway/oauth/machine"
 )
@@ -253,7 +253,7 @@ func (s *Grant) checkIDJAG(c idjagClaims, clientID string, allowed map[string]bo
 		return "the assertion has no exp or iat"
 	case time.Unix(*c.Expiry, 0).After(now.Add(MaxIDJAGLifetime + idjagClockSkew)):
 		return fmt.Sprintf("the assertion's exp is more than %s ahead", MaxIDJAGLifetime)
-	case c.ID == "" || len(c.ID) > machine.MaxJTIBytes || config.HasControlChar(c.ID):
+	case c.ID == "" || len(c.ID) > machine.MaxJTIBytes || auth.HasControlChar(c.ID):
 		return fmt.Sprintf("jti is required: 1 to %d printable bytes", machine.MaxJTIBytes)
 	case len(c.Resource) > 0 && !s.idjagResource(c.Resource):
 		return "the assertion is for another resource, not " + s.srv.Resource()

@@ -14,16 +14,18 @@ import (
 	"crypto/hmac"
 	"crypto/rand"
 	"crypto/sha256"
+	"crypto/subtle"
 	"encoding/base64"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"os"
+	"strings"
 
 	jose "github.com/go-jose/go-jose/v4"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/internal/smallfile"
 )
 
 // maxKeyFileBytes bounds a key or secret file.
@@ -158,6 +160,13 @@ func (kr *Ring) Seal(purpose string, v any) (string, error) {
 	return base64.RawURLEncoding.EncodeToString(out), nil
 }
 
+// OpenToken opens into v a token that is prefix followed by what Seal
+// made for purpose; ok is false for anything else.
+func (kr *Ring) OpenToken(token, prefix, purpose string, limit int, v any) (ok bool) {
+	raw, ok := strings.CutPrefix(token, prefix)
+	return ok && kr.Open(purpose, raw, limit, v) == nil
+}
+
 // Open reverses Seal into v. Values larger than limit bytes are refused
 // before any work.
 func (kr *Ring) Open(purpose, s string, limit int, v any) error {
@@ -215,20 +224,12 @@ func macWith(key, data []byte) []byte {
 }
 
 // ReadSmallFile reads a key or secret file of at most maxKeyFileBytes.
-func ReadSmallFile(path string) ([]byte, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	data, err := io.ReadAll(io.LimitReader(f, maxKeyFileBytes+1))
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", path, err)
-	}
-	if len(data) > maxKeyFileBytes {
-		return nil, fmt.Errorf("%s: over %d bytes", path, maxKeyFileBytes)
-	}
-	return data, nil
+func ReadSmallFile(path string) ([]byte, error) { return smallfile.Read(path, maxKeyFileBytes) }
+
+// IsDigest reports, in constant time, whether digest is Digest(parts...):
+// whether a sealed value was bound to these.
+func IsDigest(digest string, parts ...string) bool {
+	return subtle.ConstantTimeCompare([]byte(digest), []byte(Digest(parts...))) == 1
 }
 
 // Digest is a short, stable fingerprint of a value (client ids, redirect

@@ -15,6 +15,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -430,7 +431,7 @@ func (s *Grant) checkAssertion(c assertionClaims, id string, now time.Time) stri
 		return "nbf is in the future"
 	case c.IssuedAt != nil && time.Unix(*c.IssuedAt, 0).After(now.Add(assertionClockSkew)):
 		return "iat is in the future"
-	case c.ID == "" || len(c.ID) > MaxJTIBytes || config.HasControlChar(c.ID):
+	case c.ID == "" || len(c.ID) > MaxJTIBytes || auth.HasControlChar(c.ID):
 		return fmt.Sprintf("jti is required: 1 to %d printable bytes", MaxJTIBytes)
 	}
 	return ""
@@ -439,12 +440,7 @@ func (s *Grant) checkAssertion(c assertionClaims, id string, now time.Time) stri
 // assertionAudience accepts aud as one string or an array holding the
 // token endpoint or the issuer (RFC 7523 §3 item 3).
 func (s *Grant) assertionAudience(raw json.RawMessage) bool {
-	for _, a := range oauth.Strings(raw) {
-		if a == s.srv.Issuer()+oauth.PathToken || a == s.srv.Issuer() {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(oauth.Strings(raw), func(a string) bool { return a == s.srv.Issuer()+oauth.PathToken || a == s.srv.Issuer() })
 }
 
 // refuseClient logs a refused client authentication: never the secret or
