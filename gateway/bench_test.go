@@ -362,7 +362,7 @@ func BenchmarkMintStorm(b *testing.B) {
 						inner.Add(1)
 						go func() {
 							defer inner.Done()
-							if _, _, err := e.gw.grants.Get(context.Background(), id, w, ""); err != nil {
+							if _, _, err := grantGet(context.Background(), e.gw.grants, id, w, ""); err != nil {
 								errs.Add(1)
 							}
 						}()

@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -343,11 +344,7 @@ func resourceMetadata(resource string, servers, scopes []string) []byte {
 // audit log, the grant cache and the metrics.
 func (g *Gateway) newState(opt Options) error {
 	cfg := g.cfg
-	auditW := opt.AuditLog
-	if auditW == nil {
-		auditW = os.Stdout
-	}
-	g.audit = &auditLog{w: auditW, logArgs: cfg.Audit.LogArguments,
+	g.audit = &auditLog{w: cmp.Or[io.Writer](opt.AuditLog, os.Stdout), logArgs: cfg.Audit.LogArguments,
 		onError: func(err error) { g.log.Error("cannot write the audit log", "err", err) }}
 
 	// The metrics read the cache only when scraped, so they are built first.
@@ -492,10 +489,7 @@ func (g *Gateway) start(ctx context.Context) {
 // goDone runs fn on a goroutine and returns a channel closed when it returns.
 func goDone(fn func()) chan struct{} {
 	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		fn()
-	}()
+	go func() { defer close(done); fn() }()
 	return done
 }
 
@@ -509,12 +503,7 @@ func (g *Gateway) Handler() http.Handler { return g.public }
 func (g *Gateway) AdminHandler() http.Handler { return g.admin }
 
 func (g *Gateway) allReached() bool {
-	for _, w := range g.wings {
-		if !w.Reached.Load() {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(g.wings, func(w *route.Wing) bool { return !w.Reached.Load() })
 }
 
 // readinessReport is the /readyz body.

@@ -132,22 +132,22 @@ func TestGrantCacheUnit(t *testing.T) {
 	alice := auth.Identity{Email: "alice@acme.com", Expiry: now.Add(2 * time.Minute)}
 	bob := auth.Identity{Email: "bob@acme.com", Expiry: now.Add(time.Hour)}
 
-	g, fresh, err := sc.Get(context.Background(), alice, w, "r1")
+	g, fresh, err := grantGet(context.Background(), sc, alice, w, "r1")
 	if err != nil || !fresh {
 		t.Fatal(err, fresh)
 	}
 	if !g.Expiry.Equal(alice.Expiry) {
 		t.Fatalf("grant expiry %v outlives the SSO token %v", g.Expiry, alice.Expiry)
 	}
-	gb, _, _ := sc.Get(context.Background(), bob, w, "r2")
+	gb, _, _ := grantGet(context.Background(), sc, bob, w, "r2")
 	if gb.Token == g.Token || !strings.Contains(gb.Token, "bob@acme.com") {
 		t.Fatalf("emails share a token: %q %q", g.Token, gb.Token)
 	}
-	if _, fresh, _ := sc.Get(context.Background(), alice, w, "r3"); fresh {
+	if _, fresh, _ := grantGet(context.Background(), sc, alice, w, "r3"); fresh {
 		t.Fatal("second lookup minted again")
 	}
 	now = now.Add(2*time.Minute - route.ExpiryMargin + time.Second) // within the margin of expiry
-	if _, fresh, _ := sc.Get(context.Background(), alice, w, "r4"); !fresh {
+	if _, fresh, _ := grantGet(context.Background(), sc, alice, w, "r4"); !fresh {
 		t.Fatal("a grant about to expire was used")
 	}
 	if fc.n.Load() != 3 {
@@ -157,7 +157,7 @@ func TestGrantCacheUnit(t *testing.T) {
 	fc.deny.Store(true)
 	carol := auth.Identity{Email: "carol@acme.com", Expiry: now.Add(time.Hour)}
 	for range 3 {
-		if _, _, err := sc.Get(context.Background(), carol, w, "r"); edge.Classify(err, "").Code != brain.CodeForbidden {
+		if _, _, err := grantGet(context.Background(), sc, carol, w, "r"); edge.Classify(err, "").Code != brain.CodeForbidden {
 			t.Fatalf("denied: %v", err)
 		}
 	}
@@ -165,7 +165,7 @@ func TestGrantCacheUnit(t *testing.T) {
 		t.Fatalf("%d mints, denial not remembered", fc.n.Load())
 	}
 	now = now.Add(time.Minute + time.Second)
-	_, _, _ = sc.Get(context.Background(), carol, w, "r")
+	_, _, _ = grantGet(context.Background(), sc, carol, w, "r")
 	if fc.n.Load() != 5 {
 		t.Fatalf("%d mints, denial remembered past deny_ttl", fc.n.Load())
 	}

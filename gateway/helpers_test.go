@@ -40,6 +40,8 @@ import (
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/brain/toolspec"
 	"github.com/brainstem/brainstem/gateway/config"
+	"github.com/brainstem/brainstem/gateway/route"
+	"github.com/brainstem/brainstem/gateway/rpc"
 	"github.com/brainstem/brainstem/proto"
 	"github.com/brainstem/brainstem/proto/pki"
 	"github.com/brainstem/brainstem/search"
@@ -956,6 +958,20 @@ var policyOpen = auth.Policy{Readers: []string{"*"}, Writers: []string{"*"}}
 // getRoutes are brain_get's routing arguments: the shape of every route
 // (a wing, a note reference, a path), which testdata/routes.txt exercises.
 var getRoutes = []toolspec.RouteArg{{Arg: "wing", As: toolspec.RouteWing}, {Arg: "id", As: toolspec.RouteRef}, {Arg: "path", As: toolspec.RoutePath}}
+
+// routeWing parses args and routes them (rpc.Args.Route).
+func routeWing(args []byte, routes []toolspec.RouteArg) (wing string, ok bool, err error) {
+	a, err := rpc.ParseArgs(args)
+	if err != nil {
+		return "", false, err
+	}
+	return a.Route(routes)
+}
+
+// grantGet is route.GrantCache.GetKey for an identity's own key.
+func grantGet(ctx context.Context, c *route.GrantCache, id auth.Identity, w *route.Wing, requestID string) (route.Grant, bool, error) {
+	return c.GetKey(ctx, id, route.KeyOf(id), w, requestID)
+}
 
 // hitKey is what a test reads of a hit: its id and score.
 type hitKey struct {

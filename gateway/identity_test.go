@@ -20,7 +20,6 @@ import (
 	"github.com/brainstem/brainstem/gateway/config"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
-	"github.com/brainstem/brainstem/gateway/rpc"
 )
 
 // readCases reads a testdata attack list: one case per line, the expected
@@ -60,7 +59,7 @@ func readCases(t *testing.T, name string) [][2]string {
 func TestRouteWingCases(t *testing.T) {
 	for _, c := range readCases(t, "testdata/routes.txt") {
 		want, args := c[0], c[1]
-		wing, ok, err := rpc.RouteWing([]byte(args), getRoutes)
+		wing, ok, err := routeWing([]byte(args), getRoutes)
 		var got string
 		switch {
 		case err != nil:
@@ -178,7 +177,7 @@ func TestHeldCapsOutliveTheToken(t *testing.T) {
 	w := &route.Wing{Idx: 0, Name: "w", Client: fc}
 	sc := route.NewGrantCache([]*route.Wing{w}, 10, time.Hour, time.Minute, time.Second, func() time.Time { return now }, nopMetrics{}, slog.New(slog.DiscardHandler))
 	alice := auth.Identity{Email: "alice@acme.com", Groups: []string{"x"}, Expiry: now.Add(time.Hour)}
-	if _, _, err := sc.Get(context.Background(), alice, w, "r"); err != nil {
+	if _, _, err := grantGet(context.Background(), sc, alice, w, "r"); err != nil {
 		t.Fatal(err)
 	}
 	now = now.Add(11 * time.Minute)
@@ -195,7 +194,7 @@ func TestHeldCapsOutliveTheToken(t *testing.T) {
 	}
 	fc.deny.Store(true)
 	bob := auth.Identity{Email: "bob@acme.com", Expiry: now.Add(time.Hour)}
-	if _, _, err := sc.Get(context.Background(), bob, w, "r"); !errors.Is(err, route.ErrNotAdmitted) {
+	if _, _, err := grantGet(context.Background(), sc, bob, w, "r"); !errors.Is(err, route.ErrNotAdmitted) {
 		t.Fatalf("denied mint: %v", err)
 	}
 	if got := sc.Held(route.KeyOf(bob), w); got != 0 {

@@ -10,7 +10,6 @@ import (
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/edge"
 	"github.com/brainstem/brainstem/gateway/route"
-	"github.com/brainstem/brainstem/gateway/rpc"
 )
 
 // TestCatalogUnion: tools are the union by name over wings, the first wing
@@ -74,7 +73,7 @@ func FuzzRouteWing(f *testing.F) {
 		f.Add([]byte(s))
 	}
 	f.Fuzz(func(t *testing.T, args []byte) {
-		w, ok, err := rpc.RouteWing(args, getRoutes)
+		w, ok, err := routeWing(args, getRoutes)
 		if err != nil {
 			if e := edge.Classify(err, ""); e.Code != brain.CodeInvalidArgument {
 				t.Fatalf("routing error %v is not invalid_argument", err)

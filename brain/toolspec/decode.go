@@ -164,7 +164,7 @@ func (p *plan) decodeObject(dec *json.Decoder, v reflect.Value, where string) er
 			return syntaxErr(err)
 		}
 		key, _ := tok.(string)
-		i := p.indexOf(key)
+		i := slices.IndexFunc(p.args, func(a Arg) bool { return a.Name == key })
 		if i < 0 {
 			return p.unknown(key, where)
 		}
@@ -184,15 +184,6 @@ func (p *plan) defaults(v reflect.Value) {
 			v.FieldByIndex(p.fields[i].index).SetInt(int64(defaultInt(a)))
 		}
 	}
-}
-
-func (p *plan) indexOf(key string) int {
-	for i := range p.args {
-		if p.args[i].Name == key {
-			return i
-		}
-	}
-	return -1
 }
 
 func (p *plan) unknown(key, where string) error {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strconv"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -89,7 +90,7 @@ func Classify(err error, wing string) *Error {
 	}
 	where := "the shard"
 	if wing != "" {
-		where = "wing " + Quote(wing)
+		where = "wing " + strconv.Quote(wing)
 	}
 	if pe := (*proto.Error)(nil); errors.As(err, &pe) {
 		switch pe.Code {
@@ -139,7 +140,7 @@ func Classify(err error, wing string) *Error {
 // (unavailable), not that it was slow (timeout).
 func ClassifyShard(err error, wing string, connected func() bool) *Error {
 	if err != nil && errors.Is(err, context.DeadlineExceeded) && !connected() && proto.CodeOf(err) == 0 {
-		return &Error{Code: brain.CodeUnavailable, Message: "wing " + Quote(wing) + " is unreachable (no connection within shards.call_timeout); retry later or ask an operator to check the shard",
+		return &Error{Code: brain.CodeUnavailable, Message: "wing " + strconv.Quote(wing) + " is unreachable (no connection within shards.call_timeout); retry later or ask an operator to check the shard",
 			Err: errors.Join(ErrUnavailable, err)}
 	}
 	return Classify(err, wing)
@@ -193,7 +194,7 @@ func ClassifyCall(err, lost error, wing string, connected func() bool, op Call) 
 
 // RetryWith tells the agent how to retry a write whose fate is unknown.
 func RetryWith(key string) string {
-	return fmt.Sprintf(`Retry the same call with "idempotency_key": %s (the key it was sent with): it is applied at most once, and if it already happened you get its first answer`, Quote(key))
+	return fmt.Sprintf(`Retry the same call with "idempotency_key": %q (the key it was sent with): it is applied at most once, and if it already happened you get its first answer`, key)
 }
 
 // RefusedUnrun reports a shard's refusal of a request's bytes themselves:
@@ -373,5 +374,3 @@ func WriteRPCError(w http.ResponseWriter, id []byte, code int, e *Error) {
 	w.WriteHeader(http.StatusOK)
 	_, _ = w.Write(JSONRPCErrorBody(id, code, e.Message, e.Code))
 }
-
-func Quote(s string) string { return fmt.Sprintf("%q", s) }

@@ -208,15 +208,10 @@ func (c *GrantCache) Lookup(key Key, w *Wing) (g Grant, ok bool, err error) {
 	return g, true, nil
 }
 
-// Get returns the caller's grant for a wing, minting on a miss. fresh
-// reports whether it was minted for this call (shared mints count). A
-// remembered or new refusal is an *edge.Error with brain.CodeForbidden
-// wrapping ErrNotAdmitted.
-func (c *GrantCache) Get(ctx context.Context, id auth.Identity, w *Wing, requestID string) (g Grant, fresh bool, err error) {
-	return c.GetKey(ctx, id, KeyOf(id), w, requestID)
-}
-
-// GetKey is Get for a caller whose key (KeyOf(id)) is at hand.
+// GetKey returns the caller's grant for a wing (key is KeyOf(id)), minting
+// on a miss. fresh reports whether it was minted for this call (shared
+// mints count). A remembered or new refusal is an *edge.Error with
+// brain.CodeForbidden wrapping ErrNotAdmitted.
 func (c *GrantCache) GetKey(ctx context.Context, id auth.Identity, key Key, w *Wing, requestID string) (g Grant, fresh bool, err error) {
 	if g, ok, err := c.Lookup(key, w); ok {
 		return g, false, err

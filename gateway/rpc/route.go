@@ -73,12 +73,3 @@ func (a *Args) AgentKey() string {
 	}
 	return k
 }
-
-// RouteWing parses args and routes them (route).
-func RouteWing(args []byte, routes []toolspec.RouteArg) (wing string, ok bool, err error) {
-	a, err := ParseArgs(args)
-	if err != nil {
-		return "", false, err
-	}
-	return a.Route(routes)
-}
