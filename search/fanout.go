@@ -316,10 +316,8 @@ func (f *Fanout) Answer() []byte {
 // Refusal is the first wing's refusal of the query (Refused), nil when no
 // wing refused it.
 func (f *Fanout) Refusal() []byte {
-	for _, r := range f.Refused {
-		if r != nil {
-			return r
-		}
+	if i := slices.IndexFunc(f.Refused, func(r []byte) bool { return r != nil }); i >= 0 {
+		return f.Refused[i]
 	}
 	return nil
 }

@@ -71,8 +71,13 @@ func (s *Spec) Unmarshal(args []byte, dst any) error {
 	case legacy:
 		return s.unmarshalLegacy(trimmed, dst)
 	}
-	dec := json.NewDecoder(bytes.NewReader(trimmed))
-	if err := p.decodeObject(dec, v.Elem(), ""); err != nil {
+	return p.decodeAll(trimmed, v.Elem())
+}
+
+// decodeAll decodes args, one JSON object and nothing after it, into v.
+func (p *plan) decodeAll(args []byte, v reflect.Value) error {
+	dec := json.NewDecoder(bytes.NewReader(args))
+	if err := p.decodeObject(dec, v, ""); err != nil {
 		return err
 	}
 	if _, err := dec.Token(); err != io.EOF {
@@ -93,16 +98,20 @@ type fieldPlan struct {
 }
 
 // planFor returns the plan of the spec's arguments onto t, built once.
-func (s *Spec) planFor(t reflect.Type) *plan {
-	if p, ok := s.plans.Load(t); ok {
+func (s *Spec) planFor(t reflect.Type) *plan { return s.cachedPlan(t, s.Args, t, s.Name) }
+
+// cachedPlan returns the plan of args onto t, built once and kept under
+// key; where names the declaration in the panic of a programming error.
+func (s *Spec) cachedPlan(key any, args []Arg, t reflect.Type, where string) *plan {
+	if p, ok := s.plans.Load(key); ok {
 		return p.(*plan)
 	}
-	p, err := newPlan(s.Args, t)
+	np, err := newPlan(args, t)
 	if err != nil {
-		panic(fmt.Sprintf("toolspec: %s: %v", s.Name, err)) // declarations and types disagree: a programming error
+		panic(fmt.Sprintf("toolspec: %s: %v", where, err)) // declarations and types disagree: a programming error
 	}
-	s.plans.Store(t, p)
-	return p
+	p, _ := s.plans.LoadOrStore(key, np)
+	return p.(*plan)
 }
 
 func newPlan(args []Arg, t reflect.Type) (*plan, error) {
@@ -413,16 +422,8 @@ func (s *Spec) CheckItem(arg string, i int, item any) error {
 			continue
 		}
 		v := reflect.ValueOf(item).Elem()
-		key := itemKey{arg, v.Type()}
-		p, ok := s.plans.Load(key)
-		if !ok {
-			np, err := newPlan(a.Items.Props, v.Type())
-			if err != nil {
-				panic(fmt.Sprintf("toolspec: %s.%s: %v", s.Name, arg, err))
-			}
-			p, _ = s.plans.LoadOrStore(key, np)
-		}
-		return p.(*plan).check(v, fmt.Sprintf("%s[%d].", arg, i))
+		p := s.cachedPlan(itemKey{arg, v.Type()}, a.Items.Props, v.Type(), s.Name+"."+arg)
+		return p.check(v, fmt.Sprintf("%s[%d].", arg, i))
 	}
 	panic(fmt.Sprintf("toolspec: %s has no array of objects %q", s.Name, arg))
 }

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"io"
 	"maps"
 	"reflect"
 	"slices"
@@ -215,22 +214,9 @@ func quoted(names []string) string {
 func (s *Spec) unmarshalLegacy(args []byte, dst any) error {
 	l := s.Legacy.newArgs()
 	v := reflect.ValueOf(l).Elem()
-	key := legacyKey{v.Type()}
-	p, ok := s.plans.Load(key)
-	if !ok {
-		np, err := newPlan(s.Legacy.Args, v.Type())
-		if err != nil {
-			panic(fmt.Sprintf("toolspec: %s (legacy shape): %v", s.Name, err)) // a programming error
-		}
-		p, _ = s.plans.LoadOrStore(key, np)
-	}
-	lp := p.(*plan)
-	dec := json.NewDecoder(bytes.NewReader(args))
-	if err := lp.decodeObject(dec, v, ""); err != nil {
+	lp := s.cachedPlan(legacyKey{v.Type()}, s.Legacy.Args, v.Type(), s.Name+" (legacy shape)")
+	if err := lp.decodeAll(args, v); err != nil {
 		return err
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return invalid("the arguments must be one JSON object, with nothing after it")
 	}
 	if err := lp.check(v, ""); err != nil {
 		return err

@@ -212,15 +212,9 @@ func (s *LeanServer) leanParams(msg *Message, lb *Lean, p *CallParams) (args Arg
 // params once more for it): Mcp-Method is tools/call and Mcp-Name, decoded
 // from its header encoding, is the name.
 func standardHeadersMatch(h http.Header, name string) bool {
-	if h.Get(mcp.HeaderMethod) != string(mcp.MethodToolsCall) {
-		return false
-	}
 	hn := h.Get(mcp.HeaderName)
-	if hn == "" {
-		return false
-	}
 	decoded, ok := mcp.DecodeHeaderValue(hn)
-	return ok && decoded == name
+	return h.Get(mcp.HeaderMethod) == string(mcp.MethodToolsCall) && hn != "" && ok && decoded == name
 }
 
 func writeAnswer(w http.ResponseWriter, log *slog.Logger, b []byte) {
@@ -294,14 +288,7 @@ const (
 
 func newTextAnswers(info mcp.Implementation, stamped bool) (*textAnswers, error) {
 	var t textAnswers
-	tm, err := json.Marshal(textMarker)
-	if err != nil {
-		return nil, err
-	}
-	sm, err := json.Marshal(structuredMarker)
-	if err != nil {
-		return nil, err
-	}
+	tm, sm := []byte(`"\u0000brainstem:text\u0000"`), []byte(`"\u0000brainstem:structured\u0000"`) // the markers as encoding/json writes them
 	for v := range t.parts {
 		res := mcp.NewToolResultText(textMarker)
 		res.IsError = v == 1

@@ -270,16 +270,12 @@ func (wt *Watcher) NotifyForTest(ctx context.Context, email string, s server.Cli
 // note of a changed wing whose content hash moved (created, changed,
 // moved away or archived, or no longer readable by the listener).
 func (wt *Watcher) notifyUpdated(ctx context.Context, l *listener, changed []*route.Wing) {
-	in := map[string]bool{}
-	for _, w := range changed {
-		in[w.Name] = true
-	}
 	l.mu.Lock()
 	uris := slices.Collect(maps.Keys(l.hashes))
 	l.mu.Unlock()
 	for _, uri := range uris {
 		id, err := brain.ParseNoteURI(uri)
-		if err != nil || !in[id.Wing] {
+		if err != nil || !slices.ContainsFunc(changed, func(w *route.Wing) bool { return w.Name == id.Wing }) {
 			continue
 		}
 		h := wt.noteHash(ctx, l, uri)
