@@ -2,6 +2,7 @@ package toolspec
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"regexp"
@@ -43,12 +44,7 @@ type PromptMessage struct {
 var placeholder = regexp.MustCompile(`\{\{([a-z_]+)\}\}`)
 
 // Capability returns the capability the prompt is for (read when unset).
-func (p *Prompt) Capability() brain.Caps {
-	if p.Needs == 0 {
-		return brain.CapRead
-	}
-	return p.Needs
-}
+func (p *Prompt) Capability() brain.Caps { return cmp.Or(p.Needs, brain.CapRead) }
 
 // Validate checks the declaration: a name and description, string
 // arguments declared once, messages whose roles are MCP's and whose
@@ -136,8 +132,7 @@ func (p *Prompt) DecodeArgs(raw []byte) (map[string]string, error) {
 	}
 	out := make(map[string]string, len(got))
 	for k, v := range got {
-		a := p.arg(k)
-		if a == nil {
+		if !hasArg(p.Args, k) {
 			return nil, invalid("unknown argument %q; the arguments of %s are: %s", k, p.Name, ArgNames(p.Args))
 		}
 		if string(v) == "null" {
@@ -156,15 +151,6 @@ func (p *Prompt) DecodeArgs(raw []byte) (map[string]string, error) {
 		}
 	}
 	return out, nil
-}
-
-func (p *Prompt) arg(name string) *Arg {
-	for i := range p.Args {
-		if p.Args[i].Name == name {
-			return &p.Args[i]
-		}
-	}
-	return nil
 }
 
 // NotString refuses the JSON value raw given for the string argument

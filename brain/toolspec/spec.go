@@ -20,6 +20,7 @@
 package toolspec
 
 import (
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"reflect"
@@ -146,12 +147,7 @@ type CrossLinks struct {
 const FanoutSearch = "search"
 
 // Capability returns the capability the tool needs (read when unset).
-func (s *Spec) Capability() brain.Caps {
-	if s.Needs == 0 {
-		return brain.CapRead
-	}
-	return s.Needs
-}
+func (s *Spec) Capability() brain.Caps { return cmp.Or(s.Needs, brain.CapRead) }
 
 // Writes reports whether the tool changes the wing: it needs write or
 // curate. Such calls carry an idempotency key (brain.IdempotencyKeyArg).
