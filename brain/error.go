@@ -43,13 +43,7 @@ func Wrap(err error, code Code, format string, args ...any) *Error {
 }
 
 // As returns the first *Error in err's chain: the failure to show.
-func As(err error) (*Error, bool) {
-	var e *Error
-	if errors.As(err, &e) {
-		return e, true
-	}
-	return nil, false
-}
+func As(err error) (*Error, bool) { return errors.AsType[*Error](err) }
 
 // ErrorBody is the JSON document of a tool error result (MCP isError):
 // {"error":{"code":"…","message":"…"}}, exactly these fields in this order.

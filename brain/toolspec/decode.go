@@ -305,8 +305,7 @@ func WrongType(name string, want Type, got string) error {
 
 // typeErr maps a failure to decode one value.
 func typeErr(name string, err error) error {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) {
+	if te, ok := errors.AsType[*json.UnmarshalTypeError](err); ok {
 		return invalid("argument %q must be %s, not %s", name, jsonType(te.Type), te.Value)
 	}
 	return syntaxErr(err)

@@ -64,8 +64,7 @@ func CloseUnread(w http.ResponseWriter, r *http.Request, hasBody bool) {
 func (e *Edge) refuseAuth(q *Request, err error) {
 	a := authRefusalOf(err)
 	e.AuthFailures.WithLabelValues(a.kind).Inc()
-	var se *sso.Error
-	errors.As(err, &se)
+	se, _ := errors.AsType[*sso.Error](err)
 	var issuer string
 	if se != nil {
 		issuer = se.Issuer
@@ -150,8 +149,8 @@ type authRefusal struct {
 // authRefusalOf decides the answer to a token refused with err: an
 // *sso.Error, or a context error when verification did not finish in time.
 func authRefusalOf(err error) authRefusal {
-	var se *sso.Error
-	if !errors.As(err, &se) {
+	se, ok := errors.AsType[*sso.Error](err)
+	if !ok {
 		if errors.Is(err, context.DeadlineExceeded) || errors.Is(err, context.Canceled) {
 			return authRefusal{status: http.StatusServiceUnavailable, code: "temporarily_unavailable", retryAfter: retrySeconds(0),
 				description: "token verification did not finish in time; retry shortly", kind: "timeout"}

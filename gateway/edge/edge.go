@@ -224,8 +224,7 @@ func (e *Edge) body(q *Request, env Envelope) bool {
 // refuseBody answers a body that could not be read: too large (413), or
 // not received in time or broken (400, and the connection closed).
 func (e *Edge) refuseBody(q *Request, err error) {
-	var mbe *http.MaxBytesError
-	if errors.As(err, &mbe) {
+	if _, ok := errors.AsType[*http.MaxBytesError](err); ok {
 		Refuse(&q.Rec, ErrBodyTooLarge, nil, fmt.Sprintf("request body exceeds %d bytes (limits.max_body_bytes)", e.cfg.MaxBodyBytes))
 		return
 	}

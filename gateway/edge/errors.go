@@ -81,8 +81,7 @@ func Classify(err error, wing string) *Error {
 	if err == nil {
 		return nil
 	}
-	var ge *Error
-	if errors.As(err, &ge) {
+	if ge, ok := errors.AsType[*Error](err); ok {
 		return ge
 	}
 	if be, ok := brain.As(err); ok { // a refusal by the contract's rules (a tool's spec): safe to show
@@ -92,7 +91,7 @@ func Classify(err error, wing string) *Error {
 	if wing != "" {
 		where = "wing " + strconv.Quote(wing)
 	}
-	if pe := (*proto.Error)(nil); errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*proto.Error](err); ok {
 		switch pe.Code {
 		case proto.CodeForbidden:
 			return &Error{Code: brain.CodeForbidden, Message: where + " refused: " + pe.Message, Err: errors.Join(ErrForbidden, err)}

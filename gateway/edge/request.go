@@ -24,18 +24,10 @@ const maxRequestIDLen = 128
 
 // RequestID returns a sane client-supplied X-Request-Id or a new random one.
 func RequestID(h string) string {
-	if h != "" && len(h) <= maxRequestIDLen {
-		ok := true
-		for i := 0; i < len(h); i++ {
-			c := h[i]
-			if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':') {
-				ok = false
-				break
-			}
-		}
-		if ok {
-			return h
-		}
+	if h != "" && len(h) <= maxRequestIDLen && !strings.ContainsFunc(h, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '-' || c == '_' || c == '.' || c == ':')
+	}) {
+		return h
 	}
 	var b [12]byte
 	_, _ = rand.Read(b[:])
@@ -65,12 +57,7 @@ func (s *StatusRecorder) Flush() {
 }
 
 // Status is the status written so far, 200 when none was.
-func (s *StatusRecorder) Status() int {
-	if s.status == 0 {
-		return http.StatusOK
-	}
-	return s.status
-}
+func (s *StatusRecorder) Status() int { return cmp.Or(s.status, http.StatusOK) }
 
 // Unwrap lets http.ResponseController reach the real writer.
 func (s *StatusRecorder) Unwrap() http.ResponseWriter { return s.ResponseWriter }

@@ -30,8 +30,7 @@ func EndShardSpan(span trace.Span, err error) {
 		return
 	}
 	if err != nil {
-		var e *edge.Error
-		if errors.As(err, &e) {
+		if e, ok := errors.AsType[*edge.Error](err); ok {
 			span.SetAttributes(tracing.KeyCode.String(string(e.Code)))
 		} else if c := proto.CodeOf(err); c != 0 {
 			span.SetAttributes(tracing.KeyCode.String(c.String()))

@@ -100,8 +100,7 @@ func (p *Pending) Create() error {
 		}
 		return SyncDir(dir)
 	}
-	var le *os.LinkError
-	if errors.As(err, &le) && errors.Is(le.Err, fs.ErrExist) {
+	if le, ok := errors.AsType[*os.LinkError](err); ok && errors.Is(le.Err, fs.ErrExist) {
 		return fmt.Errorf("%s: %w", filepath.Base(p.path), fs.ErrExist)
 	}
 	if !errors.Is(err, errors.ErrUnsupported) && !errors.Is(err, fs.ErrPermission) {
