@@ -44,6 +44,9 @@ func (c *compactor[S]) fail(what string) error {
 	return errors.Join(ErrSyntax, errors.New(what+" at offset "+strconv.Itoa(c.i)))
 }
 
+// failAt is fail with the offset moved to i.
+func (c *compactor[S]) failAt(i int, what string) error { c.i = i; return c.fail(what) }
+
 func (c *compactor[S]) space() { c.i = SkipSpace(c.src, c.i) }
 
 // document reads one value and then only white space, iteratively, so
@@ -54,6 +57,7 @@ func (c *compactor[S]) document() error {
 		if c.i >= len(c.src) {
 			return c.fail("unexpected end of JSON input")
 		}
+		var err error
 		switch b := c.src[c.i]; b {
 		case '{', '[':
 			if len(c.stack) >= MaxDepth {
@@ -76,25 +80,18 @@ func (c *compactor[S]) document() error {
 			}
 			continue // the first value of the container
 		case '"':
-			if err := c.str(); err != nil {
-				return err
-			}
+			err = c.str()
 		case 't':
-			if err := c.literal("true"); err != nil {
-				return err
-			}
+			err = c.literal("true")
 		case 'f':
-			if err := c.literal("false"); err != nil {
-				return err
-			}
+			err = c.literal("false")
 		case 'n':
-			if err := c.literal("null"); err != nil {
-				return err
-			}
+			err = c.literal("null")
 		default:
-			if err := c.number(); err != nil {
-				return err
-			}
+			err = c.number()
+		}
+		if err != nil {
+			return err
 		}
 		if done, err := c.afterValue(); done || err != nil {
 			return err
@@ -178,25 +175,21 @@ func (c *compactor[S]) str() error {
 			return nil
 		case b == '\\':
 			if i+1 >= len(src) {
-				c.i = i
-				return c.fail("unexpected end of JSON input")
+				return c.failAt(i, "unexpected end of JSON input")
 			}
 			switch src[i+1] {
 			case '"', '\\', '/', 'b', 'f', 'n', 'r', 't':
 				i += 2
 			case 'u':
 				if len(src)-i < 6 || !isHex(src[i+2]) || !isHex(src[i+3]) || !isHex(src[i+4]) || !isHex(src[i+5]) {
-					c.i = i
-					return c.fail("invalid character in \\u hexadecimal character escape")
+					return c.failAt(i, "invalid character in \\u hexadecimal character escape")
 				}
 				i += 6
 			default:
-				c.i = i
-				return c.fail("invalid character in string escape code")
+				return c.failAt(i, "invalid character in string escape code")
 			}
 		case b < 0x20:
-			c.i = i
-			return c.fail("invalid character in string literal")
+			return c.failAt(i, "invalid character in string literal")
 		case b == '<' || b == '>' || b == '&':
 			c.dst = append(c.dst, src[start:i]...)
 			c.dst = append(c.dst, '\\', 'u', '0', '0', hex[b>>4], hex[b&0xF])
@@ -211,8 +204,7 @@ func (c *compactor[S]) str() error {
 			i++
 		}
 	}
-	c.i = i
-	return c.fail("unexpected end of JSON input")
+	return c.failAt(i, "unexpected end of JSON input")
 }
 
 func isHex(b byte) bool {
@@ -233,8 +225,7 @@ func (c *compactor[S]) number() error {
 	case i < len(src) && '1' <= src[i] && src[i] <= '9':
 		i = digits(src, i)
 	default:
-		c.i = i
-		return c.fail("invalid character looking for beginning of value")
+		return c.failAt(i, "invalid character looking for beginning of value")
 	}
 	for _, part := range [...]struct {
 		starts func(byte) bool
@@ -252,8 +243,7 @@ func (c *compactor[S]) number() error {
 			i++
 		}
 		if i >= len(src) || !isDigit(src[i]) {
-			c.i = i
-			return c.fail("invalid character " + part.what)
+			return c.failAt(i, "invalid character "+part.what)
 		}
 		i = digits(src, i)
 	}

@@ -94,10 +94,10 @@ func Parse(lookup func(string) (string, bool)) (Settings, error) {
 	if exporter != "" && exporter != "otlp" && exporter != "none" {
 		errs = append(errs, fmt.Errorf("%w: %s=%q; use otlp or none", ErrExporter, EnvExporter, exporter))
 	}
-	errs = append(errs, checkProtocol(firstSet(get, EnvTracesProtocol, EnvProtocol)))
+	errs = append(errs, checkProtocol(cmp.Or(get(EnvTracesProtocol), get(EnvProtocol))))
 	s.Endpoint, err = endpoint(get)
 	errs = append(errs, err)
-	s.Headers, err = ParseHeaders(firstSet(get, EnvTracesHeaders, EnvHeaders))
+	s.Headers, err = ParseHeaders(cmp.Or(get(EnvTracesHeaders), get(EnvHeaders)))
 	errs = append(errs, err)
 	s.Sampler, s.Ratio, err = ParseSampler(get(EnvSampler), get(EnvSamplerArg))
 	errs = append(errs, err)
@@ -106,16 +106,6 @@ func Parse(lookup func(string) (string, bool)) (Settings, error) {
 	}
 	s.Enabled = !disabled && exporter != "none" && s.Endpoint != ""
 	return s, nil
-}
-
-// firstSet returns the value of the first of names that is set.
-func firstSet(get func(string) string, names ...string) string {
-	for _, n := range names {
-		if v := get(n); v != "" {
-			return v
-		}
-	}
-	return ""
 }
 
 func parseBool(name, v string) (bool, error) {
@@ -182,15 +172,9 @@ func ParseHeaders(v string) (map[string]string, error) {
 
 // validHeaderName: an HTTP token.
 func validHeaderName(k string) bool {
-	if k == "" {
-		return false
-	}
-	for _, c := range []byte(k) {
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
+	return k != "" && !strings.ContainsFunc(k, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.ContainsRune("!#$%&'*+-.^_`|~", c))
+	})
 }
 
 // ParseSampler parses OTEL_TRACES_SAMPLER and its argument: the sampler
