@@ -89,9 +89,7 @@ func (d *Decoder) Bytes(field string, limit int) []byte {
 		d.Fail("%s: length %d exceeds the %d bytes left", field, n, len(d.b))
 		return nil
 	}
-	v := d.b[:n:n]
-	d.b = d.b[n:]
-	return v
+	return d.Fixed(field, int(n))
 }
 
 // String reads a length-prefixed string of at most limit bytes.
