@@ -126,9 +126,7 @@ func (m *metrics) lostRetry(wing string, write bool) {
 	}
 	m.lostRetries.WithLabelValues(wing).Inc()
 }
-func (m *metrics) tokenRejected(wing, kind string) {
-	m.rejected.WithLabelValues(wing, kind).Inc()
-}
+func (m *metrics) tokenRejected(wing, kind string) { m.rejected.WithLabelValues(wing, kind).Inc() }
 func (m *metrics) call(tool, wing, outcome string, d time.Duration) {
 	m.calls.WithLabelValues(tool, wing, outcome).Inc()
 	m.latency.WithLabelValues(tool, wing).Observe(d.Seconds())

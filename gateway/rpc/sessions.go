@@ -1,6 +1,7 @@
 package rpc
 
 import (
+	"cmp"
 	"net/http"
 	"time"
 
@@ -69,11 +70,7 @@ func (s *LeanServer) SessionServed(h, rh http.Header, status int) {
 	if mcp.IsModernProtocol(h.Get(mcp.HeaderProtocolVersion)) || status == http.StatusNotFound || status == http.StatusBadRequest {
 		return
 	}
-	id := rh.Get(server.HeaderKeySessionID) // set on an initialize's answer
-	if id == "" {
-		id = h.Get(server.HeaderKeySessionID)
-	}
-	if id != "" {
+	if id := cmp.Or(rh.Get(server.HeaderKeySessionID), h.Get(server.HeaderKeySessionID)); id != "" { // rh's: set on an initialize's answer
 		s.sessions.seen.Add(id, s.sessions.now().UnixNano())
 	}
 }
