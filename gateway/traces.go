@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"encoding/json"
+	"strings"
 	"time"
 
 	"go.opentelemetry.io/otel/codes"
@@ -60,22 +61,16 @@ func spanMethod(m string) string {
 	if m == "" {
 		return "request"
 	}
-	if len(m) > maxSpanMethod {
+	if len(m) > maxSpanMethod || strings.ContainsFunc(m, func(c rune) bool {
+		return !(c >= 'a' && c <= 'z' || c == '/' || c == '_' || c == '-' || c >= 'A' && c <= 'Z')
+	}) {
 		return "other"
-	}
-	for _, c := range []byte(m) {
-		if !(c >= 'a' && c <= 'z' || c == '/' || c == '_' || c == '-' || c >= 'A' && c <= 'Z') {
-			return "other"
-		}
 	}
 	return m
 }
 
 // metaTraceparent is params._meta.traceparent, or "".
 func metaTraceparent(params []byte) string {
-	if len(params) == 0 {
-		return ""
-	}
 	var p struct {
 		Meta struct {
 			Traceparent string `json:"traceparent"`
@@ -94,11 +89,7 @@ func (g *Gateway) spanRecord(span trace.Span, rec *auditRecord) {
 	span.SetAttributes(tracing.KeyTool.String(rec.Tool), tracing.KeyWing.String(rec.Wing),
 		tracing.KeyCode.String(rec.Outcome), tracing.KeyBytes.Int(rec.BytesOut), tracing.KeyBytesIn.Int(rec.BytesIn))
 	if g.traceSensitive {
-		args := rec.Args
-		if len(args) > maxSensitiveArgs {
-			args = args[:maxSensitiveArgs]
-		}
-		span.SetAttributes(tracing.KeyArgs.String(string(args)))
+		span.SetAttributes(tracing.KeyArgs.String(string(rec.Args[:min(len(rec.Args), maxSensitiveArgs)])))
 	}
 	if rec.Err != nil {
 		span.SetStatus(codes.Error, "")

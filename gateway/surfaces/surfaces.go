@@ -1,6 +1,7 @@
 package surfaces
 
 import (
+	"cmp"
 	"context"
 	"strings"
 	"sync/atomic"
@@ -92,12 +93,8 @@ func (s *Surfaces) NoWing(ctx context.Context, c route.Caller, name string) *edg
 			reach = append(reach, s.Wings[i].Name)
 		}
 	}
-	list := "none"
-	if len(reach) > 0 {
-		list = strings.Join(reach, ", ")
-	}
 	return edge.NewError(brain.CodeUnknownWing, edge.ErrUnknownWing,
-		"there is no wing %q that you can reach; wings you can reach: %s (a wing's curators grant access)", name, list)
+		"there is no wing %q that you can reach; wings you can reach: %s (a wing's curators grant access)", name, cmp.Or(strings.Join(reach, ", "), "none"))
 }
 
 // writes reports whether a call of tool changes a wing (route.Spec.Writes).
