@@ -77,9 +77,7 @@ func reject(sentinel error, format string, args ...any) error {
 }
 
 func tooLong(what, s string, limit int) error {
-	return &Error{Code: CodeInvalidArgument,
-		Message: fmt.Sprintf("%s is %d bytes, the limit is %d (%s)", what, len(s), limit, Preview(s)),
-		Err:     errors.Join(ErrInvalidName, ErrTooLong)}
+	return reject(errors.Join(ErrInvalidName, ErrTooLong), "%s is %d bytes, the limit is %d (%s)", what, len(s), limit, Preview(s))
 }
 
 // Preview quotes s for an error message, cut to a readable length.
@@ -245,9 +243,7 @@ func ValidVersion(s string) error {
 // "./", backslashes or case folding.
 func ParseID(s string) (ID, error) {
 	if len(s) > MaxPathLen {
-		return ID{}, &Error{Code: CodeInvalidArgument,
-			Message: fmt.Sprintf("note id is %d bytes, the limit is %d", len(s), MaxPathLen),
-			Err:     errors.Join(ErrInvalidName, ErrTooLong)}
+		return ID{}, reject(errors.Join(ErrInvalidName, ErrTooLong), "note id is %d bytes, the limit is %d", len(s), MaxPathLen)
 	}
 	parts := strings.Split(s, "/")
 	if strings.HasPrefix(s, "/") || strings.Contains(s, `\`) || slices.Contains(parts, "..") || slices.Contains(parts, ".") {
@@ -355,9 +351,7 @@ func ValidPath(rel string) (top, wing string, err error) {
 		return "", "", reject(ErrInvalidName, "empty path: want <top>/<wing>/..., top being wiki, inbox or sessions")
 	}
 	if len(rel) > MaxPathLen {
-		return "", "", &Error{Code: CodeInvalidArgument,
-			Message: fmt.Sprintf("path is %d bytes, the limit is %d", len(rel), MaxPathLen),
-			Err:     ErrTooLong}
+		return "", "", reject(ErrTooLong, "path is %d bytes, the limit is %d", len(rel), MaxPathLen)
 	}
 	if strings.IndexByte(rel, 0) >= 0 {
 		return "", "", reject(ErrInvalidName, "path %s contains a NUL byte", Preview(rel))
@@ -401,9 +395,7 @@ func validSegment(seg string) error {
 		return reject(ErrInvalidName, "empty path segment (doubled or trailing '/'): a path segment is %s", SegmentRule)
 	}
 	if len(seg) > MaxSegmentLen {
-		return &Error{Code: CodeInvalidArgument,
-			Message: fmt.Sprintf("path segment is %d bytes, the limit is %d (%s)", len(seg), MaxSegmentLen, Preview(seg)),
-			Err:     errors.Join(ErrInvalidName, ErrTooLong)}
+		return reject(errors.Join(ErrInvalidName, ErrTooLong), "path segment is %d bytes, the limit is %d (%s)", len(seg), MaxSegmentLen, Preview(seg))
 	}
 	for i := 0; i < len(seg); i++ {
 		if !isPortable(seg[i]) {

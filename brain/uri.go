@@ -29,8 +29,7 @@ var ErrBadURI = errors.New("brain: not a note URI")
 // CodeInvalidArgument saying what is wrong.
 func ParseNoteURI(s string) (ID, error) {
 	if len(s) > MaxURILen {
-		return ID{}, &Error{Code: CodeInvalidArgument, Err: errors.Join(ErrBadURI, ErrTooLong),
-			Message: fmt.Sprintf("resource URI is %d bytes, the limit is %d", len(s), MaxURILen)}
+		return ID{}, reject(errors.Join(ErrBadURI, ErrTooLong), "resource URI is %d bytes, the limit is %d", len(s), MaxURILen)
 	}
 	rest, ok := strings.CutPrefix(s, URIScheme)
 	if !ok {

@@ -35,8 +35,7 @@ func Merge(ranks []WingRank, answered []bool, limit int) []Pick {
 		}
 	}
 	sort.SliceStable(all, func(i, j int) bool { return all[i].Less(all[j].Ranked) })
-	all = all[:min(len(all), limit)]
-	return all
+	return all[:min(len(all), limit)]
 }
 
 // EnvelopeFor writes the answer to q of a cross-wing search by hand, so
