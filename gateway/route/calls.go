@@ -5,7 +5,6 @@ import (
 	"crypto/rand"
 	"encoding/hex"
 	"errors"
-	"fmt"
 	"log/slog"
 	"time"
 
@@ -139,8 +138,8 @@ func (s *Sender) send(ctx context.Context, c Caller, w *Wing, op Op, gr Grant, f
 			s.TokenRejected(w.Name, "fresh")
 			if freshRejected >= maxFreshTries {
 				c.Logger().Warn("wing keeps rejecting freshly minted tokens", "wing", w.Name, "tries", freshRejected, "err", err)
-				return lost, &edge.Error{Code: brain.CodeUnavailable, Err: errors.Join(edge.ErrTokenRejected, err),
-					Message: fmt.Sprintf("wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.Name, freshRejected)}
+				return lost, edge.NewError(brain.CodeUnavailable, errors.Join(edge.ErrTokenRejected, err),
+					"wing %q rejected %d freshly minted tokens (its signing key may be rotating); retry in a minute or ask an operator to check the shard", w.Name, freshRejected)
 			}
 			if err := pause.For(ctx, s.RetryBase<<(freshRejected-1)); err != nil {
 				return lost, err
