@@ -1,6 +1,7 @@
 package gateway
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -144,13 +145,8 @@ func (g *Gateway) finish(ctx context.Context, ci *callInfo, rec *auditRecord, re
 // or a resources or prompts request (rec.Tool is then the method).
 func (g *Gateway) finishRecord(ctx context.Context, ci *callInfo, rec *auditRecord, start time.Time) {
 	lat := time.Since(start)
-	rec.Time = g.now()
-	rec.RequestID = ci.RequestID
-	rec.Email = ci.ID.Email
-	rec.Latency = lat
-	if rec.Outcome == "" {
-		rec.Outcome = "ok"
-	}
+	rec.Time, rec.RequestID, rec.Email, rec.Latency = g.now(), ci.RequestID, ci.ID.Email, lat
+	rec.Outcome = cmp.Or(rec.Outcome, "ok")
 	g.metrics.call(rec.Tool, g.wingLabel(rec.Wing), rec.Outcome, lat)
 	if g.tracer != nil {
 		if span := trace.SpanFromContext(ctx); span.IsRecording() {
