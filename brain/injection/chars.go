@@ -54,41 +54,26 @@ func invisible(c class) bool {
 
 // charName names the characters the rules flag most often.
 func charName(r rune) string {
-	switch r {
-	case 0x202a:
-		return "LEFT-TO-RIGHT EMBEDDING"
-	case 0x202b:
-		return "RIGHT-TO-LEFT EMBEDDING"
-	case 0x202c:
-		return "POP DIRECTIONAL FORMATTING"
-	case 0x202d:
-		return "LEFT-TO-RIGHT OVERRIDE"
-	case 0x202e:
-		return "RIGHT-TO-LEFT OVERRIDE"
-	case 0x2066:
-		return "LEFT-TO-RIGHT ISOLATE"
-	case 0x2067:
-		return "RIGHT-TO-LEFT ISOLATE"
-	case 0x2068:
-		return "FIRST STRONG ISOLATE"
-	case 0x2069:
-		return "POP DIRECTIONAL ISOLATE"
-	case 0x200b:
-		return "ZERO WIDTH SPACE"
-	case 0x200c:
-		return "ZERO WIDTH NON-JOINER"
-	case 0x200d:
-		return "ZERO WIDTH JOINER"
-	case 0x200e:
-		return "LEFT-TO-RIGHT MARK"
-	case 0x200f:
-		return "RIGHT-TO-LEFT MARK"
-	case 0x2060:
-		return "WORD JOINER"
-	case 0xfeff:
-		return "ZERO WIDTH NO-BREAK SPACE"
-	case 0x00ad:
-		return "SOFT HYPHEN"
+	if n, ok := map[rune]string{
+		0x202a: "LEFT-TO-RIGHT EMBEDDING",
+		0x202b: "RIGHT-TO-LEFT EMBEDDING",
+		0x202c: "POP DIRECTIONAL FORMATTING",
+		0x202d: "LEFT-TO-RIGHT OVERRIDE",
+		0x202e: "RIGHT-TO-LEFT OVERRIDE",
+		0x2066: "LEFT-TO-RIGHT ISOLATE",
+		0x2067: "RIGHT-TO-LEFT ISOLATE",
+		0x2068: "FIRST STRONG ISOLATE",
+		0x2069: "POP DIRECTIONAL ISOLATE",
+		0x200b: "ZERO WIDTH SPACE",
+		0x200c: "ZERO WIDTH NON-JOINER",
+		0x200d: "ZERO WIDTH JOINER",
+		0x200e: "LEFT-TO-RIGHT MARK",
+		0x200f: "RIGHT-TO-LEFT MARK",
+		0x2060: "WORD JOINER",
+		0xfeff: "ZERO WIDTH NO-BREAK SPACE",
+		0x00ad: "SOFT HYPHEN",
+	}[r]; ok {
+		return n
 	}
 	switch classify(r) {
 	case tag:
