@@ -2,6 +2,7 @@ package injection
 
 import (
 	"bytes"
+	"slices"
 	"strings"
 )
 
@@ -109,10 +110,8 @@ func urlFinding(u string) string {
 		if secretName(name) {
 			return "a URL carrying a secret in its query (" + name + "=…)"
 		}
-		for _, t := range []string{"$(", "${", "{{", "%7b%7b", "%24%28", "%24%7b"} {
-			if strings.Contains(value, t) {
-				return "a URL whose query is filled in from a command or a template (" + name + "=…)"
-			}
+		if slices.ContainsFunc([]string{"$(", "${", "{{", "%7b%7b", "%24%28", "%24%7b"}, func(t string) bool { return strings.Contains(value, t) }) {
+			return "a URL whose query is filled in from a command or a template (" + name + "=…)"
 		}
 	}
 	return ""
@@ -126,14 +125,7 @@ func secretName(name string) bool {
 		}
 		return r
 	}, name)
-	for _, part := range []string{"token", "secret", "passw", "apikey", "accesskey", "privatekey", "credential", "sessionid", "signature", "amzsecurity"} {
-		if strings.Contains(n, part) {
-			return true
-		}
-	}
-	switch n {
-	case "key", "pwd", "pass", "auth", "authorization", "bearer", "session", "sid", "cookie", "sig", "jwt":
-		return true
-	}
-	return false
+	return slices.ContainsFunc([]string{"token", "secret", "passw", "apikey", "accesskey", "privatekey", "credential", "sessionid", "signature", "amzsecurity"},
+		func(part string) bool { return strings.Contains(n, part) }) ||
+		slices.Contains([]string{"key", "pwd", "pass", "auth", "authorization", "bearer", "session", "sid", "cookie", "sig", "jwt"}, n)
 }
