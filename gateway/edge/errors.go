@@ -264,19 +264,16 @@ func JSONRPCErrorBody(id []byte, code int, message string, toolCode brain.Code) 
 	if len(id) == 0 {
 		id = []byte("null")
 	}
-	body, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-			Data    *data  `json:"data,omitempty"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: json.RawMessage(id), Error: struct {
+	type rpcError struct {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 		Data    *data  `json:"data,omitempty"`
-	}{code, message, d}})
+	}
+	body, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   rpcError        `json:"error"`
+	}{JSONRPC: "2.0", ID: json.RawMessage(id), Error: rpcError{code, message, d}})
 	return body
 }
 

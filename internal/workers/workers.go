@@ -144,9 +144,8 @@ func (p *Pool) Close() {
 	defer p.mu.Unlock()
 	p.closed = true
 	p.timer.Stop()
-	for i, w := range p.idle {
+	for _, w := range p.idle {
 		close(w.work)
-		p.idle[i] = nil
 	}
 	p.idle = nil
 }
