@@ -62,14 +62,7 @@ const (
 func Scopes() []string { return []string{ScopeWiki, ScopeInbox, ScopeAll} }
 
 // ScopeIndex is the position of scope in Scopes (0 for an unknown one).
-func ScopeIndex(scope string) int {
-	for i, s := range Scopes() {
-		if s == scope {
-			return i
-		}
-	}
-	return 0
-}
+func ScopeIndex(scope string) int { return max(slices.Index(Scopes(), scope), 0) }
 
 // Args are brain_query's arguments as the JSON carries them.
 type Args struct {

@@ -1,6 +1,9 @@
 package search
 
-import "sync"
+import (
+	"maps"
+	"sync"
+)
 
 // Replica is the gateway's copy of each wing's statistics of the terms
 // queried lately, each wing's at the generation it last reported. A search
@@ -60,7 +63,5 @@ func (r *Replica) Put(wing int, gen uint64, st Stats) {
 		*ws = wingStats{gen: gen, df: make(map[string]int64, len(st.DocFreq))}
 	}
 	ws.docs, ws.total = st.Docs, st.TotalLength
-	for t, n := range st.DocFreq {
-		ws.df[t] = n
-	}
+	maps.Copy(ws.df, st.DocFreq)
 }

@@ -35,9 +35,7 @@ const MaxQueryTerms = 64
 // removed. Invalid UTF-8 separates tokens. The returned terms are valid UTF-8.
 func Tokenize(s string) []string {
 	var out []string
-	ForEachToken(s, func(tok string, _, _ int) {
-		out = append(out, tok)
-	})
+	ForEachToken(s, func(tok string, _, _ int) { out = append(out, tok) })
 	return out
 }
 
