@@ -200,9 +200,6 @@ func RetryWith(key string) string {
 // malformed, too large, a tool it does not know. A request refused so was
 // not run, and an identical earlier sending was refused alike.
 func RefusedUnrun(err error) bool {
-	if err == nil {
-		return false
-	}
 	switch proto.CodeOf(err) {
 	case proto.CodeBadRequest, proto.CodeTooLarge, proto.CodeUnknownTool, proto.CodeUnknownMethod:
 		return true
