@@ -31,10 +31,6 @@ type connMark struct {
 
 type connMarkKey struct{}
 
-func NewConnTracker(max int) *ConnTracker {
-	return &ConnTracker{max: max, marks: map[net.Conn]*connMark{}}
-}
-
 // ConnContext is http.Server.ConnContext: it runs before the connection's
 // StateNew hook.
 func (t *ConnTracker) ConnContext(ctx context.Context, c net.Conn) context.Context {

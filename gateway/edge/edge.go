@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"os"
 	"slices"
@@ -94,7 +95,7 @@ type Edge struct {
 
 // New builds the edge.
 func New(cfg Config, d Deps) (*Edge, error) {
-	e := &Edge{Deps: d, cfg: cfg, Conns: NewConnTracker(cfg.MaxUnauthenticatedConns)}
+	e := &Edge{Deps: d, cfg: cfg, Conns: &ConnTracker{max: cfg.MaxUnauthenticatedConns, marks: map[net.Conn]*connMark{}}}
 	var err error
 	if e.emailLimits, err = lru.New[string, *rate.Limiter](cfg.Callers); err != nil {
 		return nil, fmt.Errorf("gateway: %w", err)

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -34,12 +35,8 @@ const sessionIDVersion = "bs1"
 var errSessionNotYours = errors.New("gateway: session id not issued to this caller")
 
 func sessionTag(nonce []byte, email string) []byte {
-	h := sha256.New()
-	h.Write([]byte("brainstem/session-id/1\x00"))
-	h.Write(nonce)
-	h.Write([]byte{0})
-	h.Write([]byte(email))
-	return h.Sum(nil)[:16]
+	sum := sha256.Sum256(slices.Concat([]byte("brainstem/session-id/1\x00"), nonce, []byte{0}, []byte(email)))
+	return sum[:16]
 }
 
 // NewSessionID returns a session id bound to email.
