@@ -24,7 +24,6 @@ type ConnTracker struct {
 // connMark is one connection's state, reachable from its requests'
 // contexts.
 type connMark struct {
-	conn   net.Conn
 	authed atomic.Bool
 	t      *ConnTracker
 }
@@ -34,7 +33,7 @@ type connMarkKey struct{}
 // ConnContext is http.Server.ConnContext: it runs before the connection's
 // StateNew hook.
 func (t *ConnTracker) ConnContext(ctx context.Context, c net.Conn) context.Context {
-	m := &connMark{conn: c, t: t}
+	m := &connMark{t: t}
 	t.mu.Lock()
 	t.marks[c] = m
 	t.mu.Unlock()
