@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -353,11 +354,7 @@ func RPCCodeOf(e *Error, modern bool) int {
 // admit the caller (unknown_wing, which the gateway also answers for a
 // wing it may not disclose), or the caller may not read there.
 func NotFoundCode(c brain.Code) bool {
-	switch c {
-	case brain.CodeNotFound, brain.CodeMoved, brain.CodeUnknownWing, brain.CodeForbidden:
-		return true
-	}
-	return false
+	return slices.Contains([]brain.Code{brain.CodeNotFound, brain.CodeMoved, brain.CodeUnknownWing, brain.CodeForbidden}, c)
 }
 
 // WriteRPCError answers a JSON-RPC request with an error (HTTP 200: the
