@@ -45,19 +45,14 @@ func AppendString[S ~string | ~[]byte](dst []byte, s S, html bool) []byte {
 			continue
 		}
 		r, size := decodeRune(s[i:])
-		if r == utf8.RuneError && size == 1 {
+		if r == utf8.RuneError && size == 1 || r == '\u2028' || r == '\u2029' {
 			dst = append(dst, s[start:i]...)
-			dst = append(dst, `\ufffd`...)
-			i += size
-			start = i
-			continue
-		}
-		if r == '\u2028' || r == '\u2029' {
-			dst = append(dst, s[start:i]...)
-			dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
-			i += size
-			start = i
-			continue
+			if r == utf8.RuneError {
+				dst = append(dst, `\ufffd`...)
+			} else {
+				dst = append(dst, '\\', 'u', '2', '0', '2', hex[r&0xf])
+			}
+			start = i + size
 		}
 		i += size
 	}
