@@ -39,26 +39,24 @@ func writeObject(b *bytes.Buffer, args []Arg) {
 }
 
 func writeArg(b *bytes.Buffer, a Arg) {
+	member := func(key string, v any) { b.WriteString(`,"` + key + `":`); writeJSON(b, v) }
 	if a.Type == Object && a.Props != nil {
 		// A nested object with known properties: the same shape as the top.
 		var inner bytes.Buffer
 		writeObject(&inner, a.Props)
 		s := inner.Bytes()
 		b.Write(s[:len(s)-1])
-		b.WriteString(`,"description":`)
-		writeJSON(b, a.Desc)
+		member("description", a.Desc)
 		b.WriteByte('}')
 		return
 	}
 	b.WriteString(`{"type":`)
 	writeJSON(b, a.Type)
 	if a.Desc != "" {
-		b.WriteString(`,"description":`)
-		writeJSON(b, a.Desc)
+		member("description", a.Desc)
 	}
 	if len(a.Enum) > 0 {
-		b.WriteString(`,"enum":`)
-		writeJSON(b, a.Enum)
+		member("enum", a.Enum)
 	}
 	lo, hi := "minimum", "maximum"
 	switch a.Type {
@@ -74,12 +72,10 @@ func writeArg(b *bytes.Buffer, a Arg) {
 		fmt.Fprintf(b, `,%q:%d`, hi, *a.Max)
 	}
 	if a.Pattern != "" {
-		b.WriteString(`,"pattern":`)
-		writeJSON(b, a.Pattern)
+		member("pattern", a.Pattern)
 	}
 	if a.Default != nil {
-		b.WriteString(`,"default":`)
-		writeJSON(b, a.Default)
+		member("default", a.Default)
 	}
 	if a.Items != nil {
 		b.WriteString(`,"items":`)
