@@ -25,6 +25,7 @@ import (
 	"fmt"
 	"hash/crc32"
 	"io"
+	"slices"
 )
 
 // HeaderBytes is the size of a frame's header.
@@ -116,10 +117,8 @@ func zeroTail(r io.Reader, err error) error {
 	buf := make([]byte, 32<<10)
 	for {
 		n, rerr := r.Read(buf)
-		for _, c := range buf[:n] {
-			if c != 0 {
-				return err
-			}
+		if slices.ContainsFunc(buf[:n], func(c byte) bool { return c != 0 }) {
+			return err
 		}
 		if rerr == io.EOF {
 			return ErrTorn

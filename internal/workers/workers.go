@@ -23,6 +23,7 @@
 package workers
 
 import (
+	"slices"
 	"sync"
 	"time"
 )
@@ -70,8 +71,7 @@ func (p *Pool) Go(fn func()) {
 	p.mu.Lock()
 	if n := len(p.idle); n > 0 {
 		w := p.idle[n-1]
-		p.idle[n-1] = nil
-		p.idle = p.idle[:n-1]
+		p.idle = slices.Delete(p.idle, n-1, n) // clears the slot it frees
 		p.mu.Unlock()
 		w.work <- fn
 		return
