@@ -38,8 +38,7 @@ func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, a
 	}
 	ctx = context.WithValue(ctx, callInfoKey{}, ci)
 	var req mcp.CallToolRequest
-	req.Params.Name = tool
-	req.Params.RawArguments = args
+	req.Params.Name, req.Params.RawArguments = tool, args
 	var res *mcp.CallToolResult
 	if tool == toolspec.WingsTool {
 		res, _ = g.wingsTool(ctx, req)

@@ -158,11 +158,7 @@ func New(ctx context.Context, cfg config.Config, opt Options) (*Gateway, error) 
 		return nil, err
 	}
 	oidc := cfg.OIDC
-	oidc.Now = opt.Now
-	oidc.Logger = opt.Logger
-	if opt.HTTPClient != nil {
-		oidc.HTTPClient = opt.HTTPClient
-	}
+	oidc.Now, oidc.Logger, oidc.HTTPClient = opt.Now, opt.Logger, cmp.Or(opt.HTTPClient, oidc.HTTPClient)
 	v, err := sso.NewVerifier(ctx, oidc)
 	if err != nil {
 		return nil, fmt.Errorf("gateway: oidc: %w", err)
