@@ -177,12 +177,8 @@ func (c *GrantCache) Cached(key Key, w *Wing) (Grant, bool) {
 	g := s.grants[w.Idx]
 	if !g.Expiry.IsZero() && !now.Before(g.Expiry) {
 		// Drop tokens and refusals past expiry; remember what the caller
-		// could do (held).
-		if g.Denied {
-			s.grants[w.Idx] = Grant{}
-		} else {
-			s.grants[w.Idx] = Grant{Caps: g.Caps}
-		}
+		// could do (held: none after a refusal, which holds no caps).
+		s.grants[w.Idx] = Grant{Caps: g.Caps}
 	}
 	s.mu.Unlock()
 	if g.Denied && g.usable(now) {
