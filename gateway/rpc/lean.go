@@ -398,11 +398,10 @@ func isJSONMediaType(ct string) bool {
 // firstHeader reports a header's first value and whether it was sent at all.
 func firstHeader(h http.Header) func(string) (string, bool) {
 	return func(name string) (string, bool) {
-		v := h.Values(name)
-		if len(v) == 0 {
-			return "", false
+		if v := h.Values(name); len(v) > 0 {
+			return v[0], true
 		}
-		return v[0], true
+		return "", false
 	}
 }
 

@@ -16,6 +16,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 
 	"github.com/brainstem/brainstem/brain"
 	"github.com/brainstem/brainstem/gateway/edge"
@@ -90,20 +91,14 @@ func NewCursorSigner(tc *tls.Config, log *slog.Logger) (*CursorSigner, error) {
 // tag is the HMAC of a cursor's JSON for the caller email.
 func (cs *CursorSigner) tag(email string, payload []byte) []byte {
 	m := hmac.New(sha256.New, cs.key)
-	m.Write([]byte(email))
-	m.Write([]byte{0})
-	m.Write(payload)
+	m.Write(slices.Concat([]byte(email), []byte{0}, payload))
 	return m.Sum(nil)[:CursorTagBytes]
 }
 
 // Encode makes the cursor of c for the caller email.
 func (cs *CursorSigner) Encode(email string, c ResourceCursor) string {
 	payload, _ := brain.Marshal(c) // strings only: cannot fail
-	b := make([]byte, 0, 1+CursorTagBytes+len(payload))
-	b = append(b, CursorVersion)
-	b = append(b, cs.tag(email, payload)...)
-	b = append(b, payload...)
-	return base64.StdEncoding.EncodeToString(b)
+	return base64.StdEncoding.EncodeToString(slices.Concat([]byte{CursorVersion}, cs.tag(email, payload), payload))
 }
 
 // Decode reads a cursor Encode made for the caller email; "" is the first
