@@ -33,15 +33,8 @@ type authBudget struct {
 }
 
 func (e *Edge) authBudget(ip string) *authBudget {
-	if b, ok := e.ipBudgets.Get(ip); ok {
-		return b
-	}
 	n := e.cfg.FailedAuthPerMinute
-	b := &authBudget{lim: rate.NewLimiter(rate.Limit(float64(n)/60), n)}
-	if prev, ok, _ := e.ipBudgets.PeekOrAdd(ip, b); ok {
-		return prev
-	}
-	return b
+	return getOrAdd(e.ipBudgets, ip, func() *authBudget { return &authBudget{lim: rate.NewLimiter(rate.Limit(float64(n)/60), n)} })
 }
 
 // CloseUnread makes an HTTP/1 connection close right after this answer

@@ -10,6 +10,7 @@ import (
 	"strings"
 	"time"
 
+	lru "github.com/hashicorp/golang-lru/v2"
 	"golang.org/x/time/rate"
 )
 
@@ -111,12 +112,18 @@ func (e *Edge) ClientIP(r *http.Request) string {
 
 // EmailLimiter is the per-email token bucket of email.
 func (e *Edge) EmailLimiter(email string) *rate.Limiter {
-	if l, ok := e.emailLimits.Get(email); ok {
-		return l
+	return getOrAdd(e.emailLimits, email, func() *rate.Limiter { return rate.NewLimiter(rate.Limit(e.cfg.CallsPerSecond), e.cfg.Burst) })
+}
+
+// getOrAdd returns the value of key in c, adding the one newV makes
+// when there is none (the first of concurrent adds wins).
+func getOrAdd[V any](c *lru.Cache[string, V], key string, newV func() V) V {
+	if v, ok := c.Get(key); ok {
+		return v
 	}
-	l := rate.NewLimiter(rate.Limit(e.cfg.CallsPerSecond), e.cfg.Burst)
-	if prev, ok, _ := e.emailLimits.PeekOrAdd(email, l); ok {
+	v := newV()
+	if prev, ok, _ := c.PeekOrAdd(key, v); ok {
 		return prev
 	}
-	return l
+	return v
 }
