@@ -57,22 +57,20 @@ func (p *Prompt) Validate() error {
 	if err := validateArgs(p.Name, p.Args); err != nil {
 		return err
 	}
-	declared := map[string]bool{}
 	for _, a := range p.Args {
 		if a.Type != String {
 			return fmt.Errorf("toolspec: prompt %s: argument %s is a %s; prompt arguments are strings", p.Name, a.Name, a.Type)
 		}
-		declared[a.Name] = true
 	}
 	for i, m := range p.Messages {
 		if m.Role != "user" && m.Role != "assistant" {
 			return fmt.Errorf("toolspec: prompt %s: message %d has role %q", p.Name, i, m.Role)
 		}
-		if m.When != "" && !declared[m.When] {
+		if m.When != "" && !hasArg(p.Args, m.When) {
 			return fmt.Errorf("toolspec: prompt %s: message %d is sent when %q, which is not an argument", p.Name, i, m.When)
 		}
 		for _, ph := range placeholder.FindAllStringSubmatch(m.Text, -1) {
-			if !declared[ph[1]] {
+			if !hasArg(p.Args, ph[1]) {
 				return fmt.Errorf("toolspec: prompt %s: message %d names {{%s}}, which is not an argument", p.Name, i, ph[1])
 			}
 		}
