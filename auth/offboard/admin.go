@@ -101,10 +101,6 @@ func ExpandReplicas(ctx context.Context, bases []string, expand bool) ([]string,
 	return slices.Compact(out), nil
 }
 
-func (a Admin) client() *http.Client {
-	return cmp.Or(a.HTTP, &http.Client{Timeout: 10 * time.Second})
-}
-
 func (a Admin) do(ctx context.Context, method, u string, body url.Values) (Report, error) {
 	var rd io.Reader
 	if body != nil {
@@ -118,7 +114,7 @@ func (a Admin) do(ctx context.Context, method, u string, body url.Values) (Repor
 	if body != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
-	resp, err := a.client().Do(req)
+	resp, err := cmp.Or(a.HTTP, &http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		return Report{}, fmt.Errorf("offboard: %w", err)
 	}
@@ -147,8 +143,7 @@ func (a Admin) List(ctx context.Context, replicas []string, email string) ([]Rep
 		for _, s := range rep.SignIns {
 			m, ok := by[s.ID]
 			if !ok {
-				c := s
-				m = &c
+				m = &s
 				by[s.ID] = m
 			} else {
 				if s.FirstSeen.Before(m.FirstSeen) {

@@ -87,7 +87,7 @@ func Parse(data []byte) ([]Entry, error) {
 	var errs []error
 	out := make([]Entry, 0, len(f.Ended))
 	for i, e := range f.Ended {
-		ce, err := check(e)
+		ce, err := Check(e)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("ended[%d]: %w", i, err))
 			continue
@@ -101,9 +101,7 @@ func Parse(data []byte) ([]Entry, error) {
 }
 
 // Check canonicalises an entry and reports what is wrong with it.
-func Check(e Entry) (Entry, error) { return check(e) }
-
-func check(e Entry) (Entry, error) {
+func Check(e Entry) (Entry, error) {
 	email, err := auth.CanonicalEmail(e.Email)
 	if err != nil {
 		return Entry{}, fmt.Errorf("email %.100q: %w", e.Email, err)
@@ -216,7 +214,7 @@ func (l *List) SetFile(entries []Entry) []string {
 // until the replica restarts: the file is what lasts). It reports whether
 // the effective not_before moved later.
 func (l *List) Post(e Entry) (bool, error) {
-	e, err := check(e)
+	e, err := Check(e)
 	if err != nil {
 		return false, err
 	}
