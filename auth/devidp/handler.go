@@ -349,28 +349,22 @@ func (p *Provider) exchangeCode(w http.ResponseWriter, f url.Values) {
 		p.codes.Remove(code) // single use, whatever happens next
 	}
 	p.mu.Unlock()
-	now := p.cfg.Now()
-	switch {
-	case !ok:
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "unknown or already used authorization code"})
-		return
-	case !now.Before(ac.expires):
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "the authorization code expired; sign in again"})
-		return
-	case f.Get("redirect_uri") != ac.redirectURI:
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "redirect_uri does not match the authorization request"})
-		return
-	case p.isDisabled(ac.email):
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "the account is disabled"})
-		return
-	}
 	verifier := f.Get("code_verifier")
 	sum := sha256.Sum256([]byte(verifier))
-	if !auth.ValidPKCE(verifier) || subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(ac.challenge)) != 1 {
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "code_verifier does not match the code_challenge (PKCE S256)"})
-		return
+	switch {
+	case !ok:
+		invalidGrant(w, "unknown or already used authorization code")
+	case !p.cfg.Now().Before(ac.expires):
+		invalidGrant(w, "the authorization code expired; sign in again")
+	case f.Get("redirect_uri") != ac.redirectURI:
+		invalidGrant(w, "redirect_uri does not match the authorization request")
+	case p.isDisabled(ac.email):
+		invalidGrant(w, "the account is disabled")
+	case !auth.ValidPKCE(verifier) || subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(ac.challenge)) != 1:
+		invalidGrant(w, "code_verifier does not match the code_challenge (PKCE S256)")
+	default:
+		p.issue(w, ac.grant, ac.nonce)
 	}
-	p.issue(w, ac.grant, ac.nonce)
 }
 
 func (p *Provider) exchangeRefresh(w http.ResponseWriter, f url.Values) {
@@ -381,19 +375,20 @@ func (p *Provider) exchangeRefresh(w http.ResponseWriter, f url.Values) {
 		p.refresh.Remove(rt) // rotated: the old token is dead from now on
 	}
 	p.mu.Unlock()
-	if !ok {
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "unknown, expired or already used refresh token; sign in again"})
-		return
+	switch {
+	case !ok:
+		invalidGrant(w, "unknown, expired or already used refresh token; sign in again")
+	case !p.cfg.Now().Before(g.expires):
+		invalidGrant(w, "the refresh token expired; sign in again")
+	case p.isDisabled(g.email):
+		invalidGrant(w, "the account is disabled")
+	default:
+		p.issue(w, g, "")
 	}
-	if !p.cfg.Now().Before(g.expires) {
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "the refresh token expired; sign in again"})
-		return
-	}
-	if p.isDisabled(g.email) {
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "the account is disabled"})
-		return
-	}
-	p.issue(w, g, "")
+}
+
+func invalidGrant(w http.ResponseWriter, desc string) {
+	writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", desc})
 }
 
 // issue answers a token request with a fresh JWT (as both id_token and
