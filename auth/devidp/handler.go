@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -273,9 +274,7 @@ func parseGroups(s string) ([]string, error) {
 func withQuery(base string, q url.Values) string {
 	u, _ := url.Parse(base) // validated by checkRedirectURI
 	vals := u.Query()
-	for k, v := range q {
-		vals[k] = v
-	}
+	maps.Copy(vals, q)
 	u.RawQuery = vals.Encode()
 	return u.String()
 }

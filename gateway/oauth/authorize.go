@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -452,9 +453,7 @@ func (s *Server) redirectTo(w http.ResponseWriter, r *http.Request, redirect str
 		return
 	}
 	q := u.Query()
-	for k, vals := range v {
-		q[k] = vals
-	}
+	maps.Copy(q, v)
 	u.RawQuery = q.Encode()
 	pages.Security(w)
 	http.Redirect(w, r, u.String(), http.StatusFound)
