@@ -260,7 +260,7 @@ func parseGroups(s string) ([]string, error) {
 		if g == "" || slices.Contains(out, g) {
 			continue
 		}
-		if strings.ContainsFunc(g, func(r rune) bool { return r < ' ' || r == 0x7f }) || len(g) > 256 {
+		if auth.HasControlChar(g) || len(g) > 256 {
 			return nil, fmt.Errorf("devidp: group %.40q is unprintable or over 256 bytes", g)
 		}
 		out = append(out, g)

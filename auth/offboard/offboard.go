@@ -19,7 +19,6 @@ import (
 	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -112,7 +111,7 @@ func Check(e Entry) (Entry, error) {
 	if y := e.NotBefore.UTC().Year(); y < 1 || y > 9999 {
 		return Entry{}, fmt.Errorf("%s: not_before %s is outside the years 0001 to 9999 in UTC (RFC 3339)", email, e.NotBefore.Format(time.RFC3339))
 	}
-	if len(e.Reason) > MaxReasonBytes || strings.ContainsFunc(e.Reason, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+	if len(e.Reason) > MaxReasonBytes || auth.HasControlChar(e.Reason) {
 		return Entry{}, fmt.Errorf("%s: reason is over %d bytes or unprintable", email, MaxReasonBytes)
 	}
 	return Entry{Email: email, NotBefore: e.NotBefore.UTC(), Reason: e.Reason}, nil
