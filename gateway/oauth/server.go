@@ -331,7 +331,9 @@ func (s *Server) Register(mux *http.ServeMux) {
 	}
 }
 
-func (s *Server) serveMetadata(w http.ResponseWriter, _ *http.Request) { writePublic(w, s.metadataJSON) }
+func (s *Server) serveMetadata(w http.ResponseWriter, _ *http.Request) {
+	writePublic(w, s.metadataJSON)
+}
 
 func (s *Server) serveJWKS(w http.ResponseWriter, _ *http.Request) { writePublic(w, s.keys.JWKS) }
 
