@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
 // SignIn is one sign-in (a refresh token family, or a grant without one)
@@ -210,12 +213,15 @@ func AddToFile(path string, e Entry) error {
 		if entries, err = Parse(data); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-	} else if !errors.Is(err, errNotExist) {
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	out, err := Marshal(append(entries, ce))
 	if err != nil {
 		return err
 	}
-	return writeAtomic(path, out)
+	if err := atomicfile.WriteFile(path, out, 0o600); err != nil {
+		return fmt.Errorf("offboard: %w", err)
+	}
+	return nil
 }

@@ -15,8 +15,6 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
 	"sync"
@@ -308,8 +306,6 @@ func (w *Watcher) check() error {
 	return nil
 }
 
-var errNotExist = os.ErrNotExist
-
 func readFile(path string) ([]byte, error) {
 	data, err := smallfile.Read(path, MaxFileBytes)
 	if errors.Is(err, smallfile.ErrTooLarge) {
@@ -319,23 +315,4 @@ func readFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("offboard: %w", err)
 	}
 	return data, nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ended-*")
-	if err != nil {
-		return fmt.Errorf("offboard: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("offboard: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("offboard: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("offboard: %w", err)
-	}
-	return nil
 }
