@@ -277,14 +277,7 @@ func (s *Server) SameOrigin(r *http.Request) bool {
 		return false
 	}
 	o := r.Header.Get("Origin")
-	if o == "" {
-		return true
-	}
-	iu, err := url.Parse(s.issuer)
-	if err != nil {
-		return false
-	}
-	return strings.EqualFold(o, iu.Scheme+"://"+iu.Host)
+	return o == "" || strings.EqualFold(o, originOf(s.issuer))
 }
 
 // consented reports whether this browser approved the client for this
@@ -307,12 +300,7 @@ func (s *Server) remember(w http.ResponseWriter, r *http.Request, clientID, redi
 	_ = s.keys.Open(purposeConsent, s.Cookie(r, cookieConsent), 8<<10, &rec)
 	now := s.now()
 	key := consentKey(clientID, redirect)
-	kept := rec.Entries[:0]
-	for _, e := range rec.Entries {
-		if e.Exp > now.Unix() && e.Key != key {
-			kept = append(kept, e)
-		}
-	}
+	kept := slices.DeleteFunc(rec.Entries, func(e consentEntry) bool { return e.Exp <= now.Unix() || e.Key == key })
 	kept = append(kept, consentEntry{Key: key, Exp: now.Add(s.cfg.ConsentTTL).Unix()})
 	if len(kept) > maxConsents {
 		kept = kept[len(kept)-maxConsents:]
@@ -328,12 +316,11 @@ func (s *Server) remember(w http.ResponseWriter, r *http.Request, clientID, redi
 // startLogin sends the browser to the IdP, with a login cookie that binds
 // the IdP's answer to this browser and this request.
 func (s *Server) startLogin(w http.ResponseWriter, r *http.Request, req authzRequest) {
-	ls := Login{
+	s.SendToIdP(w, r, Login{
 		SID: RandomString(16), Client: keyring.Digest(req.ClientID), RedirectURI: req.RedirectURI, State: req.State,
 		Challenge: req.Challenge, Verifier: RandomString(32), Nonce: RandomString(16),
 		Exp: s.now().Add(config.LoginTTL).Unix(),
-	}
-	s.SendToIdP(w, r, ls)
+	})
 }
 
 // sendToIdP sends the browser to the IdP with the login cookie of ls.
