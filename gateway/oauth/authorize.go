@@ -400,11 +400,7 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.Count("callback", "ok")
-	v := url.Values{"code": {codePrefix + code}, "iss": {s.issuer}}
-	if ls.State != "" {
-		v.Set("state", ls.State)
-	}
-	s.redirectTo(w, r, ls.RedirectURI, v)
+	s.redirectTo(w, r, ls.RedirectURI, ls.State, url.Values{"code": {codePrefix + code}, "iss": {s.issuer}})
 }
 
 // EndLogin ends the login of an IdP callback: its cookie is cleared, and
@@ -426,14 +422,15 @@ func (s *Server) EndLogin(w http.ResponseWriter, r *http.Request, ls Login) bool
 // redirectError sends an authorization error to the client's (trusted)
 // redirect URI.
 func (s *Server) redirectError(w http.ResponseWriter, r *http.Request, redirect, state string, e *authzError) {
-	v := url.Values{"error": {e.code}, "error_description": {e.description}, "iss": {s.issuer}}
+	s.redirectTo(w, r, redirect, state, url.Values{"error": {e.code}, "error_description": {e.description}, "iss": {s.issuer}})
+}
+
+// redirectTo redirects to the client's redirect URI with v, and the
+// client's state when it sent one.
+func (s *Server) redirectTo(w http.ResponseWriter, r *http.Request, redirect, state string, v url.Values) {
 	if state != "" {
 		v.Set("state", state)
 	}
-	s.redirectTo(w, r, redirect, v)
-}
-
-func (s *Server) redirectTo(w http.ResponseWriter, r *http.Request, redirect string, v url.Values) {
 	u, err := url.Parse(redirect)
 	if err != nil {
 		s.ServerError(w, err)
