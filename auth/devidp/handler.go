@@ -198,7 +198,7 @@ func (p *Provider) authRequest(w http.ResponseWriter, r *http.Request, v url.Val
 		return ar, false
 	}
 	if rerr != nil {
-		redirectError(w, r, ar, rerr)
+		redirectBack(w, r, ar, url.Values{"error": {rerr.Code}, "error_description": {rerr.Description}})
 		return ar, false
 	}
 	return ar, true
@@ -244,11 +244,7 @@ func (p *Provider) authorizeSubmit(w http.ResponseWriter, r *http.Request) {
 	})
 	p.mu.Unlock()
 	p.log.Info("devidp: signed in", "email", email, "groups", groups)
-	q := url.Values{"code": {code}, "iss": {p.cfg.Issuer}}
-	if ar.State != "" {
-		q.Set("state", ar.State)
-	}
-	http.Redirect(w, r, withQuery(ar.RedirectURI, q), http.StatusFound)
+	redirectBack(w, r, ar, url.Values{"code": {code}, "iss": {p.cfg.Issuer}})
 }
 
 // parseGroups splits the groups field on commas, trimming spaces and
@@ -279,8 +275,9 @@ func withQuery(base string, q url.Values) string {
 	return u.String()
 }
 
-func redirectError(w http.ResponseWriter, r *http.Request, ar authRequest, e *oauthError) {
-	q := url.Values{"error": {e.Code}, "error_description": {e.Description}}
+// redirectBack answers an authorization request at its redirect URI with
+// q and the request's state.
+func redirectBack(w http.ResponseWriter, r *http.Request, ar authRequest, q url.Values) {
 	if ar.State != "" {
 		q.Set("state", ar.State)
 	}
