@@ -66,7 +66,6 @@ func CanonicalEmail(s string) (string, error) {
 		return "", fmt.Errorf("%w: %d bytes, the limit is %d", ErrBadEmail, len(s), brain.MaxEmailBytes)
 	}
 	at := -1
-	lower := false
 	for i := 0; i < len(s); i++ {
 		c := s[i]
 		switch {
@@ -79,8 +78,7 @@ func CanonicalEmail(s string) (string, error) {
 				return "", fmt.Errorf("%w: more than one '@'", ErrBadEmail)
 			}
 			at = i
-		case 'A' <= c && c <= 'Z':
-			lower = true
+		case 'A' <= c && c <= 'Z': // lowered at the end
 		case at < 0 && !localByte(c):
 			return "", fmt.Errorf("%w: %q is not allowed in the part before '@'", ErrBadEmail, c)
 		case at >= 0 && !domainByte(c):
@@ -102,28 +100,10 @@ func CanonicalEmail(s string) (string, error) {
 			return "", fmt.Errorf("%w: the domain has an empty label (a leading, trailing or doubled '.')", ErrBadEmail)
 		}
 	}
-	if !lower {
-		return s, nil
-	}
-	b := []byte(s)
-	for i, c := range b {
-		if 'A' <= c && c <= 'Z' {
-			b[i] = c + ('a' - 'A')
-		}
-	}
-	return string(b), nil
+	return strings.ToLower(s), nil // s is ASCII: only A-Z change
 }
 
-func trimASCIISpace(s string) string {
-	isSpace := func(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\v' || c == '\f' || c == '\r' }
-	for len(s) > 0 && isSpace(s[0]) {
-		s = s[1:]
-	}
-	for len(s) > 0 && isSpace(s[len(s)-1]) {
-		s = s[:len(s)-1]
-	}
-	return s
-}
+func trimASCIISpace(s string) string { return strings.Trim(s, " \t\n\v\f\r") }
 
 // localByte reports whether c may appear before the '@' (RFC 5322 atext and
 // '.', lowercase letters; uppercase is handled by the caller).

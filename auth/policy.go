@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"slices"
-	"sort"
 	"strings"
 
 	"github.com/brainstem/brainstem/brain"
@@ -150,11 +149,7 @@ func (p Principal) matches(email, domain string, groups []string) bool {
 	case PrincipalDomain:
 		return p.Value == domain
 	case PrincipalGroup:
-		for _, g := range groups {
-			if g == p.Value {
-				return true
-			}
-		}
+		return slices.Contains(groups, p.Value)
 	}
 	return false
 }
@@ -191,9 +186,6 @@ func (p Policy) lists() [3]namedList {
 	}
 }
 
-// Caps returns the capabilities the policy grants to a caller. The email is
-// canonicalised here (CanonicalEmail); an address the rule refuses gets no
-// capabilities, not even through "*". Entries that do not parse grant
 // emailDomain is the canonical form of email and its domain; ok is false
 // for what is not an email.
 func emailDomain(email string) (canonical, domain string, ok bool) {
@@ -204,6 +196,9 @@ func emailDomain(email string) (canonical, domain string, ok bool) {
 	return canonical, domain, err == nil
 }
 
+// Caps returns the capabilities the policy grants to a caller. The email is
+// canonicalised here (CanonicalEmail); an address the rule refuses gets no
+// capabilities, not even through "*". Entries that do not parse grant
 // nothing (Validate reports them).
 func (p Policy) Caps(email string, groups []string) brain.Caps {
 	email, domain, ok := emailDomain(email)
@@ -411,16 +406,11 @@ func (cp *CompiledPolicy) Grant(email string, groups []string) (brain.Caps, []st
 	for _, g := range via {
 		add(g)
 	}
-	named := make([]string, 0, len(groups))
-	for _, g := range groups {
-		if _, ok := cp.groups[g]; ok {
-			named = append(named, g)
-		}
-	}
-	sort.Strings(named)
+	named := slices.DeleteFunc(slices.Clone(groups), func(g string) bool { _, ok := cp.groups[g]; return !ok })
+	slices.Sort(named)
 	for _, g := range named {
 		add(g)
 	}
-	sort.Strings(out)
+	slices.Sort(out)
 	return c, out
 }

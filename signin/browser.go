@@ -63,11 +63,10 @@ func (b SystemBrowser) Open(_ context.Context, url string) error {
 
 // Commands are the command lines Open tries, in order.
 func (b SystemBrowser) Commands(url string) ([][]string, error) {
-	getenv, goos := b.Getenv, b.GOOS
+	getenv, goos := b.Getenv, cmp.Or(b.GOOS, runtime.GOOS)
 	if getenv == nil {
 		getenv = os.Getenv
 	}
-	goos = cmp.Or(goos, runtime.GOOS)
 	var cmds [][]string
 	for _, c := range filepath.SplitList(getenv("BROWSER")) {
 		f := strings.Fields(c)

@@ -74,16 +74,20 @@ type challengeParser struct {
 
 func (p *challengeParser) done() bool { return p.i >= len(p.s) }
 
-func (p *challengeParser) skipSpaces() {
-	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t') {
-		p.i++
+// span is the end of the run of bytes from from that in accepts.
+func (p *challengeParser) span(from int, in func(byte) bool) int {
+	for from < len(p.s) && in(p.s[from]) {
+		from++
 	}
+	return from
 }
 
+func isSpace(c byte) bool { return c == ' ' || c == '\t' }
+
+func (p *challengeParser) skipSpaces() { p.i = p.span(p.i, isSpace) }
+
 func (p *challengeParser) skipListSeparators() {
-	for p.i < len(p.s) && (p.s[p.i] == ' ' || p.s[p.i] == '\t' || p.s[p.i] == ',') {
-		p.i++
-	}
+	p.i = p.span(p.i, func(c byte) bool { return isSpace(c) || c == ',' })
 }
 
 func (p *challengeParser) errorf(format string, args ...any) error {
@@ -93,9 +97,7 @@ func (p *challengeParser) errorf(format string, args ...any) error {
 // token reads an RFC 9110 token.
 func (p *challengeParser) token() string {
 	start := p.i
-	for p.i < len(p.s) && isTchar(p.s[p.i]) {
-		p.i++
-	}
+	p.i = p.span(p.i, isTchar)
 	return p.s[start:p.i]
 }
 
@@ -176,21 +178,12 @@ func (p *challengeParser) challenge() (Challenge, error) {
 // token68 reads a token68 when one stands here alone (followed by the end
 // of the header or a comma); otherwise it leaves the position unchanged.
 func (p *challengeParser) token68() (string, bool) {
-	j := p.i
-	for j < len(p.s) && isToken68Char(p.s[j]) {
-		j++
-	}
+	j := p.span(p.i, isToken68Char)
 	if j == p.i {
 		return "", false
 	}
-	k := j
-	for k < len(p.s) && p.s[k] == '=' {
-		k++
-	}
-	end := k
-	for end < len(p.s) && (p.s[end] == ' ' || p.s[end] == '\t') {
-		end++
-	}
+	k := p.span(j, func(c byte) bool { return c == '=' })
+	end := p.span(k, isSpace)
 	if end < len(p.s) && p.s[end] != ',' {
 		return "", false
 	}

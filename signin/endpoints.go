@@ -181,12 +181,7 @@ func clip(s string, n int) string {
 
 // headerSafe reports whether s can travel in an HTTP header: visible ASCII.
 func headerSafe(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x21 || s[i] > 0x7e {
-			return false
-		}
-	}
-	return true
+	return !strings.ContainsFunc(s, func(r rune) bool { return r < 0x21 || r > 0x7e })
 }
 
 // pkce is a PKCE S256 pair (RFC 7636).

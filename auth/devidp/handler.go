@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"html/template"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -197,7 +198,7 @@ func (p *Provider) authRequest(w http.ResponseWriter, r *http.Request, v url.Val
 		return ar, false
 	}
 	if rerr != nil {
-		redirectError(w, r, ar, rerr)
+		redirectBack(w, r, ar, url.Values{"error": {rerr.Code}, "error_description": {rerr.Description}})
 		return ar, false
 	}
 	return ar, true
@@ -243,11 +244,7 @@ func (p *Provider) authorizeSubmit(w http.ResponseWriter, r *http.Request) {
 	})
 	p.mu.Unlock()
 	p.log.Info("devidp: signed in", "email", email, "groups", groups)
-	q := url.Values{"code": {code}, "iss": {p.cfg.Issuer}}
-	if ar.State != "" {
-		q.Set("state", ar.State)
-	}
-	http.Redirect(w, r, withQuery(ar.RedirectURI, q), http.StatusFound)
+	redirectBack(w, r, ar, url.Values{"code": {code}, "iss": {p.cfg.Issuer}})
 }
 
 // parseGroups splits the groups field on commas, trimming spaces and
@@ -259,7 +256,7 @@ func parseGroups(s string) ([]string, error) {
 		if g == "" || slices.Contains(out, g) {
 			continue
 		}
-		if strings.ContainsFunc(g, func(r rune) bool { return r < ' ' || r == 0x7f }) || len(g) > 256 {
+		if auth.HasControlChar(g) || len(g) > 256 {
 			return nil, fmt.Errorf("devidp: group %.40q is unprintable or over 256 bytes", g)
 		}
 		out = append(out, g)
@@ -273,15 +270,14 @@ func parseGroups(s string) ([]string, error) {
 func withQuery(base string, q url.Values) string {
 	u, _ := url.Parse(base) // validated by checkRedirectURI
 	vals := u.Query()
-	for k, v := range q {
-		vals[k] = v
-	}
+	maps.Copy(vals, q)
 	u.RawQuery = vals.Encode()
 	return u.String()
 }
 
-func redirectError(w http.ResponseWriter, r *http.Request, ar authRequest, e *oauthError) {
-	q := url.Values{"error": {e.Code}, "error_description": {e.Description}}
+// redirectBack answers an authorization request at its redirect URI with
+// q and the request's state.
+func redirectBack(w http.ResponseWriter, r *http.Request, ar authRequest, q url.Values) {
 	if ar.State != "" {
 		q.Set("state", ar.State)
 	}
@@ -349,28 +345,22 @@ func (p *Provider) exchangeCode(w http.ResponseWriter, f url.Values) {
 		p.codes.Remove(code) // single use, whatever happens next
 	}
 	p.mu.Unlock()
-	now := p.cfg.Now()
-	switch {
-	case !ok:
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "unknown or already used authorization code"})
-		return
-	case !now.Before(ac.expires):
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "the authorization code expired; sign in again"})
-		return
-	case f.Get("redirect_uri") != ac.redirectURI:
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "redirect_uri does not match the authorization request"})
-		return
-	case p.isDisabled(ac.email):
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "the account is disabled"})
-		return
-	}
 	verifier := f.Get("code_verifier")
 	sum := sha256.Sum256([]byte(verifier))
-	if !auth.ValidPKCE(verifier) || subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(ac.challenge)) != 1 {
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "code_verifier does not match the code_challenge (PKCE S256)"})
-		return
+	switch {
+	case !ok:
+		invalidGrant(w, "unknown or already used authorization code")
+	case !p.cfg.Now().Before(ac.expires):
+		invalidGrant(w, "the authorization code expired; sign in again")
+	case f.Get("redirect_uri") != ac.redirectURI:
+		invalidGrant(w, "redirect_uri does not match the authorization request")
+	case p.isDisabled(ac.email):
+		invalidGrant(w, "the account is disabled")
+	case !auth.ValidPKCE(verifier) || subtle.ConstantTimeCompare([]byte(base64.RawURLEncoding.EncodeToString(sum[:])), []byte(ac.challenge)) != 1:
+		invalidGrant(w, "code_verifier does not match the code_challenge (PKCE S256)")
+	default:
+		p.issue(w, ac.grant, ac.nonce)
 	}
-	p.issue(w, ac.grant, ac.nonce)
 }
 
 func (p *Provider) exchangeRefresh(w http.ResponseWriter, f url.Values) {
@@ -381,19 +371,20 @@ func (p *Provider) exchangeRefresh(w http.ResponseWriter, f url.Values) {
 		p.refresh.Remove(rt) // rotated: the old token is dead from now on
 	}
 	p.mu.Unlock()
-	if !ok {
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "unknown, expired or already used refresh token; sign in again"})
-		return
+	switch {
+	case !ok:
+		invalidGrant(w, "unknown, expired or already used refresh token; sign in again")
+	case !p.cfg.Now().Before(g.expires):
+		invalidGrant(w, "the refresh token expired; sign in again")
+	case p.isDisabled(g.email):
+		invalidGrant(w, "the account is disabled")
+	default:
+		p.issue(w, g, "")
 	}
-	if !p.cfg.Now().Before(g.expires) {
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "the refresh token expired; sign in again"})
-		return
-	}
-	if p.isDisabled(g.email) {
-		writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", "the account is disabled"})
-		return
-	}
-	p.issue(w, g, "")
+}
+
+func invalidGrant(w http.ResponseWriter, desc string) {
+	writeJSON(w, http.StatusBadRequest, oauthError{"invalid_grant", desc})
 }
 
 // issue answers a token request with a fresh JWT (as both id_token and

@@ -7,12 +7,15 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"net"
 	"net/http"
 	"net/url"
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/brainstem/brainstem/internal/atomicfile"
 )
 
 // SignIn is one sign-in (a refresh token family, or a grant without one)
@@ -101,10 +104,6 @@ func ExpandReplicas(ctx context.Context, bases []string, expand bool) ([]string,
 	return slices.Compact(out), nil
 }
 
-func (a Admin) client() *http.Client {
-	return cmp.Or(a.HTTP, &http.Client{Timeout: 10 * time.Second})
-}
-
 func (a Admin) do(ctx context.Context, method, u string, body url.Values) (Report, error) {
 	var rd io.Reader
 	if body != nil {
@@ -118,7 +117,7 @@ func (a Admin) do(ctx context.Context, method, u string, body url.Values) (Repor
 	if body != nil {
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	}
-	resp, err := a.client().Do(req)
+	resp, err := cmp.Or(a.HTTP, &http.Client{Timeout: 10 * time.Second}).Do(req)
 	if err != nil {
 		return Report{}, fmt.Errorf("offboard: %w", err)
 	}
@@ -147,8 +146,7 @@ func (a Admin) List(ctx context.Context, replicas []string, email string) ([]Rep
 		for _, s := range rep.SignIns {
 			m, ok := by[s.ID]
 			if !ok {
-				c := s
-				m = &c
+				m = &s
 				by[s.ID] = m
 			} else {
 				if s.FirstSeen.Before(m.FirstSeen) {
@@ -215,12 +213,15 @@ func AddToFile(path string, e Entry) error {
 		if entries, err = Parse(data); err != nil {
 			return fmt.Errorf("%s: %w", path, err)
 		}
-	} else if !errors.Is(err, errNotExist) {
+	} else if !errors.Is(err, fs.ErrNotExist) {
 		return err
 	}
 	out, err := Marshal(append(entries, ce))
 	if err != nil {
 		return err
 	}
-	return writeAtomic(path, out)
+	if err := atomicfile.WriteFile(path, out, 0o600); err != nil {
+		return fmt.Errorf("offboard: %w", err)
+	}
+	return nil
 }

@@ -15,11 +15,8 @@ import (
 	"io"
 	"log/slog"
 	"maps"
-	"os"
-	"path/filepath"
 	"slices"
 	"sort"
-	"strings"
 	"sync"
 	"time"
 
@@ -87,7 +84,7 @@ func Parse(data []byte) ([]Entry, error) {
 	var errs []error
 	out := make([]Entry, 0, len(f.Ended))
 	for i, e := range f.Ended {
-		ce, err := check(e)
+		ce, err := Check(e)
 		if err != nil {
 			errs = append(errs, fmt.Errorf("ended[%d]: %w", i, err))
 			continue
@@ -101,9 +98,7 @@ func Parse(data []byte) ([]Entry, error) {
 }
 
 // Check canonicalises an entry and reports what is wrong with it.
-func Check(e Entry) (Entry, error) { return check(e) }
-
-func check(e Entry) (Entry, error) {
+func Check(e Entry) (Entry, error) {
 	email, err := auth.CanonicalEmail(e.Email)
 	if err != nil {
 		return Entry{}, fmt.Errorf("email %.100q: %w", e.Email, err)
@@ -114,7 +109,7 @@ func check(e Entry) (Entry, error) {
 	if y := e.NotBefore.UTC().Year(); y < 1 || y > 9999 {
 		return Entry{}, fmt.Errorf("%s: not_before %s is outside the years 0001 to 9999 in UTC (RFC 3339)", email, e.NotBefore.Format(time.RFC3339))
 	}
-	if len(e.Reason) > MaxReasonBytes || strings.ContainsFunc(e.Reason, func(r rune) bool { return r < ' ' || r == 0x7f }) {
+	if len(e.Reason) > MaxReasonBytes || auth.HasControlChar(e.Reason) {
 		return Entry{}, fmt.Errorf("%s: reason is over %d bytes or unprintable", email, MaxReasonBytes)
 	}
 	return Entry{Email: email, NotBefore: e.NotBefore.UTC(), Reason: e.Reason}, nil
@@ -216,7 +211,7 @@ func (l *List) SetFile(entries []Entry) []string {
 // until the replica restarts: the file is what lasts). It reports whether
 // the effective not_before moved later.
 func (l *List) Post(e Entry) (bool, error) {
-	e, err := check(e)
+	e, err := Check(e)
 	if err != nil {
 		return false, err
 	}
@@ -311,8 +306,6 @@ func (w *Watcher) check() error {
 	return nil
 }
 
-var errNotExist = os.ErrNotExist
-
 func readFile(path string) ([]byte, error) {
 	data, err := smallfile.Read(path, MaxFileBytes)
 	if errors.Is(err, smallfile.ErrTooLarge) {
@@ -322,23 +315,4 @@ func readFile(path string) ([]byte, error) {
 		return nil, fmt.Errorf("offboard: %w", err)
 	}
 	return data, nil
-}
-
-func writeAtomic(path string, data []byte) error {
-	tmp, err := os.CreateTemp(filepath.Dir(path), ".ended-*")
-	if err != nil {
-		return fmt.Errorf("offboard: %w", err)
-	}
-	defer os.Remove(tmp.Name())
-	if _, err := tmp.Write(data); err != nil {
-		tmp.Close()
-		return fmt.Errorf("offboard: %w", err)
-	}
-	if err := tmp.Close(); err != nil {
-		return fmt.Errorf("offboard: %w", err)
-	}
-	if err := os.Rename(tmp.Name(), path); err != nil {
-		return fmt.Errorf("offboard: %w", err)
-	}
-	return nil
 }

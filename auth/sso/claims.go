@@ -207,17 +207,17 @@ func parseToken(raw, groupsClaim string) (*token, *Error) {
 	if err != nil {
 		var alg *jose.ErrUnexpectedSignatureAlgorithm
 		if errors.As(err, &alg) {
-			return nil, newError(BadSignature, fmt.Sprintf("the token is signed with algorithm %.20q, which no issuer is pinned to", string(alg.Got)), nil)
+			return nil, NewError(BadSignature, fmt.Sprintf("the token is signed with algorithm %.20q, which no issuer is pinned to", string(alg.Got)), nil)
 		}
-		return nil, newError(MalformedToken, "the token is not a signed JWT (want three base64url parts: header, claims, signature)", err)
+		return nil, NewError(MalformedToken, "the token is not a signed JWT (want three base64url parts: header, claims, signature)", err)
 	}
 	set, err := claimSet(jws.UnsafePayloadWithoutVerification())
 	if err != nil {
-		return nil, newError(MalformedToken, "the token claims do not decode", err)
+		return nil, NewError(MalformedToken, "the token claims do not decode", err)
 	}
 	tok := &token{raw: raw, jws: jws}
 	if err := claimString(set, "iss", &tok.claims.Issuer); err != nil {
-		return nil, newError(MalformedToken, "the token claims do not decode", err)
+		return nil, NewError(MalformedToken, "the token claims do not decode", err)
 	}
 	tok.claimsErr = tok.claims.decode(set, groupsClaim)
 	return tok, nil

@@ -269,10 +269,7 @@ func (b *limitedBody) Read(p []byte) (int, error) {
 		}
 		return 0, err
 	}
-	if int64(len(p)) > b.left {
-		p = p[:b.left]
-	}
-	n, err := b.rc.Read(p)
+	n, err := b.rc.Read(p[:min(int64(len(p)), b.left)])
 	b.left -= int64(n)
 	return n, err
 }

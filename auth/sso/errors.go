@@ -86,32 +86,17 @@ var (
 	ErrIssuerUnavailable = errors.New("sso: issuer unavailable")
 )
 
+var sentinels = [...]error{
+	NoToken: ErrNoToken, Malformed: ErrMalformed, MalformedToken: ErrMalformedToken,
+	BadSignature: ErrBadSignature, WrongIssuer: ErrWrongIssuer, WrongAudience: ErrWrongAudience,
+	Expired: ErrExpired, NotYetValid: ErrNotYetValid, EmailMissing: ErrEmailMissing,
+	EmailUnverified: ErrEmailUnverified, DomainNotAllowed: ErrDomainNotAllowed,
+	IssuerUnavailable: ErrIssuerUnavailable,
+}
+
 func (k Kind) sentinel() error {
-	switch k {
-	case NoToken:
-		return ErrNoToken
-	case Malformed:
-		return ErrMalformed
-	case MalformedToken:
-		return ErrMalformedToken
-	case BadSignature:
-		return ErrBadSignature
-	case WrongIssuer:
-		return ErrWrongIssuer
-	case WrongAudience:
-		return ErrWrongAudience
-	case Expired:
-		return ErrExpired
-	case NotYetValid:
-		return ErrNotYetValid
-	case EmailMissing:
-		return ErrEmailMissing
-	case EmailUnverified:
-		return ErrEmailUnverified
-	case DomainNotAllowed:
-		return ErrDomainNotAllowed
-	case IssuerUnavailable:
-		return ErrIssuerUnavailable
+	if int(k) < len(sentinels) {
+		return sentinels[k]
 	}
 	return nil
 }
@@ -140,9 +125,7 @@ type Error struct {
 // NewError builds an *Error of kind k. desc is made header-safe. Other token
 // verifiers of the gateway (its own authorization server's access tokens)
 // use it so that every refused token is answered alike.
-func NewError(k Kind, desc string, err error) *Error { return newError(k, desc, err) }
-
-func newError(k Kind, desc string, err error) *Error {
+func NewError(k Kind, desc string, err error) *Error {
 	return &Error{Kind: k, Description: headerSafe(desc), Err: err}
 }
 

@@ -77,16 +77,16 @@ func (ks *keySet) parsed(ctx context.Context, raw string) (*jose.JSONWebSignatur
 	if call, ok := ctx.Value(verifyCallKey{}).(*verifyCall); ok && call.tok.raw == raw {
 		jws := call.tok.jws
 		if !slices.Contains(ks.algs, jose.SignatureAlgorithm(call.tok.alg())) {
-			return nil, newError(BadSignature, fmt.Sprintf("the token is signed with algorithm %.20q, which issuer %s is not pinned to", call.tok.alg(), ks.issuer), nil)
+			return nil, NewError(BadSignature, fmt.Sprintf("the token is signed with algorithm %.20q, which issuer %s is not pinned to", call.tok.alg(), ks.issuer), nil)
 		}
 		return jws, nil
 	}
 	jws, err := jose.ParseSignedCompact(raw, ks.algs)
 	if err != nil {
-		return nil, newError(BadSignature, "the token's signature could not be parsed; sign in again", err)
+		return nil, NewError(BadSignature, "the token's signature could not be parsed; sign in again", err)
 	}
 	if len(jws.Signatures) != 1 {
-		return nil, newError(MalformedToken, "the token must carry exactly one signature", nil)
+		return nil, NewError(MalformedToken, "the token must carry exactly one signature", nil)
 	}
 	return jws, nil
 }
@@ -107,7 +107,7 @@ func (ks *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, erro
 		}
 		// A set fetched after this token arrived does not hold its kid.
 		if keys, _, _ = ks.lookup(kid); len(keys) == 0 {
-			return ks.fail(ctx, newError(BadSignature,
+			return ks.fail(ctx, NewError(BadSignature,
 				fmt.Sprintf("the token is signed with key id %q, which issuer %s does not publish; sign in again", kid, ks.issuer), nil))
 		}
 	case stale:
@@ -116,7 +116,7 @@ func (ks *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, erro
 		if fresh, _, _ := ks.lookup(kid); len(fresh) > 0 {
 			keys = fresh
 		} else {
-			return ks.fail(ctx, newError(BadSignature,
+			return ks.fail(ctx, NewError(BadSignature,
 				fmt.Sprintf("the token is signed with key id %q, which issuer %s no longer publishes; sign in again", kid, ks.issuer), nil))
 		}
 	}
@@ -125,7 +125,7 @@ func (ks *keySet) VerifySignature(ctx context.Context, raw string) ([]byte, erro
 			return payload, nil
 		}
 	}
-	return ks.fail(ctx, newError(BadSignature, "the token's signature does not verify; sign in again", nil))
+	return ks.fail(ctx, NewError(BadSignature, "the token's signature does not verify; sign in again", nil))
 }
 
 // lookup returns the keys matching kid (all keys when the token has none),
@@ -167,7 +167,7 @@ func (ks *keySet) refresh(ctx context.Context, gen uint64, needed bool) *Error {
 	select {
 	case ks.sem <- struct{}{}:
 	case <-ctx.Done():
-		return newError(IssuerUnavailable, "gave up waiting for the issuer's signing keys", context.Cause(ctx))
+		return NewError(IssuerUnavailable, "gave up waiting for the issuer's signing keys", context.Cause(ctx))
 	}
 	defer func() { <-ks.sem }()
 	ks.mu.Lock()
@@ -190,7 +190,7 @@ func (ks *keySet) refresh(ctx context.Context, gen uint64, needed bool) *Error {
 		if err != nil {
 			return ks.unavailable(err, next.Sub(now))
 		}
-		e := newError(IssuerUnavailable, fmt.Sprintf(
+		e := NewError(IssuerUnavailable, fmt.Sprintf(
 			"the token's key id is not among the keys issuer %s published moments ago; they are refetched at most every %s, retry then",
 			ks.issuer, ks.minInterval), nil)
 		e.RetryAfter = next.Sub(now)
@@ -224,7 +224,7 @@ func (ks *keySet) refresh(ctx context.Context, gen uint64, needed bool) *Error {
 // unavailable is IssuerUnavailable for a failing JWKS fetch, retryable
 // after wait.
 func (ks *keySet) unavailable(err error, wait time.Duration) *Error {
-	e := newError(IssuerUnavailable,
+	e := NewError(IssuerUnavailable,
 		fmt.Sprintf("the signing keys of issuer %s could not be fetched; try again in %.0fs", ks.issuer, math.Ceil(max(wait, time.Second).Seconds())), err)
 	e.RetryAfter = wait
 	return e

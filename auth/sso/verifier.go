@@ -134,23 +134,23 @@ func BearerToken(h http.Header) (string, error) {
 	vals := h.Values("Authorization")
 	switch len(vals) {
 	case 0:
-		return "", newError(NoToken, "no bearer token; send Authorization: Bearer <token>", nil)
+		return "", NewError(NoToken, "no bearer token; send Authorization: Bearer <token>", nil)
 	case 1:
 	default:
-		return "", newError(Malformed, "more than one Authorization header", nil)
+		return "", NewError(Malformed, "more than one Authorization header", nil)
 	}
 	scheme, tok, ok := strings.Cut(strings.TrimSpace(vals[0]), " ")
 	if !strings.EqualFold(scheme, "Bearer") {
-		return "", newError(Malformed, fmt.Sprintf("the Authorization scheme must be Bearer, not %.20q", scheme), nil)
+		return "", NewError(Malformed, fmt.Sprintf("the Authorization scheme must be Bearer, not %.20q", scheme), nil)
 	}
 	tok = strings.TrimLeft(tok, " ")
 	if !ok || tok == "" {
-		return "", newError(Malformed, "the Authorization header has no token after Bearer", nil)
+		return "", NewError(Malformed, "the Authorization header has no token after Bearer", nil)
 	}
 	for i := 0; i < len(tok); i++ {
 		c := tok[i]
 		if !(c >= 'A' && c <= 'Z' || c >= 'a' && c <= 'z' || c >= '0' && c <= '9' || strings.IndexByte("-._~+/=", c) >= 0) {
-			return "", newError(Malformed, "the bearer token contains characters a token cannot hold (RFC 6750 token68)", nil)
+			return "", NewError(Malformed, "the bearer token contains characters a token cannot hold (RFC 6750 token68)", nil)
 		}
 	}
 	return tok, nil
@@ -161,10 +161,10 @@ func BearerToken(h http.Header) (string, error) {
 // it maps to an HTTP answer.
 func (v *Verifier) Verify(ctx context.Context, raw string) (auth.Identity, error) {
 	if raw == "" {
-		return auth.Identity{}, newError(NoToken, "no bearer token; send Authorization: Bearer <token>", nil)
+		return auth.Identity{}, NewError(NoToken, "no bearer token; send Authorization: Bearer <token>", nil)
 	}
 	if len(raw) > MaxTokenBytes {
-		return auth.Identity{}, newError(MalformedToken, fmt.Sprintf("the token is %d bytes, over the %d-byte limit", len(raw), MaxTokenBytes), nil)
+		return auth.Identity{}, NewError(MalformedToken, fmt.Sprintf("the token is %d bytes, over the %d-byte limit", len(raw), MaxTokenBytes), nil)
 	}
 	now := v.cfg.Now()
 	var key [sha256.Size]byte
@@ -275,11 +275,11 @@ func (v *Verifier) issuerOf(tok *token) (*issuer, *Error) {
 		is, ok = v.issuers[googleIssuer]
 	}
 	if !ok {
-		return nil, newError(WrongIssuer,
+		return nil, NewError(WrongIssuer,
 			fmt.Sprintf("the token was issued by %.200q, which this gateway does not trust; sign in with the configured identity provider", iss), nil)
 	}
 	if alg := tok.alg(); !slices.Contains(is.cfg.Algorithms, alg) {
-		return nil, newError(BadSignature,
+		return nil, NewError(BadSignature,
 			fmt.Sprintf("the token is signed with algorithm %.20q; issuer %s is pinned to %v", alg, is.cfg.URL, is.cfg.Algorithms), nil)
 	}
 	return is, nil
@@ -300,12 +300,12 @@ func (is *issuer) verifySignature(ctx context.Context, tok *token) *Error {
 		case call.err != nil:
 			return call.err
 		case strings.Contains(err.Error(), "different provider"):
-			return newError(WrongIssuer, "the token's issuer does not match", err)
+			return NewError(WrongIssuer, "the token's issuer does not match", err)
 		}
-		return newError(MalformedToken, "the token could not be verified", err)
+		return NewError(MalformedToken, "the token could not be verified", err)
 	}
 	if tok.claimsErr != nil {
-		return newError(MalformedToken, "the token claims are malformed", tok.claimsErr)
+		return NewError(MalformedToken, "the token claims are malformed", tok.claimsErr)
 	}
 	return nil
 }
@@ -318,7 +318,7 @@ func (is *issuer) checkAudience(c *claims) *Error {
 	if slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(is.cfg.Audiences, a) }) {
 		return nil
 	}
-	return newError(WrongAudience,
+	return NewError(WrongAudience,
 		fmt.Sprintf("the token is for audience %.200q, not for this gateway (%v); sign in through the gateway's client", c.Audience, is.cfg.Audiences), nil)
 }
 
@@ -332,15 +332,15 @@ func (v *Verifier) checkTimes(c *claims, now time.Time) *Error {
 	skew := v.cfg.ClockSkew
 	switch {
 	case c.Expiry == nil:
-		return newError(MalformedToken, "the token has no exp (expiry) claim", nil)
+		return NewError(MalformedToken, "the token has no exp (expiry) claim", nil)
 	case !now.Before(c.Expiry.Add(skew)):
-		return newError(Expired,
+		return NewError(Expired,
 			fmt.Sprintf("the token expired at %s; sign in again", c.Expiry.UTC().Format(time.RFC3339)), nil)
 	case c.NotBefore != nil && c.NotBefore.After(now.Add(skew)):
-		return newError(NotYetValid,
+		return NewError(NotYetValid,
 			fmt.Sprintf("the token is not valid before %s; check the clocks", c.NotBefore.UTC().Format(time.RFC3339)), nil)
 	case c.IssuedAt != nil && c.IssuedAt.After(now.Add(skew)):
-		return newError(NotYetValid,
+		return NewError(NotYetValid,
 			fmt.Sprintf("the token was issued in the future (%s); check the clocks", c.IssuedAt.UTC().Format(time.RFC3339)), nil)
 	}
 	return nil
@@ -352,15 +352,15 @@ func (v *Verifier) checkTimes(c *claims, now time.Time) *Error {
 // the canonical email.
 func (v *Verifier) checkEmail(is *issuer, c *claims) (string, *Error) {
 	if !c.HasEmail {
-		return "", newError(EmailMissing, "the token has no email claim; sign in again granting the email scope", nil)
+		return "", NewError(EmailMissing, "the token has no email claim; sign in again granting the email scope", nil)
 	}
 	email, err := auth.CanonicalEmail(c.Email)
 	if err != nil {
-		return "", newError(EmailMissing,
+		return "", NewError(EmailMissing,
 			fmt.Sprintf("the email claim %.100q is not an address Brainstem accepts (ASCII, one @, no spaces or control characters)", c.Email), err)
 	}
 	if !c.EmailVerified && !(is.cfg.TrustEmail && !c.EmailVerifiedSent) {
-		return "", newError(EmailUnverified,
+		return "", NewError(EmailUnverified,
 			fmt.Sprintf("the email address %s is not verified by your identity provider; verify it there, then sign in again", email), nil)
 	}
 	domain := email[strings.LastIndexByte(email, '@')+1:]
@@ -368,11 +368,11 @@ func (v *Verifier) checkEmail(is *issuer, c *claims) (string, *Error) {
 		// Only the gateway's own authorization server issues identities
 		// there (the client credentials grant): an IdP that lets a person
 		// set this address must not make them a service account.
-		return "", newError(DomainNotAllowed,
+		return "", NewError(DomainNotAllowed,
 			fmt.Sprintf("addresses at %s are reserved for the gateway's service accounts", domain), nil)
 	}
 	if v.domains != nil && !v.domains[domain] {
-		return "", newError(DomainNotAllowed,
+		return "", NewError(DomainNotAllowed,
 			fmt.Sprintf("accounts at %s are not allowed here; sign in with your company account", domain), nil)
 	}
 	return email, nil
@@ -391,7 +391,7 @@ func (is *issuer) ensure(ctx context.Context) (*oidc.IDTokenVerifier, *Error) {
 		err := is.lastErr
 		wait := is.nextTry.Sub(now)
 		is.mu.Unlock()
-		e := newError(IssuerUnavailable,
+		e := NewError(IssuerUnavailable,
 			fmt.Sprintf("identity provider %s is unreachable; retrying in %s", is.cfg.URL, wait.Round(time.Second)), err)
 		e.RetryAfter = wait
 		return nil, e
@@ -401,7 +401,7 @@ func (is *issuer) ensure(ctx context.Context) (*oidc.IDTokenVerifier, *Error) {
 	select {
 	case is.sem <- struct{}{}:
 	case <-ctx.Done():
-		return nil, newError(IssuerUnavailable, "gave up waiting for identity provider discovery", context.Cause(ctx))
+		return nil, NewError(IssuerUnavailable, "gave up waiting for identity provider discovery", context.Cause(ctx))
 	}
 	defer func() { <-is.sem }()
 	is.mu.Lock()
@@ -411,7 +411,7 @@ func (is *issuer) ensure(ctx context.Context) (*oidc.IDTokenVerifier, *Error) {
 	}
 	if now := is.parent.cfg.Now(); now.Before(is.nextTry) {
 		defer is.mu.Unlock()
-		e := newError(IssuerUnavailable, fmt.Sprintf("identity provider %s is unreachable", is.cfg.URL), is.lastErr)
+		e := NewError(IssuerUnavailable, fmt.Sprintf("identity provider %s is unreachable", is.cfg.URL), is.lastErr)
 		e.RetryAfter = is.nextTry.Sub(now)
 		return nil, e
 	}
@@ -426,7 +426,7 @@ func (is *issuer) ensure(ctx context.Context) (*oidc.IDTokenVerifier, *Error) {
 		is.nextTry = is.parent.cfg.Now().Add(backoff)
 		is.lastErr = err
 		is.parent.cfg.Logger.Warn("sso: issuer discovery failed", "issuer", is.cfg.URL, "retry_in_seconds", backoff.Seconds(), "err", err)
-		e := newError(IssuerUnavailable,
+		e := NewError(IssuerUnavailable,
 			fmt.Sprintf("identity provider %s is unreachable; try again in %s", is.cfg.URL, backoff), err)
 		e.RetryAfter = backoff
 		return nil, e

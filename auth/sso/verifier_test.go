@@ -555,7 +555,7 @@ func TestConfigValidate(t *testing.T) {
 
 func TestErrorMapping(t *testing.T) {
 	for k := NoToken; k <= IssuerUnavailable; k++ {
-		e := newError(k, "d", nil)
+		e := NewError(k, "d", nil)
 		if k.String() == "unknown" || !errors.Is(e, k.sentinel()) {
 			t.Errorf("kind %d has no name or sentinel", k)
 		}
@@ -571,7 +571,7 @@ func TestErrorMapping(t *testing.T) {
 		}
 	}
 	cause := errors.New("boom")
-	e := newError(Expired, "the token expired", cause)
+	e := NewError(Expired, "the token expired", cause)
 	if !errors.Is(e, cause) || e.Error() != "sso: the token expired: boom" {
 		t.Errorf("wrapping: %q", e.Error())
 	}

@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/brain"
 )
 
@@ -55,7 +56,7 @@ func text(field, v string, limit int, required, oneLine bool) (string, error) {
 	if !utf8.ValidString(v) {
 		return "", &InputError{field, ErrInvalid, field + " is not valid UTF-8"}
 	}
-	if oneLine && strings.ContainsFunc(v, func(r rune) bool { return r < 0x20 || r == 0x7f }) {
+	if oneLine && auth.HasControlChar(v) {
 		return "", &InputError{field, ErrInvalid, field + " must be one line without control characters"}
 	}
 	if required && strings.TrimSpace(v) == "" {

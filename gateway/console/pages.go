@@ -25,11 +25,14 @@ func (rq *request) wingOf() (string, bool) {
 	return w, true
 }
 
+// inboxRef is the {wing}/inbox/{name} of a path.
+type inboxRef struct{ wing, name string }
+
 // inboxOf reads {wing}/inbox/{name}.
-func (rq *request) inboxOf() (wing, name string, ok bool) {
+func (rq *request) inboxOf() (inboxRef, bool) {
 	w, ok := rq.wingOf()
-	name = rq.r.PathValue("name")
-	return w, name, ok && brain.ValidInboxName(name) == nil
+	name := rq.r.PathValue("name")
+	return inboxRef{w, name}, ok && brain.ValidInboxName(name) == nil
 }
 
 // noteOf reads {wing}/{hall}/{slug}.
@@ -40,6 +43,18 @@ func (rq *request) noteOf() (brain.ID, bool) {
 	}
 	id, err := brain.ParseID(w + "/" + rq.r.PathValue("hall") + "/" + rq.r.PathValue("slug"))
 	return id, err == nil
+}
+
+// of adapts h to the wing, note or inbox note of the path, as pathOf reads
+// it: a path the person cannot reach answers as a missing page.
+func of[T any](pathOf func(*request) (T, bool), h func(*request, T) answer) pageHandler {
+	return func(rq *request) answer {
+		v, ok := pathOf(rq)
+		if !ok {
+			return notFound()
+		}
+		return h(rq, v)
+	}
 }
 
 func (c *Console) noteURL(id string) string { return c.prefix + "n/" + id }
@@ -142,8 +157,7 @@ type wingData struct {
 }
 
 // list is brain_list of the wing ({archived}), a page from ?cursor.
-func (c *Console) list(rq *request, archived bool) (wingData, error) {
-	w, _ := rq.wingOf()
+func (c *Console) list(rq *request, w string, archived bool) (wingData, error) {
 	cursor, err := token("cursor", rq.r.URL.Query().Get("cursor"), MaxCursorBytes)
 	if err != nil {
 		return wingData{}, err
@@ -171,17 +185,13 @@ func (c *Console) listPage(archived bool) pageHandler {
 	if archived {
 		page, title = "archive", "Archive of "
 	}
-	return func(rq *request) answer {
-		w, ok := rq.wingOf()
-		if !ok {
-			return notFound()
-		}
-		d, err := c.list(rq, archived)
+	return of((*request).wingOf, func(rq *request, w string) answer {
+		d, err := c.list(rq, w, archived)
 		if err != nil {
 			return readFailed(err)
 		}
 		return answer{status: http.StatusOK, page: page, title: title + w, data: d}
-	}
+	})
 }
 
 type pendingNote struct {
@@ -194,11 +204,7 @@ type pendingNote struct {
 	Flags     []injection.Flag `json:"flags"` // the injection audit's, shown with why
 }
 
-func (c *Console) inbox(rq *request) answer {
-	w, ok := rq.wingOf()
-	if !ok {
-		return notFound()
-	}
+func (c *Console) inbox(rq *request, w string) answer {
 	var out struct {
 		Pending []pendingNote `json:"pending"`
 	}
@@ -257,11 +263,8 @@ type inboxNoteData struct {
 	Key        string
 }
 
-func (c *Console) inboxNote(rq *request) answer {
-	w, name, ok := rq.inboxOf()
-	if !ok {
-		return notFound()
-	}
+func (c *Console) inboxNote(rq *request, in inboxRef) answer {
+	w, name := in.wing, in.name
 	var g got
 	if err := rq.call("brain_get", map[string]any{"path": brain.InboxPath(w, name)}, &g); err != nil {
 		return readFailed(err)
@@ -280,11 +283,8 @@ func (c *Console) inboxNote(rq *request) answer {
 }
 
 // promote is brain_promote with the form's title, hall and slug.
-func (c *Console) promote(rq *request) answer {
-	w, nm, ok := rq.inboxOf()
-	if !ok {
-		return notFound()
-	}
+func (c *Console) promote(rq *request, in inboxRef) answer {
+	w, nm := in.wing, in.name
 	f := rq.r.PostForm
 	hall, err := name("hall", f.Get("hall"), brain.ValidHall)
 	if err != nil {
@@ -345,11 +345,8 @@ func reasonOf(f url.Values) (string, error) {
 }
 
 // archiveInbox rejects an inbox note: brain_archive of its inbox path.
-func (c *Console) archiveInbox(rq *request) answer {
-	w, nm, ok := rq.inboxOf()
-	if !ok {
-		return notFound()
-	}
+func (c *Console) archiveInbox(rq *request, in inboxRef) answer {
+	w, nm := in.wing, in.name
 	reason, err := reasonOf(rq.r.PostForm)
 	if err != nil {
 		return failed(err)
@@ -378,11 +375,7 @@ type noteData struct {
 }
 
 // note is brain_get (at ?version=) and brain_links of a wiki note.
-func (c *Console) note(rq *request) answer {
-	id, ok := rq.noteOf()
-	if !ok {
-		return notFound()
-	}
+func (c *Console) note(rq *request, id brain.ID) answer {
 	args := map[string]any{"id": id.String()}
 	if err := optional(args, "version", rq.r.URL.Query().Get("version"), brain.ValidVersion); err != nil {
 		return failed(err)
@@ -419,11 +412,7 @@ type version struct {
 	Prev string `json:"-"`
 }
 
-func (c *Console) history(rq *request) answer {
-	id, ok := rq.noteOf()
-	if !ok {
-		return notFound()
-	}
+func (c *Console) history(rq *request, id brain.ID) answer {
 	cursor, err := token("cursor", rq.r.URL.Query().Get("cursor"), MaxCursorBytes)
 	if err != nil {
 		return failed(err)
@@ -463,11 +452,7 @@ type diffLine struct {
 	Kind, Text string
 }
 
-func (c *Console) diff(rq *request) answer {
-	id, ok := rq.noteOf()
-	if !ok {
-		return notFound()
-	}
+func (c *Console) diff(rq *request, id brain.ID) answer {
 	q := rq.r.URL.Query()
 	from, err := name("from", q.Get("from"), brain.ValidVersion)
 	if err != nil {
@@ -510,11 +495,7 @@ func (c *Console) diff(rq *request) answer {
 }
 
 // restore is brain_restore of a version, with a reason.
-func (c *Console) restore(rq *request) answer {
-	id, ok := rq.noteOf()
-	if !ok {
-		return notFound()
-	}
+func (c *Console) restore(rq *request, id brain.ID) answer {
 	f := rq.r.PostForm
 	v, err := name("version", f.Get("version"), brain.ValidVersion)
 	if err != nil {
@@ -535,11 +516,7 @@ func (c *Console) restore(rq *request) answer {
 }
 
 // archiveNote is brain_archive of a wiki note, with a reason.
-func (c *Console) archiveNote(rq *request) answer {
-	id, ok := rq.noteOf()
-	if !ok {
-		return notFound()
-	}
+func (c *Console) archiveNote(rq *request, id brain.ID) answer {
 	reason, err := reasonOf(rq.r.PostForm)
 	if err != nil {
 		return failed(err)
@@ -557,20 +534,12 @@ type newData struct {
 	Key  string
 }
 
-func (c *Console) newNote(rq *request) answer {
-	w, ok := rq.wingOf()
-	if !ok {
-		return notFound()
-	}
+func (c *Console) newNote(rq *request, w string) answer {
 	return answer{status: http.StatusOK, page: "new", title: "New note in " + w, data: newData{w, rq.caps(w), formKey()}}
 }
 
 // writeNote is brain_write from the new-note form.
-func (c *Console) writeNote(rq *request) answer {
-	w, ok := rq.wingOf()
-	if !ok {
-		return notFound()
-	}
+func (c *Console) writeNote(rq *request, w string) answer {
 	f := rq.r.PostForm
 	title, err := text("title", f.Get("title"), MaxTitleBytes, true, true)
 	if err != nil {

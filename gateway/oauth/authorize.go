@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -276,14 +277,7 @@ func (s *Server) SameOrigin(r *http.Request) bool {
 		return false
 	}
 	o := r.Header.Get("Origin")
-	if o == "" {
-		return true
-	}
-	iu, err := url.Parse(s.issuer)
-	if err != nil {
-		return false
-	}
-	return strings.EqualFold(o, iu.Scheme+"://"+iu.Host)
+	return o == "" || strings.EqualFold(o, originOf(s.issuer))
 }
 
 // consented reports whether this browser approved the client for this
@@ -306,12 +300,7 @@ func (s *Server) remember(w http.ResponseWriter, r *http.Request, clientID, redi
 	_ = s.keys.Open(purposeConsent, s.Cookie(r, cookieConsent), 8<<10, &rec)
 	now := s.now()
 	key := consentKey(clientID, redirect)
-	kept := rec.Entries[:0]
-	for _, e := range rec.Entries {
-		if e.Exp > now.Unix() && e.Key != key {
-			kept = append(kept, e)
-		}
-	}
+	kept := slices.DeleteFunc(rec.Entries, func(e consentEntry) bool { return e.Exp <= now.Unix() || e.Key == key })
 	kept = append(kept, consentEntry{Key: key, Exp: now.Add(s.cfg.ConsentTTL).Unix()})
 	if len(kept) > maxConsents {
 		kept = kept[len(kept)-maxConsents:]
@@ -327,12 +316,11 @@ func (s *Server) remember(w http.ResponseWriter, r *http.Request, clientID, redi
 // startLogin sends the browser to the IdP, with a login cookie that binds
 // the IdP's answer to this browser and this request.
 func (s *Server) startLogin(w http.ResponseWriter, r *http.Request, req authzRequest) {
-	ls := Login{
+	s.SendToIdP(w, r, Login{
 		SID: RandomString(16), Client: keyring.Digest(req.ClientID), RedirectURI: req.RedirectURI, State: req.State,
 		Challenge: req.Challenge, Verifier: RandomString(32), Nonce: RandomString(16),
 		Exp: s.now().Add(config.LoginTTL).Unix(),
-	}
-	s.SendToIdP(w, r, ls)
+	})
 }
 
 // sendToIdP sends the browser to the IdP with the login cookie of ls.
@@ -412,11 +400,7 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s.Count("callback", "ok")
-	v := url.Values{"code": {codePrefix + code}, "iss": {s.issuer}}
-	if ls.State != "" {
-		v.Set("state", ls.State)
-	}
-	s.redirectTo(w, r, ls.RedirectURI, v)
+	s.redirectTo(w, r, ls.RedirectURI, ls.State, url.Values{"code": {codePrefix + code}, "iss": {s.issuer}})
 }
 
 // EndLogin ends the login of an IdP callback: its cookie is cleared, and
@@ -438,23 +422,22 @@ func (s *Server) EndLogin(w http.ResponseWriter, r *http.Request, ls Login) bool
 // redirectError sends an authorization error to the client's (trusted)
 // redirect URI.
 func (s *Server) redirectError(w http.ResponseWriter, r *http.Request, redirect, state string, e *authzError) {
-	v := url.Values{"error": {e.code}, "error_description": {e.description}, "iss": {s.issuer}}
+	s.redirectTo(w, r, redirect, state, url.Values{"error": {e.code}, "error_description": {e.description}, "iss": {s.issuer}})
+}
+
+// redirectTo redirects to the client's redirect URI with v, and the
+// client's state when it sent one.
+func (s *Server) redirectTo(w http.ResponseWriter, r *http.Request, redirect, state string, v url.Values) {
 	if state != "" {
 		v.Set("state", state)
 	}
-	s.redirectTo(w, r, redirect, v)
-}
-
-func (s *Server) redirectTo(w http.ResponseWriter, r *http.Request, redirect string, v url.Values) {
 	u, err := url.Parse(redirect)
 	if err != nil {
 		s.ServerError(w, err)
 		return
 	}
 	q := u.Query()
-	for k, vals := range v {
-		q[k] = vals
-	}
+	maps.Copy(q, v)
 	u.RawQuery = q.Encode()
 	pages.Security(w)
 	http.Redirect(w, r, u.String(), http.StatusFound)

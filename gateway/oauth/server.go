@@ -164,10 +164,7 @@ func New(ctx context.Context, cfg Config, opt Options) (*Server, error) {
 	s := &Server{
 		cfg: cfg, issuer: strings.TrimRight(opt.Issuer, "/"), base: u.Path, resource: opt.Resource,
 		secure: u.Scheme == "https", verifier: opt.Verifier, now: opt.Now, log: opt.Logger, clientIP: opt.ClientIP,
-		ended: opt.Ended,
-	}
-	if s.ended == nil {
-		s.ended = offboard.NewList()
+		ended: cmp.Or(opt.Ended, offboard.NewList()),
 	}
 	if s.now == nil {
 		s.now = time.Now
@@ -335,17 +332,17 @@ func (s *Server) Register(mux *http.ServeMux) {
 }
 
 func (s *Server) serveMetadata(w http.ResponseWriter, _ *http.Request) {
-	w.Header().Set("Content-Type", "application/json")
-	w.Header().Set("Access-Control-Allow-Origin", "*")
-	w.Header().Set("Cache-Control", "public, max-age=300")
-	_, _ = w.Write(s.metadataJSON)
+	writePublic(w, s.metadataJSON)
 }
 
-func (s *Server) serveJWKS(w http.ResponseWriter, _ *http.Request) {
+func (s *Server) serveJWKS(w http.ResponseWriter, _ *http.Request) { writePublic(w, s.keys.JWKS) }
+
+// writePublic answers a public JSON document any origin may read and cache.
+func writePublic(w http.ResponseWriter, body []byte) {
 	w.Header().Set("Content-Type", "application/json")
 	w.Header().Set("Access-Control-Allow-Origin", "*")
 	w.Header().Set("Cache-Control", "public, max-age=300")
-	_, _ = w.Write(s.keys.JWKS)
+	_, _ = w.Write(body)
 }
 
 // HandleCORS serves h at POST path, callable by browser-based clients

@@ -327,7 +327,7 @@ func (s *Server) redeemRefresh(ctx context.Context, form url.Values, clientID st
 			if errors.As(res.Err, &terr) {
 				return nil, terr
 			}
-			return nil, &TokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
+			return nil, ErrInternal()
 		}
 		return res.Val.([]byte), nil
 	case <-ctx.Done():
@@ -414,7 +414,7 @@ func (s *Server) Identify(ctx context.Context, tok *oauth2.Token, nonce string) 
 			return auth.Identity{}, InvalidGrant("%s", se.Description)
 		}
 		s.log.Error("oauth: ID token verification failed", "err", err)
-		return auth.Identity{}, &TokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
+		return auth.Identity{}, ErrInternal()
 	}
 	parts := strings.Split(raw, ".")
 	var c idTokenClaims
@@ -476,22 +476,15 @@ type AccessClaims struct {
 
 // SignAccess signs an access token of claims.
 func (s *Server) SignAccess(claims AccessClaims) (string, *TokenError) {
-	payload, err := json.Marshal(claims)
+	at, err := auth.SignClaims(s.signer, claims)
 	if err != nil {
-		return "", errInternal()
-	}
-	jws, err := s.signer.Sign(payload)
-	if err != nil {
-		return "", errInternal()
-	}
-	at, err := jws.CompactSerialize()
-	if err != nil {
-		return "", errInternal()
+		return "", ErrInternal()
 	}
 	return at, nil
 }
 
-func errInternal() *TokenError {
+// ErrInternal is the token endpoint's answer to a failure of its own.
+func ErrInternal() *TokenError {
 	return &TokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
 }
 
@@ -518,13 +511,13 @@ func (s *Server) Issue(id auth.Identity, clientID, upRefresh, family string, fam
 			Up: upRefresh, Exp: familyExp, Iat: now.Unix(),
 		})
 		if err != nil {
-			return nil, &TokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
+			return nil, ErrInternal()
 		}
 		resp.RefreshToken = refreshPrefix + sealed
 	}
 	body, err := json.Marshal(resp)
 	if err != nil {
-		return nil, &TokenError{http.StatusInternalServerError, "server_error", "internal error", 0}
+		return nil, ErrInternal()
 	}
 	s.log.Info("oauth: tokens issued", "grant", grant, "email", id.Email, "groups", len(id.Groups),
 		"client", ClientLabel(clientID), "refresh_token", resp.RefreshToken != "")

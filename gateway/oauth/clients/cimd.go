@@ -161,9 +161,7 @@ func (f *Fetcher) CheckURL(id string) (*url.URL, error) {
 	switch {
 	case loopback && !f.allowLoopback:
 		return nil, fmt.Errorf("%w: %.100q is on a loopback address", ErrMetadataDocument, id)
-	case u.Scheme == "http" && !loopback:
-		return nil, fmt.Errorf("%w: %.100q must use https", ErrMetadataDocument, id)
-	case u.Scheme != "https" && u.Scheme != "http":
+	case u.Scheme == "http" && !loopback, u.Scheme != "https" && u.Scheme != "http":
 		return nil, fmt.Errorf("%w: %.100q must use https", ErrMetadataDocument, id)
 	case u.User != nil || u.Fragment != "" || strings.Contains(id, "#"):
 		return nil, fmt.Errorf("%w: %.100q must not carry user info or a fragment", ErrMetadataDocument, id)
@@ -277,11 +275,8 @@ func (f *Fetcher) fetch(ctx context.Context, u *url.URL, id string, allowed func
 	for _, r := range doc.RedirectURIs {
 		// A document may name https redirect URIs on its own host; anything
 		// else must pass the same rules as a registration.
-		if ru, err := url.Parse(r); err == nil && ru.Scheme == "https" && strings.EqualFold(ru.Host, u.Host) && ru.Fragment == "" && ru.User == nil && len(r) <= MaxRedirectURIBytes {
-			c.RedirectURIs = append(c.RedirectURIs, r)
-			continue
-		}
-		if allowed(r) == nil {
+		if ru, err := url.Parse(r); err == nil && ru.Scheme == "https" && strings.EqualFold(ru.Host, u.Host) && ru.Fragment == "" && ru.User == nil && len(r) <= MaxRedirectURIBytes ||
+			allowed(r) == nil {
 			c.RedirectURIs = append(c.RedirectURIs, r)
 		}
 	}

@@ -361,7 +361,7 @@ func (s *Grant) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*si
 	}
 	sealed, err := s.srv.Seal(purposeDeviceCode, deviceCodeState{ID: g.id, Client: keyring.Digest(clientID), Exp: g.exp.Unix(), Holder: s.holder()})
 	if err != nil {
-		return nil, oauth.NewTokenError(http.StatusInternalServerError, "server_error", "internal error", 0)
+		return nil, oauth.ErrInternal()
 	}
 	s.srv.Log().Info("oauth: device sign-in requested", "client", oauth.ClientLabel(clientID), "client_ip", g.ip, "computer", g.computer)
 	verify := s.srv.Issuer() + PathPage

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net"
 	"net/http"
 	"net/url"
@@ -109,13 +110,9 @@ type peerAnswer struct {
 
 // forwardable are the paths a peer may pass on: the device flow's steps.
 func (s *Grant) forwardable(method, path string) bool {
-	switch {
-	case method == http.MethodPost && path == s.srv.Base()+PathPage,
-		method == http.MethodPost && path == s.srv.Base()+oauth.PathToken,
-		method == http.MethodGet && path == s.srv.Base()+oauth.PathCallback:
-		return true
-	}
-	return false
+	return method == http.MethodPost && path == s.srv.Base()+PathPage ||
+		method == http.MethodPost && path == s.srv.Base()+oauth.PathToken ||
+		method == http.MethodGet && path == s.srv.Base()+oauth.PathCallback
 }
 
 // holder is the peer address this replica stamps on what it issues; ""
@@ -225,8 +222,7 @@ func (s *Grant) replay(ctx context.Context, req *peerRequest) (int, map[string][
 	r.RemoteAddr = net.JoinHostPort(req.IP, "0")
 	rec := &peerRecorder{header: http.Header{}}
 	s.srv.Endpoints().ServeHTTP(rec, r)
-	rec.status = cmp.Or(rec.status, http.StatusOK)
-	return rec.status, rec.header, rec.body.Bytes()
+	return cmp.Or(rec.status, http.StatusOK), rec.header, rec.body.Bytes()
 }
 
 // peerRecorder records a handler's answer for the peer that passed the
@@ -237,10 +233,8 @@ type peerRecorder struct {
 	body   bytes.Buffer
 }
 
-func (p *peerRecorder) Header() http.Header { return p.header }
-func (p *peerRecorder) WriteHeader(code int) {
-	p.status = cmp.Or(p.status, code)
-}
+func (p *peerRecorder) Header() http.Header  { return p.header }
+func (p *peerRecorder) WriteHeader(code int) { p.status = cmp.Or(p.status, code) }
 func (p *peerRecorder) Write(b []byte) (int, error) {
 	p.status = cmp.Or(p.status, http.StatusOK)
 	if p.body.Len()+len(b) > maxPeerBytes/2 {
@@ -346,9 +340,7 @@ func (s *Grant) forward(w http.ResponseWriter, r *http.Request, peer string, bod
 		s.srv.Log().Warn("oauth: cannot pass a device sign-in step to its replica", "peer", peer, "err", err)
 		return false
 	}
-	for k, v := range endToEnd(http.Header(ans.Header)) {
-		w.Header()[k] = v
-	}
+	maps.Copy(w.Header(), endToEnd(http.Header(ans.Header)))
 	w.WriteHeader(ans.Status)
 	_, _ = w.Write(ans.Body)
 	s.srv.Count("peer", "forwarded")

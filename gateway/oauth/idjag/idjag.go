@@ -218,7 +218,7 @@ func (s *Grant) redeemIDJAG(r *http.Request, form url.Values) ([]byte, *oauth.To
 			return nil, s.refuseIDJAG(r, clientID, c.Issuer, se.Description)
 		}
 		s.srv.Log().Error("oauth: ID-JAG verification failed", "err", err)
-		return nil, oauth.NewTokenError(http.StatusInternalServerError, "server_error", "internal error", 0)
+		return nil, oauth.ErrInternal()
 	}
 	now := s.srv.Now()
 	if reason := s.checkIDJAG(c, clientID, allowed, now); reason != "" {

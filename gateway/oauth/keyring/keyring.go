@@ -20,6 +20,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 
 	jose "github.com/go-jose/go-jose/v4"
@@ -82,16 +83,10 @@ func New(pairs ...auth.KeyPair) (*Ring, error) {
 	set := jose.JSONWebKeySet{}
 	for _, p := range pairs {
 		seed := p.Private.Seed()
-		sealKey, err := hkdf.Key(sha256.New, seed, nil, labelSeal, 32)
-		if err != nil {
-			return nil, fmt.Errorf("oauth: derive: %w", err)
-		}
-		tag, err := hkdf.Key(sha256.New, seed, nil, labelSealTag, 4)
-		if err != nil {
-			return nil, fmt.Errorf("oauth: derive: %w", err)
-		}
-		mac, err := hkdf.Key(sha256.New, seed, nil, labelClientID, 32)
-		if err != nil {
+		sealKey, err1 := hkdf.Key(sha256.New, seed, nil, labelSeal, 32)
+		tag, err2 := hkdf.Key(sha256.New, seed, nil, labelSealTag, 4)
+		mac, err3 := hkdf.Key(sha256.New, seed, nil, labelClientID, 32)
+		if err := errors.Join(err1, err2, err3); err != nil {
 			return nil, fmt.Errorf("oauth: derive: %w", err)
 		}
 		block, err := aes.NewCipher(sealKey)
@@ -104,10 +99,8 @@ func New(pairs ...auth.KeyPair) (*Ring, error) {
 		}
 		sk := &Key{ID: "bsf-" + p.ID, Priv: p.Private, aead: aead, macKey: mac}
 		copy(sk.tag[:], tag)
-		for _, other := range kr.keys {
-			if other.ID == sk.ID {
-				return nil, fmt.Errorf("%w: the same key is listed twice", ErrBadKey)
-			}
+		if slices.ContainsFunc(kr.keys, func(other *Key) bool { return other.ID == sk.ID }) {
+			return nil, fmt.Errorf("%w: the same key is listed twice", ErrBadKey)
 		}
 		kr.keys = append(kr.keys, sk)
 		set.Keys = append(set.Keys, jose.JSONWebKey{Key: p.Private.Public(), KeyID: sk.ID, Algorithm: string(jose.EdDSA), Use: "sig"})

@@ -476,7 +476,7 @@ func (s *Grant) issueServiceToken(r *http.Request, acc *account, cred config.Loa
 	}
 	body, err := json.Marshal(oauth.TokenResponse{AccessToken: at, TokenType: "Bearer", ExpiresIn: int64(ttl / time.Second), Scope: oauth.Scope})
 	if err != nil {
-		return nil, oauth.NewTokenError(http.StatusInternalServerError, "server_error", "internal error", 0)
+		return nil, oauth.ErrInternal()
 	}
 	s.srv.Log().Info("oauth: tokens issued", "grant", GrantTypeClientCredentials, "email", acc.email, "client", acc.id,
 		"method", method, "credential", cred.ID, "jti", claims.ID, "expires", time.Unix(claims.Expiry, 0).UTC().Format(time.RFC3339),
