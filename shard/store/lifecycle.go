@@ -57,8 +57,7 @@ func (s *Store) Restore(ctx context.Context, rs Restoration) (n *Note, from hist
 	if err != nil {
 		return nil, history.Version{}, false, err
 	}
-	unlock := s.locks.Lock(r.lockKey())
-	defer unlock()
+	defer s.locks.Lock(r.lockKey())()
 	v, raw, err := s.hist.Read(ctx, r.rel, rs.Version)
 	if err != nil {
 		return nil, v, false, err
@@ -186,8 +185,7 @@ func (s *Store) Archive(ctx context.Context, a Archival) (Archived, error) {
 	if err := s.needHistory(); err != nil {
 		return Archived{}, err // without history an archive could not be undone
 	}
-	unlock := s.locks.Lock(r.lockKey())
-	defer unlock()
+	defer s.locks.Lock(r.lockKey())()
 	abs, err := s.abs(r.rel)
 	if err != nil {
 		return Archived{}, err
@@ -328,8 +326,7 @@ func (s *Store) Move(ctx context.Context, mv Relocation) (Moved, error) {
 		return Moved{}, fmt.Errorf("store: %w", err)
 	}
 	linkers := s.linkersOf(from.String())
-	unlock := s.lockAll(append([]string{from.String(), to.String()}, linkers...))
-	defer unlock()
+	defer s.lockAll(append([]string{from.String(), to.String()}, linkers...))()
 	p, err := s.planMove(from, to, linkers)
 	if err != nil {
 		return Moved{}, err
@@ -575,8 +572,7 @@ func (s *Store) purge(ctx context.Context, p Purging) (Purged, []string, error) 
 	if err != nil {
 		return Purged{}, nil, err
 	}
-	unlock := s.locks.Lock(r.lockKey())
-	defer unlock()
+	defer s.locks.Lock(r.lockKey())()
 	victim := ""
 	if p.Version != "" {
 		v, _, err := s.hist.Read(ctx, r.rel, p.Version)

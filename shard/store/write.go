@@ -400,8 +400,7 @@ func (s *Store) Promote(ctx context.Context, p Promotion) (*Note, []string, erro
 	// Lock order: inbox name, then note. Nothing locks them the other way.
 	unlockIn := s.locks.Lock("i:" + p.Name)
 	defer unlockIn()
-	unlock := s.locks.Lock("w:" + id.String())
-	defer unlock()
+	defer s.locks.Lock("w:" + id.String())()
 	old, _, err := readFileLimit(inAbs, s.maxNote)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
