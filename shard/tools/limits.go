@@ -66,7 +66,6 @@ const (
 	ListMaxLimit        = 200
 	PendingDefaultLimit = 20
 	PendingMaxLimit     = 200
-	SnippetRunes        = search.SnippetRunes
 	// session_list and session_read pages.
 	SessionListDefaultLimit = 50
 	SessionListMaxLimit     = 200
