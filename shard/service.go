@@ -223,10 +223,6 @@ func (s *Service) startPolicyWatch() {
 	}()
 }
 
-type journalStats = idempotency.Stats
-
-func (s *Service) journalStats() journalStats { return s.journal.Stats() }
-
 // Tools returns the wing's tool set (the stdio mode serves it directly).
 func (s *Service) Tools() *tools.Set { return s.tools }
 
