@@ -262,9 +262,7 @@ func (s *Store) removeFile(r noteRef, abs string, old []byte, action, by string,
 	if err != nil {
 		return fmt.Errorf("store: remove %s: %w", r.rel, err)
 	}
-	if s.cache != nil {
-		s.cache.Remove(r.rel)
-	}
+	s.cache.Remove(r.rel)
 	if r.inbox() {
 		s.inboxWritten(r.name, nil, abs)
 		return nil
@@ -438,9 +436,7 @@ func (s *Store) moveFiles(p *movePlan, by string, prov Provenance) error {
 	if err := os.Remove(p.fromAbs); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: %s was written but %s could not be removed (remove it by hand): %w", p.to, p.from.Path(), err)
 	}
-	if s.cache != nil {
-		s.cache.Remove(p.from.Path())
-	}
+	s.cache.Remove(p.from.Path())
 	s.forget(p.from)
 	if err := atomicfile.SyncDir(filepath.Dir(p.fromAbs)); err != nil {
 		return fmt.Errorf("store: sync %s: %w", filepath.Dir(p.from.Path()), err)
@@ -672,9 +668,7 @@ func (s *Store) scrub() error {
 	s.inbox.mu.Lock()
 	s.inbox.ix.Scrub()
 	s.inbox.mu.Unlock()
-	if s.cache != nil {
-		s.cache.Clear()
-	}
+	s.cache.Clear()
 	s.hits.Clear()
 	s.snap.dirty.Add(1)
 	if err := s.saveSnapshot(); err != nil {

@@ -84,12 +84,10 @@ func (s *Store) readNote(abs, id, name, path, fallback string) (*Note, fileSig, 
 		return nil, fileSig{}, err
 	}
 	n := s.noteOf(id, name, path, raw, fallback)
-	if s.cache != nil {
-		if trusted(sig, at.UnixNano()) {
-			s.cache.Put(path, sig, n)
-		} else {
-			s.cache.Remove(path)
-		}
+	if trusted(sig, at.UnixNano()) { // a nil cache (off) keeps nothing
+		s.cache.Put(path, sig, n)
+	} else {
+		s.cache.Remove(path)
 	}
 	return n, sig, nil
 }
