@@ -676,16 +676,10 @@ func (s *Set) ingestPages(ctx context.Context, c Caller, a ingestArgs, k *keyCal
 		return res, err
 	}
 	s.writePages(ctx, a, k, &res, notes, done)
+	counts := map[string]*int{StatusCreated: &res.Created, StatusExists: &res.Exists, StatusInvalid: &res.Invalid, StatusFailed: &res.Failed}
 	for _, pr := range res.Pages {
-		switch pr.Status {
-		case StatusCreated:
-			res.Created++
-		case StatusExists:
-			res.Exists++
-		case StatusInvalid:
-			res.Invalid++
-		case StatusFailed:
-			res.Failed++
+		if n, ok := counts[pr.Status]; ok {
+			*n++
 		}
 	}
 	return res, nil
