@@ -185,7 +185,6 @@ func Open(opt Options) (*Journal, error) {
 	return j, nil
 }
 
-// withDefaults fills the zero fields of opt.
 func (opt Options) withDefaults() Options {
 	if opt.TTL <= 0 {
 		opt.TTL = DefaultTTL

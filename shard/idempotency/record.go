@@ -86,7 +86,6 @@ type record struct {
 	isErr  bool     // final
 }
 
-// appendRecord appends the framed record to dst.
 func appendRecord(dst []byte, r *record) ([]byte, error) {
 	switch {
 	case len(r.email) > brain.MaxEmailBytes:

@@ -58,7 +58,6 @@ func (k *skipSet) setScan(log *slog.Logger, list []Skipped) {
 	k.scan = next
 }
 
-// setRead records a file that failed to read.
 func (k *skipSet) setRead(log *slog.Logger, sk Skipped) {
 	k.mu.Lock()
 	defer k.mu.Unlock()

@@ -434,7 +434,6 @@ type noteFile struct {
 	sig fileSig
 }
 
-// path returns the file's absolute path.
 func (f noteFile) path() string { return filepath.Join(f.dir, f.id.Slug+brain.NoteExt) }
 
 // scanFiles lists the note files of every hall with their signatures, and
