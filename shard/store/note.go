@@ -5,7 +5,6 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/brainstem/brainstem/brain/injection"
 	"github.com/brainstem/brainstem/shard/frontmatter"
@@ -178,9 +177,6 @@ func oneLine(s string) string {
 // excerpt returns the first n runes of the trimmed body.
 func excerpt(body string, n int) string {
 	body = strings.TrimSpace(body)
-	if utf8.RuneCountInString(body) <= n {
-		return body
-	}
 	i := 0
 	for k := range body {
 		if i == n {
