@@ -30,6 +30,7 @@ import (
 	"github.com/brainstem/brainstem/shard/store/notecache"
 	"github.com/brainstem/brainstem/shard/store/refusal"
 	"github.com/brainstem/brainstem/shard/store/sessionlog"
+	"github.com/brainstem/brainstem/shard/store/watch"
 )
 
 // Defaults of Options.
@@ -157,10 +158,10 @@ type Store struct {
 
 	wholeReads atomic.Int64 // hits rendered from a whole read of their file
 
-	closed atomic.Bool
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // background loops
-	watch  watchState     // the directory watcher, when it runs
+	closed  atomic.Bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // background loops
+	watcher watch.Watcher  // the directory watcher; nil when none runs
 }
 
 // meta is what the store keeps in memory about one wiki note. A meta is
@@ -282,7 +283,7 @@ func (s *Store) startBackground(ctx context.Context, opt Options) {
 	}
 	if interval == 0 {
 		interval = DefaultRescanInterval
-		if s.watch.active() {
+		if s.watcher != nil {
 			interval = DefaultWatchedRescanInterval
 		}
 	}
