@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
@@ -112,19 +113,10 @@ func parseNote(raw []byte, fallback string) parsed {
 		p.fields = fieldsOf(doc)
 	}
 	get := func(k string) string { return fieldValue(p.fields, k) }
-	p.title = oneLine(get(KeyTitle))
-	if p.title == "" {
-		p.title = headingOf(p.body)
+	if p.title = oneLine(get(KeyTitle)); p.title == "" {
+		p.title = cmp.Or(headingOf(p.body), fallback)
 	}
-	if p.title == "" {
-		p.title = fallback
-	}
-	for _, k := range []string{KeyUpdatedAt, KeyPromotedAt, KeyCreatedAt} {
-		if v := get(k); v != "" {
-			p.updatedAt = v
-			break
-		}
-	}
+	p.updatedAt = cmp.Or(get(KeyUpdatedAt), get(KeyPromotedAt), get(KeyCreatedAt))
 	return p
 }
 
