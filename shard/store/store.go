@@ -720,8 +720,7 @@ func (s *Store) apply(id brain.ID, raw []byte, sig fileSig, readAt time.Time) {
 // appended unsorted; load sorts them once at the end.
 func (s *Store) applyPrepared(id brain.ID, n preparedNote, sig fileSig, readAt int64, bulk bool) {
 	m := &meta{hall: id.Hall, title: n.p.title, sig: sig, links: n.links, hash: n.hash, bodyOff: n.bodyOff, readAt: readAt, flags: n.flags}
-	m.updatedAt = n.p.updatedAt
-	if m.updatedAt == "" {
+	if m.updatedAt = n.p.updatedAt; m.updatedAt == "" {
 		m.updatedAt = rfc3339(time.Unix(0, sig.mtime))
 	}
 	key := id.String()

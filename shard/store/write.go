@@ -472,10 +472,7 @@ func (s *Store) promotionID(name, hall, slug, by string) (brain.ID, error) {
 	if err := brain.ValidInboxName(name); err != nil {
 		return brain.ID{}, refusal.Invalid(err)
 	}
-	if slug == "" {
-		slug = name
-	}
-	id := brain.ID{Wing: s.wing, Hall: hall, Slug: slug}
+	id := brain.ID{Wing: s.wing, Hall: hall, Slug: cmp.Or(slug, name)}
 	if err := id.Validate(); err != nil {
 		return brain.ID{}, refusal.Invalid(err)
 	}
