@@ -2,6 +2,7 @@ package idempotency
 
 import (
 	"bufio"
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
@@ -201,9 +202,7 @@ func (opt Options) withDefaults() Options {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	if opt.Logger == nil {
-		opt.Logger = slog.New(slog.DiscardHandler)
-	}
+	opt.Logger = cmp.Or(opt.Logger, slog.New(slog.DiscardHandler))
 	return opt
 }
 
