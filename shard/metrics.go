@@ -3,6 +3,7 @@ package shard
 import (
 	"github.com/prometheus/client_golang/prometheus"
 
+	"github.com/brainstem/brainstem/shard/idempotency"
 	"github.com/brainstem/brainstem/shard/store/hits"
 )
 
@@ -30,8 +31,8 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 	if reg == nil {
 		return m, nil
 	}
-	stats := func(f func(st journalStats) float64) func() float64 {
-		return func() float64 { return f(s.journalStats()) }
+	stats := func(f func(st idempotency.Stats) float64) func() float64 {
+		return func() float64 { return f(s.journal.Stats()) }
 	}
 	hitStats := func(f func(st hits.Stats) int64) func() float64 {
 		return func() float64 { return float64(f(s.store.HitCacheStats())) }
@@ -47,15 +48,15 @@ func newMetrics(reg prometheus.Registerer, s *Service) (*metrics, error) {
 			Help: "When the policy in force was loaded (Unix seconds)."},
 			func() float64 { _, at := s.PolicySHA256(); return float64(at.UnixNano()) / 1e9 }),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "idempotency_keys",
-			Help: "Idempotency keys remembered."}, stats(func(st journalStats) float64 { return float64(st.Keys) })),
+			Help: "Idempotency keys remembered."}, stats(func(st idempotency.Stats) float64 { return float64(st.Keys) })),
 		prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "idempotency_journal_bytes",
-			Help: "Size of the idempotency journal file."}, stats(func(st journalStats) float64 { return float64(st.FileBytes) })),
+			Help: "Size of the idempotency journal file."}, stats(func(st idempotency.Stats) float64 { return float64(st.FileBytes) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "idempotency_replays_total",
-			Help: "Write calls answered with the answer recorded for their idempotency key."}, stats(func(st journalStats) float64 { return float64(st.Replays) })),
+			Help: "Write calls answered with the answer recorded for their idempotency key."}, stats(func(st idempotency.Stats) float64 { return float64(st.Replays) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "idempotency_conflicts_total",
-			Help: "Write calls refused because their idempotency key was used with other arguments."}, stats(func(st journalStats) float64 { return float64(st.Conflicts) })),
+			Help: "Write calls refused because their idempotency key was used with other arguments."}, stats(func(st idempotency.Stats) float64 { return float64(st.Conflicts) })),
 		prometheus.NewCounterFunc(prometheus.CounterOpts{Namespace: ns, Name: "idempotency_evictions_total",
-			Help: "Idempotency keys forgotten before their retention ended, to stay within the count and memory bounds."}, stats(func(st journalStats) float64 { return float64(st.Evictions) })),
+			Help: "Idempotency keys forgotten before their retention ended, to stay within the count and memory bounds."}, stats(func(st idempotency.Stats) float64 { return float64(st.Evictions) })),
 	}
 	for _, c := range collectors {
 		if err := reg.Register(c); err != nil {

@@ -223,10 +223,6 @@ func (s *Service) startPolicyWatch() {
 	}()
 }
 
-type journalStats = idempotency.Stats
-
-func (s *Service) journalStats() journalStats { return s.journal.Stats() }
-
 // Tools returns the wing's tool set (the stdio mode serves it directly).
 func (s *Service) Tools() *tools.Set { return s.tools }
 
@@ -334,17 +330,25 @@ func (s *Service) authorize(token, requestID, what string, needs brain.Caps) (cl
 	return claims, caps, granted, nil
 }
 
-// readSearch authorizes a step of a cross-wing search: the caller must read
-// the wing. A caller who may not is refused as a tool call would be.
-func (s *Service) readSearch(token, requestID, step string) error {
+// searchStep runs a step of a cross-wing search for the token's holder,
+// who must read the wing (refused as a tool call would be): serve answers
+// it within a work span of kind, which counts what the answer holds.
+func searchStep[R any](s *Service, ctx context.Context, token, requestID, kind, step, tool string,
+	serve func(context.Context) (*R, error), count func(*R) int) (*R, error) {
 	claims, _, granted, err := s.authorize(token, requestID, search.Tool+" "+step, brain.CapRead)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if !granted {
-		return &proto.Error{Code: proto.CodeForbidden, Message: fmt.Sprintf("%s cannot read wing %q", claims.Email, s.cfg.Wing)}
+		return nil, &proto.Error{Code: proto.CodeForbidden, Message: fmt.Sprintf("%s cannot read wing %q", claims.Email, s.cfg.Wing)}
 	}
-	return nil
+	ctx, span := s.workSpan(ctx, kind, step, tool)
+	resp, err := serve(ctx)
+	if span.IsRecording() && resp != nil {
+		span.SetAttributes(tracing.KeyCount.Int(count(resp)))
+	}
+	endWork(span, 0, false, err)
+	return resp, err
 }
 
 // Stats answers the statistics of a query's terms in this wing, and the
@@ -358,15 +362,9 @@ func (s *Service) Stats(ctx context.Context, req *proto.StatsRequest) (*proto.St
 
 // Rank answers the rank step of a cross-wing search for the token's holder.
 func (s *Service) Rank(ctx context.Context, req *proto.RankRequest) (*proto.RankResponse, error) {
-	if err := s.readSearch(req.Token, req.RequestID, "rank"); err != nil {
-		return nil, err
-	}
-	ctx, span := s.workSpan(ctx, "index", "rank", searchRank)
-	resp, err := search.ServeRank(ctx, s.store, s.tools.Limits().Search(), &req.RankRequest)
-	if span.IsRecording() && resp != nil {
-		span.SetAttributes(tracing.KeyCount.Int(len(resp.Ranked)))
-	}
-	endWork(span, 0, false, err)
+	resp, err := searchStep(s, ctx, req.Token, req.RequestID, "index", "rank", searchRank, func(ctx context.Context) (*search.RankResponse, error) {
+		return search.ServeRank(ctx, s.store, s.tools.Limits().Search(), &req.RankRequest)
+	}, func(r *search.RankResponse) int { return len(r.Ranked) })
 	if err != nil {
 		return nil, err
 	}
@@ -376,15 +374,9 @@ func (s *Service) Rank(ctx context.Context, req *proto.RankRequest) (*proto.Rank
 // Fetch answers the fetch step of a cross-wing search for the token's
 // holder.
 func (s *Service) Fetch(ctx context.Context, req *proto.FetchRequest) (*proto.FetchResponse, error) {
-	if err := s.readSearch(req.Token, req.RequestID, "fetch"); err != nil {
-		return nil, err
-	}
-	ctx, span := s.workSpan(ctx, "store", "fetch", searchFetch)
-	resp, err := search.ServeFetch(ctx, s.store, &req.FetchRequest)
-	if span.IsRecording() && resp != nil {
-		span.SetAttributes(tracing.KeyCount.Int(len(resp.Hits)))
-	}
-	endWork(span, 0, false, err)
+	resp, err := searchStep(s, ctx, req.Token, req.RequestID, "store", "fetch", searchFetch, func(ctx context.Context) (*search.FetchResponse, error) {
+		return search.ServeFetch(ctx, s.store, &req.FetchRequest)
+	}, func(r *search.FetchResponse) int { return len(r.Hits) })
 	if err != nil {
 		return nil, err
 	}

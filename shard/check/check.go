@@ -9,9 +9,9 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"net/mail"
 	"os"
-
 	"path/filepath"
 	"slices"
 	"strings"
@@ -109,10 +109,7 @@ func Brain(ctx context.Context, root string, opt Options) (*Report, error) {
 			c.problem(l.from, "link %s points at a note that does not exist (%s)", l.link.Text, l.id.Path())
 		}
 	}
-	for w := range c.wings {
-		c.rep.Wings = append(c.rep.Wings, w)
-	}
-	slices.Sort(c.rep.Wings)
+	c.rep.Wings = slices.Sorted(maps.Keys(c.wings))
 	for _, w := range c.rep.Wings {
 		if err := ctx.Err(); err != nil {
 			return nil, fmt.Errorf("check: %w", err)

@@ -42,12 +42,8 @@ func (c *checker) remote() {
 		}
 	}
 	if rep.LastError != "" {
-		last := "never"
-		if !rep.LastSync.IsZero() {
-			last = rep.LastSync.Format(time.RFC3339)
-		}
 		msg := fmt.Sprintf("the wing does not sync with %s (last good sync: %s; %d commits not pushed yet; as of %s): %s",
-			rep.URL, last, rep.Unpushed, rep.Updated.Format(time.RFC3339), rep.LastError)
+			rep.URL, lastSync(rep.LastSync), rep.Unpushed, rep.Updated.Format(time.RFC3339), rep.LastError)
 		if rep.Hint != "" {
 			msg += ". Fix: " + rep.Hint
 		}
@@ -74,18 +70,22 @@ func (c *checker) open(cf remote.ConflictRecord) bool {
 
 // writeText writes the remote's summary and its open conflicts.
 func (r *Remote) writeText(w io.Writer) {
-	last := "never"
-	if !r.LastSync.IsZero() {
-		last = r.LastSync.Format(time.RFC3339)
-	}
 	state := "in sync"
 	if r.LastError != "" {
 		state = "failing"
 	}
 	fmt.Fprintf(w, "remote %s (branch %s, wings %s): %s, last good sync %s, %d commits not pushed, %d conflicts listed, %d open\n",
-		r.URL, r.Branch, strings.Join(r.Wings, ", "), state, last, r.Unpushed, len(r.Conflicts), len(r.Open))
+		r.URL, r.Branch, strings.Join(r.Wings, ", "), state, lastSync(r.LastSync), r.Unpushed, len(r.Conflicts), len(r.Open))
 	for _, cf := range r.Open {
 		fmt.Fprintf(w, "%s: conflict settled by merge %.12s at %s: the remote's version is current, the wing's (%.12s) stays in history; keep one with brain_history and brain_restore\n",
 			cf.Path, cf.Merge, cf.When.Format(time.RFC3339), cf.Local)
 	}
+}
+
+// lastSync is when the remote last synced, "never" before its first sync.
+func lastSync(t time.Time) string {
+	if t.IsZero() {
+		return "never"
+	}
+	return t.Format(time.RFC3339)
 }

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode"
@@ -235,16 +236,7 @@ func (d *Doc) SetStrings(key string, vals []string) {
 	text, err := listText(clean)
 	if err == nil {
 		err = d.edit(key, text, true, func(nd *Doc) bool {
-			got := nd.Strings(key)
-			if len(got) != len(clean) {
-				return false
-			}
-			for i := range got {
-				if got[i] != clean[i] {
-					return false
-				}
-			}
-			return nd.find(key) != nil
+			return slices.Equal(nd.Strings(key), clean) && nd.find(key) != nil
 		})
 	}
 	if err != nil {
@@ -336,10 +328,8 @@ func (d *Doc) fail(err error) {
 }
 
 func (d *Doc) find(key string) *entry {
-	for i := range d.keys {
-		if d.keys[i].name == key {
-			return &d.keys[i]
-		}
+	if i := slices.IndexFunc(d.keys, func(e entry) bool { return e.name == key }); i >= 0 {
+		return &d.keys[i]
 	}
 	return nil
 }
@@ -385,10 +375,7 @@ func (d *Doc) edit(key, text string, put bool, ok func(*Doc) bool) error {
 }
 
 func spliced(lines []string, start, end int, repl ...string) []string {
-	out := make([]string, 0, len(lines)-(end-start)+len(repl))
-	out = append(out, lines[:start]...)
-	out = append(out, repl...)
-	return append(out, lines[end:]...)
+	return slices.Concat(lines[:start], repl, lines[end:])
 }
 
 // clone returns a copy of d with new header lines (not yet indexed).
@@ -687,17 +674,8 @@ func detached(line string) bool {
 }
 
 func kindName(k yaml.Kind) string {
-	switch k {
-	case yaml.SequenceNode:
-		return "list"
-	case yaml.MappingNode:
-		return "mapping"
-	case yaml.ScalarNode:
-		return "scalar"
-	case yaml.AliasNode:
-		return "alias"
-	}
-	return "document"
+	names := map[yaml.Kind]string{yaml.SequenceNode: "list", yaml.MappingNode: "mapping", yaml.ScalarNode: "scalar", yaml.AliasNode: "alias"}
+	return cmp.Or(names[k], "document")
 }
 
 // yamlError turns a yaml.v3 error into ErrInvalidYAML with a file line.

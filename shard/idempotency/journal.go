@@ -2,12 +2,14 @@ package idempotency
 
 import (
 	"bufio"
+	"cmp"
 	"container/list"
 	"context"
 	"errors"
 	"fmt"
 	"io"
 	"log/slog"
+	"maps"
 	"os"
 	"path/filepath"
 	"sync"
@@ -184,7 +186,6 @@ func Open(opt Options) (*Journal, error) {
 	return j, nil
 }
 
-// withDefaults fills the zero fields of opt.
 func (opt Options) withDefaults() Options {
 	if opt.TTL <= 0 {
 		opt.TTL = DefaultTTL
@@ -201,9 +202,7 @@ func (opt Options) withDefaults() Options {
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
-	if opt.Logger == nil {
-		opt.Logger = slog.New(slog.DiscardHandler)
-	}
+	opt.Logger = cmp.Or(opt.Logger, slog.New(slog.DiscardHandler))
 	return opt
 }
 
@@ -297,10 +296,7 @@ func (j *Journal) replay(r *record) {
 		if e == nil || e.tool != r.tool || e.fp != r.fp || e.hasFinal {
 			fresh()
 		}
-		if e.parts == nil {
-			e.parts = map[int][]byte{}
-		}
-		e.parts[r.part] = r.answer
+		e.setPart(r.part, r.answer)
 	}
 	j.touchLocked(e, r.at)
 }
@@ -367,10 +363,14 @@ func (j *Journal) commitLocked(e *entry) {
 		e.hasFinal, e.final, e.parts = true, Answer{Bytes: in.answer}, nil
 		return
 	}
+	e.setPart(in.part, in.answer)
+}
+
+func (e *entry) setPart(part int, answer []byte) {
 	if e.parts == nil {
 		e.parts = map[int][]byte{}
 	}
-	e.parts[in.part] = in.answer
+	e.parts[part] = answer
 }
 
 // evictLocked forgets entries past retention, then the oldest while a bound
@@ -430,12 +430,7 @@ func (j *Journal) Begin(ctx context.Context, email, key, tool string, fp [32]byt
 	id := entryID(email, key)
 	for {
 		j.mu.Lock()
-		if j.closed {
-			j.mu.Unlock()
-			return nil, nil, ErrClosed
-		}
-		if j.broken != nil {
-			err := j.broken
+		if err := j.usableLocked(); err != nil {
 			j.mu.Unlock()
 			return nil, nil, err
 		}
@@ -494,6 +489,15 @@ func (j *Journal) Begin(ctx context.Context, email, key, tool string, fp [32]byt
 	}
 }
 
+// usableLocked is ErrClosed after Close, the write failure that broke the
+// journal, else nil.
+func (j *Journal) usableLocked() error {
+	if j.closed {
+		return ErrClosed
+	}
+	return j.broken
+}
+
 func (j *Journal) claimLocked(e *entry) *Claim {
 	e.busy = make(chan struct{})
 	return &Claim{j: j, e: e}
@@ -515,11 +519,7 @@ type Claim struct {
 func (c *Claim) Parts() map[int][]byte {
 	c.j.mu.Lock()
 	defer c.j.mu.Unlock()
-	out := make(map[int][]byte, len(c.e.parts))
-	for k, v := range c.e.parts {
-		out[k] = v
-	}
-	return out
+	return maps.Clone(c.e.parts)
 }
 
 // Intend records, durably (fsync) before it returns, that part (Whole, or
@@ -626,11 +626,8 @@ func (j *Journal) append(r *record, sync bool, apply func()) error {
 func (j *Journal) write(r *record, apply func()) (*durable.File, int64, bool, error) {
 	j.mu.Lock()
 	defer j.mu.Unlock()
-	if j.closed {
-		return nil, 0, false, ErrClosed
-	}
-	if j.broken != nil {
-		return nil, 0, false, j.broken
+	if err := j.usableLocked(); err != nil {
+		return nil, 0, false, err
 	}
 	r.at = j.now()
 	buf, err := appendRecord(j.buf[:0], r)
@@ -682,11 +679,10 @@ func (j *Journal) compact() error {
 	if err != nil {
 		return fmt.Errorf("idempotency: compact: %w", err)
 	}
-	if err := durable.TryFlock(f); err != nil {
-		f.Close()
-		return fmt.Errorf("idempotency: compact: %w", err)
+	if err = durable.TryFlock(f); err == nil {
+		err = tmp.Replace()
 	}
-	if err := tmp.Replace(); err != nil {
+	if err != nil {
 		f.Close()
 		return fmt.Errorf("idempotency: compact: %w", err)
 	}

@@ -43,18 +43,11 @@ const (
 	kindPart   kind = 5
 )
 
+var kindNames = [...]string{kindIntent: "intent", kindCommit: "commit", kindAbort: "abort", kindFinal: "final", kindPart: "part"}
+
 func (k kind) String() string {
-	switch k {
-	case kindIntent:
-		return "intent"
-	case kindCommit:
-		return "commit"
-	case kindAbort:
-		return "abort"
-	case kindFinal:
-		return "final"
-	case kindPart:
-		return "part"
+	if int(k) < len(kindNames) && kindNames[k] != "" {
+		return kindNames[k]
 	}
 	return fmt.Sprintf("kind_%d", byte(k))
 }
@@ -93,7 +86,6 @@ type record struct {
 	isErr  bool     // final
 }
 
-// appendRecord appends the framed record to dst.
 func appendRecord(dst []byte, r *record) ([]byte, error) {
 	switch {
 	case len(r.email) > brain.MaxEmailBytes:
@@ -113,23 +105,19 @@ func appendRecord(dst []byte, r *record) ([]byte, error) {
 	b = codec.AppendString(b, r.email)
 	b = codec.AppendString(b, r.key)
 	switch r.kind {
-	case kindIntent:
+	case kindIntent, kindFinal, kindPart: // tool · fingerprint · is_error or part · [mark] · answer
 		b = codec.AppendString(b, r.tool)
 		b = append(b, r.fp[:]...)
-		b = codec.AppendVarint(b, int64(r.part))
-		b = codec.AppendBytes(b, r.mark)
+		if r.kind == kindFinal {
+			b = codec.AppendBool(b, r.isErr)
+		} else {
+			b = codec.AppendVarint(b, int64(r.part))
+		}
+		if r.kind == kindIntent {
+			b = codec.AppendBytes(b, r.mark)
+		}
 		b = codec.AppendBytes(b, r.answer)
 	case kindCommit, kindAbort:
-	case kindFinal:
-		b = codec.AppendString(b, r.tool)
-		b = append(b, r.fp[:]...)
-		b = codec.AppendBool(b, r.isErr)
-		b = codec.AppendBytes(b, r.answer)
-	case kindPart:
-		b = codec.AppendString(b, r.tool)
-		b = append(b, r.fp[:]...)
-		b = codec.AppendVarint(b, int64(r.part))
-		b = codec.AppendBytes(b, r.answer)
 	default:
 		return dst, fmt.Errorf("idempotency: cannot encode record kind %s", r.kind)
 	}
@@ -147,23 +135,19 @@ func decodeRecord(p []byte) (*record, error) {
 	r.email = d.String("email", brain.MaxEmailBytes)
 	r.key = d.String("key", MaxKeyBytes)
 	switch r.kind {
-	case kindIntent:
+	case kindIntent, kindFinal, kindPart: // as appendRecord writes them
 		r.tool = d.String("tool", MaxToolBytes)
 		copy(r.fp[:], d.Fixed("fingerprint", len(r.fp)))
-		r.part = readPart(d)
-		r.mark = d.Bytes("mark", MaxMarkBytes)
+		if r.kind == kindFinal {
+			r.isErr = d.Bool("is_error")
+		} else {
+			r.part = readPart(d)
+		}
+		if r.kind == kindIntent {
+			r.mark = d.Bytes("mark", MaxMarkBytes)
+		}
 		r.answer = d.Bytes("answer", MaxAnswerBytes)
 	case kindCommit, kindAbort:
-	case kindFinal:
-		r.tool = d.String("tool", MaxToolBytes)
-		copy(r.fp[:], d.Fixed("fingerprint", len(r.fp)))
-		r.isErr = d.Bool("is_error")
-		r.answer = d.Bytes("answer", MaxAnswerBytes)
-	case kindPart:
-		r.tool = d.String("tool", MaxToolBytes)
-		copy(r.fp[:], d.Fixed("fingerprint", len(r.fp)))
-		r.part = readPart(d)
-		r.answer = d.Bytes("answer", MaxAnswerBytes)
 	default:
 		d.Fail("unknown record kind %d", byte(r.kind))
 	}

@@ -28,8 +28,8 @@ func Resolve(root, rel string) (string, error) {
 		return "", err
 	}
 	root = filepath.Clean(root)
-	p := root
-	for i, seg := range strings.Split(rel, "/") {
+	p, segs := root, strings.Split(rel, "/")
+	for i, seg := range segs {
 		p = filepath.Join(p, seg)
 		fi, err := os.Lstat(p)
 		if err != nil {
@@ -38,28 +38,15 @@ func Resolve(root, rel string) (string, error) {
 			}
 			var pe *fs.PathError
 			if errors.As(err, &pe) {
-				err = &fs.PathError{Op: pe.Op, Path: prefix(rel, i), Err: pe.Err}
+				err = &fs.PathError{Op: pe.Op, Path: strings.Join(segs[:i+1], "/"), Err: pe.Err}
 			}
 			return "", fmt.Errorf("layout: resolving %s: %w", brain.Preview(rel), err)
 		}
 		if fi.Mode()&fs.ModeSymlink != 0 {
-			return "", escape("path %s goes through the symbolic link %s: links are not allowed inside a brain", brain.Preview(rel), prefix(rel, i))
+			return "", escape("path %s goes through the symbolic link %s: links are not allowed inside a brain", brain.Preview(rel), strings.Join(segs[:i+1], "/"))
 		}
 	}
 	return filepath.Join(root, filepath.FromSlash(rel)), nil
-}
-
-// prefix returns the first n+1 segments of the slash path rel.
-func prefix(rel string, n int) string {
-	end := 0
-	for range n + 1 {
-		j := strings.IndexByte(rel[end:], '/')
-		if j < 0 {
-			return rel
-		}
-		end += j + 1
-	}
-	return rel[:end-1]
 }
 
 // escape is a refusal of a path that would leave its wing: a code and a

@@ -461,7 +461,7 @@ func BenchmarkOutsideEdit(b *testing.B) {
 	}
 	b.StopTimer()
 	report(b, lat, nil, "")
-	b.ReportMetric(boolMetric(s.watch.active()), "watching")
+	b.ReportMetric(boolMetric(s.watcher != nil), "watching")
 	for _, p := range paths {
 		os.Remove(p)
 	}

@@ -11,6 +11,7 @@ import (
 	"syscall"
 	"testing"
 
+	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/shard/frontmatter"
 )
 
@@ -131,7 +132,7 @@ func crashAndReopen(t *testing.T, killAfter int) {
 		}
 	}
 	filepath.WalkDir(root, func(p string, d os.DirEntry, err error) error {
-		if err == nil && strings.HasPrefix(d.Name(), tmpPrefix) {
+		if err == nil && strings.HasPrefix(d.Name(), atomicfile.TempPrefix) {
 			t.Errorf("temporary file visible after Open: %s", p)
 		}
 		return err

@@ -4,14 +4,8 @@ import (
 	"io/fs"
 	"time"
 
-	"github.com/brainstem/brainstem/internal/atomicfile"
 	"github.com/brainstem/brainstem/shard/store/diskfile"
 )
-
-// tmpPrefix starts the name of every temporary file the store writes
-// (package atomicfile names them). Scans and listings ignore such files and
-// Open removes them.
-const tmpPrefix = atomicfile.TempPrefix
 
 // filePerm is the mode of the files the store writes (diskfile.Perm).
 const filePerm = diskfile.Perm

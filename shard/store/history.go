@@ -1,11 +1,14 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
 	"fmt"
+	"maps"
 	"path/filepath"
+	"slices"
 	"time"
 
 	"github.com/brainstem/brainstem/brain"
@@ -83,10 +86,7 @@ func (s *Store) openHistory(ctx context.Context, opt Options) error {
 	if opt.History.Off {
 		return nil
 	}
-	stateDir := opt.StateDir
-	if stateDir == "" {
-		stateDir = filepath.Join(s.root, ".brainstem")
-	}
+	stateDir := cmp.Or(opt.StateDir, filepath.Join(s.root, ".brainstem"))
 	h, err := history.Open(ctx, history.Options{
 		Root: s.root, Wing: s.wing, StateDir: filepath.Join(stateDir, "history"),
 		Tracked: s.tracked, Files: s.trackedFiles, Dirs: []string{brain.WingDir(brain.TopWiki, s.wing), brain.WingDir(brain.TopInbox, s.wing)},
@@ -167,10 +167,7 @@ func removeOp(rel string, old []byte) history.Op {
 
 // subject is the commit subject of a change: what it did, to which note.
 func subject(prov Provenance, action, what string) string {
-	if prov.Tool != "" {
-		return prov.Tool + " " + what
-	}
-	return action + " " + what
+	return cmp.Or(prov.Tool, action) + " " + what
 }
 
 // noteOutside queues a path the store saw changed behind its back (a
@@ -216,10 +213,7 @@ func (s *Store) recordOutside(ctx context.Context) {
 	if len(pend) == 0 {
 		return
 	}
-	paths := make([]string, 0, len(pend))
-	for p := range pend {
-		paths = append(paths, p)
-	}
+	paths := slices.Collect(maps.Keys(pend))
 	if err := s.hist.Outside(ctx, paths); err != nil && ctx.Err() == nil && !errors.Is(err, context.Canceled) {
 		s.log.Warn("store: recording outside edits in history failed; they are recorded at the next start", "paths", len(paths), "err", err)
 	}

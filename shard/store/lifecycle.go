@@ -57,8 +57,7 @@ func (s *Store) Restore(ctx context.Context, rs Restoration) (n *Note, from hist
 	if err != nil {
 		return nil, history.Version{}, false, err
 	}
-	unlock := s.locks.Lock(r.lockKey())
-	defer unlock()
+	defer s.locks.Lock(r.lockKey())()
 	v, raw, err := s.hist.Read(ctx, r.rel, rs.Version)
 	if err != nil {
 		return nil, v, false, err
@@ -186,8 +185,7 @@ func (s *Store) Archive(ctx context.Context, a Archival) (Archived, error) {
 	if err := s.needHistory(); err != nil {
 		return Archived{}, err // without history an archive could not be undone
 	}
-	unlock := s.locks.Lock(r.lockKey())
-	defer unlock()
+	defer s.locks.Lock(r.lockKey())()
 	abs, err := s.abs(r.rel)
 	if err != nil {
 		return Archived{}, err
@@ -264,9 +262,7 @@ func (s *Store) removeFile(r noteRef, abs string, old []byte, action, by string,
 	if err != nil {
 		return fmt.Errorf("store: remove %s: %w", r.rel, err)
 	}
-	if s.cache != nil {
-		s.cache.Remove(r.rel)
-	}
+	s.cache.Remove(r.rel)
 	if r.inbox() {
 		s.inboxWritten(r.name, nil, abs)
 		return nil
@@ -328,8 +324,7 @@ func (s *Store) Move(ctx context.Context, mv Relocation) (Moved, error) {
 		return Moved{}, fmt.Errorf("store: %w", err)
 	}
 	linkers := s.linkersOf(from.String())
-	unlock := s.lockAll(append([]string{from.String(), to.String()}, linkers...))
-	defer unlock()
+	defer s.lockAll(append([]string{from.String(), to.String()}, linkers...))()
 	p, err := s.planMove(from, to, linkers)
 	if err != nil {
 		return Moved{}, err
@@ -441,9 +436,7 @@ func (s *Store) moveFiles(p *movePlan, by string, prov Provenance) error {
 	if err := os.Remove(p.fromAbs); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("store: %s was written but %s could not be removed (remove it by hand): %w", p.to, p.from.Path(), err)
 	}
-	if s.cache != nil {
-		s.cache.Remove(p.from.Path())
-	}
+	s.cache.Remove(p.from.Path())
 	s.forget(p.from)
 	if err := atomicfile.SyncDir(filepath.Dir(p.fromAbs)); err != nil {
 		return fmt.Errorf("store: sync %s: %w", filepath.Dir(p.from.Path()), err)
@@ -575,8 +568,7 @@ func (s *Store) purge(ctx context.Context, p Purging) (Purged, []string, error) 
 	if err != nil {
 		return Purged{}, nil, err
 	}
-	unlock := s.locks.Lock(r.lockKey())
-	defer unlock()
+	defer s.locks.Lock(r.lockKey())()
 	victim := ""
 	if p.Version != "" {
 		v, _, err := s.hist.Read(ctx, r.rel, p.Version)
@@ -676,9 +668,7 @@ func (s *Store) scrub() error {
 	s.inbox.mu.Lock()
 	s.inbox.ix.Scrub()
 	s.inbox.mu.Unlock()
-	if s.cache != nil {
-		s.cache.Clear()
-	}
+	s.cache.Clear()
 	s.hits.Clear()
 	s.snap.dirty.Add(1)
 	if err := s.saveSnapshot(); err != nil {

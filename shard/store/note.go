@@ -1,11 +1,11 @@
 package store
 
 import (
+	"cmp"
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/brainstem/brainstem/brain/injection"
 	"github.com/brainstem/brainstem/shard/frontmatter"
@@ -113,19 +113,10 @@ func parseNote(raw []byte, fallback string) parsed {
 		p.fields = fieldsOf(doc)
 	}
 	get := func(k string) string { return fieldValue(p.fields, k) }
-	p.title = oneLine(get(KeyTitle))
-	if p.title == "" {
-		p.title = headingOf(p.body)
+	if p.title = oneLine(get(KeyTitle)); p.title == "" {
+		p.title = cmp.Or(headingOf(p.body), fallback)
 	}
-	if p.title == "" {
-		p.title = fallback
-	}
-	for _, k := range []string{KeyUpdatedAt, KeyPromotedAt, KeyCreatedAt} {
-		if v := get(k); v != "" {
-			p.updatedAt = v
-			break
-		}
-	}
+	p.updatedAt = cmp.Or(get(KeyUpdatedAt), get(KeyPromotedAt), get(KeyCreatedAt))
 	return p
 }
 
@@ -178,9 +169,6 @@ func oneLine(s string) string {
 // excerpt returns the first n runes of the trimmed body.
 func excerpt(body string, n int) string {
 	body = strings.TrimSpace(body)
-	if utf8.RuneCountInString(body) <= n {
-		return body
-	}
 	i := 0
 	for k := range body {
 		if i == n {

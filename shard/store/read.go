@@ -1,6 +1,7 @@
 package store
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
@@ -9,8 +10,10 @@ import (
 	"fmt"
 	"io"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -81,12 +84,10 @@ func (s *Store) readNote(abs, id, name, path, fallback string) (*Note, fileSig, 
 		return nil, fileSig{}, err
 	}
 	n := s.noteOf(id, name, path, raw, fallback)
-	if s.cache != nil {
-		if trusted(sig, at.UnixNano()) {
-			s.cache.Put(path, sig, n)
-		} else {
-			s.cache.Remove(path)
-		}
+	if trusted(sig, at.UnixNano()) { // a nil cache (off) keeps nothing
+		s.cache.Put(path, sig, n)
+	} else {
+		s.cache.Remove(path)
 	}
 	return n, sig, nil
 }
@@ -339,11 +340,8 @@ func (s *Store) Links(id string) (Links, error) {
 	if m == nil {
 		return Links{}, refusal.Refuse(ErrNotFound, "no note %s in wing %q", key, s.wing)
 	}
-	l := Links{ID: key, Outbound: append([]string{}, m.links...), Backlinks: []string{}, Tunnels: s.tunnelsOf(m.links)}
-	for src := range s.backlinks[key] {
-		l.Backlinks = append(l.Backlinks, src)
-	}
-	sort.Strings(l.Backlinks)
+	l := Links{ID: key, Outbound: append([]string{}, m.links...), Backlinks: slices.AppendSeq([]string{}, maps.Keys(s.backlinks[key])), Tunnels: s.tunnelsOf(m.links)}
+	slices.Sort(l.Backlinks)
 	return l, nil
 }
 
@@ -415,15 +413,8 @@ func (s *Store) Pending(ctx context.Context, limit int) ([]Pending, error) {
 		}
 		out = append(out, pn)
 	}
-	sort.Slice(out, func(i, j int) bool {
-		a, b := out[i], out[j]
-		if !a.at.Equal(b.at) {
-			return a.at.Before(b.at)
-		}
-		if !a.modTime.Equal(b.modTime) {
-			return a.modTime.Before(b.modTime)
-		}
-		return a.Name < b.Name
+	slices.SortFunc(out, func(a, b Pending) int {
+		return cmp.Or(a.at.Compare(b.at), a.modTime.Compare(b.modTime), strings.Compare(a.Name, b.Name))
 	})
 	if limit > 0 && len(out) > limit {
 		out = out[:limit]

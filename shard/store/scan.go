@@ -80,8 +80,7 @@ func (s *Store) Rescan(ctx context.Context) error {
 // unreadable). A file whose bytes are those already indexed only has its
 // read time renewed.
 func (s *Store) refresh(id brain.ID) {
-	unlock := s.locks.Lock("w:" + id.String())
-	defer unlock()
+	defer s.locks.Lock("w:" + id.String())()
 	abs, err := s.abs(id.Path())
 	if err != nil {
 		s.log.Warn("store: forgetting note", "path", id.Path(), "err", err)

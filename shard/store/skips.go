@@ -3,6 +3,7 @@ package store
 import (
 	"fmt"
 	"log/slog"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
@@ -58,7 +59,6 @@ func (k *skipSet) setScan(log *slog.Logger, list []Skipped) {
 	k.scan = next
 }
 
-// setRead records a file that failed to read.
 func (k *skipSet) setRead(log *slog.Logger, sk Skipped) {
 	k.mu.Lock()
 	defer k.mu.Unlock()
@@ -86,10 +86,7 @@ func (k *skipSet) clearRead(path string) {
 func (k *skipSet) list() []Skipped {
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	out := make([]Skipped, 0, len(k.scan)+len(k.read))
-	for _, sk := range k.scan {
-		out = append(out, sk)
-	}
+	out := slices.AppendSeq(make([]Skipped, 0, len(k.scan)+len(k.read)), maps.Values(k.scan))
 	for p, sk := range k.read {
 		if _, dup := k.scan[p]; !dup {
 			out = append(out, sk)

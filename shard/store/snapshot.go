@@ -58,7 +58,6 @@ type snapshotState struct {
 	loaded   bool // Open restored the wing from a snapshot
 }
 
-// snapshotPath returns the wing's snapshot file.
 func (s *Store) snapshotPath() string {
 	return filepath.Join(s.snap.dir, "snapshots", s.wing+".snapshot")
 }

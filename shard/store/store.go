@@ -30,6 +30,7 @@ import (
 	"github.com/brainstem/brainstem/shard/store/notecache"
 	"github.com/brainstem/brainstem/shard/store/refusal"
 	"github.com/brainstem/brainstem/shard/store/sessionlog"
+	"github.com/brainstem/brainstem/shard/store/watch"
 )
 
 // Defaults of Options.
@@ -157,10 +158,10 @@ type Store struct {
 
 	wholeReads atomic.Int64 // hits rendered from a whole read of their file
 
-	closed atomic.Bool
-	cancel context.CancelFunc
-	wg     sync.WaitGroup // background loops
-	watch  watchState     // the directory watcher, when it runs
+	closed  atomic.Bool
+	cancel  context.CancelFunc
+	wg      sync.WaitGroup // background loops
+	watcher watch.Watcher  // the directory watcher; nil when none runs
 }
 
 // meta is what the store keeps in memory about one wiki note. A meta is
@@ -282,7 +283,7 @@ func (s *Store) startBackground(ctx context.Context, opt Options) {
 	}
 	if interval == 0 {
 		interval = DefaultRescanInterval
-		if s.watch.active() {
+		if s.watcher != nil {
 			interval = DefaultWatchedRescanInterval
 		}
 	}
@@ -434,7 +435,6 @@ type noteFile struct {
 	sig fileSig
 }
 
-// path returns the file's absolute path.
 func (f noteFile) path() string { return filepath.Join(f.dir, f.id.Slug+brain.NoteExt) }
 
 // scanFiles lists the note files of every hall with their signatures, and
@@ -720,8 +720,7 @@ func (s *Store) apply(id brain.ID, raw []byte, sig fileSig, readAt time.Time) {
 // appended unsorted; load sorts them once at the end.
 func (s *Store) applyPrepared(id brain.ID, n preparedNote, sig fileSig, readAt int64, bulk bool) {
 	m := &meta{hall: id.Hall, title: n.p.title, sig: sig, links: n.links, hash: n.hash, bodyOff: n.bodyOff, readAt: readAt, flags: n.flags}
-	m.updatedAt = n.p.updatedAt
-	if m.updatedAt == "" {
+	if m.updatedAt = n.p.updatedAt; m.updatedAt == "" {
 		m.updatedAt = rfc3339(time.Unix(0, sig.mtime))
 	}
 	key := id.String()

@@ -78,8 +78,7 @@ func (s *Store) syncTOC(force bool) error {
 	if force {
 		if old, err := os.ReadFile(p); err == nil && bytes.Equal(old, content) {
 			if fi, err := os.Lstat(p); err == nil {
-				s.tocSig = sigOf(fi)
-				s.tocDone = gen
+				s.tocSig, s.tocDone = sigOf(fi), gen
 				return nil
 			}
 		}
@@ -91,7 +90,6 @@ func (s *Store) syncTOC(force bool) error {
 	if err != nil {
 		return fmt.Errorf("store: stat %s: %w", rel, err)
 	}
-	s.tocSig = sigOf(fi)
-	s.tocDone = gen
+	s.tocSig, s.tocDone = sigOf(fi), gen
 	return nil
 }

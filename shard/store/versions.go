@@ -38,7 +38,6 @@ func (r noteRef) String() string {
 	return r.id.String()
 }
 
-// lockKey is the key of the note's lock.
 func (r noteRef) lockKey() string {
 	if r.inbox() {
 		return "i:" + r.name

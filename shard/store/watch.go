@@ -11,13 +11,6 @@ import (
 	"github.com/brainstem/brainstem/shard/store/watch"
 )
 
-// watchState is the store's directory watcher, when one runs.
-type watchState struct {
-	w watch.Watcher
-}
-
-func (ws *watchState) active() bool { return ws.w != nil }
-
 // startWatch watches the wing's wiki directory, its halls and its inbox,
 // so that an outside change reaches the index within milliseconds instead
 // of at the next rescan.
@@ -30,7 +23,7 @@ func (s *Store) startWatch(ctx context.Context, after func()) error {
 		w.Close()
 		return err
 	}
-	s.watch.w = w
+	s.watcher = w
 	failed := func(err error) {
 		s.log.Warn("store: watching the wing's directories failed; the rescanner still runs", "err", err)
 	}
@@ -77,8 +70,8 @@ func (s *Store) applyChanges(ctx context.Context, c watch.Changes) {
 		return
 	}
 	if c.Rescan {
-		if s.watch.w != nil {
-			if err := s.addWatches(s.watch.w); err != nil {
+		if s.watcher != nil {
+			if err := s.addWatches(s.watcher); err != nil {
 				s.log.Warn("store: re-watching the wing's directories failed", "err", err)
 			}
 		}

@@ -400,8 +400,7 @@ func (s *Store) Promote(ctx context.Context, p Promotion) (*Note, []string, erro
 	// Lock order: inbox name, then note. Nothing locks them the other way.
 	unlockIn := s.locks.Lock("i:" + p.Name)
 	defer unlockIn()
-	unlock := s.locks.Lock("w:" + id.String())
-	defer unlock()
+	defer s.locks.Lock("w:" + id.String())()
 	old, _, err := readFileLimit(inAbs, s.maxNote)
 	if err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
@@ -473,10 +472,7 @@ func (s *Store) promotionID(name, hall, slug, by string) (brain.ID, error) {
 	if err := brain.ValidInboxName(name); err != nil {
 		return brain.ID{}, refusal.Invalid(err)
 	}
-	if slug == "" {
-		slug = name
-	}
-	id := brain.ID{Wing: s.wing, Hall: hall, Slug: slug}
+	id := brain.ID{Wing: s.wing, Hall: hall, Slug: cmp.Or(slug, name)}
 	if err := id.Validate(); err != nil {
 		return brain.ID{}, refusal.Invalid(err)
 	}

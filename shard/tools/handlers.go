@@ -2,7 +2,6 @@ package tools
 
 import (
 	"bytes"
-	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -99,12 +98,6 @@ func (s *Set) define() []Tool {
 		Define(s.moveSpec(), s.move),
 		onlyIf(s.st.PurgeAllowed(), Define(s.purgeSpec(), s.purge)),
 	}
-}
-
-// prov is what history records of a tool's change: the tool, the reason,
-// and the call's idempotency key (the argument's, else the transport's).
-func prov(tool, reason, key string, c Caller) store.Provenance {
-	return store.Provenance{Tool: tool, Reason: reason, Key: cmp.Or(key, c.IdempotencyKey)}
 }
 
 // checkWing enforces the optional wing argument.
@@ -495,14 +488,12 @@ func (s *Set) write(ctx context.Context, c Caller, a *writeArgs) (any, error) {
 	if err := checkPlacement("", a.Title, a.Hall, a.Slug, a.Inbox); err != nil {
 		return nil, err
 	}
-	key := a.IdempotencyKey
-	a.IdempotencyKey, a.Wing = "", "" // not part of what the call does
-	return s.keyed(ctx, c, "brain_write", key, a.fingerprinted(a), func(k *keyCall) (any, error) {
+	return s.keyed(ctx, c, "brain_write", &a.KeyArg, &a.WingArg, a.fingerprinted(a), func(k *keyCall) (any, error) {
 		note := store.NewNote{Title: a.Title, Body: a.Body, Hall: a.Hall, Slug: a.Slug, Tags: a.Tags, Inbox: a.Inbox, By: c.Email, Extra: a.extra}
 		if a.autoName {
 			note.Slug = s.freeAutoName(note)
 		}
-		note.Hook, note.Prov = k.hook(idempotency.Whole, writeIntent), prov("brain_write", "", key, c)
+		note.Hook, note.Prov = k.hook(idempotency.Whole, writeIntent), k.prov("brain_write", "")
 		n, err := s.st.Create(ctx, note)
 		if err != nil {
 			return nil, hint(err, store.ErrExists, "brain_update changes an existing note")
@@ -570,17 +561,15 @@ type updateResult struct {
 }
 
 func (s *Set) update(ctx context.Context, c Caller, a *updateArgs) (any, error) {
-	key := a.IdempotencyKey
-	a.IdempotencyKey, a.Wing = "", ""
 	intent := writeIntent
 	if a.legacy() {
 		intent = func(in store.Intent) any {
 			return updateResult{writeResultOf(in.Note), in.Note.Get(store.KeySupersedes)}
 		}
 	}
-	return s.keyed(ctx, c, "brain_update", key, a.fingerprinted(a), func(k *keyCall) (any, error) {
+	return s.keyed(ctx, c, "brain_update", &a.KeyArg, &a.WingArg, a.fingerprinted(a), func(k *keyCall) (any, error) {
 		n, err := s.st.Update(ctx, store.Change{ID: a.ID, Body: a.Body, Reason: a.Reason, ExpectedHash: a.ExpectedHash, Title: a.Title, By: c.Email,
-			Hook: k.hook(idempotency.Whole, intent), Prov: prov("brain_update", a.Reason, key, c)})
+			Hook: k.hook(idempotency.Whole, intent), Prov: k.prov("brain_update", a.Reason)})
 		if err != nil {
 			return nil, hint(err, store.ErrNotFound, "brain_update never creates a note: brain_write does")
 		}
@@ -666,9 +655,7 @@ type ingestResult struct {
 func (r ingestResult) incomplete() bool { return r.Failed > 0 }
 
 func (s *Set) ingest(ctx context.Context, c Caller, a *ingestArgs) (any, error) {
-	key := a.IdempotencyKey
-	a.IdempotencyKey, a.Wing = "", ""
-	return s.keyed(ctx, c, "brain_ingest_raw", key, a.fingerprinted(a), func(k *keyCall) (any, error) {
+	return s.keyed(ctx, c, "brain_ingest_raw", &a.KeyArg, &a.WingArg, a.fingerprinted(a), func(k *keyCall) (any, error) {
 		res, err := s.ingestPages(ctx, c, *a, k)
 		if a.legacy() {
 			return legacyIngestAnswer(res), err
@@ -689,16 +676,10 @@ func (s *Set) ingestPages(ctx context.Context, c Caller, a ingestArgs, k *keyCal
 		return res, err
 	}
 	s.writePages(ctx, a, k, &res, notes, done)
+	counts := map[string]*int{StatusCreated: &res.Created, StatusExists: &res.Exists, StatusInvalid: &res.Invalid, StatusFailed: &res.Failed}
 	for _, pr := range res.Pages {
-		switch pr.Status {
-		case StatusCreated:
-			res.Created++
-		case StatusExists:
-			res.Exists++
-		case StatusInvalid:
-			res.Invalid++
-		case StatusFailed:
-			res.Failed++
+		if n, ok := counts[pr.Status]; ok {
+			*n++
 		}
 	}
 	return res, nil
@@ -730,7 +711,7 @@ func (s *Set) planPages(ctx context.Context, c Caller, a ingestArgs, k *keyCall,
 			continue
 		}
 		notes[i] = store.NewNote{Title: p.Title, Body: p.Body, Hall: p.Hall, Slug: p.Slug, Tags: p.Tags, Extra: p.extra, By: c.Email,
-			Prov: prov("brain_ingest_raw", "", k.key(), c)}
+			Prov: k.prov("brain_ingest_raw", "")}
 		t, err := s.st.Plan(notes[i])
 		switch {
 		case errors.Is(err, store.ErrExists):
@@ -834,16 +815,15 @@ func (s *Set) sessionLog(ctx context.Context, c Caller, a *sessionArgs) (any, er
 	if err := json.Compact(&compact, entry); err == nil && compact.Len() > s.lim.MaxEntryBytes {
 		return nil, tooLarge("entry is %d bytes, over the %d-byte limit", compact.Len(), s.lim.MaxEntryBytes)
 	}
-	key := a.IdempotencyKey
 	fp := sessionArgs{Session: a.Session, Entry: entry} // wing and key are not part of what the call does
-	if key != "" || c.IdempotencyKey != "" {
+	if a.IdempotencyKey != "" || c.IdempotencyKey != "" {
 		canon, err := canonicalJSON(entry)
 		if err != nil {
 			return nil, invalid("entry is not valid JSON: %v", err)
 		}
 		fp.Entry = canon
 	}
-	return s.keyed(ctx, c, "session_log", key, fp, func(k *keyCall) (any, error) {
+	return s.keyed(ctx, c, "session_log", &a.KeyArg, &a.WingArg, fp, func(k *keyCall) (any, error) {
 		path, line, err := s.st.AppendSession(ctx, a.Session, c.Email, entry, k.hook(idempotency.Whole, func(in store.Intent) any {
 			return sessionResult{Session: a.Session, Path: in.Mark.Path, Line: in.Line}
 		}))
@@ -896,13 +876,11 @@ type promoteResult struct {
 }
 
 func (s *Set) promote(ctx context.Context, c Caller, a *promoteArgs) (any, error) {
-	key := a.IdempotencyKey
-	a.IdempotencyKey, a.Wing = "", ""
-	return s.keyed(ctx, c, "brain_promote", key, a, func(k *keyCall) (any, error) {
+	return s.keyed(ctx, c, "brain_promote", &a.KeyArg, &a.WingArg, a, func(k *keyCall) (any, error) {
 		n, tunnels, err := s.st.Promote(ctx, store.Promotion{Name: a.Name, Hall: a.Hall, Slug: a.Slug, Title: a.Title, By: c.Email, AcknowledgeFlags: a.AcknowledgeFlags,
 			Hook: k.hook(idempotency.Whole, func(in store.Intent) any {
 				return promoteResult{ID: in.Note.ID, Path: in.Note.Path, ContentHash: in.Note.Hash, Tunnels: in.Tunnels}
-			}), Prov: prov("brain_promote", "", key, c)})
+			}), Prov: k.prov("brain_promote", "")})
 		if err != nil {
 			err = hint(err, store.ErrFlagged, "brain_get with the inbox path shows the note in full")
 			return nil, hint(err, store.ErrNotFound, "brain_pending lists the inbox")

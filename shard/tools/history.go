@@ -218,14 +218,12 @@ type restoreResult struct {
 }
 
 func (s *Set) restore(ctx context.Context, c Caller, a *restoreArgs) (any, error) {
-	key := a.IdempotencyKey
-	a.IdempotencyKey, a.Wing = "", ""
-	return s.keyed(ctx, c, "brain_restore", key, a, func(k *keyCall) (any, error) {
+	return s.keyed(ctx, c, "brain_restore", &a.KeyArg, &a.WingArg, a, func(k *keyCall) (any, error) {
 		ref := func(n *store.Note) string { return cmp.Or(n.ID, n.Path) }
 		n, v, unchanged, err := s.st.Restore(ctx, store.Restoration{Ref: a.ID, Version: a.Version, Reason: a.Reason, ExpectedHash: a.ExpectedHash, By: c.Email,
 			Hook: k.hook(idempotency.Whole, func(in store.Intent) any {
 				return restoreResult{ID: ref(in.Note), Path: in.Note.Path, ContentHash: in.Note.Hash, Restored: a.Version}
-			}), Prov: prov("brain_restore", a.Reason, key, c)})
+			}), Prov: k.prov("brain_restore", a.Reason)})
 		if err != nil {
 			return nil, historyHint(err)
 		}
@@ -282,11 +280,9 @@ func (s *Set) archive(ctx context.Context, c Caller, a *archiveArgs) (any, error
 // turns its outcome into the answer, the same answer a replay gives.
 func curate[O, R any](s *Set, ctx context.Context, c Caller, tool, reason string, ka *KeyArg, wa *WingArg, args any,
 	result func(O) R, change func(store.Hook, store.Provenance) (O, error)) (any, error) {
-	key := ka.IdempotencyKey
-	ka.IdempotencyKey, wa.Wing = "", ""
-	return s.keyed(ctx, c, tool, key, args, func(k *keyCall) (any, error) {
+	return s.keyed(ctx, c, tool, ka, wa, args, func(k *keyCall) (any, error) {
 		hook := k.hook(idempotency.Whole, func(in store.Intent) any { return result(in.Outcome.(O)) })
-		out, err := change(hook, prov(tool, reason, key, c))
+		out, err := change(hook, k.prov(tool, reason))
 		if err != nil {
 			return nil, historyHint(err)
 		}

@@ -2,6 +2,7 @@ package tools
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -32,12 +33,6 @@ import (
 // land. A write is therefore never applied twice, and an answer that was
 // sent is always the one a retry gets.
 
-// MaxIdempotencyKeyBytes bounds an idempotency key (brain's rule).
-const MaxIdempotencyKeyBytes = brain.MaxIdempotencyKeyBytes
-
-// IdempotencyKeyArg is the argument every write tool accepts (brain's).
-const IdempotencyKeyArg = brain.IdempotencyKeyArg
-
 // ErrInvalidIdempotencyKey reports a key that is empty, too long or uses a
 // character outside A–Z a–z 0–9 . _ : - (answered invalid_argument).
 var ErrInvalidIdempotencyKey = errors.New("tools: invalid idempotency key")
@@ -48,8 +43,8 @@ func ValidIdempotencyKey(k string) error {
 	if k == "" {
 		return fmt.Errorf("%w: it is empty", ErrInvalidIdempotencyKey)
 	}
-	if len(k) > MaxIdempotencyKeyBytes {
-		return fmt.Errorf("%w: it is %d characters, the limit is %d", ErrInvalidIdempotencyKey, len(k), MaxIdempotencyKeyBytes)
+	if len(k) > brain.MaxIdempotencyKeyBytes {
+		return fmt.Errorf("%w: it is %d characters, the limit is %d", ErrInvalidIdempotencyKey, len(k), brain.MaxIdempotencyKeyBytes)
 	}
 	for i := 0; i < len(k); i++ {
 		c := k[i]
@@ -65,7 +60,7 @@ func (s *Set) keyArg() toolspec.Arg {
 	if s.journal != nil {
 		ttl = s.journal.TTL()
 	}
-	return toolspec.Arg{Name: IdempotencyKeyArg, Type: toolspec.String, Min: toolspec.Int(1), Max: toolspec.Int(MaxIdempotencyKeyBytes), Pattern: "^[A-Za-z0-9._:-]+$",
+	return toolspec.Arg{Name: brain.IdempotencyKeyArg, Type: toolspec.String, Min: toolspec.Int(1), Max: toolspec.Int(brain.MaxIdempotencyKeyBytes), Pattern: "^[A-Za-z0-9._:-]+$",
 		Desc: "Optional but recommended: a unique string you make up for this one write (a UUID is ideal; 1 to 128 letters, digits, " +
 			"'.', '_', ':' and '-'). If the call fails with unavailable, timeout or outcome_unknown, or you are unsure it " +
 			"went through, call again with the same arguments and the same key: the write happens at most once and you " +
@@ -95,16 +90,13 @@ func pickKey(arg, transport string) (string, error) {
 		}
 		if err := ValidIdempotencyKey(k.v); err != nil {
 			return "", invalid("%s is not valid (%s): use 1 to %d characters from A-Z a-z 0-9 . _ : -, e.g. a UUID",
-				k.what, strings.TrimPrefix(err.Error(), ErrInvalidIdempotencyKey.Error()+": "), MaxIdempotencyKeyBytes)
+				k.what, strings.TrimPrefix(err.Error(), ErrInvalidIdempotencyKey.Error()+": "), brain.MaxIdempotencyKeyBytes)
 		}
 	}
 	if arg != "" && transport != "" && arg != transport {
 		return "", invalid("the idempotency_key argument %q differs from the key the request carries (%q); send one key", arg, transport)
 	}
-	if arg != "" {
-		return arg, nil
-	}
-	return transport, nil
+	return cmp.Or(arg, transport), nil
 }
 
 // fingerprint identifies a call's arguments by their decoded values.
@@ -240,6 +232,12 @@ func (k *keyCall) key() string {
 	return k.id
 }
 
+// prov is what history records of a tool's change: the tool, the reason,
+// and the call's idempotency key (the argument's, else the transport's).
+func (k *keyCall) prov(tool, reason string) store.Provenance {
+	return store.Provenance{Tool: tool, Reason: reason, Key: k.key()}
+}
+
 // committed returns the answer of a part an earlier call with the key
 // committed.
 func (k *keyCall) committed(part int) ([]byte, bool) {
@@ -251,10 +249,12 @@ func (k *keyCall) committed(part int) ([]byte, bool) {
 }
 
 // keyed runs a write tool's body (run) under the call's idempotency key,
-// if it has one (argKey or the caller's transport key); args (with the key
-// cleared) are fingerprinted. See the comment at the top of this file.
-func (s *Set) keyed(ctx context.Context, c Caller, tool, argKey string, args any, run func(*keyCall) (any, error)) (any, error) {
-	key, err := pickKey(argKey, c.IdempotencyKey)
+// if it has one (ka's or the caller's transport key); args are
+// fingerprinted once ka and wa, which are not part of what the call does,
+// are cleared. See the comment at the top of this file.
+func (s *Set) keyed(ctx context.Context, c Caller, tool string, ka *KeyArg, wa *WingArg, args any, run func(*keyCall) (any, error)) (any, error) {
+	key, err := pickKey(ka.IdempotencyKey, c.IdempotencyKey)
+	ka.IdempotencyKey, wa.Wing = "", ""
 	if err != nil {
 		return nil, err
 	}

@@ -226,7 +226,7 @@ func TestKeyFromTheTransport(t *testing.T) {
 		name, key, args string
 	}{
 		{"argument differs from transport", gw.IdempotencyKey, `{"title":"A","body":"b","hall":"facts","idempotency_key":"other"}`},
-		{"argument too long", "", `{"title":"A","body":"b","hall":"facts","idempotency_key":"` + strings.Repeat("k", MaxIdempotencyKeyBytes+1) + `"}`},
+		{"argument too long", "", `{"title":"A","body":"b","hall":"facts","idempotency_key":"` + strings.Repeat("k", brain.MaxIdempotencyKeyBytes+1) + `"}`},
 		{"argument with a space", "", `{"title":"A","body":"b","hall":"facts","idempotency_key":"a b"}`},
 		{"argument not ASCII", "", `{"title":"A","body":"b","hall":"facts","idempotency_key":"ключ"}`},
 		{"argument not a string", "", `{"title":"A","body":"b","hall":"facts","idempotency_key":7}`},

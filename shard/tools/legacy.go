@@ -172,7 +172,7 @@ func withKeys(fields []store.Field, kv ...string) []store.Field {
 			continue
 		}
 		f := store.Field{Key: kv[i], Value: kv[i+1]}
-		j := indexOfKey(fields, kv[i])
+		j := slices.IndexFunc(fields, func(f store.Field) bool { return f.Key == kv[i] })
 		if j < 0 {
 			fields = append(fields, f)
 		} else {
@@ -180,10 +180,6 @@ func withKeys(fields []store.Field, kv ...string) []store.Field {
 		}
 	}
 	return fields
-}
-
-func indexOfKey(fields []store.Field, key string) int {
-	return slices.IndexFunc(fields, func(f store.Field) bool { return f.Key == key })
 }
 
 // maxAutoNames bounds the names tried for one second's automatic name.

@@ -32,7 +32,6 @@ func DefaultLimits() Limits {
 	}
 }
 
-// withDefaults fills zero fields from DefaultLimits.
 func (l Limits) withDefaults() Limits {
 	d := DefaultLimits()
 	set := func(v *int, def int) {
@@ -66,7 +65,6 @@ const (
 	ListMaxLimit        = 200
 	PendingDefaultLimit = 20
 	PendingMaxLimit     = 200
-	SnippetRunes        = search.SnippetRunes
 	// session_list and session_read pages.
 	SessionListDefaultLimit = 50
 	SessionListMaxLimit     = 200

@@ -40,7 +40,6 @@ type Tool struct {
 	off bool
 }
 
-// onlyIf returns t, disabled unless enabled.
 func onlyIf(enabled bool, t Tool) Tool {
 	t.off = !enabled
 	return t
@@ -291,7 +290,6 @@ func hint(err, sentinel error, format string, args ...any) error {
 	return brain.Wrap(err, e.Code, "%s; %s", e.Message, fmt.Sprintf(format, args...))
 }
 
-// errorOf turns an error into an error result.
 func (s *Set) errorOf(tool string, err error) []byte {
 	code, msg := s.classify(tool, err)
 	return brain.EncodeError(code, msg)

@@ -132,8 +132,7 @@ func (s *Logs) Append(ctx context.Context, session, by string, entry json.RawMes
 		return "", 0, fmt.Errorf("store: %w", err)
 	}
 
-	unlock := s.locks.Lock("s:" + session)
-	defer unlock()
+	defer s.locks.Lock("s:" + session)()
 	_, statErr := os.Lstat(abs)
 	created := errors.Is(statErr, fs.ErrNotExist)
 	f, err := os.OpenFile(abs, os.O_RDWR|os.O_APPEND|os.O_CREATE|diskfile.NoFollow, diskfile.Perm)
