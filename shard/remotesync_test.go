@@ -279,7 +279,26 @@ func TestRemoteWrongCredentials(t *testing.T) {
 	}
 	t.Cleanup(func() { svc.Close() })
 	svc.Remote().Trigger()
-	eventually(t, "the refusal logged", func() bool { return strings.Contains(logs.String(), "refused the credentials") })
+	// The refusal is logged first, then kept in the status (which the
+	// metric reads) and in the status file brainstem check reads: wait for
+	// the file.
+	var rep *check.Report
+	var text strings.Builder
+	eventually(t, "the refusal logged and recorded", func() bool {
+		if !strings.Contains(logs.String(), "refused the credentials") {
+			return false
+		}
+		r, err := check.Brain(context.Background(), svc.cfg.Brain, check.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		text.Reset()
+		if err := r.WriteText(&text); err != nil {
+			t.Fatal(err)
+		}
+		rep = r
+		return strings.Contains(text.String(), "refused the credentials")
+	})
 	var metrics strings.Builder
 	fams, err := reg.Gather()
 	if err != nil {
@@ -304,14 +323,6 @@ func TestRemoteWrongCredentials(t *testing.T) {
 		t.Fatalf("the wing is not ready: %+v %v", h, err)
 	}
 	// brainstem check says why the wing does not sync, quoting no secret.
-	rep, err := check.Brain(context.Background(), svc.cfg.Brain, check.Options{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	var text strings.Builder
-	if err := rep.WriteText(&text); err != nil {
-		t.Fatal(err)
-	}
 	for _, want := range []string{"remote: the wing does not sync with", "refused the credentials", "Fix: the remote refused the credentials: check the token"} {
 		if !strings.Contains(text.String(), want) {
 			t.Errorf("brainstem check lacks %q:\n%s", want, text.String())
