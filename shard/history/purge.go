@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path"
@@ -307,10 +308,7 @@ func (h *History) resetModelTo(id plumbing.Hash) error {
 // auditPlan is the purge's audit commit: no content, and for every
 // version the removal of the note.
 func (h *History) auditPlan(req PurgeRequest, t *purgeTarget, at time.Time) plan {
-	subject := oneLine(req.Subject)
-	if subject == "" {
-		subject = "purge " + req.Path
-	}
+	subject := cmp.Or(oneLine(req.Subject), "purge "+req.Path)
 	m := meta{Subject: subject, Reason: req.Reason, Wing: h.opt.Wing, Action: ActionPurge, Tool: req.Tool}
 	pl := plan{meta: m, author: Identity{Name: req.Author, Email: req.Author}, at: at, allowEmpty: true}
 	if t.every {

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -87,21 +88,11 @@ const (
 
 // WithDefaults returns c with its zero optional fields filled.
 func (c Config) WithDefaults() Config {
-	if c.Branch == "" {
-		c.Branch = DefaultBranch
-	}
-	if c.Username == "" {
-		c.Username = DefaultUsername
-	}
-	if c.PushDelay == 0 {
-		c.PushDelay = DefaultPushDelay
-	}
-	if c.PushMaxDelay == 0 {
-		c.PushMaxDelay = max(DefaultPushMaxDelay, c.PushDelay)
-	}
-	if c.PullInterval == 0 {
-		c.PullInterval = DefaultPullInterval
-	}
+	c.Branch = cmp.Or(c.Branch, DefaultBranch)
+	c.Username = cmp.Or(c.Username, DefaultUsername)
+	c.PushDelay = cmp.Or(c.PushDelay, DefaultPushDelay)
+	c.PushMaxDelay = cmp.Or(c.PushMaxDelay, max(DefaultPushMaxDelay, c.PushDelay))
+	c.PullInterval = cmp.Or(c.PullInterval, DefaultPullInterval)
 	return c
 }
 
