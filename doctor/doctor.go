@@ -548,10 +548,7 @@ func (r *run) clock() {
 	local := a.Sent.Add(a.Received.Sub(a.Sent) / 2)
 	// Date has whole seconds: allow for the truncation.
 	skew := a.Date.Sub(local.Truncate(time.Second))
-	abs := skew
-	if abs < 0 {
-		abs = -abs
-	}
+	abs := skew.Abs()
 	if abs <= r.cfg.MaxSkew {
 		r.pass(StepClock, "this computer's clock is within %s of the gateway's", max(abs.Round(time.Second), time.Second))
 		return

@@ -5,7 +5,7 @@ import (
 	"context"
 	"fmt"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -175,7 +175,7 @@ func (h *History) checkOtherRefs(t *purgeTarget, drop []string) error {
 		}
 	}
 	if len(names) > 0 {
-		sort.Strings(names)
+		slices.Sort(names)
 		return brain.Errorf(brain.CodeInvalidArgument, "the content to purge is also reachable from %s: delete or rewrite those refs in the brain's repository first, then purge", strings.Join(names, ", "))
 	}
 	return nil
@@ -328,7 +328,7 @@ func (h *History) purgedIndex(req PurgeRequest, t *purgeTarget, ids map[plumbing
 	for b := range t.victims {
 		res.Blobs = append(res.Blobs, b.String())
 	}
-	sort.Strings(res.Blobs)
+	slices.Sort(res.Blobs)
 	sum := sumOf(text)
 	for _, l := range h.ix.lineages() {
 		for i := range l.vs {
@@ -410,8 +410,7 @@ func (rw *rewriter) tree(id plumbing.Hash, dir string) (plumbing.Hash, error) {
 	if err != nil {
 		return id, err
 	}
-	out := make([]object.TreeEntry, len(es))
-	copy(out, es)
+	out := slices.Clone(es)
 	changed := false
 	for i := range out {
 		e := &out[i]
