@@ -120,10 +120,7 @@ func (s *Syncer) Run(ctx context.Context) {
 	var p pending
 	p.head, _ = s.ahead()
 	for {
-		wait := tick
-		if backoff > 0 {
-			wait = backoff
-		}
+		wait := cmp.Or(backoff, tick)
 		select {
 		case <-ctx.Done():
 			return
