@@ -342,8 +342,7 @@ func (r *run) registration(ctx context.Context) bool {
 	reg, err := signin.Register(ctx, r.hc, r.server.RegistrationEndpoint, "brainstem doctor (a throwaway check)", []string{signin.RegisteredRedirectURI})
 	if err != nil {
 		fix := "The gateway's log says why it refused (oauth: registration); it must accept loopback redirect URIs."
-		var oe *signin.OAuthError
-		if errors.As(err, &oe) && oe.Status == http.StatusTooManyRequests {
+		if oe, ok := errors.AsType[*signin.OAuthError](err); ok && oe.Status == http.StatusTooManyRequests {
 			fix = "Wait a minute: this address registered too many clients."
 		}
 		return r.fail(StepRegistration, err.Error(), fix)
@@ -477,8 +476,7 @@ func (r *run) tokenStep(ctx context.Context) bool {
 }
 
 func (r *run) tokenFix(err error) string {
-	var te *join.TokenRefusedError
-	if errors.As(err, &te) {
+	if _, ok := errors.AsType[*join.TokenRefusedError](err); ok {
 		if r.cfg.Token != "" {
 			return fmt.Sprintf("Get a new token (or run `brainstem login %s` and drop --token): the gateway refused this one.", r.mcpURL)
 		}

@@ -903,15 +903,14 @@ func RequestIDFrom(ctx context.Context) string {
 // opposed to one stream): streams fail with the connection's error before
 // its context is cancelled.
 func isConnError(err error) bool {
-	var (
-		app   *quic.ApplicationError
-		trans *quic.TransportError
-		idle  *quic.IdleTimeoutError
-		reset *quic.StatelessResetError
-		hs    *quic.HandshakeTimeoutError
-	)
-	return errors.As(err, &app) || errors.As(err, &trans) || errors.As(err, &idle) ||
-		errors.As(err, &reset) || errors.As(err, &hs) || errors.Is(err, quic.ErrTransportClosed)
+	return isType[*quic.ApplicationError](err) || isType[*quic.TransportError](err) || isType[*quic.IdleTimeoutError](err) ||
+		isType[*quic.StatelessResetError](err) || isType[*quic.HandshakeTimeoutError](err) || errors.Is(err, quic.ErrTransportClosed)
+}
+
+// isType reports whether err's tree holds an error of type E.
+func isType[E error](err error) bool {
+	_, ok := errors.AsType[E](err)
+	return ok
 }
 
 // handshakeRefused reports whether err is a TLS alert from the handshake
