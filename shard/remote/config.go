@@ -223,15 +223,8 @@ func validBranch(b string) bool {
 		strings.Contains(b, "//") || strings.Contains(b, "@{") {
 		return false
 	}
-	for _, r := range b {
-		if r <= ' ' || r == 0x7f || strings.ContainsRune("~^:?*[\\", r) {
-			return false
-		}
+	if strings.ContainsFunc(b, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune("~^:?*[\\", r) }) {
+		return false
 	}
-	for _, part := range strings.Split(b, "/") {
-		if strings.HasPrefix(part, ".") {
-			return false
-		}
-	}
-	return true
+	return !strings.HasPrefix(b, ".") && !strings.Contains(b, "/.") // no component starts with a dot
 }

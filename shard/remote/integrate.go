@@ -264,12 +264,7 @@ func (r *Remote) settleShape(merged map[string]entry, in *Integration) {
 // wing's directories (wiki/<wing>, inbox/<wing>, or their parents) must
 // be: history refuses to replace one above the wing's own.
 func (r *Remote) aboveWing(p string) bool {
-	for _, dir := range r.dirs {
-		if strings.HasPrefix(dir, p+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.dirs, func(dir string) bool { return strings.HasPrefix(dir, p+"/") })
 }
 
 // notePath reports whether p is a note's path in one of the remote's wings.
@@ -289,12 +284,7 @@ func nextSlash(p string, i int) int {
 // ours reports whether the slash path p lies textually under the
 // directories of one of the remote's wings.
 func (r *Remote) ours(p string) bool {
-	for _, dir := range r.dirs {
-		if strings.HasPrefix(p, dir) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.dirs, func(dir string) bool { return strings.HasPrefix(p, dir) })
 }
 
 // check reports whether the remote's file e at p may not be loaded
