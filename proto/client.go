@@ -313,11 +313,6 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// newRequestID returns a request id unique to this client.
-func (c *Client) newRequestID() string {
-	return c.idPrefix + strconv.FormatUint(c.seq.Add(1), 10)
-}
-
 // retryKind says whether a failed request may be sent again on a fresh
 // connection.
 type retryKind uint8
@@ -335,7 +330,7 @@ func (c *Client) do(ctx context.Context, t MsgType, id string, req any, idempote
 		return nil, fmt.Errorf("proto: %s: %w", t, err)
 	}
 	if id == "" {
-		id = c.newRequestID()
+		id = c.idPrefix + strconv.FormatUint(c.seq.Add(1), 10) // unique to this client
 	}
 	dl, hasDeadline := ctx.Deadline()
 	var timeout time.Duration

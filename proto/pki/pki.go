@@ -185,7 +185,7 @@ func (ca *CA) Issue(role Role, names []string, validity time.Duration) (certPEM,
 			ips = append(ips, ip)
 			continue
 		}
-		if !validDNSName(n) {
+		if !ValidHostName(strings.TrimPrefix(n, "*.")) { // a host name, or a "*." wildcard of one
 			return nil, nil, fmt.Errorf("%w: %q (want an IP address or a DNS name)", ErrBadName, n)
 		}
 		dns = append(dns, n)
@@ -410,12 +410,6 @@ func publicKeysEqual(a, b crypto.PublicKey) bool {
 	type equaler interface{ Equal(crypto.PublicKey) bool }
 	e, ok := a.(equaler)
 	return ok && e.Equal(b)
-}
-
-// validDNSName accepts RFC 1123 host names (letters, digits, '-', '.'), an
-// optional leading "*." wildcard, at most 253 bytes.
-func validDNSName(n string) bool {
-	return ValidHostName(strings.TrimPrefix(n, "*."))
 }
 
 // ValidHostName reports whether n is an RFC 1123 host name: labels of 1 to

@@ -138,17 +138,10 @@ func (h *History) purgeTarget(req PurgeRequest) (*purgeTarget, error) {
 			return nil, brain.Errorf(brain.CodeInvalidArgument, "the same content is the current version of %s: update or archive that note first, then purge", n.path)
 		}
 	}
-	if !t.every && l.newest().blob == anyVictim(t) {
+	if !t.every && t.victims[l.newest().blob] { // the one victim
 		return nil, brain.Errorf(brain.CodeInvalidArgument, "version %s holds the same content as the current version of %s: update or archive the note first, then purge that version", req.Version, req.Path)
 	}
 	return t, nil
-}
-
-func anyVictim(t *purgeTarget) plumbing.Hash {
-	for b := range t.victims {
-		return b
-	}
-	return plumbing.ZeroHash
 }
 
 // checkOtherRefs refuses when a ref other than the branch (and the loose
@@ -239,17 +232,12 @@ func (h *History) blobAt(root plumbing.Hash, p string) (plumbing.Hash, error) {
 	return plumbing.ZeroHash, nil
 }
 
-// notice is the placeholder blob of a purge.
-func purgeText(req PurgeRequest, at time.Time) []byte {
-	return []byte(purgeNotice + req.Author + " at " + at.UTC().Format(time.RFC3339) + ": " + oneLine(req.Reason) + "\n")
-}
-
 // rewrite rewrites the branch's commits with the purged blobs replaced,
 // adds the audit commit, makes the objects durable, repacks what the new
 // history reaches, moves the ref, then deletes everything else.
 func (h *History) rewrite(lock *gitstore.Lock, head plumbing.Hash, req PurgeRequest, t *purgeTarget) (PurgeResult, error) {
 	at := h.opt.Now()
-	text := purgeText(req, at)
+	text := []byte(purgeNotice + req.Author + " at " + at.UTC().Format(time.RFC3339) + ": " + oneLine(req.Reason) + "\n") // the placeholder blob
 	b := h.objs.Batch()
 	placeholder, err := b.Put(plumbing.BlobObject, text)
 	if err != nil {
