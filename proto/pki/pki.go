@@ -275,9 +275,9 @@ func RoleOf(cert *x509.Certificate) Role {
 // side's own key pair, NextProtos [ALPN]; and the pool of the CA it trusts
 // (side: "server" or "client", for errors).
 func baseTLS(caPEM, certPEM, keyPEM []byte, side string) (*tls.Config, *x509.CertPool, error) {
-	pool, err := certPool(caPEM)
-	if err != nil {
-		return nil, nil, err
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, nil, fmt.Errorf("%w: no CA certificate found", ErrBadPEM)
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
@@ -318,14 +318,6 @@ func ClientTLS(caPEM, certPEM, keyPEM []byte, serverName string) (*tls.Config, e
 		return nil
 	}
 	return cfg, nil
-}
-
-func certPool(caPEM []byte) (*x509.CertPool, error) {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("%w: no CA certificate found", ErrBadPEM)
-	}
-	return pool, nil
 }
 
 func newSerial() (*big.Int, error) {
