@@ -242,7 +242,10 @@ func (r *Remote) settleShape(merged map[string]entry, in *Integration) {
 			report(p, "dropped from the merged tree: a file where a wing's directory must be")
 			continue
 		}
-		for i := strings.IndexByte(p, '/'); i >= 0; i = nextSlash(p, i) {
+		for i, c := range p {
+			if c != '/' {
+				continue
+			}
 			dir := p[:i]
 			if _, file := merged[dir]; !file {
 				continue
@@ -271,14 +274,6 @@ func (r *Remote) aboveWing(p string) bool {
 func (r *Remote) notePath(p string) bool {
 	_, wing, err := brain.ValidPath(p)
 	return err == nil && r.ours(p) && escapes(p) == "" && layout.Tracked(p, wing)
-}
-
-func nextSlash(p string, i int) int {
-	j := strings.IndexByte(p[i+1:], '/')
-	if j < 0 {
-		return -1
-	}
-	return i + 1 + j
 }
 
 // ours reports whether the slash path p lies textually under the
