@@ -201,16 +201,21 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	return r.rep, nil
 }
 
-func (r *run) pass(name, format string, args ...any) {
+// pass, fail and skip record a step and return what a step function
+// returns for it: true for pass, false for the others.
+func (r *run) pass(name, format string, args ...any) bool {
 	r.rep.Steps = append(r.rep.Steps, Step{Name: name, Status: Pass, Detail: fmt.Sprintf(format, args...)})
+	return true
 }
 
-func (r *run) fail(name, detail, fix string) {
+func (r *run) fail(name, detail, fix string) bool {
 	r.rep.Steps = append(r.rep.Steps, Step{Name: name, Status: Fail, Detail: detail, Fix: fix})
+	return false
 }
 
-func (r *run) skip(name, detail string) {
+func (r *run) skip(name, detail string) bool {
 	r.rep.Steps = append(r.rep.Steps, Step{Name: name, Status: Skip, Detail: detail})
+	return false
 }
 
 // base is the URL used without "/mcp": what public_url should be.
@@ -231,17 +236,14 @@ func (r *run) tls(ctx context.Context) bool {
 	host := r.u.Hostname()
 	if r.u.Scheme == "http" {
 		if loopback.Is(host) {
-			r.pass(StepTLS, "plain http to this computer (a local `brainstem dev`)")
-			return true
+			return r.pass(StepTLS, "plain http to this computer (a local `brainstem dev`)")
 		}
-		r.fail(StepTLS, fmt.Sprintf("plain http to %s would send tokens in the clear", host),
+		return r.fail(StepTLS, fmt.Sprintf("plain http to %s would send tokens in the clear", host),
 			fmt.Sprintf("Use the gateway's https URL (https://%s); plain http is only for `brainstem dev` on this computer.", r.u.Host))
-		return false
 	}
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, r.metaURL, nil)
 	if err != nil {
-		r.fail(StepTLS, err.Error(), fixReach)
-		return false
+		return r.fail(StepTLS, err.Error(), fixReach)
 	}
 	resp, err := r.hc.Do(req)
 	if err != nil {
@@ -249,18 +251,15 @@ func (r *run) tls(ctx context.Context) bool {
 		if f, ok := ReachFix(err, r.u.Host); ok {
 			fix = f
 		}
-		r.fail(StepTLS, detail, fix)
-		return false
+		return r.fail(StepTLS, detail, fix)
 	}
 	defer resp.Body.Close()
 	_, _ = io.Copy(io.Discard, io.LimitReader(resp.Body, signin.MaxMetadataBytes))
 	if resp.TLS == nil || len(resp.TLS.PeerCertificates) == 0 {
-		r.fail(StepTLS, "the answer came without TLS", "Serve the gateway over https (an Ingress or load balancer with a certificate for "+host+").")
-		return false
+		return r.fail(StepTLS, "the answer came without TLS", "Serve the gateway over https (an Ingress or load balancer with a certificate for "+host+").")
 	}
 	c := resp.TLS.PeerCertificates[0]
-	r.pass(StepTLS, "certificate valid for %s until %s (issued by %s)", host, c.NotAfter.UTC().Format(time.DateOnly), c.Issuer.CommonName)
-	return true
+	return r.pass(StepTLS, "certificate valid for %s until %s (issued by %s)", host, c.NotAfter.UTC().Format(time.DateOnly), c.Issuer.CommonName)
 }
 
 // explainTLS turns a connection error into what went wrong and its fix.
@@ -298,16 +297,13 @@ func (r *run) resource(ctx context.Context) bool {
 	m, err := signin.FetchResourceMetadata(ctx, r.hc, r.metaURL, r.mcpURL)
 	switch {
 	case errors.Is(err, signin.ErrResourceMismatch):
-		r.fail(StepResource, fmt.Sprintf("the gateway says its MCP URL is %s, not %s (the URL used)", m.Resource, r.mcpURL),
+		return r.fail(StepResource, fmt.Sprintf("the gateway says its MCP URL is %s, not %s (the URL used)", m.Resource, r.mcpURL),
 			fmt.Sprintf("Set public_url in the gateway's configuration to %s, the URL clients use (or connect with %s if that is the right one).",
 				r.base(), strings.TrimSuffix(m.Resource, "/mcp")))
-		return false
 	case errors.Is(err, signin.ErrNoMetadata):
-		r.fail(StepResource, err.Error(), fmt.Sprintf("Check the URL: it must be the gateway's public URL, which serves %s.", r.metaURL))
-		return false
+		return r.fail(StepResource, err.Error(), fmt.Sprintf("Check the URL: it must be the gateway's public URL, which serves %s.", r.metaURL))
 	case err != nil:
-		r.fail(StepResource, err.Error(), r.reachFix(err))
-		return false
+		return r.fail(StepResource, err.Error(), r.reachFix(err))
 	}
 	r.scope = strings.Join(m.ScopesSupported, " ")
 	r.pass(StepResource, "resource %s; authorization server %s", m.Resource, strings.Join(m.AuthorizationServers, ", "))
@@ -328,22 +324,17 @@ func (r *run) serverMetadata(ctx context.Context) bool {
 	switch {
 	case err == nil:
 	case errors.Is(err, signin.ErrNoRegistration) && !self:
-		r.fail(StepServer, fmt.Sprintf("the authorization server %s is not the gateway and offers no dynamic registration", issuer),
+		return r.fail(StepServer, fmt.Sprintf("the authorization server %s is not the gateway and offers no dynamic registration", issuer),
 			"Turn on the gateway's sign-in (oauth.enabled: true, see docs/sign-in.md), so MCP clients sign in through the gateway instead of registering at the company IdP.")
-		return false
 	case errors.Is(err, signin.ErrIssuerMismatch):
-		r.fail(StepServer, err.Error(), "Set public_url in the gateway's configuration to the URL clients use: the issuer is derived from it.")
-		return false
+		return r.fail(StepServer, err.Error(), "Set public_url in the gateway's configuration to the URL clients use: the issuer is derived from it.")
 	case errors.Is(err, signin.ErrServerMetadata) && self:
-		r.fail(StepServer, err.Error(), "Turn on the gateway's sign-in (oauth.enabled: true, see docs/sign-in.md); it serves this metadata.")
-		return false
+		return r.fail(StepServer, err.Error(), "Turn on the gateway's sign-in (oauth.enabled: true, see docs/sign-in.md); it serves this metadata.")
 	default:
-		r.fail(StepServer, err.Error(), "The authorization server named by the gateway must publish RFC 8414 metadata with PKCE S256 and a registration endpoint: turn on the gateway's sign-in (oauth.enabled: true).")
-		return false
+		return r.fail(StepServer, err.Error(), "The authorization server named by the gateway must publish RFC 8414 metadata with PKCE S256 and a registration endpoint: turn on the gateway's sign-in (oauth.enabled: true).")
 	}
 	r.server = m
-	r.pass(StepServer, "issuer %s; PKCE S256; registration at %s", m.Issuer, m.RegistrationEndpoint)
-	return true
+	return r.pass(StepServer, "issuer %s; PKCE S256; registration at %s", m.Issuer, m.RegistrationEndpoint)
 }
 
 // registration registers a throwaway client, as an MCP client does.
@@ -351,16 +342,13 @@ func (r *run) registration(ctx context.Context) bool {
 	reg, err := signin.Register(ctx, r.hc, r.server.RegistrationEndpoint, "brainstem doctor (a throwaway check)", []string{signin.RegisteredRedirectURI})
 	if err != nil {
 		fix := "The gateway's log says why it refused (oauth: registration); it must accept loopback redirect URIs."
-		var oe *signin.OAuthError
-		if errors.As(err, &oe) && oe.Status == http.StatusTooManyRequests {
+		if oe, ok := errors.AsType[*signin.OAuthError](err); ok && oe.Status == http.StatusTooManyRequests {
 			fix = "Wait a minute: this address registered too many clients."
 		}
-		r.fail(StepRegistration, err.Error(), fix)
-		return false
+		return r.fail(StepRegistration, err.Error(), fix)
 	}
 	r.clientID = reg.ClientID
-	r.pass(StepRegistration, "a throwaway client registered with redirect URI %s", signin.RegisteredRedirectURI)
-	return true
+	return r.pass(StepRegistration, "a throwaway client registered with redirect URI %s", signin.RegisteredRedirectURI)
 }
 
 var (
@@ -376,21 +364,18 @@ func (r *run) authorization(ctx context.Context) bool {
 	areq := signin.NewAuthorizationRequest(r.clientID, redirect, r.mcpURL, r.scope)
 	target, err := areq.URL(r.server.AuthorizationEndpoint)
 	if err != nil {
-		r.fail(StepAuthorization, err.Error(), "The authorization endpoint in the metadata must be a URL.")
-		return false
+		return r.fail(StepAuthorization, err.Error(), "The authorization endpoint in the metadata must be a URL.")
 	}
 	noFollow := *r.hc
 	noFollow.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		r.fail(StepAuthorization, err.Error(), fixReach)
-		return false
+		return r.fail(StepAuthorization, err.Error(), fixReach)
 	}
 	req.Header.Set("Accept", "text/html")
 	resp, err := noFollow.Do(req)
 	if err != nil {
-		r.fail(StepAuthorization, "cannot reach "+r.server.AuthorizationEndpoint+": "+err.Error(), r.reachFix(err))
-		return false
+		return r.fail(StepAuthorization, "cannot reach "+r.server.AuthorizationEndpoint+": "+err.Error(), r.reachFix(err))
 	}
 	defer resp.Body.Close()
 	body, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
@@ -400,13 +385,11 @@ func (r *run) authorization(ctx context.Context) bool {
 	}
 	switch {
 	case resp.StatusCode == http.StatusOK && strings.Contains(string(body), `name="decision"`):
-		r.pass(StepAuthorization, "the consent page is shown: the gateway reached the company's identity provider")
-		return true
+		return r.pass(StepAuthorization, "the consent page is shown: the gateway reached the company's identity provider")
 	case resp.StatusCode >= 300 && resp.StatusCode < 400:
 		loc, err := resp.Location()
 		if err != nil {
-			r.fail(StepAuthorization, "a redirect without a usable Location", "The gateway's log says what failed.")
-			return false
+			return r.fail(StepAuthorization, "a redirect without a usable Location", "The gateway's log says what failed.")
 		}
 		if strings.HasPrefix(loc.String(), redirect) {
 			q := loc.Query()
@@ -414,15 +397,12 @@ func (r *run) authorization(ctx context.Context) bool {
 			if q.Get("error") == "invalid_target" {
 				fix = fmt.Sprintf("Set public_url in the gateway's configuration to %s, the URL clients use.", r.base())
 			}
-			r.fail(StepAuthorization, fmt.Sprintf("the request was refused: %s: %s", q.Get("error"), q.Get("error_description")), fix)
-			return false
+			return r.fail(StepAuthorization, fmt.Sprintf("the request was refused: %s: %s", q.Get("error"), q.Get("error_description")), fix)
 		}
-		r.pass(StepAuthorization, "the browser is sent on to the identity provider at %s://%s", loc.Scheme, loc.Host)
-		return true
+		return r.pass(StepAuthorization, "the browser is sent on to the identity provider at %s://%s", loc.Scheme, loc.Host)
 	case resp.StatusCode == http.StatusServiceUnavailable:
-		r.fail(StepAuthorization, fmt.Sprintf("the gateway cannot reach the company's identity provider (503: %s)", msg),
+		return r.fail(StepAuthorization, fmt.Sprintf("the gateway cannot reach the company's identity provider (503: %s)", msg),
 			"Check oauth.upstream.issuer and that the gateway can reach the identity provider (DNS, egress proxy, firewall); the gateway's log has the error.")
-		return false
 	}
 	if msg == "" {
 		msg = strings.TrimSpace(string(body))
@@ -430,8 +410,7 @@ func (r *run) authorization(ctx context.Context) bool {
 			msg = msg[:200] + "…"
 		}
 	}
-	r.fail(StepAuthorization, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, msg), "The gateway's log says why it refused the request (oauth: authorize).")
-	return false
+	return r.fail(StepAuthorization, fmt.Sprintf("HTTP %d: %s", resp.StatusCode, msg), "The gateway's log says why it refused the request (oauth: authorize).")
 }
 
 // challenge checks the MCP endpoint's answer to a request without a token.
@@ -477,34 +456,27 @@ func (r *run) challenge(ctx context.Context) {
 func (r *run) tokenStep(ctx context.Context) bool {
 	if r.cfg.Token != "" {
 		r.token = r.cfg.Token
-		r.pass(StepToken, "given with --token")
-		return true
+		return r.pass(StepToken, "given with --token")
 	}
 	if r.cfg.SignIn == nil {
-		r.skip(StepToken, "no token: pass --token to check tools/list and brain_wings")
-		return false
+		return r.skip(StepToken, "no token: pass --token to check tools/list and brain_wings")
 	}
 	rec, err := r.cfg.SignIn.Token(ctx, r.mcpURL)
 	switch {
 	case errors.Is(err, signin.ErrNotSignedIn):
-		r.skip(StepToken, fmt.Sprintf("not signed in: run `brainstem login %s` (or pass --token) to check tools/list and brain_wings", r.mcpURL))
-		return false
+		return r.skip(StepToken, fmt.Sprintf("not signed in: run `brainstem login %s` (or pass --token) to check tools/list and brain_wings", r.mcpURL))
 	case errors.Is(err, signin.ErrInsecureFile):
-		r.fail(StepToken, err.Error(), "Make the sign-in file private (chmod 600) or delete it and sign in again.")
-		return false
+		return r.fail(StepToken, err.Error(), "Make the sign-in file private (chmod 600) or delete it and sign in again.")
 	case err != nil:
-		r.fail(StepToken, err.Error(), fmt.Sprintf("Run `brainstem login %s` to sign in again.", r.mcpURL))
-		return false
+		return r.fail(StepToken, err.Error(), fmt.Sprintf("Run `brainstem login %s` to sign in again.", r.mcpURL))
 	}
 	r.token = rec.AccessToken
 	who := cmp.Or(rec.Email, "a user")
-	r.pass(StepToken, "the stored sign-in of %s, valid until %s", who, rec.ExpiresAt.Local().Format(time.RFC3339))
-	return true
+	return r.pass(StepToken, "the stored sign-in of %s, valid until %s", who, rec.ExpiresAt.Local().Format(time.RFC3339))
 }
 
 func (r *run) tokenFix(err error) string {
-	var te *join.TokenRefusedError
-	if errors.As(err, &te) {
+	if _, ok := errors.AsType[*join.TokenRefusedError](err); ok {
 		if r.cfg.Token != "" {
 			return fmt.Sprintf("Get a new token (or run `brainstem login %s` and drop --token): the gateway refused this one.", r.mcpURL)
 		}
@@ -517,21 +489,17 @@ func (r *run) tokenFix(err error) string {
 func (r *run) tools(ctx context.Context) bool {
 	p, err := join.OpenProbe(ctx, r.hc, r.mcpURL, r.token)
 	if err != nil {
-		r.fail(StepTools, err.Error(), r.tokenFix(err))
-		return false
+		return r.fail(StepTools, err.Error(), r.tokenFix(err))
 	}
 	r.probe = p
 	names, err := p.Tools(ctx)
 	if err != nil {
-		r.fail(StepTools, err.Error(), r.tokenFix(err))
-		return false
+		return r.fail(StepTools, err.Error(), r.tokenFix(err))
 	}
 	if len(names) == 0 {
-		r.fail(StepTools, "no tools", "Check that the gateway reaches its shards (brainstem_gateway_* metrics, /readyz).")
-		return false
+		return r.fail(StepTools, "no tools", "Check that the gateway reaches its shards (brainstem_gateway_* metrics, /readyz).")
 	}
-	r.pass(StepTools, "%d tools: %s", len(names), strings.Join(names, ", "))
-	return true
+	return r.pass(StepTools, "%d tools: %s", len(names), strings.Join(names, ", "))
 }
 
 // wings calls brain_wings.
@@ -578,10 +546,7 @@ func (r *run) clock() {
 	local := a.Sent.Add(a.Received.Sub(a.Sent) / 2)
 	// Date has whole seconds: allow for the truncation.
 	skew := a.Date.Sub(local.Truncate(time.Second))
-	abs := skew
-	if abs < 0 {
-		abs = -abs
-	}
+	abs := skew.Abs()
 	if abs <= r.cfg.MaxSkew {
 		r.pass(StepClock, "this computer's clock is within %s of the gateway's", max(abs.Round(time.Second), time.Second))
 		return

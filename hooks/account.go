@@ -110,19 +110,14 @@ func storedURLs(dir string) []string {
 		if filepath.Ext(n) != ".json" || strings.HasPrefix(n, ".") {
 			continue
 		}
-		rec, err := readRecord(filepath.Join(dir, n))
-		if err == nil && !slices.Contains(urls, rec.MCPURL) {
+		b, err := smallfile.Read(filepath.Join(dir, n), signin.MaxRecordBytes)
+		if err != nil {
+			continue
+		}
+		if rec, err := signin.DecodeRecord(b); err == nil && !slices.Contains(urls, rec.MCPURL) {
 			urls = append(urls, rec.MCPURL)
 		}
 	}
 	slices.Sort(urls)
 	return urls
-}
-
-func readRecord(path string) (*signin.Record, error) {
-	b, err := smallfile.Read(path, signin.MaxRecordBytes)
-	if err != nil {
-		return nil, err
-	}
-	return signin.DecodeRecord(b)
 }

@@ -160,17 +160,12 @@ func (b *brief) render() string {
 	fmt.Fprintf(&head, "Brainstem, the team brain, is connected (%s, signed in as %s).\n", b.acct.gw.url, who)
 	if len(b.wings) == 0 {
 		head.WriteString("No wing admits you yet: ask the curators of the wing you need.\n")
-	}
-	for i, w := range b.wings {
-		if i == 0 {
-			head.WriteString("Wings you can use:")
+	} else {
+		ws := make([]string, len(b.wings))
+		for i, w := range b.wings {
+			ws[i] = fmt.Sprintf("%s (%s)", w.Name, strings.Join(w.Caps.Strings(), ", "))
 		}
-		fmt.Fprintf(&head, " %s (%s)", w.Name, strings.Join(w.Caps.Strings(), ", "))
-		if i == len(b.wings)-1 {
-			head.WriteString(".\n")
-		} else {
-			head.WriteString(";")
-		}
+		head.WriteString("Wings you can use: " + strings.Join(ws, "; ") + ".\n")
 	}
 	tail := b.howTo() + b.capturedLine()
 	var notes strings.Builder

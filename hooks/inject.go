@@ -111,15 +111,7 @@ func oneLine(s string, n int) string {
 }
 
 // jsonString quotes s as a JSON string (no HTML escaping).
-func jsonString(s string) string {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if enc.Encode(s) != nil {
-		return `""`
-	}
-	return strings.TrimSuffix(buf.String(), "\n")
-}
+func jsonString(s string) string { return renderValue(s, "", layout{compact: true}) }
 
 // wingsAnswer is brain_wings' answer.
 type wingsAnswer toolspec.WingsAnswer

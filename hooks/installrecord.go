@@ -4,11 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"io"
 	"os"
 	"path/filepath"
 
 	"github.com/brainstem/brainstem/internal/atomicfile"
+	"github.com/brainstem/brainstem/internal/smallfile"
 )
 
 // installRecord is what an install replaced in one settings file.
@@ -39,12 +39,7 @@ func (o *InstallOptions) loadRecord(settings string) *installRecord {
 	if p == "" {
 		return nil
 	}
-	f, err := os.Open(p)
-	if err != nil {
-		return nil
-	}
-	defer f.Close()
-	b, err := io.ReadAll(io.LimitReader(f, 2*maxClaudeSettingsBytes+1024))
+	b, err := smallfile.Read(p, 2*maxClaudeSettingsBytes+1024)
 	var rec installRecord
 	if err != nil || json.Unmarshal(b, &rec) != nil || rec.Path != settings {
 		return nil

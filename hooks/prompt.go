@@ -3,6 +3,7 @@ package hooks
 import (
 	"context"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/brainstem/brainstem/search"
@@ -60,8 +61,7 @@ func (r *runner) prompt(ctx context.Context) Output {
 // gateway tokenizes them, at most promptQueryTerms.
 func promptTerms(prompt string) []string {
 	t := search.Terms(prompt)
-	t = t[:min(len(t), promptQueryTerms)]
-	return t
+	return t[:min(len(t), promptQueryTerms)]
 }
 
 // trivial reports whether a prompt is one the hook stays quiet for: a
@@ -72,12 +72,7 @@ func trivial(prompt string, terms []string) bool {
 	if strings.HasPrefix(p, "/") || strings.HasPrefix(p, "!") || strings.HasPrefix(p, "#") {
 		return true
 	}
-	for _, t := range terms {
-		if !chatter(t) {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(terms, func(t string) bool { return !chatter(t) })
 }
 
 // chatter are words that carry no topic.

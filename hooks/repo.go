@@ -76,9 +76,7 @@ func readRepo(ctx context.Context, bin, dir string) repoInfo {
 		return info
 	}
 	info.Name = filepath.Base(top)
-	if b := strings.TrimSpace(git(ctx, bin, dir, "symbolic-ref", "--quiet", "--short", "HEAD")); b != "" {
-		info.Branch = b
-	}
+	info.Branch = strings.TrimSpace(git(ctx, bin, dir, "symbolic-ref", "--quiet", "--short", "HEAD"))
 	for line := range strings.Lines(git(ctx, bin, dir, "log", "-n", strconv.Itoa(recentCommits), "--format=%s")) {
 		if s := strings.TrimSpace(line); s != "" && len(info.Subjects) < recentCommits {
 			info.Subjects = append(info.Subjects, s)

@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -102,7 +103,7 @@ func Run(ctx context.Context, name string, opt Options) error {
 
 // newRunner settles the directories, the settings and the HTTP client.
 func newRunner(ev Event, opt Options) *runner {
-	r := &runner{opt: opt, ev: ev, configDir: opt.ConfigDir, cacheDir: opt.CacheDir, hc: opt.HTTP, now: opt.Now}
+	r := &runner{opt: opt, ev: ev, configDir: opt.ConfigDir, cacheDir: opt.CacheDir, hc: cmp.Or(opt.HTTP, newHTTPClient()), now: opt.Now}
 	if r.now == nil {
 		r.now = time.Now
 	}
@@ -115,9 +116,6 @@ func newRunner(ev Event, opt Options) *runner {
 		if d, err := os.UserCacheDir(); err == nil {
 			r.cacheDir = filepath.Join(d, "brainstem")
 		}
-	}
-	if r.hc == nil {
-		r.hc = newHTTPClient()
 	}
 	if r.configDir != "" {
 		r.settings, r.loadErr = LoadSettings(settingsPath(r.configDir))

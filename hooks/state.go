@@ -9,7 +9,6 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
-	"slices"
 	"strings"
 	"time"
 
@@ -109,11 +108,7 @@ func (st *sessionState) save(ctx context.Context, cacheDir string) error {
 func (st *sessionState) captured() []string {
 	var out []string
 	for _, c := range st.Compactions {
-		for _, p := range c.Captured {
-			if !slices.Contains(out, p) {
-				out = append(out, p)
-			}
-		}
+		out = union(out, c.Captured)
 	}
 	return out
 }

@@ -9,6 +9,7 @@ import (
 	"fmt"
 	"io"
 	"os"
+	"slices"
 	"strings"
 
 	"github.com/brainstem/brainstem/brain"
@@ -31,13 +32,9 @@ type transcript struct {
 	Captured []string // the paths brain_write answered, in order
 }
 
-// editTools change files in the working directory.
+// editTool reports whether a tool changes files in the working directory.
 func editTool(name string) bool {
-	switch name {
-	case "Edit", "MultiEdit", "Write", "NotebookEdit":
-		return true
-	}
-	return false
+	return slices.Contains([]string{"Edit", "MultiEdit", "Write", "NotebookEdit"}, name)
 }
 
 // isTool reports whether a tool-use name is the brain tool tool, as
@@ -76,7 +73,6 @@ func scanTranscript(ctx context.Context, path string) (*transcript, error) {
 	if err != nil || !st.Mode().IsRegular() {
 		return nil, fmt.Errorf("hooks: %s is not a regular file", path)
 	}
-	var r io.Reader = f
 	partial := false
 	if st.Size() > maxTranscriptBytes {
 		if _, err := f.Seek(st.Size()-maxTranscriptBytes, io.SeekStart); err != nil {
@@ -84,10 +80,9 @@ func scanTranscript(ctx context.Context, path string) (*transcript, error) {
 		}
 		partial = true
 	}
-	r = io.LimitReader(r, maxTranscriptBytes)
 	t := &transcript{}
 	writes := map[string]bool{} // brain_write tool_use ids waiting for their result
-	br := bufio.NewReaderSize(r, 64<<10)
+	br := bufio.NewReaderSize(io.LimitReader(f, maxTranscriptBytes), 64<<10)
 	for n := 0; ; n++ {
 		if n%1024 == 0 && ctx.Err() != nil {
 			return nil, ctx.Err()

@@ -30,7 +30,7 @@ var ErrURL = errors.New("join: not a gateway URL")
 // "https://brain.acme.com/mcp" into "https://brain.acme.com/mcp". The
 // scheme and host are lower-cased; plain http is only for loopback hosts.
 func MCPURL(raw string) (string, error) {
-	u, err := parseURL(raw)
+	u, err := ParseMCPURL(raw)
 	if err != nil {
 		return "", err
 	}
@@ -42,9 +42,7 @@ func MCPURL(raw string) (string, error) {
 
 // ParseMCPURL is MCPURL without the https rule, for `brainstem doctor`,
 // which reports plain http as a failed step instead.
-func ParseMCPURL(raw string) (*url.URL, error) { return parseURL(raw) }
-
-func parseURL(raw string) (*url.URL, error) {
+func ParseMCPURL(raw string) (*url.URL, error) {
 	raw = strings.TrimSpace(raw)
 	if raw == "" {
 		return nil, fmt.Errorf("%w: empty URL", ErrURL)

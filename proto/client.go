@@ -313,11 +313,6 @@ func (c *Client) Close() error {
 	return nil
 }
 
-// newRequestID returns a request id unique to this client.
-func (c *Client) newRequestID() string {
-	return c.idPrefix + strconv.FormatUint(c.seq.Add(1), 10)
-}
-
 // retryKind says whether a failed request may be sent again on a fresh
 // connection.
 type retryKind uint8
@@ -335,7 +330,7 @@ func (c *Client) do(ctx context.Context, t MsgType, id string, req any, idempote
 		return nil, fmt.Errorf("proto: %s: %w", t, err)
 	}
 	if id == "" {
-		id = c.newRequestID()
+		id = c.idPrefix + strconv.FormatUint(c.seq.Add(1), 10) // unique to this client
 	}
 	dl, hasDeadline := ctx.Deadline()
 	var timeout time.Duration
@@ -903,15 +898,14 @@ func RequestIDFrom(ctx context.Context) string {
 // opposed to one stream): streams fail with the connection's error before
 // its context is cancelled.
 func isConnError(err error) bool {
-	var (
-		app   *quic.ApplicationError
-		trans *quic.TransportError
-		idle  *quic.IdleTimeoutError
-		reset *quic.StatelessResetError
-		hs    *quic.HandshakeTimeoutError
-	)
-	return errors.As(err, &app) || errors.As(err, &trans) || errors.As(err, &idle) ||
-		errors.As(err, &reset) || errors.As(err, &hs) || errors.Is(err, quic.ErrTransportClosed)
+	return isType[*quic.ApplicationError](err) || isType[*quic.TransportError](err) || isType[*quic.IdleTimeoutError](err) ||
+		isType[*quic.StatelessResetError](err) || isType[*quic.HandshakeTimeoutError](err) || errors.Is(err, quic.ErrTransportClosed)
+}
+
+// isType reports whether err's tree holds an error of type E.
+func isType[E error](err error) bool {
+	_, ok := errors.AsType[E](err)
+	return ok
 }
 
 // handshakeRefused reports whether err is a TLS alert from the handshake

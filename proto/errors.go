@@ -83,8 +83,7 @@ var ErrTooLarge = errors.New("proto: message too large")
 
 // CodeOf returns the code of an *Error in err's chain, or 0.
 func CodeOf(err error) Code {
-	var pe *Error
-	if errors.As(err, &pe) {
+	if pe, ok := errors.AsType[*Error](err); ok {
 		return pe.Code
 	}
 	return 0

@@ -578,38 +578,20 @@ var errBusy = errors.New("proto: shard busy: too many request bytes in flight")
 // allocating it. On return *payload is non-nil exactly when its bytes are
 // reserved; the caller releases them.
 func (s *Server) readRequest(st *quic.Stream, deadline time.Time, h *header, payload *[]byte) error {
-	var hb [HeaderSize]byte
-	if _, err := io.ReadFull(st, hb[:]); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) {
-			err = fmt.Errorf("%w: truncated header", ErrMalformed)
-		}
-		return err
-	}
 	var err error
-	if *h, err = decodeHeader(hb[:]); err != nil {
-		return err
-	}
-	if int64(h.length) > int64(s.max) {
-		return fmt.Errorf("%w: %s of %d bytes, limit %d", ErrTooLarge, h.typ, h.length, s.max)
-	}
-	n := int64(h.length)
-	if !s.mem.TryAcquire(n) {
-		ctx, cancel := context.WithDeadline(st.Context(), deadline)
-		err := s.mem.Acquire(ctx, n)
-		cancel()
-		if err != nil {
-			return fmt.Errorf("%w (%d bytes wanted)", errBusy, n)
+	*h, _, err = readFrameAlloc(st, s.max, func(n uint32) ([]byte, error) {
+		if !s.mem.TryAcquire(int64(n)) {
+			ctx, cancel := context.WithDeadline(st.Context(), deadline)
+			err := s.mem.Acquire(ctx, int64(n))
+			cancel()
+			if err != nil {
+				return nil, fmt.Errorf("%w (%d bytes wanted)", errBusy, n)
+			}
 		}
-	}
-	p := make([]byte, n)
-	*payload = p
-	if _, err := io.ReadFull(st, p); err != nil {
-		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
-			err = fmt.Errorf("%w: payload truncated (want %d bytes)", ErrMalformed, h.length)
-		}
-		return err
-	}
-	return nil
+		*payload = make([]byte, n)
+		return *payload, nil
+	})
+	return err
 }
 
 // dispatch decodes the payload and calls the handler with a context carrying

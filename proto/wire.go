@@ -157,6 +157,12 @@ func finishFrame(dst []byte, start int) []byte {
 // the payload. An over-limit length returns the header and ErrTooLarge
 // without reading the payload.
 func readFrame(r io.Reader, max int) (header, []byte, error) {
+	return readFrameAlloc(r, max, func(n uint32) ([]byte, error) { return make([]byte, n), nil })
+}
+
+// readFrameAlloc is readFrame with the payload read into alloc's buffer
+// (its error ends the read).
+func readFrameAlloc(r io.Reader, max int, alloc func(n uint32) ([]byte, error)) (header, []byte, error) {
 	var hb [HeaderSize]byte
 	if _, err := io.ReadFull(r, hb[:]); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) {
@@ -171,7 +177,10 @@ func readFrame(r io.Reader, max int) (header, []byte, error) {
 	if int64(h.length) > int64(max) {
 		return h, nil, fmt.Errorf("%w: %s of %d bytes, limit %d", ErrTooLarge, h.typ, h.length, max)
 	}
-	p := make([]byte, h.length)
+	p, err := alloc(h.length)
+	if err != nil {
+		return h, nil, err
+	}
 	if _, err := io.ReadFull(r, p); err != nil {
 		if errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, io.EOF) {
 			err = fmt.Errorf("%w: payload truncated (want %d bytes)", ErrMalformed, h.length)

@@ -76,9 +76,9 @@ func CheckIdentity(caPEM, certPEM, keyPEM []byte, want Role, now time.Time) (war
 		bad("%s has role %s; a %s needs a %s-role certificate (brainstem ca issue --role %s)", what, got, want, want, want)
 	}
 	expiry(what, cert)
-	usage := x509.ExtKeyUsageClientAuth
+	usage, use := x509.ExtKeyUsageClientAuth, "client"
 	if want == RoleShard {
-		usage = x509.ExtKeyUsageServerAuth
+		usage, use = x509.ExtKeyUsageServerAuth, "server"
 	}
 	if len(cas) > 0 {
 		// Verify at a time the certificate is valid, so an expired one
@@ -88,17 +88,10 @@ func CheckIdentity(caPEM, certPEM, keyPEM []byte, want Role, now time.Time) (war
 			at = cert.NotBefore.Add(cert.NotAfter.Sub(cert.NotBefore) / 2)
 		}
 		if _, err := cert.Verify(x509.VerifyOptions{Roots: pool, CurrentTime: at, KeyUsages: []x509.ExtKeyUsage{usage}}); err != nil {
-			bad("%s does not chain to the CA bundle for %s use: %v", what, usageName(usage), err)
+			bad("%s does not chain to the CA bundle for %s use: %v", what, use, err)
 		}
 	}
 	return warnings, errors.Join(errs...)
-}
-
-func usageName(u x509.ExtKeyUsage) string {
-	if u == x509.ExtKeyUsageServerAuth {
-		return "server"
-	}
-	return "client"
 }
 
 // parseCerts parses every CERTIFICATE block of a PEM bundle.

@@ -185,7 +185,7 @@ func (ca *CA) Issue(role Role, names []string, validity time.Duration) (certPEM,
 			ips = append(ips, ip)
 			continue
 		}
-		if !validDNSName(n) {
+		if !ValidHostName(strings.TrimPrefix(n, "*.")) { // a host name, or a "*." wildcard of one
 			return nil, nil, fmt.Errorf("%w: %q (want an IP address or a DNS name)", ErrBadName, n)
 		}
 		dns = append(dns, n)
@@ -275,9 +275,9 @@ func RoleOf(cert *x509.Certificate) Role {
 // side's own key pair, NextProtos [ALPN]; and the pool of the CA it trusts
 // (side: "server" or "client", for errors).
 func baseTLS(caPEM, certPEM, keyPEM []byte, side string) (*tls.Config, *x509.CertPool, error) {
-	pool, err := certPool(caPEM)
-	if err != nil {
-		return nil, nil, err
+	pool := x509.NewCertPool()
+	if !pool.AppendCertsFromPEM(caPEM) {
+		return nil, nil, fmt.Errorf("%w: no CA certificate found", ErrBadPEM)
 	}
 	pair, err := tls.X509KeyPair(certPEM, keyPEM)
 	if err != nil {
@@ -318,14 +318,6 @@ func ClientTLS(caPEM, certPEM, keyPEM []byte, serverName string) (*tls.Config, e
 		return nil
 	}
 	return cfg, nil
-}
-
-func certPool(caPEM []byte) (*x509.CertPool, error) {
-	pool := x509.NewCertPool()
-	if !pool.AppendCertsFromPEM(caPEM) {
-		return nil, fmt.Errorf("%w: no CA certificate found", ErrBadPEM)
-	}
-	return pool, nil
 }
 
 func newSerial() (*big.Int, error) {
@@ -410,12 +402,6 @@ func publicKeysEqual(a, b crypto.PublicKey) bool {
 	type equaler interface{ Equal(crypto.PublicKey) bool }
 	e, ok := a.(equaler)
 	return ok && e.Equal(b)
-}
-
-// validDNSName accepts RFC 1123 host names (letters, digits, '-', '.'), an
-// optional leading "*." wildcard, at most 253 bytes.
-func validDNSName(n string) bool {
-	return ValidHostName(strings.TrimPrefix(n, "*."))
 }
 
 // ValidHostName reports whether n is an RFC 1123 host name: labels of 1 to

@@ -72,7 +72,9 @@ func (m *Tree) Reset(base, root plumbing.Hash) {
 			}
 		}
 		if n.loaded && !n.dirty {
-			n.entriesDetach()
+			for i := range n.entries { // its children are spare nodes of their own
+				n.entries[i].child = nil
+			}
 			m.spare[n.hash] = append(m.spare[n.hash], n)
 		}
 	}
@@ -82,14 +84,6 @@ func (m *Tree) Reset(base, root plumbing.Hash) {
 		root = EmptyTree
 	}
 	m.root = m.node(root)
-}
-
-// entriesDetach drops the node's links to its children (they are spare
-// nodes of their own), keeping its entries.
-func (n *treeNode) entriesDetach() {
-	for i := range n.entries {
-		n.entries[i].child = nil
-	}
 }
 
 // node returns a node for tree h: a spare one, or an unloaded one.

@@ -3,6 +3,7 @@ package gitstore
 import (
 	"container/heap"
 	"errors"
+	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/object"
@@ -107,10 +108,5 @@ func (q *commitQueue) Pop() any {
 // allOld reports whether every queued commit is reachable from old, so
 // that the walk can stop.
 func (q commitQueue) allOld(flags map[plumbing.Hash]uint8) bool {
-	for _, c := range q {
-		if flags[c.Hash]&fromOld == 0 {
-			return false
-		}
-	}
-	return true
+	return !slices.ContainsFunc(q, func(c *object.Commit) bool { return flags[c.Hash]&fromOld == 0 })
 }

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"path"
@@ -140,10 +141,7 @@ func (h *History) commitChanges(c *object.Commit) (*commitInfo, []pathChange, er
 	m := parseMessage(c.Message)
 	ci := &commitInfo{id: c.Hash, at: c.Author.When, author: c.Author.Email, action: ActionOutside, reason: subject(m, c.Message)}
 	if m.ours {
-		ci.action, ci.tool, ci.reason, ci.key = m.Action, m.Tool, m.Reason, m.Key
-		if ci.action == "" {
-			ci.action = ActionOutside
-		}
+		ci.action, ci.tool, ci.reason, ci.key = cmp.Or(m.Action, ActionOutside), m.Tool, m.Reason, m.Key
 		if m.Wing == h.opt.Wing {
 			ci.seq = m.Seq
 		}

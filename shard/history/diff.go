@@ -5,6 +5,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 )
@@ -96,18 +97,7 @@ func LineCount(b []byte) int {
 // splitLines splits b into lines, each keeping its "\n" (the last may have
 // none). The lines share one copy of b.
 func splitLines(b []byte) []string {
-	s := string(b)
-	out := make([]string, 0, LineCount(b))
-	for len(s) > 0 {
-		i := strings.IndexByte(s, '\n')
-		if i < 0 {
-			out = append(out, s)
-			break
-		}
-		out = append(out, s[:i+1])
-		s = s[i+1:]
-	}
-	return out
+	return slices.AppendSeq(make([]string, 0, LineCount(b)), strings.Lines(string(b)))
 }
 
 // differ marks the lines of a deleted and of b inserted. Lines are

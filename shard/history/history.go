@@ -351,10 +351,17 @@ func (h *History) idle() {
 			h.log.Warn("history: could not merge packs; retrying later", "err", err)
 		}
 	}
+	h.snapshotDirty(snapshotEvery)
+}
+
+// snapshotDirty saves the version-index snapshot when commits were read
+// since the last save, at least age ago; a failure is logged (the next
+// save retries).
+func (h *History) snapshotDirty(age time.Duration) {
 	h.mu.RLock()
 	dirty := h.snapDirty
 	h.mu.RUnlock()
-	if dirty > 0 && time.Since(h.snapLast) >= snapshotEvery {
+	if dirty > 0 && time.Since(h.snapLast) >= age {
 		if err := h.saveSnapshot(); err != nil {
 			h.log.Warn("history: could not save the version-index snapshot", "err", err)
 		}
@@ -391,14 +398,7 @@ func (h *History) drain() {
 	h.writeMu.Lock()
 	defer h.writeMu.Unlock()
 	h.indexNow()
-	h.mu.RLock()
-	dirty := h.snapDirty
-	h.mu.RUnlock()
-	if dirty > 0 {
-		if err := h.saveSnapshot(); err != nil {
-			h.log.Warn("history: could not save the version-index snapshot", "err", err)
-		}
-	}
+	h.snapshotDirty(0)
 }
 
 // Close commits what landed, rewrites .git/index, saves the snapshot and

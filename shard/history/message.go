@@ -80,10 +80,7 @@ func (m meta) message() string {
 	}
 	put := func(k, v string) {
 		if v = oneLine(v); v != "" {
-			b.WriteString(k)
-			b.WriteString(": ")
-			b.WriteString(v)
-			b.WriteByte('\n')
+			b.WriteString(k + ": " + v + "\n")
 		}
 	}
 	put(trailerWing, m.Wing)

@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -105,18 +106,14 @@ func (opt Options) withDefaults() (Options, error) {
 		}
 		opt.Dirs[i] = d
 	}
-	if opt.Logger == nil {
-		opt.Logger = slog.New(slog.DiscardHandler)
-	}
+	opt.Logger = cmp.Or(opt.Logger, slog.New(slog.DiscardHandler))
 	if opt.Now == nil {
 		opt.Now = time.Now
 	}
 	if opt.Service.Email == "" {
 		opt.Service = Identity{Name: DefaultServiceName, Email: DefaultServiceEmail}
 	}
-	if opt.Service.Name == "" {
-		opt.Service.Name = opt.Service.Email
-	}
+	opt.Service.Name = cmp.Or(opt.Service.Name, opt.Service.Email)
 	if strings.ContainsAny(opt.Service.Name+opt.Service.Email, "<>\n") {
 		return opt, errors.New("history: the service identity may not contain <, > or a newline")
 	}

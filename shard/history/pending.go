@@ -1,6 +1,7 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"errors"
@@ -178,7 +179,7 @@ func (q *queue) wait(ctx context.Context, target uint64) error {
 	return nil
 }
 
-// inFlightPaths returns the tracked paths of changes not yet committed.
+// busyPaths returns the tracked paths of changes not yet committed.
 func (q *queue) busyPaths() map[string]bool {
 	q.mu.Lock()
 	defer q.mu.Unlock()
@@ -292,14 +293,11 @@ func (h *History) checkChange(c *Change) error {
 	}
 	seen := map[string]bool{}
 	for i := range c.Ops {
-		op := &c.Ops[i]
-		if err := h.checkOp(op, seen); err != nil {
+		if err := h.checkOp(&c.Ops[i], seen); err != nil {
 			return err
 		}
 	}
-	if c.Subject = oneLine(c.Subject); c.Subject == "" {
-		c.Subject = c.Action + " " + c.Ops[0].Path
-	}
+	c.Subject = cmp.Or(oneLine(c.Subject), c.Action+" "+c.Ops[0].Path)
 	return nil
 }
 

@@ -1,10 +1,11 @@
 package history
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"path"
-	"sort"
+	"slices"
 	"strings"
 	"time"
 
@@ -137,17 +138,10 @@ func (h *History) purgeTarget(req PurgeRequest) (*purgeTarget, error) {
 			return nil, brain.Errorf(brain.CodeInvalidArgument, "the same content is the current version of %s: update or archive that note first, then purge", n.path)
 		}
 	}
-	if !t.every && l.newest().blob == anyVictim(t) {
+	if !t.every && t.victims[l.newest().blob] { // the one victim
 		return nil, brain.Errorf(brain.CodeInvalidArgument, "version %s holds the same content as the current version of %s: update or archive the note first, then purge that version", req.Version, req.Path)
 	}
 	return t, nil
-}
-
-func anyVictim(t *purgeTarget) plumbing.Hash {
-	for b := range t.victims {
-		return b
-	}
-	return plumbing.ZeroHash
 }
 
 // checkOtherRefs refuses when a ref other than the branch (and the loose
@@ -174,7 +168,7 @@ func (h *History) checkOtherRefs(t *purgeTarget, drop []string) error {
 		}
 	}
 	if len(names) > 0 {
-		sort.Strings(names)
+		slices.Sort(names)
 		return brain.Errorf(brain.CodeInvalidArgument, "the content to purge is also reachable from %s: delete or rewrite those refs in the brain's repository first, then purge", strings.Join(names, ", "))
 	}
 	return nil
@@ -238,17 +232,12 @@ func (h *History) blobAt(root plumbing.Hash, p string) (plumbing.Hash, error) {
 	return plumbing.ZeroHash, nil
 }
 
-// notice is the placeholder blob of a purge.
-func purgeText(req PurgeRequest, at time.Time) []byte {
-	return []byte(purgeNotice + req.Author + " at " + at.UTC().Format(time.RFC3339) + ": " + oneLine(req.Reason) + "\n")
-}
-
 // rewrite rewrites the branch's commits with the purged blobs replaced,
 // adds the audit commit, makes the objects durable, repacks what the new
 // history reaches, moves the ref, then deletes everything else.
 func (h *History) rewrite(lock *gitstore.Lock, head plumbing.Hash, req PurgeRequest, t *purgeTarget) (PurgeResult, error) {
 	at := h.opt.Now()
-	text := purgeText(req, at)
+	text := []byte(purgeNotice + req.Author + " at " + at.UTC().Format(time.RFC3339) + ": " + oneLine(req.Reason) + "\n") // the placeholder blob
 	b := h.objs.Batch()
 	placeholder, err := b.Put(plumbing.BlobObject, text)
 	if err != nil {
@@ -307,10 +296,7 @@ func (h *History) resetModelTo(id plumbing.Hash) error {
 // auditPlan is the purge's audit commit: no content, and for every
 // version the removal of the note.
 func (h *History) auditPlan(req PurgeRequest, t *purgeTarget, at time.Time) plan {
-	subject := oneLine(req.Subject)
-	if subject == "" {
-		subject = "purge " + req.Path
-	}
+	subject := cmp.Or(oneLine(req.Subject), "purge "+req.Path)
 	m := meta{Subject: subject, Reason: req.Reason, Wing: h.opt.Wing, Action: ActionPurge, Tool: req.Tool}
 	pl := plan{meta: m, author: Identity{Name: req.Author, Email: req.Author}, at: at, allowEmpty: true}
 	if t.every {
@@ -330,7 +316,7 @@ func (h *History) purgedIndex(req PurgeRequest, t *purgeTarget, ids map[plumbing
 	for b := range t.victims {
 		res.Blobs = append(res.Blobs, b.String())
 	}
-	sort.Strings(res.Blobs)
+	slices.Sort(res.Blobs)
 	sum := sumOf(text)
 	for _, l := range h.ix.lineages() {
 		for i := range l.vs {
@@ -412,8 +398,7 @@ func (rw *rewriter) tree(id plumbing.Hash, dir string) (plumbing.Hash, error) {
 	if err != nil {
 		return id, err
 	}
-	out := make([]object.TreeEntry, len(es))
-	copy(out, es)
+	out := slices.Clone(es)
 	changed := false
 	for i := range out {
 		e := &out[i]

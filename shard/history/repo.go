@@ -146,15 +146,9 @@ func (r *repo) currentBranch() plumbing.ReferenceName {
 	return r.branch
 }
 
-// excludeLines are the patterns .git/info/exclude must list so that the
-// brain's generated and append-only files never show in git status.
-func (r *repo) excludeLines() []string {
-	p := "/" + r.prefix
-	return []string{p + "sessions/", p + "wiki/*/_index.md", p + ".brainstem/"}
-}
-
-// ensureExclude appends the missing excludeLines to info/exclude; it never
-// removes a line.
+// ensureExclude appends to info/exclude the patterns it must list so that
+// the brain's generated and append-only files never show in git status;
+// it never removes a line.
 func (r *repo) ensureExclude() error {
 	path := filepath.Join(r.common, "info", "exclude")
 	old, err := os.ReadFile(path)
@@ -165,8 +159,8 @@ func (r *repo) ensureExclude() error {
 	for _, l := range strings.Split(string(old), "\n") {
 		have[strings.TrimSpace(l)] = true
 	}
-	add := ""
-	for _, l := range r.excludeLines() {
+	add, p := "", "/"+r.prefix
+	for _, l := range []string{p + "sessions/", p + "wiki/*/_index.md", p + ".brainstem/"} {
 		if !have[l] {
 			add += l + "\n"
 		}

@@ -4,8 +4,10 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 
 	"github.com/go-git/go-git/v5/plumbing"
 	"github.com/go-git/go-git/v5/plumbing/filemode"
@@ -38,11 +40,7 @@ func (h *History) repack(head plumbing.Hash, except map[plumbing.Hash]bool) (*sc
 	if sc.loose, err = h.objs.ListLoose(); err != nil {
 		return nil, err
 	}
-	hashes := make([]plumbing.Hash, 0, len(keep))
-	for id := range keep {
-		hashes = append(hashes, id)
-	}
-	if sc.pack, err = h.objs.EncodePack(hashes, h.tree.Hints); err != nil {
+	if sc.pack, err = h.objs.EncodePack(slices.Collect(maps.Keys(keep)), h.tree.Hints); err != nil {
 		return nil, err
 	}
 	return sc, nil

@@ -67,9 +67,7 @@ type pathChange struct {
 // apply records the changes of commit c. A change that leaves a path as
 // its lineage already has it (same blob) is no version.
 func (ix *versionIndex) apply(c *commitInfo, changes []pathChange) {
-	if c.seq > ix.lastSeq {
-		ix.lastSeq = c.seq
-	}
+	ix.lastSeq = max(ix.lastSeq, c.seq)
 	added := false
 	for _, ch := range changes {
 		v := version{c: c, path: ch.path, from: ch.from, blob: ch.blob, sum: ch.sum, removed: ch.removed, purged: ch.purged}

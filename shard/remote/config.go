@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"cmp"
 	"errors"
 	"fmt"
 	"net/url"
@@ -87,21 +88,11 @@ const (
 
 // WithDefaults returns c with its zero optional fields filled.
 func (c Config) WithDefaults() Config {
-	if c.Branch == "" {
-		c.Branch = DefaultBranch
-	}
-	if c.Username == "" {
-		c.Username = DefaultUsername
-	}
-	if c.PushDelay == 0 {
-		c.PushDelay = DefaultPushDelay
-	}
-	if c.PushMaxDelay == 0 {
-		c.PushMaxDelay = max(DefaultPushMaxDelay, c.PushDelay)
-	}
-	if c.PullInterval == 0 {
-		c.PullInterval = DefaultPullInterval
-	}
+	c.Branch = cmp.Or(c.Branch, DefaultBranch)
+	c.Username = cmp.Or(c.Username, DefaultUsername)
+	c.PushDelay = cmp.Or(c.PushDelay, DefaultPushDelay)
+	c.PushMaxDelay = cmp.Or(c.PushMaxDelay, max(DefaultPushMaxDelay, c.PushDelay))
+	c.PullInterval = cmp.Or(c.PullInterval, DefaultPullInterval)
 	return c
 }
 
@@ -232,15 +223,8 @@ func validBranch(b string) bool {
 		strings.Contains(b, "//") || strings.Contains(b, "@{") {
 		return false
 	}
-	for _, r := range b {
-		if r <= ' ' || r == 0x7f || strings.ContainsRune("~^:?*[\\", r) {
-			return false
-		}
+	if strings.ContainsFunc(b, func(r rune) bool { return r <= ' ' || r == 0x7f || strings.ContainsRune("~^:?*[\\", r) }) {
+		return false
 	}
-	for _, part := range strings.Split(b, "/") {
-		if strings.HasPrefix(part, ".") {
-			return false
-		}
-	}
-	return true
+	return !strings.HasPrefix(b, ".") && !strings.Contains(b, "/.") // no component starts with a dot
 }

@@ -242,7 +242,10 @@ func (r *Remote) settleShape(merged map[string]entry, in *Integration) {
 			report(p, "dropped from the merged tree: a file where a wing's directory must be")
 			continue
 		}
-		for i := strings.IndexByte(p, '/'); i >= 0; i = nextSlash(p, i) {
+		for i, c := range p {
+			if c != '/' {
+				continue
+			}
 			dir := p[:i]
 			if _, file := merged[dir]; !file {
 				continue
@@ -264,12 +267,7 @@ func (r *Remote) settleShape(merged map[string]entry, in *Integration) {
 // wing's directories (wiki/<wing>, inbox/<wing>, or their parents) must
 // be: history refuses to replace one above the wing's own.
 func (r *Remote) aboveWing(p string) bool {
-	for _, dir := range r.dirs {
-		if strings.HasPrefix(dir, p+"/") {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.dirs, func(dir string) bool { return strings.HasPrefix(dir, p+"/") })
 }
 
 // notePath reports whether p is a note's path in one of the remote's wings.
@@ -278,23 +276,10 @@ func (r *Remote) notePath(p string) bool {
 	return err == nil && r.ours(p) && escapes(p) == "" && layout.Tracked(p, wing)
 }
 
-func nextSlash(p string, i int) int {
-	j := strings.IndexByte(p[i+1:], '/')
-	if j < 0 {
-		return -1
-	}
-	return i + 1 + j
-}
-
 // ours reports whether the slash path p lies textually under the
 // directories of one of the remote's wings.
 func (r *Remote) ours(p string) bool {
-	for _, dir := range r.dirs {
-		if strings.HasPrefix(p, dir) {
-			return true
-		}
-	}
-	return false
+	return slices.ContainsFunc(r.dirs, func(dir string) bool { return strings.HasPrefix(p, dir) })
 }
 
 // check reports whether the remote's file e at p may not be loaded

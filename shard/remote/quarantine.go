@@ -30,10 +30,6 @@ type quarantine struct {
 	refs map[plumbing.ReferenceName]*plumbing.Reference
 }
 
-func newQuarantine(s storage.Storer) *quarantine {
-	return &quarantine{Storer: s, mem: &memory.NewStorage().ObjectStorage, refs: map[plumbing.ReferenceName]*plumbing.Reference{}}
-}
-
 func (q *quarantine) NewEncodedObject() plumbing.EncodedObject { return q.mem.NewEncodedObject() }
 
 func (q *quarantine) SetEncodedObject(o plumbing.EncodedObject) (plumbing.Hash, error) {
@@ -83,7 +79,7 @@ func (q *quarantine) Reference(n plumbing.ReferenceName) (*plumbing.Reference, e
 // the fetched objects written to the repository, as one pack, and the
 // remote head recorded. It returns the remote head (zero: none).
 func (r *Remote) fetchQuarantined(ctx context.Context, opts *git.FetchOptions, purged map[plumbing.Hash]bool) (plumbing.Hash, error) {
-	q := newQuarantine(r.refs)
+	q := &quarantine{Storer: r.refs, mem: &memory.NewStorage().ObjectStorage, refs: map[plumbing.ReferenceName]*plumbing.Reference{}}
 	err := git.NewRemote(q, &gitconfig.RemoteConfig{Name: remoteName, URLs: []string{r.cfg.URL}}).FetchContext(ctx, opts)
 	if done, head, err := r.fetched(err); done {
 		return head, err

@@ -90,9 +90,6 @@ func (r *Remote) report(st Status, lastErr error) Report {
 	rep := Report{URL: r.cfg.Redacted(), Branch: r.cfg.Branch, Wings: r.cfg.Wings(), Updated: r.now().UTC(),
 		LastSync: st.LastSync.UTC(), LastError: st.LastError, Hint: Hint(lastErr), Unpushed: st.Unpushed, Pushes: st.Pushes,
 		Conflicts: st.Recent, Rejected: st.Rejected, ForcePushPending: st.ForcePushPending}
-	if st.LastSync.IsZero() {
-		rep.LastSync = time.Time{}
-	}
 	if rep.Conflicts == nil {
 		rep.Conflicts = []ConflictRecord{}
 	}

@@ -1,6 +1,7 @@
 package remote
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -72,9 +73,7 @@ type Syncer struct {
 // NewSyncer returns the syncer of r; merges are made by by. after is the
 // clock of waits (nil: time.After); tests inject theirs.
 func NewSyncer(r *Remote, by Identity, log *slog.Logger, after func(time.Duration) <-chan time.Time) *Syncer {
-	if log == nil {
-		log = slog.New(slog.DiscardHandler)
-	}
+	log = cmp.Or(log, slog.New(slog.DiscardHandler))
 	if after == nil {
 		after = time.After
 	}
@@ -121,10 +120,7 @@ func (s *Syncer) Run(ctx context.Context) {
 	var p pending
 	p.head, _ = s.ahead()
 	for {
-		wait := tick
-		if backoff > 0 {
-			wait = backoff
-		}
+		wait := cmp.Or(backoff, tick)
 		select {
 		case <-ctx.Done():
 			return
