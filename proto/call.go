@@ -41,10 +41,8 @@ func (c *CallRequest) appendBody(b []byte) ([]byte, error) {
 func decodeCallRequest(p []byte) (reqHeader, *CallRequest, error) {
 	d := codec.NewDecoder(p)
 	h := readReqHeader(d)
-	c := &CallRequest{RequestID: h.RequestID}
-	c.Token = d.String("token", MaxTokenBytes)
-	c.Tool = d.String("tool name", MaxToolNameBytes)
-	c.Args = d.Bytes("args", len(p))
+	c := &CallRequest{RequestID: h.RequestID, Token: d.String("token", MaxTokenBytes),
+		Tool: d.String("tool name", MaxToolNameBytes), Args: d.Bytes("args", len(p))}
 	if d.Bool("reserved") {
 		readStats(d)
 	}
@@ -63,7 +61,6 @@ func (v *CallResponse) appendBody(b []byte) ([]byte, error) {
 
 func decodeCallResponse(p []byte) (*CallResponse, error) {
 	d := codec.NewDecoder(p)
-	v := &CallResponse{IsError: d.Bool("is error")}
-	v.Result = d.Bytes("result", len(p))
+	v := &CallResponse{IsError: d.Bool("is error"), Result: d.Bytes("result", len(p))}
 	return v, decoded(d.Err())
 }

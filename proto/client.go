@@ -136,11 +136,7 @@ func NewClient(addr string, cfg ClientConfig) *Client {
 	ctx, cancel := context.WithCancel(context.Background())
 	return &Client{
 		addr: addr, tls: tc, quic: qc, max: orDefault(cfg.MaxMessageBytes, DefaultMaxMessageBytes), dialTO: dialTO, probeTO: probeTO, reconnTO: reconnTO, redialLo: lo, redialHi: hi, log: log,
-		sem:         make(chan struct{}, orDefault(cfg.MaxInFlight, DefaultMaxInFlight)),
-		idPrefix:    hex.EncodeToString(rnd[:]) + "-",
-		closeCtx:    ctx,
-		closeCancel: cancel,
-		changed:     make(chan struct{}),
+		sem: make(chan struct{}, orDefault(cfg.MaxInFlight, DefaultMaxInFlight)), idPrefix: hex.EncodeToString(rnd[:]) + "-", closeCtx: ctx, closeCancel: cancel, changed: make(chan struct{}),
 	}
 }
 
@@ -399,7 +395,6 @@ func (f *outFrame) frame(timeout time.Duration) []byte {
 	return prefixRequest(*f.buf, f.body, f.t, f.flags, reqHeader{Timeout: timeout, RequestID: f.id})
 }
 
-// free recycles the buffer.
 func (f *outFrame) free(bp *bufferPool) { bp.put(f.buf) }
 
 // detach moves the frame to a fresh buffer and leaves the old one to the

@@ -32,10 +32,8 @@ func (r *FetchRequest) appendBody(b []byte) ([]byte, error) {
 func decodeFetchRequest(p []byte) (reqHeader, *FetchRequest, error) {
 	d := codec.NewDecoder(p)
 	h := readReqHeader(d)
-	r := &FetchRequest{RequestID: h.RequestID, Token: d.String("token", MaxTokenBytes)}
-	r.Query = readQuery(d)
-	r.Keys = readStrings(d, "fetch keys", "fetch key", MaxFetchIDs, MaxFetchIDBytes)
-	r.Stats = readOptionalStats(d)
+	r := &FetchRequest{RequestID: h.RequestID, Token: d.String("token", MaxTokenBytes), FetchRequest: search.FetchRequest{Query: readQuery(d),
+		Keys: readStrings(d, "fetch keys", "fetch key", MaxFetchIDs, MaxFetchIDBytes), Stats: readOptionalStats(d)}}
 	return h, r, decoded(d.Err())
 }
 
@@ -70,7 +68,6 @@ func readHits(d *codec.Decoder, max int) [][]byte {
 // decodeFetchResponse decodes a Fetch answer; the hits alias p.
 func decodeFetchResponse(p []byte) (*FetchResponse, error) {
 	d := codec.NewDecoder(p)
-	v := &FetchResponse{}
-	v.Hits = readHits(d, len(p))
+	v := &FetchResponse{search.FetchResponse{Hits: readHits(d, len(p))}}
 	return v, decoded(d.Err())
 }

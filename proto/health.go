@@ -22,9 +22,7 @@ func (v *HealthResponse) appendBody(b []byte) ([]byte, error) {
 
 func decodeHealthResponse(p []byte) (*HealthResponse, error) {
 	d := codec.NewDecoder(p)
-	v := &HealthResponse{Wing: d.String("wing", MaxWingBytes)}
-	v.Ready = d.Bool("ready")
-	v.Notes = d.Varint("notes")
-	v.Version = d.String("version", MaxVersionBytes)
+	v := &HealthResponse{Wing: d.String("wing", MaxWingBytes), Ready: d.Bool("ready"), Notes: d.Varint("notes"),
+		Version: d.String("version", MaxVersionBytes)}
 	return v, decoded(d.Err())
 }

@@ -35,10 +35,8 @@ func (m *MintRequest) appendBody(b []byte) ([]byte, error) {
 func decodeMintRequest(p []byte) (reqHeader, *MintRequest, error) {
 	d := codec.NewDecoder(p)
 	h := readReqHeader(d)
-	m := &MintRequest{RequestID: h.RequestID}
-	m.Email = d.String("email", brain.MaxEmailBytes)
-	m.Groups = readStrings(d, "groups", "group", MaxGroups, MaxGroupBytes)
-	m.NotAfter = d.Time("not after")
+	m := &MintRequest{RequestID: h.RequestID, Email: d.String("email", brain.MaxEmailBytes),
+		Groups: readStrings(d, "groups", "group", MaxGroups, MaxGroupBytes), NotAfter: d.Time("not after")}
 	return h, m, decoded(d.Err())
 }
 
@@ -54,8 +52,7 @@ func (v *MintResponse) appendBody(b []byte) ([]byte, error) {
 
 func decodeMintResponse(p []byte) (*MintResponse, error) {
 	d := codec.NewDecoder(p)
-	v := &MintResponse{Token: d.String("token", MaxTokenBytes)}
-	v.Caps = readStrings(d, "caps", "cap", MaxCaps, MaxCapBytes)
-	v.Expiry = d.Time("expiry")
+	v := &MintResponse{Token: d.String("token", MaxTokenBytes),
+		Caps: readStrings(d, "caps", "cap", MaxCaps, MaxCapBytes), Expiry: d.Time("expiry")}
 	return v, decoded(d.Err())
 }

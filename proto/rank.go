@@ -31,13 +31,9 @@ func (e *encoder) query(q *search.Query) {
 }
 
 func readQuery(d *codec.Decoder) search.Query {
-	q := search.Query{Text: d.String("query", MaxQueryBytes)}
-	q.Terms = readStrings(d, "terms", "term", search.MaxQueryTerms, MaxTermBytes)
-	q.Tokens = int(min(d.Uvarint("tokens"), MaxQueryBytes))
-	q.Hall = d.String("hall", MaxWingBytes)
-	q.Scope = d.String("scope", MaxWingBytes)
-	q.Limit = int(min(d.Uvarint("limit"), MaxFetchIDs))
-	return q
+	return search.Query{Text: d.String("query", MaxQueryBytes), Terms: readStrings(d, "terms", "term", search.MaxQueryTerms, MaxTermBytes),
+		Tokens: int(min(d.Uvarint("tokens"), MaxQueryBytes)), Hall: d.String("hall", MaxWingBytes), Scope: d.String("scope", MaxWingBytes),
+		Limit: int(min(d.Uvarint("limit"), MaxFetchIDs))}
 }
 
 func (r *RankRequest) appendBody(b []byte) ([]byte, error) {
@@ -52,11 +48,8 @@ func (r *RankRequest) appendBody(b []byte) ([]byte, error) {
 func decodeRankRequest(p []byte) (reqHeader, *RankRequest, error) {
 	d := codec.NewDecoder(p)
 	h := readReqHeader(d)
-	r := &RankRequest{RequestID: h.RequestID, Token: d.String("token", MaxTokenBytes)}
-	r.Query = readQuery(d)
-	r.Generation = d.Uvarint("generation")
-	r.Render = int(min(d.Uvarint("render"), MaxFetchIDs))
-	r.Stats = readOptionalStats(d)
+	r := &RankRequest{RequestID: h.RequestID, Token: d.String("token", MaxTokenBytes), RankRequest: search.RankRequest{Query: readQuery(d),
+		Generation: d.Uvarint("generation"), Render: int(min(d.Uvarint("render"), MaxFetchIDs)), Stats: readOptionalStats(d)}}
 	return h, r, decoded(d.Err())
 }
 
@@ -81,10 +74,7 @@ func (v *RankResponse) appendBody(b []byte) ([]byte, error) {
 
 func decodeRankResponse(p []byte) (*RankResponse, error) {
 	d := codec.NewDecoder(p)
-	v := &RankResponse{}
-	v.Generation = d.Uvarint("generation")
-	v.Stale = d.Bool("stale")
-	v.Refused = d.Bytes("refused", MaxErrorMessageBytes*2)
+	v := &RankResponse{search.RankResponse{Generation: d.Uvarint("generation"), Stale: d.Bool("stale"), Refused: d.Bytes("refused", MaxErrorMessageBytes*2)}}
 	if len(v.Refused) == 0 {
 		v.Refused = nil
 	}

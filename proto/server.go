@@ -227,12 +227,8 @@ func NewServer(h Handler, cfg ServerConfig) *Server {
 	memLimit := max(orDefault(cfg.MaxInFlightBytes, DefaultMaxInFlightBytes), int64(maxMsg))
 	return &Server{
 		h: h, tracer: cfg.Tracer, mem: semaphore.NewWeighted(memLimit), resetKey: cfg.StatelessResetKey, tls: tc, quic: qc, max: maxMsg, reqTO: reqTO, grace: grace, log: log,
-		ready:    make(chan struct{}),
-		stopped:  make(chan struct{}),
-		conns:    make(map[*quic.Conn]struct{}),
-		shutdown: make(chan struct{}),
-		handlers: newCounter(),
-		streams:  workers.New(streamWorkers, workers.KeepIdle),
+		ready: make(chan struct{}), stopped: make(chan struct{}), conns: make(map[*quic.Conn]struct{}), shutdown: make(chan struct{}),
+		handlers: newCounter(), streams: workers.New(streamWorkers, workers.KeepIdle),
 	}
 }
 

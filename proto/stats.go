@@ -32,9 +32,8 @@ func (s *StatsRequest) appendBody(b []byte) ([]byte, error) {
 func decodeStatsRequest(p []byte) (reqHeader, *StatsRequest, error) {
 	d := codec.NewDecoder(p)
 	h := readReqHeader(d)
-	s := &StatsRequest{RequestID: h.RequestID}
-	s.Terms = readStrings(d, "terms", "term", search.MaxQueryTerms, MaxTermBytes)
-	s.Scope = d.String("scope", MaxWingBytes)
+	s := &StatsRequest{RequestID: h.RequestID, StatsRequest: search.StatsRequest{
+		Terms: readStrings(d, "terms", "term", search.MaxQueryTerms, MaxTermBytes), Scope: d.String("scope", MaxWingBytes)}}
 	return h, s, decoded(d.Err())
 }
 
@@ -48,8 +47,7 @@ func (v *StatsResponse) appendBody(b []byte) ([]byte, error) {
 
 func decodeStatsResponse(p []byte) (*StatsResponse, error) {
 	d := codec.NewDecoder(p)
-	v := &StatsResponse{}
-	v.Generation = d.Uvarint("generation")
+	v := &StatsResponse{search.StatsResponse{Generation: d.Uvarint("generation")}}
 	if st := readStats(d); st != nil {
 		v.Stats = *st
 	}
