@@ -23,10 +23,9 @@ import (
 //	4      4    length  payload length, big-endian u32
 //	8      n    payload
 const (
-	frameMagic   byte = 0xB5
-	Version      byte = 1 // the protocol version this package speaks
-	HeaderSize        = 8 // bytes of the fixed frame header
-	maxFrameSize      = math.MaxUint32
+	frameMagic byte = 0xB5
+	Version    byte = 1 // the protocol version this package speaks
+	HeaderSize      = 8 // bytes of the fixed frame header
 )
 
 // DefaultMaxMessageBytes is the default limit on a frame's payload, both
