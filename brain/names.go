@@ -119,7 +119,7 @@ func badByte(s string, i int) string {
 // [a-z0-9-], starting and ending with a letter or digit, not a reserved
 // device name.
 func ValidWing(s string) error {
-	if err := checkBytes("wing", s, MaxWingLen, WingRule, isWingByte); err != nil {
+	if err := checkBytes("wing", s, MaxWingLen, WingRule, func(c byte) bool { return isLowerAlnum(c) || c == '-' }); err != nil {
 		return err
 	}
 	if s[0] == '-' {
@@ -150,8 +150,6 @@ func checkBytes(what, s string, max int, rule string, ok func(byte) bool) error 
 	}
 	return nil
 }
-
-func isWingByte(c byte) bool { return isLowerAlnum(c) || c == '-' }
 
 // ValidHall checks that s is one of Halls().
 func ValidHall(s string) error {

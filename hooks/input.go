@@ -29,12 +29,8 @@ const (
 
 // Events returns every hook, in the order of a session.
 func Events() []Event {
-	return []Event{
-		{NameSessionStart, "SessionStart", "startup|resume|clear|compact"},
-		{NamePrompt, "UserPromptSubmit", ""},
-		{NameStop, "Stop", ""},
-		{NamePreCompact, "PreCompact", ""},
-	}
+	return []Event{{NameSessionStart, "SessionStart", "startup|resume|clear|compact"}, {NamePrompt, "UserPromptSubmit", ""},
+		{NameStop, "Stop", ""}, {NamePreCompact, "PreCompact", ""}}
 }
 
 // EventNames are the subcommands of `brainstem hook`.

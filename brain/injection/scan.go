@@ -57,7 +57,7 @@ func scanPhrases(content, low []byte, code []span) map[string]Finding {
 			return
 		}
 		w := low[pos:min(len(low), pos+p.window)]
-		if p.needs != nil && !containsAny(w, p.needs) {
+		if p.needs != nil && !slices.ContainsFunc(p.needs, func(s string) bool { return bytes.Contains(w, []byte(s)) }) {
 			return
 		}
 		if m := p.re.FindIndex(w); m != nil {
@@ -180,10 +180,6 @@ func lowerASCII(b []byte) []byte {
 		out[i] = c
 	}
 	return out
-}
-
-func containsAny(b []byte, subs []string) bool {
-	return slices.ContainsFunc(subs, func(s string) bool { return bytes.Contains(b, []byte(s)) })
 }
 
 // snippet quotes content[from:to], cut to snippetBytes at a rune boundary,

@@ -95,11 +95,14 @@ func (s *Spec) ArgsTable() string {
 	var rows func(prefix string, args []Arg)
 	rows = func(prefix string, args []Arg) {
 		for _, a := range args {
-			req := "no"
+			req, typ := "no", string(a.Type)
 			if a.Required {
 				req = "yes"
 			}
-			fmt.Fprintf(&b, "| `%s%s` | %s | %s | %s |\n", prefix, a.Name, typeName(a), req, strings.ReplaceAll(describe(a), "|", `\|`))
+			if a.Type == Array && a.Items != nil {
+				typ = string(a.Items.Type) + "[]"
+			}
+			fmt.Fprintf(&b, "| `%s%s` | %s | %s | %s |\n", prefix, a.Name, typ, req, strings.ReplaceAll(describe(a), "|", `\|`))
 			if a.Items != nil && a.Items.Props != nil {
 				rows(prefix+a.Name+"[].", a.Items.Props)
 			}
@@ -107,13 +110,6 @@ func (s *Spec) ArgsTable() string {
 	}
 	rows("", s.Args)
 	return b.String()
-}
-
-func typeName(a Arg) string {
-	if a.Type == Array && a.Items != nil {
-		return string(a.Items.Type) + "[]"
-	}
-	return string(a.Type)
 }
 
 // describe is the description plus the schema's constraints in words.
