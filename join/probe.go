@@ -56,8 +56,7 @@ func OpenProbe(ctx context.Context, hc *http.Client, mcpURL, token string) (*Pro
 	rec := &authRecorder{next: cmp.Or(hc.Transport, http.DefaultTransport)}
 	h := *hc
 	h.Transport = rec
-	c, err := client.NewStreamableHttpClient(mcpURL,
-		transport.WithHTTPBasicClient(&h),
+	c, err := client.NewStreamableHttpClient(mcpURL, transport.WithHTTPBasicClient(&h),
 		transport.WithHTTPHeaders(map[string]string{"Authorization": "Bearer " + token}))
 	if err != nil {
 		return nil, fmt.Errorf("join: %w", err)
@@ -66,9 +65,7 @@ func OpenProbe(ctx context.Context, hc *http.Client, mcpURL, token string) (*Pro
 	if err := c.Start(ctx); err != nil {
 		return nil, p.wrap(err)
 	}
-	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{
-		ClientInfo: mcp.Implementation{Name: "brainstem", Version: "cli"},
-	}}); err != nil {
+	if _, err := c.Initialize(ctx, mcp.InitializeRequest{Params: mcp.InitializeParams{ClientInfo: mcp.Implementation{Name: "brainstem", Version: "cli"}}}); err != nil {
 		_ = c.Close()
 		return nil, p.wrap(err)
 	}
