@@ -94,7 +94,9 @@ func Parse(lookup func(string) (string, bool)) (Settings, error) {
 	if exporter != "" && exporter != "otlp" && exporter != "none" {
 		errs = append(errs, fmt.Errorf("%w: %s=%q; use otlp or none", ErrExporter, EnvExporter, exporter))
 	}
-	errs = append(errs, checkProtocol(cmp.Or(get(EnvTracesProtocol), get(EnvProtocol))))
+	if p := cmp.Or(get(EnvTracesProtocol), get(EnvProtocol)); p != "" && p != ProtocolHTTPProtobuf {
+		errs = append(errs, fmt.Errorf("%w: %q; brainstem exports OTLP over HTTP only: set %s=%s", ErrProtocol, p, EnvProtocol, ProtocolHTTPProtobuf))
+	}
 	s.Endpoint, err = endpoint(get)
 	errs = append(errs, err)
 	s.Headers, err = ParseHeaders(cmp.Or(get(EnvTracesHeaders), get(EnvHeaders)))
@@ -117,13 +119,6 @@ func parseBool(name, v string) (bool, error) {
 		return false, fmt.Errorf("%w: %s=%q; use true or false", ErrBool, name, v)
 	}
 	return b, nil
-}
-
-func checkProtocol(p string) error {
-	if p == "" || p == ProtocolHTTPProtobuf {
-		return nil
-	}
-	return fmt.Errorf("%w: %q; brainstem exports OTLP over HTTP only: set %s=%s", ErrProtocol, p, EnvProtocol, ProtocolHTTPProtobuf)
 }
 
 // endpoint is the traces URL: the signal's endpoint as given, or the base

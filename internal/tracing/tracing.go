@@ -84,12 +84,8 @@ func New(s Settings, defaultService string) (*Tracing, error) {
 	if err != nil {
 		return nil, fmt.Errorf("tracing: OTLP exporter: %w", err)
 	}
-	name := cmp.Or(s.ServiceName, defaultService)
-	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp),
-		sdktrace.WithSampler(sampler(s.Sampler, s.Ratio)),
-		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", name))),
-	)
+	tp := sdktrace.NewTracerProvider(sdktrace.WithBatcher(exp), sdktrace.WithSampler(sampler(s.Sampler, s.Ratio)),
+		sdktrace.WithResource(resource.NewSchemaless(attribute.String("service.name", cmp.Or(s.ServiceName, defaultService)))))
 	return &Tracing{Tracer: tp.Tracer(Scope), Sensitive: s.Sensitive, tp: tp}, nil
 }
 
