@@ -111,10 +111,7 @@ func (c *gatewayClient) getPrompt(ctx context.Context, name string, args map[str
 // request sends one stateless JSON-RPC request (method, with name in the
 // Mcp-Name header) and returns its result.
 func (c *gatewayClient) request(ctx context.Context, method, name string, params map[string]any) (json.RawMessage, error) {
-	params["_meta"] = map[string]any{
-		"io.modelcontextprotocol/protocolVersion":    protocolVersion,
-		"io.modelcontextprotocol/clientCapabilities": map[string]any{},
-	}
+	params["_meta"] = map[string]any{"io.modelcontextprotocol/protocolVersion": protocolVersion, "io.modelcontextprotocol/clientCapabilities": map[string]any{}}
 	body, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": 1, "method": method, "params": params})
 	if err != nil {
 		return nil, fmt.Errorf("%w: %w", errGateway, err)

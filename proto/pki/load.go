@@ -47,11 +47,7 @@ func ReadFiles(f Files) (Identity, error) {
 		}
 		return b
 	}
-	id := Identity{
-		CA:   read(f.CA, f.CAName, "CA file"),
-		Cert: read(f.Cert, f.CertName, "certificate file"),
-		Key:  read(f.Key, f.KeyName, "key file"),
-	}
+	id := Identity{CA: read(f.CA, f.CAName, "CA file"), Cert: read(f.Cert, f.CertName, "certificate file"), Key: read(f.Key, f.KeyName, "key file")}
 	if err := errors.Join(errs...); err != nil {
 		return Identity{}, err
 	}
