@@ -79,20 +79,22 @@ func (t *table) mayLead(w []byte) bool {
 func buildPhrases() *table {
 	t := &table{words: map[string][]int{}}
 	lits := map[string][]int{}
-	add := func(p phrase) {
-		p.window = cmp.Or(p.window, defaultWindow)
-		p.re = regexp.MustCompile(`^(?:` + p.src + `)`)
-		i := len(t.list)
-		t.list = append(t.list, p)
-		for _, l := range p.leads {
-			if isWordByte(l[0]) {
-				t.words[l] = append(t.words[l], i)
-				t.mark(l)
-			} else {
-				if lits[l] == nil {
-					t.lits = append(t.lits, literalLead{lit: l})
+	add := func(rule string, ps []phrase) {
+		for _, p := range ps {
+			p.rule, p.window = rule, cmp.Or(p.window, defaultWindow)
+			p.re = regexp.MustCompile(`^(?:` + p.src + `)`)
+			i := len(t.list)
+			t.list = append(t.list, p)
+			for _, l := range p.leads {
+				if isWordByte(l[0]) {
+					t.words[l] = append(t.words[l], i)
+					t.mark(l)
+				} else {
+					if lits[l] == nil {
+						t.lits = append(t.lits, literalLead{lit: l})
+					}
+					lits[l] = append(lits[l], i)
 				}
-				lits[l] = append(lits[l], i)
 			}
 		}
 	}
@@ -106,7 +108,7 @@ func buildPhrases() *table {
 	return t
 }
 
-type addFunc func(phrase)
+type addFunc func(rule string, ps []phrase)
 
 func overridePhrases(add addFunc) {
 	verbs := []string{"ignore", "disregard", "forget", "override", "overrule", "bypass", "abandon", "discard", "dismiss", "neglect", "set"}
@@ -121,7 +123,7 @@ func overridePhrases(add addFunc) {
 	drop := "tells the reader to drop its instructions"
 	replaced := "announces replacement instructions"
 	hide := "tells the reader to keep something from the user"
-	for _, p := range []phrase{
+	add(RuleInstructionOverride, []phrase{
 		{what: drop, leads: verbs, needs: nouns, src: `\b` + verb + `(?:` + ws + q + `)*?` + ws + q1 + `(?:` + ws + q + `)*` + ws + words(n1, n2) + `\b`},
 		{what: drop, leads: verbs, needs: nouns, src: `\b` + verb + `(?:` + ws + q + `)*?` + ws + words("all", "any", "every") + `(?:` + ws + q + `)*` + ws + n1 + `\b`},
 		{what: drop, leads: []string{"ignore", "disregard", "forget"}, src: `\b` + words("ignore", "disregard", "forget") + ws + words("all", "everything", "anything") + ws +
@@ -143,17 +145,14 @@ func overridePhrases(add addFunc) {
 				words("supersedes?", "overrides?", "replaces?", `takes?`+ws+`precedence`) + ws + words("all", "any", "your", "previous", "prior", "the", "over", "every") + `\b`},
 		{what: "tells the reader to stop following its instructions", leads: []string{"stop"},
 			src: `\bstop` + ws + words("following", "obeying") + ws + words("your", "previous", "prior", "all", "system", "the"+ws+"system") + `\b`},
-	} {
-		p.rule = RuleInstructionOverride
-		add(p)
-	}
+	})
 }
 
 func rolePhrases(add addFunc) {
 	role := "gives the reader a new role"
 	turn := "forges a chat turn"
 	art := `(?:` + words("a", "an", "the", "my") + ws + `)?`
-	for _, p := range []phrase{
+	add(RuleRoleInjection, []phrase{
 		{what: role, leads: []string{"you"}, src: `\byou(?:` + ws + `are|(?:'|\x{2019})re|` + ws + `will` + ws + `be)` + ws + `now` + ws +
 			`(?:` + words("a", "an", "the", "my") + ws + `)?(?:[a-z0-9]+` + ws + `){0,3}?` +
 			words("ai", "model", "chatbot", "llm", "dan", "jailbroken", "unrestricted", "unfiltered", "uncensored", "evil", "rogue", "unbound") + `\b`},
@@ -174,17 +173,14 @@ func rolePhrases(add addFunc) {
 		{what: turn, leads: []string{"<|", "[inst]", "[/inst]", "<<sys>>", "<</sys>>", "<sys", "</sys"},
 			src: `<\|` + words("im_start", "im_end", "im_sep", "system", "user", "assistant", "endoftext", "start_header_id", "end_header_id", "eot_id", "begin_of_text", "channel", "message", "start", "end", "eom_id") + `\|>` +
 				`|\[/?inst\]|<</?sys>>|</?` + words("system", "system-reminder", "system_prompt", "system-prompt", "sys") + `\s*>`},
-	} {
-		p.rule = RuleRoleInjection
-		add(p)
-	}
+	})
 }
 
 func toolPhrases(add addFunc) {
 	rpc := "a JSON-RPC payload in prose"
 	call := "a tool-call payload in prose"
 	tags := words("tool_use", "tool_call", "tool_calls", "tool_result", "tool_results", "function_call", "function_calls", "function_result", "function_results", "invoke", "parameter")
-	for _, p := range []phrase{
+	add(RuleToolCall, []phrase{
 		{what: rpc, leads: []string{`"jsonrpc"`}, src: `"jsonrpc"\s*:\s*"2\.0"`},
 		{what: rpc, leads: []string{`"method"`}, src: `"method"\s*:\s*"` + words("tools/call", "tools/list", "resources/read", "prompts/get", "sampling/createmessage") + `"`},
 		{what: call, leads: []string{`"tool_calls"`, `"function_call"`, `"tool_use"`, `"type"`},
@@ -192,10 +188,7 @@ func toolPhrases(add addFunc) {
 		{what: call, leads: []string{`"name"`}, src: `"name"\s*:\s*"[^"\n]+"\s*,\s*"` + words("arguments", "parameters", "input") + `"\s*:\s*[{"]`},
 		{what: call, leads: []string{"<tool_", "</tool_", "<function_", "</function_", "<invoke", "</invoke", "<parameter", "</parameter", "<", "</", "<|", "[tool_calls]"},
 			src: `</?(?:antml:)?` + tags + `\b[^<>\n]*>` + `|<\|` + words("python_tag", "tool_call", "tool_calls") + `\|>|\[tool_calls\]`},
-	} {
-		p.rule = RuleToolCall
-		add(p)
-	}
+	})
 }
 
 func exfiltrationPhrases(add addFunc) {
@@ -207,7 +200,7 @@ func exfiltrationPhrases(add addFunc) {
 		owner+`(?:`+words("ssh", "api", "private", "access", "secret", "aws", "github", "gpg", "auth", "bearer", "session", "signing", "oauth")+ws+`)`+words("keys?", "tokens?"),
 		owner+words("secrets", "credentials", "passwords", `env(?:ironment)?`+ws+`var(?:iable)?s`, `system`+ws+`prompt`, `session`+ws+`cookies?`, "cookies"))
 	send := []string{"send", "post", "upload", "exfiltrate", "exfil", "leak", "transmit", "forward", "email", "e", "paste", "submit", "dump", "relay"}
-	for _, p := range []phrase{
+	add(RuleExfiltration, []phrase{
 		{what: "pipes a download into a shell", leads: fetch, window: 512,
 			src: `\b` + words("curl", "wget", "iwr", "irm", "invoke-webrequest", "invoke-restmethod") + `\b[^\n|;&]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?` + shell + `\b`},
 		{what: "runs a download in a shell", leads: []string{"sh", "bash", "zsh", "iex", ".downloadstring"},
@@ -218,8 +211,5 @@ func exfiltrationPhrases(add addFunc) {
 		{what: "asks the reader to send secrets out", leads: send, window: 112,
 			needs: []string{"ssh", "id_", "aws", "kube", "netrc", "credential", "npmrc", "pypirc", "docker", "/etc/", ".env", "key", "token", "secret", "password", "var", "prompt", "cookie"},
 			src:   `\b` + words("send", "post", "upload", "exfiltrate", "exfil", "leak", "transmit", "forward", `e-?mail`, "paste", "submit", "dump", "relay") + `\b[^.\n]*?` + target},
-	} {
-		p.rule = RuleExfiltration
-		add(p)
-	}
+	})
 }
