@@ -10,20 +10,16 @@ import (
 // webhook catchers, paste sites, tunnels, out-of-band interaction
 // servers, chat webhooks), each with the path a URL must start with to
 // count ("" for any); a host matches with its subdomains.
-var endpoints = endpointTable()
-
-func endpointTable() map[string]string {
-	return map[string]string{
-		"webhook.site": "", "webhook.cool": "", "requestbin.com": "", "requestbin.net": "", "requestbin.io": "", "requestcatcher.com": "",
-		"requestrepo.com": "", "pipedream.net": "", "hookbin.com": "", "beeceptor.com": "", "postb.in": "", "ptsv2.com": "", "ptsv3.com": "",
-		"mockbin.org": "", "mockbin.io": "", "pastebin.com": "", "paste.ee": "", "hastebin.com": "", "ghostbin.com": "", "ghostbin.co": "",
-		"dpaste.com": "", "dpaste.org": "", "rentry.co": "", "rentry.org": "", "0x0.st": "", "transfer.sh": "", "termbin.com": "", "ix.io": "",
-		"sprunge.us": "", "ngrok.io": "", "ngrok.app": "", "ngrok.dev": "", "ngrok-free.app": "", "ngrok-free.dev": "", "loca.lt": "",
-		"localtunnel.me": "", "serveo.net": "", "trycloudflare.com": "", "interact.sh": "", "oast.fun": "", "oast.live": "", "oast.me": "",
-		"oast.online": "", "oast.pro": "", "oast.site": "", "burpcollaborator.net": "", "oastify.com": "", "canarytokens.com": "",
-		"canarytokens.org": "", "dnslog.cn": "", "ceye.io": "", "hooks.slack.com": "", "webhook.office.com": "",
-		"discord.com": "/api/webhooks", "discordapp.com": "/api/webhooks", "api.telegram.org": "/bot",
-	}
+var endpoints = map[string]string{
+	"webhook.site": "", "webhook.cool": "", "requestbin.com": "", "requestbin.net": "", "requestbin.io": "", "requestcatcher.com": "",
+	"requestrepo.com": "", "pipedream.net": "", "hookbin.com": "", "beeceptor.com": "", "postb.in": "", "ptsv2.com": "", "ptsv3.com": "",
+	"mockbin.org": "", "mockbin.io": "", "pastebin.com": "", "paste.ee": "", "hastebin.com": "", "ghostbin.com": "", "ghostbin.co": "",
+	"dpaste.com": "", "dpaste.org": "", "rentry.co": "", "rentry.org": "", "0x0.st": "", "transfer.sh": "", "termbin.com": "", "ix.io": "",
+	"sprunge.us": "", "ngrok.io": "", "ngrok.app": "", "ngrok.dev": "", "ngrok-free.app": "", "ngrok-free.dev": "", "loca.lt": "",
+	"localtunnel.me": "", "serveo.net": "", "trycloudflare.com": "", "interact.sh": "", "oast.fun": "", "oast.live": "", "oast.me": "",
+	"oast.online": "", "oast.pro": "", "oast.site": "", "burpcollaborator.net": "", "oastify.com": "", "canarytokens.com": "",
+	"canarytokens.org": "", "dnslog.cn": "", "ceye.io": "", "hooks.slack.com": "", "webhook.office.com": "",
+	"discord.com": "/api/webhooks", "discordapp.com": "/api/webhooks", "api.telegram.org": "/bot",
 }
 
 // findEndpoint returns the first endpoint of low and the end of the token
