@@ -55,23 +55,12 @@ func invisible(c class) bool {
 // charName names the characters the rules flag most often.
 func charName(r rune) string {
 	if n, ok := map[rune]string{
-		0x202a: "LEFT-TO-RIGHT EMBEDDING",
-		0x202b: "RIGHT-TO-LEFT EMBEDDING",
-		0x202c: "POP DIRECTIONAL FORMATTING",
-		0x202d: "LEFT-TO-RIGHT OVERRIDE",
-		0x202e: "RIGHT-TO-LEFT OVERRIDE",
-		0x2066: "LEFT-TO-RIGHT ISOLATE",
-		0x2067: "RIGHT-TO-LEFT ISOLATE",
-		0x2068: "FIRST STRONG ISOLATE",
-		0x2069: "POP DIRECTIONAL ISOLATE",
-		0x200b: "ZERO WIDTH SPACE",
-		0x200c: "ZERO WIDTH NON-JOINER",
-		0x200d: "ZERO WIDTH JOINER",
-		0x200e: "LEFT-TO-RIGHT MARK",
-		0x200f: "RIGHT-TO-LEFT MARK",
-		0x2060: "WORD JOINER",
-		0xfeff: "ZERO WIDTH NO-BREAK SPACE",
-		0x00ad: "SOFT HYPHEN",
+		0x202a: "LEFT-TO-RIGHT EMBEDDING", 0x202b: "RIGHT-TO-LEFT EMBEDDING", 0x202c: "POP DIRECTIONAL FORMATTING",
+		0x202d: "LEFT-TO-RIGHT OVERRIDE", 0x202e: "RIGHT-TO-LEFT OVERRIDE",
+		0x2066: "LEFT-TO-RIGHT ISOLATE", 0x2067: "RIGHT-TO-LEFT ISOLATE", 0x2068: "FIRST STRONG ISOLATE", 0x2069: "POP DIRECTIONAL ISOLATE",
+		0x200b: "ZERO WIDTH SPACE", 0x200c: "ZERO WIDTH NON-JOINER", 0x200d: "ZERO WIDTH JOINER",
+		0x200e: "LEFT-TO-RIGHT MARK", 0x200f: "RIGHT-TO-LEFT MARK",
+		0x2060: "WORD JOINER", 0xfeff: "ZERO WIDTH NO-BREAK SPACE", 0x00ad: "SOFT HYPHEN",
 	}[r]; ok {
 		return n
 	}
@@ -89,8 +78,7 @@ func charName(r rune) string {
 // charTally counts one character rule's hits.
 type charTally struct {
 	first rune
-	at    int
-	n     int
+	at, n int
 }
 
 // scanChars applies the character rules to b in one pass and returns their
