@@ -130,12 +130,10 @@ func newRunner(ev Event, opt Options) *runner {
 // pool to speak of, connections bounded by the hook's context.
 func newHTTPClient() *http.Client {
 	tr := &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: MaxTimeout, KeepAlive: -1}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConnsPerHost:   4,
-		TLSHandshakeTimeout:   MaxTimeout,
-		ResponseHeaderTimeout: MaxTimeout,
+		Proxy:             http.ProxyFromEnvironment,
+		DialContext:       (&net.Dialer{Timeout: MaxTimeout, KeepAlive: -1}).DialContext,
+		ForceAttemptHTTP2: true, MaxIdleConnsPerHost: 4,
+		TLSHandshakeTimeout: MaxTimeout, ResponseHeaderTimeout: MaxTimeout,
 	}
 	return &http.Client{Transport: tr, Timeout: MaxTimeout}
 }

@@ -100,10 +100,7 @@ func NewCA(commonName string, validity time.Duration) (*CA, error) {
 		NotBefore:             now.Add(-5 * time.Minute), // tolerate small clock skew
 		NotAfter:              now.Add(validity),
 		KeyUsage:              x509.KeyUsageCertSign | x509.KeyUsageCRLSign | x509.KeyUsageDigitalSignature,
-		BasicConstraintsValid: true,
-		IsCA:                  true,
-		MaxPathLen:            0,
-		MaxPathLenZero:        true,
+		BasicConstraintsValid: true, IsCA: true, MaxPathLen: 0, MaxPathLenZero: true,
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, tmpl, key.Public(), key)
 	if err != nil {
@@ -214,13 +211,9 @@ func (ca *CA) Issue(role Role, names []string, validity time.Duration) (certPEM,
 	tmpl := &x509.Certificate{
 		SerialNumber: serial,
 		Subject:      pkix.Name{CommonName: cn, Organization: []string{"Brainstem"}, OrganizationalUnit: []string{string(role)}},
-		NotBefore:    now.Add(-5 * time.Minute),
-		NotAfter:     notAfter,
-		KeyUsage:     x509.KeyUsageDigitalSignature,
-		ExtKeyUsage:  eku,
-		DNSNames:     dns,
-		IPAddresses:  ips,
-		URIs:         []*url.URL{roleURI},
+		NotBefore:    now.Add(-5 * time.Minute), NotAfter: notAfter,
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: eku,
+		DNSNames: dns, IPAddresses: ips, URIs: []*url.URL{roleURI},
 	}
 	der, err := x509.CreateCertificate(rand.Reader, tmpl, ca.cert, key.Public(), ca.key)
 	if err != nil {
