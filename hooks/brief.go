@@ -26,12 +26,10 @@ func (r *runner) sessionStart(ctx context.Context) Output {
 	}
 	st := loadState(r.cacheDir, r.in.SessionID, r.now())
 	dir := r.cwd()
-	var (
-		wa   wingsAnswer
-		werr error
-		repo repoInfo
-		wg   sync.WaitGroup
-	)
+	var wa wingsAnswer
+	var werr error
+	var repo repoInfo
+	var wg sync.WaitGroup
 	wg.Go(func() { werr = acct.callJSON(ctx, toolWings, map[string]any{}, &wa) })
 	wg.Go(func() {
 		repo = readRepo(ctx, r.opt.Git, dir)

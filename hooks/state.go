@@ -93,8 +93,7 @@ func (st *sessionState) save(ctx context.Context, cacheDir string) error {
 	if err != nil {
 		return fmt.Errorf("hooks: %w", err)
 	}
-	dir := stateDir(cacheDir)
-	if err := os.MkdirAll(dir, 0o700); err != nil {
+	if err := os.MkdirAll(stateDir(cacheDir), 0o700); err != nil {
 		return fmt.Errorf("hooks: %w", err)
 	}
 	if err := atomicfile.WriteFile(statePath(cacheDir, st.SessionID), b, 0o600); err != nil {
