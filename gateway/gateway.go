@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -497,10 +496,6 @@ func (g *Gateway) Handler() http.Handler { return g.public }
 // AdminHandler serves /metrics, /healthz, /readyz and the operator's
 // /signins endpoints (offboarding.go).
 func (g *Gateway) AdminHandler() http.Handler { return g.admin }
-
-func (g *Gateway) allReached() bool {
-	return !slices.ContainsFunc(g.wings, func(w *route.Wing) bool { return !w.Reached.Load() })
-}
 
 // readinessReport is the /readyz body.
 type readinessReport struct {

@@ -352,7 +352,9 @@ func (s *Server) SendToIdP(w http.ResponseWriter, r *http.Request, ls Login) {
 func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	sid := q.Get("state")
-	if len(sid) != 22 || strings.ContainsFunc(sid, func(r rune) bool { return !isBase64URL(r) }) {
+	if len(sid) != 22 || strings.ContainsFunc(sid, func(r rune) bool {
+		return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) {
 		s.RefusePage(w, "callback", http.StatusBadRequest, "Invalid sign-in answer", "The identity provider's answer carries no valid state.")
 		return
 	}
@@ -502,8 +504,4 @@ func RandomString(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
 	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func isBase64URL(r rune) bool {
-	return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }
