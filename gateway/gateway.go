@@ -493,10 +493,6 @@ func goDone(fn func()) chan struct{} {
 // /.well-known/oauth-protected-resource[/<path>/mcp].
 func (g *Gateway) Handler() http.Handler { return g.public }
 
-// AdminHandler serves /metrics, /healthz, /readyz and the operator's
-// /signins endpoints (offboarding.go).
-func (g *Gateway) AdminHandler() http.Handler { return g.admin }
-
 // readinessReport is the /readyz body.
 type readinessReport struct {
 	Ready bool `json:"ready"`
