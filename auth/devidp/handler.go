@@ -77,6 +77,10 @@ func loopbackAuthority(hostport string) bool {
 }
 
 func (p *Provider) discovery(w http.ResponseWriter, _ *http.Request) {
+	authMethods := []string{"none"} // the token endpoint's client authentication methods
+	if p.cfg.ClientSecret != "" {
+		authMethods = []string{"client_secret_basic", "client_secret_post"}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"issuer":                                p.cfg.Issuer,
 		"authorization_endpoint":                p.base + "/authorize",
@@ -87,18 +91,10 @@ func (p *Provider) discovery(w http.ResponseWriter, _ *http.Request) {
 		"id_token_signing_alg_values_supported": []string{"RS256"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token", GrantTypeTokenExchange},
 		"code_challenge_methods_supported":      []string{"S256"},
-		"token_endpoint_auth_methods_supported": p.authMethods(),
+		"token_endpoint_auth_methods_supported": authMethods,
 		"scopes_supported":                      []string{"openid", "email", "profile", "groups", "offline_access"},
 		"claims_supported":                      []string{"iss", "aud", "sub", "email", "email_verified", "groups", "iat", "exp", "nonce"},
 	})
-}
-
-// authMethods are the token endpoint's client authentication methods.
-func (p *Provider) authMethods() []string {
-	if p.cfg.ClientSecret != "" {
-		return []string{"client_secret_basic", "client_secret_post"}
-	}
-	return []string{"none"}
 }
 
 func (p *Provider) jwks(w http.ResponseWriter, _ *http.Request) {
