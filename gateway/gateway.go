@@ -362,44 +362,29 @@ func (g *Gateway) newMCPServer() {
 	hooks := &server.Hooks{}
 	surfaces.ResourceHooks(hooks)
 	g.watch.Hooks(hooks)
-	g.mcp = server.NewMCPServer(serverName, Version,
-		server.WithToolCapabilities(true),
-		server.WithResourceCapabilities(true, true),
-		server.WithPromptCapabilities(true),
-		server.WithPromptFilter(g.surfaces.FilterPrompts),
-		server.WithHooks(hooks),
-		server.WithToolFilter(g.filterTools),
-		server.WithRecovery(),
+	g.mcp = server.NewMCPServer(serverName, Version, server.WithToolCapabilities(true), server.WithResourceCapabilities(true, true),
+		server.WithPromptCapabilities(true), server.WithPromptFilter(g.surfaces.FilterPrompts), server.WithHooks(hooks),
+		server.WithToolFilter(g.filterTools), server.WithRecovery(),
 		server.WithInstructions("Brainstem is the team brain: curated notes (wiki) and unreviewed notes (inbox) per wing. "+
-			"Call brain_wings to see the wings you can reach, brain_query to search them all."),
-	)
+			"Call brain_wings to see the wings you can reach, brain_query to search them all."))
 	g.mcp.AddResourceTemplate(surfaces.NoteTemplate(), surfaces.ReadTemplate)
 	// Every wait on a peer is bounded: headers (header_timeout), the body
 	// (body_timeout, set per request by the /mcp chain), idle keep-alive
 	// connections (idle_conn_timeout), and connections without an
 	// authenticated request (max_unauthenticated_conns). No ReadTimeout or
 	// WriteTimeout: they would cut the long-lived GET notification streams.
-	g.publicSrv = &http.Server{
-		ReadHeaderTimeout: cfg.Limits.HeaderTimeout,
-		IdleTimeout:       cfg.Limits.IdleConnTimeout,
-		ConnContext:       g.edge.Conns.ConnContext,
-		ConnState:         g.edge.Conns.ConnState,
-		ErrorLog:          log.New(slogWriter{g.log}, "", 0),
-	}
-	g.mcpHTTP = server.NewStreamableHTTPServer(g.mcp,
-		server.WithStreamableHTTPServer(g.publicSrv),
-		server.WithStreamableHTTPProtocolVersions(edge.ProtocolVersions...),
-		server.WithStreamableHTTPLogger(g.log),
+	g.publicSrv = &http.Server{ReadHeaderTimeout: cfg.Limits.HeaderTimeout, IdleTimeout: cfg.Limits.IdleConnTimeout,
+		ConnContext: g.edge.Conns.ConnContext, ConnState: g.edge.Conns.ConnState, ErrorLog: log.New(slogWriter{g.log}, "", 0)}
+	g.mcpHTTP = server.NewStreamableHTTPServer(g.mcp, server.WithStreamableHTTPServer(g.publicSrv),
+		server.WithStreamableHTTPProtocolVersions(edge.ProtocolVersions...), server.WithStreamableHTTPLogger(g.log),
 		server.WithSessionIdleTTL(cfg.Grants.IdleTTL),
 		// Session ids are bound to the identity that created them, and
 		// still need no sticky sessions (gateway/edge/sessionid.go).
-		server.WithSessionIdManagerResolver(edge.SessionIDs{Email: requestEmail}),
-		server.WithHeartbeatInterval(25*time.Second),
+		server.WithSessionIdManagerResolver(edge.SessionIDs{Email: requestEmail}), server.WithHeartbeatInterval(25*time.Second),
 		// The gateway validates Origin itself and authenticates every
 		// request, which is what the DNS-rebinding check guards; the check
 		// would refuse a reverse proxy on the same host.
-		server.WithDisableLocalhostProtection(true),
-	)
+		server.WithDisableLocalhostProtection(true))
 }
 
 // startFacade builds the gateway's authorization server in front of the
@@ -569,15 +554,11 @@ func (g *Gateway) Serve(ctx context.Context, public, admin net.Listener) error {
 		return errors.New("gateway: Serve needs a public listener")
 	}
 	if g.cfg.TLS.CertFile != "" {
-		cr, err := newCertReloader(g.cfg.TLS.CertFile, g.cfg.TLS.KeyFile, g.log)
-		if err != nil {
+		cr := &certReloader{certFile: g.cfg.TLS.CertFile, keyFile: g.cfg.TLS.KeyFile, log: g.log}
+		if err := cr.load(time.Now()); err != nil {
 			return err
 		}
-		public = tls.NewListener(public, &tls.Config{
-			MinVersion:     tls.VersionTLS12,
-			GetCertificate: cr.get,
-			NextProtos:     []string{"h2", "http/1.1"},
-		})
+		public = tls.NewListener(public, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cr.get, NextProtos: []string{"h2", "http/1.1"}})
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- g.publicSrv.Serve(public) }()
@@ -679,14 +660,6 @@ type certReloader struct {
 }
 
 const certCheckInterval = 30 * time.Second
-
-func newCertReloader(certFile, keyFile string, log *slog.Logger) (*certReloader, error) {
-	cr := &certReloader{certFile: certFile, keyFile: keyFile, log: log}
-	if err := cr.load(time.Now()); err != nil {
-		return nil, err
-	}
-	return cr, nil
-}
 
 func (cr *certReloader) load(now time.Time) error {
 	st, err := os.Stat(cr.certFile)
