@@ -149,11 +149,8 @@ func New(cfg Config) (*Provider, error) {
 	}
 	codes, _ := lru.New[string, authCode](MaxPending)
 	refresh, _ := lru.New[string, grant](MaxPending)
-	p := &Provider{
-		cfg: cfg, base: strings.TrimSuffix(cfg.Issuer, "/"), path: strings.TrimSuffix(u.Path, "/"),
-		key: key, kid: kid, signer: signer, log: cfg.Logger, codes: codes, refresh: refresh,
-		disabled: map[string]bool{},
-	}
+	p := &Provider{cfg: cfg, base: strings.TrimSuffix(cfg.Issuer, "/"), path: strings.TrimSuffix(u.Path, "/"),
+		key: key, kid: kid, signer: signer, log: cfg.Logger, codes: codes, refresh: refresh, disabled: map[string]bool{}}
 	p.log.Warn("DEVELOPMENT IDENTITY PROVIDER: it signs a token for ANY email typed into its login form. "+
 		"Use it only on this machine for `brainstem dev` and tests; never trust it in production.",
 		"issuer", cfg.Issuer, "client_id", cfg.ClientID)
@@ -257,11 +254,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config) (*Provider, error) 
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{
-		Handler:           p.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
-	}
+	srv := &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelWarn)}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			p.log.Error("devidp: serve", "err", err)

@@ -344,11 +344,8 @@ func (s *Grant) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*si
 		return nil, oauth.NewTokenError(http.StatusBadRequest, "unauthorized_client", err.Error(), 0)
 	}
 	now := s.srv.Now()
-	g := &deviceGrant{
-		id: oauth.RandomString(16), clientID: clientID, client: *client, ip: s.srv.ClientIP(r),
-		computer: describeComputer(r.UserAgent()), created: now, exp: now.Add(DeviceCodeTTL),
-		interval: DevicePollInterval,
-	}
+	g := &deviceGrant{id: oauth.RandomString(16), clientID: clientID, client: *client, ip: s.srv.ClientIP(r),
+		computer: describeComputer(r.UserAgent()), created: now, exp: now.Add(DeviceCodeTTL), interval: DevicePollInterval}
 	for range 3 {
 		g.userCode = newUserCode()
 		if err = s.devices.add(g, now); !errors.Is(err, errUserCodeTaken) {
