@@ -347,8 +347,7 @@ func (g *Gateway) newState(opt Options) error {
 	if g.metrics, err = newMetrics(g.registry, g); err != nil {
 		return fmt.Errorf("gateway: metrics: %w", err)
 	}
-	g.grants = route.NewGrantCache(g.wings, cfg.Grants.MaxEntries, cfg.Grants.IdleTTL, cfg.Grants.DenyTTL,
-		cfg.Shards.CallTimeout, g.now, g.metrics, g.log)
+	g.grants = route.NewGrantCache(g.wings, cfg.Grants.MaxEntries, cfg.Grants.IdleTTL, cfg.Grants.DenyTTL, cfg.Shards.CallTimeout, g.now, g.metrics, g.log)
 	g.shards = &route.Sender{Grants: g.grants, CallTimeout: cfg.Shards.CallTimeout, RetryBase: cfg.Shards.RetryBase,
 		LostRetry: g.metrics.lostRetry, TokenRejected: g.metrics.tokenRejected}
 	g.edge, err = g.newEdge()
@@ -398,8 +397,7 @@ func (g *Gateway) startFacade(ctx context.Context, idp identityVerifier, opt Opt
 	f, err := oauth.New(ctx, g.cfg.OAuth, oauth.Options{
 		Issuer: strings.TrimRight(g.cfg.PublicURL, "/"), Resource: g.cfg.MCPURL(), Verifier: idp,
 		HTTPClient: opt.HTTPClient, Now: g.now, Logger: g.log.With("component", "oauth"),
-		Registerer: g.registry, ClientIP: g.edge.ClientIP, Ended: g.ended,
-	})
+		Registerer: g.registry, ClientIP: g.edge.ClientIP, Ended: g.ended})
 	if err != nil {
 		return fmt.Errorf("gateway: oauth: %w", err)
 	}

@@ -44,8 +44,7 @@ func (g *Gateway) newEdge() (*edge.Edge, error) {
 		MaxUnauthenticatedConns: l.MaxUnauthenticatedConns, Callers: g.cfg.Grants.MaxEntries, MetadataURL: g.metadataURL,
 	}, edge.Deps{
 		Log: g.log, Now: g.now, Authenticate: g.authenticate, Scopes: g.scopes, Parsed: g.countParse, OriginAllowed: g.originAllowed,
-		Draining: &g.draining, HTTPRequests: g.metrics.httpRequests, AuthFailures: g.metrics.authFailures, RateLimited: g.metrics.rateLimited,
-	})
+		Draining: &g.draining, HTTPRequests: g.metrics.httpRequests, AuthFailures: g.metrics.authFailures, RateLimited: g.metrics.rateLimited})
 }
 
 // authenticate returns the identity the request's bearer token proves.

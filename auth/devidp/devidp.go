@@ -142,8 +142,7 @@ func New(cfg Config) (*Provider, error) {
 	der := key.PublicKey.N.Bytes()
 	sum := sha256.Sum256(der)
 	kid := base64.RawURLEncoding.EncodeToString(sum[:8])
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key},
-		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
 	if err != nil {
 		return nil, fmt.Errorf("devidp: signer: %w", err)
 	}
@@ -152,8 +151,7 @@ func New(cfg Config) (*Provider, error) {
 	p := &Provider{cfg: cfg, base: strings.TrimSuffix(cfg.Issuer, "/"), path: strings.TrimSuffix(u.Path, "/"),
 		key: key, kid: kid, signer: signer, log: cfg.Logger, codes: codes, refresh: refresh, disabled: map[string]bool{}}
 	p.log.Warn("DEVELOPMENT IDENTITY PROVIDER: it signs a token for ANY email typed into its login form. "+
-		"Use it only on this machine for `brainstem dev` and tests; never trust it in production.",
-		"issuer", cfg.Issuer, "client_id", cfg.ClientID)
+		"Use it only on this machine for `brainstem dev` and tests; never trust it in production.", "issuer", cfg.Issuer, "client_id", cfg.ClientID)
 	return p, nil
 }
 

@@ -99,8 +99,7 @@ func (p *Provider) discovery(w http.ResponseWriter, _ *http.Request) {
 
 func (p *Provider) jwks(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{
-		Key: &p.key.PublicKey, KeyID: p.kid, Algorithm: string(jose.RS256), Use: "sig",
-	}}})
+		Key: &p.key.PublicKey, KeyID: p.kid, Algorithm: string(jose.RS256), Use: "sig"}}})
 }
 
 // authRequest is a validated authorization request.
@@ -236,8 +235,7 @@ func (p *Provider) authorizeSubmit(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.codes.Add(code, authCode{
 		grant:       grant{email: email, groups: groups, scope: ar.Scope, expires: p.cfg.Now().Add(CodeTTL)},
-		redirectURI: ar.RedirectURI, challenge: ar.Challenge, nonce: ar.Nonce,
-	})
+		redirectURI: ar.RedirectURI, challenge: ar.Challenge, nonce: ar.Nonce})
 	p.mu.Unlock()
 	p.log.Info("devidp: signed in", "email", email, "groups", groups)
 	redirectBack(w, r, ar, url.Values{"code": {code}, "iss": {p.cfg.Issuer}})
@@ -398,8 +396,7 @@ func (p *Provider) issue(w http.ResponseWriter, g grant, nonce string) {
 	p.mu.Unlock()
 	writeJSON(w, http.StatusOK, tokenResponse{
 		AccessToken: tok, IDToken: tok, RefreshToken: rt, TokenType: "Bearer",
-		ExpiresIn: int64(exp.Sub(now.Truncate(time.Second)) / time.Second), Scope: g.scope,
-	})
+		ExpiresIn: int64(exp.Sub(now.Truncate(time.Second)) / time.Second), Scope: g.scope})
 }
 
 func secureHeaders(w http.ResponseWriter) {

@@ -111,8 +111,7 @@ func (s *LeanServer) Serve(ctx context.Context, w http.ResponseWriter, h http.He
 	case err != nil:
 		out = mcp.NewJSONRPCError(mcp.NewRequestId(id), mcp.INTERNAL_ERROR, err.Error(), nil)
 	case res == nil:
-		out = mcp.NewJSONRPCError(mcp.NewRequestId(id), mcp.INTERNAL_ERROR,
-			fmt.Sprintf("tool '%s' handler returned no result", p.Name), nil)
+		out = mcp.NewJSONRPCError(mcp.NewRequestId(id), mcp.INTERNAL_ERROR, fmt.Sprintf("tool '%s' handler returned no result", p.Name), nil)
 	default:
 		if text, structured, ok := leanText(res); ok {
 			if b, err := s.answers[c.era].encode(id, text, res.IsError, structured); err == nil {

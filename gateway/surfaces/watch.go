@@ -313,8 +313,7 @@ func (wt *Watcher) notifyListChanged(ctx context.Context, l *listener, changed [
 		if err != nil || !gr.Caps.Has(brain.CapRead) {
 			continue
 		}
-		wt.send(l, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
-			Notification: mcp.Notification{Method: mcp.MethodNotificationResourcesListChanged}})
+		wt.send(l, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: mcp.MethodNotificationResourcesListChanged}})
 		return
 	}
 }

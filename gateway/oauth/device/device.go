@@ -517,8 +517,7 @@ func (s *Grant) renderCodeForm(w http.ResponseWriter, status int, prefill, probl
 	}
 	s.srv.SetCookie(w, cookieDeviceCSRF, f.CSRF, config.LoginTTL, http.SameSiteStrictMode)
 	s.srv.RenderPage(w, status, pages.DeviceCode, pages.DeviceCodeData{
-		Gateway: s.srv.Issuer(), Action: s.srv.Issuer() + PathPage, Token: sealed, Code: prefill, Problem: problem,
-	})
+		Gateway: s.srv.Issuer(), Action: s.srv.Issuer() + PathPage, Token: sealed, Code: prefill, Problem: problem})
 }
 
 // serveDeviceForm is POST /device: a typed code (step=code) or the
@@ -611,8 +610,7 @@ func (s *Grant) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 		MetadataHost: g.client.MetadataHost, IP: g.ip, YourIP: s.srv.ClientIP(r), Computer: computer,
 		Age: pages.Human(max(now.Sub(g.created).Truncate(time.Second), time.Second)), Code: formatUserCode(g.userCode),
 		TokenTTL: pages.Human(s.srv.Config().AccessTokenTTL), RefreshTTL: pages.Human(s.srv.Config().RefreshTokenTTL),
-		Action: s.srv.Issuer() + PathPage, Token: sealed,
-	}, s.srv.IdPOrigin())
+		Action: s.srv.Issuer() + PathPage, Token: sealed}, s.srv.IdPOrigin())
 }
 
 // lookupUserCode finds the pending request of a typed code:
