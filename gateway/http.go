@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"net/http"
-	"time"
 
 	"github.com/brainstem/brainstem/auth"
 	"github.com/brainstem/brainstem/auth/sso"
@@ -62,9 +61,8 @@ func (g *Gateway) authenticate(r *http.Request) (auth.Identity, error) {
 	if id.Email, err = auth.CanonicalEmail(id.Email); err != nil {
 		return auth.Identity{}, fmt.Errorf("gateway: the verifier returned an identity without an acceptable email: %w", err)
 	}
-	// A token issued before an operator ended the person's sign-ins is refused, whichever verifier vouched for it.
-	if e, ended := g.ended.Ended(id.Email, id.IssuedAt); ended {
-		return auth.Identity{}, sso.NewError(sso.Expired, fmt.Sprintf("an operator ended the sign-ins of %s (%s); sign in again", id.Email, e.NotBefore.Format(time.RFC3339)), nil)
+	if err := g.ended.Refusal(id); err != nil {
+		return auth.Identity{}, err
 	}
 	return id, nil
 }
