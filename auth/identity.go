@@ -81,7 +81,7 @@ func CanonicalEmail(s string) (string, error) {
 		case 'A' <= c && c <= 'Z': // lowered at the end
 		case at < 0 && !localByte(c):
 			return "", fmt.Errorf("%w: %q is not allowed in the part before '@'", ErrBadEmail, c)
-		case at >= 0 && !domainByte(c):
+		case at >= 0 && !('a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.'):
 			return "", fmt.Errorf("%w: %q is not allowed in the domain", ErrBadEmail, c)
 		}
 	}
@@ -113,11 +113,6 @@ func localByte(c byte) bool {
 		return true
 	}
 	return strings.IndexByte(".!#$%&'*+/=?^_`{|}~-", c) >= 0
-}
-
-// domainByte reports whether c may appear in the domain.
-func domainByte(c byte) bool {
-	return 'a' <= c && c <= 'z' || '0' <= c && c <= '9' || c == '-' || c == '.'
 }
 
 // GroupSet is the canonical form of a caller's groups: sorted, without

@@ -134,8 +134,7 @@ func NewMinter(wing string, key KeyPair, ttl time.Duration, now func() time.Time
 	if m.err != nil {
 		return m
 	}
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: key.Private},
-		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", key.ID))
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: key.Private}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", key.ID))
 	if err != nil {
 		m.err = fmt.Errorf("auth: minter: %w", err)
 		return m

@@ -64,8 +64,7 @@ func (t consoleTools) Call(ctx context.Context, id auth.Identity, tool string, a
 func (g *Gateway) startConsole() error {
 	c, err := console.New(console.Options{
 		PublicURL: strings.TrimRight(g.cfg.PublicURL, "/"), Facade: g.facade, Tools: consoleTools{g},
-		Logger: g.log.With("component", "console"), Now: g.now,
-	})
+		Logger: g.log.With("component", "console"), Now: g.now})
 	if err != nil {
 		return err
 	}

@@ -15,7 +15,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -348,8 +347,7 @@ func (g *Gateway) newState(opt Options) error {
 	if g.metrics, err = newMetrics(g.registry, g); err != nil {
 		return fmt.Errorf("gateway: metrics: %w", err)
 	}
-	g.grants = route.NewGrantCache(g.wings, cfg.Grants.MaxEntries, cfg.Grants.IdleTTL, cfg.Grants.DenyTTL,
-		cfg.Shards.CallTimeout, g.now, g.metrics, g.log)
+	g.grants = route.NewGrantCache(g.wings, cfg.Grants.MaxEntries, cfg.Grants.IdleTTL, cfg.Grants.DenyTTL, cfg.Shards.CallTimeout, g.now, g.metrics, g.log)
 	g.shards = &route.Sender{Grants: g.grants, CallTimeout: cfg.Shards.CallTimeout, RetryBase: cfg.Shards.RetryBase,
 		LostRetry: g.metrics.lostRetry, TokenRejected: g.metrics.tokenRejected}
 	g.edge, err = g.newEdge()
@@ -363,44 +361,29 @@ func (g *Gateway) newMCPServer() {
 	hooks := &server.Hooks{}
 	surfaces.ResourceHooks(hooks)
 	g.watch.Hooks(hooks)
-	g.mcp = server.NewMCPServer(serverName, Version,
-		server.WithToolCapabilities(true),
-		server.WithResourceCapabilities(true, true),
-		server.WithPromptCapabilities(true),
-		server.WithPromptFilter(g.surfaces.FilterPrompts),
-		server.WithHooks(hooks),
-		server.WithToolFilter(g.filterTools),
-		server.WithRecovery(),
+	g.mcp = server.NewMCPServer(serverName, Version, server.WithToolCapabilities(true), server.WithResourceCapabilities(true, true),
+		server.WithPromptCapabilities(true), server.WithPromptFilter(g.surfaces.FilterPrompts), server.WithHooks(hooks),
+		server.WithToolFilter(g.filterTools), server.WithRecovery(),
 		server.WithInstructions("Brainstem is the team brain: curated notes (wiki) and unreviewed notes (inbox) per wing. "+
-			"Call brain_wings to see the wings you can reach, brain_query to search them all."),
-	)
+			"Call brain_wings to see the wings you can reach, brain_query to search them all."))
 	g.mcp.AddResourceTemplate(surfaces.NoteTemplate(), surfaces.ReadTemplate)
 	// Every wait on a peer is bounded: headers (header_timeout), the body
 	// (body_timeout, set per request by the /mcp chain), idle keep-alive
 	// connections (idle_conn_timeout), and connections without an
 	// authenticated request (max_unauthenticated_conns). No ReadTimeout or
 	// WriteTimeout: they would cut the long-lived GET notification streams.
-	g.publicSrv = &http.Server{
-		ReadHeaderTimeout: cfg.Limits.HeaderTimeout,
-		IdleTimeout:       cfg.Limits.IdleConnTimeout,
-		ConnContext:       g.edge.Conns.ConnContext,
-		ConnState:         g.edge.Conns.ConnState,
-		ErrorLog:          log.New(slogWriter{g.log}, "", 0),
-	}
-	g.mcpHTTP = server.NewStreamableHTTPServer(g.mcp,
-		server.WithStreamableHTTPServer(g.publicSrv),
-		server.WithStreamableHTTPProtocolVersions(edge.ProtocolVersions...),
-		server.WithStreamableHTTPLogger(g.log),
+	g.publicSrv = &http.Server{ReadHeaderTimeout: cfg.Limits.HeaderTimeout, IdleTimeout: cfg.Limits.IdleConnTimeout,
+		ConnContext: g.edge.Conns.ConnContext, ConnState: g.edge.Conns.ConnState, ErrorLog: log.New(slogWriter{g.log}, "", 0)}
+	g.mcpHTTP = server.NewStreamableHTTPServer(g.mcp, server.WithStreamableHTTPServer(g.publicSrv),
+		server.WithStreamableHTTPProtocolVersions(edge.ProtocolVersions...), server.WithStreamableHTTPLogger(g.log),
 		server.WithSessionIdleTTL(cfg.Grants.IdleTTL),
 		// Session ids are bound to the identity that created them, and
 		// still need no sticky sessions (gateway/edge/sessionid.go).
-		server.WithSessionIdManagerResolver(edge.SessionIDs{Email: requestEmail}),
-		server.WithHeartbeatInterval(25*time.Second),
+		server.WithSessionIdManagerResolver(edge.SessionIDs{Email: requestEmail}), server.WithHeartbeatInterval(25*time.Second),
 		// The gateway validates Origin itself and authenticates every
 		// request, which is what the DNS-rebinding check guards; the check
 		// would refuse a reverse proxy on the same host.
-		server.WithDisableLocalhostProtection(true),
-	)
+		server.WithDisableLocalhostProtection(true))
 }
 
 // startFacade builds the gateway's authorization server in front of the
@@ -414,8 +397,7 @@ func (g *Gateway) startFacade(ctx context.Context, idp identityVerifier, opt Opt
 	f, err := oauth.New(ctx, g.cfg.OAuth, oauth.Options{
 		Issuer: strings.TrimRight(g.cfg.PublicURL, "/"), Resource: g.cfg.MCPURL(), Verifier: idp,
 		HTTPClient: opt.HTTPClient, Now: g.now, Logger: g.log.With("component", "oauth"),
-		Registerer: g.registry, ClientIP: g.edge.ClientIP, Ended: g.ended,
-	})
+		Registerer: g.registry, ClientIP: g.edge.ClientIP, Ended: g.ended})
 	if err != nil {
 		return fmt.Errorf("gateway: oauth: %w", err)
 	}
@@ -494,14 +476,6 @@ func goDone(fn func()) chan struct{} {
 // /.well-known/oauth-protected-resource[/<path>/mcp].
 func (g *Gateway) Handler() http.Handler { return g.public }
 
-// AdminHandler serves /metrics, /healthz, /readyz and the operator's
-// /signins endpoints (offboarding.go).
-func (g *Gateway) AdminHandler() http.Handler { return g.admin }
-
-func (g *Gateway) allReached() bool {
-	return !slices.ContainsFunc(g.wings, func(w *route.Wing) bool { return !w.Reached.Load() })
-}
-
 // readinessReport is the /readyz body.
 type readinessReport struct {
 	Ready bool `json:"ready"`
@@ -578,15 +552,11 @@ func (g *Gateway) Serve(ctx context.Context, public, admin net.Listener) error {
 		return errors.New("gateway: Serve needs a public listener")
 	}
 	if g.cfg.TLS.CertFile != "" {
-		cr, err := newCertReloader(g.cfg.TLS.CertFile, g.cfg.TLS.KeyFile, g.log)
-		if err != nil {
+		cr := &certReloader{certFile: g.cfg.TLS.CertFile, keyFile: g.cfg.TLS.KeyFile, log: g.log}
+		if err := cr.load(time.Now()); err != nil {
 			return err
 		}
-		public = tls.NewListener(public, &tls.Config{
-			MinVersion:     tls.VersionTLS12,
-			GetCertificate: cr.get,
-			NextProtos:     []string{"h2", "http/1.1"},
-		})
+		public = tls.NewListener(public, &tls.Config{MinVersion: tls.VersionTLS12, GetCertificate: cr.get, NextProtos: []string{"h2", "http/1.1"}})
 	}
 	errc := make(chan error, 2)
 	go func() { errc <- g.publicSrv.Serve(public) }()
@@ -688,14 +658,6 @@ type certReloader struct {
 }
 
 const certCheckInterval = 30 * time.Second
-
-func newCertReloader(certFile, keyFile string, log *slog.Logger) (*certReloader, error) {
-	cr := &certReloader{certFile: certFile, keyFile: keyFile, log: log}
-	if err := cr.load(time.Now()); err != nil {
-		return nil, err
-	}
-	return cr, nil
-}
 
 func (cr *certReloader) load(now time.Time) error {
 	st, err := os.Stat(cr.certFile)

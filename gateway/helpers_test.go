@@ -984,3 +984,7 @@ type shardHits struct {
 	Hits  []json.RawMessage `json:"hits"`
 	Total int64             `json:"total"`
 }
+
+// AdminHandler serves /metrics, /healthz, /readyz and the operator's
+// /signins endpoints (offboarding.go).
+func (g *Gateway) AdminHandler() http.Handler { return g.admin }

@@ -43,8 +43,7 @@ func (g *Gateway) newEdge() (*edge.Edge, error) {
 		MaxUnauthenticatedConns: l.MaxUnauthenticatedConns, Callers: g.cfg.Grants.MaxEntries, MetadataURL: g.metadataURL,
 	}, edge.Deps{
 		Log: g.log, Now: g.now, Authenticate: g.authenticate, Scopes: g.scopes, Parsed: g.countParse, OriginAllowed: g.originAllowed,
-		Draining: &g.draining, HTTPRequests: g.metrics.httpRequests, AuthFailures: g.metrics.authFailures, RateLimited: g.metrics.rateLimited,
-	})
+		Draining: &g.draining, HTTPRequests: g.metrics.httpRequests, AuthFailures: g.metrics.authFailures, RateLimited: g.metrics.rateLimited})
 }
 
 // authenticate returns the identity the request's bearer token proves.
@@ -62,7 +61,7 @@ func (g *Gateway) authenticate(r *http.Request) (auth.Identity, error) {
 	if id.Email, err = auth.CanonicalEmail(id.Email); err != nil {
 		return auth.Identity{}, fmt.Errorf("gateway: the verifier returned an identity without an acceptable email: %w", err)
 	}
-	if err := g.checkEnded(id); err != nil {
+	if err := g.ended.Refusal(id); err != nil {
 		return auth.Identity{}, err
 	}
 	return id, nil

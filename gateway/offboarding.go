@@ -72,15 +72,6 @@ func (g *Gateway) signinsEnded(emails []string) {
 	g.log.Warn("offboard: sign-ins ended; their cached sessions are dropped", "emails", emails, "sessions_dropped", n)
 }
 
-// checkEnded refuses an identity whose token was issued before an
-// operator ended the person's sign-ins, whichever verifier vouched for it.
-func (g *Gateway) checkEnded(id auth.Identity) error {
-	if e, ended := g.ended.Ended(id.Email, id.IssuedAt); ended {
-		return sso.NewError(sso.Expired, fmt.Sprintf("an operator ended the sign-ins of %s (%s); sign in again", id.Email, e.NotBefore.Format(time.RFC3339)), nil)
-	}
-	return nil
-}
-
 // adminAuthorized checks the operator's bearer token in constant time.
 func (g *Gateway) adminAuthorized(w http.ResponseWriter, r *http.Request) bool {
 	if g.adminToken == nil {

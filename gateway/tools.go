@@ -2,6 +2,7 @@ package gateway
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"time"
 
@@ -119,7 +120,7 @@ func (r *refresher) loop(ctx context.Context) {
 	backoff := time.Second
 	for {
 		wait := r.g.cfg.Shards.RefreshInterval
-		if !r.g.allReached() {
+		if slices.ContainsFunc(r.g.wings, func(w *route.Wing) bool { return !w.Reached.Load() }) {
 			wait = min(backoff, wait)
 			backoff = min(backoff*2, r.g.cfg.Shards.RefreshInterval)
 		}

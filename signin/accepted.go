@@ -19,8 +19,7 @@ var ErrRefused = errors.New("signin: the gateway refuses the stored sign-in")
 // anything else, even a gateway that cannot be reached, is no verdict
 // (nil: the token is not known to be bad).
 func (c *Client) Accepted(ctx context.Context, mcpURL, token string) error {
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, mcpURL,
-		strings.NewReader(`{"jsonrpc":"2.0","id":"brainstem-sign-in-check","method":"ping"}`))
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, mcpURL, strings.NewReader(`{"jsonrpc":"2.0","id":"brainstem-sign-in-check","method":"ping"}`))
 	if err != nil {
 		return nil
 	}

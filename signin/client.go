@@ -143,8 +143,7 @@ func (c *Client) Login(ctx context.Context, mcpURL string) (*Record, error) {
 	now := c.now()
 	tr, err := requestToken(ctx, hc, d.Server.TokenEndpoint, url.Values{
 		"grant_type": {"authorization_code"}, "code": {res.code}, "redirect_uri": {l.RedirectURI()},
-		"client_id": {reg.ClientID}, "code_verifier": {pk.verifier}, "resource": {mcpURL},
-	})
+		"client_id": {reg.ClientID}, "code_verifier": {pk.verifier}, "resource": {mcpURL}})
 	if err != nil {
 		return nil, err
 	}
@@ -259,8 +258,7 @@ func (c *Client) Token(ctx context.Context, mcpURL string) (*Record, error) {
 	now := c.now()
 	tr, err := requestToken(ctx, c.httpClient(), rec.TokenEndpoint, url.Values{
 		"grant_type": {"refresh_token"}, "refresh_token": {rec.RefreshToken},
-		"client_id": {rec.ClientID}, "resource": {rec.MCPURL},
-	})
+		"client_id": {rec.ClientID}, "resource": {rec.MCPURL}})
 	if err != nil {
 		var oe *OAuthError
 		if errors.As(err, &oe) && (oe.Code == "invalid_grant" || oe.Code == "invalid_client" || oe.Code == "unauthorized_client") {

@@ -142,21 +142,16 @@ func New(cfg Config) (*Provider, error) {
 	der := key.PublicKey.N.Bytes()
 	sum := sha256.Sum256(der)
 	kid := base64.RawURLEncoding.EncodeToString(sum[:8])
-	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key},
-		(&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
+	signer, err := jose.NewSigner(jose.SigningKey{Algorithm: jose.RS256, Key: key}, (&jose.SignerOptions{}).WithType("JWT").WithHeader("kid", kid))
 	if err != nil {
 		return nil, fmt.Errorf("devidp: signer: %w", err)
 	}
 	codes, _ := lru.New[string, authCode](MaxPending)
 	refresh, _ := lru.New[string, grant](MaxPending)
-	p := &Provider{
-		cfg: cfg, base: strings.TrimSuffix(cfg.Issuer, "/"), path: strings.TrimSuffix(u.Path, "/"),
-		key: key, kid: kid, signer: signer, log: cfg.Logger, codes: codes, refresh: refresh,
-		disabled: map[string]bool{},
-	}
+	p := &Provider{cfg: cfg, base: strings.TrimSuffix(cfg.Issuer, "/"), path: strings.TrimSuffix(u.Path, "/"),
+		key: key, kid: kid, signer: signer, log: cfg.Logger, codes: codes, refresh: refresh, disabled: map[string]bool{}}
 	p.log.Warn("DEVELOPMENT IDENTITY PROVIDER: it signs a token for ANY email typed into its login form. "+
-		"Use it only on this machine for `brainstem dev` and tests; never trust it in production.",
-		"issuer", cfg.Issuer, "client_id", cfg.ClientID)
+		"Use it only on this machine for `brainstem dev` and tests; never trust it in production.", "issuer", cfg.Issuer, "client_id", cfg.ClientID)
 	return p, nil
 }
 
@@ -257,11 +252,7 @@ func Serve(ctx context.Context, ln net.Listener, cfg Config) (*Provider, error) 
 	if err != nil {
 		return nil, err
 	}
-	srv := &http.Server{
-		Handler:           p.Handler(),
-		ReadHeaderTimeout: 10 * time.Second,
-		ErrorLog:          slog.NewLogLogger(p.log.Handler(), slog.LevelWarn),
-	}
+	srv := &http.Server{Handler: p.Handler(), ReadHeaderTimeout: 10 * time.Second, ErrorLog: slog.NewLogLogger(p.log.Handler(), slog.LevelWarn)}
 	go func() {
 		if err := srv.Serve(ln); err != nil && !errors.Is(err, http.ErrServerClosed) {
 			p.log.Error("devidp: serve", "err", err)

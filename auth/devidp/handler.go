@@ -77,6 +77,10 @@ func loopbackAuthority(hostport string) bool {
 }
 
 func (p *Provider) discovery(w http.ResponseWriter, _ *http.Request) {
+	authMethods := []string{"none"} // the token endpoint's client authentication methods
+	if p.cfg.ClientSecret != "" {
+		authMethods = []string{"client_secret_basic", "client_secret_post"}
+	}
 	writeJSON(w, http.StatusOK, map[string]any{
 		"issuer":                                p.cfg.Issuer,
 		"authorization_endpoint":                p.base + "/authorize",
@@ -87,24 +91,15 @@ func (p *Provider) discovery(w http.ResponseWriter, _ *http.Request) {
 		"id_token_signing_alg_values_supported": []string{"RS256"},
 		"grant_types_supported":                 []string{"authorization_code", "refresh_token", GrantTypeTokenExchange},
 		"code_challenge_methods_supported":      []string{"S256"},
-		"token_endpoint_auth_methods_supported": p.authMethods(),
+		"token_endpoint_auth_methods_supported": authMethods,
 		"scopes_supported":                      []string{"openid", "email", "profile", "groups", "offline_access"},
 		"claims_supported":                      []string{"iss", "aud", "sub", "email", "email_verified", "groups", "iat", "exp", "nonce"},
 	})
 }
 
-// authMethods are the token endpoint's client authentication methods.
-func (p *Provider) authMethods() []string {
-	if p.cfg.ClientSecret != "" {
-		return []string{"client_secret_basic", "client_secret_post"}
-	}
-	return []string{"none"}
-}
-
 func (p *Provider) jwks(w http.ResponseWriter, _ *http.Request) {
 	writeJSON(w, http.StatusOK, jose.JSONWebKeySet{Keys: []jose.JSONWebKey{{
-		Key: &p.key.PublicKey, KeyID: p.kid, Algorithm: string(jose.RS256), Use: "sig",
-	}}})
+		Key: &p.key.PublicKey, KeyID: p.kid, Algorithm: string(jose.RS256), Use: "sig"}}})
 }
 
 // authRequest is a validated authorization request.
@@ -240,8 +235,7 @@ func (p *Provider) authorizeSubmit(w http.ResponseWriter, r *http.Request) {
 	p.mu.Lock()
 	p.codes.Add(code, authCode{
 		grant:       grant{email: email, groups: groups, scope: ar.Scope, expires: p.cfg.Now().Add(CodeTTL)},
-		redirectURI: ar.RedirectURI, challenge: ar.Challenge, nonce: ar.Nonce,
-	})
+		redirectURI: ar.RedirectURI, challenge: ar.Challenge, nonce: ar.Nonce})
 	p.mu.Unlock()
 	p.log.Info("devidp: signed in", "email", email, "groups", groups)
 	redirectBack(w, r, ar, url.Values{"code": {code}, "iss": {p.cfg.Issuer}})
@@ -402,8 +396,7 @@ func (p *Provider) issue(w http.ResponseWriter, g grant, nonce string) {
 	p.mu.Unlock()
 	writeJSON(w, http.StatusOK, tokenResponse{
 		AccessToken: tok, IDToken: tok, RefreshToken: rt, TokenType: "Bearer",
-		ExpiresIn: int64(exp.Sub(now.Truncate(time.Second)) / time.Second), Scope: g.scope,
-	})
+		ExpiresIn: int64(exp.Sub(now.Truncate(time.Second)) / time.Second), Scope: g.scope})
 }
 
 func secureHeaders(w http.ResponseWriter) {

@@ -134,8 +134,7 @@ func (p *Provider) exchangeToken(w http.ResponseWriter, f url.Values) {
 	p.log.Info("devidp: ID-JAG issued", "email", email, "audience", f.Get("audience"))
 	writeJSON(w, http.StatusOK, map[string]any{
 		"issued_token_type": TokenTypeIDJAG, "access_token": tok, "token_type": "N_A",
-		"expires_in": int64(exp.Sub(p.cfg.Now().Truncate(time.Second)) / time.Second), "scope": f.Get("scope"),
-	})
+		"expires_in": int64(exp.Sub(p.cfg.Now().Truncate(time.Second)) / time.Second), "scope": f.Get("scope")})
 }
 
 // subjectEmail verifies an ID token this provider issued to its client

@@ -23,6 +23,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/brainstem/brainstem/auth"
+	"github.com/brainstem/brainstem/auth/sso"
 	"github.com/brainstem/brainstem/internal/smallfile"
 )
 
@@ -165,6 +166,16 @@ func (l *List) Ended(email string, issued time.Time) (Entry, bool) {
 		return Entry{}, false
 	}
 	return e, true
+}
+
+// Refusal refuses an identity whose token was issued before an operator
+// ended the person's sign-ins (Ended); nil when none did. The gateway and
+// its authorization server both apply it, whichever verifier vouched.
+func (l *List) Refusal(id auth.Identity) error {
+	if e, ended := l.Ended(id.Email, id.IssuedAt); ended {
+		return sso.NewError(sso.Expired, fmt.Sprintf("an operator ended the sign-ins of %s (%s); sign in again", id.Email, e.NotBefore.Format(time.RFC3339)), nil)
+	}
+	return nil
 }
 
 // effective is the later of the file's and the posted entry; mu held.

@@ -58,13 +58,8 @@ const (
 // values a zero field takes, and those the gateway's configuration starts
 // from (its oidc section), so the two cannot differ.
 func DefaultConfig() Config {
-	return Config{
-		GroupsClaim:         DefaultGroupsClaim,
-		ClockSkew:           DefaultClockSkew,
-		CacheSize:           DefaultCacheSize,
-		CacheTTL:            DefaultCacheTTL,
-		JWKSRefetchInterval: DefaultJWKSRefetchInterval,
-	}
+	return Config{GroupsClaim: DefaultGroupsClaim, ClockSkew: DefaultClockSkew, CacheSize: DefaultCacheSize, CacheTTL: DefaultCacheTTL,
+		JWKSRefetchInterval: DefaultJWKSRefetchInterval}
 }
 
 // IssuerConfig is one trusted OIDC issuer.

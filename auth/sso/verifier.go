@@ -275,12 +275,10 @@ func (v *Verifier) issuerOf(tok *token) (*issuer, *Error) {
 		is, ok = v.issuers[googleIssuer]
 	}
 	if !ok {
-		return nil, NewError(WrongIssuer,
-			fmt.Sprintf("the token was issued by %.200q, which this gateway does not trust; sign in with the configured identity provider", iss), nil)
+		return nil, NewError(WrongIssuer, fmt.Sprintf("the token was issued by %.200q, which this gateway does not trust; sign in with the configured identity provider", iss), nil)
 	}
 	if alg := tok.alg(); !slices.Contains(is.cfg.Algorithms, alg) {
-		return nil, NewError(BadSignature,
-			fmt.Sprintf("the token is signed with algorithm %.20q; issuer %s is pinned to %v", alg, is.cfg.URL, is.cfg.Algorithms), nil)
+		return nil, NewError(BadSignature, fmt.Sprintf("the token is signed with algorithm %.20q; issuer %s is pinned to %v", alg, is.cfg.URL, is.cfg.Algorithms), nil)
 	}
 	return is, nil
 }
@@ -318,8 +316,7 @@ func (is *issuer) checkAudience(c *claims) *Error {
 	if slices.ContainsFunc(c.Audience, func(a string) bool { return slices.Contains(is.cfg.Audiences, a) }) {
 		return nil
 	}
-	return NewError(WrongAudience,
-		fmt.Sprintf("the token is for audience %.200q, not for this gateway (%v); sign in through the gateway's client", c.Audience, is.cfg.Audiences), nil)
+	return NewError(WrongAudience, fmt.Sprintf("the token is for audience %.200q, not for this gateway (%v); sign in through the gateway's client", c.Audience, is.cfg.Audiences), nil)
 }
 
 // checkTimes applies exp, nbf and iat with ClockSkew. go-oidc's expiry
@@ -334,14 +331,11 @@ func (v *Verifier) checkTimes(c *claims, now time.Time) *Error {
 	case c.Expiry == nil:
 		return NewError(MalformedToken, "the token has no exp (expiry) claim", nil)
 	case !now.Before(c.Expiry.Add(skew)):
-		return NewError(Expired,
-			fmt.Sprintf("the token expired at %s; sign in again", c.Expiry.UTC().Format(time.RFC3339)), nil)
+		return NewError(Expired, fmt.Sprintf("the token expired at %s; sign in again", c.Expiry.UTC().Format(time.RFC3339)), nil)
 	case c.NotBefore != nil && c.NotBefore.After(now.Add(skew)):
-		return NewError(NotYetValid,
-			fmt.Sprintf("the token is not valid before %s; check the clocks", c.NotBefore.UTC().Format(time.RFC3339)), nil)
+		return NewError(NotYetValid, fmt.Sprintf("the token is not valid before %s; check the clocks", c.NotBefore.UTC().Format(time.RFC3339)), nil)
 	case c.IssuedAt != nil && c.IssuedAt.After(now.Add(skew)):
-		return NewError(NotYetValid,
-			fmt.Sprintf("the token was issued in the future (%s); check the clocks", c.IssuedAt.UTC().Format(time.RFC3339)), nil)
+		return NewError(NotYetValid, fmt.Sprintf("the token was issued in the future (%s); check the clocks", c.IssuedAt.UTC().Format(time.RFC3339)), nil)
 	}
 	return nil
 }
@@ -356,24 +350,20 @@ func (v *Verifier) checkEmail(is *issuer, c *claims) (string, *Error) {
 	}
 	email, err := auth.CanonicalEmail(c.Email)
 	if err != nil {
-		return "", NewError(EmailMissing,
-			fmt.Sprintf("the email claim %.100q is not an address Brainstem accepts (ASCII, one @, no spaces or control characters)", c.Email), err)
+		return "", NewError(EmailMissing, fmt.Sprintf("the email claim %.100q is not an address Brainstem accepts (ASCII, one @, no spaces or control characters)", c.Email), err)
 	}
 	if !c.EmailVerified && !(is.cfg.TrustEmail && !c.EmailVerifiedSent) {
-		return "", NewError(EmailUnverified,
-			fmt.Sprintf("the email address %s is not verified by your identity provider; verify it there, then sign in again", email), nil)
+		return "", NewError(EmailUnverified, fmt.Sprintf("the email address %s is not verified by your identity provider; verify it there, then sign in again", email), nil)
 	}
 	domain := email[strings.LastIndexByte(email, '@')+1:]
 	if domain == auth.ServiceAccountDomain {
 		// Only the gateway's own authorization server issues identities
 		// there (the client credentials grant): an IdP that lets a person
 		// set this address must not make them a service account.
-		return "", NewError(DomainNotAllowed,
-			fmt.Sprintf("addresses at %s are reserved for the gateway's service accounts", domain), nil)
+		return "", NewError(DomainNotAllowed, fmt.Sprintf("addresses at %s are reserved for the gateway's service accounts", domain), nil)
 	}
 	if v.domains != nil && !v.domains[domain] {
-		return "", NewError(DomainNotAllowed,
-			fmt.Sprintf("accounts at %s are not allowed here; sign in with your company account", domain), nil)
+		return "", NewError(DomainNotAllowed, fmt.Sprintf("accounts at %s are not allowed here; sign in with your company account", domain), nil)
 	}
 	return email, nil
 }
@@ -391,8 +381,7 @@ func (is *issuer) ensure(ctx context.Context) (*oidc.IDTokenVerifier, *Error) {
 		err := is.lastErr
 		wait := is.nextTry.Sub(now)
 		is.mu.Unlock()
-		e := NewError(IssuerUnavailable,
-			fmt.Sprintf("identity provider %s is unreachable; retrying in %s", is.cfg.URL, wait.Round(time.Second)), err)
+		e := NewError(IssuerUnavailable, fmt.Sprintf("identity provider %s is unreachable; retrying in %s", is.cfg.URL, wait.Round(time.Second)), err)
 		e.RetryAfter = wait
 		return nil, e
 	}
@@ -426,8 +415,7 @@ func (is *issuer) ensure(ctx context.Context) (*oidc.IDTokenVerifier, *Error) {
 		is.nextTry = is.parent.cfg.Now().Add(backoff)
 		is.lastErr = err
 		is.parent.cfg.Logger.Warn("sso: issuer discovery failed", "issuer", is.cfg.URL, "retry_in_seconds", backoff.Seconds(), "err", err)
-		e := NewError(IssuerUnavailable,
-			fmt.Sprintf("identity provider %s is unreachable; try again in %s", is.cfg.URL, backoff), err)
+		e := NewError(IssuerUnavailable, fmt.Sprintf("identity provider %s is unreachable; try again in %s", is.cfg.URL, backoff), err)
 		e.RetryAfter = backoff
 		return nil, e
 	}

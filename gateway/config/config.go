@@ -481,10 +481,9 @@ func (c Config) validateListeners(p *problems) {
 		}
 	}
 
-	listenOK := true
-	if _, _, err := net.SplitHostPort(c.Listen); err != nil {
-		p.add("listen", "%q is not host:port: %v", c.Listen, err)
-		listenOK = false
+	listenHost, _, listenErr := net.SplitHostPort(c.Listen)
+	if listenErr != nil {
+		p.add("listen", "%q is not host:port: %v", c.Listen, listenErr)
 	}
 	if _, _, err := net.SplitHostPort(c.AdminListen); err != nil {
 		p.add("admin_listen", "%q is not host:port: %v", c.AdminListen, err)
@@ -494,7 +493,7 @@ func (c Config) validateListeners(p *problems) {
 	switch {
 	case (c.TLS.CertFile == "") != (c.TLS.KeyFile == ""):
 		p.add("tls", "cert_file and key_file must both be set or both be empty")
-	case c.TLS.CertFile == "" && listenOK && !listenIsLoopback(c.Listen):
+	case c.TLS.CertFile == "" && listenErr == nil && (listenHost == "" || !loopback.Is(listenHost)):
 		p.add("tls", "cert_file and key_file are required unless listen is a loopback address (listen is %q)", c.Listen)
 	}
 	if c.TLS.CAFile != "" {
@@ -633,11 +632,6 @@ func (w WingConfig) TLSName() string {
 		return w.Address
 	}
 	return host
-}
-
-func listenIsLoopback(addr string) bool {
-	host, _, err := net.SplitHostPort(addr)
-	return err == nil && host != "" && loopback.Is(host)
 }
 
 // ParseOrigin checks an origin is scheme://host[:port] and returns it in

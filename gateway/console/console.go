@@ -120,7 +120,9 @@ func (c *Console) routes() {
 	post := func(path string, h pageHandler) { m.HandleFunc("POST "+p+path, c.form(h)) }
 	m.HandleFunc("GET "+p+"login", c.serveLogin)
 	m.HandleFunc("GET "+p+"callback", c.serveCallback)
-	m.HandleFunc("GET "+p+"signed-out", c.serveSignedOut)
+	m.HandleFunc("GET "+p+"signed-out", func(w http.ResponseWriter, _ *http.Request) {
+		c.plainPage(w, http.StatusOK, "Signed out", "You are signed out of the Brainstem console.", true)
+	})
 	m.HandleFunc("POST "+p+"logout", c.serveLogout)
 	m.HandleFunc("GET "+p+"static/", func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Cache-Control", "public, max-age=300")

@@ -177,8 +177,7 @@ func (c *Console) respond(rq *request, a answer) {
 		rq.w.Header().Set("Retry-After", strconv.Itoa(a.retryAfter))
 		wings = nil // the same page whichever call went over the limit
 	}
-	c.render(rq.w, a.status, a.page, layout{Title: a.title, Prefix: c.prefix, Email: rq.id.Email, CSRF: rq.signin.CSRF,
-		Wings: wings, Data: a.data})
+	c.render(rq.w, a.status, a.page, layout{Title: a.title, Prefix: c.prefix, Email: rq.id.Email, CSRF: rq.signin.CSRF, Wings: wings, Data: a.data})
 }
 
 func (c *Console) render(w http.ResponseWriter, status int, page string, l layout) {

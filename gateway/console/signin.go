@@ -163,10 +163,6 @@ func (c *Console) serveLogout(w http.ResponseWriter, r *http.Request) {
 	http.Redirect(w, r, c.prefix+"signed-out", http.StatusSeeOther)
 }
 
-func (c *Console) serveSignedOut(w http.ResponseWriter, _ *http.Request) {
-	c.plainPage(w, http.StatusOK, "Signed out", "You are signed out of the Brainstem console.", true)
-}
-
 // signedForm authenticates a state-changing request and checks its form
 // (checkForm). It answers a refusal itself, through signedOut for the
 // sign-in, and reports whether the request may go on.

@@ -141,8 +141,7 @@ func (s *Server) serveAuthorize(w http.ResponseWriter, r *http.Request) {
 	s.RenderPage(w, http.StatusOK, pages.Consent, pages.ConsentData{
 		Name: name, Gateway: s.issuer, MetadataHost: client.MetadataHost, RedirectHost: redirectHost(redirect),
 		Dynamic: client.Dynamic, TokenTTL: pages.Human(s.cfg.AccessTokenTTL), RefreshTTL: pages.Human(s.cfg.RefreshTokenTTL),
-		ConsentTTL: pages.Human(s.cfg.ConsentTTL), Action: s.issuer + PathAuthorize, Request: sealed,
-	}, s.up.Origin(), redirectTarget(redirect))
+		ConsentTTL: pages.Human(s.cfg.ConsentTTL), Action: s.issuer + PathAuthorize, Request: sealed}, s.up.Origin(), redirectTarget(redirect))
 }
 
 // trustedClient resolves the client and checks the redirect URI. Until
@@ -319,8 +318,7 @@ func (s *Server) startLogin(w http.ResponseWriter, r *http.Request, req authzReq
 	s.SendToIdP(w, r, Login{
 		SID: RandomString(16), Client: keyring.Digest(req.ClientID), RedirectURI: req.RedirectURI, State: req.State,
 		Challenge: req.Challenge, Verifier: RandomString(32), Nonce: RandomString(16),
-		Exp: s.now().Add(config.LoginTTL).Unix(),
-	})
+		Exp: s.now().Add(config.LoginTTL).Unix()})
 }
 
 // sendToIdP sends the browser to the IdP with the login cookie of ls.
@@ -352,7 +350,9 @@ func (s *Server) SendToIdP(w http.ResponseWriter, r *http.Request, ls Login) {
 func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 	q := r.URL.Query()
 	sid := q.Get("state")
-	if len(sid) != 22 || strings.ContainsFunc(sid, func(r rune) bool { return !isBase64URL(r) }) {
+	if len(sid) != 22 || strings.ContainsFunc(sid, func(r rune) bool {
+		return !(r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_')
+	}) {
 		s.RefusePage(w, "callback", http.StatusBadRequest, "Invalid sign-in answer", "The identity provider's answer carries no valid state.")
 		return
 	}
@@ -393,8 +393,7 @@ func (s *Server) serveCallback(w http.ResponseWriter, r *http.Request) {
 	}
 	code, err := s.keys.Seal(purposeCode, codeState{
 		ID: RandomString(16), Client: ls.Client, RedirectURI: ls.RedirectURI, Challenge: ls.Challenge,
-		UpCode: upCode, Verifier: ls.Verifier, Nonce: ls.Nonce, Exp: s.now().Add(s.cfg.CodeTTL).Unix(),
-	})
+		UpCode: upCode, Verifier: ls.Verifier, Nonce: ls.Nonce, Exp: s.now().Add(s.cfg.CodeTTL).Unix()})
 	if err != nil {
 		s.ServerError(w, err)
 		return
@@ -502,8 +501,4 @@ func RandomString(n int) string {
 	b := make([]byte, n)
 	_, _ = rand.Read(b) // crypto/rand.Read never fails on supported platforms
 	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-func isBase64URL(r rune) bool {
-	return r >= 'A' && r <= 'Z' || r >= 'a' && r <= 'z' || r >= '0' && r <= '9' || r == '-' || r == '_'
 }

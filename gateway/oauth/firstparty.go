@@ -85,8 +85,7 @@ func (s *Server) AuthorizeFirstParty(w http.ResponseWriter, r *http.Request, cli
 		return
 	}
 	s.Count("authorize", "ok")
-	s.startLogin(w, r, authzRequest{ClientID: clientID, RedirectURI: redirectURI, State: state, Challenge: challenge,
-		Exp: s.now().Add(config.LoginTTL).Unix()})
+	s.startLogin(w, r, authzRequest{ClientID: clientID, RedirectURI: redirectURI, State: state, Challenge: challenge, Exp: s.now().Add(config.LoginTTL).Unix()})
 }
 
 // ExchangeFirstParty redeems a code the first-party client received, with

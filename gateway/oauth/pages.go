@@ -47,8 +47,7 @@ func (s *Server) cookieName(name string) string {
 // __Host- prefixed on https); a negative maxAge deletes it.
 func (s *Server) SetCookie(w http.ResponseWriter, name, value string, maxAge time.Duration, sameSite http.SameSite) {
 	c := &http.Cookie{
-		Name: s.cookieName(name), Value: value, Path: "/", HttpOnly: true, Secure: s.secure, SameSite: sameSite,
-		MaxAge: int(maxAge / time.Second),
+		Name: s.cookieName(name), Value: value, Path: "/", HttpOnly: true, Secure: s.secure, SameSite: sameSite, MaxAge: int(maxAge / time.Second),
 	}
 	if maxAge < 0 {
 		c.MaxAge = -1

@@ -218,8 +218,7 @@ func (s *Server) loadKeys(opt Options) error {
 		return err
 	}
 	cur := s.keys.Current()
-	s.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: cur.Priv},
-		(&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", cur.ID))
+	s.signer, err = jose.NewSigner(jose.SigningKey{Algorithm: jose.EdDSA, Key: cur.Priv}, (&jose.SignerOptions{}).WithType("at+jwt").WithHeader("kid", cur.ID))
 	if err != nil {
 		return fmt.Errorf("oauth: signer: %w", err)
 	}
@@ -256,8 +255,7 @@ func (s *Server) newMemory(reg prometheus.Registerer) error {
 	s.signins, _ = lru.New[string, SignIn](memorySize)
 	s.requests = prometheus.NewCounterVec(prometheus.CounterOpts{
 		Name: "brainstem_gateway_oauth_requests_total",
-		Help: "Requests to the gateway's authorization server, by endpoint and outcome (ok, refused, unavailable, error).",
-	}, []string{"endpoint", "outcome"})
+		Help: "Requests to the gateway's authorization server, by endpoint and outcome (ok, refused, unavailable, error)."}, []string{"endpoint", "outcome"})
 	if reg != nil {
 		if err := reg.Register(s.requests); err != nil {
 			return fmt.Errorf("oauth: metrics: %w", err)

@@ -508,8 +508,7 @@ func (s *Server) Issue(id auth.Identity, clientID, upRefresh, family string, fam
 	if upRefresh != "" {
 		sealed, err := s.keys.Seal(purposeRefresh, refreshState{
 			ID: RandomString(16), Family: family, Client: keyring.Digest(clientID), Email: id.Email, Groups: id.Groups,
-			Up: upRefresh, Exp: familyExp, Iat: now.Unix(),
-		})
+			Up: upRefresh, Exp: familyExp, Iat: now.Unix()})
 		if err != nil {
 			return nil, ErrInternal()
 		}

@@ -63,7 +63,7 @@ func (s *Server) Verify(_ context.Context, raw string) (auth.Identity, error) {
 		if s.isRevoked("j:"+e.jti, now) || s.isRevoked("f:"+e.family, now) {
 			return auth.Identity{}, sso.NewError(sso.Expired, "the access token was revoked; sign in again", nil)
 		}
-		if err := s.checkEnded(e.id); err != nil {
+		if err := s.ended.Refusal(e.id); err != nil {
 			return auth.Identity{}, err
 		}
 		id := e.id
@@ -104,7 +104,7 @@ func (s *Server) Verify(_ context.Context, raw string) (auth.Identity, error) {
 	}
 	exp := time.Unix(c.Expiry, 0)
 	id := auth.Identity{Email: email, Groups: c.Groups, Issuer: s.issuer, Subject: c.Subject, Expiry: exp, IssuedAt: time.Unix(c.IssuedAt, 0)}
-	if err := s.checkEnded(id); err != nil {
+	if err := s.ended.Refusal(id); err != nil {
 		return auth.Identity{}, err
 	}
 	until := now.Add(accessCacheTTL)
@@ -146,13 +146,4 @@ func (s *Server) parseAccessToken(raw string) (AccessClaims, error) {
 		return AccessClaims{}, sso.NewError(sso.MalformedToken, "the token's claims do not decode", err)
 	}
 	return c, nil
-}
-
-// checkEnded refuses an identity whose token was issued before an
-// operator ended the person's sign-ins (offboarding).
-func (s *Server) checkEnded(id auth.Identity) error {
-	if e, ended := s.ended.Ended(id.Email, id.IssuedAt); ended {
-		return sso.NewError(sso.Expired, fmt.Sprintf("an operator ended the sign-ins of %s (%s); sign in again", id.Email, e.NotBefore.Format(time.RFC3339)), nil)
-	}
-	return nil
 }

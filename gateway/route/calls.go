@@ -122,8 +122,7 @@ func (s *Sender) send(ctx context.Context, c Caller, w *Wing, op Op, gr Grant, f
 			if errors.Is(err, proto.ErrConnectionLost) && lost == nil && ctx.Err() == nil && (!op.Write || op.Key != "") {
 				lost = err
 				s.LostRetry(w.Name, op.Write)
-				c.Logger().Info("connection lost with a call in flight; sending it again", "wing", w.Name, "tool", op.What,
-					"write", op.Write, "err", err)
+				c.Logger().Info("connection lost with a call in flight; sending it again", "wing", w.Name, "tool", op.What, "write", op.Write, "err", err)
 				continue
 			}
 			return lost, err // unreachable, lost, timeout, cancelled

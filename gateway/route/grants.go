@@ -98,16 +98,8 @@ type GrantCache struct {
 const ExpiryMargin = 5 * time.Second
 
 func NewGrantCache(wings []*Wing, maxEntries int, idleTTL, denyTTL, mintTimeout time.Duration, now func() time.Time, m Metrics, log *slog.Logger) *GrantCache {
-	return &GrantCache{
-		lru:         expirable.NewLRU[Key, *callerGrants](maxEntries, nil, idleTTL),
-		wings:       wings,
-		now:         now,
-		idleTTL:     idleTTL,
-		denyTTL:     denyTTL,
-		mintTimeout: mintTimeout,
-		metrics:     m,
-		log:         log,
-	}
+	return &GrantCache{lru: expirable.NewLRU[Key, *callerGrants](maxEntries, nil, idleTTL), wings: wings, now: now,
+		idleTTL: idleTTL, denyTTL: denyTTL, mintTimeout: mintTimeout, metrics: m, log: log}
 }
 
 // Keys are the callers (email and group set) in the cache.
@@ -308,12 +300,7 @@ func (c *GrantCache) mintFlight(ctx context.Context, id auth.Identity, key Key, 
 	}
 	mctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), c.mintTimeout)
 	defer cancel()
-	mreq := &proto.MintRequest{
-		RequestID: requestID,
-		Email:     id.Email,
-		Groups:    id.Groups,
-		NotAfter:  id.Expiry,
-	}
+	mreq := &proto.MintRequest{RequestID: requestID, Email: id.Email, Groups: id.Groups, NotAfter: id.Expiry}
 	mctx, span := ShardSpan(mctx, "mint", w)
 	resp, err := w.Client.Mint(mctx, mreq)
 	if errors.Is(err, proto.ErrConnectionLost) && proto.CodeOf(err) == 0 {

@@ -186,8 +186,7 @@ func BuildCatalog(wings []*Wing, log *slog.Logger) *Catalog {
 		func(first, w *Wing, kept, t ToolDescriptor) {
 			ja, _ := json.Marshal(kept.MCPTool())
 			if jb, _ := json.Marshal(t.MCPTool()); string(ja) != string(jb) {
-				log.Warn("wings disagree on a tool descriptor; the first wing's is advertised",
-					"tool", t.Name, "kept_from", first.Name, "ignored_from", w.Name)
+				log.Warn("wings disagree on a tool descriptor; the first wing's is advertised", "tool", t.Name, "kept_from", first.Name, "ignored_from", w.Name)
 			}
 		})
 	return &Catalog{Tools: tools, By: by}

@@ -111,8 +111,7 @@ func (s *LeanServer) Serve(ctx context.Context, w http.ResponseWriter, h http.He
 	case err != nil:
 		out = mcp.NewJSONRPCError(mcp.NewRequestId(id), mcp.INTERNAL_ERROR, err.Error(), nil)
 	case res == nil:
-		out = mcp.NewJSONRPCError(mcp.NewRequestId(id), mcp.INTERNAL_ERROR,
-			fmt.Sprintf("tool '%s' handler returned no result", p.Name), nil)
+		out = mcp.NewJSONRPCError(mcp.NewRequestId(id), mcp.INTERNAL_ERROR, fmt.Sprintf("tool '%s' handler returned no result", p.Name), nil)
 	default:
 		if text, structured, ok := leanText(res); ok {
 			if b, err := s.answers[c.era].encode(id, text, res.IsError, structured); err == nil {
@@ -174,10 +173,16 @@ func (s *LeanServer) Check(h http.Header, msg *Message, lean *Lean) (c LeanCall,
 // version (equal to the header's) and the client's capabilities in _meta on
 // every request, with the standard headers; a session-era call carries no
 // protocol version in _meta (one that names 2026-07-28 would make mcp-go
-// treat the call as stateless, so any is left to mcp-go).
+// treat the call as stateless, so any is left to mcp-go). The standard
+// headers are checked as mcp.ValidateStandardHeaders does for a modern
+// tools/call, on the tool name already decoded (mcp-go's decodes params once
+// more for it): Mcp-Method is tools/call and Mcp-Name, decoded from its
+// header encoding, is the name.
 func (s *LeanServer) eraMatches(era int, h http.Header, p *CallParams, version string) bool {
 	if era == eraStateless {
-		return p.Modern(version) && standardHeadersMatch(h, p.Name)
+		hn := h.Get(mcp.HeaderName)
+		decoded, ok := mcp.DecodeHeaderValue(hn)
+		return p.Modern(version) && h.Get(mcp.HeaderMethod) == string(mcp.MethodToolsCall) && hn != "" && ok && decoded == p.Name
 	}
 	ver, _ := p.metaFields()
 	return ver == nil
@@ -205,16 +210,6 @@ func (s *LeanServer) leanParams(msg *Message, lb *Lean, p *CallParams) (args Arg
 	s.parsed()
 	args, fit = ScanArgs(p.Arguments)
 	return args, fit, true
-}
-
-// standardHeadersMatch is mcp.ValidateStandardHeaders for a tools/call of
-// the modern revision, on the tool name already decoded (mcp-go's decodes
-// params once more for it): Mcp-Method is tools/call and Mcp-Name, decoded
-// from its header encoding, is the name.
-func standardHeadersMatch(h http.Header, name string) bool {
-	hn := h.Get(mcp.HeaderName)
-	decoded, ok := mcp.DecodeHeaderValue(hn)
-	return h.Get(mcp.HeaderMethod) == string(mcp.MethodToolsCall) && hn != "" && ok && decoded == name
 }
 
 func writeAnswer(w http.ResponseWriter, log *slog.Logger, b []byte) {

@@ -172,19 +172,16 @@ func (wt *Watcher) remove(s server.ClientSession) {
 	wt.mu.Unlock()
 }
 
-func (wt *Watcher) listening() bool {
-	wt.mu.Lock()
-	defer wt.mu.Unlock()
-	return len(wt.listeners) > 0
-}
-
 // Loop polls every shards.watch_interval while anyone listens, until ctx
 // ends.
 func (wt *Watcher) Loop(ctx context.Context) {
 	t := time.NewTicker(wt.s.WatchInterval)
 	defer t.Stop()
 	for {
-		if !wt.listening() {
+		wt.mu.Lock()
+		listening := len(wt.listeners) > 0
+		wt.mu.Unlock()
+		if !listening {
 			select {
 			case <-ctx.Done():
 				return
@@ -316,8 +313,7 @@ func (wt *Watcher) notifyListChanged(ctx context.Context, l *listener, changed [
 		if err != nil || !gr.Caps.Has(brain.CapRead) {
 			continue
 		}
-		wt.send(l, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION,
-			Notification: mcp.Notification{Method: mcp.MethodNotificationResourcesListChanged}})
+		wt.send(l, mcp.JSONRPCNotification{JSONRPC: mcp.JSONRPC_VERSION, Notification: mcp.Notification{Method: mcp.MethodNotificationResourcesListChanged}})
 		return
 	}
 }

@@ -344,11 +344,8 @@ func (s *Grant) deviceAuthorization(w http.ResponseWriter, r *http.Request) (*si
 		return nil, oauth.NewTokenError(http.StatusBadRequest, "unauthorized_client", err.Error(), 0)
 	}
 	now := s.srv.Now()
-	g := &deviceGrant{
-		id: oauth.RandomString(16), clientID: clientID, client: *client, ip: s.srv.ClientIP(r),
-		computer: describeComputer(r.UserAgent()), created: now, exp: now.Add(DeviceCodeTTL),
-		interval: DevicePollInterval,
-	}
+	g := &deviceGrant{id: oauth.RandomString(16), clientID: clientID, client: *client, ip: s.srv.ClientIP(r),
+		computer: describeComputer(r.UserAgent()), created: now, exp: now.Add(DeviceCodeTTL), interval: DevicePollInterval}
 	for range 3 {
 		g.userCode = newUserCode()
 		if err = s.devices.add(g, now); !errors.Is(err, errUserCodeTaken) {
@@ -520,8 +517,7 @@ func (s *Grant) renderCodeForm(w http.ResponseWriter, status int, prefill, probl
 	}
 	s.srv.SetCookie(w, cookieDeviceCSRF, f.CSRF, config.LoginTTL, http.SameSiteStrictMode)
 	s.srv.RenderPage(w, status, pages.DeviceCode, pages.DeviceCodeData{
-		Gateway: s.srv.Issuer(), Action: s.srv.Issuer() + PathPage, Token: sealed, Code: prefill, Problem: problem,
-	})
+		Gateway: s.srv.Issuer(), Action: s.srv.Issuer() + PathPage, Token: sealed, Code: prefill, Problem: problem})
 }
 
 // serveDeviceForm is POST /device: a typed code (step=code) or the
@@ -614,8 +610,7 @@ func (s *Grant) deviceCodeStep(w http.ResponseWriter, r *http.Request) {
 		MetadataHost: g.client.MetadataHost, IP: g.ip, YourIP: s.srv.ClientIP(r), Computer: computer,
 		Age: pages.Human(max(now.Sub(g.created).Truncate(time.Second), time.Second)), Code: formatUserCode(g.userCode),
 		TokenTTL: pages.Human(s.srv.Config().AccessTokenTTL), RefreshTTL: pages.Human(s.srv.Config().RefreshTokenTTL),
-		Action: s.srv.Issuer() + PathPage, Token: sealed,
-	}, s.srv.IdPOrigin())
+		Action: s.srv.Issuer() + PathPage, Token: sealed}, s.srv.IdPOrigin())
 }
 
 // lookupUserCode finds the pending request of a typed code:

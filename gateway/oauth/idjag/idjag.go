@@ -157,8 +157,7 @@ func parseIDJAG(raw string) (idjagClaims, error) {
 		return idjagClaims{}, fmt.Errorf("the assertion is over %d bytes", MaxIDJAGBytes)
 	}
 	jws, err := jose.ParseSignedCompact(raw, []jose.SignatureAlgorithm{
-		jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512, jose.ES256, jose.ES384, jose.ES512, jose.EdDSA,
-	})
+		jose.RS256, jose.RS384, jose.RS512, jose.PS256, jose.PS384, jose.PS512, jose.ES256, jose.ES384, jose.ES512, jose.EdDSA})
 	if err != nil || len(jws.Signatures) != 1 {
 		return idjagClaims{}, errors.New("the assertion is not a JWT with one asymmetric signature")
 	}

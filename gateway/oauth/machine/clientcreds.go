@@ -419,7 +419,8 @@ func (s *Grant) checkAssertion(c assertionClaims, id string, now time.Time) stri
 	switch {
 	case c.Issuer != id || c.Subject != id:
 		return "iss and sub must both be the client id"
-	case !s.assertionAudience(c.Audience):
+	// aud: one string or an array holding the token endpoint or the issuer (RFC 7523 §3 item 3)
+	case !slices.ContainsFunc(oauth.Strings(c.Audience), func(a string) bool { return a == s.srv.Issuer()+oauth.PathToken || a == s.srv.Issuer() }):
 		return "aud must be the token endpoint " + s.srv.Issuer() + oauth.PathToken + " or the issuer"
 	case c.Expiry == nil:
 		return "no exp"
@@ -435,12 +436,6 @@ func (s *Grant) checkAssertion(c assertionClaims, id string, now time.Time) stri
 		return fmt.Sprintf("jti is required: 1 to %d printable bytes", MaxJTIBytes)
 	}
 	return ""
-}
-
-// assertionAudience accepts aud as one string or an array holding the
-// token endpoint or the issuer (RFC 7523 §3 item 3).
-func (s *Grant) assertionAudience(raw json.RawMessage) bool {
-	return slices.ContainsFunc(oauth.Strings(raw), func(a string) bool { return a == s.srv.Issuer()+oauth.PathToken || a == s.srv.Issuer() })
 }
 
 // refuseClient logs a refused client authentication: never the secret or
