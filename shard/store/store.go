@@ -537,11 +537,7 @@ func (s *Store) scanHall(hall string) (out []noteFile, skipped []Skipped, err er
 			skipped = append(skipped, Skipped{Path: rel, Kind: SkipSize, Reason: sizeReason(fi.Size(), s.maxNote)})
 			continue
 		}
-		out = append(out, noteFile{
-			id:  brain.ID{Wing: s.wing, Hall: hall, Slug: slug},
-			dir: dir,
-			sig: sigOf(fi),
-		})
+		out = append(out, noteFile{id: brain.ID{Wing: s.wing, Hall: hall, Slug: slug}, dir: dir, sig: sigOf(fi)})
 	}
 	return out, skipped, nil
 }

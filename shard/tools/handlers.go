@@ -100,7 +100,6 @@ func (s *Set) define() []Tool {
 	}
 }
 
-// checkWing enforces the optional wing argument.
 func (s *Set) checkWing(w string) error {
 	if w != "" && w != s.Wing() {
 		return invalid("this shard serves wing %q, not %q: omit wing or pass %q", s.Wing(), w, s.Wing())
@@ -744,9 +743,10 @@ func (s *Set) writePages(ctx context.Context, a ingestArgs, k *keyCall, res *ing
 		if pr.Status != StatusCreated || a.DryRun || done[i] {
 			continue
 		}
-		n, err := s.st.Create(ctx, withHook(notes[i], k.hook(i, func(in store.Intent) any {
+		notes[i].Hook = k.hook(i, func(in store.Intent) any {
 			return ingestPageResult{ID: in.Note.ID, Path: in.Note.Path, Status: StatusCreated, ContentHash: in.Note.Hash}
-		})))
+		})
+		n, err := s.st.Create(ctx, notes[i])
 		v, landed, err := k.settle(i, err)
 		switch {
 		case landed && v != nil:
@@ -763,11 +763,6 @@ func (s *Set) writePages(ctx context.Context, a ingestArgs, k *keyCall, res *ing
 			pr.Status, pr.Error = StatusFailed, fmt.Sprintf("pages[%d] was not written: %s", i, msg)
 		}
 	}
-}
-
-func withHook(n store.NewNote, h store.Hook) store.NewNote {
-	n.Hook = h
-	return n
 }
 
 // ---- session_log
