@@ -136,12 +136,9 @@ func (s *Set) diffSpec() *toolspec.Spec {
 			"content_hash of each version compared (0, 0 and \"\" for a version that archived the note): compare those, "+
 			"or read both versions with brain_get's version, when there is no diff.",
 			DiffMaxBytes, history.DiffMaxEdits, history.DiffMaxWork),
-		Args: []toolspec.Arg{
-			refArg("a note id wing/hall/slug or its path"),
+		Args: []toolspec.Arg{refArg("a note id wing/hall/slug or its path"),
 			versionArg("from", true, "The version to compare from, as brain_history lists it."),
-			versionArg("to", false, "The version to compare to; omit for the current one."),
-			wingArg(),
-		},
+			versionArg("to", false, "The version to compare to; omit for the current one."), wingArg()},
 	}
 }
 
@@ -189,14 +186,9 @@ func (s *Set) restoreSpec() *toolspec.Spec {
 			"Pass the content_hash you read as expected_hash to fail with conflict if the note changed meanwhile. Returns " +
 			"{id, path, content_hash, restored, unchanged}: restored is the version restored; unchanged is true when the " +
 			"note already had that content (nothing was written).",
-		Args: []toolspec.Arg{
-			refArg("a note id wing/hall/slug or its path"),
-			versionArg("version", true, "The version to restore, as brain_history lists it."),
-			s.reasonArg("Why, recorded in history"),
-			expectedHashArg("the restore fails with conflict if the note changed."),
-			wingArg(),
-			s.keyArg(),
-		},
+		Args: []toolspec.Arg{refArg("a note id wing/hall/slug or its path"),
+			versionArg("version", true, "The version to restore, as brain_history lists it."), s.reasonArg("Why, recorded in history"),
+			expectedHashArg("the restore fails with conflict if the note changed."), wingArg(), s.keyArg()},
 	}
 }
 
@@ -242,13 +234,8 @@ func (s *Set) archiveSpec() *toolspec.Spec {
 			"true lists it, and brain_restore brings it back. Returns {id, path, content_hash, archived, linked_from}: " +
 			"content_hash is that of the version archived, linked_from the notes of the wing whose links to it now lead " +
 			"to an archived note (update or move them as needed).",
-		Args: []toolspec.Arg{
-			refArg("a note id wing/hall/slug, or an inbox path"),
-			s.reasonArg("Why, recorded in history"),
-			expectedHashArg("the archive fails with conflict if the note changed."),
-			wingArg(),
-			s.keyArg(),
-		},
+		Args: []toolspec.Arg{refArg("a note id wing/hall/slug, or an inbox path"), s.reasonArg("Why, recorded in history"),
+			expectedHashArg("the archive fails with conflict if the note changed."), wingArg(), s.keyArg()},
 	}
 }
 
@@ -309,14 +296,9 @@ func (s *Set) moveSpec() *toolspec.Spec {
 			"linked_from_other_wings the notes of your other wings that still link to the old id (through the " +
 			"gateway; linked_from_other_wings_unchecked names wings that could not say).",
 		CrossLinks: &toolspec.CrossLinks{From: "moved_from", Ask: "brain_links", Into: "linked_from_other_wings"},
-		Args: []toolspec.Arg{
-			idArg("the note id wing/hall/slug"),
-			hallArg("The hall it goes to; omit to keep its hall.", false),
+		Args: []toolspec.Arg{idArg("the note id wing/hall/slug"), hallArg("The hall it goes to; omit to keep its hall.", false),
 			{Name: "slug", Type: toolspec.String, Check: slugCheck, Desc: "Its new slug; omit to keep it."},
-			s.reasonArg("Why, recorded in history"),
-			wingArg(),
-			s.keyArg(),
-		},
+			s.reasonArg("Why, recorded in history"), wingArg(), s.keyArg()},
 	}
 }
 
@@ -367,13 +349,10 @@ func (s *Set) purgeSpec() *toolspec.Spec {
 			"The versions stay listed, marked purged, with a notice of who purged them, when and why, and an audit " +
 			"version records the purge; afterwards the bytes are gone from the shard's disk. Version ids after the purged " +
 			"one change. Returns {id, path, purged_versions, removed}.",
-		Args: []toolspec.Arg{
-			refArg("a note id wing/hall/slug or its path"),
+		Args: []toolspec.Arg{refArg("a note id wing/hall/slug or its path"),
 			s.reasonArg("Why, recorded in the purge notice and the audit version"),
 			versionArg("version", false, "The version whose content is purged, as brain_history lists it; omit to purge every version and remove the note."),
-			wingArg(),
-			s.keyArg(),
-		},
+			wingArg(), s.keyArg()},
 	}
 }
 
