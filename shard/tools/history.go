@@ -75,8 +75,7 @@ func historyHint(err error) error {
 
 func (s *Set) historySpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_history", Title: "Versions of a note", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
-		Result: historyResult{},
+		Name: "brain_history", Title: "Versions of a note", Needs: brain.CapRead, ReadOnly: true, Idempotent: true, Result: historyResult{},
 		Description: "List the versions of a note, newest first, a page at a time, following it across moves and its " +
 			"promotion from the inbox (an archived note too). Every change is a version: who made it (by), when (at), " +
 			"how (action: create, update, promote, restore, archive, move, purge, outside for an edit made behind " +
@@ -123,8 +122,7 @@ func (s *Set) history(ctx context.Context, _ Caller, a *historyArgs) (any, error
 
 func (s *Set) diffSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_diff", Title: "Compare two versions", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
-		Result: diffResult{},
+		Name: "brain_diff", Title: "Compare two versions", Needs: brain.CapRead, ReadOnly: true, Idempotent: true, Result: diffResult{},
 		Description: fmt.Sprintf("Show what changed in a note between two of its versions, as a unified diff of the whole file "+
 			"(frontmatter included): from an older version to a newer one, to the current version when to is omitted. "+
 			"A version that archived the note compares as empty. Returns {id, from, to, diff, cut, too_different, "+
@@ -178,8 +176,7 @@ func (s *Set) diff(ctx context.Context, _ Caller, a *diffArgs) (any, error) {
 
 func (s *Set) restoreSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_restore", Title: "Restore an old version", Needs: brain.CapWrite, Destructive: true,
-		Result: restoreResult{},
+		Name: "brain_restore", Title: "Restore an old version", Needs: brain.CapWrite, Destructive: true, Result: restoreResult{},
 		Description: "Make an old version of a note its current one: its content comes back as a new version (history is " +
 			"never rewritten, so the restore itself can be undone the same way). Brings back an archived note too. The " +
 			"content is the version's bytes, with the wing and hall fields set to the note's place if it moved since. " +
@@ -227,8 +224,7 @@ func (s *Set) restore(ctx context.Context, c Caller, a *restoreArgs) (any, error
 
 func (s *Set) archiveSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_archive", Title: "Archive a note", Needs: brain.CapCurate, Destructive: true,
-		Result: archiveResult{},
+		Name: "brain_archive", Title: "Archive a note", Needs: brain.CapCurate, Destructive: true, Result: archiveResult{},
 		Description: "Curators only: retire a note that is outdated or wrong, or reject an inbox note (by its inbox path). " +
 			"It leaves the wiki, search, brain_list and _index.md; its versions stay in history, brain_list with archived " +
 			"true lists it, and brain_restore brings it back. Returns {id, path, content_hash, archived, linked_from}: " +
@@ -285,8 +281,7 @@ func archiveResultOf(a store.Archived) archiveResult {
 
 func (s *Set) moveSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_move", Title: "Move or rename a note", Needs: brain.CapCurate, Destructive: true,
-		Result: moveResult{},
+		Name: "brain_move", Title: "Move or rename a note", Needs: brain.CapCurate, Destructive: true, Result: moveResult{},
 		Description: "Curators only: file a note under another hall, give it another slug, or both, in one change of " +
 			"history that keeps its versions. Every [[link]] to it from a note of this wing is rewritten to the new id in " +
 			"the same change; links from other wings keep the old id, and brain_get of it answers moved with the new " +
@@ -341,8 +336,7 @@ func moveResultOf(m store.Moved) moveResult {
 
 func (s *Set) purgeSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_purge", Title: "Purge content from history", Needs: brain.CapCurate, Destructive: true,
-		Result: purgeResult{},
+		Name: "brain_purge", Title: "Purge content from history", Needs: brain.CapCurate, Destructive: true, Result: purgeResult{},
 		Description: "Curators only, and only where an operator enabled purging: remove a leaked secret or personal data " +
 			"from history for good, the one change that rewrites history. With version, that version's content (update " +
 			"or archive the note first if it is the current one); without, every version's, and the note is removed. " +
