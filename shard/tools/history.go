@@ -61,11 +61,6 @@ type versionInfo struct {
 	Purged      bool   `json:"purged"`
 }
 
-func versionOf(v history.Version) versionInfo {
-	return versionInfo{Version: v.ID, Path: v.Path, ContentHash: v.ContentHash, At: v.At.UTC().Format(time.RFC3339), By: v.Author,
-		Action: v.Action, Tool: v.Tool, Reason: v.Reason, From: v.From, Removed: v.Removed, Purged: v.Purged}
-}
-
 // historyHint completes a refusal of a note that is not there.
 func historyHint(err error) error {
 	return hint(err, store.ErrNotFound, "brain_history lists what history knows of a note, brain_list with archived true the archived notes")
@@ -113,7 +108,8 @@ func (s *Set) history(ctx context.Context, _ Caller, a *historyArgs) (any, error
 	}
 	res := historyResult{ID: h.Ref, Path: h.Path, Versions: make([]versionInfo, len(h.Versions)), NextCursor: h.Next}
 	for i, v := range h.Versions {
-		res.Versions[i] = versionOf(v)
+		res.Versions[i] = versionInfo{Version: v.ID, Path: v.Path, ContentHash: v.ContentHash, At: v.At.UTC().Format(time.RFC3339), By: v.Author,
+			Action: v.Action, Tool: v.Tool, Reason: v.Reason, From: v.From, Removed: v.Removed, Purged: v.Purged}
 	}
 	return res, nil
 }
