@@ -237,13 +237,10 @@ func (s *Set) listSpec() *toolspec.Spec {
 			"page (it is \"\" on the last page). Use brain_query to find notes by content. With archived true, the " +
 			"archived notes instead: {notes:[{id, hall, title, path, archived_at, archived_by, reason}], next_cursor} " +
 			"(title is that of the last version; brain_restore brings one back).",
-		Args: []toolspec.Arg{
-			wingArg(),
-			hallArg("Only list notes of this hall.", false),
+		Args: []toolspec.Arg{wingArg(), hallArg("Only list notes of this hall.", false),
 			{Name: "cursor", Type: toolspec.String, Desc: "The next_cursor of the previous page; omit for the first page."},
 			limitArg(ListDefaultLimit, ListMaxLimit),
-			{Name: "archived", Type: toolspec.Boolean, Default: false, Desc: "List the archived notes instead of the current ones."},
-		},
+			{Name: "archived", Type: toolspec.Boolean, Default: false, Desc: "List the archived notes instead of the current ones."}},
 	}
 }
 
@@ -505,15 +502,11 @@ func (s *Set) updateSpec() *toolspec.Spec {
 			"(reason) and the content hash it supersedes; every other frontmatter field is kept. Never creates a note " +
 			"(not_found). Pass the content_hash you read as expected_hash: if the note changed since, you get conflict " +
 			"with the current hash and nothing is written. Returns {id, path, content_hash}.",
-		Args: []toolspec.Arg{
-			idArg("the note id wing/hall/slug (brain_write creates new notes)"),
+		Args: []toolspec.Arg{idArg("the note id wing/hall/slug (brain_write creates new notes)"),
 			s.bodyArg(fmt.Sprintf("The complete new markdown body (at most %d bytes).", s.lim.MaxBodyBytes)),
 			s.reasonArg("Why the note changes, recorded as supersede_reason"),
-			expectedHashArg("the update fails with conflict if the note changed."),
-			s.titleArg(false, "New title; omit to keep it."),
-			wingArg(),
-			s.keyArg(),
-		},
+			expectedHashArg("the update fails with conflict if the note changed."), s.titleArg(false, "New title; omit to keep it."),
+			wingArg(), s.keyArg()},
 		Legacy: s.updateLegacy(),
 	}
 }
