@@ -127,18 +127,9 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 	if cfg.Remote != nil {
 		cfg.History.Remote = &purgeLink{} // the syncer joins it in startRemote
 	}
-	st, err := store.Open(ctx, store.Options{
-		Root:          cfg.Brain,
-		Wing:          cfg.Wing,
-		Logger:        cfg.Logger, // the store names the wing on every line itself
-		Now:           cfg.Now,
-		Progress:      cfg.Progress,
-		IndexDelay:    cfg.IndexDelay,
-		MaxNoteBytes:  cfg.MaxNoteBytes,
-		HitCacheBytes: cfg.HitCacheBytes,
-		StateDir:      cfg.StateDir,
-		History:       cfg.History,
-	})
+	st, err := store.Open(ctx, store.Options{Root: cfg.Brain, Wing: cfg.Wing, Now: cfg.Now, Progress: cfg.Progress, IndexDelay: cfg.IndexDelay,
+		MaxNoteBytes: cfg.MaxNoteBytes, HitCacheBytes: cfg.HitCacheBytes, StateDir: cfg.StateDir, History: cfg.History,
+		Logger: cfg.Logger}) // cfg.Logger, not log: the store names the wing on every line itself
 	if err != nil {
 		return nil, fmt.Errorf("shard: %w", err)
 	}
@@ -152,17 +143,9 @@ func Open(ctx context.Context, cfg Config) (*Service, error) {
 		_ = st.Close()
 		return nil, fmt.Errorf("shard: idempotency journal of wing %q (set the state directory): %w", cfg.Wing, err)
 	}
-	s := &Service{
-		verifier: verifier,
-		cfg:      cfg,
-		store:    st,
-		journal:  journal,
-		tools:    tools.New(st, tools.Options{Logger: log, Journal: journal, Extra: cfg.Tools}),
-		minter:   auth.NewMinter(cfg.Wing, cfg.Key, cfg.TokenTTL, cfg.Now),
-		log:      log,
-		stop:     make(chan struct{}),
-		done:     make(chan struct{}),
-	}
+	s := &Service{verifier: verifier, cfg: cfg, store: st, journal: journal, log: log, stop: make(chan struct{}), done: make(chan struct{}),
+		tools:  tools.New(st, tools.Options{Logger: log, Journal: journal, Extra: cfg.Tools}),
+		minter: auth.NewMinter(cfg.Wing, cfg.Key, cfg.TokenTTL, cfg.Now)}
 	s.policy.path, s.policy.seen = cfg.PolicyFile, seen
 	s.policy.store(pol)
 	if s.metrics, err = newMetrics(cfg.Metrics, s); err != nil {

@@ -340,11 +340,8 @@ func (s *Server) adminHandler(reg *prometheus.Registry) http.Handler {
 // writesStopped exports whether the wing refuses writes (its history's
 // committer stopped: /readyz says why).
 func writesStopped(wing string, svc *shard.Service) prometheus.Collector {
-	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-		Name:        "brainstem_shard_writes_stopped",
-		Help:        "1 while the wing refuses writes because its history's committer stopped on a change it can never commit (/readyz and `brainstem check` give the path and the fix), else 0.",
-		ConstLabels: prometheus.Labels{"wing": wing},
-	}, func() float64 {
+	return prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "brainstem_shard_writes_stopped", ConstLabels: prometheus.Labels{"wing": wing},
+		Help: "1 while the wing refuses writes because its history's committer stopped on a change it can never commit (/readyz and `brainstem check` give the path and the fix), else 0."}, func() float64 {
 		if svc.WritesStopped() != "" {
 			return 1
 		}
@@ -356,11 +353,9 @@ func writesStopped(wing string, svc *shard.Service) prometheus.Collector {
 func skippedFiles(wing string, svc *shard.Service) []prometheus.Collector {
 	var out []prometheus.Collector
 	for _, kind := range store.SkipKinds() {
-		out = append(out, prometheus.NewGaugeFunc(prometheus.GaugeOpts{
-			Name:        "brainstem_shard_skipped_files",
-			Help:        "Files of the wing's wiki directory the shard does not load (see its warning logs and `brainstem check`), by kind: name, place, type, size, read.",
-			ConstLabels: prometheus.Labels{"wing": wing, "kind": kind},
-		}, func() float64 { return float64(svc.SkippedFiles(kind)) }))
+		out = append(out, prometheus.NewGaugeFunc(prometheus.GaugeOpts{Name: "brainstem_shard_skipped_files", ConstLabels: prometheus.Labels{"wing": wing, "kind": kind},
+			Help: "Files of the wing's wiki directory the shard does not load (see its warning logs and `brainstem check`), by kind: name, place, type, size, read."},
+			func() float64 { return float64(svc.SkippedFiles(kind)) }))
 	}
 	return out
 }

@@ -99,7 +99,6 @@ func (m *Tree) node(h plumbing.Hash) *treeNode {
 	return &treeNode{hash: h}
 }
 
-// load reads n's entries if they are not loaded yet.
 func (m *Tree) load(n *treeNode) error {
 	if n.loaded {
 		return nil

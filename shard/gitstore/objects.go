@@ -50,7 +50,6 @@ func Open(gitDir, common string) *Store {
 	return s
 }
 
-// storage is a go-git storage of the repository.
 func (s *Store) storage() *filesystem.Storage {
 	var fsys = osfs.New(s.gitDir)
 	if s.common != s.gitDir {
@@ -133,7 +132,6 @@ func (o *Store) Reindex() {
 // Blob returns the bytes of blob h.
 func (o *Store) Blob(h plumbing.Hash) ([]byte, error) { return o.raw(h, plumbing.BlobObject) }
 
-// raw returns the bytes of object h of type want.
 func (o *Store) raw(h plumbing.Hash, want plumbing.ObjectType) ([]byte, error) {
 	obj, err := o.Get(h, want)
 	if err != nil {

@@ -254,13 +254,11 @@ func (pk *packer) first(id plumbing.Hash) ([]byte, error) {
 	return data, pk.pw.putKnown(id, typ, data)
 }
 
-// content returns the bytes of object id.
 func (pk *packer) content(id plumbing.Hash) ([]byte, error) {
 	_, data, err := pk.load(id)
 	return data, err
 }
 
-// load returns the type and bytes of object id.
 func (pk *packer) load(id plumbing.Hash) (plumbing.ObjectType, []byte, error) {
 	obj, err := pk.st.EncodedObject(plumbing.AnyObject, id)
 	if err != nil {

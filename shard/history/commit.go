@@ -27,7 +27,6 @@ type made struct {
 	changes []pathChange
 }
 
-// planOf is the commit of a pending change.
 func (h *History) planOf(p *Pending) plan {
 	c := &p.rec.change
 	m := meta{Subject: c.Subject, Reason: c.Reason, Wing: h.opt.Wing, Action: c.Action, Tool: c.Tool, Key: c.Key, Seq: p.seq}
@@ -74,7 +73,6 @@ func (h *History) build(base plumbing.Hash, plans []plan, b gitstore.Sink) (plum
 	return head, out, nil
 }
 
-// applyOps applies one commit's operations to the tree model.
 func (h *History) applyOps(ops []Op, b gitstore.Sink) ([]pathChange, error) {
 	var changes []pathChange
 	for _, op := range ops {
@@ -125,7 +123,6 @@ func (h *History) applyOps(ops []Op, b gitstore.Sink) ([]pathChange, error) {
 	return changes, nil
 }
 
-// writeCommit encodes a commit object into b.
 func writeCommit(b gitstore.Sink, pl plan, root, parent plumbing.Hash) (plumbing.Hash, error) {
 	sig := object.Signature{Name: oneLine(pl.author.Name), Email: oneLine(pl.author.Email), When: pl.at}
 	c := &object.Commit{Author: sig, Committer: sig, Message: pl.meta.message(), TreeHash: root}

@@ -432,7 +432,6 @@ func (h *History) Flush(ctx context.Context) error {
 	return h.q.wait(ctx, target)
 }
 
-// closed returns errClosed once Close began.
 func (h *History) closed() error {
 	select {
 	case <-h.stop:

@@ -236,7 +236,6 @@ func (h *History) compareFile(p string, had bool, old plumbing.Hash, cache *stat
 	return d, true, nil
 }
 
-// outsidePlan is the commit of outside changes.
 func (h *History) outsidePlan(ops []Op) plan {
 	m := meta{Wing: h.opt.Wing, Action: ActionOutside}
 	for _, op := range ops {

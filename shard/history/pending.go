@@ -130,7 +130,6 @@ func (q *queue) finish(ps []*Pending) {
 	q.mu.Unlock()
 }
 
-// fail records a failure of the committer.
 func (q *queue) fail(err error) {
 	q.mu.Lock()
 	q.err = err
@@ -325,5 +324,4 @@ func (h *History) checkOp(op *Op, seen map[string]bool) error {
 	return nil
 }
 
-// sumOf is the content hash of bytes.
 func sumOf(b []byte) [32]byte { return sha256.Sum256(b) }

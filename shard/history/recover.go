@@ -103,7 +103,6 @@ func (h *History) onDisk(r *record) (bool, error) {
 	return true, nil
 }
 
-// abs is the file of a brain-relative path.
 func (h *History) abs(rel string) string { return filepath.Join(h.opt.Root, filepath.FromSlash(rel)) }
 
 // readFile reads the tracked file rel; a path that is not a regular file

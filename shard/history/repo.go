@@ -183,7 +183,6 @@ func (r *repo) ensureExclude() error {
 	return nil
 }
 
-// treePath is the worktree path of a brain-relative path.
 func (r *repo) treePath(rel string) string { return r.prefix + rel }
 
 // brainPath is the brain-relative path of a worktree path, and whether it

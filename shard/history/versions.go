@@ -112,7 +112,6 @@ func (ix *versionIndex) apply(c *commitInfo, changes []pathChange) {
 	}
 }
 
-// public converts v for callers.
 func (v *version) public() Version {
 	out := Version{
 		ID: v.c.id.String(), Path: v.path, At: v.c.at.UTC(), Author: v.c.author, Action: v.c.action,
@@ -219,7 +218,6 @@ func (ix *versionIndex) removed(prefix string) []Version {
 	return out
 }
 
-// remap replaces commit ids after a rewrite.
 func (ix *versionIndex) remap(ids map[plumbing.Hash]plumbing.Hash) {
 	for old, c := range ix.commits {
 		if n, ok := ids[old]; ok {
@@ -247,7 +245,6 @@ func (ix *versionIndex) allCommits() []*commitInfo {
 	return out
 }
 
-// lineages returns every lineage once.
 func (ix *versionIndex) lineages() []*lineage {
 	seen := map[*lineage]bool{}
 	var out []*lineage

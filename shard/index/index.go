@@ -127,11 +127,7 @@ func NewWithConfig(cfg Config) *Index {
 	if boost <= 0 {
 		boost = DefaultTitleBoost
 	}
-	ix := &Index{
-		boost: boost,
-		dict:  make(map[string]uint32),
-		byID:  make(map[string]uint32),
-	}
+	ix := &Index{boost: boost, dict: make(map[string]uint32), byID: make(map[string]uint32)}
 	// A random start: an index opened again (a restart) is at another
 	// generation than any it was at before, and none is 0.
 	ix.gen.Store(rand.Uint64()>>1 | 1)

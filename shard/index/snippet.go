@@ -290,7 +290,6 @@ func precededByToken(s []byte) (inside, unknown bool) {
 	return false, true
 }
 
-// isContinuation reports whether c is a UTF-8 continuation byte.
 func isContinuation(c byte) bool { return c&0xC0 == 0x80 }
 
 // collapseWindow collapses raw as collapseSpace does (white space runs to

@@ -344,7 +344,6 @@ func (r *Remote) checkContent(p string, e entry, maxFile int64) (Rejected, bool)
 	return Rejected{}, false
 }
 
-// mergeMessage is the message of a merge commit with conflicts.
 func (r *Remote) mergeMessage(conflicts []Conflict) string {
 	msg := fmt.Sprintf("Integrate %s of %s\n", r.cfg.Branch, r.cfg.Redacted())
 	if len(conflicts) > 0 {

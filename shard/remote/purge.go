@@ -136,7 +136,6 @@ func (r *Remote) setForcePush(lease plumbing.Hash, pending bool) error {
 	return nil
 }
 
-// purged reads the blob ids purges removed.
 func (r *Remote) purged() (map[plumbing.Hash]bool, error) {
 	b, err := readBounded(r.gitPath(PurgedFile), maxPurgedFile)
 	if errors.Is(err, fs.ErrNotExist) {

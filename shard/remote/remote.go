@@ -152,7 +152,6 @@ func (r *Remote) CheckPurge() error {
 	return nil
 }
 
-// auth reads the credentials from their files.
 func (r *Remote) auth() (transport.AuthMethod, error) {
 	c := r.cfg
 	switch {
@@ -228,16 +227,11 @@ func (r *Remote) fetched(err error) (done bool, head plumbing.Hash, _ error) {
 	switch {
 	case err == nil, errors.Is(err, git.NoErrAlreadyUpToDate):
 		return false, plumbing.ZeroHash, nil
-	case errors.Is(err, transport.ErrEmptyRemoteRepository), isNoSuchRef(err):
+	case errors.Is(err, transport.ErrEmptyRemoteRepository), errors.As(err, new(git.NoMatchingRefSpecError)):
 		return true, plumbing.ZeroHash, nil
 	default:
 		return true, plumbing.ZeroHash, r.wrap("fetch", err)
 	}
-}
-
-func isNoSuchRef(err error) bool {
-	var nf git.NoMatchingRefSpecError
-	return errors.As(err, &nf)
 }
 
 // Pushed is what one Push did.

@@ -160,7 +160,6 @@ func put(rel string, raw, old []byte) history.Op {
 	return op
 }
 
-// removeOp is the op removing rel, whose bytes are old.
 func removeOp(rel string, old []byte) history.Op {
 	return history.Op{Path: rel, Remove: true, Base: sha256.Sum256(old), HadBase: true}
 }
@@ -219,7 +218,6 @@ func (s *Store) recordOutside(ctx context.Context) {
 	}
 }
 
-// closeHistory closes the history, if any.
 func (s *Store) closeHistory() error {
 	if s.hist == nil {
 		return nil

@@ -202,7 +202,6 @@ func (s *Store) parseLinks(body string) []string {
 	return out
 }
 
-// tunnelsOf returns the links into other wings.
 func (s *Store) tunnelsOf(links []string) []string {
 	out := []string{}
 	for _, l := range links {

@@ -144,7 +144,6 @@ func (s *Store) Search(ctx context.Context, query string, opt SearchOptions) ([]
 	return r.Hits, err
 }
 
-// indexOptions validates opt and returns the index's options.
 func (s *Store) indexOptions(opt SearchOptions) (index.Options, error) {
 	iopt := index.Options{Limit: opt.Limit, Stats: opt.Stats}
 	if opt.Hall != "" {

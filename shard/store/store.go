@@ -237,19 +237,10 @@ func Open(ctx context.Context, opt Options) (*Store, error) {
 // storeFor is the store of opt at root with its defaults, before anything
 // is read.
 func storeFor(root string, opt Options) *Store {
-	s := &Store{
-		root:      root,
-		wing:      opt.Wing,
-		log:       cmp.Or(opt.Logger, slog.New(slog.DiscardHandler)).With("wing", opt.Wing), // once per line: callers pass a logger without it
-		now:       opt.Now,
-		wallNow:   opt.wallNow,
-		maxNote:   opt.MaxNoteBytes,
-		tocDelay:  cmp.Or(opt.IndexDelay, DefaultIndexDelay),
-		ix:        index.New(),
-		notes:     make(map[string]*meta),
-		backlinks: make(map[string]map[string]struct{}),
-		inbox:     inboxState{files: map[string]inboxFile{}, ix: index.New()},
-	}
+	s := &Store{root: root, wing: opt.Wing, now: opt.Now, wallNow: opt.wallNow, maxNote: opt.MaxNoteBytes,
+		tocDelay: cmp.Or(opt.IndexDelay, DefaultIndexDelay), ix: index.New(), notes: make(map[string]*meta),
+		backlinks: make(map[string]map[string]struct{}), inbox: inboxState{files: map[string]inboxFile{}, ix: index.New()},
+		log: cmp.Or(opt.Logger, slog.New(slog.DiscardHandler)).With("wing", opt.Wing)} // once per line: callers pass a logger without it
 	if s.now == nil {
 		s.now = time.Now
 	}
@@ -537,11 +528,7 @@ func (s *Store) scanHall(hall string) (out []noteFile, skipped []Skipped, err er
 			skipped = append(skipped, Skipped{Path: rel, Kind: SkipSize, Reason: sizeReason(fi.Size(), s.maxNote)})
 			continue
 		}
-		out = append(out, noteFile{
-			id:  brain.ID{Wing: s.wing, Hall: hall, Slug: slug},
-			dir: dir,
-			sig: sigOf(fi),
-		})
+		out = append(out, noteFile{id: brain.ID{Wing: s.wing, Hall: hall, Slug: slug}, dir: dir, sig: sigOf(fi)})
 	}
 	return out, skipped, nil
 }

@@ -100,7 +100,6 @@ func (s *Set) define() []Tool {
 	}
 }
 
-// checkWing enforces the optional wing argument.
 func (s *Set) checkWing(w string) error {
 	if w != "" && w != s.Wing() {
 		return invalid("this shard serves wing %q, not %q: omit wing or pass %q", s.Wing(), w, s.Wing())
@@ -130,8 +129,7 @@ func (s *Set) query(ctx context.Context, _ Caller, a *queryArgs) (any, error) {
 
 func (s *Set) getSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_get", Title: "Read a note", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
-		Result: getResult{},
+		Name: "brain_get", Title: "Read a note", Needs: brain.CapRead, ReadOnly: true, Idempotent: true, Result: getResult{},
 		Description: "Read one note in full: a curated note by id (wing/hall/slug) or path (wiki/wing/hall/slug.md), or an " +
 			"inbox note by path (inbox/wing/name.md). Returns {id, path, content_hash, frontmatter, body}; frontmatter " +
 			"keeps the file's key order, values are strings or arrays of strings. Pass content_hash as expected_hash " +
@@ -233,20 +231,16 @@ func (s *Set) get(ctx context.Context, _ Caller, a *getArgs) (any, error) {
 
 func (s *Set) listSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_list", Title: "List notes", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
-		Result: listAnswer{},
+		Name: "brain_list", Title: "List notes", Needs: brain.CapRead, ReadOnly: true, Idempotent: true, Result: listAnswer{},
 		Description: "List the curated notes of the wing, ordered by id, optionally of one hall, a page at a time. Returns " +
 			"{notes:[{id, hall, title, path, updated_at}], next_cursor}; pass next_cursor back as cursor for the next " +
 			"page (it is \"\" on the last page). Use brain_query to find notes by content. With archived true, the " +
 			"archived notes instead: {notes:[{id, hall, title, path, archived_at, archived_by, reason}], next_cursor} " +
 			"(title is that of the last version; brain_restore brings one back).",
-		Args: []toolspec.Arg{
-			wingArg(),
-			hallArg("Only list notes of this hall.", false),
+		Args: []toolspec.Arg{wingArg(), hallArg("Only list notes of this hall.", false),
 			{Name: "cursor", Type: toolspec.String, Desc: "The next_cursor of the previous page; omit for the first page."},
 			limitArg(ListDefaultLimit, ListMaxLimit),
-			{Name: "archived", Type: toolspec.Boolean, Default: false, Desc: "List the archived notes instead of the current ones."},
-		},
+			{Name: "archived", Type: toolspec.Boolean, Default: false, Desc: "List the archived notes instead of the current ones."}},
 	}
 }
 
@@ -330,8 +324,7 @@ func (s *Set) list(ctx context.Context, _ Caller, a *listArgs) (any, error) {
 
 func (s *Set) linksSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_links", Title: "Links of a note", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
-		Result: linksResult{},
+		Name: "brain_links", Title: "Links of a note", Needs: brain.CapRead, ReadOnly: true, Idempotent: true, Result: linksResult{},
 		Description: "Show how a note connects to others through [[wing/hall/slug]] wikilinks. Returns {id, outbound, " +
 			"backlinks, tunnels}: outbound = every note it links to, backlinks = notes of the same wing linking to it, " +
 			"tunnels = its outbound links into other wings. Follow them with brain_get. With wing naming another " +
@@ -374,8 +367,7 @@ func (s *Set) links(_ context.Context, _ Caller, a *linksArgs) (any, error) {
 
 func (s *Set) pendingSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_pending", Title: "Inbox of the wing", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
-		Result: pendingResult{},
+		Name: "brain_pending", Title: "Inbox of the wing", Needs: brain.CapRead, ReadOnly: true, Idempotent: true, Result: pendingResult{},
 		Description: "List the notes waiting in the wing's inbox for a curator, oldest first. Returns {pending:[{name, filename, path, " +
 			"title, hall, created_by, created_at, excerpt}]} (filename is the file's name, name.md; hall is the author's suggestion, " +
 			"excerpt the first 200 characters of the body); [] when the inbox is empty. Curators promote them with brain_promote.",
@@ -423,8 +415,7 @@ func (s *Set) pending(ctx context.Context, _ Caller, a *pendingArgs) (any, error
 
 func (s *Set) writeSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_write", Title: "Write a new note", Needs: brain.CapWrite,
-		Result: writeResult{},
+		Name: "brain_write", Title: "Write a new note", Needs: brain.CapWrite, Result: writeResult{},
 		Description: "Create a new note, recording you as its author. Write to the inbox (inbox: true) when a curator should " +
 			"review it, or straight into the wiki under a hall. Link related notes with [[wing/hall/slug]]. Never " +
 			"overwrites: if the slug is taken you get already_exists (change an existing note with brain_update). " +
@@ -506,21 +497,16 @@ func (s *Set) write(ctx context.Context, c Caller, a *writeArgs) (any, error) {
 
 func (s *Set) updateSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_update", Title: "Supersede a note's body", Needs: brain.CapWrite, Destructive: true,
-		Result: updateResult{},
+		Name: "brain_update", Title: "Supersede a note's body", Needs: brain.CapWrite, Destructive: true, Result: updateResult{},
 		Description: "Replace the body (and optionally the title) of an existing curated note, recording who, when, why " +
 			"(reason) and the content hash it supersedes; every other frontmatter field is kept. Never creates a note " +
 			"(not_found). Pass the content_hash you read as expected_hash: if the note changed since, you get conflict " +
 			"with the current hash and nothing is written. Returns {id, path, content_hash}.",
-		Args: []toolspec.Arg{
-			idArg("the note id wing/hall/slug (brain_write creates new notes)"),
+		Args: []toolspec.Arg{idArg("the note id wing/hall/slug (brain_write creates new notes)"),
 			s.bodyArg(fmt.Sprintf("The complete new markdown body (at most %d bytes).", s.lim.MaxBodyBytes)),
 			s.reasonArg("Why the note changes, recorded as supersede_reason"),
-			expectedHashArg("the update fails with conflict if the note changed."),
-			s.titleArg(false, "New title; omit to keep it."),
-			wingArg(),
-			s.keyArg(),
-		},
+			expectedHashArg("the update fails with conflict if the note changed."), s.titleArg(false, "New title; omit to keep it."),
+			wingArg(), s.keyArg()},
 		Legacy: s.updateLegacy(),
 	}
 }
@@ -581,8 +567,7 @@ func (s *Set) update(ctx context.Context, c Caller, a *updateArgs) (any, error) 
 
 func (s *Set) ingestSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_ingest_raw", Title: "Import pages", Needs: brain.CapWrite,
-		Result: ingestAnswer{},
+		Name: "brain_ingest_raw", Title: "Import pages", Needs: brain.CapWrite, Result: ingestAnswer{},
 		Description: fmt.Sprintf("Import up to %d pre-structured pages into the wiki in one call, e.g. a document split into notes. "+
 			"Every page is validated before any is written; each is reported as created, exists (never overwritten), "+
 			"invalid (with error; skipped) or failed (with error: not written, e.g. the disk or the call's time ran out). "+
@@ -744,9 +729,10 @@ func (s *Set) writePages(ctx context.Context, a ingestArgs, k *keyCall, res *ing
 		if pr.Status != StatusCreated || a.DryRun || done[i] {
 			continue
 		}
-		n, err := s.st.Create(ctx, withHook(notes[i], k.hook(i, func(in store.Intent) any {
+		notes[i].Hook = k.hook(i, func(in store.Intent) any {
 			return ingestPageResult{ID: in.Note.ID, Path: in.Note.Path, Status: StatusCreated, ContentHash: in.Note.Hash}
-		})))
+		})
+		n, err := s.st.Create(ctx, notes[i])
 		v, landed, err := k.settle(i, err)
 		switch {
 		case landed && v != nil:
@@ -765,17 +751,11 @@ func (s *Set) writePages(ctx context.Context, a ingestArgs, k *keyCall, res *ing
 	}
 }
 
-func withHook(n store.NewNote, h store.Hook) store.NewNote {
-	n.Hook = h
-	return n
-}
-
 // ---- session_log
 
 func (s *Set) sessionLogSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "session_log", Title: "Log to a session", Needs: brain.CapWrite,
-		Result: sessionResult{},
+		Name: "session_log", Title: "Log to a session", Needs: brain.CapWrite, Result: sessionResult{},
 		Description: "Append one JSON object to the wing's append-only log of a work session (sessions/<wing>/<session>.jsonl), " +
 			"stamped with the time and your email: use it to keep a trail of what you did and found. Returns " +
 			"{session, path, line} where line is the entry's line number in the log.",
@@ -838,8 +818,7 @@ func (s *Set) sessionLog(ctx context.Context, c Caller, a *sessionArgs) (any, er
 
 func (s *Set) promoteSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_promote", Title: "Promote an inbox note", Needs: brain.CapCurate, Destructive: true,
-		Result: promoteResult{},
+		Name: "brain_promote", Title: "Promote an inbox note", Needs: brain.CapCurate, Destructive: true, Result: promoteResult{},
 		Description: "Curators only: move a reviewed inbox note into the wiki as wiki/<wing>/<hall>/<slug>.md, recording you " +
 			"as promoter. If the slug is taken you get already_exists and the inbox note is left untouched (choose " +
 			"another slug). Returns {id, path, content_hash, tunnels} where tunnels are its links into other wings.",
@@ -893,8 +872,7 @@ func (s *Set) promote(ctx context.Context, c Caller, a *promoteArgs) (any, error
 
 func (s *Set) sessionListSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "session_list", Title: "Session logs of the wing", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
-		Result: sessionListResult{},
+		Name: "session_list", Title: "Session logs of the wing", Needs: brain.CapRead, ReadOnly: true, Idempotent: true, Result: sessionListResult{},
 		Description: "List the wing's session logs (what agents logged with session_log), most recently written first, a page " +
 			"at a time. Returns {sessions:[{session, path, size, updated_at, last_by}], next_cursor} (updated_at and last_by " +
 			"are the time and author of the log's last entry; next_cursor is \"\" on the last page). Read one with session_read.",
@@ -941,8 +919,7 @@ func (s *Set) sessionList(ctx context.Context, _ Caller, a *sessionListArgs) (an
 
 func (s *Set) sessionReadSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "session_read", Title: "Read a session log", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
-		Result: sessionReadResult{},
+		Name: "session_read", Title: "Read a session log", Needs: brain.CapRead, ReadOnly: true, Idempotent: true, Result: sessionReadResult{},
 		Description: "Read the entries of one session log in order, a page at a time. Returns {session, path, entries:[{line, " +
 			"at, by, entry}], total, next_offset}: total is the log's number of lines, next_offset the offset of the next " +
 			"page (-1 after the last). A line that is not a session entry (edited by hand, cut short by a crash) comes " +

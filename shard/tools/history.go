@@ -61,11 +61,6 @@ type versionInfo struct {
 	Purged      bool   `json:"purged"`
 }
 
-func versionOf(v history.Version) versionInfo {
-	return versionInfo{Version: v.ID, Path: v.Path, ContentHash: v.ContentHash, At: v.At.UTC().Format(time.RFC3339), By: v.Author,
-		Action: v.Action, Tool: v.Tool, Reason: v.Reason, From: v.From, Removed: v.Removed, Purged: v.Purged}
-}
-
 // historyHint completes a refusal of a note that is not there.
 func historyHint(err error) error {
 	return hint(err, store.ErrNotFound, "brain_history lists what history knows of a note, brain_list with archived true the archived notes")
@@ -75,8 +70,7 @@ func historyHint(err error) error {
 
 func (s *Set) historySpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_history", Title: "Versions of a note", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
-		Result: historyResult{},
+		Name: "brain_history", Title: "Versions of a note", Needs: brain.CapRead, ReadOnly: true, Idempotent: true, Result: historyResult{},
 		Description: "List the versions of a note, newest first, a page at a time, following it across moves and its " +
 			"promotion from the inbox (an archived note too). Every change is a version: who made it (by), when (at), " +
 			"how (action: create, update, promote, restore, archive, move, purge, outside for an edit made behind " +
@@ -114,7 +108,8 @@ func (s *Set) history(ctx context.Context, _ Caller, a *historyArgs) (any, error
 	}
 	res := historyResult{ID: h.Ref, Path: h.Path, Versions: make([]versionInfo, len(h.Versions)), NextCursor: h.Next}
 	for i, v := range h.Versions {
-		res.Versions[i] = versionOf(v)
+		res.Versions[i] = versionInfo{Version: v.ID, Path: v.Path, ContentHash: v.ContentHash, At: v.At.UTC().Format(time.RFC3339), By: v.Author,
+			Action: v.Action, Tool: v.Tool, Reason: v.Reason, From: v.From, Removed: v.Removed, Purged: v.Purged}
 	}
 	return res, nil
 }
@@ -123,8 +118,7 @@ func (s *Set) history(ctx context.Context, _ Caller, a *historyArgs) (any, error
 
 func (s *Set) diffSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_diff", Title: "Compare two versions", Needs: brain.CapRead, ReadOnly: true, Idempotent: true,
-		Result: diffResult{},
+		Name: "brain_diff", Title: "Compare two versions", Needs: brain.CapRead, ReadOnly: true, Idempotent: true, Result: diffResult{},
 		Description: fmt.Sprintf("Show what changed in a note between two of its versions, as a unified diff of the whole file "+
 			"(frontmatter included): from an older version to a newer one, to the current version when to is omitted. "+
 			"A version that archived the note compares as empty. Returns {id, from, to, diff, cut, too_different, "+
@@ -136,12 +130,9 @@ func (s *Set) diffSpec() *toolspec.Spec {
 			"content_hash of each version compared (0, 0 and \"\" for a version that archived the note): compare those, "+
 			"or read both versions with brain_get's version, when there is no diff.",
 			DiffMaxBytes, history.DiffMaxEdits, history.DiffMaxWork),
-		Args: []toolspec.Arg{
-			refArg("a note id wing/hall/slug or its path"),
+		Args: []toolspec.Arg{refArg("a note id wing/hall/slug or its path"),
 			versionArg("from", true, "The version to compare from, as brain_history lists it."),
-			versionArg("to", false, "The version to compare to; omit for the current one."),
-			wingArg(),
-		},
+			versionArg("to", false, "The version to compare to; omit for the current one."), wingArg()},
 	}
 }
 
@@ -181,22 +172,16 @@ func (s *Set) diff(ctx context.Context, _ Caller, a *diffArgs) (any, error) {
 
 func (s *Set) restoreSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_restore", Title: "Restore an old version", Needs: brain.CapWrite, Destructive: true,
-		Result: restoreResult{},
+		Name: "brain_restore", Title: "Restore an old version", Needs: brain.CapWrite, Destructive: true, Result: restoreResult{},
 		Description: "Make an old version of a note its current one: its content comes back as a new version (history is " +
 			"never rewritten, so the restore itself can be undone the same way). Brings back an archived note too. The " +
 			"content is the version's bytes, with the wing and hall fields set to the note's place if it moved since. " +
 			"Pass the content_hash you read as expected_hash to fail with conflict if the note changed meanwhile. Returns " +
 			"{id, path, content_hash, restored, unchanged}: restored is the version restored; unchanged is true when the " +
 			"note already had that content (nothing was written).",
-		Args: []toolspec.Arg{
-			refArg("a note id wing/hall/slug or its path"),
-			versionArg("version", true, "The version to restore, as brain_history lists it."),
-			s.reasonArg("Why, recorded in history"),
-			expectedHashArg("the restore fails with conflict if the note changed."),
-			wingArg(),
-			s.keyArg(),
-		},
+		Args: []toolspec.Arg{refArg("a note id wing/hall/slug or its path"),
+			versionArg("version", true, "The version to restore, as brain_history lists it."), s.reasonArg("Why, recorded in history"),
+			expectedHashArg("the restore fails with conflict if the note changed."), wingArg(), s.keyArg()},
 	}
 }
 
@@ -235,20 +220,14 @@ func (s *Set) restore(ctx context.Context, c Caller, a *restoreArgs) (any, error
 
 func (s *Set) archiveSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_archive", Title: "Archive a note", Needs: brain.CapCurate, Destructive: true,
-		Result: archiveResult{},
+		Name: "brain_archive", Title: "Archive a note", Needs: brain.CapCurate, Destructive: true, Result: archiveResult{},
 		Description: "Curators only: retire a note that is outdated or wrong, or reject an inbox note (by its inbox path). " +
 			"It leaves the wiki, search, brain_list and _index.md; its versions stay in history, brain_list with archived " +
 			"true lists it, and brain_restore brings it back. Returns {id, path, content_hash, archived, linked_from}: " +
 			"content_hash is that of the version archived, linked_from the notes of the wing whose links to it now lead " +
 			"to an archived note (update or move them as needed).",
-		Args: []toolspec.Arg{
-			refArg("a note id wing/hall/slug, or an inbox path"),
-			s.reasonArg("Why, recorded in history"),
-			expectedHashArg("the archive fails with conflict if the note changed."),
-			wingArg(),
-			s.keyArg(),
-		},
+		Args: []toolspec.Arg{refArg("a note id wing/hall/slug, or an inbox path"), s.reasonArg("Why, recorded in history"),
+			expectedHashArg("the archive fails with conflict if the note changed."), wingArg(), s.keyArg()},
 	}
 }
 
@@ -298,8 +277,7 @@ func archiveResultOf(a store.Archived) archiveResult {
 
 func (s *Set) moveSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_move", Title: "Move or rename a note", Needs: brain.CapCurate, Destructive: true,
-		Result: moveResult{},
+		Name: "brain_move", Title: "Move or rename a note", Needs: brain.CapCurate, Destructive: true, Result: moveResult{},
 		Description: "Curators only: file a note under another hall, give it another slug, or both, in one change of " +
 			"history that keeps its versions. Every [[link]] to it from a note of this wing is rewritten to the new id in " +
 			"the same change; links from other wings keep the old id, and brain_get of it answers moved with the new " +
@@ -309,14 +287,9 @@ func (s *Set) moveSpec() *toolspec.Spec {
 			"linked_from_other_wings the notes of your other wings that still link to the old id (through the " +
 			"gateway; linked_from_other_wings_unchecked names wings that could not say).",
 		CrossLinks: &toolspec.CrossLinks{From: "moved_from", Ask: "brain_links", Into: "linked_from_other_wings"},
-		Args: []toolspec.Arg{
-			idArg("the note id wing/hall/slug"),
-			hallArg("The hall it goes to; omit to keep its hall.", false),
+		Args: []toolspec.Arg{idArg("the note id wing/hall/slug"), hallArg("The hall it goes to; omit to keep its hall.", false),
 			{Name: "slug", Type: toolspec.String, Check: slugCheck, Desc: "Its new slug; omit to keep it."},
-			s.reasonArg("Why, recorded in history"),
-			wingArg(),
-			s.keyArg(),
-		},
+			s.reasonArg("Why, recorded in history"), wingArg(), s.keyArg()},
 	}
 }
 
@@ -359,21 +332,17 @@ func moveResultOf(m store.Moved) moveResult {
 
 func (s *Set) purgeSpec() *toolspec.Spec {
 	return &toolspec.Spec{
-		Name: "brain_purge", Title: "Purge content from history", Needs: brain.CapCurate, Destructive: true,
-		Result: purgeResult{},
+		Name: "brain_purge", Title: "Purge content from history", Needs: brain.CapCurate, Destructive: true, Result: purgeResult{},
 		Description: "Curators only, and only where an operator enabled purging: remove a leaked secret or personal data " +
 			"from history for good, the one change that rewrites history. With version, that version's content (update " +
 			"or archive the note first if it is the current one); without, every version's, and the note is removed. " +
 			"The versions stay listed, marked purged, with a notice of who purged them, when and why, and an audit " +
 			"version records the purge; afterwards the bytes are gone from the shard's disk. Version ids after the purged " +
 			"one change. Returns {id, path, purged_versions, removed}.",
-		Args: []toolspec.Arg{
-			refArg("a note id wing/hall/slug or its path"),
+		Args: []toolspec.Arg{refArg("a note id wing/hall/slug or its path"),
 			s.reasonArg("Why, recorded in the purge notice and the audit version"),
 			versionArg("version", false, "The version whose content is purged, as brain_history lists it; omit to purge every version and remove the note."),
-			wingArg(),
-			s.keyArg(),
-		},
+			wingArg(), s.keyArg()},
 	}
 }
 

@@ -267,16 +267,10 @@ func (s *Logs) List(ctx context.Context, cursor string, limit int) (logs []Info,
 		last := s.lastLine(filepath.Join(dir, logs[i].Session+brain.SessionExt))
 		logs[i].LastBy, logs[i].UpdatedAt = last.By, cmp.Or(last.At, logs[i].Modified.Format(time.RFC3339Nano))
 	}
-	if end < len(all) {
-		next = encodeSessionCursor(all[end-1])
+	if end < len(all) { // the cursor: the modification time (Unix nanoseconds) and the name of the page's last log
+		next = strconv.FormatInt(all[end-1].Modified.UnixNano(), 10) + "." + all[end-1].Session
 	}
 	return logs, next, nil
-}
-
-// A session cursor is the modification time (Unix nanoseconds) and the name
-// of the last log of the previous page.
-func encodeSessionCursor(l Info) string {
-	return strconv.FormatInt(l.Modified.UnixNano(), 10) + "." + l.Session
 }
 
 func sessionCursor(all []Info, cursor string) (int, error) {
