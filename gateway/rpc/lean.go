@@ -42,12 +42,8 @@ import (
 // LeanServer is the lean path: the checks that a tools/call is one it
 // serves exactly as mcp-go would, and the call and its answer.
 type LeanServer struct {
-	tools    func(name string) *server.ServerTool // mcp-go's registry (MCPServer.GetTool)
-	served   func()                               // counts a call the lean path served
-	parsed   func()                               // counts a decode of a request's JSON
-	log      *slog.Logger
-	info     mcp.Implementation // the serverInfo mcp-go stamps on 2026-07-28 results
-	answers  [2]*textAnswers    // by era: session (unstamped), stateless (stamped)
+	cfg      LeanConfig
+	answers  [2]*textAnswers // by era: session (unstamped), stateless (stamped)
 	sessions *sessionGate
 	bindings bindingMemo
 }
@@ -68,7 +64,7 @@ type LeanConfig struct {
 
 // NewLeanServer builds the lean path over mcp-go's tool registry.
 func NewLeanServer(c LeanConfig) (*LeanServer, error) {
-	s := &LeanServer{tools: c.Tools, served: c.Served, parsed: c.Parsed, log: c.Log, info: c.Info}
+	s := &LeanServer{cfg: c}
 	var err error
 	for era := range s.answers {
 		if s.answers[era], err = newTextAnswers(c.Info, era == eraStateless); err != nil {
@@ -101,7 +97,7 @@ type LeanCall struct {
 // Serve answers c (a tools/call Check accepted) without mcp-go's
 // transport: it calls the tool's handler with ctx and writes its answer.
 func (s *LeanServer) Serve(ctx context.Context, w http.ResponseWriter, h http.Header, c LeanCall) {
-	s.served()
+	s.cfg.Served()
 	p, id := c.params, c.id
 	req := mcp.CallToolRequest{Params: p.MCPParams(), Header: h}
 	req.Method = string(mcp.MethodToolsCall)
@@ -115,12 +111,12 @@ func (s *LeanServer) Serve(ctx context.Context, w http.ResponseWriter, h http.He
 	default:
 		if text, structured, ok := leanText(res); ok {
 			if b, err := s.answers[c.era].encode(id, text, res.IsError, structured); err == nil {
-				writeAnswer(w, s.log, b)
+				writeAnswer(w, s.cfg.Log, b)
 				return
 			}
 		}
 		if c.era == eraStateless {
-			stampModern(res, s.info)
+			stampModern(res, s.cfg.Info)
 		}
 		out = mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res)
 	}
@@ -128,9 +124,9 @@ func (s *LeanServer) Serve(ctx context.Context, w http.ResponseWriter, h http.He
 	// answered 200 with an empty body (json.Encoder writes nothing then).
 	var buf bytes.Buffer
 	if err := json.NewEncoder(&buf).Encode(out); err != nil {
-		s.log.Error("cannot encode a tool call's answer", "tool", p.Name, "err", err)
+		s.cfg.Log.Error("cannot encode a tool call's answer", "tool", p.Name, "err", err)
 	}
-	writeAnswer(w, s.log, buf.Bytes())
+	writeAnswer(w, s.cfg.Log, buf.Bytes())
 }
 
 // Check reports whether a tools/call (its headers h, envelope msg and,
@@ -157,7 +153,7 @@ func (s *LeanServer) Check(h http.Header, msg *Message, lean *Lean) (c LeanCall,
 	if !ok || !fit || args.Shape() == ShapeInvalid || !s.eraMatches(c.era, h, p, version) {
 		return c, false
 	}
-	st := s.tools(p.Name)
+	st := s.cfg.Tools(p.Name)
 	if st == nil || st.Handler == nil || st.Tool.Execution != nil {
 		return c, false
 	}
@@ -203,11 +199,11 @@ func (s *LeanServer) leanParams(msg *Message, lb *Lean, p *CallParams) (args Arg
 		p.Walked, p.Version, p.Caps = true, lb.Version, lb.Caps
 		return lb.Args, lb.ArgsFit, true
 	}
-	s.parsed()
+	s.cfg.Parsed()
 	if len(msg.Params) == 0 || json.Unmarshal(msg.Params, p) != nil {
 		return args, false, false
 	}
-	s.parsed()
+	s.cfg.Parsed()
 	args, fit = ScanArgs(p.Arguments)
 	return args, fit, true
 }
