@@ -94,6 +94,34 @@ func newLeanEnv(t testing.TB) *leanEnv {
 	return &leanEnv{testEnv: e, plain: plain, plainURL: base + "/mcp"}
 }
 
+// compare posts body to the gateway with the lean path (headers lh) and to
+// the one without (ph), and requires the same status, Content-Type and
+// bytes, and that the lean path answered it exactly when lean is set. It
+// returns the lean gateway's answer.
+func (e *leanEnv) compare(t *testing.T, body string, lh, ph map[string]string, lean bool) (*http.Response, []byte) {
+	t.Helper()
+	before := counterValue(t, e.gw, leanMetric)
+	lresp, lbody := rawPost(t, e.url, body, lh)
+	took := counterValue(t, e.gw, leanMetric) - before
+	presp, pbody := rawPost(t, e.plainURL, body, ph)
+	if took != b2f(lean) {
+		t.Errorf("lean path answered %v requests, want %v", took, b2f(lean))
+	}
+	if n := counterValue(t, e.plain, leanMetric); n != 0 {
+		t.Fatalf("the gateway without the lean path answered %v requests on it", n)
+	}
+	if lresp.StatusCode != presp.StatusCode {
+		t.Errorf("status: lean %d, mcp-go %d", lresp.StatusCode, presp.StatusCode)
+	}
+	if l, p := lresp.Header.Get("Content-Type"), presp.Header.Get("Content-Type"); l != p {
+		t.Errorf("Content-Type: lean %q, mcp-go %q", l, p)
+	}
+	if !bytes.Equal(lbody, pbody) {
+		t.Errorf("body differs\nlean:   %s\nmcp-go: %s", lbody, pbody)
+	}
+	return lresp, lbody
+}
+
 // modernMeta is the _meta every 2026-07-28 request carries.
 const modernMeta = `"_meta":{"io.modelcontextprotocol/protocolVersion":"2026-07-28","io.modelcontextprotocol/clientCapabilities":{},"io.modelcontextprotocol/clientInfo":{"name":"raw","version":"0"}}`
 
@@ -208,31 +236,13 @@ func TestLeanPathMatchesMCPGo(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			hdr := withHeader(tc.hdr, "Authorization", "Bearer "+token)
-			before := counterValue(t, e.gw, leanMetric)
-			lresp, lbody := rawPost(t, e.url, tc.body, hdr)
-			took := counterValue(t, e.gw, leanMetric) - before
-			presp, pbody := rawPost(t, e.plainURL, tc.body, hdr)
-			if took != b2f(tc.lean) {
-				t.Errorf("lean path answered %v requests, want %v", took, b2f(tc.lean))
-			}
-			if n := counterValue(t, e.plain, leanMetric); n != 0 {
-				t.Fatalf("the gateway without the lean path answered %v requests on it", n)
-			}
-			if lresp.StatusCode != presp.StatusCode {
-				t.Errorf("status: lean %d, mcp-go %d", lresp.StatusCode, presp.StatusCode)
-			}
-			if l, p := lresp.Header.Get("Content-Type"), presp.Header.Get("Content-Type"); l != p {
-				t.Errorf("Content-Type: lean %q, mcp-go %q", l, p)
-			}
-			if !bytes.Equal(lbody, pbody) {
-				t.Errorf("body differs\nlean:   %s\nmcp-go: %s", lbody, pbody)
-			}
+			lresp, lbody := e.compare(t, tc.body, hdr, hdr, tc.lean)
 			// A lean answer is a result or an error, except where mcp-go
 			// itself answers nothing (a result JSON cannot encode).
 			if tc.name == "brain_wings" && !bytes.Contains(lbody, []byte(`"structuredContent":{"wings":`)) {
 				t.Errorf("brain_wings' answer has no structuredContent: %s", lbody)
 			}
-			if tc.lean && len(pbody) > 0 && (lresp.StatusCode != http.StatusOK || !bytes.Contains(lbody, []byte(`"resultType":"complete"`)) && !bytes.Contains(lbody, []byte(`"error":{`))) {
+			if tc.lean && len(lbody) > 0 && (lresp.StatusCode != http.StatusOK || !bytes.Contains(lbody, []byte(`"resultType":"complete"`)) && !bytes.Contains(lbody, []byte(`"error":{`))) {
 				t.Errorf("lean answer is neither a result nor an error: %d %s", lresp.StatusCode, lbody)
 			}
 		})
@@ -308,22 +318,7 @@ func TestLeanPathMatchesMCPGoOnSessions(t *testing.T) {
 			if tc.sid {
 				lh["Mcp-Session-Id"], ph["Mcp-Session-Id"] = lsid, psid
 			}
-			before := counterValue(t, e.gw, leanMetric)
-			lresp, lbody := rawPost(t, e.url, tc.body, lh)
-			took := counterValue(t, e.gw, leanMetric) - before
-			presp, pbody := rawPost(t, e.plainURL, tc.body, ph)
-			if took != b2f(tc.lean) {
-				t.Errorf("lean path answered %v requests, want %v", took, b2f(tc.lean))
-			}
-			if lresp.StatusCode != presp.StatusCode {
-				t.Errorf("status: lean %d, mcp-go %d", lresp.StatusCode, presp.StatusCode)
-			}
-			if l, p := lresp.Header.Get("Content-Type"), presp.Header.Get("Content-Type"); l != p {
-				t.Errorf("Content-Type: lean %q, mcp-go %q", l, p)
-			}
-			if !bytes.Equal(lbody, pbody) {
-				t.Errorf("body differs\nlean:   %s\nmcp-go: %s", lbody, pbody)
-			}
+			_, lbody := e.compare(t, tc.body, lh, ph, tc.lean)
 			if tc.lean && bytes.Contains(lbody, []byte(`"resultType"`)) {
 				t.Errorf("a session-era answer carries the stateless stamp: %s", lbody)
 			}
